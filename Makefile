@@ -1,0 +1,43 @@
+# The two entry points of the README: `make run` and `make test`.
+PYTHON ?= python3.11
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test lint zookeeper bench clean
+
+$(BIN)/python:
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "python3.11 is required"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[dev,spark,bench]'
+	touch $(STAMP)
+
+## run: set up and run the flagship example in embedded local mode
+run: $(STAMP)
+	$(BIN)/stormpy local examples/ examples.flagship:topology --ttl 120
+
+## zookeeper: install Apache ZooKeeper (Debian package) when it is missing
+zookeeper:
+	@if [ -z "$$ZOOKEEPER_HOME" ] && [ ! -f /usr/share/java/zookeeper.jar ]; then \
+	  echo "installing Apache ZooKeeper (Debian package zookeeper)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q zookeeper; \
+	fi
+
+## test: set up (venv, ZooKeeper) and run every test
+test: $(STAMP) zookeeper
+	$(BIN)/ruff check src tests bench examples
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench examples
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info

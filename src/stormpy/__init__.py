@@ -1,0 +1,1 @@
+"""stormpy: Apache Storm's model as a native Python runtime."""

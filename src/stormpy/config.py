@@ -1,0 +1,169 @@
+"""Every configuration key stormpy understands, with its default and meaning.
+
+Keys use Apache Storm's names wherever stormpy has the same concept, so a Storm user's
+``storm.yaml`` habits carry over. A topology's configuration is the cluster defaults, then the
+daemon's ``stormpy.yaml``, then the topology's own config, then per-component config (for the keys
+that Storm allows per component). ``load_config`` builds the daemon-side map; ``parse_override``
+turns a ``-c key=value`` command-line argument into a typed pair.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    """One documented configuration key."""
+
+    name: str
+    default: Any
+    doc: str
+
+
+_KEYS: list[ConfigKey] = [
+    # --- topology ---------------------------------------------------------------------------
+    ConfigKey("topology.workers", 1, "Number of worker processes the topology asks for."),
+    ConfigKey("topology.acker.executors", None,
+              "Acker executors; None means one per worker, 0 disables tracking (spout tuples are "
+              "acked as soon as they are emitted)."),
+    ConfigKey("topology.message.timeout.secs", 30,
+              "Seconds a spout tuple tree may take before it is failed."),
+    ConfigKey("topology.enable.message.timeouts", True, "When false, unacked tuples never time out."),
+    ConfigKey("topology.max.spout.pending", None,
+              "Maximum un-acked spout tuples per spout task; None is unlimited."),
+    ConfigKey("topology.tick.tuple.freq.secs", None,
+              "Send a tick tuple to every bolt task this often (seconds, fractions allowed); may be "
+              "set per component."),
+    ConfigKey("topology.debug", False, "Log every emitted tuple (slow; for debugging only)."),
+    ConfigKey("topology.executor.receive.buffer.size", 32768,
+              "Tuples queued for one task before spouts in the worker stop emitting (backpressure)."),
+    ConfigKey("topology.transfer.batch.size", 500,
+              "Tuples packed into one message for a remote worker before it is sent."),
+    ConfigKey("topology.batch.flush.interval.millis", 1,
+              "Longest time a partial outbound batch waits before it is sent."),
+    ConfigKey("topology.spout.max.batch.size", 64,
+              "How many next_tuple calls a spout task gets per executor-loop round."),
+    ConfigKey("topology.testing.always.try.serialize", False,
+              "Serialize every tuple even for same-worker delivery (local mode tests)."),
+    ConfigKey("topology.name", None, "Set by the submitter: the topology's name."),
+    # --- nimbus -----------------------------------------------------------------------------
+    ConfigKey("nimbus.seeds", ["127.0.0.1"], "Hosts where Nimbus may run."),
+    ConfigKey("nimbus.host", "127.0.0.1", "Address Nimbus binds and clients connect to."),
+    ConfigKey("nimbus.thrift.port", 6627, "Nimbus RPC port (Storm's name kept)."),
+    ConfigKey("nimbus.task.timeout.secs", 30,
+              "Seconds without a worker heartbeat before Nimbus reassigns its executors."),
+    ConfigKey("nimbus.supervisor.timeout.secs", 60,
+              "Seconds without a supervisor before Nimbus moves its executors elsewhere."),
+    ConfigKey("nimbus.monitor.freq.secs", 10, "How often Nimbus checks heartbeats."),
+    ConfigKey("nimbus.task.launch.secs", 120,
+              "Grace period for a newly assigned worker to send its first heartbeat."),
+    ConfigKey("nimbus.file.copy.expiration.secs", 600, "Abandoned uploads are removed after this."),
+    ConfigKey("nimbus.max.bundle.size.bytes", 256 * 1024 * 1024, "Largest topology bundle accepted."),
+    ConfigKey("nimbus.upload.chunk.size.bytes", 307200, "Chunk size for uploads and downloads."),
+    # --- supervisor / worker ----------------------------------------------------------------
+    ConfigKey("supervisor.slots.ports", [6700, 6701, 6702, 6703], "Worker ports of this supervisor."),
+    ConfigKey("supervisor.host", "127.0.0.1", "Address workers of this supervisor bind."),
+    ConfigKey("supervisor.worker.timeout.secs", 30,
+              "Seconds without a local heartbeat before the supervisor restarts a worker."),
+    ConfigKey("supervisor.worker.start.timeout.secs", 120,
+              "Grace period for a starting worker's first heartbeat."),
+    ConfigKey("supervisor.monitor.frequency.secs", 3, "How often the supervisor checks its workers."),
+    ConfigKey("supervisor.heartbeat.frequency.secs", 5, "How often the supervisor heartbeats."),
+    ConfigKey("worker.heartbeat.frequency.secs", 1, "How often a worker heartbeats."),
+    # --- zookeeper / storage ----------------------------------------------------------------
+    ConfigKey("storm.zookeeper.servers", ["127.0.0.1"], "ZooKeeper hosts."),
+    ConfigKey("storm.zookeeper.port", 2181, "ZooKeeper client port."),
+    ConfigKey("storm.zookeeper.root", "/stormpy", "Root znode of all stormpy state."),
+    ConfigKey("storm.zookeeper.session.timeout", 20000, "ZooKeeper session timeout (ms)."),
+    ConfigKey("storm.zookeeper.connection.timeout", 15000, "ZooKeeper connect timeout (ms)."),
+    ConfigKey("storm.local.dir", "stormpy-local", "Directory for daemon state (bundles, pids, logs)."),
+    ConfigKey("storm.log.dir", None, "Directory for daemon logs; defaults to <storm.local.dir>/logs."),
+    # --- spark connector ----------------------------------------------------------------
+    ConfigKey("spark.master", "local[*]", "Spark master URL used by Spark bolts."),
+    ConfigKey("spark.app.name", None, "Spark application name; defaults to the topology name."),
+]
+
+KEYS: dict[str, ConfigKey] = {k.name: k for k in _KEYS}
+DEFAULTS: dict[str, Any] = {k.name: k.default for k in _KEYS}
+
+#: Keys a component's own config may override (Storm's per-component keys).
+COMPONENT_KEYS = frozenset({
+    "topology.tick.tuple.freq.secs",
+    "topology.max.spout.pending",
+    "topology.debug",
+    "topology.spout.max.batch.size",
+})
+
+
+class ConfigError(ValueError):
+    """A configuration file or value is malformed; the message names the key or file."""
+
+
+def parse_value(text: str) -> Any:
+    """Parse a command-line value the way YAML would (``5`` → 5, ``true`` → True, ``[1,2]`` → list)."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
+def parse_override(arg: str) -> tuple[str, Any]:
+    """Turn ``key=value`` into ``(key, typed value)``; raise ConfigError naming the argument."""
+    if "=" not in arg:
+        raise ConfigError(f"config override {arg!r} must look like key=value")
+    key, _, value = arg.partition("=")
+    key = key.strip()
+    if not key:
+        raise ConfigError(f"config override {arg!r} has an empty key")
+    return key, parse_value(value)
+
+
+def parse_overrides(args: Iterable[str]) -> dict[str, Any]:
+    """Parse several ``key=value`` arguments into a dict (later ones win)."""
+    return dict(parse_override(a) for a in args)
+
+
+def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a ``stormpy.yaml``; raise ConfigError naming the file when it is not a YAML mapping."""
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"cannot read config file {p}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {p} must hold a mapping of keys to values")
+    return data
+
+
+def load_config(path: str | os.PathLike[str] | None = None,
+                overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Defaults, then the YAML file (``path``, else ``$STORMPY_CONF``, else ``./stormpy.yaml`` if
+    present), then ``overrides``."""
+    conf = dict(DEFAULTS)
+    if path is None:
+        env = os.environ.get("STORMPY_CONF")
+        if env:
+            path = env
+        elif Path("stormpy.yaml").is_file():
+            path = "stormpy.yaml"
+    if path is not None:
+        conf.update(read_config_file(path))
+    if overrides:
+        conf.update(overrides)
+    return conf
+
+
+def merged(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Merge config layers left to right, starting from the defaults."""
+    conf = dict(DEFAULTS)
+    for layer in layers:
+        if layer:
+            conf.update(layer)
+    return conf
