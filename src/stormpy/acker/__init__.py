@@ -1,0 +1,7 @@
+"""The XOR acker: ledger logic and the ``__acker`` system bolt."""
+
+from stormpy.acker.bolt import AckerBolt
+from stormpy.acker.ledger import AckLedger, Outcome
+from stormpy.acker.rotating import RotatingMap
+
+__all__ = ["AckLedger", "AckerBolt", "Outcome", "RotatingMap"]

@@ -1,0 +1,1 @@
+"""The ``stormpy`` command line (click); commands stay thin and call clients or daemons."""

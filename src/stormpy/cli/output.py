@@ -1,0 +1,27 @@
+"""Printing tables and errors for the CLI."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def stats_table(title: str, stats: Mapping[str, Mapping[str, Any]]) -> Table:
+    """Per-component emitted/transferred/executed/acked/failed/complete latency."""
+    table = Table(title=title)
+    for col in ("component", "tasks", "emitted", "transferred", "executed", "acked", "failed",
+                "complete latency (ms)"):
+        table.add_column(col, justify="left" if col == "component" else "right")
+    for comp in sorted(stats):
+        s = stats[comp]
+        lat = s.get("complete_latency_ms")
+        table.add_row(comp, str(s.get("tasks", "")), str(s["emitted"]), str(s["transferred"]),
+                      str(s["executed"]), str(s["acked"]), str(s["failed"]),
+                      "" if lat is None else f"{lat:.2f}")
+    return table

@@ -1,0 +1,1 @@
+"""Moving tuples between workers: the Transport interface, codec and implementations."""

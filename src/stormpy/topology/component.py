@@ -1,0 +1,123 @@
+"""Spout, Bolt and BasicBolt: the classes users subclass.
+
+A component is described in a topology by its class (imported by path on every worker) and by
+keyword arguments that msgpack can carry; the runtime constructs one instance per task with those
+arguments, then calls ``open`` (spouts) or ``prepare`` (bolts) on the worker's executor loop.
+
+While a component runs, the runtime binds these methods to the task's collector:
+``emit``, ``emit_direct``, ``ack``, ``fail``, ``reset_timeout``, ``report_error``,
+``run_in_background``, ``call_soon_threadsafe``. Calling them before ``open``/``prepare`` raises
+RuntimeError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from stormpy.topology.streams import Stream, normalize_outputs
+
+if TYPE_CHECKING:
+    from stormpy.topology.context import TopologyContext
+    from stormpy.topology.tuple import Tuple
+
+
+def _unbound(name: str) -> Callable[..., Any]:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"{type(self).__name__}.{name}() can only be called once the component "
+                           "runs (after open/prepare)")
+    method.__name__ = name
+    return method
+
+
+class Component:
+    """Common base of spouts and bolts.
+
+    Class attributes:
+      ``outputs`` — the declared output streams: a list of field names for the default stream,
+      ``Stream`` objects, or ``{stream: [fields]}``. Override ``declare_outputs`` when the streams
+      depend on constructor arguments.
+      ``component_config`` — default per-component config (for example
+      ``{"topology.tick.tuple.freq.secs": 5}``); config given to the builder wins.
+    """
+
+    outputs: ClassVar[Any] = ()
+    component_config: ClassVar[Mapping[str, Any]] = {}
+
+    @classmethod
+    def declare_outputs(cls, kwargs: Mapping[str, Any]) -> dict[str, Stream]:
+        """The streams this component emits, given its constructor keyword arguments."""
+        return normalize_outputs(cls.outputs, cls.__qualname__)
+
+    # Bound by the runtime; these placeholders give a clear error when called too early.
+    report_error = _unbound("report_error")
+    run_in_background = _unbound("run_in_background")
+    call_soon_threadsafe = _unbound("call_soon_threadsafe")
+
+
+class Spout(Component):
+    """A source of tuples.
+
+    ``next_tuple`` is called repeatedly on the executor loop while the topology is active and
+    the task may emit (``topology.max.spout.pending`` not reached, no backpressure). It must not
+    block: emit what is ready and return. ``ack``/``fail`` are called exactly once per message id
+    passed to ``emit``.
+    """
+
+    emit = _unbound("emit")
+    emit_direct = _unbound("emit_direct")
+
+    def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        """Called once on the executor loop before the first ``next_tuple``."""
+
+    def next_tuple(self) -> None:
+        """Emit zero or more tuples with ``self.emit(values, msg_id=..., stream=...)``."""
+
+    def ack(self, msg_id: Any) -> None:
+        """The tuple tree of ``msg_id`` was fully processed."""
+
+    def fail(self, msg_id: Any) -> None:
+        """The tuple tree of ``msg_id`` failed or timed out; replay it if it must not be lost."""
+
+    def activate(self) -> None:
+        """The topology was activated (also called once after ``open`` when it starts active)."""
+
+    def deactivate(self) -> None:
+        """The topology was deactivated; ``next_tuple`` is not called until it is activated."""
+
+    def close(self) -> None:
+        """Called at shutdown; not guaranteed when the process is killed."""
+
+
+class Bolt(Component):
+    """A processing step. ``execute`` is called for every input tuple on the executor loop.
+
+    The bolt must ``ack`` or ``fail`` every input tuple (tracked trees stay pending otherwise);
+    ``emit(values, anchors=tup)`` anchors new tuples to inputs so their processing is tracked.
+    """
+
+    emit = _unbound("emit")
+    emit_direct = _unbound("emit_direct")
+    ack = _unbound("ack")
+    fail = _unbound("fail")
+    reset_timeout = _unbound("reset_timeout")
+
+    def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        """Called once on the executor loop before the first ``execute``."""
+
+    def execute(self, tup: Tuple) -> None:
+        """Process one input tuple."""
+
+    def cleanup(self) -> None:
+        """Called at shutdown; not guaranteed when the process is killed."""
+
+
+class BasicBolt(Bolt):
+    """A bolt whose emits are anchored to the current input, which is acked when ``process``
+    returns and failed when it raises ``FailedException``.
+
+    Any other exception is an error of the component, as in Storm.
+    """
+
+    def process(self, tup: Tuple) -> None:
+        """Process one input tuple; ``self.emit(values)`` anchors to it automatically."""

@@ -1,0 +1,97 @@
+"""Task ids and executors of a topology, computed the same way everywhere.
+
+As in Storm, components are taken in sorted id order (system components included) and each gets a
+contiguous run of task ids starting at 1; a component's tasks are split into ``num_executors``
+contiguous ranges. Nimbus, workers and local mode all derive the same layout from the spec and
+the acker count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from stormpy.topology.spec import TopologySpec
+
+ACKER_COMPONENT = "__acker"
+
+
+def acker_count(conf: Mapping[str, Any]) -> int:
+    """``topology.acker.executors``; None means one per worker, 0 disables acking."""
+    n = conf.get("topology.acker.executors")
+    if n is None:
+        n = conf.get("topology.workers", 1) or 1
+    return int(n)
+
+
+@dataclass(frozen=True)
+class Executor:
+    """A contiguous range of task ids of one component, run together."""
+
+    component: str
+    start_task: int
+    end_task: int
+
+    @property
+    def tasks(self) -> range:
+        return range(self.start_task, self.end_task + 1)
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.start_task, self.end_task)
+
+
+@dataclass(frozen=True)
+class TaskLayout:
+    """Component → task ids, task id → component, and the executors."""
+
+    component_tasks: dict[str, list[int]]
+    task_component: dict[int, str]
+    executors: list[Executor]
+
+    @property
+    def acker_tasks(self) -> list[int]:
+        return self.component_tasks.get(ACKER_COMPONENT, [])
+
+
+def split_tasks(tasks: list[int], executors: int) -> list[list[int]]:
+    """Split ``tasks`` into ``executors`` contiguous, nearly equal runs (first runs larger)."""
+    base, extra = divmod(len(tasks), executors)
+    out, i = [], 0
+    for e in range(executors):
+        n = base + (1 if e < extra else 0)
+        out.append(tasks[i:i + n])
+        i += n
+    return out
+
+
+def compute_layout(spec: TopologySpec, conf: Mapping[str, Any],
+                   executor_overrides: Mapping[str, int] | None = None) -> TaskLayout:
+    """The task layout for ``spec`` with ``acker_count(conf)`` acker tasks.
+
+    ``executor_overrides`` (component → executors) comes from a rebalance; it is capped at the
+    component's task count like Storm does.
+    """
+    counts: dict[str, tuple[int, int]] = {
+        cid: (c.num_tasks, c.num_executors) for cid, c in spec.components.items()}
+    n_ackers = acker_count(conf)
+    if n_ackers > 0:
+        counts[ACKER_COMPONENT] = (n_ackers, n_ackers)
+    for cid, n in (executor_overrides or {}).items():
+        if cid in counts:
+            counts[cid] = (counts[cid][0], max(1, min(int(n), counts[cid][0])))
+    component_tasks: dict[str, list[int]] = {}
+    task_component: dict[int, str] = {}
+    executors: list[Executor] = []
+    next_task = 1
+    for cid in sorted(counts):
+        n_tasks, n_exec = counts[cid]
+        tasks = list(range(next_task, next_task + n_tasks))
+        next_task += n_tasks
+        component_tasks[cid] = tasks
+        for t in tasks:
+            task_component[t] = cid
+        for run in split_tasks(tasks, n_exec):
+            executors.append(Executor(cid, run[0], run[-1]))
+    return TaskLayout(component_tasks, task_component, executors)

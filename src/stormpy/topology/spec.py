@@ -1,0 +1,200 @@
+"""The topology description that travels from the submitter to Nimbus and the workers.
+
+A ``TopologySpec`` is structure only: components (class import path, constructor keyword
+arguments, parallelism, task count, config, declared streams) and their subscriptions. It is
+plain data that msgpack carries (``to_doc``/``from_doc``) and holds no pickled code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgpack
+
+from stormpy.topology import grouping as g
+from stormpy.topology.errors import InvalidTopologyError
+from stormpy.topology.fields import Fields
+from stormpy.topology.streams import Stream
+
+SPEC_VERSION = 1
+SPOUT = "spout"
+BOLT = "bolt"
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """A subscription: ``component``'s ``stream`` grouped by ``grouping``."""
+
+    component: str
+    stream: str
+    grouping: g.Grouping
+
+    def to_doc(self) -> dict[str, Any]:
+        return {"component": self.component, "stream": self.stream,
+                "grouping": self.grouping.to_doc()}
+
+    @classmethod
+    def from_doc(cls, doc: Mapping[str, Any]) -> InputSpec:
+        return cls(doc["component"], doc["stream"], g.Grouping.from_doc(doc["grouping"]))
+
+
+@dataclass
+class ComponentSpec:
+    """One spout or bolt of the topology."""
+
+    id: str
+    kind: str
+    class_path: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    parallelism: int = 1
+    tasks: int | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    streams: dict[str, Stream] = field(default_factory=dict)
+    inputs: list[InputSpec] = field(default_factory=list)
+
+    @property
+    def num_tasks(self) -> int:
+        return self.tasks if self.tasks is not None else self.parallelism
+
+    @property
+    def num_executors(self) -> int:
+        """Storm caps executors at the task count."""
+        return min(self.parallelism, self.num_tasks)
+
+    def to_doc(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind, "class": self.class_path, "kwargs": self.kwargs,
+            "parallelism": self.parallelism, "tasks": self.num_tasks, "config": self.config,
+            "streams": {name: s.to_doc() for name, s in self.streams.items()},
+            "inputs": [i.to_doc() for i in self.inputs],
+        }
+
+    @classmethod
+    def from_doc(cls, cid: str, doc: Mapping[str, Any]) -> ComponentSpec:
+        return cls(
+            id=cid, kind=doc["kind"], class_path=doc["class"], kwargs=dict(doc.get("kwargs", {})),
+            parallelism=doc.get("parallelism", 1), tasks=doc.get("tasks"),
+            config=dict(doc.get("config", {})),
+            streams={n: Stream(s.get("fields", ()), name=n, direct=s.get("direct", False))
+                     for n, s in doc.get("streams", {}).items()},
+            inputs=[InputSpec.from_doc(i) for i in doc.get("inputs", [])],
+        )
+
+
+@dataclass
+class TopologySpec:
+    """A whole topology: its components by id. Build it with ``TopologyBuilder``."""
+
+    components: dict[str, ComponentSpec]
+    version: int = SPEC_VERSION
+
+    @property
+    def spouts(self) -> dict[str, ComponentSpec]:
+        return {c.id: c for c in self.components.values() if c.kind == SPOUT}
+
+    @property
+    def bolts(self) -> dict[str, ComponentSpec]:
+        return {c.id: c for c in self.components.values() if c.kind == BOLT}
+
+    def stream_fields(self, component: str, stream: str) -> Fields:
+        return self.components[component].streams[stream].fields
+
+    def subscribers(self, component: str, stream: str) -> list[tuple[str, g.Grouping]]:
+        """(bolt id, grouping) of every subscription to ``component``'s ``stream``, sorted by id."""
+        out = []
+        for bolt in sorted(self.components):
+            for inp in self.components[bolt].inputs:
+                if inp.component == component and inp.stream == stream:
+                    out.append((bolt, inp.grouping))
+        return out
+
+    def to_doc(self) -> dict[str, Any]:
+        return {"version": self.version,
+                "components": {cid: c.to_doc() for cid, c in sorted(self.components.items())}}
+
+    @classmethod
+    def from_doc(cls, doc: Any) -> TopologySpec:
+        """Decode a spec document; InvalidTopologyError naming the part that is malformed."""
+        if not isinstance(doc, Mapping) or not isinstance(doc.get("components"), Mapping):
+            raise InvalidTopologyError("topology spec must be a mapping with a 'components' mapping")
+        if doc.get("version") != SPEC_VERSION:
+            raise InvalidTopologyError(f"unsupported topology spec version {doc.get('version')!r}")
+        comps = {}
+        for cid, cdoc in doc["components"].items():
+            try:
+                comps[cid] = ComponentSpec.from_doc(cid, cdoc)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise InvalidTopologyError(f"component {cid!r}: malformed description ({exc})") \
+                    from None
+        spec = cls(comps)
+        spec.validate()
+        return spec
+
+    def validate(self) -> None:
+        """Raise InvalidTopologyError naming the first problem: no spouts, a reserved or empty
+        id, bad parallelism or task count, a subscription to an unknown component, stream or field,
+        a grouping that does not fit its stream, or arguments msgpack cannot carry."""
+        if not any(c.kind == SPOUT for c in self.components.values()):
+            raise InvalidTopologyError("topology has no spouts")
+        for cid, comp in self.components.items():
+            _validate_component(cid, comp)
+        for cid, comp in self.components.items():
+            for inp in comp.inputs:
+                _validate_input(self, cid, inp)
+
+
+def _validate_component(cid: str, comp: ComponentSpec) -> None:
+    if not isinstance(cid, str) or not cid:
+        raise InvalidTopologyError(f"component id must be a non-empty string, got {cid!r}")
+    if cid.startswith("__"):
+        raise InvalidTopologyError(f"component id {cid!r}: ids starting with '__' are reserved")
+    if comp.kind not in (SPOUT, BOLT):
+        raise InvalidTopologyError(f"component {cid!r}: unknown kind {comp.kind!r}")
+    for name, value in (("parallelism", comp.parallelism), ("tasks", comp.num_tasks)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise InvalidTopologyError(f"component {cid!r}: {name} must be an integer >= 1, "
+                                       f"got {value!r}")
+    if comp.kind == SPOUT and comp.inputs:
+        raise InvalidTopologyError(f"spout {cid!r} cannot subscribe to streams")
+    if comp.kind == BOLT and not comp.inputs:
+        raise InvalidTopologyError(f"bolt {cid!r} subscribes to no stream")
+    for what, value in (("constructor arguments", comp.kwargs), ("config", comp.config)):
+        try:
+            msgpack.packb(value)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise InvalidTopologyError(f"component {cid!r}: {what} must be msgpack-serialisable "
+                                       f"(plain data, no objects): {exc}") from None
+
+
+def _validate_input(spec: TopologySpec, cid: str, inp: InputSpec) -> None:
+    src = spec.components.get(inp.component)
+    if src is None:
+        raise InvalidTopologyError(f"bolt {cid!r} subscribes to unknown component "
+                                   f"{inp.component!r}")
+    stream = src.streams.get(inp.stream)
+    if stream is None:
+        raise InvalidTopologyError(
+            f"bolt {cid!r} subscribes to unknown stream {inp.stream!r} of component "
+            f"{inp.component!r} (declared streams: {sorted(src.streams)})")
+    gr = inp.grouping
+    if gr.type not in g.GROUPING_TYPES:
+        raise InvalidTopologyError(f"bolt {cid!r}: unknown grouping {gr.type!r}")
+    if gr.type in (g.FIELDS, g.PARTIAL_KEY):
+        if not gr.fields:
+            raise InvalidTopologyError(f"bolt {cid!r}: {gr.type} grouping on {inp.component}/"
+                                       f"{inp.stream} names no fields")
+        for f in gr.fields:
+            if f not in stream.fields:
+                raise InvalidTopologyError(
+                    f"bolt {cid!r}: {gr.type} grouping on {inp.component}/{inp.stream} uses unknown "
+                    f"field {f!r} (fields: {stream.fields.to_list()})")
+    if gr.type == g.CUSTOM and not gr.custom_class:
+        raise InvalidTopologyError(f"bolt {cid!r}: custom grouping without a class")
+    if stream.direct and gr.type != g.DIRECT:
+        raise InvalidTopologyError(f"bolt {cid!r}: stream {inp.component}/{inp.stream} is direct; "
+                                   f"subscribe to it with direct_grouping, not {gr.type}")
+    if gr.type == g.DIRECT and not stream.direct:
+        raise InvalidTopologyError(f"bolt {cid!r}: direct_grouping on {inp.component}/{inp.stream}, "
+                                   "which is not declared direct")

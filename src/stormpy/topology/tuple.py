@@ -1,0 +1,60 @@
+"""The tuple a bolt receives."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stormpy.topology.fields import Fields
+
+DEFAULT_STREAM = "default"
+TICK_STREAM = "__tick"
+SYSTEM_COMPONENT = "__system"
+
+
+class Tuple:
+    """One tuple as seen by a bolt: its values plus where it came from.
+
+    ``values`` is the list of emitted values, in the order of the source stream's fields.
+    ``anchors`` maps each spout-tuple root id this tuple belongs to onto this tuple's edge id
+    (``None`` for an untracked tuple); it is runtime bookkeeping, not for user code.
+    """
+
+    __slots__ = ("values", "stream", "task", "component", "fields", "anchors", "ack_val")
+
+    def __init__(self, values: list[Any], stream: str, task: int, component: str,
+                 fields: Fields | None, anchors: dict[int, int] | None) -> None:
+        self.values = values
+        self.stream = stream
+        self.task = task
+        self.component = component
+        self.fields = fields
+        self.anchors = anchors
+        #: XOR of the edge ids of tuples emitted anchored to this one (folded into its ack).
+        self.ack_val = 0
+
+    def __getitem__(self, key: int | str) -> Any:
+        """``tup[0]`` by position or ``tup["word"]`` by field name."""
+        if isinstance(key, str):
+            if self.fields is None:
+                raise KeyError(f"tuple from {self.component}/{self.stream} has no declared fields")
+            return self.values[self.fields.index_of(key)]
+        return self.values[key]
+
+    def value(self, field: str) -> Any:
+        """The value of ``field``; KeyError naming the field when the stream has no such field."""
+        return self[field]
+
+    def as_dict(self) -> dict[str, Any]:
+        """Field name → value."""
+        return dict(zip(self.fields or (), self.values))
+
+    def is_tick(self) -> bool:
+        """True for the tick tuples sent by ``topology.tick.tuple.freq.secs``."""
+        return self.stream == TICK_STREAM and self.component == SYSTEM_COMPONENT
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __repr__(self) -> str:
+        return (f"Tuple(component={self.component!r}, stream={self.stream!r}, task={self.task}, "
+                f"values={self.values!r})")

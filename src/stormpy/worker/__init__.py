@@ -1,0 +1,6 @@
+"""One worker: task runners, routing, the executor loop and local mode."""
+
+from stormpy.worker.clock import Clock, SimulatedClock
+from stormpy.worker.loop import Worker, WorkerError
+
+__all__ = ["Clock", "SimulatedClock", "Worker", "WorkerError"]

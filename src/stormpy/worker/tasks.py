@@ -1,0 +1,359 @@
+"""Task runners: one per task, holding the component instance, its inbound queue and the
+collector methods bound onto the instance (``emit``, ``ack``, ...).
+
+Everything here runs on the worker's executor loop thread, except ``call_soon_threadsafe`` and
+the completion of ``run_in_background`` jobs, which hand work back to the loop.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections import deque
+from collections.abc import Callable, Mapping
+from random import getrandbits
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
+
+from stormpy.acker.rotating import RotatingMap
+from stormpy.acker.streams import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET_TIMEOUT
+from stormpy.topology.component import BasicBolt, Component, Spout
+from stormpy.topology.context import TopologyContext
+from stormpy.topology.errors import EmitError, FailedException
+from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
+from stormpy.worker.routing import StreamRouter
+from stormpy.worker.stats import TaskStats
+from stormpy.worker.values import check_values
+
+if TYPE_CHECKING:
+    from stormpy.worker.loop import Worker
+
+TIMEOUT_BUCKETS = 3
+
+
+class TaskRunner:
+    """State shared by spout and bolt tasks: identity, routers, delivery and acker access."""
+
+    is_spout = False
+
+    def __init__(self, worker: Worker, context: TopologyContext, instance: Component,
+                 routers: dict[str, StreamRouter], conf: Mapping[str, Any]) -> None:
+        self.worker = worker
+        self.context = context
+        self.task_id = context.task_id
+        self.component_id = context.component_id
+        self.instance = instance
+        self.routers = routers
+        self.conf = conf
+        self.queue: deque[Tuple] = deque()
+        self.stats = TaskStats(self.component_id, self.task_id)
+        self.debug = bool(conf.get("topology.debug"))
+        self.check_values = True
+        self._deliver = worker.deliver
+        self._ackers = worker.acker_tasks
+        self._n_ackers = len(worker.acker_tasks)
+        instance.report_error = self.report_error  # type: ignore[method-assign]
+        instance.run_in_background = self.run_in_background  # type: ignore[method-assign]
+        instance.call_soon_threadsafe = worker.call_soon_threadsafe  # type: ignore[method-assign]
+
+    # -- helpers -------------------------------------------------------------------------
+    def _router(self, stream: str, values: Any, direct: bool) -> StreamRouter:
+        router = self.routers.get(stream)
+        if router is None:
+            raise EmitError(f"component {self.component_id!r} emitted on undeclared stream "
+                            f"{stream!r} (declared: {sorted(self.routers)})")
+        if router.direct != direct:
+            if direct:
+                raise EmitError(f"component {self.component_id!r}: emit_direct on stream {stream!r}, "
+                                "which is not declared direct")
+            raise EmitError(f"component {self.component_id!r}: stream {stream!r} is direct; use "
+                            "emit_direct(task, values)")
+        if self.check_values:
+            check_values(values, self.component_id, stream)
+        if len(values) != router.n_fields:
+            raise EmitError(f"component {self.component_id!r}, stream {stream!r}: emitted "
+                            f"{len(values)} values for fields {router.fields.to_list()}")
+        return router
+
+    def _direct_target(self, router: StreamRouter, task: int) -> list[int]:
+        if task not in router.direct_tasks:
+            raise EmitError(f"component {self.component_id!r}: emit_direct to task {task} on stream "
+                            f"{router.stream!r}, which is not a task subscribed to it directly "
+                            f"{sorted(router.direct_tasks)}")
+        return [task]
+
+    def send_to_acker(self, stream: str, values: list[int]) -> None:
+        """Deliver an acker message for ``values[0]`` (the root) to its acker task."""
+        task = self._ackers[values[0] % self._n_ackers]
+        self._deliver[task](Tuple(values, stream, self.task_id, self.component_id, None, None))
+
+    def send_system(self, task: int, stream: str, values: list[Any]) -> None:
+        """Deliver a system tuple (acker replies, reset forwards) straight to ``task``."""
+        self._deliver[task](Tuple(values, stream, self.task_id, self.component_id, None, None))
+
+    def report_error(self, error: BaseException | str) -> None:
+        """Record an error for this task (shown by ``stormpy`` commands and the UI)."""
+        if isinstance(error, BaseException):
+            text = "".join(traceback.format_exception(error)).rstrip()
+        else:
+            text = str(error)
+        self.worker.record_error(self.component_id, self.task_id, text)
+
+    def run_in_background(self, fn: Callable[[], Any],
+                          on_done: Callable[[Any, BaseException | None], None]) -> None:
+        """Run ``fn`` on the worker's background pool; ``on_done(result, error)`` then runs on
+        the executor loop. The topology is not idle while such a job is pending."""
+        self.worker.submit_background(fn, on_done)
+
+    def close(self) -> None:
+        """Shut the component down (cleanup/close), errors reported, never raised."""
+
+
+class BoltTask(TaskRunner):
+    """A bolt task: ``execute`` consumes its queue."""
+
+    def __init__(self, worker: Worker, context: TopologyContext, instance: Any,
+                 routers: dict[str, StreamRouter], conf: Mapping[str, Any]) -> None:
+        super().__init__(worker, context, instance, routers, conf)
+        instance.emit = self.emit
+        instance.emit_direct = self.emit_direct
+        instance.ack = self.ack
+        instance.fail = self.fail
+        instance.reset_timeout = self.reset_timeout
+        if isinstance(instance, BasicBolt):
+            self._current: Tuple | None = None
+            instance.emit = self._basic_emit
+            instance.emit_direct = self._basic_emit_direct
+            self.execute: Callable[[Tuple], None] = self._basic_execute
+        else:
+            self.execute = instance.execute
+
+    def open(self) -> None:
+        self.instance.prepare(self.conf, self.context)
+
+    # -- collector -------------------------------------------------------------------------
+    def emit(self, values: Any, anchors: Tuple | list[Tuple] | None = None,
+             stream: str = DEFAULT_STREAM) -> list[int]:
+        """Emit ``values`` on ``stream`` anchored to ``anchors``; returns the target task ids."""
+        router = self._router(stream, values, False)
+        targets = router.choose(values)
+        self._send(targets, values, anchors, stream, router)
+        return targets
+
+    def emit_direct(self, task: int, values: Any, anchors: Tuple | list[Tuple] | None = None,
+                    stream: str = DEFAULT_STREAM) -> None:
+        """Emit to one task of a bolt subscribed to ``stream`` with direct grouping."""
+        router = self._router(stream, values, True)
+        self._send(self._direct_target(router, task), values, anchors, stream, router)
+
+    def _send(self, targets: list[int], values: Any, anchors: Tuple | list[Tuple] | None,
+              stream: str, router: StreamRouter) -> None:
+        stats = self.stats
+        stats.emitted[stream] = stats.emitted.get(stream, 0) + 1
+        stats.transferred += len(targets)
+        deliver = self._deliver
+        task = self.task_id
+        comp = self.component_id
+        fields = router.fields
+        if self.debug:
+            self.worker.log_emit(comp, task, stream, values, targets)
+        if anchors is None or not self._n_ackers:
+            tup = Tuple(values, stream, task, comp, fields, None)
+            for t in targets:
+                deliver[t](tup)
+            return
+        if type(anchors) is Tuple:
+            anchors = [anchors]
+        for t in targets:
+            edge = getrandbits(64)
+            amap: dict[int, int] = {}
+            for a in anchors:  # type: ignore[union-attr]
+                roots = a.anchors
+                if roots:
+                    a.ack_val ^= edge
+                    for root in roots:
+                        amap[root] = amap.get(root, 0) ^ edge
+            deliver[t](Tuple(values, stream, task, comp, fields, amap or None))
+
+    def ack(self, tup: Tuple) -> None:
+        """The input tuple was processed: fold its edge and its children's edges into its roots."""
+        roots = tup.anchors
+        if roots:
+            v = tup.ack_val
+            for root, edge in roots.items():
+                self.send_to_acker(ACK_ACK, [root, edge ^ v])
+        self.stats.acked += 1
+
+    def fail(self, tup: Tuple) -> None:
+        """Fail the input tuple: every spout tuple it belongs to fails (and may be replayed)."""
+        roots = tup.anchors
+        if roots:
+            for root in roots:
+                self.send_to_acker(ACK_FAIL, [root])
+        self.stats.failed += 1
+
+    def reset_timeout(self, tup: Tuple) -> None:
+        """Restart the message timeout of every spout tuple ``tup`` belongs to."""
+        roots = tup.anchors
+        if roots:
+            for root in roots:
+                self.send_to_acker(ACK_RESET_TIMEOUT, [root])
+
+    # -- BasicBolt -------------------------------------------------------------------------
+    def _basic_execute(self, tup: Tuple) -> None:
+        self._current = tup
+        try:
+            self.instance.process(tup)
+        except FailedException:
+            self.fail(tup)
+            return
+        finally:
+            self._current = None
+        self.ack(tup)
+
+    def _basic_emit(self, values: Any, anchors: Tuple | list[Tuple] | None = None,
+                    stream: str = DEFAULT_STREAM) -> list[int]:
+        return self.emit(values, anchors if anchors is not None else self._current, stream)
+
+    def _basic_emit_direct(self, task: int, values: Any, anchors: Tuple | list[Tuple] | None = None,
+                           stream: str = DEFAULT_STREAM) -> None:
+        self.emit_direct(task, values, anchors if anchors is not None else self._current, stream)
+
+    def close(self) -> None:
+        try:
+            self.instance.cleanup()
+        except Exception as exc:  # noqa: BLE001 - shutdown must go on
+            self.report_error(exc)
+
+
+class SpoutTask(TaskRunner):
+    """A spout task: ``next_tuple`` rounds, pending roots with timeouts, acker replies."""
+
+    is_spout = True
+
+    def __init__(self, worker: Worker, context: TopologyContext, instance: Spout,
+                 routers: dict[str, StreamRouter], conf: Mapping[str, Any]) -> None:
+        super().__init__(worker, context, instance, routers, conf)
+        instance.emit = self.emit  # type: ignore[method-assign]
+        instance.emit_direct = self.emit_direct  # type: ignore[method-assign]
+        self.pending: RotatingMap[int, tuple[Any, float]] = RotatingMap(TIMEOUT_BUCKETS)
+        self.n_pending = 0
+        self.emit_count = 0
+        max_pending = conf.get("topology.max.spout.pending")
+        self.max_pending = int(max_pending) if max_pending else 0
+        self.batch = max(1, int(conf.get("topology.spout.max.batch.size") or 1))
+        self.immediate_acks: deque[Any] = deque()
+        self.execute = self.on_system_tuple
+        self.active = False
+
+    def open(self) -> None:
+        self.instance.open(self.conf, self.context)
+
+    # -- collector -------------------------------------------------------------------------
+    def emit(self, values: Any, msg_id: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
+        """Emit ``values``; with a ``msg_id`` the tuple tree is tracked and ack/fail follow."""
+        router = self._router(stream, values, False)
+        targets = router.choose(values)
+        self._send(targets, values, msg_id, stream, router)
+        return targets
+
+    def emit_direct(self, task: int, values: Any, msg_id: Any = None,
+                    stream: str = DEFAULT_STREAM) -> None:
+        router = self._router(stream, values, True)
+        self._send(self._direct_target(router, task), values, msg_id, stream, router)
+
+    def _send(self, targets: list[int], values: Any, msg_id: Any, stream: str,
+              router: StreamRouter) -> None:
+        stats = self.stats
+        stats.emitted[stream] = stats.emitted.get(stream, 0) + 1
+        stats.transferred += len(targets)
+        self.emit_count += 1
+        deliver = self._deliver
+        task = self.task_id
+        comp = self.component_id
+        fields = router.fields
+        if self.debug:
+            self.worker.log_emit(comp, task, stream, values, targets)
+        if msg_id is None or not self._n_ackers:
+            tup = Tuple(values, stream, task, comp, fields, None)
+            for t in targets:
+                deliver[t](tup)
+            if msg_id is not None:
+                self.immediate_acks.append(msg_id)
+            return
+        root = getrandbits(64)
+        xor = 0
+        for t in targets:
+            edge = getrandbits(64)
+            xor ^= edge
+            deliver[t](Tuple(values, stream, task, comp, fields, {root: edge}))
+        self.pending.put(root, (msg_id, perf_counter()))
+        self.n_pending += 1
+        self.send_to_acker(ACK_INIT, [root, xor, task])
+
+    # -- loop hooks --------------------------------------------------------------------------
+    def run_round(self) -> int:
+        """Call ``next_tuple`` up to the batch size while it emits and pending allows it;
+        returns how many tuples were emitted."""
+        start = self.emit_count
+        next_tuple = self.instance.next_tuple
+        max_pending = self.max_pending
+        for _ in range(self.batch):
+            if max_pending and self.n_pending >= max_pending:
+                break
+            before = self.emit_count
+            next_tuple()
+            if self.emit_count == before:
+                break
+        if self.immediate_acks:
+            acks = self.immediate_acks
+            ack = self.instance.ack
+            while acks:
+                self.stats.acked += 1
+                ack(acks.popleft())
+        return self.emit_count - start
+
+    def on_system_tuple(self, tup: Tuple) -> None:
+        """Replies from the acker: ack, fail, or reset the timeout of a root."""
+        stream = tup.stream
+        root = tup.values[0]
+        if stream == ACK_RESET_TIMEOUT:
+            self.pending.touch(root)
+            return
+        entry = self.pending.pop(root)
+        if entry is None:
+            return  # already timed out (and failed) or a duplicate reply
+        self.n_pending -= 1
+        msg_id, start = entry
+        stats = self.stats
+        if stream == ACK_ACK:
+            stats.acked += 1
+            stats.latency_sum += perf_counter() - start
+            stats.latency_count += 1
+            self.instance.ack(msg_id)
+        elif stream == ACK_FAIL:
+            stats.failed += 1
+            self.instance.fail(msg_id)
+
+    def expire_pending(self) -> None:
+        """Rotate the timeout buckets; expired roots fail."""
+        expired = self.pending.rotate()
+        if expired:
+            self.n_pending -= len(expired)
+            fail = self.instance.fail
+            for msg_id, _start in expired.values():
+                self.stats.failed += 1
+                fail(msg_id)
+
+    def set_active(self, active: bool) -> None:
+        if active != self.active:
+            self.active = active
+            if active:
+                self.instance.activate()
+            else:
+                self.instance.deactivate()
+
+    def close(self) -> None:
+        try:
+            self.instance.close()
+        except Exception as exc:  # noqa: BLE001 - shutdown must go on
+            self.report_error(exc)
