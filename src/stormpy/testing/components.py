@@ -147,11 +147,14 @@ class FixedTupleSpout(Spout):
 
 
 class Capture:
-    """A bolt handle that records every tuple it receives (and acks it): ``capture.tuples``."""
+    """A bolt handle that records every tuple it receives and acks it (unless built with
+    ``ack=False``): ``capture.tuples``, ``capture.values``, ``capture.by_task``."""
 
-    def __init__(self) -> None:
+    def __init__(self, ack: bool = True) -> None:
         self._lock = threading.Lock()
         self._tuples: list[Tuple] = []
+        self._tasks: list[int] = []
+        self.ack = ack
         self.key = registry.register(self)
 
     @property
@@ -162,9 +165,19 @@ class Capture:
     def component_kwargs(self) -> dict[str, Any]:
         return {"key": self.key}
 
-    def add(self, tup: Tuple) -> None:
+    def add(self, task: int, tup: Tuple) -> None:
         with self._lock:
             self._tuples.append(tup)
+            self._tasks.append(task)
+
+    @property
+    def by_task(self) -> dict[int, list[list[Any]]]:
+        """Receiving task id → values it received, in order."""
+        with self._lock:
+            out: dict[int, list[list[Any]]] = {}
+            for task, tup in zip(self._tasks, self._tuples):
+                out.setdefault(task, []).append(tup.values)
+            return out
 
     @property
     def tuples(self) -> list[Tuple]:
@@ -184,7 +197,9 @@ class CaptureBolt(Bolt):
 
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         self.capture: Capture = registry.lookup(self.key)
+        self.task = context.task_id
 
     def execute(self, tup: Tuple) -> None:
-        self.capture.add(tup)
-        self.ack(tup)
+        self.capture.add(self.task, tup)
+        if self.capture.ack:
+            self.ack(tup)

@@ -30,6 +30,10 @@ def _resolve(component: ComponentSource, kwargs: Mapping[str, Any] | None,
             f"kwargs={{...}}, not an instance ({component!r})")
     if not (isinstance(cls, type) and issubclass(cls, base)):
         raise InvalidTopologyError(f"component {cid!r}: {cls!r} is not a {base.__name__} subclass")
+    if "<locals>" in cls.__qualname__:
+        raise InvalidTopologyError(
+            f"component {cid!r}: {cls.__qualname__} is defined inside a function; workers import "
+            "component classes by path, so define it at module level")
     return cls, kw
 
 

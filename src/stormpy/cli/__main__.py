@@ -1,0 +1,5 @@
+"""``python -m stormpy.cli`` is the ``stormpy`` command."""
+
+from stormpy.cli.main import main
+
+main()

@@ -1,0 +1,124 @@
+"""Tuples for tasks of other workers are batched, encoded and decoded losslessly."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from stormpy import TopologyBuilder
+from stormpy.messaging.codec import decode_frame
+from stormpy.messaging.transport import Transport
+from stormpy.testing import Capture, FeederSpout
+from stormpy.worker import Worker
+
+
+class RecordingTransport(Transport):
+    """Keeps sent frames; can refuse frames to simulate a full peer."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, bytes]] = []
+        self.inbox: list[bytes] = []
+        self.refuse = False
+
+    def set_peers(self, peers: Mapping[str, str]) -> None:
+        pass
+
+    def send(self, peer: str, frame: bytes) -> bool:
+        if self.refuse:
+            return False
+        self.sent.append((peer, frame))
+        return True
+
+    def receive(self, max_frames: int) -> list[bytes]:
+        out, self.inbox = self.inbox[:max_frames], self.inbox[max_frames:]
+        return out
+
+    def wait(self, timeout: float) -> None:
+        pass
+
+    def wake(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def two_worker_topology(feeder: FeederSpout, capture: Capture):
+    b = TopologyBuilder()
+    b.set_spout("f", feeder)
+    b.set_bolt("sink", capture, 2).local_or_shuffle_grouping("f")
+    b.set_bolt("all", Capture(), 2).all_grouping("f")
+    return b.create_topology()
+
+
+def test_local_or_shuffle_prefers_local_tasks_and_remote_tuples_are_encoded() -> None:
+    feeder, capture = FeederSpout(["v", "meta"]), Capture()
+    spec = two_worker_topology(feeder, capture)
+    probe = Worker("t", spec, {"topology.acker.executors": 1}, local_tasks=[])
+    tasks = probe.layout.component_tasks
+    here = [tasks["f"][0], tasks["sink"][0], tasks["all"][0], tasks["__acker"][0]]
+    remote = {t: "peer-b" for t in probe.layout.task_component if t not in here}
+    transport = RecordingTransport()
+    worker = Worker("t", spec, {"topology.acker.executors": 1}, local_tasks=here,
+                    task_peers=remote, transport=transport)
+    worker.open()
+    feeder.feed(["x", {"nested": [1, 2.5, None, b"\x00"]}], msg_id=1)
+    for _ in range(5):
+        worker.run_once()
+    assert capture.values == [["x", {"nested": [1, 2.5, None, b"\x00"]}]]
+    decoded = [t for _peer, frame in transport.sent for t in decode_frame(frame)]
+    # the remote "all" task got the tuple, anchored to one root with a nonzero edge
+    (dest, stream, src, anchors, values), = decoded
+    assert dest == tasks["all"][1] and stream == "default" and src == tasks["f"][0]
+    assert values == ["x", {"nested": [1, 2.5, None, b"\x00"]}]
+    assert len(anchors) == 1 and next(iter(anchors.values())) != 0
+    assert feeder.acked == []  # the remote task has not acked yet
+
+
+def test_remote_ack_returning_through_the_transport_completes_the_root() -> None:
+    feeder, capture = FeederSpout(["v", "meta"]), Capture()
+    spec = two_worker_topology(feeder, capture)
+    probe = Worker("t", spec, {"topology.acker.executors": 1}, local_tasks=[])
+    tasks = probe.layout.component_tasks
+    all_tasks = set(probe.layout.task_component)
+    here = [tasks["f"][0], tasks["sink"][0], tasks["all"][0], tasks["__acker"][0]]
+    there = sorted(all_tasks - set(here))
+    ta, tb = RecordingTransport(), RecordingTransport()
+    wa = Worker("t", spec, {"topology.acker.executors": 1}, local_tasks=here,
+                task_peers={t: "b" for t in there}, transport=ta)
+    wb = Worker("t", spec, {"topology.acker.executors": 1}, local_tasks=there,
+                task_peers={t: "a" for t in here}, transport=tb)
+    wa.open()
+    wb.open()
+    feeder.feed(["y", 1], msg_id="m")
+    for _ in range(10):
+        wa.run_once()
+        tb.inbox.extend(f for _p, f in ta.sent)
+        ta.sent.clear()
+        wb.run_once()
+        ta.inbox.extend(f for _p, f in tb.sent)
+        tb.sent.clear()
+    assert feeder.acked == ["m"]
+
+
+def test_refused_frames_are_kept_and_spouts_pause() -> None:
+    feeder, capture = FeederSpout(["v", "meta"]), Capture()
+    spec = two_worker_topology(feeder, capture)
+    probe = Worker("t", spec, {}, local_tasks=[])
+    tasks = probe.layout.component_tasks
+    here = [tasks["f"][0], tasks["sink"][0], tasks["all"][0], tasks["__acker"][0]]
+    remote = {t: "b" for t in probe.layout.task_component if t not in here}
+    transport = RecordingTransport()
+    transport.refuse = True
+    conf = {"topology.spout.max.batch.size": 1}  # backpressure is checked between spout rounds
+    worker = Worker("t", spec, conf, local_tasks=here, task_peers=remote, transport=transport)
+    worker.open()
+    for i in range(3):
+        feeder.feed([i, None], msg_id=i)
+    for _ in range(5):
+        worker.run_once()
+    assert transport.sent == [] and worker.stats()["f"]["emitted"] == 1  # paused after 1st
+    transport.refuse = False
+    for _ in range(10):
+        worker.run_once()
+    frames = [t for _p, f in transport.sent for t in decode_frame(f)]
+    assert [v[0] for *_x, v in frames] == [0, 1, 2]  # nothing lost, order kept

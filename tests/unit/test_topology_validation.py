@@ -1,0 +1,121 @@
+"""Invalid topologies are refused at build time with an error naming what is wrong."""
+
+from __future__ import annotations
+
+import pytest
+
+from stormpy import BasicBolt, Bolt, InvalidTopologyError, Spout, Stream, TopologyBuilder, TopologySpec
+
+
+class Words(Spout):
+    outputs = ["word", "n"]
+
+
+class Multi(Spout):
+    outputs = [Stream(["x"]), Stream(["y"], name="side"), Stream(["z"], name="d", direct=True)]
+
+
+class Sink(Bolt):
+    pass
+
+
+class Echo(BasicBolt):
+    outputs = ["word"]
+
+
+def builder() -> TopologyBuilder:
+    b = TopologyBuilder()
+    b.set_spout("words", Words, 2)
+    return b
+
+
+def test_valid_topology_round_trips_through_its_document() -> None:
+    b = builder()
+    b.set_bolt("echo", Echo, 3, tasks=6).fields_grouping("words", ["word"])
+    b.set_bolt("sink", Sink, config={"topology.tick.tuple.freq.secs": 5}).global_grouping("echo")
+    spec = b.create_topology()
+    again = TopologySpec.from_doc(spec.to_doc())
+    assert again.to_doc() == spec.to_doc()
+    assert again.components["echo"].num_tasks == 6
+    assert again.components["echo"].num_executors == 3
+    assert again.stream_fields("words", "default").to_list() == ["word", "n"]
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda b: b.set_bolt("x", Sink).shuffle_grouping("nope"), "unknown component 'nope'"),
+    (lambda b: b.set_bolt("x", Sink).shuffle_grouping("words", "side"), "unknown stream 'side'"),
+    (lambda b: b.set_bolt("x", Sink).fields_grouping("words", ["wrd"]), "unknown field 'wrd'"),
+    (lambda b: b.set_bolt("x", Sink).partial_key_grouping("words", "zz"), "unknown field 'zz'"),
+    (lambda b: b.set_bolt("x", Sink), "bolt 'x' subscribes to no stream"),
+    (lambda b: b.set_bolt("x", Sink, 0).shuffle_grouping("words"), "parallelism must be an integer"),
+    (lambda b: b.set_bolt("x", Sink, 2, tasks=0).shuffle_grouping("words"), "tasks must be"),
+    (lambda b: b.set_bolt("__x", Sink).shuffle_grouping("words"), "reserved"),
+    (lambda b: b.set_bolt("x", Sink, kwargs={"f": object()}).shuffle_grouping("words"),
+     "msgpack-serialisable"),
+])
+def test_invalid_subscriptions_and_settings_are_named(make, message: str) -> None:
+    b = builder()
+    make(b)
+    with pytest.raises(InvalidTopologyError, match=message):
+        b.create_topology()
+
+
+def test_no_spouts() -> None:
+    b = TopologyBuilder()
+    b.set_bolt("sink", Sink).shuffle_grouping("sink")
+    with pytest.raises(InvalidTopologyError, match="no spouts"):
+        b.create_topology()
+
+
+def test_duplicate_component_id() -> None:
+    b = builder()
+    with pytest.raises(InvalidTopologyError, match="duplicate component id 'words'"):
+        b.set_bolt("words", Sink)
+
+
+def test_direct_streams_need_direct_grouping_and_vice_versa() -> None:
+    b = TopologyBuilder()
+    b.set_spout("m", Multi)
+    b.set_bolt("x", Sink).shuffle_grouping("m", "d")
+    with pytest.raises(InvalidTopologyError, match="is direct"):
+        b.create_topology()
+    b = TopologyBuilder()
+    b.set_spout("m", Multi)
+    b.set_bolt("x", Sink).direct_grouping("m", "side")
+    with pytest.raises(InvalidTopologyError, match="not declared direct"):
+        b.create_topology()
+
+
+def test_not_a_component_class() -> None:
+    with pytest.raises(InvalidTopologyError, match="not a Spout subclass"):
+        TopologyBuilder().set_spout("s", Sink)
+    with pytest.raises(InvalidTopologyError, match="not an instance"):
+        TopologyBuilder().set_spout("s", Words())
+
+
+def test_function_local_classes_are_refused() -> None:
+    class Local(Spout):
+        outputs = ["x"]
+
+    with pytest.raises(InvalidTopologyError, match="module level"):
+        TopologyBuilder().set_spout("s", Local)
+
+
+def test_malformed_spec_documents_are_named() -> None:
+    with pytest.raises(InvalidTopologyError, match="components"):
+        TopologySpec.from_doc({"version": 1})
+    doc = builder().set_spout("other", Words) and None
+    good = builder()
+    good.set_bolt("sink", Sink).shuffle_grouping("words")
+    d = good.create_topology().to_doc()
+    del d["components"]["sink"]["class"]
+    with pytest.raises(InvalidTopologyError, match="component 'sink'"):
+        TopologySpec.from_doc(d)
+    assert doc is None
+
+
+def test_custom_grouping_referenced_by_path() -> None:
+    b = builder()
+    b.set_bolt("x", Sink).custom_grouping("words", "tests_mod:Nope")
+    spec = b.create_topology()
+    assert spec.components["x"].inputs[0].grouping.custom_class == "tests_mod:Nope"
