@@ -1,0 +1,1 @@
+"""Benchmark harness: the same word count through a plain loop, stormpy and peers."""
