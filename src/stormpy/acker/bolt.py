@@ -23,8 +23,21 @@ class AckerBolt(Bolt):
         self.ledger = AckLedger()
 
     def execute(self, tup: Tuple) -> None:
-        stream = tup.stream
-        values = tup.values
+        if tup.is_tick():
+            self.ledger.rotate()
+        else:
+            self.handle(tup.stream, tup.values)
+
+    def ack_edges(self, root: int, xor: int) -> None:
+        """Apply an (aggregated) ``__ack_ack`` for ``root``; the worker calls this directly with
+        the XOR of all acks of a loop round for acker tasks it runs itself."""
+        outcome = self.ledger.ack(root, xor)
+        if outcome is not None:
+            self.emit_direct(outcome.spout_task, [root],
+                             stream=ACK_ACK if outcome.kind == COMPLETED else ACK_FAIL)
+
+    def handle(self, stream: str, values: list[int]) -> None:
+        """Apply one acker message; the worker calls this directly for same-worker senders."""
         ledger = self.ledger
         if stream == ACK_ACK:
             outcome = ledger.ack(values[0], values[1])
@@ -36,9 +49,6 @@ class AckerBolt(Bolt):
             spout_task = ledger.reset_timeout(values[0])
             if spout_task is not None:
                 self.emit_direct(spout_task, [values[0]], stream=ACK_RESET_TIMEOUT)
-            return
-        elif tup.is_tick():
-            ledger.rotate()
             return
         else:
             return

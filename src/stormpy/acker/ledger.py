@@ -11,19 +11,10 @@ is 0 *and* its init (which names the spout task) has arrived.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from stormpy.acker.rotating import RotatingMap
+from typing import Any
 
 COMPLETED = "ack"
 FAILED = "fail"
-
-
-@dataclass
-class _Entry:
-    __slots__ = ("val", "spout_task", "failed")
-    val: int
-    spout_task: int | None
-    failed: bool
 
 
 @dataclass(frozen=True)
@@ -35,64 +26,93 @@ class Outcome:
     spout_task: int
 
 
+# An entry is a list [xor value, spout task or None, failed flag]: cheaper than an object on
+# the hot path, where every ack touches one.
+_VAL, _TASK, _FAILED = 0, 1, 2
+
+
 class AckLedger:
-    """Tracks pending roots; entries not decided within the rotations expire silently (the spout
-    keeps its own timeout and fails the tuple there)."""
+    """Tracks pending roots in rotating buckets (newest first); entries not decided within the
+    rotations expire silently (the spout keeps its own timeout and fails the tuple there)."""
 
     def __init__(self, buckets: int = 3) -> None:
-        self._pending: RotatingMap[int, _Entry] = RotatingMap(buckets)
+        if buckets < 2:
+            raise ValueError("an AckLedger needs at least 2 buckets")
+        self._buckets: list[dict[int, list[Any]]] = [{} for _ in range(buckets)]
 
     def __len__(self) -> int:
-        return len(self._pending)
+        return sum(len(b) for b in self._buckets)
 
     def __contains__(self, root: int) -> bool:
-        return root in self._pending
+        return any(root in b for b in self._buckets)
 
-    def _entry(self, root: int) -> _Entry:
-        e = self._pending.get(root)
-        if e is None:
-            e = _Entry(0, None, False)
-            self._pending.put(root, e)
-        return e
+    def _find(self, root: int) -> tuple[dict[int, list[Any]], list[Any]] | None:
+        for b in self._buckets:
+            e = b.get(root)
+            if e is not None:
+                return b, e
+        return None
 
-    def _decide(self, root: int, e: _Entry) -> Outcome | None:
-        if e.spout_task is None:
+    def _apply(self, root: int, xor: int, spout_task: int | None, failed: bool) -> Outcome | None:
+        for bucket in self._buckets:
+            e = bucket.get(root)
+            if e is not None:
+                break
+        else:
+            bucket = self._buckets[0]
+            e = bucket[root] = [0, None, False]
+        e[_VAL] ^= xor
+        if spout_task is not None:
+            e[_TASK] = spout_task
+        if failed:
+            e[_FAILED] = True
+        task = e[_TASK]
+        if task is None:
             return None
-        if e.failed:
-            self._pending.pop(root)
-            return Outcome(FAILED, root, e.spout_task)
-        if e.val == 0:
-            self._pending.pop(root)
-            return Outcome(COMPLETED, root, e.spout_task)
+        if e[_FAILED]:
+            del bucket[root]
+            return Outcome(FAILED, root, task)
+        if e[_VAL] == 0:
+            del bucket[root]
+            return Outcome(COMPLETED, root, task)
         return None
 
     def init(self, root: int, xor: int, spout_task: int) -> Outcome | None:
         """A spout emitted ``root`` with edges whose XOR is ``xor``."""
-        e = self._entry(root)
-        e.val ^= xor
-        e.spout_task = spout_task
-        return self._decide(root, e)
+        return self._apply(root, xor, spout_task, False)
 
     def ack(self, root: int, xor: int) -> Outcome | None:
-        """A tuple of ``root``'s tree was acked: ``xor`` = its edge ^ its children's edges."""
-        e = self._entry(root)
-        e.val ^= xor
-        return self._decide(root, e)
+        """A tuple of ``root``'s tree was acked: ``xor`` = its edge ^ its children's edges (or
+        the XOR of several such acks: XOR is associative, so acks may be aggregated)."""
+        for bucket in self._buckets:  # the hot path, inlined
+            e = bucket.get(root)
+            if e is not None:
+                break
+        else:
+            self._buckets[0][root] = [xor, None, False]
+            return None
+        e[_VAL] ^= xor
+        if e[_VAL] == 0 and e[_TASK] is not None and not e[_FAILED]:
+            del bucket[root]
+            return Outcome(COMPLETED, root, e[_TASK])
+        return None
 
     def fail(self, root: int) -> Outcome | None:
         """A tuple of ``root``'s tree failed: the root fails (once its spout task is known)."""
-        e = self._entry(root)
-        e.failed = True
-        return self._decide(root, e)
+        return self._apply(root, 0, None, True)
 
     def reset_timeout(self, root: int) -> int | None:
         """Keep ``root`` alive; returns its spout task (to forward the reset) when known."""
-        e = self._pending.get(root)
-        if e is None:
+        found = self._find(root)
+        if found is None:
             return None
-        self._pending.touch(root)
-        return e.spout_task
+        bucket, e = found
+        del bucket[root]
+        self._buckets[0][root] = e
+        return e[_TASK]
 
     def rotate(self) -> list[int]:
         """Expire the oldest bucket; returns the dropped roots."""
-        return list(self._pending.rotate())
+        expired = self._buckets.pop()
+        self._buckets.insert(0, {})
+        return list(expired)

@@ -19,6 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from stormpy.acker.bolt import AckerBolt
+from stormpy.acker.streams import ACK_ACK
 from stormpy.config import merged
 from stormpy.messaging.codec import decode_frame, encode_tuple
 from stormpy.messaging.transport import NoTransport, Transport
@@ -87,6 +88,10 @@ class Worker:
         all_tasks = sorted(self.layout.task_component)
         self.local_tasks = sorted(local_tasks) if local_tasks is not None else all_tasks
         self.acker_tasks = self.layout.acker_tasks
+        #: per acker (by index): the AckerBolt instance when it runs in this worker, else None
+        self.acker_direct: list[AckerBolt | None] = [None] * len(self.acker_tasks)
+        #: root → XOR of the acks bolts made this round; flushed to the ackers every round
+        self.ack_buffer: dict[int, int] = {}
         max_task = max(all_tasks, default=0)
         self.deliver: list[Callable[[Tuple], None]] = [self._undeliverable] * (max_task + 1)
         self.dropped = 0
@@ -111,6 +116,9 @@ class Worker:
             self.tasks[t] = self._make_task(t)
         for t, runner in self.tasks.items():
             self.deliver[t] = runner.queue.append
+        for i, t in enumerate(self.acker_tasks):
+            if t in self.tasks:
+                self.acker_direct[i] = self.tasks[t].instance  # type: ignore[assignment]
         if task_peers:
             self._route_remote(task_peers)
         self._runners = [self.tasks[t] for t in self.local_tasks]
@@ -150,7 +158,6 @@ class Worker:
             runner = BoltTask(self, context, instance, routers, conf)
         if self.observer is not None or conf.get("topology.debug"):
             runner.debug = True
-        runner.check_values = True
         return runner
 
     def _routers_for(self, component: str, task_id: int,
@@ -403,6 +410,8 @@ class Worker:
                 if not runner.is_spout:
                     runner.stats.executed += n
                 work += n
+        if self.ack_buffer:
+            self._flush_acks()
         if self._active and not self._backpressured():
             for sp in self._spouts:
                 try:
@@ -416,6 +425,21 @@ class Worker:
         else:
             self.quiet_rounds += 1
         return work
+
+    def _flush_acks(self) -> None:
+        """Send this round's aggregated acks: one message per root to its acker task."""
+        items = list(self.ack_buffer.items())
+        self.ack_buffer.clear()
+        direct = self.acker_direct
+        n = len(direct)
+        for root, xor in items:
+            i = root % n
+            acker = direct[i]
+            if acker is not None:
+                acker.ack_edges(root, xor)
+            else:
+                self.deliver[self.acker_tasks[i]](
+                    Tuple([root, xor], ACK_ACK, -1, SYSTEM_COMPONENT, None, None))
 
     def _backpressured(self) -> bool:
         cap = self._queue_cap

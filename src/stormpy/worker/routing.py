@@ -21,6 +21,8 @@ from stormpy.topology.fields import Fields
 from stormpy.topology.imports import import_object
 
 Chooser = Callable[[list[Any]], list[int]]
+#: Most distinct keys a fields router remembers before it starts over.
+KEY_CACHE_SIZE = 100_000
 
 
 def stable_hash(key: Any) -> int:
@@ -54,12 +56,20 @@ class FieldsRouter:
         idx = [source_fields.index_of(f) for f in key_fields]
         if len(idx) == 1:
             i = idx[0]
+            # str keys only: 1, 1.0 and True are equal dict keys but hash differently here.
+            cache: dict[str, list[int]] = {}
 
             def choose(values: list[Any]) -> list[int]:
                 v = values[i]
-                if type(v) is str:
-                    return singles[zlib.crc32(v.encode()) % n]
-                return singles[stable_hash(v) % n]
+                if type(v) is not str:
+                    return singles[stable_hash(v) % n]
+                chosen = cache.get(v)
+                if chosen is None:
+                    chosen = singles[zlib.crc32(v.encode()) % n]
+                    if len(cache) >= KEY_CACHE_SIZE:
+                        cache.clear()
+                    cache[v] = chosen
+                return chosen
         else:
             def choose(values: list[Any]) -> list[int]:
                 return singles[stable_hash([values[j] for j in idx]) % n]
@@ -150,7 +160,7 @@ class StreamRouter:
     """Everything an emit on one (component, stream) needs: fields, directness, and ``choose``
     returning the target tasks over all subscribers."""
 
-    __slots__ = ("stream", "fields", "n_fields", "direct", "direct_tasks", "choose")
+    __slots__ = ("stream", "fields", "n_fields", "direct", "direct_tasks", "choose", "emitted")
 
     def __init__(self, stream: str, fields: Fields, direct: bool, routers: list[Any],
                  direct_tasks: frozenset[int]) -> None:
@@ -159,6 +169,7 @@ class StreamRouter:
         self.n_fields = len(fields)
         self.direct = direct
         self.direct_tasks = direct_tasks
+        self.emitted = 0
         if not routers:
             empty: list[int] = []
             self.choose: Chooser = lambda values: empty

@@ -2,27 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 
 class TaskStats:
-    """Counters of one task. ``emitted`` counts emits per stream; ``transferred`` counts
-    deliveries (one emit to three tasks transfers three tuples)."""
+    """Counters of one task. ``emitted`` counts emits per stream (kept by the stream routers);
+    ``transferred`` counts deliveries (one emit to three tasks transfers three tuples)."""
 
-    __slots__ = ("component", "task", "emitted", "transferred", "executed", "acked", "failed",
+    __slots__ = ("component", "task", "routers", "transferred", "executed", "acked", "failed",
                  "latency_sum", "latency_count")
 
     def __init__(self, component: str, task: int) -> None:
         self.component = component
         self.task = task
-        self.emitted: dict[str, int] = {}
+        #: stream name → router; each router counts the emits on its stream
+        self.routers: Mapping[str, Any] = {}
         self.transferred = 0
         self.executed = 0
         self.acked = 0
         self.failed = 0
         self.latency_sum = 0.0
         self.latency_count = 0
+
+    @property
+    def emitted(self) -> dict[str, int]:
+        return {name: r.emitted for name, r in self.routers.items()}
 
     def to_doc(self) -> dict[str, Any]:
         return {"component": self.component, "task": self.task, "emitted": dict(self.emitted),

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from stormpy.worker.loop import Worker
 
 TIMEOUT_BUCKETS = 3
+_INT64 = 2 ** 63
+_UINT64 = 2 ** 64
 
 
 class TaskRunner:
@@ -47,32 +49,42 @@ class TaskRunner:
         self.queue: deque[Tuple] = deque()
         self.stats = TaskStats(self.component_id, self.task_id)
         self.debug = bool(conf.get("topology.debug"))
-        self.check_values = True
         self._deliver = worker.deliver
         self._ackers = worker.acker_tasks
         self._n_ackers = len(worker.acker_tasks)
+        self._acker_direct = worker.acker_direct
+        self._ack_buffer = worker.ack_buffer
+        self.stats.routers = routers
         instance.report_error = self.report_error  # type: ignore[method-assign]
         instance.run_in_background = self.run_in_background  # type: ignore[method-assign]
         instance.call_soon_threadsafe = worker.call_soon_threadsafe  # type: ignore[method-assign]
 
     # -- helpers -------------------------------------------------------------------------
     def _router(self, stream: str, values: Any, direct: bool) -> StreamRouter:
+        """The router of ``stream`` after checking the emit (slow path, used by emit_direct;
+        ``emit`` inlines the same checks)."""
         router = self.routers.get(stream)
-        if router is None:
-            raise EmitError(f"component {self.component_id!r} emitted on undeclared stream "
-                            f"{stream!r} (declared: {sorted(self.routers)})")
-        if router.direct != direct:
-            if direct:
-                raise EmitError(f"component {self.component_id!r}: emit_direct on stream {stream!r}, "
-                                "which is not declared direct")
-            raise EmitError(f"component {self.component_id!r}: stream {stream!r} is direct; use "
-                            "emit_direct(task, values)")
-        if self.check_values:
-            check_values(values, self.component_id, stream)
+        if router is None or router.direct != direct:
+            self._bad_stream(stream, direct)
+        self._check(values, stream, router)  # type: ignore[arg-type]
+        router.emitted += 1  # type: ignore[union-attr]
+        return router  # type: ignore[return-value]
+
+    def _check(self, values: Any, stream: str, router: StreamRouter) -> None:
+        check_values(values, self.component_id, stream)
         if len(values) != router.n_fields:
             raise EmitError(f"component {self.component_id!r}, stream {stream!r}: emitted "
                             f"{len(values)} values for fields {router.fields.to_list()}")
-        return router
+
+    def _bad_stream(self, stream: str, direct: bool) -> None:
+        if stream not in self.routers:
+            raise EmitError(f"component {self.component_id!r} emitted on undeclared stream "
+                            f"{stream!r} (declared: {sorted(self.routers)})")
+        if direct:
+            raise EmitError(f"component {self.component_id!r}: emit_direct on stream {stream!r}, "
+                            "which is not declared direct")
+        raise EmitError(f"component {self.component_id!r}: stream {stream!r} is direct; use "
+                        "emit_direct(task, values)")
 
     def _direct_target(self, router: StreamRouter, task: int) -> list[int]:
         if task not in router.direct_tasks:
@@ -82,9 +94,15 @@ class TaskRunner:
         return [task]
 
     def send_to_acker(self, stream: str, values: list[int]) -> None:
-        """Deliver an acker message for ``values[0]`` (the root) to its acker task."""
-        task = self._ackers[values[0] % self._n_ackers]
-        self._deliver[task](Tuple(values, stream, self.task_id, self.component_id, None, None))
+        """Deliver an acker message for ``values[0]`` (the root) to its acker task: a direct call
+        when that acker runs in this worker, a tuple through the transport otherwise."""
+        i = values[0] % self._n_ackers
+        acker = self._acker_direct[i]
+        if acker is not None:
+            acker.handle(stream, values)
+        else:
+            self._deliver[self._ackers[i]](Tuple(values, stream, self.task_id, self.component_id,
+                                                 None, None))
 
     def send_system(self, task: int, stream: str, values: list[Any]) -> None:
         """Deliver a system tuple (acker replies, reset forwards) straight to ``task``."""
@@ -134,9 +152,42 @@ class BoltTask(TaskRunner):
     def emit(self, values: Any, anchors: Tuple | list[Tuple] | None = None,
              stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit ``values`` on ``stream`` anchored to ``anchors``; returns the target task ids."""
-        router = self._router(stream, values, False)
-        targets = router.choose(values)
-        self._send(targets, values, anchors, stream, router)
+        router = self.routers.get(stream)
+        if router is None or router.direct:
+            self._bad_stream(stream, False)
+        if type(values) is list and len(values) == router.n_fields:  # type: ignore[union-attr]
+            for v in values:  # plain scalars pass here; anything else gets the full check
+                t = type(v)
+                if t is str or t is float or (t is int and -_INT64 <= v < _UINT64):
+                    continue
+                self._check(values, stream, router)  # type: ignore[arg-type]
+                break
+        else:
+            self._check(values, stream, router)  # type: ignore[arg-type]
+        router.emitted += 1  # type: ignore[union-attr]
+        targets = router.choose(values)  # type: ignore[union-attr]
+        # The two common cases are inlined (unanchored, one anchor in one tree); _send does all.
+        if anchors is None and not self.debug:
+            self.stats.transferred += len(targets)
+            tup = Tuple(values, stream, self.task_id, self.component_id,
+                        router.fields, None)  # type: ignore[union-attr]
+            deliver = self._deliver
+            for t in targets:
+                deliver[t](tup)
+        elif type(anchors) is Tuple and not self.debug and anchors.anchors \
+                and len(anchors.anchors) == 1:
+            self.stats.transferred += len(targets)
+            (root,) = anchors.anchors
+            deliver = self._deliver
+            task = self.task_id
+            comp = self.component_id
+            fields = router.fields  # type: ignore[union-attr]
+            for t in targets:
+                edge = getrandbits(64)
+                anchors.ack_val ^= edge
+                deliver[t](Tuple(values, stream, task, comp, fields, {root: edge}))
+        else:
+            self._send(targets, values, anchors, stream, router)  # type: ignore[arg-type]
         return targets
 
     def emit_direct(self, task: int, values: Any, anchors: Tuple | list[Tuple] | None = None,
@@ -147,31 +198,37 @@ class BoltTask(TaskRunner):
 
     def _send(self, targets: list[int], values: Any, anchors: Tuple | list[Tuple] | None,
               stream: str, router: StreamRouter) -> None:
-        stats = self.stats
-        stats.emitted[stream] = stats.emitted.get(stream, 0) + 1
-        stats.transferred += len(targets)
+        self.stats.transferred += len(targets)
         deliver = self._deliver
         task = self.task_id
         comp = self.component_id
         fields = router.fields
         if self.debug:
             self.worker.log_emit(comp, task, stream, values, targets)
-        if anchors is None or not self._n_ackers:
+        if type(anchors) is Tuple:
+            roots = anchors.anchors
+            if roots and len(roots) == 1:  # the common case: one anchor in one tree
+                (root,) = roots
+                for t in targets:
+                    edge = getrandbits(64)
+                    anchors.ack_val ^= edge
+                    deliver[t](Tuple(values, stream, task, comp, fields, {root: edge}))
+                return
+            anchors = [anchors]
+        if not anchors or not self._n_ackers:
             tup = Tuple(values, stream, task, comp, fields, None)
             for t in targets:
                 deliver[t](tup)
             return
-        if type(anchors) is Tuple:
-            anchors = [anchors]
         for t in targets:
             edge = getrandbits(64)
             amap: dict[int, int] = {}
             for a in anchors:  # type: ignore[union-attr]
-                roots = a.anchors
-                if roots:
+                a_roots = a.anchors
+                if a_roots:
                     a.ack_val ^= edge
-                    for root in roots:
-                        amap[root] = amap.get(root, 0) ^ edge
+                    for r in a_roots:
+                        amap[r] = amap.get(r, 0) ^ edge
             deliver[t](Tuple(values, stream, task, comp, fields, amap or None))
 
     def ack(self, tup: Tuple) -> None:
@@ -179,8 +236,9 @@ class BoltTask(TaskRunner):
         roots = tup.anchors
         if roots:
             v = tup.ack_val
+            buf = self._ack_buffer  # XORed per root, sent once per loop round by the worker
             for root, edge in roots.items():
-                self.send_to_acker(ACK_ACK, [root, edge ^ v])
+                buf[root] = buf.get(root, 0) ^ edge ^ v
         self.stats.acked += 1
 
     def fail(self, tup: Tuple) -> None:
@@ -251,9 +309,21 @@ class SpoutTask(TaskRunner):
     # -- collector -------------------------------------------------------------------------
     def emit(self, values: Any, msg_id: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit ``values``; with a ``msg_id`` the tuple tree is tracked and ack/fail follow."""
-        router = self._router(stream, values, False)
-        targets = router.choose(values)
-        self._send(targets, values, msg_id, stream, router)
+        router = self.routers.get(stream)
+        if router is None or router.direct:
+            self._bad_stream(stream, False)
+        if type(values) is list and len(values) == router.n_fields:  # type: ignore[union-attr]
+            for v in values:  # plain scalars pass here; anything else gets the full check
+                t = type(v)
+                if t is str or t is float or (t is int and -_INT64 <= v < _UINT64):
+                    continue
+                self._check(values, stream, router)  # type: ignore[arg-type]
+                break
+        else:
+            self._check(values, stream, router)  # type: ignore[arg-type]
+        router.emitted += 1  # type: ignore[union-attr]
+        targets = router.choose(values)  # type: ignore[union-attr]
+        self._send(targets, values, msg_id, stream, router)  # type: ignore[arg-type]
         return targets
 
     def emit_direct(self, task: int, values: Any, msg_id: Any = None,
@@ -263,9 +333,7 @@ class SpoutTask(TaskRunner):
 
     def _send(self, targets: list[int], values: Any, msg_id: Any, stream: str,
               router: StreamRouter) -> None:
-        stats = self.stats
-        stats.emitted[stream] = stats.emitted.get(stream, 0) + 1
-        stats.transferred += len(targets)
+        self.stats.transferred += len(targets)
         self.emit_count += 1
         deliver = self._deliver
         task = self.task_id
