@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from stormpy.topology import grouping as g
 from stormpy.topology.component import Bolt, Component, Spout
@@ -19,6 +19,7 @@ def _resolve(component: ComponentSource, kwargs: Mapping[str, Any] | None,
              base: type, cid: str) -> tuple[type[Component], dict[str, Any]]:
     """Accept a class (plus kwargs) or a handle exposing ``component_class``/``component_kwargs``
     (how the testing kit's feeder spouts and capture bolts are passed)."""
+    cls: Any
     if isinstance(component, type):
         cls, kw = component, dict(kwargs or {})
     elif hasattr(component, "component_class"):
@@ -34,7 +35,7 @@ def _resolve(component: ComponentSource, kwargs: Mapping[str, Any] | None,
         raise InvalidTopologyError(
             f"component {cid!r}: {cls.__qualname__} is defined inside a function; workers import "
             "component classes by path, so define it at module level")
-    return cls, kw
+    return cast(type[Component], cls), kw
 
 
 class ComponentDeclarer:

@@ -31,7 +31,7 @@ class Fields(Sequence[str]):
     def __contains__(self, name: object) -> bool:
         return name in self._index
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         return self._names[i]
 
     def __len__(self) -> int:

@@ -160,7 +160,9 @@ def _validate_component(cid: str, comp: ComponentSpec) -> None:
         raise InvalidTopologyError(f"spout {cid!r} cannot subscribe to streams")
     if comp.kind == BOLT and not comp.inputs:
         raise InvalidTopologyError(f"bolt {cid!r} subscribes to no stream")
-    for what, value in (("constructor arguments", comp.kwargs), ("config", comp.config)):
+    checks: tuple[tuple[str, Any], ...] = (("constructor arguments", comp.kwargs),
+                                           ("config", comp.config))
+    for what, value in checks:
         try:
             msgpack.packb(value)
         except (TypeError, ValueError, OverflowError) as exc:

@@ -118,7 +118,7 @@ class Worker:
             self.deliver[t] = runner.queue.append
         for i, t in enumerate(self.acker_tasks):
             if t in self.tasks:
-                self.acker_direct[i] = self.tasks[t].instance  # type: ignore[assignment]
+                self.acker_direct[i] = self.tasks[t].instance
         if task_peers:
             self._route_remote(task_peers)
         self._runners = [self.tasks[t] for t in self.local_tasks]

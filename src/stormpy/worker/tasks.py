@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from stormpy.acker.rotating import RotatingMap
 from stormpy.acker.streams import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET_TIMEOUT
-from stormpy.topology.component import BasicBolt, Component, Spout
+from stormpy.topology.component import BasicBolt, Spout
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import EmitError, FailedException
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
@@ -37,13 +37,13 @@ class TaskRunner:
 
     is_spout = False
 
-    def __init__(self, worker: Worker, context: TopologyContext, instance: Component,
+    def __init__(self, worker: Worker, context: TopologyContext, instance: Any,
                  routers: dict[str, StreamRouter], conf: Mapping[str, Any]) -> None:
         self.worker = worker
         self.context = context
         self.task_id = context.task_id
         self.component_id = context.component_id
-        self.instance = instance
+        self.instance: Any = instance
         self.routers = routers
         self.conf = conf
         self.queue: deque[Tuple] = deque()
@@ -55,9 +55,9 @@ class TaskRunner:
         self._acker_direct = worker.acker_direct
         self._ack_buffer = worker.ack_buffer
         self.stats.routers = routers
-        instance.report_error = self.report_error  # type: ignore[method-assign]
-        instance.run_in_background = self.run_in_background  # type: ignore[method-assign]
-        instance.call_soon_threadsafe = worker.call_soon_threadsafe  # type: ignore[method-assign]
+        instance.report_error = self.report_error
+        instance.run_in_background = self.run_in_background
+        instance.call_soon_threadsafe = worker.call_soon_threadsafe
 
     # -- helpers -------------------------------------------------------------------------
     def _router(self, stream: str, values: Any, direct: bool) -> StreamRouter:
@@ -137,7 +137,7 @@ class BoltTask(TaskRunner):
         instance.ack = self.ack
         instance.fail = self.fail
         instance.reset_timeout = self.reset_timeout
-        if isinstance(instance, BasicBolt):
+        if isinstance(self.instance, BasicBolt):
             self._current: Tuple | None = None
             instance.emit = self._basic_emit
             instance.emit_direct = self._basic_emit_direct
@@ -157,8 +157,8 @@ class BoltTask(TaskRunner):
             self._bad_stream(stream, False)
         if type(values) is list and len(values) == router.n_fields:  # type: ignore[union-attr]
             for v in values:  # plain scalars pass here; anything else gets the full check
-                t = type(v)
-                if t is str or t is float or (t is int and -_INT64 <= v < _UINT64):
+                vt = type(v)
+                if vt is str or vt is float or (vt is int and -_INT64 <= v < _UINT64):
                     continue
                 self._check(values, stream, router)  # type: ignore[arg-type]
                 break
@@ -314,8 +314,8 @@ class SpoutTask(TaskRunner):
             self._bad_stream(stream, False)
         if type(values) is list and len(values) == router.n_fields:  # type: ignore[union-attr]
             for v in values:  # plain scalars pass here; anything else gets the full check
-                t = type(v)
-                if t is str or t is float or (t is int and -_INT64 <= v < _UINT64):
+                vt = type(v)
+                if vt is str or vt is float or (vt is int and -_INT64 <= v < _UINT64):
                     continue
                 self._check(values, stream, router)  # type: ignore[arg-type]
                 break
