@@ -310,8 +310,8 @@ def test_spout_sees_fail_once_even_when_the_timeout_passes_later() -> None:
         assert feeder.failed == ["m"] and feeder.acked == []
 
 
-@pytest.mark.parametrize("ackers", [1, 3])
-def test_many_roots_over_several_ackers_all_complete(ackers: int) -> None:
+@pytest.mark.parametrize("ackers, workers", [(1, 1), (3, 1), (2, 3)])
+def test_many_roots_over_several_ackers_all_complete(ackers: int, workers: int) -> None:
     feeder = FeederSpout(["v"])
     b = TopologyBuilder()
     b.set_spout("feeder", feeder)
@@ -320,7 +320,7 @@ def test_many_roots_over_several_ackers_all_complete(ackers: int) -> None:
     b.set_bolt("sink", Capture(), 2).shuffle_grouping("branch")
     with LocalCluster(simulated_time=True) as cluster:
         cluster.submit_topology("t", {**TIMEOUT, "topology.acker.executors": ackers},
-                                b.create_topology())
+                                b.create_topology(), workers=workers)
         for i in range(500):
             feeder.feed([i], msg_id=i)
         cluster.wait_for(lambda: len(feeder.acked) == 500, 20, "500 acks")

@@ -22,3 +22,17 @@ def test_word_count_through_complete_topology() -> None:
     assert result.acked("sentences") == [0, 1, 2]
     assert result.failed("sentences") == []
     assert result.stats["count"]["executed"] == len(words)
+
+
+def test_word_count_across_three_in_process_workers_with_real_messaging() -> None:
+    spec = build().create_topology()
+    sentences = [[f"w{i % 7} w{i % 3} shared"] for i in range(300)]
+    result = complete_topology(spec, {"sentences": sentences}, {"topology.acker.executors": 2},
+                               workers=3)
+    words = [w for s in sentences for w in s[0].split()]
+    final: dict[str, int] = {}
+    for word, count in result.tuples("count"):
+        final[word] = max(final.get(word, 0), count)
+    assert final == dict(Counter(words))
+    assert result.acked("sentences") == list(range(300))
+    assert result.stats["count"]["executed"] == len(words)

@@ -40,11 +40,12 @@ class CompleteResult:
 
 def complete_topology(topology: TopologySpec, mock_sources: Mapping[str, Sequence[Sequence[Any]]],
                       conf: Mapping[str, Any] | None = None, *, timeout: float = 60.0,
-                      cluster: LocalCluster | None = None) -> CompleteResult:
+                      cluster: LocalCluster | None = None, workers: int = 1) -> CompleteResult:
     """Replace each spout named in ``mock_sources`` with one that emits exactly those tuples (on
     its default stream, with message ids), run until every mocked tuple is emitted and the
     topology is quiet, and return what every component emitted. Uses simulated time unless a
-    ``cluster`` is given, so message timeouts never fire on their own."""
+    ``cluster`` is given, so message timeouts never fire on their own. ``workers`` > 1 runs the
+    topology as several in-process workers exchanging serialised tuples."""
     spec = copy.deepcopy(topology)
     logs: dict[str, _AckLog] = {}
     keys: list[str] = []
@@ -72,7 +73,7 @@ def complete_topology(topology: TopologySpec, mock_sources: Mapping[str, Sequenc
     lc = cluster or LocalCluster(simulated_time=True)
     name = f"complete-{id(spec)}"
     try:
-        worker = lc.submit_topology(name, conf, spec, observer=observe)
+        lc.submit_topology(name, conf, spec, observer=observe, workers=workers)
         total = {sid: len(rows) for sid, rows in mock_sources.items()}
 
         def all_emitted() -> bool:
@@ -80,7 +81,7 @@ def complete_topology(topology: TopologySpec, mock_sources: Mapping[str, Sequenc
                 return all(len(emitted[(sid, DEFAULT_STREAM)]) >= n for sid, n in total.items())
         lc.wait_for(all_emitted, timeout, "mock sources to emit every tuple")
         lc.wait_until_quiet(name, timeout)
-        stats = worker.stats()
+        stats = lc.get_stats(name)
         lc.kill_topology(name)
     finally:
         for key in keys:

@@ -14,9 +14,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from stormpy.config import merged
+from stormpy.messaging.inproc import InprocHub
+from stormpy.topology.layout import compute_layout
 from stormpy.topology.spec import TopologySpec
 from stormpy.worker.clock import Clock, SimulatedClock
 from stormpy.worker.loop import Worker
+from stormpy.worker.stats import summarize
 
 
 class TopologyNotFound(KeyError):
@@ -30,6 +33,7 @@ class LocalCluster:
         self.clock: Clock = SimulatedClock() if simulated_time else Clock()
         self.conf = dict(conf or {})
         self._workers: dict[str, Worker] = {}
+        self._groups: dict[str, list[Worker]] = {}
 
     def __enter__(self) -> LocalCluster:
         return self
@@ -38,19 +42,56 @@ class LocalCluster:
         self.shutdown()
 
     def submit_topology(self, name: str, conf: Mapping[str, Any] | None, topology: TopologySpec, *,
-                        active: bool = True,
+                        active: bool = True, workers: int = 1,
                         observer: Callable[[str, str, list[Any], list[int]], None] | None = None
                         ) -> Worker:
-        """Start ``topology`` under ``name``; it begins active unless ``active=False``."""
+        """Start ``topology`` under ``name``; it begins active unless ``active=False``.
+
+        ``workers`` > 1 runs it as that many in-process workers whose executors are spread round
+        robin and whose tuples cross between them serialised (Storm's local mode with real
+        messaging). Returns the first worker; ``workers_of(name)`` returns all.
+        """
         if name in self._workers:
             raise ValueError(f"topology {name!r} is already running")
         topology.validate()
         full = merged(self.conf, conf, {"topology.name": name})
-        worker = Worker(f"{name}-{uuid.uuid4().hex[:8]}", topology, full, clock=self.clock,
-                        active=active, observer=observer)
-        self._workers[name] = worker
-        worker.start(name=f"local-{name}")
-        return worker
+        topology_id = f"{name}-{uuid.uuid4().hex[:8]}"
+        if workers <= 1:
+            group = [Worker(topology_id, topology, full, clock=self.clock, active=active,
+                            observer=observer)]
+        else:
+            full.setdefault("topology.workers", workers)
+            group = self._worker_group(topology_id, topology, full, workers, active, observer)
+        self._workers[name] = group[0]
+        self._groups[name] = group
+        for i, worker in enumerate(group):
+            worker.start(name=f"local-{name}-{i}")
+        return group[0]
+
+    def _worker_group(self, topology_id: str, topology: TopologySpec, conf: dict[str, Any],
+                      n: int, active: bool,
+                      observer: Callable[[str, str, list[Any], list[int]], None] | None
+                      ) -> list[Worker]:
+        layout = compute_layout(topology, conf)
+        keys = [f"local-{i}" for i in range(n)]
+        owner: dict[int, str] = {}
+        for i, executor in enumerate(sorted(layout.executors, key=lambda e: e.start_task)):
+            for task in executor.tasks:
+                owner[task] = keys[i % n]
+        hub = InprocHub()
+        group = []
+        for key in keys:
+            mine = [t for t, k in owner.items() if k == key]
+            group.append(Worker(topology_id, topology, conf, layout=layout, local_tasks=mine,
+                                task_peers={t: k for t, k in owner.items() if k != key},
+                                transport=hub.transport(key), clock=self.clock, active=active,
+                                observer=observer))
+        return group
+
+    def workers_of(self, name: str) -> list[Worker]:
+        """Every in-process worker of the topology."""
+        self.worker(name)
+        return list(self._groups[name])
 
     def worker(self, name: str) -> Worker:
         try:
@@ -61,22 +102,33 @@ class LocalCluster:
 
     def kill_topology(self, name: str, wait_secs: float = 0.0) -> None:
         """Deactivate, wait ``wait_secs`` (simulated or real), stop and forget the topology."""
-        worker = self.worker(name)
+        self.worker(name)
+        group = self._groups[name]
         if wait_secs:
-            worker.set_active(False)
+            for w in group:
+                w.set_active(False)
             self.sleep(wait_secs)
-        worker.stop()
+        for w in group:
+            w.stop()
         del self._workers[name]
+        del self._groups[name]
 
     def activate(self, name: str) -> None:
-        self.worker(name).set_active(True)
+        self.worker(name)
+        for w in self._groups[name]:
+            w.set_active(True)
 
     def deactivate(self, name: str) -> None:
-        self.worker(name).set_active(False)
+        self.worker(name)
+        for w in self._groups[name]:
+            w.set_active(False)
 
     def get_stats(self, name: str) -> dict[str, dict[str, Any]]:
-        """Per-component emitted/transferred/executed/acked/failed and complete latency."""
-        return self.worker(name).stats()
+        """Per-component emitted/transferred/executed/acked/failed and complete latency, summed
+        over the topology's workers."""
+        self.worker(name)
+        docs = [d for w in self._groups[name] for d in w.task_stats()]
+        return {c: s for c, s in summarize(docs).items() if not c.startswith("__")}
 
     def topologies(self) -> list[str]:
         return sorted(self._workers)
@@ -93,7 +145,11 @@ class LocalCluster:
         """Wait until the named topology (default: all) has done nothing for ``rounds`` loop
         rounds, with no background job pending. Raises the topology's WorkerError if it failed,
         TimeoutError if it never goes quiet."""
-        workers = [self.worker(name)] if name else list(self._workers.values())
+        if name:
+            self.worker(name)
+            workers = list(self._groups[name])
+        else:
+            workers = [w for g in self._groups.values() for w in g]
         starts = [w.rounds for w in workers]
         deadline = time.monotonic() + timeout
         while True:
@@ -112,9 +168,10 @@ class LocalCluster:
         """Poll ``condition`` until true; TimeoutError naming ``what`` otherwise."""
         deadline = time.monotonic() + timeout
         while not condition():
-            for w in self._workers.values():
-                if w.failure is not None:
-                    raise w.failure
+            for group in self._groups.values():
+                for w in group:
+                    if w.failure is not None:
+                        raise w.failure
             if time.monotonic() > deadline:
                 raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
             time.sleep(0.001)
@@ -135,4 +192,6 @@ class LocalCluster:
     def shutdown(self) -> None:
         """Stop every topology."""
         for name in list(self._workers):
-            self._workers.pop(name).stop()
+            del self._workers[name]
+            for w in self._groups.pop(name):
+                w.stop()

@@ -1,0 +1,164 @@
+"""RPC frames, typed errors and method exposure, without sockets."""
+
+from __future__ import annotations
+
+import builtins
+
+import msgpack
+import pytest
+
+from stormpy.rpc import errors
+from stormpy.rpc.codec import (
+    PROTOCOL_VERSION,
+    Request,
+    Response,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    peek_request_id,
+)
+from stormpy.rpc.errors import (
+    ERROR_TYPES,
+    InternalError,
+    InvalidRequestError,
+    NotFoundError,
+    RpcError,
+    RpcTimeoutError,
+    UnreachableError,
+    UploadError,
+    error_from_wire,
+    register_error,
+)
+from stormpy.rpc.methods import MethodTable, rpc_method
+
+
+def pack(doc: object) -> bytes:
+    return msgpack.packb(doc, use_bin_type=True)
+
+
+def test_request_round_trip() -> None:
+    request = Request(id="abc", method="upload_chunk", args={"data": b"\x00\xff", "n": [1, 2]}, auth="s")
+    decoded = decode_request(encode_request(request))
+    assert decoded == request
+
+
+def test_response_round_trip_success_and_error() -> None:
+    ok = decode_response(encode_response(Response.success("1", {"a": [1, b"x"]})))
+    assert ok.ok and ok.id == "1" and ok.result == {"a": [1, b"x"]}
+    failed = decode_response(encode_response(Response.failure("2", NotFoundError("no topology 'x'"))))
+    assert not failed.ok and failed.error_type == "NotFoundError"
+    with pytest.raises(NotFoundError, match="no topology 'x'"):
+        failed.unwrap()
+
+
+@pytest.mark.parametrize(("data", "needle"), [
+    (b"\xc1garbage", "not a msgpack document"),
+    (pack([1, 2]), "expected a map"),
+    (pack({"v": 99, "id": "1", "method": "m"}), "unsupported protocol version 99"),
+    (pack({"v": PROTOCOL_VERSION, "method": "m"}), "'id' must be a non-empty string"),
+    (pack({"v": PROTOCOL_VERSION, "id": "1", "method": 5}), "'method' must be a non-empty string"),
+    (pack({"v": PROTOCOL_VERSION, "id": "1", "method": "m", "args": [1]}), "'args' must be a map"),
+    (pack({"v": PROTOCOL_VERSION, "id": "1", "method": "m", "args": {1: 2}}), "'args' must be a map"),
+    (pack({"v": PROTOCOL_VERSION, "id": "1", "method": "m", "auth": 7}), "'auth' must be a string"),
+])
+def test_malformed_requests_name_the_problem(data: bytes, needle: str) -> None:
+    with pytest.raises(InvalidRequestError, match="malformed request") as info:
+        decode_request(data)
+    assert needle in str(info.value)
+
+
+@pytest.mark.parametrize(("data", "needle"), [
+    (b"\x92", "not a msgpack document"),
+    (pack({"v": PROTOCOL_VERSION, "id": 3, "ok": True}), "'id' must be a string or nil"),
+    (pack({"v": PROTOCOL_VERSION, "id": "1", "ok": "yes"}), "'ok' must be a boolean"),
+    (pack({"v": PROTOCOL_VERSION, "id": "1", "ok": False, "error": "x"}), "'error' must be a map"),
+])
+def test_malformed_responses_raise_rpc_error(data: bytes, needle: str) -> None:
+    with pytest.raises(RpcError, match="malformed response") as info:
+        decode_response(data)
+    assert needle in str(info.value)
+
+
+def test_peek_request_id_is_best_effort() -> None:
+    assert peek_request_id(pack({"id": "x"})) == "x"
+    assert peek_request_id(b"\xc1") is None
+    assert peek_request_id(pack({"id": 3})) is None
+
+
+def test_unserialisable_args_are_refused_locally() -> None:
+    with pytest.raises(InvalidRequestError, match="'submit'.*not msgpack-serialisable"):
+        encode_request(Request(id="1", method="submit", args={"x": object()}))
+
+
+def test_every_error_type_travels_with_its_class() -> None:
+    for name, cls in ERROR_TYPES.items():
+        error = error_from_wire(name, "msg")
+        assert type(error) is cls
+        assert error.message == "msg" and error.remote_type == name
+
+
+def test_unknown_remote_type_becomes_rpc_error_with_the_remote_message() -> None:
+    error = error_from_wire("QuotaExceeded", "too many topologies")
+    assert type(error) is RpcError
+    assert error.remote_type == "QuotaExceeded"
+    assert "QuotaExceeded" in str(error) and "too many topologies" in str(error)
+
+
+def test_registering_an_error_type() -> None:
+    class QuotaError(RpcError):
+        wire_name = "QuotaErrorForTest"
+
+    register_error(QuotaError)
+    try:
+        assert type(error_from_wire("QuotaErrorForTest", "m")) is QuotaError
+
+        class Clash(RpcError):
+            wire_name = "QuotaErrorForTest"
+
+        with pytest.raises(ValueError, match="already used"):
+            register_error(Clash)
+    finally:
+        del ERROR_TYPES["QuotaErrorForTest"]
+
+
+def test_timeout_errors_are_builtin_timeouts_too() -> None:
+    assert issubclass(UnreachableError, RpcTimeoutError)
+    assert issubclass(RpcTimeoutError, builtins.TimeoutError)
+    assert errors.TimeoutError is RpcTimeoutError
+    assert issubclass(UploadError, RpcError) and issubclass(InternalError, RpcError)
+
+
+class Handler:
+    @rpc_method
+    def add(self, a: int, b: int = 0) -> int:
+        return a + b
+
+    @rpc_method(name="getClusterInfo")
+    def cluster_info(self) -> dict[str, int]:
+        return {"supervisors": 0}
+
+    def not_exposed(self) -> None:
+        raise AssertionError("must never be called over RPC")
+
+
+def test_method_table_exposes_only_marked_methods() -> None:
+    table = MethodTable(Handler(), {"extra": lambda: "x"})
+    assert table.names == ["add", "extra", "getClusterInfo"]
+    assert table.bind("add", {"a": 2, "b": 3})() == 5
+    assert table.bind("getClusterInfo", {})() == {"supervisors": 0}
+    with pytest.raises(InvalidRequestError, match="unknown method 'not_exposed'"):
+        table.bind("not_exposed", {})
+
+
+def test_method_table_refuses_bad_arguments_before_calling() -> None:
+    table = MethodTable(Handler())
+    with pytest.raises(InvalidRequestError, match="bad arguments for method 'add'"):
+        table.bind("add", {"b": 1})
+    with pytest.raises(InvalidRequestError, match="bad arguments for method 'add'"):
+        table.bind("add", {"a": 1, "c": 2})
+
+
+def test_method_table_refuses_duplicates() -> None:
+    with pytest.raises(ValueError, match="exposed twice"):
+        MethodTable(Handler(), {"add": lambda: None})
