@@ -50,8 +50,9 @@ _KEYS: list[ConfigKey] = [
               "Longest time a partial outbound batch waits before it is sent."),
     ConfigKey("topology.spout.max.batch.size", 64,
               "How many next_tuple calls a spout task gets per executor-loop round."),
-    ConfigKey("topology.testing.always.try.serialize", False,
-              "Serialize every tuple even for same-worker delivery (local mode tests)."),
+    ConfigKey("topology.worker.background.threads", 4,
+              "Threads per worker for component work that runs off the executor loop "
+              "(run_in_background, e.g. Spark jobs)."),
     ConfigKey("topology.name", None, "Set by the submitter: the topology's name."),
     # --- nimbus -----------------------------------------------------------------------------
     ConfigKey("nimbus.seeds", ["127.0.0.1"], "Hosts where Nimbus may run."),
@@ -67,6 +68,14 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("nimbus.file.copy.expiration.secs", 600, "Abandoned uploads are removed after this."),
     ConfigKey("nimbus.max.bundle.size.bytes", 256 * 1024 * 1024, "Largest topology bundle accepted."),
     ConfigKey("nimbus.upload.chunk.size.bytes", 307200, "Chunk size for uploads and downloads."),
+    ConfigKey("nimbus.rpc.auth.token", None,
+              "Shared secret every RPC to Nimbus must carry; None turns auth off (not encrypted)."),
+    ConfigKey("nimbus.rpc.timeout.secs", 30, "How long a client waits for each RPC attempt."),
+    ConfigKey("nimbus.rpc.retries", 1,
+              "Extra attempts after a timeout (same request id, so never executed twice)."),
+    ConfigKey("nimbus.rpc.handler.threads", 1, "Threads serving Nimbus RPC calls."),
+    ConfigKey("dev.zookeeper.path", None,
+              "Data dir of `stormpy dev-zookeeper`; defaults to <storm.local.dir>/dev-zookeeper."),
     # --- supervisor / worker ----------------------------------------------------------------
     ConfigKey("supervisor.slots.ports", [6700, 6701, 6702, 6703], "Worker ports of this supervisor."),
     ConfigKey("supervisor.host", "127.0.0.1", "Address workers of this supervisor bind."),

@@ -1,0 +1,62 @@
+"""``stormpy dev-zookeeper``: run one real ZooKeeper in the foreground for development.
+
+Like Storm's ``storm dev-zookeeper``: a standalone server on ``storm.zookeeper.port`` whose data
+survives restarts in a directory (default ``<storm.local.dir>/dev-zookeeper``). The CLI command only
+parses options and calls :func:`run_dev_zookeeper`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from stormpy.cluster.zkserver import ZooKeeperServer
+
+__all__ = ["default_dev_data_dir", "run_dev_zookeeper"]
+
+
+def default_dev_data_dir(conf: Mapping[str, Any]) -> Path:
+    """``<storm.local.dir>/dev-zookeeper`` (``storm.local.dir`` defaults to ``stormpy-local``)."""
+    return Path(conf.get("storm.local.dir") or "stormpy-local") / "dev-zookeeper"
+
+
+def run_dev_zookeeper(port: int = 2181, data_dir: str | os.PathLike[str] = "stormpy-local/dev-zookeeper", *,
+                      host: str = "127.0.0.1", heap_mb: int = 256,
+                      echo: Callable[[str], Any] = print,
+                      stop_event: threading.Event | None = None,
+                      on_ready: Callable[[ZooKeeperServer], Any] | None = None) -> int:
+    """Run ZooKeeper on ``host:port`` with persistent ``data_dir`` until stopped; return an exit code.
+
+    Stops on SIGINT/SIGTERM (handlers are installed only when called from the main thread) or when
+    ``stop_event`` is set: then returns 0. If the server dies on its own, prints its log tail and
+    returns its exit status (1 when unknown). ``echo`` receives human-readable status lines;
+    ``on_ready`` is called with the running server. Raises ZooKeeperNotFound / ZooKeeperStartError
+    when it cannot start.
+    """
+    stop = stop_event or threading.Event()
+    server = ZooKeeperServer(port, host=host, data_dir=data_dir, heap_mb=heap_mb, die_with_parent=True)
+    previous: dict[signal.Signals, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, lambda *_: stop.set())
+    try:
+        server.start()
+        echo(f"ZooKeeper serving on {server.connect_string} (data {server.data_dir}, log {server.log_path}); "
+             "Ctrl-C to stop")
+        if on_ready is not None:
+            on_ready(server)
+        while not stop.wait(0.5):
+            if not server.running:
+                code = server.returncode
+                echo(f"ZooKeeper exited with status {code}; last log lines:\n{server.log_tail()}")
+                return code or 1
+        echo("stopping ZooKeeper")
+        return 0
+    finally:
+        server.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

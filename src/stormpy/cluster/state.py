@@ -1,0 +1,350 @@
+"""ClusterState: the typed façade over ZooKeeper that Nimbus, supervisors and workers share.
+
+It reads and writes the documents of :mod:`stormpy.cluster.records` at the paths of
+:mod:`stormpy.cluster.paths`. Contract:
+
+* Getters return ``None`` (or empty collections) for missing state; a document that cannot be read
+  raises :class:`~stormpy.cluster.errors.MalformedStateError` naming its znode.
+* ``callback`` arguments are one-shot "something changed" hooks in the style of ZooKeeper (and
+  Storm's cluster state): ``callback()`` runs once, on a kazoo thread, at the next change of anything
+  the call returned (a node's data, the set of nodes, or the creation of a node that was missing).
+  Re-read with a new callback to keep watching. Only the latest callback per kind of read is kept
+  (``assignments`` and each ``assignment(id)`` are separate kinds). Callbacks must not block for
+  long; they are lost when the ZooKeeper session expires, so daemons should also resync on a timer.
+* ``register_supervisor`` writes an ephemeral node: it disappears when the session ends and is
+  re-created automatically if the session is lost and a new one established.
+* ``remove_topology`` removes every node of the topology (assignment first, status last).
+
+Module-level names re-export the record types, so ``from stormpy.cluster.state import Assignment``
+works.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any
+
+from stormpy.cluster import paths as zk_paths
+from stormpy.cluster.errors import ClusterStateError, MalformedStateError, ZkConnectionError
+from stormpy.cluster.paths import DEFAULT_ROOT, ZkPaths
+from stormpy.cluster.records import (
+    SCHEMA_VERSION,
+    Assignment,
+    ErrorInfo,
+    Executor,
+    StormBase,
+    SupervisorInfo,
+    WorkerHeartbeat,
+    decode,
+    decode_value,
+    encode,
+    encode_value,
+)
+from stormpy.cluster.storage import NativeWatcher, ZkStorage
+
+__all__ = [
+    "MAX_ERRORS_PER_COMPONENT",
+    "SCHEMA_VERSION",
+    "Assignment",
+    "ClusterState",
+    "ClusterStateError",
+    "ErrorInfo",
+    "Executor",
+    "MalformedStateError",
+    "StormBase",
+    "SupervisorInfo",
+    "WorkerHeartbeat",
+    "ZkConnectionError",
+]
+
+log = logging.getLogger(__name__)
+
+#: How many errors per component are kept (older ones are removed as new ones arrive).
+MAX_ERRORS_PER_COMPONENT = 10
+
+Callback = Callable[[], Any]
+
+
+class _OneShotWatches:
+    """One-shot callbacks per slot, armed on ZooKeeper nodes without piling up duplicate watches."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._callbacks: dict[str, Callback] = {}
+        self._armed: set[tuple[str, str, str]] = set()
+
+    def set_callback(self, slot: str, callback: Callback) -> None:
+        with self._lock:
+            self._callbacks[slot] = callback
+
+    def watcher(self, slot: str, kind: str, path: str) -> NativeWatcher | None:
+        """A native watch function for (slot, kind, path), or None when one is already armed."""
+        key = (slot, kind, path)
+        with self._lock:
+            if key in self._armed:
+                return None
+            self._armed.add(key)
+
+        def fire(_event: Any) -> None:
+            with self._lock:
+                self._armed.discard(key)
+                callback = self._callbacks.pop(slot, None)
+            if callback is not None:
+                try:
+                    callback()
+                except Exception:
+                    log.exception("cluster-state callback for %s failed", slot)
+
+        return fire
+
+    def disarm(self, slot: str, kind: str, path: str) -> None:
+        with self._lock:
+            self._armed.discard((slot, kind, path))
+
+
+class ClusterState:
+    """Typed access to stormpy's cluster state in ZooKeeper, over one :class:`ZkStorage`."""
+
+    def __init__(self, storage: ZkStorage, *, owns_storage: bool = False) -> None:
+        self.storage = storage
+        self.paths = ZkPaths(storage.root)
+        self._owns_storage = owns_storage
+        self._watches = _OneShotWatches()
+
+    @classmethod
+    def connect(cls, hosts: str, root: str = DEFAULT_ROOT, *, connect_timeout_secs: float = 15.0,
+                session_timeout_secs: float = 20.0) -> ClusterState:
+        """Connect a new storage (closed by :meth:`close`); raises ZkConnectionError on timeout."""
+        storage = ZkStorage(hosts, root, connect_timeout_secs=connect_timeout_secs,
+                            session_timeout_secs=session_timeout_secs).start()
+        return cls(storage, owns_storage=True)
+
+    @classmethod
+    def from_config(cls, conf: Mapping[str, Any]) -> ClusterState:
+        """Connect using the ``storm.zookeeper.*`` keys of ``conf``."""
+        return cls(ZkStorage.from_config(conf).start(), owns_storage=True)
+
+    def close(self) -> None:
+        """Close the storage if this façade created it; idempotent."""
+        if self._owns_storage:
+            self.storage.close()
+
+    def __enter__(self) -> ClusterState:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # -- generic helpers -----------------------------------------------------------------------
+    def _read(self, cls: Any, path: str, slot: str | None = None) -> Any:
+        watch = self._watches.watcher(slot, "data", path) if slot else None
+        data = self.storage.get(path, watch=watch)
+        if data is None:
+            if slot:
+                # No data watch was left on a missing node: watch for its creation instead.
+                self._watches.disarm(slot, "data", path)
+                creation = self._watches.watcher(slot, "exists", path)
+                if creation is not None and self.storage.exists(path, watch=creation):
+                    return self._read(cls, path, slot)  # created meanwhile: read it (watch is armed)
+            return None
+        return decode(cls, data, path)
+
+    def _children(self, path: str, slot: str | None = None) -> list[str]:
+        if slot:
+            self.storage.ensure_path(path)
+        watch = self._watches.watcher(slot, "children", path) if slot else None
+        return self.storage.children(path, watch=watch)
+
+    def _read_all(self, cls: Any, parent: str, slot: str | None = None) -> dict[str, Any]:
+        found = {}
+        for child in self._children(parent, slot):
+            value = self._read(cls, f"{parent}/{child}", slot)
+            if value is not None:
+                found[child] = value
+        return found
+
+    # -- supervisors ---------------------------------------------------------------------------
+    def register_supervisor(self, info: SupervisorInfo) -> None:
+        """Publish ``info`` as this session's ephemeral supervisor node (replacing a stale one)."""
+        self.storage.create_ephemeral(self.paths.supervisor(info.supervisor_id), encode(info))
+
+    def unregister_supervisor(self, supervisor_id: str) -> None:
+        """Remove the supervisor node now (otherwise it vanishes with the session)."""
+        self.storage.delete(self.paths.supervisor(supervisor_id))
+
+    def supervisor(self, supervisor_id: str) -> SupervisorInfo | None:
+        """The live supervisor's info, or None."""
+        result: SupervisorInfo | None = self._read(SupervisorInfo, self.paths.supervisor(supervisor_id))
+        return result
+
+    def supervisors(self, callback: Callback | None = None) -> dict[str, SupervisorInfo]:
+        """supervisor id → info for every live supervisor; ``callback`` fires when that changes."""
+        slot = None
+        if callback is not None:
+            slot = "supervisors"
+            self._watches.set_callback(slot, callback)
+        return self._read_all(SupervisorInfo, self.paths.supervisors(), slot)
+
+    # -- storms (topology status) --------------------------------------------------------------
+    def set_storm_base(self, base: StormBase) -> None:
+        """Create or overwrite the topology's StormBase."""
+        self.storage.set(self.paths.storm(base.topology_id), encode(base))
+
+    def storm_base(self, topology_id: str, callback: Callback | None = None) -> StormBase | None:
+        """The topology's StormBase, or None; ``callback`` fires when it changes or is removed."""
+        slot = None
+        if callback is not None:
+            slot = f"storm:{topology_id}"
+            self._watches.set_callback(slot, callback)
+        result: StormBase | None = self._read(StormBase, self.paths.storm(topology_id), slot)
+        return result
+
+    def remove_storm_base(self, topology_id: str) -> None:
+        """Delete the topology's StormBase (missing is fine)."""
+        self.storage.delete(self.paths.storm(topology_id))
+
+    def storm_bases(self) -> dict[str, StormBase]:
+        """topology id → StormBase for every known topology."""
+        return self._read_all(StormBase, self.paths.storms())
+
+    def active_storms(self) -> list[str]:
+        """Sorted ids of every topology that has a StormBase (whatever its status)."""
+        return self.storage.children(self.paths.storms())
+
+    # -- assignments ---------------------------------------------------------------------------
+    def set_assignment(self, assignment: Assignment) -> None:
+        """Create or overwrite the topology's assignment."""
+        self.storage.set(self.paths.assignment(assignment.topology_id), encode(assignment))
+
+    def assignment(self, topology_id: str, callback: Callback | None = None) -> Assignment | None:
+        """The topology's assignment, or None; ``callback`` fires when it changes or is removed."""
+        slot = None
+        if callback is not None:
+            slot = f"assignment:{topology_id}"
+            self._watches.set_callback(slot, callback)
+        result: Assignment | None = self._read(Assignment, self.paths.assignment(topology_id), slot)
+        return result
+
+    def remove_assignment(self, topology_id: str) -> None:
+        """Delete the topology's assignment (missing is fine)."""
+        self.storage.delete(self.paths.assignment(topology_id))
+
+    def assignments(self, callback: Callback | None = None) -> dict[str, Assignment]:
+        """topology id → assignment for every assigned topology.
+
+        ``callback`` fires once at the next change: an assignment added, removed or rewritten.
+        """
+        slot = None
+        if callback is not None:
+            slot = "assignments"
+            self._watches.set_callback(slot, callback)
+        return self._read_all(Assignment, self.paths.assignments(), slot)
+
+    # -- worker heartbeats ---------------------------------------------------------------------
+    def set_worker_heartbeat(self, heartbeat: WorkerHeartbeat) -> None:
+        """Write one worker's heartbeat."""
+        path = self.paths.workerbeat(heartbeat.topology_id, heartbeat.node, heartbeat.port)
+        self.storage.set(path, encode(heartbeat))
+
+    def worker_heartbeat(self, topology_id: str, node: str, port: int) -> WorkerHeartbeat | None:
+        """One worker's latest heartbeat, or None."""
+        result: WorkerHeartbeat | None = self._read(
+            WorkerHeartbeat, self.paths.workerbeat(topology_id, node, port))
+        return result
+
+    def worker_heartbeats(self, topology_id: str) -> dict[tuple[str, int], WorkerHeartbeat]:
+        """(node, port) → latest heartbeat for every worker of the topology."""
+        parent = self.paths.workerbeats(topology_id)
+        beats: dict[tuple[str, int], WorkerHeartbeat] = {}
+        for key, beat in self._read_all(WorkerHeartbeat, parent).items():
+            try:
+                beats[zk_paths.parse_worker_key(key)] = beat
+            except ValueError as exc:
+                raise MalformedStateError(f"{parent}/{key}", str(exc)) from exc
+        return beats
+
+    def remove_worker_heartbeat(self, topology_id: str, node: str, port: int) -> None:
+        """Delete one worker's heartbeat (missing is fine)."""
+        self.storage.delete(self.paths.workerbeat(topology_id, node, port))
+
+    def heartbeat_topologies(self) -> list[str]:
+        """Sorted ids of topologies that have a heartbeat directory."""
+        return self.storage.children(self.paths.workerbeats_root())
+
+    # -- errors --------------------------------------------------------------------------------
+    def report_error(self, topology_id: str, error: ErrorInfo) -> None:
+        """Record ``error`` under its component, keeping the newest :data:`MAX_ERRORS_PER_COMPONENT`."""
+        parent = self.paths.component_errors(topology_id, error.component)
+        self.storage.create(f"{parent}/e", encode(error), sequence=True)
+        children = self.storage.children(parent)
+        for old in children[:-MAX_ERRORS_PER_COMPONENT]:
+            self.storage.delete(f"{parent}/{old}", recursive=False)
+
+    def errors(self, topology_id: str, component: str) -> list[ErrorInfo]:
+        """The component's recent errors, oldest first."""
+        found = self._read_all(ErrorInfo, self.paths.component_errors(topology_id, component))
+        return [found[k] for k in sorted(found)]
+
+    def last_error(self, topology_id: str, component: str) -> ErrorInfo | None:
+        """The component's newest error, or None."""
+        errors = self.errors(topology_id, component)
+        return errors[-1] if errors else None
+
+    def all_errors(self, topology_id: str) -> dict[str, list[ErrorInfo]]:
+        """component → its recent errors (oldest first), for components that reported any."""
+        result = {}
+        for segment in self.storage.children(self.paths.errors(topology_id)):
+            component = zk_paths.decode_segment(segment)
+            errors = self.errors(topology_id, component)
+            if errors:
+                result[component] = errors
+        return result
+
+    # -- spout checkpoints ---------------------------------------------------------------------
+    def set_checkpoint(self, topology_id: str, spout: str, partition: str, value: Any) -> None:
+        """Store a msgpack-serialisable checkpoint ``value`` for one spout partition."""
+        self.storage.set(self.paths.checkpoint(topology_id, spout, partition), encode_value(value))
+
+    def checkpoint(self, topology_id: str, spout: str, partition: str) -> Any:
+        """The partition's checkpoint value, or None when there is none."""
+        path = self.paths.checkpoint(topology_id, spout, partition)
+        data = self.storage.get(path)
+        return None if data is None else decode_value(data, path)
+
+    def checkpoints(self, topology_id: str, spout: str) -> dict[str, Any]:
+        """partition → checkpoint value for every partition of the spout."""
+        parent = self.paths.spout_checkpoints(topology_id, spout)
+        result = {}
+        for segment in self.storage.children(parent):
+            path = f"{parent}/{segment}"
+            data = self.storage.get(path)
+            if data is not None:
+                result[zk_paths.decode_segment(segment)] = decode_value(data, path)
+        return result
+
+    # -- whole topologies ----------------------------------------------------------------------
+    def topologies(self) -> list[str]:
+        """Sorted ids of every topology with any state (status, assignment, heartbeats, errors)."""
+        ids: set[str] = set()
+        for parent in (self.paths.storms(), self.paths.assignments(), self.paths.workerbeats_root(),
+                       self.paths.errors_root()):
+            ids.update(self.storage.children(parent))
+        return sorted(ids)
+
+    def remove_topology(self, topology_id: str, *, keep_checkpoints: bool = False) -> None:
+        """Remove every node of ``topology_id``: assignment, heartbeats, errors, checkpoints (unless
+        ``keep_checkpoints``), transactional state, and finally its StormBase."""
+        checkpoints = self.paths.checkpoints(topology_id)
+        for path in self.paths.topology_paths(topology_id):
+            if keep_checkpoints and path == checkpoints:
+                continue
+            self.storage.delete(path)
+
+    def ensure_layout(self) -> None:
+        """Create every top-level directory of the layout (idempotent)."""
+        for path in self.paths.top_level():
+            self.storage.ensure_path(path)

@@ -1,0 +1,286 @@
+"""ClusterState and ZkStorage against a real ZooKeeper (one server per session, one root per test)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+from kazoo.client import KazooClient
+
+from stormpy.cluster import (
+    MAX_ERRORS_PER_COMPONENT,
+    Assignment,
+    ClusterState,
+    ErrorInfo,
+    MalformedStateError,
+    StormBase,
+    SupervisorInfo,
+    WorkerHeartbeat,
+    ZkConnectionError,
+    ZkStorage,
+)
+from stormpy.cluster.records import encode
+from stormpy.cluster.zkserver import ZooKeeperServer
+
+pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(120)]
+
+TID = "wc-1-1700000000"
+
+
+def supervisor(sid: str = "sup-1", ports: tuple[int, ...] = (6700, 6701)) -> SupervisorInfo:
+    return SupervisorInfo(sid, "127.0.0.1", ports, 1700000000.0, "0.1.0")
+
+
+def storm_base(tid: str = TID, status: str = "active") -> StormBase:
+    return StormBase(tid, "wc", status, 2, 1700000000.0, "alice", {"spout": 1, "count": 2})
+
+
+def assignment(tid: str = TID, bundle_key: str = "bundle-v1") -> Assignment:
+    return Assignment(tid, bundle_key, {(1, 1): ("sup-1", 6700), (2, 3): ("sup-1", 6701)},
+                      {"sup-1": "127.0.0.1"}, {(1, 1): 1.0, (2, 3): 2.0})
+
+
+def heartbeat(tid: str = TID, node: str = "sup-1", port: int = 6700) -> WorkerHeartbeat:
+    return WorkerHeartbeat(tid, node, port, 1700000010.0, 10.0, [(1, 1)],
+                           {"spout": {"emitted": 5, "acked": 5, "complete_latency_ms": 1.5}})
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_every_document_round_trips(cluster_state: ClusterState) -> None:
+    state = cluster_state
+    state.register_supervisor(supervisor())
+    assert state.supervisor("sup-1") == supervisor()
+    assert state.supervisors() == {"sup-1": supervisor()}
+
+    state.set_storm_base(storm_base())
+    assert state.storm_base(TID) == storm_base()
+    assert state.storm_bases() == {TID: storm_base()}
+    assert state.active_storms() == [TID]
+
+    state.set_assignment(assignment())
+    assert state.assignment(TID) == assignment()
+    assert state.assignments() == {TID: assignment()}
+
+    state.set_worker_heartbeat(heartbeat())
+    state.set_worker_heartbeat(heartbeat(node="node-with-dashes", port=6701))
+    assert state.worker_heartbeat(TID, "sup-1", 6700) == heartbeat()
+    dashed = heartbeat(node="node-with-dashes", port=6701)
+    assert state.worker_heartbeats(TID) == {("sup-1", 6700): heartbeat(), ("node-with-dashes", 6701): dashed}
+
+    error = ErrorInfo("count", 3, 1700000020.0, "ValueError: boom", "127.0.0.1", 6700)
+    state.report_error(TID, error)
+    assert state.errors(TID, "count") == [error]
+    assert state.last_error(TID, "count") == error
+
+    state.set_checkpoint(TID, "kafka", "p-0", {"offset": 42})
+    state.set_checkpoint(TID, "kafka", "p-1", {"offset": 7})
+    assert state.checkpoint(TID, "kafka", "p-0") == {"offset": 42}
+    assert state.checkpoints(TID, "kafka") == {"p-0": {"offset": 42}, "p-1": {"offset": 7}}
+    assert state.topologies() == [TID]
+
+
+def test_missing_state_reads_as_none_or_empty(cluster_state: ClusterState) -> None:
+    state = cluster_state
+    assert state.supervisor("nope") is None and state.supervisors() == {}
+    assert state.storm_base("nope") is None and state.assignment("nope") is None
+    assert state.assignments() == {} and state.worker_heartbeats("nope") == {}
+    assert state.errors("nope", "c") == [] and state.last_error("nope", "c") is None
+    assert state.checkpoint("nope", "s", "0") is None and state.checkpoints("nope", "s") == {}
+    state.remove_topology("nope")  # removing nothing is fine
+
+
+def test_overwrite_and_remove(cluster_state: ClusterState) -> None:
+    state = cluster_state
+    state.set_storm_base(storm_base())
+    state.set_storm_base(storm_base(status="inactive"))
+    assert state.storm_base(TID).status == "inactive"  # type: ignore[union-attr]
+    state.remove_storm_base(TID)
+    assert state.storm_base(TID) is None
+    state.set_worker_heartbeat(heartbeat())
+    state.remove_worker_heartbeat(TID, "sup-1", 6700)
+    assert state.worker_heartbeats(TID) == {}
+
+
+def test_errors_keep_the_newest_per_component(cluster_state: ClusterState) -> None:
+    state = cluster_state
+    total = MAX_ERRORS_PER_COMPONENT + 3
+    for i in range(total):
+        state.report_error(TID, ErrorInfo("count", 1, float(i), f"error {i}", "h", 6700))
+    state.report_error(TID, ErrorInfo("odd/name", 2, 0.0, "other", "h", 6700))
+    kept = state.errors(TID, "count")
+    assert [e.message for e in kept] == [f"error {i}" for i in range(3, total)]
+    assert state.last_error(TID, "count").message == f"error {total - 1}"  # type: ignore[union-attr]
+    assert sorted(state.all_errors(TID)) == ["count", "odd/name"]
+
+
+def test_ephemeral_supervisor_disappears_when_its_session_closes(
+        zookeeper: ZooKeeperServer, zk_root: str, cluster_state: ClusterState) -> None:
+    other = ClusterState.connect(zookeeper.connect_string, zk_root)
+    other.register_supervisor(supervisor("sup-2"))
+    assert set(cluster_state.supervisors()) == {"sup-2"}
+    gone = threading.Event()
+    cluster_state.supervisors(callback=gone.set)
+    other.close()
+    assert gone.wait(20), "no change notification after the supervisor's session closed"
+    assert cluster_state.supervisors() == {}
+
+
+def test_stale_supervisor_node_is_replaced_by_a_new_session(
+        zookeeper: ZooKeeperServer, zk_root: str, cluster_state: ClusterState) -> None:
+    old = ClusterState.connect(zookeeper.connect_string, zk_root)
+    old.register_supervisor(supervisor("sup-1", ports=(1,)))
+    with ClusterState.connect(zookeeper.connect_string, zk_root) as new:
+        new.register_supervisor(supervisor("sup-1", ports=(2, 3)))
+        old.close()  # closing the old session must not remove the new session's node
+        assert cluster_state.supervisor("sup-1") == supervisor("sup-1", ports=(2, 3))
+
+
+def test_ephemeral_node_is_recreated_after_session_expiry(
+        zookeeper: ZooKeeperServer, zk_root: str, cluster_state: ClusterState) -> None:
+    storage = ZkStorage(zookeeper.connect_string, zk_root, session_timeout_secs=10).start()
+    try:
+        ClusterState(storage).register_supervisor(supervisor("sup-9"))
+        old_session = storage.session_id
+        session_id, password = storage.client.client_id
+        # Expire the session the documented way: a second client joins it and closes it.
+        thief = KazooClient(hosts=zookeeper.connect_string, client_id=(session_id, password))
+        thief.start(timeout=20)
+        thief.stop()
+        thief.close()
+        wait_for(lambda: storage.connected and storage.session_id not in (None, old_session),
+                 "a new session after expiry")
+        wait_for(lambda: cluster_state.supervisor("sup-9") is not None, "the supervisor node to return")
+    finally:
+        storage.close()
+    wait_for(lambda: cluster_state.supervisor("sup-9") is None, "the node to vanish with the session")
+
+
+def test_assignments_callback_fires_on_add_change_and_remove(cluster_state: ClusterState) -> None:
+    state = cluster_state
+    fired: list[str] = []
+    event = threading.Event()
+
+    def arm() -> dict[str, Assignment]:
+        event.clear()
+        return state.assignments(callback=lambda: (fired.append("x"), event.set()))
+
+    assert arm() == {}
+    state.set_assignment(assignment())
+    assert event.wait(20), "callback did not fire for a new assignment"
+
+    assert arm() == {TID: assignment()}
+    state.set_assignment(assignment(bundle_key="bundle-v2"))
+    assert event.wait(20), "callback did not fire for a changed assignment"
+    assert state.assignments()[TID].bundle_key == "bundle-v2"
+
+    arm()
+    state.remove_assignment(TID)
+    assert event.wait(20), "callback did not fire for a removed assignment"
+    assert state.assignments() == {}
+    assert len(fired) == 3  # one-shot: each registration fired exactly once
+
+
+def test_single_assignment_callback(cluster_state: ClusterState) -> None:
+    state = cluster_state
+    state.set_assignment(assignment())
+    changed = threading.Event()
+    assert state.assignment(TID, callback=changed.set) == assignment()
+    state.set_assignment(assignment(bundle_key="bundle-v2"))
+    assert changed.wait(20)
+    created = threading.Event()
+    assert state.assignment("other", callback=created.set) is None
+    state.set_assignment(assignment("other"))
+    assert created.wait(20), "callback did not fire when the watched assignment was created"
+    assert state.assignment("other") == assignment("other")
+
+
+def test_persistent_storage_watches(zk_storage: ZkStorage) -> None:
+    path = f"{zk_storage.root}/watched"
+    seen: list[bytes | None] = []
+    update = threading.Condition()
+
+    def on_data(data: bytes | None) -> None:
+        with update:
+            seen.append(data)
+            update.notify_all()
+
+    watch = zk_storage.watch_data(path, on_data)
+    children: list[list[str]] = []
+    child_watch = zk_storage.watch_children(f"{zk_storage.root}/dir", children.append)
+    zk_storage.set(path, b"one")
+    zk_storage.set(path, b"two")
+    zk_storage.set(f"{zk_storage.root}/dir/a", b"")
+    with update:
+        assert update.wait_for(lambda: seen[-1:] == [b"two"], 20), seen
+    wait_for(lambda: children[-1:] == [["a"]], "children watch")
+    assert seen[0] is None  # initial call: the node did not exist yet
+    watch.cancel()
+    child_watch.cancel()
+    assert watch.cancelled
+
+
+def test_remove_topology_removes_everything(cluster_state: ClusterState, zk_storage: ZkStorage) -> None:
+    state = cluster_state
+    for tid in (TID, "keep-1"):
+        state.set_storm_base(storm_base(tid))
+        state.set_assignment(assignment(tid))
+        state.set_worker_heartbeat(heartbeat(tid))
+        state.report_error(tid, ErrorInfo("count", 1, 0.0, "boom", "h", 1))
+        state.set_checkpoint(tid, "spout", "0", 5)
+        zk_storage.set(state.paths.transactional(tid, "coordinator", "current"), b"\x01")
+    state.remove_topology(TID)
+    for path in state.paths.topology_paths(TID):
+        assert not zk_storage.exists(path), path
+    assert state.topologies() == ["keep-1"]
+    assert state.assignment("keep-1") == assignment("keep-1")
+    assert state.checkpoint("keep-1", "spout", "0") == 5
+
+    state.remove_topology("keep-1", keep_checkpoints=True)
+    assert state.topologies() == []
+    assert state.checkpoint("keep-1", "spout", "0") == 5
+
+
+def test_malformed_documents_name_the_path(cluster_state: ClusterState, zk_storage: ZkStorage) -> None:
+    path = cluster_state.paths.assignment(TID)
+    zk_storage.set(path, b"\xc1 definitely not msgpack")
+    with pytest.raises(MalformedStateError) as info:
+        cluster_state.assignment(TID)
+    assert info.value.path == path and path in str(info.value)
+    with pytest.raises(MalformedStateError, match=path):
+        cluster_state.assignments()
+
+    beat_dir = cluster_state.paths.workerbeats(TID)
+    zk_storage.set(f"{beat_dir}/no_port_here", encode(heartbeat()))
+    with pytest.raises(MalformedStateError, match=f"{beat_dir}/no_port_here"):
+        cluster_state.worker_heartbeats(TID)
+
+
+def test_storage_stays_inside_its_root(zk_storage: ZkStorage) -> None:
+    with pytest.raises(ValueError, match="outside this storage's root"):
+        zk_storage.set("/elsewhere", b"x")
+    with pytest.raises(ValueError, match="outside this storage's root"):
+        zk_storage.delete(zk_storage.root + "-sibling")
+    assert zk_storage.delete(f"{zk_storage.root}/missing") is False
+    zk_storage.set(f"{zk_storage.root}/a/b/c", b"deep")
+    assert zk_storage.get(f"{zk_storage.root}/a/b/c") == b"deep"
+    assert zk_storage.delete(f"{zk_storage.root}/a") is True
+    assert not zk_storage.exists(f"{zk_storage.root}/a")
+
+
+def test_connect_timeout_names_the_hosts() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    hosts = f"127.0.0.1:{port}"
+    with pytest.raises(ZkConnectionError, match=f"could not connect to ZooKeeper at {hosts} within 1 s"):
+        ZkStorage(hosts, "/x", connect_timeout_secs=1).start()
