@@ -1,7 +1,6 @@
-"""``python -m bench``: run every runner on the same workload and print words/s and ratios.
-
-Results also go to bench/results/latest.json.
-"""
+"""``python -m bench``: the same word count through a plain loop, Bytewax, stormpy local mode
+and a two-worker stormpy cluster, plus a complete-latency run at a fixed rate; prints words/s
+with ratios and writes bench/results/latest.json."""
 
 from __future__ import annotations
 
@@ -11,6 +10,7 @@ import platform
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -18,43 +18,73 @@ from rich.table import Table
 from bench import runners
 
 RESULTS = Path(__file__).parent / "results"
+PLAIN = "plain python loop"
+BYTEWAX = "bytewax (1 worker)"
+
+
+def best_of(run: Callable[[], tuple[int, float]], repeat: int) -> tuple[int, float]:
+    best_words, best_rate = 0, 0.0
+    for _ in range(repeat):
+        words, secs = run()
+        best_words, best_rate = words, max(best_rate, words / secs)
+    return best_words, best_rate
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--sentences", type=int, default=50_000)
-    parser.add_argument("--repeat", type=int, default=1, help="best of N runs per runner")
-    parser.add_argument("--only", nargs="*", help="run only these runners")
+    parser.add_argument("--repeat", type=int, default=3, help="best of N runs per local runner")
+    parser.add_argument("--no-cluster", action="store_true", help="skip the cluster runs")
+    parser.add_argument("--latency-rate", type=float, default=10_000.0,
+                        help="spout tuples/s for the complete-latency run")
+    parser.add_argument("--latency-seconds", type=float, default=6.0)
+    parser.add_argument("--only", nargs="*", help="run only runners whose name contains these")
     args = parser.parse_args()
     n = args.sentences
-    suite: dict[str, Callable[[], tuple[int, float]]] = {
-        "plain python loop": lambda: runners.plain_loop(n),
-        "bytewax (1 worker)": lambda: runners.bytewax(n),
+    console = Console()
+    results: dict[str, dict[str, Any]] = {}
+
+    def record(name: str, words: int, rate: float, **extra: Any) -> None:
+        results[name] = {"words": words, "words_per_sec": round(rate, 1), **extra}
+        console.print(f"{name}: {rate:,.0f} words/s")
+
+    def wanted(name: str) -> bool:
+        return not args.only or any(o in name for o in args.only)
+
+    local = {
+        PLAIN: lambda: runners.plain_loop(n),
+        BYTEWAX: lambda: runners.bytewax(n),
         "stormpy local, acking off": lambda: runners.stormpy_local(n, acking=False),
         "stormpy local, acking on": lambda: runners.stormpy_local(n, acking=True),
     }
-    results: dict[str, dict[str, float]] = {}
-    console = Console()
-    for name, run in suite.items():
-        if args.only and not any(o in name for o in args.only):
-            continue
-        best = None
-        for _ in range(args.repeat):
-            try:
-                words, secs = run()
-            except ImportError as exc:
-                console.print(f"[yellow]skipped {name}: {exc}[/yellow]")
-                break
-            rate = words / secs
-            best = max(best or 0.0, rate)
-        if best is not None:
-            results[name] = {"words": words, "words_per_sec": round(best, 1)}
-            console.print(f"{name}: {best:,.0f} words/s")
-    table = Table(title=f"word count, {n:,} sentences")
+    for name, run in local.items():
+        if wanted(name):
+            words, rate = best_of(run, args.repeat)
+            record(name, words, rate)
+    latency: dict[str, Any] | None = None
+    if not args.no_cluster and (wanted("cluster") or wanted("latency")):
+        from bench import cluster_runner
+
+        with cluster_runner.two_worker_cluster() as (cluster, bundle):
+            for acking in (False, True):
+                name = f"stormpy cluster 2 workers (ZeroMQ), acking {'on' if acking else 'off'}"
+                if wanted(name):
+                    r = cluster_runner.run_topology(cluster, bundle, f"bench-{int(acking)}", n,
+                                                    acking)
+                    record(name, r["words"], r["words"] / r["seconds"],
+                           first_tuple_after_submit_s=round(r["first_tuple_after_submit"], 3))
+            if wanted("latency"):
+                count = int(args.latency_rate * args.latency_seconds)
+                r = cluster_runner.run_topology(cluster, bundle, "bench-latency", count, True,
+                                                rate=args.latency_rate)
+                latency = {"rate": args.latency_rate, "failed": r["failed"],
+                           **cluster_runner.latency_summary(r["latencies"])}
+                console.print(f"complete latency at {args.latency_rate:,.0f} tuples/s: {latency}")
+    table = Table(title=f"word count, {n:,} sentences (best of {args.repeat} for local runs)")
     for col in ("runner", "words/s", "vs plain loop", "vs bytewax"):
         table.add_column(col, justify="left" if col == "runner" else "right")
-    plain = results.get("plain python loop", {}).get("words_per_sec")
-    bw = results.get("bytewax (1 worker)", {}).get("words_per_sec")
+    plain = results.get(PLAIN, {}).get("words_per_sec")
+    bw = results.get(BYTEWAX, {}).get("words_per_sec")
     for name, r in results.items():
         rate = r["words_per_sec"]
         r["vs_plain"] = round(rate / plain, 4) if plain else None
@@ -62,11 +92,16 @@ def main() -> None:
         table.add_row(name, f"{rate:,.0f}", f"{r['vs_plain']:.3f}x" if plain else "-",
                       f"{r['vs_bytewax']:.2f}x" if bw else "-")
     console.print(table)
+    if latency:
+        console.print(f"complete latency, 2-worker cluster, acking on, {latency['rate']:,.0f} "
+                      f"tuples/s: p50 {latency['p50_ms']} ms, p99 {latency['p99_ms']} ms "
+                      f"({latency['tuples']} tuples, {latency['failed']} failed)")
     RESULTS.mkdir(exist_ok=True)
     doc = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "sentences": n,
            "machine": {"python": platform.python_version(), "cpu": platform.processor()},
-           "throughput": results}
+           "throughput": results, "latency": latency}
     (RESULTS / "latest.json").write_text(json.dumps(doc, indent=2))
+    console.print(f"results written to {RESULTS / 'latest.json'}")
 
 
 if __name__ == "__main__":

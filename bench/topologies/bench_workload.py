@@ -5,9 +5,12 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-VOCABULARY = ("the cow jumped over moon an apple a day keeps doctor away four score and seven years "
-              "ago snow white dwarfs i am at two with nature storm python stream tuple bolt spout "
-              "acker nimbus worker zookeeper spark batch").split()
+VOCABULARY = [
+    "the", "cow", "jumped", "over", "moon", "an", "apple", "a", "day", "keeps", "doctor", "away",
+    "four", "score", "and", "seven", "years", "ago", "snow", "white", "dwarfs", "i", "am", "at",
+    "two", "with", "nature", "storm", "python", "stream", "tuple", "bolt", "spout", "acker",
+    "nimbus", "worker", "zookeeper", "spark", "batch",
+]
 
 
 def sentences(n: int, seed: int = 7) -> list[str]:

@@ -1,0 +1,96 @@
+"""The bench word count on a real two-worker cluster: ZooKeeper, Nimbus and two supervisors as
+processes on this machine, one worker on each, tuples between them over ZeroMQ."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from bench_wordcount import build
+from bench_workload import sentences
+
+from bench.runners import TOPOLOGIES
+from stormpy.bundle import build_bundle
+from stormpy.cluster.zkserver import ZooKeeperServer
+from stormpy.testing.cluster import ProcessCluster
+
+CLUSTER_CONF = {
+    "nimbus.monitor.freq.secs": 1,
+    "supervisor.monitor.frequency.secs": 1,
+    "worker.heartbeat.frequency.secs": 1,
+}
+
+
+@contextmanager
+def two_worker_cluster() -> Iterator[tuple[ProcessCluster, Path]]:
+    """ZooKeeper + Nimbus + 2 supervisors (1 slot each) and a bundle of bench/topologies."""
+    with tempfile.TemporaryDirectory(prefix="stormpy-bench-") as tmp, ZooKeeperServer() as zk:
+        bundle = build_bundle(TOPOLOGIES, Path(tmp) / "bench.zip").path
+        with ProcessCluster(zk.connect_string, supervisors=2, slots_per_supervisor=1,
+                            conf=CLUSTER_CONF) as cluster:
+            cluster.start()
+            yield cluster, Path(bundle)
+
+
+def _read_reports(report: Path, prefix: str) -> list[dict[str, Any]]:
+    out = []
+    for p in report.glob(f"{prefix}-*.json"):
+        try:
+            out.append(json.loads(p.read_text()))
+        except (OSError, ValueError):
+            pass  # being replaced right now; read again next poll
+    return out
+
+
+def run_topology(cluster: ProcessCluster, bundle: Path, name: str, n: int, acking: bool,
+                 rate: float = 0.0, timeout: float = 600.0) -> dict[str, Any]:
+    """Submit the bench word count over 2 workers, wait until every word is counted (and, with
+    acking, every sentence acked), kill it; return words, seconds and the spout reports."""
+    words = sum(len(s.split()) for s in sentences(n))
+    with tempfile.TemporaryDirectory(prefix="stormpy-bench-report-") as tmp:
+        report = Path(tmp)
+        spec = build(n, acking, split=2, counters=2, rate=rate, report_dir=str(report))
+        conf = {"topology.workers": 2, "topology.acker.executors": 2 if acking else 0,
+                "topology.max.spout.pending": 5000 if acking else None,
+                "topology.message.timeout.secs": 60}
+        client = cluster.client(timeout_secs=30)
+        t_submit = time.time()
+        client.submit(name, bundle, spec.to_doc(), conf)
+        deadline = time.monotonic() + timeout
+        while True:
+            counts = _read_reports(report, "count")
+            spouts = _read_reports(report, "spout")
+            counted = sum(c["count"] for c in counts)
+            if counted >= words and (not acking or spouts):
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{name}: counted {counted} of {words} words in {timeout}s")
+            time.sleep(0.1)
+        client.kill(name, wait_secs=0)
+    first = min(c["first"] for c in counts if c["first"])
+    first_emit = min((s["first_emit"] for s in spouts if s.get("first_emit")), default=first)
+    end = max(c["last"] for c in counts if c["last"])
+    if acking:
+        end = max(end, max(s["last_ack"] for s in spouts))
+    start = min(first, first_emit)
+    return {"words": words, "seconds": end - start, "first_tuple_after_submit": first - t_submit,
+            "latencies": [x for s in spouts for x in s.get("latencies", [])],
+            "failed": sum(s.get("failed", 0) for s in spouts)}
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+def latency_summary(latencies: list[float]) -> dict[str, float]:
+    ms = [x * 1000 for x in latencies]
+    return {"tuples": len(ms), "p50_ms": round(percentile(ms, 50), 3),
+            "p99_ms": round(percentile(ms, 99), 3), "max_ms": round(max(ms), 3),
+            "mean_ms": round(statistics.fmean(ms), 3)}
