@@ -1,0 +1,36 @@
+"""``stormpy supervisor``: run a supervisor daemon in the foreground (Storm's ``storm supervisor``)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from stormpy.cli.output import err_console
+from stormpy.cluster.errors import ClusterStateError
+from stormpy.config import ConfigError, load_config, parse_overrides
+from stormpy.supervisor import Supervisor
+
+
+@click.command("supervisor")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="stormpy.yaml to read (default: $STORMPY_CONF, else ./stormpy.yaml if present).")
+@click.option("-c", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Config override (repeatable), e.g. -c supervisor.slots.ports=[6700,6701].")
+def supervisor(config_file: str | None, overrides: tuple[str, ...]) -> None:
+    """Run a supervisor until SIGTERM or Ctrl-C: it starts and watches the worker processes that
+    Nimbus assigns to this host. Logs go to <storm.log.dir>/supervisor-<id>.log."""
+    try:
+        conf = load_config(config_file, parse_overrides(overrides))
+    except ConfigError as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        sys.exit(2)
+    daemon = Supervisor(conf, root_logging=True)
+    try:
+        daemon.start()
+    except (ClusterStateError, OSError, ValueError) as exc:
+        err_console.print(f"[red]supervisor cannot start:[/red] {exc}")
+        sys.exit(1)
+    err_console.print(f"supervisor {daemon.supervisor_id} running (slots {list(daemon.ports)}); "
+                      f"log: {daemon.log_path}")
+    daemon.run_forever()

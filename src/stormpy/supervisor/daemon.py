@@ -1,0 +1,514 @@
+"""The supervisor daemon: runs the worker processes ZooKeeper's assignments give this host.
+
+Contract of :class:`Supervisor` (see also docs/cluster-contract.md):
+
+* ``start()`` claims the supervisor id (persisted under ``storm.local.dir``, so a restart keeps
+  it), logs to ``<log dir>/supervisor-<id>.log``, connects to ZooKeeper, ADOPTS worker processes
+  still running from a previous run of this id (pid file + process identity; their heartbeats are
+  then judged like any other), registers the ephemeral ``SupervisorInfo`` and starts three
+  threads: heartbeat (re-registers every ``supervisor.heartbeat.frequency.secs``), sync, download.
+  Slow downloads or worker launches never delay the heartbeat.
+* Sync runs on every ZooKeeper change of the assignments and at least every
+  ``supervisor.monitor.frequency.secs``, and when a worker exits: it queues downloads of missing
+  topologies, stops workers no longer assigned (or whose executors changed), restarts workers that
+  exited, have a heartbeat older than ``supervisor.worker.timeout.secs``, or gave none within
+  ``supervisor.worker.start.timeout.secs`` of launch, launches missing workers whose code is
+  present (a worker that keeps exiting within seconds of its launch is relaunched with a growing
+  delay, see :func:`~stormpy.supervisor.sync.relaunch_delay`), and removes ``stormdist`` and
+  worker directories of topologies no longer assigned.
+  When ZooKeeper cannot be read, the last known assignments stay in force (no worker is stopped
+  for a ZooKeeper outage).
+* Stopping a worker: SIGTERM, ``supervisor.worker.shutdown.sleep.secs`` (default 3) of grace,
+  SIGKILL, then the worker's whole process group is killed.
+* ``stop()`` stops the threads, stops every worker (unless ``stop_workers=False``, which leaves
+  them running for a later adoption), unregisters, disconnects and releases the id.
+  ``run_forever()`` runs until SIGTERM/SIGINT and then stops.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import FrameType
+from typing import IO, Any
+
+import yaml
+
+import stormpy
+from stormpy.cluster.errors import ClusterStateError
+from stormpy.cluster.records import Assignment, SupervisorInfo
+from stormpy.cluster.state import ClusterState
+from stormpy.config import merged
+from stormpy.supervisor.download import BundleDownloader, DownloadError
+from stormpy.supervisor.launcher import WorkerHandle, is_worker_process, launch_worker, stop_workers
+from stormpy.supervisor.local_state import (
+    SupervisorDirs,
+    claim_supervisor_id,
+    log_dir,
+    read_local_heartbeat,
+    read_pid,
+)
+from stormpy.supervisor.sync import (
+    QUICK_EXIT_SECS,
+    LocalAssignment,
+    assigned_slots,
+    relaunch_delay,
+    worker_health,
+)
+
+__all__ = ["Supervisor"]
+
+_DOWNLOAD_RETRY_MIN = 1.0
+_DOWNLOAD_RETRY_MAX = 60.0
+
+
+def _ports(value: Any) -> tuple[int, ...]:
+    if isinstance(value, int | str):
+        value = [value]
+    return tuple(sorted({int(p) for p in value}))
+
+
+class Supervisor:
+    """One supervisor daemon configured by ``conf`` (daemon keys: ``supervisor.*``,
+    ``storm.zookeeper.*``, ``storm.local.dir``, ``storm.log.dir``, ``nimbus.*``).
+
+    ``root_logging=True`` (the ``stormpy supervisor`` command) sends every log record of the
+    process to the supervisor log; otherwise (embedded in tests or ``dev-cluster``) only this
+    supervisor's own records go there.
+    """
+
+    def __init__(self, conf: Mapping[str, Any], *, root_logging: bool = False) -> None:
+        self.conf = merged(conf)
+        self.host = str(self.conf.get("supervisor.host") or "127.0.0.1")
+        self.ports = _ports(self.conf.get("supervisor.slots.ports") or ())
+        self.local_dir = Path(self.conf.get("storm.local.dir") or "stormpy-local").resolve()
+        self.log_dir = log_dir(self.conf).resolve()
+        self.conf["storm.local.dir"] = str(self.local_dir)
+        self.conf["storm.log.dir"] = str(self.log_dir)
+        self.heartbeat_secs = float(self.conf["supervisor.heartbeat.frequency.secs"])
+        self.monitor_secs = float(self.conf["supervisor.monitor.frequency.secs"])
+        self.worker_timeout = float(self.conf["supervisor.worker.timeout.secs"])
+        self.start_timeout = float(self.conf["supervisor.worker.start.timeout.secs"])
+        self.shutdown_grace = float(self.conf.get("supervisor.worker.shutdown.sleep.secs", 3))
+        self.root_logging = root_logging
+        self.start_time = time.time()
+        self.supervisor_id: str | None = None
+        self.dirs: SupervisorDirs | None = None
+        self.state: ClusterState | None = None
+        self.log = logging.getLogger("stormpy.supervisor")
+        self._log_handler: logging.Handler | None = None
+        self._id_lock: IO[str] | None = None
+        self._workers: dict[int, WorkerHandle] = {}
+        self._lock = threading.RLock()
+        self._assignments: dict[str, Assignment] = {}
+        self._problems: list[str] = []
+        self._sync_event = threading.Event()
+        self._stop = threading.Event()
+        self._stop_requested = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._download_queue: queue.Queue[str | None] = queue.Queue()
+        self._downloading: set[str] = set()
+        self._download_retry: dict[str, tuple[float, float]] = {}
+        self._quick_exits: dict[int, int] = {}
+        self._launch_not_before: dict[int, float] = {}
+        self._downloader: BundleDownloader | None = None
+        self._started = False
+        self._stopped = False
+        self.syncs = 0
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> Supervisor:
+        """Claim the id, connect, adopt, register and start the threads; return self."""
+        if self._started:
+            raise RuntimeError("a Supervisor can be started only once")
+        self._started = True
+        if not self.ports:
+            raise ValueError("supervisor.slots.ports is empty: a supervisor needs at least one port")
+        self.supervisor_id, self._id_lock = claim_supervisor_id(self.local_dir, self.host, self.ports)
+        self.dirs = SupervisorDirs(self.local_dir, self.supervisor_id, self.log_dir)
+        self._setup_logging()
+        self.log.info("supervisor %s starting: host %s, slots %s, local dir %s", self.supervisor_id,
+                      self.host, list(self.ports), self.local_dir)
+        try:
+            self._write_worker_conf()
+            self.state = ClusterState.from_config(self.conf)
+            self._downloader = BundleDownloader(self.conf, self.dirs, log=self.log)
+            self._adopt_workers()
+            self._register()
+        except ClusterStateError as exc:
+            self.log.error("supervisor could not start: %s", exc)
+            self._release()
+            raise
+        except BaseException:
+            self.log.exception("supervisor could not start")
+            self._release()
+            raise
+        for name, target in (("heartbeat", self._heartbeat_loop), ("sync", self._sync_loop),
+                             ("download", self._download_loop)):
+            thread = threading.Thread(target=target, name=f"supervisor-{name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        self._sync_event.set()
+        return self
+
+    def stop(self, *, stop_workers: bool = True) -> None:
+        """Stop the daemon (and its workers unless ``stop_workers=False``); idempotent."""
+        if not self._started or self._stopped:
+            return
+        self._stopped = True
+        self.log.info("supervisor %s stopping%s", self.supervisor_id,
+                      "" if stop_workers else " (leaving its workers running)")
+        self._stop.set()
+        self._sync_event.set()
+        self._download_queue.put(None)
+        for thread in self._threads:
+            thread.join(self.shutdown_grace + 10.0)
+        if stop_workers:
+            with self._lock:
+                handles = list(self._workers.values())
+                self._workers.clear()
+            stop_workers_fn(handles, self.shutdown_grace, self.log)
+        if self.state is not None and self.supervisor_id is not None:
+            try:
+                self.state.unregister_supervisor(self.supervisor_id)
+            except ClusterStateError as exc:
+                self.log.warning("could not unregister: %s", exc)
+        self.log.info("supervisor %s stopped", self.supervisor_id)
+        self._release()
+
+    def _release(self) -> None:
+        if self.state is not None:
+            self.state.close()
+            self.state = None
+        if self._id_lock is not None:
+            self._id_lock.close()
+            self._id_lock = None
+        if self._log_handler is not None:
+            logging.getLogger().removeHandler(self._log_handler)
+            self.log.removeHandler(self._log_handler)
+            self._log_handler.close()
+            self._log_handler = None
+
+    def request_stop(self) -> None:
+        """Make ``run_forever`` return (thread- and signal-safe)."""
+        self._stop_requested.set()
+
+    def run_forever(self) -> None:
+        """Start (if needed), run until SIGTERM/SIGINT or :meth:`request_stop`, then stop."""
+        if not self._started:
+            self.start()
+        if threading.current_thread() is threading.main_thread():
+            def on_signal(signum: int, _frame: FrameType | None) -> None:
+                self.log.info("received %s", signal.Signals(signum).name)
+                self.request_stop()
+            signal.signal(signal.SIGTERM, on_signal)
+            signal.signal(signal.SIGINT, on_signal)
+        try:
+            while not self._stop_requested.wait(0.5):
+                pass
+        finally:
+            self.stop()
+
+    def __enter__(self) -> Supervisor:
+        return self.start() if not self._started else self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- introspection -------------------------------------------------------------------------
+    def workers(self) -> dict[int, WorkerHandle]:
+        """port → handle of every worker this supervisor currently runs (a copy)."""
+        with self._lock:
+            return dict(self._workers)
+
+    def sync_now(self) -> None:
+        """Ask for a sync round as soon as possible."""
+        self._sync_event.set()
+
+    @property
+    def log_path(self) -> Path | None:
+        """The supervisor's log file (known after :meth:`start`)."""
+        return self.dirs.supervisor_log if self.dirs else None
+
+    # -- setup ---------------------------------------------------------------------------------
+    def _setup_logging(self) -> None:
+        assert self.dirs is not None
+        self.dirs.logs.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(self.dirs.supervisor_log)
+        handler.setLevel(logging.INFO)
+        handler.setFormatter(logging.Formatter(
+            f"%(asctime)s %(levelname)s [supervisor {self.supervisor_id}] %(threadName)s "
+            "%(name)s: %(message)s"))
+        self._log_handler = handler
+        if self.root_logging:
+            root = logging.getLogger()
+            for existing in root.handlers:
+                if existing.level == logging.NOTSET:
+                    existing.setLevel(root.level)
+            root.addHandler(handler)
+            if root.level > logging.INFO or root.level == logging.NOTSET:
+                root.setLevel(logging.INFO)
+            logging.getLogger("kazoo").setLevel(logging.WARNING)
+        else:
+            self.log = logging.getLogger(f"stormpy.supervisor.{self.supervisor_id}")
+            self.log.setLevel(logging.INFO)
+            self.log.addHandler(handler)
+
+    def _write_worker_conf(self) -> None:
+        """The daemon conf handed to workers (``--conf-file``), as plain YAML."""
+        assert self.dirs is not None
+        self.dirs.root.mkdir(parents=True, exist_ok=True)
+        plain = json.loads(json.dumps(self.conf, default=str))
+        tmp = self.dirs.conf_file.with_name(".conf.yaml.tmp")
+        tmp.write_text(yaml.safe_dump(plain, sort_keys=True))
+        os.replace(tmp, self.dirs.conf_file)
+
+    def _register(self) -> None:
+        assert self.state is not None and self.supervisor_id is not None
+        self.state.register_supervisor(SupervisorInfo(
+            supervisor_id=self.supervisor_id, host=self.host, ports=self.ports,
+            start_time=self.start_time, version=stormpy.__version__))
+
+    def _adopt_workers(self) -> None:
+        """Take over workers a previous run of this supervisor id left running."""
+        assert self.dirs is not None
+        for topology_id, port, wdir in self.dirs.worker_dirs():
+            pid = read_pid(wdir / "pid")
+            if pid is None or not is_worker_process(pid, topology_id, port):
+                continue
+            beat = read_local_heartbeat(wdir / "heartbeat")
+            executors = beat.executors if beat is not None and beat.pid == pid else None
+            try:
+                launched_at = (wdir / "pid").stat().st_mtime
+            except OSError:
+                launched_at = time.time()
+            handle = WorkerHandle(topology_id, port, pid, launched_at, executors, adopted=True)
+            if port not in self.ports or port in self._workers:
+                self.log.warning("stopping leftover %s: port %d is not free for it", handle.describe(),
+                                 port)
+                stop_workers_fn([handle], self.shutdown_grace, self.log)
+                continue
+            self._workers[port] = handle
+            self.log.info("adopted running %s", handle.describe())
+
+    # -- threads -------------------------------------------------------------------------------
+    def _heartbeat_loop(self) -> None:
+        while not self._stop.wait(self.heartbeat_secs):
+            try:
+                self._register()
+            except Exception as exc:  # noqa: BLE001 - keep heartbeating whatever happens
+                self.log.warning("supervisor heartbeat failed: %s", exc)
+
+    def _sync_loop(self) -> None:
+        while not self._stop.is_set():
+            self._sync_event.wait(self.monitor_secs)
+            self._sync_event.clear()
+            if self._stop.is_set():
+                return
+            try:
+                self.sync_once()
+            except Exception:  # noqa: BLE001 - the next round retries
+                self.log.exception("sync failed")
+
+    def _download_loop(self) -> None:
+        assert self._downloader is not None
+        while True:
+            topology_id = self._download_queue.get()
+            if topology_id is None or self._stop.is_set():
+                return
+            failure: str | None = None
+            try:
+                self._downloader.download(topology_id)
+            except DownloadError as exc:
+                failure = str(exc)
+            except Exception as exc:  # noqa: BLE001 - a bug here must not end the thread
+                self.log.exception("download of %s failed", topology_id)
+                failure = f"download of {topology_id} failed: {exc!r}"
+            with self._lock:
+                self._downloading.discard(topology_id)
+                if failure is None:
+                    self._download_retry.pop(topology_id, None)
+                else:
+                    _, delay = self._download_retry.get(topology_id, (0.0, _DOWNLOAD_RETRY_MIN / 2))
+                    delay = min(_DOWNLOAD_RETRY_MAX, delay * 2)
+                    self._download_retry[topology_id] = (time.monotonic() + delay, delay)
+            if failure is not None:
+                self.log.warning("%s (retrying in %.0f s)", failure, delay)
+            self._sync_event.set()
+
+    # -- sync ----------------------------------------------------------------------------------
+    def _read_assignments(self) -> dict[str, Assignment]:
+        assert self.state is not None
+        try:
+            self._assignments = self.state.assignments(callback=self._sync_event.set)
+        except ClusterStateError as exc:
+            self.log.warning("cannot read assignments (keeping the last known ones): %s", exc)
+        return self._assignments
+
+    def _request_download(self, topology_id: str) -> None:
+        with self._lock:
+            if topology_id in self._downloading:
+                return
+            retry = self._download_retry.get(topology_id)
+            if retry is not None and time.monotonic() < retry[0]:
+                return
+            self._downloading.add(topology_id)
+        self.log.info("downloading topology %s", topology_id)
+        self._download_queue.put(topology_id)
+
+    def sync_once(self) -> None:
+        """One sync round (normally run by the sync thread)."""
+        assert self.dirs is not None and self.supervisor_id is not None
+        desired, problems = assigned_slots(self._read_assignments(), self.supervisor_id, self.ports)
+        if problems != self._problems:
+            for problem in problems:
+                self.log.warning("assignment problem: %s", problem)
+            self._problems = problems
+        for topology_id in sorted({la.topology_id for la in desired.values()}):
+            if not self.dirs.is_downloaded(topology_id):
+                self._request_download(topology_id)
+        self._replace_workers(desired)
+        if not self._stop.is_set():
+            self._launch_workers(desired)
+        self._clean_up(desired)
+        self.syncs += 1
+
+    def _replace_workers(self, desired: dict[int, LocalAssignment]) -> None:
+        """Stop workers that are unassigned, reassigned, dead or silent."""
+        assert self.dirs is not None
+        to_stop: list[tuple[WorkerHandle, bool]] = []
+        now = time.time()
+        with self._lock:
+            for port, handle in list(self._workers.items()):
+                want = desired.get(port)
+                if want is None or want.topology_id != handle.topology_id:
+                    self.log.info("stopping %s: no longer assigned here", handle.describe())
+                    to_stop.append((handle, True))
+                    continue
+                if handle.executors is not None and handle.executors != want.executors:
+                    self.log.info("restarting %s: its executors changed to %s", handle.describe(),
+                                  list(want.executors))
+                    to_stop.append((handle, False))
+                    continue
+                code = handle.exit_code()
+                if code is not None:
+                    del self._workers[port]
+                    handle.kill_group()
+                    delay = self._note_exit(port, now - handle.launched_at)
+                    self.log.warning("%s exited with code %s; restarting it%s", handle.describe(), code,
+                                     f" in {delay:g} s" if delay else "")
+                    continue
+                beat = read_local_heartbeat(self.dirs.heartbeat_file(handle.topology_id, port))
+                reason = worker_health(pid=handle.pid, launched_at=handle.launched_at,
+                                       heartbeat_time=beat.time if beat else None,
+                                       heartbeat_pid=beat.pid if beat else None, now=now,
+                                       worker_timeout=self.worker_timeout,
+                                       start_timeout=self.start_timeout)
+                if reason is not None:
+                    self.log.warning("restarting %s: %s", handle.describe(), reason)
+                    to_stop.append((handle, False))
+        if not to_stop:
+            return
+        stop_workers_fn([h for h, _ in to_stop], self.shutdown_grace, self.log)
+        with self._lock:
+            for handle, unassigned in to_stop:
+                if self._workers.get(handle.port) is handle:
+                    del self._workers[handle.port]
+                if unassigned:
+                    shutil.rmtree(self.dirs.worker_dir(handle.topology_id, handle.port),
+                                  ignore_errors=True)
+
+    def _note_exit(self, port: int, ran_secs: float) -> float:
+        """Record a worker exit on ``port``; return the delay before its relaunch."""
+        if ran_secs >= QUICK_EXIT_SECS:
+            self._quick_exits.pop(port, None)
+            self._launch_not_before.pop(port, None)
+            return 0.0
+        n = self._quick_exits.get(port, 0) + 1
+        self._quick_exits[port] = n
+        delay = relaunch_delay(n)
+        self._launch_not_before[port] = time.monotonic() + delay
+        return delay
+
+    def _launch_workers(self, desired: dict[int, LocalAssignment]) -> None:
+        assert self.dirs is not None
+        for port in list(self._quick_exits):
+            if port not in desired:
+                self._quick_exits.pop(port, None)
+                self._launch_not_before.pop(port, None)
+        for port, want in sorted(desired.items()):
+            with self._lock:
+                if port in self._workers or not self.dirs.is_downloaded(want.topology_id):
+                    continue
+                if time.monotonic() < self._launch_not_before.get(port, 0.0):
+                    continue
+                try:
+                    handle = launch_worker(self.dirs, want.topology_id, port, want.executors,
+                                           env=_worker_env())
+                except OSError as exc:
+                    self.log.error("cannot launch the worker of %s on port %d: %s", want.topology_id,
+                                   port, exc)
+                    continue
+                self._workers[port] = handle
+            self.log.info("launched %s with executors %s", handle.describe(), list(want.executors))
+            threading.Thread(target=self._watch_exit, args=(handle,), name=f"watch-{port}",
+                             daemon=True).start()
+
+    def _watch_exit(self, handle: WorkerHandle) -> None:
+        """Trigger a sync as soon as a launched worker exits (faster restarts than the timer)."""
+        if handle.proc is not None:
+            handle.proc.wait()
+            if not self._stop.is_set():
+                self._sync_event.set()
+
+    def _clean_up(self, desired: dict[int, LocalAssignment]) -> None:
+        """Remove code and worker directories of topologies this supervisor no longer runs."""
+        assert self.dirs is not None
+        with self._lock:
+            keep = {la.topology_id for la in desired.values()}
+            keep |= {h.topology_id for h in self._workers.values()}
+            keep |= self._downloading
+            slots = {(h.topology_id, h.port) for h in self._workers.values()}
+            slots |= {(la.topology_id, port) for port, la in desired.items()}
+        root = self.dirs.stormdist_root
+        if root.is_dir():
+            for d in sorted(root.iterdir()):
+                name = d.name
+                topology_id = name[len(".tmp-"):].rpartition("-")[0] if name.startswith(".tmp-") else name
+                if topology_id in keep:
+                    continue
+                self.log.info("removing the code of topology %s (%s)", topology_id, d)
+                shutil.rmtree(d, ignore_errors=True)
+        for topology_id, port, wdir in self.dirs.worker_dirs():
+            if (topology_id, port) not in slots:
+                shutil.rmtree(wdir, ignore_errors=True)
+
+
+def stop_workers_fn(handles: list[WorkerHandle], grace: float, log: logging.Logger) -> None:
+    """Stop ``handles`` (see :func:`stormpy.supervisor.launcher.stop_workers`) and log it."""
+    if not handles:
+        return
+    for h in handles:
+        log.info("stopping %s", h.describe())
+    stop_workers(handles, grace, log)
+    for h in handles:
+        log.info("%s stopped (exit code %s)", h.describe(), h.exit_code())
+
+
+def _worker_env() -> dict[str, str]:
+    """The environment of worker processes: ours, unbuffered (prints reach the worker log at once),
+    with stormpy's own location on PYTHONPATH."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    src = str(Path(stormpy.__file__).resolve().parents[1])
+    parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if src not in parts:
+        env["PYTHONPATH"] = os.pathsep.join([src, *parts])
+    return env

@@ -1,0 +1,147 @@
+"""Downloading a topology's code from Nimbus into the supervisor's ``stormdist``.
+
+Protocol (docs/cluster-contract.md, "Nimbus RPC"): ``get_topology_files(topology_id)`` →
+``begin_download(bundle_key)`` → ``download_chunk(download_id, offset)`` until an empty chunk.
+
+Contract of :meth:`BundleDownloader.download`: the bundle's size and sha256 must match what
+Nimbus announced (both in ``get_topology_files`` and ``begin_download``), the bundle must pass
+:func:`stormpy.bundle.verify_bundle`, and it is unpacked safely. Everything is prepared in a
+hidden temporary directory that is renamed to ``stormdist/<topology-id>`` at the end, so the
+directory appears complete or not at all (:meth:`SupervisorDirs.is_downloaded`). Any failure
+raises :class:`DownloadError` naming the topology and leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+from stormpy.bundle import BundleError, sha256_file, unpack_bundle, verify_bundle
+from stormpy.rpc import RpcClient, RpcError, UnreachableError
+from stormpy.supervisor.local_state import SupervisorDirs
+
+__all__ = ["BundleDownloader", "DownloadError", "nimbus_addresses"]
+
+#: Seconds one RPC call to Nimbus may take before it is retried/abandoned.
+RPC_TIMEOUT_SECS = 30.0
+
+
+class DownloadError(RuntimeError):
+    """A topology's code could not be downloaded; the message names the topology and the cause."""
+
+
+def nimbus_addresses(conf: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """Where to look for Nimbus: ``nimbus.host``, then every ``nimbus.seeds`` host, on
+    ``nimbus.thrift.port`` (duplicates removed, order kept)."""
+    port = int(conf.get("nimbus.thrift.port") or 6627)
+    hosts = [conf.get("nimbus.host")]
+    seeds = conf.get("nimbus.seeds") or []
+    hosts.extend([seeds] if isinstance(seeds, str) else seeds)
+    seen: list[tuple[str, int]] = []
+    for host in hosts:
+        if host and (str(host), port) not in seen:
+            seen.append((str(host), port))
+    return seen
+
+
+ClientFactory = Callable[[str, int], RpcClient]
+
+
+class BundleDownloader:
+    """Fetches topologies for one supervisor (``dirs``) from the Nimbus named by ``conf``."""
+
+    def __init__(self, conf: Mapping[str, Any], dirs: SupervisorDirs, *,
+                 log: logging.Logger | None = None,
+                 client_factory: ClientFactory | None = None) -> None:
+        self.conf = conf
+        self.dirs = dirs
+        self.log = log or logging.getLogger(__name__)
+        self.max_bundle_bytes = int(conf.get("nimbus.max.bundle.size.bytes") or 256 * 1024 * 1024)
+        self._client_factory = client_factory or self._default_client
+
+    def _default_client(self, host: str, port: int) -> RpcClient:
+        return RpcClient(host, port, timeout_secs=RPC_TIMEOUT_SECS, retries=2, service="Nimbus")
+
+    def _connect(self) -> RpcClient:
+        """A client for the first Nimbus candidate that answers a ping."""
+        tried = []
+        for host, port in nimbus_addresses(self.conf):
+            client = self._client_factory(host, port)
+            try:
+                if client.ping(timeout_secs=min(client.timeout_secs, 5.0)):
+                    return client
+            except RpcError:
+                pass
+            client.close()
+            tried.append(f"{host}:{port}")
+        raise DownloadError(f"no Nimbus answered at {', '.join(tried) or 'no configured address'}")
+
+    def download(self, topology_id: str) -> Path:
+        """Download, verify and unpack ``topology_id``; return its stormdist directory."""
+        final = self.dirs.stormdist(topology_id)
+        self.dirs.stormdist_root.mkdir(parents=True, exist_ok=True)
+        tmp = self.dirs.stormdist_root / f".tmp-{topology_id}-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir()
+        try:
+            client = self._connect()
+            try:
+                self._fetch(client, topology_id, tmp)
+            finally:
+                client.close()
+            if final.exists():
+                shutil.rmtree(final)
+            tmp.rename(final)
+        except DownloadError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        except (RpcError, BundleError, OSError, KeyError, TypeError, ValueError) as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            kind = "Nimbus unreachable" if isinstance(exc, UnreachableError) else type(exc).__name__
+            raise DownloadError(f"cannot download topology {topology_id}: {kind}: {exc}") from exc
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return final
+
+    def _fetch(self, client: RpcClient, topology_id: str, tmp: Path) -> None:
+        files = client.call("get_topology_files", topology_id=topology_id)
+        size = int(files["bundle_size"])
+        if size > self.max_bundle_bytes:
+            raise DownloadError(f"topology {topology_id}: bundle of {size} bytes exceeds "
+                                f"nimbus.max.bundle.size.bytes ({self.max_bundle_bytes})")
+        session = client.call("begin_download", bundle_key=files["bundle_key"])
+        if int(session["size"]) != size or session["sha256"] != files["bundle_sha256"]:
+            raise DownloadError(f"topology {topology_id}: Nimbus announced two different bundles "
+                                f"({size} bytes/{files['bundle_sha256']} vs "
+                                f"{session['size']} bytes/{session['sha256']})")
+        bundle = tmp / "bundle.zip"
+        received = 0
+        with open(bundle, "wb") as out:
+            while True:
+                data = client.call("download_chunk", download_id=session["download_id"],
+                                   offset=received)["data"]
+                if not data:
+                    break
+                received += len(data)
+                if received > size:
+                    raise DownloadError(f"topology {topology_id}: Nimbus sent more than the "
+                                        f"announced {size} bytes")
+                out.write(data)
+        if received != size:
+            raise DownloadError(f"topology {topology_id}: received {received} of {size} bytes")
+        digest = sha256_file(bundle)
+        if digest != files["bundle_sha256"]:
+            raise DownloadError(f"topology {topology_id}: bundle sha256 {digest} does not match "
+                                f"the announced {files['bundle_sha256']}")
+        verify_bundle(bundle)
+        unpack_bundle(bundle, tmp / "code")
+        doc = {"spec": files["spec"], "conf": files["conf"]}
+        (tmp / "topology.msgpack").write_bytes(msgpack.packb(doc, use_bin_type=True))
+        self.log.info("downloaded topology %s: bundle %s (%d bytes, sha256 %s)", topology_id,
+                      files["bundle_key"], size, digest)

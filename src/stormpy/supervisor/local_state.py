@@ -1,0 +1,197 @@
+"""A supervisor's files under ``storm.local.dir`` (docs/cluster-contract.md, "Supervisor local
+layout"), its persistent id, and the worker files it reads.
+
+::
+
+    <L>/supervisor/<id>/identity.json                      {"host", "ports"} this id serves
+    <L>/supervisor/<id>/supervisor.lock                    flock held while a supervisor uses the id
+    <L>/supervisor/<id>/conf.yaml                          daemon conf handed to workers
+    <L>/supervisor/<id>/stormdist/<topology-id>/           bundle.zip, code/, topology.msgpack
+    <L>/supervisor/<id>/workers/<topology-id>-<port>/      heartbeat, pid
+    <storm.log.dir or L/logs>/supervisor-<id>.log, worker-<topology-id>-<port>.log
+
+Id contract: :func:`claim_supervisor_id` reuses the id of a directory whose identity (host and
+ports) matches and whose lock no running supervisor holds, so a restarted supervisor keeps its id
+(and finds its workers); several supervisors may share one local dir (each gets its own id). The
+lock is released by the operating system when the process dies, however it dies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import msgpack
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["LocalHeartbeat", "SupervisorDirs", "claim_supervisor_id", "log_dir", "read_local_heartbeat",
+           "read_pid", "write_pid"]
+
+IDENTITY_FILE = "identity.json"
+LOCK_FILE = "supervisor.lock"
+
+
+def log_dir(conf: Mapping[str, Any]) -> Path:
+    """``storm.log.dir``, else ``<storm.local.dir>/logs``."""
+    explicit = conf.get("storm.log.dir")
+    if explicit:
+        return Path(explicit)
+    return Path(conf.get("storm.local.dir") or "stormpy-local") / "logs"
+
+
+class SupervisorDirs:
+    """The paths of supervisor ``supervisor_id`` under ``local_dir``."""
+
+    def __init__(self, local_dir: str | os.PathLike[str], supervisor_id: str,
+                 logs: str | os.PathLike[str] | None = None) -> None:
+        self.local_dir = Path(local_dir).resolve()
+        self.supervisor_id = supervisor_id
+        self.root = self.local_dir / "supervisor" / supervisor_id
+        self.logs = Path(logs).resolve() if logs else self.local_dir / "logs"
+
+    @property
+    def conf_file(self) -> Path:
+        return self.root / "conf.yaml"
+
+    @property
+    def stormdist_root(self) -> Path:
+        return self.root / "stormdist"
+
+    def stormdist(self, topology_id: str) -> Path:
+        return self.stormdist_root / topology_id
+
+    def code_dir(self, topology_id: str) -> Path:
+        return self.stormdist(topology_id) / "code"
+
+    def topology_file(self, topology_id: str) -> Path:
+        return self.stormdist(topology_id) / "topology.msgpack"
+
+    def bundle_file(self, topology_id: str) -> Path:
+        return self.stormdist(topology_id) / "bundle.zip"
+
+    def is_downloaded(self, topology_id: str) -> bool:
+        """True when the topology's code and description are in place (they appear atomically)."""
+        return self.topology_file(topology_id).is_file() and self.code_dir(topology_id).is_dir()
+
+    @property
+    def workers_root(self) -> Path:
+        return self.root / "workers"
+
+    def worker_dir(self, topology_id: str, port: int) -> Path:
+        return self.workers_root / f"{topology_id}-{int(port)}"
+
+    def heartbeat_file(self, topology_id: str, port: int) -> Path:
+        return self.worker_dir(topology_id, port) / "heartbeat"
+
+    def pid_file(self, topology_id: str, port: int) -> Path:
+        return self.worker_dir(topology_id, port) / "pid"
+
+    def worker_log(self, topology_id: str, port: int) -> Path:
+        return self.logs / f"worker-{topology_id}-{int(port)}.log"
+
+    @property
+    def supervisor_log(self) -> Path:
+        return self.logs / f"supervisor-{self.supervisor_id}.log"
+
+    def worker_dirs(self) -> list[tuple[str, int, Path]]:
+        """``(topology_id, port, dir)`` of every worker directory present."""
+        found = []
+        if self.workers_root.is_dir():
+            for d in sorted(self.workers_root.iterdir()):
+                tid, sep, port = d.name.rpartition("-")
+                if d.is_dir() and sep and tid and port.isdigit():
+                    found.append((tid, int(port), d))
+        return found
+
+
+def _identity(host: str, ports: Iterable[int]) -> dict[str, Any]:
+    return {"host": host, "ports": sorted(int(p) for p in ports)}
+
+
+def _try_lock(path: Path) -> IO[str] | None:
+    handle = open(path, "a+")  # noqa: SIM115 - kept open while the id is in use
+    if fcntl is None:
+        return handle
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        return None
+    return handle
+
+
+def claim_supervisor_id(local_dir: str | os.PathLike[str], host: str,
+                        ports: Iterable[int]) -> tuple[str, IO[str]]:
+    """An id for a supervisor serving ``host``/``ports`` and the open lock file that holds it.
+
+    Keep the returned handle open while the supervisor runs; close it to release the id.
+    """
+    base = Path(local_dir) / "supervisor"
+    base.mkdir(parents=True, exist_ok=True)
+    wanted = _identity(host, ports)
+    for d in sorted(base.iterdir()):
+        try:
+            identity = json.loads((d / IDENTITY_FILE).read_text())
+        except (OSError, ValueError):
+            continue
+        if identity != wanted:
+            continue
+        handle = _try_lock(d / LOCK_FILE)
+        if handle is not None:
+            return d.name, handle
+    supervisor_id = str(uuid.uuid4())
+    d = base / supervisor_id
+    d.mkdir()
+    handle = _try_lock(d / LOCK_FILE)
+    assert handle is not None, "a fresh supervisor directory cannot be locked by anyone else"
+    (d / IDENTITY_FILE).write_text(json.dumps(wanted))
+    return supervisor_id, handle
+
+
+@dataclass(frozen=True)
+class LocalHeartbeat:
+    """A worker's local heartbeat: wall-clock ``time`` and ``pid`` (and what it runs, when known)."""
+
+    time: float
+    pid: int
+    topology_id: str | None = None
+    port: int | None = None
+    executors: tuple[tuple[int, int], ...] | None = None
+
+
+def read_local_heartbeat(path: str | os.PathLike[str]) -> LocalHeartbeat | None:
+    """The heartbeat at ``path``, or None when it is missing or unreadable."""
+    try:
+        doc = msgpack.unpackb(Path(path).read_bytes(), raw=False)
+        executors = doc.get("executors")
+        return LocalHeartbeat(time=float(doc["time"]), pid=int(doc["pid"]),
+                              topology_id=doc.get("topology_id"), port=doc.get("port"),
+                              executors=tuple((int(s), int(e)) for s, e in executors)
+                              if executors is not None else None)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, msgpack.UnpackException):
+        return None
+
+
+def read_pid(path: str | os.PathLike[str]) -> int | None:
+    """The pid stored at ``path``, or None."""
+    try:
+        return int(Path(path).read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def write_pid(path: str | os.PathLike[str], pid: int) -> None:
+    """Store ``pid`` at ``path`` (atomically)."""
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(f"{pid}\n")
+    os.replace(tmp, target)

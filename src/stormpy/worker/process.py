@@ -1,0 +1,260 @@
+"""The cluster worker process: ``python -m stormpy.worker.process`` (started by a supervisor).
+
+::
+
+    python -m stormpy.worker.process --topology-id T --supervisor-id S --port P --local-dir L
+                                     [--conf-file F]
+
+Contract (docs/cluster-contract.md, "Worker process"):
+
+* Logs to ``<storm.log.dir or L/logs>/worker-T-P.log``. ``F`` is the daemon configuration (YAML;
+  without it ``stormpy.config.load_config()``); the topology's own ``topology.*`` keys from
+  ``topology.msgpack`` override the daemon's, every other key is the daemon's.
+* Reads ``L/supervisor/S/stormdist/T/topology.msgpack`` and puts ``.../code`` first on
+  ``sys.path``; reads the assignment and StormBase from ZooKeeper; runs the executors assigned to
+  ``(S, P)`` in a :class:`~stormpy.worker.loop.Worker` on the main thread, over a
+  :class:`~stormpy.messaging.zmq_transport.ZmqTransport` bound on
+  ``<worker.bind.host or supervisor.host>:P``; a :class:`~stormpy.worker.cluster_link.ClusterLink`
+  thread follows assignment/status changes and heartbeats.
+* Exit codes: 0 after SIGTERM/SIGINT (loop stopped, components closed), when the topology's
+  assignment disappears, when this worker has no executors (any more) or its executors changed;
+  1 when a component failed (the error is reported to ZooKeeper first); 2 when it cannot start
+  (missing files, ZooKeeper unreachable, port taken).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import msgpack
+
+from stormpy.cluster.errors import ClusterStateError
+from stormpy.cluster.state import ClusterState
+from stormpy.config import load_config, merged, read_config_file
+from stormpy.messaging.zmq_transport import ZmqTransport
+from stormpy.topology.layout import TaskLayout, compute_layout
+from stormpy.topology.spec import TopologySpec
+from stormpy.worker.cluster_link import ClusterLink
+from stormpy.worker.error_reporter import ErrorReporter
+from stormpy.worker.heartbeats import HEARTBEAT_FILE
+from stormpy.worker.loop import Worker, WorkerError
+from stormpy.worker.peers import WorkerPeers, local_executors, tasks_of, worker_peers
+
+__all__ = ["EXIT_COMPONENT_FAILED", "EXIT_OK", "EXIT_STARTUP_FAILED", "WorkerPaths", "main",
+           "worker_conf"]
+
+log = logging.getLogger("stormpy.worker.process")
+
+EXIT_OK = 0
+EXIT_COMPONENT_FAILED = 1
+EXIT_STARTUP_FAILED = 2
+
+
+class StartupError(Exception):
+    """The worker cannot start; the message says why."""
+
+
+class WorkerPaths:
+    """The files of worker ``(S, P)`` of topology ``T`` under the local dir ``L``."""
+
+    def __init__(self, local_dir: str | os.PathLike[str], supervisor_id: str, topology_id: str,
+                 port: int, log_dir: str | os.PathLike[str] | None = None) -> None:
+        self.local_dir = Path(local_dir)
+        root = self.local_dir / "supervisor" / supervisor_id
+        self.stormdist = root / "stormdist" / topology_id
+        self.code_dir = self.stormdist / "code"
+        self.topology_file = self.stormdist / "topology.msgpack"
+        self.worker_dir = root / "workers" / f"{topology_id}-{port}"
+        self.heartbeat_file = self.worker_dir / HEARTBEAT_FILE
+        self.log_dir = Path(log_dir) if log_dir else self.local_dir / "logs"
+        self.log_file = self.log_dir / f"worker-{topology_id}-{port}.log"
+
+
+def worker_conf(daemon_conf: Mapping[str, Any], topology_conf: Mapping[str, Any]) -> dict[str, Any]:
+    """Defaults ← daemon conf ← topology conf, except that only ``topology.*`` keys of the topology
+    conf count: ZooKeeper, supervisor and worker settings are the local daemon's."""
+    conf = merged(daemon_conf, topology_conf)
+    conf.update({k: v for k, v in daemon_conf.items() if not k.startswith("topology.")})
+    return conf
+
+
+def read_topology_file(path: Path) -> tuple[TopologySpec, dict[str, Any]]:
+    """``(spec, conf)`` from a ``topology.msgpack``; StartupError naming the file otherwise."""
+    try:
+        doc = msgpack.unpackb(path.read_bytes(), raw=False, strict_map_key=False)
+        return TopologySpec.from_doc(doc["spec"]), dict(doc.get("conf") or {})
+    except FileNotFoundError:
+        raise StartupError(f"{path} does not exist (was the topology downloaded?)") from None
+    except Exception as exc:  # noqa: BLE001 - any defect of the file is a startup error
+        raise StartupError(f"cannot read {path}: {type(exc).__name__}: {exc}") from exc
+
+
+def setup_logging(log_file: Path, topology_id: str, port: int) -> None:
+    """Log INFO and up to ``log_file`` with the worker's identity in every line."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(log_file)
+    handler.setFormatter(logging.Formatter(
+        f"%(asctime)s %(levelname)s [worker {topology_id}:{port} pid %(process)d] "
+        "%(name)s: %(message)s"))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    logging.getLogger("kazoo").setLevel(logging.WARNING)
+
+
+class WorkerProcess:
+    """One worker process run: start, loop on the main thread, shut down, return the exit code."""
+
+    def __init__(self, args: argparse.Namespace, daemon_conf: Mapping[str, Any]) -> None:
+        self.args = args
+        self.daemon_conf = dict(daemon_conf)
+        self.topology_id: str = args.topology_id
+        self.node: str = args.supervisor_id
+        self.port: int = args.port
+        self.paths = WorkerPaths(args.local_dir, self.node, self.topology_id, self.port,
+                                 daemon_conf.get("storm.log.dir"))
+        self.worker: Worker | None = None
+        self.exit_reason: str | None = None
+
+    def request_stop(self, reason: str) -> None:
+        """Stop the loop (any thread, signal handlers included); the first reason is kept."""
+        if self.exit_reason is None:
+            self.exit_reason = reason
+        if self.worker is not None:
+            self.worker.stop()
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        self.request_stop(f"received {signal.Signals(signum).name}")
+
+    def run(self) -> int:
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        log.info("worker starting: pid %d, topology %s, node %s, port %d", os.getpid(),
+                 self.topology_id, self.node, self.port)
+        spec, topology_conf = read_topology_file(self.paths.topology_file)
+        conf = worker_conf(self.daemon_conf, topology_conf)
+        sys.path.insert(0, str(self.paths.code_dir))
+        self.paths.worker_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            state = ClusterState.from_config(conf)
+        except Exception as exc:  # noqa: BLE001
+            raise StartupError(f"cannot connect to ZooKeeper: {exc}") from exc
+        try:
+            return self._run_connected(state, spec, conf)
+        finally:
+            state.close()
+
+    def _run_connected(self, state: ClusterState, spec: TopologySpec, conf: dict[str, Any]) -> int:
+        try:
+            assignment = state.assignment(self.topology_id)
+            base = state.storm_base(self.topology_id)
+        except ClusterStateError as exc:
+            raise StartupError(f"cannot read the state of {self.topology_id}: {exc}") from exc
+        if assignment is None:
+            log.info("topology %s has no assignment; nothing to run", self.topology_id)
+            return EXIT_OK
+        executors = local_executors(assignment, self.node, self.port)
+        if not executors:
+            log.info("no executors of %s are assigned to %s:%d; nothing to run", self.topology_id,
+                     self.node, self.port)
+            return EXIT_OK
+        layout = compute_layout(spec, conf, base.component_executors if base else None)
+        peers = worker_peers(assignment, self.node, self.port)
+        active = base is not None and base.status == "active"
+        host = str(conf.get("supervisor.host") or "127.0.0.1")
+        bind_host = str(conf.get("worker.bind.host") or host)
+        reporter = ErrorReporter(state, self.topology_id, host, self.port, conf).start()
+        try:
+            try:
+                transport = ZmqTransport(bind_host, self.port, conf)
+            except OSError as exc:
+                raise StartupError(str(exc)) from exc
+            try:
+                return self._run_worker(state, spec, conf, layout, executors, peers, active,
+                                        transport, reporter)
+            finally:
+                transport.close()
+        finally:
+            reporter.close()
+
+    def _run_worker(self, state: ClusterState, spec: TopologySpec, conf: dict[str, Any],
+                    layout: TaskLayout, executors: tuple[tuple[int, int], ...], peers: WorkerPeers,
+                    active: bool,
+                    transport: ZmqTransport, reporter: ErrorReporter) -> int:
+        transport.set_peers(peers.addresses)
+        try:
+            worker = Worker(self.topology_id, spec, conf, layout=layout,
+                            local_tasks=tasks_of(executors), task_peers=peers.task_peers,
+                            transport=transport, active=active, worker_port=self.port,
+                            on_error=reporter.report)
+        except WorkerError as exc:
+            log.error("cannot create the tasks: %s", exc)
+            reporter.report(exc.component, exc.task, str(exc))
+            return EXIT_COMPONENT_FAILED
+        self.worker = worker
+        if self.exit_reason is not None:
+            log.info("stopping before start: %s", self.exit_reason)
+            return EXIT_OK
+        link = ClusterLink(state, worker, transport, topology_id=self.topology_id, node=self.node,
+                           port=self.port, executors=executors, peers=peers, active=active, conf=conf,
+                           heartbeat_path=self.paths.heartbeat_file, on_exit=self.request_stop)
+        log.info("running executors %s (tasks %s), %s; peers %s", list(executors), tasks_of(executors),
+                 "active" if active else "inactive", sorted(peers.addresses.items()))
+        link.start()
+        try:
+            worker.run()
+        except WorkerError as exc:
+            log.error("worker stopped: %s", exc)
+            return EXIT_COMPONENT_FAILED
+        finally:
+            link.stop()
+        log.info("worker stopped cleanly: %s", self.exit_reason or "stop requested")
+        return EXIT_OK
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command line of the worker process."""
+    parser = argparse.ArgumentParser(prog="python -m stormpy.worker.process",
+                                     description="Run one stormpy cluster worker.")
+    parser.add_argument("--topology-id", required=True)
+    parser.add_argument("--supervisor-id", required=True)
+    parser.add_argument("--port", required=True, type=int)
+    parser.add_argument("--local-dir", required=True, help="storm.local.dir of the supervisor")
+    parser.add_argument("--conf-file", help="daemon configuration (YAML)")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run a worker process; returns its exit code (see the module docstring)."""
+    args = parse_args(argv)
+    try:
+        daemon_conf = read_config_file(args.conf_file) if args.conf_file else load_config()
+    except Exception as exc:  # noqa: BLE001
+        print(f"stormpy worker: cannot read configuration: {exc}", file=sys.stderr)
+        return EXIT_STARTUP_FAILED
+    process = WorkerProcess(args, daemon_conf)
+    setup_logging(process.paths.log_file, args.topology_id, args.port)
+    try:
+        return process.run()
+    except StartupError as exc:
+        log.error("worker cannot start: %s", exc)
+        return EXIT_STARTUP_FAILED
+    except Exception:
+        log.exception("worker failed unexpectedly")
+        return EXIT_COMPONENT_FAILED
+    finally:
+        logging.shutdown()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
