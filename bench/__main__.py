@@ -39,6 +39,8 @@ def main() -> None:
                         help="spout tuples/s for the complete-latency run")
     parser.add_argument("--latency-seconds", type=float, default=6.0)
     parser.add_argument("--only", nargs="*", help="run only runners whose name contains these")
+    parser.add_argument("--output", type=Path, default=RESULTS / "latest.json",
+                        help="where to write the JSON results")
     args = parser.parse_args()
     n = args.sentences
     console = Console()
@@ -96,12 +98,12 @@ def main() -> None:
         console.print(f"complete latency, 2-worker cluster, acking on, {latency['rate']:,.0f} "
                       f"tuples/s: p50 {latency['p50_ms']} ms, p99 {latency['p99_ms']} ms "
                       f"({latency['tuples']} tuples, {latency['failed']} failed)")
-    RESULTS.mkdir(exist_ok=True)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
     doc = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "sentences": n,
            "machine": {"python": platform.python_version(), "cpu": platform.processor()},
            "throughput": results, "latency": latency}
-    (RESULTS / "latest.json").write_text(json.dumps(doc, indent=2))
-    console.print(f"results written to {RESULTS / 'latest.json'}")
+    args.output.write_text(json.dumps(doc, indent=2))
+    console.print(f"results written to {args.output}")
 
 
 if __name__ == "__main__":

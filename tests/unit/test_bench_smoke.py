@@ -1,0 +1,24 @@
+"""The benchmark harness runs end to end on a tiny workload (no timing is asserted)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_bench_local_runners_produce_a_result_file(tmp_path: Path) -> None:
+    args = ["--sentences", "300", "--repeat", "1", "--no-cluster", "--output",
+            str(tmp_path / "out.json")]
+    res = subprocess.run([sys.executable, "-m", "bench", *args], cwd=ROOT, capture_output=True,
+                         text=True, timeout=180)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads((tmp_path / "out.json").read_text())
+    runs = doc["throughput"]
+    assert {"plain python loop", "stormpy local, acking off", "stormpy local, acking on"} <= set(runs)
+    words = {r["words"] for r in runs.values()}
+    assert len(words) == 1  # every runner processed the same workload
+    assert all(r["words_per_sec"] > 0 for r in runs.values())
