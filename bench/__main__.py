@@ -81,6 +81,8 @@ def main() -> None:
                                                 rate=args.latency_rate)
                 latency = {"rate": args.latency_rate, "failed": r["failed"],
                            **cluster_runner.latency_summary(r["latencies"])}
+                if r["warmup_latencies"]:
+                    latency["warmup"] = cluster_runner.latency_summary(r["warmup_latencies"])
                 console.print(f"complete latency at {args.latency_rate:,.0f} tuples/s: {latency}")
     table = Table(title=f"word count, {n:,} sentences (best of {args.repeat} for local runs)")
     for col in ("runner", "words/s", "vs plain loop", "vs bytewax"):
@@ -97,7 +99,8 @@ def main() -> None:
     if latency:
         console.print(f"complete latency, 2-worker cluster, acking on, {latency['rate']:,.0f} "
                       f"tuples/s: p50 {latency['p50_ms']} ms, p99 {latency['p99_ms']} ms "
-                      f"({latency['tuples']} tuples, {latency['failed']} failed)")
+                      f"({latency['tuples']} tuples after a 1 s warm-up, {latency['failed']} "
+                      "failed)")
     args.output.parent.mkdir(parents=True, exist_ok=True)
     doc = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "sentences": n,
            "machine": {"python": platform.python_version(), "cpu": platform.processor()},

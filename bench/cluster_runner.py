@@ -81,6 +81,7 @@ def run_topology(cluster: ProcessCluster, bundle: Path, name: str, n: int, ackin
     start = min(first, first_emit)
     return {"words": words, "seconds": end - start, "first_tuple_after_submit": first - t_submit,
             "latencies": [x for s in spouts for x in s.get("latencies", [])],
+            "warmup_latencies": [x for s in spouts for x in s.get("warmup_latencies", [])],
             "failed": sum(s.get("failed", 0) for s in spouts)}
 
 

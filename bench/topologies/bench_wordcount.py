@@ -30,12 +30,14 @@ def _write(path: str, doc: dict[str, Any]) -> None:
 class BenchSentenceSpout(Spout):
     """Emits this task's share of ``count`` sentences; with ``reliable`` each has a message id
     and failed ones are replayed. With ``rate`` > 0 emits at that many tuples/s (per task) and
-    records the complete latency of every tuple (emit → ack)."""
+    records the complete latency of every tuple (emit → ack), keeping those emitted in the first
+    ``warmup_secs`` (workers still connecting to each other) apart."""
 
     outputs = ["sentence"]
 
     def __init__(self, count: int, reliable: bool, rate: float = 0.0,
-                 report_dir: str | None = None) -> None:
+                 report_dir: str | None = None, warmup_secs: float = 1.0) -> None:
+        self.warmup_secs = warmup_secs
         self.count = count
         self.reliable = reliable
         self.rate = rate
@@ -54,6 +56,7 @@ class BenchSentenceSpout(Spout):
         self.failed = 0
         self.emitted_at: dict[int, float] = {}
         self.latencies: list[float] = []
+        self.warmup_latencies: list[float] = []
         self.interval = 1.0 / self.rate if self.rate > 0 else 0.0
         self.next_due = 0.0
         self.reported = False
@@ -79,7 +82,8 @@ class BenchSentenceSpout(Spout):
         self.last_ack = time.time()
         start = self.emitted_at.pop(msg_id, None)
         if start is not None:
-            self.latencies.append(self.last_ack - start)
+            warm = self.first_emit is not None and start - self.first_emit >= self.warmup_secs
+            (self.latencies if warm else self.warmup_latencies).append(self.last_ack - start)
 
     def fail(self, msg_id: int) -> None:
         self.failed += 1
@@ -93,7 +97,8 @@ class BenchSentenceSpout(Spout):
         self.reported = True
         _write(os.path.join(self.report_dir, f"spout-{self.task}.json"),
                {"first_emit": self.first_emit, "last_ack": self.last_ack, "acked": self.acked,
-                "failed": self.failed, "latencies": self.latencies})
+                "failed": self.failed, "latencies": self.latencies,
+                "warmup_latencies": self.warmup_latencies})
 
 
 class BenchSplit(Bolt):
