@@ -144,7 +144,7 @@ class TopologyBuilder:
             raise InvalidTopologyError(f"component {cid!r}: {exc}") from None
         spec = ComponentSpec(id=cid, kind=kind, class_path=class_path(cls), kwargs=kw,
                              parallelism=parallelism, tasks=tasks,
-                             config={**cls.component_config, **(config or {})}, streams=streams)
+                             config={**cls.declare_config(kw), **(config or {})}, streams=streams)
         self._components[cid] = spec
         self._classes[cid] = cls
         return spec

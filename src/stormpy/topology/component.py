@@ -49,6 +49,12 @@ class Component:
         """The streams this component emits, given its constructor keyword arguments."""
         return normalize_outputs(cls.outputs, cls.__qualname__)
 
+    @classmethod
+    def declare_config(cls, kwargs: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Default per-component config given the constructor keyword arguments (for example a
+        tick period derived from a batch interval); config passed to the builder wins."""
+        return cls.component_config
+
     # Bound by the runtime; these placeholders give a clear error when called too early.
     report_error = _unbound("report_error")
     run_in_background = _unbound("run_in_background")

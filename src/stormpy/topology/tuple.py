@@ -49,7 +49,9 @@ class Tuple:
         return dict(zip(self.fields or (), self.values))
 
     def is_tick(self) -> bool:
-        """True for the tick tuples sent by ``topology.tick.tuple.freq.secs``."""
+        """True for the tick tuples sent by ``topology.tick.tuple.freq.secs``: component
+        ``"__system"``, stream ``"__tick"``, task -1, values ``[period in seconds (float)]``.
+        Ticks carry no anchors; acking one is harmless."""
         return self.stream == TICK_STREAM and self.component == SYSTEM_COMPONENT
 
     def __len__(self) -> int:

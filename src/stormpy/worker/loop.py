@@ -102,7 +102,7 @@ class Worker:
         self._outbox: dict[str, list[bytes]] = {}
         self._blocked: dict[str, deque[bytes]] = {}
         self._fields_cache: dict[tuple[str, str], Fields | None] = {}
-        self._callbacks: deque[Callable[[], None]] = deque()
+        self._callbacks: deque[tuple[TaskRunner | None, Callable[[], None]]] = deque()
         self._background: ThreadPoolExecutor | None = None
         self._background_pending = 0
         self._active = active
@@ -300,27 +300,33 @@ class Worker:
         self._next_due = min((t.due for t in self._timers), default=float("inf"))
 
     # -- cross-thread entry points -------------------------------------------------------------
-    def call_soon_threadsafe(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` on the loop thread at the start of its next round (any thread may call)."""
-        self._callbacks.append(fn)
+    def call_soon_threadsafe(self, fn: Callable[[], None], runner: TaskRunner | None = None) -> None:
+        """Run ``fn`` on the loop thread at the start of its next round (any thread may call).
+        An exception from ``fn`` is an error of ``runner``'s component (of the worker when None)
+        and stops the worker like any component error."""
+        self._callbacks.append((runner, fn))
         self.transport.wake()
 
     def submit_background(self, fn: Callable[[], Any],
-                          on_done: Callable[[Any, BaseException | None], None]) -> None:
-        """Run ``fn`` off the loop; ``on_done(result, error)`` runs on the loop afterwards."""
+                          on_done: Callable[[Any, BaseException | None], None],
+                          runner: TaskRunner | None = None) -> None:
+        """Run ``fn`` off the loop; ``on_done(result, error)`` runs on the loop afterwards (as a
+        callback of ``runner``). Jobs cancelled by shutdown never call ``on_done``."""
         if self._background is None:
-            threads = int(self.conf.get("topology.worker.background.threads", 4) or 4)
+            threads = int(self.conf.get("topology.worker.background.threads") or 4)
             self._background = ThreadPoolExecutor(threads, thread_name_prefix="stormpy-bg")
         self._background_pending += 1
 
         def done(fut: Future[Any]) -> None:
+            if fut.cancelled():
+                return
             exc = fut.exception()
             result = None if exc is not None else fut.result()
 
             def finish() -> None:
                 self._background_pending -= 1
                 on_done(result, exc)
-            self.call_soon_threadsafe(finish)
+            self.call_soon_threadsafe(finish, runner)
         self._background.submit(fn).add_done_callback(done)
 
     def set_active(self, active: bool) -> None:
@@ -376,11 +382,11 @@ class Worker:
                 sp.set_active(True)
         self._setup_timers()
 
-    def _fail(self, runner: TaskRunner, exc: BaseException) -> None:
+    def _fail(self, runner: TaskRunner | None, exc: BaseException) -> None:
+        component, task = (runner.component_id, runner.task_id) if runner else (SYSTEM_COMPONENT, -1)
         text = "".join(traceback.format_exception(exc)).rstrip()
-        self.record_error(runner.component_id, runner.task_id, text)
-        raise WorkerError(runner.component_id, runner.task_id,
-                          f"component {runner.component_id!r} task {runner.task_id} raised "
+        self.record_error(component, task, text)
+        raise WorkerError(component, task, f"component {component!r} task {task} raised "
                           f"{type(exc).__name__}: {exc}") from exc
 
     def run_once(self) -> int:
@@ -388,7 +394,11 @@ class Worker:
         work = 0
         callbacks = self._callbacks
         while callbacks:
-            callbacks.popleft()()
+            runner, callback = callbacks.popleft()
+            try:
+                callback()
+            except Exception as exc:
+                self._fail(runner, exc)
             work += 1
         work += self._receive()
         now = self.clock.now()
@@ -475,10 +485,33 @@ class Worker:
             self._close()
 
     def _close(self) -> None:
-        for runner in self._runners:
+        """Close spouts first, then bolts from upstream to downstream, so a bolt's cleanup can
+        rely on its upstream bolts having finished theirs."""
+        for runner in sorted(self._runners, key=self._close_rank):
             runner.close()
         if self._background is not None:
             self._background.shutdown(wait=False, cancel_futures=True)
+
+    def _close_rank(self, runner: TaskRunner) -> tuple[int, int]:
+        depth = self._depths.get(runner.component_id, len(self.spec.components) + 1)
+        return depth, runner.task_id
+
+    @property
+    def _depths(self) -> dict[str, int]:
+        """Component → longest distance from a spout (spouts 0; cycles are cut)."""
+        depth = {cid: 0 for cid in self.spec.spouts}
+        for _ in range(len(self.spec.components)):
+            changed = False
+            for cid, comp in self.spec.components.items():
+                for inp in comp.inputs:
+                    d = depth.get(inp.component)
+                    if d is not None and d + 1 > depth.get(cid, -1) and \
+                            d + 1 <= len(self.spec.components):
+                        depth[cid] = d + 1
+                        changed = True
+            if not changed:
+                break
+        return depth
 
     def start(self, name: str | None = None) -> threading.Thread:
         """Run the loop on a daemon thread (local mode)."""
@@ -492,8 +525,9 @@ class Worker:
         self._thread.start()
         return self._thread
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop the loop (thread-safe) and wait for its thread when it has one."""
+    def stop(self, timeout: float | None = 60.0) -> None:
+        """Stop the loop (thread-safe) and wait up to ``timeout`` seconds for its thread (the
+        components' cleanup included) when it has one."""
         self._stop.set()
         self.transport.wake()
         if self._thread is not None and self._thread is not threading.current_thread():

@@ -57,7 +57,7 @@ class TaskRunner:
         self.stats.routers = routers
         instance.report_error = self.report_error
         instance.run_in_background = self.run_in_background
-        instance.call_soon_threadsafe = worker.call_soon_threadsafe
+        instance.call_soon_threadsafe = self.call_soon_threadsafe
 
     # -- helpers -------------------------------------------------------------------------
     def _router(self, stream: str, values: Any, direct: bool) -> StreamRouter:
@@ -119,8 +119,14 @@ class TaskRunner:
     def run_in_background(self, fn: Callable[[], Any],
                           on_done: Callable[[Any, BaseException | None], None]) -> None:
         """Run ``fn`` on the worker's background pool; ``on_done(result, error)`` then runs on
-        the executor loop. The topology is not idle while such a job is pending."""
-        self.worker.submit_background(fn, on_done)
+        the executor loop. The topology is not idle while such a job is pending. An exception
+        from ``on_done`` is an error of this component."""
+        self.worker.submit_background(fn, on_done, self)
+
+    def call_soon_threadsafe(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the executor loop soon (any thread may call); an exception from ``fn``
+        is an error of this component."""
+        self.worker.call_soon_threadsafe(fn, self)
 
     def close(self) -> None:
         """Shut the component down (cleanup/close), errors reported, never raised."""
