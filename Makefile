@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 ## run: set up and run the flagship example in embedded local mode
 run: $(STAMP)
-	$(BIN)/stormpy local examples/ examples.flagship:topology --ttl 120
+	$(BIN)/stormpy local examples flagship:topology --ttl 300 --idle-stop 2
 
 ## zookeeper: install Apache ZooKeeper (Debian package) when it is missing
 zookeeper:

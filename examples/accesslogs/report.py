@@ -1,0 +1,101 @@
+"""Reading the pipeline's Parquet output back with Spark, and printing the run's summary."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass
+class TrafficSummary:
+    """Totals over every batch of a run (partial per-batch aggregates summed)."""
+
+    requests: int
+    bytes: int
+    server_errors: int
+    client_errors: int
+    batches: int
+    minutes: int
+    busiest_minute: str
+    busiest_minute_requests: int
+    top_paths: list[dict[str, Any]]
+    status_mix: dict[str, int]
+
+    def to_doc(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def summarize_traffic(spark: Any, path: str, top: int = 8) -> TrafficSummary:
+    """Sum the per-batch aggregates under ``path`` (``batch_id=*`` Parquet directories)."""
+    from pyspark.sql import functions as F
+
+    df = spark.read.parquet(path).cache()
+    try:
+        is5 = F.when(F.col("status") >= 500, F.col("requests")).otherwise(0)
+        is4 = F.when((F.col("status") >= 400) & (F.col("status") < 500), F.col("requests")).otherwise(0)
+        totals = df.agg(F.sum("requests").alias("requests"), F.sum("bytes").alias("bytes"),
+                        F.sum(is5).alias("e5"), F.sum(is4).alias("e4"),
+                        F.countDistinct("batch_id").alias("batches"),
+                        F.countDistinct("minute").alias("minutes")).first()
+        paths = (df.groupBy("path")
+                 .agg(F.sum("requests").alias("requests"), F.sum("bytes").alias("bytes"),
+                      F.sum(is5).alias("server_errors"), F.sum(is4).alias("client_errors"))
+                 .orderBy(F.desc("requests"), "path").limit(top).collect())
+        statuses = df.groupBy("status").agg(F.sum("requests").alias("n")).orderBy("status").collect()
+        busiest = (df.groupBy(F.date_format("minute", "yyyy-MM-dd HH:mm").alias("minute"))
+                   .agg(F.sum("requests").alias("n")).orderBy(F.desc("n"), "minute").first())
+    finally:
+        df.unpersist()
+    return TrafficSummary(
+        requests=int(totals["requests"]), bytes=int(totals["bytes"]),
+        server_errors=int(totals["e5"]), client_errors=int(totals["e4"]),
+        batches=int(totals["batches"]), minutes=int(totals["minutes"]),
+        busiest_minute=f"{busiest['minute']} UTC",
+        busiest_minute_requests=int(busiest["n"]),
+        top_paths=[{k: (int(r[k]) if k != "path" else r[k]) for k in
+                    ("path", "requests", "bytes", "server_errors", "client_errors")} for r in paths],
+        status_mix={str(r["status"]): int(r["n"]) for r in statuses})
+
+
+def _pct(part: float, whole: float) -> str:
+    return f"{100 * part / whole:5.1f}%" if whole else "   - "
+
+
+def format_report(doc: dict[str, Any]) -> str:
+    """The human-readable summary of a run (``doc`` as written to summary.json)."""
+    lines_total = doc.get("lines") or 0
+    malformed = doc.get("malformed") or 0
+    t = doc.get("traffic")
+    out = ["", "=== access-log pipeline summary " + "=" * 46]
+    out.append(f"log lines read       {lines_total:>10,}   (acked {doc.get('acked') or 0:,}, "
+               f"failed and replayed {doc.get('failed') or 0:,})")
+    out.append(f"malformed lines      {malformed:>10,}   ({_pct(malformed, lines_total).strip()}, "
+               "counted and dropped)")
+    for sample in doc.get("malformed_samples") or []:
+        out.append(f"    e.g. {sample!r}")
+    if not t:
+        out.append("no traffic output was written")
+        return "\n".join(out)
+    requests = t["requests"]
+    check = ("OK" if requests + malformed == lines_total and requests == doc.get("batch_records")
+             else "MISMATCH")
+    out.append(f"requests in Parquet  {requests:>10,}   (records of acked batches "
+               f"{doc.get('batch_records') or 0:,})")
+    out.append(f"accounting check     requests + malformed == lines, each counted once: {check}")
+    out.append(f"bytes served         {t['bytes']:>10,}   ({t['bytes'] / 2**20:.1f} MiB)")
+    out.append(f"5xx / 4xx            {t['server_errors']:>10,} / {t['client_errors']:,}   "
+               f"({_pct(t['server_errors'], requests).strip()} / "
+               f"{_pct(t['client_errors'], requests).strip()})")
+    out.append(f"minutes / batches    {t['minutes']:>10,} / {t['batches']:,}   (busiest "
+               f"{t['busiest_minute']}: {t['busiest_minute_requests']:,} requests)")
+    out.append("")
+    out.append(f"  {'top paths':<22}{'requests':>10}{'share':>8}{'MiB':>9}{'5xx':>6}{'4xx':>6}")
+    for p in t["top_paths"]:
+        out.append(f"  {p['path']:<22}{p['requests']:>10,}{_pct(p['requests'], requests):>8}"
+                   f"{p['bytes'] / 2**20:>9.1f}{p['server_errors']:>6}{p['client_errors']:>6}")
+    out.append("")
+    mix = "  ".join(f"{s}: {n:,} ({_pct(n, requests).strip()})" for s, n in t["status_mix"].items())
+    out.append(f"  status mix  {mix}")
+    out.append(f"  processed in {doc.get('seconds', 0):.1f}s; Parquet under {doc.get('run_dir')}")
+    out.append("=" * 78)
+    return "\n".join(out)

@@ -1,0 +1,344 @@
+"""SparkBatchBolt: collect tuples into micro-batches and hand each one to Spark as a DataFrame.
+
+Contract (see ``SparkBatchBolt`` for the knobs):
+
+* Tuples of each input stream (component, stream) collect into their own batch; a batch closes on
+  ``batch_size`` tuples, on ``batch_seconds`` of age or, with ``idle_seconds``, after that long
+  without a new tuple — whichever comes first. Age and idleness are measured in tick time, so the
+  bolt needs ``topology.tick.tuple.freq.secs`` (the class default is 0.5 s; the time limits hold
+  to tick resolution). So an idle stream's partial batch is always flushed.
+* A closed batch gets the task's next ``batch_id`` (``seq * tasks + task_index``: unique in the
+  component, increasing per task, the same for the same sequence of batches), becomes a DataFrame
+  whose columns are the stream's declared fields (through Arrow), and runs
+  ``process_batch(df, batch_id)`` on the worker's background pool, never on the executor loop.
+* At most ``max_in_flight`` batches per task are in Spark at once (default 1). Batches that fill
+  up meanwhile wait in order for a slot; a batch that comes due by time while every slot is busy
+  stays open and keeps collecting (up to ``batch_size``) until a slot frees, so a slow Spark job
+  yields fuller batches rather than a queue of small ones. Memory is bounded by the spouts'
+  ``topology.max.spout.pending``, which holds spouts back while batches are outstanding: set it
+  (a few ``batch_size`` × tasks is a good start).
+* When ``process_batch`` returns, its result rows are emitted on ``result_stream`` anchored to
+  every tuple of the batch (unless ``anchor_results`` is False), then the batch's tuples are acked.
+  When it raises (or the DataFrame cannot be built), ``abort_batch`` runs, the tuples are failed —
+  reliable spouts replay them, in a later batch with a new id — and the error is reported.
+* While tuples wait (collecting, queued or in Spark) longer than half the message timeout, their
+  timeouts are reset on each tick (``keep_alive``), so slow Spark jobs do not cause replays.
+* ``cleanup`` waits (up to ``cleanup_wait_secs``) for running jobs, drops what never ran (it is
+  not acked: a reliable spout replays it after a restart) and releases the process's SparkSession.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping
+from functools import partial
+from time import perf_counter
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import msgpack
+
+from stormpy.connectors.spark.arrow import batch_dataframe, result_rows
+from stormpy.connectors.spark.batching import Batch, BatchCollector, BatchInfo, BatchSource
+from stormpy.connectors.spark.errors import require_spark
+from stormpy.connectors.spark.session import get_spark, release_spark, retain_spark
+from stormpy.topology import DEFAULT_STREAM, Bolt, TopologyContext, Tuple
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger("stormpy.connectors.spark")
+
+TICK_KEY = "topology.tick.tuple.freq.secs"
+
+
+class _Job:
+    """One batch handed to the background pool."""
+
+    __slots__ = ("batch", "started", "finished")
+
+    def __init__(self, batch: Batch) -> None:
+        self.batch = batch
+        self.started = False
+        self.finished = threading.Event()
+
+
+class SparkBatchBolt(Bolt):
+    """Base class of bolts that process micro-batches with Spark. Subclass it and implement
+    ``process_batch(df, batch_id)``.
+
+    Constructor arguments (plain data, as every component's): ``batch_size`` (tuples per batch),
+    ``batch_seconds`` (longest a batch stays open), ``idle_seconds`` (close a partial batch after
+    this long without new tuples; None: only ``batch_seconds``), ``max_in_flight`` (batches per
+    task in Spark at once), ``schema`` (optional Spark DDL string for the DataFrame, e.g.
+    ``"path string, bytes long"``; by default Arrow infers each column's type), ``keep_alive``.
+    A subclass with its own arguments passes these through to ``super().__init__``; one that
+    overrides ``prepare`` or ``cleanup`` calls the base method too; one that sets its own
+    ``component_config`` keeps ``topology.tick.tuple.freq.secs`` in it.
+
+    Batch ids start again from ``first_batch_seq()`` when a task restarts: a sink that keys its
+    output by ``batch_id`` should also key it by the run (``context.topology_id``, plus the
+    worker's start if restarts matter) or override ``first_batch_seq`` to resume numbering.
+
+    ``process_batch`` runs on a background thread: it may block on Spark, but must not call
+    ``emit``/``ack``/``fail`` — return the rows to emit instead. Declare ``outputs`` for them.
+    """
+
+    component_config: ClassVar[Mapping[str, Any]] = {TICK_KEY: 0.5}
+    #: Stream the rows returned by ``process_batch`` are emitted on.
+    result_stream: ClassVar[str] = DEFAULT_STREAM
+    #: Anchor result rows to every tuple of the batch (costs one anchor entry per tuple per row).
+    anchor_results: ClassVar[bool] = True
+    #: Report a failed batch's error (with traceback) through ``report_error``.
+    report_batch_errors: ClassVar[bool] = True
+    #: Start the SparkSession in the background as soon as the bolt is prepared.
+    warm_up: ClassVar[bool] = True
+    #: How long ``cleanup`` waits for running Spark jobs.
+    cleanup_wait_secs: ClassVar[float] = 8.0
+
+    @classmethod
+    def declare_config(cls, kwargs: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Tick often enough for the time limits: a quarter of ``batch_seconds`` (and half of
+        ``idle_seconds``), between 0.05 s and the class default."""
+        default = float(cls.component_config.get(TICK_KEY) or 0.5)
+        limits = [float(kwargs.get("batch_seconds", 2.0)) / 4]
+        if kwargs.get("idle_seconds") is not None:
+            limits.append(float(kwargs["idle_seconds"]) / 2)
+        return {**cls.component_config, TICK_KEY: max(0.05, min(default, *limits))}
+
+    def __init__(self, batch_size: int = 1000, batch_seconds: float = 2.0,
+                 idle_seconds: float | None = None, max_in_flight: int = 1,
+                 schema: str | None = None, keep_alive: bool = True) -> None:
+        if max_in_flight < 1:
+            raise ValueError(f"max_in_flight must be at least 1, got {max_in_flight}")
+        self.batch_size = int(batch_size)
+        self.batch_seconds = float(batch_seconds)
+        self.idle_seconds = None if idle_seconds is None else float(idle_seconds)
+        self.max_in_flight = int(max_in_flight)
+        self.schema = schema
+        self.keep_alive = bool(keep_alive)
+        BatchCollector(self.batch_size, self.batch_seconds, self.idle_seconds)  # validates
+
+    # -- user hooks ----------------------------------------------------------------------------
+    def process_batch(self, df: DataFrame, batch_id: int) -> Any:
+        """Process one batch: ``df`` has a column per field of the input stream and one row per
+        tuple. Return None, or rows (value lists, ``Row`` objects or a small DataFrame) to emit
+        on ``result_stream``. Raise to fail the batch's tuples. Runs off the executor loop."""
+        raise NotImplementedError(f"{type(self).__name__} must implement process_batch(df, batch_id)")
+
+    def process_stream_batch(self, df: DataFrame, batch_id: int, source: BatchSource) -> Any:
+        """Called for every batch; ``source`` names its input (component, stream). Override it
+        instead of ``process_batch`` when a bolt's inputs have different fields."""
+        return self.process_batch(df, batch_id)
+
+    def abort_batch(self, batch_id: int, error: BaseException) -> None:
+        """Called on the background thread when a batch fails, before its tuples are failed:
+        undo partial side effects here (e.g. delete output written under ``batch_id``)."""
+
+    def on_batch_done(self, info: BatchInfo) -> None:
+        """Called on the executor loop after a batch's tuples were acked or failed."""
+
+    def first_batch_seq(self) -> int:
+        """Sequence number of this task's first batch (0). Override to resume numbering after a
+        restart, e.g. from the highest ``batch_id`` a sink has committed."""
+        return 0
+
+    @property
+    def spark(self) -> SparkSession:
+        """The worker process's SparkSession (started on first use; blocks meanwhile)."""
+        return get_spark(self._conf)
+
+    # -- Bolt API ------------------------------------------------------------------------------
+    def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        """Check Spark can run (SparkUnavailableError otherwise) and that ticks are configured."""
+        require_spark()
+        tick = conf.get(TICK_KEY)
+        if not tick or float(tick) <= 0:
+            raise ValueError(f"{type(self).__name__} ({context.component_id}) closes batches on tick "
+                             f"tuples: set {TICK_KEY} (e.g. {{'{TICK_KEY}': 0.5}}) in its config")
+        self._tick = float(tick)
+        if self._tick > self.batch_seconds:
+            log.warning("%s: tick period %.3gs is longer than batch_seconds %.3gs; batches close "
+                        "late", context.component_id, self._tick, self.batch_seconds)
+        self._conf = conf
+        self._collector = BatchCollector(self.batch_size, self.batch_seconds, self.idle_seconds)
+        self._ready: deque[Batch] = deque()
+        self._in_flight: dict[int, _Job] = {}
+        result = context.spec.components[context.component_id].streams.get(self.result_stream)
+        self._result_arity = len(result.fields) if result is not None else None
+        self._tasks = len(context.component_tasks)
+        self._task_index = context.task_index
+        self._seq = self.first_batch_seq()
+        self._job_lock = threading.Lock()
+        self._closing = False
+        tracking = conf.get("topology.acker.executors") != 0 and conf.get(
+            "topology.enable.message.timeouts", True)
+        self._reset_after = (float(conf.get("topology.message.timeout.secs") or 30) / 2
+                             if tracking and self.keep_alive else None)
+        self.batches_ok = 0
+        self.batches_failed = 0
+        retain_spark()
+        self._warm_job: _Job | None = None
+        if self.warm_up:
+            job = _Job(Batch(BatchSource("", ""), (), 0.0))
+            self._warm_job = job
+            self.run_in_background(partial(self._warm, job), self._warmed)
+
+    def execute(self, tup: Tuple) -> None:
+        if tup.is_tick():
+            self._on_tick(tup)
+            return
+        batch = self._collector.add(tup)
+        if batch is not None:
+            self._close(batch)
+
+    def cleanup(self) -> None:
+        with self._job_lock:
+            self._closing = True
+            running = [j for j in self._in_flight.values() if j.started]
+            if self._warm_job is not None and self._warm_job.started:
+                running.append(self._warm_job)
+        deadline = time.monotonic() + self.cleanup_wait_secs
+        for job in running:
+            job.finished.wait(max(0.0, deadline - time.monotonic()))
+        dropped = sum(len(b) for b in self._collector.drain()) + sum(len(b) for b in self._ready)
+        if dropped:
+            log.info("%s: %d tuples in unprocessed batches at shutdown (not acked; reliable "
+                     "spouts replay them)", type(self).__name__, dropped)
+        release_spark()
+
+    # -- batching --------------------------------------------------------------------------------
+    def _on_tick(self, tup: Tuple) -> None:
+        values = tup.values
+        seconds = values[0] if values and isinstance(values[0], int | float) else self._tick
+        self._collector.advance(float(seconds))
+        self._close_due()
+        if self._reset_after is not None:
+            self._keep_alive(self._collector.now, self._reset_after)
+
+    def _keep_alive(self, now: float, after: float) -> None:
+        waiting = itertools.chain(self._collector.open.values(), self._ready,
+                                  (j.batch for j in self._in_flight.values()))
+        for batch in waiting:
+            if now - batch.touched_at >= after:
+                batch.touched_at = now
+                for t in batch.tuples:
+                    self.reset_timeout(t)
+
+    def _close_due(self) -> None:
+        """Close the batches due by time, but only into free in-flight slots: while Spark is
+        busy a due batch stays open and keeps collecting (fuller batches, not a queue)."""
+        free = self.max_in_flight - len(self._in_flight) - len(self._ready)
+        if free > 0 and not self._closing:
+            for batch in self._collector.take_due(free):
+                self._close(batch)
+
+    def _close(self, batch: Batch) -> None:
+        batch.batch_id = self._seq * self._tasks + self._task_index
+        self._seq += 1
+        self._ready.append(batch)
+        self._pump()
+
+    def _pump(self) -> None:
+        while self._ready and len(self._in_flight) < self.max_in_flight and not self._closing:
+            batch = self._ready.popleft()
+            job = _Job(batch)
+            self._in_flight[batch.batch_id] = job
+            batch.started_at = perf_counter()
+            self.run_in_background(partial(self._run, job), partial(self._done, job))
+
+    # -- background side -----------------------------------------------------------------------
+    def _warm(self, job: _Job) -> None:
+        with self._job_lock:
+            if self._closing:
+                return
+            job.started = True
+        try:
+            get_spark(self._conf)
+        finally:
+            job.finished.set()
+
+    def _warmed(self, result: Any, error: BaseException | None) -> None:
+        if error is not None:
+            self.report_error(error)
+
+    def _run(self, job: _Job) -> list[list[Any]]:
+        batch = job.batch
+        with self._job_lock:
+            if self._closing:
+                raise RuntimeError("the bolt was cleaned up before the batch ran")
+            job.started = True
+        try:
+            df = batch_dataframe(get_spark(self._conf), batch.fields, batch.rows, self.schema)
+            rows = result_rows(self.process_stream_batch(df, batch.batch_id, batch.source))
+            if rows:
+                self._check_results(rows)
+            return rows
+        except BaseException as exc:
+            try:
+                self.abort_batch(batch.batch_id, exc)
+            except Exception as abort_exc:  # noqa: BLE001 - the batch fails either way
+                exc.add_note(f"abort_batch({batch.batch_id}) also failed: {abort_exc!r}")
+            raise
+        finally:
+            job.finished.set()
+
+    def _check_results(self, rows: list[list[Any]]) -> None:
+        """Fail the batch here (so ``abort_batch`` runs) rather than at emit time when results
+        do not fit the declared result stream or are not plain, serialisable data."""
+        name = type(self).__name__
+        if self._result_arity is None:
+            raise TypeError(f"{name}.process_batch returned rows, but stream "
+                            f"{self.result_stream!r} is not declared in {name}.outputs")
+        for row in rows:
+            if len(row) != self._result_arity:
+                raise TypeError(f"{name}.process_batch returned a row of {len(row)} values for "
+                                f"stream {self.result_stream!r} with {self._result_arity} fields: "
+                                f"{row!r:.80}")
+        try:
+            msgpack.packb(rows)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise TypeError(f"{name}.process_batch returned values that are not plain data "
+                            f"(str, int, float, bool, None, bytes, lists, dicts): {exc}") from exc
+
+    # -- back on the executor loop ---------------------------------------------------------------
+    def _done(self, job: _Job, rows: list[list[Any]] | None, error: BaseException | None) -> None:
+        batch = job.batch
+        self._in_flight.pop(batch.batch_id, None)
+        if self._closing:
+            return
+        if error is None and rows:
+            anchors = batch.tuples if self.anchor_results else None
+            try:
+                for row in rows:
+                    self.emit(row, anchors=anchors, stream=self.result_stream)
+            except Exception as exc:  # noqa: BLE001 - e.g. unserialisable results: fail the batch
+                error = exc
+        if error is None:
+            for t in batch.tuples:
+                self.ack(t)
+            self.batches_ok += 1
+        else:
+            for t in batch.tuples:
+                self.fail(t)
+            self.batches_failed += 1
+            if self.report_batch_errors:
+                self.report_error(_describe(batch, error))
+        batch.finished_at = perf_counter()
+        try:
+            self.on_batch_done(BatchInfo.of(batch, len(rows or ()), error))
+        except Exception as exc:  # noqa: BLE001 - a hook must not stop the loop
+            self.report_error(exc)
+        self._pump()
+        self._close_due()
+
+
+def _describe(batch: Batch, error: BaseException) -> str:
+    import traceback
+
+    text = "".join(traceback.format_exception(error)).rstrip()
+    return (f"batch {batch.batch_id} ({len(batch)} tuples from {batch.source.component}/"
+            f"{batch.source.stream}) failed; its tuples were failed for replay:\n{text}")

@@ -1,0 +1,166 @@
+"""One SparkSession per worker process, created lazily and shared by every Spark bolt in it.
+
+Contract:
+
+* ``get_spark(conf)`` returns the process's session, creating it on first use (thread-safe; a
+  second caller waits for the first to finish starting the JVM). The first caller's config wins;
+  later callers get the same session whatever their config says.
+* Holders ``retain_spark()`` while they may use the session and ``release_spark()`` when done; the
+  release of the last holder stops the session. Whatever is still running is stopped at interpreter
+  exit. ``spark_session(conf)`` does both around a ``with`` block (tests pin one session for a
+  whole run this way, so topologies started and stopped meanwhile reuse it).
+* Settings come from the topology config: ``spark.master`` (default ``local[*]``),
+  ``spark.app.name`` (default the topology name), and every other ``spark.*`` key verbatim, over
+  small defaults suited to one host (no UI, few shuffle partitions, UTC session time zone).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import signal
+import threading
+import warnings
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from stormpy.connectors.spark.errors import require_spark
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger("stormpy.connectors.spark")
+
+#: Settings applied unless the topology config sets the key.
+DEFAULT_SETTINGS: dict[str, str] = {
+    "spark.master": "local[*]",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.log.level": "WARN",
+}
+
+_lock = threading.RLock()
+_session: SparkSession | None = None
+_holders = 0
+_atexit_registered = False
+
+
+def _as_setting(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def spark_settings(conf: Mapping[str, Any] | None) -> dict[str, str]:
+    """The Spark settings a topology config asks for (defaults, then every non-None ``spark.*``
+    key of ``conf``); ``spark.app.name`` defaults to ``topology.name``."""
+    conf = conf or {}
+    settings = dict(DEFAULT_SETTINGS)
+    for key, value in conf.items():
+        if key.startswith("spark.") and value is not None:
+            settings[key] = _as_setting(value)
+    settings.setdefault("spark.app.name", str(conf.get("topology.name") or "stormpy"))
+    return settings
+
+
+def _is_alive(session: SparkSession) -> bool:
+    sc = session.sparkContext
+    return getattr(sc, "_jsc", None) is not None
+
+
+def _create(settings: Mapping[str, str]) -> SparkSession:
+    from pyspark.sql import SparkSession
+
+    # pandas 3 is fine for the Arrow paths used here; keep PySpark's advisory out of user output.
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas",
+                            category=FutureWarning)
+    if settings.get("spark.master", "").startswith("local"):
+        # A local driver talks to itself: skip the hostname lookup (and its warning).
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT) if main else None
+    try:
+        session = builder.getOrCreate()
+    finally:
+        if main and previous is not None:
+            signal.signal(signal.SIGINT, previous)  # SparkContext replaces the SIGINT handler
+    level = settings.get("spark.log.level")
+    if level:
+        session.sparkContext.setLogLevel(level)
+    log.info("started SparkSession (master %s, app %s)", settings.get("spark.master"),
+             settings.get("spark.app.name"))
+    return session
+
+
+def get_spark(conf: Mapping[str, Any] | None = None) -> SparkSession:
+    """The process's SparkSession, started on first call from ``conf`` (see module contract).
+
+    Raises SparkUnavailableError when PySpark/PyArrow or Java is missing. Blocks while the JVM
+    starts (seconds): call it off the executor loop.
+    """
+    global _session, _atexit_registered
+    session = _session
+    if session is not None and _is_alive(session):
+        return session
+    with _lock:
+        if _session is None or not _is_alive(_session):
+            require_spark()
+            _session = _create(spark_settings(conf))
+            if not _atexit_registered:
+                atexit.register(stop_spark)
+                _atexit_registered = True
+        return _session
+
+
+def retain_spark() -> None:
+    """Declare one more holder of the process's session (does not start it)."""
+    global _holders
+    with _lock:
+        _holders += 1
+
+
+def release_spark() -> None:
+    """Drop one holder; the last release stops the session if it was started."""
+    global _holders
+    with _lock:
+        _holders = max(0, _holders - 1)
+        if _holders == 0:
+            stop_spark()
+
+
+def stop_spark() -> None:
+    """Stop the process's session now, if one is running (idempotent)."""
+    global _session
+    with _lock:
+        session, _session = _session, None
+        if session is not None:
+            try:
+                session.stop()
+            except Exception:  # noqa: BLE001 - stopping must not raise at shutdown
+                log.exception("could not stop the SparkSession cleanly")
+
+
+def spark_running() -> bool:
+    """True while the process's session is started."""
+    session = _session
+    return session is not None and _is_alive(session)
+
+
+@contextmanager
+def spark_session(conf: Mapping[str, Any] | None = None) -> Iterator[SparkSession]:
+    """Hold the process's session for the ``with`` block (started if needed, stopped after it
+    when nothing else holds it)."""
+    retain_spark()
+    try:
+        yield get_spark(conf)
+    finally:
+        release_spark()

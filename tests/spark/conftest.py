@@ -1,0 +1,56 @@
+"""Fixtures for the Spark connector tests.
+
+* ``spark`` (session): the process's SparkSession from ``stormpy.connectors.spark``, held for the
+  whole test run so every topology started meanwhile reuses it (one JVM for all tests). Skipped
+  when PySpark or Java is missing, unless ``CI=true``, where that is a failure.
+* ``registry_list`` (function): a list shared with components through the testing registry
+  (its key is ``registry_list.key``).
+
+``examples/`` is put on sys.path so the flagship's ``accesslogs`` package imports.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stormpy.connectors.spark import SparkUnavailableError, require_spark, spark_session
+from stormpy.testing import registry
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+if str(EXAMPLES) not in sys.path:
+    sys.path.insert(0, str(EXAMPLES))
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local SparkSession for the whole test session."""
+    try:
+        require_spark()
+    except SparkUnavailableError as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"Spark is required in CI: {exc}", pytrace=False)
+        pytest.skip(str(exc))
+    with spark_session({"spark.app.name": "stormpy-tests"}) as session:
+        yield session
+
+
+class SharedList(list[Any]):
+    """A list components can reach through ``registry.lookup(key)``."""
+
+    key: str
+
+
+@pytest.fixture
+def registry_list() -> Iterator[SharedList]:
+    shared = SharedList()
+    shared.key = registry.register(shared)
+    try:
+        yield shared
+    finally:
+        registry.unregister(shared.key)
