@@ -7,7 +7,20 @@ import logging
 import click
 
 from stormpy import __version__
+from stormpy.cli.client_cmds import (
+    activate,
+    deactivate,
+    jar,
+    kill,
+    list_topologies,
+    rebalance,
+    topology_info,
+    topology_info_alias,
+)
+from stormpy.cli.dev_cmds import dev_cluster, dev_zookeeper
 from stormpy.cli.local_cmd import local
+from stormpy.cli.nimbus_cmd import nimbus
+from stormpy.cli.supervisor_cmd import supervisor
 
 
 @click.group()
@@ -20,6 +33,18 @@ def cli(verbose: bool) -> None:
 
 
 cli.add_command(local)
+cli.add_command(nimbus)
+cli.add_command(jar)
+cli.add_command(list_topologies)
+cli.add_command(kill)
+cli.add_command(activate)
+cli.add_command(deactivate)
+cli.add_command(rebalance)
+cli.add_command(topology_info)
+cli.add_command(topology_info_alias)
+cli.add_command(dev_zookeeper)
+cli.add_command(dev_cluster)
+cli.add_command(supervisor)
 
 
 def main() -> None:

@@ -1,0 +1,16 @@
+# One image for every stormpy daemon of the docker-compose cluster (nimbus, supervisors).
+# The entry point is the `stormpy` command: `docker run stormpy:latest list --nimbus HOST:6627`.
+FROM python:3.11-slim
+
+WORKDIR /opt/stormpy
+COPY pyproject.toml README.md ./
+COPY src ./src
+RUN pip install --no-cache-dir . && mkdir -p /var/lib/stormpy
+COPY examples ./examples
+COPY docker/stormpy.yaml /etc/stormpy/stormpy.yaml
+
+ENV STORMPY_CONF=/etc/stormpy/stormpy.yaml \
+    PYTHONUNBUFFERED=1
+EXPOSE 6627 6700 6701 6702 6703
+ENTRYPOINT ["stormpy"]
+CMD ["--help"]

@@ -1,0 +1,100 @@
+"""``stormpy dev-zookeeper`` and ``stormpy dev-cluster``: a development cluster on this machine."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import click
+
+from stormpy.cli.output import console, err_console
+from stormpy.cluster.devzk import default_dev_data_dir, run_dev_zookeeper
+from stormpy.cluster.zkserver import ZooKeeperNotFound, ZooKeeperServer, ZooKeeperStartError
+from stormpy.config import ConfigError, load_config, parse_overrides
+from stormpy.testing.cluster import ProcessCluster
+
+
+def _conf(config_file: str | None, overrides: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
+    try:
+        extra = parse_overrides(overrides)
+        return load_config(config_file, extra), extra
+    except ConfigError as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        sys.exit(2)
+
+
+@click.command("dev-zookeeper")
+@click.option("--port", type=int, default=None, help="Client port (default: storm.zookeeper.port, 2181).")
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+              help="Data directory kept across runs (default: <storm.local.dir>/dev-zookeeper).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="stormpy.yaml to read.")
+@click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE", help="Config override.")
+def dev_zookeeper(port: int | None, data_dir: str | None, config_file: str | None,
+                  overrides: tuple[str, ...]) -> None:
+    """Run a real Apache ZooKeeper on 127.0.0.1 for development (Ctrl-C stops it)."""
+    conf, _ = _conf(config_file, overrides)
+    try:
+        code = run_dev_zookeeper(port or int(conf["storm.zookeeper.port"]),
+                                 data_dir or default_dev_data_dir(conf), echo=click.echo)
+    except (ZooKeeperNotFound, ZooKeeperStartError) as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        sys.exit(1)
+    sys.exit(code)
+
+
+@click.command("dev-cluster")
+@click.option("-s", "--supervisors", type=click.IntRange(1, 16), default=2, show_default=True,
+              help="Number of supervisors.")
+@click.option("--slots", type=click.IntRange(1, 16), default=4, show_default=True,
+              help="Worker slots (ports) per supervisor; supervisor i uses the next block of ports.")
+@click.option("--base-dir", type=click.Path(file_okay=False), default=None,
+              help="Where daemons keep state and logs (default: <storm.local.dir>/dev-cluster).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="stormpy.yaml to read.")
+@click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Config override passed to every daemon (repeatable).")
+def dev_cluster(supervisors: int, slots: int, base_dir: str | None, config_file: str | None,
+                overrides: tuple[str, ...]) -> None:
+    """Run ZooKeeper + Nimbus + N supervisors on this machine (the docker-compose layout).
+
+    Ctrl-C or SIGTERM stops every process it started, workers included."""
+    conf, extra = _conf(config_file, overrides)
+    base = Path(base_dir or Path(conf["storm.local.dir"]) / "dev-cluster").resolve()
+    first_port = int(list(conf["supervisor.slots.ports"])[0])
+    slot_ports = [[first_port + i * slots + j for j in range(slots)] for i in range(supervisors)]
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    zookeeper = ZooKeeperServer(int(conf["storm.zookeeper.port"]), data_dir=base / "zookeeper")
+    cluster: ProcessCluster | None = None
+    try:
+        zookeeper.start()
+        console.print(f"ZooKeeper serving on {zookeeper.connect_string} (data {zookeeper.data_dir})")
+        cluster = ProcessCluster(zookeeper.connect_string, supervisors=supervisors, base_dir=base,
+                                 zk_root=str(conf["storm.zookeeper.root"]), conf=extra,
+                                 nimbus_port=int(conf["nimbus.thrift.port"]), slot_ports=slot_ports)
+        cluster.start(timeout_secs=90)
+        console.print(f"Nimbus serving on {cluster.nimbus_address} (logs {cluster.nimbus.workdir / 'logs'})")
+        for i, ports in enumerate(slot_ports):
+            console.print(f"supervisor-{i}: slots {ports[0]}-{ports[-1]} (logs "
+                          f"{cluster.supervisors[i].workdir / 'logs'})")
+        console.print("submit with: stormpy jar examples wordcount:topology --nimbus "
+                      f"{cluster.nimbus_address}\nCtrl-C stops the cluster")
+        reported: set[str] = set()
+        while not stop.wait(1.0):
+            for daemon in [cluster.nimbus, *cluster.supervisors]:
+                if not daemon.running and daemon.name not in reported:
+                    reported.add(daemon.name)
+                    code = daemon.proc.returncode if daemon.proc else "?"
+                    err_console.print(f"[red]{daemon.name} exited[/red] (code {code}); see {daemon.out_path}")
+    except (ZooKeeperNotFound, ZooKeeperStartError, TimeoutError, RuntimeError) as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        sys.exit(1)
+    finally:
+        console.print("stopping the dev cluster")
+        if cluster is not None:
+            cluster.stop()
+        zookeeper.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

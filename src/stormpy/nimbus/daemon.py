@@ -1,0 +1,221 @@
+"""The Nimbus daemon: ``Nimbus(conf)`` with ``start`` / ``stop`` / ``run_forever``.
+
+``start`` creates the local directories, connects to ZooKeeper (``storm.zookeeper.*``), removes
+leftover uploads, resumes managing the topologies found in ZooKeeper and the bundle store, serves
+the RPC methods on ``nimbus.host:nimbus.thrift.port`` (port 0 picks a free one: read
+:attr:`Nimbus.port`), registers an ephemeral ``nimbuses/<nimbus-id>`` node and starts the monitor.
+``stop`` undoes all of it and is idempotent; :func:`run_nimbus` is what ``stormpy nimbus`` runs:
+file logging to ``<log dir>/nimbus.log``, SIGTERM/SIGINT → clean stop, exit code.
+
+Only one Nimbus per cluster is supported (no leader election yet): a second one would manage the
+same topologies concurrently.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from stormpy import __version__
+from stormpy.cluster import ClusterState
+from stormpy.cluster.records import encode_value
+from stormpy.config import DEFAULTS
+from stormpy.nimbus.downloads import DownloadManager
+from stormpy.nimbus.handler import NimbusHandler
+from stormpy.nimbus.localdirs import NimbusDirs, log_dir
+from stormpy.nimbus.monitor import Monitor
+from stormpy.nimbus.store import BundleStore
+from stormpy.nimbus.topologies import TopologyManager
+from stormpy.nimbus.uploads import UploadManager
+from stormpy.rpc import RpcServer
+
+__all__ = ["Nimbus", "bind_address", "configure_daemon_logging", "run_nimbus"]
+
+log = logging.getLogger(__name__)
+
+
+def bind_address(host: str) -> str:
+    """An address ZeroMQ can bind: IPs and ``*`` as they are, host names resolved (``nimbus`` in
+    docker-compose resolves to the container's own address)."""
+    if host in ("*", ""):
+        return "*" if host == "*" else "0.0.0.0"
+    try:
+        ipaddress.ip_address(host)
+        return host
+    except ValueError:
+        return socket.gethostbyname(host)
+
+
+class Nimbus:
+    """One Nimbus daemon (see the module docstring)."""
+
+    def __init__(self, conf: Mapping[str, Any], *, clock: Callable[[], float] = time.time) -> None:
+        self.conf = {**DEFAULTS, **conf}
+        self.clock = clock
+        self.dirs = NimbusDirs.from_config(self.conf)
+        self.host = str(self.conf["nimbus.host"])
+        self.state: ClusterState | None = None
+        self.manager: TopologyManager | None = None
+        self.monitor: Monitor | None = None
+        self.uploads: UploadManager | None = None
+        self.downloads: DownloadManager | None = None
+        self.server: RpcServer | None = None
+        self.nimbus_id = ""
+        self.started_at = 0.0
+        self._stopped = threading.Event()
+        self._lock = threading.Lock()
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def start(self) -> Nimbus:
+        """Start serving; raises (after cleaning up) when ZooKeeper or the port is unavailable."""
+        try:
+            self._start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self) -> None:
+        conf = self.conf
+        self.dirs.ensure()
+        self.nimbus_id = self._load_nimbus_id()
+        self.started_at = self.clock()
+        self.state = ClusterState.from_config(conf)
+        self.state.ensure_layout()
+        expiration = float(conf["nimbus.file.copy.expiration.secs"])
+        chunk = int(conf["nimbus.upload.chunk.size.bytes"])
+        self.uploads = UploadManager(self.dirs, max_bundle_bytes=int(conf["nimbus.max.bundle.size.bytes"]),
+                                     expiration_secs=expiration, chunk_size=chunk, clock=self.clock)
+        self.uploads.clear_leftovers()
+        self.downloads = DownloadManager(chunk_size=chunk, expiration_secs=expiration, clock=self.clock)
+        self.manager = TopologyManager(self.state, BundleStore(self.dirs), conf, clock=self.clock)
+        resumed = self.manager.resume()
+        if resumed:
+            log.info("resuming %d topologies: %s", len(resumed), ", ".join(resumed))
+        self.monitor = Monitor(self.manager, conf, uploads=self.uploads, downloads=self.downloads,
+                               clock=self.clock)
+        handler = NimbusHandler(self.manager, self.uploads, self.downloads, nimbus_info=self.info,
+                                on_change=self.monitor.wake)
+        max_bytes = max(64 * 1024 * 1024, 4 * chunk)
+        self.server = RpcServer(bind_address(self.host), int(conf["nimbus.thrift.port"]), handler,
+                                max_workers=4, max_message_bytes=max_bytes, name="nimbus").start()
+        self.state.storage.create_ephemeral(self.state.paths.nimbus(self.nimbus_id),
+                                            encode_value(self.info()))
+        self.monitor.start()
+        log.info("Nimbus %s (stormpy %s) serving on %s:%d, local dir %s", self.nimbus_id, __version__,
+                 self.host, self.port, self.dirs.local_dir)
+
+    def stop(self) -> None:
+        """Stop the monitor, the RPC server and the ZooKeeper session; idempotent."""
+        with self._lock:
+            if self.monitor is not None:
+                self.monitor.stop()
+            if self.server is not None:
+                self.server.close()
+            if self.uploads is not None:
+                self.uploads.close()
+            if self.state is not None:
+                self.state.close()
+            self.monitor = self.server = self.uploads = self.state = None
+            if not self._stopped.is_set():
+                log.info("Nimbus %s stopped", self.nimbus_id)
+            self._stopped.set()
+
+    def request_stop(self) -> None:
+        """Make :meth:`run_forever` return (safe from signal handlers)."""
+        self._stopped.set()
+
+    def run_forever(self) -> None:
+        """Block until :meth:`request_stop` or :meth:`stop`, then stop."""
+        while not self._stopped.wait(0.5):
+            pass
+        self.stop()
+
+    def __enter__(self) -> Nimbus:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- properties ------------------------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        """The bound RPC port (after :meth:`start`)."""
+        if self.server is None:
+            raise RuntimeError("Nimbus is not running")
+        return self.server.port
+
+    @property
+    def address(self) -> str:
+        """``host:port`` clients use."""
+        return f"{self.host}:{self.port}"
+
+    def info(self) -> dict[str, Any]:
+        """This Nimbus's summary (the ``nimbus`` part of ``get_cluster_info``)."""
+        port = self.server.port if self.server is not None else int(self.conf["nimbus.thrift.port"])
+        return {"id": self.nimbus_id, "host": self.host, "port": port, "version": __version__,
+                "start_time": self.started_at, "uptime_secs": round(self.clock() - self.started_at, 1)}
+
+    def _load_nimbus_id(self) -> str:
+        path = self.dirs.id_file
+        try:
+            value = path.read_text().strip()
+            if value:
+                return value
+        except FileNotFoundError:
+            pass
+        value = f"nimbus-{uuid.uuid4().hex[:12]}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(value + "\n")
+        return value
+
+
+def configure_daemon_logging(path: os.PathLike[str] | str, level: int = logging.INFO) -> logging.Handler:
+    """Send the root logger's records to the file ``path`` (created with its directory)."""
+    os.makedirs(os.path.dirname(os.fspath(path)) or ".", exist_ok=True)
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter(
+        "%(asctime)s %(levelname)s [%(threadName)s] %(name)s: %(message)s"))
+    root = logging.getLogger()
+    previous = root.level or logging.WARNING
+    for existing in root.handlers:
+        if existing.level == logging.NOTSET:
+            existing.setLevel(previous)  # stderr keeps what it showed before (``stormpy -v``)
+    root.addHandler(handler)
+    root.setLevel(min(previous, level))
+    logging.getLogger("kazoo").setLevel(logging.WARNING)
+    return handler
+
+
+def run_nimbus(conf: Mapping[str, Any], *, echo: Callable[[str], Any] = print) -> int:
+    """Run Nimbus in the foreground until SIGTERM/SIGINT; return the exit code (0 on a clean stop)."""
+    merged = {**DEFAULTS, **conf}
+    log_path = log_dir(merged) / "nimbus.log"
+    configure_daemon_logging(log_path)
+    nimbus = Nimbus(merged)
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, lambda *_: nimbus.request_stop())
+    try:
+        try:
+            nimbus.start()
+        except Exception as exc:
+            log.exception("Nimbus failed to start")
+            echo(f"error: Nimbus failed to start: {exc} (log: {log_path})")
+            return 1
+        echo(f"Nimbus serving on {nimbus.address} (log: {log_path}); SIGTERM or Ctrl-C stops it")
+        nimbus.run_forever()
+        return 0
+    finally:
+        nimbus.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,156 @@
+"""The Nimbus RPC methods (docs/cluster-contract.md), with argument validation.
+
+Each method checks its arguments and answers with a typed error from :mod:`stormpy.rpc.errors`
+(``InvalidRequestError`` for malformed arguments, ``InvalidTopologyError`` for specs, configs and
+names that are refused, ``UploadError`` for uploads, ``NotFoundError`` for unknown names, keys and
+components, ``AlreadyExistsError`` for a name in use). The server keeps serving after any of them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from stormpy.nimbus.downloads import DownloadManager
+from stormpy.nimbus.info import cluster_summary, topology_info
+from stormpy.nimbus.store import StoreError
+from stormpy.nimbus.topologies import TopologyManager, validate_topology_conf, validate_topology_name
+from stormpy.nimbus.uploads import UploadManager
+from stormpy.rpc import rpc_method
+from stormpy.rpc.errors import InvalidRequestError, InvalidTopologyError
+from stormpy.topology.errors import InvalidTopologyError as SpecError
+from stormpy.topology.spec import TopologySpec
+
+__all__ = ["NimbusHandler"]
+
+
+def _wait(value: Any, what: str) -> float | None:
+    if value is None:
+        return None
+    if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+        raise InvalidRequestError(f"{what}: wait_secs must be a non-negative number, got {value!r}")
+    return float(value)
+
+
+class NimbusHandler:
+    """RPC surface of one Nimbus; ``on_change`` is called after a state change (wakes the monitor)."""
+
+    def __init__(self, manager: TopologyManager, uploads: UploadManager, downloads: DownloadManager, *,
+                 nimbus_info: Callable[[], Mapping[str, Any]],
+                 on_change: Callable[[], None] | None = None) -> None:
+        self.manager = manager
+        self.uploads = uploads
+        self.downloads = downloads
+        self._nimbus_info = nimbus_info
+        self._on_change = on_change or (lambda: None)
+
+    # -- uploads ---------------------------------------------------------------------------------
+    @rpc_method
+    def begin_upload(self, size: Any) -> dict[str, Any]:
+        return self.uploads.begin(size)
+
+    @rpc_method
+    def upload_chunk(self, upload_id: Any, data: Any, offset: Any) -> dict[str, Any]:
+        return self.uploads.chunk(upload_id, data, offset)
+
+    @rpc_method
+    def finish_upload(self, upload_id: Any, sha256: Any) -> dict[str, Any]:
+        return {"bundle_key": self.uploads.finish(upload_id, sha256)}
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    @rpc_method
+    def submit_topology(self, name: Any, bundle_key: Any, spec: Any, conf: Any = None,
+                        initial_status: Any = "active") -> dict[str, Any]:
+        name = validate_topology_name(name)
+        if initial_status not in ("active", "inactive"):
+            raise InvalidRequestError("initial_status must be 'active' or 'inactive', "
+                                      f"got {initial_status!r}")
+        try:
+            topology = TopologySpec.from_doc(spec)
+        except SpecError as exc:
+            raise InvalidTopologyError(f"topology {name!r} refused: {exc}") from None
+        topo_conf = validate_topology_conf(conf)
+        staged = self.uploads.take(bundle_key)
+        try:
+            topology_id = self.manager.submit(name, staged, topology, topo_conf, initial_status)
+        except BaseException:
+            if staged.path.exists():
+                self.uploads.restage(staged)
+            raise
+        self._on_change()
+        return {"topology_id": topology_id}
+
+    @rpc_method
+    def kill_topology(self, name: Any, wait_secs: Any = None) -> dict[str, Any]:
+        self.manager.kill(name, _wait(wait_secs, "kill_topology"))
+        self._on_change()
+        return {}
+
+    @rpc_method
+    def activate(self, name: Any) -> dict[str, Any]:
+        self.manager.set_active(name, True)
+        return {}
+
+    @rpc_method
+    def deactivate(self, name: Any) -> dict[str, Any]:
+        self.manager.set_active(name, False)
+        return {}
+
+    @rpc_method
+    def rebalance(self, name: Any, wait_secs: Any = None, num_workers: Any = None,
+                  executors: Any = None) -> dict[str, Any]:
+        wait = _wait(wait_secs, "rebalance")
+        if num_workers is not None and (not isinstance(num_workers, int) or isinstance(num_workers, bool)
+                                        or num_workers < 1):
+            raise InvalidRequestError(f"rebalance: num_workers must be an integer >= 1, got {num_workers!r}")
+        if executors is not None and (not isinstance(executors, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and v >= 1
+                for k, v in executors.items())):
+            raise InvalidRequestError("rebalance: executors must map component names to integers >= 1, "
+                                      f"got {executors!r}")
+        self.manager.rebalance(name, wait, num_workers, dict(executors) if executors else None)
+        self._on_change()
+        return {}
+
+    # -- information -----------------------------------------------------------------------------
+    @rpc_method
+    def get_cluster_info(self) -> dict[str, Any]:
+        state = self.manager.state
+        return cluster_summary(self._nimbus_info(), state.supervisors(), state.storm_bases(),
+                               state.assignments(), time.time())
+
+    @rpc_method
+    def get_topology_info(self, name: Any) -> dict[str, Any]:
+        state = self.manager.state
+        base = self.manager.base_by_name(name)
+        tid = base.topology_id
+        try:
+            layout = self.manager.layout(base)
+        except (StoreError, SpecError, ValueError):
+            layout = None
+        return topology_info(base, state.assignment(tid), layout, state.worker_heartbeats(tid),
+                             state.all_errors(tid), time.time())
+
+    @rpc_method
+    def get_topology_files(self, topology_id: Any) -> dict[str, Any]:
+        stored = self.manager.stored(self._topology_id(topology_id))
+        return {"spec": stored.spec, "conf": stored.conf, "bundle_key": stored.topology_id,
+                "bundle_sha256": stored.bundle_sha256, "bundle_size": stored.bundle_size}
+
+    # -- downloads -------------------------------------------------------------------------------
+    @rpc_method
+    def begin_download(self, bundle_key: Any) -> dict[str, Any]:
+        stored = self.manager.stored(self._topology_id(bundle_key))
+        return self.downloads.begin(stored.bundle_path, stored.bundle_size, stored.bundle_sha256)
+
+    @rpc_method
+    def download_chunk(self, download_id: Any, offset: Any) -> dict[str, Any]:
+        return self.downloads.chunk(download_id, offset)
+
+    # -- helpers ---------------------------------------------------------------------------------
+    @staticmethod
+    def _topology_id(value: Any) -> str:
+        if not isinstance(value, str) or not value:
+            raise InvalidRequestError(f"topology id must be a non-empty string, got {value!r}")
+        return value

@@ -1,0 +1,122 @@
+"""Cluster summary and topology info documents (what ``stormpy list`` / ``info`` print).
+
+Per-component statistics are summed over the heartbeats of the topology's *assigned* workers.
+Counters are added up; ``latency_sum``/``latency_count`` pairs (when workers send them) give
+``complete_latency_ms``; otherwise a worker's ``complete_latency_ms`` is averaged weighted by its
+``acked`` count. System components (``__acker`` ...) are reported under ``system_components``.
+Every value is msgpack-ready.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from stormpy.cluster import Assignment, ErrorInfo, StormBase, SupervisorInfo, WorkerHeartbeat
+from stormpy.topology.layout import TaskLayout
+
+__all__ = ["aggregate_stats", "cluster_summary", "supervisor_summary", "topology_info", "topology_summary"]
+
+_LATENCY = "complete_latency_ms"
+_COUNTERS = ("emitted", "transferred", "executed", "acked", "failed")
+
+
+def aggregate_stats(beats: Iterable[WorkerHeartbeat]) -> dict[str, dict[str, Any]]:
+    """component → summed counters (see the module docstring)."""
+    sums: dict[str, dict[str, float]] = {}
+    weighted: dict[str, list[float]] = {}
+    for beat in beats:
+        for component, counters in beat.stats.items():
+            total = sums.setdefault(component, {c: 0 for c in _COUNTERS})
+            for key, value in counters.items():
+                if key == _LATENCY:
+                    weight = float(counters.get("acked", 0) or 0)
+                    acc = weighted.setdefault(component, [0.0, 0.0])
+                    acc[0] += float(value) * weight
+                    acc[1] += weight
+                elif isinstance(value, int | float) and not isinstance(value, bool):
+                    total[key] = total.get(key, 0) + value
+    out: dict[str, dict[str, Any]] = {}
+    for component, total in sums.items():
+        doc: dict[str, Any] = dict(total)
+        count = doc.pop("latency_count", 0)
+        lat_sum = doc.pop("latency_sum", 0.0)
+        if count:
+            doc[_LATENCY] = round(1000.0 * lat_sum / count, 3)
+        elif weighted.get(component, [0, 0])[1]:
+            acc = weighted[component]
+            doc[_LATENCY] = round(acc[0] / acc[1], 3)
+        else:
+            doc[_LATENCY] = None
+        for key in ("tasks",):
+            if key in doc:
+                doc[key] = int(doc[key])
+        out[component] = doc
+    return out
+
+
+def supervisor_summary(info: SupervisorInfo, used_slots: int, now: float) -> dict[str, Any]:
+    return {"id": info.supervisor_id, "host": info.host, "ports": list(info.ports),
+            "slots_total": len(info.ports), "slots_used": used_slots,
+            "uptime_secs": round(max(0.0, now - info.start_time), 1), "version": info.version}
+
+
+def topology_summary(base: StormBase, assignment: Assignment | None, now: float) -> dict[str, Any]:
+    workers = assignment.workers() if assignment is not None else {}
+    return {"id": base.topology_id, "name": base.name, "status": base.status,
+            "num_workers": len(workers), "requested_workers": base.num_workers,
+            "num_executors": len(assignment.executors) if assignment is not None else 0,
+            "uptime_secs": round(max(0.0, now - base.launch_time), 1), "owner": base.owner}
+
+
+def cluster_summary(nimbus: Mapping[str, Any], supervisors: Mapping[str, SupervisorInfo],
+                    bases: Mapping[str, StormBase], assignments: Mapping[str, Assignment],
+                    now: float) -> dict[str, Any]:
+    """The ``get_cluster_info`` document."""
+    used: dict[str, set[int]] = {}
+    for assignment in assignments.values():
+        for node, port in assignment.executors.values():
+            used.setdefault(node, set()).add(port)
+    return {
+        "nimbus": dict(nimbus),
+        "supervisors": [supervisor_summary(info, len(used.get(sid, ())), now)
+                        for sid, info in sorted(supervisors.items())],
+        "topologies": [topology_summary(base, assignments.get(tid), now)
+                       for tid, base in sorted(bases.items(), key=lambda kv: kv[1].name)],
+    }
+
+
+def topology_info(base: StormBase, assignment: Assignment | None, layout: TaskLayout | None,
+                  beats: Mapping[tuple[str, int], WorkerHeartbeat], errors: Mapping[str, list[ErrorInfo]],
+                  now: float) -> dict[str, Any]:
+    """The ``get_topology_info`` document."""
+    doc = topology_summary(base, assignment, now)
+    workers = []
+    assigned_beats = []
+    for (node, port), executors in (assignment.workers() if assignment is not None else {}).items():
+        beat = beats.get((node, port))
+        if beat is not None:
+            assigned_beats.append(beat)
+        workers.append({"node": node, "host": assignment.node_host.get(node, "") if assignment else "",
+                        "port": port, "executors": [list(e) for e in executors],
+                        "uptime_secs": round(beat.uptime, 1) if beat is not None else None,
+                        "heartbeat_age_secs": round(max(0.0, now - beat.time), 1) if beat is not None
+                        else None})
+    stats = aggregate_stats(assigned_beats)
+    components: dict[str, Any] = {}
+    if layout is not None:
+        for component, tasks in layout.component_tasks.items():
+            n_exec = sum(1 for e in layout.executors if e.component == component)
+            components[component] = {"tasks": len(tasks), "executors": n_exec}
+    user = {c: s for c, s in stats.items() if not c.startswith("__")}
+    system = {c: s for c, s in stats.items() if c.startswith("__")}
+    doc.update({
+        "workers": workers,
+        "components": components,
+        "stats": user,
+        "system_components": system,
+        "errors": {component: [{"time": e.time, "task": e.task, "host": e.host, "port": e.port,
+                                "message": e.message} for e in errs[-5:]]
+                   for component, errs in sorted(errors.items())},
+    })
+    return doc

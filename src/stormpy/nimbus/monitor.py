@@ -1,0 +1,262 @@
+"""The Nimbus monitor: heartbeat timeouts → reassignment, delayed actions, cleanup.
+
+Every ``nimbus.monitor.freq.secs`` :meth:`Monitor.tick` does, in this order:
+
+1. fires due kill/rebalance waits (:class:`~stormpy.nimbus.timers.ActionTimers`);
+2. for each topology that is ``active`` or ``inactive``: finds its dead executors and reschedules
+   them (alive ones stay put). An executor is **alive** when its supervisor is live and offers the
+   port (a vanished supervisor counts as live for ``nimbus.supervisor.timeout.secs`` after Nimbus
+   first misses it, to ride out ZooKeeper session blips), and either it was (re)assigned less than
+   ``nimbus.task.launch.secs`` ago or its worker's heartbeat lists it and last *changed* less than
+   ``nimbus.task.timeout.secs`` ago. Changes are timed with Nimbus's own clock (like Storm's
+   heartbeat cache), so worker clock skew does not matter; a heartbeat first seen after a Nimbus
+   restart counts as fresh. Topologies without an assignment, or with unassigned executors, are
+   scheduled as soon as slots are free;
+3. removes ZooKeeper state (assignments, heartbeats, errors) of topologies without a StormBase,
+   e.g. heartbeats a dying worker wrote after its topology was killed;
+4. expires abandoned uploads and download sessions.
+
+``now`` comes from the clock given to the monitor, so tests drive it with simulated time. Failures
+of one topology are logged and do not stop the others; a tick never raises except for programming
+errors in tests (``raise_errors=True``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from stormpy.cluster import Assignment, ClusterStateError, SupervisorInfo, WorkerHeartbeat
+from stormpy.config import DEFAULTS
+from stormpy.nimbus.downloads import DownloadManager
+from stormpy.nimbus.scheduler import ExecutorKey, Slot
+from stormpy.nimbus.store import StoreError
+from stormpy.nimbus.timers import KILL, REBALANCE
+from stormpy.nimbus.topologies import TopologyManager
+from stormpy.nimbus.uploads import UploadManager
+
+__all__ = ["HeartbeatCache", "Liveness", "Monitor", "executor_liveness"]
+
+log = logging.getLogger(__name__)
+
+
+class HeartbeatCache:
+    """When (on Nimbus's clock) each worker's heartbeat last changed."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[str, Slot], tuple[float, float]] = {}
+
+    def observe(self, topology_id: str, slot: Slot, beat_time: float, now: float) -> float:
+        """Record the heartbeat's ``time`` field; return when it last changed (Nimbus time)."""
+        key = (topology_id, slot)
+        previous = self._seen.get(key)
+        if previous is None or previous[0] != beat_time:
+            self._seen[key] = (beat_time, now)
+            return now
+        return previous[1]
+
+    def forget(self, topology_id: str, keep: set[Slot] | None = None) -> None:
+        """Drop the topology's entries (except slots in ``keep``)."""
+        for key in [k for k in self._seen if k[0] == topology_id and (keep is None or k[1] not in keep)]:
+            del self._seen[key]
+
+    def topologies(self) -> set[str]:
+        return {k[0] for k in self._seen}
+
+
+class Liveness:
+    """The outcome of one liveness check: alive executors and slots of dead workers."""
+
+    def __init__(self, alive: dict[ExecutorKey, Slot], dead_slots: set[Slot]) -> None:
+        self.alive = alive
+        self.dead_slots = dead_slots
+
+
+def executor_liveness(assignment: Assignment, heartbeats: Mapping[Slot, WorkerHeartbeat],
+                      supervisors: Mapping[str, SupervisorInfo], *, now: float,
+                      changed_at: Mapping[Slot, float], missing_since: Mapping[str, float],
+                      task_timeout: float, launch_secs: float, supervisor_timeout: float) -> Liveness:
+    """Which executors of ``assignment`` are alive (rules in the module docstring).
+
+    ``changed_at``: slot → Nimbus time its heartbeat last changed; ``missing_since``: node → Nimbus
+    time it was first missed (only for nodes that are not live).
+    """
+    alive: dict[ExecutorKey, Slot] = {}
+    dead: set[Slot] = set()
+    for executor, slot in assignment.executors.items():
+        node, port = slot
+        info = supervisors.get(node)
+        if info is None:
+            since = missing_since.get(node, now)
+            if now - since >= supervisor_timeout:
+                dead.add(slot)
+                continue
+        elif port not in info.ports:
+            dead.add(slot)
+            continue
+        started = assignment.executor_start_times.get(executor, 0.0)
+        if now - started < launch_secs:
+            alive[executor] = slot
+            continue
+        beat = heartbeats.get(slot)
+        fresh = (beat is not None and (not beat.executors or executor in beat.executors)
+                 and now - changed_at.get(slot, float("-inf")) < task_timeout)
+        if fresh:
+            alive[executor] = slot
+        else:
+            dead.add(slot)
+    return Liveness(alive, dead)
+
+
+class Monitor:
+    """Periodic checks over a :class:`TopologyManager` (see the module docstring)."""
+
+    def __init__(self, manager: TopologyManager, conf: Mapping[str, Any], *,
+                 uploads: UploadManager | None = None, downloads: DownloadManager | None = None,
+                 clock: Callable[[], float] | None = None) -> None:
+        self.manager = manager
+        self.uploads = uploads
+        self.downloads = downloads
+        self.clock = clock or manager.clock
+
+        def num(key: str) -> float:
+            return float(conf.get(key, DEFAULTS[key]))
+
+        self.freq_secs = num("nimbus.monitor.freq.secs")
+        self.task_timeout = num("nimbus.task.timeout.secs")
+        self.launch_secs = num("nimbus.task.launch.secs")
+        self.supervisor_timeout = num("nimbus.supervisor.timeout.secs")
+        self.heartbeats = HeartbeatCache()
+        self._missing_since: dict[str, float] = {}
+        self._known_supervisors: set[str] = set()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- one round -------------------------------------------------------------------------------
+    def tick(self, now: float | None = None, *, raise_errors: bool = False) -> None:
+        """Run one monitoring round at ``now`` (default: the clock)."""
+        now = self.clock() if now is None else now
+        with self.manager.lock:
+            for action in self.manager.timers.due(now):
+                self._guard(raise_errors, f"{action.kind} of {action.topology_id}", self._fire, action.kind,
+                            action.topology_id)
+            self._guard(raise_errors, "reassignment", self._check_topologies, now, raise_errors)
+            self._guard(raise_errors, "cleanup", self._cleanup_orphans)
+        if self.uploads is not None:
+            self.uploads.expire(now)
+        if self.downloads is not None:
+            self.downloads.expire(now)
+
+    def _fire(self, kind: str, topology_id: str) -> None:
+        if kind == KILL:
+            self.manager.finish_kill(topology_id)
+            self.heartbeats.forget(topology_id)
+        elif kind == REBALANCE:
+            self.manager.finish_rebalance(topology_id)
+
+    def _guard(self, raise_errors: bool, what: str, fn: Callable[..., Any], *args: Any) -> None:
+        try:
+            fn(*args)
+        except (ClusterStateError, StoreError) as exc:
+            if raise_errors:
+                raise
+            log.warning("monitor: %s failed: %s", what, exc)
+        except Exception:
+            if raise_errors:
+                raise
+            log.exception("monitor: %s failed", what)
+
+    def _check_topologies(self, now: float, raise_errors: bool) -> None:
+        state = self.manager.state
+        supervisors = state.supervisors()
+        for node in supervisors:
+            self._missing_since.pop(node, None)
+        for node in self._known_supervisors - set(supervisors):
+            self._missing_since.setdefault(node, now)
+        self._known_supervisors |= set(supervisors)
+        assignments = state.assignments()
+        for node in {n for a in assignments.values() for n, _ in a.executors.values()} - set(supervisors):
+            self._missing_since.setdefault(node, now)
+        for topology_id, base in sorted(state.storm_bases().items()):
+            if base.status not in ("active", "inactive"):
+                continue
+            self._guard(raise_errors, f"scheduling {topology_id}", self._check_topology, topology_id,
+                        assignments.get(topology_id), supervisors, now)
+
+    def _check_topology(self, topology_id: str, assignment: Assignment | None,
+                        supervisors: Mapping[str, SupervisorInfo], now: float) -> None:
+        base = self.manager.state.storm_base(topology_id)
+        if base is None:
+            return
+        expected = {e.key for e in self.manager.layout(base).executors}
+        if assignment is None:
+            self.manager.reschedule(topology_id, {})
+            return
+        beats = self.manager.state.worker_heartbeats(topology_id)
+        changed = {slot: self.heartbeats.observe(topology_id, slot, beat.time, now)
+                   for slot, beat in beats.items()}
+        self.heartbeats.forget(topology_id, keep=set(beats))
+        liveness = executor_liveness(
+            assignment, beats, supervisors, now=now, changed_at=changed, missing_since=self._missing_since,
+            task_timeout=self.task_timeout, launch_secs=self.launch_secs,
+            supervisor_timeout=self.supervisor_timeout)
+        alive = {e: s for e, s in liveness.alive.items() if e in expected}
+        if set(alive) == expected and set(assignment.executors) == expected:
+            return
+        if liveness.dead_slots:
+            log.warning("topology %s: workers %s are dead (no heartbeat within nimbus.task.timeout.secs or "
+                        "supervisor gone); reassigning their executors", topology_id,
+                        ", ".join(f"{n}:{p}" for n, p in sorted(liveness.dead_slots)))
+        self.manager.reschedule(topology_id, alive, avoid=liveness.dead_slots)
+
+    def _cleanup_orphans(self) -> None:
+        state = self.manager.state
+        live = set(state.active_storms())
+        for topology_id in state.topologies():
+            if topology_id not in live:
+                log.info("removing leftover ZooKeeper state of topology %s", topology_id)
+                state.remove_topology(topology_id)
+                self.heartbeats.forget(topology_id)
+
+    # -- background thread -----------------------------------------------------------------------
+    def start(self) -> None:
+        """Run :meth:`tick` every ``freq_secs`` (sooner when a wait is due) on a daemon thread."""
+        if self._thread is not None:
+            raise RuntimeError("monitor already started")
+        self._thread = threading.Thread(target=self._run, name="nimbus-monitor", daemon=True)
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Run the next round now (after a state change that needs attention)."""
+        self._wake.set()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the thread after its current round; idempotent."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.tick()
+            delay = self.freq_secs
+            deadline = self.manager.timers.next_deadline()
+            if deadline is not None:
+                delay = max(0.01, min(delay, deadline - self.clock()))
+            self._wake.wait(delay)
+            self._wake.clear()
+        log.info("monitor stopped")
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive() and not self._stop.is_set()
+
+
+def wall_clock() -> float:
+    """The default clock (wall time, seconds)."""
+    return time.time()

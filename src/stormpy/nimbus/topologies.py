@@ -1,0 +1,337 @@
+"""TopologyManager: the state transitions of topologies, written to ZooKeeper and the bundle store.
+
+Contract:
+
+* Every public method runs under one re-entrant lock, so RPC handler threads and the monitor never
+  interleave their read-modify-write cycles on the cluster state.
+* ``submit`` stores the bundle and description, writes the StormBase (inactive), schedules the
+  executors (acker executors included) over free supervisor slots, writes the assignment, then
+  activates the topology unless it was submitted inactive. Names are unique among the topologies
+  Nimbus knows (a topology being killed still holds its name).
+* ``kill`` marks the topology ``killed`` (workers stop spouts) and removes it — ZooKeeper state
+  (assignment first) and the stored bundle — after ``wait_secs``; ``rebalance`` marks it
+  ``rebalancing`` with the new worker/executor counts and reschedules it from scratch after
+  ``wait_secs``, then restores the previous status. Waits run on :class:`ActionTimers`, fired by the
+  monitor; a wait of 0 acts at once.
+* The bundle key of a submitted topology is its topology id (``get_topology_files``,
+  ``begin_download`` and ``Assignment.bundle_key`` all use it).
+* :meth:`resume` rebuilds the pending waits of a restarted Nimbus from ZooKeeper (the waits start
+  again from the restart) and removes stored bundles whose topology no longer exists.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+import threading
+import time
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import replace
+from typing import Any
+
+import msgpack
+
+from stormpy.cluster import Assignment, ClusterState, StormBase
+from stormpy.config import DEFAULTS
+from stormpy.nimbus.scheduler import ExecutorKey, Slot, available_slots, schedule_topology
+from stormpy.nimbus.store import BundleStore, StoredTopology, StoreError
+from stormpy.nimbus.timers import KILL, REBALANCE, ActionTimers
+from stormpy.nimbus.uploads import StagedBundle
+from stormpy.rpc.errors import AlreadyExistsError, InvalidRequestError, InvalidTopologyError, NotFoundError
+from stormpy.topology.errors import InvalidTopologyError as SpecError
+from stormpy.topology.layout import ACKER_COMPONENT, TaskLayout, acker_count, compute_layout
+from stormpy.topology.spec import TopologySpec
+
+__all__ = ["NAME_PATTERN", "TopologyManager", "validate_topology_conf", "validate_topology_name"]
+
+log = logging.getLogger(__name__)
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+STATUSES_LIVE = ("active", "inactive")
+
+
+def validate_topology_name(name: Any) -> str:
+    """``name`` when it is a usable topology name; InvalidTopologyError otherwise."""
+    if not isinstance(name, str) or not NAME_PATTERN.match(name) or ".." in name:
+        raise InvalidTopologyError(
+            f"invalid topology name {name!r}: use 1-100 letters, digits, '_', '.' or '-', starting with "
+            "a letter or digit")
+    return name
+
+
+def _positive_int(conf: Mapping[str, Any], key: str, minimum: int) -> int | None:
+    value = conf.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise InvalidTopologyError(f"topology config {key} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def validate_topology_conf(conf: Any) -> dict[str, Any]:
+    """A copy of the submitted topology config; InvalidTopologyError naming the bad key."""
+    if conf is None:
+        return {}
+    if not isinstance(conf, Mapping) or not all(isinstance(k, str) for k in conf):
+        raise InvalidTopologyError("topology config must be a map with string keys")
+    try:
+        msgpack.packb(dict(conf), use_bin_type=True)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InvalidTopologyError(f"topology config must be plain data: {exc}") from None
+    _positive_int(conf, "topology.workers", 1)
+    _positive_int(conf, "topology.acker.executors", 0)
+    timeout = conf.get("topology.message.timeout.secs")
+    if timeout is not None and (not isinstance(timeout, int | float) or isinstance(timeout, bool)
+                                or timeout <= 0):
+        raise InvalidTopologyError(f"topology config topology.message.timeout.secs must be a positive "
+                                   f"number, got {timeout!r}")
+    return dict(conf)
+
+
+class TopologyManager:
+    """Topology lifecycle over a :class:`ClusterState` and a :class:`BundleStore`."""
+
+    def __init__(self, state: ClusterState, store: BundleStore, conf: Mapping[str, Any], *,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.state = state
+        self.store = store
+        self.conf = dict(conf)
+        self.clock = clock
+        self.timers = ActionTimers()
+        self.lock = threading.RLock()
+        self._described: dict[str, tuple[TopologySpec, dict[str, Any]]] = {}
+
+    # -- lookups ---------------------------------------------------------------------------------
+    def base_by_name(self, name: Any) -> StormBase:
+        """The StormBase of the topology called ``name`` (or with that id); NotFoundError otherwise."""
+        if not isinstance(name, str):
+            raise NotFoundError(f"topology name must be a string, got {name!r}")
+        bases = self.state.storm_bases()
+        for base in bases.values():
+            if base.name == name:
+                return base
+        if name in bases:
+            return bases[name]
+        known = sorted(b.name for b in bases.values())
+        raise NotFoundError(f"no topology named {name!r} (running: {', '.join(known) or 'none'})")
+
+    def describe(self, topology_id: str) -> tuple[TopologySpec, dict[str, Any]]:
+        """The stored spec and conf (cached); StoreError when the store lacks them."""
+        cached = self._described.get(topology_id)
+        if cached is None:
+            stored = self.store.load(topology_id)
+            cached = (TopologySpec.from_doc(stored.spec), stored.conf)
+            self._described[topology_id] = cached
+        return cached
+
+    def layout(self, base: StormBase) -> TaskLayout:
+        """The task layout of the topology with the executor counts in its StormBase."""
+        spec, conf = self.describe(base.topology_id)
+        return compute_layout(spec, conf, base.component_executors or None)
+
+    def stored(self, topology_id: str) -> StoredTopology:
+        """The store entry; NotFoundError when the topology has none."""
+        try:
+            return self.store.load(topology_id)
+        except StoreError as exc:
+            raise NotFoundError(str(exc)) from None
+        except ValueError:
+            raise NotFoundError(f"no topology with id {topology_id!r}") from None
+
+    # -- submit ----------------------------------------------------------------------------------
+    def submit(self, name: str, staged: StagedBundle, spec: TopologySpec, conf: Mapping[str, Any],
+               initial_status: str = "active") -> str:
+        """Store, schedule and start the topology; return its id (see the module contract)."""
+        if initial_status not in STATUSES_LIVE:
+            raise InvalidRequestError("initial_status must be 'active' or 'inactive', "
+                                      f"got {initial_status!r}")
+        with self.lock:
+            if any(b.name == name for b in self.state.storm_bases().values()):
+                raise AlreadyExistsError(f"a topology named {name!r} is already running; kill it first or "
+                                         "choose another --name")
+            topo_conf = dict(conf)
+            topo_conf["topology.name"] = name
+            workers = int(topo_conf.get("topology.workers") or DEFAULTS["topology.workers"])
+            topo_conf["topology.workers"] = workers
+            topo_conf["topology.acker.executors"] = acker_count(topo_conf)
+            try:
+                layout = compute_layout(spec, topo_conf)
+            except (SpecError, ValueError) as exc:
+                raise InvalidTopologyError(f"cannot lay out topology {name!r}: {exc}") from None
+            now = self.clock()
+            topology_id = f"{name}-{int(now)}-{secrets.token_hex(3)}"
+            self.store.install(topology_id, staged, spec.to_doc(), topo_conf)
+            executors_per_component: dict[str, int] = {}
+            for executor in layout.executors:
+                executors_per_component[executor.component] = \
+                    executors_per_component.get(executor.component, 0) + 1
+            base = StormBase(topology_id=topology_id, name=name, status="inactive", num_workers=workers,
+                             launch_time=now, owner=str(topo_conf.get("topology.submitter.user") or ""),
+                             component_executors=executors_per_component)
+            self.state.set_storm_base(base)
+            self._described[topology_id] = (spec, topo_conf)
+            if self.reschedule(topology_id, {}) is None:
+                log.warning("topology %s submitted but no supervisor slot is free; it will be scheduled "
+                            "when slots appear", topology_id)
+            if initial_status == "active":
+                self.state.set_storm_base(replace(base, status="active"))
+            log.info("submitted topology %s (%s, %d workers, %d executors, %s)", topology_id, name, workers,
+                     len(layout.executors), initial_status)
+            return topology_id
+
+    # -- status transitions ----------------------------------------------------------------------
+    def kill(self, name: str, wait_secs: float | None) -> str:
+        """Deactivate and remove the topology after ``wait_secs`` (default: its message timeout)."""
+        with self.lock:
+            base = self.base_by_name(name)
+            if wait_secs is None:
+                wait_secs = self._message_timeout(base.topology_id)
+            prev = base.prev_status if base.status in ("killed", "rebalancing") else base.status
+            self.state.set_storm_base(replace(base, status="killed", kill_wait_secs=float(wait_secs),
+                                              prev_status=prev))
+            log.info("killing topology %s (wait %.3g s)", base.topology_id, wait_secs)
+            if wait_secs <= 0:
+                self.finish_kill(base.topology_id)
+            else:
+                self.timers.schedule(base.topology_id, KILL, self.clock() + wait_secs)
+            return base.topology_id
+
+    def finish_kill(self, topology_id: str) -> None:
+        """Remove every trace of the topology (ZooKeeper state, stored bundle, caches, timers)."""
+        with self.lock:
+            self.timers.cancel(topology_id)
+            self.state.remove_topology(topology_id)
+            self.store.remove(topology_id)
+            self._described.pop(topology_id, None)
+            log.info("removed topology %s", topology_id)
+
+    def set_active(self, name: str, active: bool) -> str:
+        """Activate or deactivate; during a rebalance the status to restore afterwards changes."""
+        status = "active" if active else "inactive"
+        with self.lock:
+            base = self.base_by_name(name)
+            if base.status == "killed":
+                raise InvalidRequestError(f"topology {base.name!r} is being killed; it cannot be {status}d")
+            if base.status == "rebalancing":
+                self.state.set_storm_base(replace(base, prev_status=status))
+            elif base.status != status:
+                self.state.set_storm_base(replace(base, status=status))
+            log.info("topology %s %s", base.topology_id, "activated" if active else "deactivated")
+            return base.topology_id
+
+    def rebalance(self, name: str, wait_secs: float | None, num_workers: int | None,
+                  executors: Mapping[str, int] | None) -> str:
+        """Mark the topology rebalancing with new counts; reschedule it after ``wait_secs``."""
+        with self.lock:
+            base = self.base_by_name(name)
+            if base.status == "killed":
+                raise InvalidRequestError(f"topology {base.name!r} is being killed; it cannot be rebalanced")
+            spec, _ = self._describe_or_fail(base.topology_id)
+            known = set(spec.components) | {ACKER_COMPONENT}
+            for component in executors or {}:
+                if component not in known:
+                    raise NotFoundError(f"topology {base.name!r} has no component {component!r} "
+                                        f"(components: {', '.join(sorted(known))})")
+            if wait_secs is None:
+                wait_secs = self._message_timeout(base.topology_id)
+            prev = base.prev_status if base.status == "rebalancing" else base.status
+            counts = dict(base.component_executors)
+            counts.update({c: int(n) for c, n in (executors or {}).items()})
+            self.state.set_storm_base(replace(
+                base, status="rebalancing", prev_status=prev, kill_wait_secs=float(wait_secs),
+                num_workers=int(num_workers) if num_workers is not None else base.num_workers,
+                component_executors=counts))
+            log.info("rebalancing topology %s (wait %.3g s, workers %s, executors %s)", base.topology_id,
+                     wait_secs, num_workers, executors)
+            if wait_secs <= 0:
+                self.finish_rebalance(base.topology_id)
+            else:
+                self.timers.schedule(base.topology_id, REBALANCE, self.clock() + wait_secs)
+            return base.topology_id
+
+    def finish_rebalance(self, topology_id: str) -> None:
+        """Reschedule from scratch with the new counts and restore the status from before."""
+        with self.lock:
+            base = self.state.storm_base(topology_id)
+            if base is None or base.status != "rebalancing":
+                return
+            self.reschedule(topology_id, {})
+            self.state.set_storm_base(replace(base, status=base.prev_status or "active", prev_status=None,
+                                              kill_wait_secs=None))
+            log.info("rebalanced topology %s", topology_id)
+
+    # -- scheduling ------------------------------------------------------------------------------
+    def reschedule(self, topology_id: str, alive: Mapping[ExecutorKey, Slot],
+                   avoid: Collection[Slot] = ()) -> Assignment | None:
+        """Schedule the topology keeping ``alive`` executors in place; write and return the
+        assignment (None when no slot is free or the topology is gone)."""
+        with self.lock:
+            base = self.state.storm_base(topology_id)
+            if base is None:
+                return None
+            layout = self.layout(base)
+            supervisors = self.state.supervisors()
+            assignments = self.state.assignments()
+            free = available_slots({sid: info.ports for sid, info in supervisors.items()},
+                                   [a.executors for tid, a in assignments.items() if tid != topology_id])
+            new = schedule_topology([e.key for e in layout.executors], free, base.num_workers, alive,
+                                    avoid=avoid)
+            if not new:
+                return None
+            old = assignments.get(topology_id)
+            now = self.clock()
+            old_times = old.executor_start_times if old is not None else {}
+            start_times = {e: (old_times.get(e, now) if e in alive and alive[e] == slot else now)
+                           for e, slot in new.items()}
+            node_host = {node: supervisors[node].host for node, _ in new.values()}
+            assignment = Assignment(topology_id=topology_id, bundle_key=topology_id, executors=new,
+                                    node_host=node_host, executor_start_times=start_times)
+            if old is not None and old.executors == new and old.node_host == node_host:
+                return old
+            self.state.set_assignment(assignment)
+            kept_slots = set(new.values())
+            for slot in set(old.executors.values()) if old is not None else set():
+                if slot not in kept_slots:
+                    self.state.remove_worker_heartbeat(topology_id, slot[0], slot[1])
+            log.info("assigned topology %s to %d workers: %s", topology_id, len(kept_slots),
+                     ", ".join(f"{n}:{p}" for n, p in sorted(kept_slots)))
+            return assignment
+
+    # -- restart ---------------------------------------------------------------------------------
+    def resume(self) -> list[str]:
+        """Re-arm pending kill/rebalance waits from ZooKeeper and drop stored bundles of topologies
+        that no longer exist; return the ids of the topologies found."""
+        with self.lock:
+            bases = self.state.storm_bases()
+            now = self.clock()
+            for tid, base in bases.items():
+                if base.status == "killed":
+                    self.timers.schedule(tid, KILL, now + (base.kill_wait_secs or 0.0))
+                elif base.status == "rebalancing":
+                    self.timers.schedule(tid, REBALANCE, now + (base.kill_wait_secs or 0.0))
+                if not self.store.exists(tid):
+                    log.error("topology %s is in ZooKeeper but its bundle is missing from %s; supervisors "
+                              "cannot download it", tid, self.store.dirs.stormdist(tid))
+            for tid in self.store.topology_ids():
+                if tid not in bases:
+                    log.info("removing stored bundle of vanished topology %s", tid)
+                    self.store.remove(tid)
+            return sorted(bases)
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _describe_or_fail(self, topology_id: str) -> tuple[TopologySpec, dict[str, Any]]:
+        try:
+            return self.describe(topology_id)
+        except StoreError as exc:
+            raise NotFoundError(str(exc)) from None
+
+    def _message_timeout(self, topology_id: str) -> float:
+        try:
+            _, conf = self.describe(topology_id)
+        except (StoreError, SpecError):
+            conf = {}
+        value = conf.get("topology.message.timeout.secs",
+                         self.conf.get("topology.message.timeout.secs",
+                                       DEFAULTS["topology.message.timeout.secs"]))
+        return float(value)

@@ -1,0 +1,138 @@
+"""Test kit for the end-to-end cluster tests: a module-scoped ProcessCluster (real Nimbus and
+supervisor processes on the session's ZooKeeper) and the file-observable word count
+(``nimbus_topologies/filewc.py``). Import ``cluster_fixture``, ``bundle_path_fixture`` and
+``attach_cluster_logs`` into a test module (fixtures ``cluster`` and ``bundle_path``); a failed
+test gets every daemon and worker log attached to its report."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stormpy.bundle import build_bundle
+from stormpy.cluster import Assignment
+from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
+
+HERE = Path(__file__).resolve().parent
+TOPOLOGIES = HERE / "nimbus_topologies"
+if str(TOPOLOGIES) not in sys.path:
+    sys.path.insert(0, str(TOPOLOGIES))
+
+import filewc  # noqa: E402
+
+TIMINGS: dict[str, float] = {}
+
+
+def wait_for(condition: Callable[[], Any], timeout: float, what: str, cluster: ProcessCluster | None = None,
+             interval: float = 0.2) -> Any:
+    """Poll until ``condition()`` is truthy; fail naming ``what`` (and Nimbus's exit) otherwise."""
+    if cluster is not None:
+        return cluster.wait_for(condition, timeout, what, interval=interval)
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+        time.sleep(interval)
+
+
+_CLUSTER_KEY = pytest.StashKey[ProcessCluster]()
+
+
+class _LogDump:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        report = yield
+        cluster = item.stash.get(_CLUSTER_KEY, None)
+        if cluster is not None and report.failed and call.when == "call":
+            report.sections.append(("stormpy cluster logs", cluster.dump_logs(60)))
+        return report
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if TIMINGS:
+            terminalreporter.section("stormpy cluster timings")
+            for name, secs in TIMINGS.items():
+                terminalreporter.write_line(f"{name}: {secs:.2f} s")
+
+
+@pytest.fixture(scope="module", name="cluster")
+def cluster_fixture(zookeeper: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
+    """Nimbus + two supervisors (two slots each) with short timeouts, shared by a test module."""
+    root = f"/stormpy-tests/cluster-{uuid.uuid4().hex[:8]}"
+    base = tmp_path_factory.mktemp("cluster")
+    c = ProcessCluster(zookeeper.connect_string, supervisors=2, slots_per_supervisor=2, base_dir=base,
+                       zk_root=root, conf=FAST_TIMEOUTS)
+    c.start(timeout_secs=90)
+    try:
+        yield c
+    finally:
+        c.stop()
+        leftovers = c.worker_processes()
+        assert leftovers == [], f"stray worker processes: {leftovers}"
+
+
+@pytest.fixture(autouse=True)
+def attach_cluster_logs(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Attach the cluster's logs to the report of a failed test."""
+    if "cluster" in request.fixturenames:
+        plugins = request.config.pluginmanager
+        if not plugins.has_plugin("stormpy-cluster-kit-logs"):
+            plugins.register(_LogDump(), "stormpy-cluster-kit-logs")
+        request.node.stash[_CLUSTER_KEY] = request.getfixturevalue("cluster")
+    yield
+
+
+@pytest.fixture(scope="module", name="bundle_path")
+def bundle_path_fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundle of ``nimbus_topologies`` (built once per module)."""
+    return build_bundle(TOPOLOGIES, tmp_path_factory.mktemp("bundle") / "filewc.zip").path
+
+
+def submit(cluster: ProcessCluster, bundle: Path, name: str, out_dir: Path, *, count: int = 100,
+           rate: float = 50.0, workers: int = 2, active: bool = True) -> str:
+    """Submit the file word count through the NimbusClient; return the topology id."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    spec = filewc.build(str(out_dir), count, rate).to_doc()
+    conf = {"topology.workers": workers, "topology.message.timeout.secs": 6}
+    return cluster.client().submit(name, bundle, spec, conf, active=active)
+
+
+def run_cli(cluster: ProcessCluster, *args: str, env: dict[str, str] | None = None,
+            timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    """``stormpy ARGS --nimbus <cluster>`` as a real subprocess."""
+    argv = [sys.executable, "-m", "stormpy.cli", *args, "--nimbus", cluster.nimbus_address]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
+
+
+def assignment(cluster: ProcessCluster, topology_id: str) -> Assignment | None:
+    return cluster.state.assignment(topology_id)
+
+
+def worker_count(cluster: ProcessCluster, topology_id: str) -> int:
+    a = assignment(cluster, topology_id)
+    return len(a.workers()) if a is not None else 0
+
+
+def kill_and_check_gone(cluster: ProcessCluster, name: str, topology_id: str, timeout: float = 40) -> None:
+    """Kill with no wait, then wait until its workers and its ZooKeeper state are gone."""
+    cluster.client().kill(name, 0)
+    wait_for(lambda: not cluster.worker_processes(topology_id), timeout,
+             f"the workers of {topology_id} to exit", cluster)
+    wait_for(lambda: topology_id not in cluster.state.topologies(), timeout,
+             f"the ZooKeeper state of {topology_id} to be removed", cluster)
+
+
+def record_timing(name: str, secs: float) -> None:
+    """Keep a measured duration; the terminal summary of the run lists them (no assertion on them)."""
+    TIMINGS[name] = secs

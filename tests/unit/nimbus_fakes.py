@@ -1,0 +1,95 @@
+"""An in-memory stand-in for ClusterState (the subset Nimbus uses) and helpers for Nimbus unit tests."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from stormpy.bundle import build_bundle
+from stormpy.cluster import Assignment, ErrorInfo, StormBase, SupervisorInfo, WorkerHeartbeat
+from stormpy.nimbus.uploads import StagedBundle
+
+
+class FakeClusterState:
+    """Dict-backed cluster state with the ClusterState methods Nimbus calls."""
+
+    def __init__(self) -> None:
+        self.bases: dict[str, StormBase] = {}
+        self.sups: dict[str, SupervisorInfo] = {}
+        self.assigns: dict[str, Assignment] = {}
+        self.beats: dict[str, dict[tuple[str, int], WorkerHeartbeat]] = {}
+        self.errs: dict[str, dict[str, list[ErrorInfo]]] = {}
+
+    # supervisors
+    def supervisors(self, callback: Any = None) -> dict[str, SupervisorInfo]:
+        return dict(self.sups)
+
+    def add_supervisor(self, sid: str, ports: list[int], host: str = "127.0.0.1") -> None:
+        self.sups[sid] = SupervisorInfo(sid, host, tuple(ports), time.time(), "test")
+
+    # storms
+    def storm_bases(self) -> dict[str, StormBase]:
+        return dict(self.bases)
+
+    def storm_base(self, tid: str, callback: Any = None) -> StormBase | None:
+        return self.bases.get(tid)
+
+    def set_storm_base(self, base: StormBase) -> None:
+        self.bases[base.topology_id] = base
+
+    def active_storms(self) -> list[str]:
+        return sorted(self.bases)
+
+    # assignments
+    def assignments(self, callback: Any = None) -> dict[str, Assignment]:
+        return dict(self.assigns)
+
+    def assignment(self, tid: str, callback: Any = None) -> Assignment | None:
+        return self.assigns.get(tid)
+
+    def set_assignment(self, assignment: Assignment) -> None:
+        self.assigns[assignment.topology_id] = assignment
+
+    # heartbeats
+    def set_worker_heartbeat(self, beat: WorkerHeartbeat) -> None:
+        self.beats.setdefault(beat.topology_id, {})[(beat.node, beat.port)] = beat
+
+    def worker_heartbeats(self, tid: str) -> dict[tuple[str, int], WorkerHeartbeat]:
+        return dict(self.beats.get(tid, {}))
+
+    def remove_worker_heartbeat(self, tid: str, node: str, port: int) -> None:
+        self.beats.get(tid, {}).pop((node, port), None)
+
+    def all_errors(self, tid: str) -> dict[str, list[ErrorInfo]]:
+        return dict(self.errs.get(tid, {}))
+
+    # whole topologies
+    def topologies(self) -> list[str]:
+        return sorted(set(self.bases) | set(self.assigns) | set(self.beats) | set(self.errs))
+
+    def remove_topology(self, tid: str) -> None:
+        for table in (self.assigns, self.beats, self.errs, self.bases):
+            table.pop(tid, None)  # type: ignore[attr-defined]
+
+
+def staged_bundle(tmp: Path, key: str = "bkey") -> StagedBundle:
+    """A real (tiny) bundle file staged as if uploaded."""
+    src = tmp / f"src-{key}"
+    src.mkdir(parents=True, exist_ok=True)
+    (src / "mod.py").write_text("X = 1\n")
+    info = build_bundle(src, tmp / f"{key}.zip")
+    return StagedBundle(key, info.path, info.sha256, info.size, time.time())
+
+
+class SimClock:
+    """Wall-clock stand-in that tests move by hand."""
+
+    def __init__(self, start: float = 1_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, secs: float) -> None:
+        self.now += secs

@@ -1,0 +1,113 @@
+"""docker-compose.yml and the Dockerfile, checked without Docker: the services, that every
+command is a real ``stormpy`` command line, and that ports agree with the config defaults."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+import yaml
+
+from stormpy.cli.main import cli
+from stormpy.config import DEFAULTS
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+SERVICES: dict[str, Any] = COMPOSE["services"]
+DOCKERFILE = (ROOT / "Dockerfile").read_text()
+DAEMONS = ["nimbus", "supervisor1", "supervisor2"]
+
+
+def image_conf() -> dict[str, Any]:
+    """The stormpy.yaml the Dockerfile copies into the image."""
+    match = re.search(r"^COPY\s+(\S+)\s+(/etc/stormpy/stormpy\.yaml)\s*$", DOCKERFILE, re.M)
+    assert match, "the Dockerfile must copy a stormpy.yaml to /etc/stormpy/stormpy.yaml"
+    assert re.search(r"STORMPY_CONF=/etc/stormpy/stormpy\.yaml", DOCKERFILE)
+    return yaml.safe_load((ROOT / match.group(1)).read_text())
+
+
+def entrypoint() -> list[str]:
+    match = re.search(r"^ENTRYPOINT\s+(\[.*\])\s*$", DOCKERFILE, re.M)
+    assert match, "the Dockerfile needs an exec-form ENTRYPOINT"
+    return list(json.loads(match.group(1)))
+
+
+def published(service: str) -> dict[int, int]:
+    out = {}
+    for spec in SERVICES[service].get("ports", []):
+        host, _, container = str(spec).rpartition(":")
+        out[int(container)] = int(host)
+    return out
+
+
+def exposed(service: str) -> list[int]:
+    ports: list[int] = []
+    for spec in SERVICES[service].get("expose", []):
+        lo, _, hi = str(spec).partition("-")
+        ports.extend(range(int(lo), int(hi or lo) + 1))
+    return ports
+
+
+def test_services_are_zookeeper_nimbus_and_two_supervisors() -> None:
+    assert set(SERVICES) == {"zookeeper", *DAEMONS}
+    assert SERVICES["zookeeper"]["image"].startswith("zookeeper:")
+    for name in DAEMONS:
+        assert SERVICES[name]["image"] == SERVICES["nimbus"]["image"], "daemons share one image"
+        assert SERVICES[name].get("build") == "."
+    assert "zookeeper" in SERVICES["nimbus"]["depends_on"]
+    for name in ("supervisor1", "supervisor2"):
+        assert "nimbus" in SERVICES[name]["depends_on"]
+
+
+def test_image_runs_the_stormpy_command() -> None:
+    assert entrypoint() == ["stormpy"]
+    assert "pip install" in DOCKERFILE
+
+
+@pytest.mark.parametrize("service", DAEMONS)
+def test_every_command_is_a_real_stormpy_command(service: str) -> None:
+    argv = SERVICES[service]["command"]
+    assert isinstance(argv, list) and argv, "use the exec form (a list) for commands"
+    sub = argv[0]
+    assert sub in cli.commands, f"{service}: 'stormpy {sub}' is not a stormpy command"
+    command = cli.commands[sub]
+    ctx = command.make_context(sub, list(argv[1:]), resilient_parsing=False)  # raises on bad options
+    assert isinstance(ctx, click.Context)
+    expected = {"nimbus": "nimbus", "supervisor1": "supervisor", "supervisor2": "supervisor"}[service]
+    assert sub == expected
+
+
+def test_supervisors_advertise_their_own_service_name() -> None:
+    for name in ("supervisor1", "supervisor2"):
+        argv = SERVICES[name]["command"]
+        assert f"supervisor.host={name}" in argv
+        assert SERVICES[name]["hostname"] == name
+
+
+def test_ports_agree_with_the_config_defaults() -> None:
+    conf = image_conf()
+    zk_port = DEFAULTS["storm.zookeeper.port"]
+    assert conf["storm.zookeeper.port"] == zk_port == 2181
+    assert published("zookeeper") == {zk_port: zk_port}
+    assert conf["storm.zookeeper.servers"] == ["zookeeper"]
+    nimbus_port = DEFAULTS["nimbus.thrift.port"]
+    assert conf["nimbus.thrift.port"] == nimbus_port == 6627
+    assert published("nimbus") == {nimbus_port: nimbus_port}
+    assert conf["nimbus.host"] == SERVICES["nimbus"]["hostname"] == "nimbus"
+    slots = DEFAULTS["supervisor.slots.ports"]
+    assert conf["supervisor.slots.ports"] == slots == [6700, 6701, 6702, 6703]
+    for name in ("supervisor1", "supervisor2"):
+        assert exposed(name) == slots
+    exposed_by_image = {int(p) for line in re.findall(r"^EXPOSE\s+(.*)$", DOCKERFILE, re.M)
+                        for p in line.split()}
+    assert {nimbus_port, *slots} <= exposed_by_image
+
+
+def test_every_config_key_is_a_known_key() -> None:
+    conf = image_conf()
+    unknown = sorted(k for k in conf if k not in DEFAULTS and k != "worker.bind.host")
+    assert unknown == []

@@ -1,0 +1,205 @@
+"""The Nimbus monitor and topology transitions with simulated time and in-memory cluster state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from nimbus_fakes import FakeClusterState, SimClock, staged_bundle
+
+from stormpy.cluster import WorkerHeartbeat
+from stormpy.nimbus.localdirs import NimbusDirs
+from stormpy.nimbus.monitor import HeartbeatCache, Monitor
+from stormpy.nimbus.store import BundleStore
+from stormpy.nimbus.topologies import TopologyManager
+from stormpy.rpc.errors import AlreadyExistsError, InvalidRequestError, NotFoundError
+from wordcount import build
+
+CONF = {"nimbus.task.timeout.secs": 4, "nimbus.supervisor.timeout.secs": 6, "nimbus.monitor.freq.secs": 1,
+        "nimbus.task.launch.secs": 10, "topology.message.timeout.secs": 30}
+
+
+class Env:
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.clock = SimClock()
+        self.state = FakeClusterState()
+        self.store = BundleStore(NimbusDirs(tmp / "local"))
+        self.manager = TopologyManager(self.state, self.store, CONF, clock=self.clock)  # type: ignore[arg-type]
+        self.monitor = Monitor(self.manager, CONF, clock=self.clock)
+        self.state.add_supervisor("sup-a", [6700, 6701])
+        self.state.add_supervisor("sup-b", [6700, 6701])
+
+    def submit(self, name: str = "wc", workers: int = 2, status: str = "active") -> str:
+        spec = build(100).create_topology()
+        return self.manager.submit(name, staged_bundle(self.tmp, name), spec,
+                                   {"topology.workers": workers}, status)
+
+    def beat(self, tid: str) -> None:
+        """Every assigned worker heartbeats now (with a fresh time value)."""
+        assignment = self.state.assigns[tid]
+        for (node, port), execs in assignment.workers().items():
+            self.state.set_worker_heartbeat(WorkerHeartbeat(tid, node, port, self.clock(), 1.0, execs))
+
+    def run(self, secs: float, beating: set[tuple[str, int]] | None = None, tid: str | None = None) -> None:
+        """Advance time second by second, ticking the monitor; the slots in ``beating`` heartbeat."""
+        for _ in range(int(secs)):
+            self.clock.advance(1)
+            if tid is not None and beating is not None:
+                assignment = self.state.assigns[tid]
+                for slot, execs in assignment.workers().items():
+                    if slot in beating:
+                        self.state.set_worker_heartbeat(
+                            WorkerHeartbeat(tid, slot[0], slot[1], self.clock(), 1.0, execs))
+            self.monitor.tick(raise_errors=True)
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Env:
+    return Env(tmp_path)
+
+
+def test_submit_writes_base_assignment_and_store(env: Env) -> None:
+    tid = env.submit()
+    base = env.state.bases[tid]
+    assert base.status == "active" and base.name == "wc" and base.num_workers == 2
+    assert base.component_executors == {"__acker": 2, "count": 3, "sentences": 2, "split": 2}
+    assignment = env.state.assigns[tid]
+    assert assignment.bundle_key == tid
+    assert len(assignment.executors) == 9
+    assert {n for n, _ in assignment.executors.values()} == {"sup-a", "sup-b"}
+    stored = env.store.load(tid)
+    assert stored.conf["topology.acker.executors"] == 2 and stored.conf["topology.name"] == "wc"
+    with pytest.raises(AlreadyExistsError):
+        env.submit()
+
+
+def test_submitted_inactive_stays_inactive(env: Env) -> None:
+    tid = env.submit(status="inactive")
+    assert env.state.bases[tid].status == "inactive"
+    env.manager.set_active("wc", True)
+    assert env.state.bases[tid].status == "active"
+
+
+def test_silent_worker_is_reassigned_only_after_launch_grace_and_task_timeout(env: Env) -> None:
+    tid = env.submit()
+    first = env.state.assigns[tid]
+    slots = set(first.workers())
+    silent = sorted(slots)[0]
+    beating = slots - {silent}
+    env.run(9, beating, tid)  # within nimbus.task.launch.secs nothing moves
+    assert env.state.assigns[tid] == first
+    env.run(2, beating, tid)  # launch grace over and the silent worker never beat
+    after = env.state.assigns[tid]
+    assert silent not in set(after.workers())
+    assert len(after.workers()) == 2
+    for executor, slot in first.executors.items():
+        if slot != silent:
+            assert after.executors[executor] == slot  # alive executors stay put
+
+
+def test_heartbeats_that_stop_changing_time_out(env: Env) -> None:
+    tid = env.submit()
+    slots = set(env.state.assigns[tid].workers())
+    env.run(12, slots, tid)
+    first = env.state.assigns[tid]
+    stopped = sorted(slots)[1]
+    env.run(3, slots - {stopped}, tid)  # under nimbus.task.timeout.secs: still assigned
+    assert env.state.assigns[tid] == first
+    env.run(2, slots - {stopped}, tid)
+    assert stopped not in env.state.assigns[tid].workers()
+
+
+def test_vanished_supervisor_executors_move_after_supervisor_timeout(env: Env) -> None:
+    tid = env.submit()
+    slots = set(env.state.assigns[tid].workers())
+    env.run(2, slots, tid)
+    del env.state.sups["sup-b"]
+    live = {s for s in slots if s[0] == "sup-a"}
+    env.run(5, live, tid)
+    assert any(n == "sup-b" for n, _ in env.state.assigns[tid].executors.values())
+    env.run(2, live, tid)
+    after = env.state.assigns[tid]
+    assert {n for n, _ in after.executors.values()} == {"sup-a"}
+    assert len(after.workers()) == 2
+
+
+def test_topology_without_slots_is_scheduled_when_a_supervisor_appears(env: Env) -> None:
+    env.state.sups.clear()
+    tid = env.submit()
+    assert tid not in env.state.assigns
+    env.state.add_supervisor("sup-c", [6700])
+    env.monitor.tick(raise_errors=True)
+    assert {s for s in env.state.assigns[tid].executors.values()} == {("sup-c", 6700)}
+
+
+def test_kill_with_wait_deactivates_then_removes_everything(env: Env) -> None:
+    tid = env.submit()
+    env.beat(tid)
+    env.manager.kill("wc", 5)
+    assert env.state.bases[tid].status == "killed"
+    assert env.store.exists(tid)
+    env.run(4)
+    assert tid in env.state.bases
+    env.run(1)
+    assert tid not in env.state.topologies()
+    assert not env.store.exists(tid)
+    with pytest.raises(NotFoundError):
+        env.manager.kill("wc", 0)
+    with pytest.raises(InvalidRequestError):
+        env.submit("other")
+        env.manager.kill("other", 10)
+        env.manager.set_active("other", True)
+
+
+def test_kill_without_wait_uses_the_topology_message_timeout(env: Env) -> None:
+    tid = env.submit()
+    env.manager.kill("wc", None)
+    assert env.manager.timers.get(tid).deadline == env.clock() + 30  # type: ignore[union-attr]
+
+
+def test_rebalance_with_wait_changes_workers_and_restores_status(env: Env) -> None:
+    tid = env.submit(workers=1, status="inactive")
+    assert len(env.state.assigns[tid].workers()) == 1
+    env.manager.rebalance("wc", 3, 3, {"count": 1})
+    base = env.state.bases[tid]
+    assert base.status == "rebalancing" and base.prev_status == "inactive"
+    env.manager.set_active("wc", True)  # changes what is restored afterwards
+    env.run(2)
+    assert len(env.state.assigns[tid].workers()) == 1
+    env.run(1)
+    assignment = env.state.assigns[tid]
+    assert len(assignment.workers()) == 3
+    assert env.state.bases[tid].status == "active"
+    counts = env.state.bases[tid].component_executors
+    assert counts["count"] == 1
+    layout = env.manager.layout(env.state.bases[tid])
+    assert set(assignment.executors) == {e.key for e in layout.executors}
+    with pytest.raises(NotFoundError):
+        env.manager.rebalance("wc", 0, None, {"nope": 2})
+
+
+def test_orphaned_state_is_cleaned(env: Env) -> None:
+    env.state.set_worker_heartbeat(WorkerHeartbeat("gone-1", "sup-a", 6700, 1.0, 1.0))
+    env.monitor.tick(raise_errors=True)
+    assert "gone-1" not in env.state.topologies()
+
+
+def test_resume_rearms_waits_and_drops_vanished_bundles(env: Env) -> None:
+    tid = env.submit()
+    other = env.submit("gone")
+    env.manager.kill("wc", 20)
+    del env.state.bases[other]
+    fresh = TopologyManager(env.state, env.store, CONF, clock=env.clock)  # type: ignore[arg-type]
+    assert fresh.resume() == [tid]
+    assert fresh.timers.get(tid).deadline == env.clock() + 20  # type: ignore[union-attr]
+    assert not env.store.exists(other)
+
+
+def test_heartbeat_cache_times_changes_with_nimbus_clock() -> None:
+    cache = HeartbeatCache()
+    assert cache.observe("t", ("n", 1), 5.0, now=100.0) == 100.0
+    assert cache.observe("t", ("n", 1), 5.0, now=103.0) == 100.0
+    assert cache.observe("t", ("n", 1), 6.0, now=104.0) == 104.0
+    cache.forget("t")
+    assert cache.topologies() == set()
