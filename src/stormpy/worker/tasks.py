@@ -172,25 +172,33 @@ class BoltTask(TaskRunner):
             self._check(values, stream, router)  # type: ignore[arg-type]
         router.emitted += 1  # type: ignore[union-attr]
         targets = router.choose(values)  # type: ignore[union-attr]
-        # The two common cases are inlined (unanchored, one anchor in one tree); _send does all.
-        if anchors is None and not self.debug:
+        # The common cases are inlined: untracked (no anchors, or anchors in no tree) and one
+        # anchor in one tree; _send handles every case.
+        if anchors is None:
+            roots = None
+        elif type(anchors) is Tuple:
+            roots = anchors.anchors
+        else:
+            roots = anchors  # a list of anchors: the general path
+        if self.debug:
+            self._send(targets, values, anchors, stream, router)  # type: ignore[arg-type]
+        elif not roots:
             self.stats.transferred += len(targets)
             tup = Tuple(values, stream, self.task_id, self.component_id,
                         router.fields, None)  # type: ignore[union-attr]
             deliver = self._deliver
             for t in targets:
                 deliver[t](tup)
-        elif type(anchors) is Tuple and not self.debug and anchors.anchors \
-                and len(anchors.anchors) == 1:
+        elif type(roots) is dict and len(roots) == 1:
             self.stats.transferred += len(targets)
-            (root,) = anchors.anchors
+            (root,) = roots
             deliver = self._deliver
             task = self.task_id
             comp = self.component_id
             fields = router.fields  # type: ignore[union-attr]
             for t in targets:
                 edge = getrandbits(64)
-                anchors.ack_val ^= edge
+                anchors.ack_val ^= edge  # type: ignore[union-attr]
                 deliver[t](Tuple(values, stream, task, comp, fields, {root: edge}))
         else:
             self._send(targets, values, anchors, stream, router)  # type: ignore[arg-type]
