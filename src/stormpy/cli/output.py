@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-console = Console()
-err_console = Console(stderr=True)
+# Piped output (CI logs, `make run | tee`) keeps full-width tables instead of rich's 80 columns.
+_WIDTH = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
+console = Console(width=_WIDTH)
+err_console = Console(stderr=True, width=_WIDTH)
 
 
 def stats_table(title: str, stats: Mapping[str, Mapping[str, Any]]) -> Table:
