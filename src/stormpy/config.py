@@ -72,11 +72,17 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("nimbus.max.bundle.size.bytes", 256 * 1024 * 1024, "Largest topology bundle accepted."),
     ConfigKey("nimbus.upload.chunk.size.bytes", 307200, "Chunk size for uploads and downloads."),
     ConfigKey("nimbus.rpc.auth.token", None,
-              "Shared secret every RPC to Nimbus must carry; None turns auth off (not encrypted)."),
-    ConfigKey("nimbus.rpc.timeout.secs", 30, "How long a client waits for each RPC attempt."),
+              "Shared secret every RPC to Nimbus must carry; None (or empty) turns auth off. Nimbus "
+              "refuses other requests with AuthorizationError; the CLI and supervisors send the "
+              "token of their own config. Not encrypted on the wire: it keeps stray and "
+              "misconfigured clients out, not an attacker on the network."),
+    ConfigKey("nimbus.rpc.timeout.secs", 30,
+              "How long a Nimbus client (CLI, supervisor downloads) waits for each RPC attempt."),
     ConfigKey("nimbus.rpc.retries", 1,
               "Extra attempts after a timeout (same request id, so never executed twice)."),
-    ConfigKey("nimbus.rpc.handler.threads", 1, "Threads serving Nimbus RPC calls."),
+    ConfigKey("nimbus.rpc.handler.threads", 4,
+              "Threads executing Nimbus RPC calls (the handler is thread-safe), so a slow call such "
+              "as a large upload chunk does not hold up the others."),
     ConfigKey("dev.zookeeper.path", None,
               "Data dir of `stormpy dev-zookeeper`; defaults to <storm.local.dir>/dev-zookeeper."),
     # --- supervisor / worker ----------------------------------------------------------------
@@ -90,8 +96,9 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("supervisor.heartbeat.frequency.secs", 5, "How often the supervisor heartbeats."),
     ConfigKey("worker.heartbeat.frequency.secs", 1, "How often a worker heartbeats."),
     ConfigKey("worker.bind.host", None, "Address workers bind; defaults to supervisor.host."),
-    ConfigKey("supervisor.worker.shutdown.sleep.secs", 3,
-              "Grace period between SIGTERM and SIGKILL when a supervisor stops a worker."),
+    ConfigKey("supervisor.worker.shutdown.sleep.secs", 10,
+              "Grace period between SIGTERM and SIGKILL when a supervisor stops a worker (Storm "
+              "uses 3; longer here so a Spark bolt's cleanup can finish its running job)."),
     # --- zookeeper / storage ----------------------------------------------------------------
     ConfigKey("storm.zookeeper.servers", ["127.0.0.1"], "ZooKeeper hosts."),
     ConfigKey("storm.zookeeper.port", 2181, "ZooKeeper client port."),
@@ -173,6 +180,17 @@ def load_config(path: str | os.PathLike[str] | None = None,
     if overrides:
         conf.update(overrides)
     return conf
+
+
+def rpc_auth_token(conf: Mapping[str, Any]) -> str | None:
+    """``nimbus.rpc.auth.token`` as the string both sides compare, or None when auth is off.
+
+    A value YAML read as a number (``-c nimbus.rpc.auth.token=1234``) counts as its text.
+    """
+    value = conf.get("nimbus.rpc.auth.token")
+    if value is None or value == "":
+        return None
+    return str(value)
 
 
 def merged(*layers: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from stormpy.cluster import Assignment
+from stormpy.config import merged
 from stormpy.worker.heartbeats import component_stats
 from stormpy.worker.peers import local_executors, peer_key, tasks_of, worker_peers
 from stormpy.worker.process import parse_args, worker_conf
@@ -40,6 +41,16 @@ def test_worker_conf_layers() -> None:
     assert conf["topology.message.timeout.secs"] == 9
     assert conf["topology.workers"] == 3
     assert conf["topology.transfer.batch.size"] == 500  # defaults underneath
+
+
+def test_worker_conf_takes_the_topology_spark_settings_over_the_daemon_defaults() -> None:
+    daemon = merged({"spark.executor.memory": "2g"})  # defaults included, as a supervisor writes it
+    topology = {"spark.master": "local[2]", "spark.app.name": "mine", "spark.driver.memory": "512m"}
+    conf = worker_conf(daemon, topology)
+    assert conf["spark.master"] == "local[2]" and conf["spark.app.name"] == "mine"
+    assert conf["spark.driver.memory"] == "512m"
+    assert conf["spark.executor.memory"] == "2g"  # the daemon's, when the topology does not set it
+    assert worker_conf(daemon, {})["spark.master"] == "local[*]"
 
 
 def test_worker_peers_and_local_tasks() -> None:

@@ -3,6 +3,8 @@
 Every command takes ``--nimbus host:port`` (default: ``nimbus.host``/``nimbus.thrift.port`` of the
 config), ``--config FILE`` and ``-c key=value``; an unreachable Nimbus is reported in a few seconds
 with exit code 3, a refused request with its typed error and exit code 1, bad input with 2.
+Requests carry the config's ``nimbus.rpc.auth.token``; each answer is awaited ``--timeout``
+seconds (default ``nimbus.rpc.timeout.secs``) with ``nimbus.rpc.retries`` retries.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from stormpy.cli.output import console, err_console, stats_table
 from stormpy.cli.topology_loader import TopologyLoadError, load_topology
 from stormpy.config import ConfigError, load_config, parse_override, parse_overrides
 from stormpy.nimbus.client import NimbusClient
-from stormpy.rpc.errors import RpcError, RpcTimeoutError, UnreachableError
+from stormpy.rpc.errors import AuthorizationError, RpcError, RpcTimeoutError, UnreachableError
 from stormpy.topology import InvalidTopologyError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -38,8 +40,9 @@ EXIT_UNREACHABLE = 3
 
 def client_options(func: F) -> F:
     """--nimbus, --config, -c and --timeout for a client command."""
-    func = click.option("--timeout", type=float, default=10.0, show_default=True,
-                        help="Seconds to wait for each Nimbus answer.")(func)
+    func = click.option("--timeout", type=float, default=None,
+                        help="Seconds to wait for each Nimbus answer "
+                             "(default: nimbus.rpc.timeout.secs).")(func)
     func = click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE",
                         help="Config override (repeatable).")(func)
     func = click.option("--config", "config_file", type=click.Path(dir_okay=False),
@@ -56,11 +59,13 @@ def fail(message: str, code: int) -> NoReturn:
 
 @contextmanager
 def nimbus_client(nimbus_address: str | None, config_file: str | None, overrides: tuple[str, ...],
-                  timeout: float) -> Iterator[NimbusClient]:
-    """A connected-looking client; turns RPC errors into clear messages and exit codes."""
+                  timeout: float | None) -> Iterator[NimbusClient]:
+    """A connected-looking client (timeout, retries and auth token from the config, ``timeout``
+    overriding); turns RPC errors into clear messages and exit codes."""
     try:
         conf = load_config(config_file, parse_overrides(overrides))
-        client = NimbusClient.from_config(conf, nimbus_address, timeout_secs=timeout)
+        client = NimbusClient.from_config(
+            conf, nimbus_address, **({"timeout_secs": timeout} if timeout is not None else {}))
     except (ConfigError, ValueError) as exc:
         fail(str(exc), EXIT_USAGE)
     try:
@@ -70,6 +75,9 @@ def nimbus_client(nimbus_address: str | None, config_file: str | None, overrides
         fail(f"cannot reach Nimbus: {exc.message}", EXIT_UNREACHABLE)
     except RpcTimeoutError as exc:
         fail(f"Nimbus did not answer: {exc.message}", EXIT_UNREACHABLE)
+    except AuthorizationError as exc:
+        fail(f"AuthorizationError: {exc.message} (set nimbus.rpc.auth.token to Nimbus's token, in "
+             "stormpy.yaml or with -c)", EXIT_REFUSED)
     except RpcError as exc:
         kind = exc.remote_type or type(exc).__name__
         fail(f"{kind}: {exc.message}", EXIT_REFUSED)
@@ -80,7 +88,7 @@ def nimbus_client(nimbus_address: str | None, config_file: str | None, overrides
 def _with_client(func: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(func)
     def wrapper(nimbus_address: str | None, config_file: str | None, overrides: tuple[str, ...],
-                timeout: float, **kwargs: Any) -> None:
+                timeout: float | None, **kwargs: Any) -> None:
         with nimbus_client(nimbus_address, config_file, overrides, timeout) as client:
             func(client, **kwargs)
     return wrapper
@@ -102,14 +110,16 @@ def print_wide(renderable: Any) -> None:
 @click.option("--inactive", is_flag=True, help="Submit inactive: spouts emit nothing until activated.")
 @client_options
 def jar(path: str, target: str, name: str | None, inactive: bool, nimbus_address: str | None,
-        config_file: str | None, overrides: tuple[str, ...], timeout: float) -> None:
+        config_file: str | None, overrides: tuple[str, ...], timeout: float | None) -> None:
     """Bundle PATH (a directory, or a prebuilt bundle .zip), upload it and submit MODULE[:ATTR].
 
-    -c overrides become the topology's config (over the module's ``config`` dict)."""
+    -c overrides become the topology's config (over the module's ``config`` dict), except
+    nimbus.rpc.auth.token, which only authenticates this command."""
     try:
         topo_overrides = dict(parse_override(o) for o in overrides)
     except ConfigError as exc:
         fail(str(exc), EXIT_USAGE)
+    topo_overrides.pop("nimbus.rpc.auth.token", None)  # a secret: never stored with the topology
     with nimbus_client(nimbus_address, config_file, overrides, timeout) as client, \
             tempfile.TemporaryDirectory(prefix="stormpy-jar-") as tmp:
         source = Path(path)

@@ -11,6 +11,10 @@ It reads and writes the documents of :mod:`stormpy.cluster.records` at the paths
   Re-read with a new callback to keep watching. Only the latest callback per kind of read is kept
   (``assignments`` and each ``assignment(id)`` are separate kinds). Callbacks must not block for
   long; they are lost when the ZooKeeper session expires, so daemons should also resync on a timer.
+* Every call is bounded by the storage's operation timeout (ZkConnectionError when ZooKeeper is
+  unreachable that long); after :meth:`ClusterState.begin_shutdown` calls fail at once instead of
+  waiting for a lost connection (see :class:`~stormpy.cluster.storage.ZkStorage`). A read that
+  fails leaves no callback armed for it, so the next read re-arms it.
 * ``register_supervisor`` writes an ephemeral node: it disappears when the session ends and is
   re-created automatically if the session is lost and a new one established.
 * ``remove_topology`` removes every node of the topology (assignment first, status last).
@@ -116,10 +120,12 @@ class ClusterState:
 
     @classmethod
     def connect(cls, hosts: str, root: str = DEFAULT_ROOT, *, connect_timeout_secs: float = 15.0,
-                session_timeout_secs: float = 20.0) -> ClusterState:
+                session_timeout_secs: float = 20.0,
+                operation_timeout_secs: float | None = None) -> ClusterState:
         """Connect a new storage (closed by :meth:`close`); raises ZkConnectionError on timeout."""
         storage = ZkStorage(hosts, root, connect_timeout_secs=connect_timeout_secs,
-                            session_timeout_secs=session_timeout_secs).start()
+                            session_timeout_secs=session_timeout_secs,
+                            operation_timeout_secs=operation_timeout_secs).start()
         return cls(storage, owns_storage=True)
 
     @classmethod
@@ -128,9 +134,19 @@ class ClusterState:
         return cls(ZkStorage.from_config(conf).start(), owns_storage=True)
 
     def close(self) -> None:
-        """Close the storage if this façade created it; idempotent."""
+        """Close the storage if this façade created it (bounded, see ZkStorage.close); idempotent."""
         if self._owns_storage:
             self.storage.close()
+
+    def begin_shutdown(self) -> None:
+        """Stop waiting for a lost ZooKeeper connection: from now on calls fail at once while it is
+        down (and calls already waiting are woken); see :meth:`ZkStorage.begin_shutdown`."""
+        self.storage.begin_shutdown()
+
+    @property
+    def connected(self) -> bool:
+        """True while the ZooKeeper session is connected."""
+        return self.storage.connected
 
     def __enter__(self) -> ClusterState:
         return self
@@ -142,14 +158,25 @@ class ClusterState:
     # -- generic helpers -----------------------------------------------------------------------
     def _read(self, cls: Any, path: str, slot: str | None = None) -> Any:
         watch = self._watches.watcher(slot, "data", path) if slot else None
-        data = self.storage.get(path, watch=watch)
+        try:
+            data = self.storage.get(path, watch=watch)
+        except ClusterStateError:
+            if watch is not None:
+                self._watches.disarm(slot or "", "data", path)  # nothing was armed in ZooKeeper
+            raise
         if data is None:
             if slot:
                 # No data watch was left on a missing node: watch for its creation instead.
                 self._watches.disarm(slot, "data", path)
                 creation = self._watches.watcher(slot, "exists", path)
-                if creation is not None and self.storage.exists(path, watch=creation):
-                    return self._read(cls, path, slot)  # created meanwhile: read it (watch is armed)
+                if creation is not None:
+                    try:
+                        created = self.storage.exists(path, watch=creation)
+                    except ClusterStateError:
+                        self._watches.disarm(slot, "exists", path)
+                        raise
+                    if created:
+                        return self._read(cls, path, slot)  # created meanwhile: read it (watch armed)
             return None
         return decode(cls, data, path)
 
@@ -157,7 +184,12 @@ class ClusterState:
         if slot:
             self.storage.ensure_path(path)
         watch = self._watches.watcher(slot, "children", path) if slot else None
-        return self.storage.children(path, watch=watch)
+        try:
+            return self.storage.children(path, watch=watch)
+        except ClusterStateError:
+            if watch is not None:
+                self._watches.disarm(slot or "", "children", path)
+            raise
 
     def _read_all(self, cls: Any, parent: str, slot: str | None = None) -> dict[str, Any]:
         found = {}

@@ -6,24 +6,38 @@ Contract:
   :class:`~stormpy.cluster.errors.ZkConnectionError` naming the hosts; it then ensures ``root`` exists.
 * Every path must lie under ``root`` (a ValueError otherwise), so no caller can touch another
   application's znodes, and ``delete(root_of_everything)`` is impossible by construction.
-* Reads of missing nodes return ``None`` / ``[]``; deletes of missing nodes return False. Connection
-  problems become ZkConnectionError, other ZooKeeper failures ClusterStateError, each naming the path.
-  Operations are retried on connection loss a few times (``command_retries``) before failing.
+* Reads of missing nodes return ``None`` / ``[]``; deletes of missing nodes return False. Other
+  ZooKeeper failures raise ClusterStateError naming the path.
+* No operation blocks forever. Each one has ``operation_timeout_secs`` (default: the session
+  timeout, after which a disconnected session is dead on the server anyway) to complete; while
+  the connection is down it waits for it to come back and retries on connection loss within that
+  budget, then raises ZkConnectionError naming the operation, the path, the hosts and the wait.
+  A request that was already sent when its wait ran out may still be applied by ZooKeeper later
+  (ZooKeeper cannot withdraw a request); operations are only *sent* while connected.
+* :meth:`ZkStorage.begin_shutdown` (for daemons' stop paths) makes every operation fail fast
+  instead of waiting for a lost connection: without a connection it raises ZkConnectionError at
+  once, and operations already waiting are woken with it; connected operations still run.
+  :meth:`ZkStorage.close` implies it, and returns within ``close_timeout_secs`` even when
+  ZooKeeper is unreachable (the session's teardown then finishes in the background).
 * :meth:`ZkStorage.create_ephemeral` nodes are re-created automatically after the session is lost and
   a new one established, until :meth:`ZkStorage.delete` or :meth:`ZkStorage.close`.
 * Persistent watches (:meth:`watch_data`, :meth:`watch_children`) use kazoo's DataWatch/ChildrenWatch:
   the callback runs once at once and then after every change, on a kazoo thread, until cancelled.
-  One-shot native watches are available through the ``watch=`` argument of :meth:`get`/:meth:`children`.
+  Setting one up waits (bounded) for a connection first; kazoo's own first read is not bounded
+  further, so a connection lost in that instant delays it until the connection returns or the
+  storage closes. One-shot native watches are available through the ``watch=`` argument of
+  :meth:`get`/:meth:`children`.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+import time
+from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
@@ -33,12 +47,13 @@ from kazoo.exceptions import (
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
+    OperationTimeoutError,
     SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.interfaces import IAsyncResult
 from kazoo.protocol.states import WatchedEvent
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
-from kazoo.retry import RetryFailedError
 
 from stormpy.cluster.errors import ClusterStateError, ZkConnectionError
 from stormpy.cluster.paths import DEFAULT_ROOT, normalize_root
@@ -48,8 +63,17 @@ __all__ = ["Watch", "ZkStorage", "hosts_from_config"]
 log = logging.getLogger(__name__)
 
 NativeWatcher = Callable[[WatchedEvent], Any]
-_CONNECTION_ERRORS = (ConnectionLoss, SessionExpiredError, ConnectionClosedError, RetryFailedError,
-                      KazooTimeoutError)
+T = TypeVar("T")
+
+#: Longest single wait inside an operation; bounds how late it notices a shutdown or its deadline.
+_SLICE_SECS = 0.1
+#: Back-off between attempts of an operation after a connection loss (doubling up to the max).
+_RETRY_DELAY_SECS = 0.1
+_RETRY_DELAY_MAX_SECS = 1.0
+#: Errors after which an operation is attempted again once the connection is back.
+_RETRYABLE = (ConnectionLoss, OperationTimeoutError, SessionExpiredError)
+#: How many times a recursive delete starts over when writers keep adding children.
+_DELETE_ROUNDS = 10
 
 
 def hosts_from_config(conf: Mapping[str, Any]) -> str:
@@ -81,29 +105,63 @@ class Watch:
         return self._cancelled.is_set()
 
 
+class _Waiter:
+    """Waits for the kazoo requests of one operation, within the operation's deadline."""
+
+    def __init__(self, storage: ZkStorage, op: str, path: str, deadline: float) -> None:
+        self.storage = storage
+        self.op = op
+        self.path = path
+        self.deadline = deadline
+
+    def __call__(self, result: IAsyncResult) -> Any:
+        """The request's value, or the kazoo exception it failed with; ZkConnectionError when the
+        deadline passes or the storage stops waiting first."""
+        while not result.wait(min(_SLICE_SECS, max(0.0, self.deadline - time.monotonic()))):
+            self.storage._check_abort(self.op, self.path, self.deadline, "got no answer from")
+        return result.get(block=False)
+
+
 class ZkStorage:
-    """Raw byte access to the ZooKeeper subtree ``root`` on ``hosts`` (``"h1:2181,h2:2181"``)."""
+    """Raw byte access to the ZooKeeper subtree ``root`` on ``hosts`` (``"h1:2181,h2:2181"``).
+
+    ``operation_timeout_secs`` bounds every operation (default: ``session_timeout_secs``);
+    ``close_timeout_secs`` bounds :meth:`close`; ``command_retries`` is the retry budget of
+    kazoo's own recipes (the persistent watches).
+    """
 
     def __init__(self, hosts: str, root: str = DEFAULT_ROOT, *, connect_timeout_secs: float = 15.0,
-                 session_timeout_secs: float = 20.0, command_retries: int = 3) -> None:
+                 session_timeout_secs: float = 20.0, operation_timeout_secs: float | None = None,
+                 close_timeout_secs: float = 5.0, command_retries: int = 3) -> None:
         self.hosts = hosts
         self.root = normalize_root(root)
         self.connect_timeout_secs = connect_timeout_secs
+        self.operation_timeout_secs = float(session_timeout_secs if operation_timeout_secs is None
+                                            else operation_timeout_secs)
+        if self.operation_timeout_secs <= 0:
+            raise ValueError("operation_timeout_secs must be positive")
+        self.close_timeout_secs = close_timeout_secs
         self._client = KazooClient(
             hosts=hosts, timeout=session_timeout_secs,
-            connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 2.0},
+            connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
             command_retry={"max_tries": command_retries, "delay": 0.1, "max_delay": 2.0,
                            "ignore_expire": False},
         )
+        self._client.add_listener(self._on_state)
         self._ephemerals: dict[str, bytes] = {}
         self._ephemeral_lock = threading.Lock()
         self._session_lost = False
         self._started = False
         self._closed = False
+        # Plain flags (not Events), so begin_shutdown is safe in a signal handler; waits poll them.
+        self._shutting_down = False
+        self._closing = False
 
     @classmethod
     def from_config(cls, conf: Mapping[str, Any], root: str | None = None) -> ZkStorage:
-        """A storage configured from stormpy config keys (not yet started)."""
+        """A storage configured from stormpy config keys (not yet started): connect timeout from
+        ``storm.zookeeper.connection.timeout``, session (and operation) timeout from
+        ``storm.zookeeper.session.timeout`` (both in ms)."""
         return cls(hosts_from_config(conf), root or conf.get("storm.zookeeper.root", DEFAULT_ROOT),
                    connect_timeout_secs=float(conf.get("storm.zookeeper.connection.timeout", 15000)) / 1000,
                    session_timeout_secs=float(conf.get("storm.zookeeper.session.timeout", 20000)) / 1000)
@@ -113,27 +171,60 @@ class ZkStorage:
         """Connect and ensure ``root`` exists; return self. Raises ZkConnectionError on timeout."""
         if self._started:
             return self
+        if self._closed:
+            raise ZkConnectionError(f"ZooKeeper storage for {self.hosts} is closed")
         try:
             self._client.start(timeout=self.connect_timeout_secs)
         except KazooTimeoutError as exc:
+            self.close()  # stop kazoo's reconnect attempts in the background
             raise ZkConnectionError(f"could not connect to ZooKeeper at {self.hosts} within "
                                     f"{self.connect_timeout_secs:g} s") from exc
         self._started = True
-        self._client.add_listener(self._on_state)
         self.ensure_path(self.root)
         return self
 
+    def begin_shutdown(self) -> None:
+        """From now on no operation waits for a lost connection (see the module contract).
+
+        Idempotent and irreversible; safe from any thread and from a signal handler (it only sets
+        a flag, which waiting operations notice within 0.1 s). Daemons call it first thing when
+        they stop, so ZooKeeper cleanup on their stop path is done when ZooKeeper is reachable and
+        skipped at once when it is not.
+        """
+        self._shutting_down = True
+
+    @property
+    def shutting_down(self) -> bool:
+        """True after :meth:`begin_shutdown` or :meth:`close`."""
+        return self._shutting_down
+
     def close(self) -> None:
-        """End the session (its ephemeral nodes vanish at once) and free the connection; idempotent."""
+        """End the session (its ephemeral nodes vanish at once) and free the connection; idempotent.
+
+        Operations still running in other threads fail with ZkConnectionError. Returns within
+        ``close_timeout_secs``; when ZooKeeper is unreachable the session simply expires on the
+        server later.
+        """
         if self._closed:
             return
         self._closed = True
+        self._shutting_down = True
+        self._closing = True
         with self._ephemeral_lock:
             self._ephemerals.clear()
+        closer = threading.Thread(target=self._stop_client, name="zk-close", daemon=True)
+        closer.start()
+        closer.join(self.close_timeout_secs)
+        if closer.is_alive():
+            log.warning("the ZooKeeper client for %s did not stop within %g s; it finishes in the "
+                        "background", self.hosts, self.close_timeout_secs)
+
+    def _stop_client(self) -> None:
         try:
             self._client.stop()
-        finally:
             self._client.close()
+        except Exception:  # noqa: BLE001 - closing must not fail the caller
+            log.warning("stopping the ZooKeeper client for %s failed", self.hosts, exc_info=True)
 
     def __enter__(self) -> ZkStorage:
         return self.start()
@@ -149,7 +240,10 @@ class ZkStorage:
 
     @property
     def client(self) -> KazooClient:
-        """The underlying kazoo client, for recipes (Election, Lock); paths must still stay under root."""
+        """The underlying kazoo client, for recipes (Election, Lock); paths must still stay under root.
+
+        Its synchronous calls are not bounded by ``operation_timeout_secs``.
+        """
         return self._client
 
     @property
@@ -172,63 +266,100 @@ class ZkStorage:
             raise ValueError(f"ZooKeeper path {path!r} is outside this storage's root {self.root!r}")
         return path
 
-    @contextmanager
-    def _op(self, op: str, path: str) -> Iterator[None]:
+    def _check_abort(self, op: str, path: str, deadline: float, problem: str) -> None:
+        """Raise ZkConnectionError when an operation must stop waiting (closed, shutting down
+        without a connection, or out of time); ``problem`` completes "the operation ... hosts"."""
+        if self._closing:
+            raise ZkConnectionError(f"ZooKeeper {op} {path} abandoned: the storage was closed")
+        if self._shutting_down and not self._client.connected:
+            raise ZkConnectionError(f"ZooKeeper {op} {path} abandoned: no connection to {self.hosts} "
+                                    "and the daemon is stopping (not waiting for it)")
+        if time.monotonic() >= deadline:
+            raise ZkConnectionError(f"ZooKeeper {op} {path} failed: {problem} {self.hosts} within "
+                                    f"{self.operation_timeout_secs:g} s (no usable connection)")
+
+    def _await_connection(self, op: str, path: str, deadline: float) -> None:
+        while not self._client.connected:
+            self._check_abort(op, path, deadline, "could not reach")
+            time.sleep(min(_SLICE_SECS, max(0.0, deadline - time.monotonic())))
+
+    def _run(self, op: str, path: str, attempt: Callable[[_Waiter], T]) -> T:
+        """Run ``attempt`` (one try of the operation, waiting on kazoo requests through the waiter)
+        until it succeeds, within the operation timeout, retrying after connection losses."""
         self.check_path(path)
-        try:
-            yield
-        except _CONNECTION_ERRORS as exc:
-            raise ZkConnectionError(f"ZooKeeper {op} {path} failed: no usable connection to {self.hosts} "
-                                    f"({type(exc).__name__})") from exc
-        except KazooException as exc:
-            raise ClusterStateError(f"ZooKeeper {op} {path} failed: {type(exc).__name__} {exc}") from exc
+        deadline = time.monotonic() + self.operation_timeout_secs
+        waiter = _Waiter(self, op, path, deadline)
+        delay = _RETRY_DELAY_SECS
+        while True:
+            self._await_connection(op, path, deadline)
+            try:
+                return attempt(waiter)
+            except ConnectionClosedError as exc:
+                raise ZkConnectionError(f"ZooKeeper {op} {path} abandoned: the storage was closed") from exc
+            except _RETRYABLE as exc:
+                log.debug("ZooKeeper %s %s: %s; retrying", op, path, type(exc).__name__)
+            except KazooException as exc:
+                raise ClusterStateError(f"ZooKeeper {op} {path} failed: {type(exc).__name__} {exc}") from exc
+            pause_until = min(deadline, time.monotonic() + delay)
+            while True:  # back off in slices, so a shutdown or the deadline cuts it short
+                self._check_abort(op, path, deadline, "could not reach")
+                if self._shutting_down or time.monotonic() >= pause_until:
+                    break
+                time.sleep(min(_SLICE_SECS, pause_until - time.monotonic()))
+            delay = min(2 * delay, _RETRY_DELAY_MAX_SECS)
 
     # -- reads ---------------------------------------------------------------------------------
     def exists(self, path: str, watch: NativeWatcher | None = None) -> bool:
         """True when the node exists. ``watch`` (one-shot) fires when it is created, changed or deleted."""
-        with self._op("exists", path):
-            return self._client.retry(self._client.exists, path, watch=watch) is not None
+        return self._run("exists", path,
+                         lambda wait: wait(self._client.exists_async(path, watch=watch)) is not None)
 
     def get(self, path: str, watch: NativeWatcher | None = None) -> bytes | None:
         """The node's data, or None when it does not exist (then no watch is left either).
 
         ``watch`` is a one-shot ZooKeeper watch: called once with a WatchedEvent at the next change.
         """
-        with self._op("get", path):
+
+        def attempt(wait: _Waiter) -> bytes | None:
             try:
-                data, _ = self._client.retry(self._client.get, path, watch=watch)
+                data, _ = wait(self._client.get_async(path, watch=watch))
             except NoNodeError:
                 return None
             return bytes(data)
 
+        return self._run("get", path, attempt)
+
     def children(self, path: str, watch: NativeWatcher | None = None) -> list[str]:
         """Sorted child names, or ``[]`` when the node does not exist; ``watch`` as in :meth:`get`."""
-        with self._op("get_children", path):
+
+        def attempt(wait: _Waiter) -> list[str]:
             try:
-                return sorted(self._client.retry(self._client.get_children, path, watch=watch))
+                return sorted(wait(self._client.get_children_async(path, watch=watch)))
             except NoNodeError:
                 return []
+
+        return self._run("get_children", path, attempt)
 
     # -- writes --------------------------------------------------------------------------------
     def ensure_path(self, path: str) -> None:
         """Create ``path`` and its missing parents (empty data)."""
-        with self._op("ensure_path", path):
-            self._client.retry(self._client.ensure_path, path)
+        self._run("ensure_path", path, lambda wait: wait(self._client.ensure_path_async(path)))
 
     def set(self, path: str, data: bytes) -> None:
         """Write ``data`` to ``path``, creating it (and parents) when missing."""
 
-        def upsert() -> None:
+        def attempt(wait: _Waiter) -> None:
             try:
-                self._client.set(path, data)
+                wait(self._client.set_async(path, data))
+                return
             except NoNodeError:
-                try:
-                    self._client.create(path, data, makepath=True)
-                except NodeExistsError:
-                    self._client.set(path, data)
+                pass
+            try:
+                wait(self._client.create_async(path, data, makepath=True))
+            except NodeExistsError:
+                wait(self._client.set_async(path, data))
 
-        with self._op("set", path):
-            self._client.retry(upsert)
+        self._run("set", path, attempt)
 
     def create(self, path: str, data: bytes = b"", *, ephemeral: bool = False, sequence: bool = False,
                makepath: bool = True) -> str:
@@ -236,12 +367,15 @@ class ZkStorage:
 
         Raises ClusterStateError naming the path when it already exists.
         """
-        with self._op("create", path):
+
+        def attempt(wait: _Waiter) -> str:
             try:
-                return str(self._client.retry(self._client.create, path, data, ephemeral=ephemeral,
-                                              sequence=sequence, makepath=makepath))
+                return str(wait(self._client.create_async(path, data, ephemeral=ephemeral,
+                                                          sequence=sequence, makepath=makepath)))
             except NodeExistsError as exc:
                 raise ClusterStateError(f"ZooKeeper node {path} already exists") from exc
+
+        return self._run("create", path, attempt)
 
     def create_ephemeral(self, path: str, data: bytes) -> None:
         """Create or replace the ephemeral node ``path`` owned by this session.
@@ -249,53 +383,73 @@ class ZkStorage:
         A node left by another (older) session at the same path is replaced. The node is re-created
         automatically after a session loss, until it is deleted through this storage or it closes.
         """
-        with self._op("create_ephemeral", path):
-            self._client.retry(self._put_ephemeral, path, data)
+        self._run("create_ephemeral", path, lambda wait: self._put_ephemeral(wait, path, data))
         with self._ephemeral_lock:
             self._ephemerals[path] = data
 
-    def _put_ephemeral(self, path: str, data: bytes) -> None:
+    def _put_ephemeral(self, wait: _Waiter, path: str, data: bytes) -> None:
         try:
-            self._client.create(path, data, ephemeral=True, makepath=True)
+            wait(self._client.create_async(path, data, ephemeral=True, makepath=True))
             return
         except NodeExistsError:
             pass
         try:
-            _, stat = self._client.get(path)
-            if stat.ephemeralOwner == self._client.client_id[0]:
-                self._client.set(path, data, version=stat.version)
+            _, stat = wait(self._client.get_async(path))
+            if stat.ephemeralOwner == self.session_id:
+                wait(self._client.set_async(path, data, version=stat.version))
                 return
-            self._client.delete(path, version=stat.version)
+            wait(self._client.delete_async(path, version=stat.version))
         except NoNodeError:
             pass
-        self._client.create(path, data, ephemeral=True, makepath=True)
+        wait(self._client.create_async(path, data, ephemeral=True, makepath=True))
 
     def delete(self, path: str, *, recursive: bool = True) -> bool:
         """Delete ``path`` (and everything under it when ``recursive``); False when it did not exist.
 
-        Retries when writers add children while a recursive delete runs.
+        Starts over when writers add children while a recursive delete runs (a few times, then
+        ClusterStateError). A non-recursive delete of a node with children is a ClusterStateError.
         """
+        self.check_path(path)
         with self._ephemeral_lock:
             for tracked in [p for p in self._ephemerals if p == path or p.startswith(path + "/")]:
                 del self._ephemerals[tracked]
-        with self._op("delete", path):
-            if recursive and self._client.retry(self._client.exists, path) is None:
-                return False  # kazoo's recursive delete does not report a missing node
-            for attempt in range(10):
-                try:
-                    self._client.retry(self._client.delete, path, recursive=recursive)
-                    return True
-                except NoNodeError:
-                    return attempt > 0
-                except NotEmptyError:
-                    if not recursive or attempt == 9:
-                        raise
-        return True
+
+        def attempt(wait: _Waiter) -> bool:
+            if recursive:
+                return self._delete_tree(wait, path)
+            try:
+                wait(self._client.delete_async(path))
+            except NoNodeError:
+                return False
+            return True
+
+        return self._run("delete", path, attempt)
+
+    def _delete_tree(self, wait: _Waiter, path: str) -> bool:
+        existed = False
+        for _ in range(_DELETE_ROUNDS):
+            try:
+                children = wait(self._client.get_children_async(path))
+            except NoNodeError:
+                return existed
+            existed = True
+            for child in children:
+                self._delete_tree(wait, f"{path.rstrip('/')}/{child}")
+            try:
+                wait(self._client.delete_async(path))
+                return True
+            except NoNodeError:
+                return True
+            except NotEmptyError:
+                continue  # a writer added a child meanwhile: delete the new ones too
+        raise ClusterStateError(f"ZooKeeper delete {path} failed: children kept appearing "
+                                f"({_DELETE_ROUNDS} rounds)")
 
     # -- persistent watches --------------------------------------------------------------------
     def watch_data(self, path: str, callback: Callable[[bytes | None], Any]) -> Watch:
         """Call ``callback(data or None)`` now and after every change of ``path`` until cancelled."""
         self.check_path(path)
+        self._await_connection("watch_data", path, time.monotonic() + self.operation_timeout_secs)
         handle = Watch(path)
 
         def on_change(data: bytes | None, _stat: Any) -> bool | None:
@@ -343,7 +497,8 @@ class ZkStorage:
             pending = dict(self._ephemerals)
         for path, data in pending.items():
             try:
-                self._client.retry(self._put_ephemeral, path, data)
+                self._run("create_ephemeral", path, functools.partial(self._put_ephemeral, path=path,
+                                                                      data=data))
                 log.info("re-created ephemeral node %s after session loss", path)
             except Exception:
                 log.exception("could not re-create ephemeral node %s after session loss", path)

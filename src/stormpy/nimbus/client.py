@@ -6,7 +6,9 @@ cache, never executed twice), so a dead Nimbus gives
 :class:`~stormpy.rpc.errors.UnreachableError` / :class:`~stormpy.rpc.errors.RpcTimeoutError`
 instead of a hang. :meth:`NimbusClient.check_reachable` answers within ``connect_timeout_secs``
 whether anything listens on Nimbus's port at all. Server-side refusals arrive as the typed errors
-of :mod:`stormpy.rpc.errors`.
+of :mod:`stormpy.rpc.errors`; a Nimbus that requires ``nimbus.rpc.auth.token`` answers every call
+without the same ``auth_token`` with :class:`~stormpy.rpc.errors.AuthorizationError`.
+:meth:`NimbusClient.from_config` takes the timeout, retries and token from the config.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from stormpy.config import DEFAULTS
+from stormpy.config import DEFAULTS, rpc_auth_token
 from stormpy.rpc import RpcClient
 from stormpy.rpc.errors import UnreachableError, UploadError
 
@@ -44,15 +46,24 @@ class NimbusClient:
     """Calls to one Nimbus at ``host:port``."""
 
     def __init__(self, host: str, port: int, *, timeout_secs: float = 10.0, retries: int = 1,
-                 connect_timeout_secs: float = 3.0) -> None:
+                 connect_timeout_secs: float = 3.0, auth_token: str | None = None) -> None:
         self.host = host
         self.port = int(port)
         self.connect_timeout_secs = connect_timeout_secs
-        self.rpc = RpcClient(host, self.port, timeout_secs=timeout_secs, retries=retries, service="Nimbus")
+        self.rpc = RpcClient(host, self.port, timeout_secs=timeout_secs, retries=retries,
+                             auth_token=auth_token, service="Nimbus")
 
     @classmethod
     def from_config(cls, conf: Mapping[str, Any], address: str | None = None, **kwargs: Any) -> NimbusClient:
-        """A client for ``address`` (``host:port``), else ``nimbus.host``/``nimbus.thrift.port``."""
+        """A client for ``address`` (``host:port``), else ``nimbus.host``/``nimbus.thrift.port``.
+
+        ``timeout_secs``, ``retries`` and ``auth_token`` default to ``nimbus.rpc.timeout.secs``,
+        ``nimbus.rpc.retries`` and ``nimbus.rpc.auth.token``; keyword arguments override them.
+        """
+        kwargs.setdefault("timeout_secs",
+                          float(conf.get("nimbus.rpc.timeout.secs", DEFAULTS["nimbus.rpc.timeout.secs"])))
+        kwargs.setdefault("retries", int(conf.get("nimbus.rpc.retries", DEFAULTS["nimbus.rpc.retries"])))
+        kwargs.setdefault("auth_token", rpc_auth_token(conf))
         if address:
             host, port = parse_address(address)
         else:

@@ -3,9 +3,11 @@
 ``start`` creates the local directories, connects to ZooKeeper (``storm.zookeeper.*``), removes
 leftover uploads, resumes managing the topologies found in ZooKeeper and the bundle store, serves
 the RPC methods on ``nimbus.host:nimbus.thrift.port`` (port 0 picks a free one: read
-:attr:`Nimbus.port`), registers an ephemeral ``nimbuses/<nimbus-id>`` node and starts the monitor.
-``stop`` undoes all of it and is idempotent; :func:`run_nimbus` is what ``stormpy nimbus`` runs:
-file logging to ``<log dir>/nimbus.log``, SIGTERM/SIGINT → clean stop, exit code.
+:attr:`Nimbus.port`) from ``nimbus.rpc.handler.threads`` threads, refusing every request without
+the shared secret ``nimbus.rpc.auth.token`` when one is set (AuthorizationError), registers an
+ephemeral ``nimbuses/<nimbus-id>`` node and starts the monitor. ``stop`` undoes all of it and is
+idempotent; :func:`run_nimbus` is what ``stormpy nimbus`` runs: file logging to
+``<log dir>/nimbus.log``, SIGTERM/SIGINT → clean stop, exit code.
 
 Only one Nimbus per cluster is supported (no leader election yet): a second one would manage the
 same topologies concurrently.
@@ -27,7 +29,7 @@ from typing import Any
 from stormpy import __version__
 from stormpy.cluster import ClusterState
 from stormpy.cluster.records import encode_value
-from stormpy.config import DEFAULTS
+from stormpy.config import DEFAULTS, rpc_auth_token
 from stormpy.nimbus.downloads import DownloadManager
 from stormpy.nimbus.handler import NimbusHandler
 from stormpy.nimbus.localdirs import NimbusDirs, log_dir
@@ -71,6 +73,7 @@ class Nimbus:
         self.nimbus_id = ""
         self.started_at = 0.0
         self._stopped = threading.Event()
+        self._shut_down = False
         self._lock = threading.Lock()
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -105,8 +108,15 @@ class Nimbus:
         handler = NimbusHandler(self.manager, self.uploads, self.downloads, nimbus_info=self.info,
                                 on_change=self.monitor.wake)
         max_bytes = max(64 * 1024 * 1024, 4 * chunk)
+        threads = int(conf["nimbus.rpc.handler.threads"])
+        if threads < 1:
+            raise ValueError(f"nimbus.rpc.handler.threads must be at least 1, got {threads}")
+        token = rpc_auth_token(conf)
         self.server = RpcServer(bind_address(self.host), int(conf["nimbus.thrift.port"]), handler,
-                                max_workers=4, max_message_bytes=max_bytes, name="nimbus").start()
+                                auth_token=token, max_workers=threads, max_message_bytes=max_bytes,
+                                name="nimbus").start()
+        if token is not None:
+            log.info("Nimbus RPC requires the shared secret of nimbus.rpc.auth.token")
         self.state.storage.create_ephemeral(self.state.paths.nimbus(self.nimbus_id),
                                             encode_value(self.info()))
         self.monitor.start()
@@ -114,8 +124,14 @@ class Nimbus:
                  self.host, self.port, self.dirs.local_dir)
 
     def stop(self) -> None:
-        """Stop the monitor, the RPC server and the ZooKeeper session; idempotent."""
+        """Stop the monitor, the RPC server and the ZooKeeper session; idempotent.
+
+        Never waits for an unreachable ZooKeeper: the cluster state is put into shutdown mode first,
+        so monitor rounds and RPC calls blocked on ZooKeeper fail at once and stopping stays prompt.
+        """
         with self._lock:
+            if self.state is not None:
+                self.state.begin_shutdown()
             if self.monitor is not None:
                 self.monitor.stop()
             if self.server is not None:
@@ -125,7 +141,8 @@ class Nimbus:
             if self.state is not None:
                 self.state.close()
             self.monitor = self.server = self.uploads = self.state = None
-            if not self._stopped.is_set():
+            if not self._shut_down:
+                self._shut_down = True
                 log.info("Nimbus %s stopped", self.nimbus_id)
             self._stopped.set()
 

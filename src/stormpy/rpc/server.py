@@ -266,8 +266,11 @@ class RpcServer:
             return
         if self._auth is not None and not hmac.compare_digest(
                 (request.auth or "").encode(), self._auth):
+            problem = ("it sent none" if not request.auth
+                       else "the token it sent does not match the server's")
             self._refuse(router, envelope, request.id, AuthorizationError(
-                f"request {request.id} ({request.method}) carries no valid auth token"))
+                f"RPC server {self.name} refused {request.method!r}: the request carries no valid "
+                f"auth token ({problem})"))
             return
         cached = self._cache.get(request.id)
         if cached is not None:

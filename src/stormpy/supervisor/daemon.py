@@ -23,6 +23,10 @@ Contract of :class:`Supervisor` (see also docs/cluster-contract.md):
 * ``stop()`` stops the threads, stops every worker (unless ``stop_workers=False``, which leaves
   them running for a later adoption), unregisters, disconnects and releases the id.
   ``run_forever()`` runs until SIGTERM/SIGINT and then stops.
+  Stopping never waits for ZooKeeper: it first puts the cluster state into shutdown mode, so
+  ZooKeeper calls still running in its threads fail at once while ZooKeeper is unreachable;
+  unregistering is then skipped (the ephemeral node vanishes when the session expires). Workers
+  are stopped all the same.
 """
 
 from __future__ import annotations
@@ -169,6 +173,8 @@ class Supervisor:
         self._stop.set()
         self._sync_event.set()
         self._download_queue.put(None)
+        if self.state is not None:
+            self.state.begin_shutdown()  # threads blocked on an unreachable ZooKeeper return now
         for thread in self._threads:
             thread.join(self.shutdown_grace + 10.0)
         if stop_workers:
@@ -177,10 +183,14 @@ class Supervisor:
                 self._workers.clear()
             stop_workers_fn(handles, self.shutdown_grace, self.log)
         if self.state is not None and self.supervisor_id is not None:
-            try:
-                self.state.unregister_supervisor(self.supervisor_id)
-            except ClusterStateError as exc:
-                self.log.warning("could not unregister: %s", exc)
+            if not self.state.connected:
+                self.log.warning("ZooKeeper is unreachable: not unregistering (the supervisor's node "
+                                 "vanishes when its session expires)")
+            else:
+                try:
+                    self.state.unregister_supervisor(self.supervisor_id)
+                except ClusterStateError as exc:
+                    self.log.warning("could not unregister: %s", exc)
         self.log.info("supervisor %s stopped", self.supervisor_id)
         self._release()
 

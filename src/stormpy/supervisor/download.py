@@ -9,6 +9,10 @@ Nimbus announced (both in ``get_topology_files`` and ``begin_download``), the bu
 hidden temporary directory that is renamed to ``stormdist/<topology-id>`` at the end, so the
 directory appears complete or not at all (:meth:`SupervisorDirs.is_downloaded`). Any failure
 raises :class:`DownloadError` naming the topology and leaves nothing behind.
+
+RPC calls to Nimbus carry ``nimbus.rpc.auth.token`` and wait ``nimbus.rpc.timeout.secs`` per
+attempt with ``nimbus.rpc.retries`` retries; a Nimbus refusing the token is a DownloadError that
+says so (it is not mistaken for an unreachable Nimbus).
 """
 
 from __future__ import annotations
@@ -23,13 +27,14 @@ from typing import Any
 import msgpack
 
 from stormpy.bundle import BundleError, sha256_file, unpack_bundle, verify_bundle
-from stormpy.rpc import RpcClient, RpcError, UnreachableError
+from stormpy.config import DEFAULTS, rpc_auth_token
+from stormpy.rpc import AuthorizationError, RpcClient, RpcError, UnreachableError
 from stormpy.supervisor.local_state import SupervisorDirs
 
 __all__ = ["BundleDownloader", "DownloadError", "nimbus_addresses"]
 
-#: Seconds one RPC call to Nimbus may take before it is retried/abandoned.
-RPC_TIMEOUT_SECS = 30.0
+#: Longest wait for Nimbus to answer the ping that picks the Nimbus candidate.
+PING_TIMEOUT_SECS = 5.0
 
 
 class DownloadError(RuntimeError):
@@ -66,7 +71,12 @@ class BundleDownloader:
         self._client_factory = client_factory or self._default_client
 
     def _default_client(self, host: str, port: int) -> RpcClient:
-        return RpcClient(host, port, timeout_secs=RPC_TIMEOUT_SECS, retries=2, service="Nimbus")
+        conf = self.conf
+        return RpcClient(
+            host, port,
+            timeout_secs=float(conf.get("nimbus.rpc.timeout.secs", DEFAULTS["nimbus.rpc.timeout.secs"])),
+            retries=int(conf.get("nimbus.rpc.retries", DEFAULTS["nimbus.rpc.retries"])),
+            auth_token=rpc_auth_token(conf), service="Nimbus")
 
     def _connect(self) -> RpcClient:
         """A client for the first Nimbus candidate that answers a ping."""
@@ -74,8 +84,12 @@ class BundleDownloader:
         for host, port in nimbus_addresses(self.conf):
             client = self._client_factory(host, port)
             try:
-                if client.ping(timeout_secs=min(client.timeout_secs, 5.0)):
+                if client.ping(timeout_secs=min(client.timeout_secs, PING_TIMEOUT_SECS)):
                     return client
+            except AuthorizationError as exc:
+                client.close()
+                raise DownloadError(f"Nimbus at {host}:{port} refused this supervisor: {exc.message} "
+                                    "(nimbus.rpc.auth.token must match Nimbus's)") from exc
             except RpcError:
                 pass
             client.close()

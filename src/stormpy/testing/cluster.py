@@ -40,6 +40,7 @@ from typing import Any
 import yaml
 
 from stormpy.cluster import ClusterState, SupervisorInfo
+from stormpy.config import rpc_auth_token
 from stormpy.nimbus.client import NimbusClient
 
 __all__ = ["FAST_TIMEOUTS", "DaemonProcess", "ProcessCluster", "find_processes", "free_ports"]
@@ -235,7 +236,8 @@ class ProcessCluster:
     def start_nimbus(self, timeout_secs: float = 60.0) -> None:
         """Start (or restart) Nimbus and wait until it answers."""
         self.nimbus.start()
-        probe = NimbusClient(self.host, self.nimbus_port, timeout_secs=1.0, retries=0)
+        probe = NimbusClient(self.host, self.nimbus_port, timeout_secs=1.0, retries=0,
+                             auth_token=rpc_auth_token(self.extra_conf))
         try:
             self.wait_for(lambda: probe.ping(1.0), timeout_secs, "Nimbus to answer", check_daemons=False)
         finally:
@@ -287,8 +289,10 @@ class ProcessCluster:
 
     # -- access ----------------------------------------------------------------------------------
     def client(self, timeout_secs: float = 10.0, retries: int = 1) -> NimbusClient:
-        """A NimbusClient for this cluster (closed by :meth:`stop`)."""
-        client = NimbusClient(self.host, self.nimbus_port, timeout_secs=timeout_secs, retries=retries)
+        """A NimbusClient for this cluster (closed by :meth:`stop`), sending the cluster conf's
+        ``nimbus.rpc.auth.token``."""
+        client = NimbusClient(self.host, self.nimbus_port, timeout_secs=timeout_secs, retries=retries,
+                              auth_token=rpc_auth_token(self.extra_conf))
         self._clients.append(client)
         return client
 

@@ -8,14 +8,17 @@
 Contract (docs/cluster-contract.md, "Worker process"):
 
 * Logs to ``<storm.log.dir or L/logs>/worker-T-P.log``. ``F`` is the daemon configuration (YAML;
-  without it ``stormpy.config.load_config()``); the topology's own ``topology.*`` keys from
-  ``topology.msgpack`` override the daemon's, every other key is the daemon's.
+  without it ``stormpy.config.load_config()``); the topology's own ``topology.*`` and ``spark.*``
+  keys from ``topology.msgpack`` override the daemon's, every other key is the daemon's.
 * Reads ``L/supervisor/S/stormdist/T/topology.msgpack`` and puts ``.../code`` first on
   ``sys.path``; reads the assignment and StormBase from ZooKeeper; runs the executors assigned to
   ``(S, P)`` in a :class:`~stormpy.worker.loop.Worker` on the main thread, over a
   :class:`~stormpy.messaging.zmq_transport.ZmqTransport` bound on
   ``<worker.bind.host or supervisor.host>:P``; a :class:`~stormpy.worker.cluster_link.ClusterLink`
   thread follows assignment/status changes and heartbeats.
+* Once the loop has stopped, ZooKeeper calls fail at once while ZooKeeper is unreachable (the
+  cluster state is put into shutdown mode), so a worker exits promptly on SIGTERM during a
+  ZooKeeper outage; errors still queued for ZooKeeper are then only logged.
 * Exit codes: 0 after SIGTERM/SIGINT (loop stopped, components closed), when the topology's
   assignment disappears, when this worker has no executors (any more) or its executors changed;
   1 when a component failed (the error is reported to ZooKeeper first); 2 when it cannot start
@@ -78,11 +81,18 @@ class WorkerPaths:
         self.log_file = self.log_dir / f"worker-{topology_id}-{port}.log"
 
 
+#: Key prefixes a topology's config sets for its workers, over the daemon's values: its own
+#: settings and its Spark application's (the daemon conf carries defaults for ``spark.master`` /
+#: ``spark.app.name``, which must not mask what the topology asked for).
+TOPOLOGY_PREFIXES = ("topology.", "spark.")
+
+
 def worker_conf(daemon_conf: Mapping[str, Any], topology_conf: Mapping[str, Any]) -> dict[str, Any]:
-    """Defaults ← daemon conf ← topology conf, except that only ``topology.*`` keys of the topology
-    conf count: ZooKeeper, supervisor and worker settings are the local daemon's."""
+    """Defaults ← daemon conf ← topology conf, except that only the ``topology.*`` and ``spark.*``
+    keys of the topology conf count: ZooKeeper, supervisor and worker settings are the local
+    daemon's."""
     conf = merged(daemon_conf, topology_conf)
-    conf.update({k: v for k, v in daemon_conf.items() if not k.startswith("topology.")})
+    conf.update({k: v for k, v in daemon_conf.items() if not k.startswith(TOPOLOGY_PREFIXES)})
     return conf
 
 
@@ -124,12 +134,19 @@ class WorkerProcess:
         self.paths = WorkerPaths(args.local_dir, self.node, self.topology_id, self.port,
                                  daemon_conf.get("storm.log.dir"))
         self.worker: Worker | None = None
+        self.state: ClusterState | None = None
         self.exit_reason: str | None = None
 
     def request_stop(self, reason: str) -> None:
-        """Stop the loop (any thread, signal handlers included); the first reason is kept."""
+        """Stop the loop (any thread, signal handlers included); the first reason is kept.
+
+        ZooKeeper calls stop waiting for a lost connection from now on (a worker blocked on an
+        unreachable ZooKeeper while starting gives up at once and exits 0).
+        """
         if self.exit_reason is None:
             self.exit_reason = reason
+        if self.state is not None:
+            self.state.begin_shutdown()
         if self.worker is not None:
             self.worker.stop()
 
@@ -149,6 +166,9 @@ class WorkerProcess:
             state = ClusterState.from_config(conf)
         except Exception as exc:  # noqa: BLE001
             raise StartupError(f"cannot connect to ZooKeeper: {exc}") from exc
+        self.state = state
+        if self.exit_reason is not None:
+            state.begin_shutdown()
         try:
             return self._run_connected(state, spec, conf)
         finally:
@@ -159,6 +179,9 @@ class WorkerProcess:
             assignment = state.assignment(self.topology_id)
             base = state.storm_base(self.topology_id)
         except ClusterStateError as exc:
+            if self.exit_reason is not None:
+                log.info("stopping before start: %s (%s)", self.exit_reason, exc)
+                return EXIT_OK
             raise StartupError(f"cannot read the state of {self.topology_id}: {exc}") from exc
         if assignment is None:
             log.info("topology %s has no assignment; nothing to run", self.topology_id)
@@ -217,6 +240,9 @@ class WorkerProcess:
             log.error("worker stopped: %s", exc)
             return EXIT_COMPONENT_FAILED
         finally:
+            # From here on ZooKeeper is written only while reachable (last errors, the link's
+            # heartbeat): an outage must not hold up the exit.
+            state.begin_shutdown()
             link.stop()
         log.info("worker stopped cleanly: %s", self.exit_reason or "stop requested")
         return EXIT_OK

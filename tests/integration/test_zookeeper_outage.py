@@ -1,0 +1,220 @@
+"""ZooKeeper going away must never wedge a daemon: ZkStorage operations are bounded, and the
+supervisor, its worker processes and Nimbus exit 0 promptly on SIGTERM while ZooKeeper is down,
+leaving no process behind.
+
+Each test runs its own ZooKeeper (so it can stop it) and sets the session (= operation) timeout
+far above the wait it allows for the exit, so a pass shows the stop path does not sit out
+ZooKeeper timeouts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from supervisor_kit import PACED_FILES, SupervisorEnv, free_ports, paced_spec, processes_under, wait_for
+
+from stormpy.cluster import ZkConnectionError, ZkStorage
+from stormpy.cluster.zkserver import INSTALL_HINT, ZooKeeperNotFound, ZooKeeperServer
+from stormpy.nimbus import NimbusClient
+
+pytestmark = [pytest.mark.zookeeper, pytest.mark.cluster, pytest.mark.timeout(90)]
+
+#: ZooKeeper session timeout of the daemons under test (ms); operations may wait this long.
+SESSION_TIMEOUT_MS = 40000
+#: How long a daemon may take to exit after SIGTERM with ZooKeeper down (well below the above).
+EXIT_WAIT_SECS = 15.0
+#: ``supervisor.worker.shutdown.sleep.secs`` here: a worker must exit within it after SIGTERM,
+#: or its supervisor SIGKILLs it.
+WORKER_GRACE_SECS = 4
+ZK_ROOT = "/stormpy-outage"
+
+
+@pytest.fixture
+def private_zookeeper() -> Iterator[ZooKeeperServer]:
+    """A ZooKeeper of this test alone (the test stops it); skipped like the shared one."""
+    server = ZooKeeperServer(heap_mb=128)
+    try:
+        server.start()
+    except ZooKeeperNotFound as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"ZooKeeper is required in CI: {exc}; {INSTALL_HINT}", pytrace=False)
+        pytest.skip(f"ZooKeeper not installed: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def outage_env(private_zookeeper: ZooKeeperServer,
+               tmp_path_factory: pytest.TempPathFactory) -> Iterator[SupervisorEnv]:
+    """A SupervisorEnv (fake Nimbus, cluster state, process cleanup) on the private ZooKeeper."""
+    base = tmp_path_factory.mktemp("zk-outage")
+    env = SupervisorEnv(private_zookeeper.connect_string, ZK_ROOT, base)
+    try:
+        yield env
+    finally:
+        env.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def daemon_conf(env: SupervisorEnv, name: str, ports: list[int], **extra: Any) -> dict[str, Any]:
+    return env.conf(name, ports, **{"storm.zookeeper.session.timeout": SESSION_TIMEOUT_MS,
+                                    "supervisor.worker.shutdown.sleep.secs": WORKER_GRACE_SECS,
+                                    **extra})
+
+
+def run_stormpy(env: SupervisorEnv, command: str, conf: dict[str, Any]) -> subprocess.Popen[bytes]:
+    """``python -m stormpy.cli <command> --config <file>`` in its own session, output to a file."""
+    conf_path = env.base / f"{command}.yaml"
+    conf_path.write_text(yaml.safe_dump(conf))
+    out_path = env.log_dir / f"{command}.out"
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(out_path, "wb") as out:
+        return subprocess.Popen([sys.executable, "-m", "stormpy.cli", command, "--config", str(conf_path)],
+                                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+
+
+def sigterm_and_wait(proc: subprocess.Popen[bytes], what: str) -> int:
+    """SIGTERM ``proc`` and return its exit code; fail naming ``what`` if it outlives the wait."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(EXIT_WAIT_SECS)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{what} still runs {EXIT_WAIT_SECS:g} s after SIGTERM with ZooKeeper down")
+
+
+def kill_quietly(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+
+def start_one_worker(env: SupervisorEnv, sid: str, port: int, topology_id: str) -> None:
+    """Assign a paced topology to ``(sid, port)`` and wait until its worker heartbeats."""
+    env.publish(topology_id, paced_spec(rate=20), {}, [(sid, port)], files=PACED_FILES)
+    wait_for(lambda: len(env.worker_pids()) == 1 and env.total(topology_id, "sink", "acked") > 0,
+             60, "the worker to run and heartbeat")
+
+
+def test_storage_operations_are_bounded_while_zookeeper_is_down(
+        private_zookeeper: ZooKeeperServer) -> None:
+    hosts = private_zookeeper.connect_string
+    quick = ZkStorage(hosts, ZK_ROOT, operation_timeout_secs=1).start()
+    patient = ZkStorage(hosts, ZK_ROOT, session_timeout_secs=SESSION_TIMEOUT_MS / 1000).start()
+    try:
+        quick.set(f"{ZK_ROOT}/node", b"x")
+        private_zookeeper.stop()
+
+        with pytest.raises(ZkConnectionError, match=rf"ZooKeeper get {ZK_ROOT}/node failed: .* within 1 s"):
+            quick.get(f"{ZK_ROOT}/node")
+
+        # An operation waiting for the connection is woken by begin_shutdown, long before its timeout.
+        outcome: list[BaseException | bytes | None] = []
+        caller = threading.Thread(target=lambda: outcome.append(_call(patient.get, f"{ZK_ROOT}/node")))
+        caller.start()
+        caller.join(0.5)
+        assert caller.is_alive(), f"get returned while ZooKeeper was down: {outcome}"
+        patient.begin_shutdown()
+        caller.join(EXIT_WAIT_SECS)
+        assert not caller.is_alive(), "a get kept waiting for ZooKeeper after begin_shutdown"
+        assert isinstance(outcome[0], ZkConnectionError) and "stopping" in str(outcome[0])
+        # ... and later calls fail at once; the delete of an unregistering daemon included.
+        with pytest.raises(ZkConnectionError, match="no connection"):
+            patient.delete(f"{ZK_ROOT}/node")
+    finally:
+        closers = [threading.Thread(target=s.close) for s in (quick, patient)]
+        for closer in closers:
+            closer.start()
+        for closer in closers:
+            closer.join(EXIT_WAIT_SECS)
+    assert not any(c.is_alive() for c in closers), "close() blocked with ZooKeeper down"
+
+
+def _call(fn: Any, *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+        return exc
+
+
+def test_supervisor_with_a_worker_exits_on_sigterm_while_zookeeper_is_down(
+        private_zookeeper: ZooKeeperServer, outage_env: SupervisorEnv) -> None:
+    env = outage_env
+    port, = free_ports(1)
+    proc = run_stormpy(env, "supervisor", daemon_conf(env, "sup", [port]))
+    try:
+        (sid, _), = wait_for(lambda: env.state.supervisors(), 30, "the supervisor to register").items()
+        start_one_worker(env, sid, port, "outage-1")
+        private_zookeeper.stop()
+        assert sigterm_and_wait(proc, "the supervisor") == 0
+    finally:
+        kill_quietly(proc)
+    assert processes_under(env.base) == [], "the supervisor left processes behind"
+    log = (env.log_dir / f"supervisor-{sid}.log").read_text()
+    assert "received SIGTERM" in log and f"supervisor {sid} stopped" in log
+    assert "not unregistering" in log
+    # The worker stopped on its SIGTERM within the grace period (it was not SIGKILLed).
+    assert re.search(rf"worker outage-1:{port} \(pid \d+\) stopped \(exit code 0\)", log), log
+
+
+def test_worker_process_exits_on_sigterm_while_zookeeper_is_down(
+        private_zookeeper: ZooKeeperServer, outage_env: SupervisorEnv) -> None:
+    env = outage_env
+    port, = free_ports(1)
+    sup = env.start_supervisor("sup", [port], **{"storm.zookeeper.session.timeout": SESSION_TIMEOUT_MS})
+    assert sup.supervisor_id is not None
+    start_one_worker(env, sup.supervisor_id, port, "outage-2")
+    handle = sup.workers()[port]
+    assert handle.proc is not None
+    sup.stop(stop_workers=False)  # the worker keeps running; this test signals it directly
+    try:
+        private_zookeeper.stop()
+        handle.signal(signal.SIGTERM)
+        try:
+            code = handle.proc.wait(WORKER_GRACE_SECS)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the worker still runs {WORKER_GRACE_SECS:g} s (a supervisor's grace period) "
+                        "after SIGTERM with ZooKeeper down")
+        assert code == 0
+    finally:
+        handle.kill_group()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            handle.proc.wait(10)
+    assert processes_under(env.base) == []
+    worker_log = env.log_dir / f"worker-outage-2-{port}.log"
+    assert "worker stopped cleanly: received SIGTERM" in worker_log.read_text()
+
+
+def test_nimbus_exits_on_sigterm_while_zookeeper_is_down(
+        private_zookeeper: ZooKeeperServer, outage_env: SupervisorEnv) -> None:
+    env = outage_env
+    nimbus_port, = free_ports(1)
+    conf = daemon_conf(env, "nimbus", [], **{"nimbus.thrift.port": nimbus_port,
+                                             "nimbus.monitor.freq.secs": 0.2})
+    proc = run_stormpy(env, "nimbus", conf)
+    try:
+        with NimbusClient("127.0.0.1", nimbus_port, timeout_secs=2, retries=0) as client:
+            wait_for(lambda: client.ping(2), 30, "Nimbus to answer")
+            assert "supervisors" in client.cluster_info()
+        private_zookeeper.stop()
+        assert sigterm_and_wait(proc, "Nimbus") == 0
+    finally:
+        kill_quietly(proc)
+    assert processes_under(env.base) == []
+    log = Path(conf["storm.log.dir"], "nimbus.log").read_text()
+    assert re.search(r"Nimbus \S+ stopped", log), log
