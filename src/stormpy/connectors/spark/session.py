@@ -6,9 +6,14 @@ Contract:
   second caller waits for the first to finish starting the JVM). The first caller's config wins;
   later callers get the same session whatever their config says.
 * Holders ``retain_spark()`` while they may use the session and ``release_spark()`` when done; the
-  release of the last holder stops the session. Whatever is still running is stopped at interpreter
-  exit. ``spark_session(conf)`` does both around a ``with`` block (tests pin one session for a
-  whole run this way, so topologies started and stopped meanwhile reuse it).
+  release of the last holder stops the session. ``spark_session(conf)`` does both around a ``with``
+  block (tests pin one session for a whole run this way, so topologies started and stopped
+  meanwhile reuse it).
+* At interpreter exit whatever is still running is stopped, and then the JVM PySpark launched,
+  which it keeps for the life of the process even after the session stops: the JVM is told to exit
+  and waited for (up to ``JVM_EXIT_WAIT_SECS``), so its shutdown hooks — which delete Spark's
+  temporary directories — finish before this process is gone (a supervisor kills a worker's whole
+  process group right after the worker exits).
 * Settings come from the topology config: ``spark.master`` (default ``local[*]``),
   ``spark.app.name`` (default the topology name), and every other ``spark.*`` key verbatim, over
   small defaults suited to one host (no UI, few shuffle partitions, UTC session time zone).
@@ -20,6 +25,8 @@ import atexit
 import logging
 import os
 import signal
+import subprocess
+import sys
 import threading
 import warnings
 from collections.abc import Iterator, Mapping
@@ -44,6 +51,9 @@ DEFAULT_SETTINGS: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.log.level": "WARN",
 }
+
+#: How long the exit of the process waits for the Spark JVM to finish its shutdown hooks.
+JVM_EXIT_WAIT_SECS = 10.0
 
 _lock = threading.RLock()
 _session: SparkSession | None = None
@@ -83,6 +93,8 @@ def _create(settings: Mapping[str, str]) -> SparkSession:
     if settings.get("spark.master", "").startswith("local"):
         # A local driver talks to itself: skip the hostname lookup (and its warning).
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python UDFs run with this worker's interpreter (its venv), not whatever python3 is on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -116,7 +128,7 @@ def get_spark(conf: Mapping[str, Any] | None = None) -> SparkSession:
             require_spark()
             _session = _create(spark_settings(conf))
             if not _atexit_registered:
-                atexit.register(stop_spark)
+                atexit.register(_at_exit)
                 _atexit_registered = True
         return _session
 
@@ -147,6 +159,41 @@ def stop_spark() -> None:
                 session.stop()
             except Exception:  # noqa: BLE001 - stopping must not raise at shutdown
                 log.exception("could not stop the SparkSession cleanly")
+
+
+def _at_exit() -> None:
+    stop_spark()
+    _stop_jvm(JVM_EXIT_WAIT_SECS)
+
+
+def _stop_jvm(timeout_secs: float) -> None:
+    """End the JVM PySpark launched for this process, if any, and wait for it to exit."""
+    from pyspark import SparkContext
+
+    with _lock:
+        gateway = SparkContext._gateway
+        if gateway is None:
+            return
+        SparkContext._gateway = None  # a later session launches a new JVM
+        SparkContext._jvm = None
+        proc = getattr(gateway, "proc", None)
+        try:
+            gateway.shutdown()
+        except Exception:  # noqa: BLE001 - the JVM is ended below either way
+            log.debug("closing the Py4J gateway failed", exc_info=True)
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()  # Spark's PythonGatewayServer exits on EOF of its stdin
+            proc.wait(timeout_secs)
+        except subprocess.TimeoutExpired:
+            log.warning("the Spark JVM (pid %d) did not exit within %.0f s; killing it", proc.pid,
+                        timeout_secs)
+            proc.kill()
+            proc.wait(5)
+        except OSError:
+            log.debug("could not end the Spark JVM", exc_info=True)
 
 
 def spark_running() -> bool:
