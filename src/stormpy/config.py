@@ -193,6 +193,14 @@ def rpc_auth_token(conf: Mapping[str, Any]) -> str | None:
     return str(value)
 
 
+def log_dir(conf: Mapping[str, Any]) -> Path:
+    """Where daemons log: ``storm.log.dir``, else ``<storm.local.dir>/logs``."""
+    explicit = conf.get("storm.log.dir")
+    if explicit:
+        return Path(explicit)
+    return Path(conf.get("storm.local.dir") or DEFAULTS["storm.local.dir"]) / "logs"
+
+
 def merged(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
     """Merge config layers left to right, starting from the defaults."""
     conf = dict(DEFAULTS)

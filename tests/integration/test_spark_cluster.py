@@ -30,7 +30,6 @@ from cluster_kit import (  # noqa: F401 - fixtures
 )
 
 from stormpy.bundle import build_bundle
-from stormpy.connectors.spark import SparkUnavailableError, require_spark
 from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster, find_processes
 
 SPARK_TOPOLOGIES = HERE / "spark_topologies"
@@ -47,16 +46,10 @@ BATCH_SIZE = 500
 FAIL_BATCH = 1
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _spark_available() -> None:
+@pytest.fixture(scope="module", autouse=True)
+def _spark_available(spark_required: None) -> None:
     """Skip (before ZooKeeper and the cluster start) when PySpark or Java is missing; in CI
-    (``CI=true``) that is a failure. As the ``spark`` fixture of ``tests/spark``."""
-    try:
-        require_spark()
-    except SparkUnavailableError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"Spark is required in CI: {exc}", pytrace=False)
-        pytest.skip(str(exc))
+    (``CI=true``) that is a failure (tests/conftest.py)."""
 
 
 @pytest.fixture(scope="module")

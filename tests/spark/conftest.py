@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from stormpy.connectors.spark import SparkUnavailableError, require_spark, spark_session
+from stormpy.connectors.spark import spark_session
 from stormpy.testing import registry
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -28,14 +27,8 @@ if str(EXAMPLES) not in sys.path:
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+def spark(spark_required: None) -> Iterator[Any]:
     """One local SparkSession for the whole test session."""
-    try:
-        require_spark()
-    except SparkUnavailableError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"Spark is required in CI: {exc}", pytrace=False)
-        pytest.skip(str(exc))
     with spark_session({"spark.app.name": "stormpy-tests"}) as session:
         yield session
 

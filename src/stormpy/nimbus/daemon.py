@@ -29,10 +29,10 @@ from typing import Any
 from stormpy import __version__
 from stormpy.cluster import ClusterState
 from stormpy.cluster.records import encode_value
-from stormpy.config import DEFAULTS, rpc_auth_token
+from stormpy.config import DEFAULTS, log_dir, rpc_auth_token
 from stormpy.nimbus.downloads import DownloadManager
 from stormpy.nimbus.handler import NimbusHandler
-from stormpy.nimbus.localdirs import NimbusDirs, log_dir
+from stormpy.nimbus.localdirs import NimbusDirs
 from stormpy.nimbus.monitor import Monitor
 from stormpy.nimbus.store import BundleStore
 from stormpy.nimbus.topologies import TopologyManager

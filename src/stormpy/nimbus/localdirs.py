@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["NimbusDirs", "log_dir", "safe_segment"]
+__all__ = ["NimbusDirs", "safe_segment"]
 
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -35,14 +35,6 @@ def safe_segment(value: str, what: str) -> str:
     if not isinstance(value, str) or not _SEGMENT.match(value) or ".." in value:
         raise ValueError(f"{what} {value!r} is not a plain file name")
     return value
-
-
-def log_dir(conf: Mapping[str, Any]) -> Path:
-    """``storm.log.dir``, else ``<storm.local.dir>/logs``."""
-    explicit = conf.get("storm.log.dir")
-    if explicit:
-        return Path(explicit)
-    return Path(conf.get("storm.local.dir") or "stormpy-local") / "logs"
 
 
 class NimbusDirs:

@@ -50,13 +50,12 @@ import stormpy
 from stormpy.cluster.errors import ClusterStateError
 from stormpy.cluster.records import Assignment, SupervisorInfo
 from stormpy.cluster.state import ClusterState
-from stormpy.config import merged
+from stormpy.config import log_dir, merged
 from stormpy.supervisor.download import BundleDownloader, DownloadError
 from stormpy.supervisor.launcher import WorkerHandle, is_worker_process, launch_worker, stop_workers
 from stormpy.supervisor.local_state import (
     SupervisorDirs,
     claim_supervisor_id,
-    log_dir,
     read_local_heartbeat,
     read_pid,
 )

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -33,19 +33,11 @@ try:
 except ImportError:  # pragma: no cover - not on Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["LocalHeartbeat", "SupervisorDirs", "claim_supervisor_id", "log_dir", "read_local_heartbeat",
+__all__ = ["LocalHeartbeat", "SupervisorDirs", "claim_supervisor_id", "read_local_heartbeat",
            "read_pid", "write_pid"]
 
 IDENTITY_FILE = "identity.json"
 LOCK_FILE = "supervisor.lock"
-
-
-def log_dir(conf: Mapping[str, Any]) -> Path:
-    """``storm.log.dir``, else ``<storm.local.dir>/logs``."""
-    explicit = conf.get("storm.log.dir")
-    if explicit:
-        return Path(explicit)
-    return Path(conf.get("storm.local.dir") or "stormpy-local") / "logs"
 
 
 class SupervisorDirs:
