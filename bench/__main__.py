@@ -64,12 +64,13 @@ def main() -> None:
             words, rate = best_of(run, args.repeat)
             record(name, words, rate)
     latency: dict[str, Any] | None = None
-    if not args.no_cluster and (wanted("cluster") or wanted("latency")):
+    cluster_runs = {f"stormpy cluster 2 workers (ZeroMQ), acking {'on' if a else 'off'}": a
+                    for a in (False, True)}
+    if not args.no_cluster and (any(map(wanted, cluster_runs)) or wanted("latency")):
         from bench import cluster_runner
 
         with cluster_runner.two_worker_cluster() as (cluster, bundle):
-            for acking in (False, True):
-                name = f"stormpy cluster 2 workers (ZeroMQ), acking {'on' if acking else 'off'}"
+            for name, acking in cluster_runs.items():
                 if wanted(name):
                     r = cluster_runner.run_topology(cluster, bundle, f"bench-{int(acking)}", n,
                                                     acking)

@@ -122,3 +122,25 @@ def test_refused_frames_are_kept_and_spouts_pause() -> None:
         worker.run_once()
     frames = [t for _p, f in transport.sent for t in decode_frame(f)]
     assert [v[0] for *_x, v in frames] == [0, 1, 2]  # nothing lost, order kept
+
+
+def test_malformed_frames_are_dropped_and_the_worker_keeps_running() -> None:
+    import msgpack
+
+    feeder, capture = FeederSpout(["v", "meta"]), Capture()
+    spec = two_worker_topology(feeder, capture)
+    probe = Worker("t", spec, {}, local_tasks=[])
+    tasks = probe.layout.component_tasks
+    here = [tasks["f"][0], tasks["sink"][0], tasks["all"][0], tasks["__acker"][0]]
+    remote = {t: "b" for t in probe.layout.task_component if t not in here}
+    transport = RecordingTransport()
+    worker = Worker("t", spec, {}, local_tasks=here, task_peers=remote, transport=transport)
+    worker.open()
+    sink = tasks["sink"][0]
+    good = [sink, "default", tasks["f"][0], None, ["ok", 1]]
+    transport.inbox.extend([b"\xc1garbage", msgpack.packb({"not": "a list"}),
+                            msgpack.packb([[1, 2]]), msgpack.packb([good])])
+    for _ in range(3):
+        worker.run_once()
+    assert capture.values == [["ok", 1]]
+    assert worker.failure is None

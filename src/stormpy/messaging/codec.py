@@ -1,37 +1,45 @@
 """The wire format of tuples between workers (msgpack).
 
 A tuple is the array ``[dest_task, stream, src_task, anchors, values]`` where ``anchors`` maps
-root id → edge id (64-bit ints) or is nil for an untracked tuple. A frame is the concatenation of
-many packed tuples for one destination worker; ``decode_frame`` streams them back out.
+root id → edge id (64-bit ints) or is nil for an untracked tuple. A frame is ONE msgpack array of
+such tuples, all for the same destination worker: packed by one C call per batch and unpacked by
+one C call per frame.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import msgpack
 
-_packb = msgpack.packb
+WireTuple = list[Any]
 
 
-def encode_tuple(dest: int, stream: str, src: int, anchors: dict[int, int] | None,
-                 values: Any) -> bytes:
-    """One packed tuple; TypeError/ValueError/OverflowError when a value cannot be packed."""
-    return _packb([dest, stream, src, anchors, values])
+class FrameEncoder:
+    """Packs batches of wire tuples. Reuses one msgpack Packer, so it is not thread-safe: each
+    worker (executor loop) owns its own."""
+
+    def __init__(self) -> None:
+        self._pack = msgpack.Packer(autoreset=True).pack
+
+    def encode(self, batch: list[WireTuple]) -> bytes:
+        """One frame; TypeError/ValueError/OverflowError when a value cannot be packed."""
+        return self._pack(batch)
 
 
-def encode_frame(packed: list[bytes]) -> bytes:
-    """A frame of already packed tuples."""
-    return b"".join(packed)
+def encode_frame(batch: list[WireTuple]) -> bytes:
+    """One frame (a fresh packer: for tests and one-off use)."""
+    return msgpack.packb(batch)
 
 
-def decode_frame(frame: bytes) -> Iterator[list[Any]]:
-    """Yield ``[dest, stream, src, anchors, values]`` for every tuple of the frame; ValueError
-    when the frame is not a sequence of such arrays."""
-    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, use_list=True)
-    unpacker.feed(frame)
-    for item in unpacker:
-        if type(item) is not list or len(item) != 5:
-            raise ValueError(f"malformed tuple in frame: {item!r:.120}")
-        yield item
+def decode_frame(frame: bytes) -> list[WireTuple]:
+    """The wire tuples of a frame; ValueError when it is not msgpack or not an array. The items
+    are not checked one by one here (the receiver unpacks each into five names anyway and must
+    treat a malformed one as a malformed frame)."""
+    try:
+        batch = msgpack.unpackb(frame, raw=False, strict_map_key=False, use_list=True)
+    except Exception as exc:  # msgpack raises several types for garbage
+        raise ValueError(f"undecodable frame: {exc}") from None
+    if type(batch) is not list:
+        raise ValueError(f"frame is a {type(batch).__name__}, not an array of tuples")
+    return batch

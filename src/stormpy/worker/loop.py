@@ -21,7 +21,7 @@ from typing import Any
 from stormpy.acker.bolt import AckerBolt
 from stormpy.acker.streams import ACK_ACK
 from stormpy.config import merged
-from stormpy.messaging.codec import decode_frame, encode_tuple
+from stormpy.messaging.codec import FrameEncoder, WireTuple, decode_frame
 from stormpy.messaging.transport import NoTransport, Transport
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import EmitError
@@ -99,9 +99,13 @@ class Worker:
         self.failure: WorkerError | None = None
         self._batch_size = max(1, int(self.conf["topology.transfer.batch.size"]))
         self._queue_cap = max(1, int(self.conf["topology.executor.receive.buffer.size"]))
-        self._outbox: dict[str, list[bytes]] = {}
+        self._outbox: dict[str, list[WireTuple]] = {}
         self._blocked: dict[str, deque[bytes]] = {}
-        self._fields_cache: dict[tuple[str, str], Fields | None] = {}
+        self._encoder = FrameEncoder()
+        #: component → stream → declared fields (to rebuild Tuples that arrive from peers)
+        self._stream_fields: dict[str, dict[str, Fields]] = {
+            cid: {name: st.fields for name, st in c.streams.items()}
+            for cid, c in spec.components.items()}
         self._callbacks: deque[tuple[TaskRunner | None, Callable[[], None]]] = deque()
         self._background: ThreadPoolExecutor | None = None
         self._background_pending = 0
@@ -116,6 +120,7 @@ class Worker:
             self.tasks[t] = self._make_task(t)
         for t, runner in self.tasks.items():
             self.deliver[t] = runner.queue.append
+        self._queue_appenders = {t: r.queue.append for t, r in self.tasks.items()}
         for i, t in enumerate(self.acker_tasks):
             if t in self.tasks:
                 self.acker_direct[i] = self.tasks[t].instance
@@ -191,16 +196,15 @@ class Worker:
             box = self._outbox.setdefault(peer, [])
             self.deliver[task] = self._remote_deliverer(peer, task, box)
 
-    def _remote_deliverer(self, peer: str, dest: int, box: list[bytes]) -> Callable[[Tuple], None]:
+    def _remote_deliverer(self, peer: str, dest: int,
+                          box: list[WireTuple]) -> Callable[[Tuple], None]:
+        """Append the wire form of a tuple to ``peer``'s outbox (packed as one frame when the box
+        is full or at the end of the round). Values were checked at emit, so packing succeeds."""
         batch = self._batch_size
         flush = self._flush_peer
 
         def deliver(tup: Tuple) -> None:
-            try:
-                box.append(encode_tuple(dest, tup.stream, tup.task, tup.anchors, tup.values))
-            except (TypeError, ValueError, OverflowError) as exc:
-                raise EmitError(f"component {tup.component!r}, stream {tup.stream!r}: cannot "
-                                f"serialise values for task {dest}: {exc}") from None
+            box.append([dest, tup.stream, tup.task, tup.anchors, tup.values])
             if len(box) >= batch:
                 flush(peer, box)
         return deliver
@@ -212,12 +216,26 @@ class Worker:
                 self.deliver[task] = self._undeliverable
         self._route_remote(task_peers)
 
-    def _flush_peer(self, peer: str, box: list[bytes]) -> None:
-        frame = b"".join(box)
+    def _flush_peer(self, peer: str, box: list[WireTuple]) -> None:
+        try:
+            frame = self._encoder.encode(box)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise self._unpackable(box, exc) from None
         box.clear()
         blocked = self._blocked.get(peer)
         if blocked or not self.transport.send(peer, frame):
             self._blocked.setdefault(peer, deque()).append(frame)
+
+    def _unpackable(self, box: list[WireTuple], exc: Exception) -> EmitError:
+        """Name the component and stream of the first tuple msgpack refused."""
+        for dest, stream, src, anchors, values in box:
+            try:
+                self._encoder.encode([values, anchors])
+            except (TypeError, ValueError, OverflowError) as err:
+                component = self.layout.task_component.get(src, SYSTEM_COMPONENT)
+                return EmitError(f"component {component!r}, stream {stream!r}: cannot serialise "
+                                 f"values for task {dest}: {err}")
+        return EmitError(f"cannot serialise a batch of tuples: {exc}")
 
     def _flush(self) -> None:
         for peer, blocked in self._blocked.items():
@@ -229,35 +247,29 @@ class Worker:
 
     def _receive(self) -> int:
         frames = self.transport.receive(64)
+        if not frames:
+            return 0
         n = 0
-        tasks = self.tasks
+        queues = self._queue_appenders
         component_of = self.layout.task_component
+        stream_fields = self._stream_fields
+        no_fields: dict[str, Fields] = {}
         for frame in frames:
             try:
-                for dest, stream, src, anchors, values in decode_frame(frame):
-                    runner = tasks.get(dest)
-                    if runner is None:
+                batch = decode_frame(frame)
+                for dest, stream, src, anchors, values in batch:
+                    append = queues.get(dest)
+                    if append is None:
                         self.dropped += 1
                         continue
                     comp = component_of.get(src, SYSTEM_COMPONENT)
-                    runner.queue.append(Tuple(values, stream, src, comp,
-                                              self._fields_of(comp, stream), anchors))
+                    append(Tuple(values, stream, src, comp,
+                                 stream_fields.get(comp, no_fields).get(stream), anchors))
                     n += 1
-            except ValueError as exc:
-                log.error("worker %s: dropped a malformed frame of %d bytes: %s",
+            except (ValueError, TypeError) as exc:  # not a frame of [dest, stream, src, a, v]
+                log.error("worker %s: dropped (the rest of) a malformed frame of %d bytes: %s",
                           self.worker_port, len(frame), exc)
         return n
-
-    def _fields_of(self, component: str, stream: str) -> Fields | None:
-        key = (component, stream)
-        try:
-            return self._fields_cache[key]
-        except KeyError:
-            comp = self.spec.components.get(component)
-            s = comp.streams.get(stream) if comp else None
-            fields = s.fields if s else None
-            self._fields_cache[key] = fields
-            return fields
 
     # -- timers ------------------------------------------------------------------------------
     def _add_timer(self, interval: float, fn: Callable[[], None], now: float) -> None:
