@@ -61,7 +61,7 @@ class InprocTransport(Transport):
 
     def receive(self, max_frames: int) -> list[bytes]:
         inbox = self._inbox
-        out = []
+        out: list[bytes] = []
         while inbox and len(out) < max_frames:
             out.append(inbox.popleft())
         return out

@@ -174,6 +174,7 @@ class BoltTask(TaskRunner):
         targets = router.choose(values)  # type: ignore[union-attr]
         # The common cases are inlined: untracked (no anchors, or anchors in no tree) and one
         # anchor in one tree; _send handles every case.
+        roots: Any
         if anchors is None:
             roots = None
         elif type(anchors) is Tuple:
