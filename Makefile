@@ -30,6 +30,7 @@ zookeeper:
 ## test: set up (venv, ZooKeeper) and run every test
 test: $(STAMP) zookeeper
 	$(BIN)/ruff check src tests bench examples
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)
