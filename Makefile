@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint zookeeper bench clean
+.PHONY: run test lint zookeeper java bench clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "python3.11 is required"; exit 1; }
@@ -16,8 +16,16 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 ## run: set up and run the flagship example in embedded local mode
-run: $(STAMP)
+run: $(STAMP) java
 	$(BIN)/stormpy local examples flagship:topology --ttl 300 --idle-stop 2
+
+## java: install a Java runtime (Spark needs one) when none is on PATH
+java:
+	@if ! command -v java >/dev/null 2>&1 && [ -z "$$JAVA_HOME" ]; then \
+	  echo "installing a Java runtime (Debian package default-jre-headless) for Spark"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q default-jre-headless; \
+	fi
 
 ## zookeeper: install Apache ZooKeeper (Debian package) when it is missing
 zookeeper:
@@ -28,7 +36,7 @@ zookeeper:
 	fi
 
 ## test: set up (venv, ZooKeeper) and run every test
-test: $(STAMP) zookeeper
+test: $(STAMP) zookeeper java
 	$(BIN)/ruff check src tests bench examples
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -p no:cacheprovider
