@@ -50,17 +50,24 @@ def two_worker_topology(feeder: FeederSpout, capture: Capture):
     return b.create_topology()
 
 
-def test_local_or_shuffle_prefers_local_tasks_and_remote_tuples_are_encoded() -> None:
-    feeder, capture = FeederSpout(["v", "meta"]), Capture()
+def half_worker(feeder: FeederSpout, capture: Capture, conf: dict | None = None,
+                transport: RecordingTransport | None = None) -> tuple[Worker, RecordingTransport,
+                                                                     dict[str, list[int]]]:
+    """A worker holding the first task of every component (the rest on peer "b"), opened."""
     spec = two_worker_topology(feeder, capture)
-    probe = Worker("t", spec, {"topology.acker.executors": 1}, local_tasks=[])
+    probe = Worker("t", spec, conf or {}, local_tasks=[])
     tasks = probe.layout.component_tasks
     here = [tasks["f"][0], tasks["sink"][0], tasks["all"][0], tasks["__acker"][0]]
-    remote = {t: "peer-b" for t in probe.layout.task_component if t not in here}
-    transport = RecordingTransport()
-    worker = Worker("t", spec, {"topology.acker.executors": 1}, local_tasks=here,
-                    task_peers=remote, transport=transport)
+    remote = {t: "b" for t in probe.layout.task_component if t not in here}
+    transport = transport or RecordingTransport()
+    worker = Worker("t", spec, conf or {}, local_tasks=here, task_peers=remote, transport=transport)
     worker.open()
+    return worker, transport, tasks
+
+
+def test_local_or_shuffle_prefers_local_tasks_and_remote_tuples_are_encoded() -> None:
+    feeder, capture = FeederSpout(["v", "meta"]), Capture()
+    worker, transport, tasks = half_worker(feeder, capture, {"topology.acker.executors": 1})
     feeder.feed(["x", {"nested": [1, 2.5, None, b"\x00"]}], msg_id=1)
     for _ in range(5):
         worker.run_once()
@@ -102,16 +109,10 @@ def test_remote_ack_returning_through_the_transport_completes_the_root() -> None
 
 def test_refused_frames_are_kept_and_spouts_pause() -> None:
     feeder, capture = FeederSpout(["v", "meta"]), Capture()
-    spec = two_worker_topology(feeder, capture)
-    probe = Worker("t", spec, {}, local_tasks=[])
-    tasks = probe.layout.component_tasks
-    here = [tasks["f"][0], tasks["sink"][0], tasks["all"][0], tasks["__acker"][0]]
-    remote = {t: "b" for t in probe.layout.task_component if t not in here}
     transport = RecordingTransport()
     transport.refuse = True
     conf = {"topology.spout.max.batch.size": 1}  # backpressure is checked between spout rounds
-    worker = Worker("t", spec, conf, local_tasks=here, task_peers=remote, transport=transport)
-    worker.open()
+    worker, transport, _tasks = half_worker(feeder, capture, conf, transport)
     for i in range(3):
         feeder.feed([i, None], msg_id=i)
     for _ in range(5):
@@ -128,14 +129,7 @@ def test_malformed_frames_are_dropped_and_the_worker_keeps_running() -> None:
     import msgpack
 
     feeder, capture = FeederSpout(["v", "meta"]), Capture()
-    spec = two_worker_topology(feeder, capture)
-    probe = Worker("t", spec, {}, local_tasks=[])
-    tasks = probe.layout.component_tasks
-    here = [tasks["f"][0], tasks["sink"][0], tasks["all"][0], tasks["__acker"][0]]
-    remote = {t: "b" for t in probe.layout.task_component if t not in here}
-    transport = RecordingTransport()
-    worker = Worker("t", spec, {}, local_tasks=here, task_peers=remote, transport=transport)
-    worker.open()
+    worker, transport, tasks = half_worker(feeder, capture)
     sink = tasks["sink"][0]
     good = [sink, "default", tasks["f"][0], None, ["ok", 1]]
     transport.inbox.extend([b"\xc1garbage", msgpack.packb({"not": "a list"}),

@@ -158,6 +158,8 @@ class BoltTask(TaskRunner):
     def emit(self, values: Any, anchors: Tuple | list[Tuple] | None = None,
              stream: str = DEFAULT_STREAM) -> list[int]:
         """Emit ``values`` on ``stream`` anchored to ``anchors``; returns the target task ids."""
+        # The checks below are repeated inline in SpoutTask.emit on purpose: this is the hottest
+        # path of the runtime and a shared helper costs a Python call per tuple.
         router = self.routers.get(stream)
         if router is None or router.direct:
             self._bad_stream(stream, False)
