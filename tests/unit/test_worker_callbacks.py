@@ -127,3 +127,20 @@ def test_declare_config_derives_component_config_from_arguments() -> None:
     spec = b.create_topology()
     assert spec.components["ticked"].config == {"topology.tick.tuple.freq.secs": 2.5}
     assert spec.components["overridden"].config == {"topology.tick.tuple.freq.secs": 7}
+
+
+def test_an_error_outside_any_component_still_stops_the_worker_with_a_failure() -> None:
+    feeder = FeederSpout(["n"])
+    b = TopologyBuilder()
+    b.set_spout("f", feeder)
+    b.set_bolt("sink", Capture()).shuffle_grouping("f")
+    with LocalCluster() as cluster:
+        worker = cluster.submit_topology("t", {}, b.create_topology())
+
+        def broken_flush() -> None:
+            raise OSError("transport exploded")
+        worker._flush = broken_flush  # type: ignore[method-assign]
+        with pytest.raises(WorkerError, match="transport exploded") as info:
+            cluster.wait_for(lambda: False, 10, "the failure")
+        assert info.value.component == "__system"
+        assert "OSError: transport exploded" in worker.errors["__system"][-1]["error"]

@@ -493,6 +493,13 @@ class Worker:
         except WorkerError as exc:
             self.failure = exc
             raise
+        except Exception as exc:  # the runtime itself (flush, frames, timers): stop, say why
+            text = "".join(traceback.format_exception(exc)).rstrip()
+            self.record_error(SYSTEM_COMPONENT, -1, text)
+            self.failure = WorkerError(SYSTEM_COMPONENT, -1,
+                                       f"worker of {self.topology_id} failed: "
+                                       f"{type(exc).__name__}: {exc}")
+            raise self.failure from exc
         finally:
             self._close()
 
