@@ -138,3 +138,19 @@ def test_malformed_frames_are_dropped_and_the_worker_keeps_running() -> None:
         worker.run_once()
     assert capture.values == [["ok", 1]]
     assert worker.failure is None
+
+
+def test_spout_roots_are_tracked_by_an_acker_in_the_spouts_own_worker() -> None:
+    feeder, capture = FeederSpout(["v", "meta"]), Capture()
+    conf = {"topology.acker.executors": 3}
+    worker, transport, tasks = half_worker(feeder, capture, conf)
+    for i in range(50):
+        feeder.feed([i, None], msg_id=i)
+    for _ in range(10):
+        worker.run_once()
+    local_acker = worker.acker_direct[0]
+    assert local_acker is not None and worker.acker_direct[1:] == [None, None]
+    # every init went to the local acker: no acker message crossed to the peer worker
+    sent = [t for _p, f in transport.sent for t in decode_frame(f)]
+    assert {stream for _d, stream, *_rest in sent} == {"default"}
+    assert len(local_acker.ledger) == 50  # pending: the remote "all" tasks have not acked

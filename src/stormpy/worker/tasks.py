@@ -317,10 +317,17 @@ class SpoutTask(TaskRunner):
         self.max_pending = int(max_pending) if max_pending else 0
         self.batch = max(1, int(conf.get("topology.spout.max.batch.size") or 1))
         self.immediate_acks: deque[Any] = deque()
+        #: index of an acker running in this worker, or -1 (set in open, once every task of the
+        #: worker exists): roots are chosen so their acker is that one, keeping the init, the
+        #: acker's replies and acks from co-located bolts off the network
+        self._home_acker = -1
         self.execute = self.on_system_tuple
         self.active = False
 
     def open(self) -> None:
+        local_ackers = [i for i, a in enumerate(self._acker_direct) if a is not None]
+        if local_ackers:
+            self._home_acker = local_ackers[self.task_id % len(local_ackers)]
         self.instance.open(self.conf, self.context)
 
     # -- collector -------------------------------------------------------------------------
@@ -366,6 +373,8 @@ class SpoutTask(TaskRunner):
                 self.immediate_acks.append(msg_id)
             return
         root = getrandbits(64)
+        if self._home_acker >= 0:  # pin the root to an acker in this worker (root % n picks it)
+            root += self._home_acker - root % self._n_ackers
         xor = 0
         for t in targets:
             edge = getrandbits(64)
