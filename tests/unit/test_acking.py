@@ -384,3 +384,14 @@ def test_streams_and_direct_emits_reach_the_named_task() -> None:
         last = worker.layout.component_tasks["sink"][-1]
         assert list(sink.by_task) == [last]
         assert sorted(v[0] for v in sink.by_task[last]) == list(range(6))
+
+
+def test_feed_many_uses_positions_as_message_ids() -> None:
+    feeder = FeederSpout(["v"])
+    b = TopologyBuilder()
+    b.set_spout("feeder", feeder)
+    b.set_bolt("sink", Capture()).shuffle_grouping("feeder")
+    with LocalCluster(simulated_time=True) as cluster:
+        cluster.submit_topology("t", TIMEOUT, b.create_topology())
+        feeder.feed_many([["a"], ["b"], ["c"]])
+        cluster.wait_for(lambda: sorted(feeder.acked) == [0, 1, 2], 10, "acks")

@@ -119,3 +119,31 @@ def test_custom_grouping_referenced_by_path() -> None:
     b.set_bolt("x", Sink).custom_grouping("words", "tests_mod:Nope")
     spec = b.create_topology()
     assert spec.components["x"].inputs[0].grouping.custom_class == "tests_mod:Nope"
+
+
+def test_declarer_settings_land_in_the_spec() -> None:
+    b = builder()
+    (b.set_bolt("echo", Echo, 2).shuffle_grouping("words")
+        .set_num_tasks(4).set_debug(True).set_max_spout_pending(7)
+        .add_configurations({"topology.tick.tuple.freq.secs": 3}))
+    comp = b.create_topology().components["echo"]
+    assert comp.num_tasks == 4 and comp.num_executors == 2
+    assert comp.config == {"topology.debug": True, "topology.max.spout.pending": 7,
+                           "topology.tick.tuple.freq.secs": 3}
+
+
+def test_context_describes_the_task_and_the_topology() -> None:
+    from stormpy.topology.context import TopologyContext
+    from stormpy.topology.layout import compute_layout
+
+    b = builder()
+    b.set_bolt("echo", Echo, 2, tasks=3).shuffle_grouping("words")
+    spec = b.create_topology()
+    layout = compute_layout(spec, {"topology.acker.executors": 1})
+    task = layout.component_tasks["echo"][1]
+    ctx = TopologyContext("t-1", spec, layout, task, [task], {})
+    assert ctx.component_id == "echo" and ctx.task_index == 1
+    assert ctx.tasks_of("words") == layout.component_tasks["words"]
+    assert ctx.output_fields().to_list() == ["word"]
+    assert ctx.output_fields(component="words").to_list() == ["word", "n"]
+    assert ctx.component_of(task) == "echo"

@@ -27,11 +27,6 @@ class FrameEncoder:
         return self._pack(batch)
 
 
-def encode_frame(batch: list[WireTuple]) -> bytes:
-    """One frame (a fresh packer: for tests and one-off use)."""
-    return msgpack.packb(batch)
-
-
 def decode_frame(frame: bytes) -> list[WireTuple]:
     """The wire tuples of a frame; ValueError when it is not msgpack or not an array. The items
     are not checked one by one here (the receiver unpacks each into five names anyway and must
