@@ -3,9 +3,12 @@
 FROM python:3.11-slim
 
 WORKDIR /opt/stormpy
-COPY pyproject.toml README.md ./
+# gcc compiles the tuple path (mypyc, see setup.py); without it the install is pure Python
+RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
+COPY pyproject.toml setup.py README.md ./
 COPY src ./src
-RUN pip install --no-cache-dir . && mkdir -p /var/lib/stormpy
+RUN STORMPY_MYPYC=1 pip install --no-cache-dir . && mkdir -p /var/lib/stormpy
 COPY examples ./examples
 COPY docker/stormpy.yaml /etc/stormpy/stormpy.yaml
 

@@ -11,7 +11,12 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
+# The tuple path is compiled with mypyc at install (setup.py); editing one of its modules
+# (listed in src/stormpy/_native.py) makes the next make rebuild it.
+NATIVE_SRC := $(shell sed -n 's/^    "stormpy\.\([a-z_.]*\)",$$/\1/p' src/stormpy/_native.py \
+                | tr . / | sed 's|^|src/stormpy/|; s|$$|.py|')
+
+$(STAMP): pyproject.toml setup.py $(NATIVE_SRC) | $(BIN)/python
 	$(BIN)/pip install -q -e '.[dev,spark,bench]'
 	touch $(STAMP)
 
@@ -37,12 +42,14 @@ zookeeper:
 
 ## test: set up (venv, ZooKeeper) and run every test
 test: $(STAMP) zookeeper java
-	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff check src tests bench examples setup.py
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+	@echo "unit tests again on the pure-Python tuple path (STORMPY_PURE=1):"
+	STORMPY_PURE=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/unit
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff check src tests bench examples setup.py
 	$(BIN)/mypy
 
 bench: $(STAMP)

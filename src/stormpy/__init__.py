@@ -4,6 +4,7 @@ The package re-exports the public topology API and nothing else; the runtime, da
 connectors live in subpackages.
 """
 
+from stormpy import _native  # noqa: F401 - first: picks compiled or source tuple-path modules
 from stormpy.topology import (
     DEFAULT_STREAM,
     BasicBolt,

@@ -25,6 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "testing": {"testing", "topology", "acker", "worker", "messaging", "config", "cluster", "rpc",
                 "bundle", "nimbus", "supervisor", "connectors"},
     "ui": {"ui", "topology", "config", "cluster", "rpc", "worker"},
+    "_native": set(),  # picks compiled or source modules: the standard library only
 }
 
 

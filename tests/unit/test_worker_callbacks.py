@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from stormpy import Bolt, Spout, TopologyBuilder, TopologyContext, Tuple
+from stormpy.messaging.transport import NoTransport
 from stormpy.testing import Capture, FeederSpout, LocalCluster
 from stormpy.worker import WorkerError
 
@@ -137,9 +138,10 @@ def test_an_error_outside_any_component_still_stops_the_worker_with_a_failure() 
     with LocalCluster() as cluster:
         worker = cluster.submit_topology("t", {}, b.create_topology())
 
-        def broken_flush() -> None:
-            raise OSError("transport exploded")
-        worker._flush = broken_flush  # type: ignore[method-assign]
+        class BrokenTransport(NoTransport):
+            def receive(self, max_frames: int) -> list[bytes]:
+                raise OSError("transport exploded")
+        worker.transport = BrokenTransport()
         with pytest.raises(WorkerError, match="transport exploded") as info:
             cluster.wait_for(lambda: False, 10, "the failure")
         assert info.value.component == "__system"

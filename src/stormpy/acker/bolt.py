@@ -31,10 +31,9 @@ class AckerBolt(Bolt):
     def ack_edges(self, root: int, xor: int) -> None:
         """Apply an (aggregated) ``__ack_ack`` for ``root``; the worker calls this directly with
         the XOR of all acks of a loop round for acker tasks it runs itself."""
-        outcome = self.ledger.ack(root, xor)
-        if outcome is not None:
-            self.emit_direct(outcome.spout_task, [root],
-                             stream=ACK_ACK if outcome.kind == COMPLETED else ACK_FAIL)
+        spout_task = self.ledger.ack_completed(root, xor)
+        if spout_task is not None:
+            self.emit_direct(spout_task, [root], stream=ACK_ACK)
 
     def handle(self, stream: str, values: list[int]) -> None:
         """Apply one acker message; the worker calls this directly for same-worker senders."""

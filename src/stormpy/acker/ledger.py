@@ -84,7 +84,13 @@ class AckLedger:
     def ack(self, root: int, xor: int) -> Outcome | None:
         """A tuple of ``root``'s tree was acked: ``xor`` = its edge ^ its children's edges (or
         the XOR of several such acks: XOR is associative, so acks may be aggregated)."""
-        for bucket in self._buckets:  # the hot path, inlined
+        task = self.ack_completed(root, xor)
+        return None if task is None else Outcome(COMPLETED, root, task)
+
+    def ack_completed(self, root: int, xor: int) -> int | None:
+        """``ack`` without building an Outcome (an ack can only complete a root): the spout task
+        to tell when ``root`` completed, else None. The acker's per-round hot path."""
+        for bucket in self._buckets:
             e = bucket.get(root)
             if e is not None:
                 break
@@ -94,7 +100,7 @@ class AckLedger:
         e[_VAL] ^= xor
         if e[_VAL] == 0 and e[_TASK] is not None and not e[_FAILED]:
             del bucket[root]
-            return Outcome(COMPLETED, root, e[_TASK])
+            return e[_TASK]
         return None
 
     def fail(self, root: int) -> Outcome | None:

@@ -21,7 +21,7 @@ class Tuple:
 
     __slots__ = ("values", "stream", "task", "component", "fields", "anchors", "ack_val")
 
-    def __init__(self, values: list[Any], stream: str, task: int, component: str,
+    def __init__(self, values: Any, stream: str, task: int, component: str,
                  fields: Fields | None, anchors: dict[int, int] | None) -> None:
         self.values = values
         self.stream = stream
@@ -57,6 +57,19 @@ class Tuple:
     def __len__(self) -> int:
         return len(self.values)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """copy and pickle support, spelled out so that it also holds when this module is
+        compiled (a compiled class has no ``__slots__``-based default)."""
+        return _restore, (self.values, self.stream, self.task, self.component, self.fields,
+                          self.anchors, self.ack_val)
+
     def __repr__(self) -> str:
         return (f"Tuple(component={self.component!r}, stream={self.stream!r}, task={self.task}, "
                 f"values={self.values!r})")
+
+
+def _restore(values: Any, stream: str, task: int, component: str, fields: Fields | None,
+             anchors: dict[int, int] | None, ack_val: int) -> Tuple:
+    tup = Tuple(values, stream, task, component, fields, anchors)
+    tup.ack_val = ack_val
+    return tup

@@ -1,6 +1,7 @@
 """One worker: task runners, routing, the executor loop and local mode."""
 
 from stormpy.worker.clock import Clock, SimulatedClock
-from stormpy.worker.loop import Worker, WorkerError
+from stormpy.worker.errors import WorkerError
+from stormpy.worker.loop import Worker
 
 __all__ = ["Clock", "SimulatedClock", "Worker", "WorkerError"]

@@ -31,6 +31,7 @@ from stormpy.topology.layout import ACKER_COMPONENT, TaskLayout, compute_layout
 from stormpy.topology.spec import SPOUT, TopologySpec
 from stormpy.topology.tuple import SYSTEM_COMPONENT, TICK_STREAM, Tuple
 from stormpy.worker.clock import Clock
+from stormpy.worker.errors import WorkerError
 from stormpy.worker.routing import StreamRouter, make_router
 from stormpy.worker.stats import summarize
 from stormpy.worker.tasks import TIMEOUT_BUCKETS, BoltTask, SpoutTask, TaskRunner
@@ -44,13 +45,12 @@ MAX_IDLE_WAIT = 0.001
 MAX_ERRORS_KEPT = 10
 
 
-class WorkerError(RuntimeError):
-    """A component raised; the worker stopped. ``component`` and ``task`` say which."""
-
-    def __init__(self, component: str, task: int, message: str) -> None:
-        super().__init__(message)
-        self.component = component
-        self.task = task
+def _caused_by(error: BaseException, cause: BaseException | None) -> BaseException:
+    """``raise error from cause`` spelled out (mypyc, which may compile this module, drops the
+    ``from`` clause): sets ``__cause__`` and suppresses the implicit context."""
+    error.__cause__ = cause
+    error.__suppress_context__ = True
+    return error
 
 
 class _Timer:
@@ -111,7 +111,7 @@ class Worker:
         self._background_pending = 0
         self._active = active
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop_thread: threading.Thread | None = None
         self._opened = False
         self.quiet_rounds = 0
         self.rounds = 0
@@ -154,8 +154,9 @@ class Worker:
             cls = import_object(cspec.class_path)
             instance = cls(**cspec.kwargs)
         except Exception as exc:
-            raise WorkerError(component, task_id, f"component {component!r}: cannot construct "
-                              f"{cspec.class_path}: {exc}") from exc
+            err = WorkerError(component, task_id, f"component {component!r}: cannot construct "
+                              f"{cspec.class_path}: {exc}")
+            raise _caused_by(err, exc)  # noqa: B904 - the cause is set by _caused_by
         routers = self._routers_for(component, task_id, context)
         if cspec.kind == SPOUT:
             runner = SpoutTask(self, context, instance, routers, conf)
@@ -220,7 +221,7 @@ class Worker:
         try:
             frame = self._encoder.encode(box)
         except (TypeError, ValueError, OverflowError) as exc:
-            raise self._unpackable(box, exc) from None
+            raise _caused_by(self._unpackable(box, exc), None)  # noqa: B904
         box.clear()
         blocked = self._blocked.get(peer)
         if blocked or not self.transport.send(peer, frame):
@@ -398,8 +399,8 @@ class Worker:
         component, task = (runner.component_id, runner.task_id) if runner else (SYSTEM_COMPONENT, -1)
         text = "".join(traceback.format_exception(exc)).rstrip()
         self.record_error(component, task, text)
-        raise WorkerError(component, task, f"component {component!r} task {task} raised "
-                          f"{type(exc).__name__}: {exc}") from exc
+        raise _caused_by(WorkerError(component, task, f"component {component!r} task {task} "
+                                     f"raised {type(exc).__name__}: {exc}"), exc)
 
     def run_once(self) -> int:
         """One loop round; returns how much work it did (0 = idle)."""
@@ -499,7 +500,7 @@ class Worker:
             self.failure = WorkerError(SYSTEM_COMPONENT, -1,
                                        f"worker of {self.topology_id} failed: "
                                        f"{type(exc).__name__}: {exc}")
-            raise self.failure from exc
+            raise _caused_by(self.failure, exc)  # noqa: B904
         finally:
             self._close()
 
@@ -539,20 +540,20 @@ class Worker:
                 self.run()
             except WorkerError:
                 log.error("worker of %s stopped: %s", self.topology_id, self.failure)
-        self._thread = threading.Thread(target=target, name=name or f"worker-{self.topology_id}",
+        self._loop_thread = threading.Thread(target=target, name=name or f"worker-{self.topology_id}",
                                         daemon=True)
-        self._thread.start()
-        return self._thread
+        self._loop_thread.start()
+        return self._loop_thread
 
     def stop(self, timeout: float | None = 60.0) -> None:
         """Stop the loop (thread-safe) and wait up to ``timeout`` seconds for its thread (the
         components' cleanup included) when it has one."""
         self._stop.set()
         self.transport.wake()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
+        if self._loop_thread is not None and self._loop_thread is not threading.current_thread():
+            self._loop_thread.join(timeout)
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self._loop_thread is not None and self._loop_thread.is_alive()
 

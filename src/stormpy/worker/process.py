@@ -47,8 +47,9 @@ from stormpy.topology.layout import TaskLayout, compute_layout
 from stormpy.topology.spec import TopologySpec
 from stormpy.worker.cluster_link import ClusterLink
 from stormpy.worker.error_reporter import ErrorReporter
+from stormpy.worker.errors import WorkerError
 from stormpy.worker.heartbeats import HEARTBEAT_FILE
-from stormpy.worker.loop import Worker, WorkerError
+from stormpy.worker.loop import Worker
 from stormpy.worker.peers import WorkerPeers, local_executors, tasks_of, worker_peers
 
 __all__ = ["EXIT_COMPONENT_FAILED", "EXIT_OK", "EXIT_STARTUP_FAILED", "WorkerPaths", "main",

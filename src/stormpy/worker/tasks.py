@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from random import getrandbits
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from stormpy.acker.rotating import RotatingMap
 from stormpy.acker.streams import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET_TIMEOUT
@@ -60,7 +60,7 @@ class TaskRunner:
         instance.call_soon_threadsafe = self.call_soon_threadsafe
 
     # -- helpers -------------------------------------------------------------------------
-    def _router(self, stream: str, values: Any, direct: bool) -> StreamRouter:
+    def _router(self, stream: Any, values: Any, direct: bool) -> StreamRouter:
         """The router of ``stream`` after checking the emit (slow path, used by emit_direct;
         ``emit`` inlines the same checks)."""
         router = self.routers.get(stream)
@@ -70,13 +70,13 @@ class TaskRunner:
         router.emitted += 1  # type: ignore[union-attr]
         return router  # type: ignore[return-value]
 
-    def _check(self, values: Any, stream: str, router: StreamRouter) -> None:
+    def _check(self, values: Any, stream: Any, router: StreamRouter) -> None:
         check_values(values, self.component_id, stream)
         if len(values) != router.n_fields:
             raise EmitError(f"component {self.component_id!r}, stream {stream!r}: emitted "
                             f"{len(values)} values for fields {router.fields.to_list()}")
 
-    def _bad_stream(self, stream: str, direct: bool) -> None:
+    def _bad_stream(self, stream: Any, direct: bool) -> None:
         if stream not in self.routers:
             raise EmitError(f"component {self.component_id!r} emitted on undeclared stream "
                             f"{stream!r} (declared: {sorted(self.routers)})")
@@ -86,7 +86,7 @@ class TaskRunner:
         raise EmitError(f"component {self.component_id!r}: stream {stream!r} is direct; use "
                         "emit_direct(task, values)")
 
-    def _direct_target(self, router: StreamRouter, task: int) -> list[int]:
+    def _direct_target(self, router: StreamRouter, task: Any) -> list[Any]:
         if task not in router.direct_tasks:
             raise EmitError(f"component {self.component_id!r}: emit_direct to task {task} on stream "
                             f"{router.stream!r}, which is not a task subscribed to it directly "
@@ -108,7 +108,7 @@ class TaskRunner:
         """Deliver a system tuple (acker replies, reset forwards) straight to ``task``."""
         self._deliver[task](Tuple(values, stream, self.task_id, self.component_id, None, None))
 
-    def report_error(self, error: BaseException | str) -> None:
+    def report_error(self, error: Any) -> None:
         """Record an error for this task (shown by ``stormpy`` commands and the UI)."""
         if isinstance(error, BaseException):
             text = "".join(traceback.format_exception(error)).rstrip()
@@ -155,8 +155,7 @@ class BoltTask(TaskRunner):
         self.instance.prepare(self.conf, self.context)
 
     # -- collector -------------------------------------------------------------------------
-    def emit(self, values: Any, anchors: Tuple | list[Tuple] | None = None,
-             stream: str = DEFAULT_STREAM) -> list[int]:
+    def emit(self, values: Any, anchors: Any = None, stream: Any = DEFAULT_STREAM) -> list[int]:
         """Emit ``values`` on ``stream`` anchored to ``anchors``; returns the target task ids."""
         # The checks below are repeated inline in SpoutTask.emit on purpose: this is the hottest
         # path of the runtime and a shared helper costs a Python call per tuple.
@@ -199,22 +198,23 @@ class BoltTask(TaskRunner):
             task = self.task_id
             comp = self.component_id
             fields = router.fields  # type: ignore[union-attr]
+            anchor = cast(Tuple, anchors)  # a dict of roots came from a single Tuple
             for t in targets:
                 edge = getrandbits(64)
-                anchors.ack_val ^= edge  # type: ignore[union-attr]
+                anchor.ack_val ^= edge
                 deliver[t](Tuple(values, stream, task, comp, fields, {root: edge}))
         else:
             self._send(targets, values, anchors, stream, router)  # type: ignore[arg-type]
         return targets
 
-    def emit_direct(self, task: int, values: Any, anchors: Tuple | list[Tuple] | None = None,
-                    stream: str = DEFAULT_STREAM) -> None:
+    def emit_direct(self, task: Any, values: Any, anchors: Any = None,
+                    stream: Any = DEFAULT_STREAM) -> None:
         """Emit to one task of a bolt subscribed to ``stream`` with direct grouping."""
         router = self._router(stream, values, True)
         self._send(self._direct_target(router, task), values, anchors, stream, router)
 
-    def _send(self, targets: list[int], values: Any, anchors: Tuple | list[Tuple] | None,
-              stream: str, router: StreamRouter) -> None:
+    def _send(self, targets: list[Any], values: Any, anchors: Any, stream: Any,
+              router: StreamRouter) -> None:
         self.stats.transferred += len(targets)
         deliver = self._deliver
         task = self.task_id
@@ -223,12 +223,13 @@ class BoltTask(TaskRunner):
         if self.debug:
             self.worker.log_emit(comp, task, stream, values, targets)
         if type(anchors) is Tuple:
-            roots = anchors.anchors
+            anchor = cast(Tuple, anchors)
+            roots = anchor.anchors
             if roots and len(roots) == 1:  # the common case: one anchor in one tree
                 (root,) = roots
                 for t in targets:
                     edge = getrandbits(64)
-                    anchors.ack_val ^= edge
+                    anchor.ack_val ^= edge
                     deliver[t](Tuple(values, stream, task, comp, fields, {root: edge}))
                 return
             anchors = [anchors]
@@ -240,7 +241,7 @@ class BoltTask(TaskRunner):
         for t in targets:
             edge = getrandbits(64)
             amap: dict[int, int] = {}
-            for a in anchors:  # type: ignore[union-attr]
+            for a in anchors:
                 a_roots = a.anchors
                 if a_roots:
                     a.ack_val ^= edge
@@ -285,12 +286,12 @@ class BoltTask(TaskRunner):
             self._current = None
         self.ack(tup)
 
-    def _basic_emit(self, values: Any, anchors: Tuple | list[Tuple] | None = None,
-                    stream: str = DEFAULT_STREAM) -> list[int]:
+    def _basic_emit(self, values: Any, anchors: Any = None,
+                    stream: Any = DEFAULT_STREAM) -> list[int]:
         return self.emit(values, anchors if anchors is not None else self._current, stream)
 
-    def _basic_emit_direct(self, task: int, values: Any, anchors: Tuple | list[Tuple] | None = None,
-                           stream: str = DEFAULT_STREAM) -> None:
+    def _basic_emit_direct(self, task: Any, values: Any, anchors: Any = None,
+                           stream: Any = DEFAULT_STREAM) -> None:
         self.emit_direct(task, values, anchors if anchors is not None else self._current, stream)
 
     def close(self) -> None:
@@ -331,7 +332,7 @@ class SpoutTask(TaskRunner):
         self.instance.open(self.conf, self.context)
 
     # -- collector -------------------------------------------------------------------------
-    def emit(self, values: Any, msg_id: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
+    def emit(self, values: Any, msg_id: Any = None, stream: Any = DEFAULT_STREAM) -> list[int]:
         """Emit ``values``; with a ``msg_id`` the tuple tree is tracked and ack/fail follow."""
         router = self.routers.get(stream)
         if router is None or router.direct:
@@ -350,12 +351,12 @@ class SpoutTask(TaskRunner):
         self._send(targets, values, msg_id, stream, router)  # type: ignore[arg-type]
         return targets
 
-    def emit_direct(self, task: int, values: Any, msg_id: Any = None,
-                    stream: str = DEFAULT_STREAM) -> None:
+    def emit_direct(self, task: Any, values: Any, msg_id: Any = None,
+                    stream: Any = DEFAULT_STREAM) -> None:
         router = self._router(stream, values, True)
         self._send(self._direct_target(router, task), values, msg_id, stream, router)
 
-    def _send(self, targets: list[int], values: Any, msg_id: Any, stream: str,
+    def _send(self, targets: list[Any], values: Any, msg_id: Any, stream: Any,
               router: StreamRouter) -> None:
         self.stats.transferred += len(targets)
         self.emit_count += 1
