@@ -13,8 +13,8 @@ installs as pure Python.
 
 from __future__ import annotations
 
+import ast
 import os
-import runpy
 import sys
 
 from setuptools import setup
@@ -23,7 +23,17 @@ from setuptools.command.build_ext import build_ext
 MODE = os.environ.get("STORMPY_MYPYC", "auto").strip().lower()
 REQUIRED = MODE in ("1", "true", "yes", "required")
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULES = runpy.run_path(os.path.join(HERE, "src", "stormpy", "_native.py"))["COMPILED_MODULES"]
+
+
+def compiled_modules() -> list[str]:
+    """``COMPILED_MODULES`` of src/stormpy/_native.py, read without running that module."""
+    with open(os.path.join(HERE, "src", "stormpy", "_native.py")) as f:
+        tree = ast.parse(f.read())
+    for node in tree.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
+                and node.target.id == "COMPILED_MODULES" and node.value is not None:
+            return list(ast.literal_eval(node.value))
+    raise RuntimeError("src/stormpy/_native.py defines no COMPILED_MODULES")
 
 
 class OptionalBuildExt(build_ext):
@@ -55,7 +65,7 @@ def ext_modules() -> list:
             raise
         print("warning: stormpy: mypyc is not available; installing pure Python", file=sys.stderr)
         return []
-    paths = [os.path.join("src", *m.split(".")) + ".py" for m in MODULES]
+    paths = [os.path.join("src", *m.split(".")) + ".py" for m in compiled_modules()]
     try:
         return mypycify(paths, opt_level="3", group_name="stormpy_native")
     except BaseException as exc:  # noqa: BLE001 - mypyc reports type errors with SystemExit

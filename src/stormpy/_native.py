@@ -38,6 +38,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "stormpy.worker.tasks",
     "stormpy.worker.loop",
     "stormpy.acker.ledger",
+    "stormpy.acker.core",
     "stormpy.acker.rotating",
 )
 

@@ -56,6 +56,12 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("topology.worker.background.threads", 4,
               "Threads per worker for component work that runs off the executor loop "
               "(run_in_background, e.g. Spark jobs)."),
+    ConfigKey("topology.worker.gc.threshold", 50000,
+              "The worker process's generation-0 garbage-collector threshold (Python's default is "
+              "700): in-flight tuples are young objects, and at the default every few hundred "
+              "tuples the collector walks all of them. The worker raises the threshold to this "
+              "value when it is lower; 0 leaves the interpreter's setting alone (the storm "
+              "analogue is GC flags in topology.worker.childopts)."),
     ConfigKey("topology.name", None, "Set by the submitter: the topology's name."),
     # --- nimbus -----------------------------------------------------------------------------
     ConfigKey("nimbus.seeds", ["127.0.0.1"], "Hosts where Nimbus may run."),

@@ -11,7 +11,7 @@ from stormpy.topology import Fields, Tuple
 
 
 def tup(*values: object, stream: str = "default", fields: tuple[str, ...] = ("k", "v")) -> Tuple:
-    return Tuple(list(values), stream, 1, "src", Fields(fields), None)
+    return Tuple(list(values), stream, 1, "src", Fields(fields))
 
 
 def test_count_closes_and_streams_are_kept_apart() -> None:

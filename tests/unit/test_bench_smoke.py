@@ -22,3 +22,4 @@ def test_bench_local_runners_produce_a_result_file(tmp_path: Path) -> None:
     words = {r["words"] for r in runs.values()}
     assert len(words) == 1  # every runner processed the same workload
     assert all(r["words_per_sec"] > 0 for r in runs.values())
+    assert isinstance(doc["stormpy_compiled"], bool)

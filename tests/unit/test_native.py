@@ -95,9 +95,14 @@ def test_a_tuple_copies_and_pickles_whole_compiled_or_not() -> None:
 
     from stormpy import Fields, Tuple
 
-    tup = Tuple(["a", 1], "s", 3, "comp", Fields(["w", "n"]), {11: 22})
+    tup = Tuple(["a", 1], "s", 3, "comp", Fields(["w", "n"]), 0, 0, {11: 22, 33: 44})
     tup.ack_val = 5
+    single = Tuple(["b", 2], "s", 3, "comp", Fields(["w", "n"]), 7, 9)
     for clone in (copy.copy(tup), copy.deepcopy(tup), pickle.loads(pickle.dumps(tup))):
-        assert (clone.values, clone.stream, clone.task, clone.component, clone.anchors,
-                clone.ack_val) == (["a", 1], "s", 3, "comp", {11: 22}, 5)
-        assert clone["n"] == 1
+        assert (clone.values, clone.stream, clone.task, clone.component, clone.root, clone.edge,
+                clone.anchors, clone.ack_val) == (["a", 1], "s", 3, "comp", 0, 0,
+                                                  {11: 22, 33: 44}, 5)
+        assert clone["n"] == 1 and clone.tree_edges() == {11: 22, 33: 44}
+    clone = pickle.loads(pickle.dumps(single))
+    assert (clone.root, clone.edge, clone.anchors) == (7, 9, None)
+    assert clone.tree_edges() == {7: 9}

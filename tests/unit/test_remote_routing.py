@@ -74,10 +74,10 @@ def test_local_or_shuffle_prefers_local_tasks_and_remote_tuples_are_encoded() ->
     assert capture.values == [["x", {"nested": [1, 2.5, None, b"\x00"]}]]
     decoded = [t for _peer, frame in transport.sent for t in decode_frame(frame)]
     # the remote "all" task got the tuple, anchored to one root with a nonzero edge
-    (dest, stream, src, anchors, values), = decoded
+    (dest, stream, src, root, edge, anchors, values), = decoded
     assert dest == tasks["all"][1] and stream == "default" and src == tasks["f"][0]
     assert values == ["x", {"nested": [1, 2.5, None, b"\x00"]}]
-    assert len(anchors) == 1 and next(iter(anchors.values())) != 0
+    assert root != 0 and edge != 0 and anchors is None  # in one tree: root and edge, no map
     assert feeder.acked == []  # the remote task has not acked yet
 
 
@@ -131,7 +131,7 @@ def test_malformed_frames_are_dropped_and_the_worker_keeps_running() -> None:
     feeder, capture = FeederSpout(["v", "meta"]), Capture()
     worker, transport, tasks = half_worker(feeder, capture)
     sink = tasks["sink"][0]
-    good = [sink, "default", tasks["f"][0], None, ["ok", 1]]
+    good = [sink, "default", tasks["f"][0], 0, 0, None, ["ok", 1]]
     transport.inbox.extend([b"\xc1garbage", msgpack.packb({"not": "a list"}),
                             msgpack.packb([[1, 2]]), msgpack.packb([good])])
     for _ in range(3):

@@ -15,22 +15,34 @@ class Tuple:
     """One tuple as seen by a bolt: its values plus where it came from.
 
     ``values`` is the list of emitted values, in the order of the source stream's fields.
-    ``anchors`` maps each spout-tuple root id this tuple belongs to onto this tuple's edge id
-    (``None`` for an untracked tuple); it is runtime bookkeeping, not for user code.
+    The rest of the state is runtime bookkeeping, not for user code: a tuple in exactly one spout
+    tuple's tree has that tree's ``root`` id and its own ``edge`` id there (the common case,
+    kept in two plain fields so tracking allocates nothing more); a tuple in several trees has
+    ``root`` 0 and ``anchors`` mapping each root onto its edge; an untracked tuple has neither.
     """
 
-    __slots__ = ("values", "stream", "task", "component", "fields", "anchors", "ack_val")
+    __slots__ = ("values", "stream", "task", "component", "fields", "root", "edge", "anchors",
+                 "ack_val")
 
     def __init__(self, values: Any, stream: str, task: int, component: str,
-                 fields: Fields | None, anchors: dict[int, int] | None) -> None:
+                 fields: Fields | None, root: int = 0, edge: int = 0,
+                 anchors: dict[int, int] | None = None) -> None:
         self.values = values
         self.stream = stream
         self.task = task
         self.component = component
         self.fields = fields
+        self.root = root
+        self.edge = edge
         self.anchors = anchors
         #: XOR of the edge ids of tuples emitted anchored to this one (folded into its ack).
         self.ack_val = 0
+
+    def tree_edges(self) -> dict[int, int]:
+        """Root id → this tuple's edge id, for every spout-tuple tree it belongs to."""
+        if self.root:
+            return {self.root: self.edge}
+        return dict(self.anchors) if self.anchors else {}
 
     def __getitem__(self, key: int | str) -> Any:
         """``tup[0]`` by position or ``tup["word"]`` by field name."""
@@ -61,7 +73,7 @@ class Tuple:
         """copy and pickle support, spelled out so that it also holds when this module is
         compiled (a compiled class has no ``__slots__``-based default)."""
         return _restore, (self.values, self.stream, self.task, self.component, self.fields,
-                          self.anchors, self.ack_val)
+                          self.root, self.edge, self.anchors, self.ack_val)
 
     def __repr__(self) -> str:
         return (f"Tuple(component={self.component!r}, stream={self.stream!r}, task={self.task}, "
@@ -69,7 +81,7 @@ class Tuple:
 
 
 def _restore(values: Any, stream: str, task: int, component: str, fields: Fields | None,
-             anchors: dict[int, int] | None, ack_val: int) -> Tuple:
-    tup = Tuple(values, stream, task, component, fields, anchors)
+             root: int, edge: int, anchors: dict[int, int] | None, ack_val: int) -> Tuple:
+    tup = Tuple(values, stream, task, component, fields, root, edge, anchors)
     tup.ack_val = ack_val
     return tup

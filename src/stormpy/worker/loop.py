@@ -10,6 +10,7 @@ Local mode is a Worker that holds every task, so it runs exactly this code.
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import traceback
@@ -19,6 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from stormpy.acker.bolt import AckerBolt
+from stormpy.acker.core import AckerCore
 from stormpy.acker.streams import ACK_ACK
 from stormpy.config import merged
 from stormpy.messaging.codec import FrameEncoder, WireTuple, decode_frame
@@ -88,8 +90,8 @@ class Worker:
         all_tasks = sorted(self.layout.task_component)
         self.local_tasks = sorted(local_tasks) if local_tasks is not None else all_tasks
         self.acker_tasks = self.layout.acker_tasks
-        #: per acker (by index): the AckerBolt instance when it runs in this worker, else None
-        self.acker_direct: list[AckerBolt | None] = [None] * len(self.acker_tasks)
+        #: per acker (by index): its AckerCore when the acker task runs in this worker, else None
+        self.acker_direct: list[AckerCore | None] = [None] * len(self.acker_tasks)
         #: root → XOR of the acks bolts made this round; flushed to the ackers every round
         self.ack_buffer: dict[int, int] = {}
         max_task = max(all_tasks, default=0)
@@ -123,10 +125,17 @@ class Worker:
         self._queue_appenders = {t: r.queue.append for t, r in self.tasks.items()}
         for i, t in enumerate(self.acker_tasks):
             if t in self.tasks:
-                self.acker_direct[i] = self.tasks[t].instance
+                self.acker_direct[i] = self.tasks[t].instance.core
         if task_peers:
             self._route_remote(task_peers)
         self._runners = [self.tasks[t] for t in self.local_tasks]
+        #: the order tasks run their queues in each round: upstream first (spouts, which take
+        #: acker replies, then bolts by depth, ackers last), so a tuple tree emitted in a round is
+        #: processed, and its acks aggregated, within that round
+        depths = self._depths()
+        unknown = len(spec.components) + 1  # ackers
+        self._execute_order = sorted(
+            self._runners, key=lambda r: (depths.get(r.component_id, unknown), r.task_id))
         self._spouts = [r for r in self._runners if isinstance(r, SpoutTask)]
         self._timers: list[_Timer] = []
         self._next_due = float("inf")
@@ -145,9 +154,7 @@ class Worker:
         if component == ACKER_COMPONENT:
             acker = AckerBolt()
             runner: TaskRunner = BoltTask(self, context, acker, {}, conf)
-            acker.emit_direct = (  # type: ignore[method-assign]
-                lambda task, values, anchors=None, stream="default", _r=runner:
-                _r.send_system(task, stream, values))
+            acker.core.reply = runner.send_system  # replies go straight to the spout task
             return runner
         cspec = self.spec.components[component]
         try:
@@ -205,7 +212,7 @@ class Worker:
         flush = self._flush_peer
 
         def deliver(tup: Tuple) -> None:
-            box.append([dest, tup.stream, tup.task, tup.anchors, tup.values])
+            box.append([dest, tup.stream, tup.task, tup.root, tup.edge, tup.anchors, tup.values])
             if len(box) >= batch:
                 flush(peer, box)
         return deliver
@@ -229,7 +236,7 @@ class Worker:
 
     def _unpackable(self, box: list[WireTuple], exc: Exception) -> EmitError:
         """Name the component and stream of the first tuple msgpack refused."""
-        for dest, stream, src, anchors, values in box:
+        for dest, stream, src, _root, _edge, anchors, values in box:
             try:
                 self._encoder.encode([values, anchors])
             except (TypeError, ValueError, OverflowError) as err:
@@ -258,16 +265,17 @@ class Worker:
         for frame in frames:
             try:
                 batch = decode_frame(frame)
-                for dest, stream, src, anchors, values in batch:
+                for dest, stream, src, root, edge, anchors, values in batch:
                     append = queues.get(dest)
                     if append is None:
                         self.dropped += 1
                         continue
                     comp = component_of.get(src, SYSTEM_COMPONENT)
                     append(Tuple(values, stream, src, comp,
-                                 stream_fields.get(comp, no_fields).get(stream), anchors))
+                                 stream_fields.get(comp, no_fields).get(stream), root, edge,
+                                 anchors))
                     n += 1
-            except (ValueError, TypeError) as exc:  # not a frame of [dest, stream, src, a, v]
+            except (ValueError, TypeError) as exc:  # not a frame of wire tuples (see codec)
                 log.error("worker %s: dropped (the rest of) a malformed frame of %d bytes: %s",
                           self.worker_port, len(frame), exc)
         return n
@@ -302,7 +310,7 @@ class Worker:
         append = runner.queue.append
 
         def tick() -> None:
-            append(Tuple([freq], TICK_STREAM, -1, SYSTEM_COMPONENT, None, None))
+            append(Tuple([freq], TICK_STREAM, -1, SYSTEM_COMPONENT, None))
         return tick
 
     def _run_timers(self, now: float) -> None:
@@ -382,6 +390,14 @@ class Worker:
         return {c: s for c, s in summarize(self.task_stats()).items() if not c.startswith("__")}
 
     # -- the loop ------------------------------------------------------------------------------
+    def tune_gc(self) -> None:
+        """Raise the process's generation-0 GC threshold to ``topology.worker.gc.threshold``
+        (process-wide: in local mode, the process hosting the topology)."""
+        wanted = int(self.conf.get("topology.worker.gc.threshold") or 0)
+        gen0, gen1, gen2 = gc.get_threshold()
+        if wanted > gen0:
+            gc.set_threshold(wanted, gen1, gen2)
+
     def open(self) -> None:
         """Prepare bolts and open spouts (on the loop thread), then start the timers."""
         for runner in self._runners:
@@ -417,7 +433,7 @@ class Worker:
         now = self.clock.now()
         if now >= self._next_due:
             self._run_timers(now)
-        for runner in self._runners:
+        for runner in self._execute_order:
             q = runner.queue
             if q:
                 n = len(q)
@@ -462,7 +478,7 @@ class Worker:
                 acker.ack_edges(root, xor)
             else:
                 self.deliver[self.acker_tasks[i]](
-                    Tuple([root, xor], ACK_ACK, -1, SYSTEM_COMPONENT, None, None))
+                    Tuple([root, xor], ACK_ACK, -1, SYSTEM_COMPONENT, None))
 
     def _backpressured(self) -> bool:
         cap = self._queue_cap
@@ -481,6 +497,7 @@ class Worker:
         """Open the tasks and loop until ``stop``; closes the tasks on the way out. A component
         error stops the loop and is kept in ``failure`` (and re-raised)."""
         try:
+            self.tune_gc()
             self.open()
             idle_wait = 0.0001
             while not self._stop.is_set():
@@ -507,16 +524,11 @@ class Worker:
     def _close(self) -> None:
         """Close spouts first, then bolts from upstream to downstream, so a bolt's cleanup can
         rely on its upstream bolts having finished theirs."""
-        for runner in sorted(self._runners, key=self._close_rank):
+        for runner in self._execute_order:
             runner.close()
         if self._background is not None:
             self._background.shutdown(wait=False, cancel_futures=True)
 
-    def _close_rank(self, runner: TaskRunner) -> tuple[int, int]:
-        depth = self._depths.get(runner.component_id, len(self.spec.components) + 1)
-        return depth, runner.task_id
-
-    @property
     def _depths(self) -> dict[str, int]:
         """Component → longest distance from a spout (spouts 0; cycles are cut)."""
         depth = {cid: 0 for cid in self.spec.spouts}

@@ -1,7 +1,8 @@
 """Groupings turned into routers: for one emitted tuple, which task ids receive it.
 
 Routers are built once per emitting task and called on every emit, so each ``choose`` is a few
-operations and returns a list it may share between calls (callers must not mutate it).
+operations and returns a list it may share between calls (callers must not mutate it). They are
+classes with a ``choose`` method (not closures) so that, compiled, an emit calls them natively.
 Fields hashing is stable across processes (CRC32 of the key, never Python's salted ``hash``), so
 every worker sends a key to the same task.
 """
@@ -10,8 +11,7 @@ from __future__ import annotations
 
 import random
 import zlib
-from collections.abc import Callable, Sequence
-from itertools import cycle
+from collections.abc import Sequence
 from typing import Any
 
 import msgpack
@@ -20,7 +20,6 @@ from stormpy.topology import grouping as g
 from stormpy.topology.fields import Fields
 from stormpy.topology.imports import import_object
 
-Chooser = Callable[[list[Any]], list[int]]
 #: Most distinct keys a fields router remembers before it starts over.
 KEY_CACHE_SIZE = 100_000
 
@@ -37,103 +36,122 @@ def stable_hash(key: Any) -> int:
     return zlib.crc32(msgpack.packb(key, default=repr))
 
 
-class ShuffleRouter:
+class Router:
+    """One subscription's choice of target tasks for an emitted tuple."""
+
+    def choose(self, values: Any) -> list[int]:
+        """The target tasks of ``values`` (a list the router may share: do not mutate it)."""
+        raise NotImplementedError
+
+
+class ShuffleRouter(Router):
     """Round robin over a shuffled order of the tasks (even load, Storm's shuffle)."""
 
     def __init__(self, tasks: Sequence[int]) -> None:
         singles = [[t] for t in tasks]
         random.shuffle(singles)
-        next_single = cycle(singles).__next__
-        self.choose: Chooser = lambda values: next_single()
+        self.singles = singles
+        self.n = len(singles)
+        self.next = 0
+
+    def choose(self, values: Any) -> list[int]:
+        i = self.next
+        self.next = i + 1 if i + 1 < self.n else 0
+        return self.singles[i]
 
 
-class FieldsRouter:
+class FieldsRouter(Router):
     """The task is chosen by the stable hash of the key fields."""
 
     def __init__(self, tasks: Sequence[int], source_fields: Fields, key_fields: Sequence[str]) -> None:
-        singles = [[t] for t in sorted(tasks)]
-        n = len(singles)
-        idx = [source_fields.index_of(f) for f in key_fields]
-        if len(idx) == 1:
-            i = idx[0]
-            # str keys only: 1, 1.0 and True are equal dict keys but hash differently here.
-            cache: dict[str, list[int]] = {}
+        self.singles = [[t] for t in sorted(tasks)]
+        self.n = len(self.singles)
+        self.idx = [source_fields.index_of(f) for f in key_fields]
+        #: the index of the one key field, or -1 when the key has several fields
+        self.single = self.idx[0] if len(self.idx) == 1 else -1
+        # str keys only: 1, 1.0 and True are equal dict keys but hash differently here.
+        self.cache: dict[str, list[int]] = {}
 
-            def choose(values: list[Any]) -> list[int]:
-                v = values[i]
-                if type(v) is not str:
-                    return singles[stable_hash(v) % n]
-                chosen = cache.get(v)
-                if chosen is None:
-                    chosen = singles[zlib.crc32(v.encode()) % n]
-                    if len(cache) >= KEY_CACHE_SIZE:
-                        cache.clear()
-                    cache[v] = chosen
-                return chosen
-        else:
-            def choose(values: list[Any]) -> list[int]:
-                return singles[stable_hash([values[j] for j in idx]) % n]
-        self.choose = choose
+    def choose(self, values: Any) -> list[int]:
+        i = self.single
+        if i < 0:
+            return self.singles[stable_hash([values[j] for j in self.idx]) % self.n]
+        v = values[i]
+        if type(v) is not str:
+            return self.singles[stable_hash(v) % self.n]
+        chosen = self.cache.get(v)
+        if chosen is None:
+            chosen = self.singles[zlib.crc32(v.encode()) % self.n]
+            if len(self.cache) >= KEY_CACHE_SIZE:
+                self.cache.clear()
+            self.cache[v] = chosen
+        return chosen
 
 
-class PartialKeyRouter:
+class PartialKeyRouter(Router):
     """Two candidate tasks per key (two hash functions); the one this emitter loaded less wins."""
 
     def __init__(self, tasks: Sequence[int], source_fields: Fields, key_fields: Sequence[str]) -> None:
-        ordered = sorted(tasks)
-        n = len(ordered)
-        idx = [source_fields.index_of(f) for f in key_fields]
-        load = dict.fromkeys(ordered, 0)
+        self.ordered = sorted(tasks)
+        self.idx = [source_fields.index_of(f) for f in key_fields]
+        self.load = dict.fromkeys(self.ordered, 0)
 
-        def choose(values: list[Any]) -> list[int]:
-            key = [values[j] for j in idx]
-            h1 = stable_hash(key)
-            h2 = zlib.crc32(msgpack.packb(key, default=repr), 0x9E3779B9)
-            a, b = ordered[h1 % n], ordered[h2 % n]
-            t = a if load[a] <= load[b] else b
-            load[t] += 1
-            return [t]
-        self.choose = choose
+    def choose(self, values: Any) -> list[int]:
+        key = [values[j] for j in self.idx]
+        n = len(self.ordered)
+        h1 = stable_hash(key)
+        h2 = zlib.crc32(msgpack.packb(key, default=repr), 0x9E3779B9)
+        a, b = self.ordered[h1 % n], self.ordered[h2 % n]
+        t = a if self.load[a] <= self.load[b] else b
+        self.load[t] += 1
+        return [t]
 
 
-class FixedRouter:
+class FixedRouter(Router):
     """Always the same task list: ``all`` (every task) or ``global`` (the lowest id)."""
 
     def __init__(self, tasks: list[int]) -> None:
-        self.choose: Chooser = lambda values: tasks
+        self.tasks = tasks
+
+    def choose(self, values: Any) -> list[int]:
+        return self.tasks
 
 
-class NoneRouter:
+class NoneRouter(Router):
     """No preference: a random task."""
 
     def __init__(self, tasks: Sequence[int]) -> None:
-        singles = [[t] for t in tasks]
-        self.choose: Chooser = lambda values: random.choice(singles)
+        self.singles = [[t] for t in tasks]
+
+    def choose(self, values: Any) -> list[int]:
+        return random.choice(self.singles)
 
 
-class CustomRouter:
+class CustomRouter(Router):
     """A user ``CustomStreamGrouping``; its choices are checked against the target tasks."""
 
     def __init__(self, grouping: g.Grouping, context: Any, stream: str, tasks: Sequence[int],
                  emitter_task: int, target_component: str) -> None:
         cls = import_object(grouping.custom_class or "")
-        impl = cls(**grouping.custom_kwargs)
-        impl.prepare(context, stream, list(tasks))
-        allowed = frozenset(tasks)
+        self.impl: Any = cls(**grouping.custom_kwargs)
+        self.impl.prepare(context, stream, list(tasks))
+        self.allowed = frozenset(tasks)
+        self.emitter_task = emitter_task
+        self.class_path = grouping.custom_class
+        self.target_component = target_component
 
-        def choose(values: list[Any]) -> list[int]:
-            chosen = list(impl.choose_tasks(emitter_task, values))
-            for t in chosen:
-                if t not in allowed:
-                    raise ValueError(f"custom grouping {grouping.custom_class} chose task {t}, not a "
-                                     f"task of {target_component!r} {sorted(allowed)}")
-            return chosen
-        self.choose = choose
+    def choose(self, values: Any) -> list[int]:
+        chosen = list(self.impl.choose_tasks(self.emitter_task, values))
+        for t in chosen:
+            if t not in self.allowed:
+                raise ValueError(f"custom grouping {self.class_path} chose task {t}, not a task "
+                                 f"of {self.target_component!r} {sorted(self.allowed)}")
+        return chosen
 
 
 def make_router(grouping: g.Grouping, tasks: list[int], source_fields: Fields, *,
                 local_tasks: frozenset[int], context: Any, stream: str, emitter_task: int,
-                target_component: str) -> Any:
+                target_component: str) -> Router:
     """Build the router for one subscription (direct groupings have none: emit_direct chooses)."""
     t = grouping.type
     if t == g.SHUFFLE:
@@ -160,9 +178,7 @@ class StreamRouter:
     """Everything an emit on one (component, stream) needs: fields, directness, and ``choose``
     returning the target tasks over all subscribers."""
 
-    __slots__ = ("stream", "fields", "n_fields", "direct", "direct_tasks", "choose", "emitted")
-
-    def __init__(self, stream: str, fields: Fields, direct: bool, routers: list[Any],
+    def __init__(self, stream: str, fields: Fields, direct: bool, routers: list[Router],
                  direct_tasks: frozenset[int]) -> None:
         self.stream = stream
         self.fields = fields
@@ -170,17 +186,19 @@ class StreamRouter:
         self.direct = direct
         self.direct_tasks = direct_tasks
         self.emitted = 0
-        if not routers:
-            empty: list[int] = []
-            self.choose: Chooser = lambda values: empty
-        elif len(routers) == 1:
-            self.choose = routers[0].choose
-        else:
-            choosers = [r.choose for r in routers]
+        self.routers = routers
+        #: the router when the stream has exactly one subscriber (the common case)
+        self.only: Router | None = routers[0] if len(routers) == 1 else None
+        self.none: list[int] = []
 
-            def choose(values: list[Any]) -> list[int]:
-                out: list[int] = []
-                for c in choosers:
-                    out.extend(c(values))
-                return out
-            self.choose = choose
+    def choose(self, values: Any) -> list[int]:
+        """The target tasks of ``values`` over every subscriber (shared list: do not mutate)."""
+        only = self.only
+        if only is not None:
+            return only.choose(values)
+        if not self.routers:
+            return self.none
+        out: list[int] = []
+        for r in self.routers:
+            out.extend(r.choose(values))
+        return out

@@ -102,11 +102,11 @@ class TaskRunner:
             acker.handle(stream, values)
         else:
             self._deliver[self._ackers[i]](Tuple(values, stream, self.task_id, self.component_id,
-                                                 None, None))
+                                                 None))
 
     def send_system(self, task: int, stream: str, values: list[Any]) -> None:
         """Deliver a system tuple (acker replies, reset forwards) straight to ``task``."""
-        self._deliver[task](Tuple(values, stream, self.task_id, self.component_id, None, None))
+        self._deliver[task](Tuple(values, stream, self.task_id, self.component_id, None))
 
     def report_error(self, error: Any) -> None:
         """Record an error for this task (shown by ``stormpy`` commands and the UI)."""
@@ -173,36 +173,30 @@ class BoltTask(TaskRunner):
             self._check(values, stream, router)  # type: ignore[arg-type]
         router.emitted += 1  # type: ignore[union-attr]
         targets = router.choose(values)  # type: ignore[union-attr]
-        # The common cases are inlined: untracked (no anchors, or anchors in no tree) and one
-        # anchor in one tree; _send handles every case.
-        roots: Any
-        if anchors is None:
-            roots = None
-        elif type(anchors) is Tuple:
-            roots = anchors.anchors
-        else:
-            roots = anchors  # a list of anchors: the general path
-        if self.debug:
+        # The common cases are inlined: untracked, and one anchor in one tree (its root and edge
+        # are plain fields: nothing to allocate but the Tuple); _send handles every case.
+        if self.debug or (anchors is not None and type(anchors) is not Tuple):
             self._send(targets, values, anchors, stream, router)  # type: ignore[arg-type]
-        elif not roots:
+            return targets
+        root = 0 if anchors is None else cast(Tuple, anchors).root
+        if root:
+            anchor = cast(Tuple, anchors)
             self.stats.transferred += len(targets)
-            tup = Tuple(values, stream, self.task_id, self.component_id,
-                        router.fields, None)  # type: ignore[union-attr]
-            deliver = self._deliver
-            for t in targets:
-                deliver[t](tup)
-        elif type(roots) is dict and len(roots) == 1:
-            self.stats.transferred += len(targets)
-            (root,) = roots
             deliver = self._deliver
             task = self.task_id
             comp = self.component_id
             fields = router.fields  # type: ignore[union-attr]
-            anchor = cast(Tuple, anchors)  # a dict of roots came from a single Tuple
             for t in targets:
                 edge = getrandbits(64)
                 anchor.ack_val ^= edge
-                deliver[t](Tuple(values, stream, task, comp, fields, {root: edge}))
+                deliver[t](Tuple(values, stream, task, comp, fields, root, edge))
+        elif anchors is None or not cast(Tuple, anchors).anchors:  # untracked
+            self.stats.transferred += len(targets)
+            tup = Tuple(values, stream, self.task_id, self.component_id,
+                        router.fields)  # type: ignore[union-attr]
+            deliver = self._deliver
+            for t in targets:
+                deliver[t](tup)
         else:
             self._send(targets, values, anchors, stream, router)  # type: ignore[arg-type]
         return targets
@@ -215,6 +209,9 @@ class BoltTask(TaskRunner):
 
     def _send(self, targets: list[Any], values: Any, anchors: Any, stream: Any,
               router: StreamRouter) -> None:
+        """Every emit case: ``anchors`` is None, one Tuple or a list (or tuple) of Tuples, each
+        in any number of trees. Each target gets a fresh edge, XORed into every anchor that is
+        in a tree (once per anchor) and into each of its roots (once per anchor in that tree)."""
         self.stats.transferred += len(targets)
         deliver = self._deliver
         task = self.task_id
@@ -223,18 +220,9 @@ class BoltTask(TaskRunner):
         if self.debug:
             self.worker.log_emit(comp, task, stream, values, targets)
         if type(anchors) is Tuple:
-            anchor = cast(Tuple, anchors)
-            roots = anchor.anchors
-            if roots and len(roots) == 1:  # the common case: one anchor in one tree
-                (root,) = roots
-                for t in targets:
-                    edge = getrandbits(64)
-                    anchor.ack_val ^= edge
-                    deliver[t](Tuple(values, stream, task, comp, fields, {root: edge}))
-                return
             anchors = [anchors]
         if not anchors or not self._n_ackers:
-            tup = Tuple(values, stream, task, comp, fields, None)
+            tup = Tuple(values, stream, task, comp, fields)
             for t in targets:
                 deliver[t](tup)
             return
@@ -242,37 +230,44 @@ class BoltTask(TaskRunner):
             edge = getrandbits(64)
             amap: dict[int, int] = {}
             for a in anchors:
-                a_roots = a.anchors
-                if a_roots:
-                    a.ack_val ^= edge
-                    for r in a_roots:
+                anchor = cast(Tuple, a)
+                if anchor.root:
+                    anchor.ack_val ^= edge
+                    amap[anchor.root] = amap.get(anchor.root, 0) ^ edge
+                elif anchor.anchors:
+                    anchor.ack_val ^= edge
+                    for r in anchor.anchors:
                         amap[r] = amap.get(r, 0) ^ edge
-            deliver[t](Tuple(values, stream, task, comp, fields, amap or None))
+            if not amap:
+                deliver[t](Tuple(values, stream, task, comp, fields))
+            elif len(amap) == 1:
+                ((root, tree_edge),) = amap.items()
+                deliver[t](Tuple(values, stream, task, comp, fields, root, tree_edge))
+            else:
+                deliver[t](Tuple(values, stream, task, comp, fields, 0, 0, amap))
 
     def ack(self, tup: Tuple) -> None:
         """The input tuple was processed: fold its edge and its children's edges into its roots."""
-        roots = tup.anchors
-        if roots:
+        root = tup.root
+        buf = self._ack_buffer  # XORed per root, sent once per loop round by the worker
+        if root:
+            buf[root] = buf.get(root, 0) ^ tup.edge ^ tup.ack_val
+        elif tup.anchors:
             v = tup.ack_val
-            buf = self._ack_buffer  # XORed per root, sent once per loop round by the worker
-            for root, edge in roots.items():
-                buf[root] = buf.get(root, 0) ^ edge ^ v
+            for r, edge in tup.anchors.items():
+                buf[r] = buf.get(r, 0) ^ edge ^ v
         self.stats.acked += 1
 
     def fail(self, tup: Tuple) -> None:
         """Fail the input tuple: every spout tuple it belongs to fails (and may be replayed)."""
-        roots = tup.anchors
-        if roots:
-            for root in roots:
-                self.send_to_acker(ACK_FAIL, [root])
+        for root in tup.tree_edges():
+            self.send_to_acker(ACK_FAIL, [root])
         self.stats.failed += 1
 
     def reset_timeout(self, tup: Tuple) -> None:
         """Restart the message timeout of every spout tuple ``tup`` belongs to."""
-        roots = tup.anchors
-        if roots:
-            for root in roots:
-                self.send_to_acker(ACK_RESET_TIMEOUT, [root])
+        for root in tup.tree_edges():
+            self.send_to_acker(ACK_RESET_TIMEOUT, [root])
 
     # -- BasicBolt -------------------------------------------------------------------------
     def _basic_execute(self, tup: Tuple) -> None:
@@ -367,7 +362,7 @@ class SpoutTask(TaskRunner):
         if self.debug:
             self.worker.log_emit(comp, task, stream, values, targets)
         if msg_id is None or not self._n_ackers:
-            tup = Tuple(values, stream, task, comp, fields, None)
+            tup = Tuple(values, stream, task, comp, fields)
             for t in targets:
                 deliver[t](tup)
             if msg_id is not None:
@@ -376,11 +371,15 @@ class SpoutTask(TaskRunner):
         root = getrandbits(64)
         if self._home_acker >= 0:  # pin the root to an acker in this worker (root % n picks it)
             root += self._home_acker - root % self._n_ackers
+            if root >= _UINT64:  # past 64 bits: the previous id with the same acker
+                root -= self._n_ackers
+        if not root:  # 0 means "in no tree": the next id with the same acker
+            root = self._n_ackers
         xor = 0
         for t in targets:
             edge = getrandbits(64)
             xor ^= edge
-            deliver[t](Tuple(values, stream, task, comp, fields, {root: edge}))
+            deliver[t](Tuple(values, stream, task, comp, fields, root, edge))
         self.pending.put(root, (msg_id, perf_counter()))
         self.n_pending += 1
         self.send_to_acker(ACK_INIT, [root, xor, task])

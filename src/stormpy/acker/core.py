@@ -1,0 +1,64 @@
+"""AckerCore: what an acker task does with each acker message, over its AckLedger.
+
+Kept apart from the ``__acker`` bolt so that the worker (compiled with it) calls it directly for
+acker tasks in its own process: spout inits, the per-round aggregated acks and the replies never
+go through the interpreter or a queue. Replies leave through ``reply(spout_task, stream,
+[root])``, which the worker points at the acker task's direct delivery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from stormpy.acker.ledger import COMPLETED, AckLedger, Outcome
+from stormpy.acker.streams import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET_TIMEOUT
+
+#: reply(spout task, stream, values): tell a spout task about one of its roots
+Reply = Callable[[int, str, list[int]], None]
+
+
+def _no_reply(task: int, stream: str, values: list[int]) -> None:
+    raise RuntimeError("AckerCore.reply was not set")
+
+
+class AckerCore:
+    """One acker task's state and message handling. Roots are spread over ackers by
+    ``root % n_ackers``; every message about a root reaches the same core."""
+
+    def __init__(self, reply: Reply | None = None) -> None:
+        self.ledger = AckLedger()
+        self.reply: Reply = reply or _no_reply
+
+    def ack_edges(self, root: int, xor: int) -> None:
+        """Apply an (aggregated) ``__ack_ack [root, xor]``: the worker calls this directly with
+        the XOR of all acks of a loop round for acker tasks it runs itself."""
+        spout_task = self.ledger.ack_completed(root, xor)
+        if spout_task is not None:
+            self.reply(spout_task, ACK_ACK, [root])
+
+    def handle(self, stream: str, values: list[int]) -> None:
+        """Apply one acker message (``__ack_init``, ``__ack_ack``, ``__ack_fail`` or
+        ``__ack_reset_timeout``); other streams are ignored."""
+        ledger = self.ledger
+        outcome: Outcome | None
+        if stream == ACK_ACK:
+            self.ack_edges(values[0], values[1])
+            return
+        if stream == ACK_INIT:
+            outcome = ledger.init(values[0], values[1], values[2])
+        elif stream == ACK_FAIL:
+            outcome = ledger.fail(values[0])
+        elif stream == ACK_RESET_TIMEOUT:
+            spout_task = ledger.reset_timeout(values[0])
+            if spout_task is not None:
+                self.reply(spout_task, ACK_RESET_TIMEOUT, [values[0]])
+            return
+        else:
+            return
+        if outcome is not None:
+            self.reply(outcome.spout_task, ACK_ACK if outcome.kind == COMPLETED else ACK_FAIL,
+                       [outcome.root])
+
+    def rotate(self) -> None:
+        """Expire the ledger's oldest bucket (on the acker's tick)."""
+        self.ledger.rotate()
