@@ -36,17 +36,27 @@ class AckerCore:
         if spout_task is not None:
             self.reply(spout_task, ACK_ACK, [root])
 
+    def init(self, root: int, xor: int, spout_task: int) -> None:
+        """Apply ``__ack_init [root, xor, spout_task]`` (a spout in this worker calls it
+        directly). The root completes here when all its acks arrived before the init."""
+        outcome = self.ledger.init(root, xor, spout_task)
+        if outcome is not None:
+            self.reply(spout_task, ACK_ACK if outcome.kind == COMPLETED else ACK_FAIL, [root])
+
     def handle(self, stream: str, values: list[int]) -> None:
-        """Apply one acker message (``__ack_init``, ``__ack_ack``, ``__ack_fail`` or
-        ``__ack_reset_timeout``); other streams are ignored."""
+        """Apply one acker message (``__ack_init``, ``__ack_ack`` with one or more
+        ``root, xor`` pairs, ``__ack_fail`` or ``__ack_reset_timeout``); other streams are
+        ignored."""
         ledger = self.ledger
         outcome: Outcome | None
-        if stream == ACK_ACK:
-            self.ack_edges(values[0], values[1])
+        if stream == ACK_ACK:  # [root, xor] pairs: one or several (a worker's round of acks)
+            for i in range(0, len(values) - 1, 2):
+                self.ack_edges(values[i], values[i + 1])
             return
         if stream == ACK_INIT:
-            outcome = ledger.init(values[0], values[1], values[2])
-        elif stream == ACK_FAIL:
+            self.init(values[0], values[1], values[2])
+            return
+        if stream == ACK_FAIL:
             outcome = ledger.fail(values[0])
         elif stream == ACK_RESET_TIMEOUT:
             spout_task = ledger.reset_timeout(values[0])

@@ -466,19 +466,27 @@ class Worker:
         return work
 
     def _flush_acks(self) -> None:
-        """Send this round's aggregated acks: one message per root to its acker task."""
+        """Send this round's aggregated acks, one (root, xor) pair per root: applied directly by
+        an acker in this worker, and sent to a remote acker as ONE ``__ack_ack`` tuple per acker
+        per round carrying all its pairs ``[root1, xor1, root2, xor2, ...]``."""
         items = list(self.ack_buffer.items())
         self.ack_buffer.clear()
         direct = self.acker_direct
         n = len(direct)
+        remote: dict[int, list[int]] = {}
         for root, xor in items:
             i = root % n
             acker = direct[i]
             if acker is not None:
                 acker.ack_edges(root, xor)
             else:
-                self.deliver[self.acker_tasks[i]](
-                    Tuple([root, xor], ACK_ACK, -1, SYSTEM_COMPONENT, None))
+                pairs = remote.get(i)
+                if pairs is None:
+                    pairs = remote[i] = []
+                pairs.append(root)
+                pairs.append(xor)
+        for i, pairs in remote.items():
+            self.deliver[self.acker_tasks[i]](Tuple(pairs, ACK_ACK, -1, SYSTEM_COMPONENT, None))
 
     def _backpressured(self) -> bool:
         cap = self._queue_cap

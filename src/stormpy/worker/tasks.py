@@ -382,7 +382,12 @@ class SpoutTask(TaskRunner):
             deliver[t](Tuple(values, stream, task, comp, fields, root, edge))
         self.pending.put(root, (msg_id, perf_counter()))
         self.n_pending += 1
-        self.send_to_acker(ACK_INIT, [root, xor, task])
+        i = root % self._n_ackers
+        acker = self._acker_direct[i]
+        if acker is not None:
+            acker.init(root, xor, task)
+        else:
+            deliver[self._ackers[i]](Tuple([root, xor, task], ACK_INIT, task, comp, None))
 
     # -- loop hooks --------------------------------------------------------------------------
     def run_round(self) -> int:
