@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from random import getrandbits
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from stormpy.acker.rotating import RotatingMap
 from stormpy.acker.streams import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET_TIMEOUT
@@ -66,9 +66,9 @@ class TaskRunner:
         router = self.routers.get(stream)
         if router is None or router.direct != direct:
             self._bad_stream(stream, direct)
-        self._check(values, stream, router)  # type: ignore[arg-type]
-        router.emitted += 1  # type: ignore[union-attr]
-        return router  # type: ignore[return-value]
+        self._check(values, stream, router)
+        router.emitted += 1
+        return router
 
     def _check(self, values: Any, stream: Any, router: StreamRouter) -> None:
         check_values(values, self.component_id, stream)
@@ -76,7 +76,7 @@ class TaskRunner:
             raise EmitError(f"component {self.component_id!r}, stream {stream!r}: emitted "
                             f"{len(values)} values for fields {router.fields.to_list()}")
 
-    def _bad_stream(self, stream: Any, direct: bool) -> None:
+    def _bad_stream(self, stream: Any, direct: bool) -> NoReturn:
         if stream not in self.routers:
             raise EmitError(f"component {self.component_id!r} emitted on undeclared stream "
                             f"{stream!r} (declared: {sorted(self.routers)})")
@@ -162,21 +162,21 @@ class BoltTask(TaskRunner):
         router = self.routers.get(stream)
         if router is None or router.direct:
             self._bad_stream(stream, False)
-        if type(values) is list and len(values) == router.n_fields:  # type: ignore[union-attr]
+        if type(values) is list and len(values) == router.n_fields:
             for v in values:  # plain scalars pass here; anything else gets the full check
                 vt = type(v)
                 if vt is str or vt is float or (vt is int and -_INT64 <= v < _UINT64):
                     continue
-                self._check(values, stream, router)  # type: ignore[arg-type]
+                self._check(values, stream, router)
                 break
         else:
-            self._check(values, stream, router)  # type: ignore[arg-type]
-        router.emitted += 1  # type: ignore[union-attr]
-        targets = router.choose(values)  # type: ignore[union-attr]
+            self._check(values, stream, router)
+        router.emitted += 1
+        targets = router.choose(values)
         # The common cases are inlined: untracked, and one anchor in one tree (its root and edge
         # are plain fields: nothing to allocate but the Tuple); _send handles every case.
         if self.debug or (anchors is not None and type(anchors) is not Tuple):
-            self._send(targets, values, anchors, stream, router)  # type: ignore[arg-type]
+            self._send(targets, values, anchors, stream, router)
             return targets
         root = 0 if anchors is None else cast(Tuple, anchors).root
         if root:
@@ -185,7 +185,7 @@ class BoltTask(TaskRunner):
             deliver = self._deliver
             task = self.task_id
             comp = self.component_id
-            fields = router.fields  # type: ignore[union-attr]
+            fields = router.fields
             for t in targets:
                 edge = getrandbits(64)
                 anchor.ack_val ^= edge
@@ -193,12 +193,12 @@ class BoltTask(TaskRunner):
         elif anchors is None or not cast(Tuple, anchors).anchors:  # untracked
             self.stats.transferred += len(targets)
             tup = Tuple(values, stream, self.task_id, self.component_id,
-                        router.fields)  # type: ignore[union-attr]
+                        router.fields)
             deliver = self._deliver
             for t in targets:
                 deliver[t](tup)
         else:
-            self._send(targets, values, anchors, stream, router)  # type: ignore[arg-type]
+            self._send(targets, values, anchors, stream, router)
         return targets
 
     def emit_direct(self, task: Any, values: Any, anchors: Any = None,
@@ -332,18 +332,18 @@ class SpoutTask(TaskRunner):
         router = self.routers.get(stream)
         if router is None or router.direct:
             self._bad_stream(stream, False)
-        if type(values) is list and len(values) == router.n_fields:  # type: ignore[union-attr]
+        if type(values) is list and len(values) == router.n_fields:
             for v in values:  # plain scalars pass here; anything else gets the full check
                 vt = type(v)
                 if vt is str or vt is float or (vt is int and -_INT64 <= v < _UINT64):
                     continue
-                self._check(values, stream, router)  # type: ignore[arg-type]
+                self._check(values, stream, router)
                 break
         else:
-            self._check(values, stream, router)  # type: ignore[arg-type]
-        router.emitted += 1  # type: ignore[union-attr]
-        targets = router.choose(values)  # type: ignore[union-attr]
-        self._send(targets, values, msg_id, stream, router)  # type: ignore[arg-type]
+            self._check(values, stream, router)
+        router.emitted += 1
+        targets = router.choose(values)
+        self._send(targets, values, msg_id, stream, router)
         return targets
 
     def emit_direct(self, task: Any, values: Any, msg_id: Any = None,
