@@ -172,7 +172,8 @@ class BoltTask(TaskRunner):
         else:
             self._check(values, stream, router)
         router.emitted += 1
-        targets = router.choose(values)
+        only = router.only  # one subscriber (the common case): its router directly
+        targets = only.choose(values) if only is not None else router.choose(values)
         # The common cases are inlined: untracked, and one anchor in one tree (its root and edge
         # are plain fields: nothing to allocate but the Tuple); _send handles every case.
         if self.debug or (anchors is not None and type(anchors) is not Tuple):
@@ -342,7 +343,8 @@ class SpoutTask(TaskRunner):
         else:
             self._check(values, stream, router)
         router.emitted += 1
-        targets = router.choose(values)
+        only = router.only  # one subscriber (the common case): its router directly
+        targets = only.choose(values) if only is not None else router.choose(values)
         self._send(targets, values, msg_id, stream, router)
         return targets
 
