@@ -12,9 +12,10 @@ SERVICES = {"config", "messaging", "cluster", "rpc", "bundle"}
 
 ALLOWED: dict[str, set[str]] = {
     "topology": {"topology"},
+    "batching": {"topology", "batching"},
     "acker": {"topology", "acker"},
     "worker": {"topology", "acker", "worker", "messaging", "config", "cluster", "bundle"},
-    "connectors": {"topology", "connectors", "config", "cluster"},
+    "connectors": {"topology", "connectors", "config", "cluster", "batching"},
     "config": {"config"},
     "messaging": {"messaging", "config"},
     "cluster": {"cluster", "config"},

@@ -7,14 +7,9 @@ PySpark is imported lazily: importing this package works without it; preparing a
 without PySpark or Java raises ``SparkUnavailableError`` saying what to install.
 """
 
+from stormpy.batching import CLOSED_BY_COUNT, CLOSED_BY_IDLE, CLOSED_BY_TIME, BatchSource
 from stormpy.connectors.spark.arrow import BatchConversionError, batch_dataframe, rows_to_arrow
-from stormpy.connectors.spark.batching import (
-    CLOSED_BY_COUNT,
-    CLOSED_BY_IDLE,
-    CLOSED_BY_TIME,
-    BatchInfo,
-    BatchSource,
-)
+from stormpy.connectors.spark.batching import BatchInfo
 from stormpy.connectors.spark.bolt import SparkBatchBolt
 from stormpy.connectors.spark.errors import SPARK_EXTRA, SparkUnavailableError, require_spark
 from stormpy.connectors.spark.session import (
