@@ -23,7 +23,9 @@ ALLOWED: dict[str, set[str]] = {
     "bundle": {"bundle", "config"},
     "nimbus": {"nimbus", "topology", "config", "cluster", "rpc", "bundle", "messaging"},
     "supervisor": {"supervisor", "topology", "config", "cluster", "rpc", "bundle", "messaging"},
-    "testing": {"testing", "topology", "acker", "worker", "messaging", "config", "cluster", "rpc",
+    "local": {"local", "topology", "acker", "worker", "messaging", "config", "cluster", "rpc",
+              "bundle", "nimbus"},
+    "testing": {"testing", "local", "topology", "acker", "worker", "messaging", "config", "cluster", "rpc",
                 "bundle", "nimbus", "supervisor", "connectors"},
     "ui": {"ui", "topology", "config", "cluster", "rpc", "worker"},
     "_native": set(),  # picks compiled or source modules: the standard library only

@@ -13,7 +13,7 @@ import click
 from stormpy.cli.output import console, err_console, stats_table
 from stormpy.cli.topology_loader import TopologyLoadError, load_topology
 from stormpy.config import ConfigError, parse_overrides
-from stormpy.testing.local_cluster import LocalCluster
+from stormpy.local import LocalCluster
 from stormpy.topology import InvalidTopologyError
 
 

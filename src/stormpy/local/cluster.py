@@ -1,4 +1,4 @@
-"""LocalCluster: run topologies inside this process (Storm's LocalCluster).
+"""LocalCluster: run topologies inside this process (Storm's LocalCluster; ``stormpy local``).
 
 Each submitted topology runs as one Worker holding all its tasks on its own loop thread — the
 same executor, routing and acking code as a cluster worker, with same-worker delivery. With
