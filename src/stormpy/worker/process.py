@@ -15,7 +15,8 @@ Contract (docs/cluster-contract.md, "Worker process"):
   use have registered their sections.
 * Reads ``L/supervisor/S/stormdist/T/topology.msgpack`` and puts ``.../code`` first on
   ``sys.path``; reads the assignment and StormBase from ZooKeeper; runs the executors assigned to
-  ``(S, P)`` in a :class:`~stormpy.worker.loop.Worker` on the main thread, over a
+  ``(S, P)`` in a :class:`~stormpy.worker.loop.Worker` on the main thread (components keep
+  state in ZooKeeper through ``context.state_store``, on the worker's session), over a
   :class:`~stormpy.messaging.zmq_transport.ZmqTransport` bound on
   ``<worker.bind.host or supervisor.host>:P``; a :class:`~stormpy.worker.cluster_link.ClusterLink`
   thread follows assignment/status changes and heartbeats.
@@ -44,6 +45,7 @@ import msgpack
 
 from stormpy.cluster.errors import ClusterStateError
 from stormpy.cluster.state import ClusterState
+from stormpy.cluster.statestore import ZkStateBackend
 from stormpy.config import load_config, merged, read_config_file, topology_prefixes
 from stormpy.messaging.zmq_transport import ZmqTransport
 from stormpy.topology.imports import import_object
@@ -232,7 +234,7 @@ class WorkerProcess:
             worker = Worker(self.topology_id, spec, conf, layout=layout,
                             local_tasks=tasks_of(executors), task_peers=peers.task_peers,
                             transport=transport, active=active, worker_port=self.port,
-                            on_error=reporter.report)
+                            on_error=reporter.report, state=ZkStateBackend(state.storage))
         except WorkerError as exc:
             log.error("cannot create the tasks: %s", exc)
             reporter.report(exc.component, exc.task, str(exc))
