@@ -21,9 +21,11 @@ from supervisor_kit import (
 )
 
 from stormpy.cluster import Assignment
+from stormpy.cluster import paths as zk_paths
 from stormpy.supervisor import BundleDownloader, SupervisorDirs
 from stormpy.supervisor.launcher import WorkerHandle, launch_worker
 from stormpy.supervisor.local_state import read_local_heartbeat
+from stormpy.topology.state import decode_state
 
 pytest_plugins = ["supervisor_fixtures"]
 pytestmark = [pytest.mark.zookeeper, pytest.mark.cluster, pytest.mark.timeout(120)]
@@ -86,6 +88,12 @@ def test_status_changes_sigterm_and_unassignment(supervisor_env: SupervisorEnv) 
     env.state.set_assignment(assignment)
     worker = launch_worker(dirs, "solo-1", port, tuple(assignment.executors))
     wait_for(lambda: heartbeating(dirs, worker), 30, "the second worker to heartbeat")
+    # component state is in ZooKeeper and outlives a worker process: each spout task has opened
+    # twice, counting on what the first worker stored
+    for index in ("0", "1"):
+        data = env.state.storage.get(zk_paths.checkpoint("solo-1", "pace", index,
+                                                         root=env.state.storage.root))
+        assert data is not None and decode_state("checkpoint", data) == {"opens": 2}
     worker.signal(signal.SIGTERM)
     assert exit_code(worker) == 0
     assert "received SIGTERM" in log_of(dirs, "solo-1", port)

@@ -14,7 +14,7 @@ from stormpy.cli.output import console, err_console
 from stormpy.cluster.devzk import default_dev_data_dir, run_dev_zookeeper
 from stormpy.cluster.zkserver import ZooKeeperNotFound, ZooKeeperServer, ZooKeeperStartError
 from stormpy.config import ConfigError, load_config, parse_overrides
-from stormpy.testing.cluster import ProcessCluster
+from stormpy.local import ProcessCluster
 
 
 def _conf(config_file: str | None, overrides: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -8,11 +8,15 @@
 Contract (docs/cluster-contract.md, "Worker process"):
 
 * Logs to ``<storm.log.dir or L/logs>/worker-T-P.log``. ``F`` is the daemon configuration (YAML;
-  without it ``stormpy.config.load_config()``); the topology's own ``topology.*`` and ``spark.*``
-  keys from ``topology.msgpack`` override the daemon's, every other key is the daemon's.
+  without it ``stormpy.config.load_config()``); the topology's own ``topology.*`` keys and the keys
+  of every registered connector section (``spark.*``, ...; see
+  :func:`stormpy.config.topology_prefixes`) from ``topology.msgpack`` override the daemon's, every
+  other key is the daemon's. The component classes are imported first, so the connectors they
+  use have registered their sections.
 * Reads ``L/supervisor/S/stormdist/T/topology.msgpack`` and puts ``.../code`` first on
   ``sys.path``; reads the assignment and StormBase from ZooKeeper; runs the executors assigned to
-  ``(S, P)`` in a :class:`~stormpy.worker.loop.Worker` on the main thread, over a
+  ``(S, P)`` in a :class:`~stormpy.worker.loop.Worker` on the main thread (components keep
+  state in ZooKeeper through ``context.state_store``, on the worker's session), over a
   :class:`~stormpy.messaging.zmq_transport.ZmqTransport` bound on
   ``<worker.bind.host or supervisor.host>:P``; a :class:`~stormpy.worker.cluster_link.ClusterLink`
   thread follows assignment/status changes and heartbeats.
@@ -41,8 +45,10 @@ import msgpack
 
 from stormpy.cluster.errors import ClusterStateError
 from stormpy.cluster.state import ClusterState
-from stormpy.config import load_config, merged, read_config_file
+from stormpy.cluster.statestore import ZkStateBackend
+from stormpy.config import load_config, merged, read_config_file, topology_prefixes
 from stormpy.messaging.zmq_transport import ZmqTransport
+from stormpy.topology.imports import import_object
 from stormpy.topology.layout import TaskLayout, compute_layout
 from stormpy.topology.spec import TopologySpec
 from stormpy.worker.cluster_link import ClusterLink
@@ -82,19 +88,26 @@ class WorkerPaths:
         self.log_file = self.log_dir / f"worker-{topology_id}-{port}.log"
 
 
-#: Key prefixes a topology's config sets for its workers, over the daemon's values: its own
-#: settings and its Spark application's (the daemon conf carries defaults for ``spark.master`` /
-#: ``spark.app.name``, which must not mask what the topology asked for).
-TOPOLOGY_PREFIXES = ("topology.", "spark.")
-
-
 def worker_conf(daemon_conf: Mapping[str, Any], topology_conf: Mapping[str, Any]) -> dict[str, Any]:
-    """Defaults ← daemon conf ← topology conf, except that only the ``topology.*`` and ``spark.*``
-    keys of the topology conf count: ZooKeeper, supervisor and worker settings are the local
+    """Defaults ← daemon conf ← topology conf, except that only the keys under
+    :func:`~stormpy.config.topology_prefixes` (``topology.*`` and the registered connector
+    sections') of the topology conf count: ZooKeeper, supervisor and worker settings are the local
     daemon's."""
+    prefixes = topology_prefixes()
     conf = merged(daemon_conf, topology_conf)
-    conf.update({k: v for k, v in daemon_conf.items() if not k.startswith(TOPOLOGY_PREFIXES)})
+    conf.update({k: v for k, v in daemon_conf.items() if not k.startswith(prefixes)})
     return conf
+
+
+def import_components(spec: TopologySpec) -> None:
+    """Import every component class of ``spec`` (and so the connectors they use, which register
+    their config sections). A class that fails to import is skipped here: building the tasks
+    reports it as that component's error."""
+    for comp in spec.components.values():
+        try:
+            import_object(comp.class_path)
+        except Exception as exc:  # noqa: BLE001 - reported when the Worker builds the task
+            log.debug("component %s: %s does not import yet: %s", comp.id, comp.class_path, exc)
 
 
 def read_topology_file(path: Path) -> tuple[TopologySpec, dict[str, Any]]:
@@ -160,8 +173,9 @@ class WorkerProcess:
         log.info("worker starting: pid %d, topology %s, node %s, port %d", os.getpid(),
                  self.topology_id, self.node, self.port)
         spec, topology_conf = read_topology_file(self.paths.topology_file)
-        conf = worker_conf(self.daemon_conf, topology_conf)
         sys.path.insert(0, str(self.paths.code_dir))
+        import_components(spec)
+        conf = worker_conf(self.daemon_conf, topology_conf)
         self.paths.worker_dir.mkdir(parents=True, exist_ok=True)
         try:
             state = ClusterState.from_config(conf)
@@ -220,7 +234,7 @@ class WorkerProcess:
             worker = Worker(self.topology_id, spec, conf, layout=layout,
                             local_tasks=tasks_of(executors), task_peers=peers.task_peers,
                             transport=transport, active=active, worker_port=self.port,
-                            on_error=reporter.report)
+                            on_error=reporter.report, state=ZkStateBackend(state.storage))
         except WorkerError as exc:
             log.error("cannot create the tasks: %s", exc)
             reporter.report(exc.component, exc.task, str(exc))
