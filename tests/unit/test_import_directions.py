@@ -1,6 +1,7 @@
 """Pins the import directions of DESIGN.md §1: topology ← acker/worker/connectors ←
 nimbus/supervisor ← cli; shared services never import daemons; the worker never imports nimbus or
-supervisor; connectors never import worker internals."""
+supervisor; connectors never import worker internals. ``host`` (process plumbing: daemon base,
+psutil, Java) sits below every other package and imports none of them."""
 
 from __future__ import annotations
 
@@ -8,22 +9,23 @@ import ast
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "stormpy"
-SERVICES = {"config", "messaging", "cluster", "rpc", "bundle"}
+SERVICES = {"config", "messaging", "cluster", "rpc", "bundle", "host"}
 
 ALLOWED: dict[str, set[str]] = {
     "topology": {"topology"},
     "acker": {"topology", "acker"},
-    "worker": {"topology", "acker", "worker", "messaging", "config", "cluster", "bundle"},
-    "connectors": {"topology", "connectors", "config", "cluster"},
+    "worker": {"topology", "acker", "worker", "messaging", "config", "cluster", "bundle", "host"},
+    "connectors": {"topology", "connectors", "config", "cluster", "host"},
+    "host": {"host"},
     "config": {"config"},
     "messaging": {"messaging", "config"},
-    "cluster": {"cluster", "config"},
+    "cluster": {"cluster", "config", "host"},
     "rpc": {"rpc", "config"},
     "bundle": {"bundle", "config"},
-    "nimbus": {"nimbus", "topology", "config", "cluster", "rpc", "bundle", "messaging"},
-    "supervisor": {"supervisor", "topology", "config", "cluster", "rpc", "bundle", "messaging"},
+    "nimbus": {"nimbus", "topology", "config", "cluster", "rpc", "bundle", "messaging", "host"},
+    "supervisor": {"supervisor", "topology", "config", "cluster", "rpc", "bundle", "messaging", "host"},
     "testing": {"testing", "topology", "acker", "worker", "messaging", "config", "cluster", "rpc",
-                "bundle", "nimbus", "supervisor", "connectors"},
+                "bundle", "nimbus", "supervisor", "connectors", "host"},
     "ui": {"ui", "topology", "config", "cluster", "rpc", "worker"},
     "_native": set(),  # picks compiled or source modules: the standard library only
 }
