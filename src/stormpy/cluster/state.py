@@ -49,7 +49,8 @@ from stormpy.cluster.records import (
     encode,
     encode_value,
 )
-from stormpy.cluster.storage import Watch, ZkStorage
+from stormpy.cluster.storage import ZkStorage
+from stormpy.cluster.watches import Watch
 
 __all__ = [
     "MAX_ERRORS_PER_COMPONENT",

@@ -39,7 +39,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from types import TracebackType
 from typing import Any, TypeVar
 
 from kazoo.client import KazooClient, KazooState
@@ -53,14 +52,14 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.interfaces import IAsyncResult
-from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 from kazoo.retry import InterruptedError as RetryInterrupted
 from kazoo.retry import RetryFailedError
 
 from stormpy.cluster.errors import ClusterStateError, ZkConnectionError
 from stormpy.cluster.paths import DEFAULT_ROOT, normalize_root
+from stormpy.cluster.watches import Watch, children_watch, data_watch
 
-__all__ = ["Watch", "ZkStorage", "hosts_from_config"]
+__all__ = ["ZkStorage", "hosts_from_config"]
 
 log = logging.getLogger(__name__)
 
@@ -85,24 +84,6 @@ def hosts_from_config(conf: Mapping[str, Any]) -> str:
         servers = [servers]
     port = int(conf.get("storm.zookeeper.port", 2181))
     return ",".join(s if ":" in str(s) else f"{s}:{port}" for s in servers)
-
-
-class Watch:
-    """Handle of a watch (:meth:`ZkStorage.watch_data` / :meth:`ZkStorage.watch_children`):
-    :meth:`cancel` stops further callbacks (idempotent)."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._cancelled = threading.Event()
-
-    def cancel(self) -> None:
-        """No callback starts after this returns, except one already running."""
-        self._cancelled.set()
-
-    @property
-    def cancelled(self) -> bool:
-        """True once :meth:`cancel` was called."""
-        return self._cancelled.is_set()
 
 
 class ZkStorage:
@@ -170,9 +151,7 @@ class ZkStorage:
         """From now on no operation waits for a lost connection (see the module contract).
 
         Idempotent and irreversible; safe from any thread and from a signal handler (it only sets
-        a flag, which waiting operations notice within 0.1 s). Daemons call it first thing when
-        they stop, so ZooKeeper cleanup on their stop path is done when ZooKeeper is reachable and
-        skipped at once when it is not.
+        a flag, noticed within 0.1 s). Daemons call it first thing when they stop.
         """
         self._shutting_down = True
 
@@ -212,8 +191,7 @@ class ZkStorage:
     def __enter__(self) -> ZkStorage:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @property
@@ -435,21 +413,7 @@ class ZkStorage:
     def watch_data(self, path: str, callback: Callable[[bytes | None], Any]) -> Watch:
         """Call ``callback(data or None)`` now and after every change of ``path`` (its creation and
         deletion included) until cancelled; see the module contract."""
-        self.check_path(path)
-        handle, first = Watch(path), threading.Event()
-
-        def on_change(data: bytes | None, _stat: Any) -> bool | None:
-            if handle.cancelled:
-                return False
-            try:
-                callback(bytes(data) if data is not None else None)
-            except Exception:
-                log.exception("data watch callback for %s failed", path)
-            first.set()
-            return None
-
-        self._arm("watch_data", handle, first, lambda: DataWatch(self._client, path, on_change))
-        return handle
+        return self._arm("watch_data", data_watch(self._client, self.check_path(path), callback))
 
     def watch_children(self, path: str, callback: Callable[[list[str]], Any]) -> Watch:
         """Call ``callback(sorted children)`` now and after every change, until cancelled.
@@ -457,32 +421,20 @@ class ZkStorage:
         ``path`` is created first when missing (ZooKeeper cannot watch children of a missing node).
         """
         self.ensure_path(path)
-        handle, first = Watch(path), threading.Event()
+        return self._arm("watch_children", children_watch(self._client, path, callback))
 
-        def on_change(children: list[str]) -> bool | None:
-            if handle.cancelled:
-                return False
-            try:
-                callback(sorted(children))
-            except Exception:
-                log.exception("children watch callback for %s failed", path)
-            first.set()
-            return None
-
-        self._arm("watch_children", handle, first, lambda: ChildrenWatch(self._client, path, on_change))
-        return handle
-
-    def _arm(self, op: str, handle: Watch, first: threading.Event, recipe: Callable[[], Any]) -> None:
-        """Start ``recipe`` on a kazoo thread and wait (bounded) for its first callback; cancel the
-        watch and raise ZkConnectionError when it does not come in time."""
+    def _arm(self, op: str, handle: Watch) -> Watch:
+        """Set ``handle``'s recipe up on a kazoo thread and wait (bounded) for its first callback;
+        cancel the watch and raise ZkConnectionError when it does not come in time."""
         deadline = time.monotonic() + self.operation_timeout_secs
-        self._client.handler.spawn(recipe)
-        while not first.wait(min(_SLICE_SECS, max(0.0, deadline - time.monotonic()))):
+        self._client.handler.spawn(handle.run)
+        while not handle.first_call.wait(min(_SLICE_SECS, max(0.0, deadline - time.monotonic()))):
             try:
                 self._check_abort(op, handle.path, deadline)
             except ZkConnectionError:
                 handle.cancel()
                 raise
+        return handle
 
     # -- session recovery ----------------------------------------------------------------------
     def _on_state(self, state: str) -> None:
