@@ -28,8 +28,10 @@ import msgpack
 
 from stormpy.bundle import build_bundle
 from stormpy.cluster import Assignment, ClusterState, StormBase, WorkerHeartbeat
+from stormpy.host.processes import command_line, live_process, processes_mentioning
 from stormpy.rpc import NotFoundError, RpcServer, UploadError, rpc_method
 from stormpy.supervisor import Supervisor
+from stormpy.supervisor.launcher import WORKER_MODULE
 from stormpy.topology.layout import compute_layout
 from stormpy.topology.spec import TopologySpec
 
@@ -78,28 +80,12 @@ def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: 
 
 
 def processes_under(path: Path) -> list[int]:
-    """Pids of processes whose command line mentions ``path`` (Linux /proc)."""
-    needle = str(path).encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
-        except (OSError, IndexError):
-            continue
-        if needle in cmdline and state != "Z":
-            found.append(int(entry.name))
-    return sorted(found)
+    """Pids of other processes whose command line mentions ``path``."""
+    return processes_mentioning(str(path))
 
 
 def pid_alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
+    return live_process(pid) is not None
 
 
 @dataclass
@@ -239,10 +225,9 @@ class SupervisorEnv:
 
     @staticmethod
     def _is_worker(pid: int) -> bool:
-        try:
-            return b"stormpy.worker.process" in Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            return False
+        process = live_process(pid)
+        argv = command_line(process) if process is not None else None
+        return argv is not None and WORKER_MODULE in argv
 
     def log_report(self) -> str:
         parts = []

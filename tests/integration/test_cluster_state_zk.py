@@ -151,7 +151,9 @@ def test_ephemeral_node_is_recreated_after_session_expiry(
     try:
         ClusterState(storage).register_supervisor(supervisor("sup-9"))
         old_session = storage.session_id
-        session_id, password = storage.client.client_id
+        credentials = storage.session_credentials
+        assert credentials is not None
+        session_id, password = credentials
         # Expire the session the documented way: a second client joins it and closes it.
         thief = KazooClient(hosts=zookeeper.connect_string, client_id=(session_id, password))
         thief.start(timeout=20)

@@ -12,7 +12,7 @@ import pytest
 
 from stormpy import Spout, TopologyBuilder, TopologyContext
 from stormpy.cluster import ZkStorage
-from stormpy.cluster import paths as zk_paths
+from stormpy.cluster.paths import ZkPaths
 from stormpy.cluster.statestore import ZkStateBackend
 from stormpy.cluster.zkserver import ZooKeeperServer
 from stormpy.testing import Capture, LocalCluster
@@ -69,19 +69,19 @@ def test_keys_live_on_the_cluster_layout(zk_storage: ZkStorage) -> None:
     store = backend.store(CHECKPOINTS, TID)
     store.put("kafka spout/topic-0", {"offset": 42})
     backend.store(TRANSACTIONAL, TID).put("coordinator/txid", 7)
-    znode = zk_paths.checkpoint(TID, "kafka spout", "topic-0", root=zk_storage.root)
-    assert store.location == zk_paths.checkpoints(TID, root=zk_storage.root)
+    znode = ZkPaths(zk_storage.root).checkpoint(TID, "kafka spout", "topic-0")
+    assert store.location == ZkPaths(zk_storage.root).checkpoints(TID)
     data = zk_storage.get(znode)
     assert data is not None and msgpack.unpackb(data)["value"] == {"offset": 42}
-    assert zk_storage.get(zk_paths.transactional(TID, "coordinator", "txid", root=zk_storage.root))
+    assert zk_storage.get(ZkPaths(zk_storage.root).transactional(TID, "coordinator", "txid"))
     backend.drop(TID)
-    assert zk_storage.children(zk_paths.checkpoints_root(root=zk_storage.root)) == []
-    assert zk_storage.children(zk_paths.transactional_root(root=zk_storage.root)) == []
+    assert zk_storage.children(ZkPaths(zk_storage.root).checkpoints_root()) == []
+    assert zk_storage.children(ZkPaths(zk_storage.root).transactional_root()) == []
 
 
 def test_a_corrupt_node_is_named(zk_storage: ZkStorage) -> None:
     store = ZkStateBackend(zk_storage).store(CHECKPOINTS, TID)
-    znode = zk_paths.checkpoint(TID, "spout", "0", root=zk_storage.root)
+    znode = ZkPaths(zk_storage.root).checkpoint(TID, "spout", "0")
     zk_storage.set(znode, b"\xc1garbage")
     with pytest.raises(CorruptStateError, match=f"state {znode}: not a msgpack document"):
         store.get("spout/0")
@@ -94,7 +94,7 @@ def test_a_lost_connection_is_named_not_waited_on(zookeeper: ZooKeeperServer, zk
     store = ZkStateBackend(storage).store(CHECKPOINTS, TID)
     store.put("spout/0", 1)
     storage.close()
-    znode = zk_paths.checkpoint(TID, "spout", "0", root=zk_root)
+    znode = ZkPaths(zk_root).checkpoint(TID, "spout", "0")
     with pytest.raises(StateUnavailableError, match=f"state {znode}: ZooKeeper unreachable"):
         store.get("spout/0")
 
@@ -110,11 +110,9 @@ def test_a_local_cluster_with_zookeeper_keeps_component_state_there(
         cluster.wait_for(lambda: len(capture.values) == 2, 30, "both spout tasks to report")
         assert sorted(v[1] for v in capture.values) == [1, 1]  # read back from ZooKeeper
         for index in ("0", "1"):
-            data = zk_storage.get(zk_paths.checkpoint(worker.topology_id, "counter", index,
-                                                      root=zk_storage.root))
+            data = zk_storage.get(ZkPaths(zk_storage.root).checkpoint(worker.topology_id, "counter", index))
             assert data is not None and msgpack.unpackb(data)["value"] == {"opens": 1}
-        seen = zk_storage.children(zk_paths.transactional(worker.topology_id, "seen",
-                                                          root=zk_storage.root))
+        seen = zk_storage.children(ZkPaths(zk_storage.root).transactional(worker.topology_id, "seen"))
         assert len(seen) == 2
     # shutting down removes the topology's state, as Nimbus's kill does
-    assert zk_storage.children(zk_paths.checkpoints_root(root=zk_storage.root)) == []
+    assert zk_storage.children(ZkPaths(zk_storage.root).checkpoints_root()) == []

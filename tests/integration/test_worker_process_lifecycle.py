@@ -21,7 +21,6 @@ from supervisor_kit import (
 )
 
 from stormpy.cluster import Assignment
-from stormpy.cluster import paths as zk_paths
 from stormpy.supervisor import BundleDownloader, SupervisorDirs
 from stormpy.supervisor.launcher import WorkerHandle, launch_worker
 from stormpy.supervisor.local_state import read_local_heartbeat
@@ -91,8 +90,7 @@ def test_status_changes_sigterm_and_unassignment(supervisor_env: SupervisorEnv) 
     # component state is in ZooKeeper and outlives a worker process: each spout task has opened
     # twice, counting on what the first worker stored
     for index in ("0", "1"):
-        data = env.state.storage.get(zk_paths.checkpoint("solo-1", "pace", index,
-                                                         root=env.state.storage.root))
+        data = env.state.storage.get(env.state.paths.checkpoint("solo-1", "pace", index))
         assert data is not None and decode_state("checkpoint", data) == {"opens": 2}
     worker.signal(signal.SIGTERM)
     assert exit_code(worker) == 0

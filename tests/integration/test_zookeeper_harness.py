@@ -13,8 +13,8 @@ from stormpy.cluster.devzk import default_dev_data_dir, run_dev_zookeeper
 from stormpy.cluster.zkserver import (
     ZooKeeperServer,
     ZooKeeperStartError,
-    find_java,
     four_letter_word,
+    require_java,
 )
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(180)]
@@ -70,7 +70,7 @@ def test_given_data_dir_is_kept(zookeeper: ZooKeeperServer, tmp_path: Path) -> N
 
 
 def test_start_failure_reports_the_log_tail(zookeeper: ZooKeeperServer) -> None:
-    server = ZooKeeperServer(classpath=["/nonexistent/zookeeper.jar"], java=find_java(),
+    server = ZooKeeperServer(classpath=["/nonexistent/zookeeper.jar"], java=require_java(),
                              startup_timeout_secs=30)
     try:
         with pytest.raises(ZooKeeperStartError) as info:

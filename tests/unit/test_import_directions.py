@@ -1,8 +1,9 @@
 """Pins the import directions of DESIGN.md §1: topology ← acker/worker/connectors ←
 nimbus/supervisor/local ← cli; shared services never import daemons; the worker never imports
 nimbus or supervisor; connectors never import worker internals; production code never imports the
-test kit (``stormpy.testing``); and no two modules import each other, directly or through others,
-not even under ``TYPE_CHECKING``."""
+test kit (``stormpy.testing``); ``host`` (process plumbing: daemon base, psutil, Java) sits below
+every other package and imports none of them; and no two modules import each other, directly or
+through others, not even under ``TYPE_CHECKING``."""
 
 from __future__ import annotations
 
@@ -11,29 +12,30 @@ from functools import cache
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "stormpy"
-SERVICES = {"config", "messaging", "cluster", "rpc", "bundle"}
+SERVICES = {"config", "messaging", "cluster", "rpc", "bundle", "host"}
 
 ALLOWED: dict[str, set[str]] = {
     "topology": {"topology"},
     "batching": {"topology", "batching"},
     "acker": {"topology", "acker"},
-    "worker": {"topology", "acker", "worker", "messaging", "config", "cluster", "bundle"},
-    "connectors": {"topology", "connectors", "config", "cluster", "batching"},
+    "worker": {"topology", "acker", "worker", "messaging", "config", "cluster", "bundle", "host"},
+    "connectors": {"topology", "connectors", "config", "cluster", "batching", "host"},
+    "host": {"host"},
     "config": {"config"},
     "messaging": {"messaging", "config"},
-    "cluster": {"cluster", "config", "topology"},  # topology: the plain-data layout types
+    "cluster": {"cluster", "config", "topology", "host"},  # topology: the plain-data layout types
     "rpc": {"rpc", "config"},
     "bundle": {"bundle", "config"},
-    "nimbus": {"nimbus", "topology", "config", "cluster", "rpc", "bundle", "messaging"},
-    "supervisor": {"supervisor", "topology", "config", "cluster", "rpc", "bundle", "messaging"},
+    "nimbus": {"nimbus", "topology", "config", "cluster", "rpc", "bundle", "messaging", "host"},
+    "supervisor": {"supervisor", "topology", "config", "cluster", "rpc", "bundle", "messaging", "host"},
     # local mode (LocalCluster in-process, ProcessCluster as subprocesses): production code that
     # runs workers and talks to Nimbus, but never imports daemon internals beyond the client
     "local": {"local", "topology", "acker", "worker", "messaging", "config", "cluster", "rpc",
-              "bundle", "nimbus"},
+              "bundle", "nimbus", "host"},
     "testing": {"testing", "local", "topology", "acker", "worker", "messaging", "config", "cluster",
-                "rpc", "bundle", "nimbus", "supervisor", "connectors"},
+                "rpc", "bundle", "nimbus", "supervisor", "connectors", "host"},
     "cli": {"cli", "local", "topology", "acker", "worker", "messaging", "config", "cluster", "rpc",
-            "bundle", "nimbus", "supervisor", "connectors"},
+            "bundle", "nimbus", "supervisor", "connectors", "host"},
     "ui": {"ui", "topology", "config", "cluster", "rpc", "worker"},
     "_native": set(),  # picks compiled or source modules: the standard library only
 }

@@ -12,7 +12,7 @@ operations, so it is bounded by the storage's operation timeout (``timeout_secs`
 ZooKeeper raises :class:`~stormpy.topology.state.StateUnavailableError`, any other ZooKeeper
 failure :class:`~stormpy.topology.state.StateStoreError`, an undecodable node
 :class:`~stormpy.topology.state.CorruptStateError` — each naming the znode. Nimbus's kill removes
-these subtrees with the rest of the topology (``paths.topology_paths``); :meth:`ZkStateBackend.drop`
+these subtrees with the rest of the topology (``ZkPaths.topology_paths``); :meth:`ZkStateBackend.drop`
 does the same for a LocalCluster.
 """
 
@@ -47,8 +47,8 @@ T = TypeVar("T")
 def area_path(area: str, topology_id: str, *, root: str) -> str:
     """The znode under which ``topology_id`` keeps ``area``."""
     if check_area(area) == CHECKPOINTS:
-        return paths.checkpoints(topology_id, root=root)
-    return paths.transactional(topology_id, root=root)
+        return paths.ZkPaths(root).checkpoints(topology_id)
+    return paths.ZkPaths(root).transactional(topology_id)
 
 
 class ZkStateStore:

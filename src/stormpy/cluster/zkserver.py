@@ -3,7 +3,8 @@
 ZooKeeper is found through ``$ZOOKEEPER_HOME`` (an unpacked Apache release: ``lib/*.jar`` and
 ``conf/``) or the Debian/Ubuntu package ``zookeeper`` (``/usr/share/java/zookeeper.jar``, whose
 manifest ``Class-Path`` names its dependencies; ``slf4j-simple.jar`` is added so the server logs to
-its output file). Java is ``$JAVA_HOME/bin/java`` or ``java`` on ``PATH``.
+its output file). Java is found by :func:`stormpy.host.java.find_java` (``$JAVA_HOME/bin/java``
+when ``JAVA_HOME`` is set, else ``java`` on ``PATH``).
 
 :class:`ZooKeeperServer` contract: :meth:`~ZooKeeperServer.start` returns only once the server it
 launched (recognised by its data directory) answers ``srvr`` as serving, or raises
@@ -31,13 +32,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from stormpy.host.java import find_java, missing_java_reason
+
 __all__ = [
     "DEBIAN_JAVA_DIR",
     "INSTALL_HINT",
     "ZooKeeperNotFound",
     "ZooKeeperServer",
     "ZooKeeperStartError",
-    "find_java",
+    "require_java",
     "find_zookeeper_classpath",
     "four_letter_word",
 ]
@@ -57,15 +60,13 @@ class ZooKeeperStartError(RuntimeError):
     """The ZooKeeper process failed to start or to answer in time; the message has its log tail."""
 
 
-def find_java() -> str:
-    """Path of the ``java`` executable; raise ZooKeeperNotFound with an install hint."""
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and Path(java_home, "bin", "java").is_file():
-        return str(Path(java_home, "bin", "java"))
-    found = shutil.which("java")
-    if found:
-        return found
-    raise ZooKeeperNotFound(f"Java was not found (no $JAVA_HOME/bin/java, no java on PATH); {INSTALL_HINT}")
+def require_java() -> str:
+    """Path of the ``java`` executable (:func:`stormpy.host.java.find_java`); raise
+    ZooKeeperNotFound saying why there is none, with an install hint."""
+    java = find_java()
+    if java is None:
+        raise ZooKeeperNotFound(f"Java was not found ({missing_java_reason()}); {INSTALL_HINT}")
+    return java
 
 
 def find_zookeeper_classpath(zookeeper_home: str | os.PathLike[str] | None = None,
@@ -212,7 +213,7 @@ class ZooKeeperServer:
         if self._proc is not None:
             raise RuntimeError("ZooKeeperServer already started")
         classpath = self._classpath or find_zookeeper_classpath()
-        java = self._java or find_java()
+        java = self._java or require_java()
         if self._requested_data_dir is None:
             self._temp_dir = Path(tempfile.mkdtemp(prefix="stormpy-zk-"))
             self.data_dir = self._temp_dir

@@ -41,6 +41,7 @@ import yaml
 
 from stormpy.cluster import ClusterState, SupervisorInfo
 from stormpy.config import rpc_auth_token
+from stormpy.host.processes import live_process, terminate
 from stormpy.nimbus.client import NimbusClient
 
 __all__ = ["DaemonProcess", "ProcessCluster", "end_processes", "find_processes", "free_ports"]
@@ -77,27 +78,7 @@ def find_processes(*needles: str) -> list[tuple[int, list[str]]]:
 def end_processes(pids: list[int], grace_secs: float) -> None:
     """SIGTERM every process of ``pids`` that still exists, SIGKILL those still running after
     ``grace_secs``; returns once they are gone (or after 5 s more). Vanished pids are skipped."""
-    procs = []
-    for pid in pids:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            procs.append(psutil.Process(pid))
-    for proc in procs:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            proc.terminate()
-    _, alive = psutil.wait_procs(procs, timeout=grace_secs)
-    stubborn = [p for p in alive if _running(p)]
-    for proc in stubborn:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            proc.kill()
-    psutil.wait_procs(stubborn, timeout=5)
-
-
-def _running(proc: psutil.Process) -> bool:
-    """True while ``proc`` runs (a zombie waiting for its parent counts as ended)."""
-    try:
-        return bool(proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE)
-    except psutil.NoSuchProcess:
-        return False
+    terminate([p for p in map(live_process, pids) if p is not None], grace_secs)
 
 
 class DaemonProcess:
@@ -148,11 +129,11 @@ class DaemonProcess:
         if self.proc is None:
             return None
         if self.proc.poll() is None:
-            self.signal_stop(kill=kill)
-            _, alive = psutil.wait_procs([self.proc], timeout=grace_secs)
-            if alive:
+            if kill:
                 self.signal_stop(kill=True)
-                psutil.wait_procs(alive, timeout=5)
+                psutil.wait_procs([self.proc], timeout=5)
+            else:
+                terminate([self.proc], grace_secs)
         return self.proc.poll()
 
     def log_files(self) -> list[Path]:
