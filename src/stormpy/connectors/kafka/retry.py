@@ -115,6 +115,10 @@ class RetryExponentialBackoff:
         entry = self._schedules.get((tp.topic, tp.partition, offset))
         return entry[0] if entry is not None else KafkaSpoutMessageId(tp.topic, tp.partition, offset)
 
+    def scheduled_ids(self, tp: TopicPartition) -> list[KafkaSpoutMessageId]:
+        """The scheduled message ids of one partition (any readiness)."""
+        return [m for m, _ in self._schedules.values() if m.topic == tp.topic and m.partition == tp.partition]
+
     def __len__(self) -> int:
         return len(self._schedules)
 
