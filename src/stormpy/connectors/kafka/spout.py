@@ -382,7 +382,13 @@ class KafkaSpout(Spout):
             self._seek(tp, offset)
         paused = self.assigned - pollable
         if paused != self._paused:  # pausing is sticky: no refetch churn while at the cap
-            self.consumer.resume(sorted(self._paused - paused))
+            resumed = sorted(self._paused - paused)
+            self.consumer.resume(resumed)
+            # a resumed partition may wait for the client's next fetch cycle: seeking to the
+            # position starts its fetch at once
+            for tp, pos in self.consumer.position(resumed).items():
+                if tp not in retriable:
+                    self._seek(tp, pos)
             self.consumer.pause(sorted(paused - self._paused))
             self._paused = paused
         if not pollable:
