@@ -205,3 +205,36 @@ def test_restart_resumes_at_the_committed_offset_and_a_new_earliest_topology_sta
             spout_config(kafka_broker, topic, group, first_poll_offset_strategy="EARLIEST"), key3))
         cluster.wait_for(lambda: len(fresh.values()) >= 15, what="a new EARLIEST topology reads everything")
         assert sorted(fresh.values()) == sorted(b"v%d" % i for i in range(15))
+
+
+def test_an_unreachable_broker_is_reported_and_the_spout_starts_reading_once_it_is_up(
+        kafka_broker: KafkaBroker, board: Callable[..., tuple[Board, str]]) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    late = KafkaBroker(port)  # not started yet: the spout opens against nothing
+    seen, key = board()
+    group = group_name()
+    try:
+        with LocalCluster() as cluster:
+            config = spout_config(late, "late", group)
+            worker = cluster.submit_topology("late", {}, topology(config, key))
+            cluster.wait_for(lambda: any("unavailable" in e["error"] for e in worker.errors.get("kafka", ())),
+                             what="the outage reported in topology errors")
+            late.start()
+            late.create_topic("late", 1)
+            from confluent_kafka import Producer
+
+            producer = Producer({"bootstrap.servers": late.bootstrap_servers})
+            for i in range(5):
+                producer.produce("late", value=b"v%d" % i, partition=0)
+            assert producer.flush(30) == 0
+            cluster.wait_for(lambda: len(seen.values()) == 5, timeout=60,
+                             what="records read after the outage")
+            cluster.wait_for(lambda: committed(late, group, "late", 1) == [5],
+                             what="committed after the outage")
+            assert worker.failure is None
+    finally:
+        late.stop()

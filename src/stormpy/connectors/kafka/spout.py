@@ -54,7 +54,7 @@ TIMER_DELAY_SECS = 0.5
 #: broker calls made off the loop (metadata, committed offsets) give up after this
 CLIENT_TIMEOUT_SECS = 10.0
 #: the metadata lookup in ``open`` (an unknown topic is then a clear error) waits this long
-OPEN_METADATA_TIMEOUT_SECS = 5.0
+OPEN_METADATA_TIMEOUT_SECS = 2.0
 #: commit and close on shutdown wait at most this long
 CLOSE_TIMEOUT_SECS = 5.0
 #: the same kind of error is reported to topology info at most once per this many seconds
