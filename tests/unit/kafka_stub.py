@@ -6,6 +6,7 @@ and can be told to fail metadata lookups or commits (a broker that is down).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -102,11 +103,12 @@ class StubConsumer:
         for tp in sorted(self.positions):
             if tp in self.paused:
                 continue
-            for r in self.cluster.logs[tp]:
-                if r.offset >= self.positions[tp] and len(out) < max_records:
-                    out.append(r)
-                    self.positions[tp] = r.offset + 1
-                    self.consumed[tp] = r.offset + 1
+            log = self.cluster.logs[tp]
+            i = bisect.bisect_left([r.offset for r in log], self.positions[tp])
+            for r in log[i:i + max_records - len(out)]:
+                out.append(r)
+                self.positions[tp] = r.offset + 1
+                self.consumed[tp] = r.offset + 1
         return out, []
 
     def commit_sync(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> dict[TopicPartition, str]:

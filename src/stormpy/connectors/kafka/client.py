@@ -77,6 +77,7 @@ class KafkaConsumerClient:
         records: list[KafkaRecord] = []
         errors: list[str] = []
         partition_eof = self._ck.KafkaError._PARTITION_EOF
+        new, append = tuple.__new__, records.append  # KafkaRecord without its Python-level __new__
         for msg in self._consumer.consume(max_records, timeout_secs):
             err = msg.error()
             if err is not None:
@@ -84,8 +85,8 @@ class KafkaConsumerClient:
                     errors.append(f"fetch error on {msg.topic()}-{msg.partition()}: {err}")
                 continue
             ts_type, ts = msg.timestamp()
-            records.append(KafkaRecord(msg.topic(), msg.partition(), msg.offset(), msg.key(),
-                                       msg.value(), ts if ts_type else None, msg.headers()))
+            append(new(KafkaRecord, (msg.topic(), msg.partition(), msg.offset(), msg.key(),
+                                     msg.value(), ts if ts_type else None, msg.headers())))
         return records, errors
 
     def assign(self, starts: Mapping[TopicPartition, int]) -> None:

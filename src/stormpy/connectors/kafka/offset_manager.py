@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stormpy.connectors.kafka.messages import OffsetAndMetadata, TopicPartition
+from stormpy.connectors.kafka.messages import KafkaSpoutMessageId, OffsetAndMetadata, TopicPartition
 from stormpy.connectors.offsets import AckedPrefix
 
 __all__ = ["OffsetManager"]
@@ -35,6 +35,8 @@ __all__ = ["OffsetManager"]
 def _offset_of(msg_id: Any) -> int:
     if isinstance(msg_id, int):
         return msg_id
+    if isinstance(msg_id, KafkaSpoutMessageId):
+        return msg_id[2]
     offset = getattr(msg_id, "offset", None)
     if isinstance(offset, int):
         return offset
@@ -111,6 +113,10 @@ class OffsetManager:
     def contains(self, msg_id: Any) -> bool:
         """True when ``msg_id``'s offset is acked and not yet committed."""
         return self._prefix.is_acked(_offset_of(msg_id))
+
+    def is_acked(self, offset: int) -> bool:
+        """``contains`` by offset."""
+        return self._prefix.is_acked(offset)
 
     def contains_emitted(self, offset: int) -> bool:
         return self._prefix.is_emitted(offset)

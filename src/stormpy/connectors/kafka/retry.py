@@ -26,6 +26,8 @@ from stormpy.connectors.kafka.messages import KafkaSpoutMessageId, TopicPartitio
 
 __all__ = ["RetryExponentialBackoff"]
 
+_new_id = tuple.__new__  # a fresh KafkaSpoutMessageId (no fails) without the Python-level __new__
+
 
 def _non_negative(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
@@ -114,6 +116,11 @@ class RetryExponentialBackoff:
         """The scheduled message id of ``tp``/``offset`` (with its fail count), else a new one."""
         entry = self._schedules.get((tp.topic, tp.partition, offset))
         return entry[0] if entry is not None else KafkaSpoutMessageId(tp.topic, tp.partition, offset)
+
+    def message_id(self, topic: str, partition: int, offset: int) -> KafkaSpoutMessageId:
+        """``get_message_id`` without building a TopicPartition (the spout's hot path)."""
+        entry = self._schedules.get((topic, partition, offset))
+        return entry[0] if entry is not None else _new_id(KafkaSpoutMessageId, (topic, partition, offset))
 
     def scheduled_ids(self, tp: TopicPartition) -> list[KafkaSpoutMessageId]:
         """The scheduled message ids of one partition (any readiness)."""

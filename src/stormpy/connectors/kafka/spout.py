@@ -121,6 +121,8 @@ class KafkaSpout(PartitionsAndCommits):
                         if cfg.tuple_listener else KafkaTupleListener)
         self.listener = listener_cls()
         self.listener.open(conf, context)
+        #: per-emit hook, None when no listener is configured (saves a call per tuple)
+        self._on_emit = self.listener.on_emit if cfg.tuple_listener else None
         self.retry = RetryExponentialBackoff.from_doc(cfg.retry, clock=self.clock)
         self.metadata = asg.commit_metadata(context.topology_id, context.task_id)
         self.assigned: set[TopicPartition] = set()
@@ -262,32 +264,35 @@ class KafkaSpout(PartitionsAndCommits):
     # -- emit ----------------------------------------------------------------------------------
     def _emit_or_retry(self, record: KafkaRecord) -> bool:
         """Emit ``record`` unless it is acked, in flight, committed or not yet due for a retry;
-        True when a tuple was emitted."""
-        tp = TopicPartition(record.topic, record.partition)
-        if tp not in self.assigned:
+        True when a tuple was emitted. (The hot path: plain ``(topic, partition)`` tuples stand
+        for TopicPartition keys, which hash and compare alike.)"""
+        topic, partition, offset = record[0], record[1], record[2]
+        key = (topic, partition)
+        if key not in self.assigned:
             return False
-        offset = record.offset
         mid: KafkaSpoutMessageId | None = None
         om: OffsetManager | None = None
         scheduled = False
         if self.at_least_once:
-            mid = self.retry.get_message_id(tp, offset)
-            om = self.managers.get(tp)
+            mid = self.retry.message_id(topic, partition, offset)
+            om = self.managers.get(key)
             if om is None:
+                tp = TopicPartition(topic, partition)
                 om = self.managers[tp] = OffsetManager(tp, offset)
-            if om.contains(mid) or mid in self.emitted or offset < om.committed_offset:
+            if om.is_acked(offset) or mid in self.emitted or offset < om.committed_offset:
                 return False
-            scheduled = self.retry.is_scheduled(mid)
+            # only an id that failed can be scheduled
+            scheduled = mid.num_fails > 0 and self.retry.is_scheduled(mid)
             if scheduled and not self.retry.is_ready(mid):
                 return False
         try:
             tup = self.translator.apply(record)
         except Exception as exc:
             if self.cfg.fail_fast:
-                raise KafkaRecordError(f"record {tp} offset {offset} could not be translated "
+                raise KafkaRecordError(f"record {topic}-{partition} offset {offset} could not be translated "
                                        f"(fail_fast is on): {exc!r}") from exc
             self.counters["bad_records"] += 1
-            self._report("bad_record", f"record {tp} offset {offset} could not be translated "
+            self._report("bad_record", f"record {topic}-{partition} offset {offset} could not be translated "
                                        f"({exc!r}); acked past it ({self.counters['bad_records']} bad "
                                        "records so far)")
             tup = None
@@ -310,7 +315,8 @@ class KafkaSpout(PartitionsAndCommits):
         if scheduled:
             self.retry.remove(mid)
         self.emit(values, msg_id=mid, stream=stream)
-        self.listener.on_emit(values, mid)
+        if self._on_emit is not None:
+            self._on_emit(values, mid)
         return True
 
     def _ack_directly(self, om: OffsetManager, mid: KafkaSpoutMessageId) -> None:
@@ -324,15 +330,15 @@ class KafkaSpout(PartitionsAndCommits):
     def ack(self, msg_id: Any) -> None:
         if not self.at_least_once:
             return
-        om = self.managers.get(msg_id.topic_partition)
+        om = self.managers.get((msg_id[0], msg_id[1]))  # type: ignore[call-overload]
         if msg_id.null_tuple:
             if om is not None:
-                om.add_to_ack_msgs(msg_id)
+                om.add_to_ack_msgs(msg_id[2])
                 self.listener.on_ack(msg_id)
             return
         if msg_id not in self.emitted or om is None:
             return  # its partition was revoked: nothing to do
-        om.add_to_ack_msgs(msg_id)
+        om.add_to_ack_msgs(msg_id[2])
         self.emitted.discard(msg_id)
         self.listener.on_ack(msg_id)
 
