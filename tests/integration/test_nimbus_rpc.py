@@ -21,6 +21,7 @@ from stormpy.bundle import build_bundle
 from stormpy.cli.topology_loader import load_topology
 from stormpy.cluster import ClusterState, SupervisorInfo
 from stormpy.nimbus import Nimbus, NimbusClient
+from stormpy.nimbus.uploads import UNPACKED_LIMIT_FACTOR
 from stormpy.rpc.codec import decode_response
 from stormpy.rpc.errors import (
     AlreadyExistsError,
@@ -122,6 +123,21 @@ def test_oversized_bundle(env: Env) -> None:
     bundle = build_bundle(big, env.tmp / "big.zip")
     with pytest.raises(UploadError, match="exceeds the limit"):
         env.client.upload_bundle(bundle.path)
+    env.assert_serving()
+
+
+def test_bundle_unpacking_past_the_limit_is_refused_at_upload(env: Env) -> None:
+    """Guarantee: on the real upload path (client, RPC, Nimbus) a small bundle that unpacks past
+    the unpacked-size limit is refused when the upload finishes and its file is removed: nothing
+    is staged for a submit."""
+    bomb = env.tmp / "bomb"
+    bomb.mkdir()
+    (bomb / "zeros.bin").write_bytes(bytes(MAX_BUNDLE * UNPACKED_LIMIT_FACTOR + 1))
+    bundle = build_bundle(bomb, env.tmp / "bomb.zip")
+    assert bundle.size < MAX_BUNDLE
+    with pytest.raises(UploadError, match="unpacked size limit"):
+        env.client.upload_bundle(bundle.path)
+    assert list((env.tmp / "local" / "nimbus" / "uploads").iterdir()) == []
     env.assert_serving()
 
 
