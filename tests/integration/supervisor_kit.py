@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
+import yaml
 
 from stormpy.bundle import build_bundle
 from stormpy.cluster import Assignment, ClusterState, StormBase, WorkerHeartbeat
 from stormpy.rpc import NotFoundError, RpcServer, UploadError, rpc_method
-from stormpy.supervisor import Supervisor
+from stormpy.supervisor import BundleDownloader, Supervisor, SupervisorDirs
 from stormpy.topology.layout import compute_layout
 from stormpy.topology.spec import TopologySpec
 
@@ -269,6 +270,17 @@ class SupervisorEnv:
         self.state.close()
 
 
+def prepare_node(env: SupervisorEnv, node: str, topology_id: str) -> SupervisorDirs:
+    """A supervisor directory for ``node`` with the daemon conf and the topology downloaded (to
+    launch worker processes with ``launch_worker`` and no supervisor)."""
+    conf = env.conf("local", [])
+    dirs = SupervisorDirs(conf["storm.local.dir"], node, conf["storm.log.dir"])
+    dirs.root.mkdir(parents=True, exist_ok=True)
+    dirs.conf_file.write_text(yaml.safe_dump(conf))
+    BundleDownloader(conf, dirs).download(topology_id)
+    return dirs
+
+
 def wordcount_spec(sentences: int) -> TopologySpec:
     if str(EXAMPLES) not in sys.path:
         sys.path.insert(0, str(EXAMPLES))
@@ -303,6 +315,15 @@ def stuck_spec() -> TopologySpec:
 
 WORDCOUNT_FILES = [EXAMPLES / "wordcount.py"]
 PACED_FILES = [TOPOLOGIES / "sup_paced.py"]
+KEYED_FILES = [TOPOLOGIES / "keyed.py"]
+
+
+def keyed_spec(out_dir: str, keys: int = 40) -> TopologySpec:
+    if str(TOPOLOGIES) not in sys.path:
+        sys.path.insert(0, str(TOPOLOGIES))
+    import keyed  # noqa: PLC0415
+
+    return keyed.keyed(out_dir, keys)
 
 
 def sha256_of(path: Path) -> str:
