@@ -14,7 +14,6 @@ from supervisor_kit import (
     PACED_FILES,
     SupervisorEnv,
     failing_spec,
-    free_ports,
     paced_spec,
     prepare_node,
     wait_for,
@@ -24,6 +23,7 @@ from stormpy.cluster import Assignment
 from stormpy.supervisor import SupervisorDirs
 from stormpy.supervisor.launcher import WorkerHandle, launch_worker
 from stormpy.supervisor.local_state import read_local_heartbeat
+from stormpy.testing import free_ports
 
 pytest_plugins = ["supervisor_fixtures"]
 pytestmark = [pytest.mark.zookeeper, pytest.mark.cluster, pytest.mark.timeout(120)]

@@ -33,22 +33,22 @@ def wait_for(condition: Callable[[], T], timeout: float, what: str, *, interval:
 
     Exceptions of the types in ``ignore`` raised by ``condition`` count as "not yet" (the last one
     is named in the timeout message); any other exception propagates. ``check``, when given, runs
-    before every poll and may raise to end the wait early (a daemon that exited, a worker that
-    failed).
+    after every poll that found the condition false and may raise to end the wait early (a
+    daemon that exited, a worker that failed).
     """
     if timeout < 0:
         raise ValueError(f"wait_for: timeout must be >= 0, got {timeout}")
     deadline = time.monotonic() + timeout
     last_error: BaseException | None = None
     while True:
-        if check is not None:
-            check()
         try:
             value = condition()
             if value:
                 return value
         except ignore as exc:
             last_error = exc
+        if check is not None:
+            check()
         if time.monotonic() >= deadline:
             extra = f" (last error: {last_error!r})" if last_error is not None else ""
             raise WaitTimeout(f"timed out after {timeout:g}s waiting for {what}{extra}")
