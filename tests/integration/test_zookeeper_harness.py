@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 from pathlib import Path
 
@@ -16,14 +15,9 @@ from stormpy.cluster.zkserver import (
     four_letter_word,
     require_java,
 )
+from stormpy.testing import free_port
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(180)]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_session_server_answers(zookeeper: ZooKeeperServer) -> None:

@@ -20,19 +20,19 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
 from stormpy.host.java import find_java, missing_java_reason
+from stormpy.host.ports import free_port
+from stormpy.host.processes import parent_death_signal, terminate_popen
 
 __all__ = [
     "DEBIAN_JAVA_DIR",
@@ -111,37 +111,6 @@ def four_letter_word(host: str, port: int, word: str = "ruok", timeout_secs: flo
         while chunk := sock.recv(4096):
             chunks.append(chunk)
     return b"".join(chunks).decode(errors="replace")
-
-
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
-def _parent_death_signal() -> Callable[[], None] | None:
-    """A preexec function making the child get SIGTERM when the starting thread dies (Linux only)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    pr_set_pdeathsig = 1
-    sigterm = int(signal.SIGTERM)
-    return lambda: prctl(pr_set_pdeathsig, sigterm)
-
-
-def _terminate(proc: subprocess.Popen[bytes], grace_secs: float) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(grace_secs)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 class ZooKeeperServer:
@@ -223,7 +192,7 @@ class ZooKeeperServer:
         self.log_path = self.data_dir / "zookeeper.log"
         attempts = 1 if self._requested_port else 3
         for attempt in range(attempts):
-            self._port = self._requested_port or _free_port(self.host)
+            self._port = self._requested_port or free_port(self.host)
             try:
                 self._launch(java, classpath)
                 self._wait_until_serving()
@@ -274,8 +243,8 @@ class ZooKeeperServer:
         self._log_file.flush()
         self._proc = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=self._log_file, stderr=subprocess.STDOUT,
-            cwd=self.data_dir, preexec_fn=_parent_death_signal() if self.die_with_parent else None)
-        self._finalizer = weakref.finalize(self, _terminate, self._proc, 5.0)
+            cwd=self.data_dir, preexec_fn=parent_death_signal() if self.die_with_parent else None)
+        self._finalizer = weakref.finalize(self, terminate_popen, self._proc, 5.0)
 
     def _wait_until_serving(self) -> None:
         deadline = time.monotonic() + self.startup_timeout_secs
@@ -323,7 +292,7 @@ class ZooKeeperServer:
             self._finalizer.detach()
             self._finalizer = None
         if self._proc is not None:
-            _terminate(self._proc, grace_secs)
+            terminate_popen(self._proc, grace_secs)
             self._proc = None
         if self._log_file is not None:
             self._log_file.close()

@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Callable, Iterable
 
 import psutil
@@ -87,3 +89,30 @@ def processes_mentioning(text: str) -> list[int]:
         if any(text in arg for arg in info.get("cmdline") or ()):
             found.append(int(info["pid"]))
     return sorted(found)
+
+
+def parent_death_signal() -> Callable[[], None] | None:
+    """A ``preexec_fn`` making the child get SIGTERM when the starting thread dies (Linux only;
+    ``None`` elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+    sigterm = int(signal.SIGTERM)
+    return lambda: prctl(pr_set_pdeathsig, sigterm)
+
+
+def terminate_popen(proc: subprocess.Popen[bytes], grace_secs: float) -> None:
+    """SIGTERM ``proc`` if it runs, SIGKILL it after ``grace_secs``; reap it."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace_secs)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -23,6 +23,7 @@ from typing import Any
 from stormpy.cluster.statestore import ZkStateBackend
 from stormpy.cluster.storage import ZkStorage
 from stormpy.config import merged
+from stormpy.host.waiting import wait_for
 from stormpy.messaging.inproc import InprocHub
 from stormpy.topology.layout import compute_layout
 from stormpy.topology.spec import TopologySpec
@@ -206,16 +207,15 @@ class LocalCluster:
 
     def wait_for(self, condition: Callable[[], bool], timeout: float = 30.0,
                  what: str = "condition") -> None:
-        """Poll ``condition`` until true; TimeoutError naming ``what`` otherwise."""
-        deadline = time.monotonic() + timeout
-        while not condition():
+        """Poll ``condition`` until true; the failure of any running topology's worker is raised
+        as soon as it happens, :class:`~stormpy.host.waiting.WaitTimeout` (a TimeoutError)
+        naming ``what`` after ``timeout`` seconds."""
+        def no_failure() -> None:
             for group in self._groups.values():
                 for w in group:
                     if w.failure is not None:
                         raise w.failure
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
-            time.sleep(0.001)
+        wait_for(condition, timeout, what, interval=0.001, check=no_failure)
 
     def advance_time(self, seconds: float, step: float = 1.0) -> None:
         """Move simulated time forward in ``step``-second increments, letting every topology go

