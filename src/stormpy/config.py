@@ -113,6 +113,20 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("storm.zookeeper.connection.timeout", 15000, "ZooKeeper connect timeout (ms)."),
     ConfigKey("storm.local.dir", "stormpy-local", "Directory for daemon state (bundles, pids, logs)."),
     ConfigKey("storm.log.dir", None, "Directory for daemon logs; defaults to <storm.local.dir>/logs."),
+    # --- transactional topologies -----------------------------------------------------------
+    ConfigKey("transactional.zookeeper.root", "/transactional",
+              "Znode under which transactional topologies keep their coordinator and emitter "
+              "state (one child per transactional id)."),
+    ConfigKey("transactional.zookeeper.servers", None,
+              "ZooKeeper hosts of the transactional state; None means storm.zookeeper.servers."),
+    ConfigKey("transactional.zookeeper.port", None,
+              "ZooKeeper port of the transactional state; None means storm.zookeeper.port."),
+    ConfigKey("transactional.zookeeper.operation.timeout.secs", 2.0,
+              "Longest wait of one transactional state operation; while ZooKeeper is unreachable "
+              "the coordinator starts and commits nothing and retries."),
+    ConfigKey("transactional.store", "zookeeper",
+              "Where transactional state lives: 'zookeeper', or 'memory' (in-process, lost with "
+              "the process; for tests of one-process topologies)."),
     # --- spark connector ----------------------------------------------------------------
     ConfigKey("spark.master", "local[*]", "Spark master URL used by Spark bolts."),
     ConfigKey("spark.app.name", None, "Spark application name; defaults to the topology name."),

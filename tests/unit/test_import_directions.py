@@ -24,6 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "supervisor": {"supervisor", "topology", "config", "cluster", "rpc", "bundle", "messaging"},
     "testing": {"testing", "topology", "acker", "worker", "messaging", "config", "cluster", "rpc",
                 "bundle", "nimbus", "supervisor", "connectors"},
+    "transactional": {"transactional", "topology", "config", "cluster"},
     "ui": {"ui", "topology", "config", "cluster", "rpc", "worker"},
     "_native": set(),  # picks compiled or source modules: the standard library only
 }

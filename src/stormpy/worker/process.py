@@ -84,14 +84,15 @@ class WorkerPaths:
 
 #: Key prefixes a topology's config sets for its workers, over the daemon's values: its own
 #: settings and its Spark application's (the daemon conf carries defaults for ``spark.master`` /
-#: ``spark.app.name``, which must not mask what the topology asked for).
-TOPOLOGY_PREFIXES = ("topology.", "spark.")
+#: ``spark.app.name``, which must not mask what the topology asked for), and where its
+#: transactional state lives (``transactional.*``).
+TOPOLOGY_PREFIXES = ("topology.", "spark.", "transactional.")
 
 
 def worker_conf(daemon_conf: Mapping[str, Any], topology_conf: Mapping[str, Any]) -> dict[str, Any]:
-    """Defaults ← daemon conf ← topology conf, except that only the ``topology.*`` and ``spark.*``
-    keys of the topology conf count: ZooKeeper, supervisor and worker settings are the local
-    daemon's."""
+    """Defaults ← daemon conf ← topology conf, except that only the ``topology.*``, ``spark.*`` and
+    ``transactional.*`` keys of the topology conf count: ZooKeeper, supervisor and worker
+    settings are the local daemon's."""
     conf = merged(daemon_conf, topology_conf)
     conf.update({k: v for k, v in daemon_conf.items() if not k.startswith(TOPOLOGY_PREFIXES)})
     return conf

@@ -1,0 +1,211 @@
+"""What users subclass: batch bolts, committers and the three kinds of transactional spout.
+
+User classes are referenced by import path and built from msgpack-serialisable keyword arguments,
+like every component (see ``stormpy.topology.spec``); define them at module level.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from stormpy.topology.component import Component
+from stormpy.topology.tuple import DEFAULT_STREAM
+from stormpy.transactional.attempt import TransactionAttempt
+
+if TYPE_CHECKING:
+    from stormpy.topology.context import TopologyContext
+    from stormpy.topology.tuple import Tuple
+
+
+class BatchCollector:
+    """Emits for one batch of one task. The first value of every tuple must be the batch's
+    ``TransactionAttempt`` (it is sent as ``[txid, attempt_id]``). Tuples are counted per target
+    task, which is how downstream tasks know when they have the whole batch; they are not
+    anchored one by one (the batch's coordination tuples carry its tracking)."""
+
+    def __init__(self, emit: Callable[[list[Any], str], list[int]],
+                 emit_direct: Callable[[int, list[Any], str], None],
+                 report_error: Callable[[Any], None]) -> None:
+        self._emit = emit
+        self._emit_direct = emit_direct
+        self._report_error = report_error
+
+    @staticmethod
+    def _wire(values: Sequence[Any]) -> list[Any]:
+        out = list(values)
+        if out and isinstance(out[0], TransactionAttempt):
+            out[0] = out[0].to_wire()
+        return out
+
+    def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
+        """Emit ``values`` on ``stream``; returns the target task ids."""
+        return self._emit(self._wire(values), stream)
+
+    def emit_direct(self, task: int, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> None:
+        """Emit to one task of a bolt subscribed to ``stream`` with direct grouping."""
+        self._emit_direct(task, self._wire(values), stream)
+
+    def report_error(self, error: Any) -> None:
+        self._report_error(error)
+
+
+class BatchBolt(Component):
+    """Processes one batch: a new instance per batch (per attempt) and per task.
+
+    ``prepare`` gets the batch id (the ``TransactionAttempt``), ``execute`` runs for every tuple of
+    the batch this task receives (none at all is possible) and ``finish_batch`` once the task has
+    received the whole batch from every upstream task. Emit with ``self.emit(values)`` (or the
+    collector given to ``prepare``); the first value must be ``self.id``.
+
+    Raising ``FailedException`` (or any exception) from ``execute`` or ``finish_batch`` fails the
+    batch: it is replayed with the same transaction id; any other exception is also reported as an
+    error of the component.
+    """
+
+    #: True for bolts whose ``finish_batch`` must run in the commit phase (see ``Committer``)
+    committer = False
+
+    def prepare(self, conf: Mapping[str, Any], context: TopologyContext,
+                collector: BatchCollector, id: TransactionAttempt) -> None:  # noqa: A002
+        """Called once per batch before its first ``execute``; keeps ``collector`` and ``id``."""
+        self.collector = collector
+        self.id = id
+
+    def execute(self, tup: Tuple) -> None:
+        """One tuple of the batch; ``tup[0]`` is the batch's TransactionAttempt."""
+
+    def finish_batch(self) -> None:
+        """This task has received every tuple of the batch."""
+
+    def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
+        return self.collector.emit(values, stream)
+
+    def emit_direct(self, task: int, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> None:
+        self.collector.emit_direct(task, values, stream)
+
+
+class Committer(BatchBolt):
+    """A batch bolt whose ``finish_batch`` runs only in the commit phase: after every batch with a
+    lower transaction id committed, and once per attempt until the whole commit succeeds. Store
+    state with the transaction id (see ``TransactionalState``) so a repeated commit applies once."""
+
+    committer = True
+
+
+class TransactionalSpout(Component):
+    """A source of batches: a coordinator (one task) that decides what each transaction holds,
+    and emitters (``spout_parallelism`` tasks) that emit a transaction's tuples.
+
+    ``outputs`` declares the emitted streams; the first field of each is the attempt.
+    """
+
+    class Coordinator:
+        def is_ready(self) -> bool:
+            """True when a new transaction may start (data is available)."""
+            return True
+
+        def initialize_transaction(self, txid: int, prev_metadata: Any) -> Any:
+            """Metadata of the new transaction ``txid`` (msgpack-serialisable), given the previous
+            transaction's; stored and passed unchanged to every attempt of ``txid``."""
+            raise NotImplementedError
+
+        def close(self) -> None:
+            """Called at shutdown."""
+
+    class Emitter:
+        def emit_batch(self, attempt: TransactionAttempt, metadata: Any,
+                       collector: BatchCollector) -> None:
+            """Emit this task's tuples of the transaction; the same for every attempt."""
+            raise NotImplementedError
+
+        def cleanup_before(self, txid: int) -> None:
+            """Transactions before ``txid`` committed: their data will never be asked for again."""
+
+        def close(self) -> None:
+            """Called at shutdown."""
+
+    def get_coordinator(self, conf: Mapping[str, Any],
+                        context: TopologyContext) -> TransactionalSpout.Coordinator:
+        raise NotImplementedError
+
+    def get_emitter(self, conf: Mapping[str, Any],
+                    context: TopologyContext) -> TransactionalSpout.Emitter:
+        raise NotImplementedError
+
+
+class PartitionedTransactionalSpout(Component):
+    """A transactional spout over numbered partitions: each emitter task serves the partitions
+    ``p`` with ``p % tasks == task index``; a partition's batch for a transaction is identical on
+    every replay (its metadata is stored per partition and transaction)."""
+
+    class Coordinator:
+        def number_partitions(self) -> int:
+            raise NotImplementedError
+
+        def is_ready(self) -> bool:
+            return True
+
+        def close(self) -> None:
+            """Called at shutdown."""
+
+    class Emitter:
+        def emit_partition_batch_new(self, attempt: TransactionAttempt, collector: BatchCollector,
+                                     partition: int, last_meta: Any) -> Any:
+            """Emit the partition's next batch after ``last_meta`` (None for the first) and return
+            its metadata (msgpack-serialisable)."""
+            raise NotImplementedError
+
+        def emit_partition_batch(self, attempt: TransactionAttempt, collector: BatchCollector,
+                                 partition: int, meta: Any) -> None:
+            """Emit exactly the batch ``meta`` describes again (a replay)."""
+            raise NotImplementedError
+
+        def close(self) -> None:
+            """Called at shutdown."""
+
+    def get_coordinator(self, conf: Mapping[str, Any],
+                        context: TopologyContext) -> PartitionedTransactionalSpout.Coordinator:
+        raise NotImplementedError
+
+    def get_emitter(self, conf: Mapping[str, Any],
+                    context: TopologyContext) -> PartitionedTransactionalSpout.Emitter:
+        raise NotImplementedError
+
+
+class OpaquePartitionedTransactionalSpout(Component):
+    """A partitioned spout whose replay of a transaction may emit different tuples (a partition
+    may be unavailable for a while). Each tuple is still in exactly one committed transaction;
+    state must keep the previous value too (``OpaqueValue``)."""
+
+    class Coordinator:
+        def is_ready(self) -> bool:
+            return True
+
+        def close(self) -> None:
+            """Called at shutdown."""
+
+    class Emitter:
+        def emit_partition_batch(self, attempt: TransactionAttempt, collector: BatchCollector,
+                                 partition: int, last_meta: Any) -> Any:
+            """Emit the partition's batch following ``last_meta`` (the metadata of the batch before
+            this one, None at first) and return this batch's metadata."""
+            raise NotImplementedError
+
+        def num_partitions(self) -> int:
+            raise NotImplementedError
+
+        def close(self) -> None:
+            """Called at shutdown."""
+
+    def get_coordinator(self, conf: Mapping[str, Any], context: TopologyContext
+                        ) -> OpaquePartitionedTransactionalSpout.Coordinator:
+        return OpaquePartitionedTransactionalSpout.Coordinator()
+
+    def get_emitter(self, conf: Mapping[str, Any],
+                    context: TopologyContext) -> OpaquePartitionedTransactionalSpout.Emitter:
+        raise NotImplementedError
+
+
+SPOUT_TYPES = (TransactionalSpout, PartitionedTransactionalSpout,
+               OpaquePartitionedTransactionalSpout)
