@@ -142,7 +142,11 @@ class SumCommitter(Committer):
             try:
                 if self.opaque:
                     state.update_opaque("total", txid, lambda v: (v or 0) + self.sum)
+                    record(self.log, "applied", txid)
                 else:
+                    before = state.get("total")
+                    if before is None or before.txid != txid:
+                        record(self.log, "applied", txid)
                     state.update("total", txid, lambda v: (v or 0) + self.sum)
             finally:
                 state.close()
@@ -243,3 +247,12 @@ class FlakyOpaqueEmitter(OpaquePartitionedTransactionalSpout.Emitter):
         for i in range(start, end):
             collector.emit([attempt, self.data[partition][i]])
         return {"end": end}
+
+
+class ForgetfulBolt(BatchBolt):
+    """Emits tuples without the attempt in front (a programming error)."""
+
+    outputs = ["value"]
+
+    def execute(self, tup: Tuple) -> None:
+        self.emit([tup.values[1]])

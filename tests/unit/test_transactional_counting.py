@@ -14,6 +14,7 @@ from stormpy.transactional import MemoryStore, TransactionalTopologyBuilder
 from transactional_kit import (
     CountingBolt,
     DirectForwarder,
+    ForgetfulBolt,
     SizedSpout,
     Splitter,
     SumCommitter,
@@ -123,3 +124,28 @@ def test_commits_are_in_txid_order_without_gap_or_repeat() -> None:
     b.set_bolt("sum", SumCommitter, kwargs={"log": log}).global_grouping("count")
     run(b, log, "tx-order", len(sizes), {"topology.max.spout.pending": 5})
     assert [t for t, _ in commits(log)] == list(range(1, len(sizes) + 1))
+
+
+def test_emitting_without_the_attempt_first_is_a_clear_error() -> None:
+    log = new_log()
+    b = TransactionalTopologyBuilder("tx-bad", "spout", SizedSpout, 1, kwargs={"sizes": [3]})
+    b.set_bolt("bad", ForgetfulBolt).shuffle_grouping("spout")
+    b.set_bolt("count", CountingBolt, kwargs={"log": log}).shuffle_grouping("bad")
+    MemoryStore.forget("tx-bad")
+    with LocalCluster() as cluster, pytest.raises(Exception, match="must be the batch's "
+                                                  "TransactionAttempt"):
+        cluster.submit_topology("tx-bad", {"transactional.store": "memory"},
+                                b.create_topology())
+        cluster.wait_for(lambda: False, 20, "the worker to fail")
+    MemoryStore.forget("tx-bad")
+
+
+def test_public_names() -> None:
+    import stormpy.transactional as tx
+    assert sorted(tx.__all__) == sorted([
+        "BatchBolt", "BatchCollector", "Committer", "MemoryStore", "MemoryTransactionalSpout",
+        "OpaquePartitionedTransactionalSpout", "OpaqueValue", "PartitionedTransactionalSpout",
+        "SqliteState", "StoreUnavailable", "TransactionAttempt", "TransactionalSpout",
+        "TransactionalState", "TransactionalTopologyBuilder", "TransactionalValue", "ZkState"])
+    for name in tx.__all__:
+        assert getattr(tx, name) is not None

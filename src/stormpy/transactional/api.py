@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from stormpy.topology.component import Component
+from stormpy.topology.errors import EmitError
 from stormpy.topology.tuple import DEFAULT_STREAM
 from stormpy.transactional.attempt import TransactionAttempt
 
@@ -32,19 +33,24 @@ class BatchCollector:
         self._report_error = report_error
 
     @staticmethod
-    def _wire(values: Sequence[Any]) -> list[Any]:
+    def _wire(values: Sequence[Any], stream: str) -> list[Any]:
+        if not isinstance(values, (list, tuple)) or not values or \
+                not isinstance(values[0], TransactionAttempt):
+            raise EmitError(f"stream {stream!r}: the first value of every tuple of a "
+                            f"transactional topology must be the batch's TransactionAttempt, got "
+                            f"{values!r:.80}")
         out = list(values)
-        if out and isinstance(out[0], TransactionAttempt):
-            out[0] = out[0].to_wire()
+        out[0] = out[0].to_wire()
         return out
 
     def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
-        """Emit ``values`` on ``stream``; returns the target task ids."""
-        return self._emit(self._wire(values), stream)
+        """Emit ``values`` on ``stream``; returns the target task ids. EmitError when the first
+        value is not a TransactionAttempt."""
+        return self._emit(self._wire(values, stream), stream)
 
     def emit_direct(self, task: int, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> None:
         """Emit to one task of a bolt subscribed to ``stream`` with direct grouping."""
-        self._emit_direct(task, self._wire(values), stream)
+        self._emit_direct(task, self._wire(values, stream), stream)
 
     def report_error(self, error: Any) -> None:
         self._report_error(error)

@@ -23,7 +23,7 @@ from typing import Any
 
 from stormpy.topology.component import BasicBolt, Bolt
 from stormpy.topology.context import TopologyContext
-from stormpy.topology.errors import FailedException
+from stormpy.topology.errors import EmitError, FailedException
 from stormpy.topology.imports import import_object
 from stormpy.topology.streams import Stream
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
@@ -112,7 +112,6 @@ class CoordinatedBolt(Bolt):
         timeout = float(conf.get("topology.message.timeout.secs") or 30)
         self.max_age = int(timeout // TICK_SECS) + 2
         self.tracked: dict[tuple[int, int], _Track] = {}
-        self.latest: dict[int, TransactionAttempt] = {}
         self._store: TransactionalStore | None = None
         self.executor: EmitterExecutor | None = None
         self.basic: BasicBolt | None = None
@@ -211,13 +210,10 @@ class CoordinatedBolt(Bolt):
             self._finish(track)
 
     def _track(self, attempt: TransactionAttempt) -> _Track:
+        """The tracking of ``attempt`` (abandoned attempts are forgotten by ``_expire``: tuples of
+        an old attempt may still arrive from one upstream task after another sent the new one)."""
         track = self.tracked.get(attempt.key)
         if track is None:
-            txid = attempt.transaction_id
-            older = self.latest.get(txid)
-            if older is not None and older != attempt:  # the coordinator gave up on it
-                self._drop(self.tracked.get(older.key))
-            self.latest[txid] = attempt
             track = self.tracked[attempt.key] = _Track(attempt)
         return track
 
@@ -233,6 +229,8 @@ class CoordinatedBolt(Bolt):
                     self.basic.process(tup)
                 finally:
                     self._current = None
+        except EmitError:
+            raise  # a programming error (bad values, unknown stream): the component fails
         except Exception as exc:  # noqa: BLE001 - any error fails the batch, which is replayed
             self._fail_batch(track, exc, "execute")
             self.fail(tup)
@@ -253,6 +251,8 @@ class CoordinatedBolt(Bolt):
         if self.role == BATCH:
             try:
                 self._bolt(track).finish_batch()
+            except EmitError:
+                raise
             except Exception as exc:  # noqa: BLE001 - any error fails the batch
                 self._fail_batch(track, exc, "finish_batch")
                 return
@@ -260,8 +260,6 @@ class CoordinatedBolt(Bolt):
         for t in track.held:
             self.ack(t)
         del self.tracked[track.attempt.key]
-        if self.latest.get(track.attempt.transaction_id) == track.attempt:
-            del self.latest[track.attempt.transaction_id]
 
     def _report_counts(self, attempt: TransactionAttempt, sent: Mapping[int, int],
                        anchors: list[Tuple]) -> None:
@@ -283,9 +281,7 @@ class CoordinatedBolt(Bolt):
             self.fail(t)
         track.held.clear()
 
-    def _drop(self, track: _Track | None) -> None:
-        if track is None:
-            return
+    def _drop(self, track: _Track) -> None:
         for t in track.held:
             self.fail(t)
         del self.tracked[track.attempt.key]
@@ -296,8 +292,6 @@ class CoordinatedBolt(Bolt):
             track.age += 1
             if track.age > self.max_age:
                 self._drop(track)
-                if self.latest.get(track.attempt.transaction_id) == track.attempt:
-                    del self.latest[track.attempt.transaction_id]
 
     # -- the emitter ---------------------------------------------------------------------------
     def _emitter_execute(self, tup: Tuple) -> None:
@@ -308,6 +302,8 @@ class CoordinatedBolt(Bolt):
             track = _Track(attempt)
             try:
                 self.executor.emit_batch(attempt, tup.values[1], self._collector(track))
+            except EmitError:
+                raise
             except Exception as exc:  # noqa: BLE001 - the batch fails and is replayed
                 self._emitter_error(attempt, exc, "emit_batch")
                 self.fail(tup)
