@@ -149,3 +149,26 @@ def test_public_names() -> None:
         "TransactionalState", "TransactionalTopologyBuilder", "TransactionalValue", "ZkState"])
     for name in tx.__all__:
         assert getattr(tx, name) is not None
+
+
+def test_batches_complete_across_workers_with_serialised_tuples() -> None:
+    """Two in-process workers: attempts and counts cross between them as msgpack."""
+    log = new_log()
+    b = TransactionalTopologyBuilder("tx-2w", "spout", SizedSpout, 3, kwargs={"sizes": SIZES})
+    b.set_bolt("count", CountingBolt, 3, kwargs={"log": log}).fields_grouping("spout", ["n"])
+    b.set_bolt("second", CountingBolt, 2, kwargs={"log": log}).all_grouping("count")
+    b.set_bolt("sum", SumCommitter, kwargs={"log": log, "count_tuples": True}) \
+        .global_grouping("second")
+    MemoryStore.forget("tx-2w")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("tx-2w", {"transactional.store": "memory",
+                                          "topology.max.spout.pending": 3},
+                                b.create_topology(), workers=2)
+        cluster.wait_for(lambda: len(events(log, "commit")) >= len(SIZES), 30, "every commit")
+        cluster.wait_until_quiet("tx-2w")
+        assert all(w.errors == {} for w in cluster.workers_of("tx-2w"))
+    MemoryStore.forget("tx-2w")
+    for txid, size in enumerate(SIZES, 1):
+        assert sum(finishes(log, "count")[txid].values()) == size
+        assert list(finishes(log, "second")[txid].values()) == [3, 3]
+    assert commits(log) == [(t, 2) for t in range(1, len(SIZES) + 1)]
