@@ -256,3 +256,35 @@ class ForgetfulBolt(BatchBolt):
 
     def execute(self, tup: Tuple) -> None:
         self.emit([tup.values[1]])
+
+
+class BackgroundCommitter(Committer):
+    """Commits off the loop with ``finish_in_background``: ``work`` records the commit (and
+    raises on the first attempt of ``fail_txids``), ``then`` emits on the loop."""
+
+    outputs = ["id", "sum"]
+
+    def __init__(self, log: str, fail_txids: list[int] | None = None) -> None:
+        self.log = log
+        self.fail_txids = fail_txids or []
+
+    def prepare(self, conf: Mapping[str, Any], context: TopologyContext,
+                collector: BatchCollector, id: TransactionAttempt) -> None:  # noqa: A002
+        super().prepare(conf, context, collector, id)
+        self.sum = 0
+
+    def execute(self, tup: Tuple) -> None:
+        self.sum += tup.values[1]
+
+    def finish_batch(self) -> None:
+        txid = self.id.transaction_id
+
+        def work() -> int:
+            assert threading.current_thread().name.startswith("stormpy-bg")
+            if txid in self.fail_txids and _first_attempt(self.log, "bg", self.id):
+                record(self.log, "commit-error", txid, self.id.attempt_id)
+                raise RuntimeError(f"background commit of {txid} broke on purpose")
+            record(self.log, "commit", txid, self.id.attempt_id, self.sum)
+            return self.sum
+
+        self.collector.finish_in_background(work, lambda total: self.emit([self.id, total]))

@@ -12,6 +12,7 @@ import pytest
 from stormpy.testing import LocalCluster
 from stormpy.transactional import MemoryStore, TransactionalTopologyBuilder
 from transactional_kit import (
+    BackgroundCommitter,
     CountingBolt,
     DirectForwarder,
     ForgetfulBolt,
@@ -172,3 +173,24 @@ def test_batches_complete_across_workers_with_serialised_tuples() -> None:
         assert sum(finishes(log, "count")[txid].values()) == size
         assert list(finishes(log, "second")[txid].values()) == [3, 3]
     assert commits(log) == [(t, 2) for t in range(1, len(SIZES) + 1)]
+
+
+def test_commit_finished_in_background_keeps_order_and_replays_failures() -> None:
+    log = new_log()
+    sizes = [3, 1, 4, 1, 5, 9, 2]
+    b = TransactionalTopologyBuilder("tx-bg", "spout", SizedSpout, 2, kwargs={"sizes": sizes})
+    b.set_bolt("count", CountingBolt, 2, kwargs={"log": log}).shuffle_grouping("spout")
+    b.set_bolt("sum", BackgroundCommitter, kwargs={"log": log, "fail_txids": [3]}) \
+        .global_grouping("count")
+    MemoryStore.forget("tx-bg")
+    with LocalCluster() as cluster:
+        worker = cluster.submit_topology("tx-bg", {"transactional.store": "memory",
+                                                   "topology.max.spout.pending": 3},
+                                         b.create_topology())
+        cluster.wait_for(lambda: len(events(log, "commit")) >= len(sizes), 30, "every commit")
+        cluster.wait_until_quiet("tx-bg")
+        errors = [e["error"] for e in worker.errors.get("sum", [])]
+    MemoryStore.forget("tx-bg")
+    assert commits(log) == [(t, s) for t, s in enumerate(sizes, 1)]
+    (broken,) = events(log, "commit-error")
+    assert any(f"transaction 3 attempt {broken[2]}" in e for e in errors)

@@ -27,10 +27,13 @@ class BatchCollector:
 
     def __init__(self, emit: Callable[[list[Any], str], list[int]],
                  emit_direct: Callable[[int, list[Any], str], None],
-                 report_error: Callable[[Any], None]) -> None:
+                 report_error: Callable[[Any], None],
+                 defer: Callable[[Callable[[], Any], Callable[[Any], None] | None], None] | None
+                 = None) -> None:
         self._emit = emit
         self._emit_direct = emit_direct
         self._report_error = report_error
+        self._defer = defer
 
     @staticmethod
     def _wire(values: Sequence[Any], stream: str) -> list[Any]:
@@ -54,6 +57,16 @@ class BatchCollector:
 
     def report_error(self, error: Any) -> None:
         self._report_error(error)
+
+    def finish_in_background(self, work: Callable[[], Any],
+                             then: Callable[[Any], None] | None = None) -> None:
+        """Called from ``finish_batch``: the batch is finished on this task only once ``work()``
+        (run on the worker's background pool, off the executor loop; it must not emit) and then
+        ``then(result)`` (on the loop; it may emit) have returned. An exception from either
+        fails the batch like one from ``finish_batch``. For blocking commits (a Spark job)."""
+        if self._defer is None:
+            raise RuntimeError("finish_in_background is only available to batch bolts")
+        self._defer(work, then)
 
 
 class BatchBolt(Component):
@@ -82,7 +95,16 @@ class BatchBolt(Component):
         """One tuple of the batch; ``tup[0]`` is the batch's TransactionAttempt."""
 
     def finish_batch(self) -> None:
-        """This task has received every tuple of the batch."""
+        """This task has received every tuple of the batch. Blocking work can be handed off with
+        ``self.collector.finish_in_background(work, then)``."""
+
+    @classmethod
+    def prepare_task(cls, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        """Once per task before its first batch (for resources shared by the task's batches)."""
+
+    @classmethod
+    def cleanup_task(cls, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        """Once per task at shutdown (not guaranteed when the process is killed)."""
 
     def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:
         return self.collector.emit(values, stream)

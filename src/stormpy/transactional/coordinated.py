@@ -18,7 +18,7 @@ with a worker leave counts short and the batch times out. Both replay it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from stormpy.topology.component import BasicBolt, Bolt
@@ -48,7 +48,7 @@ class _Track:
     """One batch attempt as seen by one task."""
 
     __slots__ = ("attempt", "received", "expected", "reports", "sent", "held", "commit",
-                 "failed", "bolt", "age")
+                 "failed", "bolt", "age", "deferred")
 
     def __init__(self, attempt: TransactionAttempt) -> None:
         self.attempt = attempt
@@ -61,6 +61,8 @@ class _Track:
         self.failed = False
         self.bolt: Any = None
         self.age = 0
+        #: (work, then) handed to ``finish_in_background`` by finish_batch
+        self.deferred: tuple[Callable[[], Any], Callable[[Any], None] | None] | None = None
 
 
 class CoordinatedBolt(Bolt):
@@ -120,6 +122,8 @@ class CoordinatedBolt(Bolt):
             spout = self.target_cls(**self.target_kwargs)
             self.executor = make_executor(spout, conf, context, self.store)
             self.emitted: dict[int, TransactionAttempt] = {}
+        elif self.role == BATCH:
+            self.target_cls.prepare_task(conf, context)
         elif self.role == BASIC:
             basic = self.target_cls(**self.target_kwargs)
             basic.emit = self._basic_emit
@@ -142,6 +146,8 @@ class CoordinatedBolt(Bolt):
                 self.executor.close()
             if self.basic is not None:
                 self.basic.cleanup()
+            if self.role == BATCH:
+                self.target_cls.cleanup_task(self.conf, self.context)
         finally:
             if self._store is not None:
                 self._store.close()
@@ -159,7 +165,12 @@ class CoordinatedBolt(Bolt):
         def emit_direct(task: int, values: list[Any], stream: str) -> None:
             self.emit_direct(task, values, None, stream)
             sent[task] = sent.get(task, 0) + 1
-        return BatchCollector(emit, emit_direct, self.report_error)
+
+        def defer(work: Callable[[], Any], then: Callable[[Any], None] | None) -> None:
+            if track.deferred is not None:
+                raise RuntimeError("finish_in_background was already called for this batch")
+            track.deferred = (work, then)
+        return BatchCollector(emit, emit_direct, self.report_error, defer)
 
     def _basic_emit(self, values: Any, anchors: Any = None,
                     stream: str = DEFAULT_STREAM) -> list[int]:
@@ -256,6 +267,32 @@ class CoordinatedBolt(Bolt):
             except Exception as exc:  # noqa: BLE001 - any error fails the batch
                 self._fail_batch(track, exc, "finish_batch")
                 return
+            if track.deferred is not None:
+                work, then = track.deferred
+                self.run_in_background(work, lambda result, error: self._finished_in_background(
+                    track, then, result, error))
+                return
+        self._complete(track)
+
+    def _finished_in_background(self, track: _Track, then: Callable[[Any], None] | None,
+                                result: Any, error: BaseException | None) -> None:
+        """Back on the loop after a ``finish_in_background`` job: ``then(result)``, then the batch
+        completes on this task; an error from either fails it."""
+        if self.tracked.get(track.attempt.key) is not track or track.failed:
+            return  # expired meanwhile
+        if error is None and then is not None:
+            try:
+                then(result)
+            except EmitError:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                error = exc
+        if error is not None:
+            self._fail_batch(track, error, "finish_batch")
+            return
+        self._complete(track)
+
+    def _complete(self, track: _Track) -> None:
         self._report_counts(track.attempt, track.sent, track.held)
         for t in track.held:
             self.ack(t)
