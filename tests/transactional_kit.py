@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stormpy import BasicBolt, Stream, TopologyContext, Tuple
+from stormpy.connectors.spark import SparkCommitterBolt
 from stormpy.topology.errors import FailedException
 from stormpy.transactional import (
     BatchBolt,
@@ -288,3 +289,20 @@ class BackgroundCommitter(Committer):
             return self.sum
 
         self.collector.finish_in_background(work, lambda total: self.emit([self.id, total]))
+
+
+class FlakySparkCommitter(SparkCommitterBolt):
+    """A SparkCommitterBolt whose first commit of ``fail_txid`` fails after the Parquet write
+    (so the replay finds the txid written); records ``("parquet", txid, written)``."""
+
+    def __init__(self, path: str, log: str, fail_txid: int) -> None:
+        super().__init__(path)
+        self.log = log
+        self.fail_txid = fail_txid
+
+    def written(self, written: bool) -> None:
+        txid = self.id.transaction_id
+        record(self.log, "parquet", txid, written)
+        if txid == self.fail_txid and _first_attempt(self.log, "parquet", self.id):
+            raise RuntimeError(f"commit of {txid} broke after writing")
+        super().written(written)

@@ -14,7 +14,7 @@ ALLOWED: dict[str, set[str]] = {
     "topology": {"topology"},
     "acker": {"topology", "acker"},
     "worker": {"topology", "acker", "worker", "messaging", "config", "cluster", "bundle"},
-    "connectors": {"topology", "connectors", "config", "cluster"},
+    "connectors": {"topology", "connectors", "config", "cluster", "transactional"},
     "config": {"config"},
     "messaging": {"messaging", "config"},
     "cluster": {"cluster", "config"},
