@@ -38,12 +38,12 @@ class BatchCollector:
     @staticmethod
     def _wire(values: Sequence[Any], stream: str) -> list[Any]:
         if not isinstance(values, (list, tuple)) or not values or \
-                not isinstance(values[0], TransactionAttempt):
+                type(values[0]) is not TransactionAttempt:
             raise EmitError(f"stream {stream!r}: the first value of every tuple of a "
                             f"transactional topology must be the batch's TransactionAttempt, got "
                             f"{values!r:.80}")
         out = list(values)
-        out[0] = out[0].to_wire()
+        out[0] = values[0].wire
         return out
 
     def emit(self, values: Sequence[Any], stream: str = DEFAULT_STREAM) -> list[int]:

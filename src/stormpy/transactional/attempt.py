@@ -13,11 +13,13 @@ class TransactionAttempt:
     runtime turns it back into a ``TransactionAttempt`` before a batch bolt sees the tuple.
     """
 
-    __slots__ = ("transaction_id", "attempt_id")
+    __slots__ = ("transaction_id", "attempt_id", "wire")
 
     def __init__(self, transaction_id: int, attempt_id: int) -> None:
         self.transaction_id = int(transaction_id)
         self.attempt_id = int(attempt_id)
+        #: the wire form, shared by every tuple of the attempt (read-only)
+        self.wire = [self.transaction_id, self.attempt_id]
 
     @classmethod
     def of(cls, value: Any) -> TransactionAttempt:
@@ -32,6 +34,7 @@ class TransactionAttempt:
                          "tuple in a transactional topology must be the batch's TransactionAttempt")
 
     def to_wire(self) -> list[int]:
+        """A fresh ``[transaction_id, attempt_id]``."""
         return [self.transaction_id, self.attempt_id]
 
     @property

@@ -48,7 +48,7 @@ class _Track:
     """One batch attempt as seen by one task."""
 
     __slots__ = ("attempt", "received", "expected", "reports", "sent", "held", "commit",
-                 "failed", "bolt", "age", "deferred")
+                 "failed", "bolt", "age", "deferred", "collector")
 
     def __init__(self, attempt: TransactionAttempt) -> None:
         self.attempt = attempt
@@ -63,6 +63,7 @@ class _Track:
         self.age = 0
         #: (work, then) handed to ``finish_in_background`` by finish_batch
         self.deferred: tuple[Callable[[], Any], Callable[[Any], None] | None] | None = None
+        self.collector: BatchCollector | None = None
 
 
 class CoordinatedBolt(Bolt):
@@ -154,6 +155,12 @@ class CoordinatedBolt(Bolt):
 
     # -- counting emits ------------------------------------------------------------------------
     def _collector(self, track: _Track) -> BatchCollector:
+        """The batch's counting collector (one per batch and task)."""
+        if track.collector is None:
+            track.collector = self._new_collector(track)
+        return track.collector
+
+    def _new_collector(self, track: _Track) -> BatchCollector:
         sent = track.sent
 
         def emit(values: list[Any], stream: str) -> list[int]:
@@ -194,8 +201,12 @@ class CoordinatedBolt(Bolt):
         if self.role == EMITTER:
             self._emitter_execute(tup)
             return
-        attempt = TransactionAttempt.of(tup.values[0])
-        track = self._track(attempt)
+        first = tup.values[0]
+        try:
+            track = self.tracked[(first[0], first[1])]
+        except (KeyError, TypeError, IndexError):
+            track = self._track(TransactionAttempt.of(first))
+        attempt = track.attempt
         stream = tup.stream
         if track.failed:
             self.fail(tup)
