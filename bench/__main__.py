@@ -1,6 +1,7 @@
 """``python -m bench``: the same word count through a plain loop, Bytewax, stormpy local mode
-and a two-worker stormpy cluster, plus a complete-latency run at a fixed rate; prints words/s
-with ratios and writes bench/results/latest.json."""
+and a two-worker stormpy cluster (acked, and as a transactional topology with commit latencies
+per transaction), plus a complete-latency run at a fixed rate; prints words/s with ratios and
+writes bench/results/latest.json."""
 
 from __future__ import annotations
 
@@ -45,6 +46,8 @@ def main() -> None:
     parser.add_argument("--latency-rate", type=float, default=10_000.0,
                         help="spout tuples/s for the complete-latency run")
     parser.add_argument("--latency-seconds", type=float, default=6.0)
+    parser.add_argument("--tx-batches", type=int, nargs="*", default=[1000, 10_000],
+                        help="sentences per transaction for the transactional cluster runs")
     parser.add_argument("--only", nargs="*", help="run only runners whose name contains these")
     parser.add_argument("--output", type=Path, default=RESULTS / "latest.json",
                         help="where to write the JSON results")
@@ -72,7 +75,8 @@ def main() -> None:
     latency: dict[str, Any] | None = None
     cluster_runs = {f"stormpy cluster 2 workers (ZeroMQ), acking {'on' if a else 'off'}": a
                     for a in (False, True)}
-    if not args.no_cluster and (any(map(wanted, cluster_runs)) or wanted("latency")):
+    if not args.no_cluster and (any(map(wanted, cluster_runs)) or wanted("latency")
+                                or wanted("transactional")):
         from bench import cluster_runner
 
         with cluster_runner.two_worker_cluster() as (cluster, bundle):
@@ -88,6 +92,23 @@ def main() -> None:
             for name, r in best.items():
                 record(name, r["words"], r["rate"],
                        first_tuple_after_submit_s=round(r["first_tuple_after_submit"], 3))
+            for batch in args.tx_batches:
+                name = f"stormpy cluster 2 workers, transactional, batch {batch:,}"
+                if not wanted(name):
+                    continue
+                tx_best: dict[str, Any] | None = None
+                for i in range(args.cluster_repeat):
+                    r = cluster_runner.run_transactional(cluster, bundle, f"bench-tx-{batch}-{i}",
+                                                         n, batch)
+                    r["rate"] = r["words"] / r["seconds"]
+                    if tx_best is None or r["rate"] > tx_best["rate"]:
+                        tx_best = r
+                assert tx_best is not None
+                lat = [x * 1000 for x in tx_best["commit_latencies"]]
+                record(name, tx_best["words"], tx_best["rate"],
+                       transactions=tx_best["transactions"],
+                       commit_latency_p50_ms=round(cluster_runner.percentile(lat, 50), 1),
+                       commit_latency_p99_ms=round(cluster_runner.percentile(lat, 99), 1))
             if wanted("latency"):
                 count = int(args.latency_rate * args.latency_seconds)
                 r = cluster_runner.run_topology(cluster, bundle, "bench-latency", count, True,

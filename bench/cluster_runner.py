@@ -95,3 +95,47 @@ def latency_summary(latencies: list[float]) -> dict[str, float]:
     return {"tuples": len(ms), "p50_ms": round(percentile(ms, 50), 3),
             "p99_ms": round(percentile(ms, 99), 3), "max_ms": round(max(ms), 3),
             "mean_ms": round(statistics.fmean(ms), 3)}
+
+
+def run_transactional(cluster: ProcessCluster, bundle: Path, name: str, n: int, batch_size: int,
+                      timeout: float = 600.0) -> dict[str, Any]:
+    """Submit the transactional word count (transactions of ``batch_size`` sentences, up to 3 in
+    flight) over 2 workers, wait until every word is committed, kill it; return words, seconds and
+    the commit latency of every transaction (first emit → commit on the last counter task)."""
+    import uuid
+
+    from bench_txwordcount import build as build_tx
+
+    words = sum(len(s.split()) for s in sentences(n))
+    with tempfile.TemporaryDirectory(prefix="stormpy-bench-report-") as tmp:
+        report = Path(tmp)
+        spec = build_tx(n, batch_size, report_dir=str(report))
+        conf = {"topology.workers": 2, "topology.acker.executors": 2,
+                "topology.max.spout.pending": 3, "topology.message.timeout.secs": 60,
+                "transactional.zookeeper.root": f"/bench-transactional-{uuid.uuid4().hex[:8]}"}
+        client = cluster.client(timeout_secs=30)
+        client.submit(name, bundle, spec.to_doc(), conf)
+        deadline = time.monotonic() + timeout
+        while True:
+            counts = _read_reports(report, "txcount")
+            counted = sum(c["count"] for c in counts)
+            if counted >= words:
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{name}: committed {counted} of {words} words in {timeout}s")
+            time.sleep(0.1)
+        client.kill(name, wait_secs=0)
+        emits = _read_reports(report, "emit")
+    emitted: dict[int, float] = {}
+    for doc in emits:
+        for txid, t in doc.items():
+            emitted[int(txid)] = min(t, emitted.get(int(txid), t))
+    committed: dict[int, float] = {}
+    for doc in counts:
+        for txid, t in doc["commits"].items():
+            committed[int(txid)] = max(t, committed.get(int(txid), t))
+    latencies = [committed[t] - emitted[t] for t in committed if t in emitted]
+    start = min(emitted.values())
+    end = max(committed.values())
+    return {"words": words, "seconds": end - start, "transactions": len(committed),
+            "commit_latencies": latencies}

@@ -19,7 +19,7 @@ ALLOWED: dict[str, set[str]] = {
     "batching": {"topology", "batching"},
     "acker": {"topology", "acker"},
     "worker": {"topology", "acker", "worker", "messaging", "config", "cluster", "bundle", "host"},
-    "connectors": {"topology", "connectors", "config", "cluster", "batching", "host"},
+    "connectors": {"topology", "connectors", "config", "cluster", "batching", "host", "transactional"},
     "host": {"host"},
     "config": {"config"},
     "messaging": {"messaging", "config"},
@@ -36,6 +36,7 @@ ALLOWED: dict[str, set[str]] = {
                 "rpc", "bundle", "nimbus", "supervisor", "connectors", "host"},
     "cli": {"cli", "local", "topology", "acker", "worker", "messaging", "config", "cluster", "rpc",
             "bundle", "nimbus", "supervisor", "connectors", "host"},
+    "transactional": {"transactional", "topology", "config", "cluster", "batching", "host"},
     "ui": {"ui", "topology", "config", "cluster", "rpc", "worker"},
     "_native": set(),  # picks compiled or source modules: the standard library only
 }

@@ -1,0 +1,215 @@
+"""The coordinator spout: one task that starts transactions and orders their commits.
+
+Behaviour (Storm's TransactionalSpoutCoordinator): at most ``topology.max.spout.pending``
+transactions (default 1) are in flight, within the window of that many txids from the first
+uncommitted one. A transaction's batch tuple (``$batch``, to every emitter task) is tracked with
+the attempt as message id; when its tree completes the transaction is *processed*; the lowest
+in-flight txid, once processed, gets its commit tuple (``$commit``, to every committer), and when
+that tree completes the txid is committed: the next txid is stored and its metadata forgotten.
+A failed or timed-out attempt makes its txid and every later one start again, with the same
+metadata (kept in the store) and new attempt ids. The next txid and the metadata of every started
+transaction live in the store (ZooKeeper), so a restarted coordinator replays exactly what was in
+flight. While the store is unreachable no transaction starts or commits; the coordinator picks up
+where it was when it returns.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Mapping
+from typing import Any
+
+from stormpy.topology.component import Spout
+from stormpy.topology.context import TopologyContext
+from stormpy.topology.imports import import_object
+from stormpy.topology.layout import acker_count
+from stormpy.topology.streams import Stream
+from stormpy.transactional.api import (
+    OpaquePartitionedTransactionalSpout,
+    PartitionedTransactionalSpout,
+    TransactionalSpout,
+)
+from stormpy.transactional.attempt import TransactionAttempt
+from stormpy.transactional.store import (
+    RotatingState,
+    StoreUnavailable,
+    TransactionalStore,
+    open_store,
+)
+from stormpy.transactional.streams import BATCH_STREAM, COMMIT_STREAM
+
+log = logging.getLogger("stormpy.transactional")
+
+CURRENT_KEY = "coordinator/current"
+META_KEY = "coordinator/meta"
+PROCESSING, PROCESSED, COMMITTING = "processing", "processed", "committing"
+
+
+class _Status:
+    __slots__ = ("attempt", "state")
+
+    def __init__(self, attempt: TransactionAttempt) -> None:
+        self.attempt = attempt
+        self.state = PROCESSING
+
+
+def user_coordinator(spout: Any, conf: Mapping[str, Any], context: TopologyContext) -> Any:
+    """The user spout's coordinator seen as a plain ``TransactionalSpout.Coordinator``."""
+    coordinator = spout.get_coordinator(conf, context)
+    if isinstance(spout, PartitionedTransactionalSpout):
+        return _PartitionedCoordinator(coordinator)
+    if isinstance(spout, OpaquePartitionedTransactionalSpout):
+        return _OpaqueCoordinator(coordinator)
+    return coordinator
+
+
+class _PartitionedCoordinator(TransactionalSpout.Coordinator):
+    """A transaction's metadata is the number of partitions."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def is_ready(self) -> bool:
+        return bool(self.inner.is_ready())
+
+    def initialize_transaction(self, txid: int, prev_metadata: Any) -> Any:
+        return int(self.inner.number_partitions())
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class _OpaqueCoordinator(_PartitionedCoordinator):
+    """No metadata: the emitters keep everything."""
+
+    def initialize_transaction(self, txid: int, prev_metadata: Any) -> Any:
+        return None
+
+
+class CoordinatorSpout(Spout):
+    """Built by ``TransactionalTopologyBuilder``; not for direct use."""
+
+    @classmethod
+    def declare_outputs(cls, kwargs: Mapping[str, Any]) -> dict[str, Stream]:
+        return {BATCH_STREAM: Stream(["id", "meta", "committed"], name=BATCH_STREAM),
+                COMMIT_STREAM: Stream(["id"], name=COMMIT_STREAM)}
+
+    def __init__(self, transactional_id: str, spout: str, spout_kwargs: Mapping[str, Any]) -> None:
+        self.transactional_id = transactional_id
+        self.spout_path = spout
+        self.spout_kwargs = dict(spout_kwargs)
+
+    def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        if acker_count(conf) == 0:
+            raise ValueError(f"transactional topology {self.transactional_id!r} needs ackers: "
+                             "topology.acker.executors is 0")
+        pending = conf.get("topology.max.spout.pending")
+        self.max_active = max(1, int(pending)) if pending else 1
+        self.conf = conf
+        self.coordinator = user_coordinator(import_object(self.spout_path)(**self.spout_kwargs),
+                                            conf, context)
+        self.store: TransactionalStore | None = None
+        self.meta: RotatingState | None = None
+        self.current = 1
+        self.active: dict[int, _Status] = {}
+        #: txid whose commit completed but whose successor is not yet stored
+        self.committed_unsaved: int | None = None
+        self.unavailable_since_logged = False
+        self.ready_for = 0
+
+    # -- store ---------------------------------------------------------------------------------
+    def _ready_store(self) -> bool:
+        """True when the store is open and reachable (opening and loading it the first time)."""
+        try:
+            if self.store is None:
+                store = open_store(self.conf, self.transactional_id)
+                try:
+                    current = store.get(CURRENT_KEY)
+                    meta = RotatingState(store, META_KEY)
+                except StoreUnavailable:
+                    store.close()
+                    raise
+                self.store, self.meta = store, meta
+                self.current = int(current) if current is not None else 1
+            if not self.store.available():
+                raise StoreUnavailable("no connection")
+        except StoreUnavailable as exc:
+            if not self.unavailable_since_logged:
+                log.warning("transactional %s: state store unavailable, no transaction starts "
+                            "until it returns: %s", self.transactional_id, exc)
+                self.unavailable_since_logged = True
+            return False
+        if self.unavailable_since_logged:
+            log.warning("transactional %s: state store back", self.transactional_id)
+            self.unavailable_since_logged = False
+        return True
+
+    # -- spout ---------------------------------------------------------------------------------
+    def next_tuple(self) -> None:
+        self._sync()
+
+    def ack(self, msg_id: Any) -> None:
+        attempt: TransactionAttempt = msg_id
+        status = self.active.get(attempt.transaction_id)
+        if status is None or status.attempt != attempt:
+            return  # an abandoned attempt
+        if status.state == PROCESSING:
+            status.state = PROCESSED
+        elif status.state == COMMITTING:
+            del self.active[attempt.transaction_id]
+            self.committed_unsaved = attempt.transaction_id
+        self._sync()
+
+    def fail(self, msg_id: Any) -> None:
+        attempt: TransactionAttempt = msg_id
+        txid = attempt.transaction_id
+        status = self.active.get(txid)
+        if status is None or status.attempt != attempt:
+            return
+        log.info("transactional %s: %s failed in the %s phase; it and every later transaction "
+                 "start again", self.transactional_id, attempt, status.state)
+        for t in [t for t in self.active if t >= txid]:
+            del self.active[t]
+        self._sync()
+
+    def _sync(self) -> None:
+        if not self._ready_store():
+            return
+        assert self.store is not None and self.meta is not None
+        try:
+            if self.committed_unsaved is not None:
+                done = self.committed_unsaved
+                self.store.put(CURRENT_KEY, done + 1)
+                self.meta.cleanup_before(done)
+                self.committed_unsaved = None
+                self.current = done + 1
+            head = self.active.get(self.current)
+            if head is not None and head.state == PROCESSED:
+                head.state = COMMITTING
+                self.emit([head.attempt.to_wire()], msg_id=head.attempt, stream=COMMIT_STREAM)
+            if len(self.active) >= self.max_active:
+                return
+            committed = self.current - 1 if self.current > 1 else None
+            for txid in range(self.current, self.current + self.max_active):
+                if txid in self.active:
+                    continue
+                if not self.meta.has(txid) and self.ready_for != txid:
+                    if not self.coordinator.is_ready():
+                        break
+                    self.ready_for = txid  # asked once per new txid, even if storing fails
+                metadata, _ = self.meta.get_or_create(txid, self.coordinator.initialize_transaction)
+                attempt = TransactionAttempt(txid, random.getrandbits(63))
+                self.active[txid] = _Status(attempt)
+                self.emit([attempt.to_wire(), metadata, committed], msg_id=attempt,
+                          stream=BATCH_STREAM)
+        except StoreUnavailable as exc:
+            log.warning("transactional %s: state store operation failed (retrying): %s",
+                        self.transactional_id, exc)
+
+    def close(self) -> None:
+        try:
+            self.coordinator.close()
+        finally:
+            if self.store is not None:
+                self.store.close()
