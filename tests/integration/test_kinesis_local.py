@@ -260,11 +260,16 @@ def test_split_and_merge_while_running_keep_every_record_and_key_order(
             n += 1
 
     with LocalCluster() as cluster:
-        cluster.submit_topology("kinesis-reshard", {}, topology(config, capture))
+        cluster.submit_topology("kinesis-reshard", {}, topology(config, capture, spouts=2))
         producer = threading.Thread(target=produce, daemon=True)
         producer.start()
         try:
             cluster.wait_for(lambda: len(capture.values) >= 100, 60, "records before resharding")
+            # pause the spout so that parents hold a backlog when their children appear: without
+            # the parent-before-child rule the children's records would overtake it
+            cluster.deactivate("kinesis-reshard")
+            mark = len(sent)
+            cluster.wait_for(lambda: len(sent) >= mark + 240, 60, "a backlog in the parents")
             shards = {s["ShardId"]: s for s in client.list_shards(StreamName=stream)["Shards"]}
             ids = sorted(shards)
             lo = int(shards[ids[0]]["HashKeyRange"]["StartingHashKey"])
@@ -274,6 +279,9 @@ def test_split_and_merge_while_running_keep_every_record_and_key_order(
             kinesalite.wait_active(stream)
             client.merge_shards(StreamName=stream, ShardToMerge=ids[1], AdjacentShardToMerge=ids[2])
             kinesalite.wait_active(stream)
+            mark = len(sent)
+            cluster.wait_for(lambda: len(sent) >= mark + 240, 60, "records in the children")
+            cluster.activate("kinesis-reshard")
             after = len(capture.values)
             cluster.wait_for(lambda: len(capture.values) >= after + 200, 60,
                              "records after resharding")
