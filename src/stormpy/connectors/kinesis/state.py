@@ -80,6 +80,7 @@ class StateManager:
         self._rr = 0
         self._lock = threading.Lock()
         self._watched: list[ShardInfo] | None = None
+        self._published: list[ShardInfo] | None = None
         now = clock()
         self._next_refresh = now + config.shard_list_refresh_ms / 1000.0
         self._next_checkpoint = now + config.checkpoint_interval_ms / 1000.0
@@ -98,11 +99,15 @@ class StateManager:
         self.store.watch_shard_list(self.on_shard_list)
 
     def _publish(self, shards: list[ShardInfo]) -> None:
+        if shards == self._published:
+            return
         try:
             self.store.write_shard_list(shards)
         except CheckpointUnavailable as exc:
-            log.warning("stream %s: cannot store the shard list now (%s); retrying later",
-                        self.config.stream, exc)
+            log.warning("stream %s: cannot store the shard list now (%s); retrying on the next "
+                        "refresh", self.config.stream, exc)
+            return
+        self._published = list(shards)
 
     def on_shard_list(self, shards: list[ShardInfo] | None) -> None:
         """The stored shard list changed (any thread); applied on the next ``tick``."""
@@ -192,9 +197,8 @@ class StateManager:
                 except KinesisStreamError as exc:
                     log.warning("%s; keeping the current shard list", exc)
                 else:
-                    if shards != self.shards:
-                        self._publish(shards)
-                        self.apply(shards)
+                    self._publish(shards)
+                    self.apply(shards)
         with self._lock:
             watched, self._watched = self._watched, None
         if watched is not None:
