@@ -298,3 +298,40 @@ def test_split_and_merge_while_running_keep_every_record_and_key_order(
     for k in keys:
         order = [n for key, n in got if key == k]
         assert order == sorted(order), f"records of {k} out of order"
+
+
+# --- the example topology ---------------------------------------------------------------------
+def test_example_click_topology_counts_every_click(moto_kinesis: KinesisEndpoint, zookeeper: Any,
+                                                   zk_root: str) -> None:
+    import json
+    import sys
+    from pathlib import Path
+
+    examples = str(Path(__file__).resolve().parents[2] / "examples")
+    if examples not in sys.path:
+        sys.path.insert(0, examples)
+    import kinesis_clicks
+
+    stream = moto_kinesis.create_stream(4)
+    clicks = [(f"u{i % 50}", json.dumps({"user": f"u{i % 50}", "page": kinesis_clicks.PAGES[i % 7]})
+               .encode()) for i in range(700)]
+    puts = moto_kinesis.put(stream, [*clicks, ("u0", b"not json")])
+    config = kinesis_clicks.spout_config(
+        stream=stream, endpoint_url=moto_kinesis.url, region=moto_kinesis.region,
+        zookeeper_servers=zookeeper.connect_string, zookeeper_prefix=zk_root,
+        checkpoint_interval_ms=100, empty_record_sleep_ms=20)
+    builder = kinesis_clicks.build(config)
+    capture = Capture()
+    builder.set_bolt("seen", capture).shuffle_grouping("count")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("kinesis-example", kinesis_clicks.config, builder.create_topology())
+
+        def counted() -> int:
+            latest: dict[str, int] = {}
+            for page, n in capture.values:
+                latest[page] = max(n, latest.get(page, 0))
+            return sum(latest.values())
+
+        cluster.wait_for(lambda: counted() == len(clicks), 60, "every click counted")
+        cluster.wait_for(lambda: stored_checkpoints(zookeeper, config) == last_per_shard(puts), 60,
+                         "checkpoints past every record, the skipped malformed one included")
