@@ -62,7 +62,8 @@ class InflightRecordTracker:
         self.shard_id = shard_id
         self.max_retries = max_retries
         self._checkpoint = checkpoint
-        self._floor = sequence_key(checkpoint) if checkpoint is not None else -1
+        # every new record must be above this: the latest emitted, or the resume checkpoint
+        self._high = sequence_key(checkpoint) if checkpoint is not None else -1
         self._nodes: dict[int, _Node] = {}
         self._first: _Node | None = None
         self._last: _Node | None = None
@@ -115,12 +116,12 @@ class InflightRecordTracker:
             key = sequence_key(record.sequence_number)  # raises, naming it
         node = self._nodes.get(key)
         if node is None:
-            last = self._last
-            if key <= self._floor or (last is not None and key <= last.key):
-                bound = last.record.sequence_number if last is not None else self._checkpoint
+            if key <= self._high:
                 raise ValueError(
                     f"shard {self.shard_id}: record {record.sequence_number} emitted out of order "
-                    f"(not after {bound})")
+                    f"(not after {self._high})")
+            self._high = key
+            last = self._last
             node = _Node(key, record, last)
             if last is None:
                 self._first = node
@@ -150,10 +151,20 @@ class InflightRecordTracker:
             self._retry.pop(node.key, None)
         prev, nxt = node.prev, node.next
         if prev is None:
-            # the earliest record: the checkpoint moves to it, and over an acked successor
-            self._drop(node)
+            # the earliest record: drop it (and an acked successor), moving the checkpoint over
+            # them (inlined _drop: the common in-order case)
+            nodes = self._nodes
+            del nodes[node.key]
             if nxt is not None and nxt.acked:
-                self._drop(nxt)
+                del nodes[nxt.key]
+                node = nxt
+                nxt = nxt.next
+            self._first = nxt
+            if nxt is None:
+                self._last = None
+            else:
+                nxt.prev = None
+            self._checkpoint = node.record.sequence_number
         else:
             if prev.acked:
                 self._drop(prev)
@@ -167,7 +178,6 @@ class InflightRecordTracker:
         if prev is None:
             self._first = nxt
             self._checkpoint = node.record.sequence_number
-            self._floor = node.key
         else:
             prev.next = nxt
         if nxt is None:
