@@ -199,10 +199,11 @@ class StateManager:
                 else:
                     self._publish(shards)
                     self.apply(shards)
-        with self._lock:
-            watched, self._watched = self._watched, None
-        if watched is not None:
-            self.apply(watched)
+        if self._watched is not None:
+            with self._lock:
+                watched, self._watched = self._watched, None
+            if watched is not None:
+                self.apply(watched)
         if now >= self._next_checkpoint:
             self._next_checkpoint = now + self.config.checkpoint_interval_ms / 1000.0
             self.flush()
