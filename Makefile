@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint zookeeper java bench clean
+.PHONY: run test lint zookeeper java kinesalite bench clean
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "python3.11 is required"; exit 1; }
@@ -17,7 +17,7 @@ NATIVE_SRC := $(shell sed -n 's/^    "stormpy\.\([a-z_.]*\)",$$/\1/p' src/stormp
                 | tr . / | sed 's|^|src/stormpy/|; s|$$|.py|')
 
 $(STAMP): pyproject.toml setup.py $(NATIVE_SRC) | $(BIN)/python
-	$(BIN)/pip install -q -e '.[dev,spark,kafka,bench]'
+	$(BIN)/pip install -q -e '.[dev,spark,kafka,kinesis,bench]'
 	touch $(STAMP)
 
 ## run: set up and run the flagship example in embedded local mode
@@ -40,8 +40,15 @@ zookeeper:
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q zookeeper; \
 	fi
 
-## test: set up (venv, ZooKeeper) and run every test
-test: $(STAMP) zookeeper java
+## kinesalite: a local Kinesis server (Node.js) for the resharding tests, in .tools/
+KINESALITE := .tools/kinesalite/node_modules/kinesalite/cli.js
+kinesalite: $(KINESALITE)
+$(KINESALITE):
+	@command -v npm >/dev/null 2>&1 || { echo "Node.js and npm are required for kinesalite"; exit 1; }
+	npm install --silent --no-audit --no-fund --prefix .tools/kinesalite kinesalite@3.3.3
+
+## test: set up (venv, ZooKeeper, kinesalite) and run every test
+test: $(STAMP) zookeeper java kinesalite
 	$(BIN)/ruff check src tests bench examples setup.py
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -p no:cacheprovider
@@ -56,4 +63,4 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info
+	rm -rf $(VENV) build src/*.egg-info .tools

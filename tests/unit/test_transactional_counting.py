@@ -147,7 +147,8 @@ def test_public_names() -> None:
         "BatchBolt", "BatchOutputCollector", "Committer", "MemoryStore", "MemoryTransactionalSpout",
         "OpaquePartitionedTransactionalSpout", "OpaqueValue", "PartitionedTransactionalSpout",
         "SqliteState", "StoreUnavailable", "TRANSACTIONAL_CONFIG", "TransactionAttempt",
-        "TransactionalSpout", "TransactionalState", "TransactionalTopologyBuilder", "TransactionalValue", "ZkState"])
+        "TransactionalSpout", "TransactionalState", "TransactionalTopologyBuilder", "TransactionalValue",
+        "ZkState"])
     for name in tx.__all__:
         assert getattr(tx, name) is not None
 

@@ -1,0 +1,38 @@
+"""Kinesis spout (the ``[kinesis]`` extra): reads the shards of a Kinesis stream with at-least-once
+delivery, replaying failed records and keeping per-shard checkpoints and the shard list in
+ZooKeeper. boto3 is imported lazily: importing this package works without it; opening a spout
+without it raises KinesisUnavailableError naming ``stormpy-runtime[kinesis]``.
+
+See docs/kinesis.md.
+"""
+
+from stormpy.connectors.kinesis.checkpoints import (
+    Checkpoint,
+    CheckpointStore,
+    CheckpointUnavailable,
+    ZkCheckpointStore,
+)
+from stormpy.connectors.kinesis.client import ShardInfo, require_boto3
+from stormpy.connectors.kinesis.config import INITIAL_POSITIONS, KinesisSpoutConfig
+from stormpy.connectors.kinesis.errors import (
+    KINESIS_EXTRA,
+    CheckpointError,
+    KinesisError,
+    KinesisStreamError,
+    KinesisUnavailableError,
+)
+from stormpy.connectors.kinesis.getter import BufferedGetter, Position, ShardGetter
+from stormpy.connectors.kinesis.records import KinesisRecord, message_id, parse_message_id
+from stormpy.connectors.kinesis.scheme import DefaultRecordScheme
+from stormpy.connectors.kinesis.spout import KinesisSpout
+from stormpy.connectors.kinesis.state import LocalShardState, StateManager, assign
+from stormpy.connectors.kinesis.tracker import InflightRecordTracker
+
+__all__ = [
+    "INITIAL_POSITIONS", "KINESIS_EXTRA", "BufferedGetter", "Checkpoint", "CheckpointError",
+    "CheckpointStore", "CheckpointUnavailable", "DefaultRecordScheme", "InflightRecordTracker",
+    "KinesisError", "KinesisRecord", "KinesisSpout", "KinesisSpoutConfig", "KinesisStreamError",
+    "KinesisUnavailableError", "LocalShardState", "Position", "ShardGetter", "ShardInfo",
+    "StateManager", "ZkCheckpointStore", "assign", "message_id", "parse_message_id",
+    "require_boto3",
+]

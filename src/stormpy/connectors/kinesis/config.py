@@ -1,0 +1,134 @@
+"""KinesisSpoutConfig: every setting of the Kinesis spout, validated, as plain data.
+
+A topology carries component arguments as msgpack, so the config travels as the plain dict of
+``to_dict()`` and is rebuilt with ``from_dict()`` on the worker; the record scheme is therefore an
+import path, not an object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from stormpy.cluster.paths import normalize_root
+
+INITIAL_POSITIONS = ("TRIM_HORIZON", "LATEST", "AT_TIMESTAMP")
+DEFAULT_SCHEME = "stormpy.connectors.kinesis.scheme:DefaultRecordScheme"
+
+
+@dataclass(frozen=True)
+class KinesisSpoutConfig:
+    """Settings of one Kinesis spout.
+
+    ``name`` names this spout's state in ZooKeeper (checkpoints and shard list under
+    ``<zookeeper_prefix>/checkpoints/<name>/<stream>/``): keep it stable across topology restarts
+    to resume, and unique per consumer of the stream.
+
+    * ``endpoint_url``/``region``: the Kinesis API endpoint (``None``: boto3's default for the
+      region) and region (``None``: boto3's chain, e.g. ``AWS_DEFAULT_REGION``). Credentials come
+      from boto3's usual chain.
+    * ``initial_position``: where a shard without checkpoint starts: ``TRIM_HORIZON`` (oldest
+      record), ``LATEST`` or ``AT_TIMESTAMP`` (``initial_timestamp``, seconds since the epoch).
+    * ``record_scheme``: import path of a record scheme class (``fields`` and
+      ``deserialize(record) -> values``); the default emits ``partition_key, sequence_number, data``.
+    * ``records_per_get``: the batch size of one GetRecords call (1..10000).
+    * ``empty_record_sleep_ms``: how long a shard is not polled after an empty GetRecords.
+    * ``checkpoint_interval_ms``: how often changed checkpoints are written to ZooKeeper.
+    * ``max_retries``: re-emissions of a failed record before it is given up on (0: no replay).
+    * ``zookeeper_servers``: ``"host:port,..."`` or a list; ``None``: the topology's
+      ``storm.zookeeper.servers``/``storm.zookeeper.port``. ``zookeeper_prefix``: the root
+      (``None``: ``storm.zookeeper.root``, default ``/stormpy``).
+    * ``shard_list_refresh_ms``: how often the shard list is refreshed from ListShards.
+    * ``connect_timeout_ms``/``read_timeout_ms``/``client_retries``: bounds of one Kinesis call.
+    * ``zookeeper_timeout_ms``: how long ``open`` waits for ZooKeeper before failing.
+    """
+
+    name: str
+    stream: str
+    endpoint_url: str | None = None
+    region: str | None = None
+    initial_position: str = "TRIM_HORIZON"
+    initial_timestamp: float | None = None
+    record_scheme: str = DEFAULT_SCHEME
+    records_per_get: int = 1000
+    empty_record_sleep_ms: int = 500
+    checkpoint_interval_ms: int = 5000
+    max_retries: int = 3
+    zookeeper_servers: str | list[str] | None = None
+    zookeeper_prefix: str | None = None
+    shard_list_refresh_ms: int = 30000
+    connect_timeout_ms: int = 2000
+    read_timeout_ms: int = 5000
+    client_retries: int = 2
+    zookeeper_timeout_ms: int = 10000
+
+    def __post_init__(self) -> None:
+        for key in ("name", "stream"):
+            value = getattr(self, key)
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"KinesisSpoutConfig.{key} must be a non-empty string, got {value!r}")
+        if "/" in self.name:
+            raise ValueError(f"KinesisSpoutConfig.name {self.name!r} must not contain '/'")
+        if self.initial_position not in INITIAL_POSITIONS:
+            raise ValueError(f"KinesisSpoutConfig.initial_position {self.initial_position!r} must be "
+                             f"one of {', '.join(INITIAL_POSITIONS)}")
+        if (self.initial_position == "AT_TIMESTAMP") != (self.initial_timestamp is not None):
+            raise ValueError("KinesisSpoutConfig.initial_timestamp must be set exactly when "
+                             "initial_position is AT_TIMESTAMP")
+        bounds = {"records_per_get": (1, 10000), "empty_record_sleep_ms": (0, None),
+                  "checkpoint_interval_ms": (1, None), "max_retries": (0, None),
+                  "shard_list_refresh_ms": (1, None), "connect_timeout_ms": (1, None),
+                  "read_timeout_ms": (1, None), "client_retries": (0, 20),
+                  "zookeeper_timeout_ms": (1, None)}
+        for key, (low, high) in bounds.items():
+            value = getattr(self, key)
+            if (not isinstance(value, int) or isinstance(value, bool) or value < low
+                    or (high is not None and value > high)):
+                span = f">= {low}" if high is None else f"in {low}..{high}"
+                raise ValueError(f"KinesisSpoutConfig.{key} must be an integer {span}, got {value!r}")
+        for key in ("endpoint_url", "region", "record_scheme"):
+            value = getattr(self, key)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise ValueError(f"KinesisSpoutConfig.{key} must be a non-empty string, got {value!r}")
+        servers = self.zookeeper_servers
+        if servers is not None and not (
+                (isinstance(servers, str) and servers)
+                or (isinstance(servers, list) and servers and all(isinstance(s, str) for s in servers))):
+            raise ValueError("KinesisSpoutConfig.zookeeper_servers must be 'host:port,...' or a list "
+                             f"of 'host:port', got {servers!r}")
+        if self.zookeeper_prefix is not None:
+            normalize_root(self.zookeeper_prefix)  # ValueError naming it
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data msgpack can carry (the spout's constructor argument)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> KinesisSpoutConfig:
+        """Rebuild from ``to_dict()``; ValueError naming unknown keys."""
+        if not isinstance(doc, Mapping):
+            raise ValueError(f"a Kinesis spout config must be a mapping, got {type(doc).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(doc) - known)
+        if unknown:
+            raise ValueError(f"unknown Kinesis spout setting(s): {', '.join(map(str, unknown))}")
+        try:
+            return cls(**doc)
+        except TypeError as exc:
+            raise ValueError(f"incomplete Kinesis spout config: {exc}") from None
+
+    def zookeeper_connect(self, conf: Mapping[str, Any]) -> str:
+        """The ZooKeeper connect string: this config's, else the topology's ``storm.zookeeper.*``."""
+        servers = self.zookeeper_servers
+        if isinstance(servers, str):
+            return servers
+        if isinstance(servers, list):
+            return ",".join(servers)
+        hosts = conf.get("storm.zookeeper.servers") or ["127.0.0.1"]
+        port = conf.get("storm.zookeeper.port", 2181)
+        return ",".join(h if ":" in str(h) else f"{h}:{port}" for h in hosts)
+
+    def zookeeper_root(self, conf: Mapping[str, Any]) -> str:
+        """The ZooKeeper root: this config's prefix, else the topology's ``storm.zookeeper.root``."""
+        return normalize_root(self.zookeeper_prefix or conf.get("storm.zookeeper.root") or "/stormpy")

@@ -1,0 +1,37 @@
+"""Record schemes: how a Kinesis record becomes the values of a tuple.
+
+A scheme is a class with a ``fields`` list and ``deserialize(record) -> list``; the spout
+config names it by import path (``"package.module:Class"``) and the spout builds it with no
+arguments. ``deserialize`` may return ``None`` to skip a record (it then counts as done).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from stormpy.connectors.kinesis.records import KinesisRecord
+from stormpy.topology.imports import import_object
+
+
+class DefaultRecordScheme:
+    """Emits ``partition_key, sequence_number, data`` (data as bytes)."""
+
+    fields: ClassVar[list[str]] = ["partition_key", "sequence_number", "data"]
+
+    def deserialize(self, record: KinesisRecord) -> list[Any] | None:
+        return [record.partition_key, record.sequence_number, record.data]
+
+
+def load_scheme(path: str) -> Any:
+    """Build the scheme named by ``path``; ValueError naming it when it is not a scheme class."""
+    try:
+        cls = import_object(path)
+    except ImportError as exc:
+        raise ValueError(f"record_scheme {path!r} cannot be imported: {exc}") from None
+    if not isinstance(cls, type) or not callable(getattr(cls, "deserialize", None)):
+        raise ValueError(f"record_scheme {path!r} is not a class with a deserialize(record) method")
+    scheme = cls()
+    names = getattr(scheme, "fields", None)
+    if not isinstance(names, list | tuple) or not names or not all(isinstance(f, str) for f in names):
+        raise ValueError(f"record_scheme {path!r} must have a non-empty 'fields' list of names")
+    return scheme

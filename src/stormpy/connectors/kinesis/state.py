@@ -1,0 +1,266 @@
+"""The spout task's view of the stream: which shards it owns, their local state, checkpoints.
+
+* The shard list lives in the checkpoint store. Task 0 of the spout refreshes it from ListShards
+  every ``shard_list_refresh_ms`` and writes it when it changed; every task watches it.
+* Shards are assigned by position in the list sorted by shard id: shard ``i`` belongs to task
+  index ``i % num_tasks`` (deterministic, the same on every task; resharding appends children at
+  the end, so existing shards keep their owner).
+* Per owned shard a ``LocalShardState`` holds a BufferedGetter and an InflightRecordTracker. A
+  shard starts reading ``AFTER_SEQUENCE_NUMBER`` of its stored checkpoint, else at the initial
+  position (a child of a listed parent: at TRIM_HORIZON).
+* Resharding: a child starts only once every parent is finished (read to its end, every record
+  done, ``shard_end`` checkpoint stored) or no longer listed, so records of one partition key
+  keep their order.
+* Checkpoints are written every ``checkpoint_interval_ms`` and on ``flush``, only when changed and
+  only forwards; while the store is unreachable emitting goes on and writes are retried.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from stormpy.connectors.kinesis.checkpoints import Checkpoint, CheckpointStore, CheckpointUnavailable
+from stormpy.connectors.kinesis.client import ShardInfo, list_shards
+from stormpy.connectors.kinesis.config import KinesisSpoutConfig
+from stormpy.connectors.kinesis.errors import KinesisStreamError
+from stormpy.connectors.kinesis.getter import BufferedGetter, Position, ShardGetter
+from stormpy.connectors.kinesis.tracker import InflightRecordTracker
+
+log = logging.getLogger(__name__)
+
+
+def assign(shards: list[ShardInfo], task_index: int, num_tasks: int) -> list[ShardInfo]:
+    """The shards of task ``task_index`` among ``num_tasks``: every ``num_tasks``-th shard of the
+    list sorted by id, starting at ``task_index``."""
+    ordered = sorted(shards, key=lambda s: s.shard_id)
+    return [s for i, s in enumerate(ordered) if i % num_tasks == task_index]
+
+
+class LocalShardState:
+    """One owned shard: its getter (once started), tracker and last stored checkpoint."""
+
+    def __init__(self, info: ShardInfo) -> None:
+        self.info = info
+        self.getter: BufferedGetter | None = None
+        self.tracker: InflightRecordTracker | None = None
+        self.stored: Checkpoint | None = None
+        self.done = False
+
+    @property
+    def shard_id(self) -> str:
+        return self.info.shard_id
+
+    def current(self) -> Checkpoint | None:
+        """The checkpoint this task could store now (None before the shard started)."""
+        if self.tracker is None or self.getter is None:
+            return None
+        end = (self.getter.finished and self.tracker.in_flight == 0
+               and not self.tracker.should_retry())
+        return Checkpoint(self.tracker.checkpoint, end)
+
+
+class StateManager:
+    """Shard ownership, local shard states and checkpointing of one spout task (loop-only, except
+    ``on_shard_list`` which the store's watch calls from its own thread)."""
+
+    def __init__(self, config: KinesisSpoutConfig, client: Any, store: CheckpointStore,
+                 task_index: int, num_tasks: int, clock: Callable[[], float]) -> None:
+        self.config = config
+        self.client = client
+        self.store = store
+        self.task_index = task_index
+        self.num_tasks = num_tasks
+        self.clock = clock
+        self.shards: list[ShardInfo] = []
+        self.states: dict[str, LocalShardState] = {}
+        self._active: list[LocalShardState] = []
+        self._rr = 0
+        self._lock = threading.Lock()
+        self._watched: list[ShardInfo] | None = None
+        self._published: list[ShardInfo] | None = None
+        now = clock()
+        self._next_refresh = now + config.shard_list_refresh_ms / 1000.0
+        self._next_checkpoint = now + config.checkpoint_interval_ms / 1000.0
+        self.checkpoint_failures = 0
+
+    # --- shard list --------------------------------------------------------------------------
+    def start(self) -> None:
+        """Load the shard list (the store's, else ListShards: errors name the stream), publish it
+        when this is task 0, start watching it and start the owned shards."""
+        shards = list_shards(self.client, self.config)
+        if not shards:
+            raise KinesisStreamError(f"stream {self.config.stream!r} has no shards")
+        if self.task_index == 0:
+            self._publish(shards)
+        self.apply(shards)
+        self.store.watch_shard_list(self.on_shard_list)
+
+    def _publish(self, shards: list[ShardInfo]) -> None:
+        if shards == self._published:
+            return
+        try:
+            self.store.write_shard_list(shards)
+        except CheckpointUnavailable as exc:
+            log.warning("stream %s: cannot store the shard list now (%s); retrying on the next "
+                        "refresh", self.config.stream, exc)
+            return
+        self._published = list(shards)
+
+    def on_shard_list(self, shards: list[ShardInfo] | None) -> None:
+        """The stored shard list changed (any thread); applied on the next ``tick``."""
+        if shards:
+            with self._lock:
+                self._watched = shards
+
+    def apply(self, shards: list[ShardInfo]) -> None:
+        """Adopt ``shards`` as the shard list: drop shards no longer owned (after storing their
+        checkpoint), add newly owned ones and start those that may start."""
+        if shards == self.shards:
+            return
+        self.shards = list(shards)
+        mine = {s.shard_id: s for s in assign(shards, self.task_index, self.num_tasks)}
+        for shard_id in [s for s in self.states if s not in mine]:
+            state = self.states.pop(shard_id)
+            self._store(state)
+            log.info("stream %s: shard %s is no longer read by task index %d", self.config.stream,
+                     shard_id, self.task_index)
+        for shard_id, info in mine.items():
+            if shard_id in self.states:
+                self.states[shard_id].info = info
+            else:
+                self.states[shard_id] = LocalShardState(info)
+        self._start_ready()
+
+    def _parents_done(self, info: ShardInfo) -> bool:
+        listed = {s.shard_id for s in self.shards}
+        for parent in info.parents:
+            if parent not in listed:
+                continue  # expired from the stream: nothing left to read
+            local = self.states.get(parent)
+            if local is not None:
+                if not local.done:
+                    return False
+                continue
+            stored = self.store.read(parent)
+            if stored is None or not stored.shard_end:
+                return False
+        return True
+
+    def _start_ready(self) -> None:
+        """Start every owned shard that is not started and whose parents are finished."""
+        for state in self.states.values():
+            if state.tracker is not None or state.done:
+                continue
+            try:
+                if not self._parents_done(state.info):
+                    continue
+                stored = self.store.read(state.shard_id)
+            except CheckpointUnavailable as exc:
+                log.warning("shard %s: cannot read its checkpoint now (%s)", state.shard_id, exc)
+                continue
+            self._open(state, stored)
+        self._active = [s for s in self.states.values() if s.getter is not None and not s.done]
+        self._rr = 0
+
+    def _open(self, state: LocalShardState, stored: Checkpoint | None) -> None:
+        state.stored = stored
+        if stored is not None and stored.shard_end:
+            state.done = True
+            return
+        seq = stored.sequence_number if stored is not None else None
+        listed = {s.shard_id for s in self.shards}
+        if seq is not None:
+            start = Position.after(seq)
+        elif any(p in listed for p in state.info.parents):
+            start = Position("TRIM_HORIZON")
+        else:
+            start = Position.initial(self.config)
+        getter = ShardGetter(self.client, self.config, state.shard_id, start)
+        state.getter = BufferedGetter(getter, self.config.records_per_get,
+                                      self.config.empty_record_sleep_ms / 1000.0, self.clock)
+        state.tracker = InflightRecordTracker(state.shard_id, self.config.max_retries, seq)
+        log.info("shard %s: reading from %s%s", state.shard_id, start.kind,
+                 f" {seq}" if seq is not None else "")
+
+    # --- the loop ----------------------------------------------------------------------------
+    def tick(self) -> None:
+        """Run what is due: the shard-list refresh (task 0), a watched list change, checkpoints."""
+        now = self.clock()
+        if now >= self._next_refresh:
+            self._next_refresh = now + self.config.shard_list_refresh_ms / 1000.0
+            if self.task_index == 0:
+                try:
+                    shards = list_shards(self.client, self.config)
+                except KinesisStreamError as exc:
+                    log.warning("%s; keeping the current shard list", exc)
+                else:
+                    self._publish(shards)
+                    self.apply(shards)
+        if self._watched is not None:
+            with self._lock:
+                watched, self._watched = self._watched, None
+            if watched is not None:
+                self.apply(watched)
+        if now >= self._next_checkpoint:
+            self._next_checkpoint = now + self.config.checkpoint_interval_ms / 1000.0
+            self.flush()
+
+    def next_state(self) -> LocalShardState | None:
+        """The next active shard in round-robin order, or None when none is active."""
+        active = self._active
+        if not active:
+            return None
+        self._rr = (self._rr + 1) % len(active)
+        return active[self._rr]
+
+    @property
+    def active_count(self) -> int:
+        return len(self._active)
+
+    def shard_finished(self, state: LocalShardState) -> None:
+        """A shard handed out its last record; store its end once every record is done."""
+        cp = state.current()
+        if cp is not None and cp.shard_end:
+            self._store(state)
+
+    # --- checkpoints -------------------------------------------------------------------------
+    def _store(self, state: LocalShardState) -> None:
+        cp = state.current()
+        if cp is None or not cp.ahead_of(state.stored):
+            return
+        try:
+            self.store.write(state.shard_id, cp)
+        except CheckpointUnavailable as exc:
+            self.checkpoint_failures += 1
+            log.warning("shard %s: checkpoint %s not stored (%s); retrying later", state.shard_id,
+                        cp.sequence_number, exc)
+            return
+        state.stored = cp
+        if cp.shard_end and not state.done:
+            state.done = True
+            log.info("shard %s: read to its end and checkpointed", state.shard_id)
+            self._start_ready()
+
+    def flush(self) -> None:
+        """Store every changed checkpoint now (forwards only) and start shards that may start."""
+        for state in list(self.states.values()):
+            self._store(state)
+        if any(s.tracker is None and not s.done for s in self.states.values()):
+            self._start_ready()
+
+    def metrics(self) -> dict[str, dict[str, Any]]:
+        """Per owned shard: checkpoint, in-flight count, retries, counted-out records,
+        MillisBehindLatest, and whether it is finished."""
+        out: dict[str, dict[str, Any]] = {}
+        for shard_id, s in self.states.items():
+            t, g = s.tracker, s.getter
+            out[shard_id] = {
+                "checkpoint": t.checkpoint if t else (s.stored.sequence_number if s.stored else None),
+                "in_flight": t.in_flight if t else 0, "retries": t.retries if t else 0,
+                "counted_out": t.counted_out if t else 0,
+                "millis_behind_latest": g.getter.millis_behind if g else None,
+                "finished": s.done}
+        return out

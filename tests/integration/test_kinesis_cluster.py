@@ -1,0 +1,159 @@
+"""KinesisSpout on a real cluster (Nimbus, supervisors and worker processes): 2 spout tasks over
+4 shards on moto, a spout worker killed with SIGKILL twice while records keep arriving and some
+records fail once (acks out of order, replays). Every record is processed at least once, and no
+checkpoint stored in ZooKeeper ever passes a record that was not processed yet."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cluster_kit import (  # noqa: F401 - fixtures
+    attach_cluster_logs,
+    cluster_fixture,
+    kill_and_check_gone,
+    wait_for,
+)
+from kazoo.client import KazooClient
+from kinesis_kit import KinesisEndpoint, aws_env_fixture, moto_fixture  # noqa: F401 - fixtures
+
+from stormpy.bundle import build_bundle
+from stormpy.cluster import paths
+from stormpy.connectors.kinesis import KinesisSpoutConfig
+from stormpy.testing.cluster import ProcessCluster
+from stormpy.topology.layout import compute_layout
+
+TOPOLOGIES = Path(__file__).resolve().parent / "kinesis_topologies"
+if str(TOPOLOGIES) not in sys.path:
+    sys.path.insert(0, str(TOPOLOGIES))
+
+import kinesis_recorder  # noqa: E402
+
+pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster]
+
+
+def port_of(argv: list[str]) -> int:
+    return int(argv[argv.index("--port") + 1])
+
+
+class CheckpointAuditor(threading.Thread):
+    """Polls the stored checkpoints, then the processed records: every put record of a shard at or
+    before its checkpoint must already be processed (the bolt writes before it acks)."""
+
+    def __init__(self, zk_connect: str, config: KinesisSpoutConfig, puts: list[tuple[str, str, str]],
+                 out_dir: Path) -> None:
+        super().__init__(daemon=True)
+        self.zk = KazooClient(hosts=zk_connect)
+        self.base = paths.ZkPaths(config.zookeeper_prefix or paths.DEFAULT_ROOT).spout_checkpoints(
+            config.name, config.stream)
+        self.puts, self.out_dir = puts, out_dir
+        self.stop_event = threading.Event()
+        self.violations: list[str] = []
+        self.audits = 0
+        self.highest: dict[str, int] = {}
+
+    def checkpoints(self) -> dict[str, int]:
+        out = {}
+        if self.zk.exists(self.base) is not None:
+            for child in self.zk.get_children(self.base):
+                seq = json.loads(self.zk.get(f"{self.base}/{child}")[0])["sequence_number"]
+                if seq is not None:
+                    out[paths.decode_segment(child)] = int(seq)
+        return out
+
+    def run(self) -> None:
+        self.zk.start(timeout=10)
+        try:
+            while not self.stop_event.is_set():
+                checkpoints = self.checkpoints()
+                done = kinesis_recorder.processed(self.out_dir)
+                for shard, cp in checkpoints.items():
+                    if cp < self.highest.get(shard, -1):
+                        self.violations.append(f"{shard}: checkpoint moved back to {cp}")
+                    self.highest[shard] = max(cp, self.highest.get(shard, -1))
+                    for s, seq, pk in list(self.puts):
+                        if s == shard and int(seq) <= cp and (pk, seq) not in done:
+                            self.violations.append(f"{shard}: checkpoint {cp} passes unprocessed {seq}")
+                self.audits += 1
+                time.sleep(0.2)
+        finally:
+            self.zk.stop()
+            self.zk.close()
+
+
+def test_kill9_spout_workers_twice_loses_nothing(cluster: ProcessCluster, moto_kinesis: KinesisEndpoint,
+                                                 zookeeper: Any, zk_root: str, tmp_path: Path) -> None:
+    stream = moto_kinesis.create_stream(4)
+    puts: list[tuple[str, str, str]] = []  # (shard, sequence number, partition key)
+
+    def put(n: int, offset: int) -> None:
+        items = [(f"user-{i % 41}", b"click-%d" % i) for i in range(offset, offset + n)]
+        for (shard, seq), (pk, _) in zip(moto_kinesis.put(stream, items), items):
+            puts.append((shard, seq, pk))
+
+    put(1000, 0)
+    config = KinesisSpoutConfig(
+        name="clicks", stream=stream, endpoint_url=moto_kinesis.url, region=moto_kinesis.region,
+        zookeeper_servers=zookeeper.connect_string, zookeeper_prefix=zk_root, max_retries=1000,
+        checkpoint_interval_ms=200, shard_list_refresh_ms=1000, empty_record_sleep_ms=50)
+    out = tmp_path / "out"
+    out.mkdir()
+    bundle = build_bundle(TOPOLOGIES, tmp_path / "kinesis.zip").path
+    spec = kinesis_recorder.build(config, str(out), fail_every=7)
+    conf = {"topology.workers": 2, "topology.message.timeout.secs": 6,
+            "topology.max.spout.pending": 200}
+    spout_tasks = compute_layout(spec, conf).component_tasks["kinesis"]
+    tid = cluster.client().submit("kinesis-kill9", bundle, spec.to_doc(), conf, active=True)
+    auditor = CheckpointAuditor(zookeeper.connect_string, config, puts, out)
+    auditor.start()
+    stop = threading.Event()
+
+    def produce() -> None:
+        offset = 1000
+        while not stop.is_set():
+            put(25, offset)
+            offset += 25
+            time.sleep(0.1)
+
+    producer = threading.Thread(target=produce, daemon=True)
+    producer.start()
+    try:
+        for round_ in range(2):
+            target = 300 * (round_ + 1)
+            wait_for(lambda t=target: len(kinesis_recorder.processed(out)) >= t,  # type: ignore[misc]
+                     90, f"records processed before kill {round_ + 1}", cluster)
+            assignment = cluster.state.assignment(tid)
+            assert assignment is not None
+            spout_ports = sorted({port for (start, end), (_, port) in assignment.executors.items()
+                                  if any(start <= t <= end for t in spout_tasks)})
+            port = spout_ports[round_ % len(spout_ports)]
+            victim = next(pid for pid, argv in cluster.worker_processes(tid) if port_of(argv) == port)
+            os.kill(victim, signal.SIGKILL)
+            wait_for(lambda v=victim, p=port: any(pid != v and port_of(a) == p  # type: ignore[misc]
+                                                  for pid, a in cluster.worker_processes(tid)),
+                     60, f"the worker on port {port} to be restarted", cluster)
+    finally:
+        stop.set()
+        producer.join(timeout=30)
+        if sys.exc_info()[0] is not None:
+            auditor.stop_event.set()
+    try:
+        expected = {(pk, seq) for _, seq, pk in puts}
+        wait_for(lambda: expected <= kinesis_recorder.processed(out), 120,
+                 "every record to be processed after the kills", cluster)
+        wait_for(lambda: auditor.highest and all(
+            auditor.highest.get(shard, -1) >= max(int(s) for sh, s, _ in puts if sh == shard)
+            for shard in {sh for sh, _, _ in puts}), 60, "the checkpoints to reach the end", cluster)
+    finally:
+        auditor.stop_event.set()
+        auditor.join(timeout=30)
+    assert auditor.audits > 10
+    assert auditor.violations == []
+    kill_and_check_gone(cluster, "kinesis-kill9", tid)
