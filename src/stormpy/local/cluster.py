@@ -2,8 +2,9 @@
 
 Each submitted topology runs as one Worker holding all its tasks on its own loop thread — the
 same executor, routing and acking code as a cluster worker, with same-worker delivery. With
-``simulated_time=True`` timers (ticks, message timeouts) only move when the test calls
-``advance_time``.
+``simulated_time=True`` (or inside ``with stormpy.topology.clock.simulated_time():``) timers
+(ticks, message timeouts) and components' ``clock.sleep``/``context.clock`` only move when the
+test calls ``advance_time``; simulated time is process-wide, as in Storm.
 
 Components' durable state (``context.state_store``) goes to ZooKeeper when the cluster's own
 ``conf`` names ``storm.zookeeper.servers`` (same layout as a cluster, under
@@ -15,6 +16,7 @@ asks for it. Killing a topology (and shutting down) removes its state, as Nimbus
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -25,10 +27,10 @@ from stormpy.cluster.storage import ZkStorage
 from stormpy.config import merged
 from stormpy.host.waiting import wait_for
 from stormpy.messaging.inproc import InprocHub
+from stormpy.topology.clock import Clock, SimulatedClock, enter_simulation, leave_simulation, simulating
 from stormpy.topology.layout import compute_layout
 from stormpy.topology.spec import TopologySpec
 from stormpy.topology.state import MemoryStateBackend, StateBackend, StateStoreError
-from stormpy.worker.clock import Clock, SimulatedClock
 from stormpy.worker.loop import Worker
 from stormpy.worker.stats import summarize
 
@@ -44,11 +46,20 @@ class LocalCluster:
 
     ``conf`` is the base of every topology's config; with ``storm.zookeeper.servers`` in it,
     component state lives in that ZooKeeper. ``state`` overrides where state lives.
+
+    ``simulated_time``: True joins (or starts) the process-wide simulated time until
+    :meth:`shutdown`; None (the default) simulates exactly when a ``simulated_time()`` block is
+    active; False inside such a block is a ValueError (time is process-wide).
     """
 
-    def __init__(self, simulated_time: bool = False, conf: Mapping[str, Any] | None = None, *,
-                 state: StateBackend | None = None) -> None:
-        self.clock: Clock = SimulatedClock() if simulated_time else Clock()
+    def __init__(self, simulated_time: bool | None = None, conf: Mapping[str, Any] | None = None,
+                 *, state: StateBackend | None = None) -> None:
+        if simulated_time is False and simulating():
+            raise ValueError("LocalCluster(simulated_time=False) inside simulated_time(): "
+                             "simulated time is process-wide; drop the argument or leave the block")
+        self._simulating = bool(simulated_time) or simulating()
+        self.clock: Clock = enter_simulation() if self._simulating else Clock()
+        self._threads: dict[str, list[threading.Thread]] = {}
         self.conf = dict(conf or {})
         self._workers: dict[str, Worker] = {}
         self._groups: dict[str, list[Worker]] = {}
@@ -97,8 +108,8 @@ class LocalCluster:
             group = self._worker_group(topology_id, topology, full, workers, active, observer)
         self._workers[name] = group[0]
         self._groups[name] = group
-        for i, worker in enumerate(group):
-            worker.start(name=f"local-{name}-{i}")
+        self._threads[name] = [worker.start(name=f"local-{name}-{i}")
+                               for i, worker in enumerate(group)]
         return group[0]
 
     def _worker_group(self, topology_id: str, topology: TopologySpec, conf: dict[str, Any],
@@ -141,11 +152,21 @@ class LocalCluster:
             for w in group:
                 w.set_active(False)
             self.sleep(wait_secs)
-        for w in group:
-            w.stop()
+        self._stop_group(name, group)
         del self._workers[name]
         del self._groups[name]
         self._drop_state(group[0].topology_id)
+
+    def _stop_group(self, name: str, group: list[Worker]) -> None:
+        """Stop the workers; simulated sleeps of their loop threads return at once meanwhile."""
+        threads = self._threads.pop(name, [])
+        clock = self.clock
+        if isinstance(clock, SimulatedClock):
+            clock.release(threads)
+        for w in group:
+            w.stop()
+        if isinstance(clock, SimulatedClock):
+            clock.release(threads, released=False)
 
     def _drop_state(self, topology_id: str) -> None:
         if self._state is None:
@@ -185,20 +206,25 @@ class LocalCluster:
     def wait_until_quiet(self, name: str | None = None, timeout: float = 30.0,
                          rounds: int = 3) -> None:
         """Wait until the named topology (default: all) has done nothing for ``rounds`` loop
-        rounds, with no background job pending. Raises the topology's WorkerError if it failed,
+        rounds, with no background job pending; a worker whose loop thread is blocked in a
+        simulated ``sleep`` counts as quiet. Raises the topology's WorkerError if it failed,
         TimeoutError if it never goes quiet."""
+        names = [name] if name else list(self._groups)
         if name:
             self.worker(name)
-            workers = list(self._groups[name])
-        else:
-            workers = [w for g in self._groups.values() for w in g]
+        workers = [w for n in names for w in self._groups[n]]
+        threads = [t for n in names for t in self._threads.get(n, [])]
+        clock = self.clock
+        sleeping = clock.is_sleeping if isinstance(clock, SimulatedClock) else None
         starts = [w.rounds for w in workers]
         deadline = time.monotonic() + timeout
         while True:
             for w in workers:
                 if w.failure is not None:
                     raise w.failure
-            if all(w.rounds >= s + rounds and w.is_quiet(rounds) for w, s in zip(workers, starts)):
+            if all((sleeping is not None and sleeping(t)) or
+                   (w.rounds >= s + rounds and w.is_quiet(rounds))
+                   for w, s, t in zip(workers, starts, threads)):
                 return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"topologies {[w.topology_id for w in workers]} still busy after "
@@ -235,9 +261,11 @@ class LocalCluster:
         for name in list(self._workers):
             del self._workers[name]
             group = self._groups.pop(name)
-            for w in group:
-                w.stop()
+            self._stop_group(name, group)
             self._drop_state(group[0].topology_id)
+        if self._simulating:
+            self._simulating = False
+            leave_simulation()
         if self._zk is not None:
             self._zk.close()
             self._zk = None

@@ -24,6 +24,7 @@ from typing import Any
 from stormpy.config import DEFAULTS, rpc_auth_token
 from stormpy.rpc import RpcClient
 from stormpy.rpc.errors import UnreachableError, UploadError
+from stormpy.topology.spec import refuse_local_classes
 
 __all__ = ["NimbusClient", "parse_address"]
 
@@ -150,7 +151,10 @@ class NimbusClient:
     # -- lifecycle -------------------------------------------------------------------------------
     def submit_topology(self, name: str, bundle_key: str, spec: Mapping[str, Any],
                         conf: Mapping[str, Any] | None = None, *, active: bool = True) -> str:
-        """Submit an uploaded bundle with its spec document; return the topology id."""
+        """Submit an uploaded bundle with its spec document; return the topology id.
+        InvalidTopologyError (before any call) when the spec names a class defined inside a
+        function, which the cluster's workers could not import."""
+        refuse_local_classes(spec)
         result = self.rpc.call("submit_topology", name=name, bundle_key=bundle_key, spec=dict(spec),
                                conf=dict(conf or {}), initial_status="active" if active else "inactive")
         return str(result["topology_id"])

@@ -18,7 +18,8 @@ ComponentSource = Any  # a Component subclass, or an object with component_class
 def _resolve(component: ComponentSource, kwargs: Mapping[str, Any] | None,
              base: type, cid: str) -> tuple[type[Component], dict[str, Any]]:
     """Accept a class (plus kwargs) or a handle exposing ``component_class``/``component_kwargs``
-    (how the testing kit's feeder spouts and capture bolts are passed)."""
+    (how the testing kit's feeder spouts and capture bolts are passed). A class defined inside a
+    function is accepted for in-process runs; a cluster refuses it (see ``topology.imports``)."""
     cls: Any
     if isinstance(component, type):
         cls, kw = component, dict(kwargs or {})
@@ -31,10 +32,6 @@ def _resolve(component: ComponentSource, kwargs: Mapping[str, Any] | None,
             f"kwargs={{...}}, not an instance ({component!r})")
     if not (isinstance(cls, type) and issubclass(cls, base)):
         raise InvalidTopologyError(f"component {cid!r}: {cls!r} is not a {base.__name__} subclass")
-    if "<locals>" in cls.__qualname__:
-        raise InvalidTopologyError(
-            f"component {cid!r}: {cls.__qualname__} is defined inside a function; workers import "
-            "component classes by path, so define it at module level")
     return cast(type[Component], cls), kw
 
 

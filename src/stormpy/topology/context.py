@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from stormpy.topology.clock import Clock, current_clock
 from stormpy.topology.fields import Fields
 from stormpy.topology.layout import TaskLayout
 from stormpy.topology.spec import TopologySpec
@@ -50,6 +51,13 @@ class TopologyContext:
 
     def output_fields(self, stream: str = "default", component: str | None = None) -> Fields:
         return self.spec.stream_fields(component or self.component_id, stream)
+
+    @property
+    def clock(self) -> Clock:
+        """The clock to read and sleep on (``context.clock.now()``, ``context.clock.sleep(s)``):
+        the simulated clock while a test simulates time (``simulated_time()``, a
+        ``LocalCluster(simulated_time=True)``), real monotonic time otherwise."""
+        return current_clock()
 
     def state_store(self, area: str = CHECKPOINTS) -> StateStore:
         """This topology's store for ``area`` (``"checkpoints"`` or ``"transactional"``), shared by

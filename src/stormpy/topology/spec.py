@@ -16,6 +16,7 @@ import msgpack
 from stormpy.topology import grouping as g
 from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.fields import Fields
+from stormpy.topology.imports import MOVE_TO_MODULE_LEVEL, is_local_path
 from stormpy.topology.streams import Stream
 
 SPEC_VERSION = 1
@@ -130,7 +131,27 @@ class TopologySpec:
                     from None
         spec = cls(comps)
         spec.validate()
+        spec.require_portable()
         return spec
+
+    def local_classes(self) -> list[tuple[str, str]]:
+        """(component id, class path) of every component or custom grouping class defined
+        inside a function (importable only in this process)."""
+        out = []
+        for cid, comp in sorted(self.components.items()):
+            if is_local_path(comp.class_path):
+                out.append((cid, comp.class_path))
+            for inp in comp.inputs:
+                if inp.grouping.custom_class and is_local_path(inp.grouping.custom_class):
+                    out.append((cid, inp.grouping.custom_class))
+        return out
+
+    def require_portable(self) -> None:
+        """InvalidTopologyError naming the first class defined inside a function and saying to
+        move it to module level: what a cluster (another process) cannot import."""
+        for cid, path in self.local_classes():
+            name = path.partition(":")[2].partition("@")[0]
+            raise InvalidTopologyError(f"component {cid!r}: class {name} {MOVE_TO_MODULE_LEVEL}")
 
     def validate(self) -> None:
         """Raise InvalidTopologyError naming the first problem: no spouts, a reserved or empty
@@ -143,6 +164,29 @@ class TopologySpec:
         for cid, comp in self.components.items():
             for inp in comp.inputs:
                 _validate_input(self, cid, inp)
+
+
+def refuse_local_classes(doc: Any) -> None:
+    """Raise InvalidTopologyError (saying to move the class to module level) when a spec document
+    names a component or grouping class defined inside a function; anything else, malformed
+    parts included, is left to ``TopologySpec.from_doc``. The check a client makes before
+    sending a spec to a cluster."""
+    comps = doc.get("components") if isinstance(doc, Mapping) else None
+    if not isinstance(comps, Mapping):
+        return
+    for cid, cdoc in comps.items():
+        if not isinstance(cdoc, Mapping):
+            continue
+        paths = [cdoc.get("class")]
+        for inp in cdoc.get("inputs") or ():
+            grouping = inp.get("grouping") if isinstance(inp, Mapping) else None
+            if isinstance(grouping, Mapping):
+                paths.append(grouping.get("class"))
+        for path in paths:
+            if isinstance(path, str) and is_local_path(path):
+                name = path.partition(":")[2].partition("@")[0]
+                raise InvalidTopologyError(f"component {cid!r}: class {name} "
+                                           f"{MOVE_TO_MODULE_LEVEL}")
 
 
 def _validate_component(cid: str, comp: ComponentSpec) -> None:
