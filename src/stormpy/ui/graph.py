@@ -74,7 +74,7 @@ def render_svg(vis: Mapping[str, Mapping[str, Any]]) -> str:
             y2: float = ty + _H / 2 + (i - (len(entry[":inputs"]) - 1) / 2) * 8
             if source == name or x2 <= x1:  # a loop or a back edge: go around below
                 x1, y1, x2, y2 = sx + _W / 2, sy + _H, tx + _W / 2, ty + _H
-            label = f'{inp[":stream"]} {inp[":rate"]:g}/s'
+            label = f'{inp[":stream"]} {inp[":rate"]:.1f}/s'
             parts.append(f'<g class="edge" data-source="{escape(source)}" data-target="{escape(name)}" '
                          f'data-stream="{escape(inp[":stream"])}" data-rate="{inp[":rate"]}">'
                          f'<line x1="{x1:.0f}" y1="{y1:.0f}" x2="{x2:.0f}" y2="{y2:.0f}" stroke="#475569" '

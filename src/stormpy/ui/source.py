@@ -67,7 +67,7 @@ class UiBackend:
         #: supervisor id → host, from the last sample
         self.hosts: dict[str, str] = {}
         self.samples = 0
-        self._specs: dict[str, dict[str, Any]] = {}
+        self._specs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -96,15 +96,17 @@ class UiBackend:
 
     def spec(self, topology_id: str) -> dict[str, Any]:
         """The topology's spec document (cached: a topology's spec never changes)."""
-        if topology_id not in self._specs:
-            files = self.call("get_topology_files", topology_id=topology_id)
-            self._specs[topology_id] = dict(files.get("spec") or {})
-            self._specs[topology_id + "\0conf"] = dict(files.get("conf") or {})
-        return self._specs[topology_id]
+        return self._files(topology_id)[0]
 
     def topology_conf(self, topology_id: str) -> dict[str, Any]:
-        self.spec(topology_id)
-        return self._specs[topology_id + "\0conf"]
+        """The topology's own configuration (cached like the spec)."""
+        return self._files(topology_id)[1]
+
+    def _files(self, topology_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        if topology_id not in self._specs:
+            files = self.call("get_topology_files", topology_id=topology_id)
+            self._specs[topology_id] = (dict(files.get("spec") or {}), dict(files.get("conf") or {}))
+        return self._specs[topology_id]
 
     def action(self, action: str, topology_id: str, **args: Any) -> str:
         """activate | deactivate | kill | rebalance the topology; return its name."""
@@ -152,9 +154,12 @@ class UiBackend:
             self.latest[topology_id] = dict(beats)
         for gone in set(self.latest) - seen:
             self.latest.pop(gone, None)
+        live = set(state.topologies())
         with self._lock:
-            for gone in set(self.windows) - seen - set(state.topologies()):
+            for gone in set(self.windows) - seen - live:
                 del self.windows[gone]
+        for gone in set(self._specs) - live:
+            self._specs.pop(gone, None)
         self.samples += 1
 
     def start(self) -> UiBackend:
