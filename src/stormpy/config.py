@@ -1,7 +1,7 @@
 """Every configuration key stormpy understands, with its default and meaning.
 
 The core keys are listed here (``topology.*``, ``storm.*``, ``nimbus.*``, ``supervisor.*``,
-``worker.*``, ``dev.*``). A connector (``spark.*``, ``kafka.*``, ...) declares its own keys in a
+``worker.*``, ``dev.*``, ``ui.*``). A connector (``spark.*``, ``kafka.*``, ...) declares its own keys in a
 :class:`ConfigSection` and registers it with :func:`register_section` when its package is
 imported; its keys then join :data:`KEYS` and :data:`DEFAULTS`, and its prefix joins
 :func:`topology_prefixes` (the keys a topology sets for its workers over the daemon's values).
@@ -112,6 +112,19 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("supervisor.worker.shutdown.sleep.secs", 10,
               "Grace period between SIGTERM and SIGKILL when a supervisor stops a worker (Storm "
               "uses 3; longer here so a Spark bolt's cleanup can finish its running job)."),
+    # --- ui (`stormpy ui`, docs/operations.md) ------------------------------------------------
+    ConfigKey("ui.host", "127.0.0.1",
+              "Address the UI binds (Storm binds 0.0.0.0; use that, with ui.auth.token, to serve "
+              "other machines)."),
+    ConfigKey("ui.port", 8080, "Port of the UI's web pages, REST API (/api/v1) and /metrics."),
+    ConfigKey("ui.auth.token", None,
+              "Token every POST to the UI must carry (Authorization: Bearer <token>); when unset, "
+              "nimbus.rpc.auth.token is used; both unset leaves the UI open."),
+    ConfigKey("ui.auth.protect.gets", False,
+              "When a token is set, require it on the GETs of /api/v1 and /metrics too."),
+    ConfigKey("ui.poll.secs", 2, "How often the UI reads the workers' heartbeats from ZooKeeper."),
+    ConfigKey("ui.nimbus.timeout.secs", 5,
+              "How long the UI waits for Nimbus before answering 503 (Nimbus unreachable)."),
     # --- zookeeper / storage ----------------------------------------------------------------
     ConfigKey("storm.zookeeper.servers", ["127.0.0.1"], "ZooKeeper hosts."),
     ConfigKey("storm.zookeeper.port", 2181, "ZooKeeper client port."),
@@ -128,7 +141,7 @@ KEYS: dict[str, ConfigKey] = {k.name: k for k in _KEYS}
 DEFAULTS: dict[str, Any] = {k.name: k.default for k in _KEYS}
 
 #: Prefixes of the core keys; a section may not claim them.
-CORE_PREFIXES = ("topology.", "storm.", "nimbus.", "supervisor.", "worker.", "dev.")
+CORE_PREFIXES = ("topology.", "storm.", "nimbus.", "supervisor.", "worker.", "dev.", "ui.")
 
 
 @dataclass(frozen=True)

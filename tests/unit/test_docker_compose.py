@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES: dict[str, Any] = COMPOSE["services"]
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
-DAEMONS = ["nimbus", "supervisor1", "supervisor2"]
+DAEMONS = ["nimbus", "supervisor1", "supervisor2", "ui"]
 
 
 def image_conf() -> dict[str, Any]:
@@ -40,7 +40,7 @@ def published(service: str) -> dict[int, int]:
     out = {}
     for spec in SERVICES[service].get("ports", []):
         host, _, container = str(spec).rpartition(":")
-        out[int(container)] = int(host)
+        out[int(container)] = int(host.rpartition(":")[2])  # "127.0.0.1:8080:8080" too
     return out
 
 
@@ -52,14 +52,14 @@ def exposed(service: str) -> list[int]:
     return ports
 
 
-def test_services_are_zookeeper_nimbus_and_two_supervisors() -> None:
+def test_services_are_zookeeper_nimbus_two_supervisors_and_the_ui() -> None:
     assert set(SERVICES) == {"zookeeper", *DAEMONS}
     assert SERVICES["zookeeper"]["image"].startswith("zookeeper:")
     for name in DAEMONS:
         assert SERVICES[name]["image"] == SERVICES["nimbus"]["image"], "daemons share one image"
         assert SERVICES[name].get("build") == "."
     assert "zookeeper" in SERVICES["nimbus"]["depends_on"]
-    for name in ("supervisor1", "supervisor2"):
+    for name in ("supervisor1", "supervisor2", "ui"):
         assert "nimbus" in SERVICES[name]["depends_on"]
 
 
@@ -77,7 +77,8 @@ def test_every_command_is_a_real_stormpy_command(service: str) -> None:
     command = cli.commands[sub]
     ctx = command.make_context(sub, list(argv[1:]), resilient_parsing=False)  # raises on bad options
     assert isinstance(ctx, click.Context)
-    expected = {"nimbus": "nimbus", "supervisor1": "supervisor", "supervisor2": "supervisor"}[service]
+    expected = {"nimbus": "nimbus", "supervisor1": "supervisor", "supervisor2": "supervisor",
+                "ui": "ui"}[service]
     assert sub == expected
 
 
@@ -102,9 +103,14 @@ def test_ports_agree_with_the_config_defaults() -> None:
     assert conf["supervisor.slots.ports"] == slots == [6700, 6701, 6702, 6703]
     for name in ("supervisor1", "supervisor2"):
         assert exposed(name) == slots
+    ui_port = DEFAULTS["ui.port"]
+    assert conf["ui.port"] == ui_port == 8080
+    assert published("ui") == {ui_port: ui_port}
+    assert "ui.host=0.0.0.0" in SERVICES["ui"]["command"], "the UI must listen beyond its container"
     exposed_by_image = {int(p) for line in re.findall(r"^EXPOSE\s+(.*)$", DOCKERFILE, re.M)
                         for p in line.split()}
-    assert {nimbus_port, *slots} <= exposed_by_image
+    assert {nimbus_port, ui_port, *slots} <= exposed_by_image
+    assert "[ui]" in DOCKERFILE, "the image installs the ui extra"
 
 
 def test_every_config_key_is_a_known_key() -> None:

@@ -75,12 +75,16 @@ def dev_kafka(port: int, log_dir: str | None, config_file: str | None, overrides
               help="Worker slots (ports) per supervisor; supervisor i uses the next block of ports.")
 @click.option("--base-dir", type=click.Path(file_okay=False), default=None,
               help="Where daemons keep state and logs (default: <storm.local.dir>/dev-cluster).")
+@click.option("--ui/--no-ui", "with_ui", default=True, show_default=True,
+              help="Run `stormpy ui` beside Nimbus (needs the 'ui' extra).")
+@click.option("--ui-port", type=click.IntRange(1, 65535), default=None,
+              help="Port of the UI (default: ui.port, 8080).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="stormpy.yaml to read.")
 @click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Config override passed to every daemon (repeatable).")
-def dev_cluster(supervisors: int, slots: int, base_dir: str | None, config_file: str | None,
-                overrides: tuple[str, ...]) -> None:
-    """Run ZooKeeper + Nimbus + N supervisors on this machine (the docker-compose layout).
+def dev_cluster(supervisors: int, slots: int, with_ui: bool, ui_port: int | None, base_dir: str | None,
+                config_file: str | None, overrides: tuple[str, ...]) -> None:
+    """Run ZooKeeper + Nimbus + N supervisors (+ the UI) on this machine (the docker-compose layout).
 
     Ctrl-C or SIGTERM stops every process it started, workers included."""
     conf, extra = _conf(config_file, overrides)
@@ -96,9 +100,13 @@ def dev_cluster(supervisors: int, slots: int, base_dir: str | None, config_file:
         console.print(f"ZooKeeper serving on {zookeeper.connect_string} (data {zookeeper.data_dir})")
         cluster = ProcessCluster(zookeeper.connect_string, supervisors=supervisors, base_dir=base,
                                  zk_root=str(conf["storm.zookeeper.root"]), conf=extra,
-                                 nimbus_port=int(conf["nimbus.thrift.port"]), slot_ports=slot_ports)
+                                 nimbus_port=int(conf["nimbus.thrift.port"]), slot_ports=slot_ports,
+                                 ui=with_ui, ui_port=ui_port or int(conf["ui.port"]))
         cluster.start(timeout_secs=90)
         console.print(f"Nimbus serving on {cluster.nimbus_address} (logs {cluster.nimbus.workdir / 'logs'})")
+        if cluster.ui is not None:
+            console.print(f"UI serving on {cluster.ui_url} (REST {cluster.ui_url}/api/v1/cluster/summary, "
+                          f"metrics {cluster.ui_url}/metrics)")
         for i, ports in enumerate(slot_ports):
             console.print(f"supervisor-{i}: slots {ports[0]}-{ports[-1]} (logs "
                           f"{cluster.supervisors[i].workdir / 'logs'})")
@@ -106,7 +114,7 @@ def dev_cluster(supervisors: int, slots: int, base_dir: str | None, config_file:
                       f"{cluster.nimbus_address}\nCtrl-C stops the cluster")
         reported: set[str] = set()
         while not stop.wait(1.0):
-            for daemon in [cluster.nimbus, *cluster.supervisors]:
+            for daemon in cluster.daemons():
                 if not daemon.running and daemon.name not in reported:
                     reported.add(daemon.name)
                     code = daemon.proc.returncode if daemon.proc else "?"

@@ -15,6 +15,8 @@ Contract:
   stdout/stderr in ``<daemon>.out``. Supervisor ``i`` gets its own slot ports.
 * :meth:`~ProcessCluster.start` returns once Nimbus answers and every supervisor is registered in
   ZooKeeper, or raises TimeoutError carrying the daemons' log tails.
+* With ``ui=True`` it also runs ``stormpy ui`` (on ``ui_port``, a free port when not given; see
+  :attr:`~ProcessCluster.ui_url`) beside Nimbus and waits until it accepts connections.
 * :meth:`~ProcessCluster.stop` sends SIGTERM to every daemon, SIGKILL after a grace period, and
   then ends any worker process still running from this cluster's directories (found by their
   command lines through ``psutil``), so nothing is left behind; it is idempotent.
@@ -26,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -133,7 +136,7 @@ class ProcessCluster:
                  base_dir: str | os.PathLike[str] | None = None, zk_root: str = "/stormpy",
                  conf: Mapping[str, Any] | None = None, nimbus_port: int | None = None,
                  slot_ports: list[list[int]] | None = None, host: str = "127.0.0.1",
-                 python: str = sys.executable) -> None:
+                 python: str = sys.executable, ui: bool = False, ui_port: int | None = None) -> None:
         self.zk_connect = zk_connect
         self.zk_root = zk_root
         self.host = host
@@ -152,6 +155,11 @@ class ProcessCluster:
         self.supervisors = [DaemonProcess("supervisor", f"supervisor-{i}", self.base_dir / f"supervisor-{i}",
                                           self._conf(f"supervisor-{i}", ports), python)
                             for i, ports in enumerate(self.slot_ports)]
+        self.ui_port = (ui_port or free_ports(1, host)[0]) if ui else None
+        self.ui: DaemonProcess | None = None
+        if ui:
+            self.ui = DaemonProcess("ui", "ui", self.base_dir / "ui",
+                                    {**self._conf("ui"), "ui.host": host, "ui.port": self.ui_port}, python)
         self._state: ClusterState | None = None
         self._clients: list[NimbusClient] = []
         self._stopped = False
@@ -179,6 +187,15 @@ class ProcessCluster:
     def nimbus_address(self) -> str:
         return f"{self.host}:{self.nimbus_port}"
 
+    @property
+    def ui_url(self) -> str | None:
+        """``http://host:port`` of the UI when the cluster runs one."""
+        return f"http://{self.host}:{self.ui_port}" if self.ui is not None else None
+
+    def daemons(self) -> list[DaemonProcess]:
+        """Nimbus, the supervisors and the UI (when there is one)."""
+        return [self.nimbus, *self.supervisors, *([self.ui] if self.ui is not None else [])]
+
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self, timeout_secs: float = 60.0) -> ProcessCluster:
         """Start Nimbus and every supervisor; wait until all are up."""
@@ -188,6 +205,8 @@ class ProcessCluster:
                 self.supervisors[i].start()
             self.wait_for(lambda: len(self.supervisor_ids()) == len(self.supervisors), timeout_secs,
                           "every supervisor to register in ZooKeeper")
+            if self.ui is not None:
+                self.start_ui(timeout_secs)
         except BaseException:
             self.stop()
             raise
@@ -202,6 +221,22 @@ class ProcessCluster:
             self.wait_for(lambda: probe.ping(1.0), timeout_secs, "Nimbus to answer", check_daemons=False)
         finally:
             probe.close()
+
+    def start_ui(self, timeout_secs: float = 60.0) -> None:
+        """Start (or restart) the UI and wait until it accepts connections."""
+        if self.ui is None or self.ui_port is None:
+            raise RuntimeError("this ProcessCluster was created without ui=True")
+        self.ui.start()
+        port = self.ui_port
+
+        def accepting() -> bool:
+            if self.ui is not None and not self.ui.running:
+                raise RuntimeError(f"the UI exited (code {self.ui.proc.returncode if self.ui.proc else '?'})"
+                                   f"\n{self.dump_logs()}")
+            with contextlib.suppress(OSError), socket.create_connection((self.host, port), timeout=1):
+                return True
+            return False
+        self.wait_for(accepting, timeout_secs, "the UI to accept connections", check_daemons=False)
 
     def stop_nimbus(self, *, kill: bool = False) -> int | None:
         """Stop Nimbus (SIGTERM, or SIGKILL with ``kill``); return its exit code."""
@@ -227,9 +262,10 @@ class ProcessCluster:
         if self._state is not None:
             self._state.close()
             self._state = None
-        for daemon in [*self.supervisors, self.nimbus]:
+        daemons = [*([self.ui] if self.ui is not None else []), *self.supervisors, self.nimbus]
+        for daemon in daemons:
             daemon.signal_stop()  # all at once: they stop in parallel
-        for daemon in [*self.supervisors, self.nimbus]:
+        for daemon in daemons:
             daemon.stop(grace_secs=15.0)
         strays = [pid for pid, _ in self.worker_processes()]
         if strays:
@@ -300,7 +336,7 @@ class ProcessCluster:
 
     def log_files(self) -> list[Path]:
         """Every daemon and worker log of this cluster."""
-        return sorted(p for d in [self.nimbus, *self.supervisors] for p in d.log_files())
+        return sorted(p for d in self.daemons() for p in d.log_files())
 
     def dump_logs(self, lines: int = 40) -> str:
         """The last ``lines`` lines of every log file, each under a header."""

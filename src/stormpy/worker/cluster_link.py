@@ -12,7 +12,9 @@
   once and nothing else is applied (the worker should stop; the supervisor starts a fresh one
   for a changed assignment, as Storm does).
 * Every ``worker.heartbeat.frequency.secs`` it asks the loop for ``task_stats()``; when the loop
-  answers it writes the local heartbeat file and then the ZooKeeper WorkerHeartbeat. A loop that
+  answers it writes the local heartbeat file and then the ZooKeeper WorkerHeartbeat (per-component
+  sums, per-task counters and the process's CPU/RSS/GC figures, which the UI and its Prometheus
+  exporter read). A loop that
   does not answer (stuck in a component) writes no heartbeat, so its supervisor restarts it
   after ``supervisor.worker.timeout.secs``.
 * ZooKeeper failures are logged and retried on the next round; they never stop the worker.
@@ -35,7 +37,7 @@ from stormpy.cluster.records import WorkerHeartbeat
 from stormpy.cluster.state import ClusterState
 from stormpy.messaging.transport import Transport
 from stormpy.topology.layout import ExecutorKey
-from stormpy.worker.heartbeats import component_stats, write_local_heartbeat
+from stormpy.worker.heartbeats import component_stats, process_stats, task_entries, write_local_heartbeat
 from stormpy.worker.loop import Worker
 from stormpy.worker.peers import WorkerPeers, local_executors, worker_peers
 
@@ -189,7 +191,8 @@ class ClusterLink:
             log.warning("cannot write the local heartbeat %s: %s", self.heartbeat_path, exc)
         beat = WorkerHeartbeat(topology_id=self.topology_id, node=self.node, port=self.port, time=now,
                                uptime=time.monotonic() - self.started, executors=self.executors,
-                               stats=component_stats(docs))
+                               stats=component_stats(docs), tasks=tuple(task_entries(docs)),
+                               process=process_stats())
         try:
             self.state.set_worker_heartbeat(beat)
         except ClusterStateError as exc:

@@ -11,16 +11,18 @@ partial file. The supervisor reads it to decide whether the worker is alive.
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import msgpack
+import psutil
 
 from stormpy.cluster.local_layout import HEARTBEAT_FILE
 
-__all__ = ["HEARTBEAT_FILE", "component_stats", "write_local_heartbeat"]
+__all__ = ["HEARTBEAT_FILE", "component_stats", "process_stats", "task_entries", "write_local_heartbeat"]
 
 
 _COUNTERS = ("transferred", "executed", "acked", "failed", "latency_sum", "latency_count")
@@ -56,4 +58,37 @@ def component_stats(task_docs: Iterable[dict[str, Any]]) -> dict[str, dict[str, 
     for c in out.values():
         if c["latency_count"]:
             c["complete_latency_ms"] = round(1000.0 * c["latency_sum"] / c["latency_count"], 3)
+    return out
+
+
+def task_entries(task_docs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The heartbeat's per-task maps (``WorkerHeartbeat.tasks``): each task's ``task``,
+    ``component``, ``emitted`` per stream (system streams included) and numeric counters, as the
+    task reported them (cumulative since the worker started)."""
+    out = []
+    for doc in task_docs:
+        entry: dict[str, Any] = {"task": int(doc["task"]), "component": str(doc["component"]),
+                                 "emitted": {str(s): n for s, n in doc["emitted"].items()}}
+        for key, value in doc.items():
+            if key not in entry and isinstance(value, int | float) and not isinstance(value, bool):
+                entry[key] = value
+        out.append(entry)
+    return out
+
+
+def process_stats(process: psutil.Process | None = None) -> dict[str, float]:
+    """This process's figures for the heartbeat's ``process`` map: ``cpu_user_secs``,
+    ``cpu_system_secs``, ``rss_bytes``, ``threads`` and ``gc_collections_<generation>`` (from
+    :func:`gc.get_stats`). Empty when psutil cannot read the process."""
+    proc = process or psutil.Process()
+    try:
+        with proc.oneshot():
+            cpu = proc.cpu_times()
+            out: dict[str, float] = {"cpu_user_secs": float(cpu.user), "cpu_system_secs": float(cpu.system),
+                                     "rss_bytes": float(proc.memory_info().rss),
+                                     "threads": float(proc.num_threads())}
+    except psutil.Error:
+        return {}
+    for generation, stats in enumerate(gc.get_stats()):
+        out[f"gc_collections_{generation}"] = float(stats.get("collections", 0))
     return out
