@@ -18,6 +18,7 @@ from stormpy.messaging.inproc import InprocHub
 from stormpy.topology.layout import compute_layout
 from stormpy.topology.spec import TopologySpec
 from stormpy.worker.clock import Clock, SimulatedClock
+from stormpy.worker.factory import WorkerConfig
 from stormpy.worker.loop import Worker
 from stormpy.worker.stats import summarize
 
@@ -57,8 +58,8 @@ class LocalCluster:
         full = merged(self.conf, conf, {"topology.name": name})
         topology_id = f"{name}-{uuid.uuid4().hex[:8]}"
         if workers <= 1:
-            group = [Worker(topology_id, topology, full, clock=self.clock, active=active,
-                            observer=observer)]
+            group = [Worker(WorkerConfig(topology_id, topology, full, active=active),
+                            clock=self.clock, observer=observer)]
         else:
             full.setdefault("topology.workers", workers)
             group = self._worker_group(topology_id, topology, full, workers, active, observer)
@@ -82,9 +83,10 @@ class LocalCluster:
         group = []
         for key in keys:
             mine = [t for t, k in owner.items() if k == key]
-            group.append(Worker(topology_id, topology, conf, layout=layout, local_tasks=mine,
-                                task_peers={t: k for t, k in owner.items() if k != key},
-                                transport=hub.transport(key), clock=self.clock, active=active,
+            config = WorkerConfig(topology_id, topology, conf, layout=layout, local_tasks=mine,
+                                  task_peers={t: k for t, k in owner.items() if k != key},
+                                  active=active)
+            group.append(Worker(config, transport=hub.transport(key), clock=self.clock,
                                 observer=observer))
         return group
 
