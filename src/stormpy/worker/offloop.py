@@ -50,13 +50,14 @@ class BackgroundPool:
         self._threads = threads
         self._post = post
         self._executor: ThreadPoolExecutor | None = None
+        self._stopped = False
         #: jobs whose outcome has not been handed back to the loop yet (all tasks)
         self.pending = 0
 
     def submit(self, fn: Callable[[], Any], finish: Callable[[Future[Any]], None],
                component: str, task: int) -> Future[Any]:
-        """Run ``fn`` on a pool thread; ``finish(future)`` then runs on the loop (also for a
-        cancelled job, unless the worker has stopped). Call on the loop thread."""
+        """Run ``fn`` on a pool thread; ``finish(future)`` then runs on the loop (also for a job
+        cancelled before the worker stopped). Call on the loop thread."""
         if self._executor is None:
             if self._threads < 1:
                 raise ValueError("topology.worker.background.threads must be at least 1, got "
@@ -69,11 +70,16 @@ class BackgroundPool:
             self.pending -= 1
             finish(future)
 
-        future.add_done_callback(lambda _f: self._post(settle, component, task))
+        def done(_future: Future[Any]) -> None:
+            if not (self._stopped and future.cancelled()):
+                self._post(settle, component, task)
+
+        future.add_done_callback(done)
         return future
 
     def shutdown(self) -> None:
         """Stop the threads without waiting; jobs not started never run (worker shutdown)."""
+        self._stopped = True
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
 
