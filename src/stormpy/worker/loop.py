@@ -79,7 +79,6 @@ class Worker:
         self.dispatch = Dispatch(max(all_tasks, default=0), self.acker_tasks)
         self.errors: dict[str, deque[dict[str, Any]]] = {}
         self.failure: WorkerError | None = None
-        self._queue_cap = max(1, int(self.conf["topology.executor.receive.buffer.size"]))
         #: component → stream → declared fields (to rebuild Tuples that arrive from peers)
         self._stream_fields: dict[str, dict[str, Fields]] = {
             cid: {name: st.fields for name, st in c.streams.items()}
@@ -101,12 +100,13 @@ class Worker:
         for t, runner in self.tasks.items():
             deliver[t] = runner.queue.append
         self._queue_appenders = {t: r.queue.append for t, r in self.tasks.items()}
+        self._runners = [self.tasks[t] for t in self.local_tasks]
         self._transfer = Transfer(self.transport, self.dispatch,
                                   int(self.conf["topology.transfer.batch.size"]),
-                                  self.layout.task_component)
+                                  self.layout.task_component, [r.queue for r in self._runners],
+                                  int(self.conf["topology.executor.receive.buffer.size"]))
         if config.task_peers:
             self._transfer.route(config.task_peers, self.tasks)
-        self._runners = [self.tasks[t] for t in self.local_tasks]
         self._execute_order = execution_order(self.spec, self._runners)
         self._spouts = [r for r in self._runners if isinstance(r, SpoutTask)]
         self._timers = Timers()
@@ -257,7 +257,7 @@ class Worker:
                 work += n
         if self._ack_buffer:
             self.dispatch.flush_acks()
-        if self._active and not self._backpressured():
+        if self._active and not self._transfer.backpressured():
             for sp in self._spouts:
                 try:
                     work += sp.run_round()
@@ -270,13 +270,6 @@ class Worker:
         else:
             self.quiet_rounds += 1
         return work
-
-    def _backpressured(self) -> bool:
-        cap = self._queue_cap
-        for runner in self._runners:
-            if len(runner.queue) >= cap:
-                return True
-        return self._transfer.blocked()
 
     def is_quiet(self, rounds: int = 3) -> bool:
         """True when the last ``rounds`` loop rounds did nothing and no background job or

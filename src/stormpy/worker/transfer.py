@@ -1,10 +1,12 @@
-"""Transfer: the outbound side of a worker (Storm's worker transfer).
+"""Transfer: the outbound side of a worker (Storm's worker transfer) and its backpressure.
 
 Tuples for tasks of other workers are appended, in wire form, to their peer's outbox; an outbox is
 packed with msgpack into ONE frame (one C call, by the worker's own Packer) and sent when it
 reaches ``topology.transfer.batch.size`` tuples or at the end of the loop round. A frame the
-transport cannot take is kept, in order, and retried every round: nothing is dropped, and
-``blocked()`` tells the loop to hold the spouts back (backpressure) until it is sent. Values were
+transport cannot take is kept, in order, and retried every round: nothing is dropped, and the
+spouts are held back until it is sent. ``backpressured()`` — a refused frame waits, or a local
+task queue holds ``topology.executor.receive.buffer.size`` tuples — tells the loop to skip the
+spouts' round. Values were
 checked at emit, so packing fails only on a runtime bug; the error then names the component and
 stream of the first tuple msgpack refused.
 
@@ -14,7 +16,7 @@ Runs on the loop thread.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Container, Mapping
+from collections.abc import Callable, Container, Mapping, Sequence
 
 from stormpy.messaging.codec import FrameEncoder, WireTuple
 from stormpy.messaging.transport import Transport
@@ -29,8 +31,12 @@ class Transfer:
     tasks in other workers."""
 
     def __init__(self, transport: Transport, dispatch: Dispatch, batch_size: int,
-                 task_component: Mapping[int, str]) -> None:
+                 task_component: Mapping[int, str], queues: Sequence[deque[Tuple]],
+                 queue_cap: int) -> None:
+        """``queues``: the local task queues, full at ``queue_cap`` tuples."""
         self.transport = transport
+        self._queues = list(queues)
+        self._queue_cap = max(1, queue_cap)
         self._dispatch = dispatch
         self._batch_size = max(1, batch_size)
         self._task_component = task_component
@@ -94,6 +100,11 @@ class Transfer:
             if box:
                 self._flush_peer(peer, box)
 
-    def blocked(self) -> bool:
-        """True while a frame the transport refused is waiting (spouts pause)."""
+    def backpressured(self) -> bool:
+        """True while a local task queue is full or a frame the transport refused is waiting
+        (spouts pause)."""
+        cap = self._queue_cap
+        for q in self._queues:
+            if len(q) >= cap:
+                return True
         return any(self._blocked.values())
