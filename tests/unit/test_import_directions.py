@@ -45,12 +45,7 @@ ALLOWED: dict[str, set[str]] = {
 
 #: Import cycles known to be removed by work being merged, each as the set of the cycle's modules.
 #: Keep this empty: an entry here is a debt with a name on it.
-KNOWN_CYCLES: list[frozenset[str]] = [
-    # worker/loop.py <-> worker/tasks.py (type-only in loop's direction): removed by the worker
-    # split into transfer/timers/task factory with runners typed against a TaskHost protocol
-    # (issue 10, part 1). Delete this entry when that lands.
-    frozenset({"stormpy.worker.loop", "stormpy.worker.tasks"}),
-]
+KNOWN_CYCLES: list[frozenset[str]] = []
 
 
 def module_name(path: Path) -> str:

@@ -31,6 +31,7 @@ from stormpy.topology.clock import Clock, SimulatedClock, enter_simulation, leav
 from stormpy.topology.layout import compute_layout
 from stormpy.topology.spec import TopologySpec
 from stormpy.topology.state import MemoryStateBackend, StateBackend, StateStoreError
+from stormpy.worker.factory import WorkerConfig
 from stormpy.worker.loop import Worker
 from stormpy.worker.stats import summarize
 
@@ -101,8 +102,8 @@ class LocalCluster:
         topology_id = f"{name}-{uuid.uuid4().hex[:8]}"
         state = self.state
         if workers <= 1:
-            group = [Worker(topology_id, topology, full, clock=self.clock, active=active,
-                            observer=observer, state=state)]
+            group = [Worker(WorkerConfig(topology_id, topology, full, active=active),
+                            clock=self.clock, observer=observer, state=state)]
         else:
             full.setdefault("topology.workers", workers)
             group = self._worker_group(topology_id, topology, full, workers, active, observer)
@@ -126,9 +127,10 @@ class LocalCluster:
         group = []
         for key in keys:
             mine = [t for t, k in owner.items() if k == key]
-            group.append(Worker(topology_id, topology, conf, layout=layout, local_tasks=mine,
-                                task_peers={t: k for t, k in owner.items() if k != key},
-                                transport=hub.transport(key), clock=self.clock, active=active,
+            config = WorkerConfig(topology_id, topology, conf, layout=layout, local_tasks=mine,
+                                  task_peers={t: k for t, k in owner.items() if k != key},
+                                  active=active)
+            group.append(Worker(config, transport=hub.transport(key), clock=self.clock,
                                 observer=observer, state=self.state))
         return group
 

@@ -7,7 +7,8 @@ arguments, then calls ``open`` (spouts) or ``prepare`` (bolts) on the worker's e
 While a component runs, the runtime binds these methods to the task's collector:
 ``emit``, ``emit_direct``, ``ack``, ``fail``, ``reset_timeout``, ``report_error``,
 ``run_in_background``, ``call_soon_threadsafe``. Calling them before ``open``/``prepare`` raises
-RuntimeError.
+RuntimeError. The last two are the task's off-loop seam (``context.off_loop``'s ``submit`` and
+``call_soon``; see ``stormpy.topology.offloop``).
 """
 
 from __future__ import annotations

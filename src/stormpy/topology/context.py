@@ -8,6 +8,7 @@ from typing import Any
 from stormpy.topology.clock import Clock, current_clock
 from stormpy.topology.fields import Fields
 from stormpy.topology.layout import TaskLayout
+from stormpy.topology.offloop import OffLoop
 from stormpy.topology.spec import TopologySpec
 from stormpy.topology.state import CHECKPOINTS, StateBackend, StateStore
 
@@ -18,7 +19,8 @@ class TopologyContext:
 
     def __init__(self, topology_id: str, spec: TopologySpec, layout: TaskLayout, task_id: int,
                  worker_tasks: Sequence[int], conf: Mapping[str, Any],
-                 worker_port: int | None = None, state: StateBackend | None = None) -> None:
+                 worker_port: int | None = None, off_loop: OffLoop | None = None,
+                 state: StateBackend | None = None) -> None:
         self.topology_id = topology_id
         self.spec = spec
         self.layout = layout
@@ -28,6 +30,15 @@ class TopologyContext:
         self.worker_port = worker_port
         self.conf = conf
         self._state = state
+        self._off_loop = off_loop
+
+    @property
+    def off_loop(self) -> OffLoop:
+        """This task's seam for blocking work (see ``stormpy.topology.offloop``); RuntimeError
+        when the context does not belong to a running task."""
+        if self._off_loop is None:
+            raise RuntimeError(f"{self!r} belongs to no running task: it has no off_loop")
+        return self._off_loop
 
     @property
     def component_tasks(self) -> list[int]:

@@ -56,6 +56,7 @@ from stormpy.topology.spec import TopologySpec
 from stormpy.worker.cluster_link import ClusterLink
 from stormpy.worker.error_reporter import ErrorReporter
 from stormpy.worker.errors import WorkerError
+from stormpy.worker.factory import WorkerConfig
 from stormpy.worker.loop import Worker
 from stormpy.worker.peers import WorkerPeers, local_executors, tasks_of, worker_peers
 
@@ -204,10 +205,11 @@ class WorkerProcess:
                     transport: ZmqTransport, reporter: ErrorReporter) -> int:
         transport.set_peers(peers.addresses)
         try:
-            worker = Worker(self.topology_id, spec, conf, layout=layout,
-                            local_tasks=tasks_of(executors), task_peers=peers.task_peers,
-                            transport=transport, active=active, worker_port=self.port,
-                            on_error=reporter.report, state=ZkStateBackend(state.storage))
+            config = WorkerConfig(self.topology_id, spec, conf, layout=layout,
+                                  local_tasks=tasks_of(executors), task_peers=peers.task_peers,
+                                  active=active, worker_port=self.port)
+            worker = Worker(config, transport=transport, on_error=reporter.report,
+                            state=ZkStateBackend(state.storage))
         except WorkerError as exc:
             log.error("cannot create the tasks: %s", exc)
             reporter.report(exc.component, exc.task, str(exc))

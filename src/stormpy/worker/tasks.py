@@ -1,8 +1,11 @@
 """Task runners: one per task, holding the component instance, its inbound queue and the
 collector methods bound onto the instance (``emit``, ``ack``, ...).
 
-Everything here runs on the worker's executor loop thread, except ``call_soon_threadsafe`` and
-the completion of ``run_in_background`` jobs, which hand work back to the loop.
+A runner sees its worker only as a ``TaskHost`` (``host.py``): tuples and acks go through the
+host's ``Dispatch`` tables, errors and debug output through its methods. The component's
+``run_in_background`` and ``call_soon_threadsafe`` are its task's off-loop seam
+(``context.off_loop``, see ``stormpy.topology.offloop``). Everything here runs on the worker's
+executor loop thread.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from random import getrandbits
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, NoReturn, cast
+from typing import Any, NoReturn, cast
 
 from stormpy.acker.rotating import RotatingMap
 from stormpy.acker.streams import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET_TIMEOUT
@@ -20,12 +23,10 @@ from stormpy.topology.component import BasicBolt, Spout
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import EmitError, FailedException
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
+from stormpy.worker.host import TaskHost
 from stormpy.worker.routing import StreamRouter
 from stormpy.worker.stats import TaskStats
 from stormpy.worker.values import check_values
-
-if TYPE_CHECKING:
-    from stormpy.worker.loop import Worker
 
 TIMEOUT_BUCKETS = 3
 _INT64 = 2 ** 63
@@ -33,13 +34,18 @@ _UINT64 = 2 ** 64
 
 
 class TaskRunner:
-    """State shared by spout and bolt tasks: identity, routers, delivery and acker access."""
+    """State shared by spout and bolt tasks: identity, routers, delivery and acker access.
+
+    ``execute(tup)`` consumes one queued tuple; ``open()`` prepares or opens the component (on
+    the loop, before the first round); ``close()`` shuts it down."""
 
     is_spout = False
+    #: runs one tuple of the queue (set by each kind of runner)
+    execute: Callable[[Tuple], None]
 
-    def __init__(self, worker: Worker, context: TopologyContext, instance: Any,
+    def __init__(self, host: TaskHost, context: TopologyContext, instance: Any,
                  routers: dict[str, StreamRouter], conf: Mapping[str, Any]) -> None:
-        self.worker = worker
+        self.host = host
         self.context = context
         self.task_id = context.task_id
         self.component_id = context.component_id
@@ -49,15 +55,19 @@ class TaskRunner:
         self.queue: deque[Tuple] = deque()
         self.stats = TaskStats(self.component_id, self.task_id)
         self.debug = bool(conf.get("topology.debug"))
-        self._deliver = worker.deliver
-        self._ackers = worker.acker_tasks
-        self._n_ackers = len(worker.acker_tasks)
-        self._acker_direct = worker.acker_direct
-        self._ack_buffer = worker.ack_buffer
+        # the dispatch's tables keep their identity: referenced here, one attribute load less
+        # per tuple
+        dispatch = host.dispatch
+        self._deliver = dispatch.deliver
+        self._ackers = dispatch.acker_tasks
+        self._n_ackers = len(dispatch.acker_tasks)
+        self._acker_direct = dispatch.acker_cores
+        self._ack_buffer = dispatch.ack_buffer
         self.stats.routers = routers
+        off_loop = context.off_loop
         instance.report_error = self.report_error
-        instance.run_in_background = self.run_in_background
-        instance.call_soon_threadsafe = self.call_soon_threadsafe
+        instance.run_in_background = off_loop.submit
+        instance.call_soon_threadsafe = off_loop.call_soon
 
     # -- helpers -------------------------------------------------------------------------
     def _router(self, stream: Any, values: Any, direct: bool) -> StreamRouter:
@@ -114,19 +124,11 @@ class TaskRunner:
             text = "".join(traceback.format_exception(error)).rstrip()
         else:
             text = str(error)
-        self.worker.record_error(self.component_id, self.task_id, text)
+        self.host.record_error(self.component_id, self.task_id, text)
 
-    def run_in_background(self, fn: Callable[[], Any],
-                          on_done: Callable[[Any, BaseException | None], None]) -> None:
-        """Run ``fn`` on the worker's background pool; ``on_done(result, error)`` then runs on
-        the executor loop. The topology is not idle while such a job is pending. An exception
-        from ``on_done`` is an error of this component."""
-        self.worker.submit_background(fn, on_done, self)
-
-    def call_soon_threadsafe(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` on the executor loop soon (any thread may call); an exception from ``fn``
-        is an error of this component."""
-        self.worker.call_soon_threadsafe(fn, self)
+    def open(self) -> None:
+        """Prepare (bolts) or open (spouts) the component."""
+        raise NotImplementedError
 
     def close(self) -> None:
         """Shut the component down (cleanup/close), errors reported, never raised."""
@@ -135,9 +137,9 @@ class TaskRunner:
 class BoltTask(TaskRunner):
     """A bolt task: ``execute`` consumes its queue."""
 
-    def __init__(self, worker: Worker, context: TopologyContext, instance: Any,
+    def __init__(self, host: TaskHost, context: TopologyContext, instance: Any,
                  routers: dict[str, StreamRouter], conf: Mapping[str, Any]) -> None:
-        super().__init__(worker, context, instance, routers, conf)
+        super().__init__(host, context, instance, routers, conf)
         instance.emit = self.emit
         instance.emit_direct = self.emit_direct
         instance.ack = self.ack
@@ -147,7 +149,7 @@ class BoltTask(TaskRunner):
             self._current: Tuple | None = None
             instance.emit = self._basic_emit
             instance.emit_direct = self._basic_emit_direct
-            self.execute: Callable[[Tuple], None] = self._basic_execute
+            self.execute = self._basic_execute
         else:
             self.execute = instance.execute
 
@@ -219,7 +221,7 @@ class BoltTask(TaskRunner):
         comp = self.component_id
         fields = router.fields
         if self.debug:
-            self.worker.log_emit(comp, task, stream, values, targets)
+            self.host.log_emit(comp, task, stream, values, targets)
         if type(anchors) is Tuple:
             anchors = [anchors]
         if not anchors or not self._n_ackers:
@@ -302,9 +304,9 @@ class SpoutTask(TaskRunner):
 
     is_spout = True
 
-    def __init__(self, worker: Worker, context: TopologyContext, instance: Spout,
+    def __init__(self, host: TaskHost, context: TopologyContext, instance: Spout,
                  routers: dict[str, StreamRouter], conf: Mapping[str, Any]) -> None:
-        super().__init__(worker, context, instance, routers, conf)
+        super().__init__(host, context, instance, routers, conf)
         instance.emit = self.emit  # type: ignore[method-assign]
         instance.emit_direct = self.emit_direct  # type: ignore[method-assign]
         self.pending: RotatingMap[int, tuple[Any, float]] = RotatingMap(TIMEOUT_BUCKETS)
@@ -362,7 +364,7 @@ class SpoutTask(TaskRunner):
         comp = self.component_id
         fields = router.fields
         if self.debug:
-            self.worker.log_emit(comp, task, stream, values, targets)
+            self.host.log_emit(comp, task, stream, values, targets)
         if msg_id is None or not self._n_ackers:
             tup = Tuple(values, stream, task, comp, fields)
             for t in targets:

@@ -10,7 +10,8 @@ Contract (see ``SparkBatchBolt`` for the knobs):
 * A closed batch gets the task's next ``batch_id`` (``seq * tasks + task_index``: unique in the
   component, increasing per task, the same for the same sequence of batches), becomes a DataFrame
   whose columns are the stream's declared fields (through Arrow), and runs
-  ``process_batch(df, batch_id)`` on the worker's background pool, never on the executor loop.
+  ``process_batch(df, batch_id)`` off the executor loop, through the task's off-loop seam
+  (``context.off_loop``, see ``stormpy.topology.offloop``).
 * At most ``max_in_flight`` batches per task are in Spark at once (default 1). Batches that fill
   up meanwhile wait in order for a slot; a batch that comes due by time while every slot is busy
   stays open and keeps collecting (up to ``batch_size``) until a slot frees, so a slow Spark job
@@ -23,16 +24,15 @@ Contract (see ``SparkBatchBolt`` for the knobs):
   reliable spouts replay them, in a later batch with a new id — and the error is reported.
 * While tuples wait (collecting, queued or in Spark) longer than half the message timeout, their
   timeouts are reset on each tick (``keep_alive``), so slow Spark jobs do not cause replays.
-* ``cleanup`` waits (up to ``cleanup_wait_secs``) for running jobs, drops what never ran (it is
-  not acked: a reliable spout replays it after a restart) and releases the process's SparkSession.
+* ``cleanup`` shuts the off-loop work down: jobs not started never run (their tuples are not
+  acked: a reliable spout replays them after a restart), running ones get up to
+  ``cleanup_wait_secs``; then it releases the process's SparkSession.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import threading
-import time
 from collections import deque
 from collections.abc import Mapping
 from functools import partial
@@ -46,7 +46,7 @@ from stormpy.connectors.spark.arrow import batch_dataframe, result_rows
 from stormpy.connectors.spark.batching import BatchInfo
 from stormpy.connectors.spark.errors import require_spark
 from stormpy.connectors.spark.session import get_spark, release_spark, retain_spark
-from stormpy.topology import DEFAULT_STREAM, Bolt, TopologyContext, Tuple
+from stormpy.topology import DEFAULT_STREAM, Bolt, OffLoop, TopologyContext, Tuple
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -54,17 +54,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("stormpy.connectors.spark")
 
 TICK_KEY = "topology.tick.tuple.freq.secs"
-
-
-class _Job:
-    """One batch handed to the background pool."""
-
-    __slots__ = ("batch", "started", "finished")
-
-    def __init__(self, batch: Batch) -> None:
-        self.batch = batch
-        self.started = False
-        self.finished = threading.Event()
 
 
 class SparkBatchBolt(Bolt):
@@ -84,7 +73,7 @@ class SparkBatchBolt(Bolt):
     output by ``batch_id`` should also key it by the run (``context.topology_id``, plus the
     worker's start if restarts matter) or override ``first_batch_seq`` to resume numbering.
 
-    ``process_batch`` runs on a background thread: it may block on Spark, but must not call
+    ``process_batch`` runs off the executor loop: it may block on Spark, but must not call
     ``emit``/``ack``/``fail`` — return the rows to emit instead. Declare ``outputs`` for them.
     """
 
@@ -167,13 +156,14 @@ class SparkBatchBolt(Bolt):
         self._conf = conf
         self._collector = BatchCollector(self.batch_size, self.batch_seconds, self.idle_seconds)
         self._ready: deque[Batch] = deque()
-        self._in_flight: dict[int, _Job] = {}
+        #: batch id → batch handed to Spark whose outcome has not come back to the loop yet
+        self._in_flight: dict[int, Batch] = {}
+        self._off_loop: OffLoop = context.off_loop
         result = context.spec.components[context.component_id].streams.get(self.result_stream)
         self._result_arity = len(result.fields) if result is not None else None
         self._tasks = len(context.component_tasks)
         self._task_index = context.task_index
         self._seq = self.first_batch_seq()
-        self._job_lock = threading.Lock()
         self._closing = False
         tracking = conf.get("topology.acker.executors") != 0 and conf.get(
             "topology.enable.message.timeouts", True)
@@ -182,11 +172,8 @@ class SparkBatchBolt(Bolt):
         self.batches_ok = 0
         self.batches_failed = 0
         retain_spark()
-        self._warm_job: _Job | None = None
         if self.warm_up:
-            job = _Job(Batch(BatchSource("", ""), (), 0.0))
-            self._warm_job = job
-            self.run_in_background(partial(self._warm, job), self._warmed)
+            self._off_loop.submit(self._warm, self._warmed)
 
     def execute(self, tup: Tuple) -> None:
         if tup.is_tick():
@@ -197,14 +184,8 @@ class SparkBatchBolt(Bolt):
             self._close(batch)
 
     def cleanup(self) -> None:
-        with self._job_lock:
-            self._closing = True
-            running = [j for j in self._in_flight.values() if j.started]
-            if self._warm_job is not None and self._warm_job.started:
-                running.append(self._warm_job)
-        deadline = time.monotonic() + self.cleanup_wait_secs
-        for job in running:
-            job.finished.wait(max(0.0, deadline - time.monotonic()))
+        self._closing = True
+        self._off_loop.shutdown(self.cleanup_wait_secs)
         dropped = sum(len(b) for b in self._collector.drain()) + sum(len(b) for b in self._ready)
         if dropped:
             log.info("%s: %d tuples in unprocessed batches at shutdown (not acked; reliable "
@@ -222,7 +203,7 @@ class SparkBatchBolt(Bolt):
 
     def _keep_alive(self, now: float, after: float) -> None:
         waiting = itertools.chain(self._collector.open.values(), self._ready,
-                                  (j.batch for j in self._in_flight.values()))
+                                  self._in_flight.values())
         for batch in waiting:
             if now - batch.touched_at >= after:
                 batch.touched_at = now
@@ -246,32 +227,19 @@ class SparkBatchBolt(Bolt):
     def _pump(self) -> None:
         while self._ready and len(self._in_flight) < self.max_in_flight and not self._closing:
             batch = self._ready.popleft()
-            job = _Job(batch)
-            self._in_flight[batch.batch_id] = job
+            self._in_flight[batch.batch_id] = batch
             batch.started_at = perf_counter()
-            self.run_in_background(partial(self._run, job), partial(self._done, job))
+            self._off_loop.submit(partial(self._run, batch), partial(self._done, batch))
 
-    # -- background side -----------------------------------------------------------------------
-    def _warm(self, job: _Job) -> None:
-        with self._job_lock:
-            if self._closing:
-                return
-            job.started = True
-        try:
-            get_spark(self._conf)
-        finally:
-            job.finished.set()
+    # -- off the loop ------------------------------------------------------------------------------
+    def _warm(self) -> None:
+        get_spark(self._conf)
 
     def _warmed(self, result: Any, error: BaseException | None) -> None:
         if error is not None:
             self.report_error(error)
 
-    def _run(self, job: _Job) -> list[list[Any]]:
-        batch = job.batch
-        with self._job_lock:
-            if self._closing:
-                raise RuntimeError("the bolt was cleaned up before the batch ran")
-            job.started = True
+    def _run(self, batch: Batch) -> list[list[Any]]:
         try:
             df = batch_dataframe(get_spark(self._conf), batch.fields, batch.rows, self.schema)
             rows = result_rows(self.process_stream_batch(df, batch.batch_id, batch.source))
@@ -284,8 +252,6 @@ class SparkBatchBolt(Bolt):
             except Exception as abort_exc:  # noqa: BLE001 - the batch fails either way
                 exc.add_note(f"abort_batch({batch.batch_id}) also failed: {abort_exc!r}")
             raise
-        finally:
-            job.finished.set()
 
     def _check_results(self, rows: list[list[Any]]) -> None:
         """Fail the batch here (so ``abort_batch`` runs) rather than at emit time when results
@@ -306,8 +272,8 @@ class SparkBatchBolt(Bolt):
                             f"(str, int, float, bool, None, bytes, lists, dicts): {exc}") from exc
 
     # -- back on the executor loop ---------------------------------------------------------------
-    def _done(self, job: _Job, rows: list[list[Any]] | None, error: BaseException | None) -> None:
-        batch = job.batch
+    def _done(self, batch: Batch, rows: list[list[Any]] | None,
+              error: BaseException | None) -> None:
         self._in_flight.pop(batch.batch_id, None)
         if self._closing:
             return
