@@ -56,6 +56,12 @@ class Context:
     topology_id = "topo"
     task_id = 7
 
+    def __init__(self) -> None:
+        self.metrics: dict[str, Any] = {}
+
+    def register_metric(self, name: str, fn: Any) -> None:
+        self.metrics[name] = fn
+
 
 class Harness:
     def __init__(self, capacity: int = 1000, **settings: Any) -> None:
@@ -113,6 +119,8 @@ def test_a_tuple_is_acked_only_when_its_delivery_is_reported() -> None:
     assert h.failed == [[None, b"raw"]]
     assert any("Message timed out" in e for e in h.errors)
     assert h.jobs == [] and h.bolt.in_flight == 0  # nothing in flight: no more polling
+    published = h.bolt.context.metrics["kafkaBolt"]()  # type: ignore[attr-defined]
+    assert published["delivered"] == 1 and published["delivery_failures"] == 1
 
 
 def test_producer_props_pass_through_and_the_bolt_owns_the_callbacks() -> None:

@@ -242,7 +242,9 @@ class WorkerHeartbeat:
     """One worker's liveness and per-component statistics.
 
     ``stats`` maps component → counter name → number (``emitted``, ``transferred``, ``acked``,
-    ``failed``, ``executed``, ``complete_latency_ms``, ...); names are open-ended.
+    ``failed``, ``executed``, ``complete_latency_ms``, ...); names are open-ended. ``metrics``
+    maps component → task id (a string) → metric name → value: what tasks registered with
+    ``context.register_metric`` (plain msgpack data; optional, absent in older heartbeats).
     """
 
     topology_id: str
@@ -252,6 +254,7 @@ class WorkerHeartbeat:
     uptime: float
     executors: tuple[ExecutorKey, ...] = ()
     stats: dict[str, dict[str, float]] = field(default_factory=dict)
+    metrics: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "executors", tuple(_executor(e) for e in self.executors))
@@ -261,7 +264,8 @@ class WorkerHeartbeat:
         return {"v": SCHEMA_VERSION, "topology_id": self.topology_id, "node": self.node,
                 "port": self.port, "time": self.time, "uptime": self.uptime,
                 "executors": [list(e) for e in self.executors],
-                "stats": {c: dict(s) for c, s in self.stats.items()}}
+                "stats": {c: dict(s) for c, s in self.stats.items()},
+                "metrics": {c: {t: dict(m) for t, m in tasks.items()} for c, tasks in self.metrics.items()}}
 
     @classmethod
     def from_doc(cls, doc: Any) -> WorkerHeartbeat:
@@ -277,7 +281,10 @@ class WorkerHeartbeat:
                        "a list of [start_task, end_task] pairs", [])),
                    stats={c: dict(s) for c, s in _field(
                        d, "stats", _is_map_of(_is_map_of(_is_num)),
-                       "a map of component → map of counter → number", {}).items()})
+                       "a map of component → map of counter → number", {}).items()},
+                   metrics={c: {t: dict(m) for t, m in tasks.items()} for c, tasks in _field(
+                       d, "metrics", _is_map_of(_is_map_of(_is_map_of(lambda _v: True))),
+                       "a map of component → map of task → map of metric → value", {}).items()})
 
 
 @dataclass(frozen=True)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+import msgpack
 
 from stormpy.topology.fields import Fields
 from stormpy.topology.layout import TaskLayout
 from stormpy.topology.spec import TopologySpec
 from stormpy.topology.state import CHECKPOINTS, StateBackend, StateStore
+
+log = logging.getLogger("stormpy.topology")
 
 
 class TopologyContext:
@@ -27,6 +32,7 @@ class TopologyContext:
         self.worker_port = worker_port
         self.conf = conf
         self._state = state
+        self._metrics: dict[str, Callable[[], Any]] = {}
 
     @property
     def component_tasks(self) -> list[int]:
@@ -61,6 +67,36 @@ class TopologyContext:
             raise RuntimeError(f"{self!r} has no state backend (contexts made by the runtime have "
                                "one)")
         return self._state.store(area, self.topology_id)
+
+    def register_metric(self, name: str, fn: Callable[[], Any]) -> None:
+        """Publish ``fn()`` as this task's metric ``name`` (Storm's ``registerMetric``).
+
+        The runtime samples every registered metric once per worker heartbeat, on the executor
+        loop (never on the tuple path), and carries the values in the heartbeat to topology info
+        (``stormpy info``; ``LocalCluster.get_metrics`` in local mode). ``fn`` must be cheap,
+        must not block, and must return plain data msgpack can carry (numbers, strings, lists,
+        maps with string keys). An exception from ``fn`` is logged and published as
+        ``{"error": text}``; it never stops the task. Registering a name again replaces it."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"metric name must be a non-empty string, got {name!r}")
+        if not callable(fn):
+            raise TypeError(f"metric {name!r}: expected a function returning the value, got {fn!r}")
+        self._metrics[name] = fn
+
+    @property
+    def has_metrics(self) -> bool:
+        return bool(self._metrics)
+
+    def metric_values(self) -> dict[str, Any]:
+        """Each registered metric's current value (called by the runtime at heartbeats)."""
+        out: dict[str, Any] = {}
+        for name, fn in self._metrics.items():
+            try:  # the round trip proves the value travels (string map keys, plain data)
+                out[name] = msgpack.unpackb(msgpack.packb(fn(), use_bin_type=True), raw=False)
+            except Exception as exc:
+                log.warning("metric %r of %s:%s failed: %r", name, self.component_id, self.task_id, exc)
+                out[name] = {"error": repr(exc)}
+        return out
 
     def __repr__(self) -> str:
         return f"TopologyContext({self.topology_id!r}, {self.component_id!r}, task={self.task_id})"

@@ -35,7 +35,7 @@ from stormpy.cluster.records import WorkerHeartbeat
 from stormpy.cluster.state import ClusterState
 from stormpy.messaging.transport import Transport
 from stormpy.topology.layout import ExecutorKey
-from stormpy.worker.heartbeats import component_stats, write_local_heartbeat
+from stormpy.worker.heartbeats import component_stats, task_metrics, write_local_heartbeat
 from stormpy.worker.loop import Worker
 from stormpy.worker.peers import WorkerPeers, local_executors, worker_peers
 
@@ -189,7 +189,7 @@ class ClusterLink:
             log.warning("cannot write the local heartbeat %s: %s", self.heartbeat_path, exc)
         beat = WorkerHeartbeat(topology_id=self.topology_id, node=self.node, port=self.port, time=now,
                                uptime=time.monotonic() - self.started, executors=self.executors,
-                               stats=component_stats(docs))
+                               stats=component_stats(docs), metrics=task_metrics(docs))
         try:
             self.state.set_worker_heartbeat(beat)
         except ClusterStateError as exc:

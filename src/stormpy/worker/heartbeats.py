@@ -6,7 +6,8 @@ str, "port": int, "executors": [[start, end], ...]}``, replaced atomically so a 
 partial file. The supervisor reads it to decide whether the worker is alive.
 
 :func:`component_stats` turns ``Worker.task_stats()`` into the ``stats`` of a
-:class:`~stormpy.cluster.records.WorkerHeartbeat`: component → counter → number.
+:class:`~stormpy.cluster.records.WorkerHeartbeat`: component → counter → number, and
+:func:`task_metrics` into its ``metrics``: component → task id (a string) → metric name → value.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import msgpack
 
 from stormpy.cluster.local_layout import HEARTBEAT_FILE
 
-__all__ = ["HEARTBEAT_FILE", "component_stats", "write_local_heartbeat"]
+__all__ = ["HEARTBEAT_FILE", "component_stats", "task_metrics", "write_local_heartbeat"]
 
 
 _COUNTERS = ("transferred", "executed", "acked", "failed", "latency_sum", "latency_count")
@@ -56,4 +57,13 @@ def component_stats(task_docs: Iterable[dict[str, Any]]) -> dict[str, dict[str, 
     for c in out.values():
         if c["latency_count"]:
             c["complete_latency_ms"] = round(1000.0 * c["latency_sum"] / c["latency_count"], 3)
+    return out
+
+
+def task_metrics(task_docs: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """The metrics components registered (``context.register_metric``), per component and task."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for doc in task_docs:
+        if doc.get("metrics"):
+            out.setdefault(doc["component"], {})[str(doc["task"])] = doc["metrics"]
     return out

@@ -102,6 +102,7 @@ class KafkaBolt(Bolt):
                          "client.id": f"stormpy-{context.topology_id}-{context.task_id}",
                          **cfg.producer_props, "error_cb": error_cb, "logger": client_log}
         self.producer = self.producer_factory(producer_conf)
+        context.register_metric("kafkaBolt", self.metrics)
 
     # -- execute -----------------------------------------------------------------------------
     def execute(self, tup: Tuple) -> None:
@@ -223,7 +224,7 @@ class KafkaBolt(Bolt):
 
     def metrics(self) -> dict[str, Any]:
         """Counters plus the tuples awaiting delivery (``in_flight``) and queue space
-        (``backlog``)."""
+        (``backlog``); published as the task metric ``kafkaBolt`` (topology info)."""
         return {**self.counters, "in_flight": self.in_flight, "backlog": len(self._backlog)}
 
     def cleanup(self) -> None:
