@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -185,6 +186,10 @@ def test_kill9_of_the_spout_worker_twice_loses_nothing_and_commits_only_counted_
             run.wait(lambda o=opened: len(kafka_fault.opens(run.out)) > o, 90,
                      f"the spout task reopened after kill {round_ + 1}")
         result = run.finish("kafka-kill")
+        shown = subprocess.run([sys.executable, "-m", "stormpy.cli", "info", "kafka-kill", "--nimbus",
+                                cluster.nimbus_address], capture_output=True, text=True, timeout=60,
+                               env={**os.environ, "COLUMNS": "200"}, stdin=subprocess.DEVNULL)
+        assert shown.returncode == 0 and "metric kafkaOffset" in shown.stdout, shown.stdout + shown.stderr
     finally:
         run._stop.set()
         cluster.client().kill("kafka-kill", 0)
