@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import getpass
+import json
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -275,6 +276,11 @@ def topology_info(client: NimbusClient, name: str, system: bool) -> None:
     for comp, s in sources.items():
         stats[comp] = {**stats.get(comp, _ZERO), **s}
     print_wide(stats_table(f"topology {info['name']}", stats))
+    for comp, tasks in info.get("metrics", {}).items():
+        for task, metrics in tasks.items():
+            for metric, value in metrics.items():
+                console.print(f"[bold]{comp}[/bold] task {task} metric [bold]{metric}[/bold]: "
+                              f"{json.dumps(value, sort_keys=True, default=str)}", soft_wrap=True)
     for comp, errors in info.get("errors", {}).items():
         last = errors[-1]
         console.print(f"[red]last error of {comp}[/red] (task {last['task']}, {last['host']}:{last['port']}):"

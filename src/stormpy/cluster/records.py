@@ -259,7 +259,9 @@ class WorkerHeartbeat:
     ``executed``, ``acked``, ``failed``, ``latency_sum``, ``latency_count``, ...). ``process``
     (optional) holds the worker process's figures: counter name → number (``cpu_user_secs``,
     ``cpu_system_secs``, ``rss_bytes``, ``gc_collections_<gen>``, ...). Both are cumulative since
-    the worker started, like ``stats``; the UI and its Prometheus exporter read them.
+    the worker started, like ``stats``; the UI and its Prometheus exporter read them. ``metrics``
+    maps component → task id (a string) → metric name → value: what tasks registered with
+    ``context.register_metric`` (plain msgpack data; optional, absent in older heartbeats).
     """
 
     topology_id: str
@@ -271,6 +273,7 @@ class WorkerHeartbeat:
     stats: dict[str, dict[str, float]] = field(default_factory=dict)
     tasks: tuple[dict[str, Any], ...] = ()
     process: dict[str, float] = field(default_factory=dict)
+    metrics: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "executors", tuple(_executor(e) for e in self.executors))
@@ -282,7 +285,8 @@ class WorkerHeartbeat:
                 "port": self.port, "time": self.time, "uptime": self.uptime,
                 "executors": [list(e) for e in self.executors],
                 "stats": {c: dict(s) for c, s in self.stats.items()},
-                "tasks": [dict(t) for t in self.tasks], "process": dict(self.process)}
+                "tasks": [dict(t) for t in self.tasks], "process": dict(self.process),
+                "metrics": {c: {t: dict(m) for t, m in tasks.items()} for c, tasks in self.metrics.items()}}
 
     @classmethod
     def from_doc(cls, doc: Any) -> WorkerHeartbeat:
@@ -303,7 +307,10 @@ class WorkerHeartbeat:
                        d, "tasks", _is_list_of(_is_task_stats),
                        "a list of task maps (task, component, emitted, counters)", [])),
                    process=dict(_field(d, "process", _is_map_of(_is_num),
-                                       "a map of counter → number", {})))
+                                       "a map of counter → number", {})),
+                   metrics={c: {t: dict(m) for t, m in tasks.items()} for c, tasks in _field(
+                       d, "metrics", _is_map_of(_is_map_of(_is_map_of(lambda _v: True))),
+                       "a map of component → map of task → map of metric → value", {}).items()})
 
 
 @dataclass(frozen=True)

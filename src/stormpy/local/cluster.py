@@ -195,6 +195,33 @@ class LocalCluster:
         docs = [d for w in self._groups[name] for d in w.task_stats()]
         return {c: s for c, s in summarize(docs).items() if not c.startswith("__")}
 
+    def get_metrics(self, name: str) -> dict[str, dict[str, dict[str, Any]]]:
+        """The metrics the topology's tasks registered (``context.register_metric``), sampled
+        now: component → task id (a string) → metric name → value, as in topology info."""
+        self.worker(name)
+        out: dict[str, dict[str, dict[str, Any]]] = {}
+        for w in self._groups[name]:
+            for doc in self._on_loop(w, w.task_stats):
+                if doc.get("metrics"):
+                    out.setdefault(doc["component"], {})[str(doc["task"])] = doc["metrics"]
+        return out
+
+    @staticmethod
+    def _on_loop(worker: Worker, fn: Callable[[], Any], timeout: float = 10.0) -> Any:
+        """``fn()`` run on ``worker``'s loop thread (components' state is only safe there)."""
+        if not worker.running:
+            return fn()
+        result: list[Any] = []
+        done = threading.Event()
+
+        def run() -> None:
+            result.append(fn())
+            done.set()
+        worker.call_soon_threadsafe(run)
+        if not done.wait(timeout):
+            raise TimeoutError(f"the executor loop did not answer within {timeout} s")
+        return result[0]
+
     def topologies(self) -> list[str]:
         return sorted(self._workers)
 

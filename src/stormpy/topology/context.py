@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+import msgpack
 
 from stormpy.topology.clock import Clock, current_clock
 from stormpy.topology.fields import Fields
@@ -11,6 +14,8 @@ from stormpy.topology.layout import TaskLayout
 from stormpy.topology.offloop import OffLoop
 from stormpy.topology.spec import TopologySpec
 from stormpy.topology.state import CHECKPOINTS, StateBackend, StateStore
+
+log = logging.getLogger("stormpy.topology")
 
 
 class TopologyContext:
@@ -31,6 +36,7 @@ class TopologyContext:
         self.conf = conf
         self._state = state
         self._off_loop = off_loop
+        self._metrics: dict[str, Callable[[], Any]] = {}
 
     @property
     def off_loop(self) -> OffLoop:
@@ -80,6 +86,36 @@ class TopologyContext:
             raise RuntimeError(f"{self!r} has no state backend (contexts made by the runtime have "
                                "one)")
         return self._state.store(area, self.topology_id)
+
+    def register_metric(self, name: str, fn: Callable[[], Any]) -> None:
+        """Publish ``fn()`` as this task's metric ``name`` (Storm's ``registerMetric``).
+
+        The runtime samples every registered metric once per worker heartbeat, on the executor
+        loop (never on the tuple path), and carries the values in the heartbeat to topology info
+        (``stormpy info``; ``LocalCluster.get_metrics`` in local mode). ``fn`` must be cheap,
+        must not block, and must return plain data msgpack can carry (numbers, strings, lists,
+        maps with string keys). An exception from ``fn`` is logged and published as
+        ``{"error": text}``; it never stops the task. Registering a name again replaces it."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"metric name must be a non-empty string, got {name!r}")
+        if not callable(fn):
+            raise TypeError(f"metric {name!r}: expected a function returning the value, got {fn!r}")
+        self._metrics[name] = fn
+
+    @property
+    def has_metrics(self) -> bool:
+        return bool(self._metrics)
+
+    def metric_values(self) -> dict[str, Any]:
+        """Each registered metric's current value (called by the runtime at heartbeats)."""
+        out: dict[str, Any] = {}
+        for name, fn in self._metrics.items():
+            try:  # the round trip proves the value travels (string map keys, plain data)
+                out[name] = msgpack.unpackb(msgpack.packb(fn(), use_bin_type=True), raw=False)
+            except Exception as exc:
+                log.warning("metric %r of %s:%s failed: %r", name, self.component_id, self.task_id, exc)
+                out[name] = {"error": repr(exc)}
+        return out
 
     def __repr__(self) -> str:
         return f"TopologyContext({self.topology_id!r}, {self.component_id!r}, task={self.task_id})"

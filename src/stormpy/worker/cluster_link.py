@@ -37,7 +37,13 @@ from stormpy.cluster.records import WorkerHeartbeat
 from stormpy.cluster.state import ClusterState
 from stormpy.messaging.transport import Transport
 from stormpy.topology.layout import ExecutorKey
-from stormpy.worker.heartbeats import component_stats, process_stats, task_entries, write_local_heartbeat
+from stormpy.worker.heartbeats import (
+    component_stats,
+    process_stats,
+    task_entries,
+    task_metrics,
+    write_local_heartbeat,
+)
 from stormpy.worker.loop import Worker
 from stormpy.worker.peers import WorkerPeers, local_executors, worker_peers
 
@@ -192,7 +198,7 @@ class ClusterLink:
         beat = WorkerHeartbeat(topology_id=self.topology_id, node=self.node, port=self.port, time=now,
                                uptime=time.monotonic() - self.started, executors=self.executors,
                                stats=component_stats(docs), tasks=tuple(task_entries(docs)),
-                               process=process_stats())
+                               process=process_stats(), metrics=task_metrics(docs))
         try:
             self.state.set_worker_heartbeat(beat)
         except ClusterStateError as exc:

@@ -6,7 +6,8 @@ str, "port": int, "executors": [[start, end], ...]}``, replaced atomically so a 
 partial file. The supervisor reads it to decide whether the worker is alive.
 
 :func:`component_stats` turns ``Worker.task_stats()`` into the ``stats`` of a
-:class:`~stormpy.cluster.records.WorkerHeartbeat`: component → counter → number.
+:class:`~stormpy.cluster.records.WorkerHeartbeat`: component → counter → number, and
+:func:`task_metrics` into its ``metrics``: component → task id (a string) → metric name → value.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ import psutil
 
 from stormpy.cluster.local_layout import HEARTBEAT_FILE
 
-__all__ = ["HEARTBEAT_FILE", "component_stats", "process_stats", "task_entries", "write_local_heartbeat"]
+__all__ = ["HEARTBEAT_FILE", "component_stats", "process_stats", "task_entries", "task_metrics",
+           "write_local_heartbeat"]
 
 
 _COUNTERS = ("transferred", "executed", "acked", "failed", "latency_sum", "latency_count")
@@ -91,4 +93,13 @@ def process_stats(process: psutil.Process | None = None) -> dict[str, float]:
         return {}
     for generation, stats in enumerate(gc.get_stats()):
         out[f"gc_collections_{generation}"] = float(stats.get("collections", 0))
+    return out
+
+
+def task_metrics(task_docs: Iterable[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """The metrics components registered (``context.register_metric``), per component and task."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for doc in task_docs:
+        if doc.get("metrics"):
+            out.setdefault(doc["component"], {})[str(doc["task"])] = doc["metrics"]
     return out

@@ -189,7 +189,12 @@ class Worker:
             log.info("emitted %s:%d %s %r -> %s", component, task, stream, values, targets)
 
     def task_stats(self) -> list[dict[str, Any]]:
-        return [r.stats.to_doc() for r in self._runners]
+        """Each task's counters, plus ``metrics`` (``context.register_metric``) where it has any."""
+        docs = [r.stats.to_doc() for r in self._runners]
+        for doc, r in zip(docs, self._runners):
+            if r.context.has_metrics:
+                doc["metrics"] = r.context.metric_values()
+        return docs
 
     def stats(self) -> dict[str, dict[str, Any]]:
         """Per-component totals (user components only)."""
