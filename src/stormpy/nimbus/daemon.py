@@ -98,7 +98,10 @@ class Nimbus(Daemon):
         expiration = float(conf["nimbus.file.copy.expiration.secs"])
         chunk = int(conf["nimbus.upload.chunk.size.bytes"])
         self.uploads = UploadManager(self.dirs, max_bundle_bytes=int(conf["nimbus.max.bundle.size.bytes"]),
-                                     expiration_secs=expiration, chunk_size=chunk, clock=self.clock)
+                                     expiration_secs=expiration, chunk_size=chunk, clock=self.clock,
+                                     max_sessions=int(conf["nimbus.upload.max.sessions"]),
+                                     max_sessions_per_client=int(conf["nimbus.upload.max.sessions.per.client"]),
+                                     idle_secs=min(float(conf["nimbus.upload.idle.secs"]), expiration))
         self.uploads.clear_leftovers()
         self.downloads = DownloadManager(chunk_size=chunk, expiration_secs=expiration, clock=self.clock)
         self.manager = TopologyManager(self.state, BundleStore(self.dirs), conf, clock=self.clock)

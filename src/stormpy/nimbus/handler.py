@@ -12,12 +12,15 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import msgpack
+
+from stormpy.config import DEFAULTS
 from stormpy.nimbus.downloads import DownloadManager
 from stormpy.nimbus.info import cluster_summary, topology_info
 from stormpy.nimbus.store import StoreError
 from stormpy.nimbus.topologies import TopologyManager, validate_topology_conf, validate_topology_name
 from stormpy.nimbus.uploads import UploadManager
-from stormpy.rpc import rpc_method
+from stormpy.rpc import current_client, rpc_method
 from stormpy.rpc.errors import InvalidRequestError, InvalidTopologyError
 from stormpy.topology.errors import InvalidTopologyError as SpecError
 from stormpy.topology.spec import TopologySpec
@@ -48,7 +51,7 @@ class NimbusHandler:
     # -- uploads ---------------------------------------------------------------------------------
     @rpc_method
     def begin_upload(self, size: Any) -> dict[str, Any]:
-        return self.uploads.begin(size)
+        return self.uploads.begin(size, current_client())
 
     @rpc_method
     def upload_chunk(self, upload_id: Any, data: Any, offset: Any) -> dict[str, Any]:
@@ -63,6 +66,7 @@ class NimbusHandler:
     def submit_topology(self, name: Any, bundle_key: Any, spec: Any, conf: Any = None,
                         initial_status: Any = "active") -> dict[str, Any]:
         name = validate_topology_name(name)
+        self._check_spec_size(name, spec, conf)
         if initial_status not in ("active", "inactive"):
             raise InvalidRequestError("initial_status must be 'active' or 'inactive', "
                                       f"got {initial_status!r}")
@@ -149,6 +153,18 @@ class NimbusHandler:
         return self.downloads.chunk(download_id, offset)
 
     # -- helpers ---------------------------------------------------------------------------------
+    def _check_spec_size(self, name: str, spec: Any, conf: Any) -> None:
+        key = "nimbus.max.spec.size.bytes"
+        limit = int(self.manager.conf.get(key, DEFAULTS[key]))
+        try:
+            size = len(msgpack.packb(spec, use_bin_type=True)) + len(msgpack.packb(conf, use_bin_type=True))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise InvalidTopologyError(f"topology {name!r} refused: spec and config must be plain data: "
+                                       f"{exc}") from None
+        if size > limit:
+            raise InvalidTopologyError(f"topology {name!r} refused: its spec and config encode to {size} "
+                                       f"bytes, beyond nimbus.max.spec.size.bytes ({limit})")
+
     @staticmethod
     def _topology_id(value: Any) -> str:
         if not isinstance(value, str) or not value:

@@ -21,7 +21,7 @@ from stormpy.rpc.errors import (
     register_error,
 )
 from stormpy.rpc.methods import rpc_method
-from stormpy.rpc.server import RpcServer
+from stormpy.rpc.server import RpcServer, current_client
 
 __all__ = [
     "ERROR_TYPES",
@@ -40,6 +40,7 @@ __all__ = [
     "RpcTimeoutError",
     "UnreachableError",
     "UploadError",
+    "current_client",
     "error_from_wire",
     "register_error",
     "rpc_method",
