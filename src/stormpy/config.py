@@ -108,6 +108,9 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("topology.min.replication.count", 1,
               "Nimbus hosts (the leader included) that must hold a topology's bundle before "
               "submit_topology answers (Storm's key)."),
+    ConfigKey("topology.max.replication.wait.time.sec", 60,
+              "How long submit_topology waits for topology.min.replication.count copies before it "
+              "rolls the submission back (Storm's key; Storm's -1, wait forever, is not offered)."),
     ConfigKey("nimbus.leader.wait.secs", 30,
               "How long a client (CLI, supervisor) looks for a leader among nimbus.seeds before it "
               "gives up."),

@@ -71,6 +71,9 @@ def dev_kafka(port: int, log_dir: str | None, config_file: str | None, overrides
 @click.command("dev-cluster")
 @click.option("-s", "--supervisors", type=click.IntRange(1, 16), default=2, show_default=True,
               help="Number of supervisors.")
+@click.option("-n", "--nimbuses", type=click.IntRange(1, 5), default=1, show_default=True,
+              help="Number of Nimbus processes (Nimbus HA: one leads, the others stand by); Nimbus i "
+                   "listens on nimbus.thrift.port + i.")
 @click.option("--slots", type=click.IntRange(1, 16), default=4, show_default=True,
               help="Worker slots (ports) per supervisor; supervisor i uses the next block of ports.")
 @click.option("--base-dir", type=click.Path(file_okay=False), default=None,
@@ -78,9 +81,10 @@ def dev_kafka(port: int, log_dir: str | None, config_file: str | None, overrides
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="stormpy.yaml to read.")
 @click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Config override passed to every daemon (repeatable).")
-def dev_cluster(supervisors: int, slots: int, base_dir: str | None, config_file: str | None,
+def dev_cluster(supervisors: int, nimbuses: int, slots: int, base_dir: str | None, config_file: str | None,
                 overrides: tuple[str, ...]) -> None:
-    """Run ZooKeeper + Nimbus + N supervisors on this machine (the docker-compose layout).
+    """Run ZooKeeper + Nimbus (or several, --nimbuses) + N supervisors on this machine (the
+    docker-compose layout).
 
     Ctrl-C or SIGTERM stops every process it started, workers included."""
     conf, extra = _conf(config_file, overrides)
@@ -96,9 +100,14 @@ def dev_cluster(supervisors: int, slots: int, base_dir: str | None, config_file:
         console.print(f"ZooKeeper serving on {zookeeper.connect_string} (data {zookeeper.data_dir})")
         cluster = ProcessCluster(zookeeper.connect_string, supervisors=supervisors, base_dir=base,
                                  zk_root=str(conf["storm.zookeeper.root"]), conf=extra,
-                                 nimbus_port=int(conf["nimbus.thrift.port"]), slot_ports=slot_ports)
+                                 nimbus_port=int(conf["nimbus.thrift.port"]), slot_ports=slot_ports,
+                                 nimbuses=nimbuses)
         cluster.start(timeout_secs=90)
-        console.print(f"Nimbus serving on {cluster.nimbus_address} (logs {cluster.nimbus.workdir / 'logs'})")
+        leader = cluster.leader_index()
+        for i, port in enumerate(cluster.nimbus_ports):
+            role = "leader" if i == leader else "standby"
+            console.print(f"{cluster.nimbuses[i].name} ({role}) serving on {cluster.host}:{port} (logs "
+                          f"{cluster.nimbuses[i].workdir / 'logs'})")
         for i, ports in enumerate(slot_ports):
             console.print(f"supervisor-{i}: slots {ports[0]}-{ports[-1]} (logs "
                           f"{cluster.supervisors[i].workdir / 'logs'})")
@@ -106,7 +115,7 @@ def dev_cluster(supervisors: int, slots: int, base_dir: str | None, config_file:
                       f"{cluster.nimbus_address}\nCtrl-C stops the cluster")
         reported: set[str] = set()
         while not stop.wait(1.0):
-            for daemon in [cluster.nimbus, *cluster.supervisors]:
+            for daemon in [*cluster.nimbuses, *cluster.supervisors]:
                 if not daemon.running and daemon.name not in reported:
                     reported.add(daemon.name)
                     code = daemon.proc.returncode if daemon.proc else "?"

@@ -13,8 +13,11 @@ Contract:
   its own directory under ``base_dir`` (a temporary directory when not given, removed by
   :meth:`ProcessCluster.stop`), with its own ``storm.local.dir`` and log directory, and
   stdout/stderr in ``<daemon>.out``. Supervisor ``i`` gets its own slot ports.
-* :meth:`~ProcessCluster.start` returns once Nimbus answers and every supervisor is registered in
-  ZooKeeper, or raises TimeoutError carrying the daemons' log tails.
+* ``nimbuses=N`` starts N Nimbus processes (Nimbus HA): each gets its own port and directory,
+  every daemon's ``nimbus.seeds`` lists all of them; :attr:`~ProcessCluster.nimbus` is the first,
+  :attr:`~ProcessCluster.nimbuses` all, and :meth:`~ProcessCluster.leader_index` says which leads.
+* :meth:`~ProcessCluster.start` returns once every Nimbus answers, one of them leads, and every
+  supervisor is registered in ZooKeeper, or raises TimeoutError carrying the daemons' log tails.
 * :meth:`~ProcessCluster.stop` sends SIGTERM to every daemon, SIGKILL after a grace period, and
   then ends any worker process still running from this cluster's directories (found by their
   command lines through ``psutil``), so nothing is left behind; it is idempotent.
@@ -147,7 +150,9 @@ class ProcessCluster:
                  base_dir: str | os.PathLike[str] | None = None, zk_root: str = "/stormpy",
                  conf: Mapping[str, Any] | None = None, nimbus_port: int | None = None,
                  slot_ports: list[list[int]] | None = None, host: str = "127.0.0.1",
-                 python: str = sys.executable) -> None:
+                 python: str = sys.executable, nimbuses: int = 1) -> None:
+        if nimbuses < 1:
+            raise ValueError(f"a cluster needs at least one Nimbus, got nimbuses={nimbuses}")
         self.zk_connect = zk_connect
         self.zk_root = zk_root
         self.host = host
@@ -155,14 +160,20 @@ class ProcessCluster:
         self._own_dir = base_dir is None
         self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="stormpy-cluster-")).resolve()
         self.extra_conf = dict(conf or {})
-        self.nimbus_port = nimbus_port or free_ports(1, host)[0]
+        # Nimbus i listens on nimbus_port + i when nimbus_port is given, else on free ports.
+        self.nimbus_ports = ([nimbus_port + i for i in range(nimbuses)] if nimbus_port
+                             else free_ports(nimbuses, host))
+        self.nimbus_port = self.nimbus_ports[0]
         if slot_ports is None:
             ports = free_ports(supervisors * slots_per_supervisor, host)
             slot_ports = [ports[i * slots_per_supervisor:(i + 1) * slots_per_supervisor]
                           for i in range(supervisors)]
         self.slot_ports = [list(p) for p in slot_ports]
-        self.nimbus = DaemonProcess("nimbus", "nimbus", self.base_dir / "nimbus", self._conf("nimbus"),
-                                    python)
+        names = ["nimbus" if i == 0 else f"nimbus-{i}" for i in range(len(self.nimbus_ports))]
+        self.nimbuses = [DaemonProcess("nimbus", name, self.base_dir / name,
+                                       self._conf(name, nimbus_port=port), python)
+                         for name, port in zip(names, self.nimbus_ports, strict=True)]
+        self.nimbus = self.nimbuses[0]
         self.supervisors = [DaemonProcess("supervisor", f"supervisor-{i}", self.base_dir / f"supervisor-{i}",
                                           self._conf(f"supervisor-{i}", ports), python)
                             for i, ports in enumerate(self.slot_ports)]
@@ -171,7 +182,8 @@ class ProcessCluster:
         self._stopped = False
 
     # -- configuration ---------------------------------------------------------------------------
-    def _conf(self, name: str, ports: list[int] | None = None) -> dict[str, Any]:
+    def _conf(self, name: str, ports: list[int] | None = None, *,
+              nimbus_port: int | None = None) -> dict[str, Any]:
         zk_hosts = [h for h in self.zk_connect.split(",") if h]
         workdir = self.base_dir / name
         conf: dict[str, Any] = {
@@ -180,8 +192,8 @@ class ProcessCluster:
             "storm.local.dir": str(workdir / "local"),
             "storm.log.dir": str(workdir / "logs"),
             "nimbus.host": self.host,
-            "nimbus.seeds": [self.host],
-            "nimbus.thrift.port": self.nimbus_port,
+            "nimbus.seeds": [f"{self.host}:{p}" for p in self.nimbus_ports],
+            "nimbus.thrift.port": nimbus_port or self.nimbus_port,
             "supervisor.host": self.host,
         }
         conf.update(self.extra_conf)
@@ -197,7 +209,9 @@ class ProcessCluster:
     def start(self, timeout_secs: float = 60.0) -> ProcessCluster:
         """Start Nimbus and every supervisor; wait until all are up."""
         try:
-            self.start_nimbus(timeout_secs)
+            for i in range(len(self.nimbuses)):
+                self.start_nimbus(timeout_secs, index=i)
+            self.wait_for(lambda: self.leader_index() is not None, timeout_secs, "a Nimbus leader")
             for i in range(len(self.supervisors)):
                 self.supervisors[i].start()
             self.wait_for(lambda: len(self.supervisor_ids()) == len(self.supervisors), timeout_secs,
@@ -207,19 +221,36 @@ class ProcessCluster:
             raise
         return self
 
-    def start_nimbus(self, timeout_secs: float = 60.0) -> None:
-        """Start (or restart) Nimbus and wait until it answers."""
-        self.nimbus.start()
-        probe = NimbusClient(self.host, self.nimbus_port, timeout_secs=1.0, retries=0,
+    def start_nimbus(self, timeout_secs: float = 60.0, *, index: int = 0) -> None:
+        """Start (or restart) Nimbus ``index`` and wait until it answers."""
+        self.nimbuses[index].start()
+        probe = NimbusClient(self.host, self.nimbus_ports[index], timeout_secs=1.0, retries=0,
                              auth_token=rpc_auth_token(self.extra_conf))
         try:
-            self.wait_for(lambda: probe.ping(1.0), timeout_secs, "Nimbus to answer", check_daemons=False)
+            self.wait_for(lambda: probe.ping(1.0), timeout_secs, f"{self.nimbuses[index].name} to answer",
+                          check_daemons=False)
         finally:
             probe.close()
 
-    def stop_nimbus(self, *, kill: bool = False) -> int | None:
-        """Stop Nimbus (SIGTERM, or SIGKILL with ``kill``); return its exit code."""
-        return self.nimbus.stop(kill=kill)
+    def stop_nimbus(self, *, kill: bool = False, index: int = 0) -> int | None:
+        """Stop Nimbus ``index`` (SIGTERM, or SIGKILL with ``kill``); return its exit code."""
+        return self.nimbuses[index].stop(kill=kill)
+
+    def leader_index(self) -> int | None:
+        """Index of the Nimbus that says it leads (None when none does or none answers)."""
+        for i, port in enumerate(self.nimbus_ports):
+            if not self.nimbuses[i].running:
+                continue
+            probe = NimbusClient(self.host, port, timeout_secs=1.0, retries=0,
+                                 auth_token=rpc_auth_token(self.extra_conf), leader_wait_secs=0)
+            try:
+                if probe.rpc.call("get_leader").get("is_leader"):
+                    return i
+            except Exception:  # noqa: BLE001 - a Nimbus starting or stopping
+                continue
+            finally:
+                probe.close()
+        return None
 
     def start_supervisor(self, index: int, timeout_secs: float = 60.0) -> None:
         """Start supervisor ``index`` and wait until it is registered."""
@@ -241,9 +272,9 @@ class ProcessCluster:
         if self._state is not None:
             self._state.close()
             self._state = None
-        for daemon in [*self.supervisors, self.nimbus]:
+        for daemon in [*self.supervisors, *self.nimbuses]:
             daemon.signal_stop()  # all at once: they stop in parallel
-        for daemon in [*self.supervisors, self.nimbus]:
+        for daemon in [*self.supervisors, *self.nimbuses]:
             daemon.stop(grace_secs=15.0)
         strays = [pid for pid, _ in self.worker_processes()]
         if strays:
@@ -261,9 +292,10 @@ class ProcessCluster:
     # -- access ----------------------------------------------------------------------------------
     def client(self, timeout_secs: float = 10.0, retries: int = 1) -> NimbusClient:
         """A NimbusClient for this cluster (closed by :meth:`stop`), sending the cluster conf's
-        ``nimbus.rpc.auth.token``."""
+        ``nimbus.rpc.auth.token``; with several Nimbus hosts it follows the leader."""
         client = NimbusClient(self.host, self.nimbus_port, timeout_secs=timeout_secs, retries=retries,
-                              auth_token=rpc_auth_token(self.extra_conf))
+                              auth_token=rpc_auth_token(self.extra_conf),
+                              seeds=[f"{self.host}:{p}" for p in self.nimbus_ports])
         self._clients.append(client)
         return client
 
@@ -309,9 +341,10 @@ class ProcessCluster:
                     return value
             except Exception as exc:  # conditions may race with daemons starting or stopping
                 last_error = exc
-            if check_daemons and self.nimbus.proc is not None and not self.nimbus.running:
-                raise RuntimeError(f"Nimbus exited (code {self.nimbus.proc.returncode}) while waiting for "
-                                   f"{what}\n{self.dump_logs()}")
+            if check_daemons and all(n.proc is not None and not n.running for n in self.nimbuses):
+                codes = ", ".join(str(n.proc.returncode) for n in self.nimbuses if n.proc is not None)
+                raise RuntimeError(f"Nimbus exited (code {codes}) while waiting for {what}\n"
+                                   f"{self.dump_logs()}")
             if time.monotonic() > deadline:
                 extra = f" (last error: {last_error!r})" if last_error else ""
                 raise TimeoutError(f"timed out after {timeout_secs:g}s waiting for {what}{extra}\n"
@@ -320,7 +353,7 @@ class ProcessCluster:
 
     def log_files(self) -> list[Path]:
         """Every daemon and worker log of this cluster."""
-        return sorted(p for d in [self.nimbus, *self.supervisors] for p in d.log_files())
+        return sorted(p for d in [*self.nimbuses, *self.supervisors] for p in d.log_files())
 
     def dump_logs(self, lines: int = 40) -> str:
         """The last ``lines`` lines of every log file, each under a header."""

@@ -12,7 +12,9 @@ Contract:
   ``nimbus.executors.perTopology``, ``nimbus.tasks.perTopology``) are checked before anything is
   laid out or written, every znode is checked against ``storm.zookeeper.jute.maxbuffer`` before it
   is written, and on any failure the StormBase, assignment and stored bundle written so far are
-  removed again before the error propagates.
+  removed again before the error propagates. A marker (``submitting/<id>``) is written before the
+  first write and removed at the commit (activation); a Nimbus that resumes as leader rolls back
+  every marked topology, so a leader dying mid-submit leaves nothing half-written either.
 * ``kill`` marks the topology ``killed`` (workers stop spouts) and removes it — ZooKeeper state
   (assignment first) and the stored bundle — after ``wait_secs``; ``rebalance`` marks it
   ``rebalancing`` with the new worker/executor counts and reschedules it from scratch after
@@ -215,6 +217,7 @@ class TopologyManager:
                       topo_conf: dict[str, Any], layout: TaskLayout, now: float, initial_status: str,
                       before_activate: Callable[[str], None] | None) -> None:
         workers = int(topo_conf["topology.workers"])
+        self.state.mark_submitting(topology_id)
         self.store.install(topology_id, staged, spec.to_doc(), topo_conf)
         executors_per_component: dict[str, int] = {}
         for executor in layout.executors:
@@ -233,6 +236,7 @@ class TopologyManager:
             before_activate(topology_id)
         if initial_status == "active":
             self.state.set_storm_base(replace(base, status="active"))
+        self.state.clear_submitting(topology_id)  # the commit point
 
     def _roll_back(self, topology_id: str) -> None:
         """Remove whatever a failed submission wrote (best effort; failures are logged)."""
@@ -383,6 +387,10 @@ class TopologyManager:
         """Re-arm pending kill/rebalance waits from ZooKeeper and drop stored bundles of topologies
         that no longer exist; return the ids of the topologies found."""
         with self.lock:
+            for tid in self.state.submitting():
+                log.warning("topology %s was being submitted when the previous leader stopped; rolling "
+                            "it back", tid)
+                self._roll_back(tid)
             bases = self.state.storm_bases()
             now = self.clock()
             for tid, base in bases.items():
