@@ -156,18 +156,28 @@ class NimbusClient:
         self.close()
 
     def check_reachable(self) -> None:
-        """Raise UnreachableError quickly when nothing accepts TCP connections on Nimbus's port."""
-        try:
-            with socket.create_connection((self.host, self.port), timeout=self.connect_timeout_secs):
-                pass
-        except OSError as exc:
-            raise UnreachableError(f"Nimbus at {self.address} is unreachable ({exc.strerror or exc}); is "
-                                   "`stormpy nimbus` running there? (set --nimbus host:port or nimbus.host / "
-                                   "nimbus.thrift.port)") from None
+        """Raise UnreachableError quickly when nothing accepts TCP connections on Nimbus's port (on
+        any seed's port: the client switches to the first seed that accepts)."""
+        problems = []
+        for address in [self.address, *[s for s in self.seeds if s != self.address]]:
+            host, port = parse_address(address)
+            try:
+                with socket.create_connection((host, port), timeout=self.connect_timeout_secs):
+                    pass
+            except OSError as exc:
+                problems.append(f"{address} ({exc.strerror or exc})")
+                continue
+            if address != self.address:
+                self._switch(address)
+            return
+        raise UnreachableError(f"Nimbus at {', '.join(problems)} is unreachable; is `stormpy nimbus` running "
+                               "there? (set --nimbus host:port, or nimbus.host / nimbus.thrift.port / "
+                               "nimbus.seeds)")
 
     def call(self, method: str, /, **args: Any) -> Any:
-        """Any RPC method by name, sent to the leader (following a change of leader)."""
-        deadline = time.monotonic() + self.leader_wait_secs
+        """Any RPC method by name, sent to the leader (following a change of leader for up to
+        ``leader_wait_secs`` after the first failure)."""
+        deadline: float | None = None
         while True:
             try:
                 return self.rpc.call(method, **args)
@@ -175,10 +185,12 @@ class NimbusClient:
                 if exc.leader is not None and exc.leader != self.address:
                     self._switch(exc.leader)
                     continue
+                deadline = deadline or time.monotonic() + self.leader_wait_secs
                 if time.monotonic() >= deadline:
                     raise
                 time.sleep(0.5)
             except RpcTimeoutError:  # UnreachableError included
+                deadline = deadline or time.monotonic() + self.leader_wait_secs
                 if len(self.seeds) < 2 or time.monotonic() >= deadline:
                     raise
                 leader = find_leader(self.seeds, auth_token=self.auth_token)
@@ -260,7 +272,7 @@ class NimbusClient:
                progress: Progress | None = None) -> str:
         """Upload ``bundle_path`` and submit it; return the topology id. Starts over on the new
         leader when the leader changes meanwhile (see the module docstring)."""
-        deadline = time.monotonic() + self.leader_wait_secs
+        deadline = time.monotonic() + self.leader_wait_secs + 2 * self.timeout_secs * (1 + self.retries)
         retried = False
         while True:
             started_at = self.address
