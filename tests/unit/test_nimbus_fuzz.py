@@ -57,7 +57,7 @@ def mutated_bundles(draw: st.DrawFn) -> bytes:
         at = draw(st.integers(0, len(data) - 1))
         data[at] = draw(st.integers(0, 255))
     if draw(st.booleans()):
-        del data[draw(st.integers(0, len(data) - 1)):]
+        del data[draw(st.integers(1, len(data) - 1)):]
     return bytes(data)
 
 

@@ -228,4 +228,4 @@ class ZkPaths:
         (assignment first, so supervisors stop its workers; status last)."""
         return [self.assignment(topology_id), self.workerbeats(topology_id), self.errors(topology_id),
                 self.checkpoints(topology_id), self.transactional(topology_id), self.blobstore(topology_id),
-                self.storm(topology_id), self.submitting(topology_id)]
+                self.storm(topology_id)]

@@ -408,12 +408,14 @@ class ClusterState:
 
     def remove_topology(self, topology_id: str, *, keep_checkpoints: bool = False) -> None:
         """Remove every node of ``topology_id``: assignment, heartbeats, errors, checkpoints (unless
-        ``keep_checkpoints``), transactional state, and finally its StormBase."""
+        ``keep_checkpoints``), transactional state, bundle replica nodes, its StormBase, and finally
+        its uncommitted-submission marker if any."""
         checkpoints = self.paths.checkpoints(topology_id)
         for path in self.paths.topology_paths(topology_id):
             if keep_checkpoints and path == checkpoints:
                 continue
             self.storage.delete(path)
+        self.storage.delete(self.paths.submitting(topology_id))  # last: an interrupted removal is redone
 
     def ensure_layout(self) -> None:
         """Create every top-level directory of the layout (idempotent)."""
