@@ -106,16 +106,19 @@ class Replicator:
 
     # -- replicas ----------------------------------------------------------------------------------
     def register(self, topology_id: str) -> None:
-        """Announce that this Nimbus holds ``topology_id``'s bundle (idempotent)."""
+        """Announce that this Nimbus holds ``topology_id``'s bundle (idempotent). A topology killed
+        meanwhile (no StormBase after the node is written) is not left registered."""
         stored = self.store.load(topology_id)
         with self._lock:
             if self._registered.get(topology_id) == stored.bundle_sha256 and self.state.storage.exists(
                     self.state.paths.replica(topology_id, self.nimbus_id)):
                 return
-            self.state.storage.ensure_path(self.state.paths.blobstore(topology_id))
             self.state.storage.create_ephemeral(self.state.paths.replica(topology_id, self.nimbus_id),
                                                 stored.bundle_sha256.encode())
             self._registered[topology_id] = stored.bundle_sha256
+        if self.state.storm_base(topology_id) is None:  # killed while we registered: undo
+            self._forget(topology_id)
+            self.state.storage.delete(self.state.paths.blobstore(topology_id))
 
     def holders(self, topology_id: str) -> dict[str, str]:
         """nimbus id → sha256 of every registered copy of ``topology_id``."""
