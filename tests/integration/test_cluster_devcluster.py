@@ -1,5 +1,6 @@
-"""`stormpy dev-cluster` as a real process: ZooKeeper + Nimbus + a supervisor come up with one
-command, answer `stormpy list`, and Ctrl-C (SIGINT) stops every one of them (no strays)."""
+"""`stormpy dev-cluster` as a real process: ZooKeeper + Nimbus (or two, --nimbuses 2) + a supervisor
+come up with one command, answer `stormpy list`, and Ctrl-C (SIGINT) stops every one of them (no
+strays)."""
 
 from __future__ import annotations
 
@@ -20,10 +21,12 @@ pytestmark = [pytest.mark.timeout(180), pytest.mark.cluster]
 
 @pytest.mark.skipif(not zookeeper_available() and os.environ.get("CI", "").lower() != "true",
                     reason="ZooKeeper not installed")
-def test_dev_cluster_starts_everything_and_ctrl_c_stops_everything(tmp_path: Path) -> None:
+@pytest.mark.parametrize("nimbuses", [1, 2])
+def test_dev_cluster_starts_everything_and_ctrl_c_stops_everything(tmp_path: Path, nimbuses: int) -> None:
     zk_port, nimbus_port, slot = free_ports(3)
     base = tmp_path / "dev"
     argv = [sys.executable, "-m", "stormpy.cli", "dev-cluster", "--supervisors", "1", "--slots", "1",
+            "--nimbuses", str(nimbuses),
             "--base-dir", str(base), "-c", f"storm.zookeeper.port={zk_port}",
             "-c", f"nimbus.thrift.port={nimbus_port}", "-c", f"supervisor.slots.ports=[{slot}]"]
     log = tmp_path / "dev-cluster.out"
@@ -36,11 +39,15 @@ def test_dev_cluster_starts_everything_and_ctrl_c_stops_everything(tmp_path: Pat
             assert proc.poll() is None, f"dev-cluster exited early:\n{log.read_text()}"
             assert time.monotonic() < deadline, f"dev-cluster did not come up:\n{log.read_text()}"
             time.sleep(0.2)
-        listed = subprocess.run([sys.executable, "-m", "stormpy.cli", "list", "--nimbus",
-                                 f"127.0.0.1:{nimbus_port}"], capture_output=True, text=True, timeout=60)
-        assert listed.returncode == 0, listed.stderr
-        assert "1 supervisor(s), 0/1 slots used" in listed.stdout
-        assert len(find_processes(str(base))) >= 3  # ZooKeeper, Nimbus, supervisor
+        output = log.read_text()
+        assert output.count("(leader) serving on") == 1
+        assert output.count("(standby) serving on") == nimbuses - 1
+        for port in range(nimbus_port, nimbus_port + nimbuses):  # a standby answers reads too
+            listed = subprocess.run([sys.executable, "-m", "stormpy.cli", "list", "--nimbus",
+                                     f"127.0.0.1:{port}"], capture_output=True, text=True, timeout=60)
+            assert listed.returncode == 0, listed.stderr
+            assert "1 supervisor(s), 0/1 slots used" in listed.stdout
+        assert len(find_processes(str(base))) >= 2 + nimbuses  # ZooKeeper, Nimbus(es), supervisor
         proc.send_signal(signal.SIGINT)
         assert proc.wait(60) == 0, log.read_text()
         assert find_processes(str(base)) == [], "dev-cluster left processes behind"

@@ -197,6 +197,9 @@ class ProcessCluster:
             "supervisor.host": self.host,
         }
         conf.update(self.extra_conf)
+        # the cluster's own Nimbus addresses win over the extra conf (dev-cluster passes its -c)
+        conf["nimbus.seeds"] = [f"{self.host}:{p}" for p in self.nimbus_ports]
+        conf["nimbus.thrift.port"] = nimbus_port or self.nimbus_port
         if ports is not None:
             conf["supervisor.slots.ports"] = list(ports)
         return conf
