@@ -9,13 +9,21 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_kit import attach_cluster_logs, bundle_path_fixture, filewc, submit, wait_for  # noqa: F401
+from cluster_kit import (  # noqa: F401 - fixtures
+    attach_cluster_logs,
+    bundle_path_fixture,
+    filewc,
+    record_timing,
+    submit,
+    wait_for,
+)
 
 from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
 
@@ -54,9 +62,12 @@ def test_kill9_leader_while_running_and_submitting(cluster: ProcessCluster, tmp_
                            stdin=subprocess.DEVNULL)
     try:
         cluster.nimbuses[old].proc.send_signal(signal.SIGKILL)  # type: ignore[union-attr]
+        killed_at = time.monotonic()
         acked = len(filewc.acked_ids(out1))
         wait_for(lambda: cluster.leader_index() == new, 60, "the standby to take over", cluster)
+        record_timing("Nimbus leader kill -9 -> standby leads", time.monotonic() - killed_at)
         stdout, stderr = cli.communicate(timeout=90)
+        record_timing("Nimbus leader kill -9 -> CLI submit answered", time.monotonic() - killed_at)
     finally:
         if cli.poll() is None:
             cli.kill()

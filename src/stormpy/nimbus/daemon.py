@@ -238,9 +238,14 @@ class Nimbus(Daemon):
         return self.replicator.await_replicas(topology_id, count, timeout_secs)
 
     def _standby_housekeeping(self) -> None:
-        """What the monitor does on the leader and a standby still needs: expire download sessions."""
-        if not self.is_leader() and self.downloads is not None:
+        """What the monitor does on the leader and a standby still needs: expire download sessions
+        (and uploads left from a time it led)."""
+        if self.is_leader():
+            return
+        if self.downloads is not None:
             self.downloads.expire()
+        if self.uploads is not None:
+            self.uploads.expire()
 
     def info(self) -> dict[str, Any]:
         """This Nimbus's summary (the ``nimbus`` part of ``get_cluster_info``)."""
