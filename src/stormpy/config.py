@@ -71,7 +71,9 @@ _KEYS: list[ConfigKey] = [
               "analogue is GC flags in topology.worker.childopts)."),
     ConfigKey("topology.name", None, "Set by the submitter: the topology's name."),
     # --- nimbus -----------------------------------------------------------------------------
-    ConfigKey("nimbus.seeds", ["127.0.0.1"], "Hosts where Nimbus may run."),
+    ConfigKey("nimbus.seeds", ["127.0.0.1"],
+              "Nimbus hosts (``host`` or ``host:port``; the port defaults to nimbus.thrift.port). "
+              "Clients ask them which one leads; every Nimbus of an HA cluster is listed here."),
     ConfigKey("nimbus.host", "127.0.0.1", "Address Nimbus binds and clients connect to."),
     ConfigKey("nimbus.thrift.port", 6627, "Nimbus RPC port (Storm's name kept)."),
     ConfigKey("nimbus.task.timeout.secs", 30,
@@ -84,6 +86,34 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("nimbus.file.copy.expiration.secs", 600, "Abandoned uploads are removed after this."),
     ConfigKey("nimbus.max.bundle.size.bytes", 256 * 1024 * 1024, "Largest topology bundle accepted."),
     ConfigKey("nimbus.upload.chunk.size.bytes", 307200, "Chunk size for uploads and downloads."),
+    ConfigKey("nimbus.upload.max.sessions", 64,
+              "Upload sessions open at once on one Nimbus; begin_upload is refused beyond it."),
+    ConfigKey("nimbus.upload.max.sessions.per.client", 8,
+              "Upload sessions open at once per client address; begin_upload is refused beyond it."),
+    ConfigKey("nimbus.upload.idle.secs", 120,
+              "An upload session without a chunk for this long (or nimbus.file.copy.expiration.secs if "
+              "shorter) is aborted and its file removed."),
+    ConfigKey("nimbus.slots.perTopology", 256,
+              "Most workers (topology.workers) one topology may ask for (Storm's key; Storm leaves "
+              "it unbounded, stormpy bounds it so one submission cannot flood ZooKeeper)."),
+    ConfigKey("nimbus.executors.perTopology", 4096,
+              "Most executors (acker executors included) one topology may have (Storm's key)."),
+    ConfigKey("nimbus.tasks.perTopology", 16384,
+              "Most tasks (acker tasks included) one topology may have."),
+    ConfigKey("nimbus.max.spec.size.bytes", 1024 * 1024,
+              "Largest encoded topology spec plus config Nimbus accepts in submit_topology."),
+    ConfigKey("storm.zookeeper.jute.maxbuffer", 1024 * 1024 - 1,
+              "ZooKeeper's jute.maxbuffer (largest znode it accepts, bytes); Nimbus refuses a "
+              "topology whose assignment or StormBase would encode larger, before writing anything."),
+    ConfigKey("topology.min.replication.count", 1,
+              "Nimbus hosts (the leader included) that must hold a topology's bundle before "
+              "submit_topology answers (Storm's key)."),
+    ConfigKey("topology.max.replication.wait.time.sec", 60,
+              "How long submit_topology waits for topology.min.replication.count copies before it "
+              "rolls the submission back (Storm's key; Storm's -1, wait forever, is not offered)."),
+    ConfigKey("nimbus.leader.wait.secs", 30,
+              "How long a client (CLI, supervisor) looks for a leader among nimbus.seeds before it "
+              "gives up."),
     ConfigKey("nimbus.rpc.auth.token", None,
               "Shared secret every RPC to Nimbus must carry; None (or empty) turns auth off. Nimbus "
               "refuses other requests with AuthorizationError; the CLI and supervisors send the "

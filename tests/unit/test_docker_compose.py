@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES: dict[str, Any] = COMPOSE["services"]
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
-DAEMONS = ["nimbus", "supervisor1", "supervisor2", "ui"]
+DAEMONS = ["nimbus", "nimbus2", "supervisor1", "supervisor2", "ui"]
 
 
 def image_conf() -> dict[str, Any]:
@@ -52,15 +52,27 @@ def exposed(service: str) -> list[int]:
     return ports
 
 
-def test_services_are_zookeeper_nimbus_two_supervisors_and_the_ui() -> None:
+def test_services_are_zookeeper_two_nimbuses_two_supervisors_and_the_ui() -> None:
     assert set(SERVICES) == {"zookeeper", *DAEMONS}
     assert SERVICES["zookeeper"]["image"].startswith("zookeeper:")
     for name in DAEMONS:
         assert SERVICES[name]["image"] == SERVICES["nimbus"]["image"], "daemons share one image"
         assert SERVICES[name].get("build") == "."
-    assert "zookeeper" in SERVICES["nimbus"]["depends_on"]
-    for name in ("supervisor1", "supervisor2", "ui"):
-        assert "nimbus" in SERVICES[name]["depends_on"]
+    for name in ("nimbus", "nimbus2"):
+        assert "zookeeper" in SERVICES[name]["depends_on"]
+    for name in ("supervisor1", "supervisor2"):
+        assert {"nimbus", "nimbus2"} <= set(SERVICES[name]["depends_on"])
+    assert "nimbus" in SERVICES["ui"]["depends_on"]
+
+
+def test_second_nimbus_is_a_standby_of_the_same_cluster() -> None:
+    conf = image_conf()
+    assert conf["nimbus.seeds"] == ["nimbus", "nimbus2"], "every Nimbus is a seed"
+    assert "nimbus.host=nimbus2" in SERVICES["nimbus2"]["command"]
+    assert SERVICES["nimbus2"]["hostname"] == "nimbus2"
+    assert published("nimbus2") == {6627: 6628}
+    volumes = [str(v).split(":")[0] for n in ("nimbus", "nimbus2") for v in SERVICES[n]["volumes"]]
+    assert len(set(volumes)) == 2, "each Nimbus keeps its own bundle store"
 
 
 def test_image_runs_the_stormpy_command() -> None:
@@ -77,8 +89,8 @@ def test_every_command_is_a_real_stormpy_command(service: str) -> None:
     command = cli.commands[sub]
     ctx = command.make_context(sub, list(argv[1:]), resilient_parsing=False)  # raises on bad options
     assert isinstance(ctx, click.Context)
-    expected = {"nimbus": "nimbus", "supervisor1": "supervisor", "supervisor2": "supervisor",
-                "ui": "ui"}[service]
+    expected = {"nimbus": "nimbus", "nimbus2": "nimbus", "supervisor1": "supervisor",
+                "supervisor2": "supervisor", "ui": "ui"}[service]
     assert sub == expected
 
 

@@ -203,3 +203,21 @@ def test_heartbeat_cache_times_changes_with_nimbus_clock() -> None:
     assert cache.observe("t", ("n", 1), 6.0, now=104.0) == 104.0
     cache.forget("t")
     assert cache.topologies() == set()
+
+
+def test_topology_spreads_back_to_its_worker_count_when_slots_return(env: Env) -> None:
+    tid = env.submit(workers=4)
+    assert len(env.state.assigns[tid].workers()) == 4
+    env.run(2, set(env.state.assigns[tid].workers()), tid)
+    lost = env.state.sups.pop("sup-b")
+    live = {s for s in env.state.assigns[tid].workers() if s[0] == "sup-a"}
+    env.run(7, live, tid)
+    packed = env.state.assigns[tid]
+    assert set(packed.workers()) == {("sup-a", 6700), ("sup-a", 6701)}
+    env.state.sups["sup-b"] = lost
+    env.run(1, set(packed.workers()), tid)
+    spread = env.state.assigns[tid]
+    assert len(spread.workers()) == 4
+    assert {n for n, _ in spread.executors.values()} == {"sup-a", "sup-b"}
+    env.run(12, set(spread.workers()), tid)  # steady: the spread assignment is kept
+    assert env.state.assigns[tid] == spread

@@ -142,9 +142,10 @@ def jar(path: str, target: str, name: str | None, inactive: bool, nimbus_address
         with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
                       TransferSpeedColumn(), console=err_console, transient=False) as progress:
             task = progress.add_task(f"uploading {source.name}", total=size)
-            key = client.upload_bundle(
-                bundle_path, lambda sent, _total: progress.update(task, completed=sent))
-        topology_id = client.submit_topology(topo_name, key, loaded.spec.to_doc(), conf, active=not inactive)
+            # submit() starts over on the new leader if the Nimbus leader changes meanwhile
+            topology_id = client.submit(
+                topo_name, bundle_path, loaded.spec.to_doc(), conf, active=not inactive,
+                progress=lambda sent, _total: progress.update(task, completed=sent))
         console.print(f"submitted topology [bold]{topo_name}[/bold] as {topology_id}"
                       f"{' (inactive)' if inactive else ''}")
 

@@ -71,6 +71,9 @@ def dev_kafka(port: int, log_dir: str | None, config_file: str | None, overrides
 @click.command("dev-cluster")
 @click.option("-s", "--supervisors", type=click.IntRange(1, 16), default=2, show_default=True,
               help="Number of supervisors.")
+@click.option("-n", "--nimbuses", type=click.IntRange(1, 5), default=1, show_default=True,
+              help="Number of Nimbus processes (Nimbus HA: one leads, the others stand by); Nimbus i "
+                   "listens on nimbus.thrift.port + i.")
 @click.option("--slots", type=click.IntRange(1, 16), default=4, show_default=True,
               help="Worker slots (ports) per supervisor; supervisor i uses the next block of ports.")
 @click.option("--base-dir", type=click.Path(file_okay=False), default=None,
@@ -82,9 +85,10 @@ def dev_kafka(port: int, log_dir: str | None, config_file: str | None, overrides
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="stormpy.yaml to read.")
 @click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Config override passed to every daemon (repeatable).")
-def dev_cluster(supervisors: int, slots: int, with_ui: bool, ui_port: int | None, base_dir: str | None,
-                config_file: str | None, overrides: tuple[str, ...]) -> None:
-    """Run ZooKeeper + Nimbus + N supervisors (+ the UI) on this machine (the docker-compose layout).
+def dev_cluster(supervisors: int, nimbuses: int, slots: int, with_ui: bool, ui_port: int | None,
+                base_dir: str | None, config_file: str | None, overrides: tuple[str, ...]) -> None:
+    """Run ZooKeeper + Nimbus (or several, --nimbuses) + N supervisors (+ the UI) on this machine
+    (the docker-compose layout).
 
     Ctrl-C or SIGTERM stops every process it started, workers included."""
     conf, extra = _conf(config_file, overrides)
@@ -101,9 +105,13 @@ def dev_cluster(supervisors: int, slots: int, with_ui: bool, ui_port: int | None
         cluster = ProcessCluster(zookeeper.connect_string, supervisors=supervisors, base_dir=base,
                                  zk_root=str(conf["storm.zookeeper.root"]), conf=extra,
                                  nimbus_port=int(conf["nimbus.thrift.port"]), slot_ports=slot_ports,
-                                 ui=with_ui, ui_port=ui_port or int(conf["ui.port"]))
+                                 nimbuses=nimbuses, ui=with_ui, ui_port=ui_port or int(conf["ui.port"]))
         cluster.start(timeout_secs=90)
-        console.print(f"Nimbus serving on {cluster.nimbus_address} (logs {cluster.nimbus.workdir / 'logs'})")
+        leader = cluster.leader_index()
+        for i, port in enumerate(cluster.nimbus_ports):
+            role = "leader" if i == leader else "standby"
+            console.print(f"{cluster.nimbuses[i].name} ({role}) serving on {cluster.host}:{port} (logs "
+                          f"{cluster.nimbuses[i].workdir / 'logs'})")
         if cluster.ui is not None:
             console.print(f"UI serving on {cluster.ui_url} (REST {cluster.ui_url}/api/v1/cluster/summary, "
                           f"metrics {cluster.ui_url}/metrics)")

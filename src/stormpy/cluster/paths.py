@@ -8,6 +8,9 @@
     <root>/workerbeats/<topology-id>/<node>-<port>           WorkerHeartbeat
     <root>/errors/<topology-id>/<component>/e<seq>           ErrorInfo (last few per component)
     <root>/nimbuses/<nimbus-id>                              ephemeral, one per Nimbus instance
+    <root>/nimbuses/leader/<lock-node>                       leader election (kazoo Lock recipe)
+    <root>/blobstore/<topology-id>/<nimbus-id>               ephemeral: that Nimbus holds the bundle
+    <root>/submitting/<topology-id>                          a submission not yet committed
     <root>/checkpoints/<topology-id>/<spout>/<partition>     spout checkpoint (shard/offset)
     <root>/transactional/<topology-id>/...                   transactional spout/committer state
 
@@ -99,7 +102,8 @@ class ZkPaths:
     def top_level(self) -> list[str]:
         """Every top-level directory of the layout."""
         return [self.supervisors(), self.storms(), self.assignments(), self.workerbeats_root(),
-                self.errors_root(), self.nimbuses(), self.checkpoints_root(), self.transactional_root()]
+                self.errors_root(), self.nimbuses(), self.checkpoints_root(), self.transactional_root(),
+                self.blobstore_root(), self.submitting_root()]
 
     # --- supervisors ---------------------------------------------------------------------------
     def supervisors(self) -> str:
@@ -163,6 +167,34 @@ class ZkPaths:
         """One Nimbus instance's ephemeral node."""
         return self._join("nimbuses", _id(nimbus_id, "nimbus id"))
 
+    def nimbus_leader(self) -> str:
+        """The leader-election lock of the Nimbus hosts (kazoo Lock recipe; its contenders are the
+        children, each holding its Nimbus's ``host:port``). Nimbus ids are never ``leader``."""
+        return self._join("nimbuses", "leader")
+
+    # --- bundle replicas -----------------------------------------------------------------------
+    def blobstore_root(self) -> str:
+        """Parent of every topology's replica directory."""
+        return self._join("blobstore")
+
+    def blobstore(self, topology_id: str) -> str:
+        """One topology's replica directory: one ephemeral child per Nimbus holding its bundle."""
+        return self._join("blobstore", _id(topology_id, "topology id"))
+
+    def replica(self, topology_id: str, nimbus_id: str) -> str:
+        """The ephemeral node saying Nimbus ``nimbus_id`` holds the bundle (data: its sha256)."""
+        return self._join("blobstore", _id(topology_id, "topology id"), _id(nimbus_id, "nimbus id"))
+
+    # --- submissions in flight -----------------------------------------------------------------
+    def submitting_root(self) -> str:
+        """Parent of the markers of submissions not yet committed."""
+        return self._join("submitting")
+
+    def submitting(self, topology_id: str) -> str:
+        """Marker written before a submission's first write and removed when it is committed; a
+        Nimbus taking over as leader rolls back every topology still marked."""
+        return self._join("submitting", _id(topology_id, "topology id"))
+
     # --- spout checkpoints ---------------------------------------------------------------------
     def checkpoints_root(self) -> str:
         """Parent of every topology's checkpoint directory."""
@@ -195,4 +227,5 @@ class ZkPaths:
         """Every subtree holding state of ``topology_id``, in the order a kill should remove them
         (assignment first, so supervisors stop its workers; status last)."""
         return [self.assignment(topology_id), self.workerbeats(topology_id), self.errors(topology_id),
-                self.checkpoints(topology_id), self.transactional(topology_id), self.storm(topology_id)]
+                self.checkpoints(topology_id), self.transactional(topology_id), self.blobstore(topology_id),
+                self.storm(topology_id)]

@@ -7,6 +7,7 @@ plain data that msgpack carries (``to_doc``/``from_doc``) and holds no pickled c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,18 @@ from stormpy.topology.imports import MOVE_TO_MODULE_LEVEL, is_local_path
 from stormpy.topology.streams import Stream
 
 SPEC_VERSION = 1
+#: Component ids, stream ids and config keys: 1-256 characters, no whitespace or control characters
+#: (checked with a full match, so a trailing newline is refused too).
+NAME_PATTERN = re.compile(r"[^\x00-\x20\x7f-\x9f\u2028\u2029]{1,256}")
+
+
+def check_name(value: Any, what: str) -> str:
+    """``value`` when it is a usable component id, stream id or config key (NAME_PATTERN, full
+    match); InvalidTopologyError naming ``what`` otherwise."""
+    if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value):
+        raise InvalidTopologyError(f"invalid {what} {value!r}: use 1-256 characters without whitespace or "
+                                   "control characters")
+    return value
 SPOUT = "spout"
 BOLT = "bolt"
 
@@ -192,6 +205,11 @@ def refuse_local_classes(doc: Any) -> None:
 def _validate_component(cid: str, comp: ComponentSpec) -> None:
     if not isinstance(cid, str) or not cid:
         raise InvalidTopologyError(f"component id must be a non-empty string, got {cid!r}")
+    check_name(cid, "component id")
+    for stream_id in comp.streams:
+        check_name(stream_id, f"stream id of component {cid!r}")
+    for key in comp.config:
+        check_name(key, f"config key of component {cid!r}")
     if cid.startswith("__"):
         raise InvalidTopologyError(f"component id {cid!r}: ids starting with '__' are reserved")
     if comp.kind not in (SPOUT, BOLT):
