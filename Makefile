@@ -17,7 +17,7 @@ NATIVE_SRC := $(shell sed -n 's/^    "stormpy\.\([a-z_.]*\)",$$/\1/p' src/stormp
                 | tr . / | sed 's|^|src/stormpy/|; s|$$|.py|')
 
 $(STAMP): pyproject.toml setup.py $(NATIVE_SRC) | $(BIN)/python
-	$(BIN)/pip install -q -e '.[dev,spark,bench]'
+	$(BIN)/pip install -q -e '.[dev,spark,kafka,bench]'
 	touch $(STAMP)
 
 ## run: set up and run the flagship example in embedded local mode

@@ -1,5 +1,12 @@
 """Every configuration key stormpy understands, with its default and meaning.
 
+The core keys are listed here (``topology.*``, ``storm.*``, ``nimbus.*``, ``supervisor.*``,
+``worker.*``, ``dev.*``). A connector (``spark.*``, ``kafka.*``, ...) declares its own keys in a
+:class:`ConfigSection` and registers it with :func:`register_section` when its package is
+imported; its keys then join :data:`KEYS` and :data:`DEFAULTS`, and its prefix joins
+:func:`topology_prefixes` (the keys a topology sets for its workers over the daemon's values).
+No core module names a connector's keys.
+
 Keys use Apache Storm's names wherever stormpy has the same concept, so a Storm user's
 ``storm.yaml`` habits carry over. A topology's configuration is the cluster defaults, then the
 daemon's ``stormpy.yaml``, then the topology's own config, then per-component config (for the keys
@@ -113,13 +120,79 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("storm.zookeeper.connection.timeout", 15000, "ZooKeeper connect timeout (ms)."),
     ConfigKey("storm.local.dir", "stormpy-local", "Directory for daemon state (bundles, pids, logs)."),
     ConfigKey("storm.log.dir", None, "Directory for daemon logs; defaults to <storm.local.dir>/logs."),
-    # --- spark connector ----------------------------------------------------------------
-    ConfigKey("spark.master", "local[*]", "Spark master URL used by Spark bolts."),
-    ConfigKey("spark.app.name", None, "Spark application name; defaults to the topology name."),
 ]
 
+#: Every known key: the core ones and those of the registered sections (filled in place).
 KEYS: dict[str, ConfigKey] = {k.name: k for k in _KEYS}
+#: Every known key's default (filled in place as sections register).
 DEFAULTS: dict[str, Any] = {k.name: k.default for k in _KEYS}
+
+#: Prefixes of the core keys; a section may not claim them.
+CORE_PREFIXES = ("topology.", "storm.", "nimbus.", "supervisor.", "worker.", "dev.")
+
+
+@dataclass(frozen=True)
+class ConfigSection:
+    """The configuration of one optional part (a connector): every key starts with ``prefix``.
+
+    ``keys`` are the documented keys with defaults and meaning; other keys under the prefix may be
+    passed through by the connector (Spark takes every ``spark.*`` key verbatim). A topology's
+    keys under the prefix override the daemon's in its workers, like its ``topology.*`` keys.
+    """
+
+    name: str
+    prefix: str
+    doc: str
+    keys: tuple[ConfigKey, ...] = ()
+
+
+_SECTIONS: dict[str, ConfigSection] = {}
+
+
+def register_section(section: ConfigSection) -> ConfigSection:
+    """Add ``section``'s keys to :data:`KEYS` / :data:`DEFAULTS` and its prefix to
+    :func:`topology_prefixes`; returns it. Registering an equal section again does nothing.
+
+    ConfigError naming the section when its prefix does not end with ``.``, overlaps a core
+    prefix or another section's, a key lies outside the prefix or has no meaning, or another
+    section already uses the name.
+    """
+    what = f"config section {section.name!r}"
+    known = _SECTIONS.get(section.name)
+    if known is not None:
+        if known == section:
+            return known
+        raise ConfigError(f"{what} is already registered with other keys or prefix")
+    prefix = section.prefix
+    if not section.name or not prefix.endswith(".") or len(prefix) < 2:
+        raise ConfigError(f"{what}: prefix {prefix!r} must be a non-empty name ending with '.'")
+    for other in (*CORE_PREFIXES, *(s.prefix for s in _SECTIONS.values())):
+        if prefix.startswith(other) or other.startswith(prefix):
+            raise ConfigError(f"{what}: prefix {prefix!r} overlaps the prefix {other!r} in use")
+    if not section.doc:
+        raise ConfigError(f"{what} has no description")
+    for key in section.keys:
+        if not key.name.startswith(prefix) or key.name == prefix:
+            raise ConfigError(f"{what}: key {key.name!r} lies outside its prefix {prefix!r}")
+        if not key.doc:
+            raise ConfigError(f"{what}: key {key.name!r} has no description")
+    _SECTIONS[section.name] = section
+    for key in section.keys:
+        KEYS[key.name] = key
+        DEFAULTS[key.name] = key.default
+    return section
+
+
+def sections() -> dict[str, ConfigSection]:
+    """The registered sections by name."""
+    return dict(_SECTIONS)
+
+
+def topology_prefixes() -> tuple[str, ...]:
+    """Key prefixes a topology's config sets for its workers over the daemon's values: its own
+    ``topology.*`` and those of every registered section (a daemon conf may carry a connector's
+    defaults, which must not mask what the topology asked for)."""
+    return ("topology.", *sorted(s.prefix for s in _SECTIONS.values()))
 
 #: Keys a component's own config may override (Storm's per-component keys).
 COMPONENT_KEYS = frozenset({

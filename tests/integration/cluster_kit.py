@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 
 from stormpy.bundle import build_bundle
 from stormpy.cluster import Assignment
+from stormpy.testing import wait_for as kit_wait_for
 from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
 
 HERE = Path(__file__).resolve().parent
@@ -36,14 +36,7 @@ def wait_for(condition: Callable[[], Any], timeout: float, what: str, cluster: P
     """Poll until ``condition()`` is truthy; fail naming ``what`` (and Nimbus's exit) otherwise."""
     if cluster is not None:
         return cluster.wait_for(condition, timeout, what, interval=interval)
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-        time.sleep(interval)
+    return kit_wait_for(condition, timeout, what, interval=interval)
 
 
 _CLUSTER_KEY = pytest.StashKey[ProcessCluster]()

@@ -15,7 +15,6 @@ import hashlib
 import os
 import shutil
 import signal
-import socket
 import sys
 import time
 import uuid
@@ -25,11 +24,16 @@ from pathlib import Path
 from typing import Any
 
 import msgpack
+import yaml
 
 from stormpy.bundle import build_bundle
 from stormpy.cluster import Assignment, ClusterState, StormBase, WorkerHeartbeat
+from stormpy.host.processes import command_line, live_process, processes_mentioning
 from stormpy.rpc import NotFoundError, RpcServer, UploadError, rpc_method
-from stormpy.supervisor import Supervisor
+from stormpy.supervisor import BundleDownloader, Supervisor, SupervisorDirs
+from stormpy.supervisor.launcher import WORKER_MODULE
+from stormpy.testing import WaitTimeout
+from stormpy.testing import wait_for as kit_wait_for
 from stormpy.topology.layout import compute_layout
 from stormpy.topology.spec import TopologySpec
 
@@ -48,58 +52,19 @@ FAST = {
 }
 
 
-def free_ports(n: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [int(s.getsockname()[1]) for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
 def wait_for(condition: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
-    """Poll ``condition`` until truthy (returned) or fail naming ``what``."""
-    deadline = time.monotonic() + timeout
-    last_exc: BaseException | None = None
-    while time.monotonic() < deadline:
-        try:
-            value = condition()
-            if value:
-                return value
-        except Exception as exc:  # noqa: BLE001 - conditions race with daemons
-            last_exc = exc
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:g}s waiting for {what}"
-                         + (f" (last error {last_exc!r})" if last_exc else ""))
+    """The test kit's ``wait_for`` where an exception of ``condition`` means "not yet"
+    (conditions race with daemons starting, stopping and losing ZooKeeper)."""
+    return kit_wait_for(condition, timeout, what, interval=interval, ignore=(Exception,))
 
 
 def processes_under(path: Path) -> list[int]:
-    """Pids of processes whose command line mentions ``path`` (Linux /proc)."""
-    needle = str(path).encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
-        except (OSError, IndexError):
-            continue
-        if needle in cmdline and state != "Z":
-            found.append(int(entry.name))
-    return sorted(found)
+    """Pids of other processes whose command line mentions ``path``."""
+    return processes_mentioning(str(path))
 
 
 def pid_alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
+    return live_process(pid) is not None
 
 
 @dataclass
@@ -239,10 +204,9 @@ class SupervisorEnv:
 
     @staticmethod
     def _is_worker(pid: int) -> bool:
-        try:
-            return b"stormpy.worker.process" in Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            return False
+        process = live_process(pid)
+        argv = command_line(process) if process is not None else None
+        return argv is not None and WORKER_MODULE in argv
 
     def log_report(self) -> str:
         parts = []
@@ -262,11 +226,22 @@ class SupervisorEnv:
         for pid in processes_under(self.base):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while processes_under(self.base) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        with contextlib.suppress(WaitTimeout):  # closing goes on; leftovers show in the test
+            kit_wait_for(lambda: not processes_under(self.base), 10,
+                         "the killed processes to be gone", interval=0.05)
         self.nimbus.close()
         self.state.close()
+
+
+def prepare_node(env: SupervisorEnv, node: str, topology_id: str) -> SupervisorDirs:
+    """A supervisor directory for ``node`` with the daemon conf and the topology downloaded (to
+    launch worker processes with ``launch_worker`` and no supervisor)."""
+    conf = env.conf("local", [])
+    dirs = SupervisorDirs(conf["storm.local.dir"], node, conf["storm.log.dir"])
+    dirs.root.mkdir(parents=True, exist_ok=True)
+    dirs.conf_file.write_text(yaml.safe_dump(conf))
+    BundleDownloader(conf, dirs).download(topology_id)
+    return dirs
 
 
 def wordcount_spec(sentences: int) -> TopologySpec:
@@ -303,6 +278,15 @@ def stuck_spec() -> TopologySpec:
 
 WORDCOUNT_FILES = [EXAMPLES / "wordcount.py"]
 PACED_FILES = [TOPOLOGIES / "sup_paced.py"]
+KEYED_FILES = [TOPOLOGIES / "keyed.py"]
+
+
+def keyed_spec(out_dir: str, keys: int = 40) -> TopologySpec:
+    if str(TOPOLOGIES) not in sys.path:
+        sys.path.insert(0, str(TOPOLOGIES))
+    import keyed  # noqa: PLC0415
+
+    return keyed.keyed(out_dir, keys)
 
 
 def sha256_of(path: Path) -> str:

@@ -7,11 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from stormpy.testing import WaitTimeout, wait_for
 from stormpy.testing.cluster import find_processes, free_ports
 from stormpy.testing.zookeeper import zookeeper_available
 
@@ -31,11 +31,14 @@ def test_dev_cluster_starts_everything_and_ctrl_c_stops_everything(tmp_path: Pat
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 cwd=tmp_path)
     try:
-        deadline = time.monotonic() + 120
-        while "Ctrl-C stops the cluster" not in log.read_text():
+        def running() -> None:
             assert proc.poll() is None, f"dev-cluster exited early:\n{log.read_text()}"
-            assert time.monotonic() < deadline, f"dev-cluster did not come up:\n{log.read_text()}"
-            time.sleep(0.2)
+
+        try:
+            wait_for(lambda: "Ctrl-C stops the cluster" in log.read_text(), 120,
+                     "dev-cluster to come up", interval=0.2, check=running)
+        except WaitTimeout as exc:
+            raise AssertionError(f"{exc}:\n{log.read_text()}") from None
         listed = subprocess.run([sys.executable, "-m", "stormpy.cli", "list", "--nimbus",
                                  f"127.0.0.1:{nimbus_port}"], capture_output=True, text=True, timeout=60)
         assert listed.returncode == 0, listed.stderr

@@ -21,6 +21,7 @@ from cluster_kit import (  # noqa: F401 - fixtures
     wait_for,
 )
 
+from stormpy.testing import stays_unchanged
 from stormpy.testing.cluster import ProcessCluster
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.zookeeper, pytest.mark.cluster]
@@ -79,8 +80,9 @@ def test_restarted_nimbus_resumes_and_can_kill(cluster: ProcessCluster, tmp_path
     client = cluster.client()
     info = client.topology_info("survivor")
     assert info["id"] == tid and info["status"] == "active" and info["num_workers"] == 2
-    time.sleep(3)  # a few monitor rounds: the new Nimbus must not reshuffle healthy workers
-    assert cluster.state.assignment(tid) == before
+    # a few monitor rounds: the new Nimbus must not reshuffle healthy workers
+    assert stays_unchanged(lambda: cluster.state.assignment(tid), 3,
+                           "the assignment of the healthy workers under the new Nimbus") == before
     acked = len(filewc.acked_ids(out))
     wait_for(lambda: len(filewc.acked_ids(out)) >= acked + 10, 30, "processing under the new Nimbus", cluster)
     kill_and_check_gone(cluster, "survivor", tid)

@@ -21,6 +21,7 @@ from cluster_kit import (  # noqa: F401 - fixtures
     worker_count,
 )
 
+from stormpy.testing import stays_unchanged
 from stormpy.testing.cluster import ProcessCluster
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.zookeeper, pytest.mark.cluster]
@@ -72,22 +73,20 @@ def test_inactive_submit_then_activate_and_deactivate(cluster: ProcessCluster, t
     tid = submit(cluster, bundle_path, "switch", out, count=0, rate=20, workers=1, active=False)
     wait_for(lambda: cluster.worker_processes(tid), 60, "the worker to start", cluster)
     wait_for(lambda: cluster.state.worker_heartbeats(tid), 60, "the worker's first heartbeat", cluster)
-    time.sleep(2.0)
-    assert filewc.emitted_lines(out) == 0, "an inactive topology emitted"
+    def lines() -> int:
+        return filewc.emitted_lines(out)
+
+    assert stays_unchanged(lines, 2.0, "the lines emitted by the inactive topology") == 0
 
     assert run_cli(cluster, "activate", "switch").returncode == 0
     wait_for(lambda: filewc.emitted_lines(out) >= 5, 30, "emission after activate", cluster)
 
     assert run_cli(cluster, "deactivate", "switch").returncode == 0
 
-    def settled() -> int | None:  # the worker follows the status through a ZooKeeper watch
-        before = filewc.emitted_lines(out)
-        time.sleep(1.0)
-        return before if filewc.emitted_lines(out) == before else None
-
-    frozen = wait_for(settled, 20, "emission to stop after deactivate", cluster, interval=0)
-    time.sleep(2.0)
-    assert filewc.emitted_lines(out) == frozen, "a deactivated topology kept emitting"
+    # the worker follows the status through a ZooKeeper watch; until then stays_unchanged raises
+    frozen = wait_for(lambda: stays_unchanged(lines, 1.0, "the emitted lines"), 20,
+                      "emission to stop after deactivate", cluster, interval=0)
+    assert stays_unchanged(lines, 2.0, "the lines emitted by the deactivated topology") == frozen
 
     cluster.client().activate("switch")
     wait_for(lambda: filewc.emitted_lines(out) >= frozen + 5, 30, "emission after re-activate", cluster)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
-from collections.abc import Callable
 
 import pytest
 from kazoo.client import KazooClient
@@ -24,6 +22,7 @@ from stormpy.cluster import (
 )
 from stormpy.cluster.records import encode
 from stormpy.cluster.zkserver import ZooKeeperServer
+from stormpy.testing import wait_for
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(120)]
 
@@ -46,14 +45,6 @@ def assignment(tid: str = TID, bundle_key: str = "bundle-v1") -> Assignment:
 def heartbeat(tid: str = TID, node: str = "sup-1", port: int = 6700) -> WorkerHeartbeat:
     return WorkerHeartbeat(tid, node, port, 1700000010.0, 10.0, [(1, 1)],
                            {"spout": {"emitted": 5, "acked": 5, "complete_latency_ms": 1.5}})
-
-
-def wait_for(condition: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def test_every_document_round_trips(cluster_state: ClusterState) -> None:
@@ -151,18 +142,22 @@ def test_ephemeral_node_is_recreated_after_session_expiry(
     try:
         ClusterState(storage).register_supervisor(supervisor("sup-9"))
         old_session = storage.session_id
-        session_id, password = storage.client.client_id
+        credentials = storage.session_credentials
+        assert credentials is not None
+        session_id, password = credentials
         # Expire the session the documented way: a second client joins it and closes it.
         thief = KazooClient(hosts=zookeeper.connect_string, client_id=(session_id, password))
         thief.start(timeout=20)
         thief.stop()
         thief.close()
-        wait_for(lambda: storage.connected and storage.session_id not in (None, old_session),
+        wait_for(lambda: storage.connected and storage.session_id not in (None, old_session), 20,
                  "a new session after expiry")
-        wait_for(lambda: cluster_state.supervisor("sup-9") is not None, "the supervisor node to return")
+        wait_for(lambda: cluster_state.supervisor("sup-9") is not None, 20,
+                 "the supervisor node to return")
     finally:
         storage.close()
-    wait_for(lambda: cluster_state.supervisor("sup-9") is None, "the node to vanish with the session")
+    wait_for(lambda: cluster_state.supervisor("sup-9") is None, 20,
+             "the node to vanish with the session")
 
 
 def test_assignments_callback_fires_on_add_change_and_remove(cluster_state: ClusterState) -> None:
@@ -222,7 +217,7 @@ def test_persistent_storage_watches(zk_storage: ZkStorage) -> None:
     zk_storage.set(f"{zk_storage.root}/dir/a", b"")
     with update:
         assert update.wait_for(lambda: seen[-1:] == [b"two"], 20), seen
-    wait_for(lambda: children[-1:] == [["a"]], "children watch")
+    wait_for(lambda: children[-1:] == [["a"]], 20, "children watch")
     assert seen[0] is None  # initial call: the node did not exist yet
     watch.cancel()
     child_watch.cancel()

@@ -9,7 +9,7 @@ import shutil
 import threading
 import time
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from stormpy.bundle import build_bundle
 from stormpy.cli.topology_loader import load_topology
 from stormpy.cluster import ClusterState, SupervisorInfo
 from stormpy.nimbus import Nimbus, NimbusClient
+from stormpy.nimbus.uploads import UNPACKED_LIMIT_FACTOR
 from stormpy.rpc.codec import decode_response
 from stormpy.rpc.errors import (
     AlreadyExistsError,
@@ -30,22 +31,12 @@ from stormpy.rpc.errors import (
     UnreachableError,
     UploadError,
 )
+from stormpy.testing import wait_for
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.zookeeper]
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 MAX_BUNDLE = 300_000
-
-
-def wait_until(cond: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 class Env:
@@ -122,6 +113,21 @@ def test_oversized_bundle(env: Env) -> None:
     bundle = build_bundle(big, env.tmp / "big.zip")
     with pytest.raises(UploadError, match="exceeds the limit"):
         env.client.upload_bundle(bundle.path)
+    env.assert_serving()
+
+
+def test_bundle_unpacking_past_the_limit_is_refused_at_upload(env: Env) -> None:
+    """Guarantee: on the real upload path (client, RPC, Nimbus) a small bundle that unpacks past
+    the unpacked-size limit is refused when the upload finishes and its file is removed: nothing
+    is staged for a submit."""
+    bomb = env.tmp / "bomb"
+    bomb.mkdir()
+    (bomb / "zeros.bin").write_bytes(bytes(MAX_BUNDLE * UNPACKED_LIMIT_FACTOR + 1))
+    bundle = build_bundle(bomb, env.tmp / "bomb.zip")
+    assert bundle.size < MAX_BUNDLE
+    with pytest.raises(UploadError, match="unpacked size limit"):
+        env.client.upload_bundle(bundle.path)
+    assert list((env.tmp / "local" / "nimbus" / "uploads").iterdir()) == []
     env.assert_serving()
 
 
@@ -239,7 +245,7 @@ def test_abandoned_upload_is_cleaned_up(env: Env) -> None:
     env.client.call("upload_chunk", upload_id=begun["upload_id"], data=b"x" * 10, offset=0)
     uploads = env.tmp / "local" / "nimbus" / "uploads"
     assert len(list(uploads.iterdir())) == 1
-    wait_until(lambda: not list(uploads.iterdir()), 10, "the abandoned upload to expire")
+    wait_for(lambda: not list(uploads.iterdir()), 10, "the abandoned upload to expire")
     with pytest.raises(UploadError, match="unknown upload id"):
         env.client.call("upload_chunk", upload_id=begun["upload_id"], data=b"x", offset=10)
 
@@ -289,7 +295,7 @@ def test_kill_with_wait_deactivates_first(env: Env) -> None:
     tid = env.submit(workers=1)
     env.client.kill("wc", 1.0)
     assert env.state.storm_base(tid).status == "killed"  # type: ignore[union-attr]
-    wait_until(lambda: tid not in env.state.topologies(), 10, "the killed topology to be removed")
+    wait_for(lambda: tid not in env.state.topologies(), 10, "the killed topology to be removed")
 
 
 def test_vanished_supervisor_executors_move(env: Env) -> None:
@@ -297,7 +303,7 @@ def test_vanished_supervisor_executors_move(env: Env) -> None:
     env.add_supervisor("sup-b", [6700, 6701])
     tid = env.submit()
     env.state.unregister_supervisor("sup-b")
-    wait_until(lambda: {n for n, _ in env.state.assignment(tid).executors.values()} == {"sup-a"},  # type: ignore[union-attr]
+    wait_for(lambda: {n for n, _ in env.state.assignment(tid).executors.values()} == {"sup-a"},  # type: ignore[union-attr]
                15, "executors to leave the vanished supervisor")
     assert len(env.state.assignment(tid).workers()) == 2  # type: ignore[union-attr]
 
@@ -306,7 +312,7 @@ def test_topology_waits_for_free_slots(env: Env) -> None:
     tid = env.submit()
     assert env.state.assignment(tid) is None
     env.add_supervisor("sup-late", [6700, 6701])
-    wait_until(lambda: env.state.assignment(tid), 10, "the topology to be scheduled")
+    wait_for(lambda: env.state.assignment(tid), 10, "the topology to be scheduled")
 
 
 def test_restarted_nimbus_resumes_and_can_kill(env: Env) -> None:

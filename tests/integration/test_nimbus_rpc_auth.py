@@ -19,8 +19,8 @@ from stormpy.cli.topology_loader import load_topology
 from stormpy.config import merged
 from stormpy.nimbus import Nimbus, NimbusClient
 from stormpy.rpc.errors import AuthorizationError
+from stormpy.supervisor import SupervisorDirs
 from stormpy.supervisor.download import BundleDownloader, DownloadError
-from stormpy.supervisor.local_state import SupervisorDirs
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.zookeeper]
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-import socket
 import threading
 import uuid
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from stormpy.rpc import (
     rpc_method,
 )
 from stormpy.rpc.codec import PROTOCOL_VERSION, decode_response
+from stormpy.testing import free_port
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -109,12 +109,6 @@ def zctx() -> Iterator[zmq.Context[zmq.Socket[bytes]]]:
         yield ctx
     finally:
         ctx.destroy(linger=0)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
 
 
 def test_round_trip(client: RpcClient) -> None:
@@ -224,7 +218,7 @@ def test_slow_call_does_not_block_other_clients(server: RpcServer, handler: Hand
 
 
 def test_unreachable_server_fails_promptly_naming_the_address() -> None:
-    port = free_port()
+    port = free_port(HOST)
     with RpcClient(HOST, port, timeout_secs=0.3, retries=1, service="Nimbus") as c:
         with pytest.raises(UnreachableError) as info:
             c.call("add", a=1, b=2)

@@ -14,13 +14,14 @@ from supervisor_kit import (
     PACED_FILES,
     WORDCOUNT_FILES,
     SupervisorEnv,
-    free_ports,
     paced_spec,
     pid_alive,
     stuck_spec,
     wait_for,
     wordcount_spec,
 )
+
+from stormpy.testing import free_ports, stays_unchanged
 
 pytest_plugins = ["supervisor_fixtures"]
 pytestmark = [pytest.mark.zookeeper, pytest.mark.cluster, pytest.mark.timeout(180)]
@@ -91,15 +92,13 @@ def test_kill9_restart_deactivate_and_adoption(supervisor_env: SupervisorEnv) ->
     # deactivate: spouts stop emitting; activate: they start again
     env.set_status("paced-1", "inactive", num_workers=2)
 
-    def emitted_settled() -> float | None:
-        first = env.total("paced-1", "pace", "emitted")
-        time.sleep(1.2)  # more than two heartbeat periods
-        second = env.total("paced-1", "pace", "emitted")
-        return second if second == first else None
+    def emitted() -> float:
+        return env.total("paced-1", "pace", "emitted")
 
-    settled = wait_for(emitted_settled, 30, "spouts to stop emitting")
-    time.sleep(1.2)
-    assert env.total("paced-1", "pace", "emitted") == settled
+    # 1.2 s: more than two heartbeat periods; until it settles stays_unchanged raises
+    settled = wait_for(lambda: stays_unchanged(emitted, 1.2, "the spouts' emitted count"), 30,
+                       "spouts to stop emitting")
+    assert stays_unchanged(emitted, 1.2, "the deactivated spouts' emitted count") == settled
     env.set_status("paced-1", "active", num_workers=2)
     wait_for(lambda: env.total("paced-1", "pace", "emitted") > settled + 20, 30,
              "spouts to emit again")

@@ -14,7 +14,6 @@ from supervisor_kit import (
     FakeNimbus,
     PublishedBundle,
     SupervisorEnv,
-    free_ports,
     paced_spec,
     read_msgpack,
     wait_for,
@@ -25,6 +24,7 @@ from stormpy.bundle import build_bundle
 from stormpy.rpc import RpcClient
 from stormpy.supervisor import BundleDownloader, DownloadError, SupervisorDirs
 from stormpy.supervisor.download import nimbus_addresses
+from stormpy.testing import free_ports
 
 pytest_plugins = ["supervisor_fixtures"]
 pytestmark = pytest.mark.timeout(60)

@@ -12,11 +12,12 @@ import yaml
 from supervisor_kit import (
     PACED_FILES,
     SupervisorEnv,
-    free_ports,
     paced_spec,
     processes_under,
     wait_for,
 )
+
+from stormpy.testing import free_ports
 
 pytest_plugins = ["supervisor_fixtures"]
 pytestmark = [pytest.mark.zookeeper, pytest.mark.cluster, pytest.mark.timeout(120)]

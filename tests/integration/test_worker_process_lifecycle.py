@@ -10,33 +10,24 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 from supervisor_kit import (
     PACED_FILES,
     SupervisorEnv,
     failing_spec,
-    free_ports,
     paced_spec,
+    prepare_node,
     wait_for,
 )
 
 from stormpy.cluster import Assignment
-from stormpy.supervisor import BundleDownloader, SupervisorDirs
+from stormpy.supervisor import SupervisorDirs
 from stormpy.supervisor.launcher import WorkerHandle, launch_worker
 from stormpy.supervisor.local_state import read_local_heartbeat
+from stormpy.testing import free_ports
+from stormpy.topology.state import decode_state
 
 pytest_plugins = ["supervisor_fixtures"]
 pytestmark = [pytest.mark.zookeeper, pytest.mark.cluster, pytest.mark.timeout(120)]
-
-
-def prepare_node(env: SupervisorEnv, node: str, topology_id: str) -> SupervisorDirs:
-    """A supervisor directory for ``node`` with the daemon conf and the topology downloaded."""
-    conf = env.conf("local", [])
-    dirs = SupervisorDirs(conf["storm.local.dir"], node, conf["storm.log.dir"])
-    dirs.root.mkdir(parents=True, exist_ok=True)
-    dirs.conf_file.write_text(yaml.safe_dump(conf))
-    BundleDownloader(conf, dirs).download(topology_id)
-    return dirs
 
 
 def exit_code(handle: WorkerHandle, timeout: float = 20.0) -> int:
@@ -86,6 +77,11 @@ def test_status_changes_sigterm_and_unassignment(supervisor_env: SupervisorEnv) 
     env.state.set_assignment(assignment)
     worker = launch_worker(dirs, "solo-1", port, tuple(assignment.executors))
     wait_for(lambda: heartbeating(dirs, worker), 30, "the second worker to heartbeat")
+    # component state is in ZooKeeper and outlives a worker process: each spout task has opened
+    # twice, counting on what the first worker stored
+    for index in ("0", "1"):
+        data = env.state.storage.get(env.state.paths.checkpoint("solo-1", "pace", index))
+        assert data is not None and decode_state("checkpoint", data) == {"opens": 2}
     worker.signal(signal.SIGTERM)
     assert exit_code(worker) == 0
     assert "received SIGTERM" in log_of(dirs, "solo-1", port)

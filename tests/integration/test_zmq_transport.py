@@ -3,7 +3,7 @@ wait, peers reconnect after a restart on the same port and move to new addresses
 
 from __future__ import annotations
 
-import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -11,14 +11,9 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from stormpy.messaging.zmq_transport import ZmqTransport, tcp_endpoint
+from stormpy.testing import free_port, stays_unchanged, wait_for
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
@@ -88,8 +83,19 @@ def test_full_peer_refuses_frames_and_loses_none(transports: Callable[..., ZmqTr
     assert got == frames
 
 
+def blocked_in_poll(thread: threading.Thread) -> bool:
+    """True when ``thread`` is inside ``ZmqTransport.wait``'s poll (the innermost Python frame is
+    zmq's ``poll``, called from ``wait``)."""
+    frame = sys._current_frames().get(thread.ident or -1)
+    return (frame is not None and frame.f_code.co_name == "poll" and frame.f_back is not None
+            and frame.f_back.f_code.co_name == "wait")
+
+
 def test_wake_interrupts_wait(transports: Callable[..., ZmqTransport]) -> None:
+    """Guarantee: ``wake()`` from another thread ends a ``wait()`` that is already blocked (not
+    only one that starts after the wake)."""
     t = transports()
+    t.wait(0)  # no wake-up pending
     done = threading.Event()
 
     def waiter() -> None:
@@ -98,7 +104,8 @@ def test_wake_interrupts_wait(transports: Callable[..., ZmqTransport]) -> None:
 
     thread = threading.Thread(target=waiter, daemon=True)
     thread.start()
-    time.sleep(0.1)
+    wait_for(lambda: blocked_in_poll(thread), 10, "the waiter to block in wait()'s poll")
+    stays_unchanged(done.is_set, 0.2, "whether the waiter returned from wait(60) before wake()")
     t.wake()
     assert done.wait(10), "wake() did not interrupt wait()"
     thread.join(5)

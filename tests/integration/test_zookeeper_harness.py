@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 from pathlib import Path
 
@@ -13,17 +12,12 @@ from stormpy.cluster.devzk import default_dev_data_dir, run_dev_zookeeper
 from stormpy.cluster.zkserver import (
     ZooKeeperServer,
     ZooKeeperStartError,
-    find_java,
     four_letter_word,
+    require_java,
 )
+from stormpy.testing import free_port
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(180)]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_session_server_answers(zookeeper: ZooKeeperServer) -> None:
@@ -70,7 +64,7 @@ def test_given_data_dir_is_kept(zookeeper: ZooKeeperServer, tmp_path: Path) -> N
 
 
 def test_start_failure_reports_the_log_tail(zookeeper: ZooKeeperServer) -> None:
-    server = ZooKeeperServer(classpath=["/nonexistent/zookeeper.jar"], java=find_java(),
+    server = ZooKeeperServer(classpath=["/nonexistent/zookeeper.jar"], java=require_java(),
                              startup_timeout_secs=30)
     try:
         with pytest.raises(ZooKeeperStartError) as info:

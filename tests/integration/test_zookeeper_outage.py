@@ -23,11 +23,12 @@ from typing import Any
 
 import pytest
 import yaml
-from supervisor_kit import PACED_FILES, SupervisorEnv, free_ports, paced_spec, processes_under, wait_for
+from supervisor_kit import PACED_FILES, SupervisorEnv, paced_spec, processes_under, wait_for
 
 from stormpy.cluster import ZkConnectionError, ZkStorage
 from stormpy.cluster.zkserver import INSTALL_HINT, ZooKeeperNotFound, ZooKeeperServer
 from stormpy.nimbus import NimbusClient
+from stormpy.testing import free_ports
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.cluster, pytest.mark.timeout(90)]
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from stormpy.connectors.spark import SparkBatchBolt, SparkUnavailableError, require_spark
-from stormpy.connectors.spark.errors import find_java
+from stormpy.host.java import find_java
 from stormpy.testing import FeederSpout, LocalCluster
 from stormpy.topology import TopologyBuilder
 

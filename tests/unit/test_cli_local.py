@@ -51,8 +51,8 @@ def test_ctrl_c_stops_cleanly_and_prints_stats() -> None:
         line = ""
         while "running topology" not in line and time.monotonic() < deadline:
             line = proc.stdout.readline() if proc.stdout else ""
-        time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)
+        assert "running topology" in line, "the topology never started"
+        proc.send_signal(signal.SIGINT)  # the handler is installed before that line is printed
         out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:

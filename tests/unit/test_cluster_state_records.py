@@ -108,11 +108,12 @@ def test_layout_matches_the_design() -> None:
     assert p.workerbeat("t1", "node-a-1", 6700) == "/stormpy/workerbeats/t1/node-a-1-6700"
     assert p.component_errors("t1", "count") == "/stormpy/errors/t1/count"
     assert p.nimbus("n1") == "/stormpy/nimbuses/n1"
-    assert p.leader() == "/stormpy/leader"
     assert p.checkpoint("t1", "kafka-spout", "3") == "/stormpy/checkpoints/t1/kafka-spout/3"
     assert p.transactional("t1", "coordinator", "txid") == "/stormpy/transactional/t1/coordinator/txid"
     assert ZkPaths("/custom/root/").assignments() == "/custom/root/assignments"
-    assert paths.assignment("t1", root="/r") == "/r/assignments/t1"
+    assert ZkPaths("/r").assignment("t1") == "/r/assignments/t1"
+    assert ZkPaths("/").storms() == "/storms"
+    assert "/stormpy/nimbuses" in p.top_level() and "/stormpy/transactional" in p.top_level()
     assert set(p.topology_paths("t1")) == {
         "/stormpy/assignments/t1", "/stormpy/workerbeats/t1", "/stormpy/errors/t1",
         "/stormpy/checkpoints/t1", "/stormpy/transactional/t1", "/stormpy/storms/t1"}
@@ -123,7 +124,7 @@ def test_layout_matches_the_design() -> None:
 @pytest.mark.parametrize("bad", ["", "a/b", ".", ".."])
 def test_ids_must_be_plain_segments(bad: str) -> None:
     with pytest.raises(ValueError, match="not a valid ZooKeeper path segment"):
-        paths.assignment(bad)
+        ZkPaths().assignment(bad)
 
 
 def test_user_names_are_encoded_reversibly() -> None:

@@ -14,7 +14,7 @@ from stormpy.bundle import build_bundle
 from stormpy.nimbus.downloads import DownloadManager
 from stormpy.nimbus.localdirs import NimbusDirs
 from stormpy.nimbus.store import BundleStore
-from stormpy.nimbus.uploads import UploadManager
+from stormpy.nimbus.uploads import UNPACKED_LIMIT_FACTOR, UploadManager
 from stormpy.rpc.errors import NotFoundError, UploadError
 
 
@@ -175,3 +175,70 @@ def test_store_install_load_remove_and_download(manager: UploadManager, bundle: 
     assert store.topology_ids() == []
     with pytest.raises(ValueError):
         dirs.stormdist("../escape")
+
+
+def test_overlapping_or_repeated_chunks_never_move_the_byte_count_back(
+        manager: UploadManager, dirs: NimbusDirs) -> None:
+    """Guarantee: a chunk overlapping the bytes already received (starting inside them and
+    running past them) is refused, a repeated chunk is never written twice, and the session's
+    byte count never goes backwards; the bytes staged are exactly the ones sent once."""
+    data = bytes(range(256)) * 4
+    src = dirs.root / "src"
+    src.mkdir()
+    (src / "blob.bin").write_bytes(data)
+    bundle = build_bundle(src, dirs.root / "b.zip").path.read_bytes()
+    begun = manager.begin(len(bundle))
+    uid = begun["upload_id"]
+    half = len(bundle) // 2
+    assert manager.chunk(uid, bundle[:100], 0) == {"received": 100}
+    assert manager.chunk(uid, bundle[100:half], 100) == {"received": half}
+    with pytest.raises(UploadError, match=f"expected offset {half}"):
+        manager.chunk(uid, bundle[half - 10:half + 10], half - 10)  # overlaps the end
+    assert manager.chunk(uid, bundle[:100], 0) == {"received": half}  # an old chunk repeated
+    assert manager.chunk(uid, bundle[100:half], 100) == {"received": half}  # the last repeated
+    with pytest.raises(UploadError, match=f"expected offset {half}"):
+        manager.chunk(uid, bundle[half + 1:], half + 1)  # a gap
+    assert manager.chunk(uid, bundle[half:], half) == {"received": len(bundle)}
+    key = manager.finish(uid, hashlib.sha256(bundle).hexdigest())
+    assert manager.take(key).path.read_bytes() == bundle
+
+
+def _zeros_bundle(tmp_path: Path, name: str, unpacked: int) -> bytes:
+    """A small bundle (zeros compress well) whose one file unpacks to ``unpacked`` bytes."""
+    src = tmp_path / name
+    src.mkdir()
+    (src / "zeros.bin").write_bytes(bytes(unpacked))
+    return build_bundle(src, tmp_path / f"{name}.zip").path.read_bytes()
+
+
+def test_unpacked_size_limit_is_enforced_when_the_upload_finishes(dirs: NimbusDirs,
+                                                                  tmp_path: Path) -> None:
+    """Guarantee: the unpacked-size limit (UNPACKED_LIMIT_FACTOR x nimbus.max.bundle.size.bytes)
+    is enforced at upload time: a small bundle unpacking one byte past it is refused and its
+    file removed (nothing staged); one unpacking to exactly the limit is accepted."""
+    max_bytes = 4000
+    limit = max_bytes * UNPACKED_LIMIT_FACTOR
+    manager = UploadManager(dirs, max_bundle_bytes=max_bytes, expiration_secs=60, chunk_size=1000)
+    over = _zeros_bundle(tmp_path, "over", limit + 1)
+    assert len(over) < max_bytes
+    with pytest.raises(UploadError, match="unpacked size limit"):
+        upload(manager, over)
+    assert manager.open_sessions == 0 and manager.staged_count == 0
+    assert list(dirs.uploads.iterdir()) == []
+    at_limit = _zeros_bundle(tmp_path, "at", limit)
+    key = upload(manager, at_limit)
+    assert manager.take(key).path.read_bytes() == at_limit
+
+
+def test_bundle_of_exactly_the_size_limit_is_accepted(dirs: NimbusDirs, tmp_path: Path) -> None:
+    """Guarantee: nimbus.max.bundle.size.bytes is inclusive: a bundle of exactly that many bytes
+    uploads and is staged; one byte more is refused up front."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "blob.bin").write_bytes(bytes(range(256)) * 8)
+    data = build_bundle(src, tmp_path / "b.zip").path.read_bytes()
+    manager = UploadManager(dirs, max_bundle_bytes=len(data), expiration_secs=60, chunk_size=700)
+    key = upload(manager, data)
+    assert manager.take(key).size == len(data)
+    with pytest.raises(UploadError, match="exceeds the limit"):
+        manager.begin(len(data) + 1)

@@ -17,5 +17,6 @@ def test_top_level_names() -> None:
 
 def test_testing_kit_names() -> None:
     for name in ("LocalCluster", "complete_topology", "FeederSpout", "Capture", "SimulatedClock",
-                 "FixedTupleSpout", "CompleteResult"):
+                 "FixedTupleSpout", "CompleteResult", "wait_for", "stays_unchanged", "WaitTimeout",
+                 "free_port", "free_ports"):
         assert name in stormpy.testing.__all__

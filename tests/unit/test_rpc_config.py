@@ -8,8 +8,8 @@ import pytest
 
 from stormpy.config import DEFAULTS, merged, parse_overrides, rpc_auth_token
 from stormpy.nimbus import NimbusClient
+from stormpy.supervisor import SupervisorDirs
 from stormpy.supervisor.download import BundleDownloader
-from stormpy.supervisor.local_state import SupervisorDirs
 
 
 @pytest.mark.parametrize(("value", "expected"), [(None, None), ("", None), ("abc", "abc"), (1234, "1234")])

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 
 from stormpy.cluster import Assignment
+from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.supervisor.local_state import (
-    SupervisorDirs,
     claim_supervisor_id,
     read_local_heartbeat,
     read_pid,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from stormpy.cluster import Assignment
 from stormpy.config import merged
+from stormpy.connectors.spark.settings import SPARK_CONFIG
 from stormpy.worker.heartbeats import component_stats
 from stormpy.worker.peers import local_executors, peer_key, tasks_of, worker_peers
 from stormpy.worker.process import parse_args, worker_conf
@@ -44,6 +45,7 @@ def test_worker_conf_layers() -> None:
 
 
 def test_worker_conf_takes_the_topology_spark_settings_over_the_daemon_defaults() -> None:
+    assert SPARK_CONFIG.prefix == "spark."  # registered by importing the connector
     daemon = merged({"spark.executor.memory": "2g"})  # defaults included, as a supervisor writes it
     topology = {"spark.master": "local[2]", "spark.app.name": "mine", "spark.driver.memory": "512m"}
     conf = worker_conf(daemon, topology)

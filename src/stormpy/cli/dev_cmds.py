@@ -1,4 +1,5 @@
-"""``stormpy dev-zookeeper`` and ``stormpy dev-cluster``: a development cluster on this machine."""
+"""``stormpy dev-zookeeper``, ``stormpy dev-kafka`` and ``stormpy dev-cluster``: a development cluster
+on this machine."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from stormpy.cli.output import console, err_console
 from stormpy.cluster.devzk import default_dev_data_dir, run_dev_zookeeper
 from stormpy.cluster.zkserver import ZooKeeperNotFound, ZooKeeperServer, ZooKeeperStartError
 from stormpy.config import ConfigError, load_config, parse_overrides
-from stormpy.testing.cluster import ProcessCluster
+from stormpy.local import ProcessCluster
+from stormpy.local.kafka_broker import KafkaBrokerNotFound, KafkaBrokerStartError, run_dev_kafka
 
 
 def _conf(config_file: str | None, overrides: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -40,6 +42,27 @@ def dev_zookeeper(port: int | None, data_dir: str | None, config_file: str | Non
         code = run_dev_zookeeper(port or int(conf["storm.zookeeper.port"]),
                                  data_dir or default_dev_data_dir(conf), echo=click.echo)
     except (ZooKeeperNotFound, ZooKeeperStartError) as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        sys.exit(1)
+    sys.exit(code)
+
+
+@click.command("dev-kafka")
+@click.option("--port", type=click.IntRange(1, 65535), default=9092, show_default=True,
+              help="Listener port on 127.0.0.1.")
+@click.option("--log-dir", type=click.Path(file_okay=False), default=None,
+              help="Where the broker log goes (default: <storm.local.dir>/dev-kafka).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="stormpy.yaml to read.")
+@click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE", help="Config override.")
+def dev_kafka(port: int, log_dir: str | None, config_file: str | None, overrides: tuple[str, ...]) -> None:
+    """Run a Kafka-protocol broker (tansu, in memory) on 127.0.0.1 for development.
+
+    Ctrl-C or SIGTERM stops it; topics and records live in memory only."""
+    conf, _ = _conf(config_file, overrides)
+    directory = log_dir or Path(conf.get("storm.local.dir") or "stormpy-local") / "dev-kafka"
+    try:
+        code = run_dev_kafka(port, directory, echo=click.echo)
+    except (KafkaBrokerNotFound, KafkaBrokerStartError) as exc:
         err_console.print(f"[red]error:[/red] {exc}")
         sys.exit(1)
     sys.exit(code)

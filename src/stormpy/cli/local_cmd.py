@@ -13,7 +13,7 @@ import click
 from stormpy.cli.output import console, err_console, stats_table
 from stormpy.cli.topology_loader import TopologyLoadError, load_topology
 from stormpy.config import ConfigError, parse_overrides
-from stormpy.testing.local_cluster import LocalCluster
+from stormpy.local import LocalCluster
 from stormpy.topology import InvalidTopologyError
 
 
@@ -41,7 +41,8 @@ def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float
     stop = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    cluster = LocalCluster()
+    # ZooKeeper settings given with -c make components keep their state there
+    cluster = LocalCluster(conf={k: v for k, v in conf.items() if k.startswith("storm.zookeeper.")})
     failure = None
     try:
         worker = cluster.submit_topology(topo_name, conf, loaded.spec)

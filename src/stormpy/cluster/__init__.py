@@ -1,5 +1,7 @@
-"""Cluster state in ZooKeeper: the layout (:mod:`.paths`), raw access (:mod:`.storage`), typed
-documents (:mod:`.records`) and the :class:`ClusterState` façade (:mod:`.state`).
+"""Cluster state in ZooKeeper: the layout (:mod:`.paths`), raw access (:mod:`.storage`, with
+kazoo's watch recipes in :mod:`.watches`), typed documents (:mod:`.records`) and the
+:class:`ClusterState` façade (:mod:`.state`); the supervisor/worker files under
+``storm.local.dir`` (:mod:`.local_layout`).
 
 A shared service: it never imports daemons. :mod:`.zkserver` and :mod:`.devzk` run a real Apache
 ZooKeeper server for development and tests.
@@ -16,7 +18,8 @@ from stormpy.cluster.records import (
     WorkerHeartbeat,
 )
 from stormpy.cluster.state import MAX_ERRORS_PER_COMPONENT, ClusterState
-from stormpy.cluster.storage import Watch, ZkStorage, hosts_from_config
+from stormpy.cluster.storage import ZkStorage, hosts_from_config
+from stormpy.cluster.watches import Watch
 
 __all__ = [
     "DEFAULT_ROOT",

@@ -5,8 +5,10 @@ Readers ignore unknown fields (so a newer writer may add optional ones) and refu
 version. ``from_doc`` raises :class:`DocumentError` naming the field; :func:`decode` turns that
 (and undecodable bytes) into :class:`~stormpy.cluster.errors.MalformedStateError` naming the znode.
 
-Executors are ``(start_task, end_task)`` pairs (inclusive). msgpack has no tuples or non-string map
-keys, so maps keyed by executor are stored as lists of rows, e.g. ``[[start, end, node, port], ...]``.
+Executors are :data:`~stormpy.topology.layout.ExecutorKey` ``(start_task, end_task)`` pairs
+(inclusive), the keys of :class:`~stormpy.topology.layout.Executor`. msgpack has no tuples or
+non-string map keys, so maps keyed by executor are stored as lists of rows, e.g.
+``[[start, end, node, port], ...]``.
 The objects are frozen: derive changed copies with :func:`dataclasses.replace`.
 """
 
@@ -19,6 +21,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 import msgpack
 
 from stormpy.cluster.errors import MalformedStateError
+from stormpy.topology.layout import ExecutorKey
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -26,7 +29,6 @@ __all__ = [
     "Assignment",
     "DocumentError",
     "ErrorInfo",
-    "Executor",
     "StormBase",
     "SupervisorInfo",
     "WorkerHeartbeat",
@@ -39,7 +41,6 @@ __all__ = [
 SCHEMA_VERSION = 1
 STORM_STATUSES = frozenset({"active", "inactive", "killed", "rebalancing"})
 
-Executor = tuple[int, int]
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 
@@ -100,7 +101,7 @@ def _check_version(doc: Any) -> Mapping[str, Any]:
     return doc
 
 
-def _executor(value: Any) -> Executor:
+def _executor(value: Any) -> ExecutorKey:
     start, end = value
     return (int(start), int(end))
 
@@ -190,9 +191,9 @@ class Assignment:
 
     topology_id: str
     bundle_key: str
-    executors: dict[Executor, tuple[str, int]]
+    executors: dict[ExecutorKey, tuple[str, int]]
     node_host: dict[str, str]
-    executor_start_times: dict[Executor, float] = field(default_factory=dict)
+    executor_start_times: dict[ExecutorKey, float] = field(default_factory=dict)
 
     @property
     def worker_ports(self) -> dict[str, tuple[int, ...]]:
@@ -202,14 +203,14 @@ class Assignment:
             ports.setdefault(node, set()).add(port)
         return {node: tuple(sorted(p)) for node, p in sorted(ports.items())}
 
-    def workers(self) -> dict[tuple[str, int], list[Executor]]:
+    def workers(self) -> dict[tuple[str, int], list[ExecutorKey]]:
         """(node, port) → the sorted executors that worker runs."""
-        slots: dict[tuple[str, int], list[Executor]] = {}
+        slots: dict[tuple[str, int], list[ExecutorKey]] = {}
         for executor, slot in sorted(self.executors.items()):
             slots.setdefault(tuple(slot), []).append(executor)  # type: ignore[arg-type]
         return slots
 
-    def executors_of(self, node: str, port: int) -> list[Executor]:
+    def executors_of(self, node: str, port: int) -> list[ExecutorKey]:
         """The sorted executors assigned to the worker ``node:port``."""
         return sorted(e for e, slot in self.executors.items() if tuple(slot) == (node, port))
 
@@ -249,7 +250,7 @@ class WorkerHeartbeat:
     port: int
     time: float
     uptime: float
-    executors: tuple[Executor, ...] = ()
+    executors: tuple[ExecutorKey, ...] = ()
     stats: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

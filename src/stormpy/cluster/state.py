@@ -9,12 +9,15 @@ It reads and writes the documents of :mod:`stormpy.cluster.records` at the paths
   Storm's cluster state): ``callback()`` runs once, on a kazoo thread, at the next change of anything
   the call returned (a node's data, the set of nodes, or the creation of a node that was missing).
   Re-read with a new callback to keep watching. Only the latest callback per kind of read is kept
-  (``assignments`` and each ``assignment(id)`` are separate kinds). Callbacks must not block for
-  long; they are lost when the ZooKeeper session expires, so daemons should also resync on a timer.
+  (``assignments`` and each ``assignment(id)`` are separate kinds). They are fed by the storage's
+  only watch mechanism, kazoo's DataWatch / ChildrenWatch recipes, set up once per node read and
+  kept (they survive reconnections and session losses) until :meth:`ClusterState.close`; a change
+  that happens while no callback is pending is not saved for the next one (the read after it sees
+  it). Callbacks must not block for long; daemons still resync on a timer.
 * Every call is bounded by the storage's operation timeout (ZkConnectionError when ZooKeeper is
   unreachable that long); after :meth:`ClusterState.begin_shutdown` calls fail at once instead of
-  waiting for a lost connection (see :class:`~stormpy.cluster.storage.ZkStorage`). A read that
-  fails leaves no callback armed for it, so the next read re-arms it.
+  waiting for a lost connection (see :class:`~stormpy.cluster.storage.ZkStorage`). A read whose
+  watch could not be set up leaves none registered, so the next read sets it up again.
 * ``register_supervisor`` writes an ephemeral node: it disappears when the session ends and is
   re-created automatically if the session is lost and a new one established.
 * ``remove_topology`` removes every node of the topology (assignment first, status last).
@@ -31,14 +34,12 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
 
-from stormpy.cluster import paths as zk_paths
 from stormpy.cluster.errors import ClusterStateError, MalformedStateError, ZkConnectionError
-from stormpy.cluster.paths import DEFAULT_ROOT, ZkPaths
+from stormpy.cluster.paths import DEFAULT_ROOT, ZkPaths, decode_segment, parse_worker_key
 from stormpy.cluster.records import (
     SCHEMA_VERSION,
     Assignment,
     ErrorInfo,
-    Executor,
     StormBase,
     SupervisorInfo,
     WorkerHeartbeat,
@@ -47,7 +48,8 @@ from stormpy.cluster.records import (
     encode,
     encode_value,
 )
-from stormpy.cluster.storage import NativeWatcher, ZkStorage
+from stormpy.cluster.storage import ZkStorage
+from stormpy.cluster.watches import Watch
 
 __all__ = [
     "MAX_ERRORS_PER_COMPONENT",
@@ -56,7 +58,6 @@ __all__ = [
     "ClusterState",
     "ClusterStateError",
     "ErrorInfo",
-    "Executor",
     "MalformedStateError",
     "StormBase",
     "SupervisorInfo",
@@ -72,29 +73,43 @@ MAX_ERRORS_PER_COMPONENT = 10
 Callback = Callable[[], Any]
 
 
-class _OneShotWatches:
-    """One-shot callbacks per slot, armed on ZooKeeper nodes without piling up duplicate watches."""
+class _ChangeHooks:
+    """One-shot "something changed" callbacks per slot, fed by the storage's persistent watches
+    (kazoo's DataWatch / ChildrenWatch recipes).
 
-    def __init__(self) -> None:
+    A slot keeps one watch per (kind, path) it ever read, so re-reading never piles up watches; the
+    first call of a watch (its set-up) is not a change. A change pops the slot's callback and runs
+    it. :meth:`retain` drops the data watches of children that are gone.
+    """
+
+    def __init__(self, storage: ZkStorage) -> None:
+        self._storage = storage
         self._lock = threading.Lock()
         self._callbacks: dict[str, Callback] = {}
-        self._armed: set[tuple[str, str, str]] = set()
+        self._watches: dict[tuple[str, str, str], Watch | None] = {}  # None: being set up
 
     def set_callback(self, slot: str, callback: Callback) -> None:
         with self._lock:
             self._callbacks[slot] = callback
 
-    def watcher(self, slot: str, kind: str, path: str) -> NativeWatcher | None:
-        """A native watch function for (slot, kind, path), or None when one is already armed."""
+    def watch(self, slot: str, kind: str, path: str) -> None:
+        """Make sure a ``kind`` (``"data"`` or ``"children"``) watch on ``path`` feeds ``slot``.
+
+        Bounded like a storage operation; when it fails nothing stays registered, so the next read
+        tries again.
+        """
         key = (slot, kind, path)
         with self._lock:
-            if key in self._armed:
-                return None
-            self._armed.add(key)
+            if key in self._watches:
+                return
+            self._watches[key] = None
+        started = [False]
 
-        def fire(_event: Any) -> None:
+        def changed(_value: Any) -> None:
+            if not started[0]:
+                started[0] = True  # the recipe's first call reports the current value, not a change
+                return
             with self._lock:
-                self._armed.discard(key)
                 callback = self._callbacks.pop(slot, None)
             if callback is not None:
                 try:
@@ -102,21 +117,52 @@ class _OneShotWatches:
                 except Exception:
                     log.exception("cluster-state callback for %s failed", slot)
 
-        return fire
-
-    def disarm(self, slot: str, kind: str, path: str) -> None:
+        try:
+            handle = (self._storage.watch_data(path, changed) if kind == "data"
+                      else self._storage.watch_children(path, changed))
+        except BaseException:
+            with self._lock:
+                self._watches.pop(key, None)
+            raise
         with self._lock:
-            self._armed.discard((slot, kind, path))
+            if key in self._watches:
+                self._watches[key] = handle
+                return
+        handle.cancel()  # cancelled (close) while it was being set up
+
+    def retain(self, slot: str, parent: str, children: list[str]) -> None:
+        """Cancel the data watches of ``slot`` on children of ``parent`` not in ``children``."""
+        keep = {f"{parent}/{child}" for child in children}
+        prefix = parent + "/"
+        with self._lock:
+            gone = [k for k in self._watches
+                    if k[0] == slot and k[1] == "data" and k[2].startswith(prefix) and k[2] not in keep]
+            handles = [self._watches.pop(k) for k in gone]
+        for handle in handles:
+            if handle is not None:
+                handle.cancel()
+
+    def cancel_all(self) -> None:
+        with self._lock:
+            handles = list(self._watches.values())
+            self._watches.clear()
+            self._callbacks.clear()
+        for handle in handles:
+            if handle is not None:
+                handle.cancel()
 
 
 class ClusterState:
-    """Typed access to stormpy's cluster state in ZooKeeper, over one :class:`ZkStorage`."""
+    """Typed access to stormpy's cluster state in ZooKeeper, over one :class:`ZkStorage`.
+
+    :attr:`paths` (a :class:`~stormpy.cluster.paths.ZkPaths` on the storage's root) names every node.
+    """
 
     def __init__(self, storage: ZkStorage, *, owns_storage: bool = False) -> None:
         self.storage = storage
         self.paths = ZkPaths(storage.root)
         self._owns_storage = owns_storage
-        self._watches = _OneShotWatches()
+        self._hooks = _ChangeHooks(storage)
 
     @classmethod
     def connect(cls, hosts: str, root: str = DEFAULT_ROOT, *, connect_timeout_secs: float = 15.0,
@@ -134,7 +180,9 @@ class ClusterState:
         return cls(ZkStorage.from_config(conf).start(), owns_storage=True)
 
     def close(self) -> None:
-        """Close the storage if this façade created it (bounded, see ZkStorage.close); idempotent."""
+        """Cancel this façade's watches and close the storage if this façade created it (bounded,
+        see ZkStorage.close); idempotent."""
+        self._hooks.cancel_all()
         if self._owns_storage:
             self.storage.close()
 
@@ -157,43 +205,22 @@ class ClusterState:
 
     # -- generic helpers -----------------------------------------------------------------------
     def _read(self, cls: Any, path: str, slot: str | None = None) -> Any:
-        watch = self._watches.watcher(slot, "data", path) if slot else None
-        try:
-            data = self.storage.get(path, watch=watch)
-        except ClusterStateError:
-            if watch is not None:
-                self._watches.disarm(slot or "", "data", path)  # nothing was armed in ZooKeeper
-            raise
-        if data is None:
-            if slot:
-                # No data watch was left on a missing node: watch for its creation instead.
-                self._watches.disarm(slot, "data", path)
-                creation = self._watches.watcher(slot, "exists", path)
-                if creation is not None:
-                    try:
-                        created = self.storage.exists(path, watch=creation)
-                    except ClusterStateError:
-                        self._watches.disarm(slot, "exists", path)
-                        raise
-                    if created:
-                        return self._read(cls, path, slot)  # created meanwhile: read it (watch armed)
-            return None
-        return decode(cls, data, path)
+        if slot:
+            self._hooks.watch(slot, "data", path)  # fires on a change, a deletion or a creation
+        data = self.storage.get(path)
+        return None if data is None else decode(cls, data, path)
 
     def _children(self, path: str, slot: str | None = None) -> list[str]:
         if slot:
-            self.storage.ensure_path(path)
-        watch = self._watches.watcher(slot, "children", path) if slot else None
-        try:
-            return self.storage.children(path, watch=watch)
-        except ClusterStateError:
-            if watch is not None:
-                self._watches.disarm(slot or "", "children", path)
-            raise
+            self._hooks.watch(slot, "children", path)  # creates ``path`` when it is missing
+        return self.storage.children(path)
 
     def _read_all(self, cls: Any, parent: str, slot: str | None = None) -> dict[str, Any]:
         found = {}
-        for child in self._children(parent, slot):
+        children = self._children(parent, slot)
+        if slot:
+            self._hooks.retain(slot, parent, children)
+        for child in children:
             value = self._read(cls, f"{parent}/{child}", slot)
             if value is not None:
                 found[child] = value
@@ -218,7 +245,7 @@ class ClusterState:
         slot = None
         if callback is not None:
             slot = "supervisors"
-            self._watches.set_callback(slot, callback)
+            self._hooks.set_callback(slot, callback)
         return self._read_all(SupervisorInfo, self.paths.supervisors(), slot)
 
     # -- storms (topology status) --------------------------------------------------------------
@@ -231,7 +258,7 @@ class ClusterState:
         slot = None
         if callback is not None:
             slot = f"storm:{topology_id}"
-            self._watches.set_callback(slot, callback)
+            self._hooks.set_callback(slot, callback)
         result: StormBase | None = self._read(StormBase, self.paths.storm(topology_id), slot)
         return result
 
@@ -257,7 +284,7 @@ class ClusterState:
         slot = None
         if callback is not None:
             slot = f"assignment:{topology_id}"
-            self._watches.set_callback(slot, callback)
+            self._hooks.set_callback(slot, callback)
         result: Assignment | None = self._read(Assignment, self.paths.assignment(topology_id), slot)
         return result
 
@@ -273,7 +300,7 @@ class ClusterState:
         slot = None
         if callback is not None:
             slot = "assignments"
-            self._watches.set_callback(slot, callback)
+            self._hooks.set_callback(slot, callback)
         return self._read_all(Assignment, self.paths.assignments(), slot)
 
     # -- worker heartbeats ---------------------------------------------------------------------
@@ -294,7 +321,7 @@ class ClusterState:
         beats: dict[tuple[str, int], WorkerHeartbeat] = {}
         for key, beat in self._read_all(WorkerHeartbeat, parent).items():
             try:
-                beats[zk_paths.parse_worker_key(key)] = beat
+                beats[parse_worker_key(key)] = beat
             except ValueError as exc:
                 raise MalformedStateError(f"{parent}/{key}", str(exc)) from exc
         return beats
@@ -330,7 +357,7 @@ class ClusterState:
         """component → its recent errors (oldest first), for components that reported any."""
         result = {}
         for segment in self.storage.children(self.paths.errors(topology_id)):
-            component = zk_paths.decode_segment(segment)
+            component = decode_segment(segment)
             errors = self.errors(topology_id, component)
             if errors:
                 result[component] = errors
@@ -355,7 +382,7 @@ class ClusterState:
             path = f"{parent}/{segment}"
             data = self.storage.get(path)
             if data is not None:
-                result[zk_paths.decode_segment(segment)] = decode_value(data, path)
+                result[decode_segment(segment)] = decode_value(data, path)
         return result
 
     # -- whole topologies ----------------------------------------------------------------------

@@ -8,25 +8,28 @@ Contract:
   application's znodes, and ``delete(root_of_everything)`` is impossible by construction.
 * Reads of missing nodes return ``None`` / ``[]``; deletes of missing nodes return False. Other
   ZooKeeper failures raise ClusterStateError naming the path.
-* No operation blocks forever. Each one has ``operation_timeout_secs`` (default: the session
-  timeout, after which a disconnected session is dead on the server anyway) to complete; while
-  the connection is down it waits for it to come back and retries on connection loss within that
-  budget, then raises ZkConnectionError naming the operation, the path, the hosts and the wait.
-  A request that was already sent when its wait ran out may still be applied by ZooKeeper later
-  (ZooKeeper cannot withdraw a request); operations are only *sent* while connected.
+* No operation blocks forever. Each one runs under the kazoo client's configured ``client.retry``
+  (a :class:`kazoo.retry.KazooRetry` with a deadline of ``operation_timeout_secs``, default: the
+  session timeout, after which a disconnected session is dead on the server anyway, and an
+  interrupt): while the connection is down it backs off and tries again, and when the deadline
+  passes it raises ZkConnectionError naming the operation, the path, the hosts and the wait.
+  Requests are only *sent* while connected, and an answer is awaited no longer than the deadline;
+  a request that was already sent when its wait ran out may still be applied by ZooKeeper later
+  (ZooKeeper cannot withdraw a request).
 * :meth:`ZkStorage.begin_shutdown` (for daemons' stop paths) makes every operation fail fast
   instead of waiting for a lost connection: without a connection it raises ZkConnectionError at
-  once, and operations already waiting are woken with it; connected operations still run.
-  :meth:`ZkStorage.close` implies it, and returns within ``close_timeout_secs`` even when
-  ZooKeeper is unreachable (the session's teardown then finishes in the background).
+  once, and operations already waiting are woken with it (the retry's interrupt); connected
+  operations still run. :meth:`ZkStorage.close` implies it, and returns within
+  ``close_timeout_secs`` even when ZooKeeper is unreachable (the session's teardown then finishes
+  in the background).
 * :meth:`ZkStorage.create_ephemeral` nodes are re-created automatically after the session is lost and
   a new one established, until :meth:`ZkStorage.delete` or :meth:`ZkStorage.close`.
-* Persistent watches (:meth:`watch_data`, :meth:`watch_children`) use kazoo's DataWatch/ChildrenWatch:
-  the callback runs once at once and then after every change, on a kazoo thread, until cancelled.
-  Setting one up waits (bounded) for a connection first; kazoo's own first read is not bounded
-  further, so a connection lost in that instant delays it until the connection returns or the
-  storage closes. One-shot native watches are available through the ``watch=`` argument of
-  :meth:`get`/:meth:`children`.
+* Watches are kazoo's recipes, and only them: :meth:`watch_data` (``DataWatch``) and
+  :meth:`watch_children` (``ChildrenWatch``) call back once with the current value before they
+  return and then after every change, on a kazoo thread, until cancelled; they survive reconnections
+  and session losses. Setting one up is bounded like an operation (kazoo's first read runs on a
+  kazoo thread; a watch whose first read did not finish in time is cancelled and the call raises
+  ZkConnectionError).
 """
 
 from __future__ import annotations
@@ -36,7 +39,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from types import TracebackType
 from typing import Any, TypeVar
 
 from kazoo.client import KazooClient, KazooState
@@ -47,31 +49,27 @@ from kazoo.exceptions import (
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
-    OperationTimeoutError,
-    SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.interfaces import IAsyncResult
-from kazoo.protocol.states import WatchedEvent
-from kazoo.recipe.watchers import ChildrenWatch, DataWatch
+from kazoo.retry import InterruptedError as RetryInterrupted
+from kazoo.retry import RetryFailedError
 
 from stormpy.cluster.errors import ClusterStateError, ZkConnectionError
 from stormpy.cluster.paths import DEFAULT_ROOT, normalize_root
+from stormpy.cluster.watches import Watch, children_watch, data_watch
 
-__all__ = ["Watch", "ZkStorage", "hosts_from_config"]
+__all__ = ["ZkStorage", "hosts_from_config"]
 
 log = logging.getLogger(__name__)
 
-NativeWatcher = Callable[[WatchedEvent], Any]
 T = TypeVar("T")
 
-#: Longest single wait inside an operation; bounds how late it notices a shutdown or its deadline.
+#: Longest single wait for an answer; bounds how late an operation notices a shutdown or its deadline.
 _SLICE_SECS = 0.1
-#: Back-off between attempts of an operation after a connection loss (doubling up to the max).
+#: Back-off of ``client.retry`` between attempts while the connection is down (doubling up to the max).
 _RETRY_DELAY_SECS = 0.1
-_RETRY_DELAY_MAX_SECS = 1.0
-#: Errors after which an operation is attempted again once the connection is back.
-_RETRYABLE = (ConnectionLoss, OperationTimeoutError, SessionExpiredError)
+_RETRY_DELAY_MAX_SECS = 0.5
 #: How many times a recursive delete starts over when writers keep adding children.
 _DELETE_ROUNDS = 10
 
@@ -88,51 +86,16 @@ def hosts_from_config(conf: Mapping[str, Any]) -> str:
     return ",".join(s if ":" in str(s) else f"{s}:{port}" for s in servers)
 
 
-class Watch:
-    """Handle of a persistent watch: :meth:`cancel` stops further callbacks (idempotent)."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._cancelled = threading.Event()
-
-    def cancel(self) -> None:
-        """No callback starts after this returns, except one already running."""
-        self._cancelled.set()
-
-    @property
-    def cancelled(self) -> bool:
-        """True once :meth:`cancel` was called."""
-        return self._cancelled.is_set()
-
-
-class _Waiter:
-    """Waits for the kazoo requests of one operation, within the operation's deadline."""
-
-    def __init__(self, storage: ZkStorage, op: str, path: str, deadline: float) -> None:
-        self.storage = storage
-        self.op = op
-        self.path = path
-        self.deadline = deadline
-
-    def __call__(self, result: IAsyncResult) -> Any:
-        """The request's value, or the kazoo exception it failed with; ZkConnectionError when the
-        deadline passes or the storage stops waiting first."""
-        while not result.wait(min(_SLICE_SECS, max(0.0, self.deadline - time.monotonic()))):
-            self.storage._check_abort(self.op, self.path, self.deadline, "got no answer from")
-        return result.get(block=False)
-
-
 class ZkStorage:
     """Raw byte access to the ZooKeeper subtree ``root`` on ``hosts`` (``"h1:2181,h2:2181"``).
 
-    ``operation_timeout_secs`` bounds every operation (default: ``session_timeout_secs``);
-    ``close_timeout_secs`` bounds :meth:`close`; ``command_retries`` is the retry budget of
-    kazoo's own recipes (the persistent watches).
+    ``operation_timeout_secs`` bounds every operation and watch set-up (default:
+    ``session_timeout_secs``); ``close_timeout_secs`` bounds :meth:`close`.
     """
 
     def __init__(self, hosts: str, root: str = DEFAULT_ROOT, *, connect_timeout_secs: float = 15.0,
                  session_timeout_secs: float = 20.0, operation_timeout_secs: float | None = None,
-                 close_timeout_secs: float = 5.0, command_retries: int = 3) -> None:
+                 close_timeout_secs: float = 5.0) -> None:
         self.hosts = hosts
         self.root = normalize_root(root)
         self.connect_timeout_secs = connect_timeout_secs
@@ -144,8 +107,9 @@ class ZkStorage:
         self._client = KazooClient(
             hosts=hosts, timeout=session_timeout_secs,
             connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
-            command_retry={"max_tries": command_retries, "delay": 0.1, "max_delay": 2.0,
-                           "ignore_expire": False},
+            command_retry={"max_tries": -1, "delay": _RETRY_DELAY_SECS,
+                           "max_delay": _RETRY_DELAY_MAX_SECS, "ignore_expire": True,
+                           "deadline": self.operation_timeout_secs, "interrupt": self._interrupted},
         )
         self._client.add_listener(self._on_state)
         self._ephemerals: dict[str, bytes] = {}
@@ -187,9 +151,7 @@ class ZkStorage:
         """From now on no operation waits for a lost connection (see the module contract).
 
         Idempotent and irreversible; safe from any thread and from a signal handler (it only sets
-        a flag, which waiting operations notice within 0.1 s). Daemons call it first thing when
-        they stop, so ZooKeeper cleanup on their stop path is done when ZooKeeper is reachable and
-        skipped at once when it is not.
+        a flag, noticed within 0.1 s). Daemons call it first thing when they stop.
         """
         self._shutting_down = True
 
@@ -229,8 +191,7 @@ class ZkStorage:
     def __enter__(self) -> ZkStorage:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @property
@@ -239,18 +200,17 @@ class ZkStorage:
         return bool(self._client.connected)
 
     @property
-    def client(self) -> KazooClient:
-        """The underlying kazoo client, for recipes (Election, Lock); paths must still stay under root.
-
-        Its synchronous calls are not bounded by ``operation_timeout_secs``.
-        """
-        return self._client
-
-    @property
     def session_id(self) -> int | None:
         """The current ZooKeeper session id, or None when not connected."""
         client_id = self._client.client_id
         return client_id[0] if client_id else None
+
+    @property
+    def session_credentials(self) -> tuple[int, bytes] | None:
+        """``(session id, password)`` of the current session (what another client needs to join
+        it, e.g. to expire it on purpose), or None when not connected."""
+        client_id = self._client.client_id
+        return (int(client_id[0]), bytes(client_id[1])) if client_id else None
 
     def add_listener(self, listener: Callable[[str], Any]) -> None:
         """Call ``listener(state)`` (``"CONNECTED"``, ``"SUSPENDED"``, ``"LOST"``) on every state change.
@@ -266,75 +226,79 @@ class ZkStorage:
             raise ValueError(f"ZooKeeper path {path!r} is outside this storage's root {self.root!r}")
         return path
 
-    def _check_abort(self, op: str, path: str, deadline: float, problem: str) -> None:
+    def _interrupted(self) -> bool:
+        """The interrupt of ``client.retry``: stop retrying when closing, or stopping without a
+        connection."""
+        return self._closing or (self._shutting_down and not self._client.connected)
+
+    def _check_abort(self, op: str, path: str, deadline: float | None = None,
+                     problem: str = "could not reach") -> None:
         """Raise ZkConnectionError when an operation must stop waiting (closed, shutting down
-        without a connection, or out of time); ``problem`` completes "the operation ... hosts"."""
+        without a connection, or past ``deadline``); ``problem`` completes "the operation ... hosts"."""
         if self._closing:
             raise ZkConnectionError(f"ZooKeeper {op} {path} abandoned: the storage was closed")
         if self._shutting_down and not self._client.connected:
             raise ZkConnectionError(f"ZooKeeper {op} {path} abandoned: no connection to {self.hosts} "
                                     "and the daemon is stopping (not waiting for it)")
-        if time.monotonic() >= deadline:
+        if deadline is not None and time.monotonic() >= deadline:
             raise ZkConnectionError(f"ZooKeeper {op} {path} failed: {problem} {self.hosts} within "
                                     f"{self.operation_timeout_secs:g} s (no usable connection)")
 
-    def _await_connection(self, op: str, path: str, deadline: float) -> None:
-        while not self._client.connected:
-            self._check_abort(op, path, deadline, "could not reach")
-            time.sleep(min(_SLICE_SECS, max(0.0, deadline - time.monotonic())))
-
-    def _run(self, op: str, path: str, attempt: Callable[[_Waiter], T]) -> T:
-        """Run ``attempt`` (one try of the operation, waiting on kazoo requests through the waiter)
-        until it succeeds, within the operation timeout, retrying after connection losses."""
+    def _run(self, op: str, path: str, attempt: Callable[[Callable[[IAsyncResult], Any]], T]) -> T:
+        """Run ``attempt`` (one try of the operation; it waits for its kazoo requests through the
+        function it is given) under ``client.retry``: only while connected, again after a
+        connection loss, within the operation timeout."""
         self.check_path(path)
         deadline = time.monotonic() + self.operation_timeout_secs
-        waiter = _Waiter(self, op, path, deadline)
-        delay = _RETRY_DELAY_SECS
-        while True:
-            self._await_connection(op, path, deadline)
-            try:
-                return attempt(waiter)
-            except ConnectionClosedError as exc:
-                raise ZkConnectionError(f"ZooKeeper {op} {path} abandoned: the storage was closed") from exc
-            except _RETRYABLE as exc:
-                log.debug("ZooKeeper %s %s: %s; retrying", op, path, type(exc).__name__)
-            except KazooException as exc:
-                raise ClusterStateError(f"ZooKeeper {op} {path} failed: {type(exc).__name__} {exc}") from exc
-            pause_until = min(deadline, time.monotonic() + delay)
-            while True:  # back off in slices, so a shutdown or the deadline cuts it short
-                self._check_abort(op, path, deadline, "could not reach")
-                if self._shutting_down or time.monotonic() >= pause_until:
-                    break
-                time.sleep(min(_SLICE_SECS, pause_until - time.monotonic()))
-            delay = min(2 * delay, _RETRY_DELAY_MAX_SECS)
+
+        def wait(result: IAsyncResult) -> Any:
+            """The request's value, or the kazoo exception it failed with, within the deadline."""
+            while not result.wait(min(_SLICE_SECS, max(0.0, deadline - time.monotonic()))):
+                self._check_abort(op, path, deadline, "got no answer from")
+            return result.get(block=False)
+
+        def once() -> T:
+            self._check_abort(op, path)
+            if not self._client.connected:
+                raise ConnectionLoss("not connected")  # client.retry backs off until it returns
+            return attempt(wait)
+
+        try:
+            return self._client.retry(once)  # kazoo runs a fresh copy of the configured retry per call
+        except RetryInterrupted:
+            self._check_abort(op, path)
+            raise ZkConnectionError(f"ZooKeeper {op} {path} abandoned: the daemon is stopping") from None
+        except RetryFailedError as exc:
+            raise ZkConnectionError(f"ZooKeeper {op} {path} failed: could not reach {self.hosts} within "
+                                    f"{self.operation_timeout_secs:g} s (no usable connection)") from exc
+        except ConnectionClosedError as exc:
+            raise ZkConnectionError(f"ZooKeeper {op} {path} abandoned: the storage was closed") from exc
+        except KazooException as exc:
+            raise ClusterStateError(f"ZooKeeper {op} {path} failed: {type(exc).__name__} {exc}") from exc
 
     # -- reads ---------------------------------------------------------------------------------
-    def exists(self, path: str, watch: NativeWatcher | None = None) -> bool:
-        """True when the node exists. ``watch`` (one-shot) fires when it is created, changed or deleted."""
-        return self._run("exists", path,
-                         lambda wait: wait(self._client.exists_async(path, watch=watch)) is not None)
+    def exists(self, path: str) -> bool:
+        """True when the node exists."""
+        return self._run("exists", path, lambda wait: wait(self._client.exists_async(path)) is not None)
 
-    def get(self, path: str, watch: NativeWatcher | None = None) -> bytes | None:
-        """The node's data, or None when it does not exist (then no watch is left either).
+    def get(self, path: str) -> bytes | None:
+        """The node's data, or None when it does not exist."""
 
-        ``watch`` is a one-shot ZooKeeper watch: called once with a WatchedEvent at the next change.
-        """
-
-        def attempt(wait: _Waiter) -> bytes | None:
+        def attempt(wait: Callable[[IAsyncResult], Any]) -> bytes | None:
             try:
-                data, _ = wait(self._client.get_async(path, watch=watch))
+                data, _ = wait(self._client.get_async(path))
             except NoNodeError:
                 return None
             return bytes(data)
 
         return self._run("get", path, attempt)
 
-    def children(self, path: str, watch: NativeWatcher | None = None) -> list[str]:
-        """Sorted child names, or ``[]`` when the node does not exist; ``watch`` as in :meth:`get`."""
+    def children(self, path: str) -> list[str]:
+        """Sorted child names, or ``[]`` when the node does not exist."""
 
-        def attempt(wait: _Waiter) -> list[str]:
+        def attempt(wait: Callable[[IAsyncResult], Any]) -> list[str]:
             try:
-                return sorted(wait(self._client.get_children_async(path, watch=watch)))
+                return sorted(wait(self._client.get_children_async(path)))
             except NoNodeError:
                 return []
 
@@ -348,7 +312,7 @@ class ZkStorage:
     def set(self, path: str, data: bytes) -> None:
         """Write ``data`` to ``path``, creating it (and parents) when missing."""
 
-        def attempt(wait: _Waiter) -> None:
+        def attempt(wait: Callable[[IAsyncResult], Any]) -> None:
             try:
                 wait(self._client.set_async(path, data))
                 return
@@ -368,7 +332,7 @@ class ZkStorage:
         Raises ClusterStateError naming the path when it already exists.
         """
 
-        def attempt(wait: _Waiter) -> str:
+        def attempt(wait: Callable[[IAsyncResult], Any]) -> str:
             try:
                 return str(wait(self._client.create_async(path, data, ephemeral=ephemeral,
                                                           sequence=sequence, makepath=makepath)))
@@ -383,11 +347,11 @@ class ZkStorage:
         A node left by another (older) session at the same path is replaced. The node is re-created
         automatically after a session loss, until it is deleted through this storage or it closes.
         """
-        self._run("create_ephemeral", path, lambda wait: self._put_ephemeral(wait, path, data))
+        self._run("create_ephemeral", path, functools.partial(self._put_ephemeral, path=path, data=data))
         with self._ephemeral_lock:
             self._ephemerals[path] = data
 
-    def _put_ephemeral(self, wait: _Waiter, path: str, data: bytes) -> None:
+    def _put_ephemeral(self, wait: Callable[[IAsyncResult], Any], path: str, data: bytes) -> None:
         try:
             wait(self._client.create_async(path, data, ephemeral=True, makepath=True))
             return
@@ -414,7 +378,7 @@ class ZkStorage:
             for tracked in [p for p in self._ephemerals if p == path or p.startswith(path + "/")]:
                 del self._ephemerals[tracked]
 
-        def attempt(wait: _Waiter) -> bool:
+        def attempt(wait: Callable[[IAsyncResult], Any]) -> bool:
             if recursive:
                 return self._delete_tree(wait, path)
             try:
@@ -425,7 +389,7 @@ class ZkStorage:
 
         return self._run("delete", path, attempt)
 
-    def _delete_tree(self, wait: _Waiter, path: str) -> bool:
+    def _delete_tree(self, wait: Callable[[IAsyncResult], Any], path: str) -> bool:
         existed = False
         for _ in range(_DELETE_ROUNDS):
             try:
@@ -445,24 +409,11 @@ class ZkStorage:
         raise ClusterStateError(f"ZooKeeper delete {path} failed: children kept appearing "
                                 f"({_DELETE_ROUNDS} rounds)")
 
-    # -- persistent watches --------------------------------------------------------------------
+    # -- watches (kazoo's recipes) ---------------------------------------------------------------
     def watch_data(self, path: str, callback: Callable[[bytes | None], Any]) -> Watch:
-        """Call ``callback(data or None)`` now and after every change of ``path`` until cancelled."""
-        self.check_path(path)
-        self._await_connection("watch_data", path, time.monotonic() + self.operation_timeout_secs)
-        handle = Watch(path)
-
-        def on_change(data: bytes | None, _stat: Any) -> bool | None:
-            if handle.cancelled:
-                return False
-            try:
-                callback(bytes(data) if data is not None else None)
-            except Exception:
-                log.exception("data watch callback for %s failed", path)
-            return None
-
-        DataWatch(self._client, path, on_change)
-        return handle
+        """Call ``callback(data or None)`` now and after every change of ``path`` (its creation and
+        deletion included) until cancelled; see the module contract."""
+        return self._arm("watch_data", data_watch(self._client, self.check_path(path), callback))
 
     def watch_children(self, path: str, callback: Callable[[list[str]], Any]) -> Watch:
         """Call ``callback(sorted children)`` now and after every change, until cancelled.
@@ -470,18 +421,19 @@ class ZkStorage:
         ``path`` is created first when missing (ZooKeeper cannot watch children of a missing node).
         """
         self.ensure_path(path)
-        handle = Watch(path)
+        return self._arm("watch_children", children_watch(self._client, path, callback))
 
-        def on_change(children: list[str]) -> bool | None:
-            if handle.cancelled:
-                return False
+    def _arm(self, op: str, handle: Watch) -> Watch:
+        """Set ``handle``'s recipe up on a kazoo thread and wait (bounded) for its first callback;
+        cancel the watch and raise ZkConnectionError when it does not come in time."""
+        deadline = time.monotonic() + self.operation_timeout_secs
+        self._client.handler.spawn(handle.run)
+        while not handle.first_call.wait(min(_SLICE_SECS, max(0.0, deadline - time.monotonic()))):
             try:
-                callback(sorted(children))
-            except Exception:
-                log.exception("children watch callback for %s failed", path)
-            return None
-
-        ChildrenWatch(self._client, path, on_change)
+                self._check_abort(op, handle.path, deadline)
+            except ZkConnectionError:
+                handle.cancel()
+                raise
         return handle
 
     # -- session recovery ----------------------------------------------------------------------

@@ -3,7 +3,8 @@
 ZooKeeper is found through ``$ZOOKEEPER_HOME`` (an unpacked Apache release: ``lib/*.jar`` and
 ``conf/``) or the Debian/Ubuntu package ``zookeeper`` (``/usr/share/java/zookeeper.jar``, whose
 manifest ``Class-Path`` names its dependencies; ``slf4j-simple.jar`` is added so the server logs to
-its output file). Java is ``$JAVA_HOME/bin/java`` or ``java`` on ``PATH``.
+its output file). Java is found by :func:`stormpy.host.java.find_java` (``$JAVA_HOME/bin/java``
+when ``JAVA_HOME`` is set, else ``java`` on ``PATH``).
 
 :class:`ZooKeeperServer` contract: :meth:`~ZooKeeperServer.start` returns only once the server it
 launched (recognised by its data directory) answers ``srvr`` as serving, or raises
@@ -19,17 +20,19 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
+
+from stormpy.host.java import find_java, missing_java_reason
+from stormpy.host.ports import free_port
+from stormpy.host.processes import parent_death_signal, terminate_popen
 
 __all__ = [
     "DEBIAN_JAVA_DIR",
@@ -37,7 +40,7 @@ __all__ = [
     "ZooKeeperNotFound",
     "ZooKeeperServer",
     "ZooKeeperStartError",
-    "find_java",
+    "require_java",
     "find_zookeeper_classpath",
     "four_letter_word",
 ]
@@ -57,15 +60,13 @@ class ZooKeeperStartError(RuntimeError):
     """The ZooKeeper process failed to start or to answer in time; the message has its log tail."""
 
 
-def find_java() -> str:
-    """Path of the ``java`` executable; raise ZooKeeperNotFound with an install hint."""
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and Path(java_home, "bin", "java").is_file():
-        return str(Path(java_home, "bin", "java"))
-    found = shutil.which("java")
-    if found:
-        return found
-    raise ZooKeeperNotFound(f"Java was not found (no $JAVA_HOME/bin/java, no java on PATH); {INSTALL_HINT}")
+def require_java() -> str:
+    """Path of the ``java`` executable (:func:`stormpy.host.java.find_java`); raise
+    ZooKeeperNotFound saying why there is none, with an install hint."""
+    java = find_java()
+    if java is None:
+        raise ZooKeeperNotFound(f"Java was not found ({missing_java_reason()}); {INSTALL_HINT}")
+    return java
 
 
 def find_zookeeper_classpath(zookeeper_home: str | os.PathLike[str] | None = None,
@@ -110,37 +111,6 @@ def four_letter_word(host: str, port: int, word: str = "ruok", timeout_secs: flo
         while chunk := sock.recv(4096):
             chunks.append(chunk)
     return b"".join(chunks).decode(errors="replace")
-
-
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
-def _parent_death_signal() -> Callable[[], None] | None:
-    """A preexec function making the child get SIGTERM when the starting thread dies (Linux only)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    pr_set_pdeathsig = 1
-    sigterm = int(signal.SIGTERM)
-    return lambda: prctl(pr_set_pdeathsig, sigterm)
-
-
-def _terminate(proc: subprocess.Popen[bytes], grace_secs: float) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(grace_secs)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 class ZooKeeperServer:
@@ -212,7 +182,7 @@ class ZooKeeperServer:
         if self._proc is not None:
             raise RuntimeError("ZooKeeperServer already started")
         classpath = self._classpath or find_zookeeper_classpath()
-        java = self._java or find_java()
+        java = self._java or require_java()
         if self._requested_data_dir is None:
             self._temp_dir = Path(tempfile.mkdtemp(prefix="stormpy-zk-"))
             self.data_dir = self._temp_dir
@@ -222,7 +192,7 @@ class ZooKeeperServer:
         self.log_path = self.data_dir / "zookeeper.log"
         attempts = 1 if self._requested_port else 3
         for attempt in range(attempts):
-            self._port = self._requested_port or _free_port(self.host)
+            self._port = self._requested_port or free_port(self.host)
             try:
                 self._launch(java, classpath)
                 self._wait_until_serving()
@@ -273,8 +243,8 @@ class ZooKeeperServer:
         self._log_file.flush()
         self._proc = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=self._log_file, stderr=subprocess.STDOUT,
-            cwd=self.data_dir, preexec_fn=_parent_death_signal() if self.die_with_parent else None)
-        self._finalizer = weakref.finalize(self, _terminate, self._proc, 5.0)
+            cwd=self.data_dir, preexec_fn=parent_death_signal() if self.die_with_parent else None)
+        self._finalizer = weakref.finalize(self, terminate_popen, self._proc, 5.0)
 
     def _wait_until_serving(self) -> None:
         deadline = time.monotonic() + self.startup_timeout_secs
@@ -322,7 +292,7 @@ class ZooKeeperServer:
             self._finalizer.detach()
             self._finalizer = None
         if self._proc is not None:
-            _terminate(self._proc, grace_secs)
+            terminate_popen(self._proc, grace_secs)
             self._proc = None
         if self._log_file is not None:
             self._log_file.close()

@@ -6,8 +6,9 @@ the RPC methods on ``nimbus.host:nimbus.thrift.port`` (port 0 picks a free one: 
 :attr:`Nimbus.port`) from ``nimbus.rpc.handler.threads`` threads, refusing every request without
 the shared secret ``nimbus.rpc.auth.token`` when one is set (AuthorizationError), registers an
 ephemeral ``nimbuses/<nimbus-id>`` node and starts the monitor. ``stop`` undoes all of it and is
-idempotent; :func:`run_nimbus` is what ``stormpy nimbus`` runs: file logging to
-``<log dir>/nimbus.log``, SIGTERM/SIGINT → clean stop, exit code.
+idempotent. It is a :class:`~stormpy.host.daemon.Daemon`: ``request_stop`` / ``run_forever``.
+:func:`run_nimbus` is what ``stormpy nimbus`` runs: file logging to ``<log dir>/nimbus.log``,
+SIGTERM/SIGINT → clean stop, exit code.
 
 Only one Nimbus per cluster is supported (no leader election yet): a second one would manage the
 same topologies concurrently.
@@ -17,8 +18,6 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import os
-import signal
 import socket
 import threading
 import time
@@ -30,6 +29,7 @@ from stormpy import __version__
 from stormpy.cluster import ClusterState
 from stormpy.cluster.records import encode_value
 from stormpy.config import DEFAULTS, log_dir, rpc_auth_token
+from stormpy.host.daemon import Daemon, log_to_file
 from stormpy.nimbus.downloads import DownloadManager
 from stormpy.nimbus.handler import NimbusHandler
 from stormpy.nimbus.localdirs import NimbusDirs
@@ -39,7 +39,7 @@ from stormpy.nimbus.topologies import TopologyManager
 from stormpy.nimbus.uploads import UploadManager
 from stormpy.rpc import RpcServer
 
-__all__ = ["Nimbus", "bind_address", "configure_daemon_logging", "run_nimbus"]
+__all__ = ["Nimbus", "bind_address", "run_nimbus"]
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +56,13 @@ def bind_address(host: str) -> str:
         return socket.gethostbyname(host)
 
 
-class Nimbus:
+class Nimbus(Daemon):
     """One Nimbus daemon (see the module docstring)."""
 
+    log = log
+
     def __init__(self, conf: Mapping[str, Any], *, clock: Callable[[], float] = time.time) -> None:
+        super().__init__()
         self.conf = {**DEFAULTS, **conf}
         self.clock = clock
         self.dirs = NimbusDirs.from_config(self.conf)
@@ -72,7 +75,6 @@ class Nimbus:
         self.server: RpcServer | None = None
         self.nimbus_id = ""
         self.started_at = 0.0
-        self._stopped = threading.Event()
         self._shut_down = False
         self._lock = threading.Lock()
 
@@ -144,17 +146,7 @@ class Nimbus:
             if not self._shut_down:
                 self._shut_down = True
                 log.info("Nimbus %s stopped", self.nimbus_id)
-            self._stopped.set()
-
-    def request_stop(self) -> None:
-        """Make :meth:`run_forever` return (safe from signal handlers)."""
-        self._stopped.set()
-
-    def run_forever(self) -> None:
-        """Block until :meth:`request_stop` or :meth:`stop`, then stop."""
-        while not self._stopped.wait(0.5):
-            pass
-        self.stop()
+            self.request_stop()  # run_forever in another thread returns
 
     def __enter__(self) -> Nimbus:
         return self.start()
@@ -195,44 +187,22 @@ class Nimbus:
         return value
 
 
-def configure_daemon_logging(path: os.PathLike[str] | str, level: int = logging.INFO) -> logging.Handler:
-    """Send the root logger's records to the file ``path`` (created with its directory)."""
-    os.makedirs(os.path.dirname(os.fspath(path)) or ".", exist_ok=True)
-    handler = logging.FileHandler(path)
-    handler.setFormatter(logging.Formatter(
-        "%(asctime)s %(levelname)s [%(threadName)s] %(name)s: %(message)s"))
-    root = logging.getLogger()
-    previous = root.level or logging.WARNING
-    for existing in root.handlers:
-        if existing.level == logging.NOTSET:
-            existing.setLevel(previous)  # stderr keeps what it showed before (``stormpy -v``)
-    root.addHandler(handler)
-    root.setLevel(min(previous, level))
-    logging.getLogger("kazoo").setLevel(logging.WARNING)
-    return handler
-
-
 def run_nimbus(conf: Mapping[str, Any], *, echo: Callable[[str], Any] = print) -> int:
     """Run Nimbus in the foreground until SIGTERM/SIGINT; return the exit code (0 on a clean stop)."""
     merged = {**DEFAULTS, **conf}
     log_path = log_dir(merged) / "nimbus.log"
-    configure_daemon_logging(log_path)
+    log_to_file(log_path, "nimbus")
     nimbus = Nimbus(merged)
-    previous = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            previous[sig] = signal.signal(sig, lambda *_: nimbus.request_stop())
-    try:
+    with nimbus.stopping_on_signals():  # a signal while starting stops it too
         try:
-            nimbus.start()
-        except Exception as exc:
-            log.exception("Nimbus failed to start")
-            echo(f"error: Nimbus failed to start: {exc} (log: {log_path})")
-            return 1
-        echo(f"Nimbus serving on {nimbus.address} (log: {log_path}); SIGTERM or Ctrl-C stops it")
-        nimbus.run_forever()
-        return 0
-    finally:
-        nimbus.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+            try:
+                nimbus.start()
+            except Exception as exc:
+                log.exception("Nimbus failed to start")
+                echo(f"error: Nimbus failed to start: {exc} (log: {log_path})")
+                return 1
+            echo(f"Nimbus serving on {nimbus.address} (log: {log_path}); SIGTERM or Ctrl-C stops it")
+            nimbus.run_forever()
+            return 0
+        finally:
+            nimbus.stop()

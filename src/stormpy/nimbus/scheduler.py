@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
+from stormpy.topology.layout import ExecutorKey
+
 __all__ = ["ExecutorKey", "Slot", "available_slots", "schedule_topology", "sort_slots"]
 
-ExecutorKey = tuple[int, int]
 Slot = tuple[str, int]
 
 

@@ -4,8 +4,8 @@
 run it in-process). It imports shared services only, never Nimbus or the CLI.
 """
 
+from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.supervisor.daemon import Supervisor
 from stormpy.supervisor.download import BundleDownloader, DownloadError
-from stormpy.supervisor.local_state import SupervisorDirs
 
 __all__ = ["BundleDownloader", "DownloadError", "Supervisor", "SupervisorDirs"]

@@ -14,15 +14,17 @@ Contract of :class:`Supervisor` (see also docs/cluster-contract.md):
   exited, have a heartbeat older than ``supervisor.worker.timeout.secs``, or gave none within
   ``supervisor.worker.start.timeout.secs`` of launch, launches missing workers whose code is
   present (a worker that keeps exiting within seconds of its launch is relaunched with a growing
-  delay, see :func:`~stormpy.supervisor.sync.relaunch_delay`), and removes ``stormdist`` and
-  worker directories of topologies no longer assigned.
+  delay, see :class:`~stormpy.supervisor.launcher.RelaunchBackoff`; a failed download is retried
+  with a growing delay too, see :class:`~stormpy.supervisor.download.DownloadQueue`), and removes
+  ``stormdist`` and worker directories of topologies no longer assigned.
   When ZooKeeper cannot be read, the last known assignments stay in force (no worker is stopped
   for a ZooKeeper outage).
 * Stopping a worker: SIGTERM, ``supervisor.worker.shutdown.sleep.secs`` (default 3) of grace,
   SIGKILL, then the worker's whole process group is killed.
 * ``stop()`` stops the threads, stops every worker (unless ``stop_workers=False``, which leaves
   them running for a later adoption), unregisters, disconnects and releases the id.
-  ``run_forever()`` runs until SIGTERM/SIGINT and then stops.
+  ``run_forever()`` (of the :class:`~stormpy.host.daemon.Daemon` base) runs until SIGTERM/SIGINT
+  and then stops.
   Stopping never waits for ZooKeeper: it first puts the cluster state into shutdown mode, so
   ZooKeeper calls still running in its threads fail at once while ZooKeeper is unreachable;
   unregistering is then skipped (the ephemeral node vanishes when the session expires). Workers
@@ -34,43 +36,39 @@ from __future__ import annotations
 import json
 import logging
 import os
-import queue
 import shutil
-import signal
 import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from types import FrameType
 from typing import IO, Any
 
 import yaml
 
 import stormpy
 from stormpy.cluster.errors import ClusterStateError
+from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.cluster.records import Assignment, SupervisorInfo
 from stormpy.cluster.state import ClusterState
 from stormpy.config import log_dir, merged
-from stormpy.supervisor.download import BundleDownloader, DownloadError
-from stormpy.supervisor.launcher import WorkerHandle, is_worker_process, launch_worker, stop_workers
+from stormpy.host.daemon import Daemon, log_to_file
+from stormpy.supervisor.download import BundleDownloader, DownloadQueue
+from stormpy.supervisor.launcher import (
+    RelaunchBackoff,
+    WorkerHandle,
+    is_worker_process,
+    launch_worker,
+    terminate_workers,
+    wait_for_exit,
+)
 from stormpy.supervisor.local_state import (
-    SupervisorDirs,
     claim_supervisor_id,
     read_local_heartbeat,
     read_pid,
 )
-from stormpy.supervisor.sync import (
-    QUICK_EXIT_SECS,
-    LocalAssignment,
-    assigned_slots,
-    relaunch_delay,
-    worker_health,
-)
+from stormpy.supervisor.sync import LocalAssignment, assigned_slots, worker_health
 
 __all__ = ["Supervisor"]
-
-_DOWNLOAD_RETRY_MIN = 1.0
-_DOWNLOAD_RETRY_MAX = 60.0
 
 
 def _ports(value: Any) -> tuple[int, ...]:
@@ -79,7 +77,7 @@ def _ports(value: Any) -> tuple[int, ...]:
     return tuple(sorted({int(p) for p in value}))
 
 
-class Supervisor:
+class Supervisor(Daemon):
     """One supervisor daemon configured by ``conf`` (daemon keys: ``supervisor.*``,
     ``storm.zookeeper.*``, ``storm.local.dir``, ``storm.log.dir``, ``nimbus.*``).
 
@@ -89,6 +87,7 @@ class Supervisor:
     """
 
     def __init__(self, conf: Mapping[str, Any], *, root_logging: bool = False) -> None:
+        super().__init__()
         self.conf = merged(conf)
         self.host = str(self.conf.get("supervisor.host") or "127.0.0.1")
         self.ports = _ports(self.conf.get("supervisor.slots.ports") or ())
@@ -115,14 +114,9 @@ class Supervisor:
         self._problems: list[str] = []
         self._sync_event = threading.Event()
         self._stop = threading.Event()
-        self._stop_requested = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._download_queue: queue.Queue[str | None] = queue.Queue()
-        self._downloading: set[str] = set()
-        self._download_retry: dict[str, tuple[float, float]] = {}
-        self._quick_exits: dict[int, int] = {}
-        self._launch_not_before: dict[int, float] = {}
-        self._downloader: BundleDownloader | None = None
+        self._downloads: DownloadQueue | None = None
+        self._relaunch = RelaunchBackoff()
         self._started = False
         self._stopped = False
         self.syncs = 0
@@ -143,7 +137,8 @@ class Supervisor:
         try:
             self._write_worker_conf()
             self.state = ClusterState.from_config(self.conf)
-            self._downloader = BundleDownloader(self.conf, self.dirs, log=self.log)
+            self._downloads = DownloadQueue(BundleDownloader(self.conf, self.dirs, log=self.log),
+                                            self._sync_event.set, log=self.log)
             self._adopt_workers()
             self._register()
         except ClusterStateError as exc:
@@ -154,8 +149,8 @@ class Supervisor:
             self.log.exception("supervisor could not start")
             self._release()
             raise
-        for name, target in (("heartbeat", self._heartbeat_loop), ("sync", self._sync_loop),
-                             ("download", self._download_loop)):
+        self._downloads.start()
+        for name, target in (("heartbeat", self._heartbeat_loop), ("sync", self._sync_loop)):
             thread = threading.Thread(target=target, name=f"supervisor-{name}", daemon=True)
             thread.start()
             self._threads.append(thread)
@@ -171,16 +166,17 @@ class Supervisor:
                       "" if stop_workers else " (leaving its workers running)")
         self._stop.set()
         self._sync_event.set()
-        self._download_queue.put(None)
         if self.state is not None:
             self.state.begin_shutdown()  # threads blocked on an unreachable ZooKeeper return now
+        if self._downloads is not None:
+            self._downloads.stop(self.shutdown_grace + 10.0)
         for thread in self._threads:
             thread.join(self.shutdown_grace + 10.0)
         if stop_workers:
             with self._lock:
                 handles = list(self._workers.values())
                 self._workers.clear()
-            stop_workers_fn(handles, self.shutdown_grace, self.log)
+            terminate_workers(handles, self.shutdown_grace, self.log)
         if self.state is not None and self.supervisor_id is not None:
             if not self.state.connected:
                 self.log.warning("ZooKeeper is unreachable: not unregistering (the supervisor's node "
@@ -206,25 +202,11 @@ class Supervisor:
             self._log_handler.close()
             self._log_handler = None
 
-    def request_stop(self) -> None:
-        """Make ``run_forever`` return (thread- and signal-safe)."""
-        self._stop_requested.set()
-
     def run_forever(self) -> None:
         """Start (if needed), run until SIGTERM/SIGINT or :meth:`request_stop`, then stop."""
         if not self._started:
             self.start()
-        if threading.current_thread() is threading.main_thread():
-            def on_signal(signum: int, _frame: FrameType | None) -> None:
-                self.log.info("received %s", signal.Signals(signum).name)
-                self.request_stop()
-            signal.signal(signal.SIGTERM, on_signal)
-            signal.signal(signal.SIGINT, on_signal)
-        try:
-            while not self._stop_requested.wait(0.5):
-                pass
-        finally:
-            self.stop()
+        super().run_forever()
 
     def __enter__(self) -> Supervisor:
         return self.start() if not self._started else self
@@ -250,26 +232,12 @@ class Supervisor:
     # -- setup ---------------------------------------------------------------------------------
     def _setup_logging(self) -> None:
         assert self.dirs is not None
-        self.dirs.logs.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(self.dirs.supervisor_log)
-        handler.setLevel(logging.INFO)
-        handler.setFormatter(logging.Formatter(
-            f"%(asctime)s %(levelname)s [supervisor {self.supervisor_id}] %(threadName)s "
-            "%(name)s: %(message)s"))
-        self._log_handler = handler
+        who = f"supervisor {self.supervisor_id}"
         if self.root_logging:
-            root = logging.getLogger()
-            for existing in root.handlers:
-                if existing.level == logging.NOTSET:
-                    existing.setLevel(root.level)
-            root.addHandler(handler)
-            if root.level > logging.INFO or root.level == logging.NOTSET:
-                root.setLevel(logging.INFO)
-            logging.getLogger("kazoo").setLevel(logging.WARNING)
+            self._log_handler = log_to_file(self.dirs.supervisor_log, who)
         else:
             self.log = logging.getLogger(f"stormpy.supervisor.{self.supervisor_id}")
-            self.log.setLevel(logging.INFO)
-            self.log.addHandler(handler)
+            self._log_handler = log_to_file(self.dirs.supervisor_log, who, logger=self.log)
 
     def _write_worker_conf(self) -> None:
         """The daemon conf handed to workers (``--conf-file``), as plain YAML."""
@@ -303,7 +271,7 @@ class Supervisor:
             if port not in self.ports or port in self._workers:
                 self.log.warning("stopping leftover %s: port %d is not free for it", handle.describe(),
                                  port)
-                stop_workers_fn([handle], self.shutdown_grace, self.log)
+                terminate_workers([handle], self.shutdown_grace, self.log)
                 continue
             self._workers[port] = handle
             self.log.info("adopted running %s", handle.describe())
@@ -327,32 +295,6 @@ class Supervisor:
             except Exception:  # noqa: BLE001 - the next round retries
                 self.log.exception("sync failed")
 
-    def _download_loop(self) -> None:
-        assert self._downloader is not None
-        while True:
-            topology_id = self._download_queue.get()
-            if topology_id is None or self._stop.is_set():
-                return
-            failure: str | None = None
-            try:
-                self._downloader.download(topology_id)
-            except DownloadError as exc:
-                failure = str(exc)
-            except Exception as exc:  # noqa: BLE001 - a bug here must not end the thread
-                self.log.exception("download of %s failed", topology_id)
-                failure = f"download of {topology_id} failed: {exc!r}"
-            with self._lock:
-                self._downloading.discard(topology_id)
-                if failure is None:
-                    self._download_retry.pop(topology_id, None)
-                else:
-                    _, delay = self._download_retry.get(topology_id, (0.0, _DOWNLOAD_RETRY_MIN / 2))
-                    delay = min(_DOWNLOAD_RETRY_MAX, delay * 2)
-                    self._download_retry[topology_id] = (time.monotonic() + delay, delay)
-            if failure is not None:
-                self.log.warning("%s (retrying in %.0f s)", failure, delay)
-            self._sync_event.set()
-
     # -- sync ----------------------------------------------------------------------------------
     def _read_assignments(self) -> dict[str, Assignment]:
         assert self.state is not None
@@ -361,17 +303,6 @@ class Supervisor:
         except ClusterStateError as exc:
             self.log.warning("cannot read assignments (keeping the last known ones): %s", exc)
         return self._assignments
-
-    def _request_download(self, topology_id: str) -> None:
-        with self._lock:
-            if topology_id in self._downloading:
-                return
-            retry = self._download_retry.get(topology_id)
-            if retry is not None and time.monotonic() < retry[0]:
-                return
-            self._downloading.add(topology_id)
-        self.log.info("downloading topology %s", topology_id)
-        self._download_queue.put(topology_id)
 
     def sync_once(self) -> None:
         """One sync round (normally run by the sync thread)."""
@@ -382,8 +313,8 @@ class Supervisor:
                 self.log.warning("assignment problem: %s", problem)
             self._problems = problems
         for topology_id in sorted({la.topology_id for la in desired.values()}):
-            if not self.dirs.is_downloaded(topology_id):
-                self._request_download(topology_id)
+            if not self.dirs.is_downloaded(topology_id) and self._downloads is not None:
+                self._downloads.request(topology_id)
         self._replace_workers(desired)
         if not self._stop.is_set():
             self._launch_workers(desired)
@@ -411,7 +342,7 @@ class Supervisor:
                 if code is not None:
                     del self._workers[port]
                     handle.kill_group()
-                    delay = self._note_exit(port, now - handle.launched_at)
+                    delay = self._relaunch.note_exit(port, now - handle.launched_at)
                     self.log.warning("%s exited with code %s; restarting it%s", handle.describe(), code,
                                      f" in {delay:g} s" if delay else "")
                     continue
@@ -426,7 +357,7 @@ class Supervisor:
                     to_stop.append((handle, False))
         if not to_stop:
             return
-        stop_workers_fn([h for h, _ in to_stop], self.shutdown_grace, self.log)
+        terminate_workers([h for h, _ in to_stop], self.shutdown_grace, self.log)
         with self._lock:
             for handle, unassigned in to_stop:
                 if self._workers.get(handle.port) is handle:
@@ -435,29 +366,14 @@ class Supervisor:
                     shutil.rmtree(self.dirs.worker_dir(handle.topology_id, handle.port),
                                   ignore_errors=True)
 
-    def _note_exit(self, port: int, ran_secs: float) -> float:
-        """Record a worker exit on ``port``; return the delay before its relaunch."""
-        if ran_secs >= QUICK_EXIT_SECS:
-            self._quick_exits.pop(port, None)
-            self._launch_not_before.pop(port, None)
-            return 0.0
-        n = self._quick_exits.get(port, 0) + 1
-        self._quick_exits[port] = n
-        delay = relaunch_delay(n)
-        self._launch_not_before[port] = time.monotonic() + delay
-        return delay
-
     def _launch_workers(self, desired: dict[int, LocalAssignment]) -> None:
         assert self.dirs is not None
-        for port in list(self._quick_exits):
-            if port not in desired:
-                self._quick_exits.pop(port, None)
-                self._launch_not_before.pop(port, None)
+        self._relaunch.retain(desired)
         for port, want in sorted(desired.items()):
             with self._lock:
                 if port in self._workers or not self.dirs.is_downloaded(want.topology_id):
                     continue
-                if time.monotonic() < self._launch_not_before.get(port, 0.0):
+                if not self._relaunch.may_launch(port):
                     continue
                 try:
                     handle = launch_worker(self.dirs, want.topology_id, port, want.executors,
@@ -473,10 +389,9 @@ class Supervisor:
 
     def _watch_exit(self, handle: WorkerHandle) -> None:
         """Trigger a sync as soon as a launched worker exits (faster restarts than the timer)."""
-        if handle.proc is not None:
-            handle.proc.wait()
-            if not self._stop.is_set():
-                self._sync_event.set()
+        wait_for_exit(handle)
+        if not self._stop.is_set():
+            self._sync_event.set()
 
     def _clean_up(self, desired: dict[int, LocalAssignment]) -> None:
         """Remove code and worker directories of topologies this supervisor no longer runs."""
@@ -484,7 +399,7 @@ class Supervisor:
         with self._lock:
             keep = {la.topology_id for la in desired.values()}
             keep |= {h.topology_id for h in self._workers.values()}
-            keep |= self._downloading
+            keep |= self._downloads.pending() if self._downloads is not None else set()
             slots = {(h.topology_id, h.port) for h in self._workers.values()}
             slots |= {(la.topology_id, port) for port, la in desired.items()}
         root = self.dirs.stormdist_root
@@ -499,17 +414,6 @@ class Supervisor:
         for topology_id, port, wdir in self.dirs.worker_dirs():
             if (topology_id, port) not in slots:
                 shutil.rmtree(wdir, ignore_errors=True)
-
-
-def stop_workers_fn(handles: list[WorkerHandle], grace: float, log: logging.Logger) -> None:
-    """Stop ``handles`` (see :func:`stormpy.supervisor.launcher.stop_workers`) and log it."""
-    if not handles:
-        return
-    for h in handles:
-        log.info("stopping %s", h.describe())
-    stop_workers(handles, grace, log)
-    for h in handles:
-        log.info("%s stopped (exit code %s)", h.describe(), h.exit_code())
 
 
 def _worker_env() -> dict[str, str]:

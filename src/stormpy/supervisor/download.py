@@ -10,6 +10,10 @@ hidden temporary directory that is renamed to ``stormdist/<topology-id>`` at the
 directory appears complete or not at all (:meth:`SupervisorDirs.is_downloaded`). Any failure
 raises :class:`DownloadError` naming the topology and leaves nothing behind.
 
+:class:`DownloadQueue` runs the downloads of one supervisor on its own thread, one at a time: a
+topology is queued at most once at a time, and after a failed download it is not queued again
+before its back-off has passed (1 s, doubling up to 60 s; a success resets it).
+
 RPC calls to Nimbus carry ``nimbus.rpc.auth.token`` and wait ``nimbus.rpc.timeout.secs`` per
 attempt with ``nimbus.rpc.retries`` retries; a Nimbus refusing the token is a DownloadError that
 says so (it is not mistaken for an unreachable Nimbus).
@@ -18,7 +22,10 @@ says so (it is not mistaken for an unreachable Nimbus).
 from __future__ import annotations
 
 import logging
+import queue
 import shutil
+import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -27,14 +34,18 @@ from typing import Any
 import msgpack
 
 from stormpy.bundle import BundleError, sha256_file, unpack_bundle, verify_bundle
+from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.config import DEFAULTS, rpc_auth_token
 from stormpy.rpc import AuthorizationError, RpcClient, RpcError, UnreachableError
-from stormpy.supervisor.local_state import SupervisorDirs
 
-__all__ = ["BundleDownloader", "DownloadError", "nimbus_addresses"]
+__all__ = ["BundleDownloader", "DownloadError", "DownloadQueue", "nimbus_addresses"]
 
 #: Longest wait for Nimbus to answer the ping that picks the Nimbus candidate.
 PING_TIMEOUT_SECS = 5.0
+#: Back-off after a failed download of a topology: the first retry waits this long ...
+RETRY_MIN_SECS = 1.0
+#: ... and each further failure doubles it, up to this.
+RETRY_MAX_SECS = 60.0
 
 
 class DownloadError(RuntimeError):
@@ -159,3 +170,80 @@ class BundleDownloader:
         (tmp / "topology.msgpack").write_bytes(msgpack.packb(doc, use_bin_type=True))
         self.log.info("downloaded topology %s: bundle %s (%d bytes, sha256 %s)", topology_id,
                       files["bundle_key"], size, digest)
+
+
+class DownloadQueue:
+    """Downloads topologies with ``downloader`` on a thread of its own (see the module docstring).
+
+    ``on_done()`` runs after every attempt, successful or not (the supervisor then syncs).
+    """
+
+    def __init__(self, downloader: BundleDownloader, on_done: Callable[[], object], *,
+                 log: logging.Logger | None = None) -> None:
+        self.downloader = downloader
+        self.on_done = on_done
+        self.log = log or logging.getLogger(__name__)
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self._pending: set[str] = set()
+        self._retry: dict[str, tuple[float, float]] = {}  # topology → (not before, last delay)
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+
+    def start(self) -> DownloadQueue:
+        """Start the download thread; return self."""
+        self._thread = threading.Thread(target=self._loop, name="supervisor-download", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop after the current download (waiting up to ``timeout`` s for it; queued ones are
+        dropped); idempotent."""
+        self._stopping = True
+        self._queue.put(None)
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def request(self, topology_id: str) -> bool:
+        """Queue ``topology_id`` unless it is queued or running, or backing off; True when queued."""
+        with self._lock:
+            if topology_id in self._pending:
+                return False
+            retry = self._retry.get(topology_id)
+            if retry is not None and time.monotonic() < retry[0]:
+                return False
+            self._pending.add(topology_id)
+        self.log.info("downloading topology %s", topology_id)
+        self._queue.put(topology_id)
+        return True
+
+    def pending(self) -> set[str]:
+        """Topologies queued or being downloaded (a copy)."""
+        with self._lock:
+            return set(self._pending)
+
+    def _loop(self) -> None:
+        while True:
+            topology_id = self._queue.get()
+            if topology_id is None or self._stopping:
+                return
+            failure: str | None = None
+            try:
+                self.downloader.download(topology_id)
+            except DownloadError as exc:
+                failure = str(exc)
+            except Exception as exc:  # noqa: BLE001 - a bug here must not end the thread
+                self.log.exception("download of %s failed", topology_id)
+                failure = f"download of {topology_id} failed: {exc!r}"
+            delay = 0.0
+            with self._lock:
+                self._pending.discard(topology_id)
+                if failure is None:
+                    self._retry.pop(topology_id, None)
+                else:
+                    _, last = self._retry.get(topology_id, (0.0, RETRY_MIN_SECS / 2))
+                    delay = min(RETRY_MAX_SECS, last * 2)
+                    self._retry[topology_id] = (time.monotonic() + delay, delay)
+            if failure is not None:
+                self.log.warning("%s (retrying in %.0f s)", failure, delay)
+            self.on_done()

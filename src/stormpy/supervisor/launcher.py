@@ -7,11 +7,15 @@ Contract:
   the worker log; it writes the pid file and removes the previous heartbeat first, so a heartbeat
   present afterwards always belongs to this process.
 * :class:`WorkerHandle` covers both workers this supervisor started (a Popen, reaped by it) and
-  workers adopted after a restart (only a pid; identity checked through ``/proc`` where available
-  so a recycled pid is never mistaken for a worker).
-* :func:`stop_workers` sends SIGTERM to every worker at once, waits up to ``grace`` seconds, then
-  SIGKILLs what is left; finally the whole process group of each worker is killed, so processes a
-  component spawned do not outlive it.
+  workers adopted after a restart (only a pid; identity checked by the process's command line,
+  through psutil, so a recycled pid is never mistaken for a worker).
+* :class:`RelaunchBackoff` holds back the relaunch of a worker that keeps exiting within
+  :data:`~stormpy.supervisor.sync.QUICK_EXIT_SECS` of its launch (a crash loop): the delays of
+  :func:`~stormpy.supervisor.sync.relaunch_delay`, forgotten after a longer run or when the port is
+  no longer assigned.
+* :func:`terminate_workers` sends SIGTERM to every worker at once, waits up to ``grace`` seconds, then
+  SIGKILLs what is left (:func:`stormpy.host.processes.terminate`); finally the whole process group
+  of each worker is killed, so processes a component spawned do not outlive it.
 """
 
 from __future__ import annotations
@@ -19,62 +23,39 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
-from stormpy.supervisor.local_state import SupervisorDirs, write_pid
+import psutil
 
-__all__ = ["WORKER_MODULE", "WorkerHandle", "is_worker_process", "launch_worker", "stop_workers"]
+from stormpy.cluster.local_layout import SupervisorDirs
+from stormpy.host.processes import command_line, kill_process_group, live_process, terminate
+from stormpy.supervisor.local_state import write_pid
+from stormpy.supervisor.sync import QUICK_EXIT_SECS, relaunch_delay
+
+__all__ = ["WORKER_MODULE", "RelaunchBackoff", "WorkerHandle", "is_worker_process", "launch_worker",
+           "terminate_workers", "wait_for_exit"]
 
 WORKER_MODULE = "stormpy.worker.process"
 
 log = logging.getLogger(__name__)
 
 
-def _proc_cmdline(pid: int) -> list[str] | None:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return None
-    return raw.decode(errors="replace").split("\0")
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rpartition(")")[2].split()[:1] == ["Z"]
-
-
-def _pid_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return not _is_zombie(pid)
-
-
 def is_worker_process(pid: int, topology_id: str, port: int) -> bool:
-    """True when ``pid`` is alive and (where ``/proc`` tells) is the worker of ``topology_id`` on
-    ``port``."""
-    if pid <= 0 or not _pid_exists(pid):
+    """True when ``pid`` runs and is the worker of ``topology_id`` on ``port`` (judged by its
+    command line; when the system does not show it, the pid file is trusted)."""
+    process = live_process(pid)
+    if process is None:
         return False
-    if not Path("/proc/self/cmdline").exists():
-        return True  # no /proc (macOS): trust the pid file
-    argv = _proc_cmdline(pid)
+    argv = command_line(process)
     if argv is None:
-        return False
-    joined = "\0".join(argv)
-    return (WORKER_MODULE in argv and f"--topology-id\0{topology_id}\0" in joined + "\0"
-            and f"--port\0{int(port)}\0" in joined + "\0")
+        return process.is_running()
+    joined = "\0".join(argv) + "\0"
+    return (WORKER_MODULE in argv and f"--topology-id\0{topology_id}\0" in joined
+            and f"--port\0{int(port)}\0" in joined)
 
 
 @dataclass
@@ -108,8 +89,12 @@ class WorkerHandle:
 
     def kill_group(self) -> None:
         """SIGKILL every process left in the worker's process group."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGKILL)
+        kill_process_group(self.pid)
+
+    def record_exit(self, code: int | None) -> None:
+        """Keep ``code`` (reaped by someone else, e.g. psutil) as the exit code of a launched worker."""
+        if self.proc is not None and self.proc.returncode is None and code is not None:
+            self.proc.returncode = int(code)
 
     def describe(self) -> str:
         return f"worker {self.topology_id}:{self.port} (pid {self.pid})"
@@ -134,25 +119,74 @@ def launch_worker(dirs: SupervisorDirs, topology_id: str, port: int,
     return WorkerHandle(topology_id, int(port), proc.pid, time.time(), tuple(executors), proc)
 
 
-def stop_workers(handles: Iterable[WorkerHandle], grace: float,
-                 logger: logging.Logger | None = None) -> None:
-    """SIGTERM all, wait up to ``grace`` seconds, SIGKILL the rest, reap, kill leftover groups."""
+def wait_for_exit(handle: WorkerHandle) -> None:
+    """Block until the launched worker of ``handle`` exits, without reaping it (so its exit code
+    stays for whoever polls or stops it); returns at once for adopted workers."""
+    if handle.proc is None:
+        return
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitid(os.P_PID, handle.pid, os.WEXITED | os.WNOWAIT)
+
+
+class RelaunchBackoff:
+    """Crash-loop back-off per port (see the module docstring); used by one thread."""
+
+    def __init__(self) -> None:
+        self._quick_exits: dict[int, int] = {}
+        self._not_before: dict[int, float] = {}
+
+    def note_exit(self, port: int, ran_secs: float) -> float:
+        """Record a worker exit on ``port`` after ``ran_secs``; return the delay before its relaunch."""
+        if ran_secs >= QUICK_EXIT_SECS:
+            self.forget(port)
+            return 0.0
+        n = self._quick_exits.get(port, 0) + 1
+        self._quick_exits[port] = n
+        delay = relaunch_delay(n)
+        self._not_before[port] = time.monotonic() + delay
+        return delay
+
+    def may_launch(self, port: int) -> bool:
+        """False while ``port``'s relaunch is held back."""
+        return time.monotonic() >= self._not_before.get(port, 0.0)
+
+    def forget(self, port: int) -> None:
+        """Drop what is known about ``port``."""
+        self._quick_exits.pop(port, None)
+        self._not_before.pop(port, None)
+
+    def retain(self, ports: Iterable[int]) -> None:
+        """Forget every port not in ``ports`` (no longer assigned here)."""
+        keep = set(ports)
+        for port in [p for p in self._quick_exits if p not in keep]:
+            self.forget(port)
+
+
+def terminate_workers(handles: Iterable[WorkerHandle], grace: float,
+                      logger: logging.Logger | None = None) -> None:
+    """Stop ``handles`` and log it: SIGTERM all, wait up to ``grace`` seconds, SIGKILL the rest,
+    reap, kill what is left of their process groups."""
     logger = logger or log
     handles = list(handles)
+    if not handles:
+        return
     for h in handles:
-        h.signal(signal.SIGTERM)
-    deadline = time.monotonic() + max(0.0, grace)
-    while any(h.alive for h in handles) and time.monotonic() < deadline:
-        time.sleep(0.05)
+        logger.info("stopping %s", h.describe())
+    by_process: dict[psutil.Process, WorkerHandle] = {}
     for h in handles:
-        if h.alive:
-            logger.warning("%s did not stop within %.1f s; killing it", h.describe(), grace)
-            h.signal(signal.SIGKILL)
-    deadline = time.monotonic() + 5.0
-    while any(h.alive for h in handles) and time.monotonic() < deadline:
-        time.sleep(0.02)
+        process = live_process(h.pid) if h.alive else None
+        if process is not None:
+            by_process[process] = h
+
+    def on_kill(process: psutil.Process) -> None:
+        logger.warning("%s did not stop within %.1f s; killing it", by_process[process].describe(), grace)
+
+    gone, _ = terminate(by_process, grace, on_kill=on_kill)
+    for process in gone:
+        by_process[process].record_exit(getattr(process, "returncode", None))
     for h in handles:
         h.kill_group()
         if h.proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 h.proc.wait(timeout=1.0)
+        logger.info("%s stopped (exit code %s)", h.describe(), h.exit_code())

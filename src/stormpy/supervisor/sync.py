@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from stormpy.cluster.records import Assignment, Executor
+from stormpy.cluster.records import Assignment
+from stormpy.topology.layout import ExecutorKey
 
 __all__ = ["QUICK_EXIT_SECS", "LocalAssignment", "assigned_slots", "relaunch_delay", "worker_health"]
 
@@ -25,7 +26,7 @@ class LocalAssignment:
     """What one worker slot must run: the topology and the sorted executors."""
 
     topology_id: str
-    executors: tuple[Executor, ...]
+    executors: tuple[ExecutorKey, ...]
 
 
 def assigned_slots(assignments: Mapping[str, Assignment], supervisor_id: str,
@@ -37,7 +38,7 @@ def assigned_slots(assignments: Mapping[str, Assignment], supervisor_id: str,
     contested port).
     """
     offered = {int(p) for p in ports}
-    slots: dict[int, dict[str, list[Executor]]] = {}
+    slots: dict[int, dict[str, list[ExecutorKey]]] = {}
     problems: list[str] = []
     for topology_id in sorted(assignments):
         for port in assignments[topology_id].worker_ports.get(supervisor_id, ()):

@@ -9,9 +9,9 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from stormpy.local.cluster import LocalCluster
 from stormpy.testing import registry
 from stormpy.testing.components import FixedTupleSpout, _AckLog
-from stormpy.testing.local_cluster import LocalCluster
 from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.imports import class_path
 from stormpy.topology.spec import TopologySpec

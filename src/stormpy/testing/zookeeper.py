@@ -20,9 +20,9 @@ from stormpy.cluster.zkserver import (
     ZooKeeperNotFound,
     ZooKeeperServer,
     ZooKeeperStartError,
-    find_java,
     find_zookeeper_classpath,
     four_letter_word,
+    require_java,
 )
 
 __all__ = [
@@ -30,9 +30,9 @@ __all__ = [
     "ZooKeeperNotFound",
     "ZooKeeperServer",
     "ZooKeeperStartError",
-    "find_java",
     "find_zookeeper_classpath",
     "four_letter_word",
+    "require_java",
     "zookeeper_available",
 ]
 
@@ -41,7 +41,7 @@ def zookeeper_available() -> bool:
     """True when both ZooKeeper and Java can be found (no process is started)."""
     try:
         find_zookeeper_classpath()
-        find_java()
+        require_java()
     except ZooKeeperNotFound:
         return False
     return True

@@ -1,11 +1,11 @@
 """What users import to describe a topology: pure description, no sockets, no ZooKeeper."""
 
 from stormpy.topology.builder import BoltDeclarer, ComponentDeclarer, TopologyBuilder
-from stormpy.topology.component import BasicBolt, Bolt, Component, Spout
+from stormpy.topology.component import BasicBolt, Bolt, Component, CustomStreamGrouping, Spout
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import EmitError, FailedException, InvalidTopologyError
 from stormpy.topology.fields import Fields
-from stormpy.topology.grouping import CustomStreamGrouping, Grouping
+from stormpy.topology.grouping import Grouping
 from stormpy.topology.spec import TopologySpec
 from stormpy.topology.streams import Stream
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 from stormpy.topology import grouping as g
-from stormpy.topology.component import Bolt, Component, Spout
+from stormpy.topology.component import Bolt, Component, CustomStreamGrouping, Spout
 from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.imports import class_path
 from stormpy.topology.spec import BOLT, SPOUT, ComponentSpec, InputSpec, TopologySpec
@@ -114,7 +114,7 @@ class BoltDeclarer(ComponentDeclarer):
         """Shuffle among the bolt's tasks in the emitter's worker when it has any, else all."""
         return self.grouping(component, g.Grouping(g.LOCAL_OR_SHUFFLE), stream)
 
-    def custom_grouping(self, component: str, grouping_class: type[g.CustomStreamGrouping] | str,
+    def custom_grouping(self, component: str, grouping_class: type[CustomStreamGrouping] | str,
                         stream: str = DEFAULT_STREAM,
                         kwargs: Mapping[str, Any] | None = None) -> BoltDeclarer:
         """A ``CustomStreamGrouping`` subclass (or its import path) built with ``kwargs``."""

@@ -1,4 +1,4 @@
-"""Spout, Bolt and BasicBolt: the classes users subclass.
+"""Spout, Bolt, BasicBolt and CustomStreamGrouping: the runtime plug-ins users subclass.
 
 A component is described in a topology by its class (imported by path on every worker) and by
 keyword arguments that msgpack can carry; the runtime constructs one instance per task with those
@@ -12,7 +12,7 @@ RuntimeError.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from stormpy.topology.streams import Stream, normalize_outputs
@@ -127,3 +127,18 @@ class BasicBolt(Bolt):
 
     def process(self, tup: Tuple) -> None:
         """Process one input tuple; ``self.emit(values)`` anchors to it automatically."""
+
+
+class CustomStreamGrouping:
+    """Base class for user groupings.
+
+    ``prepare`` is called once per emitting task with the subscribing component's task ids;
+    ``choose_tasks`` returns the target task ids (a subset of those) for one tuple's values.
+    The instance is built with the keyword arguments given to ``custom_grouping``.
+    """
+
+    def prepare(self, context: TopologyContext, stream: str, target_tasks: Sequence[int]) -> None:
+        self.target_tasks = list(target_tasks)
+
+    def choose_tasks(self, task_id: int, values: Sequence[Any]) -> list[int]:
+        raise NotImplementedError

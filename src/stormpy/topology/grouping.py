@@ -1,18 +1,15 @@
 """Stream groupings: how a subscribing bolt's tasks split a stream.
 
 Groupings are described here (pure data); the worker turns each description into a router.
-Custom groupings subclass ``CustomStreamGrouping`` and are referenced by import path, like
-components.
+Custom groupings subclass ``CustomStreamGrouping`` (a runtime plug-in, in
+:mod:`stormpy.topology.component`) and are referenced by import path, like components.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from stormpy.topology.context import TopologyContext
+from typing import Any
 
 SHUFFLE = "shuffle"
 FIELDS = "fields"
@@ -50,18 +47,3 @@ class Grouping:
     def from_doc(cls, doc: Mapping[str, Any]) -> Grouping:
         return cls(type=doc["type"], fields=tuple(doc.get("fields", ())),
                    custom_class=doc.get("class"), custom_kwargs=dict(doc.get("kwargs", {})))
-
-
-class CustomStreamGrouping:
-    """Base class for user groupings.
-
-    ``prepare`` is called once per emitting task with the subscribing component's task ids;
-    ``choose_tasks`` returns the target task ids (a subset of those) for one tuple's values.
-    The instance is built with the keyword arguments given to ``custom_grouping``.
-    """
-
-    def prepare(self, context: TopologyContext, stream: str, target_tasks: Sequence[int]) -> None:
-        self.target_tasks = list(target_tasks)
-
-    def choose_tasks(self, task_id: int, values: Sequence[Any]) -> list[int]:
-        raise NotImplementedError

@@ -16,6 +16,9 @@ from stormpy.topology.spec import TopologySpec
 
 ACKER_COMPONENT = "__acker"
 
+#: An executor as the cluster records and the wire name it: ``(start_task, end_task)``, inclusive.
+ExecutorKey = tuple[int, int]
+
 
 def acker_count(conf: Mapping[str, Any]) -> int:
     """``topology.acker.executors``; None means one per worker, 0 disables acking."""
@@ -38,7 +41,7 @@ class Executor:
         return range(self.start_task, self.end_task + 1)
 
     @property
-    def key(self) -> tuple[int, int]:
+    def key(self) -> ExecutorKey:
         return (self.start_task, self.end_task)
 
 

@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from stormpy.cluster.errors import ClusterStateError
-from stormpy.cluster.records import Executor, WorkerHeartbeat
+from stormpy.cluster.records import WorkerHeartbeat
 from stormpy.cluster.state import ClusterState
 from stormpy.messaging.transport import Transport
+from stormpy.topology.layout import ExecutorKey
 from stormpy.worker.heartbeats import component_stats, write_local_heartbeat
 from stormpy.worker.loop import Worker
 from stormpy.worker.peers import WorkerPeers, local_executors, worker_peers
@@ -47,7 +48,7 @@ class ClusterLink:
     """Watches ``topology_id``'s assignment and status for the worker ``(node, port)``."""
 
     def __init__(self, state: ClusterState, worker: Worker, transport: Transport, *,
-                 topology_id: str, node: str, port: int, executors: tuple[Executor, ...],
+                 topology_id: str, node: str, port: int, executors: tuple[ExecutorKey, ...],
                  peers: WorkerPeers, active: bool, conf: Mapping[str, Any],
                  heartbeat_path: Path, on_exit: Callable[[str], None]) -> None:
         self.state = state

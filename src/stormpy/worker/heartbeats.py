@@ -18,9 +18,10 @@ from typing import Any
 
 import msgpack
 
+from stormpy.cluster.local_layout import HEARTBEAT_FILE
+
 __all__ = ["HEARTBEAT_FILE", "component_stats", "write_local_heartbeat"]
 
-HEARTBEAT_FILE = "heartbeat"
 
 _COUNTERS = ("transferred", "executed", "acked", "failed", "latency_sum", "latency_count")
 

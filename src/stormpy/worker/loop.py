@@ -31,6 +31,7 @@ from stormpy.topology.fields import Fields
 from stormpy.topology.imports import import_object
 from stormpy.topology.layout import ACKER_COMPONENT, TaskLayout, compute_layout
 from stormpy.topology.spec import SPOUT, TopologySpec
+from stormpy.topology.state import MemoryStateBackend, StateBackend
 from stormpy.topology.tuple import SYSTEM_COMPONENT, TICK_STREAM, Tuple
 from stormpy.worker.clock import Clock
 from stormpy.worker.errors import WorkerError
@@ -69,7 +70,8 @@ class Worker:
 
     ``task_peers`` maps each task not run here to the peer key of the worker that runs it; the
     ``transport`` carries batches to those peers. ``observer(component, stream, values, targets)``
-    sees every user emit (the testing kit captures with it).
+    sees every user emit (the testing kit captures with it). ``state`` is where the tasks'
+    contexts find durable state (``context.state_store``); memory when not given.
     """
 
     def __init__(self, topology_id: str, spec: TopologySpec, conf: Mapping[str, Any], *,
@@ -77,7 +79,8 @@ class Worker:
                  task_peers: Mapping[int, str] | None = None, transport: Transport | None = None,
                  clock: Clock | None = None, active: bool = True, worker_port: int | None = None,
                  observer: Callable[[str, str, list[Any], list[int]], None] | None = None,
-                 on_error: Callable[[str, int, str], None] | None = None) -> None:
+                 on_error: Callable[[str, int, str], None] | None = None,
+                 state: StateBackend | None = None) -> None:
         self.topology_id = topology_id
         self.spec = spec
         self.conf = merged(conf)
@@ -87,6 +90,7 @@ class Worker:
         self.worker_port = worker_port
         self.observer = observer
         self.on_error = on_error
+        self.state: StateBackend = state if state is not None else MemoryStateBackend()
         all_tasks = sorted(self.layout.task_component)
         self.local_tasks = sorted(local_tasks) if local_tasks is not None else all_tasks
         self.acker_tasks = self.layout.acker_tasks
@@ -150,7 +154,7 @@ class Worker:
         component = self.layout.task_component[task_id]
         conf = self._task_conf(component)
         context = TopologyContext(self.topology_id, self.spec, self.layout, task_id,
-                                  self.local_tasks, conf, self.worker_port)
+                                  self.local_tasks, conf, self.worker_port, self.state)
         if component == ACKER_COMPONENT:
             acker = AckerBolt()
             runner: TaskRunner = BoltTask(self, context, acker, {}, conf)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from stormpy.cluster.records import Assignment, Executor
+from stormpy.cluster.records import Assignment
+from stormpy.topology.layout import ExecutorKey
 
 __all__ = ["WorkerPeers", "local_executors", "peer_key", "tasks_of", "worker_peers"]
 
@@ -22,12 +23,12 @@ def peer_key(node: str, port: int) -> str:
     return f"{node}:{int(port)}"
 
 
-def local_executors(assignment: Assignment, node: str, port: int) -> tuple[Executor, ...]:
+def local_executors(assignment: Assignment, node: str, port: int) -> tuple[ExecutorKey, ...]:
     """The sorted executors the assignment gives the worker ``(node, port)``."""
     return tuple(assignment.executors_of(node, port))
 
 
-def tasks_of(executors: tuple[Executor, ...] | list[Executor]) -> list[int]:
+def tasks_of(executors: tuple[ExecutorKey, ...] | list[ExecutorKey]) -> list[int]:
     """Every task id of ``executors``, sorted."""
     return sorted(t for start, end in executors for t in range(start, end + 1))
 

@@ -8,11 +8,15 @@
 Contract (docs/cluster-contract.md, "Worker process"):
 
 * Logs to ``<storm.log.dir or L/logs>/worker-T-P.log``. ``F`` is the daemon configuration (YAML;
-  without it ``stormpy.config.load_config()``); the topology's own ``topology.*`` and ``spark.*``
-  keys from ``topology.msgpack`` override the daemon's, every other key is the daemon's.
+  without it ``stormpy.config.load_config()``); the topology's own ``topology.*`` keys and the keys
+  of every registered connector section (``spark.*``, ...; see
+  :func:`stormpy.config.topology_prefixes`) from ``topology.msgpack`` override the daemon's, every
+  other key is the daemon's. The component classes are imported first, so the connectors they
+  use have registered their sections.
 * Reads ``L/supervisor/S/stormdist/T/topology.msgpack`` and puts ``.../code`` first on
   ``sys.path``; reads the assignment and StormBase from ZooKeeper; runs the executors assigned to
-  ``(S, P)`` in a :class:`~stormpy.worker.loop.Worker` on the main thread, over a
+  ``(S, P)`` in a :class:`~stormpy.worker.loop.Worker` on the main thread (components keep
+  state in ZooKeeper through ``context.state_store``, on the worker's session), over a
   :class:`~stormpy.messaging.zmq_transport.ZmqTransport` bound on
   ``<worker.bind.host or supervisor.host>:P``; a :class:`~stormpy.worker.cluster_link.ClusterLink`
   thread follows assignment/status changes and heartbeats.
@@ -40,20 +44,22 @@ from typing import Any
 import msgpack
 
 from stormpy.cluster.errors import ClusterStateError
+from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.cluster.state import ClusterState
-from stormpy.config import load_config, merged, read_config_file
+from stormpy.cluster.statestore import ZkStateBackend
+from stormpy.config import load_config, merged, read_config_file, topology_prefixes
+from stormpy.host.daemon import log_to_file
 from stormpy.messaging.zmq_transport import ZmqTransport
+from stormpy.topology.imports import import_object
 from stormpy.topology.layout import TaskLayout, compute_layout
 from stormpy.topology.spec import TopologySpec
 from stormpy.worker.cluster_link import ClusterLink
 from stormpy.worker.error_reporter import ErrorReporter
 from stormpy.worker.errors import WorkerError
-from stormpy.worker.heartbeats import HEARTBEAT_FILE
 from stormpy.worker.loop import Worker
 from stormpy.worker.peers import WorkerPeers, local_executors, tasks_of, worker_peers
 
-__all__ = ["EXIT_COMPONENT_FAILED", "EXIT_OK", "EXIT_STARTUP_FAILED", "WorkerPaths", "main",
-           "worker_conf"]
+__all__ = ["EXIT_COMPONENT_FAILED", "EXIT_OK", "EXIT_STARTUP_FAILED", "main", "worker_conf"]
 
 log = logging.getLogger("stormpy.worker.process")
 
@@ -66,35 +72,26 @@ class StartupError(Exception):
     """The worker cannot start; the message says why."""
 
 
-class WorkerPaths:
-    """The files of worker ``(S, P)`` of topology ``T`` under the local dir ``L``."""
-
-    def __init__(self, local_dir: str | os.PathLike[str], supervisor_id: str, topology_id: str,
-                 port: int, log_dir: str | os.PathLike[str] | None = None) -> None:
-        self.local_dir = Path(local_dir)
-        root = self.local_dir / "supervisor" / supervisor_id
-        self.stormdist = root / "stormdist" / topology_id
-        self.code_dir = self.stormdist / "code"
-        self.topology_file = self.stormdist / "topology.msgpack"
-        self.worker_dir = root / "workers" / f"{topology_id}-{port}"
-        self.heartbeat_file = self.worker_dir / HEARTBEAT_FILE
-        self.log_dir = Path(log_dir) if log_dir else self.local_dir / "logs"
-        self.log_file = self.log_dir / f"worker-{topology_id}-{port}.log"
-
-
-#: Key prefixes a topology's config sets for its workers, over the daemon's values: its own
-#: settings and its Spark application's (the daemon conf carries defaults for ``spark.master`` /
-#: ``spark.app.name``, which must not mask what the topology asked for).
-TOPOLOGY_PREFIXES = ("topology.", "spark.")
-
-
 def worker_conf(daemon_conf: Mapping[str, Any], topology_conf: Mapping[str, Any]) -> dict[str, Any]:
-    """Defaults ← daemon conf ← topology conf, except that only the ``topology.*`` and ``spark.*``
-    keys of the topology conf count: ZooKeeper, supervisor and worker settings are the local
+    """Defaults ← daemon conf ← topology conf, except that only the keys under
+    :func:`~stormpy.config.topology_prefixes` (``topology.*`` and the registered connector
+    sections') of the topology conf count: ZooKeeper, supervisor and worker settings are the local
     daemon's."""
+    prefixes = topology_prefixes()
     conf = merged(daemon_conf, topology_conf)
-    conf.update({k: v for k, v in daemon_conf.items() if not k.startswith(TOPOLOGY_PREFIXES)})
+    conf.update({k: v for k, v in daemon_conf.items() if not k.startswith(prefixes)})
     return conf
+
+
+def import_components(spec: TopologySpec) -> None:
+    """Import every component class of ``spec`` (and so the connectors they use, which register
+    their config sections). A class that fails to import is skipped here: building the tasks
+    reports it as that component's error."""
+    for comp in spec.components.values():
+        try:
+            import_object(comp.class_path)
+        except Exception as exc:  # noqa: BLE001 - reported when the Worker builds the task
+            log.debug("component %s: %s does not import yet: %s", comp.id, comp.class_path, exc)
 
 
 def read_topology_file(path: Path) -> tuple[TopologySpec, dict[str, Any]]:
@@ -109,18 +106,8 @@ def read_topology_file(path: Path) -> tuple[TopologySpec, dict[str, Any]]:
 
 
 def setup_logging(log_file: Path, topology_id: str, port: int) -> None:
-    """Log INFO and up to ``log_file`` with the worker's identity in every line."""
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(log_file)
-    handler.setFormatter(logging.Formatter(
-        f"%(asctime)s %(levelname)s [worker {topology_id}:{port} pid %(process)d] "
-        "%(name)s: %(message)s"))
-    root = logging.getLogger()
-    for old in list(root.handlers):
-        root.removeHandler(old)
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
-    logging.getLogger("kazoo").setLevel(logging.WARNING)
+    """Log INFO and up to ``log_file`` only, with the worker's identity in every line."""
+    log_to_file(log_file, f"worker {topology_id}:{port} pid %(process)d", replace=True)
 
 
 class WorkerProcess:
@@ -132,8 +119,7 @@ class WorkerProcess:
         self.topology_id: str = args.topology_id
         self.node: str = args.supervisor_id
         self.port: int = args.port
-        self.paths = WorkerPaths(args.local_dir, self.node, self.topology_id, self.port,
-                                 daemon_conf.get("storm.log.dir"))
+        self.dirs = SupervisorDirs(args.local_dir, self.node, daemon_conf.get("storm.log.dir"))
         self.worker: Worker | None = None
         self.state: ClusterState | None = None
         self.exit_reason: str | None = None
@@ -159,10 +145,11 @@ class WorkerProcess:
         signal.signal(signal.SIGINT, self._on_signal)
         log.info("worker starting: pid %d, topology %s, node %s, port %d", os.getpid(),
                  self.topology_id, self.node, self.port)
-        spec, topology_conf = read_topology_file(self.paths.topology_file)
+        spec, topology_conf = read_topology_file(self.dirs.topology_file(self.topology_id))
+        sys.path.insert(0, str(self.dirs.code_dir(self.topology_id)))
+        import_components(spec)
         conf = worker_conf(self.daemon_conf, topology_conf)
-        sys.path.insert(0, str(self.paths.code_dir))
-        self.paths.worker_dir.mkdir(parents=True, exist_ok=True)
+        self.dirs.worker_dir(self.topology_id, self.port).mkdir(parents=True, exist_ok=True)
         try:
             state = ClusterState.from_config(conf)
         except Exception as exc:  # noqa: BLE001
@@ -220,7 +207,7 @@ class WorkerProcess:
             worker = Worker(self.topology_id, spec, conf, layout=layout,
                             local_tasks=tasks_of(executors), task_peers=peers.task_peers,
                             transport=transport, active=active, worker_port=self.port,
-                            on_error=reporter.report)
+                            on_error=reporter.report, state=ZkStateBackend(state.storage))
         except WorkerError as exc:
             log.error("cannot create the tasks: %s", exc)
             reporter.report(exc.component, exc.task, str(exc))
@@ -231,7 +218,8 @@ class WorkerProcess:
             return EXIT_OK
         link = ClusterLink(state, worker, transport, topology_id=self.topology_id, node=self.node,
                            port=self.port, executors=executors, peers=peers, active=active, conf=conf,
-                           heartbeat_path=self.paths.heartbeat_file, on_exit=self.request_stop)
+                           heartbeat_path=self.dirs.heartbeat_file(self.topology_id, self.port),
+                           on_exit=self.request_stop)
         log.info("running executors %s (tasks %s), %s; peers %s", list(executors), tasks_of(executors),
                  "active" if active else "inactive", sorted(peers.addresses.items()))
         link.start()
@@ -270,7 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"stormpy worker: cannot read configuration: {exc}", file=sys.stderr)
         return EXIT_STARTUP_FAILED
     process = WorkerProcess(args, daemon_conf)
-    setup_logging(process.paths.log_file, args.topology_id, args.port)
+    setup_logging(process.dirs.worker_log(args.topology_id, args.port), args.topology_id, args.port)
     try:
         return process.run()
     except StartupError as exc:

@@ -14,7 +14,8 @@ from stormpy import Bolt, Spout, TopologyBuilder, TopologyContext, Tuple
 
 
 class PacedSpout(Spout):
-    """Emits one tracked tuple every ``1 / rate`` seconds (per task)."""
+    """Emits one tracked tuple every ``1 / rate`` seconds (per task); counts its opens in the
+    checkpoint state (``pace/<task index>`` → ``{"opens": n}``)."""
 
     outputs = ["n"]
 
@@ -22,6 +23,9 @@ class PacedSpout(Spout):
         self.rate = rate
 
     def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        store = context.state_store()
+        key = f"{context.component_id}/{context.task_index}"
+        store.put(key, {"opens": store.get(key, {"opens": 0})["opens"] + 1})
         self.i = 0
         self.next_at = time.monotonic()
 

@@ -2,19 +2,15 @@
 
 Subclass ``SparkBatchBolt`` and implement ``process_batch(df, batch_id)``; ``df`` is a Spark
 DataFrame of the batch (columns = the input stream's fields). Every bolt in a worker process
-shares one SparkSession (``get_spark``), configured from the topology config's ``spark.*`` keys.
+shares one SparkSession (``get_spark``), configured from the topology config's ``spark.*`` keys
+(the ``SPARK_CONFIG`` section, registered with :func:`stormpy.config.register_section`).
 PySpark is imported lazily: importing this package works without it; preparing a Spark bolt
 without PySpark or Java raises ``SparkUnavailableError`` saying what to install.
 """
 
+from stormpy.batching import CLOSED_BY_COUNT, CLOSED_BY_IDLE, CLOSED_BY_TIME, BatchSource
 from stormpy.connectors.spark.arrow import BatchConversionError, batch_dataframe, rows_to_arrow
-from stormpy.connectors.spark.batching import (
-    CLOSED_BY_COUNT,
-    CLOSED_BY_IDLE,
-    CLOSED_BY_TIME,
-    BatchInfo,
-    BatchSource,
-)
+from stormpy.connectors.spark.batching import BatchInfo
 from stormpy.connectors.spark.bolt import SparkBatchBolt
 from stormpy.connectors.spark.errors import SPARK_EXTRA, SparkUnavailableError, require_spark
 from stormpy.connectors.spark.session import (
@@ -26,10 +22,11 @@ from stormpy.connectors.spark.session import (
     spark_settings,
     stop_spark,
 )
+from stormpy.connectors.spark.settings import SPARK_CONFIG
 
 __all__ = [
-    "CLOSED_BY_COUNT", "CLOSED_BY_IDLE", "CLOSED_BY_TIME", "SPARK_EXTRA", "BatchConversionError",
-    "BatchInfo", "BatchSource", "SparkBatchBolt", "SparkUnavailableError", "batch_dataframe",
-    "get_spark", "release_spark", "require_spark", "retain_spark", "rows_to_arrow", "spark_running",
-    "spark_session", "spark_settings", "stop_spark",
+    "CLOSED_BY_COUNT", "CLOSED_BY_IDLE", "CLOSED_BY_TIME", "SPARK_CONFIG", "SPARK_EXTRA",
+    "BatchConversionError", "BatchInfo", "BatchSource", "SparkBatchBolt", "SparkUnavailableError",
+    "batch_dataframe", "get_spark", "release_spark", "require_spark", "retain_spark",
+    "rows_to_arrow", "spark_running", "spark_session", "spark_settings", "stop_spark",
 ]

@@ -41,8 +41,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgpack
 
+from stormpy.batching import Batch, BatchCollector, BatchSource
 from stormpy.connectors.spark.arrow import batch_dataframe, result_rows
-from stormpy.connectors.spark.batching import Batch, BatchCollector, BatchInfo, BatchSource
+from stormpy.connectors.spark.batching import BatchInfo
 from stormpy.connectors.spark.errors import require_spark
 from stormpy.connectors.spark.session import get_spark, release_spark, retain_spark
 from stormpy.topology import DEFAULT_STREAM, Bolt, TopologyContext, Tuple

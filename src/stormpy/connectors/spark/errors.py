@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import importlib
-import os
-import shutil
-from pathlib import Path
+
+from stormpy.host.java import find_java, missing_java_reason
 
 SPARK_EXTRA = "pip install 'stormpy-runtime[spark]'"
 JAVA_HINT = ("install a Java 17+ runtime (for example `apt-get install openjdk-17-jre-headless`) "
@@ -30,25 +29,13 @@ def require_spark_packages() -> None:
                 f"imported ({exc}); install them with: {SPARK_EXTRA}") from exc
 
 
-def find_java() -> str | None:
-    """The ``java`` executable Spark's launcher would use: ``$JAVA_HOME/bin/java`` when
-    JAVA_HOME is set, else ``java`` on PATH; None when there is none."""
-    home = os.environ.get("JAVA_HOME")
-    if home:
-        candidate = Path(home) / "bin" / "java"
-        return str(candidate) if os.access(candidate, os.X_OK) else None
-    return shutil.which("java")
-
-
 def require_java() -> str:
-    """Return the ``java`` executable or raise SparkUnavailableError saying how to get one."""
+    """Return the ``java`` executable (:func:`stormpy.host.java.find_java`, the rule Spark's
+    launcher follows) or raise SparkUnavailableError saying how to get one."""
     java = find_java()
     if java is None:
-        home = os.environ.get("JAVA_HOME")
-        where = (f"JAVA_HOME={home} has no executable bin/java" if home
-                 else "`java` is not on PATH and JAVA_HOME is not set")
-        raise SparkUnavailableError(f"Spark bolts need a Java runtime for Spark's JVM, but {where}; "
-                                    f"{JAVA_HINT}")
+        raise SparkUnavailableError(f"Spark bolts need a Java runtime for Spark's JVM, but "
+                                    f"{missing_java_reason()}; {JAVA_HINT}")
     return java
 
 

@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from stormpy.connectors.spark.errors import require_spark
+from stormpy.connectors.spark.settings import DEFAULT_MASTER
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -42,7 +43,7 @@ log = logging.getLogger("stormpy.connectors.spark")
 
 #: Settings applied unless the topology config sets the key.
 DEFAULT_SETTINGS: dict[str, str] = {
-    "spark.master": "local[*]",
+    "spark.master": DEFAULT_MASTER,
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "2",

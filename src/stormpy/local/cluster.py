@@ -1,25 +1,38 @@
-"""LocalCluster: run topologies inside this process (Storm's LocalCluster).
+"""LocalCluster: run topologies inside this process (Storm's LocalCluster; ``stormpy local``).
 
 Each submitted topology runs as one Worker holding all its tasks on its own loop thread — the
 same executor, routing and acking code as a cluster worker, with same-worker delivery. With
 ``simulated_time=True`` timers (ticks, message timeouts) only move when the test calls
 ``advance_time``.
+
+Components' durable state (``context.state_store``) goes to ZooKeeper when the cluster's own
+``conf`` names ``storm.zookeeper.servers`` (same layout as a cluster, under
+``storm.zookeeper.root``; the connection is opened at the first submit and closed by
+:meth:`LocalCluster.shutdown`), else to memory, which the log announces when a component first
+asks for it. Killing a topology (and shutting down) removes its state, as Nimbus's kill does.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from stormpy.cluster.statestore import ZkStateBackend
+from stormpy.cluster.storage import ZkStorage
 from stormpy.config import merged
+from stormpy.host.waiting import wait_for
 from stormpy.messaging.inproc import InprocHub
 from stormpy.topology.layout import compute_layout
 from stormpy.topology.spec import TopologySpec
+from stormpy.topology.state import MemoryStateBackend, StateBackend, StateStoreError
 from stormpy.worker.clock import Clock, SimulatedClock
 from stormpy.worker.loop import Worker
 from stormpy.worker.stats import summarize
+
+log = logging.getLogger("stormpy.local")
 
 
 class TopologyNotFound(KeyError):
@@ -27,13 +40,32 @@ class TopologyNotFound(KeyError):
 
 
 class LocalCluster:
-    """In-process cluster. Use as a context manager so every topology is stopped."""
+    """In-process cluster. Use as a context manager so every topology is stopped.
 
-    def __init__(self, simulated_time: bool = False, conf: Mapping[str, Any] | None = None) -> None:
+    ``conf`` is the base of every topology's config; with ``storm.zookeeper.servers`` in it,
+    component state lives in that ZooKeeper. ``state`` overrides where state lives.
+    """
+
+    def __init__(self, simulated_time: bool = False, conf: Mapping[str, Any] | None = None, *,
+                 state: StateBackend | None = None) -> None:
         self.clock: Clock = SimulatedClock() if simulated_time else Clock()
         self.conf = dict(conf or {})
         self._workers: dict[str, Worker] = {}
         self._groups: dict[str, list[Worker]] = {}
+        self._state = state
+        self._zk: ZkStorage | None = None
+
+    @property
+    def state(self) -> StateBackend:
+        """Where components keep state: ZooKeeper when ``conf`` configures it (connecting now,
+        ZkConnectionError naming the hosts if it cannot), else memory."""
+        if self._state is None:
+            if "storm.zookeeper.servers" in self.conf:
+                self._zk = ZkStorage.from_config(merged(self.conf)).start()
+                self._state = ZkStateBackend(self._zk)
+            else:
+                self._state = MemoryStateBackend()
+        return self._state
 
     def __enter__(self) -> LocalCluster:
         return self
@@ -56,9 +88,10 @@ class LocalCluster:
         topology.validate()
         full = merged(self.conf, conf, {"topology.name": name})
         topology_id = f"{name}-{uuid.uuid4().hex[:8]}"
+        state = self.state
         if workers <= 1:
             group = [Worker(topology_id, topology, full, clock=self.clock, active=active,
-                            observer=observer)]
+                            observer=observer, state=state)]
         else:
             full.setdefault("topology.workers", workers)
             group = self._worker_group(topology_id, topology, full, workers, active, observer)
@@ -85,7 +118,7 @@ class LocalCluster:
             group.append(Worker(topology_id, topology, conf, layout=layout, local_tasks=mine,
                                 task_peers={t: k for t, k in owner.items() if k != key},
                                 transport=hub.transport(key), clock=self.clock, active=active,
-                                observer=observer))
+                                observer=observer, state=self.state))
         return group
 
     def workers_of(self, name: str) -> list[Worker]:
@@ -112,6 +145,15 @@ class LocalCluster:
             w.stop()
         del self._workers[name]
         del self._groups[name]
+        self._drop_state(group[0].topology_id)
+
+    def _drop_state(self, topology_id: str) -> None:
+        if self._state is None:
+            return
+        try:
+            self._state.drop(topology_id)
+        except StateStoreError as exc:
+            log.warning("could not remove the state of %s: %s", topology_id, exc)
 
     def activate(self, name: str) -> None:
         self.worker(name)
@@ -165,16 +207,15 @@ class LocalCluster:
 
     def wait_for(self, condition: Callable[[], bool], timeout: float = 30.0,
                  what: str = "condition") -> None:
-        """Poll ``condition`` until true; TimeoutError naming ``what`` otherwise."""
-        deadline = time.monotonic() + timeout
-        while not condition():
+        """Poll ``condition`` until true; the failure of any running topology's worker is raised
+        as soon as it happens, :class:`~stormpy.host.waiting.WaitTimeout` (a TimeoutError)
+        naming ``what`` after ``timeout`` seconds."""
+        def no_failure() -> None:
             for group in self._groups.values():
                 for w in group:
                     if w.failure is not None:
                         raise w.failure
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
-            time.sleep(0.001)
+        wait_for(condition, timeout, what, interval=0.001, check=no_failure)
 
     def advance_time(self, seconds: float, step: float = 1.0) -> None:
         """Move simulated time forward in ``step``-second increments, letting every topology go
@@ -190,8 +231,13 @@ class LocalCluster:
         self.wait_until_quiet()
 
     def shutdown(self) -> None:
-        """Stop every topology."""
+        """Stop every topology (removing its state) and close the ZooKeeper connection."""
         for name in list(self._workers):
             del self._workers[name]
-            for w in self._groups.pop(name):
+            group = self._groups.pop(name)
+            for w in group:
                 w.stop()
+            self._drop_state(group[0].topology_id)
+        if self._zk is not None:
+            self._zk.close()
+            self._zk = None

@@ -1,0 +1,172 @@
+"""Records/s through ``KafkaSpout → counting bolt`` against a plain confluent-kafka consume loop.
+
+    python -m bench.kafka_spout [--records 200000] [--partitions 4] [--repeat 3]
+                                [--bootstrap HOST:PORT]
+
+One topic is filled once with ``--records`` records (100-byte values); then, interleaved (A B C,
+A B C, ...) so a change in the machine's load hits every runner alike, best of ``--repeat``:
+
+* **plain consumer loop** — one confluent-kafka Consumer, a fresh group, all partitions assigned
+  from the beginning, ``consume(500, 0.1)`` until every record was seen, counting them;
+* **KafkaSpout → counting bolt, acked** — AT_LEAST_ONCE, one acker: every record is a tracked
+  tuple, acked by the bolt, its offset committed on the commit period;
+* **KafkaSpout → counting bolt, unacked** — NO_GUARANTEE, no ackers: untracked tuples.
+
+Why the sides are equal: each run reads the same records from the same broker from offset 0 with a
+fresh consumer group and the same consumer properties, and each clock runs from creating the
+consumer (the plain loop) / submitting the topology (the spout, whose ``open`` creates the consumer)
+until the last record was counted; both sides count every record once in Python. The spout side
+additionally builds a tuple per record and moves it through the executor loop to the bolt — the
+cost being measured. Targets (issue 11): acked >= 0.5x the plain loop, unacked >= 0.8x.
+
+Without ``--bootstrap`` a tansu broker (the test broker) is started for the run. Results go to
+bench/results/kafka_spout.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from stormpy.connectors.kafka import KafkaSpout, KafkaSpoutConfig
+from stormpy.testing import LocalCluster, registry
+from stormpy.testing.kafka import KafkaBroker
+from stormpy.topology import Bolt, TopologyBuilder, TopologyContext, Tuple
+
+RESULTS = Path(__file__).parent / "results"
+CONSUMER_PROPS = {"fetch.wait.max.ms": 10, "queued.min.messages": 100_000}
+PLAIN = "plain confluent-kafka loop"
+ACKED = "KafkaSpout -> count, acked (AT_LEAST_ONCE)"
+UNACKED = "KafkaSpout -> count, unacked (NO_GUARANTEE)"
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.n = 0  # one bolt task writes it
+
+
+class CountingBolt(Bolt):
+    """Counts its input tuples into the registry's Counter and acks them."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+    def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        self.counter: Counter = registry.lookup(self.key)
+
+    def execute(self, tup: Tuple) -> None:
+        self.counter.n += 1
+        self.ack(tup)
+
+
+def fill(bootstrap: str, topic: str, records: int, partitions: int) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.num.messages": 10_000})
+    value = b"x" * 100
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, value=value, key=str(i).encode(), partition=i % partitions)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    if producer.flush(120):
+        raise RuntimeError("could not write the benchmark records")
+
+
+def plain_loop(bootstrap: str, topic: str, records: int, partitions: int) -> tuple[int, float]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    start = time.perf_counter()
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
+                         "enable.auto.commit": False, **CONSUMER_PROPS})
+    consumer.assign([TopicPartition(topic, p, -2) for p in range(partitions)])
+    seen = 0
+    while seen < records:
+        for msg in consumer.consume(500, 0.1):
+            if msg.error() is None:
+                seen += 1
+    secs = time.perf_counter() - start
+    consumer.close()
+    return seen, secs
+
+
+def spout_run(bootstrap: str, topic: str, records: int, acked: bool) -> tuple[int, float]:
+    counter = Counter()
+    key = registry.register(counter)
+    config = KafkaSpoutConfig(
+        bootstrap_servers=bootstrap, group_id=f"bench-{uuid.uuid4().hex[:8]}", topics=[topic],
+        processing_guarantee="AT_LEAST_ONCE" if acked else "NO_GUARANTEE",
+        consumer_props=dict(CONSUMER_PROPS), offset_commit_period_ms=1_000)
+    builder = TopologyBuilder()
+    builder.set_spout("kafka", KafkaSpout.of(config))
+    builder.set_bolt("count", CountingBolt, kwargs={"key": key}).shuffle_grouping("kafka")
+    conf = {"topology.acker.executors": 1 if acked else 0, "topology.max.spout.pending": 5_000}
+    try:
+        with LocalCluster() as cluster:
+            start = time.perf_counter()
+            cluster.submit_topology("bench", conf, builder.create_topology())
+            cluster.wait_for(lambda: counter.n >= records, timeout=600, what="every record counted")
+            secs = time.perf_counter() - start
+    finally:
+        registry.unregister(key)
+    return counter.n, secs
+
+
+def best_of_interleaved(runs: dict[str, Callable[[], tuple[int, float]]],
+                        repeat: int) -> dict[str, tuple[int, float]]:
+    best: dict[str, tuple[int, float]] = {}
+    for _ in range(repeat):
+        for name, run in runs.items():
+            n, secs = run()
+            best[name] = (n, max(best.get(name, (0, 0.0))[1], n / secs))
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.kafka_spout", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--bootstrap", default=None, help="use this broker instead of starting one")
+    parser.add_argument("--output", type=Path, default=RESULTS / "kafka_spout.json")
+    args = parser.parse_args()
+    broker = None if args.bootstrap else KafkaBroker().start()
+    bootstrap = args.bootstrap or broker.bootstrap_servers  # type: ignore[union-attr]
+    try:
+        topic = f"bench-{uuid.uuid4().hex[:8]}"
+        admin = KafkaBroker(int(bootstrap.rsplit(":", 1)[1]), host=bootstrap.rsplit(":", 1)[0])
+        admin.create_topic(topic, args.partitions)
+        fill(bootstrap, topic, args.records, args.partitions)
+        n, parts = args.records, args.partitions
+        best = best_of_interleaved({
+            PLAIN: lambda: plain_loop(bootstrap, topic, n, parts),
+            ACKED: lambda: spout_run(bootstrap, topic, n, acked=True),
+            UNACKED: lambda: spout_run(bootstrap, topic, n, acked=False),
+        }, args.repeat)
+    finally:
+        if broker is not None:
+            broker.stop()
+    plain_rate = best[PLAIN][1]
+    results = {name: {"records": count, "records_per_sec": round(rate, 1),
+                      "vs_plain": round(rate / plain_rate, 3)} for name, (count, rate) in best.items()}
+    for name, r in results.items():
+        print(f"{name}: {r['records_per_sec']:,.0f} records/s ({r['vs_plain']:.2f}x plain)")
+    doc = {"records": args.records, "partitions": args.partitions, "repeat": args.repeat,
+           "python": platform.python_version(), "machine": platform.machine(), "results": results}
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(doc, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""Kafka connector (the ``[kafka]`` extra): storm-kafka-client's KafkaSpout on the public API.
+
+* :class:`KafkaSpoutConfig` — every setting with Storm's defaults; :class:`ProcessingGuarantee`,
+  :class:`FirstPollOffsetStrategy`.
+* :class:`KafkaSpout` — ``builder.set_spout("kafka", KafkaSpout.of(config), n)``.
+* :class:`OffsetManager`, :class:`RetryExponentialBackoff` — usable on their own.
+* :class:`RecordTranslator` (record → values/stream), :class:`KafkaTupleListener` hooks.
+
+confluent-kafka is imported only when a spout opens; without it the error names
+``pip install 'stormpy-runtime[kafka]'``. See docs/kafka.md.
+"""
+
+from stormpy.connectors.kafka.assignment import assign_round_robin, commit_metadata, start_offset
+from stormpy.connectors.kafka.client import (
+    KAFKA_EXTRA,
+    KafkaConsumerClient,
+    KafkaUnavailableError,
+    require_confluent_kafka,
+)
+from stormpy.connectors.kafka.config import (
+    FirstPollOffsetStrategy,
+    KafkaConfigError,
+    KafkaSpoutConfig,
+    ProcessingGuarantee,
+)
+from stormpy.connectors.kafka.messages import KafkaSpoutMessageId, OffsetAndMetadata, TopicPartition
+from stormpy.connectors.kafka.offset_manager import OffsetManager
+from stormpy.connectors.kafka.retry import RetryExponentialBackoff
+from stormpy.connectors.kafka.spout import KafkaRecordError, KafkaSpout
+from stormpy.connectors.kafka.translator import (
+    DefaultRecordTranslator,
+    KafkaRecord,
+    KafkaTuple,
+    KafkaTupleListener,
+    RecordTranslator,
+    StringRecordTranslator,
+)
+
+__all__ = [
+    "KAFKA_EXTRA", "DefaultRecordTranslator", "FirstPollOffsetStrategy", "KafkaConfigError",
+    "KafkaConsumerClient", "KafkaRecord", "KafkaRecordError", "KafkaSpout", "KafkaSpoutConfig",
+    "KafkaSpoutMessageId", "KafkaTuple", "KafkaTupleListener", "KafkaUnavailableError",
+    "OffsetAndMetadata", "OffsetManager", "ProcessingGuarantee", "RecordTranslator",
+    "RetryExponentialBackoff", "StringRecordTranslator", "TopicPartition", "assign_round_robin",
+    "commit_metadata", "require_confluent_kafka", "start_offset",
+]

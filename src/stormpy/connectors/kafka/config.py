@@ -1,0 +1,232 @@
+"""KafkaSpoutConfig: every setting of the Kafka spout, with storm-kafka-client's names and defaults.
+
+A config is plain data: ``to_doc()`` gives the msgpack-serialisable mapping that travels in the
+topology spec as the spout's constructor argument (components are never pickled), and
+``from_doc()`` rebuilds and validates it. Invalid values raise :class:`KafkaConfigError` naming
+the setting, at submit time (the builder calls ``KafkaSpout.declare_outputs``) and in ``open``.
+
+Settings (Storm's name in parentheses where it differs):
+
+* ``bootstrap_servers``, ``group_id`` — required; ``topics`` (a list) or ``topic_pattern`` (a
+  regular expression matched against whole topic names, internal ``__`` topics excluded).
+* ``consumer_props`` — any librdkafka consumer property, passed through (``enable.auto.commit``
+  must stay off: the processing guarantee decides when offsets are committed).
+* ``processing_guarantee`` — ``AT_LEAST_ONCE`` (default), ``AT_MOST_ONCE``, ``NO_GUARANTEE``.
+* ``first_poll_offset_strategy`` — ``UNCOMMITTED_EARLIEST`` (default), ``EARLIEST``, ``LATEST``,
+  ``UNCOMMITTED_LATEST``.
+* ``offset_commit_period_ms`` (offsetCommitPeriodMs) 30,000; ``max_uncommitted_offsets`` 10,000,000;
+  ``poll_timeout_ms`` 200; ``partition_refresh_period_ms`` 2,000; ``max_poll_records`` 500
+  (Kafka's ``max.poll.records``).
+* ``retry`` — ``{"initial_delay_ms": 0, "delay_period_ms": 2, "max_retries": None, "max_delay_ms":
+  10000}`` (Storm's default retry service; ``None`` = no limit).
+* ``record_translator`` — import path of a ``RecordTranslator`` subclass (default: fields ``topic,
+  partition, offset, key, value``) and ``record_translator_args`` its constructor arguments.
+* ``emit_null_tuples`` False; ``tuple_listener`` — import path of a ``KafkaTupleListener``.
+* ``fail_fast`` False — a record the translator cannot handle raises instead of being reported,
+  counted and acked past.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from enum import Enum, StrEnum
+from typing import Any
+
+import msgpack
+
+__all__ = ["DEFAULT_RETRY", "FirstPollOffsetStrategy", "KafkaConfigError", "KafkaSpoutConfig",
+           "ProcessingGuarantee"]
+
+
+class KafkaConfigError(ValueError):
+    """A Kafka spout setting is missing or invalid; the message names the setting."""
+
+
+class ProcessingGuarantee(StrEnum):
+    """When the offset of a record counts as processed (storm-kafka-client's enum)."""
+
+    AT_LEAST_ONCE = "AT_LEAST_ONCE"
+    AT_MOST_ONCE = "AT_MOST_ONCE"
+    NO_GUARANTEE = "NO_GUARANTEE"
+
+
+class FirstPollOffsetStrategy(StrEnum):
+    """Where a partition starts the first time this topology polls it."""
+
+    EARLIEST = "EARLIEST"
+    LATEST = "LATEST"
+    UNCOMMITTED_EARLIEST = "UNCOMMITTED_EARLIEST"
+    UNCOMMITTED_LATEST = "UNCOMMITTED_LATEST"
+
+
+DEFAULT_RETRY: dict[str, Any] = {"initial_delay_ms": 0, "delay_period_ms": 2, "max_retries": None,
+                                 "max_delay_ms": 10_000}
+DEFAULT_TRANSLATOR = "stormpy.connectors.kafka.translator:DefaultRecordTranslator"
+_FORBIDDEN_PROPS = {
+    "enable.auto.commit": "offsets are committed by the spout according to processing_guarantee; "
+                          "use ProcessingGuarantee.NO_GUARANTEE for periodic commits of the position",
+    "bootstrap.servers": "set bootstrap_servers instead",
+    "group.id": "set group_id instead",
+}
+
+
+def _err(setting: str, problem: str) -> KafkaConfigError:
+    return KafkaConfigError(f"KafkaSpoutConfig.{setting}: {problem}")
+
+
+def _enum(setting: str, cls: type[Enum], value: Any) -> Any:
+    if isinstance(value, cls):
+        return value
+    try:
+        return cls(value)
+    except ValueError:
+        names = ", ".join(m.value for m in cls)
+        raise _err(setting, f"unknown value {value!r} (one of {names})") from None
+
+
+def _int(setting: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise _err(setting, f"must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _import_path(setting: str, value: Any) -> str:
+    if not isinstance(value, str) or not re.fullmatch(r"[\w.]+[:.][\w.]+", value):
+        raise _err(setting, f"must be an import path like 'package.module:Class', got {value!r}")
+    return value
+
+
+@dataclass
+class KafkaSpoutConfig:
+    """The Kafka spout's settings (see the module doc). Construct, then ``validate()`` (done by
+    ``from_doc`` and by the spout)."""
+
+    bootstrap_servers: str
+    group_id: str
+    topics: list[str] | None = None
+    topic_pattern: str | None = None
+    consumer_props: dict[str, Any] = field(default_factory=dict)
+    processing_guarantee: ProcessingGuarantee | str = ProcessingGuarantee.AT_LEAST_ONCE
+    first_poll_offset_strategy: FirstPollOffsetStrategy | str = FirstPollOffsetStrategy.UNCOMMITTED_EARLIEST
+    offset_commit_period_ms: int = 30_000
+    max_uncommitted_offsets: int = 10_000_000
+    poll_timeout_ms: int = 200
+    partition_refresh_period_ms: int = 2_000
+    max_poll_records: int = 500
+    retry: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_RETRY))
+    record_translator: str = DEFAULT_TRANSLATOR
+    record_translator_args: dict[str, Any] = field(default_factory=dict)
+    emit_null_tuples: bool = False
+    tuple_listener: str | None = None
+    fail_fast: bool = False
+
+    def validate(self) -> KafkaSpoutConfig:
+        """Check every setting and normalise the enums; KafkaConfigError names the first bad one."""
+        if not isinstance(self.bootstrap_servers, str) or not self.bootstrap_servers.strip():
+            raise _err("bootstrap_servers", f"must be a non-empty 'host:port[,host:port]' string, "
+                                            f"got {self.bootstrap_servers!r}")
+        if not isinstance(self.group_id, str) or not self.group_id:
+            raise _err("group_id", f"must be a non-empty string (offsets are committed to this "
+                                   f"consumer group), got {self.group_id!r}")
+        if (self.topics is None) == (self.topic_pattern is None):
+            raise _err("topics", "give exactly one of topics (a list of names) and topic_pattern "
+                                 "(a regular expression)")
+        if self.topics is not None:
+            if (isinstance(self.topics, str) or not isinstance(self.topics, (list, tuple))
+                    or not self.topics or not all(isinstance(t, str) and t for t in self.topics)):
+                raise _err("topics", f"must be a non-empty list of topic names, got {self.topics!r}")
+            self.topics = list(self.topics)
+        if self.topic_pattern is not None:
+            if not isinstance(self.topic_pattern, str) or not self.topic_pattern:
+                raise _err("topic_pattern", f"must be a regular expression, got {self.topic_pattern!r}")
+            try:
+                re.compile(self.topic_pattern)
+            except re.error as exc:
+                raise _err("topic_pattern", f"invalid regular expression {self.topic_pattern!r}: "
+                                            f"{exc}") from None
+        if not isinstance(self.consumer_props, Mapping):
+            raise _err("consumer_props", f"must be a mapping of librdkafka properties, got "
+                                         f"{self.consumer_props!r}")
+        for key, value in self.consumer_props.items():
+            if not isinstance(key, str):
+                raise _err("consumer_props", f"property names must be strings, got {key!r}")
+            if key in _FORBIDDEN_PROPS and not (key == "enable.auto.commit"
+                                                and str(value).lower() == "false"):
+                raise _err("consumer_props", f"{key!r} cannot be set here: {_FORBIDDEN_PROPS[key]}")
+        self.processing_guarantee = _enum("processing_guarantee", ProcessingGuarantee,
+                                          self.processing_guarantee)
+        self.first_poll_offset_strategy = _enum("first_poll_offset_strategy", FirstPollOffsetStrategy,
+                                                self.first_poll_offset_strategy)
+        _int("offset_commit_period_ms", self.offset_commit_period_ms, 1)
+        _int("max_uncommitted_offsets", self.max_uncommitted_offsets, 1)
+        _int("poll_timeout_ms", self.poll_timeout_ms, 0)
+        _int("partition_refresh_period_ms", self.partition_refresh_period_ms, 1)
+        _int("max_poll_records", self.max_poll_records, 1)
+        self._validate_retry()
+        _import_path("record_translator", self.record_translator)
+        if not isinstance(self.record_translator_args, Mapping):
+            raise _err("record_translator_args", f"must be a mapping, got {self.record_translator_args!r}")
+        if self.tuple_listener is not None:
+            _import_path("tuple_listener", self.tuple_listener)
+        for flag in ("emit_null_tuples", "fail_fast"):
+            if not isinstance(getattr(self, flag), bool):
+                raise _err(flag, f"must be True or False, got {getattr(self, flag)!r}")
+        try:
+            msgpack.packb(self._raw_doc())
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise _err("consumer_props", f"settings must be plain data msgpack can carry: {exc}") from None
+        return self
+
+    def _validate_retry(self) -> None:
+        if not isinstance(self.retry, Mapping):
+            raise _err("retry", f"must be a mapping like {DEFAULT_RETRY}, got {self.retry!r}")
+        unknown = set(self.retry) - set(DEFAULT_RETRY)
+        if unknown:
+            raise _err("retry", f"unknown keys {sorted(unknown)} (known: {sorted(DEFAULT_RETRY)})")
+        merged = {**DEFAULT_RETRY, **self.retry}
+        for key in ("initial_delay_ms", "delay_period_ms", "max_delay_ms"):
+            value = merged[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise _err(f"retry[{key!r}]", f"must be a number of milliseconds >= 0, got {value!r}")
+        if merged["max_retries"] is not None:
+            _int("retry['max_retries']", merged["max_retries"], 0)
+        self.retry = merged
+
+    @property
+    def guarantee(self) -> ProcessingGuarantee:
+        return ProcessingGuarantee(self.processing_guarantee)
+
+    @property
+    def first_poll(self) -> FirstPollOffsetStrategy:
+        return FirstPollOffsetStrategy(self.first_poll_offset_strategy)
+
+    def _raw_doc(self) -> dict[str, Any]:
+        doc = asdict(self)
+        for key in ("processing_guarantee", "first_poll_offset_strategy"):
+            value = doc[key]
+            doc[key] = value.value if isinstance(value, Enum) else value
+        return doc
+
+    def to_doc(self) -> dict[str, Any]:
+        """The validated settings as plain data (msgpack-serialisable)."""
+        self.validate()
+        return self._raw_doc()
+
+    @classmethod
+    def from_doc(cls, doc: Any) -> KafkaSpoutConfig:
+        """Rebuild and validate a config from ``to_doc()`` output (or a hand-written mapping)."""
+        if isinstance(doc, KafkaSpoutConfig):
+            return doc.validate()
+        if not isinstance(doc, Mapping):
+            raise KafkaConfigError(f"KafkaSpoutConfig: expected a mapping of settings, got {doc!r}")
+        known = {f.name for f in fields(cls)}
+        unknown = set(doc) - known
+        if unknown:
+            raise KafkaConfigError(f"KafkaSpoutConfig: unknown settings {sorted(unknown)} "
+                                   f"(known: {sorted(known)})")
+        for required in ("bootstrap_servers", "group_id"):
+            if required not in doc:
+                raise _err(required, "is required")
+        return cls(**dict(doc)).validate()

@@ -1,0 +1,375 @@
+"""KafkaSpout: storm-kafka-client's spout on the public topology API.
+
+Per spout task: one consumer with manual assignment (partitions spread round robin over the
+spout's tasks by task index, refreshed every ``partition_refresh_period_ms``), one
+:class:`OffsetManager` per assigned partition and one retry service. ``next_tuple`` runs on the
+executor loop and never blocks on the broker: ``consume`` waits at most
+:data:`MAX_LOOP_POLL_MS`; metadata, committed-offset lookups and synchronous commits run off the
+loop (``run_in_background``) and their results are applied on the loop.
+
+The three guarantees (seed 002):
+
+* ``AT_LEAST_ONCE`` — tuples carry the message id ``(topic, partition, offset)``; every
+  ``offset_commit_period_ms`` the contiguous acked prefix of each partition is committed
+  synchronously; failed and timed-out tuples are replayed by seeking back, on the retry
+  schedule; past ``max_retries`` a record is acked (and reported). A partition with
+  ``max_uncommitted_offsets`` uncommitted offsets is paused unless a retriable offset lies within
+  the cap.
+* ``AT_MOST_ONCE`` — after each poll the position is committed synchronously, and only then are
+  the polled records emitted (untracked); nothing is replayed.
+* ``NO_GUARANTEE`` — untracked emits; the position is committed asynchronously on the period.
+
+Commits carry metadata naming the topology id and task, so ``EARLIEST``/``LATEST`` apply only the
+first time a topology polls a partition. Broker trouble is logged and reported (topology info)
+and retried; it never stops the spout.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from stormpy.connectors.kafka import assignment as asg
+from stormpy.connectors.kafka.client import KafkaConsumerClient
+from stormpy.connectors.kafka.config import KafkaConfigError, KafkaSpoutConfig, ProcessingGuarantee
+from stormpy.connectors.kafka.messages import KafkaSpoutMessageId, TopicPartition
+from stormpy.connectors.kafka.offset_manager import OffsetManager
+from stormpy.connectors.kafka.partitions import PartitionsAndCommits
+from stormpy.connectors.kafka.retry import RetryExponentialBackoff
+from stormpy.connectors.kafka.translator import KafkaRecord, KafkaTuple, KafkaTupleListener
+from stormpy.topology import DEFAULT_STREAM, Stream, TopologyContext
+from stormpy.topology.imports import import_object
+
+__all__ = ["KafkaRecordError", "KafkaSpout", "MAX_LOOP_POLL_MS"]
+
+log = logging.getLogger("stormpy.connectors.kafka")
+
+#: the longest a poll waits on the executor loop, whatever ``poll_timeout_ms`` says
+MAX_LOOP_POLL_MS = 1
+#: first commit / refresh after open (Storm's TIMER_DELAY_MS)
+TIMER_DELAY_SECS = 0.5
+#: the metadata lookup in ``open`` (an unknown topic is then a clear error) waits this long
+OPEN_METADATA_TIMEOUT_SECS = 2.0
+
+
+class KafkaRecordError(RuntimeError):
+    """A record the translator could not handle, with ``fail_fast`` on."""
+
+
+class _Handle:
+    """What ``KafkaSpout.of(config)`` returns: the builder takes it in place of a class."""
+
+    def __init__(self, doc: dict[str, Any]) -> None:
+        self.component_class = KafkaSpout
+        self.component_kwargs = {"config": doc}
+
+
+def _load(setting: str, path: str, base: type) -> Any:
+    try:
+        obj = import_object(path)
+    except ImportError as exc:
+        raise KafkaConfigError(f"KafkaSpoutConfig.{setting}: {exc}") from None
+    if not (isinstance(obj, type) and issubclass(obj, base)):
+        raise KafkaConfigError(f"KafkaSpoutConfig.{setting}: {path!r} is not a {base.__name__} subclass")
+    return obj
+
+
+class KafkaSpout(PartitionsAndCommits):
+    """Reads Kafka topics with storm-kafka-client's semantics (see the module doc).
+
+    ``builder.set_spout("kafka", KafkaSpout.of(config), parallelism)``, or pass ``KafkaSpout``
+    with ``kwargs={"config": config.to_doc()}``.
+    """
+
+    #: tests replace this to drive the spout against a stub consumer
+    client_factory: Callable[..., Any] = KafkaConsumerClient
+    clock: Callable[[], float] = staticmethod(time.monotonic)
+
+    @classmethod
+    def of(cls, config: KafkaSpoutConfig) -> _Handle:
+        return _Handle(config.to_doc())
+
+    @classmethod
+    def declare_outputs(cls, kwargs: Mapping[str, Any]) -> dict[str, Stream]:
+        cfg = KafkaSpoutConfig.from_doc(kwargs.get("config"))
+        from stormpy.connectors.kafka.translator import RecordTranslator
+
+        translator = _load("record_translator", cfg.record_translator, RecordTranslator)
+        if cfg.tuple_listener is not None:
+            _load("tuple_listener", cfg.tuple_listener, KafkaTupleListener)
+        return dict(translator.declare_outputs(cfg.record_translator_args))
+
+    def __init__(self, config: Mapping[str, Any] | KafkaSpoutConfig) -> None:
+        self.cfg = KafkaSpoutConfig.from_doc(config)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        from stormpy.connectors.kafka.translator import RecordTranslator
+
+        cfg = self.cfg
+        self.context = context
+        self.guarantee = cfg.guarantee
+        self.at_least_once = self.guarantee is ProcessingGuarantee.AT_LEAST_ONCE
+        self.translator = _load("record_translator", cfg.record_translator,
+                                RecordTranslator)(**cfg.record_translator_args)
+        streams = self.declare_outputs({"config": cfg.to_doc()})
+        self._null_values = [None] * len(streams[DEFAULT_STREAM].fields) if DEFAULT_STREAM in streams else []
+        listener_cls = (_load("tuple_listener", cfg.tuple_listener, KafkaTupleListener)
+                        if cfg.tuple_listener else KafkaTupleListener)
+        self.listener = listener_cls()
+        self.listener.open(conf, context)
+        #: per-emit hook, None when no listener is configured (saves a call per tuple)
+        self._on_emit = self.listener.on_emit if cfg.tuple_listener else None
+        self.retry = RetryExponentialBackoff.from_doc(cfg.retry, clock=self.clock)
+        self.metadata = asg.commit_metadata(context.topology_id, context.task_id)
+        self.assigned: set[TopicPartition] = set()
+        self.managers: dict[TopicPartition, OffsetManager] = {}
+        self.emitted: set[KafkaSpoutMessageId] = set()
+        self.waiting: deque[KafkaRecord] = deque()
+        self._held: list[KafkaRecord] | None = None
+        self._paused: set[TopicPartition] = set()
+        self._commits_in_flight = 0
+        self._refreshing = False
+        self._reported: dict[str, float] = {}
+        self.counters = {"bad_records": 0, "max_retries_reached": 0, "commit_failures": 0,
+                         "errors": 0, "commits": 0}
+        self._poll_secs = min(cfg.poll_timeout_ms, MAX_LOOP_POLL_MS) / 1000.0
+        client_conf = {"bootstrap.servers": cfg.bootstrap_servers, "group.id": cfg.group_id,
+                       "enable.auto.commit": False, "enable.auto.offset.store": False,
+                       "client.id": f"stormpy-{context.topology_id}-{context.task_id}",
+                       **cfg.consumer_props}
+        self.consumer = self.client_factory(client_conf, lambda text: self._report("client", text),
+                                            lambda text: self._report("commit", text))
+        now = self.clock()
+        self._commit_due = now + TIMER_DELAY_SECS
+        self._refresh_due = now + cfg.partition_refresh_period_ms / 1000.0
+        try:
+            found = self._fetch_assignment(frozenset(), OPEN_METADATA_TIMEOUT_SECS)
+        except Exception as exc:  # broker unreachable: keep going, refresh off the loop
+            self._report("metadata", f"partition metadata from {cfg.bootstrap_servers} unavailable "
+                                     f"({exc}); retrying every {cfg.partition_refresh_period_ms} ms")
+            self._refresh_due = now
+            return
+        missing, partitions = found[2], found[3]
+        if missing:
+            raise KafkaConfigError(f"KafkaSpoutConfig.topics: unknown topic(s) {missing} on "
+                                   f"{cfg.bootstrap_servers}")
+        if not partitions and cfg.topic_pattern is not None:
+            raise KafkaConfigError(f"KafkaSpoutConfig.topic_pattern: {cfg.topic_pattern!r} matches no "
+                                   f"topic on {cfg.bootstrap_servers}")
+        self._apply_assignment(found[0], found[1])
+
+    def activate(self) -> None:
+        self._refresh_due = min(self._refresh_due, self.clock())
+
+    def deactivate(self) -> None:
+        self._commit_now()
+
+    def close(self) -> None:
+        """Commit what is acked (bounded wait), then close the consumer (bounded wait)."""
+        if self.at_least_once:
+            offsets = self._acked_offsets(self.assigned)
+            if offsets:
+                self._bounded(lambda: self.consumer.commit_sync(offsets), "final commit")
+        elif self.guarantee is ProcessingGuarantee.NO_GUARANTEE:
+            offsets = self._position_offsets()
+            if offsets:
+                self._bounded(lambda: self.consumer.commit_sync(offsets), "final commit")
+        self._bounded(self.consumer.close, "consumer close")
+
+    # -- next_tuple --------------------------------------------------------------------------
+    def next_tuple(self) -> None:
+        now = self.clock()
+        if now >= self._refresh_due and not self._refreshing:
+            self._refresh_due = now + self.cfg.partition_refresh_period_ms / 1000.0
+            self._start_refresh()
+        if now >= self._commit_due and self.guarantee is not ProcessingGuarantee.AT_MOST_ONCE:
+            self._commit_due = now + self.cfg.offset_commit_period_ms / 1000.0
+            if not self._commits_in_flight:
+                self._commit_now()
+        if not self.waiting and self._held is None and self.assigned:
+            pollable, retriable = self._pollable()
+            self._poll(pollable, retriable)
+        while self.waiting:
+            if self._emit_or_retry(self.waiting.popleft()):
+                return
+
+    def _pollable(self) -> tuple[set[TopicPartition], dict[TopicPartition, int]]:
+        """Storm's getPollablePartitionsInfo: partitions below the uncommitted cap, or at it with
+        a retriable offset within the cap; and the retriable offsets to seek to."""
+        if not self.at_least_once:
+            return self.assigned, {}
+        earliest = self.retry.earliest_retriable_offsets()
+        cap = self.cfg.max_uncommitted_offsets
+        pollable = set()
+        for tp in self.assigned:
+            om = self.managers.get(tp)
+            if om is None or om.num_uncommitted_offsets < cap:
+                pollable.add(tp)
+            else:
+                retriable = earliest.get(tp)
+                if retriable is not None and retriable <= om.nth_uncommitted_offset_after_committed(cap):
+                    pollable.add(tp)
+        return pollable, {tp: off for tp, off in earliest.items() if tp in pollable}
+
+    def _poll(self, pollable: set[TopicPartition], retriable: Mapping[TopicPartition, int]) -> None:
+        for tp, offset in retriable.items():
+            self._seek(tp, offset)
+        paused = self.assigned - pollable
+        if paused != self._paused:  # pausing is sticky: no refetch churn while at the cap
+            resumed = sorted(self._paused - paused)
+            self.consumer.resume(resumed)
+            # a resumed partition may wait for the client's next fetch cycle: seeking to the
+            # position starts its fetch at once
+            for tp, pos in self.consumer.position(resumed).items():
+                if tp not in retriable:
+                    self._seek(tp, pos)
+            self.consumer.pause(sorted(paused - self._paused))
+            self._paused = paused
+        if not pollable:
+            return
+        records, errors = self.consumer.consume(self.cfg.max_poll_records, self._poll_secs)
+        for text in errors:
+            self._report("fetch", text)
+        if not records:
+            return
+        if retriable:
+            self._ack_compacted_away(retriable, records)
+        if self.guarantee is ProcessingGuarantee.AT_MOST_ONCE:
+            self._commit_then_emit(records)
+        else:
+            self.waiting.extend(records)
+
+    def _ack_compacted_away(self, retriable: Mapping[TopicPartition, int],
+                            records: list[KafkaRecord]) -> None:
+        """Retriable offsets below the first record a seek returned no longer exist: ack them."""
+        first: dict[TopicPartition, int] = {}
+        for r in records:
+            first.setdefault(TopicPartition(r.topic, r.partition), r.offset)
+        for tp, sought in retriable.items():
+            got = first.get(tp)
+            if got is None or got <= sought:
+                continue
+            om = self.managers.get(tp)
+            for mid in self.retry.scheduled_ids(tp):
+                if sought <= mid.offset < got and om is not None and not om.contains(mid) \
+                        and mid not in self.emitted:
+                    self.retry.remove(mid)
+                    self.emitted.add(mid)
+                    self.ack(mid)
+
+    # -- emit ----------------------------------------------------------------------------------
+    def _emit_or_retry(self, record: KafkaRecord) -> bool:
+        """Emit ``record`` unless it is acked, in flight, committed or not yet due for a retry;
+        True when a tuple was emitted. (The hot path: plain ``(topic, partition)`` tuples stand
+        for TopicPartition keys, which hash and compare alike.)"""
+        topic, partition, offset = record[0], record[1], record[2]
+        key = (topic, partition)
+        if key not in self.assigned:
+            return False
+        mid: KafkaSpoutMessageId | None = None
+        om: OffsetManager | None = None
+        scheduled = False
+        if self.at_least_once:
+            mid = self.retry.message_id(topic, partition, offset)
+            om = self.managers.get(key)
+            if om is None:
+                tp = TopicPartition(topic, partition)
+                om = self.managers[tp] = OffsetManager(tp, offset)
+            if om.is_acked(offset) or mid in self.emitted or offset < om.committed_offset:
+                return False
+            # only an id that failed can be scheduled
+            scheduled = mid.num_fails > 0 and self.retry.is_scheduled(mid)
+            if scheduled and not self.retry.is_ready(mid):
+                return False
+        try:
+            tup = self.translator.apply(record)
+        except Exception as exc:
+            if self.cfg.fail_fast:
+                raise KafkaRecordError(f"record {topic}-{partition} offset {offset} could not be translated "
+                                       f"(fail_fast is on): {exc!r}") from exc
+            self.counters["bad_records"] += 1
+            self._report("bad_record", f"record {topic}-{partition} offset {offset} could not be translated "
+                                       f"({exc!r}); acked past it ({self.counters['bad_records']} bad "
+                                       "records so far)")
+            tup = None
+            if om is not None and mid is not None:
+                self._ack_directly(om, mid)
+            return False
+        if tup is None:
+            if not self.cfg.emit_null_tuples:
+                if om is not None and mid is not None:
+                    self._ack_directly(om, mid)
+                return False
+            tup = list(self._null_values)
+        stream = tup.stream if isinstance(tup, KafkaTuple) else DEFAULT_STREAM
+        values = list(tup)
+        if om is None or mid is None:
+            self.emit(values, stream=stream)
+            return True
+        self.emitted.add(mid)
+        om.add_to_emit_msgs(offset)
+        if scheduled:
+            self.retry.remove(mid)
+        self.emit(values, msg_id=mid, stream=stream)
+        if self._on_emit is not None:
+            self._on_emit(values, mid)
+        return True
+
+    def _ack_directly(self, om: OffsetManager, mid: KafkaSpoutMessageId) -> None:
+        self.retry.remove(mid)
+        self.emitted.discard(mid)
+        mid.null_tuple = True
+        om.add_to_emit_msgs(mid.offset)
+        self.ack(mid)
+
+    # -- ack / fail ----------------------------------------------------------------------------
+    def ack(self, msg_id: Any) -> None:
+        if not self.at_least_once:
+            return
+        om = self.managers.get((msg_id[0], msg_id[1]))  # type: ignore[call-overload]
+        if msg_id.null_tuple:
+            if om is not None:
+                om.add_to_ack_msgs(msg_id[2])
+                self.listener.on_ack(msg_id)
+            return
+        if msg_id not in self.emitted or om is None:
+            return  # its partition was revoked: nothing to do
+        om.add_to_ack_msgs(msg_id[2])
+        self.emitted.discard(msg_id)
+        self.listener.on_ack(msg_id)
+
+    def fail(self, msg_id: Any) -> None:
+        if not self.at_least_once or msg_id not in self.emitted:
+            return  # untracked guarantee, or its partition was revoked
+        msg_id.num_fails += 1
+        if not self.retry.schedule(msg_id):
+            self.counters["max_retries_reached"] += 1
+            log.warning("Kafka spout task %s: %s failed %d times (max_retries %s); acked past it",
+                        self.context.task_id, msg_id, msg_id.num_fails, self.retry.max_retries)
+            self.listener.on_max_retry_reached(msg_id)
+            self.ack(msg_id)
+        else:
+            self.listener.on_retry(msg_id)
+            self.emitted.discard(msg_id)
+
+    # -- metrics -------------------------------------------------------------------------------
+    def metrics(self) -> dict[str, Any]:
+        """Per partition the latest emitted, committed offset, uncommitted count and lag (log end
+        minus committed, when the fetcher knows the log end), plus the spout's counters."""
+        parts = {}
+        for tp in sorted(self.assigned):
+            om = self.managers.get(tp)
+            marks = self.consumer.watermarks(tp)
+            committed = om.committed_offset if om is not None else None
+            parts[str(tp)] = {
+                "latest_emitted": om.latest_emitted_offset if om is not None else None,
+                "committed": committed,
+                "uncommitted": om.num_uncommitted_offsets if om is not None else 0,
+                "lag": (marks[1] - committed) if marks and committed is not None else None,
+            }
+        return {"partitions": parts, **self.counters, "in_flight": len(self.emitted),
+                "scheduled_retries": len(self.retry)}

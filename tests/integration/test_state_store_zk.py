@@ -1,0 +1,118 @@
+"""Component state in a real ZooKeeper: the StateStore contract, the znode layout of
+cluster/paths.py, corrupt nodes and lost connections named by path, and a LocalCluster configured
+with ZooKeeper whose components read back what they stored."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import msgpack
+import pytest
+
+from stormpy import Spout, TopologyBuilder, TopologyContext
+from stormpy.cluster import ZkStorage
+from stormpy.cluster.paths import ZkPaths
+from stormpy.cluster.statestore import ZkStateBackend
+from stormpy.cluster.zkserver import ZooKeeperServer
+from stormpy.testing import Capture, LocalCluster
+from stormpy.testing.state import check_state_store
+from stormpy.topology.state import (
+    CHECKPOINTS,
+    TRANSACTIONAL,
+    CorruptStateError,
+    StateUnavailableError,
+)
+
+pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(120)]
+
+TID = "wc-1-1700000000"
+
+
+class CountingSpout(Spout):
+    """Counts its opens in the checkpoint area and emits what it read back, once."""
+
+    outputs = ["task", "opens", "shared"]
+
+    def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        store = context.state_store(CHECKPOINTS)
+        key = f"{context.component_id}/{context.task_index}"
+        store.put(key, {"opens": store.get(key, {"opens": 0})["opens"] + 1})
+        context.state_store(TRANSACTIONAL).put(f"seen/{context.task_id}", True)
+        self.task = context.task_id
+        self.store = store
+        self.key = key
+        self.tx = context.state_store(TRANSACTIONAL)
+        self.done = False
+
+    def next_tuple(self) -> None:
+        if not self.done and len(self.tx.children("seen")) == 2:  # both tasks opened
+            self.done = True
+            self.emit([self.task, self.store.get(self.key)["opens"], self.tx.children("seen")])
+
+
+def counting_topology(capture: Capture) -> Any:
+    b = TopologyBuilder()
+    b.set_spout("counter", CountingSpout, 2)
+    b.set_bolt("capture", capture).shuffle_grouping("counter")
+    return b.create_topology()
+
+
+def test_the_zookeeper_store_keeps_the_contract(zk_storage: ZkStorage) -> None:
+    backend = ZkStateBackend(zk_storage)
+    check_state_store(backend.store(CHECKPOINTS, TID))
+    check_state_store(backend.store(TRANSACTIONAL, TID))
+
+
+def test_keys_live_on_the_cluster_layout(zk_storage: ZkStorage) -> None:
+    backend = ZkStateBackend(zk_storage)
+    store = backend.store(CHECKPOINTS, TID)
+    store.put("kafka spout/topic-0", {"offset": 42})
+    backend.store(TRANSACTIONAL, TID).put("coordinator/txid", 7)
+    znode = ZkPaths(zk_storage.root).checkpoint(TID, "kafka spout", "topic-0")
+    assert store.location == ZkPaths(zk_storage.root).checkpoints(TID)
+    data = zk_storage.get(znode)
+    assert data is not None and msgpack.unpackb(data)["value"] == {"offset": 42}
+    assert zk_storage.get(ZkPaths(zk_storage.root).transactional(TID, "coordinator", "txid"))
+    backend.drop(TID)
+    assert zk_storage.children(ZkPaths(zk_storage.root).checkpoints_root()) == []
+    assert zk_storage.children(ZkPaths(zk_storage.root).transactional_root()) == []
+
+
+def test_a_corrupt_node_is_named(zk_storage: ZkStorage) -> None:
+    store = ZkStateBackend(zk_storage).store(CHECKPOINTS, TID)
+    znode = ZkPaths(zk_storage.root).checkpoint(TID, "spout", "0")
+    zk_storage.set(znode, b"\xc1garbage")
+    with pytest.raises(CorruptStateError, match=f"state {znode}: not a msgpack document"):
+        store.get("spout/0")
+    assert store.children("spout") == ["0"]
+    assert store.delete("spout/0") is True
+
+
+def test_a_lost_connection_is_named_not_waited_on(zookeeper: ZooKeeperServer, zk_root: str) -> None:
+    storage = ZkStorage(zookeeper.connect_string, zk_root, connect_timeout_secs=30).start()
+    store = ZkStateBackend(storage).store(CHECKPOINTS, TID)
+    store.put("spout/0", 1)
+    storage.close()
+    znode = ZkPaths(zk_root).checkpoint(TID, "spout", "0")
+    with pytest.raises(StateUnavailableError, match=f"state {znode}: ZooKeeper unreachable"):
+        store.get("spout/0")
+
+
+def test_a_local_cluster_with_zookeeper_keeps_component_state_there(
+        zookeeper: ZooKeeperServer, zk_storage: ZkStorage) -> None:
+    capture = Capture()
+    conf = {"storm.zookeeper.servers": [zookeeper.connect_string],
+            "storm.zookeeper.root": zk_storage.root}
+    with LocalCluster(conf=conf) as cluster:
+        assert isinstance(cluster.state, ZkStateBackend)
+        worker = cluster.submit_topology("t", {}, counting_topology(capture))
+        cluster.wait_for(lambda: len(capture.values) == 2, 30, "both spout tasks to report")
+        assert sorted(v[1] for v in capture.values) == [1, 1]  # read back from ZooKeeper
+        for index in ("0", "1"):
+            data = zk_storage.get(ZkPaths(zk_storage.root).checkpoint(worker.topology_id, "counter", index))
+            assert data is not None and msgpack.unpackb(data)["value"] == {"opens": 1}
+        seen = zk_storage.children(ZkPaths(zk_storage.root).transactional(worker.topology_id, "seen"))
+        assert len(seen) == 2
+    # shutting down removes the topology's state, as Nimbus's kill does
+    assert zk_storage.children(ZkPaths(zk_storage.root).checkpoints_root()) == []
