@@ -64,9 +64,9 @@ class Target:
     extra: dict[str, object] = field(default_factory=dict)
 
 
-#: The core set. Later modules (Kafka OffsetManager and retry, Kinesis InflightRecordTracker,
+#: The core set, then the modules added as they land. More (Kinesis InflightRecordTracker,
 #: transactional coordinator/committer, windowing, state) are one line each, e.g.
-#: ``"kafka": Target(("src/stormpy/connectors/kafka/offsets*.py", "*/kafka/retry*.py")),``
+#: ``"kinesis": Target(("src/stormpy/connectors/kinesis/inflight*.py",)),``
 TARGETS: dict[str, Target] = {
     "acker": Target(("src/stormpy/acker/*.py",)),
     # the executor loop, tasks and routing (and whatever the loop is split into); the process
@@ -76,11 +76,14 @@ TARGETS: dict[str, Target] = {
                      skip=("*/worker/process.py", "*/worker/cluster_link.py", "*/worker/heartbeats.py",
                            "*/worker/peers.py", "*/worker/error_reporter.py")),
     "nimbus": Target(("src/stormpy/nimbus/uploads.py", "src/stormpy/nimbus/scheduler.py")),
-    # batching wherever it lives (it may move out of connectors/spark)
-    "batching": Target(("src/stormpy/*batching.py",), tests=(*FAST, "tests/spark/test_*batching*.py")),
+    # micro-batching (stormpy/batching.py) and the Spark bolt's batch records
+    "batching": Target(("src/stormpy/*batching.py",)),
     # the Spark bolt: its tests run a real local Spark (one JVM per mutant run: slow, not in core)
     "spark-bolt": Target(("src/stormpy/connectors/spark/bolt.py",), tests=("tests/spark",),
                          isolation="forkserver"),
+    # Kafka: the acked-prefix tracker shared by connectors, the OffsetManager and the retry service
+    "kafka": Target(("src/stormpy/connectors/offsets.py", "src/stormpy/connectors/kafka/offset_manager.py",
+                     "src/stormpy/connectors/kafka/retry.py")),
 }
 #: what ``make mutate`` runs when no target is named
 CORE = ("acker", "nimbus", "batching", "worker")

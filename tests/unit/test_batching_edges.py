@@ -1,4 +1,4 @@
-"""Micro-batch bookkeeping at its edges (no Spark): which settings are refused, age measured from
+"""Micro-batch bookkeeping (stormpy.batching) at its edges: which settings are refused, age measured from
 when a batch opened, oldest-first closing under a limit, draining at shutdown, and what a batch's
 ``BatchInfo`` reports."""
 
@@ -8,8 +8,8 @@ from time import perf_counter
 
 import pytest
 
-from stormpy.connectors.spark import CLOSED_BY_COUNT, CLOSED_BY_TIME, BatchInfo, BatchSource
-from stormpy.connectors.spark.batching import BatchCollector
+from stormpy.batching import CLOSED_BY_COUNT, CLOSED_BY_TIME, BatchCollector, BatchSource
+from stormpy.connectors.spark import BatchInfo
 from stormpy.topology import Fields, Tuple
 
 
@@ -27,8 +27,8 @@ def test_idle_seconds_must_be_positive_when_given() -> None:
 
 def test_a_stream_without_declared_fields_is_refused_naming_it() -> None:
     c = BatchCollector(10, 1.0, None)
-    with pytest.raises(ValueError, match=r"^tuples from words/raw have no declared fields; a Spark "
-                                         r"bolt needs them for the DataFrame's columns$"):
+    with pytest.raises(ValueError, match=r"^tuples from words/raw have no declared fields; a batch "
+                                         r"needs them as its column names$"):
         c.add(tup("x", component="words", stream="raw", fields=None))
 
 
