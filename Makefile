@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint zookeeper java bench clean mutate mutate-summary mutate-survivors
+.PHONY: run test lint zookeeper java bench clean mutate mutate-summary mutate-survivors mutate-recheck
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "python3.11 is required"; exit 1; }
@@ -67,6 +67,10 @@ mutate-summary: $(STAMP)
 ## mutate-survivors: the surviving mutants of MODULE (diffs), to judge or to write tests for
 mutate-survivors: $(STAMP)
 	$(BIN)/python tools/mutate.py survivors $(MODULE)
+
+## mutate-recheck: run only MODULE's surviving mutants again (after adding tests)
+mutate-recheck: $(STAMP)
+	$(BIN)/python tools/mutate.py recheck $(MODULE)
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .mutmut

@@ -16,6 +16,7 @@ Usage::
     python tools/mutate.py run [TARGET ...]      # all targets when none is named
     python tools/mutate.py summary [TARGET ...]  # scores from the last runs
     python tools/mutate.py survivors TARGET      # surviving mutants, with their diffs
+    python tools/mutate.py recheck TARGET        # re-run only those (after adding tests)
     python tools/mutate.py clean [TARGET ...]    # forget cached results
 
 Adding a module is one line in ``TARGETS``.
@@ -186,7 +187,7 @@ def prepare(name: str) -> Path:
     return work
 
 
-def run(name: str, children: int) -> int:
+def run(name: str, children: int, mutants: list[str] | None = None) -> int:
     work = prepare(name)
     env = {**os.environ, "STORMPY_PURE": "1"}
     env.pop("PYTHONPATH", None)  # mutmut puts mutants/src first; nothing else may shadow it
@@ -195,8 +196,8 @@ def run(name: str, children: int) -> int:
           flush=True)
     started = time.monotonic()
     with open(work / "run.log", "w") as out:
-        code = subprocess.call([str(mutmut), "run", "--max-children", str(children)], cwd=work,
-                               env=env, stdout=out, stderr=subprocess.STDOUT)
+        code = subprocess.call([str(mutmut), "run", "--max-children", str(children), *(mutants or [])],
+                               cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT)
     print(f"   {name}: mutmut exited {code} after {time.monotonic() - started:.0f} s", flush=True)
     if code != 0:
         print((work / "run.log").read_text()[-3000:], file=sys.stderr)
@@ -228,16 +229,16 @@ def results(name: str) -> dict[str, dict[str, int | None]]:
 def summary(names: list[str]) -> None:
     accepted = equivalents()
     print(f"{'target / file':<46} {'mutants':>7} {'killed':>6} {'surv.':>5} {'no test':>7} "
-          f"{'equiv.':>6} {'score':>6}")
+          f"{'equiv.':>6} {'not run':>7} {'score':>6}")
     for name in names:
         per_file = results(name)
         if not per_file:
             print(f"{name:<46} (not run)")
             continue
-        totals = [0, 0, 0, 0, 0]
+        totals = [0, 0, 0, 0, 0, 0]
         rows = []
         for rel, codes in per_file.items():
-            counts = [len(codes), 0, 0, 0, 0]
+            counts = [len(codes), 0, 0, 0, 0, 0]
             for mutant, code in codes.items():
                 if code in KILLED:
                     counts[1] += 1
@@ -247,30 +248,45 @@ def summary(names: list[str]) -> None:
                     counts[2] += 1
                 elif code in NO_TESTS:
                     counts[3] += 1
+                elif code in NOT_RUN:
+                    counts[5] += 1
             rows.append((rel.removeprefix("src/stormpy/"), counts))
             totals = [a + b for a, b in zip(totals, counts)]
         for label, counts in [(name, totals), *(("  " + r, c) for r, c in rows)]:
-            judged = counts[0] - counts[4]
+            judged = counts[0] - counts[4] - counts[5]
             score = f"{100 * counts[1] / judged:.1f}%" if judged else "-"
             print(f"{label:<46} {counts[0]:>7} {counts[1]:>6} {counts[2]:>5} {counts[3]:>7} "
-                  f"{counts[4]:>6} {score:>6}")
-    print("score = killed / (mutants - accepted equivalents); survivors and untested mutants count "
-          "against it")
+                  f"{counts[4]:>6} {counts[5]:>7} {score:>6}")
+    print("score = killed / (mutants - accepted equivalents - not run yet); survivors and mutants "
+          "no test reaches count against it")
+
+
+def unkilled(name: str) -> list[str]:
+    """The target's surviving and untested mutants that are not accepted equivalents."""
+    accepted = equivalents()
+    return [mutant for codes in results(name).values() for mutant, code in sorted(codes.items())
+            if code in SURVIVED | NO_TESTS and mutant not in accepted]
+
+
+def recheck(name: str, children: int) -> int:
+    """Run the target's unkilled mutants again (after new tests), not the whole target."""
+    names = unkilled(name)
+    if not names:
+        print(f"{name}: nothing to recheck")
+        return 0
+    return run(name, children, names)
 
 
 def survivors(name: str) -> None:
-    accepted = equivalents()
     work = WORK / name
     mutmut = Path(sys.executable).with_name("mutmut")
-    for codes in results(name).values():
-        for mutant, code in sorted(codes.items()):
-            if code in SURVIVED | NO_TESTS and mutant not in accepted:
-                subprocess.call([str(mutmut), "show", mutant], cwd=work)
+    for mutant in unkilled(name):
+        subprocess.call([str(mutmut), "show", mutant], cwd=work)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=("run", "summary", "survivors", "clean", "list"))
+    parser.add_argument("command", choices=("run", "recheck", "summary", "survivors", "clean", "list"))
     parser.add_argument("targets", nargs="*", help=f"targets (default: {' '.join(CORE)})")
     parser.add_argument("--children", type=int, default=2, help="mutants tested at once")
     args = parser.parse_args(argv)
@@ -286,6 +302,11 @@ def main(argv: list[str] | None = None) -> int:
         summary(names)
         if failed:
             print(f"mutmut failed for: {', '.join(failed)}", file=sys.stderr)
+            return 1
+    elif args.command == "recheck":
+        failed = [n for n in names if recheck(n, args.children) != 0]
+        summary(names)
+        if failed:
             return 1
     elif args.command == "summary":
         summary(names)
