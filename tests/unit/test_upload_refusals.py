@@ -88,8 +88,9 @@ def test_an_unknown_upload_id_is_refused_whatever_its_type(manager: UploadManage
 
 
 @pytest.mark.parametrize("bad_key", ["b-never-staged", ["b1"]])
-def test_an_unknown_bundle_key_is_not_found_whatever_its_type(manager: UploadManager,
+def test_an_unknown_bundle_key_is_not_found_whatever_its_type(manager: UploadManager, tmp_path: Path,
                                                                bad_key: object) -> None:
+    _upload(manager, _bundle(tmp_path, "b", 100))  # something staged to look among
     with pytest.raises(NotFoundError) as caught:
         manager.take(bad_key)
     assert str(caught.value) == (f"no uploaded bundle with key {bad_key!r} (never uploaded, already "
