@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from stormpy.acker.ledger import COMPLETED, AckLedger, Outcome
+from stormpy.acker.ledger import COMPLETED, AckLedger
 from stormpy.acker.streams import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET_TIMEOUT
 
 #: reply(spout task, stream, values): tell a spout task about one of its roots
@@ -47,27 +47,19 @@ class AckerCore:
         """Apply one acker message (``__ack_init``, ``__ack_ack`` with one or more
         ``root, xor`` pairs, ``__ack_fail`` or ``__ack_reset_timeout``); other streams are
         ignored."""
-        ledger = self.ledger
-        outcome: Outcome | None
         if stream == ACK_ACK:  # [root, xor] pairs: one or several (a worker's round of acks)
             for i in range(0, len(values) - 1, 2):
                 self.ack_edges(values[i], values[i + 1])
-            return
-        if stream == ACK_INIT:
+        elif stream == ACK_INIT:
             self.init(values[0], values[1], values[2])
-            return
-        if stream == ACK_FAIL:
-            outcome = ledger.fail(values[0])
+        elif stream == ACK_FAIL:
+            outcome = self.ledger.fail(values[0])  # a fail can only fail its root
+            if outcome is not None:
+                self.reply(outcome.spout_task, ACK_FAIL, [outcome.root])
         elif stream == ACK_RESET_TIMEOUT:
-            spout_task = ledger.reset_timeout(values[0])
+            spout_task = self.ledger.reset_timeout(values[0])
             if spout_task is not None:
                 self.reply(spout_task, ACK_RESET_TIMEOUT, [values[0]])
-            return
-        else:
-            return
-        if outcome is not None:
-            self.reply(outcome.spout_task, ACK_ACK if outcome.kind == COMPLETED else ACK_FAIL,
-                       [outcome.root])
 
     def rotate(self) -> None:
         """Expire the ledger's oldest bucket (on the acker's tick)."""
