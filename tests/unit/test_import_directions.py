@@ -36,7 +36,10 @@ ALLOWED: dict[str, set[str]] = {
                 "rpc", "bundle", "nimbus", "supervisor", "connectors", "host"},
     "cli": {"cli", "local", "topology", "acker", "worker", "messaging", "config", "cluster", "rpc",
             "bundle", "nimbus", "supervisor", "connectors", "host"},
-    "transactional": {"transactional", "topology", "config", "cluster", "batching", "host"},
+    "transactional": {"transactional", "state", "topology", "config", "cluster", "batching", "host"},
+    # windowed and stateful bolts: built on the public topology API like transactional
+    "windowing": {"windowing", "state", "topology", "config", "cluster", "batching", "host"},
+    "state": {"state", "topology", "config", "cluster", "batching", "host"},
     "ui": {"ui", "topology", "config", "cluster", "rpc", "worker"},
     "_native": set(),  # picks compiled or source modules: the standard library only
 }
