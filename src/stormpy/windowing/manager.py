@@ -220,11 +220,9 @@ class WindowManager:
             del self.events[:dead]
             del self._keys[:dead]
         windows: list[Window] = []
-        if content:
+        if content:  # an empty window is skipped; the next one reports what left since
             windows.append(Window(content, new, expired, start_ts, ref))
             self._prev = current
-        elif self._prev:
-            self._prev = {}
         return windows, evicted
 
     def _dead_before(self, ref: int, stop: int) -> int:
