@@ -270,3 +270,41 @@ def test_a_message_timeout_shorter_than_the_window_is_refused_at_submit() -> Non
             _g, _d, counted = topology(Collect.with_window(Count(50), Count(10)), ["v"])
             lc.submit_topology("c", {"topology.max.spout.pending": 20}, counted)
         lc.submit_topology("ok", {"topology.message.timeout.secs": 30}, spec)
+
+
+@pytest.mark.parametrize(("length", "slide"), [
+    (Duration(seconds=10), Duration(seconds=1)), (Duration(seconds=3), Duration(seconds=3)),
+    (Count(7), Count(3)), (Count(5), Duration(seconds=2)), (Duration(seconds=4), Count(4))])
+def test_event_time_windows_match_brute_force_and_new_expired_add_up(length: Any,
+                                                                     slide: Any) -> None:
+    import random
+    rnd = random.Random(11)
+    stamps = sorted(rnd.randrange(0, 60_000) for _ in range(400))
+    stamps += [stamps[-1] + 30_000]  # a gap: windows with nothing in them are skipped
+    stamps += sorted(stamps[-1] + rnd.randrange(1, 9000) for _ in range(50))
+    seen: list[Window] = []
+    m = WindowManager(WindowConfig.sliding(length, slide).with_(timestamp_field="t").validated(),
+                      on_window=lambda w: seen.append(w.detach()))
+    held: list[int] = []
+    for i, ts in enumerate(stamps):
+        m.add(ts, ts)
+        if i % 17 == 0:
+            m.advance_watermark(ts - 500)
+    m.advance_watermark(10**9)
+    assert seen
+    running: list[int] = []
+    for w in seen:
+        end = w.end_timestamp
+        upto = [t for t in stamps if t <= end]
+        want = ([t for t in upto if t > end - length.ms] if isinstance(length, Duration)
+                else upto[-length.n:])
+        if isinstance(slide, Count):  # count triggers end at the triggering tuple
+            assert w.get() == want[:len(w.get())] or w.get() == want
+        else:
+            assert w.get() == want, end
+        for t in w.get_expired():
+            running.remove(t)
+        running += w.get_new()
+        assert sorted(running) == w.get()
+        held = w.get()
+    assert held

@@ -144,13 +144,14 @@ class WindowedBoltExecutor(Bolt):
     def __init__(self, _window: Mapping[str, Any], _bolt: str, **kwargs: Any) -> None:
         bolt_cls, self.cfg, user = _target({"_window": _window, "_bolt": _bolt, **kwargs})
         self.bolt: WindowedBolt = bolt_cls(**user)
-        self.manager = WindowManager(self.cfg)
+        self.manager = WindowManager(self.cfg, on_window=self._evaluate)
         self.now = 0  # tick time, ms
         tick = self.cfg.tick_ms()
         self.tick = tick or 0
         self.late_dropped = 0
         self.max_ts: dict[tuple[str, str], int] = {}
         self._current: Window | None = None
+        self._current_anchors: list[Any] | None = None
         self._extract: Callable[[Tuple], Any] | None = None
 
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
@@ -184,7 +185,9 @@ class WindowedBoltExecutor(Bolt):
     # -- emits -----------------------------------------------------------------------------------
     def _anchors(self, anchors: Any) -> Any:
         if anchors is None and self._current is not None:
-            return self._current.get()
+            if self._current_anchors is None:
+                self._current_anchors = self._current.get()
+            return self._current_anchors
         return anchors
 
     def _emit(self, values: Any, anchors: Any = None, stream: str = DEFAULT_STREAM) -> list[int]:
@@ -239,13 +242,17 @@ class WindowedBoltExecutor(Bolt):
                             self.late_dropped, self.manager.watermark)
         self.ack(tup)
 
+    def _evaluate(self, window: Window) -> None:
+        self._current, self._current_anchors = window, None
+        try:
+            self.bolt.execute(window)
+        finally:
+            self._current, self._current_anchors = None, None
+
     def _run(self, windows: list[Window], evicted: list[Any]) -> None:
+        """Windows were evaluated as they completed; ack what left every window."""
         for window in windows:
-            self._current = window
-            try:
-                self.bolt.execute(window)
-            finally:
-                self._current = None
+            self._evaluate(window)
         for tup in evicted:
             self.ack(tup)
 

@@ -22,7 +22,7 @@ still need: N (+S) events for count windows, the events of the last L (+S, + lag
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from stormpy.windowing.config import Count, Duration, WindowConfig
@@ -49,20 +49,30 @@ class Window:
     ``get_new()`` those not in the previous window, ``get_expired()`` those of the previous window
     that left it; ``end_timestamp`` is the reference time (ms: tick time in processing time, event
     time otherwise) and ``start_timestamp`` ``end - length`` for time windows, the oldest tuple's
-    timestamp for count windows."""
+    timestamp for count windows. ``get()`` builds its list when called (so a bolt that only uses
+    ``get_new``/``get_expired`` pays for what changed, not for the whole window); a window is
+    valid during ``execute`` only."""
 
-    __slots__ = ("_events", "_new", "_expired", "start_timestamp", "end_timestamp")
+    __slots__ = ("_events", "_begin", "_stop", "_new", "_expired", "start_timestamp",
+                 "end_timestamp")
 
-    def __init__(self, events: list[Event], new: list[Event], expired: list[Event],
-                 start: int | None, end: int) -> None:
+    def __init__(self, events: list[Event], begin: int, stop: int, new: list[Event],
+                 expired: list[Event], start: int | None, end: int) -> None:
         self._events = events
+        self._begin = begin
+        self._stop = stop
         self._new = new
         self._expired = expired
         self.start_timestamp = start
         self.end_timestamp = end
 
+    def detach(self) -> Window:
+        """A copy that stays valid after the manager moves on."""
+        return Window(self._events[self._begin:self._stop], 0, self._stop - self._begin,
+                      self._new, self._expired, self.start_timestamp, self.end_timestamp)
+
     def get(self) -> list[Any]:
-        return [e.tup for e in self._events]
+        return [e.tup for e in self._events[self._begin:self._stop]]
 
     def get_new(self) -> list[Any]:
         return [e.tup for e in self._new]
@@ -71,13 +81,13 @@ class Window:
         return [e.tup for e in self._expired]
 
     def __len__(self) -> int:
-        return len(self._events)
+        return self._stop - self._begin
 
     def __iter__(self) -> Iterator[Any]:
-        return (e.tup for e in self._events)
+        return iter(self.get())
 
     def __repr__(self) -> str:
-        return (f"Window({self.start_timestamp}..{self.end_timestamp}, {len(self._events)} tuples, "
+        return (f"Window({self.start_timestamp}..{self.end_timestamp}, {len(self)} tuples, "
                 f"{len(self._new)} new, {len(self._expired)} expired)")
 
 
@@ -86,12 +96,18 @@ class WindowManager:
     :meth:`advance_watermark` (event time). Each returns ``(windows, evicted)``: the windows to
     evaluate, in order, and the tuples that left every window for good (to ack after)."""
 
-    def __init__(self, config: WindowConfig) -> None:
+    def __init__(self, config: WindowConfig,
+                 on_window: Callable[[Window], None] | None = None) -> None:
+        """With ``on_window``, each window is handed to it as soon as it is complete (valid during
+        the call) and the returned window lists stay empty; without, windows are detached copies
+        returned to the caller."""
         self.cfg = config
+        self.on_window = on_window
         self.events: list[Event] = []
         self._keys: list[tuple[int, int]] = []
         self._seq = 0
-        self._prev: dict[int, Event] = {}  # seq -> event of the previous window
+        self._prev: tuple[tuple[int, int], tuple[int, int]] | None = None  # its first/last key
+        self._gone: list[Event] = []  # evicted at the last evaluation
         self._counted = 0  # events counted towards the next count trigger
         self._count_pos: tuple[int, int] | None = None  # event time: last counted event key
         self._next_end: int | None = None  # processing: next fire time; event: next window end
@@ -156,12 +172,12 @@ class WindowManager:
         evicted: list[Any] = []
         if isinstance(self.cfg.slide, Count):
             n = self.cfg.slide.n
-            start = 0 if self._count_pos is None else bisect.bisect_right(self._keys,
+            while True:  # by key: evaluating a window evicts, which shifts positions
+                i = 0 if self._count_pos is None else bisect.bisect_right(self._keys,
                                                                           self._count_pos)
-            for i in range(start, len(self.events)):
-                ev = self.events[i] if i < len(self.events) else None
-                if ev is None or ev.ts >= watermark:
+                if i >= len(self.events) or self.events[i].ts >= watermark:
                     break
+                ev = self.events[i]
                 self._counted += 1
                 self._count_pos = ev.key()
                 if self._counted == n:
@@ -210,20 +226,36 @@ class WindowManager:
         else:
             begin = bisect.bisect_right(self._keys, (ref - length.ms, 1 << 62), 0, stop)
             start_ts = ref - length.ms
-        content = self.events[begin:stop]
-        current = {e.seq: e for e in content}
-        new = [e for e in content if e.seq not in self._prev]
-        expired = [e for s, e in self._prev.items() if s not in current]
+        prev = self._prev
+        if prev is None:
+            new = self.events[begin:stop]
+            expired: list[Event] = []
+        else:
+            # events added since the last window all sort after it (arrival order, or event time
+            # beyond the watermark that closed it), so what changed is found by key, not by set
+            first_new = bisect.bisect_right(self._keys, prev[1], begin, stop)
+            new = self.events[first_new:stop]
+            head = self._keys[begin] if begin < stop else (ref + 1, 0)
+            expired = [e for e in self._gone if prev[0] <= e.key() <= prev[1] and e.key() < head]
+            lo = bisect.bisect_left(self._keys, prev[0], 0, begin)
+            hi = bisect.bisect_right(self._keys, prev[1], lo, begin)
+            expired += self.events[lo:hi]
+        windows: list[Window] = []
+        if begin < stop:  # an empty window is skipped; the next one reports what left since
+            window = Window(self.events, begin, stop, new, expired, start_ts, ref)
+            if self.on_window is not None:
+                self.on_window(window)
+            else:
+                windows.append(window.detach())
+            self._prev = (self._keys[begin], self._keys[stop - 1])
         dead = max(begin, self._dead_before(ref, stop))
-        evicted = [e.tup for e in self.events[:dead]]
+        gone = self.events[:dead]
+        if begin < stop or gone:
+            self._gone = gone if begin < stop else self._gone + gone
         if dead:
             del self.events[:dead]
             del self._keys[:dead]
-        windows: list[Window] = []
-        if content:  # an empty window is skipped; the next one reports what left since
-            windows.append(Window(content, new, expired, start_ts, ref))
-            self._prev = current
-        return windows, evicted
+        return windows, [e.tup for e in gone]
 
     def _dead_before(self, ref: int, stop: int) -> int:
         """Index below which no later window can reach, when length and interval are of one
@@ -240,5 +272,5 @@ class WindowManager:
         out = [e.tup for e in self.events]
         self.events.clear()
         self._keys.clear()
-        self._prev = {}
+        self._prev, self._gone = None, []
         return out
