@@ -80,8 +80,9 @@ class CheckpointTupleForwarder(Bolt):
 
     def _bind(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         bolt = self.bolt
-        bolt.emit = self._user_emit
-        bolt.emit_direct = self._user_emit_direct
+        # a BasicBolt's emits anchor to the current input; other bolts emit straight through
+        bolt.emit = self._user_emit if self.basic else self.emit
+        bolt.emit_direct = self._user_emit_direct if self.basic else self.emit_direct
         bolt.ack = self.ack
         bolt.fail = self.fail
         bolt.reset_timeout = self.reset_timeout
@@ -175,6 +176,16 @@ class StatefulBoltExecutor(CheckpointTupleForwarder):
             super().cleanup()
         finally:
             self.state.store.close()
+
+    def execute(self, tup: Tuple) -> None:
+        if tup.stream == CHECKPOINT_STREAM:
+            self._barrier(tup)
+        elif not self.initialized:
+            self.buffered.append(tup)
+        elif self.basic:
+            super().run_user(tup)
+        else:
+            self.bolt.execute(tup)
 
     def run_user(self, tup: Tuple) -> None:
         if not self.initialized:

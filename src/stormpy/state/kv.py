@@ -27,6 +27,7 @@ from stormpy.topology.state import CorruptStateError, StateValueError
 __all__ = ["KeyValueState"]
 
 _DELETED = object()
+_MISSING = object()
 _KEY_TYPES = (str, int, bytes, float, bool, type(None))
 
 
@@ -61,11 +62,12 @@ class KeyValueState:
         self._pending[key] = value
 
     def get(self, key: Any, default: Any = None) -> Any:
-        for layer in (self._pending, self._prepared, self._committed):
-            if key in layer:
-                value = layer[key]
-                return default if value is _DELETED else value
-        return default
+        value = self._pending.get(key, _MISSING)
+        if value is _MISSING:
+            value = self._prepared.get(key, _MISSING) if self._prepared else _MISSING
+            if value is _MISSING:
+                return self._committed.get(key, default)
+        return default if value is _DELETED else value
 
     def delete(self, key: Any) -> Any:
         """Remove ``key``; returns its value (or None)."""
