@@ -208,3 +208,35 @@ def test_stateful_word_count_is_exact_despite_failures_and_replays(tmp_path: Pat
         counts = read_counts(db)
     assert log.failed > 0  # replays happened
     assert counts == Counter(w.lower() for w in words)
+
+
+def test_a_stateful_bolt_over_a_corrupt_store_never_runs_and_names_store_and_key(
+        tmp_path: Path) -> None:
+    db = tmp_path / "state.sqlite"
+    store = SqliteDocStore(db, prefix="corrupt/count-3/")
+    store.put("meta", {"committed": "not a txid"})
+    store.close()
+    log = _Log(["a", "b"])
+    key = registry.register(log)
+    conf = {"topology.state.provider": "sqlite",
+            "topology.state.provider.config": f'{{"path": "{db}"}}'}  # JSON, as Storm takes it
+    try:
+        with LocalCluster() as lc:
+            lc.submit_topology("corrupt", conf, word_count(key, parallelism=1))
+            with pytest.raises(Exception) as err:
+                lc.wait_for(lambda: False, 30, "the bolt to fail")
+    finally:
+        registry.unregister(key)
+    assert str(db) in str(err.value) and "key 'meta'" in str(err.value)
+    assert log.acked == set()
+
+
+def test_a_misconfigured_provider_is_a_clear_error() -> None:
+    from stormpy.state import open_store
+    with pytest.raises(ValueError, match="has no 'path'"):
+        open_store({"topology.state.provider": "sqlite"}, "t/c-1", "t-1")
+    with pytest.raises(ValueError, match="topology.state.provider must be one of"):
+        open_store({"topology.state.provider": "redis"}, "t/c-1", "t-1")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        open_store({"topology.state.provider": "sqlite",
+                    "topology.state.provider.config": "{path"}, "t/c-1", "t-1")
