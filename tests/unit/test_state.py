@@ -22,9 +22,10 @@ from stormpy.state import (
     StatefulBolt,
     ZkDocStore,
 )
-from stormpy.testing import LocalCluster, registry
+from stormpy.testing import FeederSpout, LocalCluster, registry
 from stormpy.topology import BasicBolt, Spout, TopologyBuilder, TopologyContext, Tuple
 from stormpy.topology.state import CorruptStateError, StateUnavailableError
+from stormpy.windowing import Duration, Window, WindowedBolt
 
 
 # -- KeyValueState -----------------------------------------------------------------------------
@@ -165,7 +166,7 @@ def test_builder_wires_the_checkpoint_spout_and_wraps_every_bolt() -> None:
     assert [(i.component, i.stream, i.grouping.type) for i in lower.inputs][1:] == [
         (CHECKPOINT_COMPONENT, CHECKPOINT_STREAM, "all")]
     assert [(i.component, i.stream) for i in count.inputs][1:] == [("lower", CHECKPOINT_STREAM)]
-    assert CHECKPOINT_STREAM in count.streams and count.kwargs["_bolt"].endswith("WordCount")
+    assert CHECKPOINT_STREAM in count.streams and count.kwargs["_checkpointed"].endswith("WordCount")
 
 
 def read_counts(db: Path) -> Counter[str]:
@@ -240,3 +241,36 @@ def test_a_misconfigured_provider_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="not valid JSON"):
         open_store({"topology.state.provider": "sqlite",
                     "topology.state.provider.config": "{path"}, "t/c-1", "t-1")
+
+
+class WindowWords(WindowedBolt):
+    outputs = ["word"]
+
+    def execute(self, window: Window) -> None:
+        for t in window.get_new():
+            self.emit([t["word"]])
+
+
+def test_an_event_time_window_inside_a_stateful_topology() -> None:
+    """The windowed bolt is wrapped in a forwarder: checkpoints pass it, and its watermark only
+    waits for its data stream."""
+    feeder = FeederSpout(["word", "ts"])
+    b = TopologyBuilder()
+    b.set_spout("words", feeder)
+    b.set_bolt("window", WindowWords.with_tumbling_window(Duration(seconds=1))
+               .with_timestamp_field("ts").with_watermark_interval(Duration(ms=50))
+               ).shuffle_grouping("words")
+    b.set_bolt("count", WordCount).fields_grouping("window", "word")
+    spec = b.create_topology()
+    assert spec.components["window"].class_path.endswith("CheckpointTupleForwarder")
+    words = [f"w{i % 5}" for i in range(40)]
+    for i, w in enumerate(words):
+        feeder.feed([w, 100 * i + 1], msg_id=i)
+    feeder.feed(["end", 100_000], msg_id="end")
+    conf = {"topology.state.checkpoint.interval.ms": 50}
+    with LocalCluster() as lc:
+        worker = lc.submit_topology("wwc", conf, spec)
+        lc.wait_for(lambda: len(feeder.acked) == len(words), 30, "every word acked")
+        task = worker.layout.component_tasks["count"][0]
+        state = KeyValueState(MemoryDocStore(f"{worker.topology_id}/wwc/count-{task}"))
+    assert dict(state.items()) == dict(Counter(words))

@@ -39,13 +39,18 @@ from stormpy.topology.imports import import_object
 from stormpy.topology.streams import Stream
 from stormpy.topology.tuple import Tuple
 
-__all__ = ["CheckpointTupleForwarder", "StatefulBoltExecutor"]
+__all__ = ["WRAPPED", "CheckpointTupleForwarder", "StatefulBoltExecutor"]
 
 log = logging.getLogger("stormpy.state")
 
 
+#: The keyword argument naming the wrapped bolt class (the others are its own arguments; a
+#: distinct name, so that a wrapped executor, e.g. a windowed bolt's, keeps its own).
+WRAPPED = "_checkpointed"
+
+
 def _split(kwargs: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
-    return import_object(kwargs["_bolt"]), {k: v for k, v in kwargs.items() if k != "_bolt"}
+    return import_object(kwargs[WRAPPED]), {k: v for k, v in kwargs.items() if k != WRAPPED}
 
 
 class CheckpointTupleForwarder(Bolt):
@@ -64,8 +69,8 @@ class CheckpointTupleForwarder(Bolt):
         bolt, user = _split(kwargs)
         return bolt.declare_config(user)
 
-    def __init__(self, _bolt: str, **kwargs: Any) -> None:
-        bolt_cls, user = _split({"_bolt": _bolt, **kwargs})
+    def __init__(self, _checkpointed: str, **kwargs: Any) -> None:
+        bolt_cls, user = _split({WRAPPED: _checkpointed, **kwargs})
         self.bolt: Any = bolt_cls(**user)
         self.basic = isinstance(self.bolt, BasicBolt)
         self._seen: dict[tuple[int, str], list[Tuple]] = {}

@@ -10,7 +10,7 @@ reads from, so checkpoints flow along the data paths as barriers.
 
 from __future__ import annotations
 
-from stormpy.state.bolt import CheckpointTupleForwarder, StatefulBoltExecutor
+from stormpy.state.bolt import WRAPPED, CheckpointTupleForwarder, StatefulBoltExecutor
 from stormpy.state.checkpoint import (
     CHECKPOINT_COMPONENT,
     CHECKPOINT_FIELDS,
@@ -47,7 +47,7 @@ def add_checkpointing(spec: TopologySpec) -> None:
         target = import_object(comp.class_path)
         wrapper = (StatefulBoltExecutor if getattr(target, "stateful", False)
                    else CheckpointTupleForwarder)
-        comp.kwargs = {"_bolt": comp.class_path, **comp.kwargs}
+        comp.kwargs = {WRAPPED: comp.class_path, **comp.kwargs}
         comp.class_path = class_path(wrapper)
         comp.streams = {**comp.streams, CHECKPOINT_STREAM: Stream(list(CHECKPOINT_FIELDS),
                                                                   name=CHECKPOINT_STREAM)}

@@ -162,7 +162,9 @@ class WindowedBoltExecutor(Bolt):
                 float(timeout) < need:
             raise ValueError(f"windowed bolt {me!r} needs topology.message.timeout.secs >= {need}, "
                              f"the topology sets {timeout}")
-        self.sources = sorted({(i.component, i.stream) for i in context.spec.components[me].inputs})
+        # data inputs only: '$' streams belong to machinery (checkpoints, transactions)
+        self.sources = sorted({(i.component, i.stream) for i in context.spec.components[me].inputs
+                               if not i.stream.startswith("$")})
         if self.cfg.timestamp_extractor is not None:
             self._extract = import_object(self.cfg.timestamp_extractor)
         elif self.cfg.timestamp_field is not None:
