@@ -203,3 +203,22 @@ def test_heartbeat_cache_times_changes_with_nimbus_clock() -> None:
     assert cache.observe("t", ("n", 1), 6.0, now=104.0) == 104.0
     cache.forget("t")
     assert cache.topologies() == set()
+
+
+def test_nimbus_refuses_a_window_longer_than_the_message_timeout(env: Env) -> None:
+    from test_windowing import Collect
+
+    from stormpy.rpc.errors import InvalidTopologyError
+    from stormpy.testing import FeederSpout
+    from stormpy.topology import TopologyBuilder
+    from stormpy.windowing import Duration
+
+    b = TopologyBuilder()
+    b.set_spout("src", FeederSpout(["v"]))
+    b.set_bolt("win", Collect.with_window(Duration(seconds=40), Duration(seconds=5))) \
+        .shuffle_grouping("src")
+    with pytest.raises(InvalidTopologyError, match=r"'win' needs topology.message.timeout.secs "
+                                                   r">= 45.0.*sets 30"):
+        env.manager.submit("win", staged_bundle(env.tmp, "win"), b.create_topology(), {},
+                           "active")
+    assert env.state.bases == {}
