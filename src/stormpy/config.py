@@ -58,6 +58,23 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("topology.max.error.report.per.interval", 5,
               "Errors a task reports to ZooKeeper per throttle interval."),
     ConfigKey("topology.error.throttle.interval.secs", 10, "The error-report throttle interval."),
+    ConfigKey("topology.state.checkpoint.interval.ms", 1000,
+              "How often the checkpoint spout of a topology with stateful bolts starts a "
+              "checkpoint (prepare then commit of every stateful bolt's state)."),
+    ConfigKey("topology.state.provider", "memory",
+              "Where stateful bolts keep their state: 'memory' (in the worker process; local "
+              "mode), 'sqlite', 'zookeeper' (small state), or the import path of a function "
+              "(conf, namespace) -> stormpy.state.stores.DocStore."),
+    ConfigKey("topology.state.provider.config", None,
+              "The provider's settings, a map or a JSON string: sqlite {\"path\": file, "
+              "\"table\": name}; zookeeper {\"servers\": [...], \"port\": 2181, \"root\": "
+              "\"/stormpy/state\"} (default: storm.zookeeper.*)."),
+    ConfigKey("topology.message.timeout.secs.min", None,
+              "Set by a component in its own config (windowed bolts do): the shortest "
+              "topology.message.timeout.secs it works with; a shorter one is refused at submit."),
+    ConfigKey("topology.max.spout.pending.min", None,
+              "Set by a component in its own config (count windows do): the smallest "
+              "topology.max.spout.pending it works with, when one is set; refused at submit."),
     ConfigKey("topology.spout.max.batch.size", 64,
               "How many next_tuple calls a spout task gets per executor-loop round."),
     ConfigKey("topology.worker.background.threads", 4,

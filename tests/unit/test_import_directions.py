@@ -39,7 +39,10 @@ ALLOWED: dict[str, set[str]] = {
     # the UI reads Nimbus through its operator-side client (nimbus.client, as the CLI does) and
     # heartbeats through cluster; it never imports daemon internals
     "ui": {"ui", "topology", "config", "cluster", "rpc", "worker", "nimbus"},
-    "transactional": {"transactional", "topology", "config", "cluster", "batching", "host"},
+    "transactional": {"transactional", "state", "topology", "config", "cluster", "batching", "host"},
+    # windowed and stateful bolts: built on the public topology API like transactional
+    "windowing": {"windowing", "state", "topology", "config", "cluster", "batching", "host"},
+    "state": {"state", "topology", "config", "cluster", "batching", "host"},
     "_native": set(),  # picks compiled or source modules: the standard library only
 }
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from stormpy.cluster.statestore import ZkStateBackend
 from stormpy.cluster.storage import ZkStorage
-from stormpy.config import merged
+from stormpy.config import DEFAULTS, merged
 from stormpy.host.waiting import wait_for
 from stormpy.messaging.inproc import InprocHub
 from stormpy.topology.clock import Clock, SimulatedClock, enter_simulation, leave_simulation, simulating
@@ -99,6 +99,7 @@ class LocalCluster:
             raise ValueError(f"topology {name!r} is already running")
         topology.validate()
         full = merged(self.conf, conf, {"topology.name": name})
+        topology.check_conf(merged(DEFAULTS, full))
         topology_id = f"{name}-{uuid.uuid4().hex[:8]}"
         state = self.state
         if workers <= 1:

@@ -198,6 +198,7 @@ class TopologyManager:
             topo_conf["topology.acker.executors"] = acker_count(topo_conf)
             check_topology_limits(name, spec, topo_conf, self.conf)
             try:
+                spec.check_conf({**DEFAULTS, **self.conf, **topo_conf})
                 layout = compute_layout(spec, topo_conf)
             except (SpecError, ValueError) as exc:
                 raise InvalidTopologyError(f"cannot lay out topology {name!r}: {exc}") from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
@@ -161,7 +162,10 @@ class TopologyBuilder:
                                       Bolt))
 
     def create_topology(self) -> TopologySpec:
-        """The validated topology; InvalidTopologyError names what is wrong."""
-        spec = TopologySpec(dict(self._components))
+        """The validated topology; InvalidTopologyError names what is wrong. Each component class
+        may complete it first (``Component.finish_topology``); the builder keeps its own copy."""
+        spec = TopologySpec(copy.deepcopy(self._components))
+        for cid, cls in self._classes.items():
+            cls.finish_topology(spec, cid)
         spec.validate()
         return spec

@@ -20,6 +20,7 @@ from stormpy.topology.streams import Stream, normalize_outputs
 
 if TYPE_CHECKING:
     from stormpy.topology.context import TopologyContext
+    from stormpy.topology.spec import TopologySpec
     from stormpy.topology.tuple import Tuple
 
 
@@ -55,6 +56,13 @@ class Component:
         """Default per-component config given the constructor keyword arguments (for example a
         tick period derived from a batch interval); config passed to the builder wins."""
         return cls.component_config
+
+    @classmethod
+    def finish_topology(cls, spec: TopologySpec, component_id: str) -> None:
+        """Called by ``TopologyBuilder.create_topology`` for every component added with this
+        class, on the topology about to be returned, before it is validated: a component that
+        needs machinery around it adds it here (stateful bolts add the checkpoint spout and wrap
+        the bolts, as Storm's builder does). The default does nothing."""
 
     # Bound by the runtime; these placeholders give a clear error when called too early.
     report_error = _unbound("report_error")
