@@ -39,6 +39,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "stormpy.worker.tasks",
     "stormpy.worker.transfer",
     "stormpy.worker.timers",
+    "stormpy.worker.inbound",
     "stormpy.worker.loop",
     "stormpy.acker.ledger",
     "stormpy.acker.core",

@@ -62,6 +62,21 @@ def test_windows_survive_worker_restarts_and_skip_repeated_beats() -> None:
     assert w.totals("10800", 1005 + 700)[("spout", 1)]["acked"] == 29
 
 
+def test_windows_do_not_count_carried_counters_twice() -> None:
+    w = TopologyWindows(now=1000.0)
+    w.observe([beat(1001, 0.5, [task(1, "spout", 10, emitted=10)])], 1001)
+    carried = WorkerHeartbeat(topology_id="wc-1", node="sup-a", port=6700, time=1003, uptime=1,
+                              tasks=(task(1, "spout", 14, emitted=14),),
+                              process={"counters_carried": 1.0})
+    w.observe([carried], 1003)  # restarted, but its counters continue the old ones: +4
+    moved = WorkerHeartbeat(topology_id="wc-1", node="sup-b", port=6701, time=1005, uptime=1,
+                            tasks=(task(1, "spout", 20, emitted=20),),
+                            process={"counters_carried": 1.0})
+    w.observe([moved], 1005)  # the task moved to another slot, counters carried: +6
+    assert w.totals(ALL_TIME, 1005)[("spout", 1)]["acked"] == 20
+    assert w.totals("600", 1005)[("spout", 1)]["emitted:default"] == 20
+
+
 def test_windows_do_not_count_older_figures_in_recent_windows() -> None:
     w = TopologyWindows(now=1000.0)
     w.observe([beat(1001, 500, [task(1, "spout", 100)])], 1001)  # running long before the UI

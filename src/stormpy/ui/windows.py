@@ -7,7 +7,10 @@ so a window's figure is the sum of the deltas that arrived in it, whatever happe
 
 * a heartbeat is taken once (same ``time`` again → ignored);
 * a counter lower than the last value seen for the same worker slot and task, or a worker whose
-  ``uptime`` went down, means a restart: the new value itself is the delta;
+  ``uptime`` went down, means a restart: the new value itself is the delta — unless the heartbeat
+  says its counters continue earlier incarnations' (``process["counters_carried"]``, see
+  ``stormpy.worker.cluster_link``): then the delta is taken from the last value seen for the same
+  task in any worker slot (the task may have moved);
 * the first heartbeat of a worker slot counts towards *all time*; it counts towards the windows
   only when the worker started after this tracker did (``uptime`` shorter than the tracker's age),
   otherwise its figures are older than any window could say.
@@ -122,6 +125,8 @@ class TopologyWindows:
         self._fine = _Buckets(_FINE_SECS, _FINE_KEEP)
         self._coarse = _Buckets(_COARSE_SECS, _COARSE_KEEP)
         self._all: dict[TaskKey, Counters] = {}
+        #: the last counters seen per task, whatever slot sent them
+        self._by_task: dict[TaskKey, Counters] = {}
 
     def observe(self, beats: Iterable[WorkerHeartbeat], now: float) -> None:
         """Take the new heartbeats of the topology's workers (see the module contract)."""
@@ -133,7 +138,12 @@ class TopologyWindows:
                     continue
                 current = beat_counters(beat)
                 restarted = last is not None and beat.uptime < last[1]
-                previous = {} if (last is None or restarted) else last[2]
+                if last is not None and not restarted:
+                    previous = last[2]
+                elif beat.process.get("counters_carried"):
+                    previous = {key: self._by_task.get(key, {}) for key in current}
+                else:
+                    previous = {}
                 deltas: dict[TaskKey, Counters] = {}
                 for key, counters in current.items():
                     before = previous.get(key, {})
@@ -146,6 +156,7 @@ class TopologyWindows:
                     if delta:
                         deltas[key] = delta
                 self._last[slot] = (beat.time, beat.uptime, current)
+                self._by_task.update(current)
                 _add(self._all, deltas)
                 recent = last is not None or beat.uptime <= now - self.started
                 if recent and deltas:

@@ -93,7 +93,10 @@ class TaskFactory:
             acker = AckerBolt()
             runner: TaskRunner = BoltTask(self._host, context, acker, {}, conf)
             # replies go straight to the spout task; the worker calls the core directly
-            self._host.dispatch.attach_acker(task_id, acker.attach(runner.send_system))
+            core = acker.attach(runner.send_system)
+            core.spout_tasks = frozenset(t for c in self._spec.spouts
+                                         for t in self._layout.component_tasks.get(c, []))
+            self._host.dispatch.attach_acker(task_id, core)
             return runner
         cspec = self._spec.components[component]
         try:

@@ -8,6 +8,7 @@ partial file. The supervisor reads it to decide whether the worker is alive.
 :func:`component_stats` turns ``Worker.task_stats()`` into the ``stats`` of a
 :class:`~stormpy.cluster.records.WorkerHeartbeat`: component → counter → number, and
 :func:`task_metrics` into its ``metrics``: component → task id (a string) → metric name → value.
+:func:`carried_counters` and :func:`add_base` keep a task's totals across worker restarts.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ import msgpack
 import psutil
 
 from stormpy.cluster.local_layout import HEARTBEAT_FILE
+from stormpy.cluster.records import WorkerHeartbeat
 
-__all__ = ["HEARTBEAT_FILE", "component_stats", "process_stats", "task_entries", "task_metrics",
-           "write_local_heartbeat"]
+__all__ = ["HEARTBEAT_FILE", "add_base", "carried_counters", "component_stats", "process_stats",
+           "task_entries", "task_metrics", "write_local_heartbeat"]
 
 
 _COUNTERS = ("transferred", "executed", "acked", "failed", "latency_sum", "latency_count")
@@ -103,3 +105,47 @@ def task_metrics(task_docs: Iterable[dict[str, Any]]) -> dict[str, dict[str, dic
         if doc.get("metrics"):
             out.setdefault(doc["component"], {})[str(doc["task"])] = doc["metrics"]
     return out
+
+
+def carried_counters(beats: Iterable[WorkerHeartbeat], tasks: Iterable[int]) -> dict[int, dict[str, Any]]:
+    """For each of ``tasks``, the per-task entry (``WorkerHeartbeat.tasks``) of the newest
+    heartbeat that holds it: what earlier incarnations counted for the task. Entries that are not
+    maps with a ``task`` int, a ``component`` and an ``emitted`` map are ignored."""
+    wanted = set(tasks)
+    newest: dict[int, tuple[float, dict[str, Any]]] = {}
+    for beat in beats:
+        for entry in beat.tasks:
+            task = entry.get("task") if isinstance(entry, dict) else None
+            if type(task) is not int or task not in wanted or \
+                    not isinstance(entry.get("emitted"), dict):
+                continue
+            if task not in newest or beat.time > newest[task][0]:
+                newest[task] = (beat.time, entry)
+    return {task: entry for task, (_, entry) in newest.items()}
+
+
+def add_base(task_docs: Iterable[dict[str, Any]], base: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    """``task_docs`` (``Worker.task_stats()``) with each task's carried counters from ``base``
+    added: numeric counters and ``emitted`` per stream (the inputs are not changed)."""
+    out = []
+    for doc in task_docs:
+        carried = base.get(doc["task"])
+        if not carried:
+            out.append(doc)
+            continue
+        doc = dict(doc)
+        emitted = dict(doc["emitted"])
+        for stream, n in carried["emitted"].items():
+            if _is_number(n):
+                emitted[stream] = emitted.get(stream, 0) + n
+        doc["emitted"] = emitted
+        for key, value in carried.items():
+            if key not in ("task", "component", "emitted") and _is_number(value) and \
+                    _is_number(doc.get(key, 0)):
+                doc[key] = doc.get(key, 0) + value
+        out.append(doc)
+    return out
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

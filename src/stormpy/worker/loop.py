@@ -25,16 +25,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from stormpy.config import merged
-from stormpy.messaging.codec import decode_frame
 from stormpy.messaging.transport import NoTransport, Transport
-from stormpy.topology.fields import Fields
 from stormpy.topology.layout import compute_layout
 from stormpy.topology.state import MemoryStateBackend, StateBackend
-from stormpy.topology.tuple import SYSTEM_COMPONENT, Tuple
+from stormpy.topology.tuple import SYSTEM_COMPONENT
 from stormpy.worker.clock import Clock
 from stormpy.worker.dispatch import Dispatch
 from stormpy.worker.errors import WorkerError, caused_by
 from stormpy.worker.factory import Observer, OnError, TaskFactory, WorkerConfig, execution_order
+from stormpy.worker.inbound import Inbound, accepts
 from stormpy.worker.offloop import BackgroundPool
 from stormpy.worker.stats import summarize
 from stormpy.worker.tasks import SpoutTask, TaskRunner
@@ -82,10 +81,6 @@ class Worker:
         self.dispatch = Dispatch(max(all_tasks, default=0), self.acker_tasks)
         self.errors: dict[str, deque[dict[str, Any]]] = {}
         self.failure: WorkerError | None = None
-        #: component → stream → declared fields (to rebuild Tuples that arrive from peers)
-        self._stream_fields: dict[str, dict[str, Fields]] = {
-            cid: {name: st.fields for name, st in c.streams.items()}
-            for cid, c in self.spec.components.items()}
         self._callbacks: deque[tuple[str, int, Callable[[], None]]] = deque()
         self._background = BackgroundPool(
             int(self.conf.get("topology.worker.background.threads") or 4),
@@ -102,7 +97,9 @@ class Worker:
         deliver = self.dispatch.deliver
         for t, runner in self.tasks.items():
             deliver[t] = runner.queue.append
-        self._queue_appenders = {t: r.queue.append for t, r in self.tasks.items()}
+        self._inbound = Inbound(accepts(self.spec, self.layout, self.local_tasks),
+                                {t: r.queue.append for t, r in self.tasks.items()},
+                                self.transport.sender, f"{self.topology_id}:{self.worker_port}")
         self._runners = [self.tasks[t] for t in self.local_tasks]
         self._transfer = Transfer(self.transport, self.dispatch,
                                   int(self.conf["topology.transfer.batch.size"]),
@@ -124,28 +121,7 @@ class Worker:
         frames = self.transport.receive(64)
         if not frames:
             return 0
-        n = 0
-        queues = self._queue_appenders
-        component_of = self.layout.task_component
-        stream_fields = self._stream_fields
-        no_fields: dict[str, Fields] = {}
-        for frame in frames:
-            try:
-                batch = decode_frame(frame)
-                for dest, stream, src, root, edge, anchors, values in batch:
-                    append = queues.get(dest)
-                    if append is None:
-                        self.dispatch.dropped += 1
-                        continue
-                    comp = component_of.get(src, SYSTEM_COMPONENT)
-                    append(Tuple(values, stream, src, comp,
-                                 stream_fields.get(comp, no_fields).get(stream), root, edge,
-                                 anchors))
-                    n += 1
-            except (ValueError, TypeError) as exc:  # not a frame of wire tuples (see codec)
-                log.error("worker %s: dropped (the rest of) a malformed frame of %d bytes: %s",
-                          self.worker_port, len(frame), exc)
-        return n
+        return self._inbound.take(frames)
 
     # -- cross-thread entry points -------------------------------------------------------------
     def call_soon_threadsafe(self, fn: Callable[[], None], component: str = SYSTEM_COMPONENT,
@@ -195,6 +171,12 @@ class Worker:
             if r.context.has_metrics:
                 doc["metrics"] = r.context.metric_values()
         return docs
+
+    @property
+    def rejected(self) -> dict[str, int]:
+        """Inbound tuples (and undecodable frames) dropped at the transport boundary, per reason
+        (``inbound.py``)."""
+        return self._inbound.rejected
 
     def stats(self) -> dict[str, dict[str, Any]]:
         """Per-component totals (user components only)."""
