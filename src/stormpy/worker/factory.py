@@ -17,8 +17,9 @@ from stormpy.acker.bolt import AckerBolt
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.imports import import_object
 from stormpy.topology.layout import ACKER_COMPONENT, TaskLayout
-from stormpy.topology.spec import SPOUT, TopologySpec
+from stormpy.topology.spec import SPOUT, SYSTEM_STREAM_SPEC, TopologySpec
 from stormpy.topology.state import StateBackend
+from stormpy.topology.tuple import SYSTEM_STREAM
 from stormpy.worker.errors import WorkerError, caused_by
 from stormpy.worker.host import TaskHost
 from stormpy.worker.offloop import BackgroundPool, Post, TaskOffLoop
@@ -115,7 +116,11 @@ class TaskFactory:
     def _routers_for(self, component: str, task_id: int,
                      context: TopologyContext) -> dict[str, StreamRouter]:
         routers: dict[str, StreamRouter] = {}
-        for name, stream in self._spec.components[component].streams.items():
+        cspec = self._spec.components[component]
+        streams = dict(cspec.streams)
+        if self._spec.subscribers(component, SYSTEM_STREAM):  # Storm's startup events
+            streams[SYSTEM_STREAM] = SYSTEM_STREAM_SPEC
+        for name, stream in streams.items():
             subs = []
             direct_tasks: set[int] = set()
             for bolt, grouping in self._spec.subscribers(component, name):

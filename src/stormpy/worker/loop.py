@@ -29,15 +29,16 @@ from stormpy.messaging.codec import decode_frame
 from stormpy.messaging.transport import NoTransport, Transport
 from stormpy.topology.fields import Fields
 from stormpy.topology.layout import compute_layout
+from stormpy.topology.spec import SYSTEM_STREAM_SPEC
 from stormpy.topology.state import MemoryStateBackend, StateBackend
-from stormpy.topology.tuple import SYSTEM_COMPONENT, Tuple
+from stormpy.topology.tuple import SYSTEM_COMPONENT, SYSTEM_STREAM, Tuple
 from stormpy.worker.clock import Clock
 from stormpy.worker.dispatch import Dispatch
 from stormpy.worker.errors import WorkerError, caused_by
 from stormpy.worker.factory import Observer, OnError, TaskFactory, WorkerConfig, execution_order
 from stormpy.worker.offloop import BackgroundPool
 from stormpy.worker.stats import summarize
-from stormpy.worker.tasks import SpoutTask, TaskRunner
+from stormpy.worker.tasks import BoltTask, SpoutTask, TaskRunner
 from stormpy.worker.timers import Timers
 from stormpy.worker.transfer import Transfer
 
@@ -85,6 +86,7 @@ class Worker:
         #: component → stream → declared fields (to rebuild Tuples that arrive from peers)
         self._stream_fields: dict[str, dict[str, Fields]] = {
             cid: {name: st.fields for name, st in c.streams.items()}
+            | {SYSTEM_STREAM: SYSTEM_STREAM_SPEC.fields}
             for cid, c in self.spec.components.items()}
         self._callbacks: deque[tuple[str, int, Callable[[], None]]] = deque()
         self._background = BackgroundPool(
@@ -94,6 +96,8 @@ class Worker:
         self._stop = threading.Event()
         self._loop_thread: threading.Thread | None = None
         self._opened = False
+        #: the loop has begun (``open`` ran); an activation then opens the tasks
+        self._started = False
         self.quiet_rounds = 0
         self.rounds = 0
         self.tasks: dict[int, TaskRunner] = TaskFactory(
@@ -160,9 +164,12 @@ class Worker:
         """Activate or deactivate the spouts of this worker (thread-safe)."""
         def apply() -> None:
             self._active = active
-            if self._opened:
-                for sp in self._spouts:
-                    sp.set_active(active)
+            if not self._opened:
+                if active and self._started:
+                    self._open_tasks()  # submitted inactive: open/prepare at the activation
+                return
+            for sp in self._spouts:
+                sp.set_active(active)
         self.call_soon_threadsafe(apply)
 
     @property
@@ -210,7 +217,18 @@ class Worker:
             gc.set_threshold(wanted, gen1, gen2)
 
     def open(self) -> None:
-        """Prepare bolts and open spouts (on the loop thread), then start the timers."""
+        """Prepare bolts and open spouts (on the loop thread), then start the timers — at once
+        when the topology is active, else at its first activation: like Storm's executors, a
+        topology submitted inactive calls no ``open``/``prepare`` until it is activated. Until
+        then tuples from peers wait in their tasks' queues."""
+        self._started = True
+        for runner in self._runners:  # Storm's startup event, sent as the executor starts
+            if SYSTEM_STREAM in runner.routers and isinstance(runner, SpoutTask | BoltTask):
+                runner.emit(["startup"], None, SYSTEM_STREAM)
+        if self._active:
+            self._open_tasks()
+
+    def _open_tasks(self) -> None:
         for runner in self._runners:
             try:
                 runner.open()
@@ -239,10 +257,14 @@ class Worker:
             component, task, callback = callbacks.popleft()
             try:
                 callback()
+            except WorkerError:  # already recorded (a component failed in a deferred open)
+                raise
             except Exception as exc:
                 self._fail(component, task, exc)
             work += 1
         work += self._receive()
+        if not self._opened:  # inactive since submission: nothing runs before open/prepare
+            return self._count_round(work)
         now = self.clock.now()
         timers = self._timers
         if now >= timers.next_due:
@@ -272,6 +294,9 @@ class Worker:
                 except Exception as exc:
                     self._fail(sp.component_id, sp.task_id, exc)
         self._transfer.flush()
+        return self._count_round(work)
+
+    def _count_round(self, work: int) -> int:
         self.rounds += 1
         if work:
             self.quiet_rounds = 0
@@ -316,8 +341,9 @@ class Worker:
     def _close(self) -> None:
         """Close spouts first, then bolts from upstream to downstream, so a bolt's cleanup can
         rely on its upstream bolts having finished theirs."""
-        for runner in self._execute_order:
-            runner.close()
+        if self._opened:  # a topology never activated opened nothing, so closes nothing
+            for runner in self._execute_order:
+                runner.close()
         self._background.shutdown()
 
     def start(self, name: str | None = None) -> threading.Thread:
