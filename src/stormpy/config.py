@@ -63,6 +63,9 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("topology.disable.loadaware.messaging", False,
               "Accepted for Storm compatibility; changes nothing: shuffle grouping is always "
               "round-robin (docs/storm-semantics.md, item 7)."),
+    ConfigKey("topology.auto.task.hooks", None,
+              "TaskHook class paths built once per task of every user component "
+              "(stormpy.topology.hooks); may be set per component."),
     ConfigKey("topology.max.error.report.per.interval", 5,
               "Errors a task reports to ZooKeeper per throttle interval."),
     ConfigKey("topology.error.throttle.interval.secs", 10, "The error-report throttle interval."),

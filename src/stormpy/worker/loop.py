@@ -32,6 +32,7 @@ from stormpy.topology.layout import compute_layout
 from stormpy.topology.spec import SYSTEM_STREAM_SPEC
 from stormpy.topology.state import MemoryStateBackend, StateBackend
 from stormpy.topology.tuple import SYSTEM_COMPONENT, SYSTEM_STREAM, Tuple
+from stormpy.worker import hooks as task_hooks
 from stormpy.worker.clock import Clock
 from stormpy.worker.dispatch import Dispatch
 from stormpy.worker.errors import WorkerError, caused_by
@@ -232,6 +233,8 @@ class Worker:
         for runner in self._runners:
             try:
                 runner.open()
+                if runner.context.hooks:  # only a task with hooks gets the hooked methods
+                    task_hooks.install(runner)
             except Exception as exc:
                 self._fail(runner.component_id, runner.task_id, exc)
         self._opened = True
@@ -343,6 +346,8 @@ class Worker:
         rely on its upstream bolts having finished theirs."""
         if self._opened:  # a topology never activated opened nothing, so closes nothing
             for runner in self._execute_order:
+                if runner.context.hooks:
+                    task_hooks.cleanup(runner)
                 runner.close()
         self._background.shutdown()
 
