@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import gc
 import logging
+import socket
 import threading
+import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -83,6 +85,12 @@ class Worker:
         #: delivery table, the round's acks and the ackers, shared with the task runners
         self.dispatch = Dispatch(max(all_tasks, default=0), self.acker_tasks)
         self.errors: dict[str, deque[dict[str, Any]]] = {}
+        #: errors not kept nor reported because their task was over its throttle
+        self.errors_suppressed = 0
+        self.host = socket.gethostname()
+        self._errors_per_interval = int(self.conf["topology.max.error.report.per.interval"])
+        self._error_interval = float(self.conf["topology.error.throttle.interval.secs"])
+        self._error_windows: dict[int, list[float]] = {}
         self.failure: WorkerError | None = None
         #: component → stream → declared fields (to rebuild Tuples that arrive from peers)
         self._stream_fields: dict[str, dict[str, Fields]] = {
@@ -178,16 +186,33 @@ class Worker:
         return self._active
 
     # -- errors and observation -------------------------------------------------------------
-    def record_error(self, component: str, task: int, text: str) -> None:
-        errs = self.errors.setdefault(component, deque(maxlen=MAX_ERRORS_KEPT))
-        errs.append({"component": component, "task": task, "time": self.clock.now(),
-                     "error": text})
+    def record_error(self, component: str, task: int, text: str, force: bool = False) -> None:
+        """Log an error of ``component``'s ``task`` and, unless throttled, keep it (last 10 per
+        component: ``errors``, ``LocalCluster.errors``) and hand it to ``on_error``. Like
+        Storm's executors, each task reports at most ``topology.max.error.report.per.interval``
+        errors per ``topology.error.throttle.interval.secs`` (in this worker's clock); ``force``
+        (the error that stops the worker) is never throttled."""
         log.error("error in component %s task %d: %s", component, task, text)
+        now = self.clock.now()
+        if not force and self._throttled(task, now):
+            self.errors_suppressed += 1
+            return
+        errs = self.errors.setdefault(component, deque(maxlen=MAX_ERRORS_KEPT))
+        errs.append({"component": component, "task": task, "time": time.time(),
+                     "host": self.host, "port": self.worker_port, "error": text})
         if self.on_error is not None:
             try:
                 self.on_error(component, task, text)
             except Exception:  # noqa: BLE001 - reporting must never kill the loop
                 log.exception("could not report error of %s", component)
+
+    def _throttled(self, task: int, now: float) -> bool:
+        window = self._error_windows.get(task)
+        if window is None or now - window[0] >= self._error_interval:
+            self._error_windows[task] = [now, 1]
+            return False
+        window[1] += 1
+        return window[1] > self._errors_per_interval
 
     def log_emit(self, component: str, task: int, stream: str, values: list[Any],
                  targets: list[int]) -> None:
@@ -248,7 +273,7 @@ class Worker:
 
     def _fail(self, component: str, task: int, exc: BaseException) -> None:
         text = "".join(traceback.format_exception(exc)).rstrip()
-        self.record_error(component, task, text)
+        self.record_error(component, task, text, force=True)
         raise caused_by(WorkerError(component, task, f"component {component!r} task {task} "
                                     f"raised {type(exc).__name__}: {exc}"), exc)
 
@@ -333,7 +358,7 @@ class Worker:
             raise
         except Exception as exc:  # the runtime itself (flush, frames, timers): stop, say why
             text = "".join(traceback.format_exception(exc)).rstrip()
-            self.record_error(SYSTEM_COMPONENT, -1, text)
+            self.record_error(SYSTEM_COMPONENT, -1, text, force=True)
             self.failure = WorkerError(SYSTEM_COMPONENT, -1,
                                        f"worker of {self.topology_id} failed: "
                                        f"{type(exc).__name__}: {exc}")
