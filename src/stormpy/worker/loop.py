@@ -249,7 +249,7 @@ class Worker:
         then tuples from peers wait in their tasks' queues."""
         self._started = True
         for runner in self._runners:  # Storm's startup event, sent as the executor starts
-            if SYSTEM_STREAM in runner.routers and isinstance(runner, SpoutTask | BoltTask):
+            if SYSTEM_STREAM in runner.routers and isinstance(runner, (SpoutTask, BoltTask)):
                 runner.emit(["startup"], None, SYSTEM_STREAM)
         if self._active:
             self._open_tasks()
