@@ -55,6 +55,17 @@ _KEYS: list[ConfigKey] = [
               "Tuples packed into one message for a remote worker before it is sent."),
     ConfigKey("topology.transfer.buffer.size", 1000,
               "Frames queued per peer worker (ZeroMQ high-water mark) before spouts pause."),
+    ConfigKey("topology.tasks", None,
+              "Per component: its task count (Storm's setNumTasks); None is one per executor."),
+    ConfigKey("topology.max.task.parallelism", None,
+              "Caps every component's tasks (and so executors); a component's own value "
+              "overrides the topology's, as in Storm. None is no cap."),
+    ConfigKey("topology.disable.loadaware.messaging", False,
+              "Accepted for Storm compatibility; changes nothing: shuffle grouping is always "
+              "round-robin (docs/storm-semantics.md, item 7)."),
+    ConfigKey("topology.auto.task.hooks", None,
+              "TaskHook class paths built once per task of every user component "
+              "(stormpy.topology.hooks); may be set per component."),
     ConfigKey("topology.max.error.report.per.interval", 5,
               "Errors a task reports to ZooKeeper per throttle interval."),
     ConfigKey("topology.error.throttle.interval.secs", 10, "The error-report throttle interval."),

@@ -144,7 +144,7 @@ def test_declarer_settings_land_in_the_spec() -> None:
     comp = b.create_topology().components["echo"]
     assert comp.num_tasks == 4 and comp.num_executors == 2
     assert comp.config == {"topology.debug": True, "topology.max.spout.pending": 7,
-                           "topology.tick.tuple.freq.secs": 3}
+                           "topology.tick.tuple.freq.secs": 3, "topology.tasks": 4}
 
 
 def test_context_describes_the_task_and_the_topology() -> None:

@@ -108,7 +108,8 @@ def print_wide(renderable: Any) -> None:
 @click.argument("path", type=click.Path(exists=True))
 @click.argument("target", metavar="MODULE[:ATTR]")
 @click.option("--name", help="Topology name (default: the module name).")
-@click.option("--inactive", is_flag=True, help="Submit inactive: spouts emit nothing until activated.")
+@click.option("--inactive", is_flag=True,
+              help="Submit inactive: no spout opens and no bolt prepares until activated.")
 @client_options
 def jar(path: str, target: str, name: str | None, inactive: bool, nimbus_address: str | None,
         config_file: str | None, overrides: tuple[str, ...], timeout: float | None) -> None:

@@ -196,6 +196,17 @@ class LocalCluster:
         docs = [d for w in self._groups[name] for d in w.task_stats()]
         return {c: s for c, s in summarize(docs).items() if not c.startswith("__")}
 
+    def errors(self, name: str, component: str | None = None) -> list[dict[str, Any]]:
+        """The errors the topology's tasks reported (``report_error``) or raised, oldest first,
+        each ``{"component", "task", "time" (epoch seconds), "host", "port", "error"}`` (the
+        text, with the traceback of an exception). Only ``component``'s when given. Like Storm,
+        a task keeps at most ``topology.max.error.report.per.interval`` errors per
+        ``topology.error.throttle.interval.secs`` and each component its last 10 per worker."""
+        self.worker(name)
+        found = [dict(e) for w in self._groups[name] for c, errs in list(w.errors.items())
+                 if component is None or c == component for e in list(errs)]
+        return sorted(found, key=lambda e: e["time"])
+
     def get_metrics(self, name: str) -> dict[str, dict[str, dict[str, Any]]]:
         """The metrics the topology's tasks registered (``context.register_metric``), sampled
         now: component → task id (a string) → metric name → value, as in topology info."""

@@ -10,7 +10,15 @@ from stormpy.topology import grouping as g
 from stormpy.topology.component import Bolt, Component, CustomStreamGrouping, Spout
 from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.imports import class_path
-from stormpy.topology.spec import BOLT, SPOUT, ComponentSpec, InputSpec, TopologySpec
+from stormpy.topology.spec import (
+    BOLT,
+    MAX_TASK_PARALLELISM_KEY,
+    SPOUT,
+    TASKS_KEY,
+    ComponentSpec,
+    InputSpec,
+    TopologySpec,
+)
 from stormpy.topology.tuple import DEFAULT_STREAM
 
 ComponentSource = Any  # a Component subclass, or an object with component_class/component_kwargs
@@ -47,8 +55,21 @@ class ComponentDeclarer:
         return self._spec.id
 
     def set_num_tasks(self, n: int) -> ComponentDeclarer:
+        """Run the component as ``n`` tasks spread over its executors (the parallelism); like
+        Storm's ``setNumTasks`` it sets the component config ``topology.tasks``, so a later
+        ``add_configuration("topology.tasks", m)`` replaces it. A rebalance can then change the
+        executors up to ``n``."""
         self._spec.tasks = n
+        self._spec.config[TASKS_KEY] = n
         return self
+
+    def set_max_task_parallelism(self, n: int | None) -> ComponentDeclarer:
+        """Cap this component's tasks (and so its executors) at ``n`` (Storm's
+        ``topology.max.task.parallelism`` in the component config; overrides the topology's)."""
+        if n is None:
+            self._spec.config.pop(MAX_TASK_PARALLELISM_KEY, None)
+            return self
+        return self.add_configuration(MAX_TASK_PARALLELISM_KEY, n)
 
     def add_configuration(self, key: str, value: Any) -> ComponentDeclarer:
         self._spec.config[key] = value

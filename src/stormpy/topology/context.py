@@ -17,6 +17,10 @@ from stormpy.topology.state import CHECKPOINTS, StateBackend, StateStore
 
 log = logging.getLogger("stormpy.topology")
 
+#: what a task hook must have (stormpy.topology.hooks.TaskHook)
+_HOOK_METHODS = ("prepare", "cleanup", "emit", "spout_ack", "spout_fail", "bolt_execute",
+                 "bolt_ack", "bolt_fail")
+
 
 class TopologyContext:
     """Read-only view of the topology for one task (Storm's TopologyContext), and the task's
@@ -37,6 +41,7 @@ class TopologyContext:
         self._state = state
         self._off_loop = off_loop
         self._metrics: dict[str, Callable[[], Any]] = {}
+        self._hooks: list[Any] = []
 
     @property
     def off_loop(self) -> OffLoop:
@@ -101,6 +106,23 @@ class TopologyContext:
         if not callable(fn):
             raise TypeError(f"metric {name!r}: expected a function returning the value, got {fn!r}")
         self._metrics[name] = fn
+
+    def add_task_hook(self, hook: Any) -> None:
+        """Register a task hook (Storm's ``addTaskHook``): a ``stormpy.topology.hooks.TaskHook``
+        whose callbacks then see this task's emits, acks, fails and executes. Calls
+        ``hook.prepare(conf, context)`` at once. Call it in ``open``/``prepare``: hooks added
+        later are not called. TypeError when ``hook`` has not the TaskHook methods."""
+        missing = [m for m in _HOOK_METHODS if not callable(getattr(hook, m, None))]
+        if missing:
+            raise TypeError(f"task hook {hook!r} lacks {missing}: subclass "
+                            "stormpy.topology.hooks.TaskHook")
+        hook.prepare(self.conf, self)
+        self._hooks.append(hook)
+
+    @property
+    def hooks(self) -> list[Any]:
+        """The task hooks registered on this task, in order (Storm's ``getHooks``)."""
+        return list(self._hooks)
 
     @property
     def has_metrics(self) -> bool:

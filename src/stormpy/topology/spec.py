@@ -19,6 +19,10 @@ from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.fields import Fields
 from stormpy.topology.imports import MOVE_TO_MODULE_LEVEL, is_local_path
 from stormpy.topology.streams import Stream
+from stormpy.topology.tuple import SYSTEM_COMPONENT, SYSTEM_STREAM
+
+#: the implicit ``__system`` stream of every component (Storm's: one ``event`` field)
+SYSTEM_STREAM_SPEC = Stream(["event"], name=SYSTEM_STREAM)
 
 SPEC_VERSION = 1
 #: Component ids, stream ids and config keys: 1-256 characters, no whitespace or control characters
@@ -35,6 +39,9 @@ def check_name(value: Any, what: str) -> str:
     return value
 SPOUT = "spout"
 BOLT = "bolt"
+#: component config keys Storm reads when it lays out tasks
+TASKS_KEY = "topology.tasks"
+MAX_TASK_PARALLELISM_KEY = "topology.max.task.parallelism"
 
 #: Component config a component sets to say the shortest ``topology.message.timeout.secs`` it
 #: works with (a windowed bolt holds tuples un-acked for its length + sliding interval);
@@ -78,12 +85,25 @@ class ComponentSpec:
 
     @property
     def num_tasks(self) -> int:
+        """Tasks asked for: the component config's ``topology.tasks`` (what Storm's
+        ``setNumTasks`` sets), else ``tasks``, else the parallelism. ``topology.max.task.parallelism``
+        may lower it when the layout is computed (``stormpy.topology.layout.task_count``)."""
+        configured = self.config.get(TASKS_KEY)
+        if configured is not None:
+            return int(configured)  # validated as an int >= 1
         return self.tasks if self.tasks is not None else self.parallelism
 
     @property
     def num_executors(self) -> int:
         """Storm caps executors at the task count."""
         return min(self.parallelism, self.num_tasks)
+
+    def output_stream(self, name: str) -> Stream | None:
+        """A declared stream, the implicit ``__system`` stream, or None."""
+        stream = self.streams.get(name)
+        if stream is None and name == SYSTEM_STREAM:
+            return SYSTEM_STREAM_SPEC
+        return stream
 
     def to_doc(self) -> dict[str, Any]:
         return {
@@ -121,7 +141,11 @@ class TopologySpec:
         return {c.id: c for c in self.components.values() if c.kind == BOLT}
 
     def stream_fields(self, component: str, stream: str) -> Fields:
-        return self.components[component].streams[stream].fields
+        """The fields of a declared stream or of the implicit ``__system`` one; KeyError else."""
+        found = self.components[component].output_stream(stream)
+        if found is None:
+            raise KeyError(f"component {component!r} has no stream {stream!r}")
+        return found.fields
 
     def subscribers(self, component: str, stream: str) -> list[tuple[str, g.Grouping]]:
         """(bolt id, grouping) of every subscription to ``component``'s ``stream``, sorted by id."""
@@ -243,7 +267,9 @@ def _validate_component(cid: str, comp: ComponentSpec) -> None:
         raise InvalidTopologyError(f"component id {cid!r}: ids starting with '__' are reserved")
     if comp.kind not in (SPOUT, BOLT):
         raise InvalidTopologyError(f"component {cid!r}: unknown kind {comp.kind!r}")
-    for name, value in (("parallelism", comp.parallelism), ("tasks", comp.num_tasks)):
+    for name, value in (("parallelism", comp.parallelism), (TASKS_KEY, comp.config.get(TASKS_KEY, 1)),
+                        ("tasks", comp.num_tasks),
+                        (MAX_TASK_PARALLELISM_KEY, comp.config.get(MAX_TASK_PARALLELISM_KEY, 1))):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise InvalidTopologyError(f"component {cid!r}: {name} must be an integer >= 1, "
                                        f"got {value!r}")
@@ -263,10 +289,17 @@ def _validate_component(cid: str, comp: ComponentSpec) -> None:
 
 def _validate_input(spec: TopologySpec, cid: str, inp: InputSpec) -> None:
     src = spec.components.get(inp.component)
+    if src is None and inp.component == SYSTEM_COMPONENT:
+        raise InvalidTopologyError(
+            f"bolt {cid!r} subscribes to component {SYSTEM_COMPONENT!r}: stormpy has no such "
+            "component to subscribe to (its tick tuples reach a bolt through "
+            "topology.tick.tuple.freq.secs); for Storm's startup events subscribe to the "
+            f"{SYSTEM_STREAM!r} stream of a spout or bolt, e.g. "
+            f"all_grouping('spout', stream={SYSTEM_STREAM!r})")
     if src is None:
         raise InvalidTopologyError(f"bolt {cid!r} subscribes to unknown component "
                                    f"{inp.component!r}")
-    stream = src.streams.get(inp.stream)
+    stream = src.output_stream(inp.stream)
     if stream is None:
         raise InvalidTopologyError(
             f"bolt {cid!r} subscribes to unknown stream {inp.stream!r} of component "

@@ -15,11 +15,14 @@ from typing import Any
 
 from stormpy.acker.bolt import AckerBolt
 from stormpy.topology.context import TopologyContext
+from stormpy.topology.hooks import AUTO_TASK_HOOKS
 from stormpy.topology.imports import import_object
 from stormpy.topology.layout import ACKER_COMPONENT, TaskLayout
-from stormpy.topology.spec import SPOUT, TopologySpec
+from stormpy.topology.spec import SPOUT, SYSTEM_STREAM_SPEC, TopologySpec
 from stormpy.topology.state import StateBackend
+from stormpy.topology.tuple import SYSTEM_STREAM
 from stormpy.worker.errors import WorkerError, caused_by
+from stormpy.worker.hooks import auto_hooks
 from stormpy.worker.host import TaskHost
 from stormpy.worker.offloop import BackgroundPool, Post, TaskOffLoop
 from stormpy.worker.routing import StreamRouter, make_router
@@ -89,6 +92,13 @@ class TaskFactory:
         context = TopologyContext(self._config.topology_id, self._spec, self._layout, task_id,
                                   self._local_tasks, conf, self._config.worker_port, off_loop,
                                   self._state)
+        if component != ACKER_COMPONENT and conf.get(AUTO_TASK_HOOKS):
+            try:  # Storm adds (and prepares) them as it creates the task
+                for hook in auto_hooks(conf):
+                    context.add_task_hook(hook)
+            except Exception as exc:
+                raise caused_by(WorkerError(component, task_id, f"component {component!r}: "  # noqa: B904
+                                            f"task hooks: {exc}"), exc)
         if component == ACKER_COMPONENT:
             acker = AckerBolt()
             runner: TaskRunner = BoltTask(self._host, context, acker, {}, conf)
@@ -118,7 +128,11 @@ class TaskFactory:
     def _routers_for(self, component: str, task_id: int,
                      context: TopologyContext) -> dict[str, StreamRouter]:
         routers: dict[str, StreamRouter] = {}
-        for name, stream in self._spec.components[component].streams.items():
+        cspec = self._spec.components[component]
+        streams = dict(cspec.streams)
+        if self._spec.subscribers(component, SYSTEM_STREAM):  # Storm's startup events
+            streams[SYSTEM_STREAM] = SYSTEM_STREAM_SPEC
+        for name, stream in streams.items():
             subs = []
             direct_tasks: set[int] = set()
             for bolt, grouping in self._spec.subscribers(component, name):

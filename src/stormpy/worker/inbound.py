@@ -74,7 +74,10 @@ def accepts(spec: TopologySpec, layout: TaskLayout,
             if table is None:
                 table = bolt_in[component] = {}
                 for inp in spec.components[component].inputs:
-                    fields = spec.components[inp.component].streams[inp.stream].fields
+                    declared = spec.components[inp.component].output_stream(inp.stream)
+                    if declared is None:  # validate() refuses it; nothing to accept
+                        continue
+                    fields = declared.fields
                     for src in layout.component_tasks.get(inp.component, []):
                         table.setdefault(src, {})[inp.stream] = (len(fields), inp.component, fields)
             out[dest] = table

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import gc
 import logging
+import socket
 import threading
+import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -28,7 +30,8 @@ from stormpy.config import merged
 from stormpy.messaging.transport import NoTransport, Transport
 from stormpy.topology.layout import compute_layout
 from stormpy.topology.state import MemoryStateBackend, StateBackend
-from stormpy.topology.tuple import SYSTEM_COMPONENT
+from stormpy.topology.tuple import SYSTEM_COMPONENT, SYSTEM_STREAM
+from stormpy.worker import hooks as task_hooks
 from stormpy.worker.clock import Clock
 from stormpy.worker.dispatch import Dispatch
 from stormpy.worker.errors import WorkerError, caused_by
@@ -36,7 +39,7 @@ from stormpy.worker.factory import Observer, OnError, TaskFactory, WorkerConfig,
 from stormpy.worker.inbound import Inbound, accepts
 from stormpy.worker.offloop import BackgroundPool
 from stormpy.worker.stats import summarize
-from stormpy.worker.tasks import SpoutTask, TaskRunner
+from stormpy.worker.tasks import BoltTask, SpoutTask, TaskRunner
 from stormpy.worker.timers import Timers
 from stormpy.worker.transfer import Transfer
 
@@ -80,6 +83,12 @@ class Worker:
         #: delivery table, the round's acks and the ackers, shared with the task runners
         self.dispatch = Dispatch(max(all_tasks, default=0), self.acker_tasks)
         self.errors: dict[str, deque[dict[str, Any]]] = {}
+        #: errors not kept nor reported because their task was over its throttle
+        self.errors_suppressed = 0
+        self.host = socket.gethostname()
+        self._errors_per_interval = int(self.conf["topology.max.error.report.per.interval"])
+        self._error_interval = float(self.conf["topology.error.throttle.interval.secs"])
+        self._error_windows: dict[int, list[float]] = {}
         self.failure: WorkerError | None = None
         self._callbacks: deque[tuple[str, int, Callable[[], None]]] = deque()
         self._background = BackgroundPool(
@@ -89,6 +98,8 @@ class Worker:
         self._stop = threading.Event()
         self._loop_thread: threading.Thread | None = None
         self._opened = False
+        #: the loop has begun (``open`` ran); an activation then opens the tasks
+        self._started = False
         self.quiet_rounds = 0
         self.rounds = 0
         self.tasks: dict[int, TaskRunner] = TaskFactory(
@@ -136,9 +147,12 @@ class Worker:
         """Activate or deactivate the spouts of this worker (thread-safe)."""
         def apply() -> None:
             self._active = active
-            if self._opened:
-                for sp in self._spouts:
-                    sp.set_active(active)
+            if not self._opened:
+                if active and self._started:
+                    self._open_tasks()  # submitted inactive: open/prepare at the activation
+                return
+            for sp in self._spouts:
+                sp.set_active(active)
         self.call_soon_threadsafe(apply)
 
     @property
@@ -146,16 +160,33 @@ class Worker:
         return self._active
 
     # -- errors and observation -------------------------------------------------------------
-    def record_error(self, component: str, task: int, text: str) -> None:
-        errs = self.errors.setdefault(component, deque(maxlen=MAX_ERRORS_KEPT))
-        errs.append({"component": component, "task": task, "time": self.clock.now(),
-                     "error": text})
+    def record_error(self, component: str, task: int, text: str, force: bool = False) -> None:
+        """Log an error of ``component``'s ``task`` and, unless throttled, keep it (last 10 per
+        component: ``errors``, ``LocalCluster.errors``) and hand it to ``on_error``. Like
+        Storm's executors, each task reports at most ``topology.max.error.report.per.interval``
+        errors per ``topology.error.throttle.interval.secs`` (in this worker's clock); ``force``
+        (the error that stops the worker) is never throttled."""
         log.error("error in component %s task %d: %s", component, task, text)
+        now = self.clock.now()
+        if not force and self._throttled(task, now):
+            self.errors_suppressed += 1
+            return
+        errs = self.errors.setdefault(component, deque(maxlen=MAX_ERRORS_KEPT))
+        errs.append({"component": component, "task": task, "time": time.time(),
+                     "host": self.host, "port": self.worker_port, "error": text})
         if self.on_error is not None:
             try:
                 self.on_error(component, task, text)
             except Exception:  # noqa: BLE001 - reporting must never kill the loop
                 log.exception("could not report error of %s", component)
+
+    def _throttled(self, task: int, now: float) -> bool:
+        window = self._error_windows.get(task)
+        if window is None or now - window[0] >= self._error_interval:
+            self._error_windows[task] = [now, 1]
+            return False
+        window[1] += 1
+        return window[1] > self._errors_per_interval
 
     def log_emit(self, component: str, task: int, stream: str, values: list[Any],
                  targets: list[int]) -> None:
@@ -192,10 +223,23 @@ class Worker:
             gc.set_threshold(wanted, gen1, gen2)
 
     def open(self) -> None:
-        """Prepare bolts and open spouts (on the loop thread), then start the timers."""
+        """Prepare bolts and open spouts (on the loop thread), then start the timers — at once
+        when the topology is active, else at its first activation: like Storm's executors, a
+        topology submitted inactive calls no ``open``/``prepare`` until it is activated. Until
+        then tuples from peers wait in their tasks' queues."""
+        self._started = True
+        for runner in self._runners:  # Storm's startup event, sent as the executor starts
+            if SYSTEM_STREAM in runner.routers and isinstance(runner, (SpoutTask, BoltTask)):
+                runner.emit(["startup"], None, SYSTEM_STREAM)
+        if self._active:
+            self._open_tasks()
+
+    def _open_tasks(self) -> None:
         for runner in self._runners:
             try:
                 runner.open()
+                if runner.context.hooks:  # only a task with hooks gets the hooked methods
+                    task_hooks.install(runner)
             except Exception as exc:
                 self._fail(runner.component_id, runner.task_id, exc)
         self._opened = True
@@ -209,7 +253,7 @@ class Worker:
 
     def _fail(self, component: str, task: int, exc: BaseException) -> None:
         text = "".join(traceback.format_exception(exc)).rstrip()
-        self.record_error(component, task, text)
+        self.record_error(component, task, text, force=True)
         raise caused_by(WorkerError(component, task, f"component {component!r} task {task} "
                                     f"raised {type(exc).__name__}: {exc}"), exc)
 
@@ -221,10 +265,14 @@ class Worker:
             component, task, callback = callbacks.popleft()
             try:
                 callback()
+            except WorkerError:  # already recorded (a component failed in a deferred open)
+                raise
             except Exception as exc:
                 self._fail(component, task, exc)
             work += 1
         work += self._receive()
+        if not self._opened:  # inactive since submission: nothing runs before open/prepare
+            return self._count_round(work)
         now = self.clock.now()
         timers = self._timers
         if now >= timers.next_due:
@@ -254,6 +302,9 @@ class Worker:
                 except Exception as exc:
                     self._fail(sp.component_id, sp.task_id, exc)
         self._transfer.flush()
+        return self._count_round(work)
+
+    def _count_round(self, work: int) -> int:
         self.rounds += 1
         if work:
             self.quiet_rounds = 0
@@ -287,7 +338,7 @@ class Worker:
             raise
         except Exception as exc:  # the runtime itself (flush, frames, timers): stop, say why
             text = "".join(traceback.format_exception(exc)).rstrip()
-            self.record_error(SYSTEM_COMPONENT, -1, text)
+            self.record_error(SYSTEM_COMPONENT, -1, text, force=True)
             self.failure = WorkerError(SYSTEM_COMPONENT, -1,
                                        f"worker of {self.topology_id} failed: "
                                        f"{type(exc).__name__}: {exc}")
@@ -298,8 +349,11 @@ class Worker:
     def _close(self) -> None:
         """Close spouts first, then bolts from upstream to downstream, so a bolt's cleanup can
         rely on its upstream bolts having finished theirs."""
-        for runner in self._execute_order:
-            runner.close()
+        if self._opened:  # a topology never activated opened nothing, so closes nothing
+            for runner in self._execute_order:
+                if runner.context.hooks:
+                    task_hooks.cleanup(runner)
+                runner.close()
         self._background.shutdown()
 
     def start(self, name: str | None = None) -> threading.Thread:
