@@ -12,6 +12,8 @@
     <root>/blobstore/<topology-id>/<nimbus-id>               ephemeral: that Nimbus holds the bundle
     <root>/submitting/<topology-id>                          a submission not yet committed
     <root>/checkpoints/<topology-id>/<spout>/<partition>     spout checkpoint (shard/offset)
+    <root>/checkpoints/<connector>:<name>/<key>/...          a connector's own state, kept across
+                                                             topologies (e.g. kinesis:<config-name>)
     <root>/transactional/<topology-id>/...                   transactional spout/committer state
 
 ``root`` defaults to ``/stormpy`` (config ``storm.zookeeper.root``). Identifiers chosen by stormpy
@@ -19,6 +21,12 @@
 ``.`` or ``..``; anything else is a ValueError naming it. Names chosen by users (component, spout,
 partition, transactional keys) are percent-encoded into one segment, as Storm does for component ids,
 and :func:`decode_segment` reverses that.
+
+State a connector keeps by a name of its own config rather than by topology id (it outlives a
+topology: a Kinesis spout's shard checkpoints) sits beside the topologies' checkpoint directories
+in a ``<connector>:<name>`` segment. Topology ids never contain ``:`` (Nimbus's topology names are
+``[A-Za-z0-9][A-Za-z0-9_.-]*``), so killing a topology, which removes
+``checkpoints/<topology-id>``, can never remove a connector's state, whatever its name.
 
 :class:`ZkPaths` is the one way to name a path: it binds a root and names every node of the layout
 (``ZkPaths("/stormpy").assignment("wc-1-17")``; :attr:`ClusterState.paths
@@ -212,6 +220,15 @@ class ZkPaths:
         """One spout partition's checkpoint node."""
         return self._join("checkpoints", _id(topology_id, "topology id"), encode_segment(spout),
                           encode_segment(str(partition)))
+
+    def connector_checkpoints(self, connector: str, name: str, *keys: str) -> str:
+        """A connector's own state directory ``checkpoints/<connector>:<name>``, or a node below it
+        named by ``keys`` (``name`` and each key encoded). ``connector`` is a plain lowercase word
+        (ValueError otherwise); the ``:`` keeps the segment apart from every topology id."""
+        if not isinstance(connector, str) or not connector.isalpha() or not connector.islower():
+            raise ValueError(f"connector {connector!r} must be a lowercase word (e.g. 'kinesis')")
+        return self._join("checkpoints", f"{connector}:{encode_segment(name)}",
+                          *(encode_segment(str(k)) for k in keys))
 
     # --- transactional state -------------------------------------------------------------------
     def transactional_root(self) -> str:
