@@ -5,6 +5,7 @@ headless Chromium (deactivate by clicking); actions change the topology; auth, 4
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -211,6 +212,40 @@ def test_actions_figures_agree_with_info_and_survive_restarts(wordcount: Topolog
     wait_for(lambda: httpx.get(f"{c.ui_url}/api/v1/topology/{tid}", timeout=30).status_code == 404, 60,
              "the killed topology to answer 404", c)
     wait_for(lambda: not c.worker_processes(tid), 60, "the workers to exit", c)
+
+
+def test_metrics_consumer_receives_data_points_on_the_cluster(ui_cluster: ProcessCluster, bundle_path: Path,
+                                                              tmp_path: Path) -> None:
+    """A consumer named in ``topology.metrics.consumer.register`` runs in the worker and receives
+    its tasks' data points (with acked counts) and their task info."""
+    import filewc
+
+    c = ui_cluster
+    points = tmp_path / "points.jsonl"
+    out = tmp_path / "out"
+    out.mkdir()
+    conf = {"topology.workers": 1, "topology.message.timeout.secs": 6,
+            "topology.builtin.metrics.bucket.size.secs": 0.5,
+            "topology.metrics.consumer.register": [
+                {"class": "points:FileConsumer", "argument": str(points), "parallelism.hint": 1}]}
+    client = c.client()
+    tid = client.submit("consumed", bundle_path, filewc.build(str(out), 0, 40.0).to_doc(), conf)
+
+    def acked_point() -> dict[str, Any] | None:
+        if not points.exists():
+            return None
+        lines = [json.loads(line) for line in points.read_text().splitlines() if line.strip()]
+        return next((p for p in reversed(lines) if p["component"] == "sentences"
+                     and p["points"]["acked"] > 0), None)
+    try:
+        point = wait_for(acked_point, 90, "a data point with acked tuples in the consumer's file", c)
+        workers = c.state.assignment(tid).workers()  # type: ignore[union-attr]
+        assert point["port"] in {port for _, port in workers}
+        assert point["task"] in point["worker_tasks"] and point["timestamp"] > 0
+        assert point["points"]["emitted"] and "transferred" in point["points"]
+    finally:
+        client.kill("consumed", 0)
+        wait_for(lambda: not c.worker_processes(tid), 60, "the workers to exit", c)
 
 
 def test_auth_not_found_bad_input_and_nimbus_down(ui_cluster: ProcessCluster) -> None:
