@@ -6,7 +6,8 @@ Contract of :class:`Supervisor` (see also docs/cluster-contract.md):
   it), logs to ``<log dir>/supervisor-<id>.log``, connects to ZooKeeper, ADOPTS worker processes
   still running from a previous run of this id (pid file + process identity; their heartbeats are
   then judged like any other), registers the ephemeral ``SupervisorInfo`` and starts three
-  threads: heartbeat (re-registers every ``supervisor.heartbeat.frequency.secs``), sync, download.
+  threads: heartbeat (re-registers every ``supervisor.heartbeat.frequency.secs``, publishing its
+  ``worker_launches`` and ``worker_restarts`` counters in ``SupervisorInfo.stats``), sync, download.
   Slow downloads or worker launches never delay the heartbeat.
 * Sync runs on every ZooKeeper change of the assignments and at least every
   ``supervisor.monitor.frequency.secs``, and when a worker exits: it queues downloads of missing
