@@ -69,6 +69,12 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("topology.max.error.report.per.interval", 5,
               "Errors a task reports to ZooKeeper per throttle interval."),
     ConfigKey("topology.error.throttle.interval.secs", 10, "The error-report throttle interval."),
+    ConfigKey("topology.metrics.consumer.register", None,
+              "Metrics consumers: a list of {class: 'module:Class', argument, parallelism.hint}; "
+              "each worker runs one of each and hands it its tasks' data points "
+              "(stormpy.topology.metrics_consumer)."),
+    ConfigKey("topology.builtin.metrics.bucket.size.secs", 60,
+              "Seconds between two deliveries of data points to the metrics consumers."),
     ConfigKey("topology.state.checkpoint.interval.ms", 1000,
               "How often the checkpoint spout of a topology with stateful bolts starts a "
               "checkpoint (prepare then commit of every stateful bolt's state)."),

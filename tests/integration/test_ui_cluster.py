@@ -5,6 +5,9 @@ headless Chromium (deactivate by clicking); actions change the topology; auth, 4
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -211,6 +214,68 @@ def test_actions_figures_agree_with_info_and_survive_restarts(wordcount: Topolog
     wait_for(lambda: httpx.get(f"{c.ui_url}/api/v1/topology/{tid}", timeout=30).status_code == 404, 60,
              "the killed topology to answer 404", c)
     wait_for(lambda: not c.worker_processes(tid), 60, "the workers to exit", c)
+
+
+def daemon_counters(c: ProcessCluster) -> dict[str, float]:
+    """Nimbus's upload and RPC counters and the supervisors' worker launches and restarts, read
+    from /metrics (summed over labels)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx.get(f"{c.ui_url}/metrics", timeout=30).text
+    totals: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            totals[sample.name] = totals.get(sample.name, 0.0) + sample.value
+    return {"uploads": totals["stormpy_nimbus_uploads_total"],
+            "upload_bytes": totals["stormpy_nimbus_upload_bytes_total"],
+            "rpc_calls": totals["stormpy_nimbus_rpc_calls_total"],
+            "launches": totals["stormpy_supervisor_worker_launches_total"],
+            "restarts": totals.get("stormpy_supervisor_worker_restarts_total", 0.0)}
+
+
+def test_metrics_consumer_and_daemon_counters_on_the_cluster(ui_cluster: ProcessCluster, bundle_path: Path,
+                                                              tmp_path: Path) -> None:
+    """A consumer named in ``topology.metrics.consumer.register`` runs in the worker and receives
+    its tasks' data points (with acked counts) and their task info; Nimbus's upload and RPC
+    counters and the supervisors' worker launches and restarts appear in /metrics and grow."""
+    import filewc
+
+    c = ui_cluster
+    points = tmp_path / "points.jsonl"
+    out = tmp_path / "out"
+    out.mkdir()
+    conf = {"topology.workers": 1, "topology.message.timeout.secs": 6,
+            "topology.builtin.metrics.bucket.size.secs": 0.5,
+            "topology.metrics.consumer.register": [
+                {"class": "points:FileConsumer", "argument": str(points), "parallelism.hint": 1}]}
+    client = c.client()
+    before = daemon_counters(c)
+    tid = client.submit("consumed", bundle_path, filewc.build(str(out), 0, 40.0).to_doc(), conf)
+
+    def acked_point() -> dict[str, Any] | None:
+        if not points.exists():
+            return None
+        lines = [json.loads(line) for line in points.read_text().splitlines() if line.strip()]
+        return next((p for p in reversed(lines) if p["component"] == "sentences"
+                     and p["points"]["acked"] > 0), None)
+    try:
+        point = wait_for(acked_point, 90, "a data point with acked tuples in the consumer's file", c)
+        workers = c.state.assignment(tid).workers()  # type: ignore[union-attr]
+        assert point["port"] in {port for _, port in workers}
+        assert point["task"] in point["worker_tasks"] and point["timestamp"] > 0
+        assert point["points"]["emitted"] and "transferred" in point["points"]
+
+        # daemon counters: the submit uploaded a bundle and made RPCs; a killed worker is restarted
+        after = daemon_counters(c)
+        assert after["uploads"] == before["uploads"] + 1 and after["upload_bytes"] > before["upload_bytes"]
+        assert after["rpc_calls"] > before["rpc_calls"] and after["launches"] > before["launches"]
+        [(pid, _argv)] = c.worker_processes(tid)
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: daemon_counters(c)["restarts"] > before["restarts"], 90,
+                 "the supervisor's worker restarts to grow in /metrics", c)
+    finally:
+        client.kill("consumed", 0)
+        wait_for(lambda: not c.worker_processes(tid), 60, "the workers to exit", c)
 
 
 def test_auth_not_found_bad_input_and_nimbus_down(ui_cluster: ProcessCluster) -> None:

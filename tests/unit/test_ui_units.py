@@ -155,9 +155,15 @@ TOPOLOGY = {"id": "wc-1", "name": "wc", "status": "active", "num_workers": 1, "r
             "errors": {"count": [{"time": 5.0, "task": 2, "host": "h", "port": 6700, "message": "boom"}]}}
 CLUSTER = {"nimbus": {"host": "127.0.0.1", "port": 6627, "version": "0.1.0", "uptime_secs": 99.0},
            "supervisors": [{"id": "sup-a", "host": "127.0.0.1", "ports": [6700, 6701], "slots_total": 2,
-                            "slots_used": 1, "uptime_secs": 50.0, "version": "0.1.0"}],
+                            "slots_used": 1, "uptime_secs": 50.0, "version": "0.1.0",
+                            "stats": {"worker_launches": 3.0, "worker_restarts": 2.0}}],
            "topologies": [{k: v for k, v in TOPOLOGY.items()
                            if k not in ("workers", "components", "errors")}]}
+
+DAEMON_STATS = {"host": "127.0.0.1", "port": 6627, "is_leader": True,
+                "uploads": {"finished": 2, "bytes": 2048, "failed": 1},
+                "rpc": {"calls": {"get_cluster_info": 7, "submit_topology": 1},
+                        "errors": {"submit_topology": 1}, "refused": 4}}
 
 
 class FakeClient:
@@ -173,6 +179,8 @@ class FakeClient:
         self.calls.append((method, args))
         if method == "get_cluster_info":
             return CLUSTER
+        if method == "get_daemon_stats":
+            return DAEMON_STATS
         if method == "get_topology_files":
             return {"spec": SPEC, "conf": {"topology.message.timeout.secs": 30, "x.auth.token": "t"}}
         if args.get("name") not in ("wc", "wc-1"):
@@ -247,3 +255,28 @@ def test_pages_set_the_csrf_cookie_and_ship_their_assets(ui: Ui) -> None:
         "http-equiv", "")
     assert "confirm(" in client.get("/static/ui.js").text
     assert client.get("/static/ui.css").status_code == 200
+
+
+def test_metrics_export_the_daemons_counters(ui: Ui) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    client, _backend, fake = ui
+    text = client.get("/metrics").text
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for f in text_string_to_metric_families(text) for s in f.samples}
+    nimbus = (("host", "127.0.0.1"), ("port", "6627"))
+    sup = (("host", "127.0.0.1"), ("supervisor", "sup-a"))
+
+    def method(name: str) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted([*nimbus, ("method", name)]))
+    assert samples[("stormpy_supervisor_worker_restarts_total", sup)] == 2
+    assert samples[("stormpy_supervisor_worker_launches_total", sup)] == 3
+    assert samples[("stormpy_nimbus_uploads_total", nimbus)] == 2
+    assert samples[("stormpy_nimbus_upload_bytes_total", nimbus)] == 2048
+    assert samples[("stormpy_nimbus_uploads_failed_total", nimbus)] == 1
+    assert samples[("stormpy_nimbus_rpc_calls_total", method("get_cluster_info"))] == 7
+    assert samples[("stormpy_nimbus_rpc_errors_total", method("submit_topology"))] == 1
+    assert samples[("stormpy_nimbus_rpc_refused_total", nimbus)] == 4
+    fake.down = True  # Nimbus unreachable: the daemon counters are left out, the scrape answers
+    text = client.get("/metrics").text
+    assert "stormpy_nimbus_up 0.0" in text and "stormpy_nimbus_rpc_calls_total" not in text

@@ -126,6 +126,9 @@ class SupervisorInfo:
     ports: tuple[int, ...]
     start_time: float
     version: str
+    #: counters since the supervisor started (optional field): ``worker_launches`` and
+    #: ``worker_restarts`` (workers it stopped or found dead and started again)
+    stats: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ports", tuple(int(p) for p in self.ports))
@@ -133,7 +136,8 @@ class SupervisorInfo:
     def to_doc(self) -> dict[str, Any]:
         """The msgpack-ready document."""
         return {"v": SCHEMA_VERSION, "supervisor_id": self.supervisor_id, "host": self.host,
-                "ports": list(self.ports), "start_time": self.start_time, "version": self.version}
+                "ports": list(self.ports), "start_time": self.start_time, "version": self.version,
+                "stats": dict(self.stats)}
 
     @classmethod
     def from_doc(cls, doc: Any) -> SupervisorInfo:
@@ -143,7 +147,8 @@ class SupervisorInfo:
                    host=_field(d, "host", _is_str, "a string"),
                    ports=tuple(_field(d, "ports", _is_list_of(_is_int), "a list of ints")),
                    start_time=float(_field(d, "start_time", _is_num, "a number")),
-                   version=_field(d, "version", _is_str, "a string"))
+                   version=_field(d, "version", _is_str, "a string"),
+                   stats=dict(_field(d, "stats", _is_map_of(_is_num), "a map of numbers", {})))
 
 
 @dataclass(frozen=True)

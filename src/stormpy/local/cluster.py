@@ -11,6 +11,10 @@ Components' durable state (``context.state_store``) goes to ZooKeeper when the c
 ``storm.zookeeper.root``; the connection is opened at the first submit and closed by
 :meth:`LocalCluster.shutdown`), else to memory, which the log announces when a component first
 asks for it. Killing a topology (and shutting down) removes its state, as Nimbus's kill does.
+
+Metrics consumers (``topology.metrics.consumer.register``) run one per in-process worker on a
+side thread that takes the worker's statistics on its loop thread each
+``topology.builtin.metrics.bucket.size.secs``; killing the topology calls their ``cleanup``.
 """
 
 from __future__ import annotations
@@ -29,10 +33,12 @@ from stormpy.host.waiting import wait_for
 from stormpy.messaging.inproc import InprocHub
 from stormpy.topology.clock import Clock, SimulatedClock, enter_simulation, leave_simulation, simulating
 from stormpy.topology.layout import compute_layout
+from stormpy.topology.metrics_consumer import ConsumerContext
 from stormpy.topology.spec import TopologySpec
 from stormpy.topology.state import MemoryStateBackend, StateBackend, StateStoreError
 from stormpy.worker.factory import WorkerConfig
 from stormpy.worker.loop import Worker
+from stormpy.worker.metrics_consumers import MetricsFeed
 from stormpy.worker.stats import summarize
 
 log = logging.getLogger("stormpy.local")
@@ -66,6 +72,7 @@ class LocalCluster:
         self._groups: dict[str, list[Worker]] = {}
         self._state = state
         self._zk: ZkStorage | None = None
+        self._feeds: dict[str, list[MetricsFeed]] = {}
 
     @property
     def state(self) -> StateBackend:
@@ -112,7 +119,16 @@ class LocalCluster:
         self._groups[name] = group
         self._threads[name] = [worker.start(name=f"local-{name}-{i}")
                                for i, worker in enumerate(group)]
+        if MetricsFeed.wanted(full):
+            self._feeds[name] = [self._metrics_feed(topology_id, full, w) for w in group]
         return group[0]
+
+    def _metrics_feed(self, topology_id: str, conf: dict[str, Any], worker: Worker) -> MetricsFeed:
+        """The metrics consumers of one in-process worker: they get its tasks' statistics,
+        taken on its loop thread, every ``topology.builtin.metrics.bucket.size.secs``."""
+        tasks = tuple(worker.local_tasks)
+        context = ConsumerContext(topology_id, worker.host, 0, tasks)
+        return MetricsFeed(conf, context, lambda: self._on_loop(worker, worker.task_stats)).start()
 
     def _worker_group(self, topology_id: str, topology: TopologySpec, conf: dict[str, Any],
                       n: int, active: bool,
@@ -162,6 +178,8 @@ class LocalCluster:
 
     def _stop_group(self, name: str, group: list[Worker]) -> None:
         """Stop the workers; simulated sleeps of their loop threads return at once meanwhile."""
+        for feed in self._feeds.pop(name, []):
+            feed.stop()
         threads = self._threads.pop(name, [])
         clock = self.clock
         if isinstance(clock, SimulatedClock):

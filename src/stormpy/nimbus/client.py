@@ -313,6 +313,10 @@ class NimbusClient:
     def cluster_info(self) -> dict[str, Any]:
         return dict(self.call("get_cluster_info"))
 
+    def daemon_stats(self) -> dict[str, Any]:
+        """The counters of the Nimbus answering (``get_daemon_stats``)."""
+        return dict(self.call("get_daemon_stats"))
+
     def topology_info(self, name: str) -> dict[str, Any]:
         return dict(self.call("get_topology_info", name=name))
 

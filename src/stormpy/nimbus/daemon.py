@@ -129,6 +129,7 @@ class Nimbus(Daemon):
         self.server = RpcServer(bind_address(self.host), int(conf["nimbus.thrift.port"]), handler,
                                 auth_token=token, max_workers=threads, max_message_bytes=max_bytes,
                                 name="nimbus").start()
+        handler.rpc_stats = self.server.call_stats
         if token is not None:
             log.info("Nimbus RPC requires the shared secret of nimbus.rpc.auth.token")
         self.state.storage.create_ephemeral(self.state.paths.nimbus(self.nimbus_id),

@@ -61,6 +61,8 @@ class NimbusHandler:
         self._is_leader = is_leader or (lambda: True)
         self._leader_address = leader_address or (lambda: None)
         self._replicate = replicate
+        #: the RPC server's call counts (set by the daemon once its server exists)
+        self.rpc_stats: Callable[[], dict[str, Any]] = lambda: {"calls": {}, "errors": {}, "refused": 0}
 
     def _require_leader(self, method: str) -> None:
         if self._is_leader():
@@ -160,6 +162,16 @@ class NimbusHandler:
         state = self.manager.state
         return cluster_summary(self._nimbus_info(), state.supervisors(), state.storm_bases(),
                                state.assignments(), time.time())
+
+    @rpc_method
+    def get_daemon_stats(self) -> dict[str, Any]:
+        """This Nimbus's counters since it started: ``uploads`` (``finished``, ``bytes``,
+        ``failed``), ``rpc`` (``calls`` and ``errors`` per method, ``refused``), its ``host``,
+        ``port`` and ``is_leader``. Any Nimbus answers (not only the leader)."""
+        info = self._nimbus_info()
+        uploads = self.uploads.stats()
+        return {"host": info.get("host"), "port": info.get("port"), "is_leader": self._is_leader(),
+                "uploads": uploads, "rpc": self.rpc_stats()}
 
     @rpc_method
     def get_topology_info(self, name: Any) -> dict[str, Any]:

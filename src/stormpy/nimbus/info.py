@@ -60,7 +60,8 @@ def aggregate_stats(beats: Iterable[WorkerHeartbeat]) -> dict[str, dict[str, Any
 def supervisor_summary(info: SupervisorInfo, used_slots: int, now: float) -> dict[str, Any]:
     return {"id": info.supervisor_id, "host": info.host, "ports": list(info.ports),
             "slots_total": len(info.ports), "slots_used": used_slots,
-            "uptime_secs": round(max(0.0, now - info.start_time), 1), "version": info.version}
+            "uptime_secs": round(max(0.0, now - info.start_time), 1), "version": info.version,
+            "stats": dict(info.stats)}
 
 
 def topology_summary(base: StormBase, assignment: Assignment | None, now: float) -> dict[str, Any]:

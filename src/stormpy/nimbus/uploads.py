@@ -95,6 +95,9 @@ class UploadManager:
         self._lock = threading.Lock()
         self._sessions: dict[str, _Session] = {}
         self._staged: dict[str, StagedBundle] = {}
+        #: since start: ``finished`` uploads and their ``bytes``, ``failed`` ones (aborted:
+        #: refused chunk or checksum, invalid bundle, or expired), read by ``get_daemon_stats``
+        self.counters: dict[str, int] = {"finished": 0, "bytes": 0, "failed": 0}
 
     # -- lifecycle -----------------------------------------------------------------------------
     def clear_leftovers(self) -> int:
@@ -223,9 +226,16 @@ class UploadManager:
         with self._lock:
             self._sessions.pop(session.upload_id, None)
             self._staged[bundle_key] = staged
+            self.counters["finished"] += 1
+            self.counters["bytes"] += staged.size
         log.info("upload %s finished: bundle %s (%d bytes, sha256 %s)", upload_id, bundle_key,
                  staged.size, actual)
         return bundle_key
+
+    def stats(self) -> dict[str, int]:
+        """A copy of :attr:`counters`."""
+        with self._lock:
+            return dict(self.counters)
 
     def take(self, bundle_key: Any) -> StagedBundle:
         """Claim a staged bundle (the caller moves or deletes its file); NotFoundError if unknown."""
@@ -292,6 +302,7 @@ class UploadManager:
         session.closed = True
         with self._lock:
             self._sessions.pop(session.upload_id, None)
+            self.counters["failed"] += 1
         self._discard(session)
 
     @staticmethod

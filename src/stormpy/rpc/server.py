@@ -21,6 +21,9 @@ Contract:
 * Refusals are logged with request ids and messages cut to :data:`LOG_FIELD_LIMIT` characters (they
   are chosen by the peer) and at most ``refusal_log_burst`` per ``refusal_log_interval`` seconds; the
   rest are counted and reported in one line when logging resumes.
+* :meth:`RpcServer.call_stats` counts, since start, the calls each method executed, those that
+  failed (typed or internal errors) and the refused requests (malformed, unauthorised, unknown
+  method or bad arguments); answers from the retry cache and pings are not counted.
 * While a handler method runs, :func:`current_client` is the caller's IP address (ZeroMQ's
   ``Peer-Address``; ``""`` when unknown), e.g. to apply per-client limits.
 """
@@ -161,6 +164,10 @@ class RpcServer:
         self._closed = False
         self._lock = threading.Lock()
         self._peer = ""
+        self._stats_lock = threading.Lock()
+        self._calls: dict[str, int] = {}
+        self._call_errors: dict[str, int] = {}
+        self._refused = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -307,6 +314,8 @@ class RpcServer:
     def _refuse(self, router: zmq.Socket[bytes], envelope: list[bytes], request_id: str | None,
                 error: RpcError) -> None:
         self._refusals.refused(request_id, error.message)
+        with self._stats_lock:
+            self._refused += 1
         self._send(router, envelope, encode_response(Response.failure(request_id, error)))
 
     def _accept(self, router: zmq.Socket[bytes], frames: list[bytes]) -> None:
@@ -385,14 +394,29 @@ class RpcServer:
         finally:
             push.close()
 
+    def call_stats(self) -> dict[str, Any]:
+        """``{"calls": {method: n}, "errors": {method: n}, "refused": n}`` since start."""
+        with self._stats_lock:
+            return {"calls": dict(self._calls), "errors": dict(self._call_errors),
+                    "refused": self._refused}
+
+    def _count(self, method: str, failed: bool) -> None:
+        with self._stats_lock:
+            self._calls[method] = self._calls.get(method, 0) + 1
+            if failed:
+                self._call_errors[method] = self._call_errors.get(method, 0) + 1
+
     def _execute(self, request: Request, call: Callable[[], Any]) -> bytes:
         try:
             response = Response.success(request.id, call())
+            self._count(request.method, False)
         except RpcError as exc:
+            self._count(request.method, True)
             log.debug("RPC %s(%s) raised %s: %s", request.method, shorten(request.id), exc.wire_name,
                       shorten(exc.message, 300))
             response = Response.failure(request.id, exc)
         except Exception as exc:
+            self._count(request.method, True)
             log.exception("RPC method %s failed (request %s)", request.method, shorten(request.id))
             response = Response.failure(request.id, InternalError(
                 f"{request.method} failed: {type(exc).__name__}: {exc}"))

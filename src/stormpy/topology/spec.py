@@ -18,6 +18,7 @@ from stormpy.topology import grouping as g
 from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.fields import Fields
 from stormpy.topology.imports import MOVE_TO_MODULE_LEVEL, is_local_path
+from stormpy.topology.metrics_consumer import REGISTER_KEY, parse_consumer_register
 from stormpy.topology.streams import Stream
 from stormpy.topology.tuple import SYSTEM_COMPONENT, SYSTEM_STREAM
 
@@ -205,6 +206,10 @@ class TopologySpec:
         timeout = conf.get("topology.message.timeout.secs", 30)
         timeouts_on = conf.get("topology.enable.message.timeouts", True)
         pending = conf.get("topology.max.spout.pending")
+        try:
+            parse_consumer_register(conf.get(REGISTER_KEY))
+        except ValueError as exc:
+            raise InvalidTopologyError(str(exc)) from None
         for cid, comp in sorted(self.components.items()):
             need = comp.config.get(MIN_MESSAGE_TIMEOUT_KEY)
             if need and timeouts_on and timeout is not None and float(timeout) < float(need):

@@ -17,6 +17,10 @@ Metric names (labels ``topology``, ``component``, ``task``, ``host``, ``port``; 
 ``stormpy_worker_heartbeat_age_seconds``; daemons: ``stormpy_nimbus_up``,
 ``stormpy_nimbus_uptime_seconds``, ``stormpy_supervisor_slots{supervisor,host,state}``,
 ``stormpy_topology_info{topology,name,status}``, ``stormpy_topology_workers{topology}``,
+``stormpy_supervisor_worker_{launches,restarts}_total{supervisor,host}`` (the supervisors'
+ZooKeeper records), ``stormpy_nimbus_{uploads,upload_bytes,uploads_failed}_total{host,port}``,
+``stormpy_nimbus_rpc_{calls,errors}_total{host,port,method}`` and
+``stormpy_nimbus_rpc_refused_total{host,port}`` (Nimbus's ``get_daemon_stats``),
 ``stormpy_ui_heartbeat_samples_total``. The UI's own process: ``stormpy_ui_process_*``.
 """
 
@@ -29,7 +33,8 @@ from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, SummaryMetricFamily
 from prometheus_client.registry import Collector
 
-from stormpy.ui.source import BackendUnavailable, UiBackend
+from stormpy.rpc.errors import RpcError
+from stormpy.ui.source import BackendUnavailable, NotFound, UiBackend
 
 __all__ = ["StormCollector", "make_registry"]
 
@@ -138,10 +143,56 @@ class StormCollector(Collector):
                                  labels=["topology", "name", "status"])
         workers = GaugeMetricFamily("stormpy_topology_workers", "Workers assigned to a topology",
                                     labels=["topology"])
+        launches = CounterMetricFamily("stormpy_supervisor_worker_launches",
+                                       "Workers a supervisor launched since it started",
+                                       labels=["supervisor", "host"])
+        restarts = CounterMetricFamily("stormpy_supervisor_worker_restarts",
+                                       "Workers a supervisor found dead or silent, or whose "
+                                       "executors changed, and restarted, since it started",
+                                       labels=["supervisor", "host"])
+        for s in cluster.get("supervisors", []):
+            stats = s.get("stats") or {}
+            if "worker_launches" in stats:
+                launches.add_metric([s["id"], s["host"]], float(stats["worker_launches"]))
+            if "worker_restarts" in stats:
+                restarts.add_metric([s["id"], s["host"]], float(stats["worker_restarts"]))
         for t in cluster.get("topologies", []):
             info.add_metric([t["id"], t["name"], t["status"]], 1.0)
             workers.add_metric([t["id"]], t["num_workers"])
-        yield from (up, samples, nimbus, slots, info, workers)
+        yield from (up, samples, nimbus, slots, info, workers, launches, restarts)
+        yield from self._nimbus_counters()
+
+    def _nimbus_counters(self) -> Iterator[Metric]:
+        """Uploads and RPCs of the Nimbus the UI talks to; nothing when it cannot tell (down,
+        or a Nimbus without ``get_daemon_stats``)."""
+        try:
+            stats = self.backend.daemon_stats()
+        except (BackendUnavailable, NotFound, RpcError):
+            return
+        labels = ["host", "port"]
+        where = [str(stats.get("host")), str(stats.get("port"))]
+        uploads = stats.get("uploads") or {}
+        for key, name, doc in (("finished", "stormpy_nimbus_uploads", "Bundle uploads Nimbus accepted"),
+                               ("bytes", "stormpy_nimbus_upload_bytes", "Bytes of accepted uploads"),
+                               ("failed", "stormpy_nimbus_uploads_failed",
+                                "Uploads Nimbus aborted (bad chunk, checksum or bundle, or expired)")):
+            family = CounterMetricFamily(name, doc, labels=labels)
+            family.add_metric(where, float(uploads.get(key, 0)))
+            yield family
+        rpc = stats.get("rpc") or {}
+        calls = CounterMetricFamily("stormpy_nimbus_rpc_calls", "RPC calls Nimbus executed",
+                                    labels=[*labels, "method"])
+        errors = CounterMetricFamily("stormpy_nimbus_rpc_errors", "RPC calls that answered an error",
+                                     labels=[*labels, "method"])
+        for method, n in sorted((rpc.get("calls") or {}).items()):
+            calls.add_metric([*where, method], float(n))
+        for method, n in sorted((rpc.get("errors") or {}).items()):
+            errors.add_metric([*where, method], float(n))
+        refused = CounterMetricFamily("stormpy_nimbus_rpc_refused",
+                                      "Requests refused (malformed, unauthorised, unknown method)",
+                                      labels=labels)
+        refused.add_metric(where, float(rpc.get("refused", 0)))
+        yield from (calls, errors, refused)
 
 
 def make_registry(backend: UiBackend) -> CollectorRegistry:

@@ -85,6 +85,10 @@ class UiBackend:
     def cluster_info(self) -> dict[str, Any]:
         return dict(self.call("get_cluster_info"))
 
+    def daemon_stats(self) -> dict[str, Any]:
+        """Nimbus's upload and RPC counters (``get_daemon_stats``)."""
+        return dict(self.call("get_daemon_stats"))
+
     def topology(self, topology_id: str) -> dict[str, Any]:
         """``get_topology_info`` of the topology with this id (names are accepted too)."""
         if not topology_id:

@@ -29,6 +29,8 @@
   heartbeats say so (``process["counters_carried"] = 1``) so that readers of deltas (the UI's
   windows) do not count the carried totals twice. Without a readable heartbeat the counters
   start from zero.
+* ``latest_stats`` holds the newest statistics with the carried counters added (what the
+  metrics consumers receive, :mod:`stormpy.worker.metrics_consumers`).
 * ZooKeeper failures are logged and retried on the next round; they never stop the worker.
 """
 
@@ -103,6 +105,9 @@ class ClusterLink:
         self._pending_lock = threading.Lock()
         #: per-task counters of previous incarnations (None until read from ZooKeeper)
         self._base: dict[int, dict[str, Any]] | None = None
+        #: the statistics of the newest heartbeat, carried counters included (replaced, never
+        #: changed; read by the metrics consumers' thread)
+        self.latest_stats: list[dict[str, Any]] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> ClusterLink:
@@ -261,6 +266,7 @@ class ClusterLink:
             self._requeue(pending)
             return
         docs = add_base(docs, base)
+        self.latest_stats = docs
         process = process_stats()
         if base:
             process["counters_carried"] = 1.0
