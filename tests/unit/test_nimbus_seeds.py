@@ -34,3 +34,14 @@ def test_not_leader_error_travels_and_names_the_leader() -> None:
     err = error_from_wire("NotLeaderError", "not the leader, leader is nimbus2:6627 (kill_topology ...)")
     assert isinstance(err, NotLeaderError) and err.leader == "nimbus2:6627"
     assert NotLeaderError("not the leader, no leader is elected yet; retry shortly").leader is None
+
+
+def test_a_config_naming_no_nimbus_host_uses_the_default_host_on_its_own_port() -> None:
+    """A client built from a config with only ``nimbus.thrift.port`` talks to that port (it once
+    went to the default port 6627 and timed out)."""
+    assert seed_addresses({"nimbus.thrift.port": 7123}) == ["127.0.0.1:7123"]
+    client = NimbusClient.from_config({"nimbus.thrift.port": 7123})
+    try:
+        assert client.address == "127.0.0.1:7123"
+    finally:
+        client.close()

@@ -67,10 +67,13 @@ def parse_address(address: str, default_port: int = int(DEFAULTS["nimbus.thrift.
 
 def seed_addresses(conf: Mapping[str, Any]) -> list[str]:
     """``host:port`` of ``nimbus.host`` then every ``nimbus.seeds`` entry (``host`` or
-    ``host:port``; the port defaults to ``nimbus.thrift.port``), duplicates removed, order kept."""
+    ``host:port``; the port defaults to ``nimbus.thrift.port``), duplicates removed, order kept.
+    A config naming neither gets the default host on its ``nimbus.thrift.port``."""
     port = int(conf.get("nimbus.thrift.port") or DEFAULTS["nimbus.thrift.port"])
     seeds = conf.get("nimbus.seeds") or []
     entries = [conf.get("nimbus.host"), *([seeds] if isinstance(seeds, str) else seeds)]
+    if not any(entries):
+        entries = [DEFAULTS["nimbus.host"]]
     out: list[str] = []
     for entry in entries:
         if not entry:
@@ -137,7 +140,7 @@ class NimbusClient:
         if address:
             host, port = parse_address(address)
         else:
-            seeds = seed_addresses(conf) or [f"{DEFAULTS['nimbus.host']}:{DEFAULTS['nimbus.thrift.port']}"]
+            seeds = seed_addresses(conf)
             kwargs.setdefault("seeds", seeds)
             host, port = parse_address(seeds[0])
         return cls(host, port, **kwargs)
