@@ -224,3 +224,15 @@ def test_choose_many_routes_a_batch_as_choose_routes_each_values() -> None:
     shuffle, again = ShuffleRouter([1, 2, 3]), ShuffleRouter([1, 2, 3])
     again.singles = list(shuffle.singles)
     assert shuffle.choose_many(batch) == [again.choose(v) for v in batch]
+
+
+def test_the_recording_collector_records_emit_many_and_ack_many() -> None:
+    from stormpy.testing.unit import RecordingCollector, test_tuple
+
+    collector = RecordingCollector()
+    bolt = collector.prepare(BatchSplit())
+    tuples = [test_tuple(["a b"]), test_tuple(["c"])]
+    bolt.execute_batch(tuples)
+    assert [e.values for e in collector.emitted] == [["a"], ["b"], ["c"]]
+    assert [e.anchors for e in collector.emitted] == [[tuples[0]], [tuples[0]], [tuples[1]]]
+    assert collector.acked == tuples
