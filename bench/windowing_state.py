@@ -192,7 +192,7 @@ def main() -> None:
 
     n = args.sentences
     state_runs: dict[str, Callable[[], tuple[Any, float]]] = {
-        "plain acked word count": lambda: runners.stormpy_local(n, acking=True,
+        "plain acked word count": lambda: runners.stormpy_local(n, "final", acking=True,
                                                                 max_pending=20_000),
         "stateful word count": lambda: stateful_wordcount(n, max_pending=20_000),
     }

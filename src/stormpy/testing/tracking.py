@@ -81,6 +81,7 @@ class TrackingSpout(Spout):
     def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         inner = self.inner
         inner.emit = self._emit
+        inner.emit_many = self._emit_many
         inner.emit_direct = self._emit_direct
         inner.report_error = self.report_error
         inner.run_in_background = self.run_in_background
@@ -96,6 +97,14 @@ class TrackingSpout(Spout):
                      stream: Any = DEFAULT_STREAM) -> None:
         self.emit_direct(task, values, msg_id=msg_id, stream=stream)
         self.sink.emitted(msg_id)
+
+    def _emit_many(self, values_list: Any, msg_ids: Any = None,
+                   stream: Any = DEFAULT_STREAM) -> None:
+        values_list = list(values_list)
+        ids = list(msg_ids) if msg_ids is not None else [None] * len(values_list)
+        self.emit_many(values_list, msg_ids=msg_ids if msg_ids is None else ids, stream=stream)
+        for msg_id in ids:
+            self.sink.emitted(msg_id)
 
     def next_tuple(self) -> None:
         self.inner.next_tuple()

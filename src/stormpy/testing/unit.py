@@ -101,11 +101,14 @@ class RecordingCollector:
         obj.call_soon_threadsafe = lambda fn: fn()
         if isinstance(component, Spout):
             obj.emit = self._spout_emit
+            obj.emit_many = self._spout_emit_many
             obj.emit_direct = self._spout_emit_direct
             return component
         obj.emit = self._emit
+        obj.emit_many = self._emit_many
         obj.emit_direct = self._emit_direct
         obj.ack = self.acked.append
+        obj.ack_many = self.acked.extend
         obj.fail = self.failed.append
         obj.reset_timeout = self.timeouts_reset.append
         if isinstance(component, BasicBolt):
@@ -176,6 +179,26 @@ class RecordingCollector:
         self.emitted.append(Emitted(list(values), stream, msg_id=msg_id))
         return []
 
+    def _emit_many(self, values_list: Any, anchors: Any = None,
+                   stream: Any = DEFAULT_STREAM) -> None:
+        values_list = list(values_list)
+        for values in values_list:  # every one checked before any is recorded, as the runtime
+            self._check(values, stream, False)
+        for values in values_list:
+            self.emitted.append(Emitted(list(values), stream, self._anchors(anchors)))
+
+    def _spout_emit_many(self, values_list: Any, msg_ids: Any = None,
+                         stream: Any = DEFAULT_STREAM) -> None:
+        values_list = list(values_list)
+        ids = list(msg_ids) if msg_ids is not None else [None] * len(values_list)
+        if len(ids) != len(values_list):
+            raise EmitError(f"component {self._name!r}, stream {stream!r}: emit_many got "
+                            f"{len(ids)} message ids for {len(values_list)} tuples")
+        for values in values_list:
+            self._check(values, stream, False)
+        for values, msg_id in zip(values_list, ids):
+            self.emitted.append(Emitted(list(values), stream, msg_id=msg_id))
+
     def _spout_emit_direct(self, task: Any, values: Any, msg_id: Any = None,
                            stream: Any = DEFAULT_STREAM) -> None:
         self._check(values, stream, True)
@@ -201,6 +224,10 @@ class RecordingCollector:
                               stream: Any = DEFAULT_STREAM) -> None:
             emit_direct(task, values, anchors if anchors is not None else current[-1], stream)
 
+        def basic_emit_many(values_list: Any, anchors: Any = None,
+                            stream: Any = DEFAULT_STREAM) -> None:
+            self._emit_many(values_list, anchors if anchors is not None else current[-1], stream)
+
         def execute(tup: Tuple) -> None:
             current.append(tup)
             try:
@@ -213,3 +240,4 @@ class RecordingCollector:
             self.acked.append(tup)
 
         bolt.emit, bolt.emit_direct, bolt.execute = basic_emit, basic_emit_direct, execute
+        bolt.emit_many = basic_emit_many

@@ -283,11 +283,20 @@ class Worker:
                 n = len(q)
                 if n > EXECUTE_BUDGET:
                     n = EXECUTE_BUDGET
-                execute = runner.execute
+                execute_batch = runner.execute_batch
                 pop = q.popleft
                 try:
-                    for _ in range(n):
-                        execute(pop())
+                    if execute_batch is not None:
+                        if n == len(q):
+                            batch = list(q)
+                            q.clear()
+                        else:
+                            batch = [pop() for _ in range(n)]
+                        execute_batch(batch)
+                    else:
+                        execute = runner.execute
+                        for _ in range(n):
+                            execute(pop())
                 except Exception as exc:
                     self._fail(runner.component_id, runner.task_id, exc)
                 if not runner.is_spout:

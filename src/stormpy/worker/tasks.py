@@ -42,6 +42,8 @@ class TaskRunner:
     is_spout = False
     #: runs one tuple of the queue (set by each kind of runner)
     execute: Callable[[Tuple], None]
+    #: runs a list of queued tuples at once: the bolt's ``execute_batch``, or None
+    execute_batch: Callable[[list[Tuple]], None] | None
 
     def __init__(self, host: TaskHost, context: TopologyContext, instance: Any,
                  routers: dict[str, StreamRouter], conf: Mapping[str, Any]) -> None:
@@ -64,6 +66,7 @@ class TaskRunner:
         self._acker_direct = dispatch.acker_cores
         self._ack_buffer = dispatch.ack_buffer
         self.stats.routers = routers
+        self.execute_batch = None
         off_loop = context.off_loop
         instance.report_error = self.report_error
         instance.run_in_background = off_loop.submit
@@ -85,6 +88,29 @@ class TaskRunner:
         if len(values) != router.n_fields:
             raise EmitError(f"component {self.component_id!r}, stream {stream!r}: emitted "
                             f"{len(values)} values for fields {router.fields.to_list()}")
+
+    def _check_all(self, values_list: Any, stream: Any, router: StreamRouter) -> list[Any]:
+        """``values_list`` as a list after checking every values in it (emit_many's checks, all
+        done before anything is sent)."""
+        if type(values_list) is not list:
+            if isinstance(values_list, (str, bytes, dict)) or not hasattr(values_list, "__iter__"):
+                raise EmitError(f"component {self.component_id!r}, stream {stream!r}: emit_many "
+                                "takes a list of values lists, got "
+                                f"{type(values_list).__name__}")
+            values_list = list(values_list)
+        n_fields = router.n_fields
+        for values in values_list:
+            if type(values) is list and len(values) == n_fields:
+                for v in values:  # plain scalars pass here; anything else gets the full check
+                    vt = type(v)
+                    if vt is str or vt is float or (vt is int and -_INT64 <= v < _UINT64):
+                        continue
+                    self._check(values, stream, router)
+                    break
+            else:
+                self._check(values, stream, router)
+        router.emitted += len(values_list)
+        return cast(list[Any], values_list)
 
     def _bad_stream(self, stream: Any, direct: bool) -> NoReturn:
         if stream not in self.routers:
@@ -141,17 +167,29 @@ class BoltTask(TaskRunner):
                  routers: dict[str, StreamRouter], conf: Mapping[str, Any]) -> None:
         super().__init__(host, context, instance, routers, conf)
         instance.emit = self.emit
+        instance.emit_many = self.emit_many
         instance.emit_direct = self.emit_direct
         instance.ack = self.ack
+        instance.ack_many = self.ack_many
         instance.fail = self.fail
         instance.reset_timeout = self.reset_timeout
+        batch = getattr(instance, "execute_batch", None)
         if isinstance(self.instance, BasicBolt):
+            if batch is not None:
+                raise TypeError(f"component {self.component_id!r}: a BasicBolt has no batch form "
+                                "(execute_batch); subclass Bolt and ack each tuple")
             self._current: Tuple | None = None
             instance.emit = self._basic_emit
+            instance.emit_many = self._basic_emit_many
             instance.emit_direct = self._basic_emit_direct
             self.execute = self._basic_execute
         else:
             self.execute = instance.execute
+            if batch is not None:
+                if not callable(batch):
+                    raise TypeError(f"component {self.component_id!r}: execute_batch is not "
+                                    "callable")
+                self.execute_batch = batch
 
     def open(self) -> None:
         self.instance.prepare(self.conf, self.context)
@@ -203,6 +241,45 @@ class BoltTask(TaskRunner):
         else:
             self._send(targets, values, anchors, stream, router)
         return targets
+
+    def emit_many(self, values_list: Any, anchors: Any = None,
+                  stream: Any = DEFAULT_STREAM) -> None:
+        """``emit(values, anchors, stream)`` for every values of ``values_list``, routed as one
+        batch. Every values is checked before any is sent."""
+        router = self.routers.get(stream)
+        if router is None or router.direct:
+            self._bad_stream(stream, False)
+        values_list = self._check_all(values_list, stream, router)
+        targets_list = router.choose_many(values_list)
+        if self.debug or (anchors is not None and (type(anchors) is not Tuple
+                                                   or not cast(Tuple, anchors).root)):
+            for i in range(len(values_list)):
+                self._send(targets_list[i], values_list[i], anchors, stream, router)
+            return
+        deliver = self._deliver
+        task = self.task_id
+        comp = self.component_id
+        fields = router.fields
+        sent = 0
+        if anchors is None or not self._n_ackers:
+            for i in range(len(values_list)):
+                tup = Tuple(values_list[i], stream, task, comp, fields)
+                for t in targets_list[i]:
+                    deliver[t](tup)
+                    sent += 1
+        else:
+            anchor = cast(Tuple, anchors)
+            root = anchor.root
+            ack_val = anchor.ack_val
+            for i in range(len(values_list)):
+                values = values_list[i]
+                for t in targets_list[i]:
+                    edge = getrandbits(64)
+                    ack_val ^= edge
+                    deliver[t](Tuple(values, stream, task, comp, fields, root, edge))
+                    sent += 1
+            anchor.ack_val = ack_val
+        self.stats.transferred += sent
 
     def emit_direct(self, task: Any, values: Any, anchors: Any = None,
                     stream: Any = DEFAULT_STREAM) -> None:
@@ -261,6 +338,22 @@ class BoltTask(TaskRunner):
                 buf[r] = buf.get(r, 0) ^ edge ^ v
         self.stats.acked += 1
 
+    def ack_many(self, tuples: Any) -> None:
+        """``ack`` every tuple of ``tuples``."""
+        buf = self._ack_buffer
+        n = 0
+        for item in tuples:
+            tup = cast(Tuple, item)
+            root = tup.root
+            if root:
+                buf[root] = buf.get(root, 0) ^ tup.edge ^ tup.ack_val
+            elif tup.anchors:
+                v = tup.ack_val
+                for r, edge in tup.anchors.items():
+                    buf[r] = buf.get(r, 0) ^ edge ^ v
+            n += 1
+        self.stats.acked += n
+
     def fail(self, tup: Tuple) -> None:
         """Fail the input tuple: every spout tuple it belongs to fails (and may be replayed)."""
         for root in tup.tree_edges():
@@ -288,6 +381,10 @@ class BoltTask(TaskRunner):
                     stream: Any = DEFAULT_STREAM) -> list[int]:
         return self.emit(values, anchors if anchors is not None else self._current, stream)
 
+    def _basic_emit_many(self, values_list: Any, anchors: Any = None,
+                         stream: Any = DEFAULT_STREAM) -> None:
+        self.emit_many(values_list, anchors if anchors is not None else self._current, stream)
+
     def _basic_emit_direct(self, task: Any, values: Any, anchors: Any = None,
                            stream: Any = DEFAULT_STREAM) -> None:
         self.emit_direct(task, values, anchors if anchors is not None else self._current, stream)
@@ -308,6 +405,7 @@ class SpoutTask(TaskRunner):
                  routers: dict[str, StreamRouter], conf: Mapping[str, Any]) -> None:
         super().__init__(host, context, instance, routers, conf)
         instance.emit = self.emit  # type: ignore[method-assign]
+        instance.emit_many = self.emit_many  # type: ignore[method-assign]
         instance.emit_direct = self.emit_direct  # type: ignore[method-assign]
         self.pending: RotatingMap[int, tuple[Any, float]] = RotatingMap(TIMEOUT_BUCKETS)
         self.n_pending = 0
@@ -349,6 +447,24 @@ class SpoutTask(TaskRunner):
         targets = only.choose(values) if only is not None else router.choose(values)
         self._send(targets, values, msg_id, stream, router)
         return targets
+
+    def emit_many(self, values_list: Any, msg_ids: Any = None,
+                  stream: Any = DEFAULT_STREAM) -> None:
+        """``emit(values_list[i], msg_ids[i], stream)`` for each i (``msg_ids`` None: none
+        tracked), routed as one batch. Everything is checked before any is sent."""
+        router = self.routers.get(stream)
+        if router is None or router.direct:
+            self._bad_stream(stream, False)
+        values_list = self._check_all(values_list, stream, router)
+        if msg_ids is not None:
+            msg_ids = list(msg_ids)
+            if len(msg_ids) != len(values_list):
+                raise EmitError(f"component {self.component_id!r}, stream {stream!r}: emit_many "
+                                f"got {len(msg_ids)} message ids for {len(values_list)} tuples")
+        targets_list = router.choose_many(values_list)
+        for i in range(len(values_list)):
+            self._send(targets_list[i], values_list[i],
+                       None if msg_ids is None else msg_ids[i], stream, router)
 
     def emit_direct(self, task: Any, values: Any, msg_id: Any = None,
                     stream: Any = DEFAULT_STREAM) -> None:
