@@ -48,7 +48,7 @@ class AckerCore:
         if outcome is not None:
             self.reply(spout_task, ACK_ACK if outcome.kind == COMPLETED else ACK_FAIL, [root])
 
-    def handle(self, stream: str, values: list[Any]) -> None:
+    def handle(self, stream: str, values: Any) -> None:
         """Apply one acker message (``__ack_init [root, xor, spout_task]``, ``__ack_ack`` with
         one or more ``root, xor`` pairs, ``__ack_fail [root]`` or ``__ack_reset_timeout
         [root]``); other streams are ignored. Messages arrive from other workers, so values that

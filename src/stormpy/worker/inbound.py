@@ -111,9 +111,13 @@ class Inbound:
         appenders = self._appenders
         for frame in frames:
             try:
-                batch = decode_frame(frame)
-            except ValueError as exc:
+                # Any, not list: compiled code would raise TypeError on a frame holding a scalar
+                batch: Any = decode_frame(frame)
+            except (ValueError, TypeError) as exc:
                 self._reject("undecodable frame", str(exc), frame, None)
+                continue
+            if type(batch) is not list:
+                self._reject("undecodable frame", "not an array of wire tuples", frame, None)
                 continue
             for item in batch:
                 try:
