@@ -181,7 +181,8 @@ class PartitionedTransactionalSpout(Component):
         def emit_partition_batch_new(self, attempt: TransactionAttempt, collector: BatchOutputCollector,
                                      partition: int, last_meta: Any) -> Any:
             """Emit the partition's next batch after ``last_meta`` (None for the first) and return
-            its metadata (msgpack-serialisable)."""
+            its metadata (msgpack-serialisable). Metadata None means an empty batch: its replays
+            emit nothing (a transaction seen after a later one gets None too)."""
             raise NotImplementedError
 
         def emit_partition_batch(self, attempt: TransactionAttempt, collector: BatchOutputCollector,

@@ -70,14 +70,22 @@ class PartitionedEmitterExecutor(EmitterExecutor):
 
     def emit_batch(self, attempt: TransactionAttempt, metadata: Any,
                    collector: BatchOutputCollector) -> None:
+        txid = attempt.transaction_id
         for p in self.partitions.mine(metadata):
             state = self.partitions.state(p)
-
-            def first(txid: int, last: Any, p: int = p) -> Any:
-                return self.emitter.emit_partition_batch_new(attempt, collector, p, last)
-            meta, created = state.get_or_create(attempt.transaction_id, first)
-            if not created:
-                self.emitter.emit_partition_batch(attempt, collector, p, meta)
+            if state.has(txid):
+                meta = state.get(txid)
+                if meta is not None:
+                    self.emitter.emit_partition_batch(attempt, collector, p, meta)
+            elif state.has_later(txid):
+                # A later transaction was emitted first (this one's batch tuple was lost with a
+                # worker, or its metadata could not be stored): it took the partition's next
+                # batch, so this transaction's batch of the partition is empty, for good.
+                state.put(txid, None)
+            else:
+                meta = self.emitter.emit_partition_batch_new(attempt, collector, p,
+                                                             state.last_before(txid))
+                state.put(txid, meta)
 
     def cleanup_before(self, txid: int) -> None:
         for state in self.partitions.states.values():

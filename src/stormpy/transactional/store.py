@@ -165,50 +165,79 @@ class RotatingState:
     """Metadata per transaction id under one key of a store (Storm's rotating transactional
     state): written once when a transaction is first started, read back on replays, and dropped
     once transactions before it committed. Cached in memory; the store is the truth after a
-    restart."""
+    restart, and after a write that failed (it may have been applied all the same: a timed-out
+    ZooKeeper write), so the cache is reloaded from the store before it is used again."""
 
     def __init__(self, store: TransactionalStore, key: str) -> None:
         self.store = store
         self.key = key.strip("/")
         self.cache: dict[int, Any] = {}
-        for name in store.children(self.key):
-            if name.isdigit():
-                self.cache[int(name)] = store.get(f"{self.key}/{name}")
+        self._stale = True
+        self._fresh()
+
+    def _fresh(self) -> dict[int, Any]:
+        """The cache, reloaded from the store first when a write failed (raises
+        ``StoreUnavailable`` while the store cannot be read; it stays stale then)."""
+        if self._stale:
+            cache: dict[int, Any] = {}
+            for name in self.store.children(self.key):
+                if name.isdigit():
+                    cache[int(name)] = self.store.get(f"{self.key}/{name}")
+            self.cache = cache
+            self._stale = False
+        return self.cache
 
     def has(self, txid: int) -> bool:
-        return txid in self.cache
+        return txid in self._fresh()
+
+    def has_later(self, txid: int) -> bool:
+        """True when a transaction id above ``txid`` has a state."""
+        return any(t > txid for t in self._fresh())
 
     def get(self, txid: int) -> Any:
-        return self.cache.get(txid)
+        return self._fresh().get(txid)
 
     def last_before(self, txid: int) -> Any:
         """The state of the highest transaction id below ``txid``, or None."""
-        lower = [t for t in self.cache if t < txid]
-        return self.cache[max(lower)] if lower else None
+        cache = self._fresh()
+        lower = [t for t in cache if t < txid]
+        return cache[max(lower)] if lower else None
 
     def last(self) -> Any:
-        return self.cache[max(self.cache)] if self.cache else None
+        cache = self._fresh()
+        return cache[max(cache)] if cache else None
 
     def get_or_create(self, txid: int, init: Callable[[int, Any], Any]) -> tuple[Any, bool]:
         """(state, created): the stored state of ``txid``, or ``init(txid, previous state)``
         stored first."""
-        if txid in self.cache:
-            return self.cache[txid], False
+        cache = self._fresh()
+        if txid in cache:
+            return cache[txid], False
         value = init(txid, self.last_before(txid))
         self.put(txid, value)
         return value, True
 
     def put(self, txid: int, value: Any) -> None:
-        self.store.put(f"{self.key}/{txid}", value)
-        self.cache[txid] = value
+        try:
+            self.store.put(f"{self.key}/{txid}", value)
+        except BaseException:
+            self._stale = True  # the write may have been applied: the store decides
+            raise
+        self._fresh()[txid] = value
 
     def remove(self, txid: int) -> None:
-        if txid in self.cache:
-            self.store.delete(f"{self.key}/{txid}")
-            del self.cache[txid]
+        if txid in self._fresh():
+            self._delete(txid)
 
     def cleanup_before(self, txid: int) -> None:
         """Forget every transaction below ``txid`` (the last committed one is kept)."""
-        for t in sorted(t for t in self.cache if t < txid):
-            self.store.delete(f"{self.key}/{t}")
-            del self.cache[t]
+        for t in sorted(t for t in self._fresh() if t < txid):
+            self._delete(t)
+
+    def _delete(self, txid: int) -> None:
+        try:
+            self.store.delete(f"{self.key}/{txid}")
+        except BaseException:
+            self._stale = True
+            raise
+        self.cache.pop(txid, None)
