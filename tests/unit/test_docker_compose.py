@@ -12,14 +12,17 @@ import click
 import pytest
 import yaml
 
+import stormpy.connectors.spark  # noqa: F401 - registers the spark.* config section
 from stormpy.cli.main import cli
 from stormpy.config import DEFAULTS
+from stormpy.local.spark_cluster import MASTER_CLASS, WORKER_CLASS
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES: dict[str, Any] = COMPOSE["services"]
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
 DAEMONS = ["nimbus", "supervisor1", "supervisor2"]
+SPARK = ["spark-master", "spark-worker"]
 
 
 def image_conf() -> dict[str, Any]:
@@ -52,8 +55,8 @@ def exposed(service: str) -> list[int]:
     return ports
 
 
-def test_services_are_zookeeper_nimbus_and_two_supervisors() -> None:
-    assert set(SERVICES) == {"zookeeper", *DAEMONS}
+def test_services_are_zookeeper_nimbus_two_supervisors_and_spark() -> None:
+    assert set(SERVICES) == {"zookeeper", *DAEMONS, *SPARK}
     assert SERVICES["zookeeper"]["image"].startswith("zookeeper:")
     for name in DAEMONS:
         assert SERVICES[name]["image"] == SERVICES["nimbus"]["image"], "daemons share one image"
@@ -111,3 +114,27 @@ def test_every_config_key_is_a_known_key() -> None:
     conf = image_conf()
     unknown = sorted(k for k in conf if k not in DEFAULTS and k != "worker.bind.host")
     assert unknown == []
+
+
+def test_spark_services_run_the_images_pyspark_launcher() -> None:
+    assert re.search(r"pip install .*\[spark\]", DOCKERFILE), "the image needs the [spark] extra"
+    assert "openjdk" in DOCKERFILE, "the image needs a Java runtime for Spark"
+    assert re.search(r"^\s+SPARK_HOME=/opt/spark", DOCKERFILE, re.M)
+    assert "ln -s" in DOCKERFILE and "/opt/spark" in DOCKERFILE
+    for name in SPARK:
+        service = SERVICES[name]
+        assert service["image"] == SERVICES["nimbus"]["image"], "executors need the workers' Python"
+        assert service["entrypoint"] == ["/opt/spark/bin/spark-class"]
+        assert service["hostname"] == name
+    master = SERVICES["spark-master"]["command"]
+    assert master[0] == MASTER_CLASS
+    assert master[master.index("--host") + 1] == "spark-master"
+    port = int(master[master.index("--port") + 1])
+    worker = SERVICES["spark-worker"]["command"]
+    assert worker[0] == WORKER_CLASS and worker[-1] == f"spark://spark-master:{port}"
+    assert worker[worker.index("--host") + 1] == "spark-worker"
+    assert "spark-master" in SERVICES["spark-worker"]["depends_on"]
+    # the supervisors' workers use it: spark.master in the image's config, master up first
+    assert image_conf()["spark.master"] == f"spark://spark-master:{port}"
+    for name in ("supervisor1", "supervisor2"):
+        assert "spark-master" in SERVICES[name]["depends_on"]
