@@ -23,16 +23,24 @@ Contract (see ``SparkBatchBolt`` for the knobs):
   reliable spouts replay them, in a later batch with a new id — and the error is reported.
 * While tuples wait (collecting, queued or in Spark) longer than half the message timeout, their
   timeouts are reset on each tick (``keep_alive``), so slow Spark jobs do not cause replays.
+* A batch still running ``spark.stormpy.batch.timeout.secs`` (default 300) after it was handed to
+  the background pool is given up on the executor loop (checked on ticks): its tuples are failed
+  and SparkBatchTimeout reported at once, its Spark jobs (tagged per batch) are cancelled and the
+  SparkSession is stopped so the next batch starts a fresh one (after a cluster outage, the
+  session is recreated once the master answers again). If ``process_batch`` returns after that,
+  ``abort_batch`` runs and its result is dropped.
 * ``cleanup`` waits (up to ``cleanup_wait_secs``) for running jobs, drops what never ran (it is
   not acked: a reliable spout replays it after a restart) and releases the process's SparkSession.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Mapping
 from functools import partial
@@ -44,8 +52,9 @@ import msgpack
 from stormpy.batching import Batch, BatchCollector, BatchSource
 from stormpy.connectors.spark.arrow import batch_dataframe, result_rows
 from stormpy.connectors.spark.batching import BatchInfo
-from stormpy.connectors.spark.errors import require_spark
-from stormpy.connectors.spark.session import get_spark, release_spark, retain_spark
+from stormpy.connectors.spark.errors import SparkBatchTimeout, require_spark
+from stormpy.connectors.spark.session import get_spark, release_spark, reset_spark, retain_spark
+from stormpy.connectors.spark.settings import BATCH_TIMEOUT_KEY
 from stormpy.topology import DEFAULT_STREAM, Bolt, TopologyContext, Tuple
 
 if TYPE_CHECKING:
@@ -59,12 +68,15 @@ TICK_KEY = "topology.tick.tuple.freq.secs"
 class _Job:
     """One batch handed to the background pool."""
 
-    __slots__ = ("batch", "started", "finished")
+    __slots__ = ("batch", "started", "finished", "abandoned", "session", "tag")
 
     def __init__(self, batch: Batch) -> None:
         self.batch = batch
         self.started = False
         self.finished = threading.Event()
+        self.abandoned = False  # timed out: failed on the executor loop already
+        self.session: SparkSession | None = None
+        self.tag = f"stormpy-batch-{batch.batch_id}-{uuid.uuid4().hex[:12]}"
 
 
 class SparkBatchBolt(Bolt):
@@ -179,6 +191,8 @@ class SparkBatchBolt(Bolt):
             "topology.enable.message.timeouts", True)
         self._reset_after = (float(conf.get("topology.message.timeout.secs") or 30) / 2
                              if tracking and self.keep_alive else None)
+        timeout = conf.get(BATCH_TIMEOUT_KEY, 300.0)
+        self._batch_timeout = float(timeout) if timeout else None
         self.batches_ok = 0
         self.batches_failed = 0
         retain_spark()
@@ -216,6 +230,8 @@ class SparkBatchBolt(Bolt):
         values = tup.values
         seconds = values[0] if values and isinstance(values[0], int | float) else self._tick
         self._collector.advance(float(seconds))
+        if self._batch_timeout is not None:
+            self._check_timeouts(perf_counter(), self._batch_timeout)
         self._close_due()
         if self._reset_after is not None:
             self._keep_alive(self._collector.now, self._reset_after)
@@ -228,6 +244,33 @@ class SparkBatchBolt(Bolt):
                 batch.touched_at = now
                 for t in batch.tuples:
                     self.reset_timeout(t)
+
+    def _check_timeouts(self, now: float, limit: float) -> None:
+        for job in list(self._in_flight.values()):
+            if now - job.batch.started_at > limit and not job.abandoned:
+                self._abandon(job, SparkBatchTimeout(
+                    f"batch {job.batch.batch_id} still running after {limit:g} s "
+                    f"({BATCH_TIMEOUT_KEY}); its Spark jobs are cancelled and the SparkSession "
+                    f"restarted"))
+
+    def _abandon(self, job: _Job, error: BaseException) -> None:
+        """Fail a timed-out batch now; cancel its jobs and stop the session in the background."""
+        with self._job_lock:
+            job.abandoned = True
+        self._in_flight.pop(job.batch.batch_id, None)
+        self._finish(job.batch, None, error)
+        self.run_in_background(partial(self._cancel, job), self._cancelled)
+
+    def _cancel(self, job: _Job) -> None:
+        session = job.session
+        if session is not None:
+            with contextlib.suppress(Exception):
+                session.sparkContext.cancelJobsWithTag(job.tag)
+            reset_spark(session)
+
+    def _cancelled(self, result: Any, error: BaseException | None) -> None:
+        if error is not None:
+            log.warning("%s: cancelling a timed-out batch failed: %r", type(self).__name__, error)
 
     def _close_due(self) -> None:
         """Close the batches due by time, but only into free in-flight slots: while Spark is
@@ -271,10 +314,24 @@ class SparkBatchBolt(Bolt):
         with self._job_lock:
             if self._closing:
                 raise RuntimeError("the bolt was cleaned up before the batch ran")
+            if job.abandoned:
+                raise SparkBatchTimeout(f"batch {batch.batch_id} timed out before it started")
             job.started = True
         try:
-            df = batch_dataframe(get_spark(self._conf), batch.fields, batch.rows, self.schema)
-            rows = result_rows(self.process_stream_batch(df, batch.batch_id, batch.source))
+            session = get_spark(self._conf)
+            job.session = session
+            sc = session.sparkContext
+            sc.setInterruptOnCancel(True)
+            sc.addJobTag(job.tag)
+            try:
+                df = batch_dataframe(session, batch.fields, batch.rows, self.schema)
+                rows = result_rows(self.process_stream_batch(df, batch.batch_id, batch.source))
+            finally:
+                with contextlib.suppress(Exception):
+                    sc.removeJobTag(job.tag)
+            if job.abandoned:
+                raise SparkBatchTimeout(f"batch {batch.batch_id} finished after its timeout; "
+                                        "its tuples were already failed")
             if rows:
                 self._check_results(rows)
             return rows
@@ -307,10 +364,16 @@ class SparkBatchBolt(Bolt):
 
     # -- back on the executor loop ---------------------------------------------------------------
     def _done(self, job: _Job, rows: list[list[Any]] | None, error: BaseException | None) -> None:
-        batch = job.batch
-        self._in_flight.pop(batch.batch_id, None)
+        if job.abandoned:
+            return  # failed by _abandon already
+        self._in_flight.pop(job.batch.batch_id, None)
         if self._closing:
             return
+        self._finish(job.batch, rows, error)
+
+    def _finish(self, batch: Batch, rows: list[list[Any]] | None,
+                error: BaseException | None) -> None:
+        """Emit the results and ack the batch's tuples, or fail them and report ``error``."""
         if error is None and rows:
             anchors = batch.tuples if self.anchor_results else None
             try:
