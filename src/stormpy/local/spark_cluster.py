@@ -248,6 +248,16 @@ class SparkStandalone:
         if self.master is not None:
             self.master.stop(grace_secs, kill=kill)
 
+    def stop_worker(self, index: int, *, grace_secs: float = 10.0) -> None:
+        """Stop worker ``index`` (SIGTERM: it stops its executors first)."""
+        self.workers[index].stop(grace_secs)
+
+    def start_worker(self, index: int) -> None:
+        """Start worker ``index`` again and wait until it has registered with the master."""
+        worker = self.workers[index]
+        worker.start()
+        self._wait_ready(worker)
+
     def wait_workers_registered(self, timeout_secs: float = 60.0) -> None:
         """Wait until every running worker has (re-)registered with the master: the master's log
         shows one more 'Registering worker' per worker since it last started."""
