@@ -162,7 +162,7 @@ def test_spark_cluster_outage_fails_batches_then_resumes_with_nothing_lost(
     out = tmp_path / "out"
     out.mkdir()
     name, tid = submit(cluster, spark_bundle, spark_standalone, out, records, rate=100.0,
-                 report_errors=True, conf={"spark.stormpy.batch.timeout.secs": 15})
+                 report_errors=True, conf={"spark.stormpy.batch.timeout.secs": 30})
     wait_for(lambda: [b for b in sparkagg.batches(out) if b[2] == "ok"], 300,
              "the first batch written on the Spark cluster", cluster, interval=0.5)
 

@@ -23,12 +23,15 @@ Contract (see ``SparkBatchBolt`` for the knobs):
   reliable spouts replay them, in a later batch with a new id — and the error is reported.
 * While tuples wait (collecting, queued or in Spark) longer than half the message timeout, their
   timeouts are reset on each tick (``keep_alive``), so slow Spark jobs do not cause replays.
-* A batch still running ``spark.stormpy.batch.timeout.secs`` (default 300) after it was handed to
-  the background pool is given up on the executor loop (checked on ticks): its tuples are failed
-  and SparkBatchTimeout reported at once, its Spark jobs (tagged per batch) are cancelled and the
-  SparkSession is stopped so the next batch starts a fresh one (after a cluster outage, the
-  session is recreated once the master answers again). If ``process_batch`` returns after that,
-  ``abort_batch`` runs and its result is dropped.
+* A batch still running ``spark.stormpy.batch.timeout.secs`` (default 300) after its Spark work
+  began (the SparkSession in hand: starting a session is bounded by Spark and by the master probe,
+  not by this) is given up on the executor loop (checked on ticks): its tuples are failed
+  and SparkBatchTimeout reported at once, its Spark jobs (tagged per batch) are cancelled, and
+  the SparkSession is stopped when it is broken (``needs_restart``: it lost every executor after
+  having worked — its cluster went away) so the next batch starts a fresh one once the master
+  answers again. If ``process_batch`` returns after that, ``abort_batch`` runs and its result is
+  dropped. While the master is unreachable each batch fails after a pause of
+  ``spark.stormpy.master.probe.secs`` (on the background thread), not in a tight loop.
 * ``cleanup`` waits (up to ``cleanup_wait_secs``) for running jobs, drops what never ran (it is
   not acked: a reliable spout replays it after a restart) and releases the process's SparkSession.
 """
@@ -52,9 +55,16 @@ import msgpack
 from stormpy.batching import Batch, BatchCollector, BatchSource
 from stormpy.connectors.spark.arrow import batch_dataframe, result_rows
 from stormpy.connectors.spark.batching import BatchInfo
-from stormpy.connectors.spark.errors import SparkBatchTimeout, require_spark
-from stormpy.connectors.spark.session import get_spark, release_spark, reset_spark, retain_spark
-from stormpy.connectors.spark.settings import BATCH_TIMEOUT_KEY
+from stormpy.connectors.spark.errors import SparkBatchTimeout, SparkMasterUnreachable, require_spark
+from stormpy.connectors.spark.session import (
+    get_spark,
+    needs_restart,
+    note_job_ok,
+    release_spark,
+    reset_spark,
+    retain_spark,
+)
+from stormpy.connectors.spark.settings import BATCH_TIMEOUT_KEY, PROBE_KEY
 from stormpy.topology import DEFAULT_STREAM, Bolt, TopologyContext, Tuple
 
 if TYPE_CHECKING:
@@ -68,7 +78,7 @@ TICK_KEY = "topology.tick.tuple.freq.secs"
 class _Job:
     """One batch handed to the background pool."""
 
-    __slots__ = ("batch", "started", "finished", "abandoned", "session", "tag")
+    __slots__ = ("batch", "started", "finished", "abandoned", "session", "tag", "spark_since")
 
     def __init__(self, batch: Batch) -> None:
         self.batch = batch
@@ -76,6 +86,7 @@ class _Job:
         self.finished = threading.Event()
         self.abandoned = False  # timed out: failed on the executor loop already
         self.session: SparkSession | None = None
+        self.spark_since: float | None = None  # perf_counter once the session is in hand
         self.tag = f"stormpy-batch-{batch.batch_id}-{uuid.uuid4().hex[:12]}"
 
 
@@ -193,6 +204,7 @@ class SparkBatchBolt(Bolt):
                              if tracking and self.keep_alive else None)
         timeout = conf.get(BATCH_TIMEOUT_KEY, 300.0)
         self._batch_timeout = float(timeout) if timeout else None
+        self._unreachable_pause = float(conf.get(PROBE_KEY) or 5.0)
         self.batches_ok = 0
         self.batches_failed = 0
         retain_spark()
@@ -247,7 +259,8 @@ class SparkBatchBolt(Bolt):
 
     def _check_timeouts(self, now: float, limit: float) -> None:
         for job in list(self._in_flight.values()):
-            if now - job.batch.started_at > limit and not job.abandoned:
+            since = job.spark_since
+            if since is not None and now - since > limit and not job.abandoned:
                 self._abandon(job, SparkBatchTimeout(
                     f"batch {job.batch.batch_id} still running after {limit:g} s "
                     f"({BATCH_TIMEOUT_KEY}); its Spark jobs are cancelled and the SparkSession "
@@ -266,7 +279,8 @@ class SparkBatchBolt(Bolt):
         if session is not None:
             with contextlib.suppress(Exception):
                 session.sparkContext.cancelJobsWithTag(job.tag)
-            reset_spark(session)
+            if needs_restart(session):
+                reset_spark(session)
 
     def _cancelled(self, result: Any, error: BaseException | None) -> None:
         if error is not None:
@@ -318,8 +332,13 @@ class SparkBatchBolt(Bolt):
                 raise SparkBatchTimeout(f"batch {batch.batch_id} timed out before it started")
             job.started = True
         try:
-            session = get_spark(self._conf)
+            try:
+                session = get_spark(self._conf)
+            except SparkMasterUnreachable:
+                time.sleep(self._unreachable_pause)  # off the loop: no tight fail/replay cycle
+                raise
             job.session = session
+            job.spark_since = perf_counter()
             sc = session.sparkContext
             sc.setInterruptOnCancel(True)
             sc.addJobTag(job.tag)
@@ -332,6 +351,7 @@ class SparkBatchBolt(Bolt):
             if job.abandoned:
                 raise SparkBatchTimeout(f"batch {batch.batch_id} finished after its timeout; "
                                         "its tuples were already failed")
+            note_job_ok(session)
             if rows:
                 self._check_results(rows)
             return rows

@@ -24,8 +24,9 @@ Contract:
   ``spark.stormpy.master.probe.secs``): an unreachable master raises SparkMasterUnreachable at
   once instead of Spark retrying its registration for a minute.
 * A session whose SparkContext stopped (on the JVM side too) is replaced by the next
-  ``get_spark``; ``reset_spark(session)`` stops a session that is known broken (e.g. a job stuck
-  past the batch timeout) so the next ``get_spark`` starts a fresh one.
+  ``get_spark``; ``reset_spark(session)`` stops a session that is known broken so the next
+  ``get_spark`` starts a fresh one. ``needs_restart(session)`` says whether a session with a stuck
+  job is broken: stopped, or it ran jobs (``note_job_ok``) and has lost every executor.
 * The topology's code (``spark.stormpy.code.dir``, default the worker's ``worker.code.dir``) is
   shipped to executors once per session (``ship_code``): a zip of the directory, named by its
   content hash, added with ``SparkContext.addPyFile``, so functions and UDFs of the topology's
@@ -80,6 +81,7 @@ _session: SparkSession | None = None
 _holders = 0
 _atexit_registered = False
 _shipped: set[str] = set()  # code dirs shipped to the current session
+_proven = False  # a job succeeded on the current session (so it had executors)
 _zip_dir: str | None = None  # where this process keeps the zips it shipped
 
 
@@ -192,6 +194,29 @@ def ship_code(session: SparkSession, code_dir: str) -> str:
         return path
 
 
+def note_job_ok(session: SparkSession) -> None:
+    """Record that a job succeeded on ``session`` (it has had executors)."""
+    global _proven
+    if _session is session:
+        _proven = True
+
+
+def needs_restart(session: SparkSession) -> bool:
+    """After a stuck job: should ``session`` be replaced? Yes when its SparkContext stopped, or
+    when it worked before and has no executor left (its cluster went away; a restarted master does
+    not know the old application). No for a local master, or for a young session still waiting
+    for its first executors (restarting it would only start the wait again)."""
+    if not _is_alive(session):
+        return True
+    if (session.sparkContext.master or "").startswith("local"):
+        return False
+    try:
+        executors = session.sparkContext._jsc.sc().getExecutorIds().size()
+    except Exception:  # noqa: BLE001 - the JVM does not answer: replace the session
+        return True
+    return bool(executors == 0 and _proven and _session is session)
+
+
 def reset_spark(session: SparkSession) -> None:
     """Stop ``session`` if it is still the process's session (a broken one: the next
     ``get_spark`` starts a fresh one); holders are kept."""
@@ -219,10 +244,11 @@ def release_spark() -> None:
 
 def stop_spark() -> None:
     """Stop the process's session now, if one is running (idempotent)."""
-    global _session
+    global _session, _proven
     with _lock:
         session, _session = _session, None
         _shipped.clear()
+        _proven = False
         if session is not None:
             try:
                 session.stop()
