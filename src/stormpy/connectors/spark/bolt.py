@@ -263,8 +263,8 @@ class SparkBatchBolt(Bolt):
             if since is not None and now - since > limit and not job.abandoned:
                 self._abandon(job, SparkBatchTimeout(
                     f"batch {job.batch.batch_id} still running after {limit:g} s "
-                    f"({BATCH_TIMEOUT_KEY}); its Spark jobs are cancelled and the SparkSession "
-                    f"restarted"))
+                    f"({BATCH_TIMEOUT_KEY}); its Spark jobs are cancelled (the SparkSession is "
+                    f"restarted if it lost its executors)"))
 
     def _abandon(self, job: _Job, error: BaseException) -> None:
         """Fail a timed-out batch now; cancel its jobs and stop the session in the background."""
