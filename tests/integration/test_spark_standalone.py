@@ -167,9 +167,9 @@ def test_spark_cluster_outage_fails_batches_then_resumes_with_nothing_lost(
     spark_standalone.stop_worker(0)  # its executors go with it
     spark_standalone.stop_master()
     down_at = time.time()
-    failed = wait_for(lambda: [b for b in sparkagg.batches(out)
-                               if b[2] == "failed" and b[4] > down_at][1:], 120,
-                      "two batches to fail while the Spark cluster is down", cluster, interval=0.5)
+    wait_for(lambda: [b for b in sparkagg.batches(out)
+             if b[2] == "failed" and b[4] > down_at][1:], 120,
+             "two batches to fail while the Spark cluster is down", cluster, interval=0.5)
     # the batch running when the cluster went: bounded by the batch timeout; the next ones fail
     # at once (the session was restarted and the master does not answer); errors are reported
     def reported() -> list[str]:
@@ -189,5 +189,4 @@ def test_spark_cluster_outage_fails_batches_then_resumes_with_nothing_lost(
     check_exact(out, records, spark_standalone)
     started = [line for _, line in cluster.iter_log_lines("started SparkSession")]
     assert len(started) >= 2, "a new SparkSession was started after the outage"
-    del failed
     kill(cluster, name, tid)
