@@ -4,7 +4,8 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint zookeeper java kinesalite bench clean
+.PHONY: run test lint zookeeper java kinesalite chromium bench clean mutate mutate-summary mutate-survivors \
+        mutate-recheck
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "python3.11 is required"; exit 1; }
@@ -17,7 +18,7 @@ NATIVE_SRC := $(shell sed -n 's/^    "stormpy\.\([a-z_.]*\)",$$/\1/p' src/stormp
                 | tr . / | sed 's|^|src/stormpy/|; s|$$|.py|')
 
 $(STAMP): pyproject.toml setup.py $(NATIVE_SRC) | $(BIN)/python
-	$(BIN)/pip install -q -e '.[dev,spark,kafka,kinesis,bench]'
+	$(BIN)/pip install -q -e '.[dev,spark,kafka,kinesis,bench,ui]'
 	touch $(STAMP)
 
 ## run: set up and run the flagship example in embedded local mode
@@ -47,20 +48,46 @@ $(KINESALITE):
 	@command -v npm >/dev/null 2>&1 || { echo "Node.js and npm are required for kinesalite"; exit 1; }
 	npm install --silent --no-audit --no-fund --prefix .tools/kinesalite kinesalite@3.3.3
 
-## test: set up (venv, ZooKeeper, kinesalite) and run every test
-test: $(STAMP) zookeeper java kinesalite
-	$(BIN)/ruff check src tests bench examples setup.py
+## chromium: install Chromium and its WebDriver (Debian packages) for the UI's browser tests
+chromium:
+	@if ! command -v chromedriver >/dev/null 2>&1 || \
+	    ! { command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; }; then \
+	  echo "installing Chromium and chromium-driver (Debian packages) for the UI browser tests"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium chromium-driver; \
+	fi
+
+## test: set up (venv, ZooKeeper, Java, kinesalite, Chromium) and run every test
+test: $(STAMP) zookeeper java kinesalite chromium
+	$(BIN)/ruff check src tests bench examples tools setup.py
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 	@echo "unit tests again on the pure-Python tuple path (STORMPY_PURE=1):"
 	STORMPY_PURE=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/unit
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench examples setup.py
+	$(BIN)/ruff check src tests bench examples tools setup.py
 	$(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
 
+## mutate: mutation testing (mutmut) of the core modules, one after the other, then the score of
+## each; MODULE=acker (or worker, nimbus, batching, spark-bolt, ...) for one. See docs/testing.md.
+MODULE ?=
+mutate: $(STAMP)
+	$(BIN)/python tools/mutate.py run $(MODULE)
+
+mutate-summary: $(STAMP)
+	$(BIN)/python tools/mutate.py summary $(MODULE)
+
+## mutate-survivors: the surviving mutants of MODULE (diffs), to judge or to write tests for
+mutate-survivors: $(STAMP)
+	$(BIN)/python tools/mutate.py survivors $(MODULE)
+
+## mutate-recheck: run only MODULE's surviving mutants again (after adding tests)
+mutate-recheck: $(STAMP)
+	$(BIN)/python tools/mutate.py recheck $(MODULE)
+
 clean:
-	rm -rf $(VENV) build src/*.egg-info .tools
+	rm -rf $(VENV) build src/*.egg-info .tools .mutmut

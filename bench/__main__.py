@@ -1,15 +1,24 @@
-"""``python -m bench``: the same word count through a plain loop, Bytewax, stormpy local mode
-and a two-worker stormpy cluster (acked, and as a transactional topology with commit latencies
-per transaction), plus a complete-latency run at a fixed rate; prints words/s with ratios and
-writes bench/results/latest.json."""
+"""``python -m bench``: two word-count workloads, the same work on every side, through a plain
+loop (the ceiling), Bytewax, stormpy local mode and a two-worker stormpy cluster (against Bytewax
+with two processes over a two-partition source), and as a transactional topology with commit
+latencies per transaction; then a complete-latency run at a fixed rate. Prints best words/s,
+the spread over the rounds and ratios (within this run) and writes bench/results/latest.json.
+
+- ``final``: count every word, one counter per word, nothing emitted per word (Bytewax
+  ``count_final``; stormpy's count bolt only counts and acks);
+- ``running``: emit the running ``(word, count)`` for every word to a sink that counts them
+  (Bytewax ``key_on`` + ``stateful_map`` → sink; stormpy's count bolt emits ``[word, count]`` to
+  a sink bolt on a fields grouping)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import platform
+import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,30 +27,37 @@ from rich.table import Table
 
 import stormpy._native as native
 from bench import runners
+from bench.runners import sentences
 
 RESULTS = Path(__file__).parent / "results"
 PLAIN = "plain python loop"
 BYTEWAX = "bytewax (1 worker)"
+BYTEWAX_2 = "bytewax (2 processes, 2 partitions)"
+FORMS = {"per-tuple": False, "batch": True}
 
 
-def best_of_interleaved(runs: dict[str, Callable[[], tuple[int, float]]],
-                        repeat: int) -> dict[str, tuple[int, float]]:
-    """Best words/s of each runner over ``repeat`` rounds, each round running every runner once
+def interleaved(runs: dict[str, Callable[[], tuple[int, float]]],
+                repeat: int) -> dict[str, list[float]]:
+    """Words/s of each runner in each of ``repeat`` rounds, each round running every runner once
     (A B C, A B C, ...): a change in the machine's load then hits every runner alike."""
-    best: dict[str, tuple[int, float]] = {}
+    rates: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeat):
         for name, run in runs.items():
             words, secs = run()
-            best[name] = (words, max(best.get(name, (0, 0.0))[1], words / secs))
-    return best
+            rates[name].append(words / secs)
+    return rates
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--sentences", type=int, default=50_000)
-    parser.add_argument("--repeat", type=int, default=3, help="best of N runs per local runner")
+    parser.add_argument("--repeat", type=int, default=5, help="rounds of the local runners")
     parser.add_argument("--cluster-repeat", type=int, default=2,
-                        help="best of N runs per cluster runner")
+                        help="rounds of the cluster runners")
+    parser.add_argument("--workloads", nargs="*", default=list(runners.WORKLOADS),
+                        choices=runners.WORKLOADS)
+    parser.add_argument("--forms", nargs="*", default=list(FORMS), choices=list(FORMS),
+                        help="stormpy bolts: per-tuple (execute) and/or batch (execute_batch)")
     parser.add_argument("--no-cluster", action="store_true", help="skip the cluster runs")
     parser.add_argument("--latency-rate", type=float, default=10_000.0,
                         help="spout tuples/s for the complete-latency run")
@@ -56,42 +72,63 @@ def main() -> None:
     console = Console()
     results: dict[str, dict[str, Any]] = {}
 
-    def record(name: str, words: int, rate: float, **extra: Any) -> None:
-        results[name] = {"words": words, "words_per_sec": round(rate, 1), **extra}
-        console.print(f"{name}: {rate:,.0f} words/s")
+    def record(name: str, workload: str, words: int, rates: list[float], **extra: Any) -> None:
+        results[name] = {"workload": workload, "words": words,
+                         "words_per_sec": round(max(rates), 1),
+                         "median": round(statistics.median(rates), 1),
+                         "rounds": [round(r, 1) for r in rates], **extra}
+        console.print(f"{name}: {max(rates):,.0f} words/s (rounds: "
+                      f"{', '.join(f'{r:,.0f}' for r in rates)})")
 
     def wanted(name: str) -> bool:
         return not args.only or any(o in name for o in args.only)
 
-    local = {
-        PLAIN: lambda: runners.plain_loop(n),
-        BYTEWAX: lambda: runners.bytewax(n),
-        "stormpy local, acking off": lambda: runners.stormpy_local(n, acking=False),
-        "stormpy local, acking on": lambda: runners.stormpy_local(n, acking=True),
-    }
+    words = sum(len(s.split()) for s in sentences(n))
+    local: dict[str, Callable[[], tuple[int, float]]] = {}
+    for w in args.workloads:
+        local[f"{w}: {PLAIN}"] = partial(runners.plain_loop, n, w)
+        local[f"{w}: {BYTEWAX}"] = partial(runners.bytewax, n, w)
+        for form in args.forms:
+            for acking in (False, True):
+                local[f"{w}: stormpy local, acking {'on' if acking else 'off'}, {form}"] = \
+                    partial(runners.stormpy_local, n, w, acking, FORMS[form])
     chosen = {name: run for name, run in local.items() if wanted(name)}
-    for name, (words, rate) in best_of_interleaved(chosen, args.repeat).items():
-        record(name, words, rate)
+    for name, rates in interleaved(chosen, args.repeat).items():
+        record(name, name.split(":")[0], words, rates)
     latency: dict[str, Any] | None = None
-    cluster_runs = {f"stormpy cluster 2 workers (ZeroMQ), acking {'on' if a else 'off'}": a
-                    for a in (False, True)}
+    cluster_runs: dict[str, tuple[str, bool, bool]] = {}
+    for w in args.workloads:
+        for form in args.forms:
+            for acking in (False, True):
+                cluster_runs[f"{w}: stormpy cluster 2 workers (ZeroMQ), acking "
+                             f"{'on' if acking else 'off'}, {form}"] = (w, acking, FORMS[form])
     if not args.no_cluster and (any(map(wanted, cluster_runs)) or wanted("latency")
-                                or wanted("transactional")):
+                                or wanted("transactional") or wanted("2 processes")):
         from bench import cluster_runner
 
         with cluster_runner.two_worker_cluster() as (cluster, bundle):
-            best: dict[str, dict[str, Any]] = {}
+            runs: dict[str, list[dict[str, Any]]] = {}
             for i in range(args.cluster_repeat):
-                for name, acking in cluster_runs.items():
+                for w in args.workloads:
+                    name = f"{w}: {BYTEWAX_2}"
                     if wanted(name):
-                        r = cluster_runner.run_topology(cluster, bundle,
-                                                        f"bench-{int(acking)}-{i}", n, acking)
-                        r["rate"] = r["words"] / r["seconds"]
-                        if name not in best or r["rate"] > best[name]["rate"]:
-                            best[name] = r
-            for name, r in best.items():
-                record(name, r["words"], r["rate"],
-                       first_tuple_after_submit_s=round(r["first_tuple_after_submit"], 3))
+                        runs.setdefault(name, []).append(runners.bytewax_processes(n, w, 2))
+                for name, (w, acking, batch) in cluster_runs.items():
+                    if wanted(name):
+                        runs.setdefault(name, []).append(cluster_runner.run_topology(
+                            cluster, bundle, f"bench-{w}-{int(acking)}-{int(batch)}-{i}", n,
+                            acking, workload=w, batch=batch))
+            for name, rs in runs.items():
+                extra: dict[str, Any] = {}
+                if "wall" in rs[0]:
+                    extra["with_startup_words_per_sec"] = round(max(
+                        r["words"] / r["wall"] for r in rs), 1)
+                else:
+                    extra["first_tuple_after_submit_s"] = round(
+                        min(r["first_tuple_after_submit"] for r in rs), 3)
+                    extra["worker_rss_mb"] = max(r["worker_rss_mb"] for r in rs)
+                record(name, name.split(":")[0], rs[0]["words"],
+                       [r["words"] / r["seconds"] for r in rs], **extra)
             for batch in args.tx_batches:
                 name = f"stormpy cluster 2 workers, transactional, batch {batch:,}"
                 if not wanted(name):
@@ -105,7 +142,7 @@ def main() -> None:
                         tx_best = r
                 assert tx_best is not None
                 lat = [x * 1000 for x in tx_best["commit_latencies"]]
-                record(name, tx_best["words"], tx_best["rate"],
+                record(name, "final", tx_best["words"], [tx_best["rate"]],
                        transactions=tx_best["transactions"],
                        commit_latency_p50_ms=round(cluster_runner.percentile(lat, 50), 1),
                        commit_latency_p99_ms=round(cluster_runner.percentile(lat, 99), 1))
@@ -114,22 +151,27 @@ def main() -> None:
                 r = cluster_runner.run_topology(cluster, bundle, "bench-latency", count, True,
                                                 rate=args.latency_rate)
                 latency = {"rate": args.latency_rate, "failed": r["failed"],
+                           "worker_rss_mb": r["worker_rss_mb"],
                            **cluster_runner.latency_summary(r["latencies"])}
                 if r["warmup_latencies"]:
                     latency["warmup"] = cluster_runner.latency_summary(r["warmup_latencies"])
                 console.print(f"complete latency at {args.latency_rate:,.0f} tuples/s: {latency}")
     path = "compiled (mypyc)" if native.COMPILED else f"pure Python ({native.PURE_REASON})"
-    table = Table(title=f"word count, {n:,} sentences (best of {args.repeat} for local runs, "
-                        f"{args.cluster_repeat} for cluster runs); stormpy tuple path: {path}")
-    for col in ("runner", "words/s", "vs plain loop", "vs bytewax"):
+    table = Table(title=f"word count, {n:,} sentences ({args.repeat} rounds local, "
+                        f"{args.cluster_repeat} cluster); stormpy tuple path: {path}")
+    for col in ("runner", "best words/s", "spread", "vs plain loop", "vs bytewax"):
         table.add_column(col, justify="left" if col == "runner" else "right")
-    plain = results.get(PLAIN, {}).get("words_per_sec")
-    bw = results.get(BYTEWAX, {}).get("words_per_sec")
     for name, r in results.items():
+        w = r["workload"]
+        plain = results.get(f"{w}: {PLAIN}", {}).get("words_per_sec")
+        bw_name = BYTEWAX_2 if "2 workers" in name or "2 processes" in name else BYTEWAX
+        bw = results.get(f"{w}: {bw_name}", {}).get("words_per_sec")
         rate = r["words_per_sec"]
         r["vs_plain"] = round(rate / plain, 4) if plain else None
         r["vs_bytewax"] = round(rate / bw, 3) if bw else None
-        table.add_row(name, f"{rate:,.0f}", f"{r['vs_plain']:.3f}x" if plain else "-",
+        rounds = r["rounds"]
+        table.add_row(name, f"{rate:,.0f}", f"{min(rounds) / 1e6:.2f}–{max(rounds) / 1e6:.2f} M",
+                      f"{r['vs_plain']:.3f}x" if plain else "-",
                       f"{r['vs_bytewax']:.2f}x" if bw else "-")
     console.print(table)
     if latency:

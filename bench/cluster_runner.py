@@ -49,13 +49,16 @@ def _read_reports(report: Path, prefix: str) -> list[dict[str, Any]]:
 
 
 def run_topology(cluster: ProcessCluster, bundle: Path, name: str, n: int, acking: bool,
-                 rate: float = 0.0, timeout: float = 600.0) -> dict[str, Any]:
-    """Submit the bench word count over 2 workers, wait until every word is counted (and, with
-    acking, every sentence acked), kill it; return words, seconds and the spout reports."""
+                 rate: float = 0.0, timeout: float = 600.0, workload: str = "final",
+                 batch: bool = False) -> dict[str, Any]:
+    """Submit the bench word count (``workload``, per-tuple or ``batch`` bolts) over 2 workers,
+    wait until every word is counted (and, with acking, every sentence acked), kill it; return
+    words, seconds, the spout reports and the workers' peak RSS."""
     words = sum(len(s.split()) for s in sentences(n))
     with tempfile.TemporaryDirectory(prefix="stormpy-bench-report-") as tmp:
         report = Path(tmp)
-        spec = build(n, acking, split=2, counters=2, rate=rate, report_dir=str(report))
+        spec = build(n, acking, workload=workload, batch=batch, split=2, counters=2, rate=rate,
+                     report_dir=str(report))
         conf = {"topology.workers": 2, "topology.acker.executors": 2 if acking else 0,
                 "topology.max.spout.pending": 5000 if acking else None,
                 "topology.message.timeout.secs": 60}
@@ -63,7 +66,9 @@ def run_topology(cluster: ProcessCluster, bundle: Path, name: str, n: int, ackin
         t_submit = time.time()
         client.submit(name, bundle, spec.to_doc(), conf)
         deadline = time.monotonic() + timeout
+        rss: dict[int, int] = {}
         while True:
+            _sample_rss(cluster, rss)
             counts = _read_reports(report, "count")
             spouts = _read_reports(report, "spout")
             counted = sum(c["count"] for c in counts)
@@ -82,7 +87,27 @@ def run_topology(cluster: ProcessCluster, bundle: Path, name: str, n: int, ackin
     return {"words": words, "seconds": end - start, "first_tuple_after_submit": first - t_submit,
             "latencies": [x for s in spouts for x in s.get("latencies", [])],
             "warmup_latencies": [x for s in spouts for x in s.get("warmup_latencies", [])],
-            "failed": sum(s.get("failed", 0) for s in spouts)}
+            "failed": sum(s.get("failed", 0) for s in spouts),
+            "worker_rss_mb": [round(v / 2**20, 1) for v in rss.values()]}
+
+
+def _sample_rss(cluster: ProcessCluster, peak: dict[int, int]) -> None:
+    """Peak resident memory of each worker process under the cluster's supervisors."""
+    import psutil
+
+    for sup in cluster.supervisors:
+        if sup.pid is None:
+            continue
+        try:
+            children = psutil.Process(sup.pid).children(recursive=True)
+        except psutil.Error:
+            continue
+        for child in children:
+            try:
+                if "stormpy.worker.process" in " ".join(child.cmdline()):
+                    peak[child.pid] = max(peak.get(child.pid, 0), child.memory_info().rss)
+            except psutil.Error:
+                continue
 
 
 def percentile(values: list[float], q: float) -> float:

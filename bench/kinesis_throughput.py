@@ -84,11 +84,12 @@ def plain_loop(client: Any, stream: str, per_get: int) -> tuple[int, float]:
     return n, time.perf_counter() - t0
 
 
-def spout_run(endpoint: str, stream: str, zk: str, per_get: int, records: int) -> tuple[int, float]:
+def spout_run(endpoint: str, stream: str, zk: str, per_get: int, records: int,
+              empty_sleep_ms: int) -> tuple[int, float]:
     """KinesisSpout (one task) → CountRecords in local mode, until every record is acked."""
     config = KinesisSpoutConfig(name=f"bench-{uuid.uuid4().hex[:8]}", stream=stream,
                                 endpoint_url=endpoint, region=REGION, zookeeper_servers=zk,
-                                records_per_get=per_get)
+                                records_per_get=per_get, empty_record_sleep_ms=empty_sleep_ms)
     builder = TopologyBuilder()
     builder.set_spout("kinesis", KinesisSpout.of(config), 1)
     builder.set_bolt("count", CountRecords, 1).shuffle_grouping("kinesis")
@@ -111,6 +112,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100, help="bytes per record")
     parser.add_argument("--per-get", type=int, default=1000, help="records per GetRecords")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--empty-sleep-ms", type=int, action="append",
+                        help="empty_record_sleep_ms of the spout (repeatable; default 500 and 10)")
     parser.add_argument("--output", type=Path, default=RESULTS / "kinesis.json")
     args = parser.parse_args()
     import boto3
@@ -123,15 +126,19 @@ def main() -> None:
         zookeeper.start()
         client = boto3.client("kinesis", endpoint_url=endpoint, region_name=REGION)
         stream = fill_stream(client, args.shards, args.records, args.size)
-        best = {"plain boto3 get_records loop": 0.0, "KinesisSpout -> counting bolt": 0.0}
+        sleeps = args.empty_sleep_ms or [500, 10]
+        best = {"plain boto3 get_records loop": 0.0}
+        for ms in sleeps:
+            best[f"KinesisSpout -> counting bolt (empty sleep {ms} ms)"] = 0.0
         for _ in range(args.repeat):
             n, secs = plain_loop(client, stream, args.per_get)
             assert n == args.records, n
             best["plain boto3 get_records loop"] = max(best["plain boto3 get_records loop"], n / secs)
-            n, secs = spout_run(endpoint, stream, zookeeper.connect_string, args.per_get,
-                                args.records)
-            best["KinesisSpout -> counting bolt"] = max(best["KinesisSpout -> counting bolt"],
-                                                         n / secs)
+            for ms in sleeps:
+                n, secs = spout_run(endpoint, stream, zookeeper.connect_string, args.per_get,
+                                    args.records, ms)
+                key = f"KinesisSpout -> counting bolt (empty sleep {ms} ms)"
+                best[key] = max(best[key], n / secs)
     finally:
         zookeeper.stop()
         moto.terminate()

@@ -1,8 +1,16 @@
-"""Runners: each processes the workload and returns (words, seconds)."""
+"""Runners: each processes the workload and returns (words, seconds).
+
+Two workloads (see ``bench/topologies/bench_wordcount.py`` and ``bench/bytewax_flows.py``):
+``final`` (count every word, keep one counter per word, nothing emitted per word) and
+``running`` (emit the running ``(word, count)`` for every word to a sink that counts them).
+"""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -14,64 +22,122 @@ if str(TOPOLOGIES) not in sys.path:
 from bench_wordcount import build  # noqa: E402
 from bench_workload import sentences  # noqa: E402
 
+from stormpy.host.ports import free_ports  # noqa: E402
 from stormpy.testing import LocalCluster  # noqa: E402
 
+WORKLOADS = ("final", "running")
 
-def plain_loop(n: int) -> tuple[int, float]:
-    """The ceiling: split and count in a Python loop, no framework."""
+
+def _words(n: int) -> int:
+    return sum(len(s.split()) for s in sentences(n))
+
+
+def plain_loop(n: int, workload: str) -> tuple[int, float]:
+    """The ceiling: split and count in a Python loop, no framework (``running`` also counts a
+    (word, count) pair per word, as a sink would)."""
     lines = sentences(n)
     t0 = time.perf_counter()
     counts: Counter[str] = Counter()
-    for line in lines:
-        for word in line.split():
-            counts[word] += 1
+    if workload == "final":
+        for line in lines:
+            for word in line.split():
+                counts[word] += 1
+    else:
+        received = 0
+        for line in lines:
+            for word in line.split():
+                c = counts[word] + 1
+                counts[word] = c
+                pair = (word, c)
+                if pair:
+                    received += 1
+        assert received == _words(n)
     return sum(counts.values()), time.perf_counter() - t0
 
 
-def stormpy_local(n: int, acking: bool, max_pending: int = 5000) -> tuple[int, float]:
-    """stormpy local mode (one worker, one executor loop); acking on = every sentence tracked."""
-    words = sum(len(s.split()) for s in sentences(n))
+def stormpy_local(n: int, workload: str, acking: bool, batch: bool = False,
+                  max_pending: int = 5000) -> tuple[int, float]:
+    """stormpy local mode (one worker, one executor loop); acking on = every sentence tracked;
+    ``batch``: the bolts' batch form (``execute_batch``)."""
+    words = _words(n)
     conf = {"topology.acker.executors": 1 if acking else 0,
             "topology.max.spout.pending": max_pending if acking else None}
+    last = "sink" if workload == "running" else "count"
     with LocalCluster() as cluster:
         t0 = time.perf_counter()
-        worker = cluster.submit_topology("bench", conf, build(n, reliable=acking))
+        worker = cluster.submit_topology(
+            "bench", conf, build(n, reliable=acking, workload=workload, batch=batch))
 
         def done() -> bool:
             stats = worker.stats()
             if acking:
                 return stats["sentences"]["acked"] >= n
-            return stats["count"]["acked"] >= words  # acked: tick tuples are executed too
+            return stats[last]["acked"] >= words  # acked: tick tuples are executed too
         while not done():
             if worker.failure is not None:
                 raise worker.failure
-            time.sleep(0.02)
+            time.sleep(0.01)
         elapsed = time.perf_counter() - t0
         stats = worker.stats()
-    assert stats["count"]["acked"] == words, stats
+    # every word reached the last bolt and was acked there (acked also counts its tick tuples
+    # where a batch bolt acks them with the rest)
+    assert stats["count" if last == "sink" else "split"]["emitted"] == words, stats
+    assert stats[last]["acked"] >= words, stats
     return words, elapsed
 
 
-def bytewax(n: int) -> tuple[int, float]:
-    """Bytewax (Rust core) running the same split-and-count in one worker."""
-    import bytewax.operators as op
-    from bytewax.dataflow import Dataflow
-    from bytewax.testing import TestingSink, TestingSource, run_main
+def bytewax(n: int, workload: str) -> tuple[int, float]:
+    """Bytewax (Rust core, one worker) running the workload's dataflow."""
+    from bytewax.testing import run_main
 
-    lines = sentences(n)
-    out: list[tuple[str, int]] = []
-    flow = Dataflow("wordcount")
-    inp = op.input("inp", flow, TestingSource(lines, batch_size=256))
-    words = op.flat_map("split", inp, str.split)
-    keyed = op.key_on("key", words, lambda w: w)
+    from bench.bytewax_flows import CountingSink, flow
 
-    def count(state: int | None, _word: str) -> tuple[int, int]:
-        state = (state or 0) + 1
-        return state, state
-
-    counts = op.stateful_map("count", keyed, count)
-    op.output("out", op.filter("drop", counts, lambda kv: False), TestingSink(out))
+    sentences(n)  # generated before the clock starts, as for every runner
+    sink = CountingSink()
+    df = flow(workload, n, 1, sink=sink)
     t0 = time.perf_counter()
-    run_main(flow)
+    run_main(df)
     elapsed = time.perf_counter() - t0
-    return sum(len(s.split()) for s in lines), elapsed
+    words = _words(n)
+    expected = words if workload == "running" else len(set(" ".join(sentences(n)).split()))
+    assert sink.items == expected, (sink.items, expected)
+    return words, elapsed
+
+
+def bytewax_processes(n: int, workload: str, processes: int = 2,
+                      timeout: float = 600.0) -> dict[str, float]:
+    """Bytewax with ``processes`` processes (one worker each) over a source with as many
+    partitions, started the way ``python -m bytewax.testing -p N`` starts them (on free ports).
+    Timed from the first sentence read to the last item written, as the stormpy cluster runs
+    are; ``wall`` includes the processes' start-up."""
+    import json
+
+    root = str(Path(__file__).resolve().parent.parent)
+    with tempfile.TemporaryDirectory(prefix="stormpy-bench-bytewax-") as tmp:
+        ports = free_ports(processes)
+        addresses = ";".join(f"localhost:{p}" for p in ports)
+        target = f"bench.bytewax_flows:flow({workload!r}, {n}, {processes}, {tmp!r})"
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [root, os.environ.get("PYTHONPATH", "")])}
+        t0 = time.time()
+        procs = [subprocess.Popen([sys.executable, "-m", "bytewax.run", target, "-i", str(i),
+                                   "-a", addresses], env=env, cwd=root)
+                 for i in range(processes)]
+        try:
+            for p in procs:
+                if p.wait(timeout) != 0:
+                    raise RuntimeError(f"bytewax process exited with {p.returncode}")
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        wall = time.time() - t0
+        docs = {f.name: json.loads(f.read_text()) for f in Path(tmp).glob("bw-*.json")}
+    first = min(d["first"] for k, d in docs.items() if k.startswith("bw-source"))
+    last = max(d["last"] for k, d in docs.items() if k.startswith("bw-sink") and d["items"])
+    items = sum(d["items"] for k, d in docs.items() if k.startswith("bw-sink"))
+    words = _words(n)
+    expected = words if workload == "running" else len(set(" ".join(sentences(n)).split()))
+    assert items == expected, (items, expected)
+    return {"words": words, "seconds": last - first, "wall": wall}

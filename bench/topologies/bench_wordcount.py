@@ -1,9 +1,18 @@
 """Benchmark topologies (shipped as a bundle to cluster workers, so self-contained).
 
-Components report their own timing to files under ``report_dir`` (tuple-level timestamps; a
+Two workloads, the same as the Bytewax dataflows of ``bench/bytewax_flows.py``:
+- ``final``: sentences → split (shuffle) → count (fields on word); the count bolt keeps one
+  counter per word and emits nothing per word (Bytewax: ``count_final``);
+- ``running``: the count bolt emits ``[word, count]`` (anchored) for every word to a sink bolt
+  (fields on word) that counts what it receives (Bytewax: ``stateful_map`` → sink).
+
+Each bolt comes in the per-tuple form (``execute``) and, with ``batch=True``, the batch form
+(``execute_batch`` with ``emit_many``/``ack_many``); both do the same work.
+
+The last bolt reports its own timing to files under ``report_dir`` (tuple-level timestamps; a
 heartbeat every second would be far too coarse to time a run):
 - ``spout-<task>.json``: first emit time, last ack time, acked count, complete-latency samples;
-- ``count-<task>.json``: words counted, time of the first and the last word.
+- ``count-<task>.json``: words counted (or pairs received by the sink), first and last times.
 """
 
 from __future__ import annotations
@@ -111,10 +120,22 @@ class BenchSplit(Bolt):
         self.ack(tup)
 
 
-class BenchCount(Bolt):
-    """Counts words; with ``report_dir`` writes its progress on every tick."""
+class BenchSplitBatch(Bolt):
+    """BenchSplit in the batch form."""
 
-    outputs = ["word", "count"]
+    outputs = ["word"]
+
+    def execute_batch(self, tuples: list[Tuple]) -> None:
+        emit_many = self.emit_many
+        for tup in tuples:
+            emit_many([[word] for word in tup.values[0].split()], tup)
+        self.ack_many(tuples)
+
+
+class _Reporting(Bolt):
+    """Counts what it processes (``n``) and, with ``report_dir``, stamps the first and last and
+    writes them on every tick."""
+
     component_config = {"topology.tick.tuple.freq.secs": 0.2}
 
     def __init__(self, report_dir: str | None = None) -> None:
@@ -127,29 +148,118 @@ class BenchCount(Bolt):
         self.last: float | None = None
         self.task = context.task_id
 
+    def report(self) -> None:
+        if self.report_dir is not None:
+            _write(os.path.join(self.report_dir, f"count-{self.task}.json"),
+                   {"count": self.n, "first": self.first, "last": self.last})
+
+    def stamp(self) -> None:
+        self.last = time.time()
+        if self.first is None:
+            self.first = self.last
+
+
+class BenchCount(_Reporting):
+    """Counts words; with ``emit`` emits ``[word, count]`` anchored to each word."""
+
+    outputs = ["word", "count"]
+
+    def __init__(self, report_dir: str | None = None, emit: bool = False) -> None:
+        super().__init__(report_dir)
+        self.emits = emit
+
     def execute(self, tup: Tuple) -> None:
         if tup.is_tick():
-            if self.report_dir is not None:
-                _write(os.path.join(self.report_dir, f"count-{self.task}.json"),
-                       {"count": self.n, "first": self.first, "last": self.last})
+            self.report()
             return
-        self.counts[tup.values[0]] += 1
+        word = tup.values[0]
+        counts = self.counts
+        counts[word] += 1
         self.n += 1
+        if self.emits:
+            self.emit([word, counts[word]], tup)
         if self.report_dir is not None:
-            self.last = time.time()
-            if self.first is None:
-                self.first = self.last
+            self.stamp()
         self.ack(tup)
 
 
-def build(count: int, reliable: bool, *, split: int = 1, counters: int = 1, spouts: int = 1,
-          rate: float = 0.0, report_dir: str | None = None):
-    """The bench word count: sentences → split (shuffle) → count (fields on word)."""
+class BenchCountBatch(BenchCount):
+    """BenchCount in the batch form."""
+
+    def execute_batch(self, tuples: list[Tuple]) -> None:
+        counts = self.counts
+        n = 0
+        if self.emits:
+            emit = self.emit
+            for tup in tuples:
+                if tup.is_tick():
+                    self.report()
+                    continue
+                word = tup.values[0]
+                c = counts[word] + 1
+                counts[word] = c
+                emit([word, c], tup)
+                n += 1
+        else:
+            for tup in tuples:
+                if tup.is_tick():
+                    self.report()
+                    continue
+                counts[tup.values[0]] += 1
+                n += 1
+        self.n += n
+        if self.report_dir is not None and n:
+            self.stamp()
+        self.ack_many(tuples)
+
+
+class BenchSink(_Reporting):
+    """Receives the running counts and counts them (the Bytewax sink's work)."""
+
+    def execute(self, tup: Tuple) -> None:
+        if tup.is_tick():
+            self.report()
+            return
+        self.n += 1
+        if self.report_dir is not None:
+            self.stamp()
+        self.ack(tup)
+
+
+class BenchSinkBatch(BenchSink):
+    """BenchSink in the batch form."""
+
+    def execute_batch(self, tuples: list[Tuple]) -> None:
+        n = 0
+        for tup in tuples:
+            if tup.is_tick():
+                self.report()
+            else:
+                n += 1
+        self.n += n
+        if self.report_dir is not None and n:
+            self.stamp()
+        self.ack_many(tuples)
+
+
+def build(count: int, reliable: bool, *, workload: str = "final", batch: bool = False,
+          split: int = 1, counters: int = 1, spouts: int = 1, rate: float = 0.0,
+          report_dir: str | None = None):
+    """The bench word count: sentences → split (shuffle) → count (fields on word), and for the
+    ``running`` workload → sink (fields on word)."""
+    if workload not in ("final", "running"):
+        raise ValueError(f"unknown workload {workload!r} (final or running)")
+    running = workload == "running"
     b = TopologyBuilder()
     b.set_spout("sentences", BenchSentenceSpout, spouts,
                 kwargs={"count": count, "reliable": reliable, "rate": rate,
                         "report_dir": report_dir})
-    b.set_bolt("split", BenchSplit, split).shuffle_grouping("sentences")
-    b.set_bolt("count", BenchCount, counters, kwargs={"report_dir": report_dir}) \
+    b.set_bolt("split", BenchSplitBatch if batch else BenchSplit, split) \
+        .shuffle_grouping("sentences")
+    b.set_bolt("count", BenchCountBatch if batch else BenchCount, counters,
+               kwargs={"report_dir": None if running else report_dir, "emit": running}) \
         .fields_grouping("split", ["word"])
+    if running:
+        b.set_bolt("sink", BenchSinkBatch if batch else BenchSink, counters,
+                   kwargs={"report_dir": report_dir}).fields_grouping("count", ["word"])
     return b.create_topology()

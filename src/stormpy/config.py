@@ -1,7 +1,7 @@
 """Every configuration key stormpy understands, with its default and meaning.
 
 The core keys are listed here (``topology.*``, ``storm.*``, ``nimbus.*``, ``supervisor.*``,
-``worker.*``, ``dev.*``). A connector (``spark.*``, ``kafka.*``, ...) declares its own keys in a
+``worker.*``, ``dev.*``, ``ui.*``). A connector (``spark.*``, ``kafka.*``, ...) declares its own keys in a
 :class:`ConfigSection` and registers it with :func:`register_section` when its package is
 imported; its keys then join :data:`KEYS` and :data:`DEFAULTS`, and its prefix joins
 :func:`topology_prefixes` (the keys a topology sets for its workers over the daemon's values).
@@ -55,9 +55,43 @@ _KEYS: list[ConfigKey] = [
               "Tuples packed into one message for a remote worker before it is sent."),
     ConfigKey("topology.transfer.buffer.size", 1000,
               "Frames queued per peer worker (ZeroMQ high-water mark) before spouts pause."),
+    ConfigKey("topology.tasks", None,
+              "Per component: its task count (Storm's setNumTasks); None is one per executor."),
+    ConfigKey("topology.max.task.parallelism", None,
+              "Caps every component's tasks (and so executors); a component's own value "
+              "overrides the topology's, as in Storm. None is no cap."),
+    ConfigKey("topology.disable.loadaware.messaging", False,
+              "Accepted for Storm compatibility; changes nothing: shuffle grouping is always "
+              "round-robin (docs/storm-semantics.md, item 7)."),
+    ConfigKey("topology.auto.task.hooks", None,
+              "TaskHook class paths built once per task of every user component "
+              "(stormpy.topology.hooks); may be set per component."),
     ConfigKey("topology.max.error.report.per.interval", 5,
               "Errors a task reports to ZooKeeper per throttle interval."),
     ConfigKey("topology.error.throttle.interval.secs", 10, "The error-report throttle interval."),
+    ConfigKey("topology.metrics.consumer.register", None,
+              "Metrics consumers: a list of {class: 'module:Class', argument, parallelism.hint}; "
+              "each worker runs one of each and hands it its tasks' data points "
+              "(stormpy.topology.metrics_consumer)."),
+    ConfigKey("topology.builtin.metrics.bucket.size.secs", 60,
+              "Seconds between two deliveries of data points to the metrics consumers."),
+    ConfigKey("topology.state.checkpoint.interval.ms", 1000,
+              "How often the checkpoint spout of a topology with stateful bolts starts a "
+              "checkpoint (prepare then commit of every stateful bolt's state)."),
+    ConfigKey("topology.state.provider", "memory",
+              "Where stateful bolts keep their state: 'memory' (in the worker process; local "
+              "mode), 'sqlite', 'zookeeper' (small state), or the import path of a function "
+              "(conf, namespace) -> stormpy.state.stores.DocStore."),
+    ConfigKey("topology.state.provider.config", None,
+              "The provider's settings, a map or a JSON string: sqlite {\"path\": file, "
+              "\"table\": name}; zookeeper {\"servers\": [...], \"port\": 2181, \"root\": "
+              "\"/stormpy/state\"} (default: storm.zookeeper.*)."),
+    ConfigKey("topology.message.timeout.secs.min", None,
+              "Set by a component in its own config (windowed bolts do): the shortest "
+              "topology.message.timeout.secs it works with; a shorter one is refused at submit."),
+    ConfigKey("topology.max.spout.pending.min", None,
+              "Set by a component in its own config (count windows do): the smallest "
+              "topology.max.spout.pending it works with, when one is set; refused at submit."),
     ConfigKey("topology.spout.max.batch.size", 64,
               "How many next_tuple calls a spout task gets per executor-loop round."),
     ConfigKey("topology.worker.background.threads", 4,
@@ -71,7 +105,9 @@ _KEYS: list[ConfigKey] = [
               "analogue is GC flags in topology.worker.childopts)."),
     ConfigKey("topology.name", None, "Set by the submitter: the topology's name."),
     # --- nimbus -----------------------------------------------------------------------------
-    ConfigKey("nimbus.seeds", ["127.0.0.1"], "Hosts where Nimbus may run."),
+    ConfigKey("nimbus.seeds", ["127.0.0.1"],
+              "Nimbus hosts (``host`` or ``host:port``; the port defaults to nimbus.thrift.port). "
+              "Clients ask them which one leads; every Nimbus of an HA cluster is listed here."),
     ConfigKey("nimbus.host", "127.0.0.1", "Address Nimbus binds and clients connect to."),
     ConfigKey("nimbus.thrift.port", 6627, "Nimbus RPC port (Storm's name kept)."),
     ConfigKey("nimbus.task.timeout.secs", 30,
@@ -84,6 +120,34 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("nimbus.file.copy.expiration.secs", 600, "Abandoned uploads are removed after this."),
     ConfigKey("nimbus.max.bundle.size.bytes", 256 * 1024 * 1024, "Largest topology bundle accepted."),
     ConfigKey("nimbus.upload.chunk.size.bytes", 307200, "Chunk size for uploads and downloads."),
+    ConfigKey("nimbus.upload.max.sessions", 64,
+              "Upload sessions open at once on one Nimbus; begin_upload is refused beyond it."),
+    ConfigKey("nimbus.upload.max.sessions.per.client", 8,
+              "Upload sessions open at once per client address; begin_upload is refused beyond it."),
+    ConfigKey("nimbus.upload.idle.secs", 120,
+              "An upload session without a chunk for this long (or nimbus.file.copy.expiration.secs if "
+              "shorter) is aborted and its file removed."),
+    ConfigKey("nimbus.slots.perTopology", 256,
+              "Most workers (topology.workers) one topology may ask for (Storm's key; Storm leaves "
+              "it unbounded, stormpy bounds it so one submission cannot flood ZooKeeper)."),
+    ConfigKey("nimbus.executors.perTopology", 4096,
+              "Most executors (acker executors included) one topology may have (Storm's key)."),
+    ConfigKey("nimbus.tasks.perTopology", 16384,
+              "Most tasks (acker tasks included) one topology may have."),
+    ConfigKey("nimbus.max.spec.size.bytes", 1024 * 1024,
+              "Largest encoded topology spec plus config Nimbus accepts in submit_topology."),
+    ConfigKey("storm.zookeeper.jute.maxbuffer", 1024 * 1024 - 1,
+              "ZooKeeper's jute.maxbuffer (largest znode it accepts, bytes); Nimbus refuses a "
+              "topology whose assignment or StormBase would encode larger, before writing anything."),
+    ConfigKey("topology.min.replication.count", 1,
+              "Nimbus hosts (the leader included) that must hold a topology's bundle before "
+              "submit_topology answers (Storm's key)."),
+    ConfigKey("topology.max.replication.wait.time.sec", 60,
+              "How long submit_topology waits for topology.min.replication.count copies before it "
+              "rolls the submission back (Storm's key; Storm's -1, wait forever, is not offered)."),
+    ConfigKey("nimbus.leader.wait.secs", 30,
+              "How long a client (CLI, supervisor) looks for a leader among nimbus.seeds before it "
+              "gives up."),
     ConfigKey("nimbus.rpc.auth.token", None,
               "Shared secret every RPC to Nimbus must carry; None (or empty) turns auth off. Nimbus "
               "refuses other requests with AuthorizationError; the CLI and supervisors send the "
@@ -115,6 +179,19 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("supervisor.worker.shutdown.sleep.secs", 10,
               "Grace period between SIGTERM and SIGKILL when a supervisor stops a worker (Storm "
               "uses 3; longer here so a Spark bolt's cleanup can finish its running job)."),
+    # --- ui (`stormpy ui`, docs/operations.md) ------------------------------------------------
+    ConfigKey("ui.host", "127.0.0.1",
+              "Address the UI binds (Storm binds 0.0.0.0; use that, with ui.auth.token, to serve "
+              "other machines)."),
+    ConfigKey("ui.port", 8080, "Port of the UI's web pages, REST API (/api/v1) and /metrics."),
+    ConfigKey("ui.auth.token", None,
+              "Token every POST to the UI must carry (Authorization: Bearer <token>); when unset, "
+              "nimbus.rpc.auth.token is used; both unset leaves the UI open."),
+    ConfigKey("ui.auth.protect.gets", False,
+              "When a token is set, require it on the GETs of /api/v1 and /metrics too."),
+    ConfigKey("ui.poll.secs", 2, "How often the UI reads the workers' heartbeats from ZooKeeper."),
+    ConfigKey("ui.nimbus.timeout.secs", 5,
+              "How long the UI waits for Nimbus before answering 503 (Nimbus unreachable)."),
     # --- zookeeper / storage ----------------------------------------------------------------
     ConfigKey("storm.zookeeper.servers", ["127.0.0.1"], "ZooKeeper hosts."),
     ConfigKey("storm.zookeeper.port", 2181, "ZooKeeper client port."),
@@ -131,7 +208,7 @@ KEYS: dict[str, ConfigKey] = {k.name: k for k in _KEYS}
 DEFAULTS: dict[str, Any] = {k.name: k.default for k in _KEYS}
 
 #: Prefixes of the core keys; a section may not claim them.
-CORE_PREFIXES = ("topology.", "storm.", "nimbus.", "supervisor.", "worker.", "dev.")
+CORE_PREFIXES = ("topology.", "storm.", "nimbus.", "supervisor.", "worker.", "dev.", "ui.")
 
 
 @dataclass(frozen=True)

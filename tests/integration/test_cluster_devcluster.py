@@ -1,5 +1,6 @@
-"""`stormpy dev-cluster` as a real process: ZooKeeper + Nimbus + a supervisor come up with one
-command, answer `stormpy list`, and Ctrl-C (SIGINT) stops every one of them (no strays)."""
+"""`stormpy dev-cluster` as a real process: ZooKeeper + Nimbus (or two, --nimbuses 2) + a supervisor
++ the UI come up with one command, answer `stormpy list` and the UI's REST API, and Ctrl-C (SIGINT)
+stops every one of them (no strays)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -20,11 +22,13 @@ pytestmark = [pytest.mark.timeout(180), pytest.mark.cluster]
 
 @pytest.mark.skipif(not zookeeper_available() and os.environ.get("CI", "").lower() != "true",
                     reason="ZooKeeper not installed")
-def test_dev_cluster_starts_everything_and_ctrl_c_stops_everything(tmp_path: Path) -> None:
-    zk_port, nimbus_port, slot = free_ports(3)
+@pytest.mark.parametrize("nimbuses", [1, 2])
+def test_dev_cluster_starts_everything_and_ctrl_c_stops_everything(tmp_path: Path, nimbuses: int) -> None:
+    zk_port, nimbus_port, slot, ui_port = free_ports(4)
     base = tmp_path / "dev"
     argv = [sys.executable, "-m", "stormpy.cli", "dev-cluster", "--supervisors", "1", "--slots", "1",
-            "--base-dir", str(base), "-c", f"storm.zookeeper.port={zk_port}",
+            "--nimbuses", str(nimbuses), "--base-dir", str(base), "--ui-port", str(ui_port),
+            "-c", f"storm.zookeeper.port={zk_port}",
             "-c", f"nimbus.thrift.port={nimbus_port}", "-c", f"supervisor.slots.ports=[{slot}]"]
     log = tmp_path / "dev-cluster.out"
     with open(log, "wb") as out:
@@ -39,11 +43,18 @@ def test_dev_cluster_starts_everything_and_ctrl_c_stops_everything(tmp_path: Pat
                      "dev-cluster to come up", interval=0.2, check=running)
         except WaitTimeout as exc:
             raise AssertionError(f"{exc}:\n{log.read_text()}") from None
-        listed = subprocess.run([sys.executable, "-m", "stormpy.cli", "list", "--nimbus",
-                                 f"127.0.0.1:{nimbus_port}"], capture_output=True, text=True, timeout=60)
-        assert listed.returncode == 0, listed.stderr
-        assert "1 supervisor(s), 0/1 slots used" in listed.stdout
-        assert len(find_processes(str(base))) >= 3  # ZooKeeper, Nimbus, supervisor
+        output = log.read_text()
+        assert output.count("(leader) serving on") == 1
+        assert output.count("(standby) serving on") == nimbuses - 1
+        for port in range(nimbus_port, nimbus_port + nimbuses):  # a standby answers reads too
+            listed = subprocess.run([sys.executable, "-m", "stormpy.cli", "list", "--nimbus",
+                                     f"127.0.0.1:{port}"], capture_output=True, text=True, timeout=60)
+            assert listed.returncode == 0, listed.stderr
+            assert "1 supervisor(s), 0/1 slots used" in listed.stdout
+        assert f"UI serving on http://127.0.0.1:{ui_port}" in output
+        with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/api/v1/cluster/summary", timeout=30) as r:
+            assert b'"supervisors":1' in r.read()
+        assert len(find_processes(str(base))) >= 3 + nimbuses  # ZooKeeper, Nimbus(es), supervisor, UI
         proc.send_signal(signal.SIGINT)
         assert proc.wait(60) == 0, log.read_text()
         assert find_processes(str(base)) == [], "dev-cluster left processes behind"

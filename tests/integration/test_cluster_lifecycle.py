@@ -77,9 +77,16 @@ def test_inactive_submit_then_activate_and_deactivate(cluster: ProcessCluster, t
         return filewc.emitted_lines(out)
 
     assert stays_unchanged(lines, 2.0, "the lines emitted by the inactive topology") == 0
+    # as in Storm, no spout open() and no bolt prepare() before the first activation (both open
+    # their output files there)
+    def opened_files() -> list[str]:
+        return sorted(p.name for p in out.iterdir()) if out.exists() else []
+    assert opened_files() == []
 
     assert run_cli(cluster, "activate", "switch").returncode == 0
     wait_for(lambda: filewc.emitted_lines(out) >= 5, 30, "emission after activate", cluster)
+    assert any(n.startswith("emitted-") for n in opened_files())
+    assert any(n.startswith("counts-") for n in opened_files())
 
     assert run_cli(cluster, "deactivate", "switch").returncode == 0
 

@@ -36,8 +36,9 @@ def test_checkpoints_live_at_the_paths_layout_and_only_move_forwards(zookeeper: 
         assert not a.write("shardId-0", Checkpoint("10"))  # unchanged
         assert a.write("shardId-0", Checkpoint("10", shard_end=True))
         assert b.read("shardId-0") == Checkpoint("10", shard_end=True)
-        assert a.path("shardId-0") == paths.ZkPaths(zk_root).checkpoint("clicks", "my/stream", "shardId-0")
-        assert a.client.exists(f"{zk_root}/checkpoints/clicks/my%2Fstream/shardId-0") is not None
+        assert a.path("shardId-0") == paths.ZkPaths(zk_root).connector_checkpoints(
+            "kinesis", "clicks", "my/stream", "shardId-0")
+        assert a.client.exists(f"{zk_root}/checkpoints/kinesis:clicks/my%2Fstream/shardId-0") is not None
     finally:
         a.close()
         b.close()

@@ -19,6 +19,7 @@ from cluster_kit import (  # noqa: F401 - fixtures
     attach_cluster_logs,
     cluster_fixture,
     kill_and_check_gone,
+    run_cli,
     wait_for,
 )
 from kazoo.client import KazooClient
@@ -51,8 +52,9 @@ class CheckpointAuditor(threading.Thread):
                  out_dir: Path) -> None:
         super().__init__(daemon=True)
         self.zk = KazooClient(hosts=zk_connect)
-        self.base = paths.ZkPaths(config.zookeeper_prefix or paths.DEFAULT_ROOT).spout_checkpoints(
-            config.name, config.stream)
+        self.base = paths.ZkPaths(
+            config.zookeeper_prefix or paths.DEFAULT_ROOT).connector_checkpoints(
+            "kinesis", config.name, config.stream)
         self.puts, self.out_dir = puts, out_dir
         self.stop_event = threading.Event()
         self.violations: list[str] = []
@@ -156,4 +158,21 @@ def test_kill9_spout_workers_twice_loses_nothing(cluster: ProcessCluster, moto_k
         auditor.join(timeout=30)
     assert auditor.audits > 10
     assert auditor.violations == []
+    # the spout's metrics reach topology info (heartbeats) and `stormpy info`
+    ends = {shard: max(int(s) for sh, s, _ in puts if sh == shard) for shard, _, _ in puts}
+
+    def shard_metrics() -> dict[str, dict[str, Any]]:
+        info = cluster.client().topology_info("kinesis-kill9")
+        return {shard: m for task in info.get("metrics", {}).get("kinesis", {}).values()
+                for shard, m in task.get("kinesisShards", {}).items()}
+
+    wait_for(lambda: set(shard_metrics()) == set(ends) and all(
+        m["stored"] is not None and int(m["stored"]) >= ends[shard] and m["in_flight"] == 0
+        for shard, m in shard_metrics().items()), 60, "every shard's metrics in topology info",
+        cluster)
+    assert all(m["millis_behind_latest"] is not None for m in shard_metrics().values())
+    shown = run_cli(cluster, "info", "kinesis-kill9", env={"COLUMNS": "200"})
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert "metric kinesisShards" in shown.stdout and "metric kinesisSpout" in shown.stdout, \
+        shown.stdout
     kill_and_check_gone(cluster, "kinesis-kill9", tid)

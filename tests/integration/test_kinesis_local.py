@@ -5,6 +5,7 @@ merge while running keep parent-before-child order, bad input gives an error nam
 from __future__ import annotations
 
 import threading
+import uuid
 from collections import Counter
 from typing import Any
 
@@ -53,8 +54,9 @@ def stored_checkpoints(zookeeper: Any, config: KinesisSpoutConfig) -> dict[str, 
     zk = KazooClient(hosts=zookeeper.connect_string)
     zk.start(timeout=10)
     try:
-        base = paths.ZkPaths(config.zookeeper_prefix or paths.DEFAULT_ROOT).spout_checkpoints(
-            config.name, config.stream)
+        base = paths.ZkPaths(
+            config.zookeeper_prefix or paths.DEFAULT_ROOT).connector_checkpoints(
+            "kinesis", config.name, config.stream)
         out = {}
         if zk.exists(base) is None:
             return out
@@ -180,48 +182,59 @@ def test_restart_resumes_after_the_checkpoint(moto_kinesis: KinesisEndpoint, zoo
     assert set(counts.values()) == {1}
 
 
-# --- bad input --------------------------------------------------------------------------------
-def _open_error(config: KinesisSpoutConfig) -> BaseException:
+# --- bad input: reported, retried, never a crash -------------------------------------------------
+def _reported_error(config: KinesisSpoutConfig, match: str) -> str:
+    """Run the spout on ``config`` until it reports an error containing ``match`` through the
+    component error path; the topology keeps running and the spout says it is not ready."""
     capture = Capture()
     with LocalCluster() as cluster:
-        cluster.submit_topology("kinesis-bad", {}, topology(config, capture))
-        with pytest.raises(Exception) as info:
-            cluster.wait_for(lambda: False, 60, "the spout to fail")
-    assert not isinstance(info.value, TimeoutError), "the spout did not fail"
-    return info.value
+        worker = cluster.submit_topology("kinesis-bad", {}, topology(config, capture))
 
+        def reported() -> list[str]:
+            return [e["error"] for e in list(worker.errors.get("kinesis", ())) if match in e["error"]]
 
-def _chain(exc: BaseException | None) -> str:
-    out = []
-    while exc is not None:
-        out.append(f"{type(exc).__name__}: {exc}")
-        exc = exc.__cause__ or exc.__context__
-    return " | ".join(out)
+        cluster.wait_for(lambda: bool(reported()), 60, f"an error naming {match!r} to be reported")
+        assert worker.failure is None and worker.running  # reported, not raised: no crash loop
+        status = cluster.get_metrics("kinesis-bad")["kinesis"]
+        (spout_status,) = [m["kinesisSpout"] for m in status.values()]
+        assert spout_status["ready"] is False and match in (spout_status["last_error"] or "")
+        assert capture.values == []
+        return reported()[0]
 
 
 def test_unknown_stream_is_named(moto_kinesis: KinesisEndpoint, zookeeper: Any, zk_root: str) -> None:
-    err = _open_error(config_for(moto_kinesis, "no-such-stream", zookeeper, zk_root))
-    text = _chain(err)
-    assert "KinesisStreamError" in text and "'no-such-stream'" in text
+    text = _reported_error(config_for(moto_kinesis, "no-such-stream", zookeeper, zk_root),
+                           "'no-such-stream'")
     assert "does not exist" in text and moto_kinesis.url in text
 
 
 def test_bad_endpoint_is_named(moto_kinesis: KinesisEndpoint, zookeeper: Any, zk_root: str) -> None:
     bad = KinesisEndpoint(f"http://127.0.0.1:{free_port()}")
-    err = _open_error(config_for(bad, "clicks", zookeeper, zk_root, client_retries=0,
-                                 connect_timeout_ms=500))
-    text = _chain(err)
-    assert bad.url in text and "cannot be reached" in text
+    text = _reported_error(config_for(bad, "clicks", zookeeper, zk_root, client_retries=0,
+                                      connect_timeout_ms=500), bad.url)
+    assert "cannot be reached" in text
+
+
+def test_missing_credentials_are_named(moto_kinesis: KinesisEndpoint, zookeeper: Any, zk_root: str,
+                                       monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    stream = moto_kinesis.create_stream(1)
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    text = _reported_error(config_for(moto_kinesis, stream, zookeeper, zk_root), "credentials")
+    assert repr(stream) in text and "no AWS credentials" in text
 
 
 def test_unreachable_zookeeper_is_named(moto_kinesis: KinesisEndpoint, zookeeper: Any,
                                         zk_root: str) -> None:
     stream = moto_kinesis.create_stream(1)
     servers = f"127.0.0.1:{free_port()}"
-    err = _open_error(config_for(moto_kinesis, stream, zookeeper, zk_root, zookeeper_servers=servers,
-                                 zookeeper_timeout_ms=1000))
-    text = _chain(err)
-    assert "CheckpointError" in text and servers in text
+    text = _reported_error(config_for(moto_kinesis, stream, zookeeper, zk_root,
+                                      zookeeper_servers=servers, zookeeper_timeout_ms=1000),
+                           servers)
+    assert "cannot reach ZooKeeper" in text
 
 
 def test_corrupt_checkpoint_is_named(moto_kinesis: KinesisEndpoint, zookeeper: Any,
@@ -229,7 +242,7 @@ def test_corrupt_checkpoint_is_named(moto_kinesis: KinesisEndpoint, zookeeper: A
     stream = moto_kinesis.create_stream(1)
     config = config_for(moto_kinesis, stream, zookeeper, zk_root)
     shard = moto_kinesis.client().list_shards(StreamName=stream)["Shards"][0]["ShardId"]
-    path = paths.ZkPaths(zk_root).checkpoint(config.name, stream, shard)
+    path = paths.ZkPaths(zk_root).connector_checkpoints("kinesis", config.name, stream, shard)
     zk = KazooClient(hosts=zookeeper.connect_string)
     zk.start(timeout=10)
     try:
@@ -237,8 +250,77 @@ def test_corrupt_checkpoint_is_named(moto_kinesis: KinesisEndpoint, zookeeper: A
     finally:
         zk.stop()
         zk.close()
-    text = _chain(_open_error(config))
-    assert "CheckpointError" in text and path in text and "corrupt" in text
+    moto_kinesis.put(stream, [("k", b"must not be read")])
+    capture = Capture()
+    with LocalCluster() as cluster:
+        worker = cluster.submit_topology("kinesis-corrupt", {}, topology(config, capture))
+        cluster.wait_for(lambda: any(path in e["error"] and "corrupt" in e["error"]
+                                     for e in list(worker.errors.get("kinesis", ()))), 60,
+                         "the corrupt checkpoint to be reported")
+        assert worker.failure is None
+        # the shard is not silently restarted from TRIM_HORIZON
+        assert capture.values == []
+
+
+def test_the_spout_reports_a_missing_stream_and_starts_once_it_appears(
+        moto_kinesis: KinesisEndpoint, zookeeper: Any, zk_root: str) -> None:
+    stream = f"later-{uuid.uuid4().hex[:8]}"
+    config = config_for(moto_kinesis, stream, zookeeper, zk_root, setup_retry_max_ms=300)
+    capture = Capture()
+    with LocalCluster() as cluster:
+        worker = cluster.submit_topology("kinesis-later", {}, topology(config, capture))
+        cluster.wait_for(lambda: any("does not exist" in e["error"]
+                                     for e in list(worker.errors.get("kinesis", ()))), 60,
+                         "the missing stream to be reported")
+        moto_kinesis.client().create_stream(StreamName=stream, ShardCount=2)
+        moto_kinesis.wait_active(stream)
+        puts = moto_kinesis.put(stream, [(f"k{i}", b"r%d" % i) for i in range(50)])
+        cluster.wait_for(lambda: len(capture.values) >= len(puts), 60, "every record")
+        expected = last_per_shard(puts)
+
+        def shard_metrics() -> dict[str, Any]:
+            (task,) = cluster.get_metrics("kinesis-later")["kinesis"].values()
+            return task
+
+        cluster.wait_for(lambda: {s: m["stored"] for s, m in
+                                  shard_metrics()["kinesisShards"].items()} == expected, 60,
+                         "the stored checkpoints in the metrics")
+        metrics = shard_metrics()
+        assert worker.failure is None
+    status = metrics["kinesisSpout"]
+    assert status["ready"] is True and status["setup_attempts"] >= 2 and status["errors"] >= 1
+    assert status["last_error"] is None
+    for shard, m in metrics["kinesisShards"].items():
+        assert m["checkpoint"] == expected[shard] and m["in_flight"] == 0
+        assert m["retries"] == 0 and m["counted_out"] == 0 and m["finished"] is False
+        assert m["millis_behind_latest"] == 0
+    counts = seen(capture)
+    assert len(counts) == len(puts) and set(counts.values()) == {1}
+
+
+def test_killing_a_topology_named_like_the_config_keeps_the_checkpoints(
+        moto_kinesis: KinesisEndpoint, zookeeper: Any, zk_root: str) -> None:
+    """Checkpoints sit under checkpoints/kinesis:<name>, apart from checkpoints/<topology-id>,
+    which a kill removes: a topology whose id is the config name cannot take them along."""
+    from stormpy.cluster import ZkStorage
+    from stormpy.cluster.statestore import ZkStateBackend
+
+    stream = moto_kinesis.create_stream(1)
+    puts = moto_kinesis.put(stream, [("k", b"a"), ("k", b"b")])
+    config = config_for(moto_kinesis, stream, zookeeper, zk_root)
+    capture = Capture()
+    with LocalCluster() as cluster:
+        cluster.submit_topology("kinesis-clash", {}, topology(config, capture))
+        cluster.wait_for(lambda: stored_checkpoints(zookeeper, config) == last_per_shard(puts), 60,
+                         "the checkpoints")
+    with ZkStorage(zookeeper.connect_string, zk_root, connect_timeout_secs=30).start() as storage:
+        backend = ZkStateBackend(storage)
+        backend.store("checkpoints", config.name).put("spout/0", 1)  # a topology with that id
+        assert storage.exists(paths.ZkPaths(zk_root).checkpoints(config.name))
+        backend.drop(config.name)  # what killing it does (LocalCluster and Nimbus alike)
+        for path in paths.ZkPaths(zk_root).topology_paths(config.name):  # Nimbus's kill
+            storage.delete(path, recursive=True)
+    assert stored_checkpoints(zookeeper, config) == last_per_shard(puts)
 
 
 # --- kinesalite: resharding while running -----------------------------------------------------

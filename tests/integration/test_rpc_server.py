@@ -317,3 +317,18 @@ def test_close_releases_threads_even_with_a_call_in_flight(handler: Handler) -> 
     handler.release.set()
     srv.close()
     assert [t.name for t in threading.enumerate() if t.name.startswith(name)] == []
+
+
+def test_call_stats_count_calls_errors_and_refusals(server: RpcServer, client: RpcClient) -> None:
+    assert client.call("add", a=1, b=2) == 3
+    assert client.call("add", a=2, b=2) == 4
+    with pytest.raises(NotFoundError):
+        client.call("missing", name="x")
+    with pytest.raises(InternalError):
+        client.call("crash")
+    with pytest.raises(InvalidRequestError):
+        client.call("no_such_method")
+    stats = server.call_stats()
+    assert stats["calls"] == {"add": 2, "missing": 1, "crash": 1}
+    assert stats["errors"] == {"missing": 1, "crash": 1}
+    assert stats["refused"] == 1

@@ -35,7 +35,7 @@ def receive_all(t: ZmqTransport, n: int, deadline_secs: float = 20.0) -> list[by
     deadline = time.monotonic() + deadline_secs
     while len(got) < n and time.monotonic() < deadline:
         t.wait(0.05)
-        got.extend(t.receive(64))
+        got.extend(bytes(f) for f in t.receive(64))
     return got
 
 
@@ -78,7 +78,7 @@ def test_full_peer_refuses_frames_and_loses_none(transports: Callable[..., ZmqTr
         while sent < len(frames) and sender.send("r", frames[sent]):
             sent += 1
         receiver.wait(0.01)
-        got.extend(receiver.receive(64))
+        got.extend(bytes(f) for f in receiver.receive(64))
     assert len(got) == len(frames)
     assert got == frames
 

@@ -17,10 +17,12 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgpack
 import pytest
 import yaml
 from supervisor_kit import PACED_FILES, SupervisorEnv, paced_spec, processes_under, wait_for
@@ -28,7 +30,8 @@ from supervisor_kit import PACED_FILES, SupervisorEnv, paced_spec, processes_und
 from stormpy.cluster import ZkConnectionError, ZkStorage
 from stormpy.cluster.zkserver import INSTALL_HINT, ZooKeeperNotFound, ZooKeeperServer
 from stormpy.nimbus import NimbusClient
-from stormpy.testing import free_ports
+from stormpy.testing import free_ports, stays_unchanged
+from stormpy.testing.cluster import FAST_TIMEOUTS
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.cluster, pytest.mark.timeout(90)]
 
@@ -219,3 +222,61 @@ def test_nimbus_exits_on_sigterm_while_zookeeper_is_down(
     assert processes_under(env.base) == []
     log = Path(conf["storm.log.dir"], "nimbus.log").read_text()
     assert re.search(r"Nimbus \S+ stopped", log), log
+
+
+def test_a_stalled_zookeeper_does_not_get_a_running_worker_restarted(
+        private_zookeeper: ZooKeeperServer, outage_env: SupervisorEnv) -> None:
+    """SIGSTOP ZooKeeper for twice the supervisor's worker timeout (FAST_TIMEOUTS) while a worker
+    runs under a supervisor: its local heartbeat goes on (it never waits for ZooKeeper), so the
+    supervisor keeps it; it keeps processing, and after SIGCONT every tuple is acked."""
+    env = outage_env
+    port, = free_ports(1)
+    worker_timeout = float(FAST_TIMEOUTS["supervisor.worker.timeout.secs"])
+    timeouts = {k: FAST_TIMEOUTS[k] for k in ("supervisor.worker.timeout.secs",
+                                              "worker.heartbeat.frequency.secs",
+                                              "supervisor.monitor.frequency.secs")}
+    sup = env.start_supervisor("sup", [port], **timeouts,
+                               **{"storm.zookeeper.session.timeout": SESSION_TIMEOUT_MS})
+    assert sup.supervisor_id is not None
+    rate = 20.0  # per spout task; two tasks
+    start_one_worker(env, sup.supervisor_id, port, "stall-1")
+    pid, = env.worker_pids()
+    acked_before = env.total("stall-1", "pace", "acked")
+    assert sup.dirs is not None
+    beat_file = sup.dirs.heartbeat_file("stall-1", port)
+    zk_pid = private_zookeeper.pid
+    assert zk_pid is not None
+    stall = 2 * worker_timeout
+    os.kill(zk_pid, signal.SIGSTOP)
+    stopped_at = time.time()
+    try:
+        # the worker heartbeats locally past the supervisor's timeout, and is not replaced
+        wait_for(lambda: local_beat_time(beat_file) > stopped_at + worker_timeout, 3 * stall,
+                 "the local heartbeat to go on while ZooKeeper is stopped")
+        stays_unchanged(env.worker_pids, max(0.0, stopped_at + stall - time.time()),
+                        "the worker processes while ZooKeeper is stopped")
+    finally:
+        os.kill(zk_pid, signal.SIGCONT)
+    stalled_for = time.time() - stopped_at
+    # It processed during the stall: once ZooKeeper is back, its counts cover the stall.
+    wait_for(lambda: env.total("stall-1", "pace", "acked") >= acked_before + rate * stall, 60,
+             "the worker's ZooKeeper heartbeat to show the tuples acked during the stall")
+    env.set_status("stall-1", "inactive")
+    wait_for(lambda: (lambda s: s.get("acked", 0) + s.get("failed", 0) >= s.get("emitted", 1))(
+        env.heartbeats("stall-1")[(sup.supervisor_id, port)].stats.get("pace", {})), 60,
+        "every emitted tuple to be acked or failed after deactivation")
+    stats = env.heartbeats("stall-1")[(sup.supervisor_id, port)].stats["pace"]
+    assert env.worker_pids() == [pid], "the worker was restarted"
+    assert stats["failed"] == 0 and stats["acked"] == stats["emitted"], stats
+    log = (env.log_dir / f"supervisor-{sup.supervisor_id}.log").read_text()
+    assert "restart" not in log.lower(), log
+    print(f"\nFAULT zookeeper SIGSTOP {stalled_for:.1f}s: emitted {stats['emitted']:.0f}, "
+          f"acked {stats['acked']:.0f}, failed {stats['failed']:.0f}, lost "
+          f"{stats['emitted'] - stats['acked'] - stats['failed']:.0f}, worker restarts 0")
+
+
+def local_beat_time(path: Path) -> float:
+    try:
+        return float(msgpack.unpackb(path.read_bytes())["time"])
+    except (OSError, ValueError, KeyError):
+        return 0.0

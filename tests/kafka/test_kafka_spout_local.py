@@ -132,6 +132,10 @@ def test_at_least_once_replays_failed_records_and_commits_only_past_acked_ones(
         assert committed(kafka_broker, group, topic, 2)[1] <= 2  # never past the failing record
         seen.release()
         cluster.wait_for(lambda: committed(kafka_broker, group, topic, 2) == [10, 10], what="all committed")
+        offsets = cluster.get_metrics("alo")["kafka"]
+        (parts,) = [m["kafkaOffset"]["partitions"] for m in offsets.values()]
+        assert set(parts) == {f"{topic}-0", f"{topic}-1"}
+        assert all(p["committed"] == 10 and p["latest_emitted"] == 9 for p in parts.values())
     values = seen.values()
     assert all(values.count(b"v%d" % i) == 1 for i in range(20) if i != 5)
 

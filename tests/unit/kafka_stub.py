@@ -141,6 +141,10 @@ class Context:
         self.task_id = task_id
         self.component_tasks = tasks
         self.task_index = tasks.index(task_id)
+        self.metrics: dict[str, Any] = {}
+
+    def register_metric(self, name: str, fn: Any) -> None:
+        self.metrics[name] = fn
 
 
 class Clock:

@@ -20,6 +20,17 @@ class FakeClusterState:
         self.assigns: dict[str, Assignment] = {}
         self.beats: dict[str, dict[tuple[str, int], WorkerHeartbeat]] = {}
         self.errs: dict[str, dict[str, list[ErrorInfo]]] = {}
+        self.marks: set[str] = set()
+
+    # submissions in flight
+    def mark_submitting(self, tid: str) -> None:
+        self.marks.add(tid)
+
+    def clear_submitting(self, tid: str) -> None:
+        self.marks.discard(tid)
+
+    def submitting(self) -> list[str]:
+        return sorted(self.marks)
 
     # supervisors
     def supervisors(self, callback: Any = None) -> dict[str, SupervisorInfo]:
@@ -71,6 +82,7 @@ class FakeClusterState:
     def remove_topology(self, tid: str) -> None:
         for table in (self.assigns, self.beats, self.errs, self.bases):
             table.pop(tid, None)  # type: ignore[attr-defined]
+        self.marks.discard(tid)
 
 
 def staged_bundle(tmp: Path, key: str = "bkey") -> StagedBundle:

@@ -18,8 +18,36 @@ def test_bench_local_runners_produce_a_result_file(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     doc = json.loads((tmp_path / "out.json").read_text())
     runs = doc["throughput"]
-    assert {"plain python loop", "stormpy local, acking off", "stormpy local, acking on"} <= set(runs)
+    for workload in ("final", "running"):
+        assert {f"{workload}: plain python loop", f"{workload}: bytewax (1 worker)",
+                f"{workload}: stormpy local, acking off, per-tuple",
+                f"{workload}: stormpy local, acking on, per-tuple",
+                f"{workload}: stormpy local, acking off, batch",
+                f"{workload}: stormpy local, acking on, batch"} <= set(runs)
     words = {r["words"] for r in runs.values()}
     assert len(words) == 1  # every runner processed the same workload
-    assert all(r["words_per_sec"] > 0 for r in runs.values())
+    assert all(r["words_per_sec"] > 0 and r["vs_bytewax"] for r in runs.values())
     assert isinstance(doc["stormpy_compiled"], bool)
+
+
+def test_windowing_state_bench_runs_and_checks_its_sides_agree(tmp_path: Path) -> None:
+    args = ["--events", "3000", "--sentences", "300", "--repeat", "1", "--memory-tuples", "1000",
+            "--anchored-events", "500", "--output", str(tmp_path / "ws.json")]
+    res = subprocess.run([sys.executable, "-m", "bench.windowing_state", *args], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads((tmp_path / "ws.json").read_text())
+    assert doc["sliding_window"]["rows"] > 0
+    assert set(doc["stateful_wordcount"]["runs"]) == {"plain acked word count",
+                                                      "stateful word count"}
+    assert doc["window_memory"]["bytes_per_tuple"] > 0
+
+
+def test_bytewax_with_two_processes_counts_the_whole_workload() -> None:
+    sys.path.insert(0, str(ROOT))
+    try:
+        from bench import runners
+    finally:
+        sys.path.remove(str(ROOT))
+    r = runners.bytewax_processes(200, "running", 2)  # asserts the sink got every pair
+    assert r["words"] > 0 and r["seconds"] > 0 and r["wall"] >= r["seconds"]

@@ -34,7 +34,8 @@ ASSIGNMENT = Assignment(
     executor_start_times={(1, 1): 1700000001.0, (2, 3): 1700000002.0, (4, 4): 1700000003.0})
 HEARTBEAT = WorkerHeartbeat("wc-1-1700000000", "sup-1", 6700, 1700000010.0, 9.5, [(1, 1), (4, 4)],
                             {"spout": {"emitted": 10, "transferred": 10, "acked": 9, "failed": 1,
-                                       "complete_latency_ms": 3.25}})
+                                       "complete_latency_ms": 3.25}},
+                            metrics={"spout": {"1": {"kafkaOffset": {"partitions": {"t-0": {"lag": 2}}}}}})
 ERROR = ErrorInfo("count", 3, 1700000020.0, "ValueError: boom", "host-a", 6700)
 
 
@@ -68,6 +69,7 @@ def test_unknown_fields_are_ignored_for_forward_compatibility() -> None:
     (StormBase, STORM.to_doc() | {"num_workers": True}, "'num_workers' must be an int"),
     (Assignment, ASSIGNMENT.to_doc() | {"executors": [[1, 2, "n"]]}, "'executors' must be a list of"),
     (WorkerHeartbeat, HEARTBEAT.to_doc() | {"stats": {"spout": {"acked": "many"}}}, "'stats' must be"),
+    (WorkerHeartbeat, HEARTBEAT.to_doc() | {"metrics": {"spout": [1]}}, "'metrics' must be"),
     (ErrorInfo, ERROR.to_doc() | {"v": SCHEMA_VERSION + 1}, "newer than this stormpy reads"),
     (ErrorInfo, ERROR.to_doc() | {"v": "1"}, "schema version 'v' must be an int"),
     (ErrorInfo, [1, 2], "expected a map"),
@@ -116,7 +118,10 @@ def test_layout_matches_the_design() -> None:
     assert "/stormpy/nimbuses" in p.top_level() and "/stormpy/transactional" in p.top_level()
     assert set(p.topology_paths("t1")) == {
         "/stormpy/assignments/t1", "/stormpy/workerbeats/t1", "/stormpy/errors/t1",
-        "/stormpy/checkpoints/t1", "/stormpy/transactional/t1", "/stormpy/storms/t1"}
+        "/stormpy/checkpoints/t1", "/stormpy/transactional/t1", "/stormpy/blobstore/t1", "/stormpy/storms/t1"}
+    assert p.nimbus_leader() == "/stormpy/nimbuses/leader"
+    assert p.replica("t1", "n1") == "/stormpy/blobstore/t1/n1"
+    assert p.submitting("t1") == "/stormpy/submitting/t1"
     assert p.topology_paths("t1")[0] == p.assignment("t1")
     assert p.topology_paths("t1")[-1] == p.storm("t1")
 

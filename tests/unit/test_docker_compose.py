@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES: dict[str, Any] = COMPOSE["services"]
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
-DAEMONS = ["nimbus", "supervisor1", "supervisor2"]
+DAEMONS = ["nimbus", "nimbus2", "supervisor1", "supervisor2", "ui"]
 SPARK = ["spark-master", "spark-worker"]
 
 
@@ -43,7 +43,7 @@ def published(service: str) -> dict[int, int]:
     out = {}
     for spec in SERVICES[service].get("ports", []):
         host, _, container = str(spec).rpartition(":")
-        out[int(container)] = int(host)
+        out[int(container)] = int(host.rpartition(":")[2])  # "127.0.0.1:8080:8080" too
     return out
 
 
@@ -55,15 +55,27 @@ def exposed(service: str) -> list[int]:
     return ports
 
 
-def test_services_are_zookeeper_nimbus_two_supervisors_and_spark() -> None:
+def test_services_are_zookeeper_two_nimbuses_two_supervisors_the_ui_and_spark() -> None:
     assert set(SERVICES) == {"zookeeper", *DAEMONS, *SPARK}
     assert SERVICES["zookeeper"]["image"].startswith("zookeeper:")
     for name in DAEMONS:
         assert SERVICES[name]["image"] == SERVICES["nimbus"]["image"], "daemons share one image"
         assert SERVICES[name].get("build") == "."
-    assert "zookeeper" in SERVICES["nimbus"]["depends_on"]
+    for name in ("nimbus", "nimbus2"):
+        assert "zookeeper" in SERVICES[name]["depends_on"]
     for name in ("supervisor1", "supervisor2"):
-        assert "nimbus" in SERVICES[name]["depends_on"]
+        assert {"nimbus", "nimbus2"} <= set(SERVICES[name]["depends_on"])
+    assert "nimbus" in SERVICES["ui"]["depends_on"]
+
+
+def test_second_nimbus_is_a_standby_of_the_same_cluster() -> None:
+    conf = image_conf()
+    assert conf["nimbus.seeds"] == ["nimbus", "nimbus2"], "every Nimbus is a seed"
+    assert "nimbus.host=nimbus2" in SERVICES["nimbus2"]["command"]
+    assert SERVICES["nimbus2"]["hostname"] == "nimbus2"
+    assert published("nimbus2") == {6627: 6628}
+    volumes = [str(v).split(":")[0] for n in ("nimbus", "nimbus2") for v in SERVICES[n]["volumes"]]
+    assert len(set(volumes)) == 2, "each Nimbus keeps its own bundle store"
 
 
 def test_image_runs_the_stormpy_command() -> None:
@@ -80,7 +92,8 @@ def test_every_command_is_a_real_stormpy_command(service: str) -> None:
     command = cli.commands[sub]
     ctx = command.make_context(sub, list(argv[1:]), resilient_parsing=False)  # raises on bad options
     assert isinstance(ctx, click.Context)
-    expected = {"nimbus": "nimbus", "supervisor1": "supervisor", "supervisor2": "supervisor"}[service]
+    expected = {"nimbus": "nimbus", "nimbus2": "nimbus", "supervisor1": "supervisor",
+                "supervisor2": "supervisor", "ui": "ui"}[service]
     assert sub == expected
 
 
@@ -105,9 +118,14 @@ def test_ports_agree_with_the_config_defaults() -> None:
     assert conf["supervisor.slots.ports"] == slots == [6700, 6701, 6702, 6703]
     for name in ("supervisor1", "supervisor2"):
         assert exposed(name) == slots
+    ui_port = DEFAULTS["ui.port"]
+    assert conf["ui.port"] == ui_port == 8080
+    assert published("ui") == {ui_port: ui_port}
+    assert "ui.host=0.0.0.0" in SERVICES["ui"]["command"], "the UI must listen beyond its container"
     exposed_by_image = {int(p) for line in re.findall(r"^EXPOSE\s+(.*)$", DOCKERFILE, re.M)
                         for p in line.split()}
-    assert {nimbus_port, *slots} <= exposed_by_image
+    assert {nimbus_port, ui_port, *slots} <= exposed_by_image
+    assert re.search(r"pip install .*\[(\w+,)*ui(,\w+)*\]", DOCKERFILE), "the image needs the ui extra"
 
 
 def test_every_config_key_is_a_known_key() -> None:
@@ -117,7 +135,7 @@ def test_every_config_key_is_a_known_key() -> None:
 
 
 def test_spark_services_run_the_images_pyspark_launcher() -> None:
-    assert re.search(r"pip install .*\[spark\]", DOCKERFILE), "the image needs the [spark] extra"
+    assert re.search(r"pip install .*\[(\w+,)*spark(,\w+)*\]", DOCKERFILE), "the image needs the spark extra"
     assert "openjdk" in DOCKERFILE, "the image needs a Java runtime for Spark"
     assert re.search(r"^\s+SPARK_HOME=/opt/spark", DOCKERFILE, re.M)
     assert "ln -s" in DOCKERFILE and "/opt/spark" in DOCKERFILE
@@ -138,3 +156,9 @@ def test_spark_services_run_the_images_pyspark_launcher() -> None:
     assert image_conf()["spark.master"] == f"spark://spark-master:{port}"
     for name in ("supervisor1", "supervisor2"):
         assert "spark-master" in SERVICES[name]["depends_on"]
+    # the Spark master's web UI must not take the stormpy UI's published port
+    webui = int(SERVICES["spark-master"]["command"][
+        SERVICES["spark-master"]["command"].index("--webui-port") + 1])
+    assert webui != DEFAULTS["ui.port"]
+    assert published("spark-master") == {port: port, webui: webui}
+    assert DEFAULTS["ui.port"] not in published("spark-master").values()

@@ -268,4 +268,6 @@ def test_metrics_per_partition() -> None:
     h.clock.now += 1
     h.run(1)
     m = h.spout.metrics()["partitions"]["t-0"]
-    assert m == {"latest_emitted": 2, "committed": 1, "uncommitted": 2, "lag": 2}
+    assert m == {"latest": 3, "latest_emitted": 2, "committed": 1, "uncommitted": 2, "lag": 2}
+    published = h.spout.context.metrics["kafkaOffset"]()  # type: ignore[attr-defined]
+    assert published["partitions"]["t-0"] == m

@@ -5,6 +5,7 @@ and an in-memory checkpoint store."""
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -196,9 +197,11 @@ def test_expired_iterator_reopens_after_the_last_record_read() -> None:
     clock = [0.0]
     getter = buffered(client, "s0", Position("TRIM_HORIZON"), clock)
     assert [getter.next(), getter.next()] == [KinesisRecord("s0", s, "k", s.encode()) for s in "12"]
+    last_read = getter.getter.last_read  # the prefetch may have read ahead of what was handed out
+    assert last_read is not None and int(last_read) >= 2
     client.errors.append("ExpiredIteratorException")
     assert drain(getter, clock) == ["3", "4", "5"]
-    assert client.calls.count(("iterator", ("s0", "AFTER_SEQUENCE_NUMBER", "2"))) == 1
+    assert client.calls.count(("iterator", ("s0", "AFTER_SEQUENCE_NUMBER", last_read))) == 1
 
 
 def test_throttling_backs_the_shard_off() -> None:
@@ -213,12 +216,75 @@ def test_throttling_backs_the_shard_off() -> None:
     assert drain(getter, clock) == ["1"] and getter.backoffs == 3
 
 
-def test_other_service_errors_name_the_stream_and_shard() -> None:
+def test_other_service_errors_name_the_stream_and_shard_and_back_off() -> None:
     client = FakeKinesis({"s0": ["1"]})
     client.errors.append("ResourceNotFoundException")
-    getter = buffered(client, "s0", Position("TRIM_HORIZON"), [0.0])
-    with pytest.raises(KinesisStreamError, match="'events'.*does not exist"):
-        getter.next()
+    clock = [0.0]
+    reported: list[BaseException] = []
+    getter = BufferedGetter(ShardGetter(client, cfg(), "s0", Position("TRIM_HORIZON")), 2, 0.5,
+                            lambda: clock[0], on_error=reported.append)
+    assert getter.next() is None  # reported, not raised on the loop
+    assert len(reported) == 1 and isinstance(reported[0], KinesisStreamError)
+    assert re.search("'events'.*does not exist", str(reported[0]))
+    assert getter.errors == 1 and getter.backoffs == 1
+    assert drain(getter, clock) == ["1"]  # read again after the backoff
+
+
+class DeferredPool:
+    """A submit that queues jobs; ``run_one`` runs the oldest job and its on_done (the seam, by
+    hand: jobs run later, results come back in the order the test chooses)."""
+
+    def __init__(self) -> None:
+        self.jobs: list[tuple[Callable[[], Any], Callable[[Any, BaseException | None], None]]] = []
+
+    def submit(self, fn: Callable[[], Any], on_done: Callable[[Any, BaseException | None], None]
+               ) -> None:
+        self.jobs.append((fn, on_done))
+
+    def run_one(self) -> None:
+        fn, on_done = self.jobs.pop(0)
+        try:
+            result = fn()
+        except Exception as exc:  # noqa: BLE001 - as the seam does
+            on_done(None, exc)
+            return
+        on_done(result, None)
+
+
+def test_the_next_batch_is_fetched_off_the_loop_one_call_in_flight_in_order() -> None:
+    client = FakeKinesis({"s0": [str(i) for i in range(1, 8)]}, closed={"s0"})
+    clock = [0.0]
+    pool = DeferredPool()
+    getter = BufferedGetter(ShardGetter(client, cfg(), "s0", Position("TRIM_HORIZON")), 3, 0.5,
+                            lambda: clock[0], submit=pool.submit)
+    assert getter.next() is None and len(pool.jobs) == 1 and getter.in_flight
+    assert getter.next() is None and len(pool.jobs) == 1  # never two calls of a shard in flight
+    assert [c for c in client.calls if c[0] == "get"] == []  # nothing ran on the "loop"
+    pool.run_one()
+    assert not getter.in_flight and getter.buffered == 3
+    out = [getter.next()]  # hands out the first record and requests the next batch meanwhile
+    assert len(pool.jobs) == 1 and getter.in_flight
+    out += [getter.next(), getter.next(), getter.next()]  # the buffer ran dry: None, no new call
+    assert out[3] is None and len(pool.jobs) == 1
+    pool.run_one()
+    while not getter.finished:
+        record = getter.next()
+        if record is not None:
+            out.append(record)
+        elif pool.jobs:
+            pool.run_one()
+    assert [r.sequence_number for r in out if r is not None] == [str(i) for i in range(1, 8)]
+
+
+def test_a_closed_getter_drops_a_late_result() -> None:
+    client = FakeKinesis({"s0": ["1", "2"]})
+    pool = DeferredPool()
+    getter = BufferedGetter(ShardGetter(client, cfg(), "s0", Position("TRIM_HORIZON")), 3, 0.5,
+                            lambda: 0.0, submit=pool.submit)
+    assert getter.next() is None
+    getter.close()
+    pool.run_one()
+    assert getter.buffered == 0 and getter.next() is None and pool.jobs == []
 
 
 def test_a_closed_shard_finishes_once_read_to_its_end() -> None:
@@ -389,3 +455,73 @@ def test_a_corrupt_checkpoint_is_an_error_naming_the_node() -> None:
     with pytest.raises(CheckpointError, match="corrupt"):
         Checkpoint.decode(b'{"sequence_number": "12x"}', "/p")
     assert Checkpoint.decode(Checkpoint("12", True).encode(), "/p") == Checkpoint("12", True)
+
+
+def test_checkpoint_writes_run_off_the_loop_one_per_shard_never_past_a_pending_record() -> None:
+    client = FakeKinesis({"s0": ["1", "2", "3"]})
+    store, clock, pool = MemoryStore(), [0.0], DeferredPool()
+    m = StateManager(cfg(records_per_get=10), client, store, 0, 1, lambda: clock[0], pool.submit)
+    m.begin(m.prepare())
+    pool.run_one()  # the checkpoint read that starts the shard
+    state = m.states["s0"]
+    assert state.getter is not None and state.tracker is not None
+    assert state.getter.next() is None
+    pool.run_one()  # GetRecords
+    records = [state.getter.next() for _ in range(3)]
+    tracker = state.tracker
+    for r in records:
+        assert r is not None
+        tracker.on_emit(r, False)
+    tracker.on_ack("1")
+    queued = len(pool.jobs)
+    m.flush()
+    m.flush()
+    assert len(pool.jobs) == queued + 1 and store.writes == []  # one write in flight, not run yet
+    tracker.on_ack("3")  # "2" still pending: the next write may not pass it
+    while pool.jobs:
+        pool.run_one()
+    assert store.writes == [("s0", Checkpoint("1"))] and state.stored == Checkpoint("1")
+    m.flush()
+    while pool.jobs:
+        pool.run_one()
+    assert store.writes == [("s0", Checkpoint("1"))]  # nothing new past the pending "2"
+    tracker.on_ack("2")
+    store.checkpoints["s0"] = Checkpoint("3")  # another task stored it meanwhile
+    m.flush()
+    while pool.jobs:
+        pool.run_one()
+    assert store.checkpoints["s0"] == Checkpoint("3") and state.stored == Checkpoint("3")
+
+
+def test_background_errors_go_to_on_error_and_are_retried() -> None:
+    client = FakeKinesis({"s0": ["1"]})
+    store, clock = MemoryStore(), [0.0]
+    store.checkpoints["s0"] = Checkpoint("0")
+    reported: list[BaseException] = []
+
+    def corrupt(shard_id: str) -> Checkpoint | None:
+        raise CheckpointError(f"corrupt Kinesis checkpoint at ZooKeeper node /x/{shard_id}")
+
+    original = store.read
+    store.read = corrupt  # type: ignore[method-assign]
+    m = StateManager(cfg(records_per_get=10), client, store, 0, 1, lambda: clock[0],
+                     on_error=reported.append)
+    m.start()
+    assert [str(e) for e in reported] == ["corrupt Kinesis checkpoint at ZooKeeper node /x/s0"]
+    assert m.states["s0"].tracker is None  # not silently restarted
+    store.read = original  # type: ignore[method-assign]
+    assert [r.sequence_number for r in emit_all(m, clock, rounds=20)] == ["1"]  # retried
+
+
+def test_connector_checkpoints_sit_apart_from_every_topology_id() -> None:
+    from stormpy.cluster.paths import ZkPaths
+    from stormpy.nimbus.topologies import NAME_PATTERN
+
+    p = ZkPaths("/stormpy")
+    assert p.connector_checkpoints("kinesis", "clicks", "my/stream", "shardId-1") == \
+        "/stormpy/checkpoints/kinesis:clicks/my%2Fstream/shardId-1"
+    assert p.connector_checkpoints("kinesis", "clicks") not in p.topology_paths("clicks")
+    assert not p.connector_checkpoints("kinesis", "clicks").startswith(p.checkpoints("clicks") + "/")
+    assert NAME_PATTERN.fullmatch("kinesis:clicks") is None  # no topology id has a ':'
+    with pytest.raises(ValueError, match="connector"):
+        p.connector_checkpoints("Kin/esis", "clicks")

@@ -203,3 +203,40 @@ def test_heartbeat_cache_times_changes_with_nimbus_clock() -> None:
     assert cache.observe("t", ("n", 1), 6.0, now=104.0) == 104.0
     cache.forget("t")
     assert cache.topologies() == set()
+
+
+def test_topology_spreads_back_to_its_worker_count_when_slots_return(env: Env) -> None:
+    tid = env.submit(workers=4)
+    assert len(env.state.assigns[tid].workers()) == 4
+    env.run(2, set(env.state.assigns[tid].workers()), tid)
+    lost = env.state.sups.pop("sup-b")
+    live = {s for s in env.state.assigns[tid].workers() if s[0] == "sup-a"}
+    env.run(7, live, tid)
+    packed = env.state.assigns[tid]
+    assert set(packed.workers()) == {("sup-a", 6700), ("sup-a", 6701)}
+    env.state.sups["sup-b"] = lost
+    env.run(1, set(packed.workers()), tid)
+    spread = env.state.assigns[tid]
+    assert len(spread.workers()) == 4
+    assert {n for n, _ in spread.executors.values()} == {"sup-a", "sup-b"}
+    env.run(12, set(spread.workers()), tid)  # steady: the spread assignment is kept
+    assert env.state.assigns[tid] == spread
+
+
+def test_nimbus_refuses_a_window_longer_than_the_message_timeout(env: Env) -> None:
+    from test_windowing import Collect
+
+    from stormpy.rpc.errors import InvalidTopologyError
+    from stormpy.testing import FeederSpout
+    from stormpy.topology import TopologyBuilder
+    from stormpy.windowing import Duration
+
+    b = TopologyBuilder()
+    b.set_spout("src", FeederSpout(["v"]))
+    b.set_bolt("win", Collect.with_window(Duration(seconds=40), Duration(seconds=5))) \
+        .shuffle_grouping("src")
+    with pytest.raises(InvalidTopologyError, match=r"'win' needs topology.message.timeout.secs "
+                                                   r">= 45.0.*sets 30"):
+        env.manager.submit("win", staged_bundle(env.tmp, "win"), b.create_topology(), {},
+                           "active")
+    assert env.state.bases == {}

@@ -108,3 +108,22 @@ def test_scheduling_is_deterministic() -> None:
     a = schedule_topology(executors(9), SLOTS, num_workers=4)
     b = schedule_topology(list(reversed(executors(9))), dict(reversed(list(SLOTS.items()))), num_workers=4)
     assert a == b
+
+
+def test_packed_topology_spreads_back_without_moving_workers_that_fit() -> None:
+    # 8 executors asked for 4 workers; one worker's executors were packed onto sup-c:6700.
+    a, b, c = ("sup-a", 6700), ("sup-b", 6700), ("sup-c", 6700)
+    existing = {(1, 1): a, (2, 2): a, (3, 3): b, (4, 4): b,
+                (5, 5): c, (6, 6): c, (7, 7): c, (8, 8): c}
+    slots = {"sup-a": [6700], "sup-b": [6700], "sup-c": [6700], "sup-d": [6700]}
+    out = schedule_topology(executors(8), slots, num_workers=4, existing=existing)
+    assert len(set(out.values())) == 4
+    assert sorted(workers(out).values()) == [2, 2, 2, 2]
+    for executor in [(1, 1), (2, 2), (3, 3), (4, 4)]:
+        assert out[executor] == existing[executor]  # those workers fit the spread: not restarted
+
+
+def test_packed_topology_stays_when_no_slot_is_free() -> None:
+    existing = {(1, 1): ("sup-a", 1), (2, 2): ("sup-a", 1), (3, 3): ("sup-a", 1)}
+    out = schedule_topology(executors(3), {"sup-a": [1]}, num_workers=3, existing=existing)
+    assert out == existing

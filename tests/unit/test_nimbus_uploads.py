@@ -66,6 +66,9 @@ def test_wrong_checksum_is_refused_and_cleaned(manager: UploadManager, bundle: b
     with pytest.raises(UploadError, match="sha256 mismatch"):
         upload(manager, bundle, sha="0" * 64)
     assert manager.open_sessions == 0 and list(dirs.uploads.iterdir()) == []
+    assert manager.stats() == {"finished": 0, "bytes": 0, "failed": 1}
+    upload(manager, bundle)
+    assert manager.stats() == {"finished": 1, "bytes": len(bundle), "failed": 1}
 
 
 def test_oversized_bundle_is_refused_up_front(manager: UploadManager) -> None:

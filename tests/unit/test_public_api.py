@@ -16,7 +16,18 @@ def test_top_level_names() -> None:
 
 
 def test_testing_kit_names() -> None:
-    for name in ("LocalCluster", "complete_topology", "FeederSpout", "Capture", "SimulatedClock",
-                 "FixedTupleSpout", "CompleteResult", "wait_for", "stays_unchanged", "WaitTimeout",
-                 "free_port", "free_ports"):
-        assert name in stormpy.testing.__all__
+    assert sorted(stormpy.testing.__all__) == sorted([
+        "AckFailMapTracker", "AckTracker", "Capture", "CompleteResult", "Emitted", "FeederSpout",
+        "FixedTupleSpout", "LocalCluster", "MockedSources", "RecordingCollector", "SimulatedClock",
+        "TopologyNotFound", "TrackedTopology", "TrackingSpout", "WaitTimeout", "complete_topology",
+        "free_port", "free_ports", "simulated_time", "stays_unchanged", "test_tuple",
+        "tracked_wait", "wait_for",
+    ])
+    for name in stormpy.testing.__all__:
+        assert hasattr(stormpy.testing, name)
+
+
+def test_component_clock_names() -> None:
+    import stormpy.topology.clock as clock
+    assert sorted(clock.__all__) == sorted(["Clock", "SimulatedClock", "current_clock", "now",
+                                            "simulated_time", "simulating", "sleep"])

@@ -8,7 +8,7 @@ from stormpy import TopologyBuilder
 from stormpy.messaging.codec import decode_frame
 from stormpy.messaging.transport import Transport
 from stormpy.testing import Capture, FeederSpout
-from stormpy.worker import Worker
+from stormpy.worker import Worker, WorkerConfig
 
 
 class RecordingTransport(Transport):
@@ -55,12 +55,13 @@ def half_worker(feeder: FeederSpout, capture: Capture, conf: dict | None = None,
                                                                      dict[str, list[int]]]:
     """A worker holding the first task of every component (the rest on peer "b"), opened."""
     spec = two_worker_topology(feeder, capture)
-    probe = Worker("t", spec, conf or {}, local_tasks=[])
+    probe = Worker(WorkerConfig("t", spec, conf or {}, local_tasks=[]))
     tasks = probe.layout.component_tasks
     here = [tasks["f"][0], tasks["sink"][0], tasks["all"][0], tasks["__acker"][0]]
     remote = {t: "b" for t in probe.layout.task_component if t not in here}
     transport = transport or RecordingTransport()
-    worker = Worker("t", spec, conf or {}, local_tasks=here, task_peers=remote, transport=transport)
+    worker = Worker(WorkerConfig("t", spec, conf or {}, local_tasks=here, task_peers=remote),
+                    transport=transport)
     worker.open()
     return worker, transport, tasks
 
@@ -84,16 +85,17 @@ def test_local_or_shuffle_prefers_local_tasks_and_remote_tuples_are_encoded() ->
 def test_remote_ack_returning_through_the_transport_completes_the_root() -> None:
     feeder, capture = FeederSpout(["v", "meta"]), Capture()
     spec = two_worker_topology(feeder, capture)
-    probe = Worker("t", spec, {"topology.acker.executors": 1}, local_tasks=[])
+    probe = Worker(WorkerConfig("t", spec, {"topology.acker.executors": 1}, local_tasks=[]))
     tasks = probe.layout.component_tasks
     all_tasks = set(probe.layout.task_component)
     here = [tasks["f"][0], tasks["sink"][0], tasks["all"][0], tasks["__acker"][0]]
     there = sorted(all_tasks - set(here))
     ta, tb = RecordingTransport(), RecordingTransport()
-    wa = Worker("t", spec, {"topology.acker.executors": 1}, local_tasks=here,
-                task_peers={t: "b" for t in there}, transport=ta)
-    wb = Worker("t", spec, {"topology.acker.executors": 1}, local_tasks=there,
-                task_peers={t: "a" for t in here}, transport=tb)
+    conf = {"topology.acker.executors": 1}
+    wa = Worker(WorkerConfig("t", spec, conf, local_tasks=here, task_peers={t: "b" for t in there}),
+                transport=ta)
+    wb = Worker(WorkerConfig("t", spec, conf, local_tasks=there, task_peers={t: "a" for t in here}),
+                transport=tb)
     wa.open()
     wb.open()
     feeder.feed(["y", 1], msg_id="m")
@@ -148,8 +150,8 @@ def test_spout_roots_are_tracked_by_an_acker_in_the_spouts_own_worker() -> None:
         feeder.feed([i, None], msg_id=i)
     for _ in range(10):
         worker.run_once()
-    local_acker = worker.acker_direct[0]
-    assert local_acker is not None and worker.acker_direct[1:] == [None, None]
+    local_acker = worker.dispatch.acker_cores[0]
+    assert local_acker is not None and worker.dispatch.acker_cores[1:] == [None, None]
     # every init went to the local acker: no acker message crossed to the peer worker
     sent = [t for _p, f in transport.sent for t in decode_frame(f)]
     assert {stream for _d, stream, *_rest in sent} == {"default"}

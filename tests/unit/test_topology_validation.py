@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from stormpy import BasicBolt, Bolt, InvalidTopologyError, Spout, Stream, TopologyBuilder, TopologySpec
+from stormpy.topology.imports import import_object
+from stormpy.topology.spec import refuse_local_classes
 
 
 class Words(Spout):
@@ -93,12 +95,25 @@ def test_not_a_component_class() -> None:
         TopologyBuilder().set_spout("s", Words())
 
 
-def test_function_local_classes_are_refused() -> None:
+def test_function_local_classes_are_refused_on_the_way_to_a_cluster() -> None:
+    """A local class builds (LocalCluster runs it), but a spec document naming it is refused,
+    with the "module level" message, by the client before submitting and by from_doc (Nimbus,
+    workers); another process cannot import it either."""
     class Local(Spout):
         outputs = ["x"]
 
+    b = TopologyBuilder()
+    b.set_spout("s", Local)
+    spec = b.create_topology()
+    doc = spec.to_doc()
+    with pytest.raises(InvalidTopologyError, match="component 's': class .*Local .*module level"):
+        refuse_local_classes(doc)
     with pytest.raises(InvalidTopologyError, match="module level"):
-        TopologyBuilder().set_spout("s", Local)
+        TopologySpec.from_doc(doc)
+    forged = doc["components"]["s"]["class"].rsplit("@", 1)[0] + "@0"
+    with pytest.raises(ImportError, match="module level"):
+        import_object(forged)
+    refuse_local_classes(builder().create_topology().to_doc())  # module-level classes pass
 
 
 def test_malformed_spec_documents_are_named() -> None:
@@ -129,7 +144,7 @@ def test_declarer_settings_land_in_the_spec() -> None:
     comp = b.create_topology().components["echo"]
     assert comp.num_tasks == 4 and comp.num_executors == 2
     assert comp.config == {"topology.debug": True, "topology.max.spout.pending": 7,
-                           "topology.tick.tuple.freq.secs": 3}
+                           "topology.tick.tuple.freq.secs": 3, "topology.tasks": 4}
 
 
 def test_context_describes_the_task_and_the_topology() -> None:

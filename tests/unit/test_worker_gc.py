@@ -9,7 +9,7 @@ import pytest
 
 from stormpy import TopologyBuilder
 from stormpy.testing import Capture, FeederSpout
-from stormpy.worker import Worker
+from stormpy.worker import Worker, WorkerConfig
 
 
 @pytest.fixture
@@ -24,7 +24,7 @@ def _worker(conf: dict[str, object]) -> Worker:
     b = TopologyBuilder()
     b.set_spout("f", FeederSpout(["n"]))
     b.set_bolt("sink", Capture()).shuffle_grouping("f")
-    return Worker("t", b.create_topology(), conf)
+    return Worker(WorkerConfig("t", b.create_topology(), conf))
 
 
 def test_the_default_raises_the_threshold(gc_threshold: None) -> None:

@@ -8,17 +8,24 @@ Outputs, direct to the spout task: ``__ack_ack`` [root], ``__ack_fail`` [root],
 
 from __future__ import annotations
 
-from stormpy.acker.core import AckerCore
+from stormpy.acker.core import AckerCore, Reply
 from stormpy.acker.ledger import AckLedger
 from stormpy.topology import Bolt, Tuple
 
 
 class AckerBolt(Bolt):
-    """One acker task. Its replies go out with ``emit_direct`` unless the worker points
-    ``core.reply`` somewhere more direct."""
+    """One acker task. Its replies go out with ``emit_direct`` unless the worker that runs it
+    calls ``attach``."""
 
     def __init__(self) -> None:
         self.core = AckerCore(self._emit_reply)
+
+    def attach(self, reply: Reply) -> AckerCore:
+        """Let the worker that runs this acker bypass the bolt: replies go to ``reply(spout_task,
+        stream, [root])`` instead of ``emit_direct``, and the returned core takes the worker's
+        acker messages directly (``ack_edges``, ``init``, ``handle``), with no tuple or queue."""
+        self.core.reply = reply
+        return self.core
 
     @property
     def ledger(self) -> AckLedger:

@@ -17,11 +17,13 @@ from typing import Any
 
 from stormpy.bundle.errors import BundleError
 
-__all__ = ["FORMAT_VERSION", "MANIFEST_NAME", "Manifest", "check_entry_name"]
+__all__ = ["FORMAT_VERSION", "MANIFEST_NAME", "MAX_FILES", "Manifest", "check_entry_name"]
 
 MANIFEST_NAME = "MANIFEST.json"
 FORMAT_VERSION = 1
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+#: Most files a manifest may list.
+MAX_FILES = 20000
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 
@@ -77,10 +79,12 @@ class Manifest:
         files = doc.get("files")
         if not isinstance(files, dict):
             raise BundleError(f"{where}: 'files' must be an object of path → sha256")
+        if len(files) > MAX_FILES:
+            raise BundleError(f"{where} lists {len(files)} files; at most {MAX_FILES} are allowed")
         for path, digest in files.items():
             check_entry_name(path)
             if path == MANIFEST_NAME:
                 raise BundleError(f"{where} lists itself under 'files'")
-            if not isinstance(digest, str) or not _SHA256.match(digest):
+            if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
                 raise BundleError(f"{where}: entry {path!r} has no valid lowercase sha256 hex digest")
         return cls(files=files, created=float(created), format=FORMAT_VERSION)

@@ -6,6 +6,13 @@ file; no name appears twice; ``MANIFEST.json`` is present and valid; every manif
 and every file present is in the manifest; and every file's sha256 matches. The first violation
 raises :class:`~stormpy.bundle.errors.BundleError` naming the offending entry.
 
+Hostile bundles are bounded before anything large is read: the zip's central directory may list at
+most :data:`MAX_ENTRIES` entries (checked from its end record before the directory is parsed),
+``MANIFEST.json`` is streamed and refused beyond :data:`MAX_MANIFEST_BYTES` whatever size its header
+claims, and entries must be stored or compressed with a method this Python reads (stored, deflate,
+bzip2, lzma; Deflate64 and others are refused naming the entry). A corrupt compressed stream is a
+BundleError naming the entry, never another exception type.
+
 :func:`unpack_bundle` applies the same checks (hashing while it extracts) and never writes outside
 its destination directory.
 """
@@ -16,7 +23,9 @@ import hashlib
 import os
 import shutil
 import stat
+import struct
 import zipfile
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,27 +34,60 @@ from typing import BinaryIO
 from stormpy.bundle.errors import BundleError
 from stormpy.bundle.manifest import MANIFEST_NAME, Manifest, check_entry_name
 
-__all__ = ["read_manifest", "unpack_bundle", "verify_bundle"]
+__all__ = ["MAX_ENTRIES", "MAX_MANIFEST_BYTES", "read_manifest", "unpack_bundle", "verify_bundle"]
 
 _CHUNK = 1024 * 1024
+#: Most entries a bundle may hold (its central directory is refused beyond this, unparsed).
+MAX_ENTRIES = 20000
+#: Largest ``MANIFEST.json`` accepted (uncompressed bytes, counted while streaming it).
+MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate", zipfile.ZIP_BZIP2: "bzip2",
+            zipfile.ZIP_LZMA: "lzma"}
+_EOCD = b"PK\x05\x06"
+_EOCD_STRUCT = struct.Struct("<4s4H2LH")
+_TAIL = _EOCD_STRUCT.size + 0xFFFF  # the end record plus the longest zip comment
 _ALLOWED_TYPES = (0, stat.S_IFREG, stat.S_IFDIR)  # 0: written by a tool that stores no Unix mode
+
+
+def _check_entry_count(path: str | os.PathLike[str]) -> None:
+    """Refuse a zip whose end-of-central-directory record announces more than MAX_ENTRIES."""
+    with open(path, "rb") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        fh.seek(max(0, size - _TAIL))
+        tail = fh.read()
+    at = tail.rfind(_EOCD)
+    if at < 0 or len(tail) - at < _EOCD_STRUCT.size:
+        return  # not a zip: zipfile names the problem
+    fields = _EOCD_STRUCT.unpack_from(tail, at)
+    entries = max(fields[3], fields[4])
+    if entries > MAX_ENTRIES:  # 0xFFFF (zip64 marker) is beyond the limit too
+        raise BundleError(f"{path} has {entries if entries < 0xFFFF else 'at least 65535'} entries; "
+                          f"a bundle may hold at most {MAX_ENTRIES}")
 
 
 @contextmanager
 def _open_zip(path: str | os.PathLike[str]) -> Iterator[zipfile.ZipFile]:
     try:
-        with zipfile.ZipFile(path) as zf:
-            yield zf
-    except (zipfile.BadZipFile, zipfile.LargeZipFile) as exc:
-        raise BundleError(f"{path} is not a readable zip bundle: {exc}") from exc
+        _check_entry_count(path)
+        zf = zipfile.ZipFile(path)
     except FileNotFoundError as exc:
         raise BundleError(f"bundle {path} does not exist") from exc
+    except BundleError:
+        raise
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, ValueError, OSError, EOFError,
+            struct.error, zlib.error) as exc:  # zipfile raises all of these on a damaged directory
+        raise BundleError(f"{path} is not a readable zip bundle: {type(exc).__name__}: {exc}") from exc
+    with zf:
+        yield zf
 
 
 def _checked_entries(zf: zipfile.ZipFile) -> tuple[Manifest, list[tuple[str, zipfile.ZipInfo]]]:
     """Validate names, types and the manifest listing; return the manifest and file entries."""
     seen: set[str] = set()
     files: list[tuple[str, zipfile.ZipInfo]] = []
+    if len(zf.infolist()) > MAX_ENTRIES:
+        raise BundleError(f"bundle has {len(zf.infolist())} entries; at most {MAX_ENTRIES} are allowed")
     for info in zf.infolist():
         name = check_entry_name(info.filename)
         if name in seen:
@@ -58,11 +100,16 @@ def _checked_entries(zf: zipfile.ZipFile) -> tuple[Manifest, list[tuple[str, zip
             raise BundleError(f"bundle entry {info.filename!r} is not a regular file or directory")
         if info.flag_bits & 0x1:
             raise BundleError(f"bundle entry {info.filename!r} is encrypted")
+        if info.compress_type not in _METHODS:
+            method = "Deflate64" if info.compress_type == 9 else "unknown"
+            raise BundleError(f"bundle entry {info.filename!r} uses unsupported compression method "
+                              f"{info.compress_type} ({method}); "
+                              f"use one of: {', '.join(_METHODS.values())}")
         if not info.is_dir() and name != MANIFEST_NAME:
             files.append((name, info))
     if MANIFEST_NAME not in seen:
         raise BundleError(f"bundle has no {MANIFEST_NAME}")
-    manifest = Manifest.from_json(zf.read(MANIFEST_NAME))
+    manifest = Manifest.from_json(_read_manifest_bytes(zf))
     present = {name for name, _ in files}
     unlisted = sorted(present - set(manifest.files))
     if unlisted:
@@ -71,6 +118,28 @@ def _checked_entries(zf: zipfile.ZipFile) -> tuple[Manifest, list[tuple[str, zip
     if missing:
         raise BundleError(f"{MANIFEST_NAME} lists {missing[0]!r} but the bundle does not contain it")
     return manifest, files
+
+
+def _read_manifest_bytes(zf: zipfile.ZipFile) -> bytes:
+    """``MANIFEST.json`` streamed with a hard size bound (its header's size is not trusted)."""
+    info = zf.getinfo(MANIFEST_NAME)
+    if info.file_size > MAX_MANIFEST_BYTES:
+        raise BundleError(f"{MANIFEST_NAME} is {info.file_size} bytes; at most {MAX_MANIFEST_BYTES} "
+                          "are allowed")
+    parts: list[bytes] = []
+    total = 0
+    try:
+        with zf.open(info) as stream:
+            while chunk := stream.read(min(_CHUNK, MAX_MANIFEST_BYTES + 1 - total)):
+                total += len(chunk)
+                if total > MAX_MANIFEST_BYTES:
+                    raise BundleError(f"{MANIFEST_NAME} exceeds {MAX_MANIFEST_BYTES} bytes unpacked")
+                parts.append(chunk)
+    except (zipfile.BadZipFile, OSError, EOFError, zlib.error, NotImplementedError, ValueError) as exc:
+        if isinstance(exc, BundleError):
+            raise
+        raise BundleError(f"bundle entry {MANIFEST_NAME!r} cannot be read: {exc}") from exc
+    return b"".join(parts)
 
 
 def _copy_hashed(src: zipfile.ZipFile, info: zipfile.ZipInfo, dst: BinaryIO | None,
@@ -88,8 +157,11 @@ def _copy_hashed(src: zipfile.ZipFile, info: zipfile.ZipInfo, dst: BinaryIO | No
                         raise BundleError(f"bundle exceeds the unpacked size limit at entry {name!r}")
                 if dst is not None:
                     dst.write(chunk)
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise BundleError(f"bundle entry {name!r} cannot be read: {exc}") from exc
+    except (zipfile.BadZipFile, OSError, EOFError, zlib.error, NotImplementedError, ValueError) as exc:
+        if isinstance(exc, BundleError):
+            raise
+        raise BundleError(f"bundle entry {name!r} cannot be read (corrupt or unsupported "
+                          f"compression): {type(exc).__name__}: {exc}") from exc
     return digest.hexdigest()
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import getpass
+import json
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -107,7 +108,8 @@ def print_wide(renderable: Any) -> None:
 @click.argument("path", type=click.Path(exists=True))
 @click.argument("target", metavar="MODULE[:ATTR]")
 @click.option("--name", help="Topology name (default: the module name).")
-@click.option("--inactive", is_flag=True, help="Submit inactive: spouts emit nothing until activated.")
+@click.option("--inactive", is_flag=True,
+              help="Submit inactive: no spout opens and no bolt prepares until activated.")
 @client_options
 def jar(path: str, target: str, name: str | None, inactive: bool, nimbus_address: str | None,
         config_file: str | None, overrides: tuple[str, ...], timeout: float | None) -> None:
@@ -141,9 +143,10 @@ def jar(path: str, target: str, name: str | None, inactive: bool, nimbus_address
         with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
                       TransferSpeedColumn(), console=err_console, transient=False) as progress:
             task = progress.add_task(f"uploading {source.name}", total=size)
-            key = client.upload_bundle(
-                bundle_path, lambda sent, _total: progress.update(task, completed=sent))
-        topology_id = client.submit_topology(topo_name, key, loaded.spec.to_doc(), conf, active=not inactive)
+            # submit() starts over on the new leader if the Nimbus leader changes meanwhile
+            topology_id = client.submit(
+                topo_name, bundle_path, loaded.spec.to_doc(), conf, active=not inactive,
+                progress=lambda sent, _total: progress.update(task, completed=sent))
         console.print(f"submitted topology [bold]{topo_name}[/bold] as {topology_id}"
                       f"{' (inactive)' if inactive else ''}")
 
@@ -275,6 +278,11 @@ def topology_info(client: NimbusClient, name: str, system: bool) -> None:
     for comp, s in sources.items():
         stats[comp] = {**stats.get(comp, _ZERO), **s}
     print_wide(stats_table(f"topology {info['name']}", stats))
+    for comp, tasks in info.get("metrics", {}).items():
+        for task, metrics in tasks.items():
+            for metric, value in metrics.items():
+                console.print(f"[bold]{comp}[/bold] task {task} metric [bold]{metric}[/bold]: "
+                              f"{json.dumps(value, sort_keys=True, default=str)}", soft_wrap=True)
     for comp, errors in info.get("errors", {}).items():
         last = errors[-1]
         console.print(f"[red]last error of {comp}[/red] (task {last['task']}, {last['host']}:{last['port']}):"

@@ -105,20 +105,28 @@ def dev_spark(workers: int, port: int, cores: int, memory: str, base_dir: str | 
 @click.command("dev-cluster")
 @click.option("-s", "--supervisors", type=click.IntRange(1, 16), default=2, show_default=True,
               help="Number of supervisors.")
+@click.option("-n", "--nimbuses", type=click.IntRange(1, 5), default=1, show_default=True,
+              help="Number of Nimbus processes (Nimbus HA: one leads, the others stand by); Nimbus i "
+                   "listens on nimbus.thrift.port + i.")
 @click.option("--slots", type=click.IntRange(1, 16), default=4, show_default=True,
               help="Worker slots (ports) per supervisor; supervisor i uses the next block of ports.")
 @click.option("--base-dir", type=click.Path(file_okay=False), default=None,
               help="Where daemons keep state and logs (default: <storm.local.dir>/dev-cluster).")
+@click.option("--ui/--no-ui", "with_ui", default=True, show_default=True,
+              help="Run `stormpy ui` beside Nimbus (needs the 'ui' extra).")
+@click.option("--ui-port", type=click.IntRange(1, 65535), default=None,
+              help="Port of the UI (default: ui.port, 8080).")
 @click.option("--spark", "spark_workers", type=click.IntRange(0, 16), default=None, flag_value=1,
               is_flag=False, help="Also run a standalone Spark master with this many workers "
               "(--spark alone: 1); supervisors' workers get spark.master pointing at it.")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="stormpy.yaml to read.")
 @click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Config override passed to every daemon (repeatable).")
-def dev_cluster(supervisors: int, slots: int, spark_workers: int | None, base_dir: str | None,
-                config_file: str | None, overrides: tuple[str, ...]) -> None:
-    """Run ZooKeeper + Nimbus + N supervisors on this machine (the docker-compose layout),
-    with --spark also a standalone Spark cluster.
+def dev_cluster(supervisors: int, nimbuses: int, slots: int, with_ui: bool, ui_port: int | None,
+                spark_workers: int | None, base_dir: str | None, config_file: str | None,
+                overrides: tuple[str, ...]) -> None:
+    """Run ZooKeeper + Nimbus (or several, --nimbuses) + N supervisors (+ the UI) on this machine
+    (the docker-compose layout), with --spark also a standalone Spark cluster.
 
     Ctrl-C or SIGTERM stops every process it started, workers included."""
     conf, extra = _conf(config_file, overrides)
@@ -147,9 +155,17 @@ def dev_cluster(supervisors: int, slots: int, spark_workers: int | None, base_di
         console.print(f"ZooKeeper serving on {zookeeper.connect_string} (data {zookeeper.data_dir})")
         cluster = ProcessCluster(zookeeper.connect_string, supervisors=supervisors, base_dir=base,
                                  zk_root=str(conf["storm.zookeeper.root"]), conf=extra,
-                                 nimbus_port=int(conf["nimbus.thrift.port"]), slot_ports=slot_ports)
+                                 nimbus_port=int(conf["nimbus.thrift.port"]), slot_ports=slot_ports,
+                                 nimbuses=nimbuses, ui=with_ui, ui_port=ui_port or int(conf["ui.port"]))
         cluster.start(timeout_secs=90)
-        console.print(f"Nimbus serving on {cluster.nimbus_address} (logs {cluster.nimbus.workdir / 'logs'})")
+        leader = cluster.leader_index()
+        for i, port in enumerate(cluster.nimbus_ports):
+            role = "leader" if i == leader else "standby"
+            console.print(f"{cluster.nimbuses[i].name} ({role}) serving on {cluster.host}:{port} (logs "
+                          f"{cluster.nimbuses[i].workdir / 'logs'})")
+        if cluster.ui is not None:
+            console.print(f"UI serving on {cluster.ui_url} (REST {cluster.ui_url}/api/v1/cluster/summary, "
+                          f"metrics {cluster.ui_url}/metrics)")
         for i, ports in enumerate(slot_ports):
             console.print(f"supervisor-{i}: slots {ports[0]}-{ports[-1]} (logs "
                           f"{cluster.supervisors[i].workdir / 'logs'})")
@@ -162,7 +178,7 @@ def dev_cluster(supervisors: int, slots: int, spark_workers: int | None, base_di
                     if f"spark-{name}" not in reported:
                         reported.add(f"spark-{name}")
                         err_console.print(f"[red]Spark {name} exited[/red]; see {spark.base_dir}")
-            for daemon in [cluster.nimbus, *cluster.supervisors]:
+            for daemon in cluster.daemons():
                 if not daemon.running and daemon.name not in reported:
                     reported.add(daemon.name)
                     code = daemon.proc.returncode if daemon.proc else "?"

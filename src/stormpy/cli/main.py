@@ -21,6 +21,7 @@ from stormpy.cli.dev_cmds import dev_cluster, dev_kafka, dev_spark, dev_zookeepe
 from stormpy.cli.local_cmd import local
 from stormpy.cli.nimbus_cmd import nimbus
 from stormpy.cli.supervisor_cmd import supervisor
+from stormpy.cli.ui_cmd import ui
 
 
 @click.group()
@@ -47,6 +48,7 @@ cli.add_command(dev_kafka)
 cli.add_command(dev_cluster)
 cli.add_command(dev_spark)
 cli.add_command(supervisor)
+cli.add_command(ui)
 
 
 def main() -> None:

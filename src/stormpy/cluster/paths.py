@@ -8,7 +8,12 @@
     <root>/workerbeats/<topology-id>/<node>-<port>           WorkerHeartbeat
     <root>/errors/<topology-id>/<component>/e<seq>           ErrorInfo (last few per component)
     <root>/nimbuses/<nimbus-id>                              ephemeral, one per Nimbus instance
+    <root>/nimbuses/leader/<lock-node>                       leader election (kazoo Lock recipe)
+    <root>/blobstore/<topology-id>/<nimbus-id>               ephemeral: that Nimbus holds the bundle
+    <root>/submitting/<topology-id>                          a submission not yet committed
     <root>/checkpoints/<topology-id>/<spout>/<partition>     spout checkpoint (shard/offset)
+    <root>/checkpoints/<connector>:<name>/<key>/...          a connector's own state, kept across
+                                                             topologies (e.g. kinesis:<config-name>)
     <root>/transactional/<topology-id>/...                   transactional spout/committer state
 
 ``root`` defaults to ``/stormpy`` (config ``storm.zookeeper.root``). Identifiers chosen by stormpy
@@ -16,6 +21,12 @@
 ``.`` or ``..``; anything else is a ValueError naming it. Names chosen by users (component, spout,
 partition, transactional keys) are percent-encoded into one segment, as Storm does for component ids,
 and :func:`decode_segment` reverses that.
+
+State a connector keeps by a name of its own config rather than by topology id (it outlives a
+topology: a Kinesis spout's shard checkpoints) sits beside the topologies' checkpoint directories
+in a ``<connector>:<name>`` segment. Topology ids never contain ``:`` (Nimbus's topology names are
+``[A-Za-z0-9][A-Za-z0-9_.-]*``), so killing a topology, which removes
+``checkpoints/<topology-id>``, can never remove a connector's state, whatever its name.
 
 :class:`ZkPaths` is the one way to name a path: it binds a root and names every node of the layout
 (``ZkPaths("/stormpy").assignment("wc-1-17")``; :attr:`ClusterState.paths
@@ -99,7 +110,8 @@ class ZkPaths:
     def top_level(self) -> list[str]:
         """Every top-level directory of the layout."""
         return [self.supervisors(), self.storms(), self.assignments(), self.workerbeats_root(),
-                self.errors_root(), self.nimbuses(), self.checkpoints_root(), self.transactional_root()]
+                self.errors_root(), self.nimbuses(), self.checkpoints_root(), self.transactional_root(),
+                self.blobstore_root(), self.submitting_root()]
 
     # --- supervisors ---------------------------------------------------------------------------
     def supervisors(self) -> str:
@@ -163,6 +175,34 @@ class ZkPaths:
         """One Nimbus instance's ephemeral node."""
         return self._join("nimbuses", _id(nimbus_id, "nimbus id"))
 
+    def nimbus_leader(self) -> str:
+        """The leader-election lock of the Nimbus hosts (kazoo Lock recipe; its contenders are the
+        children, each holding its Nimbus's ``host:port``). Nimbus ids are never ``leader``."""
+        return self._join("nimbuses", "leader")
+
+    # --- bundle replicas -----------------------------------------------------------------------
+    def blobstore_root(self) -> str:
+        """Parent of every topology's replica directory."""
+        return self._join("blobstore")
+
+    def blobstore(self, topology_id: str) -> str:
+        """One topology's replica directory: one ephemeral child per Nimbus holding its bundle."""
+        return self._join("blobstore", _id(topology_id, "topology id"))
+
+    def replica(self, topology_id: str, nimbus_id: str) -> str:
+        """The ephemeral node saying Nimbus ``nimbus_id`` holds the bundle (data: its sha256)."""
+        return self._join("blobstore", _id(topology_id, "topology id"), _id(nimbus_id, "nimbus id"))
+
+    # --- submissions in flight -----------------------------------------------------------------
+    def submitting_root(self) -> str:
+        """Parent of the markers of submissions not yet committed."""
+        return self._join("submitting")
+
+    def submitting(self, topology_id: str) -> str:
+        """Marker written before a submission's first write and removed when it is committed; a
+        Nimbus taking over as leader rolls back every topology still marked."""
+        return self._join("submitting", _id(topology_id, "topology id"))
+
     # --- spout checkpoints ---------------------------------------------------------------------
     def checkpoints_root(self) -> str:
         """Parent of every topology's checkpoint directory."""
@@ -181,6 +221,15 @@ class ZkPaths:
         return self._join("checkpoints", _id(topology_id, "topology id"), encode_segment(spout),
                           encode_segment(str(partition)))
 
+    def connector_checkpoints(self, connector: str, name: str, *keys: str) -> str:
+        """A connector's own state directory ``checkpoints/<connector>:<name>``, or a node below it
+        named by ``keys`` (``name`` and each key encoded). ``connector`` is a plain lowercase word
+        (ValueError otherwise); the ``:`` keeps the segment apart from every topology id."""
+        if not isinstance(connector, str) or not connector.isalpha() or not connector.islower():
+            raise ValueError(f"connector {connector!r} must be a lowercase word (e.g. 'kinesis')")
+        return self._join("checkpoints", f"{connector}:{encode_segment(name)}",
+                          *(encode_segment(str(k)) for k in keys))
+
     # --- transactional state -------------------------------------------------------------------
     def transactional_root(self) -> str:
         """Parent of every topology's transactional state."""
@@ -195,4 +244,5 @@ class ZkPaths:
         """Every subtree holding state of ``topology_id``, in the order a kill should remove them
         (assignment first, so supervisors stop its workers; status last)."""
         return [self.assignment(topology_id), self.workerbeats(topology_id), self.errors(topology_id),
-                self.checkpoints(topology_id), self.transactional(topology_id), self.storm(topology_id)]
+                self.checkpoints(topology_id), self.transactional(topology_id), self.blobstore(topology_id),
+                self.storm(topology_id)]

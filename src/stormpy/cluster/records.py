@@ -90,6 +90,16 @@ def _is_row(*checks: Callable[[Any], bool]) -> Callable[[Any], bool]:
                       and all(c(x) for c, x in zip(checks, v)))
 
 
+def _is_task_stats(v: Any) -> bool:
+    """A heartbeat's task map: int ``task``, str ``component``, ``emitted`` stream → number, and
+    numbers for every other key."""
+    if not isinstance(v, Mapping) or not _is_int(v.get("task")) or not _is_str(v.get("component")):
+        return False
+    if not _is_map_of(_is_num)(v.get("emitted", {})):
+        return False
+    return all(_is_num(x) for k, x in v.items() if k not in ("task", "component", "emitted"))
+
+
 def _check_version(doc: Any) -> Mapping[str, Any]:
     if not isinstance(doc, dict):
         raise DocumentError(f"expected a map, got {type(doc).__name__}")
@@ -116,6 +126,9 @@ class SupervisorInfo:
     ports: tuple[int, ...]
     start_time: float
     version: str
+    #: counters since the supervisor started (optional field): ``worker_launches`` and
+    #: ``worker_restarts`` (workers it stopped or found dead and started again)
+    stats: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ports", tuple(int(p) for p in self.ports))
@@ -123,7 +136,8 @@ class SupervisorInfo:
     def to_doc(self) -> dict[str, Any]:
         """The msgpack-ready document."""
         return {"v": SCHEMA_VERSION, "supervisor_id": self.supervisor_id, "host": self.host,
-                "ports": list(self.ports), "start_time": self.start_time, "version": self.version}
+                "ports": list(self.ports), "start_time": self.start_time, "version": self.version,
+                "stats": dict(self.stats)}
 
     @classmethod
     def from_doc(cls, doc: Any) -> SupervisorInfo:
@@ -133,7 +147,8 @@ class SupervisorInfo:
                    host=_field(d, "host", _is_str, "a string"),
                    ports=tuple(_field(d, "ports", _is_list_of(_is_int), "a list of ints")),
                    start_time=float(_field(d, "start_time", _is_num, "a number")),
-                   version=_field(d, "version", _is_str, "a string"))
+                   version=_field(d, "version", _is_str, "a string"),
+                   stats=dict(_field(d, "stats", _is_map_of(_is_num), "a map of numbers", {})))
 
 
 @dataclass(frozen=True)
@@ -243,6 +258,15 @@ class WorkerHeartbeat:
 
     ``stats`` maps component → counter name → number (``emitted``, ``transferred``, ``acked``,
     ``failed``, ``executed``, ``complete_latency_ms``, ...); names are open-ended.
+
+    ``tasks`` (optional, older workers send none) holds one map per task: ``task`` (int),
+    ``component`` (str), ``emitted`` (stream → count) and numeric counters (``transferred``,
+    ``executed``, ``acked``, ``failed``, ``latency_sum``, ``latency_count``, ...). ``process``
+    (optional) holds the worker process's figures: counter name → number (``cpu_user_secs``,
+    ``cpu_system_secs``, ``rss_bytes``, ``gc_collections_<gen>``, ...). Both are cumulative since
+    the worker started, like ``stats``; the UI and its Prometheus exporter read them. ``metrics``
+    maps component → task id (a string) → metric name → value: what tasks registered with
+    ``context.register_metric`` (plain msgpack data; optional, absent in older heartbeats).
     """
 
     topology_id: str
@@ -252,16 +276,22 @@ class WorkerHeartbeat:
     uptime: float
     executors: tuple[ExecutorKey, ...] = ()
     stats: dict[str, dict[str, float]] = field(default_factory=dict)
+    tasks: tuple[dict[str, Any], ...] = ()
+    process: dict[str, float] = field(default_factory=dict)
+    metrics: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "executors", tuple(_executor(e) for e in self.executors))
+        object.__setattr__(self, "tasks", tuple(self.tasks))
 
     def to_doc(self) -> dict[str, Any]:
         """The msgpack-ready document."""
         return {"v": SCHEMA_VERSION, "topology_id": self.topology_id, "node": self.node,
                 "port": self.port, "time": self.time, "uptime": self.uptime,
                 "executors": [list(e) for e in self.executors],
-                "stats": {c: dict(s) for c, s in self.stats.items()}}
+                "stats": {c: dict(s) for c, s in self.stats.items()},
+                "tasks": [dict(t) for t in self.tasks], "process": dict(self.process),
+                "metrics": {c: {t: dict(m) for t, m in tasks.items()} for c, tasks in self.metrics.items()}}
 
     @classmethod
     def from_doc(cls, doc: Any) -> WorkerHeartbeat:
@@ -277,7 +307,15 @@ class WorkerHeartbeat:
                        "a list of [start_task, end_task] pairs", [])),
                    stats={c: dict(s) for c, s in _field(
                        d, "stats", _is_map_of(_is_map_of(_is_num)),
-                       "a map of component → map of counter → number", {}).items()})
+                       "a map of component → map of counter → number", {}).items()},
+                   tasks=tuple(dict(t) for t in _field(
+                       d, "tasks", _is_list_of(_is_task_stats),
+                       "a list of task maps (task, component, emitted, counters)", [])),
+                   process=dict(_field(d, "process", _is_map_of(_is_num),
+                                       "a map of counter → number", {})),
+                   metrics={c: {t: dict(m) for t, m in tasks.items()} for c, tasks in _field(
+                       d, "metrics", _is_map_of(_is_map_of(_is_map_of(lambda _v: True))),
+                       "a map of component → map of task → map of metric → value", {}).items()})
 
 
 @dataclass(frozen=True)

@@ -390,18 +390,32 @@ class ClusterState:
         """Sorted ids of every topology with any state (status, assignment, heartbeats, errors)."""
         ids: set[str] = set()
         for parent in (self.paths.storms(), self.paths.assignments(), self.paths.workerbeats_root(),
-                       self.paths.errors_root()):
+                       self.paths.errors_root(), self.paths.blobstore_root()):
             ids.update(self.storage.children(parent))
         return sorted(ids)
 
+    def mark_submitting(self, topology_id: str) -> None:
+        """Record that ``topology_id`` is being submitted (before anything else of it is written)."""
+        self.storage.ensure_path(self.paths.submitting(topology_id))
+
+    def clear_submitting(self, topology_id: str) -> None:
+        """Commit the submission of ``topology_id`` (its marker goes)."""
+        self.storage.delete(self.paths.submitting(topology_id))
+
+    def submitting(self) -> list[str]:
+        """Sorted ids of the submissions begun and never committed."""
+        return sorted(self.storage.children(self.paths.submitting_root()))
+
     def remove_topology(self, topology_id: str, *, keep_checkpoints: bool = False) -> None:
         """Remove every node of ``topology_id``: assignment, heartbeats, errors, checkpoints (unless
-        ``keep_checkpoints``), transactional state, and finally its StormBase."""
+        ``keep_checkpoints``), transactional state, bundle replica nodes, its StormBase, and finally
+        its uncommitted-submission marker if any."""
         checkpoints = self.paths.checkpoints(topology_id)
         for path in self.paths.topology_paths(topology_id):
             if keep_checkpoints and path == checkpoints:
                 continue
             self.storage.delete(path)
+        self.storage.delete(self.paths.submitting(topology_id))  # last: an interrupted removal is redone
 
     def ensure_layout(self) -> None:
         """Create every top-level directory of the layout (idempotent)."""

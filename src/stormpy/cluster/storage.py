@@ -52,6 +52,7 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.interfaces import IAsyncResult
+from kazoo.recipe.lock import Lock
 from kazoo.retry import InterruptedError as RetryInterrupted
 from kazoo.retry import RetryFailedError
 
@@ -218,6 +219,12 @@ class ZkStorage:
         It runs on kazoo's connection thread: it must not block or call ZooKeeper.
         """
         self._client.add_listener(lambda state: listener(str(state)))
+
+    def lock(self, path: str, identifier: str) -> Lock:
+        """kazoo's Lock recipe on ``path`` (under ``root``) for contender ``identifier``: the
+        recipe behind Nimbus leader election. Its calls are kazoo's own (not bounded like the
+        operations here); the lock's node is ephemeral, so it is lost with the session."""
+        return Lock(self._client, self.check_path(path), identifier)
 
     # -- helpers -------------------------------------------------------------------------------
     def check_path(self, path: str) -> str:

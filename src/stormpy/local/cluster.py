@@ -2,19 +2,25 @@
 
 Each submitted topology runs as one Worker holding all its tasks on its own loop thread — the
 same executor, routing and acking code as a cluster worker, with same-worker delivery. With
-``simulated_time=True`` timers (ticks, message timeouts) only move when the test calls
-``advance_time``.
+``simulated_time=True`` (or inside ``with stormpy.topology.clock.simulated_time():``) timers
+(ticks, message timeouts) and components' ``clock.sleep``/``context.clock`` only move when the
+test calls ``advance_time``; simulated time is process-wide, as in Storm.
 
 Components' durable state (``context.state_store``) goes to ZooKeeper when the cluster's own
 ``conf`` names ``storm.zookeeper.servers`` (same layout as a cluster, under
 ``storm.zookeeper.root``; the connection is opened at the first submit and closed by
 :meth:`LocalCluster.shutdown`), else to memory, which the log announces when a component first
 asks for it. Killing a topology (and shutting down) removes its state, as Nimbus's kill does.
+
+Metrics consumers (``topology.metrics.consumer.register``) run one per in-process worker on a
+side thread that takes the worker's statistics on its loop thread each
+``topology.builtin.metrics.bucket.size.secs``; killing the topology calls their ``cleanup``.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -22,14 +28,17 @@ from typing import Any
 
 from stormpy.cluster.statestore import ZkStateBackend
 from stormpy.cluster.storage import ZkStorage
-from stormpy.config import merged
+from stormpy.config import DEFAULTS, merged
 from stormpy.host.waiting import wait_for
 from stormpy.messaging.inproc import InprocHub
+from stormpy.topology.clock import Clock, SimulatedClock, enter_simulation, leave_simulation, simulating
 from stormpy.topology.layout import compute_layout
+from stormpy.topology.metrics_consumer import ConsumerContext
 from stormpy.topology.spec import TopologySpec
 from stormpy.topology.state import MemoryStateBackend, StateBackend, StateStoreError
-from stormpy.worker.clock import Clock, SimulatedClock
+from stormpy.worker.factory import WorkerConfig
 from stormpy.worker.loop import Worker
+from stormpy.worker.metrics_consumers import MetricsFeed
 from stormpy.worker.stats import summarize
 
 log = logging.getLogger("stormpy.local")
@@ -44,16 +53,26 @@ class LocalCluster:
 
     ``conf`` is the base of every topology's config; with ``storm.zookeeper.servers`` in it,
     component state lives in that ZooKeeper. ``state`` overrides where state lives.
+
+    ``simulated_time``: True joins (or starts) the process-wide simulated time until
+    :meth:`shutdown`; None (the default) simulates exactly when a ``simulated_time()`` block is
+    active; False inside such a block is a ValueError (time is process-wide).
     """
 
-    def __init__(self, simulated_time: bool = False, conf: Mapping[str, Any] | None = None, *,
-                 state: StateBackend | None = None) -> None:
-        self.clock: Clock = SimulatedClock() if simulated_time else Clock()
+    def __init__(self, simulated_time: bool | None = None, conf: Mapping[str, Any] | None = None,
+                 *, state: StateBackend | None = None) -> None:
+        if simulated_time is False and simulating():
+            raise ValueError("LocalCluster(simulated_time=False) inside simulated_time(): "
+                             "simulated time is process-wide; drop the argument or leave the block")
+        self._simulating = bool(simulated_time) or simulating()
+        self.clock: Clock = enter_simulation() if self._simulating else Clock()
+        self._threads: dict[str, list[threading.Thread]] = {}
         self.conf = dict(conf or {})
         self._workers: dict[str, Worker] = {}
         self._groups: dict[str, list[Worker]] = {}
         self._state = state
         self._zk: ZkStorage | None = None
+        self._feeds: dict[str, list[MetricsFeed]] = {}
 
     @property
     def state(self) -> StateBackend:
@@ -87,19 +106,29 @@ class LocalCluster:
             raise ValueError(f"topology {name!r} is already running")
         topology.validate()
         full = merged(self.conf, conf, {"topology.name": name})
+        topology.check_conf(merged(DEFAULTS, full))
         topology_id = f"{name}-{uuid.uuid4().hex[:8]}"
         state = self.state
         if workers <= 1:
-            group = [Worker(topology_id, topology, full, clock=self.clock, active=active,
-                            observer=observer, state=state)]
+            group = [Worker(WorkerConfig(topology_id, topology, full, active=active),
+                            clock=self.clock, observer=observer, state=state)]
         else:
             full.setdefault("topology.workers", workers)
             group = self._worker_group(topology_id, topology, full, workers, active, observer)
         self._workers[name] = group[0]
         self._groups[name] = group
-        for i, worker in enumerate(group):
-            worker.start(name=f"local-{name}-{i}")
+        self._threads[name] = [worker.start(name=f"local-{name}-{i}")
+                               for i, worker in enumerate(group)]
+        if MetricsFeed.wanted(full):
+            self._feeds[name] = [self._metrics_feed(topology_id, full, w) for w in group]
         return group[0]
+
+    def _metrics_feed(self, topology_id: str, conf: dict[str, Any], worker: Worker) -> MetricsFeed:
+        """The metrics consumers of one in-process worker: they get its tasks' statistics,
+        taken on its loop thread, every ``topology.builtin.metrics.bucket.size.secs``."""
+        tasks = tuple(worker.local_tasks)
+        context = ConsumerContext(topology_id, worker.host, 0, tasks)
+        return MetricsFeed(conf, context, lambda: self._on_loop(worker, worker.task_stats)).start()
 
     def _worker_group(self, topology_id: str, topology: TopologySpec, conf: dict[str, Any],
                       n: int, active: bool,
@@ -115,9 +144,10 @@ class LocalCluster:
         group = []
         for key in keys:
             mine = [t for t, k in owner.items() if k == key]
-            group.append(Worker(topology_id, topology, conf, layout=layout, local_tasks=mine,
-                                task_peers={t: k for t, k in owner.items() if k != key},
-                                transport=hub.transport(key), clock=self.clock, active=active,
+            config = WorkerConfig(topology_id, topology, conf, layout=layout, local_tasks=mine,
+                                  task_peers={t: k for t, k in owner.items() if k != key},
+                                  active=active)
+            group.append(Worker(config, transport=hub.transport(key), clock=self.clock,
                                 observer=observer, state=self.state))
         return group
 
@@ -141,11 +171,23 @@ class LocalCluster:
             for w in group:
                 w.set_active(False)
             self.sleep(wait_secs)
-        for w in group:
-            w.stop()
+        self._stop_group(name, group)
         del self._workers[name]
         del self._groups[name]
         self._drop_state(group[0].topology_id)
+
+    def _stop_group(self, name: str, group: list[Worker]) -> None:
+        """Stop the workers; simulated sleeps of their loop threads return at once meanwhile."""
+        for feed in self._feeds.pop(name, []):
+            feed.stop()
+        threads = self._threads.pop(name, [])
+        clock = self.clock
+        if isinstance(clock, SimulatedClock):
+            clock.release(threads)
+        for w in group:
+            w.stop()
+        if isinstance(clock, SimulatedClock):
+            clock.release(threads, released=False)
 
     def _drop_state(self, topology_id: str) -> None:
         if self._state is None:
@@ -172,6 +214,44 @@ class LocalCluster:
         docs = [d for w in self._groups[name] for d in w.task_stats()]
         return {c: s for c, s in summarize(docs).items() if not c.startswith("__")}
 
+    def errors(self, name: str, component: str | None = None) -> list[dict[str, Any]]:
+        """The errors the topology's tasks reported (``report_error``) or raised, oldest first,
+        each ``{"component", "task", "time" (epoch seconds), "host", "port", "error"}`` (the
+        text, with the traceback of an exception). Only ``component``'s when given. Like Storm,
+        a task keeps at most ``topology.max.error.report.per.interval`` errors per
+        ``topology.error.throttle.interval.secs`` and each component its last 10 per worker."""
+        self.worker(name)
+        found = [dict(e) for w in self._groups[name] for c, errs in list(w.errors.items())
+                 if component is None or c == component for e in list(errs)]
+        return sorted(found, key=lambda e: e["time"])
+
+    def get_metrics(self, name: str) -> dict[str, dict[str, dict[str, Any]]]:
+        """The metrics the topology's tasks registered (``context.register_metric``), sampled
+        now: component → task id (a string) → metric name → value, as in topology info."""
+        self.worker(name)
+        out: dict[str, dict[str, dict[str, Any]]] = {}
+        for w in self._groups[name]:
+            for doc in self._on_loop(w, w.task_stats):
+                if doc.get("metrics"):
+                    out.setdefault(doc["component"], {})[str(doc["task"])] = doc["metrics"]
+        return out
+
+    @staticmethod
+    def _on_loop(worker: Worker, fn: Callable[[], Any], timeout: float = 10.0) -> Any:
+        """``fn()`` run on ``worker``'s loop thread (components' state is only safe there)."""
+        if not worker.running:
+            return fn()
+        result: list[Any] = []
+        done = threading.Event()
+
+        def run() -> None:
+            result.append(fn())
+            done.set()
+        worker.call_soon_threadsafe(run)
+        if not done.wait(timeout):
+            raise TimeoutError(f"the executor loop did not answer within {timeout} s")
+        return result[0]
+
     def topologies(self) -> list[str]:
         return sorted(self._workers)
 
@@ -185,20 +265,25 @@ class LocalCluster:
     def wait_until_quiet(self, name: str | None = None, timeout: float = 30.0,
                          rounds: int = 3) -> None:
         """Wait until the named topology (default: all) has done nothing for ``rounds`` loop
-        rounds, with no background job pending. Raises the topology's WorkerError if it failed,
+        rounds, with no background job pending; a worker whose loop thread is blocked in a
+        simulated ``sleep`` counts as quiet. Raises the topology's WorkerError if it failed,
         TimeoutError if it never goes quiet."""
+        names = [name] if name else list(self._groups)
         if name:
             self.worker(name)
-            workers = list(self._groups[name])
-        else:
-            workers = [w for g in self._groups.values() for w in g]
+        workers = [w for n in names for w in self._groups[n]]
+        threads = [t for n in names for t in self._threads.get(n, [])]
+        clock = self.clock
+        sleeping = clock.is_sleeping if isinstance(clock, SimulatedClock) else None
         starts = [w.rounds for w in workers]
         deadline = time.monotonic() + timeout
         while True:
             for w in workers:
                 if w.failure is not None:
                     raise w.failure
-            if all(w.rounds >= s + rounds and w.is_quiet(rounds) for w, s in zip(workers, starts)):
+            if all((sleeping is not None and sleeping(t)) or
+                   (w.rounds >= s + rounds and w.is_quiet(rounds))
+                   for w, s, t in zip(workers, starts, threads)):
                 return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"topologies {[w.topology_id for w in workers]} still busy after "
@@ -235,9 +320,11 @@ class LocalCluster:
         for name in list(self._workers):
             del self._workers[name]
             group = self._groups.pop(name)
-            for w in group:
-                w.stop()
+            self._stop_group(name, group)
             self._drop_state(group[0].topology_id)
+        if self._simulating:
+            self._simulating = False
+            leave_simulation()
         if self._zk is not None:
             self._zk.close()
             self._zk = None

@@ -13,8 +13,13 @@ Contract:
   its own directory under ``base_dir`` (a temporary directory when not given, removed by
   :meth:`ProcessCluster.stop`), with its own ``storm.local.dir`` and log directory, and
   stdout/stderr in ``<daemon>.out``. Supervisor ``i`` gets its own slot ports.
-* :meth:`~ProcessCluster.start` returns once Nimbus answers and every supervisor is registered in
-  ZooKeeper, or raises TimeoutError carrying the daemons' log tails.
+* ``nimbuses=N`` starts N Nimbus processes (Nimbus HA): each gets its own port and directory,
+  every daemon's ``nimbus.seeds`` lists all of them; :attr:`~ProcessCluster.nimbus` is the first,
+  :attr:`~ProcessCluster.nimbuses` all, and :meth:`~ProcessCluster.leader_index` says which leads.
+* :meth:`~ProcessCluster.start` returns once every Nimbus answers, one of them leads, and every
+  supervisor is registered in ZooKeeper, or raises TimeoutError carrying the daemons' log tails.
+* With ``ui=True`` it also runs ``stormpy ui`` (on ``ui_port``, a free port when not given; see
+  :attr:`~ProcessCluster.ui_url`) beside Nimbus and waits until it accepts connections.
 * :meth:`~ProcessCluster.stop` sends SIGTERM to every daemon, SIGKILL after a grace period, and
   then ends any worker process still running from this cluster's directories (found by their
   command lines through ``psutil``), so nothing is left behind; it is idempotent.
@@ -26,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -133,7 +139,10 @@ class ProcessCluster:
                  base_dir: str | os.PathLike[str] | None = None, zk_root: str = "/stormpy",
                  conf: Mapping[str, Any] | None = None, nimbus_port: int | None = None,
                  slot_ports: list[list[int]] | None = None, host: str = "127.0.0.1",
-                 python: str = sys.executable) -> None:
+                 python: str = sys.executable, nimbuses: int = 1, ui: bool = False,
+                 ui_port: int | None = None) -> None:
+        if nimbuses < 1:
+            raise ValueError(f"a cluster needs at least one Nimbus, got nimbuses={nimbuses}")
         self.zk_connect = zk_connect
         self.zk_root = zk_root
         self.host = host
@@ -141,23 +150,35 @@ class ProcessCluster:
         self._own_dir = base_dir is None
         self.base_dir = Path(base_dir or tempfile.mkdtemp(prefix="stormpy-cluster-")).resolve()
         self.extra_conf = dict(conf or {})
-        self.nimbus_port = nimbus_port or free_ports(1, host)[0]
+        # Nimbus i listens on nimbus_port + i when nimbus_port is given, else on free ports.
+        self.nimbus_ports = ([nimbus_port + i for i in range(nimbuses)] if nimbus_port
+                             else free_ports(nimbuses, host))
+        self.nimbus_port = self.nimbus_ports[0]
         if slot_ports is None:
             ports = free_ports(supervisors * slots_per_supervisor, host)
             slot_ports = [ports[i * slots_per_supervisor:(i + 1) * slots_per_supervisor]
                           for i in range(supervisors)]
         self.slot_ports = [list(p) for p in slot_ports]
-        self.nimbus = DaemonProcess("nimbus", "nimbus", self.base_dir / "nimbus", self._conf("nimbus"),
-                                    python)
+        names = ["nimbus" if i == 0 else f"nimbus-{i}" for i in range(len(self.nimbus_ports))]
+        self.nimbuses = [DaemonProcess("nimbus", name, self.base_dir / name,
+                                       self._conf(name, nimbus_port=port), python)
+                         for name, port in zip(names, self.nimbus_ports, strict=True)]
+        self.nimbus = self.nimbuses[0]
         self.supervisors = [DaemonProcess("supervisor", f"supervisor-{i}", self.base_dir / f"supervisor-{i}",
                                           self._conf(f"supervisor-{i}", ports), python)
                             for i, ports in enumerate(self.slot_ports)]
+        self.ui_port = (ui_port or free_ports(1, host)[0]) if ui else None
+        self.ui: DaemonProcess | None = None
+        if ui:
+            self.ui = DaemonProcess("ui", "ui", self.base_dir / "ui",
+                                    {**self._conf("ui"), "ui.host": host, "ui.port": self.ui_port}, python)
         self._state: ClusterState | None = None
         self._clients: list[NimbusClient] = []
         self._stopped = False
 
     # -- configuration ---------------------------------------------------------------------------
-    def _conf(self, name: str, ports: list[int] | None = None) -> dict[str, Any]:
+    def _conf(self, name: str, ports: list[int] | None = None, *,
+              nimbus_port: int | None = None) -> dict[str, Any]:
         zk_hosts = [h for h in self.zk_connect.split(",") if h]
         workdir = self.base_dir / name
         conf: dict[str, Any] = {
@@ -166,11 +187,14 @@ class ProcessCluster:
             "storm.local.dir": str(workdir / "local"),
             "storm.log.dir": str(workdir / "logs"),
             "nimbus.host": self.host,
-            "nimbus.seeds": [self.host],
-            "nimbus.thrift.port": self.nimbus_port,
+            "nimbus.seeds": [f"{self.host}:{p}" for p in self.nimbus_ports],
+            "nimbus.thrift.port": nimbus_port or self.nimbus_port,
             "supervisor.host": self.host,
         }
         conf.update(self.extra_conf)
+        # the cluster's own Nimbus addresses win over the extra conf (dev-cluster passes its -c)
+        conf["nimbus.seeds"] = [f"{self.host}:{p}" for p in self.nimbus_ports]
+        conf["nimbus.thrift.port"] = nimbus_port or self.nimbus_port
         if ports is not None:
             conf["supervisor.slots.ports"] = list(ports)
         return conf
@@ -179,33 +203,79 @@ class ProcessCluster:
     def nimbus_address(self) -> str:
         return f"{self.host}:{self.nimbus_port}"
 
+    @property
+    def ui_url(self) -> str | None:
+        """``http://host:port`` of the UI when the cluster runs one."""
+        return f"http://{self.host}:{self.ui_port}" if self.ui is not None else None
+
+    def daemons(self) -> list[DaemonProcess]:
+        """Every Nimbus, the supervisors and the UI (when there is one)."""
+        return [*self.nimbuses, *self.supervisors, *([self.ui] if self.ui is not None else [])]
+
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self, timeout_secs: float = 60.0) -> ProcessCluster:
         """Start Nimbus and every supervisor; wait until all are up."""
         try:
-            self.start_nimbus(timeout_secs)
+            for i in range(len(self.nimbuses)):
+                self.start_nimbus(timeout_secs, index=i)
+            self.wait_for(lambda: self.leader_index() is not None, timeout_secs, "a Nimbus leader")
             for i in range(len(self.supervisors)):
                 self.supervisors[i].start()
             self.wait_for(lambda: len(self.supervisor_ids()) == len(self.supervisors), timeout_secs,
                           "every supervisor to register in ZooKeeper")
+            if self.ui is not None:
+                self.start_ui(timeout_secs)
         except BaseException:
             self.stop()
             raise
         return self
 
-    def start_nimbus(self, timeout_secs: float = 60.0) -> None:
-        """Start (or restart) Nimbus and wait until it answers."""
-        self.nimbus.start()
-        probe = NimbusClient(self.host, self.nimbus_port, timeout_secs=1.0, retries=0,
+    def start_nimbus(self, timeout_secs: float = 60.0, *, index: int = 0) -> None:
+        """Start (or restart) Nimbus ``index`` and wait until it answers."""
+        self.nimbuses[index].start()
+        probe = NimbusClient(self.host, self.nimbus_ports[index], timeout_secs=1.0, retries=0,
                              auth_token=rpc_auth_token(self.extra_conf))
         try:
-            self.wait_for(lambda: probe.ping(1.0), timeout_secs, "Nimbus to answer", check_daemons=False)
+            self.wait_for(lambda: probe.ping(1.0), timeout_secs, f"{self.nimbuses[index].name} to answer",
+                          check_daemons=False)
         finally:
             probe.close()
 
-    def stop_nimbus(self, *, kill: bool = False) -> int | None:
-        """Stop Nimbus (SIGTERM, or SIGKILL with ``kill``); return its exit code."""
-        return self.nimbus.stop(kill=kill)
+    def start_ui(self, timeout_secs: float = 60.0) -> None:
+        """Start (or restart) the UI and wait until it accepts connections."""
+        if self.ui is None or self.ui_port is None:
+            raise RuntimeError("this ProcessCluster was created without ui=True")
+        self.ui.start()
+        port = self.ui_port
+
+        def accepting() -> bool:
+            if self.ui is not None and not self.ui.running:
+                raise RuntimeError(f"the UI exited (code {self.ui.proc.returncode if self.ui.proc else '?'})"
+                                   f"\n{self.dump_logs()}")
+            with contextlib.suppress(OSError), socket.create_connection((self.host, port), timeout=1):
+                return True
+            return False
+        self.wait_for(accepting, timeout_secs, "the UI to accept connections", check_daemons=False)
+
+    def stop_nimbus(self, *, kill: bool = False, index: int = 0) -> int | None:
+        """Stop Nimbus ``index`` (SIGTERM, or SIGKILL with ``kill``); return its exit code."""
+        return self.nimbuses[index].stop(kill=kill)
+
+    def leader_index(self) -> int | None:
+        """Index of the Nimbus that says it leads (None when none does or none answers)."""
+        for i, port in enumerate(self.nimbus_ports):
+            if not self.nimbuses[i].running:
+                continue
+            probe = NimbusClient(self.host, port, timeout_secs=1.0, retries=0,
+                                 auth_token=rpc_auth_token(self.extra_conf), leader_wait_secs=0)
+            try:
+                if probe.rpc.call("get_leader").get("is_leader"):
+                    return i
+            except Exception:  # noqa: BLE001 - a Nimbus starting or stopping
+                continue
+            finally:
+                probe.close()
+        return None
 
     def start_supervisor(self, index: int, timeout_secs: float = 60.0) -> None:
         """Start supervisor ``index`` and wait until it is registered."""
@@ -227,9 +297,10 @@ class ProcessCluster:
         if self._state is not None:
             self._state.close()
             self._state = None
-        for daemon in [*self.supervisors, self.nimbus]:
+        daemons = [*([self.ui] if self.ui is not None else []), *self.supervisors, *self.nimbuses]
+        for daemon in daemons:
             daemon.signal_stop()  # all at once: they stop in parallel
-        for daemon in [*self.supervisors, self.nimbus]:
+        for daemon in daemons:
             daemon.stop(grace_secs=15.0)
         strays = [pid for pid, _ in self.worker_processes()]
         if strays:
@@ -247,9 +318,10 @@ class ProcessCluster:
     # -- access ----------------------------------------------------------------------------------
     def client(self, timeout_secs: float = 10.0, retries: int = 1) -> NimbusClient:
         """A NimbusClient for this cluster (closed by :meth:`stop`), sending the cluster conf's
-        ``nimbus.rpc.auth.token``."""
+        ``nimbus.rpc.auth.token``; with several Nimbus hosts it follows the leader."""
         client = NimbusClient(self.host, self.nimbus_port, timeout_secs=timeout_secs, retries=retries,
-                              auth_token=rpc_auth_token(self.extra_conf))
+                              auth_token=rpc_auth_token(self.extra_conf),
+                              seeds=[f"{self.host}:{p}" for p in self.nimbus_ports])
         self._clients.append(client)
         return client
 
@@ -287,10 +359,10 @@ class ProcessCluster:
         """Poll ``condition`` until it returns something truthy (returned); TimeoutError naming
         ``what`` with the daemons' log tails otherwise. Fails early when Nimbus has exited."""
         def nimbus_alive() -> None:
-            proc = self.nimbus.proc
-            if check_daemons and proc is not None and not self.nimbus.running:
-                raise RuntimeError(f"Nimbus exited (code {proc.returncode}) while waiting for "
-                                   f"{what}\n{self.dump_logs()}")
+            if check_daemons and all(n.proc is not None and not n.running for n in self.nimbuses):
+                codes = ", ".join(str(n.proc.returncode) for n in self.nimbuses if n.proc is not None)
+                raise RuntimeError(f"Nimbus exited (code {codes}) while waiting for {what}\n"
+                                   f"{self.dump_logs()}")
 
         try:  # exceptions of the condition: it may race with daemons starting or stopping
             return wait_for(condition, timeout_secs, what, interval=interval, ignore=(Exception,),
@@ -300,7 +372,7 @@ class ProcessCluster:
 
     def log_files(self) -> list[Path]:
         """Every daemon and worker log of this cluster."""
-        return sorted(p for d in [self.nimbus, *self.supervisors] for p in d.log_files())
+        return sorted(p for d in self.daemons() for p in d.log_files())
 
     def dump_logs(self, lines: int = 40) -> str:
         """The last ``lines`` lines of every log file, each under a header."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
+from typing import Any
 
 
 class Transport(ABC):
@@ -25,8 +26,13 @@ class Transport(ABC):
         """Queue ``frame`` for ``peer``; False (frame not taken) when the peer's queue is full."""
 
     @abstractmethod
-    def receive(self, max_frames: int) -> list[bytes]:
-        """Frames that have arrived, without blocking (at most ``max_frames``)."""
+    def receive(self, max_frames: int) -> list[Any]:
+        """Frames that have arrived, without blocking (at most ``max_frames``): bytes-like
+        objects (``bytes``, or the transport's own frame type)."""
+
+    def sender(self, frame: Any) -> str:
+        """Where a received ``frame`` came from, as far as the transport knows ("" if not)."""
+        return ""
 
     @abstractmethod
     def wait(self, timeout: float) -> None:
@@ -54,7 +60,7 @@ class NoTransport(Transport):
     def send(self, peer: str, frame: bytes) -> bool:
         raise RuntimeError(f"no transport to send to peer {peer!r}")
 
-    def receive(self, max_frames: int) -> list[bytes]:
+    def receive(self, max_frames: int) -> list[Any]:
         return []
 
     def wait(self, timeout: float) -> None:

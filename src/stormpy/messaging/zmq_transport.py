@@ -129,15 +129,23 @@ class ZmqTransport(Transport):
             return False
         return True
 
-    def receive(self, max_frames: int) -> list[bytes]:
-        frames: list[bytes] = []
+    def receive(self, max_frames: int) -> list[Any]:
+        """``zmq.Frame`` objects (bytes-like; they know the sender's address, see ``sender``)."""
+        frames: list[Any] = []
         recv = self._pull.recv
         try:
             while len(frames) < max_frames:
-                frames.append(recv(zmq.NOBLOCK))
+                frames.append(recv(zmq.NOBLOCK, copy=False))
         except zmq.Again:
             pass
         return frames
+
+    def sender(self, frame: Any) -> str:
+        """The sending peer's address (``Peer-Address``, e.g. ``127.0.0.1``) of a received frame."""
+        try:
+            return str(frame.get("Peer-Address")) if isinstance(frame, zmq.Frame) else ""
+        except zmq.ZMQError:
+            return ""
 
     def wait(self, timeout: float) -> None:
         ms = math.ceil(timeout * 1000) if timeout > 0 else 0

@@ -1,17 +1,23 @@
 """The Nimbus daemon: ``Nimbus(conf)`` with ``start`` / ``stop`` / ``run_forever``.
 
 ``start`` creates the local directories, connects to ZooKeeper (``storm.zookeeper.*``), removes
-leftover uploads, resumes managing the topologies found in ZooKeeper and the bundle store, serves
+leftover uploads, serves
 the RPC methods on ``nimbus.host:nimbus.thrift.port`` (port 0 picks a free one: read
 :attr:`Nimbus.port`) from ``nimbus.rpc.handler.threads`` threads, refusing every request without
 the shared secret ``nimbus.rpc.auth.token`` when one is set (AuthorizationError), registers an
-ephemeral ``nimbuses/<nimbus-id>`` node and starts the monitor. ``stop`` undoes all of it and is
-idempotent. It is a :class:`~stormpy.host.daemon.Daemon`: ``request_stop`` / ``run_forever``.
+ephemeral ``nimbuses/<nimbus-id>`` node, joins the leader election and starts bundle replication.
+Once elected it resumes managing the topologies found in ZooKeeper and the bundle store and starts
+the monitor. ``stop`` undoes all of it and is idempotent. It is a
+:class:`~stormpy.host.daemon.Daemon`: ``request_stop`` / ``run_forever``.
 :func:`run_nimbus` is what ``stormpy nimbus`` runs: file logging to ``<log dir>/nimbus.log``,
 SIGTERM/SIGINT → clean stop, exit code.
 
-Only one Nimbus per cluster is supported (no leader election yet): a second one would manage the
-same topologies concurrently.
+High availability (Storm's Nimbus HA): any number of Nimbus processes may run against one cluster.
+They elect a leader through ZooKeeper (:mod:`stormpy.nimbus.leadership`); only the leader runs the
+monitor (scheduling, timeouts, kill/rebalance waits) and accepts writes, the others stand by,
+answer reads, refuse writes with ``not the leader, leader is host:port``, and replicate every
+bundle (:mod:`stormpy.nimbus.replication`). A standby elected leader resumes the topologies from
+ZooKeeper and its replicated store, as a restarted Nimbus does; running workers are not touched.
 """
 
 from __future__ import annotations
@@ -30,11 +36,15 @@ from stormpy.cluster import ClusterState
 from stormpy.cluster.records import encode_value
 from stormpy.config import DEFAULTS, log_dir, rpc_auth_token
 from stormpy.host.daemon import Daemon, log_to_file
+from stormpy.nimbus.client import NimbusClient
 from stormpy.nimbus.downloads import DownloadManager
 from stormpy.nimbus.handler import NimbusHandler
+from stormpy.nimbus.leadership import Leadership
 from stormpy.nimbus.localdirs import NimbusDirs
 from stormpy.nimbus.monitor import Monitor
+from stormpy.nimbus.replication import Replicator
 from stormpy.nimbus.store import BundleStore
+from stormpy.nimbus.timers import ActionTimers
 from stormpy.nimbus.topologies import TopologyManager
 from stormpy.nimbus.uploads import UploadManager
 from stormpy.rpc import RpcServer
@@ -73,6 +83,9 @@ class Nimbus(Daemon):
         self.uploads: UploadManager | None = None
         self.downloads: DownloadManager | None = None
         self.server: RpcServer | None = None
+        self.leadership: Leadership | None = None
+        self.replicator: Replicator | None = None
+        self._lead_lock = threading.Lock()
         self.nimbus_id = ""
         self.started_at = 0.0
         self._shut_down = False
@@ -98,17 +111,16 @@ class Nimbus(Daemon):
         expiration = float(conf["nimbus.file.copy.expiration.secs"])
         chunk = int(conf["nimbus.upload.chunk.size.bytes"])
         self.uploads = UploadManager(self.dirs, max_bundle_bytes=int(conf["nimbus.max.bundle.size.bytes"]),
-                                     expiration_secs=expiration, chunk_size=chunk, clock=self.clock)
+                                     expiration_secs=expiration, chunk_size=chunk, clock=self.clock,
+                                     max_sessions=int(conf["nimbus.upload.max.sessions"]),
+                                     max_sessions_per_client=int(conf["nimbus.upload.max.sessions.per.client"]),
+                                     idle_secs=min(float(conf["nimbus.upload.idle.secs"]), expiration))
         self.uploads.clear_leftovers()
         self.downloads = DownloadManager(chunk_size=chunk, expiration_secs=expiration, clock=self.clock)
         self.manager = TopologyManager(self.state, BundleStore(self.dirs), conf, clock=self.clock)
-        resumed = self.manager.resume()
-        if resumed:
-            log.info("resuming %d topologies: %s", len(resumed), ", ".join(resumed))
-        self.monitor = Monitor(self.manager, conf, uploads=self.uploads, downloads=self.downloads,
-                               clock=self.clock)
         handler = NimbusHandler(self.manager, self.uploads, self.downloads, nimbus_info=self.info,
-                                on_change=self.monitor.wake)
+                                on_change=self._wake_monitor, is_leader=self.is_leader,
+                                leader_address=self.leader_address, replicate=self._await_replicas)
         max_bytes = max(64 * 1024 * 1024, 4 * chunk)
         threads = int(conf["nimbus.rpc.handler.threads"])
         if threads < 1:
@@ -117,11 +129,21 @@ class Nimbus(Daemon):
         self.server = RpcServer(bind_address(self.host), int(conf["nimbus.thrift.port"]), handler,
                                 auth_token=token, max_workers=threads, max_message_bytes=max_bytes,
                                 name="nimbus").start()
+        handler.rpc_stats = self.server.call_stats
         if token is not None:
             log.info("Nimbus RPC requires the shared secret of nimbus.rpc.auth.token")
         self.state.storage.create_ephemeral(self.state.paths.nimbus(self.nimbus_id),
                                             encode_value(self.info()))
-        self.monitor.start()
+        self.replicator = Replicator(
+            self.state, self.manager.store, self.dirs, self.nimbus_id, is_leader=self.is_leader,
+            leader_address=self.leader_address,
+            client_factory=lambda address: NimbusClient.from_config(conf, address),
+            poll_secs=float(conf["nimbus.monitor.freq.secs"]), housekeeping=self._standby_housekeeping)
+        self.replicator.start()
+        self.leadership = Leadership(self.state.storage, self.state.paths.nimbus_leader(), self.address,
+                                     on_elected=self._on_elected, on_deposed=self._on_deposed).start()
+        if not self.leadership.wait_settled(float(conf["storm.zookeeper.connection.timeout"]) / 1000):
+            log.warning("no Nimbus leader elected yet; this one keeps contending")
         log.info("Nimbus %s (stormpy %s) serving on %s:%d, local dir %s", self.nimbus_id, __version__,
                  self.host, self.port, self.dirs.local_dir)
 
@@ -132,6 +154,10 @@ class Nimbus(Daemon):
         so monitor rounds and RPC calls blocked on ZooKeeper fail at once and stopping stays prompt.
         """
         with self._lock:
+            if self.leadership is not None:
+                self.leadership.stop()
+            if self.replicator is not None:
+                self.replicator.stop()
             if self.state is not None:
                 self.state.begin_shutdown()
             if self.monitor is not None:
@@ -143,6 +169,7 @@ class Nimbus(Daemon):
             if self.state is not None:
                 self.state.close()
             self.monitor = self.server = self.uploads = self.state = None
+            self.leadership = self.replicator = None
             if not self._shut_down:
                 self._shut_down = True
                 log.info("Nimbus %s stopped", self.nimbus_id)
@@ -167,10 +194,65 @@ class Nimbus(Daemon):
         """``host:port`` clients use."""
         return f"{self.host}:{self.port}"
 
+    # -- leadership ------------------------------------------------------------------------------
+    def is_leader(self) -> bool:
+        """True while this Nimbus leads (see :class:`~stormpy.nimbus.leadership.Leadership`)."""
+        return self.leadership is not None and self.leadership.is_leader()
+
+    def leader_address(self) -> str | None:
+        """``host:port`` of the leading Nimbus, or None when none is known."""
+        return self.leadership.leader_address() if self.leadership is not None else None
+
+    def _on_elected(self) -> None:
+        """Take over: resume the topologies found in ZooKeeper and start the monitor."""
+        with self._lead_lock:
+            manager = self.manager
+            if manager is None or self.state is None:
+                raise RuntimeError("Nimbus is stopping")
+            manager.timers = ActionTimers()
+            if self.replicator is not None:
+                self.replicator.sync()  # fetch what this Nimbus lacks before resume drops anything
+            resumed = manager.resume()
+            if resumed:
+                log.info("leading %d topologies: %s", len(resumed), ", ".join(resumed))
+            self.monitor = Monitor(manager, self.conf, uploads=self.uploads, downloads=self.downloads,
+                                   clock=self.clock)
+            self.monitor.start()
+
+    def _on_deposed(self) -> None:
+        """Stand by again: stop the monitor and forget pending kill/rebalance waits."""
+        with self._lead_lock:
+            monitor, self.monitor = self.monitor, None
+            if monitor is not None:
+                monitor.stop()
+            if self.manager is not None:
+                self.manager.timers = ActionTimers()
+
+    def _wake_monitor(self) -> None:
+        monitor = self.monitor
+        if monitor is not None:
+            monitor.wake()
+
+    def _await_replicas(self, topology_id: str, count: int, timeout_secs: float) -> int:
+        if self.replicator is None:
+            raise RuntimeError("Nimbus is stopping")
+        return self.replicator.await_replicas(topology_id, count, timeout_secs)
+
+    def _standby_housekeeping(self) -> None:
+        """What the monitor does on the leader and a standby still needs: expire download sessions
+        (and uploads left from a time it led)."""
+        if self.is_leader():
+            return
+        if self.downloads is not None:
+            self.downloads.expire()
+        if self.uploads is not None:
+            self.uploads.expire()
+
     def info(self) -> dict[str, Any]:
         """This Nimbus's summary (the ``nimbus`` part of ``get_cluster_info``)."""
         port = self.server.port if self.server is not None else int(self.conf["nimbus.thrift.port"])
         return {"id": self.nimbus_id, "host": self.host, "port": port, "version": __version__,
+                "leader": self.is_leader(),
                 "start_time": self.started_at, "uptime_secs": round(self.clock() - self.started_at, 1)}
 
     def _load_nimbus_id(self) -> str:

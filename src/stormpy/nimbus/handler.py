@@ -4,6 +4,14 @@ Each method checks its arguments and answers with a typed error from :mod:`storm
 (``InvalidRequestError`` for malformed arguments, ``InvalidTopologyError`` for specs, configs and
 names that are refused, ``UploadError`` for uploads, ``NotFoundError`` for unknown names, keys and
 components, ``AlreadyExistsError`` for a name in use). The server keeps serving after any of them.
+
+Nimbus HA: methods that change cluster state (uploads, submit, kill, activate, deactivate,
+rebalance) run only on the leader; a standby refuses them with
+:class:`~stormpy.rpc.errors.NotLeaderError` ``not the leader, leader is host:port``. Reads and
+bundle downloads are served by every Nimbus (a standby serves the bundles it replicated).
+``get_leader`` tells any caller who leads. A submit is answered only once
+``topology.min.replication.count`` Nimbus hosts hold the bundle (see
+:mod:`stormpy.nimbus.replication`); otherwise it is rolled back.
 """
 
 from __future__ import annotations
@@ -12,13 +20,16 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import msgpack
+
+from stormpy.config import DEFAULTS
 from stormpy.nimbus.downloads import DownloadManager
 from stormpy.nimbus.info import cluster_summary, topology_info
 from stormpy.nimbus.store import StoreError
 from stormpy.nimbus.topologies import TopologyManager, validate_topology_conf, validate_topology_name
 from stormpy.nimbus.uploads import UploadManager
-from stormpy.rpc import rpc_method
-from stormpy.rpc.errors import InvalidRequestError, InvalidTopologyError
+from stormpy.rpc import current_client, rpc_method
+from stormpy.rpc.errors import InvalidRequestError, InvalidTopologyError, NotLeaderError
 from stormpy.topology.errors import InvalidTopologyError as SpecError
 from stormpy.topology.spec import TopologySpec
 
@@ -38,31 +49,58 @@ class NimbusHandler:
 
     def __init__(self, manager: TopologyManager, uploads: UploadManager, downloads: DownloadManager, *,
                  nimbus_info: Callable[[], Mapping[str, Any]],
-                 on_change: Callable[[], None] | None = None) -> None:
+                 on_change: Callable[[], None] | None = None,
+                 is_leader: Callable[[], bool] | None = None,
+                 leader_address: Callable[[], str | None] | None = None,
+                 replicate: Callable[[str, int, float], object] | None = None) -> None:
         self.manager = manager
         self.uploads = uploads
         self.downloads = downloads
         self._nimbus_info = nimbus_info
         self._on_change = on_change or (lambda: None)
+        self._is_leader = is_leader or (lambda: True)
+        self._leader_address = leader_address or (lambda: None)
+        self._replicate = replicate
+        #: the RPC server's call counts (set by the daemon once its server exists)
+        self.rpc_stats: Callable[[], dict[str, Any]] = lambda: {"calls": {}, "errors": {}, "refused": 0}
+
+    def _require_leader(self, method: str) -> None:
+        if self._is_leader():
+            return
+        leader = self._leader_address()
+        where = f"leader is {leader}" if leader else "no leader is elected yet; retry shortly"
+        raise NotLeaderError(f"not the leader, {where} ({method} changes cluster state and only the leader "
+                             "Nimbus accepts it)")
+
+    @rpc_method
+    def get_leader(self) -> dict[str, Any]:
+        info = self._nimbus_info()
+        return {"leader": self._leader_address(), "is_leader": self._is_leader(),
+                "self": f"{info.get('host')}:{info.get('port')}"}
 
     # -- uploads ---------------------------------------------------------------------------------
     @rpc_method
     def begin_upload(self, size: Any) -> dict[str, Any]:
-        return self.uploads.begin(size)
+        self._require_leader("begin_upload")
+        return self.uploads.begin(size, current_client())
 
     @rpc_method
     def upload_chunk(self, upload_id: Any, data: Any, offset: Any) -> dict[str, Any]:
+        self._require_leader("upload_chunk")
         return self.uploads.chunk(upload_id, data, offset)
 
     @rpc_method
     def finish_upload(self, upload_id: Any, sha256: Any) -> dict[str, Any]:
+        self._require_leader("finish_upload")
         return {"bundle_key": self.uploads.finish(upload_id, sha256)}
 
     # -- lifecycle -------------------------------------------------------------------------------
     @rpc_method
     def submit_topology(self, name: Any, bundle_key: Any, spec: Any, conf: Any = None,
                         initial_status: Any = "active") -> dict[str, Any]:
+        self._require_leader("submit_topology")
         name = validate_topology_name(name)
+        self._check_spec_size(name, spec, conf)
         if initial_status not in ("active", "inactive"):
             raise InvalidRequestError("initial_status must be 'active' or 'inactive', "
                                       f"got {initial_status!r}")
@@ -73,7 +111,8 @@ class NimbusHandler:
         topo_conf = validate_topology_conf(conf)
         staged = self.uploads.take(bundle_key)
         try:
-            topology_id = self.manager.submit(name, staged, topology, topo_conf, initial_status)
+            topology_id = self.manager.submit(name, staged, topology, topo_conf, initial_status,
+                                              before_activate=self._replication_hook(topo_conf))
         except BaseException:
             if staged.path.exists():
                 self.uploads.restage(staged)
@@ -83,23 +122,27 @@ class NimbusHandler:
 
     @rpc_method
     def kill_topology(self, name: Any, wait_secs: Any = None) -> dict[str, Any]:
+        self._require_leader("kill_topology")
         self.manager.kill(name, _wait(wait_secs, "kill_topology"))
         self._on_change()
         return {}
 
     @rpc_method
     def activate(self, name: Any) -> dict[str, Any]:
+        self._require_leader("activate")
         self.manager.set_active(name, True)
         return {}
 
     @rpc_method
     def deactivate(self, name: Any) -> dict[str, Any]:
+        self._require_leader("deactivate")
         self.manager.set_active(name, False)
         return {}
 
     @rpc_method
     def rebalance(self, name: Any, wait_secs: Any = None, num_workers: Any = None,
                   executors: Any = None) -> dict[str, Any]:
+        self._require_leader("rebalance")
         wait = _wait(wait_secs, "rebalance")
         if num_workers is not None and (not isinstance(num_workers, int) or isinstance(num_workers, bool)
                                         or num_workers < 1):
@@ -119,6 +162,16 @@ class NimbusHandler:
         state = self.manager.state
         return cluster_summary(self._nimbus_info(), state.supervisors(), state.storm_bases(),
                                state.assignments(), time.time())
+
+    @rpc_method
+    def get_daemon_stats(self) -> dict[str, Any]:
+        """This Nimbus's counters since it started: ``uploads`` (``finished``, ``bytes``,
+        ``failed``), ``rpc`` (``calls`` and ``errors`` per method, ``refused``), its ``host``,
+        ``port`` and ``is_leader``. Any Nimbus answers (not only the leader)."""
+        info = self._nimbus_info()
+        uploads = self.uploads.stats()
+        return {"host": info.get("host"), "port": info.get("port"), "is_leader": self._is_leader(),
+                "uploads": uploads, "rpc": self.rpc_stats()}
 
     @rpc_method
     def get_topology_info(self, name: Any) -> dict[str, Any]:
@@ -149,6 +202,35 @@ class NimbusHandler:
         return self.downloads.chunk(download_id, offset)
 
     # -- helpers ---------------------------------------------------------------------------------
+    def _replication_hook(self, topo_conf: Mapping[str, Any]) -> Callable[[str], None] | None:
+        """Before activation: wait for topology.min.replication.count copies of the bundle."""
+        replicate = self._replicate
+        if replicate is None:
+            return None
+
+        def setting(key: str) -> Any:
+            return topo_conf.get(key, self.manager.conf.get(key, DEFAULTS[key]))
+
+        count = int(setting("topology.min.replication.count"))
+        wait = float(setting("topology.max.replication.wait.time.sec"))
+
+        def hook(topology_id: str) -> None:
+            replicate(topology_id, count, wait)
+
+        return hook
+
+    def _check_spec_size(self, name: str, spec: Any, conf: Any) -> None:
+        key = "nimbus.max.spec.size.bytes"
+        limit = int(self.manager.conf.get(key, DEFAULTS[key]))
+        try:
+            size = len(msgpack.packb(spec, use_bin_type=True)) + len(msgpack.packb(conf, use_bin_type=True))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise InvalidTopologyError(f"topology {name!r} refused: spec and config must be plain data: "
+                                       f"{exc}") from None
+        if size > limit:
+            raise InvalidTopologyError(f"topology {name!r} refused: its spec and config encode to {size} "
+                                       f"bytes, beyond nimbus.max.spec.size.bytes ({limit})")
+
     @staticmethod
     def _topology_id(value: Any) -> str:
         if not isinstance(value, str) or not value:

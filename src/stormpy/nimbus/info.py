@@ -4,7 +4,9 @@ Per-component statistics are summed over the heartbeats of the topology's *assig
 Counters are added up; ``latency_sum``/``latency_count`` pairs (when workers send them) give
 ``complete_latency_ms``; otherwise a worker's ``complete_latency_ms`` is averaged weighted by its
 ``acked`` count. System components (``__acker`` ...) are reported under ``system_components``.
-Every value is msgpack-ready.
+Metrics components registered (``context.register_metric``) are listed under ``metrics`` as
+component → task id (a string) → metric name → value, from the same heartbeats. Every value is
+msgpack-ready.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ def aggregate_stats(beats: Iterable[WorkerHeartbeat]) -> dict[str, dict[str, Any
 def supervisor_summary(info: SupervisorInfo, used_slots: int, now: float) -> dict[str, Any]:
     return {"id": info.supervisor_id, "host": info.host, "ports": list(info.ports),
             "slots_total": len(info.ports), "slots_used": used_slots,
-            "uptime_secs": round(max(0.0, now - info.start_time), 1), "version": info.version}
+            "uptime_secs": round(max(0.0, now - info.start_time), 1), "version": info.version,
+            "stats": dict(info.stats)}
 
 
 def topology_summary(base: StormBase, assignment: Assignment | None, now: float) -> dict[str, Any]:
@@ -103,6 +106,10 @@ def topology_info(base: StormBase, assignment: Assignment | None, layout: TaskLa
                         "heartbeat_age_secs": round(max(0.0, now - beat.time), 1) if beat is not None
                         else None})
     stats = aggregate_stats(assigned_beats)
+    metrics: dict[str, dict[str, Any]] = {}
+    for beat in assigned_beats:
+        for component, by_task in beat.metrics.items():
+            metrics.setdefault(component, {}).update(by_task)
     components: dict[str, Any] = {}
     if layout is not None:
         for component, tasks in layout.component_tasks.items():
@@ -115,6 +122,8 @@ def topology_info(base: StormBase, assignment: Assignment | None, layout: TaskLa
         "components": components,
         "stats": user,
         "system_components": system,
+        "metrics": {c: dict(sorted(t.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0))
+                    for c, t in sorted(metrics.items())},
         "errors": {component: [{"time": e.time, "task": e.task, "host": e.host, "port": e.port,
                                 "message": e.message} for e in errs[-5:]]
                    for component, errs in sorted(errors.items())},

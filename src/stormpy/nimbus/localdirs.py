@@ -24,7 +24,7 @@ from typing import Any
 
 __all__ = ["NimbusDirs", "safe_segment"]
 
-_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 BUNDLE_FILE = "bundle.zip"
 TOPOLOGY_FILE = "topology.msgpack"
@@ -32,7 +32,7 @@ TOPOLOGY_FILE = "topology.msgpack"
 
 def safe_segment(value: str, what: str) -> str:
     """``value`` when it is a plain file name (letters, digits, ``_ . -``, no leading dot)."""
-    if not isinstance(value, str) or not _SEGMENT.match(value) or ".." in value:
+    if not isinstance(value, str) or not _SEGMENT.fullmatch(value) or ".." in value:
         raise ValueError(f"{what} {value!r} is not a plain file name")
     return value
 

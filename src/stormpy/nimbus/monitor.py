@@ -11,7 +11,10 @@ Every ``nimbus.monitor.freq.secs`` :meth:`Monitor.tick` does, in this order:
    ``nimbus.task.timeout.secs`` ago. Changes are timed with Nimbus's own clock (like Storm's
    heartbeat cache), so worker clock skew does not matter; a heartbeat first seen after a Nimbus
    restart counts as fresh. Topologies without an assignment, or with unassigned executors, are
-   scheduled as soon as slots are free;
+   scheduled as soon as slots are free. A topology running on fewer workers than it asked for
+   (its executors were packed onto surviving slots) is rescheduled when free slots appear, so it
+   spreads back to ``min(topology.workers, executors)`` workers; workers whose executors fit the
+   even spread keep running (see :mod:`stormpy.nimbus.scheduler`);
 3. removes ZooKeeper state (assignments, heartbeats, errors) of topologies without a StormBase,
    e.g. heartbeats a dying worker wrote after its topology was killed;
 4. expires abandoned uploads and download sessions.
@@ -32,7 +35,7 @@ from typing import Any
 from stormpy.cluster import Assignment, ClusterStateError, SupervisorInfo, WorkerHeartbeat
 from stormpy.config import DEFAULTS
 from stormpy.nimbus.downloads import DownloadManager
-from stormpy.nimbus.scheduler import ExecutorKey, Slot
+from stormpy.nimbus.scheduler import ExecutorKey, Slot, available_slots
 from stormpy.nimbus.store import StoreError
 from stormpy.nimbus.timers import KILL, REBALANCE
 from stormpy.nimbus.topologies import TopologyManager
@@ -206,12 +209,26 @@ class Monitor:
             supervisor_timeout=self.supervisor_timeout)
         alive = {e: s for e, s in liveness.alive.items() if e in expected}
         if set(alive) == expected and set(assignment.executors) == expected:
+            if self._can_spread(topology_id, base.num_workers, len(expected), assignment, supervisors):
+                log.info("topology %s runs on %d of its %d workers and free slots exist; spreading it",
+                         topology_id, len(set(assignment.executors.values())), base.num_workers)
+                self.manager.reschedule(topology_id, alive)
             return
         if liveness.dead_slots:
             log.warning("topology %s: workers %s are dead (no heartbeat within nimbus.task.timeout.secs or "
                         "supervisor gone); reassigning their executors", topology_id,
                         ", ".join(f"{n}:{p}" for n, p in sorted(liveness.dead_slots)))
         self.manager.reschedule(topology_id, alive, avoid=liveness.dead_slots)
+
+    def _can_spread(self, topology_id: str, num_workers: int, n_execs: int, assignment: Assignment,
+                    supervisors: Mapping[str, SupervisorInfo]) -> bool:
+        """True when the topology uses fewer slots than it could and a live slot is free."""
+        used = set(assignment.executors.values())
+        if len(used) >= min(num_workers, n_execs):
+            return False
+        others = [a.executors for tid, a in self.manager.state.assignments().items() if tid != topology_id]
+        free = available_slots({sid: info.ports for sid, info in supervisors.items()}, others)
+        return any((node, port) not in used for node, ports in free.items() for port in ports)
 
     def _cleanup_orphans(self) -> None:
         state = self.manager.state

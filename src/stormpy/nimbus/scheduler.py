@@ -5,6 +5,11 @@ Like Storm's EvenScheduler, for one topology:
 1. Keep every existing worker slot that is still available and whose executors still exist in the
    current layout (alive executors stay where they run: no needless worker restarts). When more
    slots are kept than ``num_workers`` allows (the worker count went down), the fullest are kept.
+   When fewer slots are kept than the target and free slots exist (slots came back after executors
+   were packed onto the survivors), the topology spreads back like Storm's "bad slots" rule: with
+   ``E`` executors over ``T`` target slots each slot should run ``E // T`` or ``E // T + 1``
+   executors; a kept slot whose count fits that distribution stays untouched, any other kept slot
+   is released and its executors are dealt anew. Workers that fit are never restarted.
 2. Use ``min(num_workers, available slots)`` slots in total. New slots are taken from the free ones
    interleaved across supervisors — nodes that host fewer of this topology's kept slots first, then
    nodes with more free slots, then by id; ``node0:p0, node1:p0, node0:p1, ...`` — so workers
@@ -78,6 +83,8 @@ def schedule_topology(executors: Iterable[ExecutorKey], available: Mapping[str, 
     if len(kept) > target:
         fullest = sorted(kept, key=lambda s: (-len(kept[s]), s))[:target]
         kept = {s: kept[s] for s in sorted(fullest)}
+    elif len(kept) < target and len(avail) > len(kept):
+        kept = _fitting_slots(kept, len(all_execs), target)
     assignment: dict[ExecutorKey, Slot] = {e: s for s, execs in kept.items() for e in execs}
     kept_per_node: dict[str, int] = {}
     for node, _ in kept:
@@ -89,3 +96,22 @@ def schedule_topology(executors: Iterable[ExecutorKey], available: Mapping[str, 
     for i, executor in enumerate(unassigned):
         assignment[executor] = destinations[i % len(destinations)]
     return assignment
+
+
+def _fitting_slots(kept: Mapping[Slot, list[ExecutorKey]], n_execs: int,
+                   target: int) -> dict[Slot, list[ExecutorKey]]:
+    """The kept slots whose executor counts fit an even spread of ``n_execs`` over ``target`` slots
+    (``q`` or ``q + 1`` each, at most ``r`` of the larger); slots that hold most fitting ones win."""
+    q, r = divmod(n_execs, target)
+    big_left, small_left = r, target - r
+    out: dict[Slot, list[ExecutorKey]] = {}
+    for slot in sorted(kept, key=lambda s: (-len(kept[s]), s)):
+        count = len(kept[slot])
+        if count == q + 1 and big_left > 0:
+            big_left -= 1
+        elif count == q and q > 0 and small_left > 0:
+            small_left -= 1
+        else:
+            continue
+        out[slot] = kept[slot]
+    return dict(sorted(out.items()))

@@ -7,7 +7,14 @@ Contract:
 * ``submit`` stores the bundle and description, writes the StormBase (inactive), schedules the
   executors (acker executors included) over free supervisor slots, writes the assignment, then
   activates the topology unless it was submitted inactive. Names are unique among the topologies
-  Nimbus knows (a topology being killed still holds its name).
+  Nimbus knows (a topology being killed still holds its name). Submission is all-or-nothing: the
+  size limits (:func:`check_topology_limits`: ``nimbus.slots.perTopology``,
+  ``nimbus.executors.perTopology``, ``nimbus.tasks.perTopology``) are checked before anything is
+  laid out or written, every znode is checked against ``storm.zookeeper.jute.maxbuffer`` before it
+  is written, and on any failure the StormBase, assignment and stored bundle written so far are
+  removed again before the error propagates. A marker (``submitting/<id>``) is written before the
+  first write and removed at the commit (activation); a Nimbus that resumes as leader rolls back
+  every marked topology, so a leader dying mid-submit leaves nothing half-written either.
 * ``kill`` marks the topology ``killed`` (workers stop spouts) and removes it — ZooKeeper state
   (assignment first) and the stored bundle — after ``wait_secs``; ``rebalance`` marks it
   ``rebalancing`` with the new worker/executor counts and reschedules it from scratch after
@@ -33,6 +40,7 @@ from typing import Any
 import msgpack
 
 from stormpy.cluster import Assignment, ClusterState, StormBase
+from stormpy.cluster.records import encode
 from stormpy.config import DEFAULTS
 from stormpy.nimbus.scheduler import ExecutorKey, Slot, available_slots, schedule_topology
 from stormpy.nimbus.store import BundleStore, StoredTopology, StoreError
@@ -41,19 +49,20 @@ from stormpy.nimbus.uploads import StagedBundle
 from stormpy.rpc.errors import AlreadyExistsError, InvalidRequestError, InvalidTopologyError, NotFoundError
 from stormpy.topology.errors import InvalidTopologyError as SpecError
 from stormpy.topology.layout import ACKER_COMPONENT, TaskLayout, acker_count, compute_layout
-from stormpy.topology.spec import TopologySpec
+from stormpy.topology.spec import TopologySpec, check_name
 
-__all__ = ["NAME_PATTERN", "TopologyManager", "validate_topology_conf", "validate_topology_name"]
+__all__ = ["NAME_PATTERN", "TopologyManager", "check_topology_limits", "validate_topology_conf",
+           "validate_topology_name"]
 
 log = logging.getLogger(__name__)
 
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 STATUSES_LIVE = ("active", "inactive")
 
 
 def validate_topology_name(name: Any) -> str:
     """``name`` when it is a usable topology name; InvalidTopologyError otherwise."""
-    if not isinstance(name, str) or not NAME_PATTERN.match(name) or ".." in name:
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name) or ".." in name:
         raise InvalidTopologyError(
             f"invalid topology name {name!r}: use 1-100 letters, digits, '_', '.' or '-', starting with "
             "a letter or digit")
@@ -75,6 +84,11 @@ def validate_topology_conf(conf: Any) -> dict[str, Any]:
         return {}
     if not isinstance(conf, Mapping) or not all(isinstance(k, str) for k in conf):
         raise InvalidTopologyError("topology config must be a map with string keys")
+    for key in conf:
+        try:
+            check_name(key, "topology config key")
+        except SpecError as exc:
+            raise InvalidTopologyError(str(exc)) from None
     try:
         msgpack.packb(dict(conf), use_bin_type=True)
     except (TypeError, ValueError, OverflowError) as exc:
@@ -87,6 +101,28 @@ def validate_topology_conf(conf: Any) -> dict[str, Any]:
         raise InvalidTopologyError(f"topology config topology.message.timeout.secs must be a positive "
                                    f"number, got {timeout!r}")
     return dict(conf)
+
+
+def _limit(conf: Mapping[str, Any], key: str) -> int:
+    return int(conf.get(key, DEFAULTS[key]))
+
+
+def check_topology_limits(name: str, spec: TopologySpec, topo_conf: Mapping[str, Any],
+                          nimbus_conf: Mapping[str, Any]) -> None:
+    """InvalidTopologyError when the topology asks for more workers, executors or tasks than
+    Nimbus allows (``nimbus.slots.perTopology``, ``nimbus.executors.perTopology``,
+    ``nimbus.tasks.perTopology``); computed from the spec, before any layout is built."""
+    workers = int(topo_conf.get("topology.workers") or 1)
+    ackers = acker_count(topo_conf)
+    tasks = sum(c.num_tasks for c in spec.components.values()) + ackers
+    executors = sum(c.num_executors for c in spec.components.values()) + ackers
+    for count, key, what in ((workers, "nimbus.slots.perTopology", "workers (topology.workers)"),
+                             (executors, "nimbus.executors.perTopology", "executors"),
+                             (tasks, "nimbus.tasks.perTopology", "tasks")):
+        limit = _limit(nimbus_conf, key)
+        if count > limit:
+            raise InvalidTopologyError(f"topology {name!r} asks for {count} {what}; this Nimbus allows at "
+                                       f"most {limit} ({key})")
 
 
 class TopologyManager:
@@ -141,8 +177,13 @@ class TopologyManager:
 
     # -- submit ----------------------------------------------------------------------------------
     def submit(self, name: str, staged: StagedBundle, spec: TopologySpec, conf: Mapping[str, Any],
-               initial_status: str = "active") -> str:
-        """Store, schedule and start the topology; return its id (see the module contract)."""
+               initial_status: str = "active", *,
+               before_activate: Callable[[str], None] | None = None) -> str:
+        """Store, schedule and start the topology; return its id (see the module contract).
+
+        ``before_activate(topology_id)`` runs once the topology is stored and scheduled (still
+        inactive); if it raises, the submission is rolled back like any other failure.
+        """
         if initial_status not in STATUSES_LIVE:
             raise InvalidRequestError("initial_status must be 'active' or 'inactive', "
                                       f"got {initial_status!r}")
@@ -155,30 +196,69 @@ class TopologyManager:
             workers = int(topo_conf.get("topology.workers") or DEFAULTS["topology.workers"])
             topo_conf["topology.workers"] = workers
             topo_conf["topology.acker.executors"] = acker_count(topo_conf)
+            check_topology_limits(name, spec, topo_conf, self.conf)
             try:
+                spec.check_conf({**DEFAULTS, **self.conf, **topo_conf})
                 layout = compute_layout(spec, topo_conf)
             except (SpecError, ValueError) as exc:
                 raise InvalidTopologyError(f"cannot lay out topology {name!r}: {exc}") from None
             now = self.clock()
             topology_id = f"{name}-{int(now)}-{secrets.token_hex(3)}"
-            self.store.install(topology_id, staged, spec.to_doc(), topo_conf)
-            executors_per_component: dict[str, int] = {}
-            for executor in layout.executors:
-                executors_per_component[executor.component] = \
-                    executors_per_component.get(executor.component, 0) + 1
-            base = StormBase(topology_id=topology_id, name=name, status="inactive", num_workers=workers,
-                             launch_time=now, owner=str(topo_conf.get("topology.submitter.user") or ""),
-                             component_executors=executors_per_component)
-            self.state.set_storm_base(base)
-            self._described[topology_id] = (spec, topo_conf)
-            if self.reschedule(topology_id, {}) is None:
-                log.warning("topology %s submitted but no supervisor slot is free; it will be scheduled "
-                            "when slots appear", topology_id)
-            if initial_status == "active":
-                self.state.set_storm_base(replace(base, status="active"))
+            try:
+                self._submit_steps(topology_id, name, staged, spec, topo_conf, layout, now, initial_status,
+                                   before_activate)
+            except BaseException:
+                self._roll_back(topology_id)
+                raise
             log.info("submitted topology %s (%s, %d workers, %d executors, %s)", topology_id, name, workers,
                      len(layout.executors), initial_status)
             return topology_id
+
+    def _submit_steps(self, topology_id: str, name: str, staged: StagedBundle, spec: TopologySpec,
+                      topo_conf: dict[str, Any], layout: TaskLayout, now: float, initial_status: str,
+                      before_activate: Callable[[str], None] | None) -> None:
+        workers = int(topo_conf["topology.workers"])
+        self.state.mark_submitting(topology_id)
+        self.store.install(topology_id, staged, spec.to_doc(), topo_conf)
+        executors_per_component: dict[str, int] = {}
+        for executor in layout.executors:
+            executors_per_component[executor.component] = \
+                executors_per_component.get(executor.component, 0) + 1
+        base = StormBase(topology_id=topology_id, name=name, status="inactive", num_workers=workers,
+                         launch_time=now, owner=str(topo_conf.get("topology.submitter.user") or ""),
+                         component_executors=executors_per_component)
+        self._check_znode(base, f"the StormBase of topology {name!r}")
+        self.state.set_storm_base(base)
+        self._described[topology_id] = (spec, topo_conf)
+        if self.reschedule(topology_id, {}) is None:
+            log.warning("topology %s submitted but no supervisor slot is free; it will be scheduled "
+                        "when slots appear", topology_id)
+        if before_activate is not None:
+            before_activate(topology_id)
+        if initial_status == "active":
+            self.state.set_storm_base(replace(base, status="active"))
+        self.state.clear_submitting(topology_id)  # the commit point
+
+    def _roll_back(self, topology_id: str) -> None:
+        """Remove whatever a failed submission wrote (best effort; failures are logged)."""
+        self._described.pop(topology_id, None)
+        self.timers.cancel(topology_id)
+        for what, undo in (("ZooKeeper state", lambda: self.state.remove_topology(topology_id)),
+                           ("stored bundle", lambda: self.store.remove(topology_id))):
+            try:
+                undo()
+            except Exception as exc:  # the original failure is what the caller must see
+                log.error("rolling back topology %s: cannot remove its %s: %s", topology_id, what, exc)
+        log.info("submission of %s rolled back", topology_id)
+
+    def _check_znode(self, record: Any, what: str) -> None:
+        """InvalidTopologyError when ``record`` would encode beyond ZooKeeper's jute.maxbuffer."""
+        limit = _limit(self.conf, "storm.zookeeper.jute.maxbuffer")
+        size = len(encode(record))
+        if size > limit:
+            raise InvalidTopologyError(f"{what} would be {size} bytes in ZooKeeper, beyond "
+                                       f"storm.zookeeper.jute.maxbuffer ({limit}); use fewer workers or "
+                                       "executors")
 
     # -- status transitions ----------------------------------------------------------------------
     def kill(self, name: str, wait_secs: float | None) -> str:
@@ -233,6 +313,10 @@ class TopologyManager:
                 if component not in known:
                     raise NotFoundError(f"topology {base.name!r} has no component {component!r} "
                                         f"(components: {', '.join(sorted(known))})")
+            max_workers = _limit(self.conf, "nimbus.slots.perTopology")
+            if num_workers is not None and num_workers > max_workers:
+                raise InvalidTopologyError(f"rebalance of {base.name!r}: {num_workers} workers exceed "
+                                           f"nimbus.slots.perTopology ({max_workers})")
             if wait_secs is None:
                 wait_secs = self._message_timeout(base.topology_id)
             prev = base.prev_status if base.status == "rebalancing" else base.status
@@ -289,6 +373,7 @@ class TopologyManager:
                                     node_host=node_host, executor_start_times=start_times)
             if old is not None and old.executors == new and old.node_host == node_host:
                 return old
+            self._check_znode(assignment, f"the assignment of topology {base.name!r}")
             self.state.set_assignment(assignment)
             kept_slots = set(new.values())
             for slot in set(old.executors.values()) if old is not None else set():
@@ -303,6 +388,10 @@ class TopologyManager:
         """Re-arm pending kill/rebalance waits from ZooKeeper and drop stored bundles of topologies
         that no longer exist; return the ids of the topologies found."""
         with self.lock:
+            for tid in self.state.submitting():
+                log.warning("topology %s was being submitted when the previous leader stopped; rolling "
+                            "it back", tid)
+                self._roll_back(tid)
             bases = self.state.storm_bases()
             now = self.clock()
             for tid, base in bases.items():

@@ -13,6 +13,7 @@ from stormpy.rpc.errors import (
     InvalidRequestError,
     InvalidTopologyError,
     NotFoundError,
+    NotLeaderError,
     RpcError,
     RpcTimeoutError,
     UnreachableError,
@@ -21,7 +22,7 @@ from stormpy.rpc.errors import (
     register_error,
 )
 from stormpy.rpc.methods import rpc_method
-from stormpy.rpc.server import RpcServer
+from stormpy.rpc.server import RpcServer, current_client
 
 __all__ = [
     "ERROR_TYPES",
@@ -32,6 +33,7 @@ __all__ = [
     "InvalidRequestError",
     "InvalidTopologyError",
     "NotFoundError",
+    "NotLeaderError",
     "Request",
     "Response",
     "RpcClient",
@@ -40,6 +42,7 @@ __all__ = [
     "RpcTimeoutError",
     "UnreachableError",
     "UploadError",
+    "current_client",
     "error_from_wire",
     "register_error",
     "rpc_method",

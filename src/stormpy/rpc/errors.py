@@ -21,6 +21,7 @@ __all__ = [
     "InvalidRequestError",
     "InvalidTopologyError",
     "NotFoundError",
+    "NotLeaderError",
     "RpcError",
     "RpcTimeoutError",
     "TimeoutError",
@@ -83,6 +84,20 @@ class AuthorizationError(RpcError):
     wire_name = "AuthorizationError"
 
 
+class NotLeaderError(RpcError):
+    """The Nimbus asked is a standby: only the leader changes cluster state. The message is
+    ``not the leader, leader is host:port`` (or ``... no leader is elected yet``); :attr:`leader`
+    parses the address back out (None when unknown)."""
+
+    wire_name = "NotLeaderError"
+
+    @property
+    def leader(self) -> str | None:
+        _, sep, rest = self.message.partition("leader is ")
+        address = rest.split()[0].rstrip(";,.") if sep and rest.split() else ""
+        return address if ":" in address else None
+
+
 class InternalError(RpcError):
     """The server failed unexpectedly while handling the request (the server logged the traceback)."""
 
@@ -121,7 +136,8 @@ def register_error(cls: type[RpcError]) -> type[RpcError]:
 
 
 for _cls in (RpcError, NotFoundError, AlreadyExistsError, InvalidRequestError, InvalidTopologyError,
-             UploadError, AuthorizationError, InternalError, RpcTimeoutError, UnreachableError):
+             UploadError, AuthorizationError, InternalError, RpcTimeoutError, UnreachableError,
+             NotLeaderError):
     register_error(_cls)
 
 

@@ -18,15 +18,25 @@ Contract:
   time) or it is refused with AuthorizationError. The token is not encrypted on the wire; it keeps
   stray or misconfigured clients out, it is not protection against an attacker on the network.
 * The built-in method ``__ping__`` answers ``True`` (subject to auth) without touching the handler.
+* Refusals are logged with request ids and messages cut to :data:`LOG_FIELD_LIMIT` characters (they
+  are chosen by the peer) and at most ``refusal_log_burst`` per ``refusal_log_interval`` seconds; the
+  rest are counted and reported in one line when logging resumes.
+* :meth:`RpcServer.call_stats` counts, since start, the calls each method executed, those that
+  failed (typed or internal errors) and the refused requests (malformed, unauthorised, unknown
+  method or bad arguments); answers from the retry cache and pings are not counted.
+* While a handler method runs, :func:`current_client` is the caller's IP address (ZeroMQ's
+  ``Peer-Address``; ``""`` when unknown), e.g. to apply per-client limits.
 """
 
 from __future__ import annotations
 
+import contextvars
 import hmac
 import itertools
 import logging
 import queue
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from types import TracebackType
@@ -38,9 +48,57 @@ from stormpy.rpc.codec import Request, Response, decode_request, encode_response
 from stormpy.rpc.errors import AuthorizationError, InternalError, InvalidRequestError, RpcError
 from stormpy.rpc.methods import MethodTable
 
-__all__ = ["PING_METHOD", "RpcServer"]
+__all__ = ["LOG_FIELD_LIMIT", "PING_METHOD", "RefusalLog", "RpcServer", "current_client", "shorten"]
 
 log = logging.getLogger(__name__)
+
+#: Longest peer-chosen string (request id, error message) written to the log.
+LOG_FIELD_LIMIT = 80
+_client: contextvars.ContextVar[str] = contextvars.ContextVar("stormpy_rpc_client", default="")
+
+
+def current_client() -> str:
+    """The IP address of the client whose request the calling handler thread is executing."""
+    return _client.get()
+
+
+def shorten(value: object, limit: int = LOG_FIELD_LIMIT) -> str:
+    """``repr``-safe text of ``value`` cut to ``limit`` characters (with the original length)."""
+    text = value if isinstance(value, str) else repr(value)
+    text = text.encode("unicode_escape", "replace").decode("ascii", "replace")
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}...({len(text)} chars)"
+
+
+class RefusalLog:
+    """Rate-limited logging of refused requests: ``burst`` lines per ``interval`` seconds."""
+
+    def __init__(self, name: str, burst: int = 20, interval: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.name = name
+        self.burst = burst
+        self.interval = interval
+        self._clock = clock
+        self._window_start = float("-inf")
+        self._logged = 0
+        self.suppressed = 0
+
+    def refused(self, request_id: str | None, message: str) -> bool:
+        """Log one refusal unless over the rate; True when a line was written."""
+        now = self._clock()
+        if now - self._window_start >= self.interval:
+            if self.suppressed:
+                log.warning("RPC server %s: %d more requests refused in the last %.0f s (not logged)",
+                            self.name, self.suppressed, now - self._window_start)
+            self._window_start, self._logged, self.suppressed = now, 0, 0
+        if self._logged >= self.burst:
+            self.suppressed += 1
+            return False
+        self._logged += 1
+        log.info("RPC server %s: refused request %s: %s", self.name, shorten(request_id),
+                 shorten(message, 300))
+        return True
 
 PING_METHOD = "__ping__"
 _STOP = b"stop"
@@ -95,15 +153,21 @@ class RpcServer:
         self._cache = _ResponseCache(response_cache_entries, response_cache_bytes)
         self._inflight: dict[str, list[list[bytes]]] = {}
         self.name = name
+        self._refusals = RefusalLog(name)
         self._ctx: zmq.Context[zmq.Socket[bytes]] | None = None
         self._inproc = f"inproc://stormpy-rpc-{name}-{next(_instances)}"
-        self._jobs: queue.Queue[tuple[Request, Callable[[], Any]] | None] = queue.Queue()
+        self._jobs: queue.Queue[tuple[Request, Callable[[], Any], str] | None] = queue.Queue()
         self._io_thread: threading.Thread | None = None
         self._workers: list[threading.Thread] = []
         self._ready = threading.Event()
         self._start_error: BaseException | None = None
         self._closed = False
         self._lock = threading.Lock()
+        self._peer = ""
+        self._stats_lock = threading.Lock()
+        self._calls: dict[str, int] = {}
+        self._call_errors: dict[str, int] = {}
+        self._refused = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -233,8 +297,10 @@ class RpcServer:
                     return
                 self._deliver(router, frames[0].decode(), frames[1])
             if router in events:
-                frames = router.recv_multipart()
+                raw = router.recv_multipart(copy=False)
+                frames = [bytes(f.buffer) for f in raw]
                 try:
+                    self._peer = _peer_address(raw[-1])
                     self._accept(router, frames)
                 except Exception:
                     log.exception("RPC server %s: failed to handle a request", self.name)
@@ -247,7 +313,9 @@ class RpcServer:
 
     def _refuse(self, router: zmq.Socket[bytes], envelope: list[bytes], request_id: str | None,
                 error: RpcError) -> None:
-        log.info("RPC server %s: refused request %s: %s", self.name, request_id, error.message)
+        self._refusals.refused(request_id, error.message)
+        with self._stats_lock:
+            self._refused += 1
         self._send(router, envelope, encode_response(Response.failure(request_id, error)))
 
     def _accept(self, router: zmq.Socket[bytes], frames: list[bytes]) -> None:
@@ -288,7 +356,7 @@ class RpcServer:
             self._refuse(router, envelope, request.id, exc)
             return
         self._inflight[request.id] = [envelope]
-        self._jobs.put((request, call))
+        self._jobs.put((request, call, self._peer))
 
     def _deliver(self, router: zmq.Socket[bytes], request_id: str, data: bytes) -> None:
         self._cache.put(request_id, data)
@@ -307,8 +375,12 @@ class RpcServer:
                 job = self._jobs.get()
                 if job is None:
                     return
-                request, call = job
-                reply = [request.id.encode(), self._execute(request, call)]
+                request, call, peer = job
+                token = _client.set(peer)
+                try:
+                    reply = [request.id.encode(), self._execute(request, call)]
+                finally:
+                    _client.reset(token)
                 while True:
                     try:
                         push.send_multipart(reply)
@@ -322,14 +394,30 @@ class RpcServer:
         finally:
             push.close()
 
+    def call_stats(self) -> dict[str, Any]:
+        """``{"calls": {method: n}, "errors": {method: n}, "refused": n}`` since start."""
+        with self._stats_lock:
+            return {"calls": dict(self._calls), "errors": dict(self._call_errors),
+                    "refused": self._refused}
+
+    def _count(self, method: str, failed: bool) -> None:
+        with self._stats_lock:
+            self._calls[method] = self._calls.get(method, 0) + 1
+            if failed:
+                self._call_errors[method] = self._call_errors.get(method, 0) + 1
+
     def _execute(self, request: Request, call: Callable[[], Any]) -> bytes:
         try:
             response = Response.success(request.id, call())
+            self._count(request.method, False)
         except RpcError as exc:
-            log.debug("RPC %s(%s) raised %s: %s", request.method, request.id, exc.wire_name, exc.message)
+            self._count(request.method, True)
+            log.debug("RPC %s(%s) raised %s: %s", request.method, shorten(request.id), exc.wire_name,
+                      shorten(exc.message, 300))
             response = Response.failure(request.id, exc)
         except Exception as exc:
-            log.exception("RPC method %s failed (request %s)", request.method, request.id)
+            self._count(request.method, True)
+            log.exception("RPC method %s failed (request %s)", request.method, shorten(request.id))
             response = Response.failure(request.id, InternalError(
                 f"{request.method} failed: {type(exc).__name__}: {exc}"))
         try:
@@ -338,3 +426,11 @@ class RpcServer:
             log.error("RPC method %s returned a result that cannot be sent: %s", request.method, exc)
             return encode_response(Response.failure(request.id, InternalError(
                 f"{request.method} returned a result that is not msgpack-serialisable: {exc.message}")))
+
+
+def _peer_address(frame: zmq.Frame) -> str:
+    """The sender's IP address as ZeroMQ reports it ('' when the transport has none)."""
+    try:
+        return str(frame.get("Peer-Address"))
+    except (zmq.ZMQError, AttributeError, TypeError):
+        return ""

@@ -6,7 +6,8 @@ Contract of :class:`Supervisor` (see also docs/cluster-contract.md):
   it), logs to ``<log dir>/supervisor-<id>.log``, connects to ZooKeeper, ADOPTS worker processes
   still running from a previous run of this id (pid file + process identity; their heartbeats are
   then judged like any other), registers the ephemeral ``SupervisorInfo`` and starts three
-  threads: heartbeat (re-registers every ``supervisor.heartbeat.frequency.secs``), sync, download.
+  threads: heartbeat (re-registers every ``supervisor.heartbeat.frequency.secs``, publishing its
+  ``worker_launches`` and ``worker_restarts`` counters in ``SupervisorInfo.stats``), sync, download.
   Slow downloads or worker launches never delay the heartbeat.
 * Sync runs on every ZooKeeper change of the assignments and at least every
   ``supervisor.monitor.frequency.secs``, and when a worker exits: it queues downloads of missing
@@ -117,6 +118,8 @@ class Supervisor(Daemon):
         self._threads: list[threading.Thread] = []
         self._downloads: DownloadQueue | None = None
         self._relaunch = RelaunchBackoff()
+        #: published in the supervisor's ZooKeeper record (SupervisorInfo.stats)
+        self.counters: dict[str, float] = {"worker_launches": 0.0, "worker_restarts": 0.0}
         self._started = False
         self._stopped = False
         self.syncs = 0
@@ -252,7 +255,7 @@ class Supervisor(Daemon):
         assert self.state is not None and self.supervisor_id is not None
         self.state.register_supervisor(SupervisorInfo(
             supervisor_id=self.supervisor_id, host=self.host, ports=self.ports,
-            start_time=self.start_time, version=stormpy.__version__))
+            start_time=self.start_time, version=stormpy.__version__, stats=dict(self.counters)))
 
     def _adopt_workers(self) -> None:
         """Take over workers a previous run of this supervisor id left running."""
@@ -337,9 +340,11 @@ class Supervisor(Daemon):
                     self.log.info("restarting %s: its executors changed to %s", handle.describe(),
                                   list(want.executors))
                     to_stop.append((handle, False))
+                    self.counters["worker_restarts"] += 1
                     continue
                 code = handle.exit_code()
                 if code is not None:
+                    self.counters["worker_restarts"] += 1
                     del self._workers[port]
                     handle.kill_group()
                     delay = self._relaunch.note_exit(port, now - handle.launched_at)
@@ -354,6 +359,7 @@ class Supervisor(Daemon):
                                        start_timeout=self.start_timeout)
                 if reason is not None:
                     self.log.warning("restarting %s: %s", handle.describe(), reason)
+                    self.counters["worker_restarts"] += 1
                     to_stop.append((handle, False))
         if not to_stop:
             return
@@ -383,6 +389,7 @@ class Supervisor(Daemon):
                                    port, exc)
                     continue
                 self._workers[port] = handle
+                self.counters["worker_launches"] += 1
             self.log.info("launched %s with executors %s", handle.describe(), list(want.executors))
             threading.Thread(target=self._watch_exit, args=(handle,), name=f"watch-{port}",
                              daemon=True).start()

@@ -14,6 +14,11 @@ raises :class:`DownloadError` naming the topology and leaves nothing behind.
 topology is queued at most once at a time, and after a failed download it is not queued again
 before its back-off has passed (1 s, doubling up to 60 s; a success resets it).
 
+Nimbus HA: the candidates are ``nimbus.host`` and every ``nimbus.seeds`` entry (``host`` or
+``host:port``). The first that answers a ping is asked ``get_leader``; the leader is tried first,
+then the others (a standby serves the bundles it has replicated), so downloads keep working across
+a change of leader. A download fails only when no candidate could serve it.
+
 RPC calls to Nimbus carry ``nimbus.rpc.auth.token`` and wait ``nimbus.rpc.timeout.secs`` per
 attempt with ``nimbus.rpc.retries`` retries; a Nimbus refusing the token is a DownloadError that
 says so (it is not mistaken for an unreachable Nimbus).
@@ -52,17 +57,24 @@ class DownloadError(RuntimeError):
     """A topology's code could not be downloaded; the message names the topology and the cause."""
 
 
+def _split(entry: str, default_port: int) -> tuple[str, int]:
+    host, sep, port = entry.rpartition(":")
+    if sep and host and port.isdigit():
+        return host, int(port)
+    return entry, default_port
+
+
 def nimbus_addresses(conf: Mapping[str, Any]) -> list[tuple[str, int]]:
-    """Where to look for Nimbus: ``nimbus.host``, then every ``nimbus.seeds`` host, on
-    ``nimbus.thrift.port`` (duplicates removed, order kept)."""
+    """Where to look for Nimbus: ``nimbus.host``, then every ``nimbus.seeds`` entry (``host`` on
+    ``nimbus.thrift.port``, or ``host:port``), duplicates removed, order kept."""
     port = int(conf.get("nimbus.thrift.port") or 6627)
     hosts = [conf.get("nimbus.host")]
     seeds = conf.get("nimbus.seeds") or []
     hosts.extend([seeds] if isinstance(seeds, str) else seeds)
     seen: list[tuple[str, int]] = []
     for host in hosts:
-        if host and (str(host), port) not in seen:
-            seen.append((str(host), port))
+        if host and _split(str(host), port) not in seen:
+            seen.append(_split(str(host), port))
     return seen
 
 
@@ -89,23 +101,38 @@ class BundleDownloader:
             retries=int(conf.get("nimbus.rpc.retries", DEFAULTS["nimbus.rpc.retries"])),
             auth_token=rpc_auth_token(conf), service="Nimbus")
 
-    def _connect(self) -> RpcClient:
-        """A client for the first Nimbus candidate that answers a ping."""
+    def _candidates(self) -> list[RpcClient]:
+        """Clients for the Nimbus candidates that answer a ping, the leader first."""
+        answering: list[RpcClient] = []
         tried = []
         for host, port in nimbus_addresses(self.conf):
             client = self._client_factory(host, port)
             try:
                 if client.ping(timeout_secs=min(client.timeout_secs, PING_TIMEOUT_SECS)):
-                    return client
+                    answering.append(client)
+                    continue
             except AuthorizationError as exc:
                 client.close()
+                for other in answering:
+                    other.close()
                 raise DownloadError(f"Nimbus at {host}:{port} refused this supervisor: {exc.message} "
                                     "(nimbus.rpc.auth.token must match Nimbus's)") from exc
             except RpcError:
                 pass
             client.close()
             tried.append(f"{host}:{port}")
-        raise DownloadError(f"no Nimbus answered at {', '.join(tried) or 'no configured address'}")
+        if not answering:
+            raise DownloadError(f"no Nimbus answered at {', '.join(tried) or 'no configured address'}")
+        leader = self._leader(answering[0])
+        return sorted(answering, key=lambda c: f"{c.host}:{c.port}" != leader)
+
+    @staticmethod
+    def _leader(client: RpcClient) -> str | None:
+        try:
+            answer = client.call("get_leader")
+        except RpcError:
+            return None  # a Nimbus without HA support: it is the only one
+        return answer.get("leader") if isinstance(answer, dict) else None
 
     def download(self, topology_id: str) -> Path:
         """Download, verify and unpack ``topology_id``; return its stormdist directory."""
@@ -114,11 +141,7 @@ class BundleDownloader:
         tmp = self.dirs.stormdist_root / f".tmp-{topology_id}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()
         try:
-            client = self._connect()
-            try:
-                self._fetch(client, topology_id, tmp)
-            finally:
-                client.close()
+            self._fetch_from_any(topology_id, tmp)
             if final.exists():
                 shutil.rmtree(final)
             tmp.rename(final)
@@ -133,6 +156,28 @@ class BundleDownloader:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         return final
+
+    def _fetch_from_any(self, topology_id: str, tmp: Path) -> None:
+        """Fetch from the first candidate that can serve ``topology_id``; raise the last failure."""
+        clients = self._candidates()
+        try:
+            for i, client in enumerate(clients):
+                try:
+                    self._fetch(client, topology_id, tmp)
+                    return
+                except (RpcError, DownloadError, BundleError) as exc:
+                    if isinstance(exc, AuthorizationError) or i == len(clients) - 1:
+                        raise
+                    self.log.info("Nimbus %s:%s cannot serve topology %s (%s); trying the next one",
+                                  client.host, client.port, topology_id, exc)
+                    for child in tmp.iterdir():
+                        if child.is_dir():
+                            shutil.rmtree(child)
+                        else:
+                            child.unlink()
+        finally:
+            for client in clients:
+                client.close()
 
     def _fetch(self, client: RpcClient, topology_id: str, tmp: Path) -> None:
         files = client.call("get_topology_files", topology_id=topology_id)

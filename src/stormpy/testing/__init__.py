@@ -1,14 +1,20 @@
-"""The public test kit: in-process LocalCluster (from :mod:`stormpy.local`), complete_topology
-with mocked sources, feeder spouts, capture bolts, simulated time, quiet (tracked) waits, condition
-waits and free ports (from :mod:`stormpy.host`)."""
+"""The public test kit (see docs/testing-kit.md): in-process LocalCluster (from
+:mod:`stormpy.local`), complete_topology with mocked sources on any stream, feeder spouts, capture
+bolts, tracked topologies and ack trackers, simulated time, unit-testing one component
+(test_tuple, RecordingCollector), condition waits and free ports (from :mod:`stormpy.host`)."""
 
 from stormpy.host.ports import free_port, free_ports
 from stormpy.host.waiting import WaitTimeout, stays_unchanged, wait_for
 from stormpy.local.cluster import LocalCluster, TopologyNotFound
-from stormpy.testing.complete import CompleteResult, complete_topology
+from stormpy.testing.acks import AckFailMapTracker
+from stormpy.testing.complete import CompleteResult, MockedSources, complete_topology
 from stormpy.testing.components import Capture, FeederSpout, FixedTupleSpout
-from stormpy.worker.clock import SimulatedClock
+from stormpy.testing.tracking import AckTracker, TrackedTopology, TrackingSpout, tracked_wait
+from stormpy.testing.unit import Emitted, RecordingCollector, test_tuple
+from stormpy.topology.clock import SimulatedClock, simulated_time
 
-__all__ = ["Capture", "CompleteResult", "FeederSpout", "FixedTupleSpout", "LocalCluster",
-           "SimulatedClock", "TopologyNotFound", "WaitTimeout", "complete_topology", "free_port",
-           "free_ports", "stays_unchanged", "wait_for"]
+__all__ = ["AckFailMapTracker", "AckTracker", "Capture", "CompleteResult", "Emitted",
+           "FeederSpout", "FixedTupleSpout", "LocalCluster", "MockedSources", "RecordingCollector",
+           "SimulatedClock", "TopologyNotFound", "TrackedTopology", "TrackingSpout", "WaitTimeout",
+           "complete_topology", "free_port", "free_ports", "simulated_time", "stays_unchanged",
+           "test_tuple", "tracked_wait", "wait_for"]

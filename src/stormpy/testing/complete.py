@@ -1,5 +1,5 @@
 """complete_topology: run a topology on fixed inputs and return everything each component emitted
-(Storm's ``Testing.completeTopology``)."""
+(Storm's ``Testing.completeTopology`` with ``MockedSources``)."""
 
 from __future__ import annotations
 
@@ -11,19 +11,52 @@ from typing import Any
 
 from stormpy.local.cluster import LocalCluster
 from stormpy.testing import registry
-from stormpy.testing.components import FixedTupleSpout, _AckLog
+from stormpy.testing.acks import AckFailMapTracker
+from stormpy.testing.components import FixedTupleSpout
 from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.imports import class_path
 from stormpy.topology.spec import TopologySpec
 from stormpy.topology.tuple import DEFAULT_STREAM
 
+__all__ = ["CompleteResult", "MockedSources", "complete_topology"]
+
+
+class MockedSources:
+    """The tuples each mocked spout emits, per stream, in the order added (Storm's
+    ``MockedSources``): ``MockedSources().add_mock_data("spout", ["a"], ["b"], stream="s")``."""
+
+    def __init__(self, data: Mapping[str, Any] | None = None) -> None:
+        #: spout id → [(stream, values)] in emission order
+        self.data: dict[str, list[tuple[str, list[Any]]]] = {}
+        for sid, rows in (data or {}).items():
+            if isinstance(rows, Mapping):
+                for stream, stream_rows in rows.items():
+                    self.add_mock_data(sid, *stream_rows, stream=stream)
+            else:
+                self.add_mock_data(sid, *rows)
+
+    def add_mock_data(self, spout: str, *values: Sequence[Any],
+                      stream: str = DEFAULT_STREAM) -> MockedSources:
+        """Append tuples (each a sequence of values) for ``spout`` on ``stream``; chains."""
+        rows = self.data.setdefault(spout, [])
+        for v in values:
+            if isinstance(v, (str, bytes)) or not isinstance(v, Sequence):
+                raise TypeError(f"mock data for {spout}/{stream}: each tuple must be a list of "
+                                f"values, got {v!r}")
+            rows.append((stream, list(v)))
+        return self
+
+
+MockData = MockedSources | Mapping[str, Any]
+
 
 class CompleteResult:
     """What ran: ``tuples(component, stream)`` lists the values emitted, in emission order per
-    task; ``acked(spout)``/``failed(spout)`` list mocked message ids (tuple positions)."""
+    task; ``acked(spout, stream)``/``failed(spout, stream)`` list the positions (within that
+    stream's mock data) of the mocked tuples acked/failed."""
 
     def __init__(self, emitted: dict[tuple[str, str], list[list[Any]]],
-                 logs: dict[str, _AckLog], stats: dict[str, dict[str, Any]]) -> None:
+                 logs: dict[str, AckFailMapTracker], stats: dict[str, dict[str, Any]]) -> None:
         self._emitted = emitted
         self._logs = logs
         self.stats = stats
@@ -31,37 +64,62 @@ class CompleteResult:
     def tuples(self, component: str, stream: str = DEFAULT_STREAM) -> list[list[Any]]:
         return list(self._emitted.get((component, stream), []))
 
-    def acked(self, spout: str) -> list[Any]:
-        return sorted(self._logs[spout].acked)
+    def acked(self, spout: str, stream: str = DEFAULT_STREAM) -> list[Any]:
+        return sorted(pos for s, pos in self._logs[spout].acked if s == stream)
 
-    def failed(self, spout: str) -> list[Any]:
-        return sorted(self._logs[spout].failed)
+    def failed(self, spout: str, stream: str = DEFAULT_STREAM) -> list[Any]:
+        return sorted(pos for s, pos in self._logs[spout].failed if s == stream)
 
 
-def complete_topology(topology: TopologySpec, mock_sources: Mapping[str, Sequence[Sequence[Any]]],
-                      conf: Mapping[str, Any] | None = None, *, timeout: float = 60.0,
-                      cluster: LocalCluster | None = None, workers: int = 1) -> CompleteResult:
-    """Replace each spout named in ``mock_sources`` with one that emits exactly those tuples (on
-    its default stream, with message ids), run until every mocked tuple is emitted and the
-    topology is quiet, and return what every component emitted. Uses simulated time unless a
-    ``cluster`` is given, so message timeouts never fire on their own. ``workers`` > 1 runs the
-    topology as several in-process workers exchanging serialised tuples."""
-    spec = copy.deepcopy(topology)
-    logs: dict[str, _AckLog] = {}
+def _mock_spouts(spec: TopologySpec, sources: MockedSources,
+                 logs: dict[str, AckFailMapTracker]) -> tuple[list[str], dict[tuple[str, str], int]]:
+    """Swap each mocked spout of ``spec`` for a FixedTupleSpout; return the registry keys and
+    how many tuples each (spout, stream) must emit."""
     keys: list[str] = []
-    for sid, rows in mock_sources.items():
+    totals: dict[tuple[str, str], int] = defaultdict(int)
+    for sid, rows in sources.data.items():
         comp = spec.components.get(sid)
         if comp is None or comp.kind != "spout":
             raise InvalidTopologyError(f"mock source {sid!r} is not a spout of the topology")
-        stream = comp.streams.get(DEFAULT_STREAM)
-        if stream is None:
-            raise InvalidTopologyError(f"spout {sid!r} has no default stream to mock")
-        log = _AckLog()
-        logs[sid] = log
-        comp.class_path = class_path(FixedTupleSpout)
+        for stream, values in rows:
+            declared = comp.streams.get(stream)
+            if declared is None:
+                raise InvalidTopologyError(f"mock data for spout {sid!r} on stream {stream!r}, "
+                                           f"which it does not declare (declared: "
+                                           f"{sorted(comp.streams)})")
+            if declared.direct:
+                raise InvalidTopologyError(f"spout {sid!r}: stream {stream!r} is direct; mocked "
+                                           "sources emit on grouped streams only")
+            if len(values) != len(declared.fields):
+                raise InvalidTopologyError(f"mock data for {sid}/{stream}: {values!r} has "
+                                           f"{len(values)} values for fields "
+                                           f"{declared.fields.to_list()}")
+            totals[(sid, stream)] += 1
+        log = logs[sid] = AckFailMapTracker()
         keys.append(registry.register(log))
-        comp.kwargs = {"tuples": [list(r) for r in rows], "fields": stream.fields.to_list(),
+        comp.class_path = class_path(FixedTupleSpout)
+        comp.kwargs = {"tuples": [v for _, v in rows], "streams": [s for s, _ in rows],
+                       "fields": {n: st.fields.to_list() for n, st in comp.streams.items()},
                        "key": keys[-1]}
+    return keys, totals
+
+
+def complete_topology(topology: TopologySpec, mock_sources: MockData,
+                      conf: Mapping[str, Any] | None = None, *, timeout: float = 60.0,
+                      cluster: LocalCluster | None = None, workers: int = 1) -> CompleteResult:
+    """Replace each spout named in ``mock_sources`` with one that emits exactly the given tuples
+    (with message ids), run until every mocked tuple is emitted and the topology is quiet, and
+    return what every component emitted.
+
+    ``mock_sources`` is a :class:`MockedSources`, or a mapping spout id → list of tuples (default
+    stream) or → mapping stream → list of tuples (any declared stream). Uses simulated time
+    unless a ``cluster`` is given, so message timeouts never fire on their own. ``workers`` > 1
+    runs the topology as several in-process workers exchanging serialised tuples.
+    """
+    sources = mock_sources if isinstance(mock_sources, MockedSources) else MockedSources(mock_sources)
+    spec = copy.deepcopy(topology)
+    logs: dict[str, AckFailMapTracker] = {}
+    keys, totals = _mock_spouts(spec, sources, logs)
     emitted: dict[tuple[str, str], list[list[Any]]] = defaultdict(list)
     lock = threading.Lock()
 
@@ -74,11 +132,10 @@ def complete_topology(topology: TopologySpec, mock_sources: Mapping[str, Sequenc
     name = f"complete-{id(spec)}"
     try:
         lc.submit_topology(name, conf, spec, observer=observe, workers=workers)
-        total = {sid: len(rows) for sid, rows in mock_sources.items()}
 
         def all_emitted() -> bool:
             with lock:
-                return all(len(emitted[(sid, DEFAULT_STREAM)]) >= n for sid, n in total.items())
+                return all(len(emitted[key]) >= n for key, n in totals.items())
         lc.wait_for(all_emitted, timeout, "mock sources to emit every tuple")
         lc.wait_until_quiet(name, timeout)
         stats = lc.get_stats(name)

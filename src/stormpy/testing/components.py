@@ -7,34 +7,32 @@ of a class. The runtime builds the real component from the handle's registry key
 from __future__ import annotations
 
 import threading
+import uuid
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from stormpy.testing import registry
+from stormpy.testing.acks import AckFailDelegate, AckFailMapTracker
 from stormpy.topology import Bolt, Spout, Stream, TopologyContext, Tuple
 from stormpy.topology.tuple import DEFAULT_STREAM
 
 
-class _AckLog:
-    """Message ids acked and failed by a spout, readable from the test thread."""
-
+class _FeederState:
     def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.acked: list[Any] = []
-        self.failed: list[Any] = []
-
-
-class _FeederState(_AckLog):
-    def __init__(self) -> None:
-        super().__init__()
+        self.tracker = AckFailMapTracker()
+        self.delegates: list[AckFailDelegate] = []
         self.queue: deque[tuple[list[Any], Any, str]] = deque()
 
 
 class FeederSpout:
-    """A spout the test feeds by hand: ``feeder.feed(values, msg_id=...)``.
+    """A spout the test feeds by hand: ``feeder.feed(values, msg_id=...)`` (Storm's
+    ``FeederSpout``). Every feed is tracked: without a ``msg_id`` it gets a random one (a uuid hex
+    string, returned by ``feed``), as in Storm, so acks, fails and tracked waits cover it.
 
-    ``acked``/``failed`` list the message ids the topology acked or failed (copies).
+    ``acked``/``failed`` list the message ids the topology acked or failed (copies);
+    ``tracker`` is the :class:`AckFailMapTracker` holding them (``feeder.assert_acked(...)``);
+    ``set_ack_fail_delegate`` tells another delegate too.
     """
 
     def __init__(self, fields: Iterable[str], streams: Mapping[str, Iterable[str]] | None = None):
@@ -51,13 +49,35 @@ class FeederSpout:
     def component_kwargs(self) -> dict[str, Any]:
         return {"key": self.key, "fields": self.fields, "streams": self.streams}
 
-    def feed(self, values: Sequence[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM) -> None:
+    def feed(self, values: Sequence[Any], msg_id: Any = None, stream: str = DEFAULT_STREAM) -> Any:
+        """Queue ``values`` for emission on ``stream``; returns the message id (``msg_id``, or
+        the random one given when it is None)."""
+        if msg_id is None:
+            msg_id = uuid.uuid4().hex
         self._state.queue.append((list(values), msg_id, stream))
+        return msg_id
 
-    def feed_many(self, rows: Iterable[Sequence[Any]], with_ids: bool = True) -> None:
-        """Feed each row; with ``with_ids`` its position becomes its message id."""
-        for i, row in enumerate(rows):
-            self.feed(row, msg_id=i if with_ids else None)
+    def feed_many(self, rows: Iterable[Sequence[Any]], with_ids: bool = True) -> list[Any]:
+        """Feed each row; with ``with_ids`` its position becomes its message id, else a random
+        id. Returns the ids."""
+        return [self.feed(row, msg_id=i if with_ids else None) for i, row in enumerate(rows)]
+
+    def set_ack_fail_delegate(self, delegate: AckFailDelegate) -> None:
+        """Also tell ``delegate`` (an ``AckFailMapTracker`` or anything with ``ack(msg_id)`` and
+        ``fail(msg_id)``) of every ack and fail (Storm's ``setAckFailDelegate``)."""
+        self._state.delegates.append(delegate)
+
+    @property
+    def tracker(self) -> AckFailMapTracker:
+        return self._state.tracker
+
+    def assert_acked(self, *msg_ids: Any) -> None:
+        """AssertionError naming the ids this feeder did not see acked."""
+        self._state.tracker.assert_acked(*msg_ids)
+
+    def assert_failed(self, *msg_ids: Any) -> None:
+        """AssertionError naming the ids this feeder did not see failed."""
+        self._state.tracker.assert_failed(*msg_ids)
 
     @property
     def pending_feed(self) -> int:
@@ -65,13 +85,11 @@ class FeederSpout:
 
     @property
     def acked(self) -> list[Any]:
-        with self._state.lock:
-            return list(self._state.acked)
+        return self._state.tracker.acked
 
     @property
     def failed(self) -> list[Any]:
-        with self._state.lock:
-            return list(self._state.failed)
+        return self._state.tracker.failed
 
 
 class FeederSpoutComponent(Spout):
@@ -98,52 +116,68 @@ class FeederSpoutComponent(Spout):
         self.emit(values, msg_id=msg_id, stream=stream)
 
     def ack(self, msg_id: Any) -> None:
-        with self.state.lock:
-            self.state.acked.append(msg_id)
+        self.state.tracker.ack(msg_id)
+        for d in self.state.delegates:
+            d.ack(msg_id)
 
     def fail(self, msg_id: Any) -> None:
-        with self.state.lock:
-            self.state.failed.append(msg_id)
+        self.state.tracker.fail(msg_id)
+        for d in self.state.delegates:
+            d.fail(msg_id)
 
 
 class FixedTupleSpout(Spout):
-    """Emits a fixed list of tuples once, each with its index as message id (Storm's mock
-    source); acks and fails go to the registry entry ``key`` (an ``_AckLog``) when given."""
+    """Emits a fixed list of tuples once (Storm's mock source), spread over its tasks by
+    position. ``tuples`` are on ``stream``, or, with ``streams`` (one stream name per tuple) and
+    ``fields`` as a mapping stream → fields, each on its own stream. Message ids: the tuple's
+    position (without ``streams``) or ``(stream, position within that stream)``. Acks and fails
+    go to the registry entry ``key`` (an :class:`AckFailMapTracker`) when given."""
 
     @classmethod
     def declare_outputs(cls, kwargs: Mapping[str, Any]) -> dict[str, Stream]:
-        return {kwargs.get("stream", DEFAULT_STREAM): Stream(kwargs["fields"],
-                                                             name=kwargs.get("stream",
-                                                                             DEFAULT_STREAM))}
+        fields = kwargs["fields"]
+        if isinstance(fields, Mapping):
+            return {name: Stream(f, name=name) for name, f in fields.items()}
+        name = kwargs.get("stream", DEFAULT_STREAM)
+        return {name: Stream(fields, name=name)}
 
-    def __init__(self, tuples: list[list[Any]], fields: list[str], stream: str = DEFAULT_STREAM,
-                 key: str | None = None) -> None:
+    def __init__(self, tuples: list[list[Any]], fields: list[str] | dict[str, list[str]],
+                 stream: str = DEFAULT_STREAM, key: str | None = None,
+                 streams: list[str] | None = None) -> None:
+        if streams is not None and len(streams) != len(tuples):
+            raise ValueError(f"FixedTupleSpout: {len(streams)} stream names for {len(tuples)} "
+                             "tuples")
         self.tuples = tuples
-        self.stream = stream
+        self.streams = streams if streams is not None else [stream] * len(tuples)
+        self.positional = streams is None
         self.key = key
         self.i = 0
 
     def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
-        self.log: _AckLog | None = registry.lookup(self.key) if self.key else None
+        self.log: AckFailMapTracker | None = registry.lookup(self.key) if self.key else None
         n = len(context.component_tasks)
         idx = context.task_index
-        self.mine = [(i, t) for i, t in enumerate(self.tuples) if i % n == idx]
+        counts: dict[str, int] = {}
+        self.mine: list[tuple[Any, str, list[Any]]] = []
+        for i, (values, stream) in enumerate(zip(self.tuples, self.streams)):
+            pos = counts.get(stream, 0)
+            counts[stream] = pos + 1
+            if i % n == idx:
+                self.mine.append((i if self.positional else (stream, pos), stream, values))
 
     def next_tuple(self) -> None:
         if self.i < len(self.mine):
-            msg_id, values = self.mine[self.i]
+            msg_id, stream, values = self.mine[self.i]
             self.i += 1
-            self.emit(values, msg_id=msg_id, stream=self.stream)
+            self.emit(values, msg_id=msg_id, stream=stream)
 
     def ack(self, msg_id: Any) -> None:
         if self.log:
-            with self.log.lock:
-                self.log.acked.append(msg_id)
+            self.log.ack(msg_id)
 
     def fail(self, msg_id: Any) -> None:
         if self.log:
-            with self.log.lock:
-                self.log.failed.append(msg_id)
+            self.log.fail(msg_id)
 
 
 class Capture:

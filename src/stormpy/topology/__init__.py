@@ -6,12 +6,14 @@ from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import EmitError, FailedException, InvalidTopologyError
 from stormpy.topology.fields import Fields
 from stormpy.topology.grouping import Grouping
+from stormpy.topology.offloop import BackgroundJob, OffLoop
 from stormpy.topology.spec import TopologySpec
 from stormpy.topology.streams import Stream
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
 
 __all__ = [
-    "BasicBolt", "Bolt", "BoltDeclarer", "Component", "ComponentDeclarer", "CustomStreamGrouping",
-    "DEFAULT_STREAM", "EmitError", "FailedException", "Fields", "Grouping", "InvalidTopologyError",
-    "Spout", "Stream", "TopologyBuilder", "TopologyContext", "TopologySpec", "Tuple",
+    "BackgroundJob", "BasicBolt", "Bolt", "BoltDeclarer", "Component", "ComponentDeclarer",
+    "CustomStreamGrouping", "DEFAULT_STREAM", "EmitError", "FailedException", "Fields", "Grouping",
+    "InvalidTopologyError", "OffLoop", "Spout", "Stream", "TopologyBuilder", "TopologyContext",
+    "TopologySpec", "Tuple",
 ]

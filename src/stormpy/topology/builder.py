@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
@@ -9,7 +10,15 @@ from stormpy.topology import grouping as g
 from stormpy.topology.component import Bolt, Component, CustomStreamGrouping, Spout
 from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.imports import class_path
-from stormpy.topology.spec import BOLT, SPOUT, ComponentSpec, InputSpec, TopologySpec
+from stormpy.topology.spec import (
+    BOLT,
+    MAX_TASK_PARALLELISM_KEY,
+    SPOUT,
+    TASKS_KEY,
+    ComponentSpec,
+    InputSpec,
+    TopologySpec,
+)
 from stormpy.topology.tuple import DEFAULT_STREAM
 
 ComponentSource = Any  # a Component subclass, or an object with component_class/component_kwargs
@@ -18,7 +27,8 @@ ComponentSource = Any  # a Component subclass, or an object with component_class
 def _resolve(component: ComponentSource, kwargs: Mapping[str, Any] | None,
              base: type, cid: str) -> tuple[type[Component], dict[str, Any]]:
     """Accept a class (plus kwargs) or a handle exposing ``component_class``/``component_kwargs``
-    (how the testing kit's feeder spouts and capture bolts are passed)."""
+    (how the testing kit's feeder spouts and capture bolts are passed). A class defined inside a
+    function is accepted for in-process runs; a cluster refuses it (see ``topology.imports``)."""
     cls: Any
     if isinstance(component, type):
         cls, kw = component, dict(kwargs or {})
@@ -31,10 +41,6 @@ def _resolve(component: ComponentSource, kwargs: Mapping[str, Any] | None,
             f"kwargs={{...}}, not an instance ({component!r})")
     if not (isinstance(cls, type) and issubclass(cls, base)):
         raise InvalidTopologyError(f"component {cid!r}: {cls!r} is not a {base.__name__} subclass")
-    if "<locals>" in cls.__qualname__:
-        raise InvalidTopologyError(
-            f"component {cid!r}: {cls.__qualname__} is defined inside a function; workers import "
-            "component classes by path, so define it at module level")
     return cast(type[Component], cls), kw
 
 
@@ -49,8 +55,21 @@ class ComponentDeclarer:
         return self._spec.id
 
     def set_num_tasks(self, n: int) -> ComponentDeclarer:
+        """Run the component as ``n`` tasks spread over its executors (the parallelism); like
+        Storm's ``setNumTasks`` it sets the component config ``topology.tasks``, so a later
+        ``add_configuration("topology.tasks", m)`` replaces it. A rebalance can then change the
+        executors up to ``n``."""
         self._spec.tasks = n
+        self._spec.config[TASKS_KEY] = n
         return self
+
+    def set_max_task_parallelism(self, n: int | None) -> ComponentDeclarer:
+        """Cap this component's tasks (and so its executors) at ``n`` (Storm's
+        ``topology.max.task.parallelism`` in the component config; overrides the topology's)."""
+        if n is None:
+            self._spec.config.pop(MAX_TASK_PARALLELISM_KEY, None)
+            return self
+        return self.add_configuration(MAX_TASK_PARALLELISM_KEY, n)
 
     def add_configuration(self, key: str, value: Any) -> ComponentDeclarer:
         self._spec.config[key] = value
@@ -164,7 +183,10 @@ class TopologyBuilder:
                                       Bolt))
 
     def create_topology(self) -> TopologySpec:
-        """The validated topology; InvalidTopologyError names what is wrong."""
-        spec = TopologySpec(dict(self._components))
+        """The validated topology; InvalidTopologyError names what is wrong. Each component class
+        may complete it first (``Component.finish_topology``); the builder keeps its own copy."""
+        spec = TopologySpec(copy.deepcopy(self._components))
+        for cid, cls in self._classes.items():
+            cls.finish_topology(spec, cid)
         spec.validate()
         return spec

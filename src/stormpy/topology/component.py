@@ -5,9 +5,11 @@ keyword arguments that msgpack can carry; the runtime constructs one instance pe
 arguments, then calls ``open`` (spouts) or ``prepare`` (bolts) on the worker's executor loop.
 
 While a component runs, the runtime binds these methods to the task's collector:
-``emit``, ``emit_direct``, ``ack``, ``fail``, ``reset_timeout``, ``report_error``,
+``emit``, ``emit_many``, ``emit_direct``, ``ack``, ``ack_many``, ``fail``, ``reset_timeout``,
+``report_error``,
 ``run_in_background``, ``call_soon_threadsafe``. Calling them before ``open``/``prepare`` raises
-RuntimeError.
+RuntimeError. The last two are the task's off-loop seam (``context.off_loop``'s ``submit`` and
+``call_soon``; see ``stormpy.topology.offloop``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from stormpy.topology.streams import Stream, normalize_outputs
 
 if TYPE_CHECKING:
     from stormpy.topology.context import TopologyContext
+    from stormpy.topology.spec import TopologySpec
     from stormpy.topology.tuple import Tuple
 
 
@@ -55,6 +58,13 @@ class Component:
         tick period derived from a batch interval); config passed to the builder wins."""
         return cls.component_config
 
+    @classmethod
+    def finish_topology(cls, spec: TopologySpec, component_id: str) -> None:
+        """Called by ``TopologyBuilder.create_topology`` for every component added with this
+        class, on the topology about to be returned, before it is validated: a component that
+        needs machinery around it adds it here (stateful bolts add the checkpoint spout and wrap
+        the bolts, as Storm's builder does). The default does nothing."""
+
     # Bound by the runtime; these placeholders give a clear error when called too early.
     report_error = _unbound("report_error")
     run_in_background = _unbound("run_in_background")
@@ -68,9 +78,15 @@ class Spout(Component):
     the task may emit (``topology.max.spout.pending`` not reached, no backpressure). It must not
     block: emit what is ready and return. ``ack``/``fail`` are called exactly once per message id
     passed to ``emit``.
+
+    ``emit_many(values_list, msg_ids=None, stream=...)`` emits several tuples in one call (the
+    same as ``emit`` for each, with ``msg_ids[i]`` as the message id of ``values_list[i]``); a
+    ``next_tuple`` that has a batch ready emits it that way. ``topology.max.spout.pending`` is
+    checked before each ``next_tuple`` call, so a batch may go past it by its own size.
     """
 
     emit = _unbound("emit")
+    emit_many = _unbound("emit_many")
     emit_direct = _unbound("emit_direct")
 
     def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
@@ -100,11 +116,20 @@ class Bolt(Component):
 
     The bolt must ``ack`` or ``fail`` every input tuple (tracked trees stay pending otherwise);
     ``emit(values, anchors=tup)`` anchors new tuples to inputs so their processing is tracked.
+
+    The batch form: a bolt that defines ``execute_batch(tuples)`` is handed, instead of one
+    ``execute`` call per tuple, a list of every tuple ready for it in a loop round (in arrival
+    order, tick tuples included; at most 1024). Each tuple must still be acked or failed; failing
+    one fails only its own trees. ``emit_many(values_list, anchors=None, stream=...)`` emits
+    several tuples with the same anchors in one call, ``ack_many(tuples)`` acks several; both do
+    exactly what ``emit``/``ack`` would do for each, with less overhead per tuple.
     """
 
     emit = _unbound("emit")
+    emit_many = _unbound("emit_many")
     emit_direct = _unbound("emit_direct")
     ack = _unbound("ack")
+    ack_many = _unbound("ack_many")
     fail = _unbound("fail")
     reset_timeout = _unbound("reset_timeout")
 
@@ -120,7 +145,8 @@ class Bolt(Component):
 
 class BasicBolt(Bolt):
     """A bolt whose emits are anchored to the current input, which is acked when ``process``
-    returns and failed when it raises ``FailedException``.
+    returns and failed when it raises ``FailedException``. It has no batch form
+    (``execute_batch``).
 
     Any other exception is an error of the component, as in Storm.
     """

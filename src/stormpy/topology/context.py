@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import msgpack
+
+from stormpy.topology.clock import Clock, current_clock
 from stormpy.topology.fields import Fields
 from stormpy.topology.layout import TaskLayout
+from stormpy.topology.offloop import OffLoop
 from stormpy.topology.spec import TopologySpec
 from stormpy.topology.state import CHECKPOINTS, StateBackend, StateStore
+
+log = logging.getLogger("stormpy.topology")
+
+#: what a task hook must have (stormpy.topology.hooks.TaskHook)
+_HOOK_METHODS = ("prepare", "cleanup", "emit", "spout_ack", "spout_fail", "bolt_execute",
+                 "bolt_ack", "bolt_fail")
 
 
 class TopologyContext:
@@ -17,7 +28,8 @@ class TopologyContext:
 
     def __init__(self, topology_id: str, spec: TopologySpec, layout: TaskLayout, task_id: int,
                  worker_tasks: Sequence[int], conf: Mapping[str, Any],
-                 worker_port: int | None = None, state: StateBackend | None = None) -> None:
+                 worker_port: int | None = None, off_loop: OffLoop | None = None,
+                 state: StateBackend | None = None) -> None:
         self.topology_id = topology_id
         self.spec = spec
         self.layout = layout
@@ -27,6 +39,17 @@ class TopologyContext:
         self.worker_port = worker_port
         self.conf = conf
         self._state = state
+        self._off_loop = off_loop
+        self._metrics: dict[str, Callable[[], Any]] = {}
+        self._hooks: list[Any] = []
+
+    @property
+    def off_loop(self) -> OffLoop:
+        """This task's seam for blocking work (see ``stormpy.topology.offloop``); RuntimeError
+        when the context does not belong to a running task."""
+        if self._off_loop is None:
+            raise RuntimeError(f"{self!r} belongs to no running task: it has no off_loop")
+        return self._off_loop
 
     @property
     def component_tasks(self) -> list[int]:
@@ -51,6 +74,13 @@ class TopologyContext:
     def output_fields(self, stream: str = "default", component: str | None = None) -> Fields:
         return self.spec.stream_fields(component or self.component_id, stream)
 
+    @property
+    def clock(self) -> Clock:
+        """The clock to read and sleep on (``context.clock.now()``, ``context.clock.sleep(s)``):
+        the simulated clock while a test simulates time (``simulated_time()``, a
+        ``LocalCluster(simulated_time=True)``), real monotonic time otherwise."""
+        return current_clock()
+
     def state_store(self, area: str = CHECKPOINTS) -> StateStore:
         """This topology's store for ``area`` (``"checkpoints"`` or ``"transactional"``), shared by
         every task of the topology: small msgpack values under key paths, bounded in time (see
@@ -61,6 +91,53 @@ class TopologyContext:
             raise RuntimeError(f"{self!r} has no state backend (contexts made by the runtime have "
                                "one)")
         return self._state.store(area, self.topology_id)
+
+    def register_metric(self, name: str, fn: Callable[[], Any]) -> None:
+        """Publish ``fn()`` as this task's metric ``name`` (Storm's ``registerMetric``).
+
+        The runtime samples every registered metric once per worker heartbeat, on the executor
+        loop (never on the tuple path), and carries the values in the heartbeat to topology info
+        (``stormpy info``; ``LocalCluster.get_metrics`` in local mode). ``fn`` must be cheap,
+        must not block, and must return plain data msgpack can carry (numbers, strings, lists,
+        maps with string keys). An exception from ``fn`` is logged and published as
+        ``{"error": text}``; it never stops the task. Registering a name again replaces it."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"metric name must be a non-empty string, got {name!r}")
+        if not callable(fn):
+            raise TypeError(f"metric {name!r}: expected a function returning the value, got {fn!r}")
+        self._metrics[name] = fn
+
+    def add_task_hook(self, hook: Any) -> None:
+        """Register a task hook (Storm's ``addTaskHook``): a ``stormpy.topology.hooks.TaskHook``
+        whose callbacks then see this task's emits, acks, fails and executes. Calls
+        ``hook.prepare(conf, context)`` at once. Call it in ``open``/``prepare``: hooks added
+        later are not called. TypeError when ``hook`` has not the TaskHook methods."""
+        missing = [m for m in _HOOK_METHODS if not callable(getattr(hook, m, None))]
+        if missing:
+            raise TypeError(f"task hook {hook!r} lacks {missing}: subclass "
+                            "stormpy.topology.hooks.TaskHook")
+        hook.prepare(self.conf, self)
+        self._hooks.append(hook)
+
+    @property
+    def hooks(self) -> list[Any]:
+        """The task hooks registered on this task, in order (Storm's ``getHooks``)."""
+        return list(self._hooks)
+
+    @property
+    def has_metrics(self) -> bool:
+        return bool(self._metrics)
+
+    def metric_values(self) -> dict[str, Any]:
+        """Each registered metric's current value (called by the runtime at heartbeats)."""
+        out: dict[str, Any] = {}
+        for name, fn in self._metrics.items():
+            try:  # the round trip proves the value travels (string map keys, plain data)
+                out[name] = msgpack.unpackb(msgpack.packb(fn(), use_bin_type=True), raw=False)
+            except Exception as exc:
+                log.warning("metric %r of %s:%s failed: %r", name, self.component_id, self.task_id, exc)
+                out[name] = {"error": repr(exc)}
+        return out
 
     def __repr__(self) -> str:
         return f"TopologyContext({self.topology_id!r}, {self.component_id!r}, task={self.task_id})"

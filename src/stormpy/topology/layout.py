@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from stormpy.topology.spec import TopologySpec
+from stormpy.topology.spec import MAX_TASK_PARALLELISM_KEY, ComponentSpec, TopologySpec
 
 ACKER_COMPONENT = "__acker"
 
@@ -58,6 +58,22 @@ class TaskLayout:
         return self.component_tasks.get(ACKER_COMPONENT, [])
 
 
+def task_count(comp: ComponentSpec, conf: Mapping[str, Any]) -> int:
+    """The tasks ``comp`` gets, as Storm's ``getComponentParallelism`` computes them: the tasks
+    asked for (``ComponentSpec.num_tasks``: component ``topology.tasks``, else the task count, else
+    the parallelism), capped by ``topology.max.task.parallelism`` — the component's own value when
+    it sets one, else the topology's (Storm merges the component config over the topology's).
+    ValueError naming the key when the topology's cap is not an integer >= 1."""
+    n = comp.num_tasks
+    cap = comp.config.get(MAX_TASK_PARALLELISM_KEY)
+    if cap is None:
+        cap = conf.get(MAX_TASK_PARALLELISM_KEY)
+        if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
+            raise ValueError(f"{MAX_TASK_PARALLELISM_KEY} must be an integer >= 1 or unset, "
+                             f"got {cap!r}")
+    return n if cap is None else min(n, int(cap))
+
+
 def split_tasks(tasks: list[int], executors: int) -> list[list[int]]:
     """Split ``tasks`` into ``executors`` contiguous, nearly equal runs (first runs larger)."""
     base, extra = divmod(len(tasks), executors)
@@ -73,11 +89,14 @@ def compute_layout(spec: TopologySpec, conf: Mapping[str, Any],
                    executor_overrides: Mapping[str, int] | None = None) -> TaskLayout:
     """The task layout for ``spec`` with ``acker_count(conf)`` acker tasks.
 
-    ``executor_overrides`` (component → executors) comes from a rebalance; it is capped at the
-    component's task count like Storm does.
+    Each component gets ``task_count(component, conf)`` tasks over ``min(parallelism, tasks)``
+    executors. ``executor_overrides`` (component → executors) comes from a rebalance; it is capped
+    at the component's task count like Storm does.
     """
-    counts: dict[str, tuple[int, int]] = {
-        cid: (c.num_tasks, c.num_executors) for cid, c in spec.components.items()}
+    counts: dict[str, tuple[int, int]] = {}
+    for cid, c in spec.components.items():
+        n_tasks = task_count(c, conf)
+        counts[cid] = (n_tasks, min(c.parallelism, n_tasks))
     n_ackers = acker_count(conf)
     if n_ackers > 0:
         counts[ACKER_COMPONENT] = (n_ackers, n_ackers)

@@ -7,6 +7,7 @@ plain data that msgpack carries (``to_doc``/``from_doc``) and holds no pickled c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,11 +17,40 @@ import msgpack
 from stormpy.topology import grouping as g
 from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.fields import Fields
+from stormpy.topology.imports import MOVE_TO_MODULE_LEVEL, is_local_path
+from stormpy.topology.metrics_consumer import REGISTER_KEY, parse_consumer_register
 from stormpy.topology.streams import Stream
+from stormpy.topology.tuple import SYSTEM_COMPONENT, SYSTEM_STREAM
+
+#: the implicit ``__system`` stream of every component (Storm's: one ``event`` field)
+SYSTEM_STREAM_SPEC = Stream(["event"], name=SYSTEM_STREAM)
 
 SPEC_VERSION = 1
+#: Component ids, stream ids and config keys: 1-256 characters, no whitespace or control characters
+#: (checked with a full match, so a trailing newline is refused too).
+NAME_PATTERN = re.compile(r"[^\x00-\x20\x7f-\x9f\u2028\u2029]{1,256}")
+
+
+def check_name(value: Any, what: str) -> str:
+    """``value`` when it is a usable component id, stream id or config key (NAME_PATTERN, full
+    match); InvalidTopologyError naming ``what`` otherwise."""
+    if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value):
+        raise InvalidTopologyError(f"invalid {what} {value!r}: use 1-256 characters without whitespace or "
+                                   "control characters")
+    return value
 SPOUT = "spout"
 BOLT = "bolt"
+#: component config keys Storm reads when it lays out tasks
+TASKS_KEY = "topology.tasks"
+MAX_TASK_PARALLELISM_KEY = "topology.max.task.parallelism"
+
+#: Component config a component sets to say the shortest ``topology.message.timeout.secs`` it
+#: works with (a windowed bolt holds tuples un-acked for its length + sliding interval);
+#: :meth:`TopologySpec.check_conf` refuses a shorter timeout at submit.
+MIN_MESSAGE_TIMEOUT_KEY = "topology.message.timeout.secs.min"
+#: Likewise the smallest ``topology.max.spout.pending`` (when set) a component needs (a count
+#: window of N tuples never fills when fewer may be pending).
+MIN_SPOUT_PENDING_KEY = "topology.max.spout.pending.min"
 
 
 @dataclass(frozen=True)
@@ -56,12 +86,25 @@ class ComponentSpec:
 
     @property
     def num_tasks(self) -> int:
+        """Tasks asked for: the component config's ``topology.tasks`` (what Storm's
+        ``setNumTasks`` sets), else ``tasks``, else the parallelism. ``topology.max.task.parallelism``
+        may lower it when the layout is computed (``stormpy.topology.layout.task_count``)."""
+        configured = self.config.get(TASKS_KEY)
+        if configured is not None:
+            return int(configured)  # validated as an int >= 1
         return self.tasks if self.tasks is not None else self.parallelism
 
     @property
     def num_executors(self) -> int:
         """Storm caps executors at the task count."""
         return min(self.parallelism, self.num_tasks)
+
+    def output_stream(self, name: str) -> Stream | None:
+        """A declared stream, the implicit ``__system`` stream, or None."""
+        stream = self.streams.get(name)
+        if stream is None and name == SYSTEM_STREAM:
+            return SYSTEM_STREAM_SPEC
+        return stream
 
     def to_doc(self) -> dict[str, Any]:
         return {
@@ -99,7 +142,11 @@ class TopologySpec:
         return {c.id: c for c in self.components.values() if c.kind == BOLT}
 
     def stream_fields(self, component: str, stream: str) -> Fields:
-        return self.components[component].streams[stream].fields
+        """The fields of a declared stream or of the implicit ``__system`` one; KeyError else."""
+        found = self.components[component].output_stream(stream)
+        if found is None:
+            raise KeyError(f"component {component!r} has no stream {stream!r}")
+        return found.fields
 
     def subscribers(self, component: str, stream: str) -> list[tuple[str, g.Grouping]]:
         """(bolt id, grouping) of every subscription to ``component``'s ``stream``, sorted by id."""
@@ -130,7 +177,52 @@ class TopologySpec:
                     from None
         spec = cls(comps)
         spec.validate()
+        spec.require_portable()
         return spec
+
+    def local_classes(self) -> list[tuple[str, str]]:
+        """(component id, class path) of every component or custom grouping class defined
+        inside a function (importable only in this process)."""
+        out = []
+        for cid, comp in sorted(self.components.items()):
+            if is_local_path(comp.class_path):
+                out.append((cid, comp.class_path))
+            for inp in comp.inputs:
+                if inp.grouping.custom_class and is_local_path(inp.grouping.custom_class):
+                    out.append((cid, inp.grouping.custom_class))
+        return out
+
+    def require_portable(self) -> None:
+        """InvalidTopologyError naming the first class defined inside a function and saying to
+        move it to module level: what a cluster (another process) cannot import."""
+        for cid, path in self.local_classes():
+            name = path.partition(":")[2].partition("@")[0]
+            raise InvalidTopologyError(f"component {cid!r}: class {name} {MOVE_TO_MODULE_LEVEL}")
+
+    def check_conf(self, conf: Mapping[str, Any]) -> None:
+        """Raise InvalidTopologyError naming the component when the topology config ``conf``
+        (defaults merged) is below what a component declared it needs
+        (:data:`MIN_MESSAGE_TIMEOUT_KEY`, :data:`MIN_SPOUT_PENDING_KEY`). Called at submit."""
+        timeout = conf.get("topology.message.timeout.secs", 30)
+        timeouts_on = conf.get("topology.enable.message.timeouts", True)
+        pending = conf.get("topology.max.spout.pending")
+        try:
+            parse_consumer_register(conf.get(REGISTER_KEY))
+        except ValueError as exc:
+            raise InvalidTopologyError(str(exc)) from None
+        for cid, comp in sorted(self.components.items()):
+            need = comp.config.get(MIN_MESSAGE_TIMEOUT_KEY)
+            if need and timeouts_on and timeout is not None and float(timeout) < float(need):
+                raise InvalidTopologyError(
+                    f"component {cid!r} needs topology.message.timeout.secs >= {need} (it holds "
+                    f"tuples un-acked that long), but the topology sets {timeout}; raise the "
+                    "timeout or shorten the window")
+            need_pending = comp.config.get(MIN_SPOUT_PENDING_KEY)
+            if need_pending and pending is not None and int(pending) < int(need_pending):
+                raise InvalidTopologyError(
+                    f"component {cid!r} needs topology.max.spout.pending >= {need_pending} (its "
+                    f"count window holds that many tuples un-acked), but the topology sets "
+                    f"{pending}")
 
     def validate(self) -> None:
         """Raise InvalidTopologyError naming the first problem: no spouts, a reserved or empty
@@ -145,14 +237,44 @@ class TopologySpec:
                 _validate_input(self, cid, inp)
 
 
+def refuse_local_classes(doc: Any) -> None:
+    """Raise InvalidTopologyError (saying to move the class to module level) when a spec document
+    names a component or grouping class defined inside a function; anything else, malformed
+    parts included, is left to ``TopologySpec.from_doc``. The check a client makes before
+    sending a spec to a cluster."""
+    comps = doc.get("components") if isinstance(doc, Mapping) else None
+    if not isinstance(comps, Mapping):
+        return
+    for cid, cdoc in comps.items():
+        if not isinstance(cdoc, Mapping):
+            continue
+        paths = [cdoc.get("class")]
+        for inp in cdoc.get("inputs") or ():
+            grouping = inp.get("grouping") if isinstance(inp, Mapping) else None
+            if isinstance(grouping, Mapping):
+                paths.append(grouping.get("class"))
+        for path in paths:
+            if isinstance(path, str) and is_local_path(path):
+                name = path.partition(":")[2].partition("@")[0]
+                raise InvalidTopologyError(f"component {cid!r}: class {name} "
+                                           f"{MOVE_TO_MODULE_LEVEL}")
+
+
 def _validate_component(cid: str, comp: ComponentSpec) -> None:
     if not isinstance(cid, str) or not cid:
         raise InvalidTopologyError(f"component id must be a non-empty string, got {cid!r}")
+    check_name(cid, "component id")
+    for stream_id in comp.streams:
+        check_name(stream_id, f"stream id of component {cid!r}")
+    for key in comp.config:
+        check_name(key, f"config key of component {cid!r}")
     if cid.startswith("__"):
         raise InvalidTopologyError(f"component id {cid!r}: ids starting with '__' are reserved")
     if comp.kind not in (SPOUT, BOLT):
         raise InvalidTopologyError(f"component {cid!r}: unknown kind {comp.kind!r}")
-    for name, value in (("parallelism", comp.parallelism), ("tasks", comp.num_tasks)):
+    for name, value in (("parallelism", comp.parallelism), (TASKS_KEY, comp.config.get(TASKS_KEY, 1)),
+                        ("tasks", comp.num_tasks),
+                        (MAX_TASK_PARALLELISM_KEY, comp.config.get(MAX_TASK_PARALLELISM_KEY, 1))):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise InvalidTopologyError(f"component {cid!r}: {name} must be an integer >= 1, "
                                        f"got {value!r}")
@@ -172,10 +294,17 @@ def _validate_component(cid: str, comp: ComponentSpec) -> None:
 
 def _validate_input(spec: TopologySpec, cid: str, inp: InputSpec) -> None:
     src = spec.components.get(inp.component)
+    if src is None and inp.component == SYSTEM_COMPONENT:
+        raise InvalidTopologyError(
+            f"bolt {cid!r} subscribes to component {SYSTEM_COMPONENT!r}: stormpy has no such "
+            "component to subscribe to (its tick tuples reach a bolt through "
+            "topology.tick.tuple.freq.secs); for Storm's startup events subscribe to the "
+            f"{SYSTEM_STREAM!r} stream of a spout or bolt, e.g. "
+            f"all_grouping('spout', stream={SYSTEM_STREAM!r})")
     if src is None:
         raise InvalidTopologyError(f"bolt {cid!r} subscribes to unknown component "
                                    f"{inp.component!r}")
-    stream = src.streams.get(inp.stream)
+    stream = src.output_stream(inp.stream)
     if stream is None:
         raise InvalidTopologyError(
             f"bolt {cid!r} subscribes to unknown stream {inp.stream!r} of component "

@@ -9,6 +9,9 @@ from stormpy.topology.fields import Fields
 DEFAULT_STREAM = "default"
 TICK_STREAM = "__tick"
 SYSTEM_COMPONENT = "__system"
+#: Storm's system stream: every component has it implicitly (fields ``["event"]``) and each of its
+#: tasks emits ``["startup"]`` on it once when the worker starts it; bolts may subscribe to it
+SYSTEM_STREAM = "__system"
 
 
 class Tuple:

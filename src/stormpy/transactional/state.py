@@ -7,23 +7,20 @@ enough when a replayed batch is identical (transactional and partitioned spouts)
 ``OpaqueValue(txid, previous, current)`` also keeps the value before the last txid, so a replay
 with different content (opaque spouts) recomputes from ``previous``.
 
-Back ends: ``SqliteState`` (a file database, no server) and ``ZkState`` (ZooKeeper). Values are
+Back ends: ``SqliteState`` (a file database, no server) and ``ZkState`` (ZooKeeper), both on the
+document stores of :mod:`stormpy.state.stores` that stateful bolts use too. Values are
 msgpack-serialisable data. Each update of a key is atomic; a batch's keys are independent, so a
 crash between two keys is repaired by the replay (updated keys are skipped, the others applied).
 """
 
 from __future__ import annotations
 
-import sqlite3
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import msgpack
-
-from stormpy.cluster import ZkStorage
+from stormpy.state.stores import SqliteDocStore, ZkDocStore
 from stormpy.transactional.store import zookeeper_hosts
 
 
@@ -48,14 +45,6 @@ class OpaqueValue:
         ``txid`` is the stored one (a replay whose content may differ), else from ``current``."""
         base = self.previous if txid == self.txid else self.current
         return OpaqueValue(txid, base, fn(base))
-
-
-def _pack(doc: list[Any]) -> bytes:
-    return msgpack.packb(doc)
-
-
-def _unpack(raw: bytes) -> list[Any]:
-    return list(msgpack.unpackb(raw, raw=False, strict_map_key=False))
 
 
 class TransactionalState:
@@ -113,45 +102,35 @@ class TransactionalState:
 
 
 class SqliteState(TransactionalState):
-    """State in a SQLite file (created when missing), table ``table``."""
+    """State in a SQLite file (created when missing), table ``table`` (the shared
+    :class:`~stormpy.state.stores.SqliteDocStore`)."""
 
     def __init__(self, path: str | Path, table: str = "transactional_state") -> None:
-        if not table.replace("_", "").isalnum():
-            raise ValueError(f"table name must be letters, digits and '_', got {table!r}")
-        self.path = str(path)
+        self._docs = SqliteDocStore(path, table)
+        self.path = self._docs.path
         self.table = table
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(f"CREATE TABLE IF NOT EXISTS {table} "
-                         "(key TEXT PRIMARY KEY, doc BLOB NOT NULL)")
 
     def _read(self, key: str) -> list[Any] | None:
-        with self._lock:
-            row = self._db.execute(f"SELECT doc FROM {self.table} WHERE key = ?", (key,)).fetchone()
-        return None if row is None else _unpack(row[0])
+        doc = self._docs.get(key)
+        return None if doc is None else list(doc)
 
     def _write(self, key: str, doc: list[Any]) -> None:
-        with self._lock:
-            self._db.execute(f"INSERT OR REPLACE INTO {self.table} (key, doc) VALUES (?, ?)",
-                             (key, _pack(doc)))
+        self._docs.put(key, doc)
 
     def keys(self) -> Iterator[str]:
-        with self._lock:
-            rows = self._db.execute(f"SELECT key FROM {self.table} ORDER BY key").fetchall()
-        return iter([r[0] for r in rows])
+        return iter(self._docs.names())
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._docs.close()
 
 
 class ZkState(TransactionalState):
-    """State in ZooKeeper, one znode per key under ``root`` on ``hosts`` (``"h:2181,..."``)."""
+    """State in ZooKeeper, one znode per key under ``root`` on ``hosts`` (``"h:2181,..."``; the
+    shared :class:`~stormpy.state.stores.ZkDocStore`)."""
 
     def __init__(self, hosts: str, root: str, *, operation_timeout_secs: float = 10.0) -> None:
         self.root = root.rstrip("/")
-        self._zk = ZkStorage(hosts, self.root, operation_timeout_secs=operation_timeout_secs).start()
+        self._docs = ZkDocStore(hosts, self.root, operation_timeout_secs=operation_timeout_secs)
 
     @classmethod
     def from_config(cls, conf: Mapping[str, Any], name: str) -> ZkState:
@@ -161,14 +140,14 @@ class ZkState(TransactionalState):
         return cls(zookeeper_hosts(conf), f"{root}/state/{cls._key(name)}")
 
     def _read(self, key: str) -> list[Any] | None:
-        raw = self._zk.get(f"{self.root}/{key}")
-        return _unpack(raw) if raw else None
+        doc = self._docs.get(key)
+        return None if doc is None else list(doc)
 
     def _write(self, key: str, doc: list[Any]) -> None:
-        self._zk.set(f"{self.root}/{key}", _pack(doc))
+        self._docs.put(key, doc)
 
     def keys(self) -> Iterator[str]:
-        return iter(sorted(self._zk.children(self.root)))
+        return iter(self._docs.names())
 
     def close(self) -> None:
-        self._zk.close()
+        self._docs.close()

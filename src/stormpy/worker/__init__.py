@@ -2,6 +2,7 @@
 
 from stormpy.worker.clock import Clock, SimulatedClock
 from stormpy.worker.errors import WorkerError
+from stormpy.worker.factory import WorkerConfig
 from stormpy.worker.loop import Worker
 
-__all__ = ["Clock", "SimulatedClock", "Worker", "WorkerError"]
+__all__ = ["Clock", "SimulatedClock", "Worker", "WorkerConfig", "WorkerError"]

@@ -1,34 +1,6 @@
-"""Clocks: real monotonic time, or simulated time that tests advance by hand."""
+"""Clocks of the executor loop: :class:`Clock` (real monotonic time) and :class:`SimulatedClock`
+(moved by tests). They live in :mod:`stormpy.topology.clock`, where components find them too."""
 
-from __future__ import annotations
+from stormpy.topology.clock import Clock, SimulatedClock
 
-import threading
-import time
-
-
-class Clock:
-    """Monotonic seconds; the executor loop reads it for timers (ticks, message timeouts)."""
-
-    simulated = False
-
-    def now(self) -> float:
-        return time.monotonic()
-
-
-class SimulatedClock(Clock):
-    """Time that only moves when ``advance`` is called (thread-safe)."""
-
-    simulated = True
-
-    def __init__(self, start: float = 1000.0) -> None:
-        self._now = start
-        self._lock = threading.Lock()
-
-    def now(self) -> float:
-        return self._now
-
-    def advance(self, seconds: float) -> None:
-        if seconds < 0:
-            raise ValueError("time cannot go backwards")
-        with self._lock:
-            self._now += seconds
+__all__ = ["Clock", "SimulatedClock"]

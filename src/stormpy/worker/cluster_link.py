@@ -11,10 +11,26 @@
 * The assignment removed, or this worker's own executors changed: ``on_exit(reason)`` is called
   once and nothing else is applied (the worker should stop; the supervisor starts a fresh one
   for a changed assignment, as Storm does).
-* Every ``worker.heartbeat.frequency.secs`` it asks the loop for ``task_stats()``; when the loop
-  answers it writes the local heartbeat file and then the ZooKeeper WorkerHeartbeat. A loop that
-  does not answer (stuck in a component) writes no heartbeat, so its supervisor restarts it
-  after ``supervisor.worker.timeout.secs``.
+* Liveness and ZooKeeper are two threads. The *local heartbeat* thread asks the loop for
+  ``task_stats()`` every ``worker.heartbeat.frequency.secs`` and, when the loop answers, writes the
+  local heartbeat file (the supervisor's only liveness signal) and hands the statistics to the
+  link thread. It never touches ZooKeeper, so a stalled or unreachable ZooKeeper cannot make a
+  supervisor restart a worker whose loop runs. A loop that does not answer (stuck in a component)
+  writes no local heartbeat, so its supervisor restarts it after ``supervisor.worker.timeout.secs``.
+* The *link* thread syncs (above) and writes the newest statistics as the ZooKeeper
+  WorkerHeartbeat (per-component sums, per-task counters and the process's CPU/RSS/GC figures,
+  which ``stormpy info``, the UI and its Prometheus exporter read). While ZooKeeper blocks it, only
+  it waits; statistics taken meanwhile are superseded by newer ones, never queued. The executor
+  loop never waits for either thread.
+* Statistics survive restarts: before its first ZooKeeper heartbeat the link reads the topology's
+  worker heartbeats and, for each of its tasks, takes the counters of the newest heartbeat that
+  holds the task (a previous incarnation of this worker, or the worker the task moved from) as a
+  base added to every heartbeat it writes (:func:`~stormpy.worker.heartbeats.add_base`). Such
+  heartbeats say so (``process["counters_carried"] = 1``) so that readers of deltas (the UI's
+  windows) do not count the carried totals twice. Without a readable heartbeat the counters
+  start from zero.
+* ``latest_stats`` holds the newest statistics with the carried counters added (what the
+  metrics consumers receive, :mod:`stormpy.worker.metrics_consumers`).
 * ZooKeeper failures are logged and retried on the next round; they never stop the worker.
 """
 
@@ -35,9 +51,17 @@ from stormpy.cluster.records import WorkerHeartbeat
 from stormpy.cluster.state import ClusterState
 from stormpy.messaging.transport import Transport
 from stormpy.topology.layout import ExecutorKey
-from stormpy.worker.heartbeats import component_stats, write_local_heartbeat
+from stormpy.worker.heartbeats import (
+    add_base,
+    carried_counters,
+    component_stats,
+    process_stats,
+    task_entries,
+    task_metrics,
+    write_local_heartbeat,
+)
 from stormpy.worker.loop import Worker
-from stormpy.worker.peers import WorkerPeers, local_executors, worker_peers
+from stormpy.worker.peers import WorkerPeers, local_executors, tasks_of, worker_peers
 
 __all__ = ["ClusterLink"]
 
@@ -66,46 +90,68 @@ class ClusterLink:
         self.resync_secs = max(0.1, float(conf.get("supervisor.monitor.frequency.secs") or 3))
         self.started = time.monotonic()
         self.heartbeats = 0
-        self._changed = threading.Event()
+        self.local_heartbeats = 0
+        self._changed = threading.Event()  # ZooKeeper reported a change: sync
+        self._wake = threading.Event()  # the link thread has something to do
         self._stop = threading.Event()
         self._exiting = False
         self._stats_request: Future[list[dict[str, Any]]] | None = None
         self._thread: threading.Thread | None = None
+        self._beat_thread: threading.Thread | None = None
         self._missed_beats = 0
+        #: the newest (time, task stats) taken by the local heartbeat thread, not yet written to
+        #: ZooKeeper (replaced, never queued, while ZooKeeper is slow)
+        self._pending_beat: tuple[float, list[dict[str, Any]]] | None = None
+        self._pending_lock = threading.Lock()
+        #: per-task counters of previous incarnations (None until read from ZooKeeper)
+        self._base: dict[int, dict[str, Any]] | None = None
+        #: the statistics of the newest heartbeat, carried counters included (replaced, never
+        #: changed; read by the metrics consumers' thread)
+        self.latest_stats: list[dict[str, Any]] | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> ClusterLink:
-        """Start the side thread (it syncs at once, then heartbeats as soon as the loop runs)."""
+        """Start the two side threads (the link syncs at once; the local heartbeat starts as
+        soon as the loop runs)."""
         self._thread = threading.Thread(target=self._run, name="stormpy-cluster-link", daemon=True)
+        self._beat_thread = threading.Thread(target=self._beat_loop, name="stormpy-local-heartbeat",
+                                             daemon=True)
         self._thread.start()
+        self._beat_thread.start()
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop the side thread; idempotent."""
+        """Stop the side threads; idempotent."""
         self._stop.set()
-        self._changed.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
+        self._wake.set()
+        for thread in (self._thread, self._beat_thread):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(timeout)
 
     def trigger(self) -> None:
         """Something changed in ZooKeeper: sync soon (any thread)."""
         self._changed.set()
+        self._wake.set()
 
     def _run(self) -> None:
-        now = time.monotonic()
-        next_sync, next_beat = now, now
+        next_sync = time.monotonic()
         while not self._stop.is_set():
-            now = time.monotonic()
-            if self._changed.is_set() or now >= next_sync:
+            if self._changed.is_set() or time.monotonic() >= next_sync:
                 self._changed.clear()
                 self._guarded(self.sync)
                 next_sync = time.monotonic() + self.resync_secs
             if self._stop.is_set() or self._exiting:
                 return
-            if time.monotonic() >= next_beat:
-                self._guarded(self.heartbeat)
-                next_beat = time.monotonic() + self.heartbeat_secs
-            self._changed.wait(max(0.0, min(next_sync, next_beat) - time.monotonic()))
+            self._guarded(self.zk_heartbeat)
+            self._wake.wait(max(0.0, next_sync - time.monotonic()))
+            self._wake.clear()
+
+    def _beat_loop(self) -> None:
+        next_beat = time.monotonic()
+        while not self._stop.is_set() and not self._exiting:
+            self._guarded(self.local_heartbeat)
+            next_beat = max(next_beat + self.heartbeat_secs, time.monotonic())
+            self._stop.wait(max(0.0, next_beat - time.monotonic()))
 
     def _guarded(self, fn: Callable[[], None]) -> None:
         try:
@@ -170,8 +216,10 @@ class ClusterLink:
         except TimeoutError:
             return None
 
-    def heartbeat(self) -> None:
-        """One heartbeat: local file first (liveness for the supervisor), then ZooKeeper."""
+    def local_heartbeat(self) -> None:
+        """One local heartbeat (no ZooKeeper involved): take the loop's statistics, write the
+        local heartbeat file, and leave the statistics for the link thread's ZooKeeper
+        heartbeat. A loop that does not answer gets no heartbeat."""
         docs = self._loop_stats(max(1.0, 2 * self.heartbeat_secs))
         if docs is None:
             self._missed_beats += 1
@@ -185,14 +233,57 @@ class ClusterLink:
             write_local_heartbeat(self.heartbeat_path, time=now, pid=os.getpid(),
                                   topology_id=self.topology_id, port=self.port,
                                   executors=self.executors)
+            self.local_heartbeats += 1
         except OSError as exc:
             log.warning("cannot write the local heartbeat %s: %s", self.heartbeat_path, exc)
+        with self._pending_lock:
+            self._pending_beat = (now, docs)
+        self._wake.set()
+
+    def _load_base(self) -> dict[int, dict[str, Any]]:
+        """The counters previous incarnations published for this worker's tasks (read once)."""
+        if self._base is None:
+            tasks = tasks_of(self.executors)
+            beats = self.state.worker_heartbeats(self.topology_id)  # ClusterStateError: retried
+            self._base = carried_counters(beats.values(), tasks)
+            if self._base:
+                log.info("worker %s:%s continues the counters of tasks %s from earlier heartbeats",
+                         self.node, self.port, sorted(self._base))
+        return self._base
+
+    def zk_heartbeat(self) -> None:
+        """Write the newest statistics the local heartbeat left (if any) to ZooKeeper, on top
+        of the counters carried from previous incarnations."""
+        with self._pending_lock:
+            pending, self._pending_beat = self._pending_beat, None
+        if pending is None:
+            return
+        now, docs = pending
+        try:
+            base = self._load_base()
+        except ClusterStateError as exc:
+            log.warning("cannot read earlier heartbeats of %s (will retry): %s", self.topology_id, exc)
+            self._requeue(pending)
+            return
+        docs = add_base(docs, base)
+        self.latest_stats = docs
+        process = process_stats()
+        if base:
+            process["counters_carried"] = 1.0
         beat = WorkerHeartbeat(topology_id=self.topology_id, node=self.node, port=self.port, time=now,
                                uptime=time.monotonic() - self.started, executors=self.executors,
-                               stats=component_stats(docs))
+                               stats=component_stats(docs), tasks=tuple(task_entries(docs)),
+                               process=process, metrics=task_metrics(docs))
         try:
             self.state.set_worker_heartbeat(beat)
         except ClusterStateError as exc:
             log.warning("cannot write the heartbeat of %s:%s to ZooKeeper: %s", self.node, self.port, exc)
+            self._requeue(pending)
             return
         self.heartbeats += 1
+
+    def _requeue(self, pending: tuple[float, list[dict[str, Any]]]) -> None:
+        """Keep ``pending`` for the next try unless the local heartbeat left newer statistics."""
+        with self._pending_lock:
+            if self._pending_beat is None:
+                self._pending_beat = pending

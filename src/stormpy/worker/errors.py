@@ -14,3 +14,11 @@ class WorkerError(RuntimeError):
         super().__init__(message)
         self.component = component
         self.task = task
+
+
+def caused_by(error: BaseException, cause: BaseException | None) -> BaseException:
+    """``raise error from cause`` spelled out: sets ``__cause__`` and suppresses the implicit
+    context. The compiled modules use it because mypyc drops the ``from`` clause."""
+    error.__cause__ = cause
+    error.__suppress_context__ = True
+    return error

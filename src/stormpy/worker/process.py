@@ -52,11 +52,14 @@ from stormpy.host.daemon import log_to_file
 from stormpy.messaging.zmq_transport import ZmqTransport
 from stormpy.topology.imports import import_object
 from stormpy.topology.layout import TaskLayout, compute_layout
+from stormpy.topology.metrics_consumer import ConsumerContext
 from stormpy.topology.spec import TopologySpec
 from stormpy.worker.cluster_link import ClusterLink
 from stormpy.worker.error_reporter import ErrorReporter
 from stormpy.worker.errors import WorkerError
+from stormpy.worker.factory import WorkerConfig
 from stormpy.worker.loop import Worker
+from stormpy.worker.metrics_consumers import MetricsFeed
 from stormpy.worker.peers import WorkerPeers, local_executors, tasks_of, worker_peers
 
 __all__ = ["EXIT_COMPONENT_FAILED", "EXIT_OK", "EXIT_STARTUP_FAILED", "main", "worker_conf"]
@@ -206,10 +209,11 @@ class WorkerProcess:
                     transport: ZmqTransport, reporter: ErrorReporter) -> int:
         transport.set_peers(peers.addresses)
         try:
-            worker = Worker(self.topology_id, spec, conf, layout=layout,
-                            local_tasks=tasks_of(executors), task_peers=peers.task_peers,
-                            transport=transport, active=active, worker_port=self.port,
-                            on_error=reporter.report, state=ZkStateBackend(state.storage))
+            config = WorkerConfig(self.topology_id, spec, conf, layout=layout,
+                                  local_tasks=tasks_of(executors), task_peers=peers.task_peers,
+                                  active=active, worker_port=self.port)
+            worker = Worker(config, transport=transport, on_error=reporter.report,
+                            state=ZkStateBackend(state.storage))
         except WorkerError as exc:
             log.error("cannot create the tasks: %s", exc)
             reporter.report(exc.component, exc.task, str(exc))
@@ -225,6 +229,12 @@ class WorkerProcess:
         log.info("running executors %s (tasks %s), %s; peers %s", list(executors), tasks_of(executors),
                  "active" if active else "inactive", sorted(peers.addresses.items()))
         link.start()
+        feed = None
+        if MetricsFeed.wanted(conf):
+            host = str(conf.get("supervisor.host") or "127.0.0.1")
+            feed = MetricsFeed(conf, ConsumerContext(self.topology_id, host, self.port,
+                                                     tuple(tasks_of(executors))),
+                               lambda: link.latest_stats).start()
         try:
             worker.run()
         except WorkerError as exc:
@@ -235,6 +245,8 @@ class WorkerProcess:
             # heartbeat): an outage must not hold up the exit.
             state.begin_shutdown()
             link.stop()
+            if feed is not None:
+                feed.stop()
         log.info("worker stopped cleanly: %s", self.exit_reason or "stop requested")
         return EXIT_OK
 

@@ -43,6 +43,10 @@ class Router:
         """The target tasks of ``values`` (a list the router may share: do not mutate it)."""
         raise NotImplementedError
 
+    def choose_many(self, values_list: list[Any]) -> list[list[int]]:
+        """``choose`` of each values, in order (the lists may be shared: do not mutate them)."""
+        return [self.choose(values) for values in values_list]
+
 
 class ShuffleRouter(Router):
     """Round robin over a shuffled order of the tasks (even load, Storm's shuffle)."""
@@ -86,6 +90,18 @@ class FieldsRouter(Router):
                 self.cache.clear()
             self.cache[v] = chosen
         return chosen
+
+    def choose_many(self, values_list: list[Any]) -> list[list[int]]:
+        i = self.single
+        if i < 0:
+            return [self.choose(values) for values in values_list]
+        cache = self.cache
+        out: list[list[int]] = []
+        for values in values_list:  # one pass: the key cache inline, misses by choose
+            v = values[i]
+            chosen = cache.get(v) if type(v) is str else None
+            out.append(chosen if chosen is not None else self.choose(values))
+        return out
 
 
 class PartialKeyRouter(Router):
@@ -202,3 +218,10 @@ class StreamRouter:
         for r in self.routers:
             out.extend(r.choose(values))
         return out
+
+    def choose_many(self, values_list: list[Any]) -> list[list[int]]:
+        """``choose`` of each values, in order (shared lists: do not mutate them)."""
+        only = self.only
+        if only is not None:
+            return only.choose_many(values_list)
+        return [self.choose(values) for values in values_list]

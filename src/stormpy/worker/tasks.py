@@ -1,8 +1,11 @@
 """Task runners: one per task, holding the component instance, its inbound queue and the
 collector methods bound onto the instance (``emit``, ``ack``, ...).
 
-Everything here runs on the worker's executor loop thread, except ``call_soon_threadsafe`` and
-the completion of ``run_in_background`` jobs, which hand work back to the loop.
+A runner sees its worker only as a ``TaskHost`` (``host.py``): tuples and acks go through the
+host's ``Dispatch`` tables, errors and debug output through its methods. The component's
+``run_in_background`` and ``call_soon_threadsafe`` are its task's off-loop seam
+(``context.off_loop``, see ``stormpy.topology.offloop``). Everything here runs on the worker's
+executor loop thread.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from random import getrandbits
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, NoReturn, cast
+from typing import Any, NoReturn, cast
 
 from stormpy.acker.rotating import RotatingMap
 from stormpy.acker.streams import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET_TIMEOUT
@@ -20,12 +23,10 @@ from stormpy.topology.component import BasicBolt, Spout
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import EmitError, FailedException
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
+from stormpy.worker.host import TaskHost
 from stormpy.worker.routing import StreamRouter
 from stormpy.worker.stats import TaskStats
 from stormpy.worker.values import check_values
-
-if TYPE_CHECKING:
-    from stormpy.worker.loop import Worker
 
 TIMEOUT_BUCKETS = 3
 _INT64 = 2 ** 63
@@ -33,13 +34,20 @@ _UINT64 = 2 ** 64
 
 
 class TaskRunner:
-    """State shared by spout and bolt tasks: identity, routers, delivery and acker access."""
+    """State shared by spout and bolt tasks: identity, routers, delivery and acker access.
+
+    ``execute(tup)`` consumes one queued tuple; ``open()`` prepares or opens the component (on
+    the loop, before the first round); ``close()`` shuts it down."""
 
     is_spout = False
+    #: runs one tuple of the queue (set by each kind of runner)
+    execute: Callable[[Tuple], None]
+    #: runs a list of queued tuples at once: the bolt's ``execute_batch``, or None
+    execute_batch: Callable[[list[Tuple]], None] | None
 
-    def __init__(self, worker: Worker, context: TopologyContext, instance: Any,
+    def __init__(self, host: TaskHost, context: TopologyContext, instance: Any,
                  routers: dict[str, StreamRouter], conf: Mapping[str, Any]) -> None:
-        self.worker = worker
+        self.host = host
         self.context = context
         self.task_id = context.task_id
         self.component_id = context.component_id
@@ -49,15 +57,20 @@ class TaskRunner:
         self.queue: deque[Tuple] = deque()
         self.stats = TaskStats(self.component_id, self.task_id)
         self.debug = bool(conf.get("topology.debug"))
-        self._deliver = worker.deliver
-        self._ackers = worker.acker_tasks
-        self._n_ackers = len(worker.acker_tasks)
-        self._acker_direct = worker.acker_direct
-        self._ack_buffer = worker.ack_buffer
+        # the dispatch's tables keep their identity: referenced here, one attribute load less
+        # per tuple
+        dispatch = host.dispatch
+        self._deliver = dispatch.deliver
+        self._ackers = dispatch.acker_tasks
+        self._n_ackers = len(dispatch.acker_tasks)
+        self._acker_direct = dispatch.acker_cores
+        self._ack_buffer = dispatch.ack_buffer
         self.stats.routers = routers
+        self.execute_batch = None
+        off_loop = context.off_loop
         instance.report_error = self.report_error
-        instance.run_in_background = self.run_in_background
-        instance.call_soon_threadsafe = self.call_soon_threadsafe
+        instance.run_in_background = off_loop.submit
+        instance.call_soon_threadsafe = off_loop.call_soon
 
     # -- helpers -------------------------------------------------------------------------
     def _router(self, stream: Any, values: Any, direct: bool) -> StreamRouter:
@@ -75,6 +88,29 @@ class TaskRunner:
         if len(values) != router.n_fields:
             raise EmitError(f"component {self.component_id!r}, stream {stream!r}: emitted "
                             f"{len(values)} values for fields {router.fields.to_list()}")
+
+    def _check_all(self, values_list: Any, stream: Any, router: StreamRouter) -> list[Any]:
+        """``values_list`` as a list after checking every values in it (emit_many's checks, all
+        done before anything is sent)."""
+        if type(values_list) is not list:
+            if isinstance(values_list, (str, bytes, dict)) or not hasattr(values_list, "__iter__"):
+                raise EmitError(f"component {self.component_id!r}, stream {stream!r}: emit_many "
+                                "takes a list of values lists, got "
+                                f"{type(values_list).__name__}")
+            values_list = list(values_list)
+        n_fields = router.n_fields
+        for values in values_list:
+            if type(values) is list and len(values) == n_fields:
+                for v in values:  # plain scalars pass here; anything else gets the full check
+                    vt = type(v)
+                    if vt is str or vt is float or (vt is int and -_INT64 <= v < _UINT64):
+                        continue
+                    self._check(values, stream, router)
+                    break
+            else:
+                self._check(values, stream, router)
+        router.emitted += len(values_list)
+        return cast(list[Any], values_list)
 
     def _bad_stream(self, stream: Any, direct: bool) -> NoReturn:
         if stream not in self.routers:
@@ -114,19 +150,11 @@ class TaskRunner:
             text = "".join(traceback.format_exception(error)).rstrip()
         else:
             text = str(error)
-        self.worker.record_error(self.component_id, self.task_id, text)
+        self.host.record_error(self.component_id, self.task_id, text)
 
-    def run_in_background(self, fn: Callable[[], Any],
-                          on_done: Callable[[Any, BaseException | None], None]) -> None:
-        """Run ``fn`` on the worker's background pool; ``on_done(result, error)`` then runs on
-        the executor loop. The topology is not idle while such a job is pending. An exception
-        from ``on_done`` is an error of this component."""
-        self.worker.submit_background(fn, on_done, self)
-
-    def call_soon_threadsafe(self, fn: Callable[[], None]) -> None:
-        """Run ``fn`` on the executor loop soon (any thread may call); an exception from ``fn``
-        is an error of this component."""
-        self.worker.call_soon_threadsafe(fn, self)
+    def open(self) -> None:
+        """Prepare (bolts) or open (spouts) the component."""
+        raise NotImplementedError
 
     def close(self) -> None:
         """Shut the component down (cleanup/close), errors reported, never raised."""
@@ -135,21 +163,33 @@ class TaskRunner:
 class BoltTask(TaskRunner):
     """A bolt task: ``execute`` consumes its queue."""
 
-    def __init__(self, worker: Worker, context: TopologyContext, instance: Any,
+    def __init__(self, host: TaskHost, context: TopologyContext, instance: Any,
                  routers: dict[str, StreamRouter], conf: Mapping[str, Any]) -> None:
-        super().__init__(worker, context, instance, routers, conf)
+        super().__init__(host, context, instance, routers, conf)
         instance.emit = self.emit
+        instance.emit_many = self.emit_many
         instance.emit_direct = self.emit_direct
         instance.ack = self.ack
+        instance.ack_many = self.ack_many
         instance.fail = self.fail
         instance.reset_timeout = self.reset_timeout
+        batch = getattr(instance, "execute_batch", None)
         if isinstance(self.instance, BasicBolt):
+            if batch is not None:
+                raise TypeError(f"component {self.component_id!r}: a BasicBolt has no batch form "
+                                "(execute_batch); subclass Bolt and ack each tuple")
             self._current: Tuple | None = None
             instance.emit = self._basic_emit
+            instance.emit_many = self._basic_emit_many
             instance.emit_direct = self._basic_emit_direct
-            self.execute: Callable[[Tuple], None] = self._basic_execute
+            self.execute = self._basic_execute
         else:
             self.execute = instance.execute
+            if batch is not None:
+                if not callable(batch):
+                    raise TypeError(f"component {self.component_id!r}: execute_batch is not "
+                                    "callable")
+                self.execute_batch = batch
 
     def open(self) -> None:
         self.instance.prepare(self.conf, self.context)
@@ -202,6 +242,45 @@ class BoltTask(TaskRunner):
             self._send(targets, values, anchors, stream, router)
         return targets
 
+    def emit_many(self, values_list: Any, anchors: Any = None,
+                  stream: Any = DEFAULT_STREAM) -> None:
+        """``emit(values, anchors, stream)`` for every values of ``values_list``, routed as one
+        batch. Every values is checked before any is sent."""
+        router = self.routers.get(stream)
+        if router is None or router.direct:
+            self._bad_stream(stream, False)
+        values_list = self._check_all(values_list, stream, router)
+        targets_list = router.choose_many(values_list)
+        if self.debug or (anchors is not None and (type(anchors) is not Tuple
+                                                   or not cast(Tuple, anchors).root)):
+            for i in range(len(values_list)):
+                self._send(targets_list[i], values_list[i], anchors, stream, router)
+            return
+        deliver = self._deliver
+        task = self.task_id
+        comp = self.component_id
+        fields = router.fields
+        sent = 0
+        if anchors is None or not self._n_ackers:
+            for i in range(len(values_list)):
+                tup = Tuple(values_list[i], stream, task, comp, fields)
+                for t in targets_list[i]:
+                    deliver[t](tup)
+                    sent += 1
+        else:
+            anchor = cast(Tuple, anchors)
+            root = anchor.root
+            ack_val = anchor.ack_val
+            for i in range(len(values_list)):
+                values = values_list[i]
+                for t in targets_list[i]:
+                    edge = getrandbits(64)
+                    ack_val ^= edge
+                    deliver[t](Tuple(values, stream, task, comp, fields, root, edge))
+                    sent += 1
+            anchor.ack_val = ack_val
+        self.stats.transferred += sent
+
     def emit_direct(self, task: Any, values: Any, anchors: Any = None,
                     stream: Any = DEFAULT_STREAM) -> None:
         """Emit to one task of a bolt subscribed to ``stream`` with direct grouping."""
@@ -219,7 +298,7 @@ class BoltTask(TaskRunner):
         comp = self.component_id
         fields = router.fields
         if self.debug:
-            self.worker.log_emit(comp, task, stream, values, targets)
+            self.host.log_emit(comp, task, stream, values, targets)
         if type(anchors) is Tuple:
             anchors = [anchors]
         if not anchors or not self._n_ackers:
@@ -259,6 +338,22 @@ class BoltTask(TaskRunner):
                 buf[r] = buf.get(r, 0) ^ edge ^ v
         self.stats.acked += 1
 
+    def ack_many(self, tuples: Any) -> None:
+        """``ack`` every tuple of ``tuples``."""
+        buf = self._ack_buffer
+        n = 0
+        for item in tuples:
+            tup = cast(Tuple, item)
+            root = tup.root
+            if root:
+                buf[root] = buf.get(root, 0) ^ tup.edge ^ tup.ack_val
+            elif tup.anchors:
+                v = tup.ack_val
+                for r, edge in tup.anchors.items():
+                    buf[r] = buf.get(r, 0) ^ edge ^ v
+            n += 1
+        self.stats.acked += n
+
     def fail(self, tup: Tuple) -> None:
         """Fail the input tuple: every spout tuple it belongs to fails (and may be replayed)."""
         for root in tup.tree_edges():
@@ -286,6 +381,10 @@ class BoltTask(TaskRunner):
                     stream: Any = DEFAULT_STREAM) -> list[int]:
         return self.emit(values, anchors if anchors is not None else self._current, stream)
 
+    def _basic_emit_many(self, values_list: Any, anchors: Any = None,
+                         stream: Any = DEFAULT_STREAM) -> None:
+        self.emit_many(values_list, anchors if anchors is not None else self._current, stream)
+
     def _basic_emit_direct(self, task: Any, values: Any, anchors: Any = None,
                            stream: Any = DEFAULT_STREAM) -> None:
         self.emit_direct(task, values, anchors if anchors is not None else self._current, stream)
@@ -302,10 +401,11 @@ class SpoutTask(TaskRunner):
 
     is_spout = True
 
-    def __init__(self, worker: Worker, context: TopologyContext, instance: Spout,
+    def __init__(self, host: TaskHost, context: TopologyContext, instance: Spout,
                  routers: dict[str, StreamRouter], conf: Mapping[str, Any]) -> None:
-        super().__init__(worker, context, instance, routers, conf)
+        super().__init__(host, context, instance, routers, conf)
         instance.emit = self.emit  # type: ignore[method-assign]
+        instance.emit_many = self.emit_many  # type: ignore[method-assign]
         instance.emit_direct = self.emit_direct  # type: ignore[method-assign]
         self.pending: RotatingMap[int, tuple[Any, float]] = RotatingMap(TIMEOUT_BUCKETS)
         self.n_pending = 0
@@ -348,6 +448,24 @@ class SpoutTask(TaskRunner):
         self._send(targets, values, msg_id, stream, router)
         return targets
 
+    def emit_many(self, values_list: Any, msg_ids: Any = None,
+                  stream: Any = DEFAULT_STREAM) -> None:
+        """``emit(values_list[i], msg_ids[i], stream)`` for each i (``msg_ids`` None: none
+        tracked), routed as one batch. Everything is checked before any is sent."""
+        router = self.routers.get(stream)
+        if router is None or router.direct:
+            self._bad_stream(stream, False)
+        values_list = self._check_all(values_list, stream, router)
+        if msg_ids is not None:
+            msg_ids = list(msg_ids)
+            if len(msg_ids) != len(values_list):
+                raise EmitError(f"component {self.component_id!r}, stream {stream!r}: emit_many "
+                                f"got {len(msg_ids)} message ids for {len(values_list)} tuples")
+        targets_list = router.choose_many(values_list)
+        for i in range(len(values_list)):
+            self._send(targets_list[i], values_list[i],
+                       None if msg_ids is None else msg_ids[i], stream, router)
+
     def emit_direct(self, task: Any, values: Any, msg_id: Any = None,
                     stream: Any = DEFAULT_STREAM) -> None:
         router = self._router(stream, values, True)
@@ -362,7 +480,7 @@ class SpoutTask(TaskRunner):
         comp = self.component_id
         fields = router.fields
         if self.debug:
-            self.worker.log_emit(comp, task, stream, values, targets)
+            self.host.log_emit(comp, task, stream, values, targets)
         if msg_id is None or not self._n_ackers:
             tup = Tuple(values, stream, task, comp, fields)
             for t in targets:

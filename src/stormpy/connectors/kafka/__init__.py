@@ -5,12 +5,20 @@
 * :class:`KafkaSpout` — ``builder.set_spout("kafka", KafkaSpout.of(config), n)``.
 * :class:`OffsetManager`, :class:`RetryExponentialBackoff` — usable on their own.
 * :class:`RecordTranslator` (record → values/stream), :class:`KafkaTupleListener` hooks.
+* :class:`KafkaBolt` with :class:`KafkaBoltConfig` — writes tuples to a topic, acking each one
+  once the broker confirmed it; :class:`TupleToKafkaMapper` (tuple → key/value).
 
-confluent-kafka is imported only when a spout opens; without it the error names
+confluent-kafka is imported only when a spout opens (a bolt prepares); without it the error names
 ``pip install 'stormpy-runtime[kafka]'``. See docs/kafka.md.
 """
 
 from stormpy.connectors.kafka.assignment import assign_round_robin, commit_metadata, start_offset
+from stormpy.connectors.kafka.bolt import KafkaBolt
+from stormpy.connectors.kafka.bolt_config import (
+    FieldNameBasedTupleToKafkaMapper,
+    KafkaBoltConfig,
+    TupleToKafkaMapper,
+)
 from stormpy.connectors.kafka.client import (
     KAFKA_EXTRA,
     KafkaConsumerClient,
@@ -37,10 +45,12 @@ from stormpy.connectors.kafka.translator import (
 )
 
 __all__ = [
-    "KAFKA_EXTRA", "DefaultRecordTranslator", "FirstPollOffsetStrategy", "KafkaConfigError",
+    "KAFKA_EXTRA", "DefaultRecordTranslator", "FieldNameBasedTupleToKafkaMapper",
+    "FirstPollOffsetStrategy", "KafkaBolt", "KafkaBoltConfig", "KafkaConfigError",
     "KafkaConsumerClient", "KafkaRecord", "KafkaRecordError", "KafkaSpout", "KafkaSpoutConfig",
     "KafkaSpoutMessageId", "KafkaTuple", "KafkaTupleListener", "KafkaUnavailableError",
     "OffsetAndMetadata", "OffsetManager", "ProcessingGuarantee", "RecordTranslator",
-    "RetryExponentialBackoff", "StringRecordTranslator", "TopicPartition", "assign_round_robin",
+    "RetryExponentialBackoff", "StringRecordTranslator", "TopicPartition", "TupleToKafkaMapper",
+    "assign_round_robin",
     "commit_metadata", "require_confluent_kafka", "start_offset",
 ]

@@ -125,6 +125,7 @@ class KafkaSpout(PartitionsAndCommits):
         self._on_emit = self.listener.on_emit if cfg.tuple_listener else None
         self.retry = RetryExponentialBackoff.from_doc(cfg.retry, clock=self.clock)
         self.metadata = asg.commit_metadata(context.topology_id, context.task_id)
+        context.register_metric("kafkaOffset", self.metrics)
         self.assigned: set[TopicPartition] = set()
         self.managers: dict[TopicPartition, OffsetManager] = {}
         self.emitted: set[KafkaSpoutMessageId] = set()
@@ -358,14 +359,17 @@ class KafkaSpout(PartitionsAndCommits):
 
     # -- metrics -------------------------------------------------------------------------------
     def metrics(self) -> dict[str, Any]:
-        """Per partition the latest emitted, committed offset, uncommitted count and lag (log end
-        minus committed, when the fetcher knows the log end), plus the spout's counters."""
+        """Per partition the latest offset (log end as last seen by the fetcher), the latest
+        emitted and the committed offset, the uncommitted count and the lag (log end minus
+        committed), plus the spout's counters. Published as the task metric ``kafkaOffset``
+        (topology info), sampled at heartbeats; it asks the broker nothing."""
         parts = {}
         for tp in sorted(self.assigned):
             om = self.managers.get(tp)
             marks = self.consumer.watermarks(tp)
             committed = om.committed_offset if om is not None else None
             parts[str(tp)] = {
+                "latest": marks[1] if marks else None,
                 "latest_emitted": om.latest_emitted_offset if om is not None else None,
                 "committed": committed,
                 "uncommitted": om.num_uncommitted_offsets if om is not None else 0,

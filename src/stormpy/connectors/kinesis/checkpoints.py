@@ -1,10 +1,14 @@
 """Where a Kinesis spout keeps its shard list and per-shard checkpoints.
 
 ``CheckpointStore`` is the small interface the spout needs; ``ZkCheckpointStore`` implements it
-on ZooKeeper with kazoo, in the layout of :mod:`stormpy.cluster.paths`::
+on ZooKeeper with kazoo, in the layout of :mod:`stormpy.cluster.paths` (a connector's own state,
+``ZkPaths.connector_checkpoints``)::
 
-    <root>/checkpoints/<spout-config-name>/<stream>                data: the shard list (JSON)
-    <root>/checkpoints/<spout-config-name>/<stream>/<shard-id>     data: the checkpoint (JSON)
+    <root>/checkpoints/kinesis:<spout-config-name>/<stream>                the shard list (JSON)
+    <root>/checkpoints/kinesis:<spout-config-name>/<stream>/<shard-id>     the checkpoint (JSON)
+
+The ``kinesis:`` prefix keeps these apart from ``checkpoints/<topology-id>``, which a topology's
+kill removes: a config name equal to some topology id cannot lose its checkpoints.
 
 A checkpoint is ``{"sequence_number": "<seq>" or null, "shard_end": bool}``: every record of the
 shard up to ``sequence_number`` is done, and ``shard_end`` says the shard (closed by resharding)
@@ -27,6 +31,9 @@ from stormpy.connectors.kinesis.errors import CheckpointError
 from stormpy.connectors.kinesis.records import sequence_key
 
 log = logging.getLogger(__name__)
+
+#: the connector segment of the checkpoint paths (``checkpoints/kinesis:<name>/...``)
+CONNECTOR = "kinesis"
 
 
 @dataclass(frozen=True)
@@ -92,7 +99,7 @@ class ZkCheckpointStore:
 
     def __init__(self, client: Any, root: str, name: str, stream: str) -> None:
         self.client = client
-        self.stream_path = paths.ZkPaths(root).spout_checkpoints(name, stream)
+        self.stream_path = paths.ZkPaths(root).connector_checkpoints(CONNECTOR, name, stream)
         self._name = name
         self._stream = stream
         self._root = root
@@ -117,7 +124,8 @@ class ZkCheckpointStore:
         return cls(client, root, name, stream)
 
     def path(self, shard_id: str) -> str:
-        return paths.ZkPaths(self._root).checkpoint(self._name, self._stream, shard_id)
+        return paths.ZkPaths(self._root).connector_checkpoints(CONNECTOR, self._name, self._stream,
+                                                              shard_id)
 
     def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         from kazoo.exceptions import ConnectionLoss, OperationTimeoutError, SessionExpiredError

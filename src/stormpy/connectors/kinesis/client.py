@@ -33,7 +33,11 @@ def require_boto3() -> Any:
 
 
 def make_client(config: KinesisSpoutConfig) -> Any:
-    """A boto3 Kinesis client for ``config``'s endpoint and region with bounded timeouts."""
+    """A boto3 Kinesis client for ``config``'s endpoint and region with bounded timeouts.
+
+    Each client comes from a session of its own: boto3's default session is not safe to use
+    from several threads (spouts set up on the background pool) and would keep credentials it
+    resolved once for the life of the process."""
     boto3 = require_boto3()
     from botocore.config import Config
 
@@ -41,8 +45,8 @@ def make_client(config: KinesisSpoutConfig) -> Any:
                     read_timeout=config.read_timeout_ms / 1000.0,
                     retries={"max_attempts": config.client_retries, "mode": "standard"})
     try:
-        return boto3.client("kinesis", endpoint_url=config.endpoint_url, region_name=config.region,
-                            config=bounds)
+        return boto3.session.Session().client("kinesis", endpoint_url=config.endpoint_url,
+                                              region_name=config.region, config=bounds)
     except Exception as exc:  # botocore raises several unrelated types for a bad setup
         raise KinesisStreamError(f"cannot create a Kinesis client for {where(config)}: {exc}") \
             from exc

@@ -41,7 +41,9 @@ class KinesisSpoutConfig:
       (``None``: ``storm.zookeeper.root``, default ``/stormpy``).
     * ``shard_list_refresh_ms``: how often the shard list is refreshed from ListShards.
     * ``connect_timeout_ms``/``read_timeout_ms``/``client_retries``: bounds of one Kinesis call.
-    * ``zookeeper_timeout_ms``: how long ``open`` waits for ZooKeeper before failing.
+    * ``zookeeper_timeout_ms``: how long one attempt to connect to ZooKeeper waits.
+    * ``setup_retry_max_ms``: the longest wait between attempts to set the spout up (connect to
+      Kinesis and ZooKeeper, load the shard list) after a failure; the first wait is 0.5 s.
     """
 
     name: str
@@ -62,6 +64,7 @@ class KinesisSpoutConfig:
     read_timeout_ms: int = 5000
     client_retries: int = 2
     zookeeper_timeout_ms: int = 10000
+    setup_retry_max_ms: int = 30000
 
     def __post_init__(self) -> None:
         for key in ("name", "stream"):
@@ -80,7 +83,7 @@ class KinesisSpoutConfig:
                   "checkpoint_interval_ms": (1, None), "max_retries": (0, None),
                   "shard_list_refresh_ms": (1, None), "connect_timeout_ms": (1, None),
                   "read_timeout_ms": (1, None), "client_retries": (0, 20),
-                  "zookeeper_timeout_ms": (1, None)}
+                  "zookeeper_timeout_ms": (1, None), "setup_retry_max_ms": (1, None)}
         for key, (low, high) in bounds.items():
             value = getattr(self, key)
             if (not isinstance(value, int) or isinstance(value, bool) or value < low

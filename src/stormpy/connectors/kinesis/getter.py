@@ -1,5 +1,5 @@
 """Reading one shard: a ShardGetter issuing GetRecords, and a BufferedGetter over it that hands out
-one record at a time and never blocks longer than one bounded GetRecords call.
+one record at a time on the executor loop while GetRecords runs off it (the off-loop seam).
 
 * The shard iterator is opened at the start position (``AFTER_SEQUENCE_NUMBER`` of a checkpoint,
   or the initial position); when it expires it is re-opened ``AFTER_SEQUENCE_NUMBER`` of the last
@@ -7,7 +7,7 @@ one record at a time and never blocks longer than one bounded GetRecords call.
 * Throttling (and a timed-out or refused call) backs the shard off exponentially, up to
   ``MAX_BACKOFF_S``; an empty batch pauses it for ``empty_record_sleep_ms``.
 * A shard closed by resharding ends when GetRecords returns no next iterator; ``finished`` is then
-  true once the buffer is drained.
+  true once the buffer is drained and no call is in flight.
 """
 
 from __future__ import annotations
@@ -23,8 +23,12 @@ from typing import Any
 from stormpy.connectors.kinesis.client import THROTTLING, describe, error_code
 from stormpy.connectors.kinesis.config import KinesisSpoutConfig
 from stormpy.connectors.kinesis.records import KinesisRecord
+from stormpy.topology.offloop import OnDone
 
 log = logging.getLogger(__name__)
+
+#: ``submit(fn, on_done)``: the off-loop seam's ``OffLoop.submit`` (or :func:`run_inline`)
+Submit = Callable[[Callable[[], Any], OnDone], Any]
 
 MIN_BACKOFF_S = 0.05
 MAX_BACKOFF_S = 5.0
@@ -131,50 +135,117 @@ class ShardGetter:
         return out
 
 
+def run_inline(fn: Callable[[], Any], on_done: OnDone) -> None:
+    """A ``submit`` that runs ``fn`` at once on the caller's thread (tests, tools): the same
+    ``on_done(result, error)`` contract as the off-loop seam, without the pool."""
+    try:
+        result = fn()
+    except Exception as exc:  # noqa: BLE001 - handed to on_done, as the seam does
+        on_done(None, exc)
+        return
+    on_done(result, None)
+
+
 class BufferedGetter:
-    """Hands out the records of one shard one at a time, fetching a batch when its buffer is
-    empty and the shard is neither paused nor finished."""
+    """Hands out the records of one shard one at a time from a buffer that GetRecords fills off
+    the executor loop.
+
+    Whenever the buffer holds fewer than ``records_per_get`` records and the shard is neither
+    paused nor finished, the next batch is requested through ``submit`` (the task's off-loop
+    seam: ``fn`` runs on the background pool, ``on_done`` back on the loop), so the following
+    batch is usually on its way while the current one is emitted. At most one GetRecords of the
+    shard is in flight at a time and batches are appended in the order they were read, so records
+    are never reordered; the ShardGetter is only touched by the one job in flight.
+
+    A throttled or unanswered call backs the shard off exponentially; any other error (the stream
+    was deleted, credentials expired) backs it off too and is handed to ``on_error`` (the spout
+    reports it), never raised on the loop.
+    """
 
     def __init__(self, getter: ShardGetter, records_per_get: int, empty_sleep_s: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, submit: Submit = run_inline,
+                 on_error: Callable[[BaseException], None] | None = None) -> None:
         self.getter = getter
         self.records_per_get = records_per_get
         self.empty_sleep_s = empty_sleep_s
         self.clock = clock
+        self.submit = submit
+        self.on_error = on_error
         self._buffer: deque[KinesisRecord] = deque()
         self._not_before = 0.0
         self._backoff = 0.0
+        self._in_flight = False
+        self._closed = False
+        self._job: Any = None
         self.backoffs = 0
+        self.errors = 0
+        self.fetches = 0
 
     @property
     def shard_id(self) -> str:
         return self.getter.shard_id
 
     @property
+    def in_flight(self) -> bool:
+        """A GetRecords of this shard is running off the loop."""
+        return self._in_flight
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buffer)
+
+    @property
     def finished(self) -> bool:
         """The shard was read to its end (closed by resharding) and every record handed out."""
-        return self.getter.at_end and not self._buffer
+        return not self._buffer and not self._in_flight and self.getter.at_end
 
     def next(self) -> KinesisRecord | None:
-        """The next record, or None when none is ready now (or ever, once ``finished``)."""
-        if self._buffer:
-            return self._buffer.popleft()
-        if self.getter.at_end:
-            return None
+        """The next record, or None when none is ready now (or ever, once ``finished``);
+        requests the next batch when the buffer runs low. Call on the executor loop."""
+        buffer = self._buffer
+        record = buffer.popleft() if buffer else None
+        if not self._in_flight and len(buffer) < self.records_per_get:
+            self._request()
+            if record is None and buffer:  # a submit that ran at once (run_inline)
+                record = buffer.popleft()
+        return record
+
+    def _request(self) -> None:
+        if self.getter.at_end or self._closed or self.clock() < self._not_before:
+            return
+        self._in_flight = True
+        self.fetches += 1
+        getter, limit = self.getter, self.records_per_get
+        self._job = self.submit(lambda: getter.fetch(limit), self._fetched)
+
+    def _fetched(self, batch: Any, error: BaseException | None) -> None:
+        """A GetRecords finished (on the loop): buffer its records or back off."""
+        self._in_flight = False
+        self._job = None
+        if self._closed:
+            return
         now = self.clock()
-        if now < self._not_before:
-            return None
-        try:
-            batch = self.getter.fetch(self.records_per_get)
-        except Backoff as exc:
-            self._backoff = min(MAX_BACKOFF_S, max(MIN_BACKOFF_S, self._backoff * 2))
-            self._not_before = now + self._backoff
-            self.backoffs += 1
-            log.debug("%s; backing off %.2fs", exc, self._backoff)
-            return None
-        self._backoff = 0.0
-        if not batch:
-            self._not_before = now + self.empty_sleep_s
-            return None
-        self._buffer.extend(batch)
-        return self._buffer.popleft()
+        if error is None:
+            self._backoff = 0.0
+            if batch:
+                self._buffer.extend(batch)
+            else:
+                self._not_before = now + self.empty_sleep_s
+            return
+        self._backoff = min(MAX_BACKOFF_S, max(MIN_BACKOFF_S, self._backoff * 2))
+        self._not_before = now + self._backoff
+        self.backoffs += 1
+        if isinstance(error, Backoff):
+            log.debug("%s; backing off %.2fs", error, self._backoff)
+            return
+        self.errors += 1
+        log.warning("shard %s: %s; backing off %.2fs", self.shard_id, error, self._backoff)
+        if self.on_error is not None:
+            self.on_error(error)
+
+    def close(self) -> None:
+        """Stop reading: a request not started is cancelled, a result arriving later dropped."""
+        self._closed = True
+        job = self._job
+        if job is not None and hasattr(job, "cancel"):
+            job.cancel()

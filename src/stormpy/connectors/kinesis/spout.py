@@ -9,8 +9,21 @@ queued retry, else its next buffered record (trying each shard at most once per 
 id is ``"<shard-id>:<sequence-number>"``. Acks advance the shard's checkpoint over the contiguous
 acked prefix; fails queue the record for re-emission up to ``max_retries`` times.
 
-Blocking calls (GetRecords, ZooKeeper reads and writes) run on the executor loop, each bounded by
-the short timeouts of the config.
+Nothing blocks the executor loop: connecting (the Kinesis client, DescribeStreamSummary, ZooKeeper,
+ListShards), GetRecords, the shard-list refresh and checkpoint reads and writes run on the task's
+off-loop seam (``run_in_background``) and their results are applied on the loop; only ``close``
+writes the last checkpoints synchronously.
+
+``open`` does not contact anything. Setting up runs from ``next_tuple``: until it succeeds the
+spout emits nothing, reports every failure (unknown stream, unreachable endpoint, missing
+credentials, ZooKeeper unreachable, a corrupt checkpoint) through ``report_error`` — so it shows
+in topology info — and retries with exponential backoff up to ``setup_retry_max_ms``. No error
+of the stream or the store stops the task; only a missing boto3 does, in ``open``.
+
+Metrics (``context.register_metric``): ``kinesisShards`` (per owned shard: checkpoint, stored
+checkpoint, in-flight count, retries, counted-out records, MillisBehindLatest, records buffered,
+finished) and ``kinesisSpout`` (ready, setup attempts, last error, error and checkpoint-failure
+counts).
 """
 
 from __future__ import annotations
@@ -21,7 +34,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stormpy.connectors.kinesis.checkpoints import ZkCheckpointStore
-from stormpy.connectors.kinesis.client import describe, make_client
+from stormpy.connectors.kinesis.client import describe, make_client, require_boto3
 from stormpy.connectors.kinesis.config import KinesisSpoutConfig
 from stormpy.connectors.kinesis.records import message_id, parse_message_id
 from stormpy.connectors.kinesis.scheme import load_scheme
@@ -31,6 +44,11 @@ from stormpy.topology.context import TopologyContext
 from stormpy.topology.streams import Stream
 
 log = logging.getLogger(__name__)
+
+#: first wait before setting up again after a failure (doubling up to setup_retry_max_ms)
+SETUP_RETRY_MIN_S = 0.5
+#: the same kind of error is reported (topology info) at most this often; always logged
+REPORT_INTERVAL_S = 10.0
 
 
 class _Handle:
@@ -65,37 +83,103 @@ class KinesisSpout(Spout):
 
     # --- lifecycle -----------------------------------------------------------------------------
     def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
-        """Connect to ZooKeeper and Kinesis, load the shard list and start the owned shards.
-        Unknown stream, unreachable endpoint or ZooKeeper, missing credentials or a corrupt
-        checkpoint raise an error naming it."""
-        config = self.config
-        self.scheme = load_scheme(config.record_scheme)
-        client = make_client(config)
+        """Load the record scheme and register the metrics; KinesisUnavailableError without
+        boto3. Connecting is left to ``next_tuple`` (off the loop, retried)."""
+        require_boto3()
+        self.scheme = load_scheme(self.config.record_scheme)
+        self._conf = dict(conf)
+        self._task_index = context.task_index
+        self._num_tasks = len(context.component_tasks)
+        self._closed = False
+        self._setting_up = False
+        self._setup_due = self.clock()
+        self._setup_backoff = 0.0
+        self._reported: dict[str, float] = {}
+        self.setup_attempts = 0
+        self.errors = 0
+        self.last_error: str | None = None
+        context.register_metric("kinesisShards", self.metrics)
+        context.register_metric("kinesisSpout", self.status)
+
+    def _setup(self) -> None:
+        """Connect and load the shard list off the loop; ``_set_up`` takes over on the loop."""
+        config, conf = self.config, self._conf
+        task_index, num_tasks = self._task_index, self._num_tasks
+
+        def job() -> tuple[StateManager, ZkCheckpointStore, list[Any]]:
+            client = make_client(config)
+            try:
+                client.describe_stream_summary(StreamName=config.stream)
+            except Exception as exc:
+                raise describe(exc, config, "DescribeStreamSummary") from exc
+            store = ZkCheckpointStore.connect(
+                config.zookeeper_connect(conf), config.zookeeper_root(conf), config.name,
+                config.stream, config.zookeeper_timeout_ms / 1000.0)
+            try:
+                manager = StateManager(config, client, store, task_index, num_tasks, self.clock,
+                                       self.run_in_background, self._background_error)
+                shards = manager.prepare()
+                if self._closed:
+                    raise RuntimeError("the spout was closed while setting up")
+            except BaseException:
+                store.close()
+                raise
+            return manager, store, shards
+
+        self._setting_up = True
+        self.setup_attempts += 1
+        self.run_in_background(job, self._set_up)
+
+    def _set_up(self, result: Any, error: BaseException | None) -> None:
+        self._setting_up = False
+        if error is not None:
+            high = self.config.setup_retry_max_ms / 1000.0
+            self._setup_backoff = min(high, max(min(SETUP_RETRY_MIN_S, high),
+                                                self._setup_backoff * 2))
+            self._setup_due = self.clock() + self._setup_backoff
+            self._report("setup", f"cannot start reading ({error}); retrying in "
+                                  f"{self._setup_backoff:g}s")
+            return
+        manager, store, shards = result
+        self.manager, self._store = manager, store
+        self._setup_backoff = 0.0
+        self.last_error = None
+        manager.begin(shards)
+        log.info("Kinesis spout %s (task index %d): reading stream %s, shards %s",
+                 self.config.name, self._task_index, self.config.stream, sorted(manager.states))
+
+    def _background_error(self, error: BaseException) -> None:
+        """An error of background work while running (on the loop): reported, then retried."""
+        self._report(type(error).__name__, str(error))
+
+    def _report(self, kind: str, text: str) -> None:
+        """Log and report an error through the component error path (topology info), at most
+        once per REPORT_INTERVAL_S per kind."""
+        self.errors += 1
+        message = f"KinesisSpout {self.config.name!r}: {text}"
+        self.last_error = message
+        now = self.clock()
+        if now - self._reported.get(kind, -1e18) < REPORT_INTERVAL_S:
+            log.debug("%s", message)
+            return
+        self._reported[kind] = now
+        log.warning("%s", message)
         try:
-            client.describe_stream_summary(StreamName=config.stream)
-        except Exception as exc:
-            raise describe(exc, config, "DescribeStreamSummary") from exc
-        self._store = ZkCheckpointStore.connect(
-            config.zookeeper_connect(conf), config.zookeeper_root(conf), config.name, config.stream,
-            config.zookeeper_timeout_ms / 1000.0)
-        try:
-            self.manager = StateManager(config, client, self._store, context.task_index,
-                                        len(context.component_tasks), self.clock)
-            self.manager.start()
-        except BaseException:
-            self._store.close()
-            self._store = None
-            raise
-        log.info("Kinesis spout %s (task index %d): reading stream %s, shards %s", config.name,
-                 context.task_index, config.stream, sorted(self.manager.states))
+            self.report_error(message)
+        except RuntimeError:  # not bound: no runtime (unit tests)
+            pass
 
     def deactivate(self) -> None:
         if self.manager is not None:
             self.manager.flush()
 
     def close(self) -> None:
+        """Store the last checkpoints (synchronously, bounded by the store's timeouts) and close
+        the store."""
+        self._closed = True
         if self.manager is not None:
-            self.manager.flush()
+            self.manager.close()
+            self.manager.flush_now()
             self.manager = None
         if self._store is not None:
             self._store.close()
@@ -105,6 +189,8 @@ class KinesisSpout(Spout):
     def next_tuple(self) -> None:
         manager = self.manager
         if manager is None:
+            if not self._setting_up and not self._closed and self.clock() >= self._setup_due:
+                self._setup()
             return
         manager.tick()
         for _ in range(manager.active_count):
@@ -150,9 +236,18 @@ class KinesisSpout(Spout):
             manager.shard_finished(state)
 
     def metrics(self) -> dict[str, dict[str, Any]]:
-        """Per owned shard: checkpoint, in_flight, retries, counted_out, millis_behind_latest,
-        finished (empty before ``open``)."""
+        """The ``kinesisShards`` metric: per owned shard, checkpoint, stored, in_flight, retries,
+        counted_out, millis_behind_latest, buffered, finished (empty until set up)."""
         return self.manager.metrics() if self.manager is not None else {}
+
+    def status(self) -> dict[str, Any]:
+        """The ``kinesisSpout`` metric: whether the spout is reading, setup attempts, the latest
+        error (None once set up after it), error and checkpoint-failure counts."""
+        manager = self.manager
+        return {"stream": self.config.stream, "ready": manager is not None,
+                "setup_attempts": self.setup_attempts, "last_error": self.last_error,
+                "errors": self.errors,
+                "checkpoint_failures": manager.checkpoint_failures if manager is not None else 0}
 
 
 __all__ = ["KinesisSpout"]

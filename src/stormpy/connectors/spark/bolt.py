@@ -10,7 +10,8 @@ Contract (see ``SparkBatchBolt`` for the knobs):
 * A closed batch gets the task's next ``batch_id`` (``seq * tasks + task_index``: unique in the
   component, increasing per task, the same for the same sequence of batches), becomes a DataFrame
   whose columns are the stream's declared fields (through Arrow), and runs
-  ``process_batch(df, batch_id)`` on the worker's background pool, never on the executor loop.
+  ``process_batch(df, batch_id)`` off the executor loop, through the task's off-loop seam
+  (``context.off_loop``, see ``stormpy.topology.offloop``).
 * At most ``max_in_flight`` batches per task are in Spark at once (default 1). Batches that fill
   up meanwhile wait in order for a slot; a batch that comes due by time while every slot is busy
   stays open and keeps collecting (up to ``batch_size``) until a slot frees, so a slow Spark job
@@ -31,9 +32,10 @@ Contract (see ``SparkBatchBolt`` for the knobs):
   having worked — its cluster went away) so the next batch starts a fresh one once the master
   answers again. If ``process_batch`` returns after that, ``abort_batch`` runs and its result is
   dropped. While the master is unreachable each batch fails after a pause of
-  ``spark.stormpy.master.probe.secs`` (on the background thread), not in a tight loop.
-* ``cleanup`` waits (up to ``cleanup_wait_secs``) for running jobs, drops what never ran (it is
-  not acked: a reliable spout replays it after a restart) and releases the process's SparkSession.
+  ``spark.stormpy.master.probe.secs`` (off the loop, in the batch's job), not in a tight loop.
+* ``cleanup`` shuts the off-loop work down: jobs not started never run (their tuples are not
+  acked: a reliable spout replays them after a restart), running ones get up to
+  ``cleanup_wait_secs``; then it releases the process's SparkSession.
 """
 
 from __future__ import annotations
@@ -41,7 +43,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
-import threading
 import time
 import uuid
 from collections import deque
@@ -65,7 +66,7 @@ from stormpy.connectors.spark.session import (
     retain_spark,
 )
 from stormpy.connectors.spark.settings import BATCH_TIMEOUT_KEY, PROBE_KEY
-from stormpy.topology import DEFAULT_STREAM, Bolt, TopologyContext, Tuple
+from stormpy.topology import DEFAULT_STREAM, BackgroundJob, Bolt, OffLoop, TopologyContext, Tuple
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -75,19 +76,22 @@ log = logging.getLogger("stormpy.connectors.spark")
 TICK_KEY = "topology.tick.tuple.freq.secs"
 
 
-class _Job:
-    """One batch handed to the background pool."""
+class _InSpark:
+    """One batch handed to the off-loop seam, with what the seam's job handle does not say: the
+    batch's Spark job tag, when its Spark work began and whether the loop gave up on it.
 
-    __slots__ = ("batch", "started", "finished", "abandoned", "session", "tag", "spark_since")
+    ``session``/``spark_since`` are written by the batch's background job, ``abandoned`` by the
+    executor loop; each is a single reference assignment read by the other side."""
+
+    __slots__ = ("batch", "job", "tag", "session", "spark_since", "abandoned")
 
     def __init__(self, batch: Batch) -> None:
         self.batch = batch
-        self.started = False
-        self.finished = threading.Event()
-        self.abandoned = False  # timed out: failed on the executor loop already
+        self.job: BackgroundJob | None = None
+        self.tag = f"stormpy-batch-{batch.batch_id}-{uuid.uuid4().hex[:12]}"
         self.session: SparkSession | None = None
         self.spark_since: float | None = None  # perf_counter once the session is in hand
-        self.tag = f"stormpy-batch-{batch.batch_id}-{uuid.uuid4().hex[:12]}"
+        self.abandoned = False  # timed out: failed on the executor loop already
 
 
 class SparkBatchBolt(Bolt):
@@ -107,7 +111,7 @@ class SparkBatchBolt(Bolt):
     output by ``batch_id`` should also key it by the run (``context.topology_id``, plus the
     worker's start if restarts matter) or override ``first_batch_seq`` to resume numbering.
 
-    ``process_batch`` runs on a background thread: it may block on Spark, but must not call
+    ``process_batch`` runs off the executor loop: it may block on Spark, but must not call
     ``emit``/``ack``/``fail`` — return the rows to emit instead. Declare ``outputs`` for them.
     """
 
@@ -190,13 +194,15 @@ class SparkBatchBolt(Bolt):
         self._conf = conf
         self._collector = BatchCollector(self.batch_size, self.batch_seconds, self.idle_seconds)
         self._ready: deque[Batch] = deque()
-        self._in_flight: dict[int, _Job] = {}
+        #: batch id → batch handed to Spark whose outcome has not come back to the loop yet
+        #: (nor been given up on: a timed-out batch leaves at once)
+        self._in_flight: dict[int, _InSpark] = {}
+        self._off_loop: OffLoop = context.off_loop
         result = context.spec.components[context.component_id].streams.get(self.result_stream)
         self._result_arity = len(result.fields) if result is not None else None
         self._tasks = len(context.component_tasks)
         self._task_index = context.task_index
         self._seq = self.first_batch_seq()
-        self._job_lock = threading.Lock()
         self._closing = False
         tracking = conf.get("topology.acker.executors") != 0 and conf.get(
             "topology.enable.message.timeouts", True)
@@ -208,11 +214,8 @@ class SparkBatchBolt(Bolt):
         self.batches_ok = 0
         self.batches_failed = 0
         retain_spark()
-        self._warm_job: _Job | None = None
         if self.warm_up:
-            job = _Job(Batch(BatchSource("", ""), (), 0.0))
-            self._warm_job = job
-            self.run_in_background(partial(self._warm, job), self._warmed)
+            self._off_loop.submit(self._warm, self._warmed)
 
     def execute(self, tup: Tuple) -> None:
         if tup.is_tick():
@@ -223,14 +226,8 @@ class SparkBatchBolt(Bolt):
             self._close(batch)
 
     def cleanup(self) -> None:
-        with self._job_lock:
-            self._closing = True
-            running = [j for j in self._in_flight.values() if j.started]
-            if self._warm_job is not None and self._warm_job.started:
-                running.append(self._warm_job)
-        deadline = time.monotonic() + self.cleanup_wait_secs
-        for job in running:
-            job.finished.wait(max(0.0, deadline - time.monotonic()))
+        self._closing = True
+        self._off_loop.shutdown(self.cleanup_wait_secs)
         dropped = sum(len(b) for b in self._collector.drain()) + sum(len(b) for b in self._ready)
         if dropped:
             log.info("%s: %d tuples in unprocessed batches at shutdown (not acked; reliable "
@@ -250,7 +247,7 @@ class SparkBatchBolt(Bolt):
 
     def _keep_alive(self, now: float, after: float) -> None:
         waiting = itertools.chain(self._collector.open.values(), self._ready,
-                                  (j.batch for j in self._in_flight.values()))
+                                  (f.batch for f in self._in_flight.values()))
         for batch in waiting:
             if now - batch.touched_at >= after:
                 batch.touched_at = now
@@ -258,33 +255,26 @@ class SparkBatchBolt(Bolt):
                     self.reset_timeout(t)
 
     def _check_timeouts(self, now: float, limit: float) -> None:
-        for job in list(self._in_flight.values()):
-            since = job.spark_since
-            if since is not None and now - since > limit and not job.abandoned:
-                self._abandon(job, SparkBatchTimeout(
-                    f"batch {job.batch.batch_id} still running after {limit:g} s "
+        if self._closing:
+            return
+        for flight in list(self._in_flight.values()):
+            since = flight.spark_since
+            if since is not None and now - since > limit and not flight.abandoned:
+                self._abandon(flight, SparkBatchTimeout(
+                    f"batch {flight.batch.batch_id} still running after {limit:g} s "
                     f"({BATCH_TIMEOUT_KEY}); its Spark jobs are cancelled (the SparkSession is "
                     f"restarted if it lost its executors)"))
 
-    def _abandon(self, job: _Job, error: BaseException) -> None:
-        """Fail a timed-out batch now; cancel its jobs and stop the session in the background."""
-        with self._job_lock:
-            job.abandoned = True
-        self._in_flight.pop(job.batch.batch_id, None)
-        self._finish(job.batch, None, error)
-        self.run_in_background(partial(self._cancel, job), self._cancelled)
-
-    def _cancel(self, job: _Job) -> None:
-        session = job.session
-        if session is not None:
-            with contextlib.suppress(Exception):
-                session.sparkContext.cancelJobsWithTag(job.tag)
-            if needs_restart(session):
-                reset_spark(session)
-
-    def _cancelled(self, result: Any, error: BaseException | None) -> None:
-        if error is not None:
-            log.warning("%s: cancelling a timed-out batch failed: %r", type(self).__name__, error)
+    def _abandon(self, flight: _InSpark, error: BaseException) -> None:
+        """Fail a timed-out batch now; cancel its Spark jobs (and stop a broken session) off
+        the loop. Its own background job keeps running until Spark gives it back; its outcome
+        is then dropped (``_done``)."""
+        flight.abandoned = True
+        if flight.job is not None:
+            flight.job.cancel()  # a no-op once started (always, when the timeout applies)
+        self._in_flight.pop(flight.batch.batch_id, None)
+        self._finish(flight.batch, None, error)
+        self._off_loop.submit(partial(self._cancel, flight), self._cancelled)
 
     def _close_due(self) -> None:
         """Close the batches due by time, but only into free in-flight slots: while Spark is
@@ -303,52 +293,39 @@ class SparkBatchBolt(Bolt):
     def _pump(self) -> None:
         while self._ready and len(self._in_flight) < self.max_in_flight and not self._closing:
             batch = self._ready.popleft()
-            job = _Job(batch)
-            self._in_flight[batch.batch_id] = job
+            flight = _InSpark(batch)
+            self._in_flight[batch.batch_id] = flight
             batch.started_at = perf_counter()
-            self.run_in_background(partial(self._run, job), partial(self._done, job))
+            flight.job = self._off_loop.submit(partial(self._run, flight), partial(self._done, flight))
 
-    # -- background side -----------------------------------------------------------------------
-    def _warm(self, job: _Job) -> None:
-        with self._job_lock:
-            if self._closing:
-                return
-            job.started = True
-        try:
-            get_spark(self._conf)
-        finally:
-            job.finished.set()
+    # -- off the loop ------------------------------------------------------------------------------
+    def _warm(self) -> None:
+        get_spark(self._conf)
 
     def _warmed(self, result: Any, error: BaseException | None) -> None:
         if error is not None:
             self.report_error(error)
 
-    def _run(self, job: _Job) -> list[list[Any]]:
-        batch = job.batch
-        with self._job_lock:
-            if self._closing:
-                raise RuntimeError("the bolt was cleaned up before the batch ran")
-            if job.abandoned:
-                raise SparkBatchTimeout(f"batch {batch.batch_id} timed out before it started")
-            job.started = True
+    def _run(self, flight: _InSpark) -> list[list[Any]]:
+        batch = flight.batch
         try:
             try:
                 session = get_spark(self._conf)
             except SparkMasterUnreachable:
                 time.sleep(self._unreachable_pause)  # off the loop: no tight fail/replay cycle
                 raise
-            job.session = session
-            job.spark_since = perf_counter()
+            flight.session = session
+            flight.spark_since = perf_counter()
             sc = session.sparkContext
             sc.setInterruptOnCancel(True)
-            sc.addJobTag(job.tag)
+            sc.addJobTag(flight.tag)
             try:
                 df = batch_dataframe(session, batch.fields, batch.rows, self.schema)
                 rows = result_rows(self.process_stream_batch(df, batch.batch_id, batch.source))
             finally:
                 with contextlib.suppress(Exception):
-                    sc.removeJobTag(job.tag)
-            if job.abandoned:
+                    sc.removeJobTag(flight.tag)
+            if flight.abandoned:
                 raise SparkBatchTimeout(f"batch {batch.batch_id} finished after its timeout; "
                                         "its tuples were already failed")
             note_job_ok(session)
@@ -361,8 +338,18 @@ class SparkBatchBolt(Bolt):
             except Exception as abort_exc:  # noqa: BLE001 - the batch fails either way
                 exc.add_note(f"abort_batch({batch.batch_id}) also failed: {abort_exc!r}")
             raise
-        finally:
-            job.finished.set()
+
+    def _cancel(self, flight: _InSpark) -> None:
+        session = flight.session
+        if session is not None:
+            with contextlib.suppress(Exception):
+                session.sparkContext.cancelJobsWithTag(flight.tag)
+            if needs_restart(session):
+                reset_spark(session)
+
+    def _cancelled(self, result: Any, error: BaseException | None) -> None:
+        if error is not None:
+            log.warning("%s: cancelling a timed-out batch failed: %r", type(self).__name__, error)
 
     def _check_results(self, rows: list[list[Any]]) -> None:
         """Fail the batch here (so ``abort_batch`` runs) rather than at emit time when results
@@ -383,13 +370,14 @@ class SparkBatchBolt(Bolt):
                             f"(str, int, float, bool, None, bytes, lists, dicts): {exc}") from exc
 
     # -- back on the executor loop ---------------------------------------------------------------
-    def _done(self, job: _Job, rows: list[list[Any]] | None, error: BaseException | None) -> None:
-        if job.abandoned:
+    def _done(self, flight: _InSpark, rows: list[list[Any]] | None,
+              error: BaseException | None) -> None:
+        if flight.abandoned:
             return  # failed by _abandon already
-        self._in_flight.pop(job.batch.batch_id, None)
+        self._in_flight.pop(flight.batch.batch_id, None)
         if self._closing:
             return
-        self._finish(job.batch, rows, error)
+        self._finish(flight.batch, rows, error)
 
     def _finish(self, batch: Batch, rows: list[list[Any]] | None,
                 error: BaseException | None) -> None:

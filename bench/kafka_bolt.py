@@ -1,0 +1,189 @@
+"""Records/s through ``spout → KafkaBolt`` against a plain confluent-kafka produce loop.
+
+    python -m bench.kafka_bolt [--records 100000] [--partitions 4] [--repeat 3]
+                               [--acks all] [--bootstrap HOST:PORT]
+
+Interleaved (A B, A B, ...) so a change in the machine's load hits both runners alike, best of
+``--repeat``, each run writing ``--records`` records (key: the record number, value: 100 bytes) to
+a fresh topic of ``--partitions`` partitions:
+
+* **plain producer loop** — one confluent-kafka Producer; ``produce`` every record with a delivery
+  callback that counts successful deliveries, ``poll(0)`` every 1,000 records (and ``poll(0.05)``
+  while the local queue is full), ``flush`` at the end;
+* **spout → KafkaBolt** — a spout emitting the same records as reliable tuples (message ids, one
+  acker), the bolt producing them; a tuple is acked only once its delivery was confirmed, and the
+  run ends when the spout saw every ack.
+
+Why the sides are equal: the same records, the same broker, the same producer properties (``acks``
+from ``--acks``, ``linger.ms``, batch size) on a fresh topic each run; each clock runs from creating
+the producer (the plain loop) / submitting the topology (the bolt's ``prepare`` creates its producer)
+until every delivery was confirmed — the plain loop's ``flush`` returns when the last delivery
+report is in, the bolt's last ack reaches the spout only after its delivery report. Both count
+every delivery once in Python. The bolt side additionally emits a tuple per record, moves it
+through the executor loop, tracks it in the acker and hands delivery reports back from the
+background poll — the cost being measured. Target (issue 11): bolt >= 0.5x the plain loop.
+
+Without ``--bootstrap`` a tansu broker (the test broker) is started for the run. Results go to
+bench/results/kafka_bolt.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from stormpy.connectors.kafka import KafkaBolt, KafkaBoltConfig
+from stormpy.testing import LocalCluster, registry
+from stormpy.testing.kafka import KafkaBroker
+from stormpy.topology import Spout, TopologyBuilder, TopologyContext
+
+RESULTS = Path(__file__).parent / "results"
+PLAIN = "plain confluent-kafka produce loop"
+BOLT = "spout -> KafkaBolt (acked on delivery)"
+VALUE = b"x" * 100
+
+
+def producer_props(acks: str) -> dict[str, Any]:
+    return {"acks": acks, "linger.ms": 5, "batch.num.messages": 10_000,
+            "queue.buffering.max.messages": 100_000}
+
+
+class Acks:
+    def __init__(self) -> None:
+        self.n = 0  # only the spout task writes it
+
+
+class RecordSpout(Spout):
+    """Emits ``key, message`` for record numbers below ``count`` with message ids; counts acks
+    into the registry's Acks (a failed tuple is emitted again)."""
+
+    outputs = ["key", "message"]
+
+    def __init__(self, key: str, count: int) -> None:
+        self.key = key
+        self.count = count
+
+    def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        self.acks: Acks = registry.lookup(self.key)
+        self.next = 0
+        self.replay: list[int] = []
+
+    def next_tuple(self) -> None:
+        if self.replay:
+            i = self.replay.pop()
+        elif self.next < self.count:
+            i = self.next
+            self.next += 1
+        else:
+            return
+        self.emit([str(i).encode(), VALUE], msg_id=i)
+
+    def ack(self, msg_id: Any) -> None:
+        self.acks.n += 1
+
+    def fail(self, msg_id: Any) -> None:
+        self.replay.append(msg_id)
+
+
+def plain_loop(bootstrap: str, topic: str, records: int, acks: str) -> tuple[int, float]:
+    from confluent_kafka import Producer
+
+    delivered = [0]
+
+    def on_delivery(err: Any, _msg: Any) -> None:
+        if err is None:
+            delivered[0] += 1
+
+    start = time.perf_counter()
+    producer = Producer({"bootstrap.servers": bootstrap, **producer_props(acks)})
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, value=VALUE, key=str(i).encode(), on_delivery=on_delivery)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if i % 1_000 == 0:
+            producer.poll(0)
+    left = producer.flush(120)
+    secs = time.perf_counter() - start
+    if left:
+        raise RuntimeError(f"plain loop: {left} records undelivered")
+    return delivered[0], secs
+
+
+def bolt_run(bootstrap: str, topic: str, records: int, acks: str) -> tuple[int, float]:
+    counter = Acks()
+    key = registry.register(counter)
+    sink = KafkaBoltConfig(bootstrap_servers=bootstrap, topic=topic, producer_props=producer_props(acks))
+    builder = TopologyBuilder()
+    builder.set_spout("records", RecordSpout, kwargs={"key": key, "count": records})
+    builder.set_bolt("to-kafka", KafkaBolt.of(sink)).shuffle_grouping("records")
+    conf = {"topology.acker.executors": 1, "topology.max.spout.pending": 20_000}
+    try:
+        with LocalCluster() as cluster:
+            start = time.perf_counter()
+            cluster.submit_topology("bench", conf, builder.create_topology())
+            cluster.wait_for(lambda: counter.n >= records, timeout=600, what="every tuple acked")
+            secs = time.perf_counter() - start
+    finally:
+        registry.unregister(key)
+    return counter.n, secs
+
+
+def best_of_interleaved(runs: dict[str, Callable[[], tuple[int, float]]],
+                        repeat: int) -> dict[str, tuple[int, float]]:
+    best: dict[str, tuple[int, float]] = {}
+    for _ in range(repeat):
+        for name, run in runs.items():
+            n, secs = run()
+            best[name] = (n, max(best.get(name, (0, 0.0))[1], n / secs))
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.kafka_bolt", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--acks", default="all", help="the producer's acks setting (both sides)")
+    parser.add_argument("--bootstrap", default=None, help="use this broker instead of starting one")
+    parser.add_argument("--output", type=Path, default=RESULTS / "kafka_bolt.json")
+    args = parser.parse_args()
+    broker = None if args.bootstrap else KafkaBroker().start()
+    bootstrap = args.bootstrap or broker.bootstrap_servers  # type: ignore[union-attr]
+    admin = KafkaBroker(int(bootstrap.rsplit(":", 1)[1]), host=bootstrap.rsplit(":", 1)[0])
+
+    def fresh_topic() -> str:
+        return admin.create_topic(f"bench-out-{uuid.uuid4().hex[:8]}", args.partitions)
+
+    try:
+        n, acks = args.records, args.acks
+        best = best_of_interleaved({
+            PLAIN: lambda: plain_loop(bootstrap, fresh_topic(), n, acks),
+            BOLT: lambda: bolt_run(bootstrap, fresh_topic(), n, acks),
+        }, args.repeat)
+    finally:
+        if broker is not None:
+            broker.stop()
+    plain_rate = best[PLAIN][1]
+    results = {name: {"records": count, "records_per_sec": round(rate, 1),
+                      "vs_plain": round(rate / plain_rate, 3)} for name, (count, rate) in best.items()}
+    for name, r in results.items():
+        print(f"{name}: {r['records_per_sec']:,.0f} records/s ({r['vs_plain']:.2f}x plain)")
+    doc = {"records": args.records, "partitions": args.partitions, "repeat": args.repeat,
+           "acks": args.acks, "python": platform.python_version(), "machine": platform.machine(),
+           "results": results}
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(doc, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

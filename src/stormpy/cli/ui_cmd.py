@@ -1,0 +1,47 @@
+"""``stormpy ui``: the web UI, Storm's REST API and Prometheus metrics, in the foreground."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+
+import click
+
+from stormpy.cli.output import err_console
+from stormpy.config import ConfigError, load_config, parse_overrides
+
+
+@click.command("ui")
+@click.option("--nimbus", "nimbus_address", metavar="HOST:PORT",
+              help="Nimbus to read from (default: nimbus.host:nimbus.thrift.port).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="stormpy.yaml to read (default: $STORMPY_CONF, else ./stormpy.yaml if present).")
+@click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Config override (repeatable), e.g. -c ui.port=8080.")
+def ui(nimbus_address: str | None, config_file: str | None, overrides: tuple[str, ...]) -> None:
+    """Serve the UI on ui.host:ui.port: pages, /api/v1 (Storm's REST API) and /metrics.
+
+    Reads Nimbus (RPC) and the workers' heartbeats (ZooKeeper); SIGTERM or Ctrl-C stops it."""
+    try:
+        conf = load_config(config_file, parse_overrides(overrides))
+    except ConfigError as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        sys.exit(2)
+    try:
+        from stormpy.ui.server import run_ui
+    except ImportError as exc:
+        err_console.print(f"[red]error:[/red] the UI needs the 'ui' extra "
+                          f"(pip install 'stormpy-runtime[ui]'): {exc}")
+        sys.exit(2)
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        code = run_ui(conf, nimbus_address=nimbus_address, echo=click.echo, stop=stop)
+    except (OSError, ValueError, RuntimeError) as exc:
+        err_console.print(f"[red]error:[/red] cannot start the UI: {exc}")
+        sys.exit(1)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    sys.exit(code)

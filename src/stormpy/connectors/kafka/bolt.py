@@ -1,0 +1,243 @@
+"""KafkaBolt: writes tuples to Kafka (storm-kafka-client's KafkaBolt) without blocking the loop.
+
+Per bolt task: one confluent-kafka Producer. ``execute`` maps the tuple to a topic, key and value
+(:mod:`~stormpy.connectors.kafka.bolt_config`) and hands the record to the client with a
+non-blocking ``produce``. The input tuple is acked only when the broker confirmed the delivery
+(the client's delivery report, honouring the producer's ``acks`` property) and failed on a
+delivery error, so a reliable spout replays it.
+
+Delivery reports are served by ``producer.poll`` run off the executor loop
+(``run_in_background``), one poll job at a time while records are in flight; the reports collected
+by a job are applied (acks, fails, client errors reported) on the loop when it finishes. A full
+local queue (``BufferError``) holds the tuple in a backlog, produced again after the next reports
+freed space, in order; past ``max_backlog`` held tuples, further ones are failed. Nothing here ever
+waits on the broker on the loop except ``cleanup``, which flushes with a bounded wait.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from stormpy.connectors.kafka.bolt_config import KafkaBoltConfig, to_bytes
+from stormpy.connectors.kafka.client import require_confluent_kafka
+from stormpy.topology import Bolt, Stream, TopologyContext, Tuple
+
+__all__ = ["DELIVERY_POLL_SECS", "KafkaBolt"]
+
+log = logging.getLogger("stormpy.connectors.kafka")
+#: librdkafka's own log lines (served by the delivery polls), instead of the process's stderr
+client_log = logging.getLogger("stormpy.connectors.kafka.librdkafka")
+
+#: one background poll waits at most this long for delivery reports (it returns as soon as any)
+DELIVERY_POLL_SECS = 0.1
+#: ``cleanup`` flushes the records in flight with at most this wait
+FLUSH_TIMEOUT_SECS = 5.0
+#: the same kind of error is reported to topology info at most once per this many seconds
+REPORT_INTERVAL_SECS = 10.0
+
+
+def _producer(conf: Mapping[str, Any]) -> Any:
+    return require_confluent_kafka().Producer(dict(conf))
+
+
+class _Handle:
+    """What ``KafkaBolt.of(config)`` returns: the builder takes it in place of a class."""
+
+    def __init__(self, doc: dict[str, Any]) -> None:
+        self.component_class = KafkaBolt
+        self.component_kwargs = {"config": doc}
+
+
+class KafkaBolt(Bolt):
+    """Writes each input tuple as one Kafka record; acks it once delivered, fails it otherwise.
+
+    ``builder.set_bolt("to-kafka", KafkaBolt.of(KafkaBoltConfig(...)), n).shuffle_grouping(...)``.
+    """
+
+    #: tests replace this to drive the bolt against a stub producer: ``factory(conf) -> producer``
+    producer_factory: Callable[[Mapping[str, Any]], Any] = staticmethod(_producer)
+    clock: Callable[[], float] = staticmethod(time.monotonic)
+
+    @classmethod
+    def of(cls, config: KafkaBoltConfig) -> _Handle:
+        return _Handle(config.to_doc())
+
+    @classmethod
+    def declare_outputs(cls, kwargs: Mapping[str, Any]) -> dict[str, Stream]:
+        KafkaBoltConfig.from_doc(kwargs.get("config"))  # a bad setting fails at submit time
+        return {}
+
+    def __init__(self, config: Mapping[str, Any] | KafkaBoltConfig) -> None:
+        self.cfg = KafkaBoltConfig.from_doc(config)
+
+    def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        cfg = self.cfg
+        self.context = context
+        self.mapper = cfg.mapper()
+        self._topic = cfg.topic
+        self._topic_field = cfg.topic_field
+        #: (tuple, error or None) appended by delivery callbacks on the poll thread
+        self._reports: deque[tuple[Tuple, Any]] = deque()
+        self._client_errors: deque[str] = deque()
+        self._backlog: deque[tuple[Tuple, str, bytes | None, bytes | None]] = deque()
+        self._polling = False
+        self._reported: dict[str, float] = {}
+        self.in_flight = 0
+        self.counters = {"produced": 0, "delivered": 0, "delivery_failures": 0, "bad_tuples": 0,
+                         "no_topic": 0, "queue_full": 0, "backlog_overflow": 0}
+        append = self._reports.append
+
+        def on_delivery(tup: Tuple) -> Callable[[Any, Any], None]:
+            return lambda err, _msg: append((tup, err))
+        self._on_delivery = on_delivery
+
+        def error_cb(err: Any) -> None:
+            self._client_errors.append(f"Kafka producer error: {err}")
+
+        producer_conf = {"bootstrap.servers": cfg.bootstrap_servers,
+                         "client.id": f"stormpy-{context.topology_id}-{context.task_id}",
+                         **cfg.producer_props, "error_cb": error_cb, "logger": client_log}
+        self.producer = self.producer_factory(producer_conf)
+        context.register_metric("kafkaBolt", self.metrics)
+
+    # -- execute -----------------------------------------------------------------------------
+    def execute(self, tup: Tuple) -> None:
+        if tup.is_tick():
+            self.ack(tup)
+            return
+        try:
+            topic = self._select_topic(tup)
+            if topic is None:
+                self.counters["no_topic"] += 1
+                self._report("no_topic", f"no topic for tuple from {tup.component}/{tup.stream} "
+                                         f"(field {self._topic_field!r} missing or None, no "
+                                         "default_topic); acked and skipped")
+                self.ack(tup)
+                return
+            key = to_bytes(self.mapper.key(tup), "key")
+            value = to_bytes(self.mapper.message(tup), "message")
+        except Exception as exc:
+            self.counters["bad_tuples"] += 1
+            self._report("bad_tuple", f"tuple from {tup.component}/{tup.stream} not written: {exc}")
+            self.fail(tup)
+            return
+        # behind tuples waiting for queue space (order kept), or the queue is full now
+        if self._backlog or not self._produce(tup, topic, key, value):
+            self._hold(tup, topic, key, value)
+        self._ensure_polling()
+
+    def _select_topic(self, tup: Tuple) -> str | None:
+        if self._topic is not None:
+            return self._topic
+        f = tup.fields
+        name = self._topic_field
+        topic = tup.values[f.index_of(name)] if f is not None and name is not None and name in f else None
+        if topic is None:
+            return self.cfg.default_topic
+        if not isinstance(topic, str):
+            raise TypeError(f"KafkaBolt: field {name!r} (KafkaBoltConfig.topic_field) holds "
+                            f"{topic!r}, not a topic name")
+        return topic
+
+    def _produce(self, tup: Tuple, topic: str, key: bytes | None, value: bytes | None) -> bool:
+        """Hand one record to the client; False when its local queue is full."""
+        try:
+            self.producer.produce(topic, value=value, key=key, on_delivery=self._on_delivery(tup))
+        except BufferError:
+            self.counters["queue_full"] += 1
+            return False
+        except Exception as exc:  # KafkaException: unknown topic in metadata, record too large
+            self.counters["delivery_failures"] += 1
+            self._report("produce", f"producing to {topic!r} failed: {exc}; tuple failed")
+            self.fail(tup)
+            return True
+        self.counters["produced"] += 1
+        if self.cfg.fire_and_forget:
+            self.ack(tup)
+        else:
+            self.in_flight += 1
+        return True
+
+    def _hold(self, tup: Tuple, topic: str, key: bytes | None, value: bytes | None) -> None:
+        if len(self._backlog) >= self.cfg.max_backlog:
+            self.counters["backlog_overflow"] += 1
+            self._report("backlog", f"the producer's local queue is full and {len(self._backlog)} "
+                                    "tuples wait (KafkaBoltConfig.max_backlog); tuple failed")
+            self.fail(tup)
+            return
+        self._backlog.append((tup, topic, key, value))
+
+    # -- delivery reports (polled off the loop) ---------------------------------------------
+    def _ensure_polling(self) -> None:
+        if not self._polling and (self.in_flight or self._backlog):
+            self._polling = True
+            self.run_in_background(self._poll, self._on_polled)
+
+    def _poll(self) -> int:
+        """Off the loop: serve delivery reports (and client errors) for up to DELIVERY_POLL_SECS."""
+        return int(self.producer.poll(DELIVERY_POLL_SECS))
+
+    def _on_polled(self, _served: Any, error: BaseException | None) -> None:
+        self._polling = False
+        if error is not None:
+            self._report("poll", f"polling delivery reports failed: {error!r}; retried")
+        self._apply_reports()
+        while self._backlog:
+            tup, topic, key, value = self._backlog[0]
+            if not self._produce(tup, topic, key, value):
+                break
+            self._backlog.popleft()
+        self._ensure_polling()
+
+    def _apply_reports(self) -> None:
+        reports, ack, fail = self._reports, self.ack, self.fail
+        while reports:
+            tup, err = reports.popleft()
+            self.in_flight -= 1
+            if err is None:
+                self.counters["delivered"] += 1
+                if not self.cfg.fire_and_forget:
+                    ack(tup)
+                continue
+            self.counters["delivery_failures"] += 1
+            self._report("delivery", f"delivery failed: {err}; tuple failed")
+            if not self.cfg.fire_and_forget:
+                fail(tup)
+        while self._client_errors:
+            self._report("client", self._client_errors.popleft())
+
+    def _report(self, kind: str, text: str) -> None:
+        """Log and report an error, at most once per REPORT_INTERVAL_SECS per kind."""
+        now = self.clock()
+        if now - self._reported.get(kind, -1e18) < REPORT_INTERVAL_SECS:
+            return
+        self._reported[kind] = now
+        log.warning("Kafka bolt task %s: %s", self.context.task_id, text)
+        try:
+            self.report_error(f"KafkaBolt: {text}")
+        except RuntimeError:  # not bound (unit tests without a runtime)
+            pass
+
+    def metrics(self) -> dict[str, Any]:
+        """Counters plus the tuples awaiting delivery (``in_flight``) and queue space
+        (``backlog``); published as the task metric ``kafkaBolt`` (topology info)."""
+        return {**self.counters, "in_flight": self.in_flight, "backlog": len(self._backlog)}
+
+    def cleanup(self) -> None:
+        """Flush what is in flight (bounded wait) and apply the last delivery reports."""
+        try:
+            left = self.producer.flush(FLUSH_TIMEOUT_SECS)
+        except Exception as exc:
+            left = -1
+            log.warning("Kafka bolt task %s: flush failed: %s", self.context.task_id, exc)
+        if left:
+            log.warning("Kafka bolt task %s: %s records undelivered at shutdown (%d tuples held)",
+                        self.context.task_id, left, len(self._backlog))
+        try:
+            self._apply_reports()
+        except RuntimeError:  # collector already unbound
+            pass

@@ -1,0 +1,212 @@
+"""Bundle replication between Nimbus hosts, so whichever Nimbus leads can serve every topology's code.
+
+Contract of :class:`Replicator` (one per Nimbus):
+
+* A Nimbus that holds a topology's bundle in its :class:`~stormpy.nimbus.store.BundleStore` says so
+  with an ephemeral node ``blobstore/<topology-id>/<nimbus-id>`` whose data is the bundle's sha256
+  (:meth:`register`). The node goes with the Nimbus's session, so only live copies count.
+* On every pass (:meth:`sync`; run on its own thread when a topology appears in ``storms/`` and at
+  least every ``poll_secs``), each topology in ZooKeeper that the local store lacks is downloaded
+  from a Nimbus that registered a copy (the leader first), checked against the sha256 that copy
+  registered (the key of the bundle) and the full bundle verification, installed into the store,
+  then registered. Copies already held are registered if they are not yet. A download that fails
+  is retried on the next pass; nothing half-written is ever installed.
+* On a Nimbus that is not the leader, stored bundles of topologies that have been missing from
+  ZooKeeper on two consecutive passes are removed (the leader removes its own on kill).
+* :meth:`await_replicas` blocks until ``count`` Nimbus hosts registered a copy of a topology, or
+  raises :class:`ReplicationError` after ``timeout_secs``: the leader's submit answers only then
+  (``topology.min.replication.count``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from stormpy.bundle import BundleError, verify_bundle
+from stormpy.cluster import ClusterState, ClusterStateError, Watch
+from stormpy.cluster.records import decode_value
+from stormpy.nimbus.client import NimbusClient
+from stormpy.nimbus.localdirs import NimbusDirs
+from stormpy.nimbus.store import BundleStore, StoreError
+from stormpy.nimbus.uploads import StagedBundle
+from stormpy.rpc.errors import InvalidRequestError, RpcError
+
+__all__ = ["ReplicationError", "Replicator"]
+
+log = logging.getLogger(__name__)
+
+ClientFactory = Callable[[str], NimbusClient]
+
+
+class ReplicationError(InvalidRequestError):
+    """Too few Nimbus hosts hold a topology's bundle in time (topology.min.replication.count)."""
+
+
+class Replicator:
+    """Keeps this Nimbus's store in step with the topologies in ZooKeeper (module docstring)."""
+
+    def __init__(self, state: ClusterState, store: BundleStore, dirs: NimbusDirs, nimbus_id: str, *,
+                 client_factory: ClientFactory, is_leader: Callable[[], bool],
+                 leader_address: Callable[[], str | None], poll_secs: float = 5.0,
+                 housekeeping: Callable[[], None] | None = None) -> None:
+        self.state = state
+        self.store = store
+        self.dirs = dirs
+        self.nimbus_id = nimbus_id
+        self._client_factory = client_factory
+        self._is_leader = is_leader
+        self._leader_address = leader_address
+        self.poll_secs = poll_secs
+        self._housekeeping = housekeeping
+        self._registered: dict[str, str] = {}
+        self._missing_once: set[str] = set()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._watch: Watch | None = None
+        self._lock = threading.Lock()
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def start(self) -> Replicator:
+        """Run :meth:`sync` on a daemon thread, woken by new topologies; return self."""
+        self._thread = threading.Thread(target=self._run, name="nimbus-replication", daemon=True)
+        self._thread.start()
+        self._watch = self.state.storage.watch_children(self.state.paths.storms(),
+                                                        lambda _children: self._wake.set())
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._watch is not None:
+            self._watch.cancel()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self.poll_secs)
+            self._wake.clear()
+            if self._stop.is_set():
+                return
+            try:
+                if self._housekeeping is not None:
+                    self._housekeeping()
+                self.sync()
+            except (ClusterStateError, StoreError) as exc:
+                log.warning("bundle replication pass failed: %s", exc)
+            except Exception:
+                log.exception("bundle replication pass failed")
+
+    # -- replicas ----------------------------------------------------------------------------------
+    def register(self, topology_id: str) -> None:
+        """Announce that this Nimbus holds ``topology_id``'s bundle (idempotent). A topology killed
+        meanwhile (no StormBase after the node is written) is not left registered."""
+        stored = self.store.load(topology_id)
+        with self._lock:
+            if self._registered.get(topology_id) == stored.bundle_sha256 and self.state.storage.exists(
+                    self.state.paths.replica(topology_id, self.nimbus_id)):
+                return
+            self.state.storage.create_ephemeral(self.state.paths.replica(topology_id, self.nimbus_id),
+                                                stored.bundle_sha256.encode())
+            self._registered[topology_id] = stored.bundle_sha256
+        if self.state.storm_base(topology_id) is None:  # killed while we registered: undo
+            self._forget(topology_id)
+            self.state.storage.delete(self.state.paths.blobstore(topology_id))
+
+    def holders(self, topology_id: str) -> dict[str, str]:
+        """nimbus id → sha256 of every registered copy of ``topology_id``."""
+        out = {}
+        parent = self.state.paths.blobstore(topology_id)
+        for child in self.state.storage.children(parent):
+            data = self.state.storage.get(f"{parent}/{child}")
+            if data:
+                out[child] = data.decode(errors="replace")
+        return out
+
+    def await_replicas(self, topology_id: str, count: int, timeout_secs: float) -> int:
+        """Wait until ``count`` copies are registered; return how many; ReplicationError after
+        ``timeout_secs``."""
+        self.register(topology_id)
+        self._wake.set()
+        deadline = time.monotonic() + timeout_secs
+        while True:
+            have = len(self.holders(topology_id))
+            if have >= count:
+                return have
+            if time.monotonic() >= deadline:
+                raise ReplicationError(
+                    f"topology {topology_id}: only {have} of the {count} Nimbus hosts required by "
+                    f"topology.min.replication.count hold its bundle after {timeout_secs:g} s "
+                    "(topology.max.replication.wait.time.sec); are the standby Nimbus hosts running?")
+            time.sleep(0.1)
+
+    # -- one pass ----------------------------------------------------------------------------------
+    def sync(self) -> None:
+        """Fetch missing bundles, register held ones, drop stale ones (standbys only)."""
+        wanted = set(self.state.storm_bases())
+        held = set(self.store.topology_ids())
+        for topology_id in sorted(wanted):
+            if self._stop.is_set():
+                return
+            if topology_id not in held:
+                self._fetch(topology_id)
+            elif self.store.exists(topology_id):
+                self.register(topology_id)
+        stale = held - wanted
+        if not self._is_leader():
+            for topology_id in sorted(stale & self._missing_once):
+                log.info("removing the replicated bundle of vanished topology %s", topology_id)
+                self.store.remove(topology_id)
+                self._forget(topology_id)
+        self._missing_once = stale
+
+    def _forget(self, topology_id: str) -> None:
+        with self._lock:
+            self._registered.pop(topology_id, None)
+        self.state.storage.delete(self.state.paths.replica(topology_id, self.nimbus_id))
+
+    def _sources(self, topology_id: str) -> list[tuple[str, str]]:
+        """(address, sha256) of the copies held elsewhere, the leader's first."""
+        leader = self._leader_address()
+        out = []
+        for nimbus_id, sha in self.holders(topology_id).items():
+            if nimbus_id == self.nimbus_id:
+                continue
+            data = self.state.storage.get(self.state.paths.nimbus(nimbus_id))
+            if not data:
+                continue
+            info: Any = decode_value(data, self.state.paths.nimbus(nimbus_id))
+            if isinstance(info, dict) and info.get("host") and info.get("port"):
+                out.append((f"{info['host']}:{info['port']}", sha))
+        return sorted(out, key=lambda item: item[0] != leader)
+
+    def _fetch(self, topology_id: str) -> bool:
+        for address, sha in self._sources(topology_id):
+            part = self.dirs.uploads / f"replica-{uuid.uuid4().hex}.part"
+            part.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                with self._client_factory(address) as client:
+                    files = client.topology_files(topology_id)
+                    if files["bundle_sha256"] != sha:
+                        raise BundleError(f"Nimbus {address} serves sha256 {files['bundle_sha256']}, its "
+                                          f"registered copy is {sha}")
+                    client.download_bundle(topology_id, part)
+                verify_bundle(part)
+                staged = StagedBundle(topology_id, part, sha, part.stat().st_size, time.time())
+                self.store.install(topology_id, staged, files["spec"], files["conf"])
+            except (RpcError, BundleError, StoreError, OSError, KeyError, TypeError) as exc:
+                log.warning("cannot replicate topology %s from Nimbus %s: %s", topology_id, address, exc)
+                continue
+            finally:
+                Path(part).unlink(missing_ok=True)
+            self.register(topology_id)
+            log.info("replicated topology %s from Nimbus %s (sha256 %s)", topology_id, address, sha)
+            return True
+        return False

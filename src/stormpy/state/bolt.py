@@ -1,0 +1,236 @@
+"""The executors that run the checkpoint protocol
+around bolts: :class:`CheckpointTupleForwarder` for ordinary bolts (barriers pass through) and
+:class:`StatefulBoltExecutor` for stateful ones. Both are ordinary bolts wrapping the user's; the
+builder puts them in place (:mod:`stormpy.state.wiring`).
+
+A task acts on a checkpoint ``(txid, action)`` once it received it from every task that sends it
+checkpoints; it then forwards it downstream anchored to those, and acks them. A stateful task:
+
+* buffers data tuples until its state is initialised (INITSTATE), then runs them;
+* defers the user's acks: inputs are acked when the state that includes their effect is
+  committed, and failed when it is rolled back (so the spout replays them);
+* PREPARE(t): ``pre_prepare``, the state's changes are written as prepared for t (a task that was
+  restarted and has no state yet fails the checkpoint, which starts recovery);
+* COMMIT(t): the state is committed as t, then the inputs acked; ROLLBACK: back to the last
+  committed state, inputs failed; INITSTATE(t): back to the last committed state, then
+  ``init_state`` (first time) and the buffered tuples.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from stormpy.state.checkpoint import (
+    CHECKPOINT_FIELDS,
+    CHECKPOINT_STREAM,
+    COMMIT,
+    INITSTATE,
+    PREPARE,
+    ROLLBACK,
+)
+from stormpy.state.kv import KeyValueState
+from stormpy.state.provider import open_store
+from stormpy.topology.component import BasicBolt, Bolt
+from stormpy.topology.context import TopologyContext
+from stormpy.topology.errors import FailedException
+from stormpy.topology.imports import import_object
+from stormpy.topology.streams import Stream
+from stormpy.topology.tuple import Tuple
+
+__all__ = ["WRAPPED", "CheckpointTupleForwarder", "StatefulBoltExecutor"]
+
+log = logging.getLogger("stormpy.state")
+
+
+#: The keyword argument naming the wrapped bolt class (the others are its own arguments; a
+#: distinct name, so that a wrapped executor, e.g. a windowed bolt's, keeps its own).
+WRAPPED = "_checkpointed"
+
+
+def _split(kwargs: Mapping[str, Any]) -> tuple[Any, dict[str, Any]]:
+    return import_object(kwargs[WRAPPED]), {k: v for k, v in kwargs.items() if k != WRAPPED}
+
+
+class CheckpointTupleForwarder(Bolt):
+    """Wraps an ordinary bolt of a topology with stateful bolts: data tuples go to it unchanged,
+    checkpoints are forwarded once every sending task delivered them."""
+
+    @classmethod
+    def declare_outputs(cls, kwargs: Mapping[str, Any]) -> dict[str, Stream]:
+        bolt, user = _split(kwargs)
+        streams = dict(bolt.declare_outputs(user))
+        streams[CHECKPOINT_STREAM] = Stream(list(CHECKPOINT_FIELDS), name=CHECKPOINT_STREAM)
+        return streams
+
+    @classmethod
+    def declare_config(cls, kwargs: Mapping[str, Any]) -> Mapping[str, Any]:
+        bolt, user = _split(kwargs)
+        return bolt.declare_config(user)
+
+    def __init__(self, _checkpointed: str, **kwargs: Any) -> None:
+        bolt_cls, user = _split({WRAPPED: _checkpointed, **kwargs})
+        self.bolt: Any = bolt_cls(**user)
+        self.basic = isinstance(self.bolt, BasicBolt)
+        self._seen: dict[tuple[int, str], list[Tuple]] = {}
+
+    def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        me = context.component_id
+        self.expected = sum(len(context.tasks_of(i.component))
+                            for i in context.spec.components[me].inputs
+                            if i.stream == CHECKPOINT_STREAM)
+        self._bind(conf, context)
+        self.bolt.prepare(conf, context)
+
+    def _bind(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        bolt = self.bolt
+        # a BasicBolt's emits anchor to the current input; other bolts emit straight through
+        bolt.emit = self._user_emit if self.basic else self.emit
+        bolt.emit_direct = self._user_emit_direct if self.basic else self.emit_direct
+        bolt.ack = self.ack
+        bolt.fail = self.fail
+        bolt.reset_timeout = self.reset_timeout
+        bolt.report_error = self.report_error
+        bolt.run_in_background = self.run_in_background
+        bolt.call_soon_threadsafe = self.call_soon_threadsafe
+
+    _current: Tuple | None = None
+
+    def _user_emit(self, values: Any, anchors: Any = None, stream: str = "default") -> list[int]:
+        if anchors is None and self.basic:
+            anchors = self._current
+        return self.emit(values, anchors, stream)
+
+    def _user_emit_direct(self, task: int, values: Any, anchors: Any = None,
+                          stream: str = "default") -> None:
+        if anchors is None and self.basic:
+            anchors = self._current
+        self.emit_direct(task, values, anchors, stream)
+
+    def cleanup(self) -> None:
+        self.bolt.cleanup()
+
+    def execute(self, tup: Tuple) -> None:
+        if tup.stream == CHECKPOINT_STREAM:
+            self._barrier(tup)
+        else:
+            self.run_user(tup)
+
+    def run_user(self, tup: Tuple) -> None:
+        if not self.basic:
+            self.bolt.execute(tup)
+            return
+        self._current = tup
+        try:
+            self.bolt.process(tup)
+        except FailedException:
+            self.bolt.fail(tup)
+            return
+        finally:
+            self._current = None
+        self.bolt.ack(tup)
+
+    def _barrier(self, tup: Tuple) -> None:
+        txid, action = int(tup.values[0]), str(tup.values[1])
+        held = self._seen.setdefault((txid, action), [])
+        held.append(tup)
+        if len(held) < self.expected:
+            return
+        del self._seen[(txid, action)]
+        for stale in [k for k in self._seen if k[0] <= txid]:  # superseded checkpoints
+            for old in self._seen.pop(stale):
+                self.fail(old)
+        if self.handle_checkpoint(txid, action):
+            self.emit([txid, action], held, CHECKPOINT_STREAM)
+            for t in held:
+                self.ack(t)
+        else:
+            for t in held:
+                self.fail(t)
+
+    def handle_checkpoint(self, txid: int, action: str) -> bool:
+        """Act on a complete checkpoint; False fails it (starting recovery)."""
+        return True
+
+
+class StatefulBoltExecutor(CheckpointTupleForwarder):
+    """Wraps a :class:`~stormpy.state.api.StatefulBolt` (see the module doc)."""
+
+    def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        super().prepare(conf, context)
+        name = str(conf.get("topology.name") or context.topology_id)
+        # loading a state that cannot be read raises here, naming store and key: the bolt then
+        # never processes a tuple with an unknown state
+        self.state = KeyValueState(open_store(conf, f"{name}/{context.component_id}-"
+                                              f"{context.task_id}", context.topology_id))
+        self.initialized = False
+        self.buffered: list[Tuple] = []
+        self.pending: list[Tuple] = []   # acked by the user since the last prepare
+        self.prepared: list[Tuple] = []  # acked by the user, included in the prepared state
+
+    def _bind(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        super()._bind(conf, context)
+        self.bolt.ack = self._deferred_ack
+
+    def _deferred_ack(self, tup: Tuple) -> None:
+        self.pending.append(tup)
+
+    def cleanup(self) -> None:
+        try:
+            super().cleanup()
+        finally:
+            self.state.store.close()
+
+    def execute(self, tup: Tuple) -> None:
+        if tup.stream == CHECKPOINT_STREAM:
+            self._barrier(tup)
+        elif not self.initialized:
+            self.buffered.append(tup)
+        elif self.basic:
+            super().run_user(tup)
+        else:
+            self.bolt.execute(tup)
+
+    def run_user(self, tup: Tuple) -> None:
+        if not self.initialized:
+            self.buffered.append(tup)
+            return
+        super().run_user(tup)
+
+    def _fail_all(self) -> None:
+        for t in self.prepared + self.pending:
+            self.fail(t)
+        self.prepared, self.pending = [], []
+
+    def handle_checkpoint(self, txid: int, action: str) -> bool:
+        if action == PREPARE:
+            if not self.initialized:
+                log.info("%s: PREPARE %d before the state was initialised; failing it to "
+                         "start recovery", type(self.bolt).__name__, txid)
+                return False
+            self.bolt.pre_prepare(txid)
+            self.state.prepare_commit(txid)
+            self.prepared += self.pending
+            self.pending = []
+        elif action == COMMIT:
+            self.bolt.pre_commit(txid)
+            self.state.commit(txid)
+            for t in self.prepared:
+                self.ack(t)
+            self.prepared = []
+        elif action == ROLLBACK:
+            self.bolt.pre_rollback()
+            self.state.rollback()
+            self._fail_all()
+        elif action == INITSTATE:
+            self.state.rollback()
+            self._fail_all()
+            if not self.initialized:
+                self.state.load()
+                self.bolt.init_state(self.state)
+                self.initialized = True
+                buffered, self.buffered = self.buffered, []
+                for t in buffered:
+                    self.run_user(t)
+        return True

@@ -1,0 +1,93 @@
+"""The checkpoint protocol (Storm's ``CheckpointSpout`` and ``CheckPointState``).
+
+One checkpoint spout task emits ``[txid, action]`` on the ``$checkpoint`` stream, one checkpoint
+at a time, with the checkpoint as message id so it learns when every bolt handled it. Its own
+state ``(txid, COMMITTED | PREPARING | COMMITTING)`` is saved in the state store before it acts:
+
+* normal run: COMMITTED(t) --interval--> save PREPARING(t+1), emit PREPARE(t+1); its ack → save
+  COMMITTING(t+1), emit COMMIT(t+1) at once; its ack → save COMMITTED(t+1);
+* a failed (or timed-out) checkpoint, or a (re)start, enters recovery: PREPARING(t) → ROLLBACK(t)
+  (acked: COMMITTED(t-1)); COMMITTING(t) → COMMIT(t) again; COMMITTED(t) → INITSTATE(t), whose ack
+  ends recovery.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from stormpy.state.provider import open_store
+from stormpy.topology.component import Spout
+from stormpy.topology.context import TopologyContext
+from stormpy.topology.streams import Stream
+
+__all__ = ["CHECKPOINT_COMPONENT", "CHECKPOINT_FIELDS", "CHECKPOINT_STREAM", "COMMIT",
+           "CheckpointSpout", "INITSTATE", "PREPARE", "ROLLBACK"]
+
+CHECKPOINT_STREAM = "$checkpoint"
+CHECKPOINT_COMPONENT = "$checkpointspout"
+CHECKPOINT_FIELDS = ("txid", "action")
+PREPARE, COMMIT, ROLLBACK, INITSTATE = "prepare", "commit", "rollback", "initstate"
+COMMITTED, PREPARING, COMMITTING = "committed", "preparing", "committing"
+
+
+class CheckpointSpout(Spout):
+    """Added by the builder when a topology has stateful bolts; not for direct use."""
+
+    outputs = [Stream(list(CHECKPOINT_FIELDS), name=CHECKPOINT_STREAM)]
+
+    @classmethod
+    def declare_outputs(cls, kwargs: Mapping[str, Any]) -> dict[str, Stream]:
+        return {CHECKPOINT_STREAM: Stream(list(CHECKPOINT_FIELDS), name=CHECKPOINT_STREAM)}
+
+    def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        self.interval = float(conf.get("topology.state.checkpoint.interval.ms") or 1000) / 1000
+        name = str(conf.get("topology.name") or context.topology_id)
+        self.store = open_store(conf, f"{name}/{context.component_id}", context.topology_id)
+        txid, phase = self.store.get("txstate") or [0, COMMITTED]
+        self.txid, self.phase = int(txid), str(phase)
+        self.recovering = True
+        self.in_flight = False
+        self.last = time.monotonic()
+
+    def close(self) -> None:
+        self.store.close()
+
+    def _save(self, txid: int, phase: str) -> None:
+        self.store.put("txstate", [txid, phase])  # one atomic write
+        self.txid, self.phase = txid, phase
+
+    def _emit(self, txid: int, action: str) -> None:
+        self.in_flight = True
+        self.emit([txid, action], msg_id=[txid, action], stream=CHECKPOINT_STREAM)
+
+    def next_tuple(self) -> None:
+        if self.in_flight:
+            return
+        if self.recovering:
+            action = {COMMITTED: INITSTATE, PREPARING: ROLLBACK, COMMITTING: COMMIT}[self.phase]
+            self._emit(self.txid, action)
+        elif self.phase == COMMITTING:
+            self._emit(self.txid, COMMIT)
+        elif time.monotonic() - self.last >= self.interval:
+            self.last = time.monotonic()
+            self._save(self.txid + 1, PREPARING)
+            self._emit(self.txid, PREPARE)
+
+    def ack(self, msg_id: Any) -> None:
+        txid, action = msg_id
+        self.in_flight = False
+        if action == PREPARE:
+            self._save(txid, COMMITTING)
+        elif action == COMMIT:
+            self._save(txid, COMMITTED)
+        elif action == ROLLBACK:
+            self._save(txid - 1, COMMITTED)
+        elif action == INITSTATE:
+            self.recovering = False
+            self.last = time.monotonic()
+
+    def fail(self, msg_id: Any) -> None:
+        self.in_flight = False
+        self.recovering = True

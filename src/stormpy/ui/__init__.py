@@ -1,0 +1,7 @@
+"""stormpy's web UI: Storm's REST API (``/api/v1``), the pages and Prometheus ``/metrics``.
+
+``stormpy ui`` runs :func:`~stormpy.ui.server.run_ui`; docs/operations.md is the operator's guide.
+Needs the ``ui`` extra (Starlette, uvicorn, prometheus_client).
+"""
+
+from __future__ import annotations

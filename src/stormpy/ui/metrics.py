@@ -1,0 +1,203 @@
+"""``/metrics``: Prometheus exposition of the workers' heartbeats and the daemons' state.
+
+How figures get here: every worker writes a ``WorkerHeartbeat`` to ZooKeeper each
+``worker.heartbeat.frequency.secs`` with its per-task counters and process figures (cumulative
+since the worker started); the UI's sampler reads them every ``ui.poll.secs``
+(:class:`~stormpy.ui.source.UiBackend`) and this collector exposes the latest ones on each scrape.
+A restarted worker starts again from zero, which Prometheus counters handle as a reset. No worker
+opens a port of its own for metrics, so nothing new needs to be reachable or secured.
+
+Metric names (labels ``topology``, ``component``, ``task``, ``host``, ``port``; emitted also
+``stream``): ``stormpy_task_{emitted,transferred,executed,acked,failed}_total``,
+``stormpy_task_complete_latency_seconds`` (summary: ``_sum``/``_count``), and
+``stormpy_task_execute_latency_seconds`` when workers report it; worker process figures
+(``topology``, ``host``, ``port``): ``stormpy_worker_cpu_seconds_total{mode}``,
+``stormpy_worker_resident_memory_bytes``, ``stormpy_worker_threads``,
+``stormpy_worker_gc_collections_total{generation}``, ``stormpy_worker_uptime_seconds``,
+``stormpy_worker_heartbeat_age_seconds``; daemons: ``stormpy_nimbus_up``,
+``stormpy_nimbus_uptime_seconds``, ``stormpy_supervisor_slots{supervisor,host,state}``,
+``stormpy_topology_info{topology,name,status}``, ``stormpy_topology_workers{topology}``,
+``stormpy_supervisor_worker_{launches,restarts}_total{supervisor,host}`` (the supervisors'
+ZooKeeper records), ``stormpy_nimbus_{uploads,upload_bytes,uploads_failed}_total{host,port}``,
+``stormpy_nimbus_rpc_{calls,errors}_total{host,port,method}`` and
+``stormpy_nimbus_rpc_refused_total{host,port}`` (Nimbus's ``get_daemon_stats``),
+``stormpy_ui_heartbeat_samples_total``. The UI's own process: ``stormpy_ui_process_*``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, ProcessCollector
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, SummaryMetricFamily
+from prometheus_client.registry import Collector
+
+from stormpy.rpc.errors import RpcError
+from stormpy.ui.source import BackendUnavailable, NotFound, UiBackend
+
+__all__ = ["StormCollector", "make_registry"]
+
+_TASK_LABELS = ["topology", "component", "task", "host", "port"]
+_WORKER_LABELS = ["topology", "host", "port"]
+_COUNTERS = ("transferred", "executed", "acked", "failed")
+
+
+class StormCollector(Collector):
+    """Reads the backend's latest heartbeats (and asks Nimbus for the daemon figures) per scrape."""
+
+    def __init__(self, backend: UiBackend) -> None:
+        self.backend = backend
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self._task_metrics()
+        yield from self._worker_metrics()
+        yield from self._daemon_metrics()
+
+    def _beats(self) -> Iterator[tuple[str, str, str, Any]]:
+        hosts = dict(self.backend.hosts)
+        for topology_id, beats in sorted(dict(self.backend.latest).items()):
+            for (node, port), beat in sorted(beats.items()):
+                yield topology_id, hosts.get(node, node), str(port), beat
+
+    def _task_metrics(self) -> Iterator[Metric]:
+        emitted = CounterMetricFamily("stormpy_task_emitted", "Tuples a task emitted, per stream",
+                                      labels=[*_TASK_LABELS, "stream"])
+        counters = {name: CounterMetricFamily(f"stormpy_task_{name}", f"Tuples a task {name}",
+                                              labels=_TASK_LABELS) for name in _COUNTERS}
+        complete = SummaryMetricFamily("stormpy_task_complete_latency_seconds",
+                                       "Time from a spout's emit to its tuple tree's ack",
+                                       labels=_TASK_LABELS)
+        execute = SummaryMetricFamily("stormpy_task_execute_latency_seconds",
+                                      "Time a bolt spends in execute()", labels=_TASK_LABELS)
+        has_execute = False
+        for topology_id, host, port, beat in self._beats():
+            for entry in beat.tasks:
+                labels = [topology_id, str(entry["component"]), str(entry["task"]), host, port]
+                for stream, n in sorted(entry.get("emitted", {}).items()):
+                    emitted.add_metric([*labels, stream], float(n))
+                for name, family in counters.items():
+                    family.add_metric(labels, float(entry.get(name, 0)))
+                if entry.get("latency_count"):
+                    complete.add_metric(labels, int(entry["latency_count"]), float(entry["latency_sum"]))
+                if "execute_latency_count" in entry:
+                    has_execute = True
+                    execute.add_metric(labels, int(entry["execute_latency_count"]),
+                                       float(entry.get("execute_latency_sum", 0.0)))
+        yield emitted
+        yield from counters.values()
+        yield complete
+        if has_execute:
+            yield execute
+
+    def _worker_metrics(self) -> Iterator[Metric]:
+        cpu = CounterMetricFamily("stormpy_worker_cpu_seconds", "CPU time of the worker process",
+                                  labels=[*_WORKER_LABELS, "mode"])
+        rss = GaugeMetricFamily("stormpy_worker_resident_memory_bytes", "Resident memory of the worker",
+                                labels=_WORKER_LABELS)
+        threads = GaugeMetricFamily("stormpy_worker_threads", "Threads of the worker process",
+                                    labels=_WORKER_LABELS)
+        gc = CounterMetricFamily("stormpy_worker_gc_collections", "Garbage collections in the worker",
+                                 labels=[*_WORKER_LABELS, "generation"])
+        uptime = GaugeMetricFamily("stormpy_worker_uptime_seconds", "Seconds since the worker started",
+                                   labels=_WORKER_LABELS)
+        age = GaugeMetricFamily("stormpy_worker_heartbeat_age_seconds",
+                                "Seconds since the worker's last heartbeat", labels=_WORKER_LABELS)
+        now = self.backend.clock()
+        for topology_id, host, port, beat in self._beats():
+            labels = [topology_id, host, port]
+            uptime.add_metric(labels, beat.uptime)
+            age.add_metric(labels, max(0.0, now - beat.time))
+            p = beat.process
+            if "cpu_user_secs" in p:
+                cpu.add_metric([*labels, "user"], p["cpu_user_secs"])
+                cpu.add_metric([*labels, "system"], p.get("cpu_system_secs", 0.0))
+            if "rss_bytes" in p:
+                rss.add_metric(labels, p["rss_bytes"])
+            if "threads" in p:
+                threads.add_metric(labels, p["threads"])
+            for key, value in sorted(p.items()):
+                if key.startswith("gc_collections_"):
+                    gc.add_metric([*labels, key.rsplit("_", 1)[1]], value)
+        yield from (cpu, rss, threads, gc, uptime, age)
+
+    def _daemon_metrics(self) -> Iterator[Metric]:
+        up = GaugeMetricFamily("stormpy_nimbus_up", "1 when Nimbus answered this scrape")
+        samples = CounterMetricFamily("stormpy_ui_heartbeat_samples", "Heartbeat reads of the UI sampler")
+        samples.add_metric([], float(self.backend.samples))
+        try:
+            cluster = self.backend.cluster_info()
+        except BackendUnavailable:
+            up.add_metric([], 0.0)
+            yield from (up, samples)
+            return
+        up.add_metric([], 1.0)
+        nimbus = GaugeMetricFamily("stormpy_nimbus_uptime_seconds", "Seconds since Nimbus started")
+        nimbus.add_metric([], float(cluster.get("nimbus", {}).get("uptime_secs") or 0))
+        slots = GaugeMetricFamily("stormpy_supervisor_slots", "Worker slots of a supervisor",
+                                  labels=["supervisor", "host", "state"])
+        for s in cluster.get("supervisors", []):
+            slots.add_metric([s["id"], s["host"], "used"], s["slots_used"])
+            slots.add_metric([s["id"], s["host"], "free"], s["slots_total"] - s["slots_used"])
+        info = GaugeMetricFamily("stormpy_topology_info", "A running topology (value 1)",
+                                 labels=["topology", "name", "status"])
+        workers = GaugeMetricFamily("stormpy_topology_workers", "Workers assigned to a topology",
+                                    labels=["topology"])
+        launches = CounterMetricFamily("stormpy_supervisor_worker_launches",
+                                       "Workers a supervisor launched since it started",
+                                       labels=["supervisor", "host"])
+        restarts = CounterMetricFamily("stormpy_supervisor_worker_restarts",
+                                       "Workers a supervisor found dead or silent, or whose "
+                                       "executors changed, and restarted, since it started",
+                                       labels=["supervisor", "host"])
+        for s in cluster.get("supervisors", []):
+            stats = s.get("stats") or {}
+            if "worker_launches" in stats:
+                launches.add_metric([s["id"], s["host"]], float(stats["worker_launches"]))
+            if "worker_restarts" in stats:
+                restarts.add_metric([s["id"], s["host"]], float(stats["worker_restarts"]))
+        for t in cluster.get("topologies", []):
+            info.add_metric([t["id"], t["name"], t["status"]], 1.0)
+            workers.add_metric([t["id"]], t["num_workers"])
+        yield from (up, samples, nimbus, slots, info, workers, launches, restarts)
+        yield from self._nimbus_counters()
+
+    def _nimbus_counters(self) -> Iterator[Metric]:
+        """Uploads and RPCs of the Nimbus the UI talks to; nothing when it cannot tell (down,
+        or a Nimbus without ``get_daemon_stats``)."""
+        try:
+            stats = self.backend.daemon_stats()
+        except (BackendUnavailable, NotFound, RpcError):
+            return
+        labels = ["host", "port"]
+        where = [str(stats.get("host")), str(stats.get("port"))]
+        uploads = stats.get("uploads") or {}
+        for key, name, doc in (("finished", "stormpy_nimbus_uploads", "Bundle uploads Nimbus accepted"),
+                               ("bytes", "stormpy_nimbus_upload_bytes", "Bytes of accepted uploads"),
+                               ("failed", "stormpy_nimbus_uploads_failed",
+                                "Uploads Nimbus aborted (bad chunk, checksum or bundle, or expired)")):
+            family = CounterMetricFamily(name, doc, labels=labels)
+            family.add_metric(where, float(uploads.get(key, 0)))
+            yield family
+        rpc = stats.get("rpc") or {}
+        calls = CounterMetricFamily("stormpy_nimbus_rpc_calls", "RPC calls Nimbus executed",
+                                    labels=[*labels, "method"])
+        errors = CounterMetricFamily("stormpy_nimbus_rpc_errors", "RPC calls that answered an error",
+                                     labels=[*labels, "method"])
+        for method, n in sorted((rpc.get("calls") or {}).items()):
+            calls.add_metric([*where, method], float(n))
+        for method, n in sorted((rpc.get("errors") or {}).items()):
+            errors.add_metric([*where, method], float(n))
+        refused = CounterMetricFamily("stormpy_nimbus_rpc_refused",
+                                      "Requests refused (malformed, unauthorised, unknown method)",
+                                      labels=labels)
+        refused.add_metric(where, float(rpc.get("refused", 0)))
+        yield from (calls, errors, refused)
+
+
+def make_registry(backend: UiBackend) -> CollectorRegistry:
+    """A registry with the stormpy collector and the UI process's own figures."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(StormCollector(backend))
+    ProcessCollector(namespace="stormpy_ui", registry=registry)
+    return registry

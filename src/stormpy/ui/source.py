@@ -1,0 +1,207 @@
+"""Where the UI's figures come from: Nimbus (RPC) and the workers' heartbeats (ZooKeeper).
+
+:class:`UiBackend` contract:
+
+* Topology, supervisor and Nimbus documents come from Nimbus (``get_cluster_info``,
+  ``get_topology_info``, ``get_topology_files``, the same calls as ``stormpy list`` / ``info``);
+  actions go to Nimbus too. A Nimbus that does not accept connections or does not answer in
+  ``ui.nimbus.timeout.secs`` raises :class:`BackendUnavailable` (the HTTP layer answers 503); an
+  unknown topology raises :class:`NotFound`.
+* A sampler thread reads every topology's worker heartbeats from ZooKeeper every ``ui.poll.secs``
+  and feeds a :class:`~stormpy.ui.windows.TopologyWindows` per topology (windowed statistics that
+  survive worker restarts) and keeps the latest heartbeats for ``/metrics``. A ZooKeeper outage is
+  logged and retried; it never stops the UI.
+* Every method blocks (RPC or ZooKeeper); the HTTP layer calls them off its event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from stormpy.cluster import ClusterState, WorkerHeartbeat
+from stormpy.cluster.errors import ClusterStateError
+from stormpy.config import DEFAULTS
+from stormpy.nimbus.client import NimbusClient
+from stormpy.rpc.errors import NotFoundError, RpcError, RpcTimeoutError, UnreachableError
+from stormpy.ui.windows import TopologyWindows
+
+__all__ = ["BackendUnavailable", "NotFound", "UiBackend"]
+
+log = logging.getLogger(__name__)
+
+
+class BackendUnavailable(Exception):
+    """Nimbus (or ZooKeeper) cannot be reached; the message says which and where."""
+
+
+class NotFound(Exception):
+    """``kind`` ``name`` does not exist (``kind``: topology, component); ``where`` says in what."""
+
+    def __init__(self, kind: str, name: str, where: str = "") -> None:
+        super().__init__(f"{kind} {name!r} not found{where}")
+        self.kind = kind
+        self.name = name
+
+
+class UiBackend:
+    """Nimbus client + ZooKeeper heartbeat sampler for one UI process."""
+
+    def __init__(self, conf: Mapping[str, Any], *, nimbus_address: str | None = None,
+                 state_factory: Callable[[], ClusterState] | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.conf = dict(conf)
+        timeout = float(conf.get("ui.nimbus.timeout.secs") or DEFAULTS["ui.nimbus.timeout.secs"])
+        self.client = NimbusClient.from_config(conf, nimbus_address, timeout_secs=timeout, retries=0,
+                                               connect_timeout_secs=min(3.0, timeout))
+        self.poll_secs = max(0.1, float(conf.get("ui.poll.secs") or DEFAULTS["ui.poll.secs"]))
+        self.clock = clock
+        self._state_factory = state_factory or (lambda: ClusterState.from_config(self.conf))
+        self._state: ClusterState | None = None
+        self._lock = threading.Lock()
+        self.windows: dict[str, TopologyWindows] = {}
+        self.latest: dict[str, dict[tuple[str, int], WorkerHeartbeat]] = {}
+        #: supervisor id → host, from the last sample
+        self.hosts: dict[str, str] = {}
+        self.samples = 0
+        self._specs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- Nimbus ------------------------------------------------------------------------------------
+    def call(self, method: str, /, **args: Any) -> Any:
+        """One Nimbus RPC; BackendUnavailable when Nimbus is down, NotFound for unknown names."""
+        try:
+            return self.client.call(method, **args)
+        except (UnreachableError, RpcTimeoutError) as exc:
+            raise BackendUnavailable(f"Nimbus at {self.client.address} is not reachable: {exc.message}") \
+                from None
+        except NotFoundError:
+            raise NotFound("topology", str(args.get("name") or args.get("topology_id") or "")) from None
+
+    def cluster_info(self) -> dict[str, Any]:
+        return dict(self.call("get_cluster_info"))
+
+    def daemon_stats(self) -> dict[str, Any]:
+        """Nimbus's upload and RPC counters (``get_daemon_stats``)."""
+        return dict(self.call("get_daemon_stats"))
+
+    def topology(self, topology_id: str) -> dict[str, Any]:
+        """``get_topology_info`` of the topology with this id (names are accepted too)."""
+        if not topology_id:
+            raise NotFound("topology", topology_id)
+        info = dict(self.call("get_topology_info", name=topology_id))
+        if topology_id not in (info.get("id"), info.get("name")):
+            raise NotFound("topology", topology_id)
+        return info
+
+    def spec(self, topology_id: str) -> dict[str, Any]:
+        """The topology's spec document (cached: a topology's spec never changes)."""
+        return self._files(topology_id)[0]
+
+    def topology_conf(self, topology_id: str) -> dict[str, Any]:
+        """The topology's own configuration (cached like the spec)."""
+        return self._files(topology_id)[1]
+
+    def _files(self, topology_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        if topology_id not in self._specs:
+            files = self.call("get_topology_files", topology_id=topology_id)
+            self._specs[topology_id] = (dict(files.get("spec") or {}), dict(files.get("conf") or {}))
+        return self._specs[topology_id]
+
+    def action(self, action: str, topology_id: str, **args: Any) -> str:
+        """activate | deactivate | kill | rebalance the topology; return its name."""
+        name = str(self.topology(topology_id)["name"])
+        method = {"kill": "kill_topology"}.get(action, action)
+        try:
+            self.call(method, name=name, **args)
+        except RpcError as exc:
+            if isinstance(exc, RpcTimeoutError):
+                raise
+            raise ActionRefused(exc.remote_type or type(exc).__name__, exc.message) from None
+        return name
+
+    def nimbus_reachable(self) -> bool:
+        try:
+            self.client.check_reachable()
+            return bool(self.client.ping(2.0))
+        except RpcError:
+            return False
+
+    # -- ZooKeeper -----------------------------------------------------------------------------------
+    @property
+    def state(self) -> ClusterState:
+        with self._lock:
+            if self._state is None:
+                self._state = self._state_factory()
+            return self._state
+
+    def window(self, topology_id: str) -> TopologyWindows:
+        with self._lock:
+            if topology_id not in self.windows:
+                self.windows[topology_id] = TopologyWindows(self.clock())
+            return self.windows[topology_id]
+
+    def sample(self) -> None:
+        """Read every topology's heartbeats once and feed the windows (see the contract)."""
+        state = self.state
+        now = self.clock()
+        self.hosts = {sid: info.host for sid, info in state.supervisors().items()}
+        seen = set()
+        for topology_id in state.heartbeat_topologies():
+            beats = state.worker_heartbeats(topology_id)
+            seen.add(topology_id)
+            self.window(topology_id).observe(beats.values(), now)
+            self.latest[topology_id] = dict(beats)
+        for gone in set(self.latest) - seen:
+            self.latest.pop(gone, None)
+        live = set(state.topologies())
+        with self._lock:
+            for gone in set(self.windows) - seen - live:
+                del self.windows[gone]
+        for gone in set(self._specs) - live:
+            self._specs.pop(gone, None)
+        self.samples += 1
+
+    def start(self) -> UiBackend:
+        """Start the sampler thread (idempotent)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="stormpy-ui-sampler", daemon=True)
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                self.sample()
+                failures = 0
+            except (ClusterStateError, OSError) as exc:
+                failures += 1
+                if failures == 1 or failures % 20 == 0:
+                    log.warning("cannot read heartbeats from ZooKeeper (%d attempts): %s", failures, exc)
+            except Exception:
+                log.exception("heartbeat sampler failed; retrying")
+            self._stop.wait(self.poll_secs)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self.client.close()
+        with self._lock:
+            if self._state is not None:
+                self._state.close()
+                self._state = None
+
+
+class ActionRefused(Exception):
+    """Nimbus refused an action; ``kind`` is its error type."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message

@@ -1,0 +1,207 @@
+"""Windowed statistics (10 minutes, 3 hours, 1 day, all time), kept in the UI process.
+
+Workers publish *cumulative* counters in their ZooKeeper heartbeats (per task when the worker sends
+``WorkerHeartbeat.tasks``, else per component); a restarted worker starts again from zero. A
+:class:`TopologyWindows` turns successive heartbeats into *deltas* and files them in time buckets,
+so a window's figure is the sum of the deltas that arrived in it, whatever happened to workers:
+
+* a heartbeat is taken once (same ``time`` again → ignored);
+* a counter lower than the last value seen for the same worker slot and task, or a worker whose
+  ``uptime`` went down, means a restart: the new value itself is the delta — unless the heartbeat
+  says its counters continue earlier incarnations' (``process["counters_carried"]``, see
+  ``stormpy.worker.cluster_link``): then the delta is taken from the last value seen for the same
+  task in any worker slot (the task may have moved);
+* the first heartbeat of a worker slot counts towards *all time*; it counts towards the windows
+  only when the worker started after this tracker did (``uptime`` shorter than the tracker's age),
+  otherwise its figures are older than any window could say.
+
+Buckets are 10 s wide for the 10-minute window and 5 minutes wide for the 3-hour and 1-day
+windows (so those are exact to 5 minutes). The state lives in memory: a restarted UI starts its
+windows afresh and its all-time figures from the workers' current counters.
+
+Counter keys are flat: ``transferred``, ``executed``, ``acked``, ``failed``, ``latency_sum``
+(seconds), ``latency_count``, any other numeric counter the worker sends, and ``emitted:<stream>``
+per output stream.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Iterable, Mapping
+
+from stormpy.cluster import WorkerHeartbeat
+
+__all__ = ["ALL_TIME", "WINDOWS", "TaskKey", "TopologyWindows", "parse_window", "window_pretty"]
+
+ALL_TIME = ":all-time"
+#: The windows Storm's UI shows, in seconds, plus ``ALL_TIME``.
+WINDOWS: tuple[str, ...] = ("600", "10800", "86400", ALL_TIME)
+_PRETTY = {"600": "10m 0s", "10800": "3h 0m 0s", "86400": "1d 0h 0m 0s", ALL_TIME: "All time"}
+_FINE_SECS = 10.0
+_FINE_KEEP = 600.0
+_COARSE_SECS = 300.0
+_COARSE_KEEP = 86400.0
+
+#: (component, task); task is -1 for figures a worker only sent per component
+TaskKey = tuple[str, int]
+Counters = dict[str, float]
+
+
+def parse_window(value: str | None) -> str:
+    """``None`` → ``"600"``; one of :data:`WINDOWS` → itself; anything else → ValueError naming
+    the accepted values."""
+    if value is None or value == "":
+        return "600"
+    if value in WINDOWS:
+        return value
+    raise ValueError(f"window {value!r} is not one of {', '.join(WINDOWS)}")
+
+
+def window_pretty(window: str) -> str:
+    return _PRETTY[window]
+
+
+def beat_counters(beat: WorkerHeartbeat) -> dict[TaskKey, Counters]:
+    """A heartbeat's cumulative counters per task (per component when it carries no tasks)."""
+    out: dict[TaskKey, Counters] = {}
+    if beat.tasks:
+        for entry in beat.tasks:
+            counters: Counters = {}
+            for key, value in entry.items():
+                if key == "emitted":
+                    for stream, n in value.items():
+                        counters[f"emitted:{stream}"] = float(n)
+                elif key not in ("task", "component"):
+                    counters[key] = float(value)
+            out[(str(entry["component"]), int(entry["task"]))] = counters
+        return out
+    for component, stats in beat.stats.items():
+        counters = {k: float(v) for k, v in stats.items()
+                    if k not in ("emitted", "tasks", "complete_latency_ms")}
+        counters["emitted:default"] = float(stats.get("emitted", 0))
+        out[(component, -1)] = counters
+    return out
+
+
+def _add(into: dict[TaskKey, Counters], deltas: Mapping[TaskKey, Counters]) -> None:
+    for key, counters in deltas.items():
+        target = into.setdefault(key, {})
+        for name, value in counters.items():
+            target[name] = target.get(name, 0.0) + value
+
+
+class _Buckets:
+    """Deltas filed in fixed-width time buckets, the oldest dropped past ``keep`` seconds."""
+
+    def __init__(self, width: float, keep: float) -> None:
+        self.width = width
+        self.keep = keep
+        self.buckets: deque[tuple[float, dict[TaskKey, Counters]]] = deque()
+
+    def add(self, now: float, deltas: Mapping[TaskKey, Counters]) -> None:
+        start = now - now % self.width
+        if not self.buckets or self.buckets[-1][0] != start:
+            self.buckets.append((start, {}))
+        _add(self.buckets[-1][1], deltas)
+        while self.buckets and self.buckets[0][0] < now - self.keep - self.width:
+            self.buckets.popleft()
+
+    def total(self, now: float, secs: float) -> dict[TaskKey, Counters]:
+        out: dict[TaskKey, Counters] = {}
+        for start, deltas in self.buckets:
+            if start + self.width > now - secs:
+                _add(out, deltas)
+        return out
+
+
+class TopologyWindows:
+    """The windowed counters of one topology (thread-safe: the sampler writes, requests read)."""
+
+    def __init__(self, now: float) -> None:
+        self.started = now
+        self._lock = threading.Lock()
+        self._last: dict[tuple[str, int], tuple[float, float, dict[TaskKey, Counters]]] = {}
+        self._fine = _Buckets(_FINE_SECS, _FINE_KEEP)
+        self._coarse = _Buckets(_COARSE_SECS, _COARSE_KEEP)
+        self._all: dict[TaskKey, Counters] = {}
+        #: the last counters seen per task, whatever slot sent them
+        self._by_task: dict[TaskKey, Counters] = {}
+
+    def observe(self, beats: Iterable[WorkerHeartbeat], now: float) -> None:
+        """Take the new heartbeats of the topology's workers (see the module contract)."""
+        with self._lock:
+            for beat in beats:
+                slot = (beat.node, beat.port)
+                last = self._last.get(slot)
+                if last is not None and last[0] == beat.time:
+                    continue
+                current = beat_counters(beat)
+                restarted = last is not None and beat.uptime < last[1]
+                if last is not None and not restarted:
+                    previous = last[2]
+                elif beat.process.get("counters_carried"):
+                    previous = {key: self._by_task.get(key, {}) for key in current}
+                else:
+                    previous = {}
+                deltas: dict[TaskKey, Counters] = {}
+                for key, counters in current.items():
+                    before = previous.get(key, {})
+                    delta = {}
+                    for name, value in counters.items():
+                        old = before.get(name, 0.0)
+                        diff = value - old if value >= old else value
+                        if diff:
+                            delta[name] = diff
+                    if delta:
+                        deltas[key] = delta
+                self._last[slot] = (beat.time, beat.uptime, current)
+                self._by_task.update(current)
+                _add(self._all, deltas)
+                recent = last is not None or beat.uptime <= now - self.started
+                if recent and deltas:
+                    self._fine.add(now, deltas)
+                    self._coarse.add(now, deltas)
+
+    def totals(self, window: str, now: float) -> dict[TaskKey, Counters]:
+        """Per-task sums of the deltas of ``window`` (one of :data:`WINDOWS`)."""
+        with self._lock:
+            if window == ALL_TIME:
+                return {k: dict(v) for k, v in self._all.items()}
+            secs = float(window)
+            buckets = self._fine if secs <= _FINE_KEEP else self._coarse
+            return buckets.total(now, secs)
+
+    def span(self, window: str, now: float) -> float:
+        """Seconds the figures of ``window`` cover (for rates): the window, or less when the
+        tracker is younger; at least 1."""
+        age = max(1.0, now - self.started)
+        return age if window == ALL_TIME else max(1.0, min(float(window), age))
+
+
+def per_component(totals: Mapping[TaskKey, Counters]) -> dict[str, Counters]:
+    """Sum per-task counters per component."""
+    out: dict[str, Counters] = {}
+    for (component, _task), counters in totals.items():
+        target = out.setdefault(component, {})
+        for name, value in counters.items():
+            target[name] = target.get(name, 0.0) + value
+    return out
+
+
+def emitted(counters: Mapping[str, float], *, system: bool = False) -> float:
+    """Tuples emitted on the user streams (system streams ``__*`` too with ``system``)."""
+    return sum(v for k, v in counters.items() if k.startswith("emitted:")
+               and (system or not k[8:].startswith("__")))
+
+
+def stream_counts(counters: Mapping[str, float]) -> dict[str, float]:
+    """stream → tuples emitted on it."""
+    return {k[8:]: v for k, v in counters.items() if k.startswith("emitted:")}
+
+
+def latency_ms(counters: Mapping[str, float], prefix: str = "latency") -> float | None:
+    """Mean of ``<prefix>_sum`` (seconds) over ``<prefix>_count`` in ms, None with no samples."""
+    count = counters.get(f"{prefix}_count", 0.0)
+    return 1000.0 * counters.get(f"{prefix}_sum", 0.0) / count if count else None
+

@@ -1,0 +1,66 @@
+"""Dispatch: where a worker's tuples and acks go.
+
+One ``Dispatch`` per worker, shared by its task runners (which deliver and ack through it on every
+emit), the transfer (which installs the entries of tasks in other workers) and the executor loop
+(which flushes the round's acks). It holds:
+
+- ``deliver``: the delivery table, indexed by task id. A task of this worker has its queue's
+  ``append``; a task of another worker an appender to that peer's outbox (``transfer.py``); a task
+  with no known place ``undeliverable`` (dropped and counted; tracked tuples are replayed).
+- ``ack_buffer``: root → XOR of the acks bolts made this round, sent once per round.
+- ``acker_tasks`` and ``acker_cores``: the acker task of each acker index, and its ``AckerCore``
+  when that acker runs in this worker (called directly, no tuple, no queue), else None.
+
+These containers never change identity (they are updated in place), so the task runners keep
+references to them and save an attribute load per tuple. Everything here runs on the loop thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from stormpy.acker.core import AckerCore
+from stormpy.acker.streams import ACK_ACK
+from stormpy.topology.tuple import SYSTEM_COMPONENT, Tuple
+
+
+class Dispatch:
+    """Delivery table, ack buffer and acker access of one worker (see the module docstring)."""
+
+    def __init__(self, max_task: int, acker_tasks: Sequence[int]) -> None:
+        self.dropped = 0
+        self.deliver: list[Callable[[Tuple], None]] = [self.undeliverable] * (max_task + 1)
+        self.ack_buffer: dict[int, int] = {}
+        self.acker_tasks: list[int] = list(acker_tasks)
+        self.acker_cores: list[AckerCore | None] = [None] * len(self.acker_tasks)
+
+    def undeliverable(self, tup: Tuple) -> None:
+        """Tuples for a task with no known place are dropped; tracked ones are replayed."""
+        self.dropped += 1
+
+    def attach_acker(self, task: int, core: AckerCore) -> None:
+        """Acker ``task`` runs in this worker: messages for its roots go to ``core`` directly."""
+        self.acker_cores[self.acker_tasks.index(task)] = core
+
+    def flush_acks(self) -> None:
+        """Send this round's aggregated acks, one (root, xor) pair per root: applied directly by
+        an acker in this worker, and sent to a remote acker as ONE ``__ack_ack`` tuple per acker
+        per round carrying all its pairs ``[root1, xor1, root2, xor2, ...]``."""
+        items = list(self.ack_buffer.items())
+        self.ack_buffer.clear()
+        direct = self.acker_cores
+        n = len(direct)
+        remote: dict[int, list[int]] = {}
+        for root, xor in items:
+            i = root % n
+            acker = direct[i]
+            if acker is not None:
+                acker.ack_edges(root, xor)
+            else:
+                pairs = remote.get(i)
+                if pairs is None:
+                    pairs = remote[i] = []
+                pairs.append(root)
+                pairs.append(xor)
+        for i, pairs in remote.items():
+            self.deliver[self.acker_tasks[i]](Tuple(pairs, ACK_ACK, -1, SYSTEM_COMPONENT, None))

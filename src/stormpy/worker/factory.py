@@ -1,0 +1,174 @@
+"""What a worker runs (``WorkerConfig``) and how its task runners are built from the layout.
+
+``TaskFactory`` turns each task id of the layout into a task runner: its config (topology config
+plus the component's own), its ``TopologyContext`` (with the task's off-loop seam), the component
+instance (constructed from its class path and keyword arguments), one ``StreamRouter`` per
+declared stream, and, for an acker task, the ``AckerBolt`` whose core the worker calls directly
+(registered in the ``Dispatch``). ``execution_order`` is the order the loop runs task queues in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from stormpy.acker.bolt import AckerBolt
+from stormpy.topology.context import TopologyContext
+from stormpy.topology.hooks import AUTO_TASK_HOOKS
+from stormpy.topology.imports import import_object
+from stormpy.topology.layout import ACKER_COMPONENT, TaskLayout
+from stormpy.topology.spec import SPOUT, SYSTEM_STREAM_SPEC, TopologySpec
+from stormpy.topology.state import StateBackend
+from stormpy.topology.tuple import SYSTEM_STREAM
+from stormpy.worker.errors import WorkerError, caused_by
+from stormpy.worker.hooks import auto_hooks
+from stormpy.worker.host import TaskHost
+from stormpy.worker.offloop import BackgroundPool, Post, TaskOffLoop
+from stormpy.worker.routing import StreamRouter, make_router
+from stormpy.worker.tasks import BoltTask, SpoutTask, TaskRunner
+
+#: observer(component, stream, values, targets): sees every user emit (the test kit captures)
+Observer = Callable[[str, str, list[Any], list[int]], None]
+#: on_error(component, task, text): a component error, once recorded (cluster: to ZooKeeper)
+OnError = Callable[[str, int, str], None]
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """What one worker runs (plain data; the services it runs with are ``Worker`` arguments).
+
+    ``conf``: the topology config (defaults are filled in by the worker); ``layout``: computed
+    from ``spec`` and ``conf`` when None (every process derives the same one); ``local_tasks``:
+    the tasks run here (None: every task of the layout, as in local mode); ``task_peers``: the
+    peer key of the worker running each other task; ``active``: whether spouts start active;
+    ``worker_port``: shown to components in their context."""
+
+    topology_id: str
+    spec: TopologySpec
+    conf: Mapping[str, Any]
+    layout: TaskLayout | None = None
+    local_tasks: Sequence[int] | None = None
+    task_peers: Mapping[int, str] = field(default_factory=dict)
+    active: bool = True
+    worker_port: int | None = None
+
+
+class TaskFactory:
+    """Builds the task runners of one worker (see the module docstring)."""
+
+    def __init__(self, config: WorkerConfig, conf: Mapping[str, Any], layout: TaskLayout,
+                 local_tasks: Sequence[int], host: TaskHost, pool: BackgroundPool,
+                 post: Post, state: StateBackend, debug: bool = False) -> None:
+        """``state``: where the tasks' contexts find durable state. ``debug``: every runner
+        reports its emits to ``host.log_emit`` (an observer is set); otherwise only those of
+        components with ``topology.debug``."""
+        self._config = config
+        self._debug = debug
+        self._spec = config.spec
+        self._conf = conf
+        self._layout = layout
+        self._local_tasks = list(local_tasks)
+        self._local = frozenset(local_tasks)
+        self._host = host
+        self._pool = pool
+        self._post = post
+        self._state = state
+
+    def build(self) -> dict[int, TaskRunner]:
+        """A runner for every local task (WorkerError naming a component that cannot be
+        constructed)."""
+        return {t: self._make(t) for t in self._local_tasks}
+
+    def _task_conf(self, component: str) -> dict[str, Any]:
+        if component == ACKER_COMPONENT:
+            return dict(self._conf)
+        return {**self._conf, **self._spec.components[component].config}
+
+    def _make(self, task_id: int) -> TaskRunner:
+        component = self._layout.task_component[task_id]
+        conf = self._task_conf(component)
+        off_loop = TaskOffLoop(self._pool, self._post, component, task_id)
+        context = TopologyContext(self._config.topology_id, self._spec, self._layout, task_id,
+                                  self._local_tasks, conf, self._config.worker_port, off_loop,
+                                  self._state)
+        if component != ACKER_COMPONENT and conf.get(AUTO_TASK_HOOKS):
+            try:  # Storm adds (and prepares) them as it creates the task
+                for hook in auto_hooks(conf):
+                    context.add_task_hook(hook)
+            except Exception as exc:
+                raise caused_by(WorkerError(component, task_id, f"component {component!r}: "  # noqa: B904
+                                            f"task hooks: {exc}"), exc)
+        if component == ACKER_COMPONENT:
+            acker = AckerBolt()
+            runner: TaskRunner = BoltTask(self._host, context, acker, {}, conf)
+            # replies go straight to the spout task; the worker calls the core directly
+            core = acker.attach(runner.send_system)
+            core.spout_tasks = frozenset(t for c in self._spec.spouts
+                                         for t in self._layout.component_tasks.get(c, []))
+            self._host.dispatch.attach_acker(task_id, core)
+            return runner
+        cspec = self._spec.components[component]
+        try:
+            cls = import_object(cspec.class_path)
+            instance = cls(**cspec.kwargs)
+        except Exception as exc:
+            err = WorkerError(component, task_id, f"component {component!r}: cannot construct "
+                              f"{cspec.class_path}: {exc}")
+            raise caused_by(err, exc)  # noqa: B904 - the cause is set by caused_by
+        routers = self._routers_for(component, task_id, context)
+        if cspec.kind == SPOUT:
+            runner = SpoutTask(self._host, context, instance, routers, conf)
+        else:
+            runner = BoltTask(self._host, context, instance, routers, conf)
+        if self._debug or conf.get("topology.debug"):
+            runner.debug = True
+        return runner
+
+    def _routers_for(self, component: str, task_id: int,
+                     context: TopologyContext) -> dict[str, StreamRouter]:
+        routers: dict[str, StreamRouter] = {}
+        cspec = self._spec.components[component]
+        streams = dict(cspec.streams)
+        if self._spec.subscribers(component, SYSTEM_STREAM):  # Storm's startup events
+            streams[SYSTEM_STREAM] = SYSTEM_STREAM_SPEC
+        for name, stream in streams.items():
+            subs = []
+            direct_tasks: set[int] = set()
+            for bolt, grouping in self._spec.subscribers(component, name):
+                tasks = self._layout.component_tasks[bolt]
+                if grouping.type == "direct":
+                    direct_tasks.update(tasks)
+                    continue
+                subs.append(make_router(grouping, tasks, stream.fields, local_tasks=self._local,
+                                        context=context, stream=name, emitter_task=task_id,
+                                        target_component=bolt))
+            routers[name] = StreamRouter(name, stream.fields, stream.direct, subs,
+                                         frozenset(direct_tasks))
+        return routers
+
+
+def execution_order(spec: TopologySpec, runners: Sequence[TaskRunner]) -> list[TaskRunner]:
+    """The order tasks run their queues in each round: upstream first (spouts, which take acker
+    replies, then bolts by depth, ackers last), so a tuple tree emitted in a round is processed,
+    and its acks aggregated, within that round."""
+    depths = _depths(spec)
+    unknown = len(spec.components) + 1  # ackers
+    return sorted(runners, key=lambda r: (depths.get(r.component_id, unknown), r.task_id))
+
+
+def _depths(spec: TopologySpec) -> dict[str, int]:
+    """Component → longest distance from a spout (spouts 0; cycles are cut)."""
+    depth = {cid: 0 for cid in spec.spouts}
+    for _ in range(len(spec.components)):
+        changed = False
+        for cid, comp in spec.components.items():
+            for inp in comp.inputs:
+                d = depth.get(inp.component)
+                if d is not None and d + 1 > depth.get(cid, -1) and \
+                        d + 1 <= len(spec.components):
+                    depth[cid] = d + 1
+                    changed = True
+        if not changed:
+            break
+    return depth

@@ -1,0 +1,189 @@
+"""Inbound: the transport boundary of a worker — frames from peers turned into queued Tuples.
+
+Worker ports are unauthenticated (as in Storm by default), so a frame may hold anything. The
+contract: a frame never stops the worker. Each wire tuple (``[dest_task, stream, src_task, root,
+edge, anchors, values]``, see ``messaging/codec.py``) is checked in the one pass that queues it,
+against a table built once from the topology (``accepts``):
+
+* ``dest_task`` is a task of this worker;
+* ``stream`` is one the destination takes from ``src_task``: a bolt the streams it subscribes to
+  from ``src_task``'s component, an acker task the acker streams from any task (or -1, a
+  worker's aggregated acks), a spout task the acker's replies from acker tasks;
+* ``values`` is a list of the stream's declared length (``__ack_ack`` to an acker: ``root, xor``
+  pairs; a reply to a spout: one int root; the acker core checks its values itself);
+* ``root`` and ``edge`` are ints, ``anchors`` nil or a map of int → int.
+
+Anything else is dropped and counted per reason in ``rejected`` (an undecodable frame counts
+once); the rest of the frame is still delivered. Drops are logged at most once per
+``LOG_INTERVAL`` seconds, with what was wrong, the count since the last line and the sender
+(the peer address the transport reports, and the source task the tuple claims).
+Runs on the loop thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from stormpy.acker.streams import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET_TIMEOUT
+from stormpy.messaging.codec import decode_frame
+from stormpy.topology.fields import Fields
+from stormpy.topology.layout import ACKER_COMPONENT, TaskLayout
+from stormpy.topology.spec import SPOUT, TopologySpec
+from stormpy.topology.tuple import SYSTEM_COMPONENT, Tuple
+
+__all__ = ["LOG_INTERVAL", "Inbound", "accepts"]
+
+log = logging.getLogger("stormpy.worker")
+
+#: Seconds between two log lines about dropped input.
+LOG_INTERVAL = 10.0
+#: Value counts with a meaning beyond "exactly n": root/xor pairs; one int root.
+PAIRS = -1
+ONE_ROOT = -2
+
+#: what a destination takes from one source task: stream → (value count, source component, fields)
+Streams = dict[str, tuple[int, str, Fields | None]]
+
+
+def accepts(spec: TopologySpec, layout: TaskLayout,
+            local_tasks: Sequence[int]) -> dict[int, dict[int, Streams]]:
+    """dest task → src task → what it takes (see the module docstring)."""
+    comp_of = layout.task_component
+    ackers = layout.acker_tasks
+    out: dict[int, dict[int, Streams]] = {}
+    acker_in: dict[int, Streams] = {}
+    for src in [-1, *sorted(comp_of)]:
+        comp = comp_of.get(src, SYSTEM_COMPONENT)
+        acker_in[src] = {ACK_INIT: (3, comp, None), ACK_ACK: (PAIRS, comp, None),
+                         ACK_FAIL: (1, comp, None), ACK_RESET_TIMEOUT: (1, comp, None)}
+    spout_in: dict[int, Streams] = {
+        a: {s: (ONE_ROOT, ACKER_COMPONENT, None) for s in (ACK_ACK, ACK_FAIL, ACK_RESET_TIMEOUT)}
+        for a in ackers}
+    bolt_in: dict[str, dict[int, Streams]] = {}
+    for dest in local_tasks:
+        component = comp_of[dest]
+        if component == ACKER_COMPONENT:
+            out[dest] = acker_in
+        elif spec.components[component].kind == SPOUT:
+            out[dest] = spout_in
+        else:
+            table = bolt_in.get(component)
+            if table is None:
+                table = bolt_in[component] = {}
+                for inp in spec.components[component].inputs:
+                    declared = spec.components[inp.component].output_stream(inp.stream)
+                    if declared is None:  # validate() refuses it; nothing to accept
+                        continue
+                    fields = declared.fields
+                    for src in layout.component_tasks.get(inp.component, []):
+                        table.setdefault(src, {})[inp.stream] = (len(fields), inp.component, fields)
+            out[dest] = table
+    return out
+
+
+class Inbound:
+    """Decodes, checks and queues inbound frames for the tasks in ``appenders`` (task → its
+    queue's ``append``). ``sender(frame)`` names where a frame came from ("" if unknown)."""
+
+    def __init__(self, table: dict[int, dict[int, Streams]],
+                 appenders: Mapping[int, Callable[[Tuple], None]],
+                 sender: Callable[[Any], str], worker: str) -> None:
+        self._table = table
+        self._appenders = dict(appenders)
+        self._sender = sender
+        self._worker = worker
+        #: reason → tuples (or undecodable frames) dropped since the worker started
+        self.rejected: dict[str, int] = {}
+        self._unlogged = 0
+        self._next_log = 0.0
+
+    @property
+    def rejected_total(self) -> int:
+        return sum(self.rejected.values())
+
+    def take(self, frames: list[Any]) -> int:
+        """Queue the valid tuples of ``frames``; returns how many were queued."""
+        n = 0
+        table = self._table
+        appenders = self._appenders
+        for frame in frames:
+            try:
+                batch = decode_frame(frame)
+            except ValueError as exc:
+                self._reject("undecodable frame", str(exc), frame, None)
+                continue
+            for item in batch:
+                try:
+                    if type(item) is not list or len(item) != 7:
+                        self._reject("not a wire tuple", "not an array of 7 items", frame, None)
+                        continue
+                    dest, stream, src, root, edge, anchors, values = item
+                    by_src = table.get(dest)
+                    if by_src is None:
+                        self._reject("unknown destination task", f"task {dest!r}", frame, src)
+                        continue
+                    streams = by_src.get(src)
+                    want = streams.get(stream) if streams is not None else None
+                    if want is None:
+                        self._reject("unexpected stream", f"stream {stream!r} from task {src!r} to "
+                                     f"task {dest}", frame, src)
+                        continue
+                    count = want[0]
+                    if type(values) is not list or not (
+                            len(values) == count if count >= 0 else
+                            (len(values) >= 2 and len(values) % 2 == 0) if count == PAIRS else
+                            (len(values) == 1 and type(values[0]) is int)):
+                        self._reject("wrong values", f"stream {stream!r} to task {dest} expects "
+                                     f"{_expected(count)}, got {_short(values)}", frame, src)
+                        continue
+                    if type(root) is not int or type(edge) is not int or (
+                            anchors is not None and not _int_map(anchors)):
+                        self._reject("bad tuple ids", f"root {_short(root)}, edge {_short(edge)}, "
+                                     f"anchors {_short(anchors)}", frame, src)
+                        continue
+                    appenders[dest](Tuple(values, stream, src, want[1], want[2], root, edge,
+                                          anchors))
+                    n += 1
+                except (TypeError, ValueError) as exc:  # an unhashable key, an odd type
+                    self._reject("malformed tuple", f"{type(exc).__name__}: {exc}", frame, None)
+        return n
+
+    def _reject(self, reason: str, detail: str, frame: Any, src: Any) -> None:
+        self.rejected[reason] = self.rejected.get(reason, 0) + 1
+        self._unlogged += 1
+        now = time.monotonic()
+        if now < self._next_log:
+            return
+        self._next_log = now + LOG_INTERVAL
+        try:
+            peer = self._sender(frame) or "an unknown peer"
+        except Exception:  # noqa: BLE001 - naming the sender must not fail the worker
+            peer = "an unknown peer"
+        claimed = f", claiming source task {_short(src)}" if src is not None else ""
+        log.warning("worker %s: dropped %d invalid inbound tuple(s)/frame(s) since the last report "
+                    "(%d in all); latest from %s%s: %s: %s", self._worker, self._unlogged,
+                    self.rejected_total, peer, claimed, reason, detail)
+        self._unlogged = 0
+
+
+def _int_map(anchors: Any) -> bool:
+    if type(anchors) is not dict:
+        return False
+    return all(type(k) is int and type(v) is int for k, v in anchors.items())
+
+
+def _expected(count: int) -> str:
+    if count == PAIRS:
+        return "an even number (>= 2) of values"
+    if count == ONE_ROOT:
+        return "one int root"
+    return f"{count} value(s)"
+
+
+def _short(value: Any) -> str:
+    """``repr`` cut to 80 characters (the values come from anyone)."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -1,0 +1,110 @@
+"""Transfer: the outbound side of a worker (Storm's worker transfer) and its backpressure.
+
+Tuples for tasks of other workers are appended, in wire form, to their peer's outbox; an outbox is
+packed with msgpack into ONE frame (one C call, by the worker's own Packer) and sent when it
+reaches ``topology.transfer.batch.size`` tuples or at the end of the loop round. A frame the
+transport cannot take is kept, in order, and retried every round: nothing is dropped, and the
+spouts are held back until it is sent. ``backpressured()`` — a refused frame waits, or a local
+task queue holds ``topology.executor.receive.buffer.size`` tuples — tells the loop to skip the
+spouts' round. Values were
+checked at emit, so packing fails only on a runtime bug; the error then names the component and
+stream of the first tuple msgpack refused.
+
+Runs on the loop thread.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Container, Mapping, Sequence
+
+from stormpy.messaging.codec import FrameEncoder, WireTuple
+from stormpy.messaging.transport import Transport
+from stormpy.topology.errors import EmitError
+from stormpy.topology.tuple import SYSTEM_COMPONENT, Tuple
+from stormpy.worker.dispatch import Dispatch
+from stormpy.worker.errors import caused_by
+
+
+class Transfer:
+    """Per-peer outboxes and refused frames of one worker; installs the delivery table entries of
+    tasks in other workers."""
+
+    def __init__(self, transport: Transport, dispatch: Dispatch, batch_size: int,
+                 task_component: Mapping[int, str], queues: Sequence[deque[Tuple]],
+                 queue_cap: int) -> None:
+        """``queues``: the local task queues, full at ``queue_cap`` tuples."""
+        self.transport = transport
+        self._queues = list(queues)
+        self._queue_cap = max(1, queue_cap)
+        self._dispatch = dispatch
+        self._batch_size = max(1, batch_size)
+        self._task_component = task_component
+        self._outbox: dict[str, list[WireTuple]] = {}
+        self._blocked: dict[str, deque[bytes]] = {}
+        self._encoder = FrameEncoder()
+
+    def route(self, task_peers: Mapping[int, str], local_tasks: Container[int]) -> None:
+        """Point every task not in ``local_tasks`` at its peer in ``task_peers`` (undeliverable
+        when it has none). Call on the loop thread (after a reassignment too)."""
+        deliver = self._dispatch.deliver
+        undeliverable = self._dispatch.undeliverable
+        for task in range(len(deliver)):
+            if task not in local_tasks:
+                deliver[task] = undeliverable
+        for task, peer in task_peers.items():
+            if task in local_tasks:
+                continue
+            box = self._outbox.setdefault(peer, [])
+            deliver[task] = self._deliverer(peer, task, box)
+
+    def _deliverer(self, peer: str, dest: int, box: list[WireTuple]) -> Callable[[Tuple], None]:
+        """Append the wire form of a tuple to ``peer``'s outbox (packed as one frame when the box
+        is full or at the end of the round)."""
+        batch = self._batch_size
+        flush = self._flush_peer
+
+        def deliver(tup: Tuple) -> None:
+            box.append([dest, tup.stream, tup.task, tup.root, tup.edge, tup.anchors, tup.values])
+            if len(box) >= batch:
+                flush(peer, box)
+        return deliver
+
+    def _flush_peer(self, peer: str, box: list[WireTuple]) -> None:
+        try:
+            frame = self._encoder.encode(box)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise caused_by(self._unpackable(box, exc), None)  # noqa: B904
+        box.clear()
+        blocked = self._blocked.get(peer)
+        if blocked or not self.transport.send(peer, frame):
+            self._blocked.setdefault(peer, deque()).append(frame)
+
+    def _unpackable(self, box: list[WireTuple], exc: Exception) -> EmitError:
+        """Name the component and stream of the first tuple msgpack refused."""
+        for dest, stream, src, _root, _edge, anchors, values in box:
+            try:
+                self._encoder.encode([values, anchors])
+            except (TypeError, ValueError, OverflowError) as err:
+                component = self._task_component.get(src, SYSTEM_COMPONENT)
+                return EmitError(f"component {component!r}, stream {stream!r}: cannot serialise "
+                                 f"values for task {dest}: {err}")
+        return EmitError(f"cannot serialise a batch of tuples: {exc}")
+
+    def flush(self) -> None:
+        """Retry refused frames in order, then pack and send every non-empty outbox."""
+        for peer, blocked in self._blocked.items():
+            while blocked and self.transport.send(peer, blocked[0]):
+                blocked.popleft()
+        for peer, box in self._outbox.items():
+            if box:
+                self._flush_peer(peer, box)
+
+    def backpressured(self) -> bool:
+        """True while a local task queue is full or a frame the transport refused is waiting
+        (spouts pause)."""
+        cap = self._queue_cap
+        for q in self._queues:
+            if len(q) >= cap:
+                return True
+        return any(self._blocked.values())

@@ -1,0 +1,142 @@
+"""Nimbus high availability in this process against a real ZooKeeper: one leader among several
+Nimbus daemons, standbys refusing writes and replicating bundles, clients following the leader,
+and a takeover that resumes the topologies and rolls back a half-written submission."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stormpy.bundle import build_bundle
+from stormpy.cli.topology_loader import load_topology
+from stormpy.cluster import ClusterState, StormBase, SupervisorInfo
+from stormpy.nimbus import Nimbus, NimbusClient
+from stormpy.rpc.errors import InvalidRequestError, NotLeaderError
+
+pytestmark = [pytest.mark.timeout(120), pytest.mark.zookeeper]
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def wait_until(cond: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+class HA:
+    """Two Nimbus daemons on one cluster, a supervisor registered in ZooKeeper, a bundle."""
+
+    def __init__(self, zk: str, root: str, tmp: Path, **extra: Any) -> None:
+        self.zk, self.root, self.tmp = zk, root, tmp
+        self.extra = extra
+        self.nimbuses = [self.start(i) for i in range(2)]
+        self.state = ClusterState.connect(zk, root)
+        self.state.register_supervisor(SupervisorInfo("sup-a", "127.0.0.1", [6700, 6701], time.time(), "t"))
+        src = tmp / "src"
+        src.mkdir()
+        shutil.copy(EXAMPLES / "wordcount.py", src / "wordcount.py")
+        self.bundle = build_bundle(src, tmp / "wc.zip")
+        self.spec = load_topology(src, "wordcount:topology").spec.to_doc()
+
+    def start(self, i: int) -> Nimbus:
+        conf = {"storm.zookeeper.servers": [self.zk], "storm.zookeeper.root": self.root,
+                "storm.local.dir": str(self.tmp / f"nimbus-{i}"), "nimbus.thrift.port": 0,
+                "nimbus.monitor.freq.secs": 0.2, "nimbus.task.launch.secs": 60,
+                "storm.zookeeper.session.timeout": 4000, **self.extra}
+        return Nimbus(conf).start()
+
+    def leader(self) -> Nimbus:
+        return wait_until(lambda: next((n for n in self.nimbuses if n.is_leader()), None), what="a leader")
+
+    def standby(self) -> Nimbus:
+        return next(n for n in self.nimbuses if n is not self.leader())
+
+    def client(self, first: Nimbus) -> NimbusClient:
+        seeds = [n.address for n in self.nimbuses]
+        return NimbusClient("127.0.0.1", first.port, timeout_secs=5, retries=0, seeds=seeds,
+                            leader_wait_secs=30)
+
+    def close(self) -> None:
+        for n in self.nimbuses:
+            n.stop()
+        self.state.close()
+
+
+@pytest.fixture
+def ha(zookeeper: Any, zk_root: str, tmp_path: Path) -> Iterator[HA]:
+    env = HA(zookeeper.connect_string, zk_root, tmp_path, **{"topology.min.replication.count": 2})
+    try:
+        yield env
+    finally:
+        env.close()
+
+
+def test_one_leader_standby_refuses_writes_naming_it(ha: HA) -> None:
+    leader, standby = ha.leader(), ha.standby()
+    assert sum(n.is_leader() for n in ha.nimbuses) == 1
+    assert standby.leader_address() == leader.address
+    plain = NimbusClient("127.0.0.1", standby.port, timeout_secs=5, leader_wait_secs=0)
+    try:
+        with pytest.raises(NotLeaderError, match=f"not the leader, leader is {leader.address}") as err:
+            plain.rpc.call("kill_topology", name="wc")
+        assert err.value.leader == leader.address
+        assert plain.rpc.call("get_leader")["leader"] == leader.address
+        assert "supervisors" in plain.cluster_info()  # reads are served by a standby
+    finally:
+        plain.close()
+
+
+def test_submit_through_a_standby_is_replicated_before_it_is_acknowledged(ha: HA) -> None:
+    leader, standby = ha.leader(), ha.standby()
+    with ha.client(standby) as client:  # starts at the standby, follows it to the leader
+        tid = client.submit("wc", ha.bundle.path, ha.spec, {"topology.workers": 1})
+        assert client.address == leader.address
+    for nimbus in (leader, standby):  # min.replication.count = 2: both held it before the answer
+        assert nimbus.manager is not None and nimbus.manager.store.exists(tid)
+    assert set(ha.state.storage.children(ha.state.paths.blobstore(tid))) == {leader.nimbus_id,
+                                                                              standby.nimbus_id}
+    assert ha.state.submitting() == []
+    assert ha.state.storm_base(tid).status == "active"  # type: ignore[union-attr]
+
+
+def test_submit_without_enough_replicas_is_rolled_back(zookeeper: Any, zk_root: str, tmp_path: Path) -> None:
+    env = HA(zookeeper.connect_string, zk_root, tmp_path, **{"topology.min.replication.count": 3,
+                                                             "topology.max.replication.wait.time.sec": 1})
+    try:
+        leader = env.leader()
+        with env.client(leader) as client, pytest.raises(InvalidRequestError, match="only 2 of the 3"):
+            client.submit("wc", env.bundle.path, env.spec, {"topology.workers": 1})
+        assert env.state.topologies() == [] and env.state.submitting() == []
+        assert leader.manager is not None and leader.manager.store.topology_ids() == []
+    finally:
+        env.close()
+
+
+def test_standby_takes_over_resumes_topologies_and_rolls_back_half_submissions(ha: HA) -> None:
+    leader, standby = ha.leader(), ha.standby()
+    with ha.client(leader) as client:
+        tid = client.submit("wc", ha.bundle.path, ha.spec, {"topology.workers": 1})
+        # a submission the leader began and never committed (as if it died in the middle)
+        ha.state.mark_submitting("half-1-aa")
+        ha.state.set_storm_base(StormBase(topology_id="half-1-aa", name="half", status="inactive",
+                                          num_workers=1, launch_time=time.time(), owner=""))
+        leader.stop()
+        wait_until(standby.is_leader, what="the standby to take over")
+        assert ha.state.storm_base("half-1-aa") is None and ha.state.submitting() == []
+        info = client.topology_info("wc")  # the client follows the new leader
+        assert info["id"] == tid and info["status"] == "active"
+        client.kill("wc", wait_secs=0)
+        assert client.address == standby.address
+    wait_until(lambda: tid not in ha.state.topologies(), what="the topology to be removed")
+    assert standby.manager is not None and not standby.manager.store.exists(tid)

@@ -1,0 +1,97 @@
+"""Checkpointed state on real processes: a stateful word count on a Nimbus + supervisors cluster,
+the worker of a counting task killed with SIGKILL mid-stream; after the rollback and the replay
+the committed state equals the exact counts of the input."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from cluster_kit import (  # noqa: F401 - fixtures
+    attach_cluster_logs,
+    cluster_fixture,
+    kill_and_check_gone,
+    wait_for,
+)
+
+from stormpy.bundle import build_bundle
+from stormpy.state import KeyValueState, SqliteDocStore
+from stormpy.testing.cluster import ProcessCluster
+from stormpy.topology.layout import compute_layout
+
+HERE = Path(__file__).resolve().parent / "state_topologies"
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import statecount  # noqa: E402
+
+pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster]
+
+
+def acked(db: Path) -> int:
+    if not db.exists():
+        return 0
+    conn = sqlite3.connect(db, timeout=30)
+    try:
+        return int(conn.execute("SELECT count(*) FROM acked").fetchone()[0])
+    except sqlite3.OperationalError:
+        return 0
+    finally:
+        conn.close()
+
+
+def committed_counts(db: Path, tasks: list[int]) -> Counter[str]:
+    total: Counter[str] = Counter()
+    for task in tasks:
+        store = SqliteDocStore(db, prefix=f"statecount/count-{task}/")
+        try:
+            total.update(dict(KeyValueState(store).items()))
+        finally:
+            store.close()
+    return total
+
+
+def test_kill9_stateful_worker_counts_stay_exact(cluster: ProcessCluster, tmp_path: Path) -> None:
+    n = 3000
+    db = tmp_path / "state.sqlite"
+    spec = statecount.build(str(db), n)
+    bundle = build_bundle(HERE, tmp_path / "statecount.zip").path
+    conf = {"topology.workers": 2, "topology.message.timeout.secs": 6,
+            "topology.max.spout.pending": 40, "topology.state.checkpoint.interval.ms": 200,
+            "topology.state.provider": "sqlite",
+            "topology.state.provider.config": {"path": str(db)}}
+    tid = cluster.client().submit("statecount", bundle, spec.to_doc(), conf)
+    layout = compute_layout(spec, conf)
+    count_tasks = layout.component_tasks["count"]
+    spout_task = layout.component_tasks["words"][0]
+
+    def port_of(task: int) -> int | None:
+        a = cluster.state.assignment(tid)
+        if a is None:
+            return None
+        for (start, end), (_node, port) in a.executors.items():
+            if start <= task <= end:
+                return int(port)
+        return None
+
+    wait_for(lambda: acked(db) > 200, 90, "the first committed words", cluster)
+    workers = wait_for(lambda: cluster.worker_processes(tid)
+                       if len(cluster.worker_processes(tid)) == 2 else None,
+                       60, "two worker processes", cluster)
+    ports = {int(argv[argv.index("--port") + 1]): pid for pid, argv in workers}
+    candidates = [p for p in {port_of(t) for t in count_tasks} if p != port_of(spout_task)]
+    assert candidates, "every counting task shares the spout's worker"
+    progress = acked(db)
+    assert progress < n, "the stream ended before the kill"
+    os.kill(ports[candidates[0]], signal.SIGKILL)
+    wait_for(lambda: acked(db) > progress + 100 or acked(db) >= n, 120,
+             "progress after the kill", cluster)
+    wait_for(lambda: acked(db) >= n, 180, f"all {n} words acked", cluster)
+    kill_and_check_gone(cluster, "statecount", tid)
+    expected = Counter(statecount.word(i).lower() for i in range(n))
+    assert committed_counts(db, count_tasks) == expected

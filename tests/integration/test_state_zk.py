@@ -1,0 +1,38 @@
+"""KeyValueState on ZooKeeper (``topology.state.provider: zookeeper``): prepare, commit, rollback
+and recovery from a restarted task, on a real server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from stormpy.state import KeyValueState, open_store
+
+pytestmark = [pytest.mark.zookeeper]
+
+
+def test_key_value_state_on_zookeeper(zookeeper: Any, zk_root: str) -> None:
+    conf = {"topology.state.provider": "zookeeper",
+            "topology.state.provider.config": {"servers": ["127.0.0.1"],
+                                               "port": zookeeper.port, "root": zk_root}}
+    store = open_store(conf, "wc/count-3", "wc-1")
+    try:
+        state = KeyValueState(store)
+        state.put("cow", 2)
+        state.put(7, [1, "x"])
+        state.prepare_commit(1)
+        assert state.commit(1)
+        state.put("cow", 3)
+        state.prepare_commit(2)
+        restarted = KeyValueState(open_store(conf, "wc/count-3", "wc-1"))
+        assert dict(restarted.items()) == {"cow": 2, 7: [1, "x"]}
+        restarted.rollback()
+        restarted.store.close()
+        again = KeyValueState(open_store(conf, "wc/count-3", "wc-1"))
+        assert dict(again.items()) == {"cow": 2, 7: [1, "x"]}
+        again.store.close()
+        assert "p.2" not in store.names()
+        assert zk_root in store.location
+    finally:
+        store.close()

@@ -1,0 +1,282 @@
+"""The UI's parts without a cluster: heartbeat task/process fields, windowed counters across worker
+restarts, the rebalance body, the token and CSRF rules, the SVG graph and the REST documents over
+a fake Nimbus (Starlette's TestClient)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette")
+from starlette.testclient import TestClient  # noqa: E402
+
+from stormpy.cluster import WorkerHeartbeat  # noqa: E402
+from stormpy.cluster.records import DocumentError  # noqa: E402
+from stormpy.rpc.errors import NotFoundError, UnreachableError  # noqa: E402
+from stormpy.ui.app import BadRequest, create_app, parse_rebalance  # noqa: E402
+from stormpy.ui.graph import render_svg  # noqa: E402
+from stormpy.ui.security import CSRF_COOKIE, Denied, UiAuth  # noqa: E402
+from stormpy.ui.source import UiBackend  # noqa: E402
+from stormpy.ui.windows import ALL_TIME, TopologyWindows, parse_window  # noqa: E402
+from stormpy.worker.heartbeats import process_stats, task_entries  # noqa: E402
+
+
+def task(task_id: int, component: str, acked: int, emitted: int = 0, **extra: Any) -> dict[str, Any]:
+    return {"task": task_id, "component": component, "emitted": {"default": emitted, "__ack_init": 1},
+            "transferred": emitted, "executed": 0, "acked": acked, "failed": 0, "latency_sum": 0.5,
+            "latency_count": acked, **extra}
+
+
+def beat(time: float, uptime: float, tasks: list[dict[str, Any]], port: int = 6700) -> WorkerHeartbeat:
+    return WorkerHeartbeat(topology_id="wc-1", node="sup-a", port=port, time=time, uptime=uptime,
+                           executors=((1, 1), (2, 2)), tasks=tuple(tasks))
+
+
+def test_heartbeat_tasks_and_process_round_trip_and_are_checked() -> None:
+    entries = task_entries([task(1, "spout", 3, emitted=5)])
+    assert entries[0]["emitted"] == {"default": 5, "__ack_init": 1}
+    proc = process_stats()
+    assert proc["rss_bytes"] > 0 and "gc_collections_0" in proc
+    b = WorkerHeartbeat(topology_id="t", node="n", port=1, time=1.0, uptime=1.0, tasks=tuple(entries),
+                        process=proc)
+    assert WorkerHeartbeat.from_doc(b.to_doc()) == b
+    old = b.to_doc()
+    del old["tasks"], old["process"]
+    assert WorkerHeartbeat.from_doc(old).tasks == ()
+    bad = {**b.to_doc(), "tasks": [{"task": "x", "component": "c"}]}
+    with pytest.raises(DocumentError, match="tasks"):
+        WorkerHeartbeat.from_doc(bad)
+
+
+def test_windows_survive_worker_restarts_and_skip_repeated_beats() -> None:
+    w = TopologyWindows(now=1000.0)
+    w.observe([beat(1001, 0.5, [task(1, "spout", 10, emitted=10)])], 1001)  # started after the tracker
+    w.observe([beat(1001, 0.5, [task(1, "spout", 10, emitted=10)])], 1002)  # same beat again
+    w.observe([beat(1003, 2.5, [task(1, "spout", 25, emitted=25)])], 1003)
+    w.observe([beat(1005, 1, [task(1, "spout", 4, emitted=4)])], 1005)  # restarted: from zero
+    totals = w.totals(ALL_TIME, 1005)[("spout", 1)]
+    assert totals["acked"] == 29 and totals["emitted:default"] == 29
+    assert w.totals("600", 1005)[("spout", 1)]["acked"] == 29
+    assert w.totals("600", 1005 + 700) == {}  # gone from the 10-minute window
+    assert w.totals("10800", 1005 + 700)[("spout", 1)]["acked"] == 29
+
+
+def test_windows_do_not_count_carried_counters_twice() -> None:
+    w = TopologyWindows(now=1000.0)
+    w.observe([beat(1001, 0.5, [task(1, "spout", 10, emitted=10)])], 1001)
+    carried = WorkerHeartbeat(topology_id="wc-1", node="sup-a", port=6700, time=1003, uptime=1,
+                              tasks=(task(1, "spout", 14, emitted=14),),
+                              process={"counters_carried": 1.0})
+    w.observe([carried], 1003)  # restarted, but its counters continue the old ones: +4
+    moved = WorkerHeartbeat(topology_id="wc-1", node="sup-b", port=6701, time=1005, uptime=1,
+                            tasks=(task(1, "spout", 20, emitted=20),),
+                            process={"counters_carried": 1.0})
+    w.observe([moved], 1005)  # the task moved to another slot, counters carried: +6
+    assert w.totals(ALL_TIME, 1005)[("spout", 1)]["acked"] == 20
+    assert w.totals("600", 1005)[("spout", 1)]["emitted:default"] == 20
+
+
+def test_windows_do_not_count_older_figures_in_recent_windows() -> None:
+    w = TopologyWindows(now=1000.0)
+    w.observe([beat(1001, 500, [task(1, "spout", 100)])], 1001)  # running long before the UI
+    assert w.totals(ALL_TIME, 1001)[("spout", 1)]["acked"] == 100
+    assert w.totals("600", 1001) == {}
+    w.observe([beat(1002, 501, [task(1, "spout", 130)])], 1002)
+    assert w.totals("600", 1002)[("spout", 1)]["acked"] == 30
+
+
+def test_parse_window() -> None:
+    assert parse_window(None) == "600" and parse_window(":all-time") == ALL_TIME
+    with pytest.raises(ValueError, match="window '7'"):
+        parse_window("7")
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    (b"{", "not JSON"), (b"[]", "JSON object"), (b'{"rebalanceOptions": 3}', "rebalanceOptions"),
+    (b'{"rebalanceOptions": {"numWorkers": 0}}', "numWorkers"),
+    (b'{"rebalanceOptions": {"numWorkers": "2"}}', "numWorkers"),
+    (b'{"rebalanceOptions": {"executors": {"count": -1}}}', "executors.count"),
+    (b'{"rebalanceOptions": {"workers": 2}}', "rebalanceOptions.workers"),
+])
+def test_parse_rebalance_names_the_bad_field(body: bytes, field: str) -> None:
+    with pytest.raises(BadRequest, match=field):
+        parse_rebalance(body)
+
+
+def test_parse_rebalance_accepts_storms_body() -> None:
+    assert parse_rebalance(b"") == (None, None)
+    assert parse_rebalance(b'{"rebalanceOptions": {"numWorkers": 3, "executors": {"count": 2}}}') == \
+        (3, {"count": 2})
+
+
+def test_token_and_csrf_rules() -> None:
+    open_ui = UiAuth({})
+    open_ui.check_post({}, {}, "http")  # a script, no auth configured
+    with pytest.raises(Denied, match="CSRF"):
+        open_ui.check_post({"cookie": "x=1"}, {}, "http")
+    open_ui.check_post({"cookie": "x", "x-csrf-token": "abc", "host": "h:1", "origin": "http://h:1"},
+                       {CSRF_COOKIE: "abc"}, "http")
+    with pytest.raises(Denied, match="cross-origin"):
+        open_ui.check_post({"origin": "http://evil", "host": "h:1"}, {}, "http")
+    locked = UiAuth({"nimbus.rpc.auth.token": "s3cret", "ui.auth.protect.gets": True})
+    with pytest.raises(Denied) as missing:
+        locked.check_post({}, {}, "http")
+    assert missing.value.status == 401
+    with pytest.raises(Denied) as wrong:
+        locked.check_post({"authorization": "Bearer nope"}, {}, "http")
+    assert wrong.value.status == 403
+    locked.check_post({"authorization": "Bearer s3cret"}, {}, "http")
+    with pytest.raises(Denied):
+        locked.check_get({})
+    assert UiAuth({"ui.auth.token": "a", "nimbus.rpc.auth.token": "b"}).token == "a"
+
+
+def test_svg_graph_escapes_and_colours_by_capacity() -> None:
+    vis = {"spout<x>": {":type": "spout", ":inputs": [], ":link": "#"},
+           "count": {":type": "bolt", ":capacity": "0.900", ":inputs": [
+               {":component": "spout<x>", ":stream": "default", ":rate": 12.5}], ":link": "#"}}
+    svg = render_svg(vis)
+    assert svg.startswith("<svg") and "spout&lt;x&gt;" in svg and "spout<x>" not in svg
+    assert 'data-rate="12.5"' in svg and "#fca5a5" in svg
+
+
+# -- the REST layer over a fake Nimbus -------------------------------------------------------------
+SPEC = {"version": 1, "components": {
+    "spout": {"kind": "spout", "tasks": 1, "inputs": []},
+    "count": {"kind": "bolt", "tasks": 2, "inputs": [
+        {"component": "spout", "stream": "default", "grouping": {"type": "fields", "fields": ["w"]}}]}}}
+TOPOLOGY = {"id": "wc-1", "name": "wc", "status": "active", "num_workers": 1, "requested_workers": 1,
+            "num_executors": 3, "uptime_secs": 3700.0, "owner": "me",
+            "workers": [{"node": "sup-a", "host": "127.0.0.1", "port": 6700,
+                         "executors": [[1, 1], [2, 2], [3, 3]], "uptime_secs": 20.0,
+                         "heartbeat_age_secs": 0.1}],
+            "components": {"spout": {"tasks": 1, "executors": 1}, "count": {"tasks": 2, "executors": 2}},
+            "errors": {"count": [{"time": 5.0, "task": 2, "host": "h", "port": 6700, "message": "boom"}]}}
+CLUSTER = {"nimbus": {"host": "127.0.0.1", "port": 6627, "version": "0.1.0", "uptime_secs": 99.0},
+           "supervisors": [{"id": "sup-a", "host": "127.0.0.1", "ports": [6700, 6701], "slots_total": 2,
+                            "slots_used": 1, "uptime_secs": 50.0, "version": "0.1.0",
+                            "stats": {"worker_launches": 3.0, "worker_restarts": 2.0}}],
+           "topologies": [{k: v for k, v in TOPOLOGY.items()
+                           if k not in ("workers", "components", "errors")}]}
+
+DAEMON_STATS = {"host": "127.0.0.1", "port": 6627, "is_leader": True,
+                "uploads": {"finished": 2, "bytes": 2048, "failed": 1},
+                "rpc": {"calls": {"get_cluster_info": 7, "submit_topology": 1},
+                        "errors": {"submit_topology": 1}, "refused": 4}}
+
+
+class FakeClient:
+    address = "127.0.0.1:1"
+
+    def __init__(self) -> None:
+        self.down = False
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def call(self, method: str, **args: Any) -> Any:
+        if self.down:
+            raise UnreachableError("connection refused")
+        self.calls.append((method, args))
+        if method == "get_cluster_info":
+            return CLUSTER
+        if method == "get_daemon_stats":
+            return DAEMON_STATS
+        if method == "get_topology_files":
+            return {"spec": SPEC, "conf": {"topology.message.timeout.secs": 30, "x.auth.token": "t"}}
+        if args.get("name") not in ("wc", "wc-1"):
+            raise NotFoundError(f"no topology {args.get('name')!r}")
+        return TOPOLOGY if method == "get_topology_info" else {}
+
+    def close(self) -> None:
+        pass
+
+
+Ui = tuple[TestClient, UiBackend, FakeClient]
+
+
+@pytest.fixture(name="ui")
+def ui_fixture() -> Ui:
+    backend = UiBackend({"nimbus.rpc.auth.token": "tok"}, state_factory=lambda: None)  # type: ignore
+    fake = FakeClient()
+    backend.client = fake  # type: ignore[assignment]
+    backend.window("wc-1").observe([beat(1.0, 1.0, [task(1, "spout", 40, emitted=40),
+                                                    task(2, "count", 20, executed=20),
+                                                    task(3, "count", 20, executed=20)])], 2.0)
+    return TestClient(create_app(backend, clock=lambda: 10.0)), backend, fake
+
+
+def test_rest_documents_have_storms_field_names(ui: Ui) -> None:
+    client, _backend, _fake = ui
+    summary = client.get("/api/v1/topology/summary").json()["topologies"][0]
+    assert summary["id"] == "wc-1" and summary["tasksTotal"] == 3 and summary["uptime"] == "1h 1m 40s"
+    doc = client.get("/api/v1/topology/wc-1", params={"window": ":all-time"}).json()
+    assert doc["spouts"][0]["spoutId"] == "spout" and doc["spouts"][0]["acked"] == 40
+    assert doc["spouts"][0]["completeLatency"] == "12.500"
+    bolt = doc["bolts"][0]
+    assert bolt["boltId"] == "count" and bolt["executed"] == 40 and bolt["lastError"] == "boom"
+    assert "capacity" not in bolt and "executeLatency" not in bolt  # not measured: left out
+    assert doc["configuration"]["x.auth.token"] == "*****"
+    assert [r["window"] for r in doc["topologyStats"]] == ["600", "10800", "86400", ":all-time"]
+    comp = client.get("/api/v1/topology/wc-1/component/count?window=:all-time").json()
+    assert comp["componentType"] == "bolt" and len(comp["executorStats"]) == 2
+    assert comp["componentErrors"][0]["error"] == "boom"
+    vis = client.get("/api/v1/topology/wc-1/visualization?window=:all-time").json()
+    assert vis["count"][":inputs"][0][":emitted"] == 40
+    assert client.get("/api/v1/nimbus/summary").json()["nimbuses"][0]["port"] == 6627
+    assert client.get("/api/v1/cluster/summary").json()["slotsFree"] == 1
+
+
+def test_rest_errors(ui: Ui) -> None:
+    client, _backend, fake = ui
+    missing = client.get("/api/v1/topology/nope")
+    assert missing.status_code == 404 and "nope" in missing.json()["errorMessage"]
+    assert "ghost" in client.get("/api/v1/topology/wc-1/component/ghost").json()["errorMessage"]
+    assert client.get("/api/v1/topology/wc-1?window=5").status_code == 400
+    auth = {"Authorization": "Bearer tok"}
+    assert client.post("/api/v1/topology/wc-1/activate").status_code == 401
+    bad = client.post("/api/v1/topology/wc-1/rebalance/0", headers=auth,
+                      content=b'{"rebalanceOptions": {"numWorkers": -2}}')
+    assert bad.status_code == 400 and "numWorkers" in bad.json()["errorMessage"]
+    assert client.post("/api/v1/topology/wc-1/kill/-1", headers=auth).status_code == 400
+    ok = client.post("/api/v1/topology/wc-1/rebalance/5", headers=auth,
+                     content=b'{"rebalanceOptions": {"numWorkers": 2}}')
+    assert ok.json() == {"topologyOperation": "rebalance", "topologyId": "wc-1", "status": "success"}
+    assert ("rebalance", {"name": "wc", "wait_secs": 5.0, "num_workers": 2, "executors": None}) in fake.calls
+    fake.down = True
+    down = client.get("/api/v1/cluster/summary")
+    assert down.status_code == 503 and "not reachable" in down.json()["errorMessage"]
+
+
+def test_pages_set_the_csrf_cookie_and_ship_their_assets(ui: Ui) -> None:
+    client, _backend, _fake = ui
+    page = client.get("/topology.html?id=wc-1")
+    assert page.status_code == 200 and CSRF_COOKIE in page.cookies
+    assert page.cookies[CSRF_COOKIE] in page.text and "http" not in page.text.split("<body")[0].replace(
+        "http-equiv", "")
+    assert "confirm(" in client.get("/static/ui.js").text
+    assert client.get("/static/ui.css").status_code == 200
+
+
+def test_metrics_export_the_daemons_counters(ui: Ui) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    client, _backend, fake = ui
+    text = client.get("/metrics").text
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for f in text_string_to_metric_families(text) for s in f.samples}
+    nimbus = (("host", "127.0.0.1"), ("port", "6627"))
+    sup = (("host", "127.0.0.1"), ("supervisor", "sup-a"))
+
+    def method(name: str) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted([*nimbus, ("method", name)]))
+    assert samples[("stormpy_supervisor_worker_restarts_total", sup)] == 2
+    assert samples[("stormpy_supervisor_worker_launches_total", sup)] == 3
+    assert samples[("stormpy_nimbus_uploads_total", nimbus)] == 2
+    assert samples[("stormpy_nimbus_upload_bytes_total", nimbus)] == 2048
+    assert samples[("stormpy_nimbus_uploads_failed_total", nimbus)] == 1
+    assert samples[("stormpy_nimbus_rpc_calls_total", method("get_cluster_info"))] == 7
+    assert samples[("stormpy_nimbus_rpc_errors_total", method("submit_topology"))] == 1
+    assert samples[("stormpy_nimbus_rpc_refused_total", nimbus)] == 4
+    fake.down = True  # Nimbus unreachable: the daemon counters are left out, the scrape answers
+    text = client.get("/metrics").text
+    assert "stormpy_nimbus_up 0.0" in text and "stormpy_nimbus_rpc_calls_total" not in text

@@ -1,0 +1,325 @@
+"""Mutation testing of the core modules with mutmut (``make mutate``; see docs/testing.md).
+
+Each *target* below names the source files to mutate (glob patterns, so a file split or renamed
+inside a target's directory stays covered) and the fast tests that may cover them. A target runs
+in its own work directory, ``.mutmut/<target>/``, whose ``pyproject.toml`` is the project's plus a
+``[tool.mutmut]`` section written here; mutmut copies the sources into ``mutants/`` there,
+collects once which tests reach which function, then runs, for each mutant, only the tests that
+reach its function. Results are cached per function (an unchanged function is not re-run), so a
+second run only tests what changed.
+
+The pure-Python tuple path is used (``STORMPY_PURE=1``): the compiled extensions would be
+imported instead of the mutated sources.
+
+Usage::
+
+    python tools/mutate.py run [TARGET ...]      # all targets when none is named
+    python tools/mutate.py summary [TARGET ...]  # scores from the last runs
+    python tools/mutate.py survivors TARGET      # surviving mutants, with their diffs
+    python tools/mutate.py recheck TARGET        # re-run only those (after adding tests)
+    python tools/mutate.py clean [TARGET ...]    # forget cached results
+
+Adding a module is one line in ``TARGETS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORK = ROOT / ".mutmut"
+#: the fast tests: unit tests only (no ZooKeeper, no real cluster processes, no JVM)
+FAST = ("tests/unit",)
+#: tests left out everywhere: they start fresh interpreters (the compiled-extension checks, the
+#: CLI, the bench, hashing in other processes), which import the installed package, not the mutants
+ALWAYS_IGNORE = ("--ignore=tests/unit/test_native.py", "--ignore=tests/unit/test_cli_local.py",
+                 "--ignore=tests/unit/test_bench_smoke.py",
+                 "--deselect=tests/unit/test_groupings.py::test_fields_hash_is_the_same_in_every_process")
+#: source lines never mutated: log calls (their wording is not behaviour; the whole call, however
+#: many lines it spans, is left alone)
+NO_MUTATE_LINES = (r"^\s*(log|logger)\.(debug|info|warning|error|exception)\(",)
+#: source files never worth mutating in any target
+ALWAYS_SKIP = ("*/__init__.py",)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Files to mutate (``fnmatch`` patterns over paths like ``src/stormpy/acker/core.py``, where
+    ``*`` also matches ``/``), patterns to leave out, and the tests mutmut may pick from (glob
+    patterns of test files or directories, relative to the repository root)."""
+
+    mutate: tuple[str, ...]
+    skip: tuple[str, ...] = ()
+    tests: tuple[str, ...] = FAST
+    #: pytest arguments, e.g. ``("--deselect", "tests/unit/test_x.py::test_slow")``
+    pytest_args: tuple[str, ...] = ()
+    #: ``fork`` (fastest) or ``forkserver`` (for tests whose setup is not fork-safe)
+    isolation: str = "fork"
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+#: The core set, then the modules added as they land. More (Kinesis InflightRecordTracker,
+#: transactional coordinator/committer, windowing, state) are one line each, e.g.
+#: ``"kinesis": Target(("src/stormpy/connectors/kinesis/inflight*.py",)),``
+TARGETS: dict[str, Target] = {
+    "acker": Target(("src/stormpy/acker/*.py",)),
+    # the executor loop, tasks and routing (and whatever the loop is split into); the process
+    # shell around them (process, ZooKeeper link, heartbeats, peers) is covered by integration
+    # tests, which are too slow to run per mutant
+    "worker": Target(("src/stormpy/worker/*.py",),
+                     skip=("*/worker/process.py", "*/worker/cluster_link.py", "*/worker/heartbeats.py",
+                           "*/worker/peers.py", "*/worker/error_reporter.py")),
+    "nimbus": Target(("src/stormpy/nimbus/uploads.py", "src/stormpy/nimbus/scheduler.py")),
+    # micro-batching (stormpy/batching.py) and the Spark bolt's batch records
+    "batching": Target(("src/stormpy/*batching.py",)),
+    # the Spark bolt: its tests run a real local Spark (one JVM per mutant run: slow, not in core)
+    "spark-bolt": Target(("src/stormpy/connectors/spark/bolt.py",), tests=("tests/spark",),
+                         isolation="forkserver"),
+    # Kafka: the acked-prefix tracker shared by connectors, the OffsetManager and the retry service
+    "kafka": Target(("src/stormpy/connectors/offsets.py", "src/stormpy/connectors/kafka/offset_manager.py",
+                     "src/stormpy/connectors/kafka/retry.py")),
+}
+#: what ``make mutate`` runs when no target is named
+CORE = ("acker", "nimbus", "batching", "worker")
+
+#: mutmut's exit codes per mutant (mutmut/stats.py), folded into the few states reported here
+KILLED = {1, 3, 36, -24, 24, 152, 255, 37}  # failed tests, timeouts, type check
+SURVIVED = {0}
+NO_TESTS = {5, 33}
+NOT_RUN = {None, 2, 34}
+EQUIVALENTS_FILE = ROOT / "tools" / "mutation_equivalents.txt"
+
+
+def source_files(target: Target) -> list[str]:
+    """The files a target mutates (paths relative to the repository root), sorted."""
+    found = []
+    for path in sorted((ROOT / "src").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if (any(fnmatch.fnmatch(rel, p) for p in target.mutate)
+                and not any(fnmatch.fnmatch(rel, p) for p in (*target.skip, *ALWAYS_SKIP))):
+            found.append(rel)
+    return found
+
+
+def repo_entries() -> list[str]:
+    """The repository's top-level files and directories that tests may read (all but the sources,
+    which mutmut copies itself, the project file, VCS and caches)."""
+    leave = {"src", "pyproject.toml", ".git", ".mutmut", ".venv", "build", ".hypothesis",
+             ".pytest_cache", ".ruff_cache", ".mypy_cache"}
+    return sorted(p.name for p in ROOT.iterdir() if p.name not in leave)
+
+
+def test_paths(target: Target) -> list[str]:
+    """The target's test patterns expanded (a pattern matching nothing is an error)."""
+    paths = []
+    for pattern in target.tests:
+        found = sorted(p.relative_to(ROOT).as_posix() for p in ROOT.glob(pattern))
+        if not found:
+            sys.exit(f"no test file or directory matches {pattern!r}")
+        paths.extend(found)
+    return paths
+
+
+def mutmut_config(target: Target, files: list[str]) -> dict[str, object]:
+    return {
+        "source_paths": ["src"],
+        "only_mutate": files,
+        "do_not_mutate_patterns": list(NO_MUTATE_LINES),
+        "pytest_add_cli_args": ["-p", "no:cacheprovider", "-q", *ALWAYS_IGNORE, *target.pytest_args],
+        "pytest_add_cli_args_test_selection": test_paths(target),
+        "also_copy": repo_entries(),
+        "process_isolation": target.isolation,
+        "use_git_change_detection": False,
+        **target.extra,
+    }
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def prepare(name: str) -> Path:
+    """Lay out ``.mutmut/<name>/``: links to the sources and tests, and a pyproject.toml that is
+    the project's plus this target's ``[tool.mutmut]``. Copies of files that no longer exist in
+    ``src`` (after a rename or split) are removed together with their cached results."""
+    target = TARGETS[name]
+    files = source_files(target)
+    if not files:
+        sys.exit(f"target {name!r}: no source file matches {target.mutate}")
+    work = WORK / name
+    work.mkdir(parents=True, exist_ok=True)
+    for entry in ("src", *repo_entries()):
+        link = work / entry
+        if not link.is_symlink():
+            link.symlink_to(ROOT / entry)
+    config = mutmut_config(target, files)
+    # mutants are numbered per function: when what gets mutated changes, cached results would be
+    # pinned to the wrong mutants, so they are dropped
+    generation = json.dumps({k: config[k] for k in ("only_mutate", "do_not_mutate_patterns")})
+    stamp = work / "generation.json"
+    if not stamp.exists() or stamp.read_text() != generation:
+        shutil.rmtree(work / "mutants", ignore_errors=True)
+        stamp.write_text(generation)
+    project = (ROOT / "pyproject.toml").read_text()
+    if "[tool.mutmut]" in project:
+        sys.exit("pyproject.toml has its own [tool.mutmut]: the targets live in tools/mutate.py")
+    section = "\n[tool.mutmut]\n" + "".join(
+        f"{key} = {_toml_value(value)}\n" for key, value in config.items())
+    (work / "pyproject.toml").write_text(project + section)
+    mutated_src = work / "mutants" / "src"
+    if mutated_src.is_dir():
+        for copy in list(mutated_src.rglob("*.py")):
+            source = ROOT / copy.relative_to(work / "mutants")
+            if not source.exists():
+                copy.unlink()
+                Path(str(copy) + ".meta").unlink(missing_ok=True)
+    return work
+
+
+def run(name: str, children: int, mutants: list[str] | None = None) -> int:
+    work = prepare(name)
+    env = {**os.environ, "STORMPY_PURE": "1"}
+    env.pop("PYTHONPATH", None)  # mutmut puts mutants/src first; nothing else may shadow it
+    mutmut = Path(sys.executable).with_name("mutmut")
+    print(f"== mutating {name}: {', '.join(source_files(TARGETS[name]))} (log: {work}/run.log)",
+          flush=True)
+    started = time.monotonic()
+    with open(work / "run.log", "w") as out:
+        code = subprocess.call([str(mutmut), "run", "--max-children", str(children), *(mutants or [])],
+                               cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT)
+    print(f"   {name}: mutmut exited {code} after {time.monotonic() - started:.0f} s", flush=True)
+    if code != 0:
+        print((work / "run.log").read_text()[-3000:], file=sys.stderr)
+    return code
+
+
+def equivalents() -> dict[str, str]:
+    """Mutant name -> reason, from tools/mutation_equivalents.txt (``name  # reason`` lines)."""
+    accepted = {}
+    if EQUIVALENTS_FILE.exists():
+        for line in EQUIVALENTS_FILE.read_text().splitlines():
+            name, _, reason = line.partition("#")
+            if name.strip():
+                accepted[name.strip()] = reason.strip()
+    return accepted
+
+
+def results(name: str) -> dict[str, dict[str, int | None]]:
+    """Per source file: mutant name -> mutmut exit code (None: not run yet)."""
+    work = WORK / name
+    found = {}
+    for rel in source_files(TARGETS[name]):
+        meta = work / "mutants" / (rel + ".meta")
+        if meta.exists():
+            found[rel] = json.loads(meta.read_text())["exit_code_by_key"]
+    return found
+
+
+def summary(names: list[str]) -> None:
+    accepted = equivalents()
+    print(f"{'target / file':<46} {'mutants':>7} {'killed':>6} {'surv.':>5} {'no test':>7} "
+          f"{'equiv.':>6} {'not run':>7} {'score':>6}")
+    for name in names:
+        per_file = results(name)
+        if not per_file:
+            print(f"{name:<46} (not run)")
+            continue
+        totals = [0, 0, 0, 0, 0, 0]
+        rows = []
+        for rel, codes in per_file.items():
+            counts = [len(codes), 0, 0, 0, 0, 0]
+            for mutant, code in codes.items():
+                if code in KILLED:
+                    counts[1] += 1
+                elif mutant in accepted and code in SURVIVED | NO_TESTS:
+                    counts[4] += 1
+                elif code in SURVIVED:
+                    counts[2] += 1
+                elif code in NO_TESTS:
+                    counts[3] += 1
+                elif code in NOT_RUN:
+                    counts[5] += 1
+            rows.append((rel.removeprefix("src/stormpy/"), counts))
+            totals = [a + b for a, b in zip(totals, counts)]
+        for label, counts in [(name, totals), *(("  " + r, c) for r, c in rows)]:
+            judged = counts[0] - counts[4] - counts[5]
+            score = f"{100 * counts[1] / judged:.1f}%" if judged else "-"
+            print(f"{label:<46} {counts[0]:>7} {counts[1]:>6} {counts[2]:>5} {counts[3]:>7} "
+                  f"{counts[4]:>6} {counts[5]:>7} {score:>6}")
+    print("score = killed / (mutants - accepted equivalents - not run yet); survivors and mutants "
+          "no test reaches count against it")
+
+
+def unkilled(name: str) -> list[str]:
+    """The target's surviving and untested mutants that are not accepted equivalents."""
+    accepted = equivalents()
+    return [mutant for codes in results(name).values() for mutant, code in sorted(codes.items())
+            if code in SURVIVED | NO_TESTS and mutant not in accepted]
+
+
+def recheck(name: str, children: int) -> int:
+    """Run the target's unkilled mutants again (after new tests), not the whole target."""
+    names = unkilled(name)
+    if not names:
+        print(f"{name}: nothing to recheck")
+        return 0
+    return run(name, children, names)
+
+
+def survivors(name: str) -> None:
+    work = WORK / name
+    mutmut = Path(sys.executable).with_name("mutmut")
+    for mutant in unkilled(name):
+        subprocess.call([str(mutmut), "show", mutant], cwd=work)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=("run", "recheck", "summary", "survivors", "clean", "list"))
+    parser.add_argument("targets", nargs="*", help=f"targets (default: {' '.join(CORE)})")
+    parser.add_argument("--children", type=int, default=2, help="mutants tested at once")
+    args = parser.parse_args(argv)
+    names = args.targets or list(CORE)
+    unknown = [n for n in names if n not in TARGETS]
+    if unknown:
+        parser.error(f"unknown target(s) {', '.join(unknown)}; known: {', '.join(TARGETS)}")
+    if args.command == "list":
+        for name in names:
+            print(f"{name}: {' '.join(source_files(TARGETS[name]))}  <- {' '.join(TARGETS[name].tests)}")
+    elif args.command == "run":
+        failed = [n for n in names if run(n, args.children) != 0]
+        summary(names)
+        if failed:
+            print(f"mutmut failed for: {', '.join(failed)}", file=sys.stderr)
+            return 1
+    elif args.command == "recheck":
+        failed = [n for n in names if recheck(n, args.children) != 0]
+        summary(names)
+        if failed:
+            return 1
+    elif args.command == "summary":
+        summary(names)
+    elif args.command == "survivors":
+        for name in names:
+            survivors(name)
+    elif args.command == "clean":
+        for name in names:
+            shutil.rmtree(WORK / name, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
