@@ -1,7 +1,9 @@
-"""Throughput and batch latency through a SparkBatchBolt (local mode, real local Spark).
+"""Throughput and batch latency through a SparkBatchBolt (local mode, real local Spark), and the
+bolt against a plain PySpark loop, in local mode and on a standalone Spark cluster.
 
     python -m bench.spark_bolt [--tuples 200000] [--sizes 1000 5000 20000] [--tasks 1 2]
                                [--paced-rate 2000]
+    python -m bench.spark_bolt --compare [--tuples 100000] [--sizes 20000] [--no-cluster]
 
 A reliable spout emits ``--tuples`` tuples (key, value, ts, agent) with message ids; a
 SparkBatchBolt turns each batch into a DataFrame (Arrow) and aggregates it (group by key: count,
@@ -13,6 +15,12 @@ Reported per configuration: tuples/s from the first emit to the last spout ack, 
 slot) and the Spark job itself. Flat out, Spark is the bottleneck, so closed batches queue for
 the task's single in-flight slot; the paced run (``--paced-rate`` tuples/s, batches of 1000)
 shows latency without that queueing. Results also go to bench/results/spark_bolt.json.
+
+``--compare`` (bench/spark_compare.py) runs, in one process and one run, the bolt (1 task) and
+a plain loop doing the same per batch — the same rows through Arrow (``rows_to_arrow``), the same
+``createDataFrame``, aggregation and ``collect``, the same batch size — first on ``local[*]``,
+then on a standalone master + 1 worker started for the run (``SparkStandalone``); results go to
+bench/results/spark_compare.json.
 """
 
 from __future__ import annotations
@@ -135,7 +143,16 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--paced-rate", type=float, default=2000.0,
                         help="tuples/s of the paced run (0 skips it)")
+    parser.add_argument("--compare", action="store_true",
+                        help="the bolt against a plain PySpark loop, local and standalone")
+    parser.add_argument("--no-cluster", action="store_true",
+                        help="with --compare: local mode only")
     args = parser.parse_args()
+    if args.compare:
+        from bench.spark_compare import compare
+
+        compare(args.tuples, args.sizes, cluster=not args.no_cluster)
+        return
     t0 = time.perf_counter()
     with spark_session({"spark.app.name": "bench-spark-bolt"}) as spark:
         spark.range(10).count()

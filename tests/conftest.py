@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -18,3 +20,21 @@ def spark_required() -> None:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"Spark is required in CI: {exc}", pytrace=False)
         pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def spark_standalone(spark_required: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real standalone Spark master + 1 worker (1 core, 1 GB) for the test session, started
+    from the installed PySpark (:class:`stormpy.local.spark_cluster.SparkStandalone`); logs in a
+    session temp dir. Skipped when PySpark or Java is missing, a failure in CI (``CI=true``)."""
+    from stormpy.local.spark_cluster import SparkStandalone
+
+    cluster = SparkStandalone(1, base_dir=tmp_path_factory.mktemp("spark-standalone"),
+                              worker_cores=1, worker_memory="1g", startup_timeout_secs=180)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        left = cluster.executor_processes()
+        assert left == [], f"Spark executor JVMs left: {left}"

@@ -173,6 +173,9 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("supervisor.heartbeat.frequency.secs", 5, "How often the supervisor heartbeats."),
     ConfigKey("worker.heartbeat.frequency.secs", 1, "How often a worker heartbeats."),
     ConfigKey("worker.bind.host", None, "Address workers bind; defaults to supervisor.host."),
+    ConfigKey("worker.code.dir", None,
+              "Set by a worker process (not by users): the directory of the topology's unpacked "
+              "bundle code, on its sys.path; Spark bolts ship it to Spark executors."),
     ConfigKey("supervisor.worker.shutdown.sleep.secs", 10,
               "Grace period between SIGTERM and SIGKILL when a supervisor stops a worker (Storm "
               "uses 3; longer here so a Spark bolt's cleanup can finish its running job)."),

@@ -259,3 +259,70 @@ def test_unemittable_results_abort_and_fail_the_batch(registry_list: Any) -> Non
     [(kind, batch_id, error)] = registry_list
     assert (kind, batch_id) == ("aborted", 0)
     assert "not plain data" in error
+
+
+
+class StuckFirstBatch(SparkBatchBolt):
+    """Batch 0 blocks in the driver until the test opens the gate (a ``threading.Event`` in the
+    registry under ``gate``); every batch returns its row count. Records aborts and outcomes in
+    ``key``."""
+
+    outputs = ["batch_id", "n"]
+
+    def __init__(self, key: str, gate: str, **batching: Any) -> None:
+        super().__init__(**batching)
+        self.key = key
+        self.gate = gate
+
+    def process_batch(self, df: Any, batch_id: int) -> Any:
+        if batch_id == 0:
+            registry.lookup(self.gate).wait(300)
+        return [[batch_id, df.count()]]
+
+    def abort_batch(self, batch_id: int, error: BaseException) -> None:
+        registry.lookup(self.key).append(("aborted", batch_id, type(error).__name__))
+
+    def on_batch_done(self, info: BatchInfo) -> None:
+        registry.lookup(self.key).append(("done", info))
+
+
+def test_a_stuck_batch_times_out_on_the_loop_and_its_late_outcome_is_dropped(
+        registry_list: Any) -> None:
+    """spark.stormpy.batch.timeout.secs: the loop fails the stuck batch at once (SparkBatchTimeout
+    reported) and frees its slot, so the next batch runs and is acked; when the stuck
+    ``process_batch`` returns later, ``abort_batch`` runs and its result is dropped."""
+    import threading
+
+    gate = threading.Event()
+    gate_key = registry.register(gate)
+    feeder = FeederSpout(["k", "v"])
+    builder = TopologyBuilder()
+    builder.set_spout("feed", feeder)
+    builder.set_bolt("spark", StuckFirstBatch, 1, kwargs={
+        "key": registry_list.key, "gate": gate_key, "batch_size": 2, "batch_seconds": 1,
+    }).shuffle_grouping("feed")
+    conf = {"spark.stormpy.batch.timeout.secs": 15, "topology.message.timeout.secs": 600}
+    try:
+        with LocalCluster() as cluster:
+            worker = cluster.submit_topology("stuck", conf, builder.create_topology())
+            feeder.feed(["a", 1], msg_id=1)
+            feeder.feed(["a", 2], msg_id=2)
+            cluster.wait_for(lambda: sorted(feeder.failed) == [1, 2], 120, "the stuck batch to fail")
+            feeder.feed(["b", 3], msg_id=3)
+            feeder.feed(["b", 4], msg_id=4)
+            cluster.wait_for(lambda: sorted(feeder.acked) == [3, 4], 120,
+                             "the next batch to be acked while batch 0 is still stuck")
+            assert not any(e[0] == "aborted" for e in registry_list), "batch 0 is still running"
+            gate.set()
+            cluster.wait_for(lambda: any(e[0] == "aborted" for e in registry_list), 120,
+                             "the stuck batch's late return to abort it")
+            cluster.wait_until_quiet()
+            errors = [e["error"] for e in worker.errors.get("spark", [])]
+    finally:
+        gate.set()
+        registry.unregister(gate_key)
+    assert any("SparkBatchTimeout" in e and "batch 0" in e for e in errors), errors
+    assert [e for e in registry_list if e[0] == "aborted"] == [("aborted", 0, "SparkBatchTimeout")]
+    done = infos(registry_list)
+    assert [(i.batch_id, i.ok) for i in done] == [(0, False), (1, True)], "batch 0 reported once"
+    assert sorted(feeder.failed) == [1, 2] and sorted(feeder.acked) == [3, 4]

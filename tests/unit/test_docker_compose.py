@@ -12,14 +12,17 @@ import click
 import pytest
 import yaml
 
+import stormpy.connectors.spark  # noqa: F401 - registers the spark.* config section
 from stormpy.cli.main import cli
 from stormpy.config import DEFAULTS
+from stormpy.local.spark_cluster import MASTER_CLASS, WORKER_CLASS
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES: dict[str, Any] = COMPOSE["services"]
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
 DAEMONS = ["nimbus", "nimbus2", "supervisor1", "supervisor2", "ui"]
+SPARK = ["spark-master", "spark-worker"]
 
 
 def image_conf() -> dict[str, Any]:
@@ -52,8 +55,8 @@ def exposed(service: str) -> list[int]:
     return ports
 
 
-def test_services_are_zookeeper_two_nimbuses_two_supervisors_and_the_ui() -> None:
-    assert set(SERVICES) == {"zookeeper", *DAEMONS}
+def test_services_are_zookeeper_two_nimbuses_two_supervisors_the_ui_and_spark() -> None:
+    assert set(SERVICES) == {"zookeeper", *DAEMONS, *SPARK}
     assert SERVICES["zookeeper"]["image"].startswith("zookeeper:")
     for name in DAEMONS:
         assert SERVICES[name]["image"] == SERVICES["nimbus"]["image"], "daemons share one image"
@@ -122,10 +125,40 @@ def test_ports_agree_with_the_config_defaults() -> None:
     exposed_by_image = {int(p) for line in re.findall(r"^EXPOSE\s+(.*)$", DOCKERFILE, re.M)
                         for p in line.split()}
     assert {nimbus_port, ui_port, *slots} <= exposed_by_image
-    assert "[ui]" in DOCKERFILE, "the image installs the ui extra"
+    assert re.search(r"pip install .*\[(\w+,)*ui(,\w+)*\]", DOCKERFILE), "the image needs the ui extra"
 
 
 def test_every_config_key_is_a_known_key() -> None:
     conf = image_conf()
     unknown = sorted(k for k in conf if k not in DEFAULTS and k != "worker.bind.host")
     assert unknown == []
+
+
+def test_spark_services_run_the_images_pyspark_launcher() -> None:
+    assert re.search(r"pip install .*\[(\w+,)*spark(,\w+)*\]", DOCKERFILE), "the image needs the spark extra"
+    assert "openjdk" in DOCKERFILE, "the image needs a Java runtime for Spark"
+    assert re.search(r"^\s+SPARK_HOME=/opt/spark", DOCKERFILE, re.M)
+    assert "ln -s" in DOCKERFILE and "/opt/spark" in DOCKERFILE
+    for name in SPARK:
+        service = SERVICES[name]
+        assert service["image"] == SERVICES["nimbus"]["image"], "executors need the workers' Python"
+        assert service["entrypoint"] == ["/opt/spark/bin/spark-class"]
+        assert service["hostname"] == name
+    master = SERVICES["spark-master"]["command"]
+    assert master[0] == MASTER_CLASS
+    assert master[master.index("--host") + 1] == "spark-master"
+    port = int(master[master.index("--port") + 1])
+    worker = SERVICES["spark-worker"]["command"]
+    assert worker[0] == WORKER_CLASS and worker[-1] == f"spark://spark-master:{port}"
+    assert worker[worker.index("--host") + 1] == "spark-worker"
+    assert "spark-master" in SERVICES["spark-worker"]["depends_on"]
+    # the supervisors' workers use it: spark.master in the image's config, master up first
+    assert image_conf()["spark.master"] == f"spark://spark-master:{port}"
+    for name in ("supervisor1", "supervisor2"):
+        assert "spark-master" in SERVICES[name]["depends_on"]
+    # the Spark master's web UI must not take the stormpy UI's published port
+    webui = int(SERVICES["spark-master"]["command"][
+        SERVICES["spark-master"]["command"].index("--webui-port") + 1])
+    assert webui != DEFAULTS["ui.port"]
+    assert published("spark-master") == {port: port, webui: webui}
+    assert DEFAULTS["ui.port"] not in published("spark-master").values()

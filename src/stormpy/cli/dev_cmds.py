@@ -1,5 +1,5 @@
-"""``stormpy dev-zookeeper``, ``stormpy dev-kafka`` and ``stormpy dev-cluster``: a development cluster
-on this machine."""
+"""``stormpy dev-zookeeper``, ``stormpy dev-kafka``, ``stormpy dev-spark`` and ``stormpy dev-cluster``:
+a development cluster on this machine."""
 
 from __future__ import annotations
 
@@ -17,6 +17,12 @@ from stormpy.cluster.zkserver import ZooKeeperNotFound, ZooKeeperServer, ZooKeep
 from stormpy.config import ConfigError, load_config, parse_overrides
 from stormpy.local import ProcessCluster
 from stormpy.local.kafka_broker import KafkaBrokerNotFound, KafkaBrokerStartError, run_dev_kafka
+from stormpy.local.spark_cluster import (
+    SparkClusterNotFound,
+    SparkClusterStartError,
+    SparkStandalone,
+    run_dev_spark,
+)
 
 
 def _conf(config_file: str | None, overrides: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -68,6 +74,34 @@ def dev_kafka(port: int, log_dir: str | None, config_file: str | None, overrides
     sys.exit(code)
 
 
+@click.command("dev-spark")
+@click.option("-w", "--workers", type=click.IntRange(1, 16), default=1, show_default=True,
+              help="Number of Spark workers.")
+@click.option("--port", type=click.IntRange(0, 65535), default=7077, show_default=True,
+              help="Master port on 127.0.0.1 (0: a free port).")
+@click.option("--cores", type=click.IntRange(1, 256), default=1, show_default=True,
+              help="Cores each worker offers.")
+@click.option("--memory", default="1g", show_default=True, help="Memory each worker offers.")
+@click.option("--base-dir", type=click.Path(file_okay=False), default=None,
+              help="Logs and executor work dirs (default: <storm.local.dir>/dev-spark).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="stormpy.yaml to read.")
+@click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE", help="Config override.")
+def dev_spark(workers: int, port: int, cores: int, memory: str, base_dir: str | None,
+              config_file: str | None, overrides: tuple[str, ...]) -> None:
+    """Run a standalone Spark master and N workers from the installed PySpark on 127.0.0.1.
+
+    Ctrl-C or SIGTERM stops them (and their executors)."""
+    conf, _ = _conf(config_file, overrides)
+    directory = base_dir or Path(conf.get("storm.local.dir") or "stormpy-local") / "dev-spark"
+    try:
+        code = run_dev_spark(workers, directory, master_port=port, worker_cores=cores,
+                             worker_memory=memory, echo=click.echo)
+    except (SparkClusterNotFound, SparkClusterStartError) as exc:
+        err_console.print(f"[red]error:[/red] {exc}")
+        sys.exit(1)
+    sys.exit(code)
+
+
 @click.command("dev-cluster")
 @click.option("-s", "--supervisors", type=click.IntRange(1, 16), default=2, show_default=True,
               help="Number of supervisors.")
@@ -82,17 +116,34 @@ def dev_kafka(port: int, log_dir: str | None, config_file: str | None, overrides
               help="Run `stormpy ui` beside Nimbus (needs the 'ui' extra).")
 @click.option("--ui-port", type=click.IntRange(1, 65535), default=None,
               help="Port of the UI (default: ui.port, 8080).")
+@click.option("--spark", "spark_workers", type=click.IntRange(0, 16), default=None, flag_value=1,
+              is_flag=False, help="Also run a standalone Spark master with this many workers "
+              "(--spark alone: 1); supervisors' workers get spark.master pointing at it.")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="stormpy.yaml to read.")
 @click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Config override passed to every daemon (repeatable).")
 def dev_cluster(supervisors: int, nimbuses: int, slots: int, with_ui: bool, ui_port: int | None,
-                base_dir: str | None, config_file: str | None, overrides: tuple[str, ...]) -> None:
+                spark_workers: int | None, base_dir: str | None, config_file: str | None,
+                overrides: tuple[str, ...]) -> None:
     """Run ZooKeeper + Nimbus (or several, --nimbuses) + N supervisors (+ the UI) on this machine
-    (the docker-compose layout).
+    (the docker-compose layout), with --spark also a standalone Spark cluster.
 
     Ctrl-C or SIGTERM stops every process it started, workers included."""
     conf, extra = _conf(config_file, overrides)
     base = Path(base_dir or Path(conf["storm.local.dir"]) / "dev-cluster").resolve()
+    spark: SparkStandalone | None = None
+    if spark_workers:
+        spark = SparkStandalone(spark_workers, base_dir=base / "spark")
+        try:
+            spark.start()
+        except (SparkClusterNotFound, SparkClusterStartError) as exc:
+            spark.stop()
+            err_console.print(f"[red]error:[/red] {exc}")
+            sys.exit(1)
+        console.print(f"Spark master serving on {spark.master_url} with {spark_workers} worker(s) "
+                      f"(logs {spark.base_dir})")
+        # The supervisors' conf: workers read spark.* from it unless the topology sets them.
+        extra = {"spark.master": spark.master_url, **extra}
     first_port = int(list(conf["supervisor.slots.ports"])[0])
     slot_ports = [[first_port + i * slots + j for j in range(slots)] for i in range(supervisors)]
     stop = threading.Event()
@@ -122,6 +173,11 @@ def dev_cluster(supervisors: int, nimbuses: int, slots: int, with_ui: bool, ui_p
                       f"{cluster.nimbus_address}\nCtrl-C stops the cluster")
         reported: set[str] = set()
         while not stop.wait(1.0):
+            if spark is not None:
+                for name in spark.dead_daemons():
+                    if f"spark-{name}" not in reported:
+                        reported.add(f"spark-{name}")
+                        err_console.print(f"[red]Spark {name} exited[/red]; see {spark.base_dir}")
             for daemon in cluster.daemons():
                 if not daemon.running and daemon.name not in reported:
                     reported.add(daemon.name)
@@ -135,5 +191,7 @@ def dev_cluster(supervisors: int, nimbuses: int, slots: int, with_ui: bool, ui_p
         if cluster is not None:
             cluster.stop()
         zookeeper.stop()
+        if spark is not None:
+            spark.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)

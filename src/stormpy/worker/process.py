@@ -149,9 +149,11 @@ class WorkerProcess:
         log.info("worker starting: pid %d, topology %s, node %s, port %d", os.getpid(),
                  self.topology_id, self.node, self.port)
         spec, topology_conf = read_topology_file(self.dirs.topology_file(self.topology_id))
-        sys.path.insert(0, str(self.dirs.code_dir(self.topology_id)))
+        code_dir = self.dirs.code_dir(self.topology_id)
+        sys.path.insert(0, str(code_dir))
         import_components(spec)
         conf = worker_conf(self.daemon_conf, topology_conf)
+        conf["worker.code.dir"] = str(code_dir)
         self.dirs.worker_dir(self.topology_id, self.port).mkdir(parents=True, exist_ok=True)
         try:
             state = ClusterState.from_config(conf)

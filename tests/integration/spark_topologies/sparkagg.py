@@ -13,7 +13,12 @@ Files in ``out_dir`` (one line per event, so the test can poll them):
 * ``emitted.txt`` — ``<msg id>`` per emit (replays appear twice);
 * ``acked.txt`` / ``failed.txt`` — ``<msg id> <unix time>`` per ack / fail;
 * ``batches-<task id>.txt`` — ``<batch id> <size> <ok|failed> <started> <finished> <pid>``
-  per batch (unix times; ``started`` when its Spark job began).
+  per batch (unix times; ``started`` when its Spark job began);
+* ``started.txt`` — ``<batch id> <unix time>`` when a batch's ``process_batch`` begins.
+
+Each batch's Parquet rows also carry ``origin``, computed by :func:`origin` — a UDF defined in
+this module, so on a Spark cluster it runs only if the topology's code reached the executors: it
+returns where the module was loaded from and the Python worker's working directory.
 """
 
 from __future__ import annotations
@@ -34,6 +39,14 @@ def record(i: int) -> list[Any]:
     return [f"k{i % KEYS}", i]
 
 
+def origin(key: str) -> str:
+    """``<this module's file>|<working directory>`` of the Python worker that runs it (a UDF; on
+    a standalone cluster the working directory is the executor's, under the Spark worker's)."""
+    import os
+
+    return f"{os.path.abspath(__file__)}|{os.getcwd()}"
+
+
 class InjectedFailure(RuntimeError):
     """The failure of ``fail_batch``, on purpose."""
 
@@ -41,9 +54,10 @@ class InjectedFailure(RuntimeError):
 class RecordSpout(Spout):
     outputs = ["key", "value"]
 
-    def __init__(self, out_dir: str, count: int) -> None:
+    def __init__(self, out_dir: str, count: int, rate: float = 0.0) -> None:
         self.out_dir = Path(out_dir)
         self.count = count
+        self.rate = rate  # new records per second (0: as fast as possible)
 
     def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         self.ids = iter(range(self.count))
@@ -51,9 +65,17 @@ class RecordSpout(Spout):
         self.emitted = open(self.out_dir / "emitted.txt", "a", buffering=1)  # noqa: SIM115
         self.acked = open(self.out_dir / "acked.txt", "a", buffering=1)  # noqa: SIM115
         self.failed = open(self.out_dir / "failed.txt", "a", buffering=1)  # noqa: SIM115
+        self.opened = time.monotonic()
+        self.fresh = 0
 
     def next_tuple(self) -> None:
-        i = self.replay.pop() if self.replay else next(self.ids, None)
+        if self.replay:
+            i: int | None = self.replay.pop()
+        elif self.rate and self.fresh >= (time.monotonic() - self.opened) * self.rate:
+            return
+        else:
+            i = next(self.ids, None)
+            self.fresh += 1
         if i is None:
             return
         self.emitted.write(f"{i}\n")
@@ -72,14 +94,13 @@ class RecordSpout(Spout):
 
 
 class SparkAggregate(SparkBatchBolt):
-    report_batch_errors = False
-
     def __init__(self, out_dir: str, fail_batch: int = -1, batch_size: int = 500,
-                 batch_seconds: float = 1.0) -> None:
+                 batch_seconds: float = 1.0, report_errors: bool = False) -> None:
         super().__init__(batch_size=batch_size, batch_seconds=batch_seconds, idle_seconds=0.5,
                          schema="key string, value long")
         self.out_dir = out_dir
         self.fail_batch = fail_batch
+        self.report_batch_errors = report_errors
 
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         super().prepare(conf, context)
@@ -87,6 +108,7 @@ class SparkAggregate(SparkBatchBolt):
         self.log = open(Path(self.out_dir) / f"batches-{context.task_id}.txt", "a",  # noqa: SIM115
                         buffering=1)
         self.started: dict[int, float] = {}
+        self.starts = open(Path(self.out_dir) / "started.txt", "a", buffering=1)  # noqa: SIM115
 
     def batch_dir(self, batch_id: int) -> Path:
         return self.results / f"batch_id={batch_id}"
@@ -95,8 +117,11 @@ class SparkAggregate(SparkBatchBolt):
         from pyspark.sql import functions as F
 
         self.started[batch_id] = time.time()
+        self.starts.write(f"{batch_id} {self.started[batch_id]:.6f}\n")
+        where = F.udf(origin, "string")
         agg = df.groupBy("key").agg(F.count("*").alias("rows"), F.sum("value").alias("total"),
-                                    F.min("value").alias("low"), F.max("value").alias("high"))
+                                    F.min("value").alias("low"), F.max("value").alias("high"),
+                                    F.first(where("key")).alias("origin"))
         agg.coalesce(1).write.mode("overwrite").parquet(str(self.batch_dir(batch_id)))
         if batch_id == self.fail_batch:
             raise InjectedFailure(f"injected failure of batch {batch_id} (after writing it)")
@@ -114,15 +139,17 @@ class SparkAggregate(SparkBatchBolt):
     def cleanup(self) -> None:
         super().cleanup()
         self.log.close()
+        self.starts.close()
 
 
 def build(out_dir: str, count: int, fail_batch: int = -1, batch_size: int = 500,
-          aggregators: int = 2) -> TopologySpec:
+          aggregators: int = 2, rate: float = 0.0, report_errors: bool = False) -> TopologySpec:
     builder = TopologyBuilder()
-    builder.set_spout("records", RecordSpout, kwargs={"out_dir": out_dir, "count": count})
+    builder.set_spout("records", RecordSpout, kwargs={"out_dir": out_dir, "count": count,
+                                                      "rate": rate})
     builder.set_bolt("aggregate", SparkAggregate, aggregators, kwargs={
-        "out_dir": out_dir, "fail_batch": fail_batch, "batch_size": batch_size}) \
-        .shuffle_grouping("records")
+        "out_dir": out_dir, "fail_batch": fail_batch, "batch_size": batch_size,
+        "report_errors": report_errors}).shuffle_grouping("records")
     return builder.create_topology()
 
 
@@ -142,6 +169,23 @@ def read_ids(path: Path) -> list[int]:
         return []
     return [int(line.split()[0]) for line in path.read_text().splitlines()
             if line.split() and line.split()[0].isdigit()]
+
+
+def started(out_dir: Path) -> dict[int, float]:
+    """batch id → unix time its ``process_batch`` began (the last start of each id)."""
+    path = out_dir / "started.txt"
+    if not path.exists():
+        return {}
+    return {int(p[0]): float(p[1]) for p in (line.split() for line in
+                                             path.read_text().splitlines()) if len(p) == 2}
+
+
+def origins(results: Path) -> set[str]:
+    """Every ``origin`` value written (see :func:`origin`)."""
+    import pyarrow.dataset as ds
+
+    table = ds.dataset(results, format="parquet", partitioning="hive").to_table(columns=["origin"])
+    return set(table.column("origin").to_pylist())
 
 
 def read_times(path: Path) -> list[float]:

@@ -7,7 +7,9 @@ Every bolt in a worker process shares one SparkSession (``get_spark``), configur
 topology config's ``spark.*`` keys (the ``SPARK_CONFIG`` section, registered with
 :func:`stormpy.config.register_section`). PySpark is imported lazily: importing this package works
 without it; preparing a Spark bolt without PySpark or Java raises ``SparkUnavailableError`` saying
-what to install.
+what to install. On a standalone cluster (``spark.master=spark://…``) the topology's code is
+shipped to the executors and a stuck batch is bounded by ``spark.stormpy.batch.timeout.secs``
+(docs/spark.md).
 """
 
 from stormpy.batching import CLOSED_BY_COUNT, CLOSED_BY_IDLE, CLOSED_BY_TIME, BatchSource
@@ -15,11 +17,19 @@ from stormpy.connectors.spark.arrow import BatchConversionError, batch_dataframe
 from stormpy.connectors.spark.batching import BatchInfo
 from stormpy.connectors.spark.bolt import SparkBatchBolt
 from stormpy.connectors.spark.committer import SparkCommitterBolt
-from stormpy.connectors.spark.errors import SPARK_EXTRA, SparkUnavailableError, require_spark
+from stormpy.connectors.spark.errors import (
+    SPARK_EXTRA,
+    SparkBatchTimeout,
+    SparkMasterUnreachable,
+    SparkUnavailableError,
+    require_spark,
+)
 from stormpy.connectors.spark.session import (
     get_spark,
     release_spark,
+    reset_spark,
     retain_spark,
+    ship_code,
     spark_running,
     spark_session,
     spark_settings,
@@ -30,7 +40,7 @@ from stormpy.connectors.spark.settings import SPARK_CONFIG
 __all__ = [
     "CLOSED_BY_COUNT", "CLOSED_BY_IDLE", "CLOSED_BY_TIME", "SPARK_CONFIG", "SPARK_EXTRA",
     "BatchConversionError", "BatchInfo", "BatchSource", "SparkBatchBolt", "SparkCommitterBolt",
-    "SparkUnavailableError",
-    "batch_dataframe", "get_spark", "release_spark", "require_spark", "retain_spark",
-    "rows_to_arrow", "spark_running", "spark_session", "spark_settings", "stop_spark",
+    "SparkBatchTimeout", "SparkMasterUnreachable", "SparkUnavailableError",
+    "batch_dataframe", "get_spark", "release_spark", "require_spark", "reset_spark", "retain_spark",
+    "rows_to_arrow", "ship_code", "spark_running", "spark_session", "spark_settings", "stop_spark",
 ]

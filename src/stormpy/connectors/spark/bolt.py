@@ -24,6 +24,15 @@ Contract (see ``SparkBatchBolt`` for the knobs):
   reliable spouts replay them, in a later batch with a new id — and the error is reported.
 * While tuples wait (collecting, queued or in Spark) longer than half the message timeout, their
   timeouts are reset on each tick (``keep_alive``), so slow Spark jobs do not cause replays.
+* A batch still running ``spark.stormpy.batch.timeout.secs`` (default 300) after its Spark work
+  began (the SparkSession in hand: starting a session is bounded by Spark and by the master probe,
+  not by this) is given up on the executor loop (checked on ticks): its tuples are failed
+  and SparkBatchTimeout reported at once, its Spark jobs (tagged per batch) are cancelled, and
+  the SparkSession is stopped when it is broken (``needs_restart``: it lost every executor after
+  having worked — its cluster went away) so the next batch starts a fresh one once the master
+  answers again. If ``process_batch`` returns after that, ``abort_batch`` runs and its result is
+  dropped. While the master is unreachable each batch fails after a pause of
+  ``spark.stormpy.master.probe.secs`` (off the loop, in the batch's job), not in a tight loop.
 * ``cleanup`` shuts the off-loop work down: jobs not started never run (their tuples are not
   acked: a reliable spout replays them after a restart), running ones get up to
   ``cleanup_wait_secs``; then it releases the process's SparkSession.
@@ -31,8 +40,11 @@ Contract (see ``SparkBatchBolt`` for the knobs):
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
+import time
+import uuid
 from collections import deque
 from collections.abc import Mapping
 from functools import partial
@@ -44,9 +56,17 @@ import msgpack
 from stormpy.batching import Batch, BatchCollector, BatchSource
 from stormpy.connectors.spark.arrow import batch_dataframe, result_rows
 from stormpy.connectors.spark.batching import BatchInfo
-from stormpy.connectors.spark.errors import require_spark
-from stormpy.connectors.spark.session import get_spark, release_spark, retain_spark
-from stormpy.topology import DEFAULT_STREAM, Bolt, OffLoop, TopologyContext, Tuple
+from stormpy.connectors.spark.errors import SparkBatchTimeout, SparkMasterUnreachable, require_spark
+from stormpy.connectors.spark.session import (
+    get_spark,
+    needs_restart,
+    note_job_ok,
+    release_spark,
+    reset_spark,
+    retain_spark,
+)
+from stormpy.connectors.spark.settings import BATCH_TIMEOUT_KEY, PROBE_KEY
+from stormpy.topology import DEFAULT_STREAM, BackgroundJob, Bolt, OffLoop, TopologyContext, Tuple
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -54,6 +74,24 @@ if TYPE_CHECKING:
 log = logging.getLogger("stormpy.connectors.spark")
 
 TICK_KEY = "topology.tick.tuple.freq.secs"
+
+
+class _InSpark:
+    """One batch handed to the off-loop seam, with what the seam's job handle does not say: the
+    batch's Spark job tag, when its Spark work began and whether the loop gave up on it.
+
+    ``session``/``spark_since`` are written by the batch's background job, ``abandoned`` by the
+    executor loop; each is a single reference assignment read by the other side."""
+
+    __slots__ = ("batch", "job", "tag", "session", "spark_since", "abandoned")
+
+    def __init__(self, batch: Batch) -> None:
+        self.batch = batch
+        self.job: BackgroundJob | None = None
+        self.tag = f"stormpy-batch-{batch.batch_id}-{uuid.uuid4().hex[:12]}"
+        self.session: SparkSession | None = None
+        self.spark_since: float | None = None  # perf_counter once the session is in hand
+        self.abandoned = False  # timed out: failed on the executor loop already
 
 
 class SparkBatchBolt(Bolt):
@@ -157,7 +195,8 @@ class SparkBatchBolt(Bolt):
         self._collector = BatchCollector(self.batch_size, self.batch_seconds, self.idle_seconds)
         self._ready: deque[Batch] = deque()
         #: batch id → batch handed to Spark whose outcome has not come back to the loop yet
-        self._in_flight: dict[int, Batch] = {}
+        #: (nor been given up on: a timed-out batch leaves at once)
+        self._in_flight: dict[int, _InSpark] = {}
         self._off_loop: OffLoop = context.off_loop
         result = context.spec.components[context.component_id].streams.get(self.result_stream)
         self._result_arity = len(result.fields) if result is not None else None
@@ -169,6 +208,9 @@ class SparkBatchBolt(Bolt):
             "topology.enable.message.timeouts", True)
         self._reset_after = (float(conf.get("topology.message.timeout.secs") or 30) / 2
                              if tracking and self.keep_alive else None)
+        timeout = conf.get(BATCH_TIMEOUT_KEY, 300.0)
+        self._batch_timeout = float(timeout) if timeout else None
+        self._unreachable_pause = float(conf.get(PROBE_KEY) or 5.0)
         self.batches_ok = 0
         self.batches_failed = 0
         retain_spark()
@@ -197,18 +239,42 @@ class SparkBatchBolt(Bolt):
         values = tup.values
         seconds = values[0] if values and isinstance(values[0], int | float) else self._tick
         self._collector.advance(float(seconds))
+        if self._batch_timeout is not None:
+            self._check_timeouts(perf_counter(), self._batch_timeout)
         self._close_due()
         if self._reset_after is not None:
             self._keep_alive(self._collector.now, self._reset_after)
 
     def _keep_alive(self, now: float, after: float) -> None:
         waiting = itertools.chain(self._collector.open.values(), self._ready,
-                                  self._in_flight.values())
+                                  (f.batch for f in self._in_flight.values()))
         for batch in waiting:
             if now - batch.touched_at >= after:
                 batch.touched_at = now
                 for t in batch.tuples:
                     self.reset_timeout(t)
+
+    def _check_timeouts(self, now: float, limit: float) -> None:
+        if self._closing:
+            return
+        for flight in list(self._in_flight.values()):
+            since = flight.spark_since
+            if since is not None and now - since > limit and not flight.abandoned:
+                self._abandon(flight, SparkBatchTimeout(
+                    f"batch {flight.batch.batch_id} still running after {limit:g} s "
+                    f"({BATCH_TIMEOUT_KEY}); its Spark jobs are cancelled (the SparkSession is "
+                    f"restarted if it lost its executors)"))
+
+    def _abandon(self, flight: _InSpark, error: BaseException) -> None:
+        """Fail a timed-out batch now; cancel its Spark jobs (and stop a broken session) off
+        the loop. Its own background job keeps running until Spark gives it back; its outcome
+        is then dropped (``_done``)."""
+        flight.abandoned = True
+        if flight.job is not None:
+            flight.job.cancel()  # a no-op once started (always, when the timeout applies)
+        self._in_flight.pop(flight.batch.batch_id, None)
+        self._finish(flight.batch, None, error)
+        self._off_loop.submit(partial(self._cancel, flight), self._cancelled)
 
     def _close_due(self) -> None:
         """Close the batches due by time, but only into free in-flight slots: while Spark is
@@ -227,9 +293,10 @@ class SparkBatchBolt(Bolt):
     def _pump(self) -> None:
         while self._ready and len(self._in_flight) < self.max_in_flight and not self._closing:
             batch = self._ready.popleft()
-            self._in_flight[batch.batch_id] = batch
+            flight = _InSpark(batch)
+            self._in_flight[batch.batch_id] = flight
             batch.started_at = perf_counter()
-            self._off_loop.submit(partial(self._run, batch), partial(self._done, batch))
+            flight.job = self._off_loop.submit(partial(self._run, flight), partial(self._done, flight))
 
     # -- off the loop ------------------------------------------------------------------------------
     def _warm(self) -> None:
@@ -239,10 +306,29 @@ class SparkBatchBolt(Bolt):
         if error is not None:
             self.report_error(error)
 
-    def _run(self, batch: Batch) -> list[list[Any]]:
+    def _run(self, flight: _InSpark) -> list[list[Any]]:
+        batch = flight.batch
         try:
-            df = batch_dataframe(get_spark(self._conf), batch.fields, batch.rows, self.schema)
-            rows = result_rows(self.process_stream_batch(df, batch.batch_id, batch.source))
+            try:
+                session = get_spark(self._conf)
+            except SparkMasterUnreachable:
+                time.sleep(self._unreachable_pause)  # off the loop: no tight fail/replay cycle
+                raise
+            flight.session = session
+            flight.spark_since = perf_counter()
+            sc = session.sparkContext
+            sc.setInterruptOnCancel(True)
+            sc.addJobTag(flight.tag)
+            try:
+                df = batch_dataframe(session, batch.fields, batch.rows, self.schema)
+                rows = result_rows(self.process_stream_batch(df, batch.batch_id, batch.source))
+            finally:
+                with contextlib.suppress(Exception):
+                    sc.removeJobTag(flight.tag)
+            if flight.abandoned:
+                raise SparkBatchTimeout(f"batch {batch.batch_id} finished after its timeout; "
+                                        "its tuples were already failed")
+            note_job_ok(session)
             if rows:
                 self._check_results(rows)
             return rows
@@ -252,6 +338,18 @@ class SparkBatchBolt(Bolt):
             except Exception as abort_exc:  # noqa: BLE001 - the batch fails either way
                 exc.add_note(f"abort_batch({batch.batch_id}) also failed: {abort_exc!r}")
             raise
+
+    def _cancel(self, flight: _InSpark) -> None:
+        session = flight.session
+        if session is not None:
+            with contextlib.suppress(Exception):
+                session.sparkContext.cancelJobsWithTag(flight.tag)
+            if needs_restart(session):
+                reset_spark(session)
+
+    def _cancelled(self, result: Any, error: BaseException | None) -> None:
+        if error is not None:
+            log.warning("%s: cancelling a timed-out batch failed: %r", type(self).__name__, error)
 
     def _check_results(self, rows: list[list[Any]]) -> None:
         """Fail the batch here (so ``abort_batch`` runs) rather than at emit time when results
@@ -272,11 +370,18 @@ class SparkBatchBolt(Bolt):
                             f"(str, int, float, bool, None, bytes, lists, dicts): {exc}") from exc
 
     # -- back on the executor loop ---------------------------------------------------------------
-    def _done(self, batch: Batch, rows: list[list[Any]] | None,
+    def _done(self, flight: _InSpark, rows: list[list[Any]] | None,
               error: BaseException | None) -> None:
-        self._in_flight.pop(batch.batch_id, None)
+        if flight.abandoned:
+            return  # failed by _abandon already
+        self._in_flight.pop(flight.batch.batch_id, None)
         if self._closing:
             return
+        self._finish(flight.batch, rows, error)
+
+    def _finish(self, batch: Batch, rows: list[list[Any]] | None,
+                error: BaseException | None) -> None:
+        """Emit the results and ack the batch's tuples, or fail them and report ``error``."""
         if error is None and rows:
             anchors = batch.tuples if self.anchor_results else None
             try:

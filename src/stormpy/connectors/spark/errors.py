@@ -18,6 +18,15 @@ class SparkUnavailableError(RuntimeError):
     """
 
 
+class SparkMasterUnreachable(RuntimeError):
+    """The configured standalone Spark master does not accept connections (a batch that needs a
+    new SparkSession fails with it; reliable spouts replay its tuples)."""
+
+
+class SparkBatchTimeout(TimeoutError):
+    """A Spark bolt's batch ran longer than ``spark.stormpy.batch.timeout.secs``."""
+
+
 def require_spark_packages() -> None:
     """Raise SparkUnavailableError naming the ``[spark]`` extra unless PySpark and PyArrow import."""
     for module in ("pyspark", "pyarrow"):

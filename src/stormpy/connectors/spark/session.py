@@ -15,8 +15,22 @@ Contract:
   temporary directories — finish before this process is gone (a supervisor kills a worker's whole
   process group right after the worker exits).
 * Settings come from the topology config: ``spark.master`` (default ``local[*]``),
-  ``spark.app.name`` (default the topology name), and every other ``spark.*`` key verbatim, over
-  small defaults suited to one host (no UI, few shuffle partitions, UTC session time zone).
+  ``spark.app.name`` (default the topology name), and every other ``spark.*`` key verbatim (but
+  the connector's own ``spark.stormpy.*``), over small defaults suited to one host (no UI, few
+  shuffle partitions, UTC session time zone). With a cluster master (not ``local…``) the driver
+  defaults to being reachable from other hosts: ``spark.driver.host`` = ``supervisor.host`` when
+  set, ``spark.driver.bindAddress`` = ``0.0.0.0``.
+* Before starting a session on ``spark://host:port[,host:port]`` the master is probed (TCP, up to
+  ``spark.stormpy.master.probe.secs``): an unreachable master raises SparkMasterUnreachable at
+  once instead of Spark retrying its registration for a minute.
+* A session whose SparkContext stopped (on the JVM side too) is replaced by the next
+  ``get_spark``; ``reset_spark(session)`` stops a session that is known broken so the next
+  ``get_spark`` starts a fresh one. ``needs_restart(session)`` says whether a session with a stuck
+  job is broken: stopped, or it ran jobs (``note_job_ok``) and has lost every executor.
+* The topology's code (``spark.stormpy.code.dir``, default the worker's ``worker.code.dir``) is
+  shipped to executors once per session (``ship_code``): a zip of the directory, named by its
+  content hash, added with ``SparkContext.addPyFile``, so functions and UDFs of the topology's
+  modules unpickle on executors. Turn it off with ``spark.stormpy.ship.code: false``.
 """
 
 from __future__ import annotations
@@ -24,17 +38,20 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from stormpy.connectors.spark.code import code_dir_of, probe_master, zip_code
 from stormpy.connectors.spark.errors import require_spark
-from stormpy.connectors.spark.settings import DEFAULT_MASTER
+from stormpy.connectors.spark.settings import DEFAULT_MASTER, OWN_PREFIX, PROBE_KEY
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -56,10 +73,16 @@ DEFAULT_SETTINGS: dict[str, str] = {
 #: How long the exit of the process waits for the Spark JVM to finish its shutdown hooks.
 JVM_EXIT_WAIT_SECS = 10.0
 
+#: Driver defaults when the master is a cluster (executors on other hosts must reach the driver).
+CLUSTER_DRIVER_DEFAULTS: dict[str, str] = {"spark.driver.bindAddress": "0.0.0.0"}
+
 _lock = threading.RLock()
 _session: SparkSession | None = None
 _holders = 0
 _atexit_registered = False
+_shipped: set[str] = set()  # code dirs shipped to the current session
+_proven = False  # a job succeeded on the current session (so it had executors)
+_zip_dir: str | None = None  # where this process keeps the zips it shipped
 
 
 def _as_setting(value: Any) -> str:
@@ -74,26 +97,41 @@ def spark_settings(conf: Mapping[str, Any] | None) -> dict[str, str]:
     conf = conf or {}
     settings = dict(DEFAULT_SETTINGS)
     for key, value in conf.items():
-        if key.startswith("spark.") and value is not None:
+        if key.startswith("spark.") and not key.startswith(OWN_PREFIX) and value is not None:
             settings[key] = _as_setting(value)
     settings.setdefault("spark.app.name", str(conf.get("topology.name") or "stormpy"))
+    if not settings["spark.master"].startswith("local"):
+        for key, value in CLUSTER_DRIVER_DEFAULTS.items():
+            settings.setdefault(key, value)
+        if conf.get("supervisor.host"):
+            settings.setdefault("spark.driver.host", str(conf["supervisor.host"]))
     return settings
 
 
 def _is_alive(session: SparkSession) -> bool:
+    """The session's SparkContext runs (not stopped from Python nor inside the JVM)."""
     sc = session.sparkContext
-    return getattr(sc, "_jsc", None) is not None
+    jsc = getattr(sc, "_jsc", None)
+    if jsc is None:
+        return False
+    try:
+        return not jsc.sc().isStopped()
+    except Exception:  # noqa: BLE001 - the JVM is gone or unreachable: not alive
+        return False
 
 
-def _create(settings: Mapping[str, str]) -> SparkSession:
+def _create(settings: Mapping[str, str], probe_secs: float = 5.0) -> SparkSession:
     from pyspark.sql import SparkSession
 
     # pandas 3 is fine for the Arrow paths used here; keep PySpark's advisory out of user output.
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas",
                             category=FutureWarning)
-    if settings.get("spark.master", "").startswith("local"):
+    master = settings.get("spark.master", "")
+    if master.startswith("local"):
         # A local driver talks to itself: skip the hostname lookup (and its warning).
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    elif master.startswith("spark://"):
+        probe_master(master, probe_secs)
     # Python UDFs run with this worker's interpreter (its venv), not whatever python3 is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
@@ -122,16 +160,70 @@ def get_spark(conf: Mapping[str, Any] | None = None) -> SparkSession:
     """
     global _session, _atexit_registered
     session = _session
-    if session is not None and _is_alive(session):
+    code = code_dir_of(conf)
+    if session is not None and (code is None or code in _shipped) and _is_alive(session):
         return session
     with _lock:
         if _session is None or not _is_alive(_session):
             require_spark()
-            _session = _create(spark_settings(conf))
+            if _session is not None:
+                log.warning("the SparkSession stopped; starting a new one")
+                stop_spark()
+            _session = _create(spark_settings(conf), float((conf or {}).get(PROBE_KEY) or 5.0))
+            _shipped.clear()
             if not _atexit_registered:
                 atexit.register(_at_exit)
                 _atexit_registered = True
+        if code is not None and code not in _shipped:
+            ship_code(_session, code)
         return _session
+
+
+def ship_code(session: SparkSession, code_dir: str) -> str:
+    """Add a zip of ``code_dir`` to ``session``'s Python path on every executor (once per session
+    and directory); return the zip's path. The zip is named by its content's hash, so a changed
+    bundle is a new file."""
+    global _zip_dir
+    with _lock:
+        if _zip_dir is None:
+            _zip_dir = tempfile.mkdtemp(prefix="stormpy-spark-code-")
+        path = zip_code(code_dir, _zip_dir)
+        session.sparkContext.addPyFile(path)
+        _shipped.add(code_dir)
+        log.info("shipped %s to Spark executors as %s", code_dir, os.path.basename(path))
+        return path
+
+
+def note_job_ok(session: SparkSession) -> None:
+    """Record that a job succeeded on ``session`` (it has had executors)."""
+    global _proven
+    if _session is session:
+        _proven = True
+
+
+def needs_restart(session: SparkSession) -> bool:
+    """After a stuck job: should ``session`` be replaced? Yes when its SparkContext stopped, or
+    when it worked before and has no executor left (its cluster went away; a restarted master does
+    not know the old application). No for a local master, or for a young session still waiting
+    for its first executors (restarting it would only start the wait again)."""
+    if not _is_alive(session):
+        return True
+    if (session.sparkContext.master or "").startswith("local"):
+        return False
+    try:
+        executors = session.sparkContext._jsc.sc().getExecutorIds().size()
+    except Exception:  # noqa: BLE001 - the JVM does not answer: replace the session
+        return True
+    return bool(executors == 0 and _proven and _session is session)
+
+
+def reset_spark(session: SparkSession) -> None:
+    """Stop ``session`` if it is still the process's session (a broken one: the next
+    ``get_spark`` starts a fresh one); holders are kept."""
+    with _lock:
+        if _session is session:
+            log.warning("stopping the SparkSession; the next batch starts a new one")
+            stop_spark()
 
 
 def retain_spark() -> None:
@@ -152,9 +244,11 @@ def release_spark() -> None:
 
 def stop_spark() -> None:
     """Stop the process's session now, if one is running (idempotent)."""
-    global _session
+    global _session, _proven
     with _lock:
         session, _session = _session, None
+        _shipped.clear()
+        _proven = False
         if session is not None:
             try:
                 session.stop()
@@ -163,8 +257,12 @@ def stop_spark() -> None:
 
 
 def _at_exit() -> None:
+    global _zip_dir
     stop_spark()
     _stop_jvm(JVM_EXIT_WAIT_SECS)
+    if _zip_dir is not None:
+        shutil.rmtree(_zip_dir, ignore_errors=True)
+        _zip_dir = None
 
 
 def _stop_jvm(timeout_secs: float) -> None:

@@ -1,24 +1,58 @@
 """The Spark connector's configuration section (``spark.*``), registered when the connector is
 imported. Every ``spark.*`` key of a topology's config reaches its SparkSession verbatim
-(:func:`~stormpy.connectors.spark.session.spark_settings`); these are the documented ones."""
+(:func:`~stormpy.connectors.spark.session.spark_settings`), except the ``spark.stormpy.*`` keys,
+which are the connector's own; these are the documented ones."""
 
 from __future__ import annotations
 
 from stormpy.config import ConfigKey, ConfigSection, register_section
 
-__all__ = ["DEFAULT_MASTER", "SPARK_CONFIG"]
+__all__ = ["BATCH_TIMEOUT_KEY", "CODE_DIR_KEY", "DEFAULT_MASTER", "OWN_PREFIX", "PROBE_KEY",
+           "SHIP_CODE_KEY", "SPARK_CONFIG"]
 
 #: Where Spark bolts run their jobs unless ``spark.master`` says otherwise: in the worker process.
 DEFAULT_MASTER = "local[*]"
+#: Keys under this prefix configure the connector and are not passed to Spark.
+OWN_PREFIX = "spark.stormpy."
+SHIP_CODE_KEY = "spark.stormpy.ship.code"
+CODE_DIR_KEY = "spark.stormpy.code.dir"
+BATCH_TIMEOUT_KEY = "spark.stormpy.batch.timeout.secs"
+PROBE_KEY = "spark.stormpy.master.probe.secs"
 
 SPARK_CONFIG = register_section(ConfigSection(
     name="spark",
     prefix="spark.",
     doc="Spark bolts (stormpy.connectors.spark): the worker process's SparkSession. Any other "
-        "spark.* key is passed to Spark as it is.",
+        "spark.* key is passed to Spark as it is (spark.stormpy.* keys are the connector's own).",
     keys=(
         ConfigKey("spark.master", DEFAULT_MASTER,
                   "Spark master URL used by Spark bolts (local[*], spark://..., yarn, k8s://...)."),
         ConfigKey("spark.app.name", None, "Spark application name; defaults to the topology name."),
+        ConfigKey("spark.driver.host", None,
+                  "Address Spark executors use to reach the worker process's driver; with a "
+                  "cluster master it defaults to supervisor.host (the supervisor's advertised "
+                  "address), else Spark's own default (the host name's address)."),
+        ConfigKey("spark.driver.bindAddress", None,
+                  "Address the driver binds; with a cluster master it defaults to 0.0.0.0 (all "
+                  "interfaces, so executors on other hosts and NAT'ed containers reach it)."),
+        ConfigKey("spark.driver.port", None,
+                  "Driver RPC port (Spark default: random). Fix it, and spark.blockManager.port, "
+                  "when a firewall or container port mapping sits between driver and executors."),
+        ConfigKey("spark.blockManager.port", None,
+                  "Block manager port of the driver and executors (Spark default: random)."),
+        ConfigKey(SHIP_CODE_KEY, True,
+                  "Ship the topology's code (the worker's unpacked bundle) to Spark executors, "
+                  "once per SparkSession, as a zip added with SparkContext.addPyFile."),
+        ConfigKey(CODE_DIR_KEY, None,
+                  "Directory shipped to executors; default the worker's worker.code.dir (none "
+                  "outside cluster workers: set it for UDFs under stormpy local)."),
+        ConfigKey(BATCH_TIMEOUT_KEY, 300.0,
+                  "Longest a Spark bolt's batch may run: then its Spark jobs are cancelled, its "
+                  "tuples failed (replayed by reliable spouts) and the SparkSession restarted for "
+                  "the next batch. None or 0: no limit."),
+        ConfigKey(PROBE_KEY, 5.0,
+                  "Before starting a SparkSession on spark://host:port, check the master accepts "
+                  "connections within this many seconds (else fail fast: Spark itself retries "
+                  "for a minute)."),
     ),
 ))

@@ -1,0 +1,171 @@
+"""The Spark bolt against a plain PySpark loop doing the same work, in local mode and on a
+standalone Spark cluster, in one run (``python -m bench.spark_bolt --compare``).
+
+Per mode and batch size:
+
+* **bolt**: a LocalCluster topology — ``CountingSpout`` (reliable, message ids) into
+  ``AggregateBolt`` (1 task): each batch becomes a DataFrame through Arrow, is grouped by key
+  (count, sum, max) and collected; tuples acked after their batch. Timed from submit to the last
+  ack; the Spark part of each batch (Arrow + ``createDataFrame`` + job + ``collect``) is summed
+  from ``BatchInfo`` and the job alone is timed inside ``process_batch``.
+* **plain**: the same rows built in Python, cut into the same batches, each through
+  ``rows_to_arrow`` → ``createDataFrame`` → the same aggregation → ``collect``, one after the
+  other; each step timed.
+
+Where the time goes is printed per mode: row conversion (Python rows → Arrow), createDataFrame
+(Arrow → JVM), the job (scheduling + tasks + collect), and for the bolt the rest (spout, routing,
+batching, acking — the stormpy overhead that overlaps with Spark jobs when batches pipeline).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from bench.spark_bolt import AGENTS, RESULTS, AggregateBolt, CountingSpout
+from stormpy.connectors.spark import (
+    BatchInfo,
+    get_spark,
+    release_spark,
+    retain_spark,
+    rows_to_arrow,
+    stop_spark,
+)
+from stormpy.connectors.spark.arrow import arrow_to_dataframe
+from stormpy.testing import LocalCluster, registry
+from stormpy.topology import TopologyBuilder, TopologyContext
+
+FIELDS = ["key", "value", "ts", "agent"]
+
+
+def row(i: int) -> list[Any]:
+    """The spout's tuple ``i`` (same as ``CountingSpout``)."""
+    return [f"/path/{i % 97}", i, 1_700_000_000 + i // 100, AGENTS[i % 3]]
+
+
+def aggregate(df: Any) -> list[Any]:
+    from pyspark.sql import functions as F
+
+    return df.groupBy("key").agg(F.count("*"), F.sum("value"), F.max("ts")).collect()
+
+
+class TimedAggregate(AggregateBolt):
+    """``AggregateBolt`` that also times the job alone (aggregation + collect) into the list
+    registered under ``jobs_key``."""
+
+    def __init__(self, key: str, jobs_key: str, **batching: Any) -> None:
+        super().__init__(key, **batching)
+        self.jobs_key = jobs_key
+
+    def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        super().prepare(conf, context)
+        self.job_secs: list[float] = registry.lookup(self.jobs_key)
+
+    def process_batch(self, df: Any, batch_id: int) -> None:
+        t = time.perf_counter()
+        aggregate(df)
+        self.job_secs.append(time.perf_counter() - t)
+
+
+def run_bolt(conf: Mapping[str, Any], tuples: int, batch_size: int) -> dict[str, Any]:
+    infos: list[BatchInfo] = []
+    jobs: list[float] = []
+    key = registry.register(infos)
+    jobs_key = registry.register(jobs)
+    builder = TopologyBuilder()
+    builder.set_spout("source", CountingSpout, kwargs={"count": tuples})
+    builder.set_bolt("spark", TimedAggregate, 1, kwargs={
+        "key": key, "jobs_key": jobs_key, "batch_size": batch_size, "batch_seconds": 2.0,
+    }).shuffle_grouping("source")
+    topo_conf = {**conf, "topology.max.spout.pending": 2 * batch_size,
+                 "topology.message.timeout.secs": 300}
+    try:
+        with LocalCluster() as cluster:
+            t0 = time.perf_counter()
+            worker = cluster.submit_topology("bench-compare", topo_conf, builder.create_topology())
+            cluster.wait_for(lambda: worker.stats().get("source", {}).get("acked", 0) >= tuples,
+                             1800, "every tuple to be acked")
+            elapsed = time.perf_counter() - t0
+    finally:
+        registry.unregister(key)
+        registry.unregister(jobs_key)
+    ok = [i for i in infos if i.ok]
+    spark = sum(i.finished_at - i.started_at for i in ok)
+    return {"seconds": elapsed, "batches": len(ok), "failed_batches": len(infos) - len(ok),
+            "spark_secs": spark, "job_secs": sum(jobs),
+            "arrow_and_create_secs": max(0.0, spark - sum(jobs))}
+
+
+def run_plain(conf: Mapping[str, Any], tuples: int, batch_size: int) -> dict[str, Any]:
+    spark = get_spark(conf)
+    rows_secs = arrow_secs = create_secs = job_secs = 0.0
+    batches = 0
+    t0 = time.perf_counter()
+    for start in range(0, tuples, batch_size):
+        t = time.perf_counter()
+        rows = [row(i) for i in range(start, min(tuples, start + batch_size))]
+        t1 = time.perf_counter()
+        table = rows_to_arrow(FIELDS, rows)
+        t2 = time.perf_counter()
+        df = arrow_to_dataframe(spark, table)
+        t3 = time.perf_counter()
+        aggregate(df)
+        t4 = time.perf_counter()
+        rows_secs += t1 - t
+        arrow_secs += t2 - t1
+        create_secs += t3 - t2
+        job_secs += t4 - t3
+        batches += 1
+    return {"seconds": time.perf_counter() - t0, "batches": batches, "rows_secs": rows_secs,
+            "arrow_secs": arrow_secs, "create_secs": create_secs, "job_secs": job_secs}
+
+
+def compare(tuples: int, sizes: list[int], cluster: bool = True) -> list[dict[str, Any]]:
+    """Run every mode and size; print and save the figures."""
+    modes: list[tuple[str, Any]] = [("local[*]", None)]
+    if cluster:
+        modes.append(("standalone", "start"))
+    results: list[dict[str, Any]] = []
+    for mode, standalone in modes:
+        spark_cluster = None
+        if standalone:
+            from stormpy.local.spark_cluster import SparkStandalone
+
+            spark_cluster = SparkStandalone(1, worker_cores=2, worker_memory="1g").start()
+            conf = {"spark.master": spark_cluster.master_url, "spark.executor.memory": "768m",
+                    "spark.app.name": "bench-spark-compare"}
+        else:
+            conf = {"spark.master": "local[*]", "spark.app.name": "bench-spark-compare"}
+        retain_spark()
+        try:
+            t = time.perf_counter()
+            get_spark(conf).range(10).count()  # session and executors up before timing
+            print(f"{mode}: SparkSession ready in {time.perf_counter() - t:.1f}s (not timed)")
+            for size in sizes:
+                run_plain(conf, 2 * size, size)  # warm both paths (JIT, Python workers)
+                plain = run_plain(conf, tuples, size)
+                bolt = run_bolt(conf, tuples, size)
+                ratio = plain["seconds"] / bolt["seconds"]
+                r = {"mode": mode, "tuples": tuples, "batch_size": size, "plain": plain,
+                     "bolt": bolt, "bolt_vs_plain": round(ratio, 3)}
+                results.append(r)
+                print(f"{mode:>10} batch {size:>6}: plain {tuples / plain['seconds']:>8,.0f} "
+                      f"tuples/s, bolt {tuples / bolt['seconds']:>8,.0f} tuples/s "
+                      f"({ratio:.2f}x the plain loop)", flush=True)
+                print(f"{'':>10} plain: rows {plain['rows_secs']:.2f}s, Arrow "
+                      f"{plain['arrow_secs']:.2f}s, createDataFrame {plain['create_secs']:.2f}s, "
+                      f"job+collect {plain['job_secs']:.2f}s of {plain['seconds']:.2f}s")
+                print(f"{'':>10} bolt: Arrow+createDataFrame {bolt['arrow_and_create_secs']:.2f}s, "
+                      f"job+collect {bolt['job_secs']:.2f}s, Spark total {bolt['spark_secs']:.2f}s "
+                      f"of {bolt['seconds']:.2f}s ({bolt['batches']} batches)", flush=True)
+        finally:
+            release_spark()
+            stop_spark()
+            if spark_cluster is not None:
+                spark_cluster.stop()
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "spark_compare.json").write_text(json.dumps(
+        {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "runs": results}, indent=2))
+    return results
