@@ -114,3 +114,18 @@ def test_a_crash_is_recorded_as_its_whole_traceback() -> None:
     assert error["error"] == "".join(traceback.format_exception(exc)).rstrip()
 
 
+
+
+@pytest.mark.parametrize("name, expected", [(None, "worker-topo-1"), ("custom", "custom")])
+def test_start_runs_the_loop_on_a_named_daemon_thread(name: str | None, expected: str) -> None:
+    b = TopologyBuilder()
+    b.set_spout("feeder", FeederSpout(["v"]))
+    b.set_bolt("sink", Capture()).shuffle_grouping("feeder")
+    worker = Worker(WorkerConfig("topo-1", b.create_topology(), {}))
+    thread = worker.start(name)
+    try:
+        assert thread.name == expected and thread.daemon is True
+        assert worker.running
+    finally:
+        worker.stop()
+    assert not worker.running and worker.failure is None
