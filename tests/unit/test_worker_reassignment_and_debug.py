@@ -68,13 +68,15 @@ def test_update_peers_moves_remote_tasks_and_drops_tuples_for_tasks_without_a_pl
 
 
 def test_a_debug_topology_logs_every_emit(caplog: pytest.LogCaptureFixture) -> None:
-    for debug in (False, True):
+    # not debug but observed (every emit reaches the worker, which must not log it); debug and
+    # not observed (the task itself reports its emits)
+    for debug, observer in ((False, lambda *args: None), (True, None)):
         feeder = FeederSpout(["v"])
         b = TopologyBuilder()
         b.set_spout("feeder", feeder)
         b.set_bolt("sink", Capture()).shuffle_grouping("feeder")
         worker = Worker(WorkerConfig("t", b.create_topology(), {"topology.debug": debug}),
-                        clock=SimulatedClock(), observer=lambda *args: None)
+                        clock=SimulatedClock(), observer=observer)
         worker.open()
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="stormpy.worker"):
