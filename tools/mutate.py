@@ -78,6 +78,11 @@ TARGETS: dict[str, Target] = {
     "worker": Target(("src/stormpy/worker/*.py",),
                      skip=("*/worker/process.py", "*/worker/cluster_link.py", "*/worker/heartbeats.py",
                            "*/worker/peers.py", "*/worker/error_reporter.py")),
+    # the worker one file at a time (each is a fraction of the worker's run, so a file's tests can
+    # be worked through without re-running the whole worker; same mutants, same tests)
+    **{f"worker-{part}": Target((f"src/stormpy/worker/{part}.py",))
+       for part in ("routing", "dispatch", "transfer", "timers", "tasks", "loop", "stats", "values",
+                    "offloop", "factory")},
     "nimbus": Target(("src/stormpy/nimbus/uploads.py", "src/stormpy/nimbus/scheduler.py")),
     # micro-batching (stormpy/batching.py) and the Spark bolt's batch records
     "batching": Target(("src/stormpy/*batching.py",)),

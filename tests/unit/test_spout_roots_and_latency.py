@@ -1,0 +1,123 @@
+"""Spout-side tracking: untracked emits carry their metadata, root ids stay non-zero 64-bit ids
+pinned to the spout's own acker whatever the random source gives, and complete latency adds up
+the time from emit to ack of every tuple.
+
+The random source and the clock of the spout runner are replaced here (``getrandbits`` and
+``perf_counter`` of ``stormpy.worker.tasks``): their extremes cannot be reached otherwise."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from stormpy import Spout, Stream, TopologyBuilder
+from stormpy.testing import Capture, FeederSpout
+from stormpy.topology.fields import Fields
+from stormpy.worker import SimulatedClock, Worker, WorkerConfig
+from stormpy.worker import tasks as task_runners
+
+
+class Untracked(Spout):
+    outputs = [Stream(["a", "b"], name="side")]
+
+    def __init__(self) -> None:
+        self.left = 2
+
+    def next_tuple(self) -> None:
+        if self.left:
+            self.left -= 1
+            self.emit([self.left, "x"], stream="side")
+
+
+def test_untracked_spout_tuples_carry_task_component_stream_and_fields() -> None:
+    sink = Capture()
+    b = TopologyBuilder()
+    b.set_spout("untracked", Untracked)
+    b.set_bolt("sink", sink).shuffle_grouping("untracked", "side")
+    worker = Worker(WorkerConfig("t", b.create_topology(), {}), clock=SimulatedClock())
+    worker.open()
+    for _ in range(3):
+        worker.run_once()
+    (spout,) = worker.layout.component_tasks["untracked"]
+    assert sink.values == [[1, "x"], [0, "x"]]
+    for tup in sink.tuples:
+        assert (tup.task, tup.component, tup.stream) == (spout, "untracked", "side")
+        assert tup.fields == Fields(["a", "b"]) and tup.root == 0
+
+
+def spout_and_ackers(feeder: FeederSpout, sink: Capture, ackers: int) -> Worker:
+    b = TopologyBuilder()
+    b.set_spout("feeder", feeder)
+    b.set_bolt("sink", sink).shuffle_grouping("feeder")
+    worker = Worker(WorkerConfig("t", b.create_topology(), {"topology.acker.executors": ackers}),
+                    clock=SimulatedClock())
+    worker.open()
+    return worker
+
+
+@pytest.mark.parametrize("ackers, drawn, root", [
+    (3, 5, 4),                    # moved down to the home acker's id (home: acker 1)
+    (3, 2 ** 64 - 2, 2 ** 64 - 3),
+    (3, 2 ** 64 - 1, 2 ** 64 - 3),  # moving up would pass 64 bits: the previous id instead
+    (3, 0, 1),
+    (1, 0, 1),                    # 0 means "no tree": the next id of the same acker
+    (1, 2 ** 64 - 1, 2 ** 64 - 1),
+])
+def test_root_ids_are_nonzero_64_bit_ids_of_the_home_acker_whatever_the_random_source_gives(
+        ackers: int, drawn: int, root: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """All ackers run in the spout's worker: the spout's home acker is ``task % ackers`` (acker
+    1 for spout task 4 of three ackers, 0 with one), and each root id is the drawn random id
+    moved to an id of that acker."""
+    rng = random.Random(3)
+    sequence = [drawn]
+
+    def bits_once(k: int) -> int:  # the root first, then random edges
+        return sequence.pop() if sequence else rng.getrandbits(k)
+    monkeypatch.setattr(task_runners, "getrandbits", bits_once)
+    feeder, sink = FeederSpout(["v"]), Capture(ack=False)
+    worker = spout_and_ackers(feeder, sink, ackers)
+    feeder.feed(["x"], msg_id="m")
+    for _ in range(3):
+        worker.run_once()
+    (tup,) = sink.tuples
+    assert tup.root == root
+    cores = worker.dispatch.acker_cores
+    assert [len(c.ledger) for c in cores if c is not None] == [
+        1 if i == root % ackers else 0 for i in range(ackers)]
+
+
+class FakeTime:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_complete_latency_sums_emit_to_ack_time_of_every_acked_tuple(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeTime()
+    monkeypatch.setattr(task_runners, "perf_counter", fake)
+    feeder, sink = FeederSpout(["v"]), Capture()
+    b = TopologyBuilder()
+    b.set_spout("feeder", feeder)
+    b.set_bolt("sink", sink).shuffle_grouping("feeder")
+    conf: Mapping[str, Any] = {"topology.acker.executors": 1, "topology.spout.max.batch.size": 1}
+    worker = Worker(WorkerConfig("t", b.create_topology(), conf), clock=SimulatedClock())
+    worker.open()
+    feeder.feed([1], msg_id=1)
+    worker.run_once()  # emitted at 100
+    fake.now = 101.0
+    feeder.feed([2], msg_id=2)
+    worker.run_once()  # tuple 1 executed; tuple 2 emitted at 101
+    fake.now = 104.0
+    for _ in range(4):
+        worker.run_once()
+    assert sorted(feeder.acked) == [1, 2]
+    (doc,) = [d for d in worker.task_stats() if d["component"] == "feeder"]
+    assert doc["latency_count"] == 2
+    assert doc["latency_sum"] == pytest.approx((104.0 - 100.0) + (104.0 - 101.0))
+    assert worker.stats()["feeder"]["complete_latency_ms"] == pytest.approx(3500.0)
