@@ -8,13 +8,13 @@ parses options and calls :func:`run_dev_zookeeper`.
 from __future__ import annotations
 
 import os
-import signal
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from stormpy.cluster.zkserver import ZooKeeperServer
+from stormpy.host.daemon import serve_until_stopped
 
 __all__ = ["default_dev_data_dir", "run_dev_zookeeper"]
 
@@ -37,26 +37,21 @@ def run_dev_zookeeper(port: int = 2181, data_dir: str | os.PathLike[str] = "stor
     ``on_ready`` is called with the running server. Raises ZooKeeperNotFound / ZooKeeperStartError
     when it cannot start.
     """
-    stop = stop_event or threading.Event()
     server = ZooKeeperServer(port, host=host, data_dir=data_dir, heap_mb=heap_mb, die_with_parent=True)
-    previous: dict[signal.Signals, Any] = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, lambda *_: stop.set())
-    try:
+
+    def start() -> None:
         server.start()
         echo(f"ZooKeeper serving on {server.connect_string} (data {server.data_dir}, log {server.log_path}); "
              "Ctrl-C to stop")
         if on_ready is not None:
             on_ready(server)
-        while not stop.wait(0.5):
-            if not server.running:
-                code = server.returncode
-                echo(f"ZooKeeper exited with status {code}; last log lines:\n{server.log_tail()}")
-                return code or 1
-        echo("stopping ZooKeeper")
-        return 0
-    finally:
-        server.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+
+    def exited() -> int | None:
+        if server.running:
+            return None
+        code = server.returncode
+        echo(f"ZooKeeper exited with status {code}; last log lines:\n{server.log_tail()}")
+        return code or 1
+
+    return serve_until_stopped(start, server.stop, exited, stopping="stopping ZooKeeper", echo=echo,
+                               stop_event=stop_event)

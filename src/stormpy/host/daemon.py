@@ -7,6 +7,8 @@
   implement ``start`` and ``stop`` (idempotent); :meth:`Daemon.request_stop` may be called from any
   thread or signal handler; :meth:`Daemon.run_forever` blocks until a stop is requested (SIGTERM and
   SIGINT request one while it runs on the main thread), then calls ``stop``.
+* :func:`serve_until_stopped` runs a development server (``dev-zookeeper``, ``dev-kafka``,
+  ``dev-spark``) in the foreground until SIGINT/SIGTERM or a stop event.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
@@ -111,3 +113,30 @@ class Daemon:
                     pass
             finally:
                 self.stop()
+
+
+def serve_until_stopped(start: Callable[[], None], stop: Callable[[], None],
+                        exited: Callable[[], int | None], *, stopping: str,
+                        echo: Callable[[str], Any], stop_event: threading.Event | None = None) -> int:
+    """Run a child server in the foreground: ``start()``, then every 0.5 s ask ``exited()``,
+    which returns an exit status (non-zero: 1 when the server's own is unknown) once the server
+    died on its own, having echoed why; that status is returned. SIGINT/SIGTERM (handled only
+    when called from the main thread) or ``stop_event`` end it instead: ``stopping`` is echoed
+    and 0 returned. ``stop()`` always runs and the previous signal handlers come back."""
+    halt = stop_event or threading.Event()
+    previous: dict[signal.Signals, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in STOP_SIGNALS:
+            previous[sig] = signal.signal(sig, lambda *_: halt.set())
+    try:
+        start()
+        while not halt.wait(0.5):
+            code = exited()
+            if code is not None:
+                return code
+        echo(stopping)
+        return 0
+    finally:
+        stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

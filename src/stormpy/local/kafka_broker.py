@@ -31,7 +31,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -42,6 +41,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from stormpy.host.daemon import serve_until_stopped
 from stormpy.host.ports import free_port
 from stormpy.host.processes import parent_death_signal, terminate_popen
 
@@ -291,28 +291,21 @@ def run_dev_kafka(port: int = 9092, log_dir: str | os.PathLike[str] = "stormpy-l
     thread) or ``stop_event`` is set, then return 0; if the broker dies on its own, print its log
     tail and return its status (1 when unknown). Raises KafkaBrokerNotFound / KafkaBrokerStartError
     when it cannot start. The broker keeps its data in memory: a restart starts empty."""
-    import threading
-
-    stop = stop_event or threading.Event()
     broker = KafkaBroker(port, host=host, log_dir=log_dir)
-    previous: dict[signal.Signals, Any] = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, lambda *_: stop.set())
-    try:
+
+    def start() -> None:
         broker.start()
         echo(f"Kafka broker (tansu, in memory) serving on {broker.bootstrap_servers} "
              f"(log {broker.log_path}); Ctrl-C to stop")
         if on_ready is not None:
             on_ready(broker)
-        while not stop.wait(0.5):
-            if not broker.running:
-                code = broker.returncode
-                echo(f"the Kafka broker exited with status {code}; last log lines:\n{broker.log_tail()}")
-                return code or 1
-        echo("stopping the Kafka broker")
-        return 0
-    finally:
-        broker.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+
+    def exited() -> int | None:
+        if broker.running:
+            return None
+        code = broker.returncode
+        echo(f"the Kafka broker exited with status {code}; last log lines:\n{broker.log_tail()}")
+        return code or 1
+
+    return serve_until_stopped(start, broker.stop, exited, stopping="stopping the Kafka broker",
+                               echo=echo, stop_event=stop_event)

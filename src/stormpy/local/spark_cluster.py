@@ -43,6 +43,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from stormpy.host.daemon import serve_until_stopped
 from stormpy.host.java import find_java, missing_java_reason
 from stormpy.host.ports import free_ports
 from stormpy.host.processes import parent_death_signal, terminate_popen
@@ -327,31 +328,25 @@ def run_dev_spark(workers: int = 1, base_dir: str | os.PathLike[str] | None = No
     """Run a standalone cluster until SIGINT/SIGTERM (handlers only on the main thread) or
     ``stop_event``; return 0, or 1 when a daemon died on its own (its log tail is echoed).
     Raises SparkClusterNotFound / SparkClusterStartError when it cannot start."""
-    stop = stop_event or threading.Event()
     cluster = SparkStandalone(workers, base_dir=base_dir, master_port=master_port,
                               worker_cores=worker_cores, worker_memory=worker_memory)
-    previous: dict[signal.Signals, Any] = {}
-    if threading.current_thread() is threading.main_thread():
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous[sig] = signal.signal(sig, lambda *_: stop.set())
-    try:
+
+    def start() -> None:
         cluster.start()
         echo(f"Spark master serving on {cluster.master_url} with {workers} worker(s) "
              f"({worker_cores} core(s), {worker_memory} each); logs in {cluster.base_dir}")
         echo(f"point Spark bolts at it with: -c spark.master={cluster.master_url}; Ctrl-C stops it")
         if on_ready is not None:
             on_ready(cluster)
-        while not stop.wait(0.5):
-            dead = cluster.dead_daemons()
-            if dead:
-                for daemon in [cluster.master, *cluster.workers]:
-                    if daemon is not None and daemon.name in dead:
-                        echo(f"Spark {daemon.name} exited; last log lines:\n"
-                             f"{_log_tail(daemon.log_path)}")
-                return 1
-        echo("stopping the Spark cluster")
-        return 0
-    finally:
-        cluster.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+
+    def exited() -> int | None:
+        dead = cluster.dead_daemons()
+        if not dead:
+            return None
+        for daemon in [cluster.master, *cluster.workers]:
+            if daemon is not None and daemon.name in dead:
+                echo(f"Spark {daemon.name} exited; last log lines:\n{_log_tail(daemon.log_path)}")
+        return 1
+
+    return serve_until_stopped(start, cluster.stop, exited, stopping="stopping the Spark cluster",
+                               echo=echo, stop_event=stop_event)
