@@ -17,22 +17,14 @@ with the thread that started it (``die_with_parent``) so a killed test run leave
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 import socket
-import subprocess
-import tempfile
-import time
-import weakref
 from collections.abc import Mapping
 from pathlib import Path
-from types import TracebackType
-from typing import IO, Any
+from typing import Any
 
+from stormpy.host.child_server import ChildServer
 from stormpy.host.java import find_java, missing_java_reason
-from stormpy.host.ports import free_port
-from stormpy.host.processes import parent_death_signal, terminate_popen
 
 __all__ = [
     "DEBIAN_JAVA_DIR",
@@ -113,102 +105,48 @@ def four_letter_word(host: str, port: int, word: str = "ruok", timeout_secs: flo
     return b"".join(chunks).decode(errors="replace")
 
 
-class ZooKeeperServer:
+class ZooKeeperServer(ChildServer):
     """One standalone ZooKeeper on ``host:port`` (``port=0``: a free port) with its own data dir.
 
     ``data_dir=None`` uses a fresh temporary directory removed by :meth:`stop`; a given directory is
     created if needed and kept. Use as ``with ZooKeeperServer() as zk: ... zk.connect_string``.
+    The process handling is :class:`stormpy.host.child_server.ChildServer`'s.
     """
+
+    kind = "ZooKeeper"
+    start_error = ZooKeeperStartError
+    temp_prefix = "stormpy-zk-"
+    log_name = "zookeeper.log"
 
     def __init__(self, port: int = 0, *, host: str = "127.0.0.1",
                  data_dir: str | os.PathLike[str] | None = None, heap_mb: int = 256,
                  startup_timeout_secs: float = 60.0, tick_time_ms: int = 2000, fsync: bool = False,
                  classpath: list[str] | None = None, java: str | None = None,
                  die_with_parent: bool = True, extra_config: Mapping[str, Any] | None = None) -> None:
-        self.host = host
-        self._requested_port = port
-        self._port: int | None = None
-        self._requested_data_dir = Path(data_dir) if data_dir is not None else None
+        super().__init__(port, host=host, work_dir=data_dir, startup_timeout_secs=startup_timeout_secs,
+                         die_with_parent=die_with_parent)
         self.heap_mb = heap_mb
-        self.startup_timeout_secs = startup_timeout_secs
         self.tick_time_ms = tick_time_ms
         self.fsync = fsync
         self._classpath = classpath
         self._java = java
-        self.die_with_parent = die_with_parent
         self.extra_config = dict(extra_config or {})
-        self.data_dir: Path | None = None
-        self.log_path: Path | None = None
-        self._temp_dir: Path | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log_file: IO[bytes] | None = None
-        self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._launch_classpath: list[str] = []
+        self._launch_java = ""
 
-    # -- properties ----------------------------------------------------------------------------
     @property
-    def port(self) -> int:
-        """The client port (known after :meth:`start`, or when given explicitly)."""
-        port = self._port or self._requested_port
-        if not port:
-            raise RuntimeError("ZooKeeperServer.port is known only after start()")
-        return port
+    def data_dir(self) -> Path | None:
+        """The data directory (set by :meth:`start`; kept after :meth:`stop` as a path)."""
+        return self.work_dir
 
     @property
     def connect_string(self) -> str:
         """``host:port`` for kazoo / ``storm.zookeeper.servers``."""
-        return f"{self.host}:{self.port}"
+        return self.address
 
-    @property
-    def pid(self) -> int | None:
-        """The server process id while it runs."""
-        return self._proc.pid if self._proc is not None else None
-
-    @property
-    def running(self) -> bool:
-        """True while the server process is alive."""
-        return self._proc is not None and self._proc.poll() is None
-
-    @property
-    def returncode(self) -> int | None:
-        """The server's exit status once it has exited, else None."""
-        return self._proc.poll() if self._proc is not None else None
-
-    # -- lifecycle -----------------------------------------------------------------------------
-    def start(self) -> ZooKeeperServer:
-        """Start the server and wait until it serves; return self.
-
-        Raises ZooKeeperNotFound (not installed) or ZooKeeperStartError (with the log tail).
-        """
-        if self._proc is not None:
-            raise RuntimeError("ZooKeeperServer already started")
-        classpath = self._classpath or find_zookeeper_classpath()
-        java = self._java or require_java()
-        if self._requested_data_dir is None:
-            self._temp_dir = Path(tempfile.mkdtemp(prefix="stormpy-zk-"))
-            self.data_dir = self._temp_dir
-        else:
-            self.data_dir = self._requested_data_dir.resolve()
-            self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.log_path = self.data_dir / "zookeeper.log"
-        attempts = 1 if self._requested_port else 3
-        for attempt in range(attempts):
-            self._port = self._requested_port or free_port(self.host)
-            try:
-                self._launch(java, classpath)
-                self._wait_until_serving()
-                return self
-            except ZooKeeperStartError:
-                tail = self.log_tail()
-                self._halt()
-                if attempt + 1 < attempts and "Address already in use" in tail:
-                    continue  # another process took the free port first; pick another
-                self._cleanup_dirs()
-                raise
-            except BaseException:
-                self._halt()
-                self._cleanup_dirs()
-                raise
-        raise AssertionError("unreachable")
+    def prepare(self) -> None:
+        self._launch_classpath = self._classpath or find_zookeeper_classpath()
+        self._launch_java = self._java or require_java()
 
     def _write_config(self) -> Path:
         assert self.data_dir is not None
@@ -230,40 +168,15 @@ class ZooKeeperServer:
         cfg.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
         return cfg
 
-    def _launch(self, java: str, classpath: list[str]) -> None:
-        assert self.log_path is not None
+    def command(self) -> list[str]:
         cfg = self._write_config()
-        cmd = [java, f"-Xmx{self.heap_mb}m", "-XX:+UseSerialGC", "-XX:-UsePerfData",
-               "-Djava.awt.headless=true", "-Dzookeeper.admin.enableServer=false",
-               "-Dzookeeper.jmx.log4j.disable=true", f"-Dzookeeper.log.dir={self.data_dir}",
-               "-Dorg.slf4j.simpleLogger.showDateTime=true",
-               "-cp", os.pathsep.join(classpath), MAIN_CLASS, str(cfg)]
-        self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed by _halt
-        self._log_file.write(f"\n--- stormpy: {' '.join(cmd)}\n".encode())
-        self._log_file.flush()
-        self._proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=self._log_file, stderr=subprocess.STDOUT,
-            cwd=self.data_dir, preexec_fn=parent_death_signal() if self.die_with_parent else None)
-        self._finalizer = weakref.finalize(self, terminate_popen, self._proc, 5.0)
+        return [self._launch_java, f"-Xmx{self.heap_mb}m", "-XX:+UseSerialGC", "-XX:-UsePerfData",
+                "-Djava.awt.headless=true", "-Dzookeeper.admin.enableServer=false",
+                "-Dzookeeper.jmx.log4j.disable=true", f"-Dzookeeper.log.dir={self.data_dir}",
+                "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                "-cp", os.pathsep.join(self._launch_classpath), MAIN_CLASS, str(cfg)]
 
-    def _wait_until_serving(self) -> None:
-        deadline = time.monotonic() + self.startup_timeout_secs
-        assert self._proc is not None
-        while True:
-            code = self._proc.poll()
-            if code is not None:
-                raise ZooKeeperStartError(f"ZooKeeper exited with status {code} during startup "
-                                          f"(log {self.log_path}):\n{self.log_tail()}")
-            with contextlib.suppress(OSError):
-                if self._is_ours_and_serving():
-                    return
-            if time.monotonic() >= deadline:
-                raise ZooKeeperStartError(f"ZooKeeper on {self.connect_string} did not start serving within "
-                                          f"{self.startup_timeout_secs:g} s (log {self.log_path}):\n"
-                                          f"{self.log_tail()}")
-            time.sleep(0.1)
-
-    def _is_ours_and_serving(self) -> bool:
+    def serving(self) -> bool:
         # Another server may already hold the port: only trust an answer naming our data dir.
         conf = four_letter_word(self.host, self.port, "conf", timeout_secs=1.0)
         if f"dataDir={self.data_dir}{os.sep}" not in conf:
@@ -276,43 +189,3 @@ class ZooKeeperServer:
             return four_letter_word(self.host, self.port, "ruok", timeout_secs=1.0).strip() == "imok"
         except OSError:
             return False
-
-    def log_tail(self, lines: int = 40) -> str:
-        """The last ``lines`` lines of the server's log (empty when there is none yet)."""
-        if self.log_path is None or not self.log_path.exists():
-            return ""
-        with open(self.log_path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 64 * 1024))
-            text = f.read().decode(errors="replace")
-        return "\n".join(text.splitlines()[-lines:])
-
-    def _halt(self, grace_secs: float = 10.0) -> None:
-        if self._finalizer is not None:
-            self._finalizer.detach()
-            self._finalizer = None
-        if self._proc is not None:
-            terminate_popen(self._proc, grace_secs)
-            self._proc = None
-        if self._log_file is not None:
-            self._log_file.close()
-            self._log_file = None
-
-    def _cleanup_dirs(self) -> None:
-        if self._temp_dir is not None:
-            shutil.rmtree(self._temp_dir, ignore_errors=True)
-            self._temp_dir = None
-
-    def stop(self, grace_secs: float = 10.0) -> None:
-        """SIGTERM, SIGKILL after ``grace_secs``, reap, and remove a temporary data dir; idempotent."""
-        self._halt(grace_secs)
-        self._cleanup_dirs()
-
-    def __enter__(self) -> ZooKeeperServer:
-        if self._proc is None:
-            self.start()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()

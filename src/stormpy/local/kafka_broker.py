@@ -32,18 +32,13 @@ import contextlib
 import os
 import shutil
 import socket
-import subprocess
-import tempfile
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import TracebackType
-from typing import IO, Any
+from typing import Any
 
+from stormpy.host.child_server import ChildServer
 from stormpy.host.daemon import serve_until_stopped
-from stormpy.host.ports import free_port
-from stormpy.host.processes import parent_death_signal, terminate_popen
 
 __all__ = ["BROKER_ENV", "INSTALL_HINT", "KafkaBroker", "KafkaBrokerNotFound", "KafkaBrokerStartError",
            "find_broker_binary"]
@@ -94,126 +89,54 @@ def _admin_module() -> Any:
     return admin
 
 
-class KafkaBroker:
+class KafkaBroker(ChildServer):
     """One in-memory tansu broker on ``host:port`` (``port=0``: a free port).
 
     ``log_dir=None`` writes the log into a temporary directory removed by :meth:`stop`; a given
     directory is created if needed and kept. Use as ``with KafkaBroker() as b: b.bootstrap_servers``.
+    The process handling is :class:`stormpy.host.child_server.ChildServer`'s.
     """
+
+    kind = "the Kafka broker"
+    start_error = KafkaBrokerStartError
+    temp_prefix = "stormpy-kafka-"
+    log_name = "broker.log"
+    poll_secs = 0.05
+    #: the broker keeps everything in memory, so there is nothing to lose by not waiting for its
+    #: graceful shutdown (which lingers for about 5 s while clients are still connected)
+    stop_grace_secs = 1.0
 
     def __init__(self, port: int = 0, *, host: str = "127.0.0.1",
                  log_dir: str | os.PathLike[str] | None = None, startup_timeout_secs: float = 30.0,
                  binary: str | None = None, die_with_parent: bool = True,
                  env: Mapping[str, str] | None = None) -> None:
-        self.host = host
-        self._requested_port = port
-        self._port: int | None = None
-        self._requested_log_dir = Path(log_dir) if log_dir is not None else None
-        self.startup_timeout_secs = startup_timeout_secs
+        super().__init__(port, host=host, work_dir=log_dir, startup_timeout_secs=startup_timeout_secs,
+                         die_with_parent=die_with_parent)
         self._binary = binary
-        self.die_with_parent = die_with_parent
+        self._launch_binary = ""
         self.env = dict(env or {})
-        self.log_path: Path | None = None
-        self._temp_dir: Path | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log_file: IO[bytes] | None = None
-        self._finalizer: weakref.finalize[Any, Any] | None = None
-
-    @property
-    def port(self) -> int:
-        port = self._port or self._requested_port
-        if not port:
-            raise RuntimeError("KafkaBroker.port is known only after start()")
-        return port
 
     @property
     def bootstrap_servers(self) -> str:
         """``host:port`` for the client's ``bootstrap.servers``."""
-        return f"{self.host}:{self.port}"
+        return self.address
 
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc is not None else None
+    def prepare(self) -> None:
+        self._launch_binary = self._binary or find_broker_binary()
 
-    @property
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    @property
-    def returncode(self) -> int | None:
-        return self._proc.poll() if self._proc is not None else None
-
-    def start(self) -> KafkaBroker:
-        """Start the broker and wait until it answers; return self.
-
-        Raises KafkaBrokerNotFound (not installed) or KafkaBrokerStartError (with the log tail).
-        """
-        if self._proc is not None:
-            raise RuntimeError("KafkaBroker already started")
-        binary = self._binary or find_broker_binary()
-        if self._requested_log_dir is None:
-            self._temp_dir = Path(tempfile.mkdtemp(prefix="stormpy-kafka-"))
-            log_dir = self._temp_dir
-        else:
-            log_dir = self._requested_log_dir.resolve()
-            log_dir.mkdir(parents=True, exist_ok=True)
-        self.log_path = log_dir / "broker.log"
-        attempts = 1 if self._requested_port else 3
-        for attempt in range(attempts):
-            self._port = self._requested_port or free_port(self.host)
-            try:
-                self._launch(binary)
-                self._wait_until_serving()
-                return self
-            except KafkaBrokerStartError:
-                in_use = "in use" in self.log_tail().lower()
-                self._halt()
-                if attempt + 1 < attempts and in_use:
-                    continue  # another process took the free port first; pick another
-                self._cleanup_dirs()
-                raise
-            except BaseException:
-                self._halt()
-                self._cleanup_dirs()
-                raise
-        raise AssertionError("unreachable")
-
-    def _launch(self, binary: str) -> None:
-        assert self.log_path is not None
+    def command(self) -> list[str]:
         url = f"tcp://{self.host}:{self._port}"
-        cmd = [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
-               "--storage-engine", "memory://tansu/"]
-        self._log_file = open(self.log_path, "ab")  # noqa: SIM115 - closed by _halt
-        self._log_file.write(f"\n--- stormpy: {' '.join(cmd)}\n".encode())
-        self._log_file.flush()
-        self._proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=self._log_file, stderr=subprocess.STDOUT,
-            cwd=self.log_path.parent, env={**os.environ, **self.env},
-            preexec_fn=parent_death_signal() if self.die_with_parent else None)
-        self._finalizer = weakref.finalize(self, terminate_popen, self._proc, 5.0)
+        return [self._launch_binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
+                "--storage-engine", "memory://tansu/"]
 
-    def _wait_until_serving(self) -> None:
-        assert self._proc is not None
-        deadline = time.monotonic() + self.startup_timeout_secs
-        while True:
-            code = self._proc.poll()
-            if code is not None:
-                raise KafkaBrokerStartError(f"the Kafka broker exited with status {code} during startup "
-                                            f"(log {self.log_path}):\n{self.log_tail()}")
-            if "ready in" in self.log_tail(5) and self._accepts():
-                return
-            if time.monotonic() >= deadline:
-                raise KafkaBrokerStartError(
-                    f"the Kafka broker on {self.bootstrap_servers} did not start within "
-                    f"{self.startup_timeout_secs:g} s (log {self.log_path}):\n{self.log_tail()}")
-            time.sleep(0.05)
+    def launch_env(self) -> Mapping[str, str]:
+        return {**os.environ, **self.env}
 
-    def _accepts(self) -> bool:
-        try:
-            with socket.create_connection((self.host, self.port), timeout=1.0):
-                return True
-        except OSError:
+    def serving(self) -> bool:
+        if "ready in" not in self.log_tail(5):
             return False
+        with socket.create_connection((self.host, self.port), timeout=1.0):
+            return True
 
     # -- topics (admin API) ----------------------------------------------------------------
     def admin(self) -> Any:
@@ -238,50 +161,6 @@ class KafkaBroker:
                 raise TimeoutError(f"topic {name!r} did not show {partitions} partitions within "
                                    f"{timeout_secs:g} s")
             time.sleep(0.05)
-
-    def log_tail(self, lines: int = 40) -> str:
-        """The last ``lines`` lines of the broker's log (empty when there is none yet)."""
-        if self.log_path is None or not self.log_path.exists():
-            return ""
-        with open(self.log_path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 64 * 1024))
-            text = f.read().decode(errors="replace")
-        return "\n".join(text.splitlines()[-lines:])
-
-    # -- lifecycle ---------------------------------------------------------------------------
-    def _halt(self, grace_secs: float = 10.0) -> None:
-        if self._finalizer is not None:
-            self._finalizer.detach()
-            self._finalizer = None
-        if self._proc is not None:
-            terminate_popen(self._proc, grace_secs)
-            self._proc = None
-        if self._log_file is not None:
-            self._log_file.close()
-            self._log_file = None
-
-    def _cleanup_dirs(self) -> None:
-        if self._temp_dir is not None:
-            shutil.rmtree(self._temp_dir, ignore_errors=True)
-            self._temp_dir = None
-
-    def stop(self, grace_secs: float = 1.0) -> None:
-        """SIGTERM, SIGKILL after ``grace_secs``, reap, remove a temporary log dir; idempotent.
-
-        The broker keeps everything in memory, so there is nothing to lose by not waiting for its
-        graceful shutdown (which lingers for about 5 s while clients are still connected)."""
-        self._halt(grace_secs)
-        self._cleanup_dirs()
-
-    def __enter__(self) -> KafkaBroker:
-        if self._proc is None:
-            self.start()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
 
 
 def run_dev_kafka(port: int = 9092, log_dir: str | os.PathLike[str] = "stormpy-local/dev-kafka", *,
