@@ -47,8 +47,10 @@ def _read_reports(report: Path, prefix: str) -> list[dict[str, Any]]:
 
 def run_topology(cluster: ProcessCluster, bundle: Path, name: str, n: int, acking: bool,
                  rate: float = 0.0, timeout: float = 600.0, workload: str = "final",
-                 batch: bool = False) -> dict[str, Any]:
-    """Submit the bench word count (``workload``, per-tuple or ``batch`` bolts) over 2 workers,
+                 batch: bool = False, workers: int = 2,
+                 conf: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Submit the bench word count (``workload``, per-tuple or ``batch`` bolts) over ``workers``
+    workers (``conf``: more topology settings),
     wait until every word is counted (and, with acking, every sentence acked), kill it.
 
     The run is timed from the spout's first emit to the last word counted (with acking: or the
@@ -62,14 +64,15 @@ def run_topology(cluster: ProcessCluster, bundle: Path, name: str, n: int, ackin
         report = Path(tmp)
         spec = build(n, acking, workload=workload, batch=batch, split=2, counters=2, rate=rate,
                      report_dir=str(report))
-        conf = {"topology.workers": 2, "topology.acker.executors": 2 if acking else 0,
-                "topology.max.spout.pending": 5000 if acking else None,
-                "topology.message.timeout.secs": 60}
+        topology_conf = {"topology.workers": workers,
+                         "topology.acker.executors": 2 if acking else 0,
+                         "topology.max.spout.pending": 5000 if acking else None,
+                         "topology.message.timeout.secs": 60, **(conf or {})}
         client = cluster.client(timeout_secs=30)
         t_submit = time.time()
-        client.submit(name, bundle, spec.to_doc(), conf)
+        client.submit(name, bundle, spec.to_doc(), topology_conf)
         deadline = time.monotonic() + timeout
-        probe = WorkerProbe(cluster)
+        probe = WorkerProbe(cluster, name)
         while True:
             probe.sample()
             counts = _read_reports(report, "count")
@@ -99,12 +102,14 @@ def run_topology(cluster: ProcessCluster, bundle: Path, name: str, n: int, ackin
 
 
 class WorkerProbe:
-    """The worker processes under the cluster's supervisors, sampled with psutil: peak RSS (every
-    sample), peak USS (memory private to the process; every ``full`` sample and every 0.5 s) and
-    CPU time (user + system, all threads) with the time of each sample."""
+    """The worker processes of topology ``name`` under the cluster's supervisors (a previous
+    topology's workers may still be exiting), sampled with psutil: peak RSS (every sample), peak
+    USS (memory private to the process; every ``full`` sample and every 0.5 s) and CPU time (user
+    + system, all threads) with the time of each sample."""
 
-    def __init__(self, cluster: ProcessCluster) -> None:
+    def __init__(self, cluster: ProcessCluster, name: str) -> None:
         self.cluster = cluster
+        self.topology_prefix = f"{name}-"  # Nimbus's ids are <name>-<time>-<random>
         self.procs: dict[int, Any] = {}
         self.peak_rss: dict[int, int] = {}
         self.peak_uss: dict[int, int] = {}
@@ -123,8 +128,11 @@ class WorkerProbe:
                 continue
             for child in children:
                 try:
-                    if child.pid not in self.procs and \
-                            "stormpy.worker.process" in " ".join(child.cmdline()):
+                    if child.pid in self.procs:
+                        continue
+                    cmd = child.cmdline()
+                    if "stormpy.worker.process" in cmd and "--topology-id" in cmd and \
+                            cmd[cmd.index("--topology-id") + 1].startswith(self.topology_prefix):
                         self.procs[child.pid] = child
                 except psutil.Error:
                     continue
