@@ -50,7 +50,7 @@ def run_topology(cluster: ProcessCluster, bundle: Path, name: str, n: int, ackin
                  batch: bool = False, workers: int = 2,
                  conf: dict[str, Any] | None = None) -> dict[str, Any]:
     """Submit the bench word count (``workload``, per-tuple or ``batch`` bolts) over ``workers``
-    workers (``conf``: more topology settings),
+    workers (``conf``: more topology settings; ``rate``: sentences/s in all, 0 = flat out),
     wait until every word is counted (and, with acking, every sentence acked), kill it.
 
     The run is timed from the spout's first emit to the last word counted (with acking: or the
@@ -62,8 +62,12 @@ def run_topology(cluster: ProcessCluster, bundle: Path, name: str, n: int, ackin
     words = sum(len(s.split()) for s in sentences(n))
     with tempfile.TemporaryDirectory(prefix="stormpy-bench-report-") as tmp:
         report = Path(tmp)
-        spec = build(n, acking, workload=workload, batch=batch, split=2, counters=2, rate=rate,
-                     report_dir=str(report))
+        # one spout task per worker, each splitting its own share of the sentences in its own
+        # worker (as each Bytewax process reads and splits one partition); words cross to the
+        # other worker by the fields grouping, as Bytewax exchanges them by key
+        spec = build(n, acking, workload=workload, batch=batch, split=workers, counters=workers,
+                     spouts=workers, rate=rate / workers, report_dir=str(report),
+                     local_split=True)
         topology_conf = {"topology.workers": workers,
                          "topology.acker.executors": 2 if acking else 0,
                          "topology.max.spout.pending": 5000 if acking else None,
@@ -78,7 +82,7 @@ def run_topology(cluster: ProcessCluster, bundle: Path, name: str, n: int, ackin
             counts = _read_reports(report, "count")
             spouts = _read_reports(report, "spout")
             counted = sum(c["count"] for c in counts)
-            if counted >= words and (not acking or spouts):
+            if counted >= words and (not acking or len(spouts) >= workers):
                 break
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{name}: counted {counted} of {words} words in {timeout}s")
