@@ -56,7 +56,7 @@ def run_topology(cluster: ProcessCluster, bundle: Path, name: str, n: int, ackin
     The run is timed from the spout's first emit to the last word counted (with acking: or the
     last ack, whichever is later), the times the topology itself stamps (start-up, submission and
     the kill are outside). Returns words, seconds, the spout reports (complete latencies, split
-    into warm-up and steady), the CPU seconds the two worker processes used inside that window
+    into warm-up and steady), the CPU seconds the worker processes used inside that window
     (sampled by psutil, interpolated at its ends), each worker's peak RSS and USS, and how long
     after the first emit the first word was counted."""
     words = sum(len(s.split()) for s in sentences(n))
@@ -82,7 +82,8 @@ def run_topology(cluster: ProcessCluster, bundle: Path, name: str, n: int, ackin
             counts = _read_reports(report, "count")
             spouts = _read_reports(report, "spout")
             counted = sum(c["count"] for c in counts)
-            if counted >= words and (not acking or len(spouts) >= workers):
+            # every spout task reports once its share is emitted (acking: acked)
+            if counted >= words and len(spouts) >= workers:
                 break
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{name}: counted {counted} of {words} words in {timeout}s")
