@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint zookeeper java kinesalite chromium bench clean mutate mutate-summary mutate-survivors \
+.PHONY: run test lint zookeeper java kinesalite chromium bench bench-cluster clean mutate mutate-summary mutate-survivors \
         mutate-recheck
 
 $(BIN)/python:
@@ -71,6 +71,12 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+## bench-cluster: the cluster rows (2 stormpy workers against Bytewax with 2 processes), complete
+## latency at 10,000 sentences/s and worker memory, on a local ZooKeeper + Nimbus + 2 supervisors
+## (~10 minutes: kept out of `make bench`). See docs/performance.md.
+bench-cluster: $(STAMP) zookeeper
+	$(BIN)/python -m bench.cluster_bench
 
 ## mutate: mutation testing (mutmut) of the core modules, one after the other, then the score of
 ## each; MODULE=acker (or worker, nimbus, batching, spark-bolt, ...) for one. See docs/testing.md.

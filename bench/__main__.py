@@ -1,8 +1,8 @@
 """``python -m bench``: two word-count workloads, the same work on every side, through a plain
-loop (the ceiling), Bytewax, stormpy local mode and a two-worker stormpy cluster (against Bytewax
-with two processes over a two-partition source), and as a transactional topology with commit
-latencies per transaction; then a complete-latency run at a fixed rate. Prints best words/s,
-the spread over the rounds and ratios (within this run) and writes bench/results/latest.json.
+loop (the ceiling), Bytewax and stormpy local mode. Prints best words/s, the spread over the
+rounds and ratios (within this run) and writes bench/results/latest.json. The cluster rows (two
+stormpy workers against Bytewax with two processes), the complete latency and the workers' memory
+are ``python -m bench.cluster_bench`` (``make bench-cluster``).
 
 - ``final``: count every word, one counter per word, nothing emitted per word (Bytewax
   ``count_final``; stormpy's count bolt only counts and acks);
@@ -32,7 +32,6 @@ from bench.runners import sentences
 RESULTS = Path(__file__).parent / "results"
 PLAIN = "plain python loop"
 BYTEWAX = "bytewax (1 worker)"
-BYTEWAX_2 = "bytewax (2 processes, 2 partitions)"
 FORMS = {"per-tuple": False, "batch": True}
 
 
@@ -52,18 +51,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--sentences", type=int, default=50_000)
     parser.add_argument("--repeat", type=int, default=5, help="rounds of the local runners")
-    parser.add_argument("--cluster-repeat", type=int, default=2,
-                        help="rounds of the cluster runners")
     parser.add_argument("--workloads", nargs="*", default=list(runners.WORKLOADS),
                         choices=runners.WORKLOADS)
     parser.add_argument("--forms", nargs="*", default=list(FORMS), choices=list(FORMS),
                         help="stormpy bolts: per-tuple (execute) and/or batch (execute_batch)")
-    parser.add_argument("--no-cluster", action="store_true", help="skip the cluster runs")
-    parser.add_argument("--latency-rate", type=float, default=10_000.0,
-                        help="spout tuples/s for the complete-latency run")
-    parser.add_argument("--latency-seconds", type=float, default=6.0)
-    parser.add_argument("--tx-batches", type=int, nargs="*", default=[1000, 10_000],
-                        help="sentences per transaction for the transactional cluster runs")
     parser.add_argument("--only", nargs="*", help="run only runners whose name contains these")
     parser.add_argument("--output", type=Path, default=RESULTS / "latest.json",
                         help="where to write the JSON results")
@@ -95,77 +86,15 @@ def main() -> None:
     chosen = {name: run for name, run in local.items() if wanted(name)}
     for name, rates in interleaved(chosen, args.repeat).items():
         record(name, name.split(":")[0], words, rates)
-    latency: dict[str, Any] | None = None
-    cluster_runs: dict[str, tuple[str, bool, bool]] = {}
-    for w in args.workloads:
-        for form in args.forms:
-            for acking in (False, True):
-                cluster_runs[f"{w}: stormpy cluster 2 workers (ZeroMQ), acking "
-                             f"{'on' if acking else 'off'}, {form}"] = (w, acking, FORMS[form])
-    if not args.no_cluster and (any(map(wanted, cluster_runs)) or wanted("latency")
-                                or wanted("transactional") or wanted("2 processes")):
-        from bench import cluster_runner
-
-        with cluster_runner.two_worker_cluster() as (cluster, bundle):
-            runs: dict[str, list[dict[str, Any]]] = {}
-            for i in range(args.cluster_repeat):
-                for w in args.workloads:
-                    name = f"{w}: {BYTEWAX_2}"
-                    if wanted(name):
-                        runs.setdefault(name, []).append(runners.bytewax_processes(n, w, 2))
-                for name, (w, acking, batch) in cluster_runs.items():
-                    if wanted(name):
-                        runs.setdefault(name, []).append(cluster_runner.run_topology(
-                            cluster, bundle, f"bench-{w}-{int(acking)}-{int(batch)}-{i}", n,
-                            acking, workload=w, batch=batch))
-            for name, rs in runs.items():
-                extra: dict[str, Any] = {}
-                if "wall" in rs[0]:
-                    extra["with_startup_words_per_sec"] = round(max(
-                        r["words"] / r["wall"] for r in rs), 1)
-                else:
-                    extra["first_tuple_after_submit_s"] = round(
-                        min(r["first_tuple_after_submit"] for r in rs), 3)
-                    extra["worker_rss_mb"] = max(r["worker_rss_mb"] for r in rs)
-                record(name, name.split(":")[0], rs[0]["words"],
-                       [r["words"] / r["seconds"] for r in rs], **extra)
-            for batch in args.tx_batches:
-                name = f"stormpy cluster 2 workers, transactional, batch {batch:,}"
-                if not wanted(name):
-                    continue
-                tx_best: dict[str, Any] | None = None
-                for i in range(args.cluster_repeat):
-                    r = cluster_runner.run_transactional(cluster, bundle, f"bench-tx-{batch}-{i}",
-                                                         n, batch)
-                    r["rate"] = r["words"] / r["seconds"]
-                    if tx_best is None or r["rate"] > tx_best["rate"]:
-                        tx_best = r
-                assert tx_best is not None
-                lat = [x * 1000 for x in tx_best["commit_latencies"]]
-                record(name, "final", tx_best["words"], [tx_best["rate"]],
-                       transactions=tx_best["transactions"],
-                       commit_latency_p50_ms=round(cluster_runner.percentile(lat, 50), 1),
-                       commit_latency_p99_ms=round(cluster_runner.percentile(lat, 99), 1))
-            if wanted("latency"):
-                count = int(args.latency_rate * args.latency_seconds)
-                r = cluster_runner.run_topology(cluster, bundle, "bench-latency", count, True,
-                                                rate=args.latency_rate)
-                latency = {"rate": args.latency_rate, "failed": r["failed"],
-                           "worker_rss_mb": r["worker_rss_mb"],
-                           **cluster_runner.latency_summary(r["latencies"])}
-                if r["warmup_latencies"]:
-                    latency["warmup"] = cluster_runner.latency_summary(r["warmup_latencies"])
-                console.print(f"complete latency at {args.latency_rate:,.0f} tuples/s: {latency}")
     path = "compiled (mypyc)" if native.COMPILED else f"pure Python ({native.PURE_REASON})"
-    table = Table(title=f"word count, {n:,} sentences ({args.repeat} rounds local, "
-                        f"{args.cluster_repeat} cluster); stormpy tuple path: {path}")
+    table = Table(title=f"word count, {n:,} sentences ({args.repeat} rounds); stormpy tuple "
+                        f"path: {path}")
     for col in ("runner", "best words/s", "spread", "vs plain loop", "vs bytewax"):
         table.add_column(col, justify="left" if col == "runner" else "right")
     for name, r in results.items():
         w = r["workload"]
         plain = results.get(f"{w}: {PLAIN}", {}).get("words_per_sec")
-        bw_name = BYTEWAX_2 if "2 workers" in name or "2 processes" in name else BYTEWAX
-        bw = results.get(f"{w}: {bw_name}", {}).get("words_per_sec")
+        bw = results.get(f"{w}: {BYTEWAX}", {}).get("words_per_sec")
         rate = r["words_per_sec"]
         r["vs_plain"] = round(rate / plain, 4) if plain else None
         r["vs_bytewax"] = round(rate / bw, 3) if bw else None
@@ -174,16 +103,11 @@ def main() -> None:
                       f"{r['vs_plain']:.3f}x" if plain else "-",
                       f"{r['vs_bytewax']:.2f}x" if bw else "-")
     console.print(table)
-    if latency:
-        console.print(f"complete latency, 2-worker cluster, acking on, {latency['rate']:,.0f} "
-                      f"tuples/s: p50 {latency['p50_ms']} ms, p99 {latency['p99_ms']} ms "
-                      f"({latency['tuples']} tuples after a 1 s warm-up, {latency['failed']} "
-                      "failed)")
     args.output.parent.mkdir(parents=True, exist_ok=True)
     doc = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "sentences": n,
            "machine": {"python": platform.python_version(), "cpu": platform.processor()},
            "stormpy_compiled": native.COMPILED,
-           "throughput": results, "latency": latency}
+           "throughput": results}
     args.output.write_text(json.dumps(doc, indent=2))
     console.print(f"results written to {args.output}")
 

@@ -10,8 +10,9 @@ The source has one partition per Bytewax process (``parts``): partition ``i`` ho
 ``i, i + parts, ...``, as a stormpy spout task's share. It reads them in batches of
 ``SOURCE_BATCH`` (the batch size of Bytewax's Kafka source). For runs across processes
 (``python -m bytewax.run 'bench.bytewax_flows:flow(...)' -i K -a ...``) each partition and each
-sink partition write their first and last item times under ``report_dir``, so the run is timed
-from the first sentence read to the last item written, as the stormpy cluster runs are.
+sink partition write their first and last item times (and the process's CPU time then) under
+``report_dir``, so the run is timed from the first sentence read to the last item written, as the
+stormpy cluster runs are.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ class _Part(StatefulSourcePartition[str, int]):
         if self.pos >= len(self.lines):
             raise StopIteration
         if self.pos == 0:
-            _write(self.report_dir, f"bw-source-{self.index}.json", {"first": time.time()})
+            _write(self.report_dir, f"bw-source-{self.index}.json",
+                   {"first": time.time(), "cpu": time.process_time(), "pid": os.getpid()})
         batch = list(self.lines[self.pos:self.pos + SOURCE_BATCH])
         self.pos += len(batch)
         return batch
@@ -100,7 +102,8 @@ class _CountingPart(StatelessSinkPartition[Any]):
 
     def close(self) -> None:  # called when the dataflow finishes its finite input
         _write(self.sink.report_dir, f"bw-sink-{self.worker}.json",
-               {"items": self.items, "last": self.last})
+               {"items": self.items, "last": self.last, "cpu": time.process_time(),
+                "pid": os.getpid()})
 
 
 class CountingSink(DynamicSink[Any]):

@@ -12,10 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench_wordcount import build
-from bench_workload import sentences
-
-from bench.runners import TOPOLOGIES
+from bench.runners import TOPOLOGIES, build, sentences
 from stormpy.bundle import build_bundle
 from stormpy.cluster.zkserver import ZooKeeperServer
 from stormpy.testing.cluster import ProcessCluster
@@ -50,33 +47,48 @@ def _read_reports(report: Path, prefix: str) -> list[dict[str, Any]]:
 
 def run_topology(cluster: ProcessCluster, bundle: Path, name: str, n: int, acking: bool,
                  rate: float = 0.0, timeout: float = 600.0, workload: str = "final",
-                 batch: bool = False) -> dict[str, Any]:
-    """Submit the bench word count (``workload``, per-tuple or ``batch`` bolts) over 2 workers,
-    wait until every word is counted (and, with acking, every sentence acked), kill it; return
-    words, seconds, the spout reports and the workers' peak RSS."""
+                 batch: bool = False, workers: int = 2,
+                 conf: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Submit the bench word count (``workload``, per-tuple or ``batch`` bolts) over ``workers``
+    workers (``conf``: more topology settings; ``rate``: sentences/s in all, 0 = flat out),
+    wait until every word is counted (and, with acking, every sentence acked), kill it.
+
+    The run is timed from the spout's first emit to the last word counted (with acking: or the
+    last ack, whichever is later), the times the topology itself stamps (start-up, submission and
+    the kill are outside). Returns words, seconds, the spout reports (complete latencies, split
+    into warm-up and steady), the CPU seconds the worker processes used inside that window
+    (sampled by psutil, interpolated at its ends), each worker's peak RSS and USS, and how long
+    after the first emit the first word was counted."""
     words = sum(len(s.split()) for s in sentences(n))
     with tempfile.TemporaryDirectory(prefix="stormpy-bench-report-") as tmp:
         report = Path(tmp)
-        spec = build(n, acking, workload=workload, batch=batch, split=2, counters=2, rate=rate,
-                     report_dir=str(report))
-        conf = {"topology.workers": 2, "topology.acker.executors": 2 if acking else 0,
-                "topology.max.spout.pending": 5000 if acking else None,
-                "topology.message.timeout.secs": 60}
+        # one spout task per worker, each splitting its own share of the sentences in its own
+        # worker (as each Bytewax process reads and splits one partition); words cross to the
+        # other worker by the fields grouping, as Bytewax exchanges them by key
+        spec = build(n, acking, workload=workload, batch=batch, split=workers, counters=workers,
+                     spouts=workers, rate=rate / workers, report_dir=str(report),
+                     local_split=True)
+        topology_conf = {"topology.workers": workers,
+                         "topology.acker.executors": 2 if acking else 0,
+                         "topology.max.spout.pending": 5000 if acking else None,
+                         "topology.message.timeout.secs": 60, **(conf or {})}
         client = cluster.client(timeout_secs=30)
         t_submit = time.time()
-        client.submit(name, bundle, spec.to_doc(), conf)
+        client.submit(name, bundle, spec.to_doc(), topology_conf)
         deadline = time.monotonic() + timeout
-        rss: dict[int, int] = {}
+        probe = WorkerProbe(cluster, name)
         while True:
-            _sample_rss(cluster, rss)
+            probe.sample()
             counts = _read_reports(report, "count")
             spouts = _read_reports(report, "spout")
             counted = sum(c["count"] for c in counts)
-            if counted >= words and (not acking or spouts):
+            # every spout task reports once its share is emitted (acking: acked)
+            if counted >= words and len(spouts) >= workers:
                 break
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{name}: counted {counted} of {words} words in {timeout}s")
-            time.sleep(0.1)
+            time.sleep(0.05)
+        probe.sample(full=True)
         client.kill(name, wait_secs=0)
     first = min(c["first"] for c in counts if c["first"])
     first_emit = min((s["first_emit"] for s in spouts if s.get("first_emit")), default=first)
@@ -85,29 +97,84 @@ def run_topology(cluster: ProcessCluster, bundle: Path, name: str, n: int, ackin
         end = max(end, max(s["last_ack"] for s in spouts))
     start = min(first, first_emit)
     return {"words": words, "seconds": end - start, "first_tuple_after_submit": first - t_submit,
+            "first_count_after_first_emit": first - first_emit,
+            "cpu_seconds": round(probe.cpu_between(start, end), 4),
             "latencies": [x for s in spouts for x in s.get("latencies", [])],
             "warmup_latencies": [x for s in spouts for x in s.get("warmup_latencies", [])],
             "failed": sum(s.get("failed", 0) for s in spouts),
-            "worker_rss_mb": [round(v / 2**20, 1) for v in rss.values()]}
+            "worker_rss_mb": [round(v / 2**20, 1) for v in probe.peak_rss.values()],
+            "worker_uss_mb": [round(v / 2**20, 1) for v in probe.peak_uss.values()]}
 
 
-def _sample_rss(cluster: ProcessCluster, peak: dict[int, int]) -> None:
-    """Peak resident memory of each worker process under the cluster's supervisors."""
-    import psutil
+class WorkerProbe:
+    """The worker processes of topology ``name`` under the cluster's supervisors (a previous
+    topology's workers may still be exiting), sampled with psutil: peak RSS (every sample), peak
+    USS (memory private to the process; every ``full`` sample and every 0.5 s) and CPU time (user
+    + system, all threads) with the time of each sample."""
 
-    for sup in cluster.supervisors:
-        if sup.pid is None:
-            continue
-        try:
-            children = psutil.Process(sup.pid).children(recursive=True)
-        except psutil.Error:
-            continue
-        for child in children:
+    def __init__(self, cluster: ProcessCluster, name: str) -> None:
+        self.cluster = cluster
+        self.topology_prefix = f"{name}-"  # Nimbus's ids are <name>-<time>-<random>
+        self.procs: dict[int, Any] = {}
+        self.peak_rss: dict[int, int] = {}
+        self.peak_uss: dict[int, int] = {}
+        self.cpu: dict[int, list[tuple[float, float]]] = {}
+        self._last_full = 0.0
+
+    def _find(self) -> None:
+        import psutil
+
+        for sup in self.cluster.supervisors:
+            if sup.pid is None:
+                continue
             try:
-                if "stormpy.worker.process" in " ".join(child.cmdline()):
-                    peak[child.pid] = max(peak.get(child.pid, 0), child.memory_info().rss)
+                children = psutil.Process(sup.pid).children(recursive=True)
             except psutil.Error:
                 continue
+            for child in children:
+                try:
+                    if child.pid in self.procs:
+                        continue
+                    cmd = child.cmdline()
+                    if "stormpy.worker.process" in cmd and "--topology-id" in cmd and \
+                            cmd[cmd.index("--topology-id") + 1].startswith(self.topology_prefix):
+                        self.procs[child.pid] = child
+                except psutil.Error:
+                    continue
+
+    def sample(self, full: bool = False) -> None:
+        import psutil
+
+        self._find()
+        now = time.time()
+        full = full or now - self._last_full >= 0.5
+        if full:
+            self._last_full = now
+        for pid, proc in self.procs.items():
+            try:
+                with proc.oneshot():
+                    t = proc.cpu_times()
+                    rss = proc.memory_info().rss
+                    uss = proc.memory_full_info().uss if full else 0
+            except psutil.Error:
+                continue
+            self.cpu.setdefault(pid, []).append((time.time(), t.user + t.system))
+            self.peak_rss[pid] = max(self.peak_rss.get(pid, 0), rss)
+            self.peak_uss[pid] = max(self.peak_uss.get(pid, 0), uss)
+
+    def cpu_between(self, start: float, end: float) -> float:
+        """CPU seconds all workers used from ``start`` to ``end`` (linear between samples)."""
+        return sum(_at(s, end) - _at(s, start) for s in self.cpu.values() if s)
+
+
+def _at(samples: list[tuple[float, float]], t: float) -> float:
+    """The sampled CPU time at ``t``, linear between the samples around it."""
+    if t <= samples[0][0]:
+        return samples[0][1]
+    for (t0, c0), (t1, c1) in zip(samples, samples[1:], strict=False):
+        if t0 <= t <= t1:
+            return c0 + (c1 - c0) * ((t - t0) / (t1 - t0) if t1 > t0 else 1.0)
+    return samples[-1][1]
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -118,8 +185,8 @@ def percentile(values: list[float], q: float) -> float:
 def latency_summary(latencies: list[float]) -> dict[str, float]:
     ms = [x * 1000 for x in latencies]
     return {"tuples": len(ms), "p50_ms": round(percentile(ms, 50), 3),
-            "p99_ms": round(percentile(ms, 99), 3), "max_ms": round(max(ms), 3),
-            "mean_ms": round(statistics.fmean(ms), 3)}
+            "p95_ms": round(percentile(ms, 95), 3), "p99_ms": round(percentile(ms, 99), 3),
+            "max_ms": round(max(ms), 3), "mean_ms": round(statistics.fmean(ms), 3)}
 
 
 def run_transactional(cluster: ProcessCluster, bundle: Path, name: str, n: int, batch_size: int,

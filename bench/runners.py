@@ -109,7 +109,8 @@ def bytewax_processes(n: int, workload: str, processes: int = 2,
     """Bytewax with ``processes`` processes (one worker each) over a source with as many
     partitions, started the way ``python -m bytewax.testing -p N`` starts them (on free ports).
     Timed from the first sentence read to the last item written, as the stormpy cluster runs
-    are; ``wall`` includes the processes' start-up."""
+    are; ``wall`` includes the processes' start-up; ``cpu_seconds``: the processes' CPU time
+    over their run."""
     import json
 
     root = str(Path(__file__).resolve().parent.parent)
@@ -140,4 +141,9 @@ def bytewax_processes(n: int, workload: str, processes: int = 2,
     words = _words(n)
     expected = words if workload == "running" else len(set(" ".join(sentences(n)).split()))
     assert items == expected, (items, expected)
-    return {"words": words, "seconds": last - first, "wall": wall}
+    # CPU seconds of each process from its first sentence read to its sink's close (the end of
+    # its input), summed: the same window the stormpy cluster runs sample their workers in
+    cpu0 = {d["pid"]: d["cpu"] for k, d in docs.items() if k.startswith("bw-source")}
+    cpu1 = {d["pid"]: d["cpu"] for k, d in docs.items() if k.startswith("bw-sink")}
+    cpu = sum(cpu1[pid] - cpu0[pid] for pid in cpu0 if pid in cpu1)
+    return {"words": words, "seconds": last - first, "wall": wall, "cpu_seconds": round(cpu, 4)}

@@ -244,9 +244,11 @@ class BenchSinkBatch(BenchSink):
 
 def build(count: int, reliable: bool, *, workload: str = "final", batch: bool = False,
           split: int = 1, counters: int = 1, spouts: int = 1, rate: float = 0.0,
-          report_dir: str | None = None):
+          report_dir: str | None = None, local_split: bool = False):
     """The bench word count: sentences → split (shuffle) → count (fields on word), and for the
-    ``running`` workload → sink (fields on word)."""
+    ``running`` workload → sink (fields on word). ``local_split``: sentences go to a split task
+    of the spout task's own worker (local-or-shuffle grouping), as a Bytewax process splits the
+    sentences of its own source partition; the same as shuffle in one worker."""
     if workload not in ("final", "running"):
         raise ValueError(f"unknown workload {workload!r} (final or running)")
     running = workload == "running"
@@ -254,8 +256,11 @@ def build(count: int, reliable: bool, *, workload: str = "final", batch: bool = 
     b.set_spout("sentences", BenchSentenceSpout, spouts,
                 kwargs={"count": count, "reliable": reliable, "rate": rate,
                         "report_dir": report_dir})
-    b.set_bolt("split", BenchSplitBatch if batch else BenchSplit, split) \
-        .shuffle_grouping("sentences")
+    splitter = b.set_bolt("split", BenchSplitBatch if batch else BenchSplit, split)
+    if local_split:
+        splitter.local_or_shuffle_grouping("sentences")
+    else:
+        splitter.shuffle_grouping("sentences")
     b.set_bolt("count", BenchCountBatch if batch else BenchCount, counters,
                kwargs={"report_dir": None if running else report_dir, "emit": running}) \
         .fields_grouping("split", ["word"])

@@ -25,7 +25,6 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
-from importlib.abc import MetaPathFinder
 from importlib.machinery import ModuleSpec
 from types import ModuleType
 
@@ -79,8 +78,12 @@ def compiled_state(modules: Sequence[str] = COMPILED_MODULES, root: str = _ROOT,
     return True, ""
 
 
-class _SourceFinder(MetaPathFinder):
-    """Loads the listed modules from their ``.py`` files even where an extension sits beside."""
+class _SourceFinder:
+    """Loads the listed modules from their ``.py`` files even where an extension sits beside.
+
+    A meta path finder by protocol (``find_spec``), not by subclassing ``importlib.abc``: that
+    module pulls in ``importlib.resources``, ``tempfile``, ``shutil``, ``bz2``, ``lzma`` (~2 MB
+    in every process, workers included) for nothing here."""
 
     def find_spec(self, fullname: str, path: Sequence[str] | None = None,
                   target: ModuleType | None = None) -> ModuleSpec | None:

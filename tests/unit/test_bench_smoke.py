@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_bench_local_runners_produce_a_result_file(tmp_path: Path) -> None:
-    args = ["--sentences", "300", "--repeat", "1", "--no-cluster", "--output",
+    args = ["--sentences", "300", "--repeat", "1", "--output",
             str(tmp_path / "out.json")]
     res = subprocess.run([sys.executable, "-m", "bench", *args], cwd=ROOT, capture_output=True,
                          text=True, timeout=180)
