@@ -51,6 +51,9 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("topology.debug", False, "Log every emitted tuple (slow; for debugging only)."),
     ConfigKey("topology.executor.receive.buffer.size", 32768,
               "Tuples queued for one task before spouts in the worker stop emitting (backpressure)."),
+    ConfigKey("topology.stats.sample.rate", 0.05,
+              "Share of bolt tuples whose execute and process latency are timed (0 to 1; Storm's "
+              "sampling: an unsampled tuple costs no clock call). 0 times none."),
     ConfigKey("topology.transfer.batch.size", 500,
               "Tuples packed into one message for a remote worker before it is sent."),
     ConfigKey("topology.transfer.buffer.size", 1000,
