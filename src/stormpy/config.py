@@ -344,6 +344,17 @@ def load_config(path: str | os.PathLike[str] | None = None,
     return conf
 
 
+#: parts of a key name whose value is never shown (``redacted``)
+SECRET_KEY_PARTS = ("token", "password", "secret")
+
+
+def redacted(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """``conf`` sorted by key for showing (the UI, ``get_nimbus_conf``): the value of a key whose
+    name holds token, password or secret becomes ``"*****"`` (None stays None)."""
+    return {k: ("*****" if any(s in k for s in SECRET_KEY_PARTS) and v is not None else v)
+            for k, v in sorted(conf.items())}
+
+
 def rpc_auth_token(conf: Mapping[str, Any]) -> str | None:
     """``nimbus.rpc.auth.token`` as the string both sides compare, or None when auth is off.
 
