@@ -182,3 +182,21 @@ def test_task_documents_carry_the_receive_queue() -> None:
 def test_a_bad_rate_in_the_topology_conf_stops_the_worker_build() -> None:
     with pytest.raises(ValueError, match="topology.stats.sample.rate"):
         worker_with(Slow, {"topology.stats.sample.rate": 2}, 1)
+
+
+def test_a_restarted_task_continues_its_latency_sums_but_not_its_queue_level() -> None:
+    from stormpy.worker.heartbeats import add_base, component_stats
+
+    earlier = {2: {"task": 2, "component": "bolt", "emitted": {}, "executed": 100,
+                   "execute_latency_sum": 0.2, "execute_latency_count": 5, "receive_queue": 40,
+                   "receive_queue_full": 3}}
+    now = [{"task": 2, "component": "bolt", "emitted": {}, "transferred": 0, "executed": 10,
+            "acked": 0, "failed": 0, "latency_sum": 0.0, "latency_count": 0,
+            "execute_latency_sum": 0.01, "execute_latency_count": 1, "receive_queue": 2,
+            "receive_queue_full": 0}]
+    (doc,) = add_base(now, earlier)
+    assert doc["executed"] == 110 and doc["execute_latency_count"] == 6
+    assert doc["execute_latency_sum"] == pytest.approx(0.21)
+    assert doc["receive_queue_full"] == 3 and doc["receive_queue"] == 2  # a level: not added
+    summed = component_stats([doc])["bolt"]
+    assert summed["execute_latency_count"] == 6 and summed["receive_queue_full"] == 3
