@@ -193,9 +193,15 @@ def test_pages_in_a_headless_browser(wordcount: Topology, tmp_path: Path) -> Non
 
         driver.get(f"{c.ui_url}/topology.html?id={tid}&window=:all-time&refresh=1")
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#topology-graph svg g.edge"))
-        nodes = {n.get_attribute("data-component")
-                 for n in driver.find_elements(By.CSS_SELECTOR, "#topology-graph g.node")}
-        assert nodes == {"sentences", "split", "count"}
+
+        def graph_nodes(d: Any) -> dict[str, Any] | None:  # name → data-capacity, read again if stale
+            found = {n.get_attribute("data-component"): n.get_attribute("data-capacity")
+                     for n in d.find_elements(By.CSS_SELECTOR, "#topology-graph g.node")}
+            return found if all(found.get(b) for b in ("split", "count")) else None
+        nodes = wait.until(graph_nodes)  # bolts coloured by their (sampled) capacity
+        assert set(nodes) == {"sentences", "split", "count"}
+        assert 0 <= float(nodes["count"]) <= 1.5
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#bolts-table td.cap")) == 2)
 
         def acked_column(table: str) -> list[int]:
             rows = driver.find_elements(By.CSS_SELECTOR, f"#{table} tr")
