@@ -100,6 +100,19 @@ def test_gaps_are_geometric_with_mean_one_over_rate() -> None:
         assert abs(gaps.count(1) / len(gaps) - rate) < 0.02
 
 
+def test_a_task_takes_its_drawn_gaps_in_turn() -> None:
+    from stormpy.worker.stats import GAP_TABLE, TaskStats
+
+    stats = TaskStats("bolt", 1)
+    stats.set_sample_rate(0.05)
+    assert len(stats.gaps) == GAP_TABLE and min(stats.gaps) >= 1
+    drawn = set(stats.gaps)
+    taken = [stats.next_gap() for _ in range(5 * GAP_TABLE)]
+    assert set(taken) <= drawn and 0 <= stats.gap_index < GAP_TABLE
+    stats.set_sample_rate(1.0)
+    assert {stats.next_gap() for _ in range(100)} == {1}
+
+
 @pytest.mark.parametrize("bad", [-0.1, 1.5, "0.05", None, True])
 def test_a_bad_sample_rate_is_refused_naming_the_key(bad: Any) -> None:
     with pytest.raises(ValueError, match="topology.stats.sample.rate"):
