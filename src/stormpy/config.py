@@ -51,6 +51,9 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("topology.debug", False, "Log every emitted tuple (slow; for debugging only)."),
     ConfigKey("topology.executor.receive.buffer.size", 32768,
               "Tuples queued for one task before spouts in the worker stop emitting (backpressure)."),
+    ConfigKey("topology.stats.sample.rate", 0.05,
+              "Share of bolt tuples whose execute and process latency are timed (0 to 1; Storm's "
+              "sampling: an unsampled tuple costs no clock call). 0 times none."),
     ConfigKey("topology.transfer.batch.size", 500,
               "Tuples packed into one message for a remote worker before it is sent."),
     ConfigKey("topology.transfer.buffer.size", 1000,
@@ -339,6 +342,17 @@ def load_config(path: str | os.PathLike[str] | None = None,
     if overrides:
         conf.update(overrides)
     return conf
+
+
+#: parts of a key name whose value is never shown (``redacted``)
+SECRET_KEY_PARTS = ("token", "password", "secret")
+
+
+def redacted(conf: Mapping[str, Any]) -> dict[str, Any]:
+    """``conf`` sorted by key for showing (the UI, ``get_nimbus_conf``): the value of a key whose
+    name holds token, password or secret becomes ``"*****"`` (None stays None)."""
+    return {k: ("*****" if any(s in k for s in SECRET_KEY_PARTS) and v is not None else v)
+            for k, v in sorted(conf.items())}
 
 
 def rpc_auth_token(conf: Mapping[str, Any]) -> str | None:

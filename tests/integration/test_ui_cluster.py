@@ -56,6 +56,9 @@ def test_every_get_path_answers_with_storms_fields(wordcount: Topology) -> None:
 
     conf = get(c, "/api/v1/cluster/configuration")
     assert conf["nimbus.thrift.port"] == c.nimbus_port
+    # Nimbus's own configuration (its local dir), not the UI process's
+    assert c.nimbus.conf["storm.local.dir"] != c.ui.conf["storm.local.dir"]  # type: ignore[union-attr]
+    assert conf["storm.local.dir"] == c.nimbus.conf["storm.local.dir"]
     summary = get(c, "/api/v1/cluster/summary")
     assert {"stormVersion", "supervisors", "topologies", "slotsTotal", "slotsUsed", "slotsFree",
             "executorsTotal", "tasksTotal"} <= set(summary)
@@ -94,12 +97,58 @@ def test_every_get_path_answers_with_storms_fields(wordcount: Topology) -> None:
     spout_comp = get(c, f"/api/v1/topology/{tid}/component/sentences")
     assert spout_comp["componentType"] == "spout" and len(spout_comp["spoutSummary"]) == 4
 
+    workers = get(c, f"/api/v1/topology-workers/{tid}")["hostPortList"]
+    assert sorted((w["host"], w["port"]) for w in workers) == \
+        sorted((w["host"], w["port"]) for w in doc["workers"])
+
     vis = get(c, f"/api/v1/topology/{tid}/visualization?window=:all-time")
     assert set(vis) == {"sentences", "split", "count"}
     edge = vis["count"][":inputs"][0]
     assert edge[":component"] == "split" and edge[":stream"] == "default" and edge[":rate"] > 0
     svg = httpx.get(f"{c.ui_url}/api/v1/topology/{tid}/graph.svg", timeout=30)
     assert svg.headers["content-type"].startswith("image/svg+xml") and 'class="edge"' in svg.text
+
+
+def plausible_latency(row: dict[str, Any]) -> bool:
+    """The row has executeLatency, processLatency and capacity, and they are plausible (no timing
+    asserted beyond that: the machine may be loaded)."""
+    if not {"executeLatency", "processLatency", "capacity"} <= set(row):
+        return False
+    assert float(row["executeLatency"]) >= 0 and float(row["processLatency"]) >= 0, row
+    assert 0 <= float(row["capacity"]) <= 1.5, row
+    return True
+
+
+def test_bolts_have_sampled_latencies_and_capacity(wordcount: Topology) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    c, tid = wordcount.cluster, wordcount.id
+
+    def bolts() -> list[dict[str, Any]] | None:
+        rows = get(c, f"/api/v1/topology/{tid}?window=600")["bolts"]
+        executors = [e for name in ("split", "count") for e in
+                     get(c, f"/api/v1/topology/{tid}/component/{name}?window=600")["executorStats"]]
+        return rows if all(plausible_latency(r) for r in [*rows, *executors]) else None
+    rows = wait_for(bolts, 90, "sampled latencies of both bolts and each of their executors", c)
+    assert {b["boltId"] for b in rows} == {"split", "count"}
+    for window in WINDOWS:
+        comp = get(c, f"/api/v1/topology/{tid}/component/count?window={window}")
+        assert all(plausible_latency(e) for e in comp["executorStats"]), comp["executorStats"]
+        assert comp["boltStats"][0]["window"] == "600" and plausible_latency(comp["boltStats"][0])
+    vis = get(c, f"/api/v1/topology/{tid}/visualization")
+    assert 0 <= float(vis["count"][":capacity"]) <= 1.5
+    spout = get(c, f"/api/v1/topology/{tid}?window=600")["spouts"][0]
+    assert "capacity" not in spout and "executeLatency" not in spout
+    text = httpx.get(f"{c.ui_url}/metrics", timeout=30).text
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    timed = [s for s in families["stormpy_task_execute_latency_seconds"].samples
+             if s.labels["topology"] == tid and s.name.endswith("_count")]
+    assert {s.labels["component"] for s in timed if s.value > 0} >= {"split", "count"}
+    queues = [s for s in families["stormpy_task_receive_queue"].samples if s.labels["topology"] == tid]
+    assert queues and all(s.value >= 0 for s in queues)
+    held = [s for s in families["stormpy_worker_backpressure_rounds"].samples
+            if s.labels["topology"] == tid]
+    assert len(held) == 2 and all(s.value >= 0 for s in held)
 
 
 def test_metrics_parse_and_counters_grow(wordcount: Topology) -> None:
@@ -144,9 +193,15 @@ def test_pages_in_a_headless_browser(wordcount: Topology, tmp_path: Path) -> Non
 
         driver.get(f"{c.ui_url}/topology.html?id={tid}&window=:all-time&refresh=1")
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#topology-graph svg g.edge"))
-        nodes = {n.get_attribute("data-component")
-                 for n in driver.find_elements(By.CSS_SELECTOR, "#topology-graph g.node")}
-        assert nodes == {"sentences", "split", "count"}
+
+        def graph_nodes(d: Any) -> dict[str, Any] | None:  # name → data-capacity, read again if stale
+            found = {n.get_attribute("data-component"): n.get_attribute("data-capacity")
+                     for n in d.find_elements(By.CSS_SELECTOR, "#topology-graph g.node")}
+            return found if all(found.get(b) for b in ("split", "count")) else None
+        nodes = wait.until(graph_nodes)  # bolts coloured by their (sampled) capacity
+        assert set(nodes) == {"sentences", "split", "count"}
+        assert 0 <= float(nodes["count"]) <= 1.5
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#bolts-table td.cap")) == 2)
 
         def acked_column(table: str) -> list[int]:
             rows = driver.find_elements(By.CSS_SELECTOR, f"#{table} tr")

@@ -225,3 +225,35 @@ def test_a_batch_that_fails_as_a_whole_says_so() -> None:
     with pytest.raises(EmitError, match="^cannot serialise a batch of tuples: can not serialize "
                                         "'object' object$"):  # msgpack's own words
         transfer.flush()
+
+
+def test_refusals_held_frames_full_queues_and_backpressure_time_are_counted() -> None:
+    now = [100.0]
+    transport = ScriptedTransport()
+    dispatch = Dispatch(6, [])
+    qs: list[deque[Tuple]] = [deque(), deque()]
+    transfer = Transfer(transport, dispatch, 1, COMPONENTS, qs, 2, clock=lambda: now[0])
+    transfer.route({4: "b"}, frozenset({1, 2, 3}))
+    assert not transfer.backpressured()
+    assert transfer.stats() == {"frames_refused": 0.0, "frames_held": 0.0,
+                                "backpressure_rounds": 0.0, "backpressure_secs": 0.0}
+    transport.accept = False
+    dispatch.deliver[4](tup(0))  # refused
+    dispatch.deliver[4](tup(1))  # queued behind it, not offered: held, not refused
+    assert transfer.backpressured()  # a spell starts at 100
+    now[0] = 100.5
+    transfer.flush()  # the retry is refused again
+    assert transfer.backpressured()
+    assert transfer.stats()["frames_refused"] == 2 and transfer.stats()["frames_held"] == 2
+    transport.accept = True
+    transfer.flush()
+    now[0] = 101.5
+    assert not transfer.backpressured()  # the spell ends: 1.5 s
+    qs[1].extend([tup(2), tup(3)])
+    assert transfer.backpressured()  # a full queue: another spell, from 101.5
+    now[0] = 102.0
+    qs[1].clear()
+    assert not transfer.backpressured()
+    assert transfer.queue_full == [0, 1]
+    assert transfer.stats() == {"frames_refused": 2.0, "frames_held": 0.0,
+                                "backpressure_rounds": 3.0, "backpressure_secs": 2.0}

@@ -13,7 +13,8 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from stormpy.cluster import WorkerHeartbeat  # noqa: E402
 from stormpy.cluster.records import DocumentError  # noqa: E402
-from stormpy.rpc.errors import NotFoundError, UnreachableError  # noqa: E402
+from stormpy.nimbus.handler import NimbusHandler  # noqa: E402
+from stormpy.rpc.errors import NotFoundError, RpcError, UnreachableError  # noqa: E402
 from stormpy.ui.app import BadRequest, create_app, parse_rebalance  # noqa: E402
 from stormpy.ui.graph import render_svg  # noqa: E402
 from stormpy.ui.security import CSRF_COOKIE, Denied, UiAuth  # noqa: E402
@@ -166,11 +167,16 @@ DAEMON_STATS = {"host": "127.0.0.1", "port": 6627, "is_leader": True,
                         "errors": {"submit_topology": 1}, "refused": 4}}
 
 
+NIMBUS_CONF = {"nimbus.seeds": ["n1", "n2"], "nimbus.thrift.port": 6627,
+               "nimbus.rpc.auth.token": "*****"}
+
+
 class FakeClient:
     address = "127.0.0.1:1"
 
     def __init__(self) -> None:
         self.down = False
+        self.old_nimbus = False
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
     def call(self, method: str, **args: Any) -> Any:
@@ -181,6 +187,10 @@ class FakeClient:
             return CLUSTER
         if method == "get_daemon_stats":
             return DAEMON_STATS
+        if method == "get_nimbus_conf":
+            if self.old_nimbus:
+                raise RpcError("unknown method 'get_nimbus_conf'")
+            return NIMBUS_CONF
         if method == "get_topology_files":
             return {"spec": SPEC, "conf": {"topology.message.timeout.secs": 30, "x.auth.token": "t"}}
         if args.get("name") not in ("wc", "wc-1"):
@@ -280,3 +290,107 @@ def test_metrics_export_the_daemons_counters(ui: Ui) -> None:
     fake.down = True  # Nimbus unreachable: the daemon counters are left out, the scrape answers
     text = client.get("/metrics").text
     assert "stormpy_nimbus_up 0.0" in text and "stormpy_nimbus_rpc_calls_total" not in text
+
+
+# -- latency, capacity, queues and backpressure ----------------------------------------------------
+def sampled(task_id: int, executed: int, lat_sum: float, lat_n: int, **extra: Any) -> dict[str, Any]:
+    return task(task_id, "count", executed, executed=executed, execute_latency_sum=lat_sum,
+                execute_latency_count=lat_n, **extra)
+
+
+def test_windows_take_sampled_latencies_as_counters_and_skip_the_queue_level() -> None:
+    w = TopologyWindows(now=1000.0)
+    w.observe([beat(1001, 0.5, [sampled(2, 10, 0.01, 2, receive_queue=9)])], 1001)
+    w.observe([beat(1003, 2.5, [sampled(2, 30, 0.03, 6, receive_queue=4)])], 1003)
+    w.observe([beat(1005, 1, [sampled(2, 5, 0.005, 1, receive_queue=2)])], 1005)  # restarted
+    totals = w.totals("600", 1005)[("count", 2)]
+    assert totals["executed"] == 35 and totals["execute_latency_count"] == 7
+    assert totals["execute_latency_sum"] == pytest.approx(0.035)
+    assert "receive_queue" not in totals
+
+
+@pytest.fixture(name="timed")
+def timed_fixture() -> Ui:
+    backend = UiBackend({"nimbus.rpc.auth.token": "tok"}, state_factory=lambda: None)  # type: ignore
+    fake = FakeClient()
+    backend.client = fake  # type: ignore[assignment]
+    tasks = [task(1, "spout", 40, emitted=40),
+             sampled(2, 20, 0.010, 2, process_latency_sum=0.012, process_latency_count=2,
+                     receive_queue=7, receive_queue_full=3),
+             sampled(3, 20, 0.004, 2)]
+    b = WorkerHeartbeat(topology_id="wc-1", node="sup-a", port=6700, time=1.0, uptime=1.0,
+                        executors=((1, 1), (2, 2), (3, 3)), tasks=tuple(tasks),
+                        process={"frames_refused": 5.0, "frames_held": 1.0,
+                                 "backpressure_rounds": 8.0, "backpressure_secs": 0.25})
+    backend.window("wc-1").observe([b], 2.0)
+    backend.latest["wc-1"] = {("sup-a", 6700): b}
+    return TestClient(create_app(backend, clock=lambda: 10.0)), backend, fake
+
+
+def test_rest_has_execute_and_process_latency_and_capacity(timed: Ui) -> None:
+    client, backend, _fake = timed
+    span = backend.window("wc-1").span(":all-time", 10.0)
+    doc = client.get("/api/v1/topology/wc-1", params={"window": ":all-time"}).json()
+    bolt = doc["bolts"][0]
+    # sampled means: (10 + 4) ms over 4 timed tuples; process 12 ms over 2
+    assert bolt["executeLatency"] == "3.500" and bolt["processLatency"] == "6.000"
+    # capacity: the busiest executor, task 2: 20 executed * 5 ms over the span
+    assert bolt["capacity"] == f"{20 * 0.005 / span:.3f}"
+    assert "capacity" not in doc["spouts"][0] and "executeLatency" not in doc["spouts"][0]
+    comp = client.get("/api/v1/topology/wc-1/component/count?window=:all-time").json()
+    rows = {r["id"]: r for r in comp["executorStats"]}
+    assert rows["[2-2]"]["executeLatency"] == "5.000" and rows["[3-3]"]["executeLatency"] == "2.000"
+    assert rows["[2-2]"]["capacity"] == f"{20 * 0.005 / span:.3f}"
+    assert rows["[3-3]"]["capacity"] == f"{20 * 0.002 / span:.3f}"
+    assert "processLatency" not in rows["[3-3]"]  # no timed tuple acked: left out
+    stats = {r["window"]: r for r in comp["boltStats"]}
+    assert stats[":all-time"]["capacity"] == bolt["capacity"]
+    vis = client.get("/api/v1/topology/wc-1/visualization?window=:all-time").json()
+    assert vis["count"][":capacity"] == bolt["capacity"] and vis["count"][":latency"] == "3.500"
+
+
+def test_metrics_export_latency_summaries_queues_and_backpressure(timed: Ui) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    client, _backend, _fake = timed
+    samples = {(s.name, s.labels.get("task")): s.value
+               for f in text_string_to_metric_families(client.get("/metrics").text)
+               for s in f.samples}
+    assert samples[("stormpy_task_execute_latency_seconds_count", "2")] == 2
+    assert samples[("stormpy_task_execute_latency_seconds_sum", "2")] == pytest.approx(0.01)
+    assert samples[("stormpy_task_process_latency_seconds_count", "2")] == 2
+    assert ("stormpy_task_process_latency_seconds_count", "1") not in samples  # a spout
+    assert samples[("stormpy_task_receive_queue", "2")] == 7
+    assert samples[("stormpy_task_receive_queue_full_total", "2")] == 3
+    assert samples[("stormpy_worker_frames_refused_total", None)] == 5
+    assert samples[("stormpy_worker_frames_held", None)] == 1
+    assert samples[("stormpy_worker_backpressure_rounds_total", None)] == 8
+    assert samples[("stormpy_worker_backpressure_seconds_total", None)] == 0.25
+
+
+def test_topology_workers_at_storms_path(ui: Ui) -> None:
+    client, _backend, _fake = ui
+    for path in ("/api/v1/topology-workers/wc-1", "/api/v1/topology/wc-1/topology-workers"):
+        assert client.get(path).json() == {"hostPortList": [{"host": "127.0.0.1", "port": 6700}]}
+    missing = client.get("/api/v1/topology-workers/nope")
+    assert missing.status_code == 404 and "nope" in missing.json()["errorMessage"]
+
+
+def test_cluster_configuration_is_nimbus_s(ui: Ui) -> None:
+    client, _backend, fake = ui
+    conf = client.get("/api/v1/cluster/configuration").json()
+    assert conf == NIMBUS_CONF  # Nimbus's own map, not the UI process's (which holds "tok")
+    assert ("get_nimbus_conf", {}) in fake.calls
+    fake.old_nimbus = True
+    old = client.get("/api/v1/cluster/configuration")
+    assert old.status_code == 503 and "configuration" in old.json()["errorMessage"]
+    fake.down = True
+    assert client.get("/api/v1/cluster/configuration").status_code == 503
+
+
+def test_nimbus_gives_its_configuration_without_secrets() -> None:
+    handler = NimbusHandler(None, None, None, nimbus_info=dict,  # type: ignore[arg-type]
+                            conf={"nimbus.rpc.auth.token": "s3cret", "nimbus.thrift.port": 6627,
+                                  "x.password": None})
+    conf = handler.get_nimbus_conf()
+    assert conf == {"nimbus.rpc.auth.token": "*****", "nimbus.thrift.port": 6627, "x.password": None}

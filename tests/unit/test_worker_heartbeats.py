@@ -47,6 +47,10 @@ class LoopStub:
     def task_stats(self) -> list[dict[str, Any]]:
         return [doc(1, "spout", self.acked, self.acked), doc(2, "bolt", self.acked, 0)]
 
+    def transfer_stats(self) -> dict[str, float]:
+        return {"frames_refused": 2.0, "frames_held": 1.0, "backpressure_rounds": 3.0,
+                "backpressure_secs": 0.5}
+
     def set_active(self, active: bool) -> None:
         pass
 
@@ -116,6 +120,8 @@ def test_local_heartbeat_goes_on_while_zookeeper_is_stalled(tmp_path: Path) -> N
         link.stop()
     beat = state.written[-1]
     assert beat.stats["spout"]["acked"] > 0 and "counters_carried" not in beat.process
+    # the worker's backpressure figures ride in the process map
+    assert beat.process["frames_refused"] == 2.0 and beat.process["backpressure_secs"] == 0.5
 
 
 def test_zookeeper_heartbeat_continues_the_counters_of_earlier_incarnations(tmp_path: Path) -> None:

@@ -120,7 +120,8 @@ class Nimbus(Daemon):
         self.manager = TopologyManager(self.state, BundleStore(self.dirs), conf, clock=self.clock)
         handler = NimbusHandler(self.manager, self.uploads, self.downloads, nimbus_info=self.info,
                                 on_change=self._wake_monitor, is_leader=self.is_leader,
-                                leader_address=self.leader_address, replicate=self._await_replicas)
+                                leader_address=self.leader_address, replicate=self._await_replicas,
+                                conf=conf)
         max_bytes = max(64 * 1024 * 1024, 4 * chunk)
         threads = int(conf["nimbus.rpc.handler.threads"])
         if threads < 1:

@@ -22,7 +22,7 @@ from typing import Any
 
 import msgpack
 
-from stormpy.config import DEFAULTS
+from stormpy.config import DEFAULTS, redacted
 from stormpy.nimbus.downloads import DownloadManager
 from stormpy.nimbus.info import cluster_summary, topology_info
 from stormpy.nimbus.store import StoreError
@@ -52,8 +52,11 @@ class NimbusHandler:
                  on_change: Callable[[], None] | None = None,
                  is_leader: Callable[[], bool] | None = None,
                  leader_address: Callable[[], str | None] | None = None,
-                 replicate: Callable[[str, int, float], object] | None = None) -> None:
+                 replicate: Callable[[str, int, float], object] | None = None,
+                 conf: Mapping[str, Any] | None = None) -> None:
         self.manager = manager
+        #: this Nimbus's configuration, as ``get_nimbus_conf`` shows it (secrets hidden)
+        self._conf = redacted(conf or {})
         self.uploads = uploads
         self.downloads = downloads
         self._nimbus_info = nimbus_info
@@ -172,6 +175,12 @@ class NimbusHandler:
         uploads = self.uploads.stats()
         return {"host": info.get("host"), "port": info.get("port"), "is_leader": self._is_leader(),
                 "uploads": uploads, "rpc": self.rpc_stats()}
+
+    @rpc_method
+    def get_nimbus_conf(self) -> dict[str, Any]:
+        """This Nimbus's configuration (Storm's ``getNimbusConf``): every key with its value,
+        values of token/password/secret keys replaced by ``"*****"``."""
+        return dict(self._conf)
 
     @rpc_method
     def get_topology_info(self, name: Any) -> dict[str, Any]:

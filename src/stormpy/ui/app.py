@@ -28,6 +28,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from stormpy import __version__
+from stormpy.config import redacted
 from stormpy.ui import pages
 from stormpy.ui.graph import render_svg
 from stormpy.ui.metrics import make_registry
@@ -41,13 +42,12 @@ from stormpy.ui.stormdocs import (
     supervisor_summary,
     topology_doc,
     topology_summary,
+    topology_workers,
     visualization,
 )
 from stormpy.ui.windows import WINDOWS, parse_window
 
 __all__ = ["BadRequest", "create_app", "parse_rebalance"]
-
-_SECRET_KEYS = ("token", "password", "secret")
 
 
 class BadRequest(Exception):
@@ -119,8 +119,7 @@ def _wait_time(text: str) -> float:
 
 
 def _redacted(conf: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: ("*****" if any(s in k for s in _SECRET_KEYS) and v is not None else v)
-            for k, v in sorted(conf.items())}
+    return redacted(conf)
 
 
 def create_app(backend: UiBackend, *, clock: Callable[[], float] = time.time) -> Starlette:
@@ -154,7 +153,7 @@ def create_app(backend: UiBackend, *, clock: Callable[[], float] = time.time) ->
     @_json_errors
     def configuration(request: Request) -> Response:
         get(request)
-        return JSONResponse(_redacted(backend.conf))
+        return JSONResponse(_redacted(backend.nimbus_conf()))
 
     @_json_errors
     def cluster(request: Request) -> Response:
@@ -186,6 +185,11 @@ def create_app(backend: UiBackend, *, clock: Callable[[], float] = time.time) ->
         spec = backend.spec(info["id"])
         return JSONResponse(topology_doc(info, spec, _redacted(backend.topology_conf(info["id"])), window,
                                          windows_of(info["id"]), clock()))
+
+    @_json_errors
+    def workers(request: Request) -> Response:
+        get(request)
+        return JSONResponse(topology_workers(backend.topology(request.path_params["id"])))
 
     def _component(request: Request) -> tuple[dict[str, Any], dict[str, Any], str]:
         info = backend.topology(request.path_params["id"])
@@ -250,6 +254,8 @@ def create_app(backend: UiBackend, *, clock: Callable[[], float] = time.time) ->
         Route("/api/v1/topology/summary", topologies),
         Route("/api/v1/topology/{id}", topology),
         Route("/api/v1/topology/{id}/component/{component}", component),
+        Route("/api/v1/topology-workers/{id}", workers),
+        Route("/api/v1/topology/{id}/topology-workers", workers),
         Route("/api/v1/topology/{id}/visualization", vis),
         Route("/api/v1/topology/{id}/graph.svg", graph),
         Route("/api/v1/topology/{id}/activate", action("activate"), methods=["POST"]),

@@ -9,12 +9,20 @@ opens a port of its own for metrics, so nothing new needs to be reachable or sec
 
 Metric names (labels ``topology``, ``component``, ``task``, ``host``, ``port``; emitted also
 ``stream``): ``stormpy_task_{emitted,transferred,executed,acked,failed}_total``,
-``stormpy_task_complete_latency_seconds`` (summary: ``_sum``/``_count``), and
-``stormpy_task_execute_latency_seconds`` when workers report it; worker process figures
-(``topology``, ``host``, ``port``): ``stormpy_worker_cpu_seconds_total{mode}``,
+``stormpy_task_complete_latency_seconds`` (summary: ``_sum``/``_count``),
+``stormpy_task_{execute,process}_latency_seconds`` (bolts; summaries of the *sampled* tuples,
+``topology.stats.sample.rate``: ``_count`` is the timed tuples, not all executed ones),
+``stormpy_task_receive_queue`` (tuples waiting in the task's queue, a gauge) and
+``stormpy_task_receive_queue_full_total`` (loop rounds the spouts were held because that queue
+was full); worker process figures (``topology``, ``host``, ``port``):
+``stormpy_worker_cpu_seconds_total{mode}``,
 ``stormpy_worker_resident_memory_bytes``, ``stormpy_worker_threads``,
 ``stormpy_worker_gc_collections_total{generation}``, ``stormpy_worker_uptime_seconds``,
-``stormpy_worker_heartbeat_age_seconds``; daemons: ``stormpy_nimbus_up``,
+``stormpy_worker_heartbeat_age_seconds``, and its backpressure:
+``stormpy_worker_frames_refused_total`` (frames the transport refused, retries included),
+``stormpy_worker_frames_held`` (frames waiting for their peer), ``stormpy_worker_backpressure_rounds_total``
+and ``stormpy_worker_backpressure_seconds_total`` (loop rounds and time the spouts were held);
+daemons: ``stormpy_nimbus_up``,
 ``stormpy_nimbus_uptime_seconds``, ``stormpy_supervisor_slots{supervisor,host,state}``,
 ``stormpy_topology_info{topology,name,status}``, ``stormpy_topology_workers{topology}``,
 ``stormpy_supervisor_worker_{launches,restarts}_total{supervisor,host}`` (the supervisors'
@@ -68,9 +76,16 @@ class StormCollector(Collector):
         complete = SummaryMetricFamily("stormpy_task_complete_latency_seconds",
                                        "Time from a spout's emit to its tuple tree's ack",
                                        labels=_TASK_LABELS)
-        execute = SummaryMetricFamily("stormpy_task_execute_latency_seconds",
-                                      "Time a bolt spends in execute()", labels=_TASK_LABELS)
-        has_execute = False
+        sampled = {name: SummaryMetricFamily(f"stormpy_task_{name}_latency_seconds", doc,
+                                             labels=_TASK_LABELS)
+                   for name, doc in (("execute", "Time a bolt spends in execute() (sampled tuples)"),
+                                     ("process", "Time from a bolt's execute() to its ack (sampled "
+                                      "tuples)"))}
+        queue = GaugeMetricFamily("stormpy_task_receive_queue", "Tuples waiting in a task's queue",
+                                  labels=_TASK_LABELS)
+        full = CounterMetricFamily("stormpy_task_receive_queue_full",
+                                   "Loop rounds the spouts were held because the task's queue was full",
+                                   labels=_TASK_LABELS)
         for topology_id, host, port, beat in self._beats():
             for entry in beat.tasks:
                 labels = [topology_id, str(entry["component"]), str(entry["task"]), host, port]
@@ -80,15 +95,19 @@ class StormCollector(Collector):
                     family.add_metric(labels, float(entry.get(name, 0)))
                 if entry.get("latency_count"):
                     complete.add_metric(labels, int(entry["latency_count"]), float(entry["latency_sum"]))
-                if "execute_latency_count" in entry:
-                    has_execute = True
-                    execute.add_metric(labels, int(entry["execute_latency_count"]),
-                                       float(entry.get("execute_latency_sum", 0.0)))
+                for name, summary in sampled.items():
+                    if f"{name}_latency_count" in entry:
+                        summary.add_metric(labels, int(entry[f"{name}_latency_count"]),
+                                          float(entry.get(f"{name}_latency_sum", 0.0)))
+                if "receive_queue" in entry:
+                    queue.add_metric(labels, float(entry["receive_queue"]))
+                if "receive_queue_full" in entry:
+                    full.add_metric(labels, float(entry["receive_queue_full"]))
         yield emitted
         yield from counters.values()
         yield complete
-        if has_execute:
-            yield execute
+        yield from sampled.values()
+        yield from (queue, full)
 
     def _worker_metrics(self) -> Iterator[Metric]:
         cpu = CounterMetricFamily("stormpy_worker_cpu_seconds", "CPU time of the worker process",
@@ -103,6 +122,15 @@ class StormCollector(Collector):
                                    labels=_WORKER_LABELS)
         age = GaugeMetricFamily("stormpy_worker_heartbeat_age_seconds",
                                 "Seconds since the worker's last heartbeat", labels=_WORKER_LABELS)
+        pressure = [(key, family(name, doc, labels=_WORKER_LABELS)) for key, family, name, doc in (
+            ("frames_refused", CounterMetricFamily, "stormpy_worker_frames_refused",
+             "Frames the transport refused (each failed retry counts)"),
+            ("frames_held", GaugeMetricFamily, "stormpy_worker_frames_held",
+             "Frames waiting for their peer worker"),
+            ("backpressure_rounds", CounterMetricFamily, "stormpy_worker_backpressure_rounds",
+             "Loop rounds the spouts were held (a full task queue or held frames)"),
+            ("backpressure_secs", CounterMetricFamily, "stormpy_worker_backpressure_seconds",
+             "Time the spouts were held (spells that ended)"))]
         now = self.backend.clock()
         for topology_id, host, port, beat in self._beats():
             labels = [topology_id, host, port]
@@ -119,7 +147,11 @@ class StormCollector(Collector):
             for key, value in sorted(p.items()):
                 if key.startswith("gc_collections_"):
                     gc.add_metric([*labels, key.rsplit("_", 1)[1]], value)
+            for key, metric in pressure:
+                if key in p:
+                    metric.add_metric(labels, float(p[key]))
         yield from (cpu, rss, threads, gc, uptime, age)
+        yield from (metric for _key, metric in pressure)
 
     def _daemon_metrics(self) -> Iterator[Metric]:
         up = GaugeMetricFamily("stormpy_nimbus_up", "1 when Nimbus answered this scrape")

@@ -85,6 +85,15 @@ class UiBackend:
     def cluster_info(self) -> dict[str, Any]:
         return dict(self.call("get_cluster_info"))
 
+    def nimbus_conf(self) -> dict[str, Any]:
+        """The cluster's configuration as Nimbus holds it (``get_nimbus_conf``, secrets hidden);
+        BackendUnavailable when Nimbus is down or cannot tell (an older Nimbus)."""
+        try:
+            return dict(self.call("get_nimbus_conf"))
+        except RpcError as exc:  # (unreachable is BackendUnavailable already)
+            raise BackendUnavailable(f"Nimbus at {self.client.address} did not give its "
+                                     f"configuration: {exc.message}") from None
+
     def daemon_stats(self) -> dict[str, Any]:
         """Nimbus's upload and RPC counters (``get_daemon_stats``)."""
         return dict(self.call("get_daemon_stats"))

@@ -22,12 +22,14 @@ from stormpy.ui.windows import (
     stream_counts,
     window_pretty,
 )
+from stormpy.worker.stats import capacity as capacity_of
 
 #: window → (per-task counters, seconds they cover)
 PerWindow = Mapping[str, tuple[dict[TaskKey, Counters], float]]
 
-__all__ = ["cluster_summary", "component_doc", "duration", "nimbus_summary", "supervisor_summary",
-           "topology_doc", "topology_summary", "visualization"]
+__all__ = ["busiest", "capacity", "cluster_summary", "component_doc", "duration", "executor_counters",
+           "nimbus_summary", "supervisor_summary", "topology_doc", "topology_summary",
+           "topology_workers", "visualization"]
 
 
 def duration(secs: float | None) -> str:
@@ -97,8 +99,17 @@ def cluster_summary(cluster: Mapping[str, Any], version: str, tasks: Mapping[str
 
 
 # -- per-component statistics --------------------------------------------------------------------------
-def component_stats(kind: str, c: Counters, span: float) -> dict[str, Any]:
-    """Storm's per-component figures from summed counters over ``span`` seconds."""
+def capacity(c: Counters, span: float) -> float | None:
+    """Storm's capacity of one executor from its counters over ``span`` seconds: executed times
+    the sampled mean execute latency over the span; None without a timed tuple."""
+    return capacity_of(c.get("executed", 0.0), latency_ms(c, "execute_latency"), span)
+
+
+def component_stats(kind: str, c: Counters, span: float,
+                    busiest: float | None = None) -> dict[str, Any]:
+    """Storm's per-component figures from summed counters over ``span`` seconds. A bolt's
+    ``capacity`` is ``busiest`` when given (the component's busiest executor, as Storm shows
+    it), else computed from ``c`` (one executor's counters)."""
     out: dict[str, Any] = {"emitted": int(emitted(c)), "transferred": int(c.get("transferred", 0)),
                            "acked": int(c.get("acked", 0)), "failed": int(c.get("failed", 0))}
     if kind == "spout":
@@ -108,11 +119,37 @@ def component_stats(kind: str, c: Counters, span: float) -> dict[str, Any]:
         execute = latency_ms(c, "execute_latency")
         if execute is not None:
             out["executeLatency"] = _ms(execute)
-            out["capacity"] = f"{c.get('execute_latency_sum', 0.0) / span:.3f}"
+            cap = busiest if busiest is not None else capacity(c, span)
+            out["capacity"] = f"{cap or 0.0:.3f}"
         process = latency_ms(c, "process_latency")
         if process is not None:
             out["processLatency"] = _ms(process)
     return out
+
+
+def executor_counters(info: Mapping[str, Any], component: str,
+                      totals: Mapping[TaskKey, Counters]) -> list[Counters]:
+    """The counters of each executor of ``component`` (its tasks summed per executor range of
+    ``info["workers"]``); per task when the topology info has no executors for them."""
+    mine = {task: c for (comp, task), c in totals.items() if comp == component}
+    out: list[Counters] = []
+    seen: set[int] = set()
+    for w in info.get("workers", []):
+        for start, end in w["executors"]:
+            tasks = [task for task in mine if start <= task <= end]
+            if tasks:
+                seen.update(tasks)
+                out.append(per_component({("x", t): mine[t] for t in tasks}).get("x", {}))
+    out.extend(c for task, c in mine.items() if task not in seen)
+    return out
+
+
+def busiest(info: Mapping[str, Any], component: str, totals: Mapping[TaskKey, Counters],
+            span: float) -> float | None:
+    """The highest executor capacity of ``component`` (None when no executor has a latency)."""
+    caps = [cap for c in executor_counters(info, component, totals)
+            if (cap := capacity(c, span)) is not None]
+    return max(caps) if caps else None
 
 
 def _last_error(errors: Mapping[str, list[Mapping[str, Any]]], component: str, now: float) -> dict[str, Any]:
@@ -163,13 +200,20 @@ def topology_doc(info: Mapping[str, Any], spec: Mapping[str, Any], conf: Mapping
     errors = info.get("errors", {})
     for name, kind in sorted(_kinds(spec).items()):
         row = {"executors": info.get("components", {}).get(name, {}).get("executors"),
-               "tasks": tasks.get(name), **component_stats(kind, comps.get(name, {}), span),
+               "tasks": tasks.get(name),
+               **component_stats(kind, comps.get(name, {}), span, busiest(info, name, totals, span)),
                **_last_error(errors, name, now)}
         if kind == "spout":
             doc["spouts"].append({"spoutId": name, "encodedSpoutId": name, **row})
         else:
             doc["bolts"].append({"boltId": name, "encodedBoltId": name, **row})
     return doc
+
+
+def topology_workers(info: Mapping[str, Any]) -> dict[str, Any]:
+    """``GET /api/v1/topology-workers/:id``: the topology's workers as ``hostPortList`` (Storm's
+    ``logviewerPort`` is left out: stormpy has no logviewer)."""
+    return {"hostPortList": [{"host": w["host"], "port": w["port"]} for w in info.get("workers", [])]}
 
 
 def _workers(info: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -197,7 +241,8 @@ def component_doc(info: Mapping[str, Any], spec: Mapping[str, Any], component: s
     for w in WINDOWS:
         wt, wspan = per_window[w]
         c = per_component({k: v for k, v in wt.items() if k[0] == component}).get(component, {})
-        rows.append({"window": w, "windowPretty": window_pretty(w), **component_stats(kind, c, wspan)})
+        rows.append({"window": w, "windowPretty": window_pretty(w),
+                     **component_stats(kind, c, wspan, busiest(info, component, wt, wspan))})
     doc["spoutSummary" if kind == "spout" else "boltStats"] = rows
     doc["outputStats"] = [{"stream": stream, "emitted": int(n),
                            "transferred": int(n * len(subscribers(spec, component, stream)))}
@@ -251,7 +296,7 @@ def visualization(spec: Mapping[str, Any], info: Mapping[str, Any], totals: Mapp
     out: dict[str, Any] = {}
     for name, d in sorted(spec.get("components", {}).items()):
         c = comps.get(name, {})
-        stats = component_stats(str(d.get("kind")), c, span)
+        stats = component_stats(str(d.get("kind")), c, span, busiest(info, name, totals, span))
         entry: dict[str, Any] = {":type": d.get("kind"), ":transferred": stats["transferred"],
                                  ":emitted": stats["emitted"], ":acked": stats["acked"],
                                  ":failed": stats["failed"], ":link": f"/component.html?topology_id="

@@ -20,8 +20,10 @@ windows (so those are exact to 5 minutes). The state lives in memory: a restarte
 windows afresh and its all-time figures from the workers' current counters.
 
 Counter keys are flat: ``transferred``, ``executed``, ``acked``, ``failed``, ``latency_sum``
-(seconds), ``latency_count``, any other numeric counter the worker sends, and ``emitted:<stream>``
-per output stream.
+(seconds), ``latency_count``, the sampled ``execute_latency_*`` and ``process_latency_*`` sums and
+counts, any other numeric counter the worker sends, and ``emitted:<stream>`` per output stream.
+Levels (``stormpy.worker.stats.GAUGES``, such as ``receive_queue``) are not counters and are left
+out (``/metrics`` shows them from the latest heartbeat).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 
 from stormpy.cluster import WorkerHeartbeat
+from stormpy.worker.stats import GAUGES
 
 __all__ = ["ALL_TIME", "WINDOWS", "TaskKey", "TopologyWindows", "parse_window", "window_pretty"]
 
@@ -72,7 +75,7 @@ def beat_counters(beat: WorkerHeartbeat) -> dict[TaskKey, Counters]:
                 if key == "emitted":
                     for stream, n in value.items():
                         counters[f"emitted:{stream}"] = float(n)
-                elif key not in ("task", "component"):
+                elif key not in ("task", "component") and key not in GAUGES:
                     counters[key] = float(value)
             out[(str(entry["component"]), int(entry["task"]))] = counters
         return out

@@ -268,6 +268,7 @@ class ClusterLink:
         docs = add_base(docs, base)
         self.latest_stats = docs
         process = process_stats()
+        process.update(self.worker.transfer_stats())
         if base:
             process["counters_carried"] = 1.0
         beat = WorkerHeartbeat(topology_id=self.topology_id, node=self.node, port=self.port, time=now,

@@ -24,12 +24,16 @@ import psutil
 
 from stormpy.cluster.local_layout import HEARTBEAT_FILE
 from stormpy.cluster.records import WorkerHeartbeat
+from stormpy.worker.stats import GAUGES
 
 __all__ = ["HEARTBEAT_FILE", "add_base", "carried_counters", "component_stats", "process_stats",
            "task_entries", "task_metrics", "write_local_heartbeat"]
 
 
 _COUNTERS = ("transferred", "executed", "acked", "failed", "latency_sum", "latency_count")
+#: counters only bolt tasks with sampling on (and workers that count them) send
+_SAMPLED = ("execute_latency_sum", "execute_latency_count", "process_latency_sum",
+            "process_latency_count", "receive_queue_full")
 
 
 def write_local_heartbeat(path: str | os.PathLike[str], *, time: float, pid: int, topology_id: str,
@@ -49,8 +53,9 @@ def component_stats(task_docs: Iterable[dict[str, Any]]) -> dict[str, dict[str, 
 
     Counters: ``tasks``, ``emitted`` (user streams only, like the local-mode stats),
     ``transferred``, ``executed``, ``acked``, ``failed``, ``latency_sum`` (seconds) and
-    ``latency_count`` (so heartbeats of several workers can be added up), and
-    ``complete_latency_ms`` when at least one latency was measured.
+    ``latency_count`` (so heartbeats of several workers can be added up), the sampled
+    ``execute_latency_*`` / ``process_latency_*`` sums and counts and ``receive_queue_full`` when
+    tasks send them, and ``complete_latency_ms`` when at least one latency was measured.
     """
     out: dict[str, dict[str, float]] = {}
     for doc in task_docs:
@@ -59,6 +64,9 @@ def component_stats(task_docs: Iterable[dict[str, Any]]) -> dict[str, dict[str, 
         c["emitted"] += sum(n for s, n in doc["emitted"].items() if not s.startswith("__"))
         for key in _COUNTERS:
             c[key] += doc[key]
+        for key in _SAMPLED:
+            if key in doc:
+                c[key] = c.get(key, 0) + doc[key]
     for c in out.values():
         if c["latency_count"]:
             c["complete_latency_ms"] = round(1000.0 * c["latency_sum"] / c["latency_count"], 3)
@@ -126,7 +134,8 @@ def carried_counters(beats: Iterable[WorkerHeartbeat], tasks: Iterable[int]) -> 
 
 def add_base(task_docs: Iterable[dict[str, Any]], base: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
     """``task_docs`` (``Worker.task_stats()``) with each task's carried counters from ``base``
-    added: numeric counters and ``emitted`` per stream (the inputs are not changed)."""
+    added: numeric counters and ``emitted`` per stream, not the levels of ``stats.GAUGES`` (the
+    inputs are not changed)."""
     out = []
     for doc in task_docs:
         carried = base.get(doc["task"])
@@ -140,8 +149,8 @@ def add_base(task_docs: Iterable[dict[str, Any]], base: dict[int, dict[str, Any]
                 emitted[stream] = emitted.get(stream, 0) + n
         doc["emitted"] = emitted
         for key, value in carried.items():
-            if key not in ("task", "component", "emitted") and _is_number(value) and \
-                    _is_number(doc.get(key, 0)):
+            if key not in ("task", "component", "emitted") and key not in GAUGES and \
+                    _is_number(value) and _is_number(doc.get(key, 0)):
                 doc[key] = doc.get(key, 0) + value
         out.append(doc)
     return out

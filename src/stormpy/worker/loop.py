@@ -198,7 +198,10 @@ class Worker:
     def task_stats(self) -> list[dict[str, Any]]:
         """Each task's counters, plus ``metrics`` (``context.register_metric``) where it has any."""
         docs = [r.stats.to_doc() for r in self._runners]
-        for doc, r in zip(docs, self._runners):
+        full = self._transfer.queue_full
+        for i, (doc, r) in enumerate(zip(docs, self._runners)):
+            doc["receive_queue"] = len(r.queue)
+            doc["receive_queue_full"] = full[i]
             if r.context.has_metrics:
                 doc["metrics"] = r.context.metric_values()
         return docs
@@ -208,6 +211,10 @@ class Worker:
         """Inbound tuples (and undecodable frames) dropped at the transport boundary, per reason
         (``inbound.py``)."""
         return self._inbound.rejected
+
+    def transfer_stats(self) -> dict[str, float]:
+        """The worker's backpressure figures (``Transfer.stats``; plain reads, any thread)."""
+        return self._transfer.stats()
 
     def stats(self) -> dict[str, dict[str, Any]]:
         """Per-component totals (user components only)."""
@@ -285,8 +292,12 @@ class Worker:
                     n = EXECUTE_BUDGET
                 execute_batch = runner.execute_batch
                 pop = q.popleft
+                stats = runner.stats
+                stats.sample_countdown -= n
                 try:
-                    if execute_batch is not None:
+                    if stats.sample_countdown <= 0:  # a timed tuple among these (tasks.py)
+                        runner.run_sampled(n)
+                    elif execute_batch is not None:
                         if n == len(q):
                             batch = list(q)
                             q.clear()
@@ -300,7 +311,7 @@ class Worker:
                 except Exception as exc:
                     self._fail(runner.component_id, runner.task_id, exc)
                 if not runner.is_spout:
-                    runner.stats.executed += n
+                    stats.executed += n
                 work += n
         if self._ack_buffer:
             self.dispatch.flush_acks()

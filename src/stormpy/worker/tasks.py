@@ -67,6 +67,13 @@ class TaskRunner:
         self._ack_buffer = dispatch.ack_buffer
         self.stats.routers = routers
         self.execute_batch = None
+        #: the clock of sampled latencies (seconds); replaceable in tests
+        self.sample_clock: Callable[[], float] = perf_counter
+        #: a timed tuple not acked yet (its process latency), and when it started; a newer timed
+        #: tuple takes the place once it is acked or failed, or older than the message timeout
+        self._sampled: Tuple | None = None
+        self._sampled_start = 0.0
+        self._sample_stale = float(conf.get("topology.message.timeout.secs") or 30)
         off_loop = context.off_loop
         instance.report_error = self.report_error
         instance.run_in_background = off_loop.submit
@@ -152,6 +159,73 @@ class TaskRunner:
             text = str(error)
         self.host.record_error(self.component_id, self.task_id, text)
 
+    def run_sampled(self, n: int) -> None:
+        """Run the next ``n`` queued tuples (the loop's execute step) when the sample countdown
+        runs out among them: the loop already lowered ``stats.sample_countdown`` by ``n``, so it
+        is <= 0 and the ``countdown + n``-th tuple is timed, then every later one the fresh gaps
+        reach. One tuple at a time: each timed tuple's ``execute``; ``execute_batch``: the whole
+        call is timed and each timed tuple of the batch is given ``elapsed / n``. One timed tuple
+        at a time is followed to its ack (process latency, see ``_track``)."""
+        stats = self.stats
+        q = self.queue
+        pop = q.popleft
+        clock = self.sample_clock
+        at = stats.sample_countdown + n - 1  # index of the next timed tuple in these n
+        execute_batch = self.execute_batch
+        if execute_batch is not None:
+            k = 0
+            last = at
+            while at < n:
+                k += 1
+                last = at
+                at += stats.next_gap()
+            stats.sample_countdown = at - n + 1
+            if n == len(q):
+                batch = list(q)
+                q.clear()
+            else:
+                batch = [pop() for _ in range(n)]
+            start = clock()
+            self._track(batch[last], start)
+            execute_batch(batch)
+            stats.execute_latency_sum += (clock() - start) * k / n
+            stats.execute_latency_count += k
+            return
+        execute = self.execute
+        done = 0
+        total = 0.0
+        k = 0
+        while at < n:
+            for _ in range(at - done):
+                execute(pop())
+            tup = pop()
+            start = clock()
+            if self._sampled is None or start - self._sampled_start > self._sample_stale:
+                self._sampled = tup  # followed to its ack (``_track``, inlined)
+                self._sampled_start = start
+            execute(tup)
+            total += clock() - start
+            k += 1
+            done = at + 1
+            at += stats.next_gap()
+        for _ in range(n - done):
+            execute(pop())
+        stats.execute_latency_sum += total
+        stats.execute_latency_count += k
+        stats.sample_countdown = at - n + 1
+
+    def _track(self, tup: Tuple, start: float) -> None:
+        """Follow the timed ``tup`` to its ack unless another timed tuple is still followed."""
+        if self._sampled is None or start - self._sampled_start > self._sample_stale:
+            self._sampled = tup
+            self._sampled_start = start
+
+    def _processed(self, tup: Tuple) -> None:
+        """The timed tuple ``tup`` was acked: its process latency."""
+        self._sampled = None
+        self.stats.process_latency_sum += self.sample_clock() - self._sampled_start
+        self.stats.process_latency_count += 1
+
     def open(self) -> None:
         """Prepare (bolts) or open (spouts) the component."""
         raise NotImplementedError
@@ -173,6 +247,7 @@ class BoltTask(TaskRunner):
         instance.ack_many = self.ack_many
         instance.fail = self.fail
         instance.reset_timeout = self.reset_timeout
+        self.stats.set_sample_rate(conf.get("topology.stats.sample.rate", 0.05))
         batch = getattr(instance, "execute_batch", None)
         if isinstance(self.instance, BasicBolt):
             if batch is not None:
@@ -337,6 +412,8 @@ class BoltTask(TaskRunner):
             for r, edge in tup.anchors.items():
                 buf[r] = buf.get(r, 0) ^ edge ^ v
         self.stats.acked += 1
+        if tup is self._sampled:
+            self._processed(tup)
 
     def ack_many(self, tuples: Any) -> None:
         """``ack`` every tuple of ``tuples``."""
@@ -353,12 +430,17 @@ class BoltTask(TaskRunner):
                     buf[r] = buf.get(r, 0) ^ edge ^ v
             n += 1
         self.stats.acked += n
+        sampled = self._sampled  # the timed tuple's process latency (a list of tuples only)
+        if sampled is not None and type(tuples) is list and sampled in tuples:
+            self._processed(sampled)
 
     def fail(self, tup: Tuple) -> None:
         """Fail the input tuple: every spout tuple it belongs to fails (and may be replayed)."""
         for root in tup.tree_edges():
             self.send_to_acker(ACK_FAIL, [root])
         self.stats.failed += 1
+        if tup is self._sampled:  # no process latency for a failed tuple
+            self._sampled = None
 
     def reset_timeout(self, tup: Tuple) -> None:
         """Restart the message timeout of every spout tuple ``tup`` belongs to."""

@@ -6,7 +6,9 @@ reaches ``topology.transfer.batch.size`` tuples or at the end of the loop round.
 transport cannot take is kept, in order, and retried every round: nothing is dropped, and the
 spouts are held back until it is sent. ``backpressured()`` — a refused frame waits, or a local
 task queue holds ``topology.executor.receive.buffer.size`` tuples — tells the loop to skip the
-spouts' round. Values were
+spouts' round. The figures of that (:meth:`Transfer.stats`, and ``queue_full`` per local task) are
+counted off the tuple path: per refused frame and per round, with a clock read only when the
+backpressure starts or ends. Values were
 checked at emit, so packing fails only on a runtime bug; the error then names the component and
 stream of the first tuple msgpack refused.
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Container, Mapping, Sequence
+from time import perf_counter
 
 from stormpy.messaging.codec import FrameEncoder, WireTuple
 from stormpy.messaging.transport import Transport
@@ -32,8 +35,9 @@ class Transfer:
 
     def __init__(self, transport: Transport, dispatch: Dispatch, batch_size: int,
                  task_component: Mapping[int, str], queues: Sequence[deque[Tuple]],
-                 queue_cap: int) -> None:
-        """``queues``: the local task queues, full at ``queue_cap`` tuples."""
+                 queue_cap: int, clock: Callable[[], float] = perf_counter) -> None:
+        """``queues``: the local task queues, full at ``queue_cap`` tuples; ``clock`` (seconds)
+        times the backpressure."""
         self.transport = transport
         self._queues = list(queues)
         self._queue_cap = max(1, queue_cap)
@@ -43,6 +47,17 @@ class Transfer:
         self._outbox: dict[str, list[WireTuple]] = {}
         self._blocked: dict[str, deque[bytes]] = {}
         self._encoder = FrameEncoder()
+        self._clock = clock
+        #: per queue of ``queues``: rounds the spouts were held because it was full
+        self.queue_full = [0] * len(self._queues)
+        #: frames the transport refused (each retry that fails counts again)
+        self.frames_refused = 0
+        #: frames waiting for their peer (refused, or queued behind a refused one)
+        self.frames_held = 0
+        #: rounds the spouts were held, and the seconds the backpressure lasted (closed spells)
+        self.backpressure_rounds = 0
+        self.backpressure_secs = 0.0
+        self._held_since = -1.0
 
     def route(self, task_peers: Mapping[int, str], local_tasks: Container[int]) -> None:
         """Point every task not in ``local_tasks`` at its peer in ``task_peers`` (undeliverable
@@ -78,7 +93,10 @@ class Transfer:
         box.clear()
         blocked = self._blocked.get(peer)
         if blocked or not self.transport.send(peer, frame):
+            if not blocked:
+                self.frames_refused += 1
             self._blocked.setdefault(peer, deque()).append(frame)
+            self.frames_held += 1
 
     def _unpackable(self, box: list[WireTuple], exc: Exception) -> EmitError:
         """Name the component and stream of the first tuple msgpack refused."""
@@ -94,8 +112,12 @@ class Transfer:
     def flush(self) -> None:
         """Retry refused frames in order, then pack and send every non-empty outbox."""
         for peer, blocked in self._blocked.items():
-            while blocked and self.transport.send(peer, blocked[0]):
+            while blocked:
+                if not self.transport.send(peer, blocked[0]):
+                    self.frames_refused += 1
+                    break
                 blocked.popleft()
+                self.frames_held -= 1
         for peer, box in self._outbox.items():
             if box:
                 self._flush_peer(peer, box)
@@ -104,7 +126,28 @@ class Transfer:
         """True while a local task queue is full or a frame the transport refused is waiting
         (spouts pause)."""
         cap = self._queue_cap
-        for q in self._queues:
-            if len(q) >= cap:
-                return True
-        return any(self._blocked.values())
+        queues = self._queues
+        held = False
+        for i in range(len(queues)):
+            if len(queues[i]) >= cap:
+                self.queue_full[i] += 1
+                held = True
+                break
+        if not held:
+            held = self.frames_held > 0
+        if held:
+            self.backpressure_rounds += 1
+            if self._held_since < 0.0:
+                self._held_since = self._clock()
+        elif self._held_since >= 0.0:
+            self.backpressure_secs += self._clock() - self._held_since
+            self._held_since = -1.0
+        return held
+
+    def stats(self) -> dict[str, float]:
+        """``frames_refused``, ``frames_held`` (now), ``backpressure_rounds`` and
+        ``backpressure_secs`` (closed spells; a spell still going counts when it ends)."""
+        return {"frames_refused": float(self.frames_refused),
+                "frames_held": float(self.frames_held),
+                "backpressure_rounds": float(self.backpressure_rounds),
+                "backpressure_secs": self.backpressure_secs}

@@ -65,9 +65,11 @@
     table(id, keys.map(k => [k, k]), [doc]);
   }
   const win = () => encodeURIComponent(windowSelect.value);
+  // capacity cells coloured like the graph's boxes (green < 0.5, amber < 0.8, red from 0.8)
+  const capClass = (r) => r.capacity === undefined ? "" : "cap " + (parseFloat(r.capacity) < 0.5 ? "low" : parseFloat(r.capacity) < 0.8 ? "mid" : "high");
   const statsCols = (kind) => kind === "spout"
     ? [["Emitted", "emitted", {num: 1}], ["Transferred", "transferred", {num: 1}], ["Complete latency (ms)", "completeLatency", {num: 1}], ["Acked", "acked", {num: 1}], ["Failed", "failed", {num: 1}]]
-    : [["Emitted", "emitted", {num: 1}], ["Transferred", "transferred", {num: 1}], ["Capacity", "capacity", {num: 1}], ["Execute latency (ms)", "executeLatency", {num: 1}], ["Executed", "executed", {num: 1}], ["Acked", "acked", {num: 1}], ["Failed", "failed", {num: 1}]];
+    : [["Emitted", "emitted", {num: 1}], ["Transferred", "transferred", {num: 1}], ["Capacity", "capacity", {num: 1, cls: capClass}], ["Execute latency (ms)", "executeLatency", {num: 1}], ["Executed", "executed", {num: 1}], ["Process latency (ms)", "processLatency", {num: 1}], ["Acked", "acked", {num: 1}], ["Failed", "failed", {num: 1}]];
   const errorCell = ["Last error", "lastError", {cls: () => "error"}];
   const statusCls = (r) => "status-" + r.status;
 
