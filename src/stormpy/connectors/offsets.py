@@ -14,7 +14,7 @@ a transaction marker) does not block the prefix.
 * ``ack(p)`` marks ``p`` acked (an ack implies the emit). Positions at or below the last commit
   are ignored (late acks after a commit or a replay) and ``ack`` returns False for them.
   ``ack_emitted(p)`` is ``ack`` for a position known to be emitted (the spout's in-flight
-  tuples): one set insertion instead of a search.
+  tuples): one set insertion instead of a search; ``ack_emitted_many(ps)`` for several.
 * ``committable()`` is the last position of the longest run of uncommitted emitted positions,
   taken in order, that are all acked; None when the first uncommitted one is not acked.
 * ``commit_through(p)`` forgets every position ``<= p`` and returns how many of them were acked.
@@ -89,6 +89,14 @@ class AckedPrefix:
             return False
         self._acked.add(position)
         return True
+
+    def ack_emitted_many(self, positions: list[Any]) -> None:
+        """``ack_emitted`` each of ``positions`` (one set update when all lie above the floor)."""
+        floor = self._floor
+        if floor is None or min(positions) > floor:
+            self._acked.update(positions)
+        else:
+            self._acked.update(p for p in positions if p > floor)
 
     def ack(self, position: Any) -> bool:
         """Mark ``position`` acked (emitting it first if needed); False when it is at or below

@@ -54,6 +54,7 @@ class RecordEmitter(PartitionsAndCommits):
 
     def _emit_batch(self, records: Iterable[KafkaRecord]) -> None:
         """Emit the tuples of ``records`` (see the module doc)."""
+        self._fold_acks()  # the replay checks below read the acked offsets
         alo = self.at_least_once
         translate = None if self._uses_default_translator() else self.translator.apply
         assigned, managers = self.assigned, self.managers

@@ -126,6 +126,7 @@ class KafkaSpout(RecordEmitter):
         self.assigned: set[TopicPartition] = set()
         self.managers: dict[TopicPartition, OffsetManager] = {}
         self.emitted: set[KafkaSpoutMessageId] = set()
+        self._acked_ids: list[KafkaSpoutMessageId] = []
         self.waiting: deque[KafkaRecord] = deque()
         self._held: list[KafkaRecord] | None = None
         self._paused: set[TopicPartition] = set()
@@ -189,6 +190,7 @@ class KafkaSpout(RecordEmitter):
             if not self._commits_in_flight:
                 self._commit_now()
         if not self.waiting and self._held is None and self.assigned:
+            self._fold_acks()
             pollable, retriable = self._pollable()
             self._poll(pollable, retriable)
         if self.waiting:  # the whole polled batch, one emit_many per stream
@@ -261,24 +263,24 @@ class KafkaSpout(RecordEmitter):
 
     # -- ack / fail ----------------------------------------------------------------------------
     def ack(self, msg_id: Any) -> None:
-        if not self.at_least_once:
-            return
-        if msg_id.null_tuple:
-            om = self.managers.get((msg_id[0], msg_id[1]))  # type: ignore[call-overload]
-            if om is not None:
-                om.add_to_ack_msgs(msg_id[2])
-                self.listener.on_ack(msg_id)
-            return
         try:
             self.emitted.remove(msg_id)
         except KeyError:
-            return  # its partition was revoked (or a duplicate): nothing to do
-        # in flight, so its partition is assigned and its offset recorded as emitted
-        om = self.managers.get((msg_id[0], msg_id[1]))  # type: ignore[call-overload]
-        if om is not None:
-            om.ack_emitted(msg_id[2])
+            self._ack_not_in_flight(msg_id)
+            return
+        self._acked_ids.append(msg_id)  # folded into the offset managers before they are read
         if self._on_ack is not None:
             self._on_ack(msg_id)
+
+    def _ack_not_in_flight(self, msg_id: Any) -> None:
+        """A record acked directly (null tuple, bad record, past max retries), or an id whose
+        partition was revoked (ignored), or any ack under the untracked guarantees (none come)."""
+        if not self.at_least_once or not getattr(msg_id, "null_tuple", False):
+            return
+        om = self.managers.get((msg_id[0], msg_id[1]))  # type: ignore[call-overload]
+        if om is not None:
+            om.add_to_ack_msgs(msg_id[2])
+            self.listener.on_ack(msg_id)
 
     def fail(self, msg_id: Any) -> None:
         if not self.at_least_once or msg_id not in self.emitted:
@@ -300,6 +302,7 @@ class KafkaSpout(RecordEmitter):
         emitted and the committed offset, the uncommitted count and the lag (log end minus
         committed), plus the spout's counters. Published as the task metric ``kafkaOffset``
         (topology info), sampled at heartbeats; it asks the broker nothing."""
+        self._fold_acks()
         parts = {}
         for tp in sorted(self.assigned):
             om = self.managers.get(tp)
