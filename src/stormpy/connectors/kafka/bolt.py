@@ -1,17 +1,21 @@
 """KafkaBolt: writes tuples to Kafka (storm-kafka-client's KafkaBolt) without blocking the loop.
 
-Per bolt task: one confluent-kafka Producer. ``execute`` maps the tuple to a topic, key and value
-(:mod:`~stormpy.connectors.kafka.bolt_config`) and hands the record to the client with a
-non-blocking ``produce``. The input tuple is acked only when the broker confirmed the delivery
-(the client's delivery report, honouring the producer's ``acks`` property) and failed on a
-delivery error, so a reliable spout replays it.
+Per bolt task: one confluent-kafka Producer. ``execute_batch`` (the batch form; ``execute`` is the
+same for one tuple) maps each tuple to a topic, key and value
+(:mod:`~stormpy.connectors.kafka.bolt_config`; the default field mapper's field indexes are looked
+up once per ``Fields``) and hands the record to the client with a non-blocking ``produce``. The
+input tuple is acked only when the broker confirmed the delivery (the client's delivery report,
+honouring the producer's ``acks`` property) and failed on a delivery error, so a reliable spout
+replays it.
 
 Delivery reports are served by ``producer.poll`` run off the executor loop
 (``run_in_background``), one poll job at a time while records are in flight; the reports collected
-by a job are applied (acks, fails, client errors reported) on the loop when it finishes. A full
-local queue (``BufferError``) holds the tuple in a backlog, produced again after the next reports
-freed space, in order; past ``max_backlog`` held tuples, further ones are failed. Nothing here ever
-waits on the broker on the loop except ``cleanup``, which flushes with a bounded wait.
+by a job are applied (one ``ack_many`` for the delivered tuples, fails, client errors reported) on
+the loop when it finishes. With ``fire_and_forget`` tuples are acked at ``produce``; the reports
+are still polled (they free the client's memory) and only counted. A full local queue
+(``BufferError``) holds the tuple in a backlog, produced again after the next reports freed space,
+in order; past ``max_backlog`` held tuples, further ones are failed. Nothing here ever waits on
+the broker on the loop except ``cleanup``, which flushes with a bounded wait.
 """
 
 from __future__ import annotations
