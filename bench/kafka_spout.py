@@ -118,13 +118,14 @@ def fill(bootstrap: str, topic: str, records: int, partitions: int) -> None:
 
 
 def plain_loop(bootstrap: str, topic: str, records: int, partitions: int,
-               at_least_once: bool) -> tuple[int, float, float]:
+               at_least_once: bool) -> tuple[int, float, float, float]:
     """confluent-kafka's recommended batch loop: ``consume(MAX_POLL_RECORDS)``, process each record
     (read the fields a tuple carries, count it), commit on the period after processing —
     synchronously for at-least-once, asynchronously otherwise."""
     from confluent_kafka import Consumer, TopicPartition
 
     start = time.perf_counter()
+    cpu = time.process_time()
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
                          "enable.auto.commit": False, **CONSUMER_PROPS})
     consumer.assign([TopicPartition(topic, p, -2) for p in range(partitions)])
@@ -144,11 +145,12 @@ def plain_loop(bootstrap: str, topic: str, records: int, partitions: int,
             next_commit = now + COMMIT_PERIOD_MS / 1000.0
             consumer.commit(asynchronous=not at_least_once)  # the positions of processed records
     end = time.perf_counter()
+    cpu = time.process_time() - cpu
     consumer.close()
-    return seen, end - start, end - first
+    return seen, end - start, end - first, cpu
 
 
-def spout_run(bootstrap: str, topic: str, records: int, acked: bool) -> tuple[int, float, float]:
+def spout_run(bootstrap: str, topic: str, records: int, acked: bool) -> tuple[int, float, float, float]:
     counter = Counter(records)
     key = registry.register(counter)
     config = KafkaSpoutConfig(
@@ -163,26 +165,30 @@ def spout_run(bootstrap: str, topic: str, records: int, acked: bool) -> tuple[in
     try:
         with LocalCluster() as cluster:
             start = time.perf_counter()
+            cpu = time.process_time()
             cluster.submit_topology("bench", conf, builder.create_topology())
             deadline = start + 600
             while not counter.done.wait(0.2):
                 cluster.wait_for(lambda: True)  # raises a failed worker's error
                 if time.perf_counter() > deadline:
                     raise TimeoutError(f"{counter.n} of {records} records counted in 600 s")
+            cpu = time.process_time() - cpu
     finally:
         registry.unregister(key)
-    return counter.n, counter.last - start, counter.last - counter.first
+    return counter.n, counter.last - start, counter.last - counter.first, cpu
 
 
-def best_of_interleaved(runs: dict[str, Callable[[], tuple[int, float, float]]],
-                        repeat: int) -> dict[str, tuple[int, float, float]]:
-    """Per runner: (records, best rate over the whole run, best rate first to last record)."""
-    best: dict[str, tuple[int, float, float]] = {}
+def best_of_interleaved(runs: dict[str, Callable[[], tuple[int, float, float, float]]],
+                        repeat: int) -> dict[str, tuple[int, float, float, float]]:
+    """Per runner: (records, best rate over the whole run, best rate first to last record,
+    least CPU seconds of the process — every thread, the client's included — per record)."""
+    best: dict[str, tuple[int, float, float, float]] = {}
     for _ in range(repeat):
         for name, run in runs.items():
-            n, secs, steady_secs = run()
-            _, rate, steady = best.get(name, (0, 0.0, 0.0))
-            best[name] = (n, max(rate, n / secs), max(steady, (n - 1) / max(steady_secs, 1e-9)))
+            n, secs, steady_secs, cpu = run()
+            _, rate, steady, cpu_per = best.get(name, (0, 0.0, 0.0, float("inf")))
+            best[name] = (n, max(rate, n / secs), max(steady, (n - 1) / max(steady_secs, 1e-9)),
+                          min(cpu_per, cpu / n))
     return best
 
 
@@ -216,11 +222,14 @@ def main() -> None:
     results = {name: {"records": count, "records_per_sec": round(rate, 1), "vs": baseline[name],
                       "vs_plain": round(rate / best[baseline[name]][1], 3),
                       "steady_records_per_sec": round(steady, 1),
-                      "steady_vs_plain": round(steady / best[baseline[name]][2], 3)}
-               for name, (count, rate, steady) in best.items()}
+                      "steady_vs_plain": round(steady / best[baseline[name]][2], 3),
+                      "cpu_us_per_record": round(cpu_per * 1e6, 2),
+                      "cpu_vs_plain": round(best[baseline[name]][3] / cpu_per, 3)}
+               for name, (count, rate, steady, cpu_per) in best.items()}
     for name, r in results.items():
         print(f"{name}: {r['records_per_sec']:,.0f} records/s ({r['vs_plain']:.2f}x {r['vs']}); "
-              f"steady {r['steady_records_per_sec']:,.0f} ({r['steady_vs_plain']:.2f}x)")
+              f"steady {r['steady_records_per_sec']:,.0f} ({r['steady_vs_plain']:.2f}x); "
+              f"CPU {r['cpu_us_per_record']:.2f} µs/record ({r['cpu_vs_plain']:.2f}x)")
     doc = {"records": args.records, "partitions": args.partitions, "repeat": args.repeat,
            "python": platform.python_version(), "machine": platform.machine(), "results": results}
     args.output.parent.mkdir(parents=True, exist_ok=True)
