@@ -170,6 +170,7 @@ class Harness:
         self.errors: list[str] = []
         self.consumer: StubConsumer | None = None
         self.spout.emit = self._emit  # type: ignore[method-assign]
+        self.spout.emit_many = self._emit_many  # type: ignore[method-assign]
         self.spout.report_error = self.errors.append  # type: ignore[method-assign]
         self.spout.run_in_background = self._inline  # type: ignore[method-assign]
         self.context = Context(topology_id, task_id, tasks or [task_id])
@@ -182,6 +183,11 @@ class Harness:
         self.emits.append((values, msg_id, stream))
         self.cluster.events.append(("emit", values[2] if len(values) > 2 else values))
         return [1]
+
+    def _emit_many(self, values_list: list[list[Any]], msg_ids: Any = None,
+                   stream: str = "default") -> None:
+        for i, values in enumerate(values_list):
+            self._emit(values, None if msg_ids is None else msg_ids[i], stream)
 
     @staticmethod
     def _inline(fn: Any, on_done: Any) -> None:

@@ -81,6 +81,7 @@ class Harness:
         b: Any = self.bolt
         b.producer_factory = factory
         b.ack = lambda t: self.acked.append(t.values)
+        b.ack_many = lambda ts: self.acked.extend(t.values for t in ts)
         b.fail = lambda t: self.failed.append(t.values)
         b.report_error = self.errors.append
         b.run_in_background = lambda fn, done: self.jobs.append((fn, done))

@@ -10,8 +10,11 @@ a transaction marker) does not block the prefix.
 :class:`AckedPrefix` contract (one instance per partition, not thread-safe):
 
 * ``emit(p)`` records an emitted position; emitting it again (a replay) changes nothing.
+  ``emit_run(ps)`` records several at once (the batch path: one call per run of new positions).
 * ``ack(p)`` marks ``p`` acked (an ack implies the emit). Positions at or below the last commit
   are ignored (late acks after a commit or a replay) and ``ack`` returns False for them.
+  ``ack_emitted(p)`` is ``ack`` for a position known to be emitted (the spout's in-flight
+  tuples): one set insertion instead of a search; ``ack_emitted_many(ps)`` for several.
 * ``committable()`` is the last position of the longest run of uncommitted emitted positions,
   taken in order, that are all acked; None when the first uncommitted one is not acked.
 * ``commit_through(p)`` forgets every position ``<= p`` and returns how many of them were acked.
@@ -24,6 +27,7 @@ a transaction marker) does not block the prefix.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from itertools import islice
 from typing import Any
 
 __all__ = ["AckedPrefix"]
@@ -57,6 +61,42 @@ class AckedPrefix:
                 self._run = i  # an unacked position now lies inside the scanned run
         if self._latest is None or position > self._latest:
             self._latest = position
+
+    def emit_run(self, positions: list[Any]) -> None:
+        """``emit`` each of ``positions``. When they increase strictly and all lie above every
+        position recorded so far (new records, as a fetch returns them) they are appended in one
+        step; otherwise they are recorded one by one."""
+        if not positions:
+            return
+        prev = positions[0]
+        latest, floor = self._latest, self._floor
+        if (latest is None or prev > latest) and (floor is None or prev > floor):
+            for p in islice(positions, 1, None):
+                if p <= prev:
+                    break
+                prev = p
+            else:
+                self._emitted.extend(positions)
+                self._latest = prev
+                return
+        for p in positions:
+            self.emit(p)
+
+    def ack_emitted(self, position: Any) -> bool:
+        """``ack`` for a position recorded by ``emit`` and not acked since (no search)."""
+        floor = self._floor
+        if floor is not None and position <= floor:
+            return False
+        self._acked.add(position)
+        return True
+
+    def ack_emitted_many(self, positions: list[Any]) -> None:
+        """``ack_emitted`` each of ``positions`` (one set update when all lie above the floor)."""
+        floor = self._floor
+        if floor is None or min(positions) > floor:
+            self._acked.update(positions)
+        else:
+            self._acked.update(p for p in positions if p > floor)
 
     def ack(self, position: Any) -> bool:
         """Mark ``position`` acked (emitting it first if needed); False when it is at or below
@@ -92,10 +132,9 @@ class AckedPrefix:
         dropped = 0
         if k:
             acked = self._acked
-            for p in emitted[:k]:
-                if p in acked:
-                    acked.discard(p)
-                    dropped += 1
+            before = len(acked)
+            acked.difference_update(emitted[:k])
+            dropped = before - len(acked)
             del emitted[:k]
         self._run = max(0, self._run - k)
         if self._floor is None or position > self._floor:

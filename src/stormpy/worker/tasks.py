@@ -110,7 +110,8 @@ class TaskRunner:
             if type(values) is list and len(values) == n_fields:
                 for v in values:  # plain scalars pass here; anything else gets the full check
                     vt = type(v)
-                    if vt is str or vt is float or (vt is int and -_INT64 <= v < _UINT64):
+                    if vt is str or vt is bytes or vt is float or v is None or \
+                            (vt is int and -_INT64 <= v < _UINT64):
                         continue
                     self._check(values, stream, router)
                     break
@@ -280,7 +281,8 @@ class BoltTask(TaskRunner):
         if type(values) is list and len(values) == router.n_fields:
             for v in values:  # plain scalars pass here; anything else gets the full check
                 vt = type(v)
-                if vt is str or vt is float or (vt is int and -_INT64 <= v < _UINT64):
+                if vt is str or vt is bytes or vt is float or v is None or \
+                        (vt is int and -_INT64 <= v < _UINT64):
                     continue
                 self._check(values, stream, router)
                 break
@@ -518,7 +520,8 @@ class SpoutTask(TaskRunner):
         if type(values) is list and len(values) == router.n_fields:
             for v in values:  # plain scalars pass here; anything else gets the full check
                 vt = type(v)
-                if vt is str or vt is float or (vt is int and -_INT64 <= v < _UINT64):
+                if vt is str or vt is bytes or vt is float or v is None or \
+                        (vt is int and -_INT64 <= v < _UINT64):
                     continue
                 self._check(values, stream, router)
                 break

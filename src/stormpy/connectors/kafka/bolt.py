@@ -1,17 +1,21 @@
 """KafkaBolt: writes tuples to Kafka (storm-kafka-client's KafkaBolt) without blocking the loop.
 
-Per bolt task: one confluent-kafka Producer. ``execute`` maps the tuple to a topic, key and value
-(:mod:`~stormpy.connectors.kafka.bolt_config`) and hands the record to the client with a
-non-blocking ``produce``. The input tuple is acked only when the broker confirmed the delivery
-(the client's delivery report, honouring the producer's ``acks`` property) and failed on a
-delivery error, so a reliable spout replays it.
+Per bolt task: one confluent-kafka Producer. ``execute_batch`` (the batch form; ``execute`` is the
+same for one tuple) maps each tuple to a topic, key and value
+(:mod:`~stormpy.connectors.kafka.bolt_config`; the default field mapper's field indexes are looked
+up once per ``Fields``) and hands the record to the client with a non-blocking ``produce``. The
+input tuple is acked only when the broker confirmed the delivery (the client's delivery report,
+honouring the producer's ``acks`` property) and failed on a delivery error, so a reliable spout
+replays it.
 
 Delivery reports are served by ``producer.poll`` run off the executor loop
 (``run_in_background``), one poll job at a time while records are in flight; the reports collected
-by a job are applied (acks, fails, client errors reported) on the loop when it finishes. A full
-local queue (``BufferError``) holds the tuple in a backlog, produced again after the next reports
-freed space, in order; past ``max_backlog`` held tuples, further ones are failed. Nothing here ever
-waits on the broker on the loop except ``cleanup``, which flushes with a bounded wait.
+by a job are applied (one ``ack_many`` for the delivered tuples, fails, client errors reported) on
+the loop when it finishes. With ``fire_and_forget`` tuples are acked at ``produce``; the reports
+are still polled (they free the client's memory) and only counted. A full local queue
+(``BufferError``) holds the tuple in a backlog, produced again after the next reports freed space,
+in order; past ``max_backlog`` held tuples, further ones are failed. Nothing here ever waits on
+the broker on the loop except ``cleanup``, which flushes with a bounded wait.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from stormpy.connectors.kafka.bolt_config import KafkaBoltConfig, to_bytes
+from stormpy.connectors.kafka.bolt_config import FieldNameBasedTupleToKafkaMapper, KafkaBoltConfig, to_bytes
 from stormpy.connectors.kafka.client import require_confluent_kafka
 from stormpy.topology import Bolt, Stream, TopologyContext, Tuple
 
@@ -78,10 +82,13 @@ class KafkaBolt(Bolt):
         cfg = self.cfg
         self.context = context
         self.mapper = cfg.mapper()
+        #: the default field mapper: key and message read by field index, cached per Fields
+        self._by_field = type(self.mapper) is FieldNameBasedTupleToKafkaMapper
         self._topic = cfg.topic
         self._topic_field = cfg.topic_field
-        #: (tuple, error or None) appended by delivery callbacks on the poll thread
-        self._reports: deque[tuple[Tuple, Any]] = deque()
+        #: filled by the delivery callbacks on the poll thread, drained on the loop
+        self._delivered: list[Tuple] = []
+        self._failed: list[tuple[Tuple, Any]] = []
         self._client_errors: deque[str] = deque()
         self._backlog: deque[tuple[Tuple, str, bytes | None, bytes | None]] = deque()
         self._polling = False
@@ -89,11 +96,6 @@ class KafkaBolt(Bolt):
         self.in_flight = 0
         self.counters = {"produced": 0, "delivered": 0, "delivery_failures": 0, "bad_tuples": 0,
                          "no_topic": 0, "queue_full": 0, "backlog_overflow": 0}
-        append = self._reports.append
-
-        def on_delivery(tup: Tuple) -> Callable[[Any, Any], None]:
-            return lambda err, _msg: append((tup, err))
-        self._on_delivery = on_delivery
 
         def error_cb(err: Any) -> None:
             self._client_errors.append(f"Kafka producer error: {err}")
@@ -104,31 +106,92 @@ class KafkaBolt(Bolt):
         self.producer = self.producer_factory(producer_conf)
         context.register_metric("kafkaBolt", self.metrics)
 
+    def _on_delivery(self, tup: Tuple) -> Callable[[Any, Any], None]:
+        """The delivery callback of ``tup``'s record (run on the poll thread)."""
+        ok, bad = self._delivered.append, self._failed.append
+        return lambda err, _msg: ok(tup) if err is None else bad((tup, err))
+
     # -- execute -----------------------------------------------------------------------------
     def execute(self, tup: Tuple) -> None:
-        if tup.is_tick():
-            self.ack(tup)
-            return
-        try:
-            topic = self._select_topic(tup)
-            if topic is None:
-                self.counters["no_topic"] += 1
-                self._report("no_topic", f"no topic for tuple from {tup.component}/{tup.stream} "
-                                         f"(field {self._topic_field!r} missing or None, no "
-                                         "default_topic); acked and skipped")
-                self.ack(tup)
-                return
-            key = to_bytes(self.mapper.key(tup), "key")
-            value = to_bytes(self.mapper.message(tup), "message")
-        except Exception as exc:
-            self.counters["bad_tuples"] += 1
-            self._report("bad_tuple", f"tuple from {tup.component}/{tup.stream} not written: {exc}")
-            self.fail(tup)
-            return
-        # behind tuples waiting for queue space (order kept), or the queue is full now
-        if self._backlog or not self._produce(tup, topic, key, value):
-            self._hold(tup, topic, key, value)
+        self.execute_batch([tup])
+
+    def execute_batch(self, tuples: list[Tuple]) -> None:
+        """Hand each tuple's record to the client (see the module doc), in order."""
+        produce = self.producer.produce
+        ok, bad = self._delivered.append, self._failed.append
+        backlog = self._backlog
+        fixed_topic = self._topic
+        by_field = self._by_field
+        key_field, message_field = self._mapper_fields()
+        last_fields: Any = None
+        ki = mi = -1
+        produced = 0
+        acks: list[Tuple] = []
+        for tup in tuples:
+            if tup.is_tick():
+                acks.append(tup)
+                continue
+            try:
+                topic = fixed_topic if fixed_topic is not None else self._select_topic(tup)
+                if topic is None:
+                    self._no_topic(tup)
+                    acks.append(tup)
+                    continue
+                if by_field:
+                    f = tup.fields
+                    if f is not last_fields or f is None:
+                        last_fields = f
+                        ki = f.index_of(key_field) if f is not None and key_field in f else -1
+                        mi = f.index_of(message_field) if f is not None and message_field in f else -1
+                    values = tup.values
+                    key = values[ki] if ki >= 0 else None
+                    value = values[mi] if mi >= 0 else self.mapper.message(tup)  # raises
+                else:
+                    key = self.mapper.key(tup)
+                    value = self.mapper.message(tup)
+                if type(key) is not bytes and key is not None:
+                    key = to_bytes(key, "key")
+                if type(value) is not bytes and value is not None:
+                    value = to_bytes(value, "message")
+            except Exception as exc:
+                self.counters["bad_tuples"] += 1
+                self._report("bad_tuple", f"tuple from {tup.component}/{tup.stream} not written: {exc}")
+                self.fail(tup)
+                continue
+            if backlog:  # behind tuples waiting for queue space: keep the order
+                self._hold(tup, topic, key, value)
+                continue
+            try:
+                produce(topic, value=value, key=key,
+                        on_delivery=lambda err, _msg, t=tup: ok(t) if err is None else bad((t, err)))
+            except BufferError:
+                self.counters["queue_full"] += 1
+                self._hold(tup, topic, key, value)
+                continue
+            except Exception as exc:  # KafkaException: unknown topic in metadata, record too large
+                self._produce_failed(tup, topic, exc)
+                continue
+            produced += 1
+            if self.cfg.fire_and_forget:
+                acks.append(tup)
+        self.counters["produced"] += produced
+        self.in_flight += produced
+        if acks:
+            self.ack_many(acks)
         self._ensure_polling()
+
+    def _mapper_fields(self) -> tuple[str, str]:
+        """The key and message field names of the default mapper (unused by other mappers)."""
+        mapper = self.mapper
+        if isinstance(mapper, FieldNameBasedTupleToKafkaMapper):
+            return mapper.key_field, mapper.message_field
+        return "", ""
+
+    def _no_topic(self, tup: Tuple) -> None:
+        self.counters["no_topic"] += 1
+        self._report("no_topic", f"no topic for tuple from {tup.component}/{tup.stream} "
+                                 f"(field {self._topic_field!r} missing or None, no "
+                                 "default_topic); acked and skipped")
 
     def _select_topic(self, tup: Tuple) -> str | None:
         if self._topic is not None:
@@ -144,23 +207,25 @@ class KafkaBolt(Bolt):
         return topic
 
     def _produce(self, tup: Tuple, topic: str, key: bytes | None, value: bytes | None) -> bool:
-        """Hand one record to the client; False when its local queue is full."""
+        """Hand one held record to the client; False when its local queue is still full."""
         try:
             self.producer.produce(topic, value=value, key=key, on_delivery=self._on_delivery(tup))
         except BufferError:
             self.counters["queue_full"] += 1
             return False
-        except Exception as exc:  # KafkaException: unknown topic in metadata, record too large
-            self.counters["delivery_failures"] += 1
-            self._report("produce", f"producing to {topic!r} failed: {exc}; tuple failed")
-            self.fail(tup)
+        except Exception as exc:
+            self._produce_failed(tup, topic, exc)
             return True
         self.counters["produced"] += 1
+        self.in_flight += 1
         if self.cfg.fire_and_forget:
             self.ack(tup)
-        else:
-            self.in_flight += 1
         return True
+
+    def _produce_failed(self, tup: Tuple, topic: str, exc: Exception) -> None:
+        self.counters["delivery_failures"] += 1
+        self._report("produce", f"producing to {topic!r} failed: {exc}; tuple failed")
+        self.fail(tup)
 
     def _hold(self, tup: Tuple, topic: str, key: bytes | None, value: bytes | None) -> None:
         if len(self._backlog) >= self.cfg.max_backlog:
@@ -194,19 +259,28 @@ class KafkaBolt(Bolt):
         self._ensure_polling()
 
     def _apply_reports(self) -> None:
-        reports, ack, fail = self._reports, self.ack, self.fail
-        while reports:
-            tup, err = reports.popleft()
-            self.in_flight -= 1
-            if err is None:
-                self.counters["delivered"] += 1
-                if not self.cfg.fire_and_forget:
-                    ack(tup)
-                continue
-            self.counters["delivery_failures"] += 1
-            self._report("delivery", f"delivery failed: {err}; tuple failed")
-            if not self.cfg.fire_and_forget:
-                fail(tup)
+        """On the loop: ack the delivered tuples (one ``ack_many``), fail the failed ones."""
+        fire_and_forget = self.cfg.fire_and_forget
+        delivered = self._delivered
+        n = len(delivered)
+        if n:  # the poll thread may append meanwhile: take the first n only
+            done = delivered[:n]
+            del delivered[:n]
+            self.in_flight -= n
+            self.counters["delivered"] += n
+            if not fire_and_forget:
+                self.ack_many(done)
+        failed = self._failed
+        n = len(failed)
+        if n:
+            lost = failed[:n]
+            del failed[:n]
+            self.in_flight -= n
+            self.counters["delivery_failures"] += n
+            self._report("delivery", f"delivery failed: {lost[-1][1]}; tuple failed")
+            if not fire_and_forget:
+                for tup, _err in lost:
+                    self.fail(tup)
         while self._client_errors:
             self._report("client", self._client_errors.popleft())
 

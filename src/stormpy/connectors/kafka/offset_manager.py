@@ -4,10 +4,13 @@ Built on :class:`stormpy.connectors.offsets.AckedPrefix`. Offsets follow Kafka's
 ``committed_offset`` is the next offset to consume, so committing ``n`` means every emitted offset
 below ``n`` was acked (or no longer exists in the log).
 
-* ``add_to_emit_msgs(offset)`` — an offset was emitted (a replay of it changes nothing).
+* ``add_to_emit_msgs(offset)`` — an offset was emitted (a replay of it changes nothing);
+  ``add_emitted_run(offsets)`` — several (the spout's batch path: new records in offset order).
 * ``add_to_ack_msgs(msg_id)`` — its tuple was acked (``msg_id`` a :class:`KafkaSpoutMessageId`,
   a ``(topic, partition, offset)`` tuple or an offset). Acks at or below an offset already
   committed are ignored (they can arrive after a commit or after a replay).
+  ``ack_emitted(offset)`` / ``ack_emitted_many(offsets)`` — the same for offsets known to be
+  emitted and unacked (the spout's in-flight tuples), without searching for them.
 * ``find_next_commit_offset(metadata)`` — the :class:`OffsetAndMetadata` to commit next, or None:
   the acked offsets directly after the committed one, in order. A gap (offsets never emitted,
   left by compaction or transaction markers) does not block: the next acked offset after a gap is
@@ -64,6 +67,18 @@ class OffsetManager:
 
     def add_to_emit_msgs(self, offset: int) -> None:
         self._prefix.emit(offset)
+
+    def add_emitted_run(self, offsets: list[int]) -> None:
+        self._prefix.emit_run(offsets)
+
+    def ack_emitted(self, offset: int) -> bool:
+        """``add_to_ack_msgs`` of an emitted, unacked offset (no search)."""
+        return self._prefix.ack_emitted(offset)
+
+    def ack_emitted_many(self, offsets: list[int]) -> None:
+        """``ack_emitted`` of each of ``offsets``."""
+        if offsets:
+            self._prefix.ack_emitted_many(offsets)
 
     def add_to_ack_msgs(self, msg_id: Any) -> bool:
         """Record an ack; False when the offset was already committed (ignored)."""

@@ -49,6 +49,7 @@ class PartitionsAndCommits(Spout):
     assigned: set[TopicPartition]
     managers: dict[TopicPartition, OffsetManager]
     emitted: set[KafkaSpoutMessageId]
+    _acked_ids: list[KafkaSpoutMessageId]
     waiting: deque[KafkaRecord]
     counters: dict[str, int]
     _held: list[KafkaRecord] | None
@@ -117,6 +118,7 @@ class PartitionsAndCommits(Spout):
 
     def _apply_assignment(self, mine: list[TopicPartition],
                           committed: Mapping[TopicPartition, OffsetAndMetadata | None]) -> None:
+        self._fold_acks()
         new = set(mine)
         revoked = self.assigned - new
         added = [tp for tp in mine if tp not in self.assigned]
@@ -153,7 +155,32 @@ class PartitionsAndCommits(Spout):
         return asg.committed_by_topology(committed.metadata, self.context.topology_id)
 
     # -- commits -----------------------------------------------------------------------------
+    def _fold_acks(self) -> None:
+        """Hand the acks of in-flight tuples gathered by ``ack`` since the last fold to their
+        partitions' offset managers (one call per run of one partition). Called before anything
+        reads the acked state: a poll, a commit, revocation, metrics."""
+        ids = self._acked_ids
+        if not ids:
+            return
+        self._acked_ids = []
+        managers = self.managers
+        last_t: Any = None
+        last_p = -1
+        om: OffsetManager | None = None
+        offsets: list[int] = []
+        for mid in ids:
+            if mid[1] != last_p or mid[0] != last_t:
+                if om is not None:
+                    om.ack_emitted_many(offsets)
+                last_t, last_p = mid[0], mid[1]
+                om = managers.get((last_t, last_p))  # type: ignore[call-overload]
+                offsets = []
+            offsets.append(mid[2])
+        if om is not None:
+            om.ack_emitted_many(offsets)
+
     def _acked_offsets(self, partitions: Any) -> dict[TopicPartition, OffsetAndMetadata]:
+        self._fold_acks()
         out = {}
         for tp in partitions:
             om = self.managers.get(tp)

@@ -35,11 +35,11 @@ from typing import Any
 from stormpy.connectors.kafka import assignment as asg
 from stormpy.connectors.kafka.client import KafkaConsumerClient
 from stormpy.connectors.kafka.config import KafkaConfigError, KafkaSpoutConfig, ProcessingGuarantee
+from stormpy.connectors.kafka.emitting import KafkaRecordError, RecordEmitter
 from stormpy.connectors.kafka.messages import KafkaSpoutMessageId, TopicPartition
 from stormpy.connectors.kafka.offset_manager import OffsetManager
-from stormpy.connectors.kafka.partitions import PartitionsAndCommits
 from stormpy.connectors.kafka.retry import RetryExponentialBackoff
-from stormpy.connectors.kafka.translator import KafkaRecord, KafkaTuple, KafkaTupleListener
+from stormpy.connectors.kafka.translator import KafkaRecord, KafkaTupleListener
 from stormpy.topology import DEFAULT_STREAM, Stream, TopologyContext
 from stormpy.topology.imports import import_object
 
@@ -53,10 +53,6 @@ MAX_LOOP_POLL_MS = 1
 TIMER_DELAY_SECS = 0.5
 #: the metadata lookup in ``open`` (an unknown topic is then a clear error) waits this long
 OPEN_METADATA_TIMEOUT_SECS = 2.0
-
-
-class KafkaRecordError(RuntimeError):
-    """A record the translator could not handle, with ``fail_fast`` on."""
 
 
 class _Handle:
@@ -77,7 +73,7 @@ def _load(setting: str, path: str, base: type) -> Any:
     return obj
 
 
-class KafkaSpout(PartitionsAndCommits):
+class KafkaSpout(RecordEmitter):
     """Reads Kafka topics with storm-kafka-client's semantics (see the module doc).
 
     ``builder.set_spout("kafka", KafkaSpout.of(config), parallelism)``, or pass ``KafkaSpout``
@@ -121,14 +117,16 @@ class KafkaSpout(PartitionsAndCommits):
                         if cfg.tuple_listener else KafkaTupleListener)
         self.listener = listener_cls()
         self.listener.open(conf, context)
-        #: per-emit hook, None when no listener is configured (saves a call per tuple)
+        #: per-emit and per-ack hooks, None when no listener is configured (a call per tuple less)
         self._on_emit = self.listener.on_emit if cfg.tuple_listener else None
+        self._on_ack = self.listener.on_ack if cfg.tuple_listener else None
         self.retry = RetryExponentialBackoff.from_doc(cfg.retry, clock=self.clock)
         self.metadata = asg.commit_metadata(context.topology_id, context.task_id)
         context.register_metric("kafkaOffset", self.metrics)
         self.assigned: set[TopicPartition] = set()
         self.managers: dict[TopicPartition, OffsetManager] = {}
         self.emitted: set[KafkaSpoutMessageId] = set()
+        self._acked_ids: list[KafkaSpoutMessageId] = []
         self.waiting: deque[KafkaRecord] = deque()
         self._held: list[KafkaRecord] | None = None
         self._paused: set[TopicPartition] = set()
@@ -192,11 +190,12 @@ class KafkaSpout(PartitionsAndCommits):
             if not self._commits_in_flight:
                 self._commit_now()
         if not self.waiting and self._held is None and self.assigned:
+            self._fold_acks()
             pollable, retriable = self._pollable()
             self._poll(pollable, retriable)
-        while self.waiting:
-            if self._emit_or_retry(self.waiting.popleft()):
-                return
+        if self.waiting:  # the whole polled batch, one emit_many per stream
+            records, self.waiting = self.waiting, deque()
+            self._emit_batch(records)
 
     def _pollable(self) -> tuple[set[TopicPartition], dict[TopicPartition, int]]:
         """Storm's getPollablePartitionsInfo: partitions below the uncommitted cap, or at it with
@@ -262,86 +261,26 @@ class KafkaSpout(PartitionsAndCommits):
                     self.emitted.add(mid)
                     self.ack(mid)
 
-    # -- emit ----------------------------------------------------------------------------------
-    def _emit_or_retry(self, record: KafkaRecord) -> bool:
-        """Emit ``record`` unless it is acked, in flight, committed or not yet due for a retry;
-        True when a tuple was emitted. (The hot path: plain ``(topic, partition)`` tuples stand
-        for TopicPartition keys, which hash and compare alike.)"""
-        topic, partition, offset = record[0], record[1], record[2]
-        key = (topic, partition)
-        if key not in self.assigned:
-            return False
-        mid: KafkaSpoutMessageId | None = None
-        om: OffsetManager | None = None
-        scheduled = False
-        if self.at_least_once:
-            mid = self.retry.message_id(topic, partition, offset)
-            om = self.managers.get(key)
-            if om is None:
-                tp = TopicPartition(topic, partition)
-                om = self.managers[tp] = OffsetManager(tp, offset)
-            if om.is_acked(offset) or mid in self.emitted or offset < om.committed_offset:
-                return False
-            # only an id that failed can be scheduled
-            scheduled = mid.num_fails > 0 and self.retry.is_scheduled(mid)
-            if scheduled and not self.retry.is_ready(mid):
-                return False
-        try:
-            tup = self.translator.apply(record)
-        except Exception as exc:
-            if self.cfg.fail_fast:
-                raise KafkaRecordError(f"record {topic}-{partition} offset {offset} could not be translated "
-                                       f"(fail_fast is on): {exc!r}") from exc
-            self.counters["bad_records"] += 1
-            self._report("bad_record", f"record {topic}-{partition} offset {offset} could not be translated "
-                                       f"({exc!r}); acked past it ({self.counters['bad_records']} bad "
-                                       "records so far)")
-            tup = None
-            if om is not None and mid is not None:
-                self._ack_directly(om, mid)
-            return False
-        if tup is None:
-            if not self.cfg.emit_null_tuples:
-                if om is not None and mid is not None:
-                    self._ack_directly(om, mid)
-                return False
-            tup = list(self._null_values)
-        stream = tup.stream if isinstance(tup, KafkaTuple) else DEFAULT_STREAM
-        values = list(tup)
-        if om is None or mid is None:
-            self.emit(values, stream=stream)
-            return True
-        self.emitted.add(mid)
-        om.add_to_emit_msgs(offset)
-        if scheduled:
-            self.retry.remove(mid)
-        self.emit(values, msg_id=mid, stream=stream)
-        if self._on_emit is not None:
-            self._on_emit(values, mid)
-        return True
-
-    def _ack_directly(self, om: OffsetManager, mid: KafkaSpoutMessageId) -> None:
-        self.retry.remove(mid)
-        self.emitted.discard(mid)
-        mid.null_tuple = True
-        om.add_to_emit_msgs(mid.offset)
-        self.ack(mid)
-
     # -- ack / fail ----------------------------------------------------------------------------
     def ack(self, msg_id: Any) -> None:
-        if not self.at_least_once:
+        try:
+            self.emitted.remove(msg_id)
+        except KeyError:
+            self._ack_not_in_flight(msg_id)
+            return
+        self._acked_ids.append(msg_id)  # folded into the offset managers before they are read
+        if self._on_ack is not None:
+            self._on_ack(msg_id)
+
+    def _ack_not_in_flight(self, msg_id: Any) -> None:
+        """A record acked directly (null tuple, bad record, past max retries), or an id whose
+        partition was revoked (ignored), or any ack under the untracked guarantees (none come)."""
+        if not self.at_least_once or not getattr(msg_id, "null_tuple", False):
             return
         om = self.managers.get((msg_id[0], msg_id[1]))  # type: ignore[call-overload]
-        if msg_id.null_tuple:
-            if om is not None:
-                om.add_to_ack_msgs(msg_id[2])
-                self.listener.on_ack(msg_id)
-            return
-        if msg_id not in self.emitted or om is None:
-            return  # its partition was revoked: nothing to do
-        om.add_to_ack_msgs(msg_id[2])
-        self.emitted.discard(msg_id)
-        self.listener.on_ack(msg_id)
+        if om is not None:
+            om.add_to_ack_msgs(msg_id[2])
+            self.listener.on_ack(msg_id)
 
     def fail(self, msg_id: Any) -> None:
         if not self.at_least_once or msg_id not in self.emitted:
@@ -363,6 +302,7 @@ class KafkaSpout(PartitionsAndCommits):
         emitted and the committed offset, the uncommitted count and the lag (log end minus
         committed), plus the spout's counters. Published as the task metric ``kafkaOffset``
         (topology info), sampled at heartbeats; it asks the broker nothing."""
+        self._fold_acks()
         parts = {}
         for tp in sorted(self.assigned):
             om = self.managers.get(tp)
