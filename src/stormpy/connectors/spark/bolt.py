@@ -19,7 +19,8 @@ Contract (see ``SparkBatchBolt`` for the knobs):
   ``topology.max.spout.pending``, which holds spouts back while batches are outstanding: set it
   (a few ``batch_size`` × tasks is a good start).
 * When ``process_batch`` returns, its result rows are emitted on ``result_stream`` anchored to
-  every tuple of the batch (unless ``anchor_results`` is False), then the batch's tuples are acked.
+  every tuple of the batch (unless ``anchor_results`` is False), then the next waiting batch is
+  handed to Spark, then the batch's tuples are acked (so acking overlaps the next job).
   When it raises (or the DataFrame cannot be built), ``abort_batch`` runs, the tuples are failed —
   reliable spouts replay them, in a later batch with a new id — and the error is reported.
 * While tuples wait (collecting, queued or in Spark) longer than half the message timeout, their
@@ -428,6 +429,10 @@ class SparkBatchBolt(Bolt):
                     self.emit(row, anchors=anchors, stream=self.result_stream)
             except Exception as exc:  # noqa: BLE001 - e.g. unserialisable results: fail the batch
                 error = exc
+        # The next batch's Spark work starts before this batch's tuples are acked: acking tens
+        # of thousands of tuples takes the loop a while, and the next job runs meanwhile.
+        self._pump()
+        self._close_due()
         if error is None:
             for t in batch.tuples:
                 self.ack(t)
@@ -443,8 +448,6 @@ class SparkBatchBolt(Bolt):
             self.on_batch_done(BatchInfo.of(batch, len(rows or ()), error))
         except Exception as exc:  # noqa: BLE001 - a hook must not stop the loop
             self.report_error(exc)
-        self._pump()
-        self._close_due()
 
 
 def _describe(batch: Batch, error: BaseException) -> str:
