@@ -44,13 +44,15 @@ AGENTS = ["curl/8.5.0", "Mozilla/5.0 (X11; Linux x86_64)", "Googlebot/2.1"]
 
 class CountingSpout(Spout):
     """Emits ``count`` tuples (key, value, ts, agent), each with its index as message id; at most
-    ``rate`` per second when ``rate`` is set."""
+    ``rate`` per second when ``rate`` is set; the time of the first emit goes to the registry list
+    ``first_key`` when given."""
 
     outputs = ["key", "value", "ts", "agent"]
 
-    def __init__(self, count: int, rate: float = 0.0) -> None:
+    def __init__(self, count: int, rate: float = 0.0, first_key: str | None = None) -> None:
         self.count = count
         self.rate = rate
+        self.first_key = first_key  # registry list that gets the perf_counter of the first emit
 
     def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         self.i = 0
@@ -61,6 +63,8 @@ class CountingSpout(Spout):
         i = self.replay.pop() if self.replay else self.i
         if i >= self.count:
             return
+        if i == 0 and self.first_key is not None:
+            registry.lookup(self.first_key).append(time.perf_counter())
         if self.rate and i == self.i and i > (time.perf_counter() - self.start) * self.rate:
             return
         if i == self.i:
