@@ -4,6 +4,7 @@ bolt against a plain PySpark loop, in local mode and on a standalone Spark clust
     python -m bench.spark_bolt [--tuples 200000] [--sizes 1000 5000 20000] [--tasks 1 2]
                                [--paced-rate 2000]
     python -m bench.spark_bolt --compare [--tuples 100000] [--sizes 20000] [--no-cluster]
+                               [--rounds 2]
 
 A reliable spout emits ``--tuples`` tuples (key, value, ts, agent) with message ids; a
 SparkBatchBolt turns each batch into a DataFrame (Arrow) and aggregates it (group by key: count,
@@ -19,8 +20,9 @@ shows latency without that queueing. Results also go to bench/results/spark_bolt
 ``--compare`` (bench/spark_compare.py) runs, in one process and one run, the bolt (1 task) and
 a plain loop doing the same per batch — the same rows through Arrow (``rows_to_arrow``), the same
 ``createDataFrame``, aggregation and ``collect``, the same batch size — first on ``local[*]``,
-then on a standalone master + 1 worker started for the run (``SparkStandalone``); results go to
-bench/results/spark_compare.json.
+then on a standalone master + 1 worker started for the run (``SparkStandalone``); each path runs
+``--rounds`` times, alternating which goes first, and the best run of each is compared; results
+go to bench/results/spark_compare.json.
 """
 
 from __future__ import annotations
@@ -44,13 +46,15 @@ AGENTS = ["curl/8.5.0", "Mozilla/5.0 (X11; Linux x86_64)", "Googlebot/2.1"]
 
 class CountingSpout(Spout):
     """Emits ``count`` tuples (key, value, ts, agent), each with its index as message id; at most
-    ``rate`` per second when ``rate`` is set."""
+    ``rate`` per second when ``rate`` is set; the time of the first emit goes to the registry list
+    ``first_key`` when given."""
 
     outputs = ["key", "value", "ts", "agent"]
 
-    def __init__(self, count: int, rate: float = 0.0) -> None:
+    def __init__(self, count: int, rate: float = 0.0, first_key: str | None = None) -> None:
         self.count = count
         self.rate = rate
+        self.first_key = first_key  # registry list that gets the perf_counter of the first emit
 
     def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         self.i = 0
@@ -61,6 +65,8 @@ class CountingSpout(Spout):
         i = self.replay.pop() if self.replay else self.i
         if i >= self.count:
             return
+        if i == 0 and self.first_key is not None:
+            registry.lookup(self.first_key).append(time.perf_counter())
         if self.rate and i == self.i and i > (time.perf_counter() - self.start) * self.rate:
             return
         if i == self.i:
@@ -147,11 +153,13 @@ def main() -> None:
                         help="the bolt against a plain PySpark loop, local and standalone")
     parser.add_argument("--no-cluster", action="store_true",
                         help="with --compare: local mode only")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="with --compare: runs of each path (alternating order; best kept)")
     args = parser.parse_args()
     if args.compare:
         from bench.spark_compare import compare
 
-        compare(args.tuples, args.sizes, cluster=not args.no_cluster)
+        compare(args.tuples, args.sizes, cluster=not args.no_cluster, rounds=args.rounds)
         return
     t0 = time.perf_counter()
     with spark_session({"spark.app.name": "bench-spark-bolt"}) as spark:

@@ -69,6 +69,11 @@ class TrafficAggregator(SparkBatchBolt):
     def batch_dir(self, batch_id: int) -> Path:
         return self.run_dir / f"batch_id={batch_id}"
 
+    def extra_aggregates(self) -> list[Any]:
+        """More aggregate columns per (minute, path, status) group (Spark ``Column`` objects,
+        named with ``alias``); none here. A subclass adds its own, e.g. from a UDF."""
+        return []
+
     def process_batch(self, df: Any, batch_id: int) -> list[list[Any]]:
         from pyspark.sql import Observation
         from pyspark.sql import functions as F
@@ -76,7 +81,8 @@ class TrafficAggregator(SparkBatchBolt):
         totals = Observation(f"batch-{batch_id}")
         agg = (df.withColumn("minute", F.date_trunc("minute", F.timestamp_seconds("ts")))
                .groupBy("minute", "path", "status")
-               .agg(F.count("*").alias("requests"), F.sum("bytes").alias("bytes"))
+               .agg(F.count("*").alias("requests"), F.sum("bytes").alias("bytes"),
+                    *self.extra_aggregates())
                .observe(totals, F.sum("requests").alias("records"), F.count("*").alias("groups")))
         agg.coalesce(1).write.mode("overwrite").parquet(str(self.batch_dir(batch_id)))
         if batch_id == self.fail_batch:

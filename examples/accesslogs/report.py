@@ -57,6 +57,13 @@ def summarize_traffic(spark: Any, path: str, top: int = 8) -> TrafficSummary:
         status_mix={str(r["status"]): int(r["n"]) for r in statuses})
 
 
+def accounting_ok(lines: int, malformed: int, requests: int, batch_records: int) -> bool:
+    """The pipeline's accounting check: every line read is either a request in the Parquet output
+    or a malformed line, and the requests in Parquet are exactly the records of the batches that
+    were acked — so no record is lost and none is counted twice."""
+    return requests + malformed == lines and requests == batch_records
+
+
 def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:5.1f}%" if whole else "   - "
 
@@ -77,8 +84,8 @@ def format_report(doc: dict[str, Any]) -> str:
         out.append("no traffic output was written")
         return "\n".join(out)
     requests = t["requests"]
-    check = ("OK" if requests + malformed == lines_total and requests == doc.get("batch_records")
-             else "MISMATCH")
+    check = ("OK" if accounting_ok(lines_total, malformed, requests,
+                                   doc.get("batch_records") or 0) else "MISMATCH")
     out.append(f"requests in Parquet  {requests:>10,}   (records of acked batches "
                f"{doc.get('batch_records') or 0:,})")
     out.append(f"accounting check     requests + malformed == lines, each counted once: {check}")

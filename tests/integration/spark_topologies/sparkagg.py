@@ -1,12 +1,13 @@
 """A Spark bolt in cluster worker processes, observable from outside them (cluster tests).
 
 ``records`` (one reliable spout task) emits ``count`` records ``(key, value)`` — ``record(i)`` for
-message id ``i`` — and replays the ones that fail. ``aggregate`` (a SparkBatchBolt, usually two
-tasks in two workers, shuffle grouping, so tuples cross workers) aggregates each micro-batch with
-Spark — rows, sum, min and max of ``value`` per ``key`` — and writes it as Parquet to
-``<out_dir>/results/batch_id=<id>/``. The batch whose id is ``fail_batch`` raises once after
-writing; ``abort_batch`` removes its output and its tuples are failed, so the spout replays them
-into a later batch and every record is still counted exactly once.
+message id ``i`` — and replays the ones that fail. With ``gate`` set, records from id ``gate`` on
+are held back until the file ``<out_dir>/gate-open`` exists (the test opens the gate). ``aggregate``
+(a SparkBatchBolt, usually two tasks in two workers, shuffle grouping, so tuples cross workers)
+aggregates each micro-batch with Spark — rows, sum, min and max of ``value`` per ``key`` — and
+writes it as Parquet to ``<out_dir>/results/batch_id=<id>/``. The batch whose id is ``fail_batch``
+raises once after writing; ``abort_batch`` removes its output and its tuples are failed, so the
+spout replays them into a later batch and every record is still counted exactly once.
 
 Files in ``out_dir`` (one line per event, so the test can poll them):
 
@@ -54,10 +55,11 @@ class InjectedFailure(RuntimeError):
 class RecordSpout(Spout):
     outputs = ["key", "value"]
 
-    def __init__(self, out_dir: str, count: int, rate: float = 0.0) -> None:
+    def __init__(self, out_dir: str, count: int, rate: float = 0.0, gate: int = -1) -> None:
         self.out_dir = Path(out_dir)
         self.count = count
         self.rate = rate  # new records per second (0: as fast as possible)
+        self.gate = gate  # first id held back until <out_dir>/gate-open exists (-1: none)
 
     def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         self.ids = iter(range(self.count))
@@ -67,11 +69,13 @@ class RecordSpout(Spout):
         self.failed = open(self.out_dir / "failed.txt", "a", buffering=1)  # noqa: SIM115
         self.opened = time.monotonic()
         self.fresh = 0
+        self.gate_checked = 0.0
 
     def next_tuple(self) -> None:
         if self.replay:
             i: int | None = self.replay.pop()
-        elif self.rate and self.fresh >= (time.monotonic() - self.opened) * self.rate:
+        elif (self.rate and self.fresh >= (time.monotonic() - self.opened) * self.rate) or (
+                self.fresh == self.gate and not self._gate_open()):
             return
         else:
             i = next(self.ids, None)
@@ -80,6 +84,16 @@ class RecordSpout(Spout):
             return
         self.emitted.write(f"{i}\n")
         self.emit(record(i), msg_id=i)
+
+    def _gate_open(self) -> bool:
+        now = time.monotonic()
+        if now - self.gate_checked < 0.1:
+            return False
+        self.gate_checked = now
+        if (self.out_dir / "gate-open").exists():
+            self.gate = -1
+            return True
+        return False
 
     def ack(self, msg_id: int) -> None:
         self.acked.write(f"{msg_id} {time.time():.6f}\n")
@@ -143,10 +157,11 @@ class SparkAggregate(SparkBatchBolt):
 
 
 def build(out_dir: str, count: int, fail_batch: int = -1, batch_size: int = 500,
-          aggregators: int = 2, rate: float = 0.0, report_errors: bool = False) -> TopologySpec:
+          aggregators: int = 2, rate: float = 0.0, report_errors: bool = False,
+          gate: int = -1) -> TopologySpec:
     builder = TopologyBuilder()
     builder.set_spout("records", RecordSpout, kwargs={"out_dir": out_dir, "count": count,
-                                                      "rate": rate})
+                                                      "rate": rate, "gate": gate})
     builder.set_bolt("aggregate", SparkAggregate, aggregators, kwargs={
         "out_dir": out_dir, "fail_batch": fail_batch, "batch_size": batch_size,
         "report_errors": report_errors}).shuffle_grouping("records")

@@ -19,7 +19,8 @@ Contract (see ``SparkBatchBolt`` for the knobs):
   ``topology.max.spout.pending``, which holds spouts back while batches are outstanding: set it
   (a few ``batch_size`` × tasks is a good start).
 * When ``process_batch`` returns, its result rows are emitted on ``result_stream`` anchored to
-  every tuple of the batch (unless ``anchor_results`` is False), then the batch's tuples are acked.
+  every tuple of the batch (unless ``anchor_results`` is False), then the next waiting batch is
+  handed to Spark, then the batch's tuples are acked (so acking overlaps the next job).
   When it raises (or the DataFrame cannot be built), ``abort_batch`` runs, the tuples are failed —
   reliable spouts replay them, in a later batch with a new id — and the error is reported.
 * While tuples wait (collecting, queued or in Spark) longer than half the message timeout, their
@@ -27,10 +28,13 @@ Contract (see ``SparkBatchBolt`` for the knobs):
 * A batch still running ``spark.stormpy.batch.timeout.secs`` (default 300) after its Spark work
   began (the SparkSession in hand: starting a session is bounded by Spark and by the master probe,
   not by this) is given up on the executor loop (checked on ticks): its tuples are failed
-  and SparkBatchTimeout reported at once, its Spark jobs (tagged per batch) are cancelled, and
+  and SparkBatchTimeout reported at once, its Spark jobs (tagged per batch; tasks interrupted)
+  are cancelled — again and again, from a thread of its own, until the batch's background job
+  returns, so a job submitted after the first cancel is stopped too — and
   the SparkSession is stopped when it is broken (``needs_restart``: it lost every executor after
   having worked — its cluster went away) so the next batch starts a fresh one once the master
-  answers again. If ``process_batch`` returns after that, ``abort_batch`` runs and its result is
+  answers again. When ``process_batch`` returns or raises after that, ``abort_batch`` runs with
+  a SparkBatchTimeout (the Spark error of the cancelled job as its cause) and the result is
   dropped. While the master is unreachable each batch fails after a pause of
   ``spark.stormpy.master.probe.secs`` (off the loop, in the batch's job), not in a tight loop.
 * ``cleanup`` shuts the off-loop work down: jobs not started never run (their tuples are not
@@ -43,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import threading
 import time
 import uuid
 from collections import deque
@@ -59,6 +64,7 @@ from stormpy.connectors.spark.batching import BatchInfo
 from stormpy.connectors.spark.errors import SparkBatchTimeout, SparkMasterUnreachable, require_spark
 from stormpy.connectors.spark.session import (
     get_spark,
+    is_alive,
     needs_restart,
     note_job_ok,
     release_spark,
@@ -74,6 +80,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("stormpy.connectors.spark")
 
 TICK_KEY = "topology.tick.tuple.freq.secs"
+#: A timed-out batch's jobs are cancelled again this often until its background job returns ...
+CANCEL_POLL_SECS = 0.2
+#: ... for at most this long.
+CANCEL_WAIT_SECS = 120.0
 
 
 class _InSpark:
@@ -83,7 +93,7 @@ class _InSpark:
     ``session``/``spark_since`` are written by the batch's background job, ``abandoned`` by the
     executor loop; each is a single reference assignment read by the other side."""
 
-    __slots__ = ("batch", "job", "tag", "session", "spark_since", "abandoned")
+    __slots__ = ("batch", "job", "tag", "session", "spark_since", "abandoned", "returned")
 
     def __init__(self, batch: Batch) -> None:
         self.batch = batch
@@ -92,6 +102,7 @@ class _InSpark:
         self.session: SparkSession | None = None
         self.spark_since: float | None = None  # perf_counter once the session is in hand
         self.abandoned = False  # timed out: failed on the executor loop already
+        self.returned = False  # the batch's background job has left Spark (ok or not)
 
 
 class SparkBatchBolt(Bolt):
@@ -266,15 +277,17 @@ class SparkBatchBolt(Bolt):
                     f"restarted if it lost its executors)"))
 
     def _abandon(self, flight: _InSpark, error: BaseException) -> None:
-        """Fail a timed-out batch now; cancel its Spark jobs (and stop a broken session) off
-        the loop. Its own background job keeps running until Spark gives it back; its outcome
+        """Fail a timed-out batch now; cancel its Spark jobs (and stop a broken session) on a
+        thread of its own. Its own background job keeps running until Spark gives it back; its outcome
         is then dropped (``_done``)."""
         flight.abandoned = True
         if flight.job is not None:
             flight.job.cancel()  # a no-op once started (always, when the timeout applies)
         self._in_flight.pop(flight.batch.batch_id, None)
         self._finish(flight.batch, None, error)
-        self._off_loop.submit(partial(self._cancel, flight), self._cancelled)
+        # Not on the background pool: its threads may all be held by stuck batches.
+        threading.Thread(target=self._cancel, args=(flight,), daemon=True,
+                         name=f"spark-cancel-{flight.batch.batch_id}").start()
 
     def _close_due(self) -> None:
         """Close the batches due by time, but only into free in-flight slots: while Spark is
@@ -317,10 +330,16 @@ class SparkBatchBolt(Bolt):
             flight.session = session
             flight.spark_since = perf_counter()
             sc = session.sparkContext
+            # Thread-local on this pool thread's own JVM thread (PySpark's pinned-thread mode,
+            # the default): every job this batch submits carries the tag, and a cancelled task
+            # is interrupted (its Python worker killed) rather than left to run to its end.
             sc.setInterruptOnCancel(True)
             sc.addJobTag(flight.tag)
             try:
                 df = batch_dataframe(session, batch.fields, batch.rows, self.schema)
+                if flight.abandoned:
+                    raise SparkBatchTimeout(f"batch {batch.batch_id} timed out before "
+                                            "process_batch began")
                 rows = result_rows(self.process_stream_batch(df, batch.batch_id, batch.source))
             finally:
                 with contextlib.suppress(Exception):
@@ -333,23 +352,44 @@ class SparkBatchBolt(Bolt):
                 self._check_results(rows)
             return rows
         except BaseException as exc:
+            error = exc
+            if flight.abandoned and not isinstance(exc, SparkBatchTimeout):
+                # given up on and its jobs cancelled: the Spark error is the cancel's echo
+                error = SparkBatchTimeout(f"batch {batch.batch_id} timed out; its Spark jobs were "
+                                          f"cancelled ({type(exc).__name__})")
+                error.__cause__ = exc
             try:
-                self.abort_batch(batch.batch_id, exc)
+                self.abort_batch(batch.batch_id, error)
             except Exception as abort_exc:  # noqa: BLE001 - the batch fails either way
-                exc.add_note(f"abort_batch({batch.batch_id}) also failed: {abort_exc!r}")
-            raise
+                error.add_note(f"abort_batch({batch.batch_id}) also failed: {abort_exc!r}")
+            if error is exc:
+                raise
+            raise error from exc
+        finally:
+            flight.returned = True
 
     def _cancel(self, flight: _InSpark) -> None:
-        session = flight.session
-        if session is not None:
-            with contextlib.suppress(Exception):
-                session.sparkContext.cancelJobsWithTag(flight.tag)
-            if needs_restart(session):
-                reset_spark(session)
-
-    def _cancelled(self, result: Any, error: BaseException | None) -> None:
-        if error is not None:
-            log.warning("%s: cancelling a timed-out batch failed: %r", type(self).__name__, error)
+        """Cancel a timed-out batch's Spark jobs until its background job gives up (on a thread
+        of its own). ``cancelJobsWithTag`` only reaches jobs already submitted: a batch given up
+        while it was still building its DataFrame, or whose ``process_batch`` runs several
+        actions, submits its next job later, so the cancel is repeated every
+        ``CANCEL_POLL_SECS`` until the job returns (at most ``CANCEL_WAIT_SECS``)."""
+        try:
+            session = flight.session
+            if session is not None:
+                sc = session.sparkContext
+                deadline = perf_counter() + CANCEL_WAIT_SECS
+                while True:
+                    with contextlib.suppress(Exception):
+                        sc.cancelJobsWithTag(flight.tag)
+                    if flight.returned or perf_counter() > deadline or not is_alive(session):
+                        break
+                    time.sleep(CANCEL_POLL_SECS)
+                if needs_restart(session):
+                    reset_spark(session)
+        except Exception as exc:  # noqa: BLE001 - on a thread of its own: log, never raise
+            log.warning("%s: cancelling timed-out batch %d failed: %r", type(self).__name__,
+                        flight.batch.batch_id, exc)
 
     def _check_results(self, rows: list[list[Any]]) -> None:
         """Fail the batch here (so ``abort_batch`` runs) rather than at emit time when results
@@ -389,6 +429,10 @@ class SparkBatchBolt(Bolt):
                     self.emit(row, anchors=anchors, stream=self.result_stream)
             except Exception as exc:  # noqa: BLE001 - e.g. unserialisable results: fail the batch
                 error = exc
+        # The next batch's Spark work starts before this batch's tuples are acked: acking tens
+        # of thousands of tuples takes the loop a while, and the next job runs meanwhile.
+        self._pump()
+        self._close_due()
         if error is None:
             for t in batch.tuples:
                 self.ack(t)
@@ -404,8 +448,6 @@ class SparkBatchBolt(Bolt):
             self.on_batch_done(BatchInfo.of(batch, len(rows or ()), error))
         except Exception as exc:  # noqa: BLE001 - a hook must not stop the loop
             self.report_error(exc)
-        self._pump()
-        self._close_due()
 
 
 def _describe(batch: Batch, error: BaseException) -> str:

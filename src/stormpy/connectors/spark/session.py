@@ -108,7 +108,7 @@ def spark_settings(conf: Mapping[str, Any] | None) -> dict[str, str]:
     return settings
 
 
-def _is_alive(session: SparkSession) -> bool:
+def is_alive(session: SparkSession) -> bool:
     """The session's SparkContext runs (not stopped from Python nor inside the JVM)."""
     sc = session.sparkContext
     jsc = getattr(sc, "_jsc", None)
@@ -161,10 +161,10 @@ def get_spark(conf: Mapping[str, Any] | None = None) -> SparkSession:
     global _session, _atexit_registered
     session = _session
     code = code_dir_of(conf)
-    if session is not None and (code is None or code in _shipped) and _is_alive(session):
+    if session is not None and (code is None or code in _shipped) and is_alive(session):
         return session
     with _lock:
-        if _session is None or not _is_alive(_session):
+        if _session is None or not is_alive(_session):
             require_spark()
             if _session is not None:
                 log.warning("the SparkSession stopped; starting a new one")
@@ -206,7 +206,7 @@ def needs_restart(session: SparkSession) -> bool:
     when it worked before and has no executor left (its cluster went away; a restarted master does
     not know the old application). No for a local master, or for a young session still waiting
     for its first executors (restarting it would only start the wait again)."""
-    if not _is_alive(session):
+    if not is_alive(session):
         return True
     if (session.sparkContext.master or "").startswith("local"):
         return False
@@ -298,7 +298,7 @@ def _stop_jvm(timeout_secs: float) -> None:
 def spark_running() -> bool:
     """True while the process's session is started."""
     session = _session
-    return session is not None and _is_alive(session)
+    return session is not None and is_alive(session)
 
 
 @contextmanager
