@@ -1,4 +1,4 @@
-"""Edge ids are uniform 62-bit ids from a pool refilled in bulk; ``emit_many`` hands each target
+"""Edge ids are 62-bit; ``emit_many`` hands each target
 task its share of a batch at once; ``ack_many`` folds runs of one tree's tuples into the round's
 ack buffer with the same XOR per root as one ``ack`` per tuple."""
 
@@ -10,16 +10,11 @@ from typing import Any
 from stormpy import Bolt, TopologyBuilder, Tuple
 from stormpy.testing import Capture, FeederSpout
 from stormpy.worker import SimulatedClock, Worker, WorkerConfig
-from stormpy.worker.edges import EDGE_BITS, POOL, EdgeIds
+from stormpy.worker.edges import EDGE_BITS
 
 
-def test_edge_ids_are_62_bit_and_refilled_past_the_pool() -> None:
-    edges = EdgeIds()
-    ids = [edges.next() for _ in range(3 * POOL + 5)]
-    assert EDGE_BITS == 62
-    assert all(0 <= e < 2 ** 62 for e in ids)
-    assert len(set(ids)) == len(ids)  # 2**-62 chance of a clash per pair
-    assert max(ids) >= 2 ** 61  # the top bit is used (all but impossible otherwise)
+def test_edge_ids_are_62_bit() -> None:
+    assert EDGE_BITS == 62  # the collision odds in edges.py are computed for 62 bits
 
 
 class Splitter(Bolt):

@@ -24,7 +24,7 @@ from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import EmitError, FailedException
 from stormpy.topology.fields import Fields
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
-from stormpy.worker.edges import EdgeIds
+from stormpy.worker.edges import EDGE_BITS
 from stormpy.worker.host import TaskHost
 from stormpy.worker.routing import StreamRouter
 from stormpy.worker.stats import TaskStats
@@ -67,8 +67,6 @@ class TaskRunner:
         self._n_ackers = len(dispatch.acker_tasks)
         self._acker_direct = dispatch.acker_cores
         self._ack_buffer = dispatch.ack_buffer
-        #: edge ids of the tuples this task emits in a tree (62-bit, see ``edges.py``)
-        self._edges = EdgeIds()
         self._deliver_many = dispatch.deliver_many
         #: emit_many's per-target groups (indexed by task id, empty between calls) and the
         #: tasks it filled
@@ -236,9 +234,8 @@ class BoltTask(TaskRunner):
             task = self.task_id
             comp = self.component_id
             fields = router.fields
-            edges = self._edges
             for t in targets:
-                edge = edges.next()
+                edge = getrandbits(EDGE_BITS)  # 62-bit: see edges.py
                 anchor.ack_val ^= edge
                 deliver[t](Tuple(values, stream, task, comp, fields, root, edge))
         elif anchors is None or not cast(Tuple, anchors).anchors:  # untracked
@@ -308,11 +305,10 @@ class BoltTask(TaskRunner):
             anchor = cast(Tuple, anchors)
             root = anchor.root
             ack_val = anchor.ack_val
-            edges = self._edges
             for i in range(len(values_list)):
                 values = values_list[i]
                 for t in targets_list[i]:
-                    edge = edges.next()
+                    edge = getrandbits(EDGE_BITS)
                     ack_val ^= edge
                     group = groups[t]
                     if not group:
@@ -348,7 +344,7 @@ class BoltTask(TaskRunner):
                 deliver[t](tup)
             return
         for t in targets:
-            edge = self._edges.next()
+            edge = getrandbits(EDGE_BITS)
             amap: dict[int, int] = {}
             for a in anchors:
                 anchor = cast(Tuple, a)
@@ -550,7 +546,7 @@ class SpoutTask(TaskRunner):
             root = self._n_ackers
         xor = 0
         for t in targets:
-            edge = self._edges.next()
+            edge = getrandbits(EDGE_BITS)
             xor ^= edge
             deliver[t](Tuple(values, stream, task, comp, fields, root, edge))
         self.pending.put_new(root, (msg_id, perf_counter()))  # a fresh random root
