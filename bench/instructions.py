@@ -6,6 +6,11 @@ topology twice under ``valgrind --tool=callgrind`` (``--small`` and ``--large`` 
 prints (instructions of the large run - those of the small run) / (words of the difference):
 start-up, imports and the workload's generation cancel out. ``--run N`` (used by the above) runs
 the topology once over N sentences, driving ``Worker.run_once`` on the main thread.
+
+``--loop`` (compiled path) counts only inside ``Worker.run_once`` (callgrind's
+``--toggle-collect``), over one run of ``--large`` sentences: the executor loop's instructions
+per word without the workload's generation, imports or start-up, which the difference above
+still includes in part (generating the sentences grows with their number).
 """
 
 from __future__ import annotations
@@ -43,8 +48,11 @@ def run(n: int, workload: str, acking: bool, batch: bool) -> int:
 
 
 def count(n: int, args: argparse.Namespace) -> tuple[int, int]:
-    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
-           "-m", "bench.instructions", "--run", str(n), "--workload", args.workload]
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+    if args.loop:  # only what runs inside the compiled Worker.run_once
+        cmd.append("--toggle-collect=CPyDef_loop___Worker___run_once")
+    cmd += [sys.executable, "-m", "bench.instructions", "--run", str(n), "--workload",
+            args.workload]
     cmd += ["--acking"] * args.acking + ["--batch"] * args.batch
     out = subprocess.run(cmd, capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONHASHSEED": "0"})
@@ -62,12 +70,24 @@ def main() -> None:
     parser.add_argument("--batch", action="store_true", help="the execute_batch bolts")
     parser.add_argument("--small", type=int, default=3000)
     parser.add_argument("--large", type=int, default=9000)
+    parser.add_argument("--loop", action="store_true",
+                        help="count only inside the executor loop's rounds (Worker.run_once; "
+                             "compiled path only), one run of --large sentences")
     parser.add_argument("--run", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run:
         print("words", run(args.run, args.workload, args.acking, args.batch))
         return
     import stormpy._native as native
+
+    if args.loop:
+        if not native.COMPILED:
+            parser.error(f"--loop needs the compiled tuple path ({native.PURE_REASON})")
+        ins, words = count(args.large, args)
+        print(f"{args.workload}, acking {'on' if args.acking else 'off'}, "
+              f"{'batch' if args.batch else 'per-tuple'}, compiled, executor loop only: "
+              f"{ins / words:,.0f} instructions per word")
+        return
 
     (i1, w1), (i2, w2) = count(args.small, args), count(args.large, args)
     print(f"{args.workload}, acking {'on' if args.acking else 'off'}, "

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -142,7 +141,9 @@ class _Reporting(Bolt):
         self.report_dir = report_dir
 
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
-        self.counts: Counter[str] = Counter()
+        # a plain dict: a Counter's item assignment takes CPython's slow path for dict
+        # subclasses (~1.4k more instructions per word); the plain loop counts the same way
+        self.counts: dict[str, int] = {}
         self.n = 0
         self.first: float | None = None
         self.last: float | None = None
@@ -174,10 +175,11 @@ class BenchCount(_Reporting):
             return
         word = tup.values[0]
         counts = self.counts
-        counts[word] += 1
+        c = counts.get(word, 0) + 1
+        counts[word] = c
         self.n += 1
         if self.emits:
-            self.emit([word, counts[word]], tup)
+            self.emit([word, c], tup)
         if self.report_dir is not None:
             self.stamp()
         self.ack(tup)
@@ -196,7 +198,7 @@ class BenchCountBatch(BenchCount):
                     self.report()
                     continue
                 word = tup.values[0]
-                c = counts[word] + 1
+                c = counts.get(word, 0) + 1
                 counts[word] = c
                 emit([word, c], tup)
                 n += 1
@@ -205,7 +207,8 @@ class BenchCountBatch(BenchCount):
                 if tup.is_tick():
                     self.report()
                     continue
-                counts[tup.values[0]] += 1
+                word = tup.values[0]
+                counts[word] = counts.get(word, 0) + 1
                 n += 1
         self.n += n
         if self.report_dir is not None and n:

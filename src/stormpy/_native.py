@@ -35,6 +35,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "stormpy.worker.stats",
     "stormpy.worker.values",
     "stormpy.worker.dispatch",
+    "stormpy.worker.edges",
     "stormpy.worker.tasks",
     "stormpy.worker.transfer",
     "stormpy.worker.timers",

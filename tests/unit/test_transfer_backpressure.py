@@ -257,3 +257,25 @@ def test_refusals_held_frames_full_queues_and_backpressure_time_are_counted() ->
     assert transfer.queue_full == [0, 1]
     assert transfer.stats() == {"frames_refused": 2.0, "frames_held": 0.0,
                                 "backpressure_rounds": 3.0, "backpressure_secs": 2.0}
+
+
+def test_a_list_of_tuples_for_a_remote_task_fills_the_outbox_in_order_and_sends_full_boxes() -> None:
+    transfer, transport, dispatch, _qs = make(batch=3)
+    dispatch.deliver[4](tup("first"))
+    dispatch.deliver_many[5]([tup(i) for i in range(4)])  # the box fills after two of them
+    assert sent_values(transport) == [("b", 4, "first"), ("b", 5, 0), ("b", 5, 1)]
+    dispatch.deliver_many[6]([tup("c", root=7, edge=8)])
+    transfer.flush()
+    assert sent_values(transport)[3:] == [("b", 5, 2), ("b", 5, 3), ("c", 6, "c")]
+    assert [t for peer, f in transport.sent if peer == "c" for t in decode_frame(f)] == \
+        [[6, "default", 1, 7, 8, None, ["c"]]]
+
+
+def test_lists_for_tasks_with_no_place_are_dropped_and_counted_and_local_ones_are_untouched() -> None:
+    _transfer, transport, dispatch, _qs = make(peers={4: "b"})
+    got: list[Tuple] = []
+    dispatch.deliver_many[2] = got.extend  # the worker installs its queues' extend
+    dispatch.deliver_many[5]([tup("x"), tup("y")])
+    dispatch.deliver_many[2]([tup("here")])
+    assert dispatch.dropped == 2 and transport.sent == []
+    assert [t.values for t in got] == [["here"]]

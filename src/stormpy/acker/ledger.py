@@ -79,7 +79,14 @@ class AckLedger:
 
     def init(self, root: int, xor: int, spout_task: int) -> Outcome | None:
         """A spout emitted ``root`` with edges whose XOR is ``xor``."""
-        return self._apply(root, xor, spout_task, False)
+        buckets = self._buckets
+        for bucket in buckets:
+            if root in bucket:  # acks (or a fail) arrived first
+                return self._apply(root, xor, spout_task, False)
+        if xor == 0:  # a tuple sent to no task: complete at once
+            return Outcome(COMPLETED, root, spout_task)
+        buckets[0][root] = [xor, spout_task, False]
+        return None
 
     def ack(self, root: int, xor: int) -> Outcome | None:
         """A tuple of ``root``'s tree was acked: ``xor`` = its edge ^ its children's edges (or

@@ -31,6 +31,11 @@ class RotatingMap(Generic[K, V]):
         for b in buckets[1:]:
             b.pop(key, None)
 
+    def put_new(self, key: K, value: V) -> None:
+        """``put`` of a key the caller knows is in no bucket (a fresh random id): one dict
+        store, no removal from the older buckets."""
+        self._buckets[0][key] = value
+
     def get(self, key: K, default: V | None = None) -> V | None:
         for b in self._buckets:
             if key in b:

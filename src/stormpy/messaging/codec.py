@@ -1,11 +1,11 @@
 """The wire format of tuples between workers (msgpack).
 
 A tuple is the array ``[dest_task, stream, src_task, root, edge, anchors, values]``: a tuple in
-one spout tuple's tree carries that tree's ``root`` id and its ``edge`` id (64-bit ints) and nil
-``anchors``; a tuple in several trees has ``root`` 0 and ``anchors`` mapping root id → edge id;
-an untracked tuple has ``root`` 0 and nil ``anchors``. A frame is ONE msgpack array of such
-tuples, all for the same destination worker: packed by one C call per batch and unpacked by one
-C call per frame.
+one spout tuple's tree carries that tree's ``root`` id (64-bit) and its ``edge`` id (62-bit,
+``worker/edges.py``) and nil ``anchors``; a tuple in several trees has ``root`` 0 and
+``anchors`` mapping root id → edge id; an untracked tuple has ``root`` 0 and nil ``anchors``.
+A frame is ONE msgpack array of such tuples, all for the same destination worker: packed by one
+C call per batch and unpacked by one C call per frame.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ emit), the transfer (which installs the entries of tasks in other workers) and t
 - ``deliver``: the delivery table, indexed by task id. A task of this worker has its queue's
   ``append``; a task of another worker an appender to that peer's outbox (``transfer.py``); a task
   with no known place ``undeliverable`` (dropped and counted; tracked tuples are replayed).
+  ``deliver_many`` is the same table for a list of tuples at once (``extend``), used by
+  ``emit_many``.
 - ``ack_buffer``: root → XOR of the acks bolts made this round, sent once per round.
 - ``acker_tasks`` and ``acker_cores``: the acker task of each acker index, and its ``AckerCore``
   when that acker runs in this worker (called directly, no tuple, no queue), else None.
@@ -30,6 +32,9 @@ class Dispatch:
     def __init__(self, max_task: int, acker_tasks: Sequence[int]) -> None:
         self.dropped = 0
         self.deliver: list[Callable[[Tuple], None]] = [self.undeliverable] * (max_task + 1)
+        #: the same per task for a list of tuples at once (a queue's ``extend``; emit_many)
+        self.deliver_many: list[Callable[[list[Tuple]], None]] = \
+            [self.undeliverable_many] * (max_task + 1)
         self.ack_buffer: dict[int, int] = {}
         self.acker_tasks: list[int] = list(acker_tasks)
         self.acker_cores: list[AckerCore | None] = [None] * len(self.acker_tasks)
@@ -37,6 +42,10 @@ class Dispatch:
     def undeliverable(self, tup: Tuple) -> None:
         """Tuples for a task with no known place are dropped; tracked ones are replayed."""
         self.dropped += 1
+
+    def undeliverable_many(self, tuples: list[Tuple]) -> None:
+        """``undeliverable`` for each of ``tuples``."""
+        self.dropped += len(tuples)
 
     def attach_acker(self, task: int, core: AckerCore) -> None:
         """Acker ``task`` runs in this worker: messages for its roots go to ``core`` directly."""

@@ -106,8 +106,10 @@ class Worker:
             config, self.conf, self.layout, self.local_tasks, self, self._background,
             self.call_soon_threadsafe, self.state, debug=observer is not None).build()
         deliver = self.dispatch.deliver
+        deliver_many = self.dispatch.deliver_many
         for t, runner in self.tasks.items():
             deliver[t] = runner.queue.append
+            deliver_many[t] = runner.queue.extend
         self._inbound = Inbound(accepts(self.spec, self.layout, self.local_tasks),
                                 {t: r.queue.append for t, r in self.tasks.items()},
                                 self.transport.sender, f"{self.topology_id}:{self.worker_port}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 import zlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import msgpack
 
@@ -98,7 +98,7 @@ class FieldsRouter(Router):
         cache = self.cache
         out: list[list[int]] = []
         for values in values_list:  # one pass: the key cache inline, misses by choose
-            v = values[i]
+            v = values[i] if type(values) is not list else cast(list[Any], values)[i]
             chosen = cache.get(v) if type(v) is str else None
             out.append(chosen if chosen is not None else self.choose(values))
         return out

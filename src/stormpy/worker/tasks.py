@@ -22,7 +22,9 @@ from stormpy.acker.streams import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET_TIMEOUT
 from stormpy.topology.component import BasicBolt, Spout
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import EmitError, FailedException
+from stormpy.topology.fields import Fields
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
+from stormpy.worker.edges import EDGE_BITS
 from stormpy.worker.host import TaskHost
 from stormpy.worker.routing import StreamRouter
 from stormpy.worker.stats import TaskStats
@@ -65,6 +67,11 @@ class TaskRunner:
         self._n_ackers = len(dispatch.acker_tasks)
         self._acker_direct = dispatch.acker_cores
         self._ack_buffer = dispatch.ack_buffer
+        self._deliver_many = dispatch.deliver_many
+        #: emit_many's per-target groups (indexed by task id, empty between calls) and the
+        #: tasks it filled
+        self._groups: list[list[Tuple]] = [[] for _ in dispatch.deliver]
+        self._touched: list[int] = []
         self.stats.routers = routers
         self.execute_batch = None
         #: the clock of sampled latencies (seconds); replaceable in tests
@@ -305,7 +312,7 @@ class BoltTask(TaskRunner):
             comp = self.component_id
             fields = router.fields
             for t in targets:
-                edge = getrandbits(64)
+                edge = getrandbits(EDGE_BITS)  # 62-bit: see edges.py
                 anchor.ack_val ^= edge
                 deliver[t](Tuple(values, stream, task, comp, fields, root, edge))
         elif anchors is None or not cast(Tuple, anchors).anchors:  # untracked
@@ -328,21 +335,48 @@ class BoltTask(TaskRunner):
             self._bad_stream(stream, False)
         values_list = self._check_all(values_list, stream, router)
         targets_list = router.choose_many(values_list)
-        if self.debug or (anchors is not None and (type(anchors) is not Tuple
-                                                   or not cast(Tuple, anchors).root)):
+        # fast paths: untracked (no anchor, or an anchor in no tree) and one anchor in one tree;
+        # _send handles every case (a list of anchors, an anchor in several trees, debug)
+        if self.debug or (anchors is not None and (
+                type(anchors) is not Tuple or (not cast(Tuple, anchors).root
+                                               and cast(Tuple, anchors).anchors))):
             for i in range(len(values_list)):
                 self._send(targets_list[i], values_list[i], anchors, stream, router)
             return
-        deliver = self._deliver
+        fields = router.fields
+        # the batch is grouped per target task in one pass and each group handed over at once
+        # (a queue's extend, one outbox extend per remote task) instead of a call per tuple
+        groups = self._groups
+        touched = self._touched
+        sent = 0
+        try:
+            sent = self._group(values_list, targets_list, anchors, stream, fields)
+            deliver_many = self._deliver_many
+            for t in touched:
+                deliver_many[t](groups[t])
+        finally:  # the groups are empty again whatever happened
+            for t in touched:
+                groups[t].clear()
+            touched.clear()
+        self.stats.transferred += sent
+
+    def _group(self, values_list: list[Any], targets_list: list[list[int]], anchors: Any,
+               stream: str, fields: Fields) -> int:
+        """Build emit_many's tuples into the per-target groups (``anchors``: None, or one Tuple
+        in at most one tree); returns how many deliveries they make."""
         task = self.task_id
         comp = self.component_id
-        fields = router.fields
+        groups = self._groups
+        touched = self._touched
         sent = 0
-        if anchors is None or not self._n_ackers:
+        if anchors is None or not self._n_ackers or not cast(Tuple, anchors).root:
             for i in range(len(values_list)):
                 tup = Tuple(values_list[i], stream, task, comp, fields)
                 for t in targets_list[i]:
-                    deliver[t](tup)
+                    group = groups[t]
+                    if not group:
+                        touched.append(t)
+                    group.append(tup)
                     sent += 1
         else:
             anchor = cast(Tuple, anchors)
@@ -351,12 +385,15 @@ class BoltTask(TaskRunner):
             for i in range(len(values_list)):
                 values = values_list[i]
                 for t in targets_list[i]:
-                    edge = getrandbits(64)
+                    edge = getrandbits(EDGE_BITS)
                     ack_val ^= edge
-                    deliver[t](Tuple(values, stream, task, comp, fields, root, edge))
+                    group = groups[t]
+                    if not group:
+                        touched.append(t)
+                    group.append(Tuple(values, stream, task, comp, fields, root, edge))
                     sent += 1
             anchor.ack_val = ack_val
-        self.stats.transferred += sent
+        return sent
 
     def emit_direct(self, task: Any, values: Any, anchors: Any = None,
                     stream: Any = DEFAULT_STREAM) -> None:
@@ -384,7 +421,7 @@ class BoltTask(TaskRunner):
                 deliver[t](tup)
             return
         for t in targets:
-            edge = getrandbits(64)
+            edge = getrandbits(EDGE_BITS)
             amap: dict[int, int] = {}
             for a in anchors:
                 anchor = cast(Tuple, a)
@@ -421,16 +458,28 @@ class BoltTask(TaskRunner):
         """``ack`` every tuple of ``tuples``."""
         buf = self._ack_buffer
         n = 0
+        # consecutive tuples of one tree (a sentence's words) are XORed together first: one
+        # ack buffer update per run of a root instead of one per tuple
+        run_root = 0
+        run_xor = 0
         for item in tuples:
             tup = cast(Tuple, item)
             root = tup.root
             if root:
-                buf[root] = buf.get(root, 0) ^ tup.edge ^ tup.ack_val
+                if root == run_root:
+                    run_xor ^= tup.edge ^ tup.ack_val
+                else:
+                    if run_root:
+                        buf[run_root] = buf.get(run_root, 0) ^ run_xor
+                    run_root = root
+                    run_xor = tup.edge ^ tup.ack_val
             elif tup.anchors:
                 v = tup.ack_val
                 for r, edge in tup.anchors.items():
                     buf[r] = buf.get(r, 0) ^ edge ^ v
             n += 1
+        if run_root:
+            buf[run_root] = buf.get(run_root, 0) ^ run_xor
         self.stats.acked += n
         sampled = self._sampled  # the timed tuple's process latency (a list of tuples only)
         if sampled is not None and type(tuples) is list and sampled in tuples:
@@ -582,10 +631,10 @@ class SpoutTask(TaskRunner):
             root = self._n_ackers
         xor = 0
         for t in targets:
-            edge = getrandbits(64)
+            edge = getrandbits(EDGE_BITS)
             xor ^= edge
             deliver[t](Tuple(values, stream, task, comp, fields, root, edge))
-        self.pending.put(root, (msg_id, perf_counter()))
+        self.pending.put_new(root, (msg_id, perf_counter()))  # a fresh random root
         self.n_pending += 1
         i = root % self._n_ackers
         acker = self._acker_direct[i]

@@ -63,15 +63,19 @@ class Transfer:
         """Point every task not in ``local_tasks`` at its peer in ``task_peers`` (undeliverable
         when it has none). Call on the loop thread (after a reassignment too)."""
         deliver = self._dispatch.deliver
+        deliver_many = self._dispatch.deliver_many
         undeliverable = self._dispatch.undeliverable
+        undeliverable_many = self._dispatch.undeliverable_many
         for task in range(len(deliver)):
             if task not in local_tasks:
                 deliver[task] = undeliverable
+                deliver_many[task] = undeliverable_many
         for task, peer in task_peers.items():
             if task in local_tasks:
                 continue
             box = self._outbox.setdefault(peer, [])
             deliver[task] = self._deliverer(peer, task, box)
+            deliver_many[task] = self._many_deliverer(peer, task, box)
 
     def _deliverer(self, peer: str, dest: int, box: list[WireTuple]) -> Callable[[Tuple], None]:
         """Append the wire form of a tuple to ``peer``'s outbox (packed as one frame when the box
@@ -84,6 +88,20 @@ class Transfer:
             if len(box) >= batch:
                 flush(peer, box)
         return deliver
+
+    def _many_deliverer(self, peer: str, dest: int,
+                        box: list[WireTuple]) -> Callable[[list[Tuple]], None]:
+        """``_deliverer`` for a list of tuples at once."""
+        batch = self._batch_size
+        flush = self._flush_peer
+
+        def deliver_many(tuples: list[Tuple]) -> None:
+            for tup in tuples:
+                box.append([dest, tup.stream, tup.task, tup.root, tup.edge, tup.anchors,
+                            tup.values])
+                if len(box) >= batch:
+                    flush(peer, box)
+        return deliver_many
 
     def _flush_peer(self, peer: str, box: list[WireTuple]) -> None:
         try:
