@@ -217,7 +217,9 @@ def prepare(name: str) -> Path:
 
 def run(name: str, children: int, mutants: list[str] | None = None) -> int:
     work = prepare(name)
-    env = {**os.environ, "STORMPY_PURE": "1"}
+    # no shrinking of failing property-test examples (tests/conftest.py): a mutant is killed by
+    # the first failing example
+    env = {**os.environ, "STORMPY_PURE": "1", "STORMPY_HYPOTHESIS_PROFILE": "mutation"}
     env.pop("PYTHONPATH", None)  # mutmut puts mutants/src first; nothing else may shadow it
     mutmut = Path(sys.executable).with_name("mutmut")
     print(f"== mutating {name}: {', '.join(source_files(TARGETS[name]))} (log: {work}/run.log)",
