@@ -3,9 +3,10 @@ refresh intervals to the tick, checkpoints written on close, and closing the get
 
 from __future__ import annotations
 
-from test_kinesis_parts import FakeKinesis, MemoryStore, emit_all, manager
+import pytest
+from test_kinesis_parts import FakeKinesis, MemoryStore, cfg, emit_all, manager
 
-from stormpy.connectors.kinesis import Checkpoint, ShardInfo
+from stormpy.connectors.kinesis import Checkpoint, KinesisStreamError, ShardInfo, StateManager
 
 
 def test_metrics_per_shard_before_and_after_a_checkpoint() -> None:
@@ -122,3 +123,58 @@ def test_close_writes_nothing_itself_and_flush_now_stores_every_moved_checkpoint
         clock[0] += 10.0
         assert all(s.getter is None or s.getter.next() is None for s in m.states.values())
     assert len(client.calls) == calls  # closed getters ask for nothing more
+
+
+def test_a_stream_without_shards_is_an_error_naming_it() -> None:
+    store, clock = MemoryStore(), [0.0]
+    m = StateManager(cfg(), FakeKinesis({}), store, 0, 1, lambda: clock[0])
+    with pytest.raises(KinesisStreamError, match="^stream 'events' has no shards$"):
+        m.prepare()
+
+
+def test_only_task_zero_publishes_the_shard_list_and_every_task_watches_it() -> None:
+    clock = [0.0]
+    for task in (0, 1):
+        store = MemoryStore()
+        m = StateManager(cfg(), FakeKinesis({"s0": [], "s1": []}), store, task, 2, lambda: clock[0])
+        shards = m.prepare()
+        assert [s.shard_id for s in shards] == ["s0", "s1"]
+        assert (store.shard_list == shards) == (task == 0) and (store.shard_list is None) == (task == 1)
+        assert store.watcher is not None
+        m.begin(shards)
+        assert sorted(m.states) == [f"s{task}"]
+        store.watcher([*shards, ShardInfo("s2"), ShardInfo("s3")])  # from the store's thread
+        assert sorted(m.states) == [f"s{task}"]  # applied on the loop, at the next tick
+        m.tick()
+        assert sorted(m.states) == [f"s{task}", f"s{task + 2}"]
+
+
+def test_a_refresh_that_finds_the_same_list_does_not_write_it_again() -> None:
+    client = FakeKinesis({"s0": []})
+    store, clock = MemoryStore(), [0.0]
+    m = manager(client, store, clock, shard_list_refresh_ms=1000, checkpoint_interval_ms=10**9)
+    store.shard_list = None  # would be written again if the refresh thought it changed
+    clock[0] = 1.0
+    m.tick()
+    assert store.shard_list is None
+
+
+def test_a_shard_no_longer_owned_is_checkpointed_closed_and_dropped() -> None:
+    client = FakeKinesis({"s0": ["1", "2"], "s1": ["5"]})
+    store, clock = MemoryStore(), [0.0]
+    m = manager(client, store, clock, task=0, tasks=1, checkpoint_interval_ms=10**9)
+    emit_all(m, clock, rounds=6)
+    tracker = m.states["s0"].tracker
+    assert tracker is not None
+    tracker.on_ack("1")
+    getter = m.states["s0"].getter
+    assert getter is not None
+    m.num_tasks = 2
+    m.task_index = 1
+    m.apply([ShardInfo("s0"), ShardInfo("s1"), ShardInfo("s2")])  # s0 and s2 now go to task 0
+    assert sorted(m.states) == ["s1"]
+    assert store.checkpoints["s0"] == Checkpoint("1")
+    client.records["s0"].append("3")
+    clock[0] += 10.0
+    assert getter.next() is None  # closed
+    assert m.active_count == 1 and m.next_state() is m.states["s1"]
