@@ -98,7 +98,8 @@ TARGETS: dict[str, Target] = {
     # boto3 client wrapper and the spout shell are covered by the integration tests (kinesalite)
     "kinesis": Target(tuple(f"src/stormpy/connectors/kinesis/{part}.py"
                             for part in ("tracker", "state", "getter")),
-                      tests=("tests/unit/test_kinesis_parts.py", "tests/unit/test_kinesis_tracker.py")),
+                      tests=("tests/unit/test_kinesis_parts.py", "tests/unit/test_kinesis_tracker*.py",
+                             "tests/unit/test_kinesis_getter*.py", "tests/unit/test_kinesis_shard*.py")),
     # transactional topologies: the coordinator spout, the coordinated (batch/committer) bolt and
     # the exactly-once values committers apply; the ZooKeeper store and the builder's wiring
     # are left out (integration tests, validation)
