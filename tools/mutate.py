@@ -108,7 +108,7 @@ TARGETS: dict[str, Target] = {
                             tests=("tests/unit/test_transactional_*.py",)),
     # windowing: the window manager (count/duration, event time, watermarks), its config and bolt
     "windowing": Target(("src/stormpy/windowing/*.py",),
-                        tests=("tests/unit/test_windowing.py", "tests/unit/test_state.py")),
+                        tests=("tests/unit/test_window*.py", "tests/unit/test_state.py")),
     # stateful bolts: the checkpoint spout's protocol, the executors that run it around bolts,
     # the key-value state's prepare/commit/rollback and the wiring
     "state": Target(tuple(f"src/stormpy/state/{part}.py" for part in ("checkpoint", "bolt", "kv", "wiring")),
