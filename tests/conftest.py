@@ -7,8 +7,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import Phase, settings
 
 from stormpy.connectors.spark.errors import SparkUnavailableError, require_spark
+
+# Mutation runs (tools/mutate.py sets STORMPY_HYPOTHESIS_PROFILE=mutation): a property test only
+# has to fail, not to find the smallest failing example, so shrinking is skipped; every test keeps
+# its own example counts, so exactly the same mutants are killed, sooner.
+settings.register_profile("mutation", phases=(Phase.explicit, Phase.reuse, Phase.generate))
+if os.environ.get("STORMPY_HYPOTHESIS_PROFILE"):
+    settings.load_profile(os.environ["STORMPY_HYPOTHESIS_PROFILE"])
 
 
 @pytest.fixture(scope="session")
