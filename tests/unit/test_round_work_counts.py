@@ -1,0 +1,58 @@
+"""What one loop round runs and reports: a batch bolt gets at most ``EXECUTE_BUDGET`` tuples per
+round too, and a worker not yet opened (submitted inactive) still counts its callbacks as work."""
+
+from __future__ import annotations
+
+from stormpy import Bolt, TopologyBuilder, Tuple
+from stormpy.testing import FeederSpout
+from stormpy.worker import SimulatedClock, Worker, WorkerConfig
+from stormpy.worker.loop import EXECUTE_BUDGET
+
+BATCHES: list[list[int]] = []
+
+
+class Batched(Bolt):
+    """Records the values of each batch it is given; acks them all."""
+
+    def execute(self, tup: Tuple) -> None:  # pragma: no cover - the batch form is used
+        raise AssertionError("a batch bolt's tuples come through execute_batch")
+
+    def execute_batch(self, tuples: list[Tuple]) -> None:
+        BATCHES.append([t.values[0] for t in tuples])
+        self.ack_many(tuples)
+
+
+def test_a_batch_bolt_gets_at_most_the_execute_budget_per_round() -> None:
+    BATCHES.clear()
+    feeder = FeederSpout(["n"])
+    b = TopologyBuilder()
+    b.set_spout("feeder", feeder)
+    b.set_bolt("batched", Batched).shuffle_grouping("feeder")
+    n = EXECUTE_BUDGET + 10
+    worker = Worker(WorkerConfig("t", b.create_topology(),
+                                 {"topology.spout.max.batch.size": n,
+                                  "topology.acker.executors": 0}), clock=SimulatedClock())
+    worker.open()
+    for i in range(n):
+        feeder.feed([i])
+    worker.run_once()  # the spout emits all of them
+    assert worker.run_once() == EXECUTE_BUDGET
+    assert [len(batch) for batch in BATCHES] == [EXECUTE_BUDGET]
+    assert worker.run_once() == 10
+    assert [len(batch) for batch in BATCHES] == [EXECUTE_BUDGET, 10]
+    assert [v for batch in BATCHES for v in batch] == list(range(n))
+    assert worker.stats()["batched"]["executed"] == n
+
+
+def test_before_its_first_activation_a_round_still_counts_its_callbacks() -> None:
+    b = TopologyBuilder()
+    b.set_spout("feeder", FeederSpout(["n"]))
+    b.set_bolt("batched", Batched).shuffle_grouping("feeder")
+    worker = Worker(WorkerConfig("t", b.create_topology(), {}, active=False),
+                    clock=SimulatedClock())
+    worker.open()  # submitted inactive: nothing is opened yet
+    ran: list[int] = []
+    worker.call_soon_threadsafe(lambda: ran.append(1))
+    assert worker.run_once() == 1 and ran == [1]
+    assert worker.quiet_rounds == 0 and worker.rounds == 1
+    assert worker.run_once() == 0 and worker.quiet_rounds == 1
