@@ -41,3 +41,25 @@ def test_a_new_window_starts_exactly_one_interval_after_the_last_began() -> None
     worker.record_error("sink", task, "new window")
     worker.record_error("sink", task, "throttled again")
     assert kept(worker) == ["first", "new window"] and worker.errors_suppressed == 2
+
+
+def test_a_worker_keeps_its_config_and_reports_errors_with_its_port() -> None:
+    b = TopologyBuilder()
+    b.set_spout("feeder", FeederSpout(["v"]))
+    config = WorkerConfig("t", b.create_topology(), {}, worker_port=6703)
+    worker = Worker(config, clock=SimulatedClock())
+    assert worker.config is config and worker.worker_port == 6703
+    (task,) = worker.layout.component_tasks["feeder"]
+    worker.record_error("feeder", task, "oops")
+    (error,) = worker.errors["feeder"]
+    assert error["port"] == 6703 and error["task"] == task and error["host"] == worker.host
+
+
+def test_without_a_state_backend_tasks_get_one_in_memory() -> None:
+    b = TopologyBuilder()
+    b.set_spout("feeder", FeederSpout(["v"]))
+    worker = Worker(WorkerConfig("t", b.create_topology(), {}), clock=SimulatedClock())
+    (task,) = worker.layout.component_tasks["feeder"]
+    store = worker.tasks[task].context.state_store()
+    store.put("k", 1)
+    assert store.get("k") == 1

@@ -3,7 +3,12 @@ round too, and a worker not yet opened (submitted inactive) still counts its cal
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from stormpy import Bolt, TopologyBuilder, Tuple
+from stormpy.messaging.transport import NoTransport
 from stormpy.testing import FeederSpout
 from stormpy.worker import SimulatedClock, Worker, WorkerConfig
 from stormpy.worker.loop import EXECUTE_BUDGET
@@ -56,3 +61,30 @@ def test_before_its_first_activation_a_round_still_counts_its_callbacks() -> Non
     assert worker.run_once() == 1 and ran == [1]
     assert worker.quiet_rounds == 0 and worker.rounds == 1
     assert worker.run_once() == 0 and worker.quiet_rounds == 1
+
+
+class NamedPeers(NoTransport):
+    """Hands the worker one undecodable frame and names where frames come from."""
+
+    def __init__(self) -> None:
+        self.frames = [b"\xc1not msgpack"]
+
+    def receive(self, max_frames: int) -> list[bytes]:
+        out, self.frames = self.frames, []
+        return out
+
+    def sender(self, frame: object) -> str:
+        return "peer-b:6701"
+
+
+def test_a_dropped_frame_is_logged_with_the_peer_it_came_from(
+        caplog: pytest.LogCaptureFixture) -> None:
+    b = TopologyBuilder()
+    b.set_spout("feeder", FeederSpout(["n"]))
+    worker = Worker(WorkerConfig("t", b.create_topology(), {}), clock=SimulatedClock(),
+                    transport=NamedPeers())
+    worker.open()
+    with caplog.at_level(logging.WARNING, logger="stormpy"):
+        worker.run_once()
+    assert sum(worker.rejected.values()) == 1
+    assert "latest from peer-b:6701" in caplog.text
