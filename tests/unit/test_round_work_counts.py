@@ -7,9 +7,9 @@ import logging
 
 import pytest
 
-from stormpy import Bolt, TopologyBuilder, Tuple
+from stormpy import Bolt, Spout, Stream, TopologyBuilder, Tuple
 from stormpy.messaging.transport import NoTransport
-from stormpy.testing import FeederSpout
+from stormpy.testing import Capture, FeederSpout
 from stormpy.worker import SimulatedClock, Worker, WorkerConfig
 from stormpy.worker.loop import EXECUTE_BUDGET
 
@@ -88,3 +88,35 @@ def test_a_dropped_frame_is_logged_with_the_peer_it_came_from(
         worker.run_once()
     assert sum(worker.rejected.values()) == 1
     assert "latest from peer-b:6701" in caplog.text
+
+
+class ChangesItsValues(Spout):
+    """Emits a list, then puts an object into it before the batch is sent (a misuse)."""
+
+    outputs = [Stream(["v"])]
+
+    def __init__(self) -> None:
+        self.done = False
+
+    def next_tuple(self) -> None:
+        if not self.done:
+            self.done = True
+            values: list[object] = ["x"]
+            self.emit(values)
+            values[0] = object()
+
+
+def test_values_changed_after_their_emit_name_the_component_when_they_cannot_be_sent() -> None:
+    b = TopologyBuilder()
+    b.set_spout("changer", ChangesItsValues)
+    b.set_bolt("sink", Capture()).shuffle_grouping("changer")
+    spec = b.create_topology()
+    probe = Worker(WorkerConfig("t", spec, {}, local_tasks=[]))
+    tasks = probe.layout.component_tasks
+    worker = Worker(WorkerConfig("t", spec, {}, local_tasks=tasks["changer"],
+                                 task_peers={t: "peer" for t in tasks["sink"]}),
+                    clock=SimulatedClock(), transport=NamedPeers())
+    worker.open()
+    with pytest.raises(Exception) as info:  # noqa: PT011 - the type is the runtime's to choose
+        worker.run_once()
+    assert "component 'changer', stream 'default': cannot serialise values" in str(info.value)
