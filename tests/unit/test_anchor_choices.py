@@ -198,3 +198,28 @@ def test_a_spout_task_starts_inactive() -> None:
     runner.set_active(True)
     runner.set_active(False)
     assert calls == ["activate", "deactivate"]
+
+
+class ManyOnAStream(BasicBolt):
+    """Emits two copies of each input at once on the ``pairs`` stream (automatic anchors)."""
+
+    outputs = [Stream(["v"], name="pairs")]
+
+    def process(self, tup: Tuple) -> None:
+        self.emit_many([tup.values, tup.values], stream="pairs")
+
+
+def test_a_basic_bolts_emit_many_is_anchored_to_the_input_on_the_stream_given() -> None:
+    feeder = FeederSpout(["v"])
+    b = TopologyBuilder()
+    b.set_spout("feeder", feeder)
+    b.set_bolt("basic", ManyOnAStream).shuffle_grouping("feeder")
+    b.set_bolt("sink", FailsAll).shuffle_grouping("basic", "pairs")
+    worker = Worker(WorkerConfig("t", b.create_topology(), {"topology.acker.executors": 1}),
+                    clock=SimulatedClock())
+    worker.open()
+    feeder.feed(["x"], msg_id="m")
+    for _ in range(6):
+        worker.run_once()
+    assert worker.stats()["sink"]["failed"] == 2
+    assert feeder.failed == ["m"] and feeder.acked == []
