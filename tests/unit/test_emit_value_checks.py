@@ -81,3 +81,24 @@ def test_the_first_bad_value_is_the_one_named() -> None:
     assert "integer" in refusal([1, [2 ** 64], {4}])
     assert "builtins.set" in refusal([1, {4}, [2 ** 64]])
     assert "frozenset" in refusal([{frozenset(): {5}}])
+
+
+def tuple_key(levels: int) -> Any:
+    inner: Any = 1
+    for _ in range(levels):
+        inner = (inner,)
+    return inner
+
+
+def nested_dicts(levels: int) -> Any:
+    inner: Any = 1
+    for _ in range(levels):
+        inner = {"a": inner}
+    return inner
+
+
+def test_dict_keys_and_values_count_towards_the_nesting_depth() -> None:
+    check_values([{tuple_key(64): 1}], "comp", "strm")
+    check_values([nested_dicts(65)], "comp", "strm")
+    assert "values nested deeper than 64 levels" in refusal([{tuple_key(65): 1}])
+    assert "values nested deeper than 64 levels" in refusal([nested_dicts(66)])
