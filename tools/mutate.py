@@ -83,6 +83,10 @@ TARGETS: dict[str, Target] = {
     **{f"worker-{part}": Target((f"src/stormpy/worker/{part}.py",))
        for part in ("routing", "dispatch", "transfer", "timers", "tasks", "loop", "stats", "values",
                     "offloop", "factory")},
+    # the four small worker files in one run (one test-stats pass instead of four; the summary
+    # still scores each file)
+    "worker-small": Target(tuple(f"src/stormpy/worker/{part}.py"
+                                 for part in ("stats", "values", "offloop", "factory"))),
     "nimbus": Target(("src/stormpy/nimbus/uploads.py", "src/stormpy/nimbus/scheduler.py")),
     # micro-batching (stormpy/batching.py) and the Spark bolt's batch records
     "batching": Target(("src/stormpy/*batching.py",)),

@@ -1,0 +1,65 @@
+"""The per-task error throttle of ``Worker.record_error`` at its edges: each task has its own
+budget, and a new window starts exactly ``topology.error.throttle.interval.secs`` after the
+previous one began (simulated time)."""
+
+from __future__ import annotations
+
+from stormpy import TopologyBuilder
+from stormpy.testing import Capture, FeederSpout
+from stormpy.worker import SimulatedClock, Worker, WorkerConfig
+
+
+def worker_with(clock: SimulatedClock) -> tuple[Worker, list[int]]:
+    b = TopologyBuilder()
+    b.set_spout("feeder", FeederSpout(["v"]))
+    b.set_bolt("sink", Capture(), 2).shuffle_grouping("feeder")
+    conf = {"topology.max.error.report.per.interval": 1,
+            "topology.error.throttle.interval.secs": 10}
+    worker = Worker(WorkerConfig("t", b.create_topology(), conf), clock=clock)
+    return worker, worker.layout.component_tasks["sink"]
+
+
+def kept(worker: Worker) -> list[str]:
+    return [e["error"] for e in worker.errors.get("sink", [])]
+
+
+def test_each_task_has_its_own_error_budget() -> None:
+    worker, (first, second) = worker_with(SimulatedClock())
+    worker.record_error("sink", first, "a")
+    worker.record_error("sink", second, "b")
+    worker.record_error("sink", first, "c")
+    assert kept(worker) == ["a", "b"] and worker.errors_suppressed == 1
+
+
+def test_a_new_window_starts_exactly_one_interval_after_the_last_began() -> None:
+    clock = SimulatedClock(1000.0)
+    worker, (task, _other) = worker_with(clock)
+    worker.record_error("sink", task, "first")
+    clock.advance(9.5)
+    worker.record_error("sink", task, "throttled")
+    clock.advance(0.5)  # exactly 10 s after the window began
+    worker.record_error("sink", task, "new window")
+    worker.record_error("sink", task, "throttled again")
+    assert kept(worker) == ["first", "new window"] and worker.errors_suppressed == 2
+
+
+def test_a_worker_keeps_its_config_and_reports_errors_with_its_port() -> None:
+    b = TopologyBuilder()
+    b.set_spout("feeder", FeederSpout(["v"]))
+    config = WorkerConfig("t", b.create_topology(), {}, worker_port=6703)
+    worker = Worker(config, clock=SimulatedClock())
+    assert worker.config is config and worker.worker_port == 6703
+    (task,) = worker.layout.component_tasks["feeder"]
+    worker.record_error("feeder", task, "oops")
+    (error,) = worker.errors["feeder"]
+    assert error["port"] == 6703 and error["task"] == task and error["host"] == worker.host
+
+
+def test_without_a_state_backend_tasks_get_one_in_memory() -> None:
+    b = TopologyBuilder()
+    b.set_spout("feeder", FeederSpout(["v"]))
+    worker = Worker(WorkerConfig("t", b.create_topology(), {}), clock=SimulatedClock())
+    (task,) = worker.layout.component_tasks["feeder"]
+    store = worker.tasks[task].context.state_store()
+    store.put("k", 1)
+    assert store.get("k") == 1
