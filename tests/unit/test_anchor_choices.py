@@ -7,40 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from transport_fakes import ScriptedTransport
 
 from stormpy import BasicBolt, Bolt, Spout, Stream, TopologyBuilder, Tuple
 from stormpy.messaging.codec import decode_frame
-from stormpy.messaging.transport import Transport
 from stormpy.testing import Capture, FeederSpout
 from stormpy.topology.fields import Fields
 from stormpy.worker import SimulatedClock, Worker, WorkerConfig
 from stormpy.worker.tasks import SpoutTask
-
-
-class SentFrames(Transport):
-    """Keeps every frame sent; receives nothing."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, bytes]] = []
-
-    def set_peers(self, peers: Any) -> None:
-        pass
-
-    def send(self, peer: str, frame: bytes) -> bool:
-        self.sent.append((peer, frame))
-        return True
-
-    def receive(self, max_frames: int) -> list[bytes]:
-        return []
-
-    def wait(self, timeout: float) -> None:
-        pass
-
-    def wake(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 class TwoUntracked(Spout):
@@ -151,7 +125,7 @@ def test_a_spout_without_an_acker_in_its_worker_spreads_roots_over_the_ackers() 
     tasks = probe.layout.component_tasks
     here = [*tasks["feeder"], *tasks["sink"]]
     peers = {t: "ackers" for t in tasks["__acker"]}
-    transport = SentFrames()
+    transport = ScriptedTransport()
     worker = Worker(WorkerConfig("t", spec, conf, local_tasks=here, task_peers=peers),
                     transport=transport, clock=SimulatedClock())
     worker.open()

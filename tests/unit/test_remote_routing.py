@@ -2,44 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from transport_fakes import ScriptedTransport
 
 from stormpy import TopologyBuilder
 from stormpy.messaging.codec import decode_frame
-from stormpy.messaging.transport import Transport
 from stormpy.testing import Capture, FeederSpout
 from stormpy.worker import Worker, WorkerConfig
-
-
-class RecordingTransport(Transport):
-    """Keeps sent frames; can refuse frames to simulate a full peer."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, bytes]] = []
-        self.inbox: list[bytes] = []
-        self.refuse = False
-
-    def set_peers(self, peers: Mapping[str, str]) -> None:
-        pass
-
-    def send(self, peer: str, frame: bytes) -> bool:
-        if self.refuse:
-            return False
-        self.sent.append((peer, frame))
-        return True
-
-    def receive(self, max_frames: int) -> list[bytes]:
-        out, self.inbox = self.inbox[:max_frames], self.inbox[max_frames:]
-        return out
-
-    def wait(self, timeout: float) -> None:
-        pass
-
-    def wake(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 def two_worker_topology(feeder: FeederSpout, capture: Capture):
@@ -51,7 +19,7 @@ def two_worker_topology(feeder: FeederSpout, capture: Capture):
 
 
 def half_worker(feeder: FeederSpout, capture: Capture, conf: dict | None = None,
-                transport: RecordingTransport | None = None) -> tuple[Worker, RecordingTransport,
+                transport: ScriptedTransport | None = None) -> tuple[Worker, ScriptedTransport,
                                                                      dict[str, list[int]]]:
     """A worker holding the first task of every component (the rest on peer "b"), opened."""
     spec = two_worker_topology(feeder, capture)
@@ -59,7 +27,7 @@ def half_worker(feeder: FeederSpout, capture: Capture, conf: dict | None = None,
     tasks = probe.layout.component_tasks
     here = [tasks["f"][0], tasks["sink"][0], tasks["all"][0], tasks["__acker"][0]]
     remote = {t: "b" for t in probe.layout.task_component if t not in here}
-    transport = transport or RecordingTransport()
+    transport = transport or ScriptedTransport()
     worker = Worker(WorkerConfig("t", spec, conf or {}, local_tasks=here, task_peers=remote),
                     transport=transport)
     worker.open()
@@ -90,7 +58,7 @@ def test_remote_ack_returning_through_the_transport_completes_the_root() -> None
     all_tasks = set(probe.layout.task_component)
     here = [tasks["f"][0], tasks["sink"][0], tasks["all"][0], tasks["__acker"][0]]
     there = sorted(all_tasks - set(here))
-    ta, tb = RecordingTransport(), RecordingTransport()
+    ta, tb = ScriptedTransport(), ScriptedTransport()
     conf = {"topology.acker.executors": 1}
     wa = Worker(WorkerConfig("t", spec, conf, local_tasks=here, task_peers={t: "b" for t in there}),
                 transport=ta)
@@ -111,8 +79,8 @@ def test_remote_ack_returning_through_the_transport_completes_the_root() -> None
 
 def test_refused_frames_are_kept_and_spouts_pause() -> None:
     feeder, capture = FeederSpout(["v", "meta"]), Capture()
-    transport = RecordingTransport()
-    transport.refuse = True
+    transport = ScriptedTransport()
+    transport.accept = False
     conf = {"topology.spout.max.batch.size": 1}  # backpressure is checked between spout rounds
     worker, transport, _tasks = half_worker(feeder, capture, conf, transport)
     for i in range(3):
@@ -120,7 +88,7 @@ def test_refused_frames_are_kept_and_spouts_pause() -> None:
     for _ in range(5):
         worker.run_once()
     assert transport.sent == [] and worker.stats()["f"]["emitted"] == 1  # paused after 1st
-    transport.refuse = False
+    transport.accept = True
     for _ in range(10):
         worker.run_once()
     frames = [t for _p, f in transport.sent for t in decode_frame(f)]

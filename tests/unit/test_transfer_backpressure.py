@@ -8,49 +8,14 @@ from collections import deque
 from collections.abc import Mapping
 
 import pytest
+from transport_fakes import ScriptedTransport
 
 import stormpy._native as native
 from stormpy.messaging.codec import decode_frame
-from stormpy.messaging.transport import Transport
 from stormpy.topology.errors import EmitError
 from stormpy.topology.tuple import Tuple
 from stormpy.worker.dispatch import Dispatch
 from stormpy.worker.transfer import Transfer
-
-
-class ScriptedTransport(Transport):
-    """Accepts or refuses each frame as told (``accept``: True, False, or a number of frames)."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, bytes]] = []
-        self.accept: bool | int = True
-        self.refused = 0
-
-    def set_peers(self, peers: Mapping[str, str]) -> None:
-        pass
-
-    def send(self, peer: str, frame: bytes) -> bool:
-        ok = self.accept if isinstance(self.accept, bool) else self.accept > 0
-        if not ok:
-            self.refused += 1
-            return False
-        if not isinstance(self.accept, bool):
-            self.accept -= 1
-        self.sent.append((peer, frame))
-        return True
-
-    def receive(self, max_frames: int) -> list[bytes]:
-        return []
-
-    def wait(self, timeout: float) -> None:
-        pass
-
-    def wake(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
 
 COMPONENTS = {1: "spout", 2: "bolt", 3: "bolt", 4: "far", 5: "far", 6: "other"}
 

@@ -5,41 +5,13 @@ from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import Mapping
 
 import pytest
+from transport_fakes import ScriptedTransport
 
 from stormpy import Bolt, TopologyBuilder, Tuple
-from stormpy.messaging.codec import decode_frame
-from stormpy.messaging.transport import Transport
 from stormpy.testing import Capture, FeederSpout
 from stormpy.worker import SimulatedClock, Worker, WorkerConfig, WorkerError
-
-
-class PeerTransport(Transport):
-    """Records (peer, destination task) of every tuple sent."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, int]] = []
-
-    def set_peers(self, peers: Mapping[str, str]) -> None:
-        pass
-
-    def send(self, peer: str, frame: bytes) -> bool:
-        self.sent.extend((peer, t[0]) for t in decode_frame(frame))
-        return True
-
-    def receive(self, max_frames: int) -> list[bytes]:
-        return []
-
-    def wait(self, timeout: float) -> None:
-        pass
-
-    def wake(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 def test_update_peers_moves_remote_tasks_and_drops_tuples_for_tasks_without_a_place() -> None:
@@ -52,18 +24,18 @@ def test_update_peers_moves_remote_tasks_and_drops_tuples_for_tasks_without_a_pl
     layout = Worker(WorkerConfig("t", spec, conf, local_tasks=[])).layout
     (spout,) = layout.component_tasks["feeder"]
     first, second = layout.component_tasks["sink"]
-    transport = PeerTransport()
+    transport = ScriptedTransport()
     worker = Worker(WorkerConfig("t", spec, conf, local_tasks=[spout],
                                  task_peers={first: "a", second: "a"}),
                     transport=transport, clock=SimulatedClock())
     worker.open()
     feeder.feed([1])
     worker.run_once()
-    assert sorted(transport.sent) == [("a", first), ("a", second)]
+    assert sorted(transport.sent_tasks()) == [("a", first), ("a", second)]
     worker.update_peers({first: "b"})  # second has no place for now
     feeder.feed([2])
     worker.run_once()
-    assert transport.sent[2:] == [("b", first)]
+    assert transport.sent_tasks()[2:] == [("b", first)]
     assert worker.dispatch.dropped == 1
 
 

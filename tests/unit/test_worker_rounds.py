@@ -9,39 +9,13 @@ from typing import Any
 
 import msgpack
 import pytest
+from transport_fakes import ScriptedTransport
 
 from stormpy import Bolt, Spout, TopologyBuilder, TopologyContext, Tuple
-from stormpy.messaging.transport import Transport
 from stormpy.testing import Capture, FeederSpout
 from stormpy.topology.fields import Fields
 from stormpy.worker import SimulatedClock, Worker, WorkerConfig, WorkerError
 from stormpy.worker.loop import EXECUTE_BUDGET, MAX_ERRORS_KEPT
-
-
-class InboxTransport(Transport):
-    """Hands the loop the frames put in ``inbox``; sends nowhere."""
-
-    def __init__(self) -> None:
-        self.inbox: list[bytes] = []
-
-    def set_peers(self, peers: Mapping[str, str]) -> None:
-        pass
-
-    def send(self, peer: str, frame: bytes) -> bool:
-        return True
-
-    def receive(self, max_frames: int) -> list[bytes]:
-        out, self.inbox = self.inbox[:max_frames], self.inbox[max_frames:]
-        return out
-
-    def wait(self, timeout: float) -> None:
-        pass
-
-    def wake(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
 
 
 def feeder_to_sink(parallelism: int = 1, ack: bool = True) -> tuple[FeederSpout, Capture, Any]:
@@ -119,7 +93,7 @@ def test_callbacks_count_as_work() -> None:
 
 def test_tuples_from_peers_carry_their_source_and_its_stream_fields() -> None:
     feeder, sink, spec = feeder_to_sink(parallelism=2)
-    transport = InboxTransport()
+    transport = ScriptedTransport()
     probe = Worker(WorkerConfig("t", spec, {}, local_tasks=[]))
     tasks = probe.layout.component_tasks
     here = [tasks["sink"][0]]
@@ -145,7 +119,7 @@ def test_tuples_from_peers_carry_their_source_and_its_stream_fields() -> None:
 
 def test_frames_are_taken_a_bounded_number_per_round() -> None:
     feeder, sink, spec = feeder_to_sink(parallelism=2)
-    transport = InboxTransport()
+    transport = ScriptedTransport()
     probe = Worker(WorkerConfig("t", spec, {}, local_tasks=[]))
     tasks = probe.layout.component_tasks
     here = [tasks["sink"][0]]
