@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from typing import Any
+
+from accesslogs.parsing import parse_line
 
 
 @dataclass
@@ -62,6 +67,23 @@ def accounting_ok(lines: int, malformed: int, requests: int, batch_records: int)
     or a malformed line, and the requests in Parquet are exactly the records of the batches that
     were acked — so no record is lost and none is counted twice."""
     return requests + malformed == lines and requests == batch_records
+
+
+def expected_aggregates(lines: Iterable[str]) -> tuple[dict[tuple[str, str, int], tuple[int, int]], int]:
+    """What the pipeline's aggregation must produce from ``lines``, recomputed in plain Python:
+    (UTC minute ``HH:MM``, path, status) -> (requests, bytes), and the number of malformed lines."""
+    requests: Counter[tuple[str, str, int]] = Counter()
+    size: Counter[tuple[str, str, int]] = Counter()
+    malformed = 0
+    for line in lines:
+        rec = parse_line(line)
+        if rec is None:
+            malformed += 1
+            continue
+        key = (datetime.fromtimestamp(rec.ts, UTC).strftime("%H:%M"), rec.path, rec.status)
+        requests[key] += 1
+        size[key] += rec.bytes
+    return {k: (n, size[k]) for k, n in requests.items()}, malformed
 
 
 def _pct(part: float, whole: float) -> str:

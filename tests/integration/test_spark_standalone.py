@@ -29,7 +29,6 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -57,8 +56,7 @@ import sparktx  # noqa: E402
 import trafficudf  # noqa: E402
 
 from accesslogs.generator import generate_lines  # noqa: E402
-from accesslogs.parsing import parse_line  # noqa: E402
-from accesslogs.report import accounting_ok  # noqa: E402
+from accesslogs.report import accounting_ok, expected_aggregates  # noqa: E402
 
 pytestmark = [pytest.mark.timeout(900), pytest.mark.zookeeper, pytest.mark.cluster,
               pytest.mark.spark]
@@ -167,22 +165,6 @@ def flagship_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copy(FLAGSHIP_TOPOLOGIES / "trafficudf.py", src / "trafficudf.py")
     return build_bundle(src, tmp_path_factory.mktemp("bundle") / "flagship.zip").path
 
-
-def expected_aggregates(lines: list[str]) -> tuple[Aggregates, int]:
-    """(minute, path, status) → (requests, bytes) recomputed in plain Python, and the malformed
-    count (as ``test_spark_flagship.py`` checks local mode against)."""
-    agg: Counter[tuple[str, str, int]] = Counter()
-    size: Counter[tuple[str, str, int]] = Counter()
-    malformed = 0
-    for line in lines:
-        rec = parse_line(line)
-        if rec is None:
-            malformed += 1
-            continue
-        key = (datetime.fromtimestamp(rec.ts, UTC).strftime("%H:%M"), rec.path, rec.status)
-        agg[key] += 1
-        size[key] += rec.bytes
-    return {k: (n, size[k]) for k, n in agg.items()}, malformed
 
 
 def parquet_aggregates(run_dir: Path) -> tuple[Aggregates, set[str]]:

@@ -4,8 +4,6 @@ input, and exact output after an injected batch failure and the spout's replay."
 from __future__ import annotations
 
 import json
-from collections import Counter
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +12,7 @@ import pytest
 import flagship
 from accesslogs.bolts import FAIL_BATCH_KEY
 from accesslogs.generator import generate_lines
-from accesslogs.parsing import parse_line
+from accesslogs.report import expected_aggregates
 from stormpy.testing import LocalCluster
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("spark")]
@@ -69,22 +67,6 @@ def parquet_aggregates(spark: Any, run_dir: str) -> dict[tuple[str, str, int], t
     return {(r["m"], r["path"], r["status"]): (r["r"], r["b"]) for r in rows}
 
 
-def expected_aggregates(lines: int, seed: int) -> tuple[dict[tuple[str, str, int], tuple[int, int]],
-                                                         int]:
-    """Aggregates recomputed in plain Python from the generator, and the malformed count."""
-    agg: Counter[tuple[str, str, int]] = Counter()
-    size: Counter[tuple[str, str, int]] = Counter()
-    malformed = 0
-    for line in generate_lines(lines, seed):
-        rec = parse_line(line)
-        if rec is None:
-            malformed += 1
-            continue
-        key = (datetime.fromtimestamp(rec.ts, UTC).strftime("%H:%M"), rec.path, rec.status)
-        agg[key] += 1
-        size[key] += rec.bytes
-    return {k: (n, size[k]) for k, n in agg.items()}, malformed
-
 
 def test_known_input_gives_exact_aggregates(tmp_path: Path, spark: Any) -> None:
     log = tmp_path / "known.log"
@@ -110,7 +92,7 @@ def test_failed_batch_is_replayed_and_every_record_counted_once(tmp_path: Path, 
     lines, seed = 1500, 11
     summary = run_pipeline(tmp_path, {FAIL_BATCH_KEY: 1}, lines=lines, seed=seed, batch_size=200,
                            batch_seconds=0.5)
-    expected, malformed = expected_aggregates(lines, seed)
+    expected, malformed = expected_aggregates(generate_lines(lines, seed))
     assert parquet_aggregates(spark, summary["run_dir"]) == expected
     assert summary["lines"] == summary["acked"] == lines
     assert 0 < summary["failed"] <= 200  # the tuples of batch 1, replayed
