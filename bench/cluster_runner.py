@@ -90,6 +90,7 @@ def run_topology(cluster: ProcessCluster, bundle: Path, name: str, n: int, ackin
             time.sleep(0.05)
         probe.sample(full=True)
         client.kill(name, wait_secs=0)
+        probe.wait_exited()  # a worker may still write its report while the directory goes
     first = min(c["first"] for c in counts if c["first"])
     first_emit = min((s["first_emit"] for s in spouts if s.get("first_emit")), default=first)
     end = max(c["last"] for c in counts if c["last"])
@@ -162,6 +163,12 @@ class WorkerProbe:
             self.peak_rss[pid] = max(self.peak_rss.get(pid, 0), rss)
             self.peak_uss[pid] = max(self.peak_uss.get(pid, 0), uss)
 
+    def wait_exited(self, timeout: float = 60.0) -> None:
+        """Wait until every worker process seen so far has exited (after the topology's kill)."""
+        import psutil
+
+        psutil.wait_procs(list(self.procs.values()), timeout=timeout)
+
     def cpu_between(self, start: float, end: float) -> float:
         """CPU seconds all workers used from ``start`` to ``end`` (linear between samples)."""
         return sum(_at(s, end) - _at(s, start) for s in self.cpu.values() if s)
@@ -218,6 +225,9 @@ def run_transactional(cluster: ProcessCluster, bundle: Path, name: str, n: int, 
             time.sleep(0.1)
         client.kill(name, wait_secs=0)
         emits = _read_reports(report, "emit")
+        probe = WorkerProbe(cluster, name)
+        probe.sample()
+        probe.wait_exited()  # a worker may still write its report while the directory goes
     emitted: dict[int, float] = {}
     for doc in emits:
         for txid, t in doc.items():

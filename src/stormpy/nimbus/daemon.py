@@ -155,12 +155,12 @@ class Nimbus(Daemon):
         so monitor rounds and RPC calls blocked on ZooKeeper fail at once and stopping stays prompt.
         """
         with self._lock:
+            if self.state is not None:  # first: the threads stopped below must not wait on ZooKeeper
+                self.state.begin_shutdown()
             if self.leadership is not None:
                 self.leadership.stop()
             if self.replicator is not None:
                 self.replicator.stop()
-            if self.state is not None:
-                self.state.begin_shutdown()
             if self.monitor is not None:
                 self.monitor.stop()
             if self.server is not None:
