@@ -14,6 +14,7 @@ credentials and region are set for the session when none are configured.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import socket
@@ -124,6 +125,8 @@ def moto_fixture(aws_env: None) -> Iterator[KinesisEndpoint]:
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
+    # its request log (one INFO line per call) would bury a failing test's report
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
     try:
         yield KinesisEndpoint(f"http://127.0.0.1:{port}")
     finally:

@@ -58,7 +58,7 @@ class CheckpointAuditor(threading.Thread):
         self.puts, self.out_dir = puts, out_dir
         self.stop_event = threading.Event()
         self.violations: list[str] = []
-        self.audits = 0
+        self.audits = 0  # audits that found stored checkpoints to check
         self.highest: dict[str, int] = {}
 
     def checkpoints(self) -> dict[str, int]:
@@ -83,8 +83,8 @@ class CheckpointAuditor(threading.Thread):
                     for s, seq, pk in list(self.puts):
                         if s == shard and int(seq) <= cp and (pk, seq) not in done:
                             self.violations.append(f"{shard}: checkpoint {cp} passes unprocessed {seq}")
-                self.audits += 1
-                time.sleep(0.2)
+                self.audits += bool(checkpoints)
+                time.sleep(0.1)
         finally:
             self.zk.stop()
             self.zk.close()
@@ -156,7 +156,8 @@ def test_kill9_spout_workers_twice_loses_nothing(cluster: ProcessCluster, moto_k
     finally:
         auditor.stop_event.set()
         auditor.join(timeout=30)
-    assert auditor.audits > 10
+    # the audits ran against stored checkpoints (their count depends on the machine's speed)
+    assert auditor.audits >= 3
     assert auditor.violations == []
     # the spout's metrics reach topology info (heartbeats) and `stormpy info`
     ends = {shard: max(int(s) for sh, s, _ in puts if sh == shard) for shard, _, _ in puts}

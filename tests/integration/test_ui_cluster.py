@@ -320,10 +320,14 @@ def test_metrics_consumer_and_daemon_counters_on_the_cluster(ui_cluster: Process
         assert point["task"] in point["worker_tasks"] and point["timestamp"] > 0
         assert point["points"]["emitted"] and "transferred" in point["points"]
 
-        # daemon counters: the submit uploaded a bundle and made RPCs; a killed worker is restarted
+        # daemon counters: the submit uploaded a bundle and made RPCs (Nimbus answers at once);
+        # the launch reaches /metrics with the supervisor's next heartbeat, which on a fast
+        # machine can come after the worker's first data point
         after = daemon_counters(c)
         assert after["uploads"] == before["uploads"] + 1 and after["upload_bytes"] > before["upload_bytes"]
-        assert after["rpc_calls"] > before["rpc_calls"] and after["launches"] > before["launches"]
+        assert after["rpc_calls"] > before["rpc_calls"]
+        wait_for(lambda: daemon_counters(c)["launches"] > before["launches"], 30,
+                 "the supervisor's worker launches to grow in /metrics", c)
         [(pid, _argv)] = c.worker_processes(tid)
         os.kill(pid, signal.SIGKILL)
         wait_for(lambda: daemon_counters(c)["restarts"] > before["restarts"], 90,
