@@ -30,6 +30,7 @@ from supervisor_kit import PACED_FILES, SupervisorEnv, paced_spec, processes_und
 from stormpy.cluster import ZkConnectionError, ZkStorage
 from stormpy.cluster.zkserver import INSTALL_HINT, ZooKeeperNotFound, ZooKeeperServer
 from stormpy.nimbus import NimbusClient
+from stormpy.nimbus.leadership import Leadership
 from stormpy.testing import free_ports, stays_unchanged
 from stormpy.testing.cluster import FAST_TIMEOUTS
 
@@ -87,18 +88,25 @@ def run_stormpy(env: SupervisorEnv, command: str, conf: dict[str, Any]) -> subpr
     out_path = env.log_dir / f"{command}.out"
     out_path.parent.mkdir(parents=True, exist_ok=True)
     with open(out_path, "wb") as out:
+        # PYTHONFAULTHANDLER: a SIGABRT prints every thread's stack (see sigterm_and_wait)
         return subprocess.Popen([sys.executable, "-m", "stormpy.cli", command, "--config", str(conf_path)],
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+                                start_new_session=True, env=dict(os.environ, PYTHONFAULTHANDLER="1"))
 
 
-def sigterm_and_wait(proc: subprocess.Popen[bytes], what: str) -> int:
-    """SIGTERM ``proc`` and return its exit code; fail naming ``what`` if it outlives the wait."""
+def sigterm_and_wait(proc: subprocess.Popen[bytes], what: str, env: SupervisorEnv, command: str) -> int:
+    """SIGTERM ``proc`` and return its exit code; fail naming ``what`` if it outlives the wait,
+    with the stacks of its threads (SIGABRT, faulthandler) and the end of its output."""
     proc.send_signal(signal.SIGTERM)
     try:
         return proc.wait(EXIT_WAIT_SECS)
     except subprocess.TimeoutExpired:
-        pytest.fail(f"{what} still runs {EXIT_WAIT_SECS:g} s after SIGTERM with ZooKeeper down")
+        proc.send_signal(signal.SIGABRT)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(10)
+        out = (env.log_dir / f"{command}.out").read_text(errors="replace")[-6000:]
+        pytest.fail(f"{what} still runs {EXIT_WAIT_SECS:g} s after SIGTERM with ZooKeeper down; "
+                    f"its stacks and output:\n{out}")
 
 
 def kill_quietly(proc: subprocess.Popen[bytes]) -> None:
@@ -149,6 +157,48 @@ def test_storage_operations_are_bounded_while_zookeeper_is_down(
     assert not any(c.is_alive() for c in closers), "close() blocked with ZooKeeper down"
 
 
+def test_leader_election_reads_are_bounded_while_zookeeper_is_down(
+        private_zookeeper: ZooKeeperServer) -> None:
+    """The leader lock read with the storage's bounded operations (what kazoo's recipe reads,
+    in the same order), and a Nimbus start waiting for the election to settle gives up as soon
+    as a stop is requested (SIGTERM during start), ZooKeeper down or not."""
+    path = f"{ZK_ROOT}/leader-lock"
+    storage = ZkStorage(private_zookeeper.connect_string, ZK_ROOT,
+                        session_timeout_secs=SESSION_TIMEOUT_MS / 1000).start()
+    holder = storage.lock(path, "127.0.0.1:6627")
+    waiter = storage.lock(path, "127.0.0.1:6628")
+    try:
+        assert holder.acquire(timeout=10)
+        # it waits in line until ZooKeeper goes away below (then kazoo raises: ignored)
+        queued = threading.Thread(target=_call, args=(waiter.acquire, True, 30), daemon=True)
+        queued.start()
+        wait_for(lambda: len(storage.lock_contenders(path)) == 2, 10, "the second contender")
+        assert storage.lock_contenders(path) == holder.contenders() == ["127.0.0.1:6627", "127.0.0.1:6628"]
+        assert storage.lock_contenders(f"{ZK_ROOT}/no-lock") == []
+
+        election = Leadership(storage, path, "127.0.0.1:6629", on_elected=lambda: None,
+                              on_deposed=lambda: None)  # not started: only its queries
+        assert election.leader_address() == "127.0.0.1:6627"
+        private_zookeeper.stop()
+        wait_for(lambda: not storage.connected, 20, "the storage to notice ZooKeeper is gone")
+        assert election.leader_address() is None  # at once: no connection, no wait
+        settled: list[bool] = []
+        caller = threading.Thread(target=lambda: settled.append(election.wait_settled(60)))
+        caller.start()
+        caller.join(0.5)
+        assert caller.is_alive(), "wait_settled returned with no leader known"
+        storage.begin_shutdown()  # what Nimbus.request_stop does
+        caller.join(EXIT_WAIT_SECS)
+        assert not caller.is_alive() and settled == [False]
+        with pytest.raises(ZkConnectionError, match="stopping"):
+            storage.lock_contenders(path)
+    finally:
+        waiter.cancel()
+        closer = threading.Thread(target=storage.close)
+        closer.start()
+        closer.join(EXIT_WAIT_SECS)
+
+
 def _call(fn: Any, *args: Any) -> Any:
     try:
         return fn(*args)
@@ -165,7 +215,7 @@ def test_supervisor_with_a_worker_exits_on_sigterm_while_zookeeper_is_down(
         (sid, _), = wait_for(lambda: env.state.supervisors(), 30, "the supervisor to register").items()
         start_one_worker(env, sid, port, "outage-1")
         private_zookeeper.stop()
-        assert sigterm_and_wait(proc, "the supervisor") == 0
+        assert sigterm_and_wait(proc, "the supervisor", env, "supervisor") == 0
     finally:
         kill_quietly(proc)
     assert processes_under(env.base) == [], "the supervisor left processes behind"
@@ -216,7 +266,7 @@ def test_nimbus_exits_on_sigterm_while_zookeeper_is_down(
             wait_for(lambda: client.ping(2), 30, "Nimbus to answer")
             assert "supervisors" in client.cluster_info()
         private_zookeeper.stop()
-        assert sigterm_and_wait(proc, "Nimbus") == 0
+        assert sigterm_and_wait(proc, "Nimbus", env, "nimbus") == 0
     finally:
         kill_quietly(proc)
     assert processes_under(env.base) == []

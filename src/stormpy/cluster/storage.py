@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -65,6 +66,9 @@ __all__ = ["ZkStorage", "hosts_from_config"]
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+#: A contender node of kazoo's Lock recipe (``<uuid>__lock__<10-digit sequence>``).
+_LOCK_NODE = re.compile(r"__lock__(-?\d{10})$")
 
 #: Longest single wait for an answer; bounds how late an operation notices a shutdown or its deadline.
 _SLICE_SECS = 0.1
@@ -225,6 +229,20 @@ class ZkStorage:
         recipe behind Nimbus leader election. Its calls are kazoo's own (not bounded like the
         operations here); the lock's node is ephemeral, so it is lost with the session."""
         return Lock(self._client, self.check_path(path), identifier)
+
+    def lock_contenders(self, path: str) -> list[str]:
+        """The contender identifiers of the kazoo Lock at ``path``, in lock order (the holder
+        first), like ``Lock.contenders()`` but read with this storage's bounded operations: it
+        fails with ZkConnectionError instead of waiting for ZooKeeper without end, and at once
+        after :meth:`begin_shutdown` when there is no connection. ``[]`` when nobody contends."""
+        nodes = sorted((match.group(1), name) for name in self.children(path)
+                       if (match := _LOCK_NODE.search(name)) is not None)
+        contenders = []
+        for _sequence, name in nodes:
+            data = self.get(f"{path}/{name}")
+            if data is not None:
+                contenders.append(data.decode("utf-8"))
+        return contenders
 
     # -- helpers -------------------------------------------------------------------------------
     def check_path(self, path: str) -> str:

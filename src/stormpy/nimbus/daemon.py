@@ -143,7 +143,8 @@ class Nimbus(Daemon):
         self.replicator.start()
         self.leadership = Leadership(self.state.storage, self.state.paths.nimbus_leader(), self.address,
                                      on_elected=self._on_elected, on_deposed=self._on_deposed).start()
-        if not self.leadership.wait_settled(float(conf["storm.zookeeper.connection.timeout"]) / 1000):
+        if (not self.leadership.wait_settled(float(conf["storm.zookeeper.connection.timeout"]) / 1000)
+                and not self.stop_requested):
             log.warning("no Nimbus leader elected yet; this one keeps contending")
         log.info("Nimbus %s (stormpy %s) serving on %s:%d, local dir %s", self.nimbus_id, __version__,
                  self.host, self.port, self.dirs.local_dir)
@@ -175,6 +176,14 @@ class Nimbus(Daemon):
                 self._shut_down = True
                 log.info("Nimbus %s stopped", self.nimbus_id)
             self.request_stop()  # run_forever in another thread returns
+
+    def request_stop(self) -> None:
+        """Also put the ZooKeeper state into shutdown mode (a flag: safe in a signal handler), so
+        a start still waiting on an unreachable ZooKeeper (the leader election) gives up at once."""
+        state = self.state
+        if state is not None:
+            state.begin_shutdown()
+        super().request_stop()
 
     def __enter__(self) -> Nimbus:
         return self.start()

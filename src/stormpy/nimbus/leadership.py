@@ -14,7 +14,9 @@ Contract of :class:`Leadership`:
 * :meth:`is_leader` is false while the ZooKeeper connection is suspended, so a leader cut off from
   ZooKeeper refuses writes at once rather than racing a successor.
 * :meth:`leader_address` is the address of the current lock holder (first contender), or None when
-  nobody holds it or ZooKeeper cannot be read.
+  nobody holds it or ZooKeeper cannot be read: it reads with the storage's bounded operations
+  (None at once without a connection), and :meth:`wait_settled` gives up once the storage is
+  shutting down, so a daemon stopped during its start never waits on an unreachable ZooKeeper.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from kazoo.exceptions import KazooException
 from kazoo.recipe.lock import Lock
 
 from stormpy.cluster import ZkStorage
+from stormpy.cluster.errors import ClusterStateError
 
 __all__ = ["Leadership"]
 
@@ -51,7 +54,6 @@ class Leadership:
         self._lost = threading.Event()
         self._stop = threading.Event()
         self._lock: Lock | None = None
-        self._probe = storage.lock(path, address)
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -75,7 +77,8 @@ class Leadership:
     def wait_settled(self, timeout_secs: float) -> bool:
         """Wait until this Nimbus leads or another one is known to; True when settled in time."""
         deadline = time.monotonic() + timeout_secs
-        while time.monotonic() < deadline and not self._stop.is_set():
+        while (time.monotonic() < deadline and not self._stop.is_set()
+               and not self.storage.shutting_down):
             if self.is_leader():
                 return True
             leader = self.leader_address()
@@ -93,9 +96,11 @@ class Leadership:
         """``host:port`` of the lock holder, or None (no leader, or ZooKeeper unreadable)."""
         if self.is_leader():
             return self.address
+        if not self.storage.connected:
+            return None
         try:
-            contenders = self._probe.contenders()
-        except (KazooException, OSError) as exc:
+            contenders = self.storage.lock_contenders(self.path)
+        except (ClusterStateError, KazooException, OSError) as exc:
             log.debug("cannot read the Nimbus leader lock: %s", exc)
             return None
         return str(contenders[0]) if contenders else None
