@@ -41,6 +41,8 @@ class GatedBolt(SparkBatchBolt):
     def execute(self, tup: Tuple) -> None:
         if tup.is_tick():
             self.state["ticks"] += 1
+        else:
+            self.state["seen"] += 1
         super().execute(tup)
 
     def process_batch(self, df: Any, batch_id: int) -> Any:
@@ -53,7 +55,7 @@ class GatedBolt(SparkBatchBolt):
 
 @pytest.fixture
 def state() -> Iterator[dict[str, Any]]:
-    shared: dict[str, Any] = {"ticks": 0, "batches": [], "gate": threading.Event()}
+    shared: dict[str, Any] = {"ticks": 0, "seen": 0, "batches": [], "gate": threading.Event()}
     shared["key"] = registry.register(shared)
     try:
         yield shared
@@ -149,3 +151,31 @@ def test_a_batch_due_while_spark_is_busy_keeps_collecting(state: dict[str, Any])
         state["gate"].set()
         cluster.wait_for(lambda: len(feeder.acked) == 5, 60, "every tuple acked")
     assert state["batches"] == [(0, [0, 1]), (1, [2, 3, 4])]
+
+
+def test_the_executor_loop_releases_the_gil_while_a_batch_is_in_spark(
+        state: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a batch is in Spark the bolt gives the GIL up every 16 tuples it adds (so the
+    batch's py4j calls need not wait out the switch interval); never while Spark is idle."""
+    import stormpy.connectors.spark.bolt as bolt_module
+
+    released: list[int] = []
+    monkeypatch.setattr(bolt_module, "_release_gil", lambda: released.append(len(state["batches"])))
+    feeder = FeederSpout(["k", "v"])
+    with LocalCluster(simulated_time=True) as cluster:
+        cluster.submit_topology("yields", {}, topology(feeder, state, batch_size=40,
+                                                       batch_seconds=2, max_in_flight=1))
+        for i in range(20):  # Spark idle: no release
+            feeder.feed(["a", i], msg_id=i)
+        cluster.wait_for(lambda: state["seen"] == 20, 10, "the first tuples executed")
+        assert released == []
+        advance_while_spark_runs(cluster, state, 2)  # the batch comes due and starts in Spark
+        wait_for(lambda: state["batches"], 60, "the first batch's Spark job to start")
+        for i in range(20, 53):  # 33 added while it runs: released after the 16th and the 32nd
+            feeder.feed(["a", i], msg_id=i)
+        cluster.wait_for(lambda: state["seen"] == 53, 10, "the tuples added while the batch runs executed")
+        assert released == [1, 1]
+        state["gate"].set()
+        wait_for(lambda: len(state["batches"]) == 2 or advance_while_spark_runs(cluster, state, TICK),
+                 60, "the second batch to come due and run")
+        cluster.wait_for(lambda: len(feeder.acked) == 53, 60, "every tuple acked")
