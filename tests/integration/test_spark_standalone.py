@@ -42,6 +42,7 @@ from cluster_kit import (  # noqa: F401 - fixtures
 
 from stormpy.bundle import build_bundle
 from stormpy.local.spark_cluster import SparkStandalone
+from stormpy.testing import WaitTimeout
 from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
 
 SPARK_TOPOLOGIES = HERE / "spark_topologies"
@@ -346,7 +347,14 @@ def test_spark_cluster_outage_fails_batches_then_resumes_with_nothing_lost(
         timeout = any("SparkBatchTimeout" in e for e in errors)
         return errors if timeout and any("SparkMasterUnreachable" in e for e in errors) else []
 
-    wait_for(reported, 60, "the batch timeout and the unreachable master to be reported", cluster)
+    try:
+        wait_for(reported, 60, "the batch timeout and the unreachable master to be reported", cluster)
+    except WaitTimeout as exc:
+        logged = [line[-300:] for _, line in cluster.iter_log_lines("Spark") if " ERROR " in line
+                  or "WARNING" in line][-20:]
+        seen = [e.message[:200] for e in cluster.state.errors(tid, "aggregate")]
+        raise AssertionError(f"reported: {seen}; batches: {sparkagg.batches(out)[-8:]}; "
+                             f"logged: {logged}\n{exc}") from None
     record_timing("spark standalone outage: cluster down -> both failures reported",
                   time.time() - down_at)
 
