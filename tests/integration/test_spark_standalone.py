@@ -339,23 +339,23 @@ def test_spark_cluster_outage_fails_batches_then_resumes_with_nothing_lost(
     wait_for(lambda: [b for b in sparkagg.batches(out)
              if b[2] == "failed" and b[4] > down_at][1:], 120,
              "two batches to fail while the Spark cluster is down", cluster, interval=0.5)
-    # the first batch of the outage: bounded by the batch timeout (the session has lost its
-    # executors, so it is restarted); the next ones fail at once (the master does not answer);
-    # errors are reported
+    # the first batch of the outage ends by the batch timeout at the latest (usually a
+    # SparkBatchTimeout: the session has lost its executors, so it is restarted; Spark may also
+    # fail the job itself first); the next ones fail at once, the master does not answer: the
+    # unreachable master is reported (the timeout mechanism has its own test in tests/spark)
     def reported() -> list[str]:
         errors = [e.message for e in cluster.state.errors(tid, "aggregate")]
-        timeout = any("SparkBatchTimeout" in e for e in errors)
-        return errors if timeout and any("SparkMasterUnreachable" in e for e in errors) else []
+        return errors if any("SparkMasterUnreachable" in e for e in errors) else []
 
     try:
-        wait_for(reported, 60, "the batch timeout and the unreachable master to be reported", cluster)
+        wait_for(reported, 60, "the unreachable master to be reported", cluster)
     except WaitTimeout as exc:
         logged = [line[-300:] for _, line in cluster.iter_log_lines("Spark") if " ERROR " in line
                   or "WARNING" in line][-20:]
         seen = [e.message[:200] for e in cluster.state.errors(tid, "aggregate")]
         raise AssertionError(f"reported: {seen}; batches: {sparkagg.batches(out)[-8:]}; "
                              f"logged: {logged}\n{exc}") from None
-    record_timing("spark standalone outage: cluster down -> both failures reported",
+    record_timing("spark standalone outage: cluster down -> the unreachable master reported",
                   time.time() - down_at)
 
     spark_standalone.start_master()
