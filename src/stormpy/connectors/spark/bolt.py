@@ -451,8 +451,7 @@ class SparkBatchBolt(Bolt):
         self._pump()
         self._close_due()
         if error is None:
-            for t in batch.tuples:
-                self.ack(t)
+            self.ack_many(batch.tuples)  # one compiled loop for the whole batch
             self.batches_ok += 1
         else:
             for t in batch.tuples:
