@@ -25,7 +25,7 @@ import sys
 from bench.runners import TOPOLOGIES  # noqa: F401 - puts bench/topologies on sys.path
 
 
-def run(n: int, workload: str, acking: bool, batch: bool, columns: bool = False) -> int:
+def run(n: int, workload: str, acking: bool, batch: bool, columns: bool | str = False) -> int:
     from bench_wordcount import build
     from bench_workload import sentences
 
@@ -55,6 +55,7 @@ def count(n: int, args: argparse.Namespace) -> tuple[int, int]:
     cmd += [sys.executable, "-m", "bench.instructions", "--run", str(n), "--workload",
             args.workload]
     cmd += ["--acking"] * args.acking + ["--batch"] * args.batch + ["--columns"] * args.columns
+    cmd += ["--per-sentence"] * args.per_sentence
     out = subprocess.run(cmd, capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONHASHSEED": "0"})
     m = re.search(r"Collected : (\d+)", out.stderr)
@@ -70,7 +71,10 @@ def main() -> None:
     parser.add_argument("--acking", action="store_true")
     parser.add_argument("--batch", action="store_true", help="the execute_batch bolts")
     parser.add_argument("--columns", action="store_true",
-                        help="the columnar bolts (execute_columns)")
+                        help="the columnar bolts (execute_columns), one batch per split round")
+    parser.add_argument("--per-sentence", action="store_true",
+                        help="with --columns: one batch per sentence (per-tuple replay "
+                             "granularity)")
     parser.add_argument("--small", type=int, default=3000)
     parser.add_argument("--large", type=int, default=9000)
     parser.add_argument("--loop", action="store_true",
@@ -79,11 +83,13 @@ def main() -> None:
     parser.add_argument("--run", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run:
-        print("words", run(args.run, args.workload, args.acking, args.batch, args.columns))
+        columns: bool | str = "sentence" if args.columns and args.per_sentence else args.columns
+        print("words", run(args.run, args.workload, args.acking, args.batch, columns))
         return
     import stormpy._native as native
 
-    form = "columns" if args.columns else "batch" if args.batch else "per-tuple"
+    form = ("columns per sentence" if args.per_sentence else "columns") if args.columns else \
+        "batch" if args.batch else "per-tuple"
 
     if args.loop:
         if not native.COMPILED:

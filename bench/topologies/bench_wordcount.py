@@ -14,7 +14,8 @@ gets one ``ColumnBatch`` per round and counts its word column, and (``running``)
 ``[word, count]`` pairs of a batch with one ``emit_many`` anchored to it to the sink
 (``execute_columns``), which counts them. The work per word is the same; what differs is the
 replay granularity with acking: a batch is one node of the tuple tree, so a failed batch fails
-(and replays) every sentence of its round.
+(and replays) every sentence of its round. ``columns="sentence"`` keeps the per-tuple forms'
+granularity instead: one ``emit_many`` (so one batch per count task) per sentence.
 
 The last bolt reports its own timing to files under ``report_dir`` (tuple-level timestamps; a
 heartbeat every second would be far too coarse to time a run):
@@ -146,6 +147,19 @@ class BenchSplitColumns(Bolt):
 
     def execute_batch(self, tuples: list[Tuple]) -> None:
         self.emit_many([[word] for tup in tuples for word in tup.values[0].split()], tuples)
+        self.ack_many(tuples)
+
+
+class BenchSplitColumnsPerSentence(Bolt):
+    """The columnar form with the per-tuple forms' replay granularity: one ``emit_many`` per
+    sentence, anchored to it (a batch of that sentence's words per count task)."""
+
+    outputs = ["word"]
+
+    def execute_batch(self, tuples: list[Tuple]) -> None:
+        emit_many = self.emit_many
+        for tup in tuples:
+            emit_many([[word] for word in tup.values[0].split()], tup)
         self.ack_many(tuples)
 
 
@@ -297,7 +311,7 @@ class BenchSinkColumns(BenchSink):
 
 
 def build(count: int, reliable: bool, *, workload: str = "final", batch: bool = False,
-          columns: bool = False, split: int = 1, counters: int = 1, spouts: int = 1, rate: float = 0.0,
+          columns: bool | str = False, split: int = 1, counters: int = 1, spouts: int = 1, rate: float = 0.0,
           report_dir: str | None = None, local_split: bool = False):
     """The bench word count: sentences → split (shuffle) → count (fields on word), and for the
     ``running`` workload → sink (fields on word). ``local_split``: sentences go to a split task
@@ -310,7 +324,8 @@ def build(count: int, reliable: bool, *, workload: str = "final", batch: bool = 
     b.set_spout("sentences", BenchSentenceSpout, spouts,
                 kwargs={"count": count, "reliable": reliable, "rate": rate,
                         "report_dir": report_dir})
-    splitter = b.set_bolt("split", BenchSplitColumns if columns else
+    splitter = b.set_bolt("split", BenchSplitColumnsPerSentence if columns == "sentence" else
+                          BenchSplitColumns if columns else
                           BenchSplitBatch if batch else BenchSplit, split)
     if local_split:
         splitter.local_or_shuffle_grouping("sentences")
