@@ -116,3 +116,46 @@ def test_bad_anchors_are_refused_naming_the_component() -> None:
     worker.run_once()
     assert len(col.queue) == 0 and worker.dispatch.queued_rows[col.task_id] == 0
     assert col.stats.executed == col.stats.acked == 2
+
+
+class RoundSplit(Bolt):
+    outputs = ["word"]
+
+    def execute_batch(self, tuples: list[Tuple]) -> None:
+        self.emit_many([[w] for t in tuples for w in t.values[0].split()], tuples)
+        self.ack_many(tuples)
+
+
+class RunningCount(Bolt):
+    outputs = ["word", "count"]
+
+    def prepare(self, conf: Any, context: Any) -> None:
+        self.counts: dict[str, int] = {}
+
+    def execute_columns(self, batch: ColumnBatch) -> None:
+        pairs = []
+        for w in batch.column("word"):
+            self.counts[w] = self.counts.get(w, 0) + 1
+            pairs.append([w, self.counts[w]])
+        self.emit_many(pairs, batch)
+        self.ack(batch)
+
+
+def test_complete_topology_sees_every_tuple_of_the_batches_across_workers() -> None:
+    from stormpy.testing import complete_topology
+
+    b = TopologyBuilder()
+    b.set_spout("sentences", FeederSpout(["sentence"]))
+    b.set_bolt("split", RoundSplit, 2).shuffle_grouping("sentences")
+    b.set_bolt("count", RunningCount, 2).fields_grouping("split", ["word"])
+    sentences = [[f"w{i % 7} w{i % 3} shared"] for i in range(60)]
+    result = complete_topology(b.create_topology(), {"sentences": sentences},
+                               {"topology.acker.executors": 2}, workers=2)
+    words = [w for s in sentences for w in s[0].split()]
+    assert sorted(result.tuples("split")) == sorted([w] for w in words)
+    final: dict[str, int] = {}
+    for word, count in result.tuples("count"):
+        final[word] = max(final.get(word, 0), count)
+    assert final == {w: words.count(w) for w in set(words)}
+    assert result.acked("sentences") == list(range(60))
+    assert result.stats["count"]["executed"] == len(words)
