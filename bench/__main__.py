@@ -32,7 +32,8 @@ from bench.runners import sentences
 RESULTS = Path(__file__).parent / "results"
 PLAIN = "plain python loop"
 BYTEWAX = "bytewax (1 worker)"
-FORMS = {"per-tuple": False, "batch": True}
+#: stormpy bolt forms: per-tuple (execute), batch (execute_batch), columns (execute_columns)
+FORMS = ("per-tuple", "batch", "columns")
 
 
 def interleaved(runs: dict[str, Callable[[], tuple[int, float]]],
@@ -54,7 +55,8 @@ def main() -> None:
     parser.add_argument("--workloads", nargs="*", default=list(runners.WORKLOADS),
                         choices=runners.WORKLOADS)
     parser.add_argument("--forms", nargs="*", default=list(FORMS), choices=list(FORMS),
-                        help="stormpy bolts: per-tuple (execute) and/or batch (execute_batch)")
+                        help="stormpy bolts: per-tuple (execute), batch (execute_batch) and/or "
+                             "columns (execute_columns)")
     parser.add_argument("--only", nargs="*", help="run only runners whose name contains these")
     parser.add_argument("--output", type=Path, default=RESULTS / "latest.json",
                         help="where to write the JSON results")
@@ -82,7 +84,8 @@ def main() -> None:
         for form in args.forms:
             for acking in (False, True):
                 local[f"{w}: stormpy local, acking {'on' if acking else 'off'}, {form}"] = \
-                    partial(runners.stormpy_local, n, w, acking, FORMS[form])
+                    partial(runners.stormpy_local, n, w, acking, form == "batch",
+                            columns=form == "columns")
     chosen = {name: run for name, run in local.items() if wanted(name)}
     for name, rates in interleaved(chosen, args.repeat).items():
         record(name, name.split(":")[0], words, rates)

@@ -35,7 +35,7 @@ from bench.runners import sentences
 
 RESULTS = Path(__file__).parent / "results"
 BYTEWAX_2 = "bytewax (2 processes, 2 partitions)"
-FORMS = {"per-tuple": False, "batch": True}
+FORMS = ("per-tuple", "batch", "columns")
 
 
 def stormpy_name(workload: str, acking: bool, form: str) -> str:
@@ -99,7 +99,7 @@ def main() -> None:
                         name = stormpy_name(w, ack == "on", form)
                         raw.setdefault(name, []).append(cluster_runner.run_topology(
                             cluster, bundle, f"bench-{w}-{ack}-{form}-{i}", n, ack == "on",
-                            workload=w, batch=FORMS[form]))
+                            workload=w, batch=form == "batch", columns=form == "columns"))
                         loads.append(os.getloadavg()[0])
             console.print(f"round {i + 1}/{args.rounds} done (load average {os.getloadavg()[0]:.1f})")
         if args.latency_rate > 0:

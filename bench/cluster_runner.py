@@ -48,8 +48,9 @@ def _read_reports(report: Path, prefix: str) -> list[dict[str, Any]]:
 def run_topology(cluster: ProcessCluster, bundle: Path, name: str, n: int, acking: bool,
                  rate: float = 0.0, timeout: float = 600.0, workload: str = "final",
                  batch: bool = False, workers: int = 2,
-                 conf: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Submit the bench word count (``workload``, per-tuple or ``batch`` bolts) over ``workers``
+                 conf: dict[str, Any] | None = None, columns: bool = False) -> dict[str, Any]:
+    """Submit the bench word count (``workload``; per-tuple, ``batch`` or ``columns`` bolts) over
+    ``workers``
     workers (``conf``: more topology settings; ``rate``: sentences/s in all, 0 = flat out),
     wait until every word is counted (and, with acking, every sentence acked), kill it.
 
@@ -65,7 +66,8 @@ def run_topology(cluster: ProcessCluster, bundle: Path, name: str, n: int, ackin
         # one spout task per worker, each splitting its own share of the sentences in its own
         # worker (as each Bytewax process reads and splits one partition); words cross to the
         # other worker by the fields grouping, as Bytewax exchanges them by key
-        spec = build(n, acking, workload=workload, batch=batch, split=workers, counters=workers,
+        spec = build(n, acking, workload=workload, batch=batch, columns=columns, split=workers,
+                     counters=workers,
                      spouts=workers, rate=rate / workers, report_dir=str(report),
                      local_split=True)
         topology_conf = {"topology.workers": workers,

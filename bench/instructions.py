@@ -1,7 +1,8 @@
 """Instructions per word of the local word count, counted with callgrind (repeatable on a noisy
 machine, unlike time).
 
-``python -m bench.instructions [--workload final|running] [--acking] [--batch]`` runs the bench
+``python -m bench.instructions [--workload final|running] [--acking] [--batch | --columns]`` runs
+the bench
 topology twice under ``valgrind --tool=callgrind`` (``--small`` and ``--large`` sentences) and
 prints (instructions of the large run - those of the small run) / (words of the difference):
 start-up, imports and the workload's generation cancel out. ``--run N`` (used by the above) runs
@@ -24,7 +25,7 @@ import sys
 from bench.runners import TOPOLOGIES  # noqa: F401 - puts bench/topologies on sys.path
 
 
-def run(n: int, workload: str, acking: bool, batch: bool) -> int:
+def run(n: int, workload: str, acking: bool, batch: bool, columns: bool | str = False) -> int:
     from bench_wordcount import build
     from bench_workload import sentences
 
@@ -35,8 +36,8 @@ def run(n: int, workload: str, acking: bool, batch: bool) -> int:
     words = sum(len(s.split()) for s in lines)
     conf = {"topology.acker.executors": 1 if acking else 0,
             "topology.max.spout.pending": 5000 if acking else None}
-    worker = Worker(WorkerConfig("instructions", build(n, acking, workload=workload, batch=batch),
-                                 conf))
+    worker = Worker(WorkerConfig("instructions", build(n, acking, workload=workload, batch=batch,
+                                                       columns=columns), conf))
     worker.tune_gc()
     worker.open()
     last = "sink" if workload == "running" else "count"
@@ -53,7 +54,8 @@ def count(n: int, args: argparse.Namespace) -> tuple[int, int]:
         cmd.append("--toggle-collect=CPyDef_loop___Worker___run_once")
     cmd += [sys.executable, "-m", "bench.instructions", "--run", str(n), "--workload",
             args.workload]
-    cmd += ["--acking"] * args.acking + ["--batch"] * args.batch
+    cmd += ["--acking"] * args.acking + ["--batch"] * args.batch + ["--columns"] * args.columns
+    cmd += ["--per-sentence"] * args.per_sentence
     out = subprocess.run(cmd, capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONHASHSEED": "0"})
     m = re.search(r"Collected : (\d+)", out.stderr)
@@ -68,6 +70,11 @@ def main() -> None:
     parser.add_argument("--workload", default="final", choices=["final", "running"])
     parser.add_argument("--acking", action="store_true")
     parser.add_argument("--batch", action="store_true", help="the execute_batch bolts")
+    parser.add_argument("--columns", action="store_true",
+                        help="the columnar bolts (execute_columns), one batch per split round")
+    parser.add_argument("--per-sentence", action="store_true",
+                        help="with --columns: one batch per sentence (per-tuple replay "
+                             "granularity)")
     parser.add_argument("--small", type=int, default=3000)
     parser.add_argument("--large", type=int, default=9000)
     parser.add_argument("--loop", action="store_true",
@@ -76,22 +83,26 @@ def main() -> None:
     parser.add_argument("--run", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run:
-        print("words", run(args.run, args.workload, args.acking, args.batch))
+        columns: bool | str = "sentence" if args.columns and args.per_sentence else args.columns
+        print("words", run(args.run, args.workload, args.acking, args.batch, columns))
         return
     import stormpy._native as native
+
+    form = ("columns per sentence" if args.per_sentence else "columns") if args.columns else \
+        "batch" if args.batch else "per-tuple"
 
     if args.loop:
         if not native.COMPILED:
             parser.error(f"--loop needs the compiled tuple path ({native.PURE_REASON})")
         ins, words = count(args.large, args)
         print(f"{args.workload}, acking {'on' if args.acking else 'off'}, "
-              f"{'batch' if args.batch else 'per-tuple'}, compiled, executor loop only: "
+              f"{form}, compiled, executor loop only: "
               f"{ins / words:,.0f} instructions per word")
         return
 
     (i1, w1), (i2, w2) = count(args.small, args), count(args.large, args)
     print(f"{args.workload}, acking {'on' if args.acking else 'off'}, "
-          f"{'batch' if args.batch else 'per-tuple'}, "
+          f"{form}, "
           f"{'compiled' if native.COMPILED else 'pure'}: {(i2 - i1) / (w2 - w1):,.0f} "
           "instructions per word")
 

@@ -55,9 +55,10 @@ def plain_loop(n: int, workload: str) -> tuple[int, float]:
 
 
 def stormpy_local(n: int, workload: str, acking: bool, batch: bool = False,
-                  max_pending: int = 5000) -> tuple[int, float]:
+                  max_pending: int = 5000, columns: bool = False) -> tuple[int, float]:
     """stormpy local mode (one worker, one executor loop); acking on = every sentence tracked;
-    ``batch``: the bolts' batch form (``execute_batch``)."""
+    ``batch``: the bolts' batch form (``execute_batch``); ``columns``: the columnar form (one
+    ``ColumnBatch`` per split round and count task, ``execute_columns``)."""
     words = _words(n)
     conf = {"topology.acker.executors": 1 if acking else 0,
             "topology.max.spout.pending": max_pending if acking else None}
@@ -65,7 +66,8 @@ def stormpy_local(n: int, workload: str, acking: bool, batch: bool = False,
     with LocalCluster() as cluster:
         t0 = time.perf_counter()
         worker = cluster.submit_topology(
-            "bench", conf, build(n, reliable=acking, workload=workload, batch=batch))
+            "bench", conf, build(n, reliable=acking, workload=workload, batch=batch,
+                                 columns=columns))
 
         def done() -> bool:
             stats = worker.stats()

@@ -7,7 +7,15 @@ Two workloads, the same as the Bytewax dataflows of ``bench/bytewax_flows.py``:
   (fields on word) that counts what it receives (Bytewax: ``stateful_map`` → sink).
 
 Each bolt comes in the per-tuple form (``execute``) and, with ``batch=True``, the batch form
-(``execute_batch`` with ``emit_many``/``ack_many``); both do the same work.
+(``execute_batch`` with ``emit_many``/``ack_many``); both do the same work. With
+``columns=True``, the columnar form: the split bolt emits the words of every sentence it got in a
+round with ONE ``emit_many`` anchored to all those sentences, so the count bolt (``execute_columns``)
+gets one ``ColumnBatch`` per round and counts its word column, and (``running``) emits the
+``[word, count]`` pairs of a batch with one ``emit_many`` anchored to it to the sink
+(``execute_columns``), which counts them. The work per word is the same; what differs is the
+replay granularity with acking: a batch is one node of the tuple tree, so a failed batch fails
+(and replays) every sentence of its round. ``columns="sentence"`` keeps the per-tuple forms'
+granularity instead: one ``emit_many`` (so one batch per count task) per sentence.
 
 The last bolt reports its own timing to files under ``report_dir`` (tuple-level timestamps; a
 heartbeat every second would be far too coarse to time a run):
@@ -25,7 +33,7 @@ from typing import Any
 
 from bench_workload import sentences
 
-from stormpy import Bolt, Spout, TopologyBuilder, TopologyContext, Tuple
+from stormpy import Bolt, ColumnBatch, Spout, TopologyBuilder, TopologyContext, Tuple
 
 
 def _write(path: str, doc: dict[str, Any]) -> None:
@@ -131,6 +139,30 @@ class BenchSplitBatch(Bolt):
         self.ack_many(tuples)
 
 
+class BenchSplitColumns(Bolt):
+    """BenchSplit in the columnar form: all the words of the round's sentences in one
+    ``emit_many``, anchored to those sentences."""
+
+    outputs = ["word"]
+
+    def execute_batch(self, tuples: list[Tuple]) -> None:
+        self.emit_many([[word] for tup in tuples for word in tup.values[0].split()], tuples)
+        self.ack_many(tuples)
+
+
+class BenchSplitColumnsPerSentence(Bolt):
+    """The columnar form with the per-tuple forms' replay granularity: one ``emit_many`` per
+    sentence, anchored to it (a batch of that sentence's words per count task)."""
+
+    outputs = ["word"]
+
+    def execute_batch(self, tuples: list[Tuple]) -> None:
+        emit_many = self.emit_many
+        for tup in tuples:
+            emit_many([[word] for word in tup.values[0].split()], tup)
+        self.ack_many(tuples)
+
+
 class _Reporting(Bolt):
     """Counts what it processes (``n``) and, with ``report_dir``, stamps the first and last and
     writes them on every tick."""
@@ -216,6 +248,29 @@ class BenchCountBatch(BenchCount):
         self.ack_many(tuples)
 
 
+class BenchCountColumns(BenchCount):
+    """BenchCount in the columnar form: counts the word column of each batch (tick tuples and
+    any single tuple come through ``execute``)."""
+
+    def execute_columns(self, batch: ColumnBatch) -> None:
+        counts = self.counts
+        words = batch.column(0)
+        if self.emits:
+            pairs = []
+            for word in words:
+                c = counts.get(word, 0) + 1
+                counts[word] = c
+                pairs.append([word, c])
+            self.emit_many(pairs, batch)
+        else:
+            for word in words:
+                counts[word] = counts.get(word, 0) + 1
+        self.n += len(words)
+        if self.report_dir is not None:
+            self.stamp()
+        self.ack(batch)
+
+
 class BenchSink(_Reporting):
     """Receives the running counts and counts them (the Bytewax sink's work)."""
 
@@ -245,8 +300,18 @@ class BenchSinkBatch(BenchSink):
         self.ack_many(tuples)
 
 
+class BenchSinkColumns(BenchSink):
+    """BenchSink in the columnar form: counts the tuples of each batch."""
+
+    def execute_columns(self, batch: ColumnBatch) -> None:
+        self.n += len(batch)
+        if self.report_dir is not None:
+            self.stamp()
+        self.ack(batch)
+
+
 def build(count: int, reliable: bool, *, workload: str = "final", batch: bool = False,
-          split: int = 1, counters: int = 1, spouts: int = 1, rate: float = 0.0,
+          columns: bool | str = False, split: int = 1, counters: int = 1, spouts: int = 1, rate: float = 0.0,
           report_dir: str | None = None, local_split: bool = False):
     """The bench word count: sentences → split (shuffle) → count (fields on word), and for the
     ``running`` workload → sink (fields on word). ``local_split``: sentences go to a split task
@@ -259,15 +324,19 @@ def build(count: int, reliable: bool, *, workload: str = "final", batch: bool = 
     b.set_spout("sentences", BenchSentenceSpout, spouts,
                 kwargs={"count": count, "reliable": reliable, "rate": rate,
                         "report_dir": report_dir})
-    splitter = b.set_bolt("split", BenchSplitBatch if batch else BenchSplit, split)
+    splitter = b.set_bolt("split", BenchSplitColumnsPerSentence if columns == "sentence" else
+                          BenchSplitColumns if columns else
+                          BenchSplitBatch if batch else BenchSplit, split)
     if local_split:
         splitter.local_or_shuffle_grouping("sentences")
     else:
         splitter.shuffle_grouping("sentences")
-    b.set_bolt("count", BenchCountBatch if batch else BenchCount, counters,
+    b.set_bolt("count", BenchCountColumns if columns else
+               BenchCountBatch if batch else BenchCount, counters,
                kwargs={"report_dir": None if running else report_dir, "emit": running}) \
         .fields_grouping("split", ["word"])
     if running:
-        b.set_bolt("sink", BenchSinkBatch if batch else BenchSink, counters,
+        b.set_bolt("sink", BenchSinkColumns if columns else
+                   BenchSinkBatch if batch else BenchSink, counters,
                    kwargs={"report_dir": report_dir}).fields_grouping("count", ["word"])
     return b.create_topology()

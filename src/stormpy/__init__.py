@@ -10,6 +10,7 @@ from stormpy.topology import (
     BasicBolt,
     Bolt,
     BoltDeclarer,
+    ColumnBatch,
     Component,
     ComponentDeclarer,
     CustomStreamGrouping,
@@ -29,7 +30,8 @@ from stormpy.topology import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "BasicBolt", "Bolt", "BoltDeclarer", "Component", "ComponentDeclarer", "CustomStreamGrouping",
+    "BasicBolt", "Bolt", "BoltDeclarer", "ColumnBatch", "Component", "ComponentDeclarer",
+    "CustomStreamGrouping",
     "DEFAULT_STREAM", "EmitError", "FailedException", "Fields", "Grouping", "InvalidTopologyError",
     "Spout", "Stream", "TopologyBuilder", "TopologyContext", "TopologySpec", "Tuple", "__version__",
 ]

@@ -31,12 +31,14 @@ from types import ModuleType
 #: the tuple path: per-tuple code of the executor loop, collectors, routers, acker ledger
 COMPILED_MODULES: tuple[str, ...] = (
     "stormpy.topology.tuple",
+    "stormpy.topology.columns",
     "stormpy.worker.routing",
     "stormpy.worker.stats",
     "stormpy.worker.values",
     "stormpy.worker.dispatch",
     "stormpy.worker.edges",
     "stormpy.worker.tasks",
+    "stormpy.worker.column_path",
     "stormpy.worker.transfer",
     "stormpy.worker.timers",
     "stormpy.worker.inbound",

@@ -19,6 +19,7 @@ pytestmark = [pytest.mark.zookeeper, pytest.mark.cluster, pytest.mark.timeout(30
 def test_cluster_bench_produces_every_row(tmp_path: Path) -> None:
     out = tmp_path / "cluster.json"
     args = ["--sentences", "300", "--rounds", "1", "--workloads", "final", "--forms", "per-tuple",
+            "columns",
             "--latency-rate", "200", "--latency-seconds", "2", "--latency-rounds", "1",
             "--tx-batches", "--output", str(out)]
     res = subprocess.run([sys.executable, "-m", "bench.cluster_bench", *args], cwd=ROOT,
@@ -28,7 +29,10 @@ def test_cluster_bench_produces_every_row(tmp_path: Path) -> None:
     rows = doc["throughput"]
     assert set(rows) == {"final: bytewax (2 processes, 2 partitions)",
                          "final: stormpy 2 workers, acking off, per-tuple",
-                         "final: stormpy 2 workers, acking on, per-tuple"}
+                         "final: stormpy 2 workers, acking on, per-tuple",
+                         # the columnar form: whole batches between two worker processes
+                         "final: stormpy 2 workers, acking off, columns",
+                         "final: stormpy 2 workers, acking on, columns"}
     assert len({r["words"] for r in rows.values()}) == 1  # the same workload on every side
     for name, r in rows.items():
         assert r["words_per_sec"] > 0 and r["words_per_cpu_sec"] > 0, name

@@ -6,7 +6,7 @@ import stormpy.testing
 
 def test_top_level_names() -> None:
     assert sorted(stormpy.__all__) == sorted([
-        "BasicBolt", "Bolt", "BoltDeclarer", "Component", "ComponentDeclarer",
+        "BasicBolt", "Bolt", "BoltDeclarer", "ColumnBatch", "Component", "ComponentDeclarer",
         "CustomStreamGrouping", "DEFAULT_STREAM", "EmitError", "FailedException", "Fields",
         "Grouping", "InvalidTopologyError", "Spout", "Stream", "TopologyBuilder",
         "TopologyContext", "TopologySpec", "Tuple", "__version__",

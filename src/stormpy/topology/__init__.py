@@ -1,6 +1,7 @@
 """What users import to describe a topology: pure description, no sockets, no ZooKeeper."""
 
 from stormpy.topology.builder import BoltDeclarer, ComponentDeclarer, TopologyBuilder
+from stormpy.topology.columns import ColumnBatch
 from stormpy.topology.component import BasicBolt, Bolt, Component, CustomStreamGrouping, Spout
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import EmitError, FailedException, InvalidTopologyError
@@ -12,7 +13,7 @@ from stormpy.topology.streams import Stream
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
 
 __all__ = [
-    "BackgroundJob", "BasicBolt", "Bolt", "BoltDeclarer", "Component", "ComponentDeclarer",
+    "BackgroundJob", "BasicBolt", "Bolt", "BoltDeclarer", "ColumnBatch", "Component", "ComponentDeclarer",
     "CustomStreamGrouping", "DEFAULT_STREAM", "EmitError", "FailedException", "Fields", "Grouping",
     "InvalidTopologyError", "OffLoop", "Spout", "Stream", "TopologyBuilder", "TopologyContext",
     "TopologySpec", "Tuple",

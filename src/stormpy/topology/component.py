@@ -123,6 +123,18 @@ class Bolt(Component):
     one fails only its own trees. ``emit_many(values_list, anchors=None, stream=...)`` emits
     several tuples with the same anchors in one call, ``ack_many(tuples)`` acks several; both do
     exactly what ``emit``/``ack`` would do for each, with less overhead per tuple.
+
+    The columnar form: a bolt that defines ``execute_columns(batch)`` receives, from a bolt's
+    ``emit_many`` on a stream all of whose subscribers are columnar bolts, ONE
+    ``ColumnBatch`` per ``emit_many`` call and target task (after grouping) instead of a tuple
+    per values: its ``rows``, and its columns on demand (``batch.column("word")``). A batch is a
+    single node of the tuple tree, shared by all its tuples: ack it (``self.ack(batch)``) or fail
+    it (``self.fail(batch)``) as a whole; tuples emitted anchored to it (``emit``/``emit_many``
+    with ``anchors=batch``) join every tree it is in, and failing it fails (and lets the spouts
+    replay) every spout tuple it belongs to, so replay granularity is the batch. Counters count
+    its tuples. Single tuples still arrive through ``execute`` (or ``execute_batch``): tick
+    tuples, tuples from spouts, from ``emit``/``emit_direct``, and on streams with other
+    subscribers. Not on ``BasicBolt``.
     """
 
     emit = _unbound("emit")

@@ -8,7 +8,10 @@ emit), the transfer (which installs the entries of tasks in other workers) and t
   ``append``; a task of another worker an appender to that peer's outbox (``transfer.py``); a task
   with no known place ``undeliverable`` (dropped and counted; tracked tuples are replayed).
   ``deliver_many`` is the same table for a list of tuples at once (``extend``), used by
-  ``emit_many``.
+  ``emit_many``. ``deliver_batch`` is the same table for a ``ColumnBatch`` (a columnar bolt's
+  task: its runner's ``put_batch``; a remote one: one wire record in the peer's outbox).
+- ``queued_rows``: per task id, the tuples its queue holds beyond one per item (a queued batch of
+  n tuples is one item): queue sizes and backpressure count tuples.
 - ``ack_buffer``: root → XOR of the acks bolts made this round, sent once per round.
 - ``acker_tasks`` and ``acker_cores``: the acker task of each acker index, and its ``AckerCore``
   when that acker runs in this worker (called directly, no tuple, no queue), else None.
@@ -23,6 +26,7 @@ from collections.abc import Callable, Sequence
 
 from stormpy.acker.core import AckerCore
 from stormpy.acker.streams import ACK_ACK
+from stormpy.topology.columns import ColumnBatch
 from stormpy.topology.tuple import SYSTEM_COMPONENT, Tuple
 
 
@@ -35,6 +39,11 @@ class Dispatch:
         #: the same per task for a list of tuples at once (a queue's ``extend``; emit_many)
         self.deliver_many: list[Callable[[list[Tuple]], None]] = \
             [self.undeliverable_many] * (max_task + 1)
+        #: the same per task for a columnar batch (``ColumnBatch``: columnar bolts only)
+        self.deliver_batch: list[Callable[[ColumnBatch], None]] = \
+            [self.undeliverable_batch] * (max_task + 1)
+        #: per task: tuples queued beyond one per queue item (the rows of queued batches, - 1)
+        self.queued_rows: list[int] = [0] * (max_task + 1)
         self.ack_buffer: dict[int, int] = {}
         self.acker_tasks: list[int] = list(acker_tasks)
         self.acker_cores: list[AckerCore | None] = [None] * len(self.acker_tasks)
@@ -46,6 +55,10 @@ class Dispatch:
     def undeliverable_many(self, tuples: list[Tuple]) -> None:
         """``undeliverable`` for each of ``tuples``."""
         self.dropped += len(tuples)
+
+    def undeliverable_batch(self, batch: ColumnBatch) -> None:
+        """``undeliverable`` for each tuple of ``batch``."""
+        self.dropped += batch.n
 
     def attach_acker(self, task: int, core: AckerCore) -> None:
         """Acker ``task`` runs in this worker: messages for its roots go to ``core`` directly."""

@@ -21,6 +21,8 @@ from stormpy.topology.layout import ACKER_COMPONENT, TaskLayout
 from stormpy.topology.spec import SPOUT, SYSTEM_STREAM_SPEC, TopologySpec
 from stormpy.topology.state import StateBackend
 from stormpy.topology.tuple import SYSTEM_STREAM
+from stormpy.worker.column_path import attach as attach_columns
+from stormpy.worker.column_path import takes_columns
 from stormpy.worker.errors import WorkerError, caused_by
 from stormpy.worker.hooks import auto_hooks
 from stormpy.worker.host import TaskHost
@@ -74,6 +76,7 @@ class TaskFactory:
         self._pool = pool
         self._post = post
         self._state = state
+        self._columnar_bolts: dict[str, bool] = {}
 
     def build(self) -> dict[int, TaskRunner]:
         """A runner for every local task (WorkerError naming a component that cannot be
@@ -121,6 +124,7 @@ class TaskFactory:
             runner = SpoutTask(self._host, context, instance, routers, conf)
         else:
             runner = BoltTask(self._host, context, instance, routers, conf)
+            attach_columns(runner)  # a columnar bolt, or one emitting towards them
         if self._debug or conf.get("topology.debug"):
             runner.debug = True
         return runner
@@ -143,9 +147,28 @@ class TaskFactory:
                 subs.append(make_router(grouping, tasks, stream.fields, local_tasks=self._local,
                                         context=context, stream=name, emitter_task=task_id,
                                         target_component=bolt))
-            routers[name] = StreamRouter(name, stream.fields, stream.direct, subs,
-                                         frozenset(direct_tasks))
+            router = StreamRouter(name, stream.fields, stream.direct, subs,
+                                  frozenset(direct_tasks))
+            bolts = [bolt for bolt, grouping in self._spec.subscribers(component, name)
+                     if grouping.type != "direct"]
+            router.columns = bool(bolts) and not stream.direct and \
+                all(self._columnar(bolt) for bolt in bolts)
+            routers[name] = router
         return routers
+
+    def _columnar(self, component: str) -> bool:
+        """Whether ``component`` is a columnar bolt (its class defines ``execute_columns``;
+        decided from the class, so every worker decides alike)."""
+        known = self._columnar_bolts.get(component)
+        if known is None:
+            cspec = self._spec.components.get(component)
+            try:
+                known = cspec is not None and cspec.kind != SPOUT and \
+                    takes_columns(import_object(cspec.class_path))
+            except Exception:  # noqa: BLE001 - its own task reports it; tuples are always safe
+                known = False
+            self._columnar_bolts[component] = known
+        return known
 
 
 def execution_order(spec: TopologySpec, runners: Sequence[TaskRunner]) -> list[TaskRunner]:

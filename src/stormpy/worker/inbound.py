@@ -13,6 +13,11 @@ against a table built once from the topology (``accepts``):
   pairs; a reply to a spout: one int root; the acker core checks its values itself);
 * ``root`` and ``edge`` are ints, ``anchors`` nil or a map of int → int.
 
+A columnar batch record (``[dest_task, stream, src_task, root, edge, anchors, columns, n]``) is
+checked the same way, and besides: its destination takes batches (a columnar bolt's task),
+``n`` is a positive int and ``columns`` holds one list of ``n`` values per declared field. It is
+queued as one ``ColumnBatch`` and counts its ``n`` tuples.
+
 Anything else is dropped and counted per reason in ``rejected`` (an undecodable frame counts
 once); the rest of the frame is still delivered. Drops are logged at most once per
 ``LOG_INTERVAL`` seconds, with what was wrong, the count since the last line and the sender
@@ -25,10 +30,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from stormpy.acker.streams import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET_TIMEOUT
 from stormpy.messaging.codec import decode_frame
+from stormpy.topology.columns import ColumnBatch
 from stormpy.topology.fields import Fields
 from stormpy.topology.layout import ACKER_COMPONENT, TaskLayout
 from stormpy.topology.spec import SPOUT, TopologySpec
@@ -90,9 +96,14 @@ class Inbound:
 
     def __init__(self, table: dict[int, dict[int, Streams]],
                  appenders: Mapping[int, Callable[[Tuple], None]],
-                 sender: Callable[[Any], str], worker: str) -> None:
+                 sender: Callable[[Any], str], worker: str,
+                 batch_appenders: Mapping[int, Callable[[ColumnBatch], None]] | None = None
+                 ) -> None:
+        """``batch_appenders``: task → where a columnar batch for it goes (the tasks of
+        columnar bolts; batches for any other task are dropped)."""
         self._table = table
         self._appenders = dict(appenders)
+        self._batch_appenders = dict(batch_appenders or {})
         self._sender = sender
         self._worker = worker
         #: reason → tuples (or undecodable frames) dropped since the worker started
@@ -121,6 +132,9 @@ class Inbound:
                 continue
             for item in batch:
                 try:
+                    if type(item) is list and len(item) == 8:
+                        n += self._take_batch(item, frame)
+                        continue
                     if type(item) is not list or len(item) != 7:
                         self._reject("not a wire tuple", "not an array of 7 items", frame, None)
                         continue
@@ -154,6 +168,36 @@ class Inbound:
                 except (TypeError, ValueError) as exc:  # an unhashable key, an odd type
                     self._reject("malformed tuple", f"{type(exc).__name__}: {exc}", frame, None)
         return n
+
+    def _take_batch(self, item: list[Any], frame: Any) -> int:
+        """Queue a columnar batch record (see the module docstring); returns its tuples, or 0
+        when it is dropped."""
+        dest, stream, src, root, edge, anchors, columns, n = item
+        by_src = self._table.get(dest)
+        put = self._batch_appenders.get(dest)
+        if by_src is None or put is None:
+            self._reject("unknown destination task", f"batch for task {dest!r}", frame, src)
+            return 0
+        streams = by_src.get(src)
+        want = streams.get(stream) if streams is not None else None
+        if want is None or want[0] < 0:
+            self._reject("unexpected stream", f"stream {stream!r} from task {src!r} to task "
+                         f"{dest}", frame, src)
+            return 0
+        if type(n) is not int or n <= 0 or type(columns) is not list or \
+                len(columns) != want[0] or \
+                not all(type(c) is list and len(c) == n for c in columns):
+            self._reject("wrong values", f"batch on stream {stream!r} to task {dest} expects "
+                         f"{want[0]} column(s) of n > 0 values, got n {_short(n)}, columns "
+                         f"{_short(columns)}", frame, src)
+            return 0
+        if type(root) is not int or type(edge) is not int or (
+                anchors is not None and not _int_map(anchors)):
+            self._reject("bad tuple ids", f"root {_short(root)}, edge {_short(edge)}, "
+                         f"anchors {_short(anchors)}", frame, src)
+            return 0
+        put(ColumnBatch(None, stream, src, want[1], want[2], root, edge, anchors, columns, n))
+        return cast(int, n)
 
     def _reject(self, reason: str, detail: str, frame: Any, src: Any) -> None:
         self.rejected[reason] = self.rejected.get(reason, 0) + 1

@@ -45,7 +45,8 @@ from stormpy.worker.transfer import Transfer
 
 log = logging.getLogger("stormpy.worker")
 
-#: Tuples a task may run per loop round before the loop moves on (fairness).
+#: Queue items a task may run per loop round before the loop moves on (fairness; a columnar
+#: batch is one item).
 EXECUTE_BUDGET = 1024
 #: Longest idle wait; bounds how late a timer or a polling spout is served.
 MAX_IDLE_WAIT = 0.001
@@ -110,14 +111,18 @@ class Worker:
         for t, runner in self.tasks.items():
             deliver[t] = runner.queue.append
             deliver_many[t] = runner.queue.extend
+        deliver_batch = self.dispatch.deliver_batch  # columnar bolts' tasks (column_path.py)
         self._inbound = Inbound(accepts(self.spec, self.layout, self.local_tasks),
                                 {t: r.queue.append for t, r in self.tasks.items()},
-                                self.transport.sender, f"{self.topology_id}:{self.worker_port}")
+                                self.transport.sender, f"{self.topology_id}:{self.worker_port}",
+                                {t: deliver_batch[t] for t, r in self.tasks.items()
+                                 if r.run_columns is not None})
         self._runners = [self.tasks[t] for t in self.local_tasks]
         self._transfer = Transfer(self.transport, self.dispatch,
                                   int(self.conf["topology.transfer.batch.size"]),
                                   self.layout.task_component, [r.queue for r in self._runners],
-                                  int(self.conf["topology.executor.receive.buffer.size"]))
+                                  int(self.conf["topology.executor.receive.buffer.size"]),
+                                  queue_tasks=[r.task_id for r in self._runners])
         if config.task_peers:
             self._transfer.route(config.task_peers, self.tasks)
         self._execute_order = execution_order(self.spec, self._runners)
@@ -201,8 +206,9 @@ class Worker:
         """Each task's counters, plus ``metrics`` (``context.register_metric``) where it has any."""
         docs = [r.stats.to_doc() for r in self._runners]
         full = self._transfer.queue_full
+        rows = self.dispatch.queued_rows  # a queued batch counts its tuples
         for i, (doc, r) in enumerate(zip(docs, self._runners)):
-            doc["receive_queue"] = len(r.queue)
+            doc["receive_queue"] = len(r.queue) + rows[r.task_id]
             doc["receive_queue_full"] = full[i]
             if r.context.has_metrics:
                 doc["metrics"] = r.context.metric_values()
@@ -292,6 +298,13 @@ class Worker:
                 n = len(q)
                 if n > EXECUTE_BUDGET:
                     n = EXECUTE_BUDGET
+                run_columns = runner.run_columns
+                if run_columns is not None:  # a columnar bolt: batches and tuples (column_path)
+                    try:
+                        work += run_columns(n)
+                    except Exception as exc:
+                        self._fail(runner.component_id, runner.task_id, exc)
+                    continue
                 execute_batch = runner.execute_batch
                 pop = q.popleft
                 stats = runner.stats

@@ -206,6 +206,9 @@ class StreamRouter:
         #: the router when the stream has exactly one subscriber (the common case)
         self.only: Router | None = routers[0] if len(routers) == 1 else None
         self.none: list[int] = []
+        #: every subscriber is a columnar bolt (``execute_columns``): emit_many builds one
+        #: ``ColumnBatch`` per target task (set by the task factory; ``column_path.py``)
+        self.columns = False
 
     def choose(self, values: Any) -> list[int]:
         """The target tasks of ``values`` over every subscriber (shared list: do not mutate)."""

@@ -46,6 +46,9 @@ class TaskRunner:
     execute: Callable[[Tuple], None]
     #: runs a list of queued tuples at once: the bolt's ``execute_batch``, or None
     execute_batch: Callable[[list[Tuple]], None] | None
+    #: runs the next n queued items of a columnar bolt (``column_path.ColumnPath.run``, which
+    #: returns the tuples run), or None: the loop's execute step then takes this instead
+    run_columns: Callable[[int], int] | None
 
     def __init__(self, host: TaskHost, context: TopologyContext, instance: Any,
                  routers: dict[str, StreamRouter], conf: Mapping[str, Any]) -> None:
@@ -74,6 +77,7 @@ class TaskRunner:
         self._touched: list[int] = []
         self.stats.routers = routers
         self.execute_batch = None
+        self.run_columns = None
         #: the clock of sampled latencies (seconds); replaceable in tests
         self.sample_clock: Callable[[], float] = perf_counter
         #: a timed tuple not acked yet (its process latency), and when it started; a newer timed

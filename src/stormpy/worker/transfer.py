@@ -2,10 +2,13 @@
 
 Tuples for tasks of other workers are appended, in wire form, to their peer's outbox; an outbox is
 packed with msgpack into ONE frame (one C call, by the worker's own Packer) and sent when it
-reaches ``topology.transfer.batch.size`` tuples or at the end of the loop round. A frame the
+reaches ``topology.transfer.batch.size`` tuples or at the end of the loop round. A columnar
+batch (``ColumnBatch``) is ONE wire record in the outbox, its values packed as columns
+(``messaging/codec.py``). A frame the
 transport cannot take is kept, in order, and retried every round: nothing is dropped, and the
 spouts are held back until it is sent. ``backpressured()`` — a refused frame waits, or a local
-task queue holds ``topology.executor.receive.buffer.size`` tuples — tells the loop to skip the
+task queue holds ``topology.executor.receive.buffer.size`` tuples (a queued batch counts its
+tuples) — tells the loop to skip the
 spouts' round. The figures of that (:meth:`Transfer.stats`, and ``queue_full`` per local task) are
 counted off the tuple path: per refused frame and per round, with a clock read only when the
 backpressure starts or ends. Values were
@@ -23,6 +26,7 @@ from time import perf_counter
 
 from stormpy.messaging.codec import FrameEncoder, WireTuple
 from stormpy.messaging.transport import Transport
+from stormpy.topology.columns import ColumnBatch
 from stormpy.topology.errors import EmitError
 from stormpy.topology.tuple import SYSTEM_COMPONENT, Tuple
 from stormpy.worker.dispatch import Dispatch
@@ -35,11 +39,16 @@ class Transfer:
 
     def __init__(self, transport: Transport, dispatch: Dispatch, batch_size: int,
                  task_component: Mapping[int, str], queues: Sequence[deque[Tuple]],
-                 queue_cap: int, clock: Callable[[], float] = perf_counter) -> None:
+                 queue_cap: int, clock: Callable[[], float] = perf_counter,
+                 queue_tasks: Sequence[int] = ()) -> None:
         """``queues``: the local task queues, full at ``queue_cap`` tuples; ``clock`` (seconds)
-        times the backpressure."""
+        times the backpressure; ``queue_tasks``: the task id of each queue, whose queued batch
+        rows (``Dispatch.queued_rows``) count too (none counted when not given)."""
         self.transport = transport
         self._queues = list(queues)
+        #: per queue: the dispatch's queued rows of its task, or -1 (not counted)
+        self._queue_tasks = list(queue_tasks) if queue_tasks else [-1] * len(self._queues)
+        self._rows = dispatch.queued_rows
         self._queue_cap = max(1, queue_cap)
         self._dispatch = dispatch
         self._batch_size = max(1, batch_size)
@@ -66,16 +75,20 @@ class Transfer:
         deliver_many = self._dispatch.deliver_many
         undeliverable = self._dispatch.undeliverable
         undeliverable_many = self._dispatch.undeliverable_many
+        deliver_batch = self._dispatch.deliver_batch
+        undeliverable_batch = self._dispatch.undeliverable_batch
         for task in range(len(deliver)):
             if task not in local_tasks:
                 deliver[task] = undeliverable
                 deliver_many[task] = undeliverable_many
+                deliver_batch[task] = undeliverable_batch
         for task, peer in task_peers.items():
             if task in local_tasks:
                 continue
             box = self._outbox.setdefault(peer, [])
             deliver[task] = self._deliverer(peer, task, box)
             deliver_many[task] = self._many_deliverer(peer, task, box)
+            deliver_batch[task] = self._batch_deliverer(peer, task, box)
 
     def _deliverer(self, peer: str, dest: int, box: list[WireTuple]) -> Callable[[Tuple], None]:
         """Append the wire form of a tuple to ``peer``'s outbox (packed as one frame when the box
@@ -103,6 +116,19 @@ class Transfer:
                     flush(peer, box)
         return deliver_many
 
+    def _batch_deliverer(self, peer: str, dest: int,
+                         box: list[WireTuple]) -> Callable[[ColumnBatch], None]:
+        """``_deliverer`` for a columnar batch: ONE record, ``[dest, stream, src, root, edge,
+        anchors, columns, n]``."""
+        batch_size = self._batch_size
+        flush = self._flush_peer
+
+        def deliver_batch(b: ColumnBatch) -> None:
+            box.append([dest, b.stream, b.task, b.root, b.edge, b.anchors, b.columns(), b.n])
+            if len(box) >= batch_size:
+                flush(peer, box)
+        return deliver_batch
+
     def _flush_peer(self, peer: str, box: list[WireTuple]) -> None:
         try:
             frame = self._encoder.encode(box)
@@ -118,7 +144,8 @@ class Transfer:
 
     def _unpackable(self, box: list[WireTuple], exc: Exception) -> EmitError:
         """Name the component and stream of the first tuple msgpack refused."""
-        for dest, stream, src, _root, _edge, anchors, values in box:
+        for item in box:  # a tuple, or a batch record (its columns where a tuple has values)
+            dest, stream, src, anchors, values = item[0], item[1], item[2], item[5], item[6]
             try:
                 self._encoder.encode([values, anchors])
             except (TypeError, ValueError, OverflowError) as err:
@@ -145,9 +172,12 @@ class Transfer:
         (spouts pause)."""
         cap = self._queue_cap
         queues = self._queues
+        tasks = self._queue_tasks
+        rows = self._rows
         held = False
         for i in range(len(queues)):
-            if len(queues[i]) >= cap:
+            t = tasks[i]
+            if len(queues[i]) + (rows[t] if t >= 0 else 0) >= cap:
                 self.queue_full[i] += 1
                 held = True
                 break
