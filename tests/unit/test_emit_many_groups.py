@@ -238,6 +238,8 @@ CASES: dict[int, tuple[str, Any]] = {
     3: ("words", [["x", 1], ["y"]]),
     4: ("words", "xy"),
     5: ("words", [["x", 1], ["y", 2]]),
+    6: ("words", [["x", 1], 5]),
+    7: ("words", [["x", 1], ["y", 2 ** 64]]),
 }
 MESSAGES = {
     0: "component 'bad' emitted on undeclared stream 'nope' \\(declared: ",
@@ -246,6 +248,9 @@ MESSAGES = {
     3: "component 'bad', stream 'words': emitted 1 values for fields \\['w', 'i'\\]",
     4: "component 'bad', stream 'words': emit_many takes a list of values lists, got str",
     5: "component 'bad', stream 'words': emit_many got 1 message ids for 2 tuples",
+    6: "component 'bad', stream 'words': emit takes a list of values, got int",
+    7: "component 'bad', stream 'words': cannot serialise integer 18446744073709551616 does not "
+       "fit in 64 bits",
 }
 
 
@@ -274,7 +279,7 @@ def run_until_failure(b: TopologyBuilder) -> WorkerError:
     return caught.value
 
 
-@pytest.mark.parametrize("case", [0, 1, 2, 3, 4])
+@pytest.mark.parametrize("case", [0, 1, 2, 3, 4, 6, 7])
 def test_a_bolts_bad_emit_many_names_the_component_and_stream(case: int) -> None:
     b = TopologyBuilder()
     b.set_spout("feed", Feed, kwargs={"case": case})
@@ -286,7 +291,7 @@ def test_a_bolts_bad_emit_many_names_the_component_and_stream(case: int) -> None
     assert re.search(MESSAGES[case], str(failure)), str(failure)
 
 
-@pytest.mark.parametrize("case", [0, 1, 2, 3, 4, 5])
+@pytest.mark.parametrize("case", [0, 1, 2, 3, 4, 5, 6, 7])
 def test_a_spouts_bad_emit_many_names_the_component_and_stream(case: int) -> None:
     b = TopologyBuilder()
     b.set_spout("bad", BadSpoutEmits, kwargs={"case": case})
@@ -295,3 +300,83 @@ def test_a_spouts_bad_emit_many_names_the_component_and_stream(case: int) -> Non
     failure = run_until_failure(b)
     assert failure.component == "bad"
     assert re.search(MESSAGES[case], str(failure)), str(failure)
+
+
+class NestedFan(Bolt):
+    """emit_many of values that are not plain scalars (a list, a dict, a bool, a tuple as the
+    values): each takes the full check and passes."""
+
+    outputs = [Stream(["w", "i"], name="words")]
+
+    def execute(self, tup: Tuple) -> None:
+        self.emit_many([["x", [1, [2]]], ("y", {"k": 1}), ["z", True]], tup, "words")
+        self.ack(tup)
+
+
+def test_emit_many_of_nested_values_passes_the_full_check() -> None:
+    ACKED.clear()
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, kwargs={"count": 1, "track": True})
+    b.set_bolt("fan", NestedFan).shuffle_grouping("numbers")
+    b.set_bolt("keep", Keep).shuffle_grouping("fan", "words")
+    worker = Worker(WorkerConfig("t", b.create_topology(), {"topology.acker.executors": 1}),
+                    clock=SimulatedClock())
+    worker.open()
+    for _ in range(5):
+        worker.run_once()
+    (keep,) = worker.layout.component_tasks["keep"]
+    got = worker.tasks[keep].instance.got
+    assert [list(t.values) for t in got] == [["x", [1, [2]]], ["y", {"k": 1}], ["z", True]]
+    assert fan_runner(worker).stats.emitted["words"] == 3
+
+
+class SpoutMany(Spout):
+    """One emit_many of three values on stream ``words``: with message ids (an iterator of
+    them) when ``track``."""
+
+    outputs = [Stream(["w", "i"], name="words")]
+
+    def __init__(self, track: bool) -> None:
+        self.track = track
+
+    def open(self, conf: Mapping[str, Any], context: Any) -> None:
+        self.sent = False
+
+    def next_tuple(self) -> None:
+        if not self.sent:
+            self.sent = True
+            ids = iter(["m0", "m1", "m2"]) if self.track else None
+            self.emit_many([["a", 0], ["b", 1], ["c", 2]], ids, "words")
+
+    def ack(self, msg_id: Any) -> None:
+        ACKED.append(msg_id)
+
+
+@pytest.mark.parametrize("track", [False, True], ids=["untracked", "tracked"])
+def test_a_spouts_emit_many_sends_each_values_with_its_metadata(track: bool) -> None:
+    ACKED.clear()
+    b = TopologyBuilder()
+    b.set_spout("spout", SpoutMany, kwargs={"track": track})
+    b.set_bolt("keep", Keep, 2).all_grouping("spout", "words")
+    worker = Worker(WorkerConfig("t", b.create_topology(), {"topology.acker.executors": 1}),
+                    clock=SimulatedClock())
+    worker.open()
+    for _ in range(3):
+        worker.run_once()
+    (spout,) = worker.layout.component_tasks["spout"]
+    for task in worker.layout.component_tasks["keep"]:
+        got = worker.tasks[task].instance.got
+        assert [t.values for t in got] == [["a", 0], ["b", 1], ["c", 2]]
+        for t in got:
+            assert (t.stream, t.task, t.component, t.fields) == ("words", spout, "spout", WORDS)
+            assert bool(t.root) is track
+    runner = worker.tasks[spout]
+    assert runner.stats.transferred == 6 and runner.stats.emitted["words"] == 3
+    assert ACKED == []  # tracked: the keep tasks hold the tuples; untracked: nothing to ack
+    if track:
+        for task in worker.layout.component_tasks["keep"]:
+            inst = worker.tasks[task].instance
+            inst.ack_many(inst.got)
+        for _ in range(3):
+            worker.run_once()
+        assert sorted(ACKED) == ["m0", "m1", "m2"]
