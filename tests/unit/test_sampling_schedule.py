@@ -176,6 +176,13 @@ def test_a_timed_batch_shares_its_time_among_its_timed_tuples() -> None:
     bolt.ack_many(bolt.held[10:])
     assert runner.stats.process_latency_count == 2
     assert runner.stats.process_latency_sum == 100.0 + 10.0
+    queue(worker, runner, range(12, 30))
+    worker.run_once()  # 18 of the 19 to go: one left, no timed tuple in this batch
+    assert bolt.calls[2] == list(range(12, 30))
+    assert runner.stats.execute_latency_count == 4 and runner.stats.sample_countdown == 1
+    queue(worker, runner, range(30, 31))
+    worker.run_once()  # the one left
+    assert runner.stats.execute_latency_count == 5 and runner.stats.sample_countdown == 1
 
 
 def test_a_timed_batch_over_the_budget_is_cut_at_the_budget() -> None:
