@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from stormpy import Bolt, Spout, Stream, TopologyBuilder, Tuple
+from stormpy import BasicBolt, Bolt, Spout, Stream, TopologyBuilder, Tuple
 from stormpy.topology.fields import Fields
 from stormpy.worker import SimulatedClock, Worker, WorkerConfig
 from stormpy.worker.errors import WorkerError
@@ -380,3 +380,38 @@ def test_a_spouts_emit_many_sends_each_values_with_its_metadata(track: bool) -> 
         for _ in range(3):
             worker.run_once()
         assert sorted(ACKED) == ["m0", "m1", "m2"]
+
+
+def test_a_basic_bolt_with_a_batch_form_is_refused_with_the_way_out() -> None:
+    class Basic(BasicBolt):
+        outputs = ["n"]
+
+        def process(self, tup: Tuple) -> None:
+            pass
+
+        def execute_batch(self, tuples: list[Tuple]) -> None:
+            pass
+
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, kwargs={"count": 1, "track": False})
+    b.set_bolt("basic", Basic).shuffle_grouping("numbers")
+    with pytest.raises(TypeError) as caught:
+        Worker(WorkerConfig("t", b.create_topology(), {}), clock=SimulatedClock())
+    assert str(caught.value) == ("component 'basic': a BasicBolt has no batch form "
+                                 "(execute_batch); subclass Bolt and ack each tuple")
+
+
+def test_an_execute_batch_that_is_not_callable_is_refused() -> None:
+    class NotCallable(Bolt):
+        outputs = ["n"]
+        execute_batch = 5
+
+        def execute(self, tup: Tuple) -> None:
+            pass
+
+    b = TopologyBuilder()
+    b.set_spout("numbers", Numbers, kwargs={"count": 1, "track": False})
+    b.set_bolt("odd", NotCallable).shuffle_grouping("numbers")
+    with pytest.raises(TypeError) as caught:
+        Worker(WorkerConfig("t", b.create_topology(), {}), clock=SimulatedClock())
+    assert str(caught.value) == "component 'odd': execute_batch is not callable"
