@@ -258,3 +258,21 @@ def test_one_timed_tuple_is_followed_to_its_ack_at_a_time(bolt: type[Holds]) -> 
     assert (process.process_latency_count, process.process_latency_sum) == (6, 20.5)
     assert process.failed == 2 and process.acked == 8
     assert process.execute_latency_count == 10
+
+
+def test_without_a_message_timeout_a_followed_tuple_is_stale_after_30_s() -> None:
+    worker, runner = bolt_runner(Holds, {"topology.message.timeout.secs": None,
+                                         "topology.enable.message.timeouts": False}, [],
+                                 countdown=1)
+    inst = runner.instance
+    for t, i in ((0.0, 0), (30.0, 1), (30.5, 2)):
+        NOW[0] = t
+        queue(worker, runner, range(i, i + 1))
+        worker.run_once()
+    first, second, third = inst.held
+    NOW[0] = 31.0
+    inst.ack(first)
+    inst.ack(second)
+    assert runner.stats.process_latency_count == 0  # the third took over at 30.5
+    inst.ack(third)
+    assert (runner.stats.process_latency_count, runner.stats.process_latency_sum) == (1, 0.5)
