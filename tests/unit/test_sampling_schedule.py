@@ -276,3 +276,16 @@ def test_without_a_message_timeout_a_followed_tuple_is_stale_after_30_s() -> Non
     assert runner.stats.process_latency_count == 0  # the third took over at 30.5
     inst.ack(third)
     assert (runner.stats.process_latency_count, runner.stats.process_latency_sum) == (1, 0.5)
+
+
+def test_an_untimed_batch_over_the_budget_is_cut_at_the_budget() -> None:
+    worker, runner = bolt_runner(EightPerBatch, {}, [], countdown=5000)
+    queue(worker, runner, range(EXECUTE_BUDGET + 6))
+    worker.run_once()
+    assert runner.instance.calls == [list(range(EXECUTE_BUDGET))]
+    assert len(runner.queue) == 6 and runner.stats.executed == EXECUTE_BUDGET
+    assert runner.stats.execute_latency_count == 0
+    assert runner.stats.sample_countdown == 5000 - EXECUTE_BUDGET
+    worker.run_once()
+    assert runner.instance.calls[1] == list(range(EXECUTE_BUDGET, EXECUTE_BUDGET + 6))
+    assert runner.stats.sample_countdown == 5000 - EXECUTE_BUDGET - 6
