@@ -1,0 +1,121 @@
+"""What ``ack`` and ``ack_many`` put in the round's ack buffer (root -> XOR of the acked edges),
+exactly: runs of one root folded together, a root coming back after another, tuples in several
+trees, untracked tuples, entries already in the buffer from earlier acks of the round; the acked
+counts; and which containers ``ack_many`` searches for the tuple whose process latency is timed
+(a list only: an iterator is spent by then)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from stormpy import Bolt, TopologyBuilder, Tuple
+from stormpy.testing import FeederSpout
+from stormpy.topology.fields import Fields
+from stormpy.worker import SimulatedClock, Worker, WorkerConfig
+from stormpy.worker.stats import GAP_TABLE
+
+A, B, C = 1001, 2002, 3003
+NOW = [0.0]
+
+
+class Holds(Bolt):
+    """Keeps its tuples (batch form); the test acks them."""
+
+    def prepare(self, conf: Mapping[str, Any], context: Any) -> None:
+        self.held: list[Tuple] = []
+
+    def execute_batch(self, tuples: list[Tuple]) -> None:
+        self.held.extend(tuples)
+
+
+def bolt() -> tuple[Worker, Any]:
+    b = TopologyBuilder()
+    b.set_spout("feeder", FeederSpout(["n"]))
+    b.set_bolt("bolt", Holds).shuffle_grouping("feeder")
+    worker = Worker(WorkerConfig("t", b.create_topology(), {"topology.acker.executors": 1}),
+                    clock=SimulatedClock())
+    worker.open()
+    return worker, next(r for r in worker.tasks.values() if r.component_id == "bolt")
+
+
+def tup(root: int = 0, edge: int = 0, ack_val: int = 0,
+        anchors: dict[int, int] | None = None) -> Tuple:
+    t = Tuple(["v"], "default", 1, "feeder", Fields(["n"]), root, edge, anchors)
+    t.ack_val = ack_val
+    return t
+
+
+def expected(tuples: list[Tuple], start: dict[int, int]) -> dict[int, int]:
+    """The buffer one ``ack`` per tuple should leave, computed from the tuples' trees."""
+    buf = dict(start)
+    for t in tuples:
+        for root, edge in t.tree_edges().items():
+            buf[root] = buf.get(root, 0) ^ edge ^ t.ack_val
+    return buf
+
+
+BATCH = [tup(A, 0b1, 0b110000), tup(A, 0b10, 0b1100000), tup(A, 0b100, 0),
+         tup(B, 0b1000, 0b10000000), tup(A, 0b1000000000, 0b10000000000),
+         tup(), tup(0, 0, 0b100000000000, {A: 0b1000000000000, C: 0b10000000000000}),
+         tup(B, 0b100000000000000, 0), tup(B, 0b1000000000000000, 0b10000000000000000)]
+
+
+@pytest.mark.parametrize("start", [{}, {A: 0b111 << 40, B: 0b101 << 40, C: 0b11 << 40}],
+                         ids=["empty", "earlier-acks"])
+def test_ack_many_leaves_the_same_xor_per_root_as_one_ack_per_tuple(start: dict[int, int]) -> None:
+    worker, runner = bolt()
+    buf = worker.dispatch.ack_buffer
+    buf.update(start)
+    runner.instance.ack_many(BATCH)
+    assert buf == expected(BATCH, start)
+    assert runner.stats.acked == len(BATCH)
+    runner.instance.ack_many(iter(BATCH[:2]))  # any iterable; counted again
+    assert buf == expected(BATCH + BATCH[:2], start)
+    assert runner.stats.acked == len(BATCH) + 2
+
+
+@pytest.mark.parametrize("start", [{}, {A: 0b111 << 40, C: 0b11 << 40}],
+                         ids=["empty", "earlier-acks"])
+def test_ack_of_a_tuple_in_one_or_several_trees(start: dict[int, int]) -> None:
+    worker, runner = bolt()
+    buf = worker.dispatch.ack_buffer
+    buf.update(start)
+    for t in BATCH:
+        runner.instance.ack(t)
+    assert buf == expected(BATCH, start)
+    assert runner.stats.acked == len(BATCH)
+
+
+def test_ack_many_of_untracked_tuples_or_nothing_adds_no_entry() -> None:
+    worker, runner = bolt()
+    runner.instance.ack_many([tup(), tup(0, 5, 7), tup()])
+    runner.instance.ack_many([])
+    assert worker.dispatch.ack_buffer == {} and runner.stats.acked == 3
+
+
+def test_only_a_list_is_searched_for_the_timed_tuple() -> None:
+    """Every tuple is timed; the followed one is the first. ack_many over a tuple or an iterator
+    acks it without its process latency; a list without it records nothing; a list with it
+    records it."""
+    worker, runner = bolt()
+    runner.sample_clock = lambda: NOW[0]
+    runner.stats.gaps = [1] * GAP_TABLE
+    runner.stats.sample_countdown = 1
+    NOW[0] = 0.0
+    for i in range(3):
+        runner.queue.append(tup(A + i, 1 << i))
+        worker.run_once()
+    first, second, third = runner.instance.held
+    NOW[0] = 4.0
+    runner.instance.ack_many([second, third])
+    assert runner.stats.process_latency_count == 0
+    runner.instance.ack_many((first,))
+    assert runner.stats.process_latency_count == 0
+    runner.instance.ack_many(iter([first]))
+    assert runner.stats.process_latency_count == 0
+    runner.instance.ack_many([second, first])
+    assert (runner.stats.process_latency_count, runner.stats.process_latency_sum) == (1, 4.0)
+    assert runner.stats.acked == 6
