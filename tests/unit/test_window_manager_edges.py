@@ -76,3 +76,13 @@ def test_out_of_order_event_times_are_kept_sorted() -> None:
     for ts in (30, 10, 20, 10, 40):
         m.add(ts, ts)
     assert [(e.ts, e.seq) for e in m.events] == [(10, 2), (10, 4), (20, 3), (30, 1), (40, 5)]
+
+
+def test_a_detached_window_that_starts_inside_the_held_events_keeps_its_size() -> None:
+    m = manager(Duration(ms=100), Count(1))  # a time length with a count interval
+    m.add("a", 0)
+    windows, evicted = m.add("b", 500)  # "a" left the window (400, 500]
+    [w] = windows
+    assert (len(w), w.get(), w.get_new(), w.get_expired(), evicted) == (1, ["b"], ["b"], ["a"],
+                                                                        ["a"])
+    assert repr(w) == "Window(400..500, 1 tuples, 1 new, 1 expired)"
