@@ -153,3 +153,4 @@ def test_the_store_is_named_after_the_topology_and_closed_with_the_spout(clock: 
     assert closed == [True]
     assert list(CheckpointSpout.declare_outputs({})) == [CHECKPOINT_STREAM]
     assert list(CheckpointSpout.declare_outputs({})[CHECKPOINT_STREAM].fields) == ["txid", "action"]
+    assert CheckpointSpout.declare_outputs({})[CHECKPOINT_STREAM].name == CHECKPOINT_STREAM

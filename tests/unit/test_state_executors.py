@@ -32,6 +32,12 @@ class Upper(BasicBolt):
     cleaned: list[str] = []
 
     @classmethod
+    def declare_outputs(cls, kwargs: Mapping[str, Any]) -> dict[str, Stream]:
+        extra = kwargs.get("extra", "other")
+        return {"default": Stream(["w"]), "d": Stream(["w"], name="d", direct=True),
+                extra: Stream(["w"], name=extra)}
+
+    @classmethod
     def declare_config(cls, kwargs: Mapping[str, Any]) -> Mapping[str, Any]:
         return {"from.user": kwargs}
 
@@ -44,6 +50,8 @@ class Upper(BasicBolt):
             self.emit_direct(9, [word], stream="d")
         if word == "explicit":
             self.emit([word], anchors=[])
+            self.emit_direct(9, [word], anchors=[], stream="d")
+            self.emit([word], stream="other")
 
     def cleanup(self) -> None:
         Upper.cleaned.append("upper")
@@ -64,6 +72,9 @@ class Counter(StatefulBolt):
 
     outputs = ["w", "n"]
     hooks: list[Any] = []
+
+    def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        Counter.hooks.append(("prepare", conf.get("topology.name"), context.component_id))
 
     def init_state(self, state: KeyValueState) -> None:
         Counter.hooks.append(("init", dict(state.items())))
@@ -99,7 +110,8 @@ class BasicCounter(StatefulBolt, BasicBolt):
 
 
 def build(wrapper: type[CheckpointTupleForwarder], bolt: type[Bolt], upstream_tasks: int = 2,
-          name: str = "t", conf: Mapping[str, Any] | None = None) -> tuple[Any, RecordingCollector]:
+          name: str = "t", conf: Mapping[str, Any] | None = None,
+          other: bool = False) -> tuple[Any, RecordingCollector]:
     """``bolt`` wrapped, as task 10 of component ``me`` reading ``up`` (``upstream_tasks``
     tasks) and its checkpoints, prepared with a memory state store."""
     kwargs = {WRAPPED: class_path(bolt)}
@@ -110,6 +122,7 @@ def build(wrapper: type[CheckpointTupleForwarder], bolt: type[Bolt], upstream_ta
     me = ComponentSpec("me", BOLT, class_path(wrapper), kwargs=kwargs,
                        streams=wrapper.declare_outputs(kwargs),
                        inputs=[InputSpec("up", "default", Grouping(SHUFFLE)),
+                               *([InputSpec("up", "other", Grouping(SHUFFLE))] if other else []),
                                InputSpec("up", CHECKPOINT_STREAM, Grouping(ALL))])
     up = ComponentSpec("up", BOLT, class_path(Plain), tasks=upstream_tasks)
     layout = TaskLayout({"up": up_tasks, "me": [10]}, {**{t: "up" for t in up_tasks}, 10: "me"},
@@ -135,17 +148,17 @@ def checkpoints(col: RecordingCollector) -> list[tuple[list[Any], list[Tuple]]]:
 
 # -- the forwarder ------------------------------------------------------------------------------
 def test_the_forwarder_declares_the_checkpoint_stream_and_the_users_config() -> None:
-    kwargs = {WRAPPED: class_path(Upper), "x": 1}
-    assert sorted(CheckpointTupleForwarder.declare_outputs(kwargs)) == [CHECKPOINT_STREAM, "d",
-                                                                        "default"]
-    assert list(CheckpointTupleForwarder.declare_outputs(kwargs)[CHECKPOINT_STREAM].fields) == [
-        "txid", "action"]
-    assert CheckpointTupleForwarder.declare_config(kwargs) == {"from.user": {"x": 1}}
+    kwargs = {WRAPPED: class_path(Upper), "extra": "more"}
+    streams = CheckpointTupleForwarder.declare_outputs(kwargs)
+    assert sorted(streams) == [CHECKPOINT_STREAM, "d", "default", "more"]
+    assert list(streams[CHECKPOINT_STREAM].fields) == ["txid", "action"]
+    assert streams[CHECKPOINT_STREAM].name == CHECKPOINT_STREAM
+    assert CheckpointTupleForwarder.declare_config(kwargs) == {"from.user": {"extra": "more"}}
 
 
 def test_a_checkpoint_is_forwarded_once_every_sending_task_delivered_it() -> None:
-    ex, col = build(CheckpointTupleForwarder, Upper, upstream_tasks=3)
-    assert ex.expected == 3
+    ex, col = build(CheckpointTupleForwarder, Upper, upstream_tasks=3, other=True)
+    assert ex.expected == 3  # the sending tasks of the checkpoint stream, not of every input
     first, second, third = barrier(1, "prepare", 1), barrier(1, "prepare", 2), barrier(1, "prepare", 3)
     ex.execute(first)
     ex.execute(second)
@@ -183,7 +196,8 @@ def test_a_basic_bolt_under_the_forwarder_anchors_acks_and_fails_as_usual() -> N
     assert [(x.values, x.stream, x.anchors, x.task) for x in col.emitted] == [
         (["A"], "default", [a], None), (["DIRECT"], "default", [d], None),
         (["direct"], "d", [d], 9), (["EXPLICIT"], "default", [e], None),
-        (["explicit"], "default", [], None)]
+        (["explicit"], "default", [], None), (["explicit"], "d", [], 9),
+        (["explicit"], "other", [e], None)]
     assert col.acked == [a, d, e] and col.failed == [bad]
     ex.bolt.emit(["late"])  # outside process: no current input
     assert col.emitted[-1].anchors == []
@@ -221,15 +235,16 @@ def test_tuples_wait_for_the_state_and_acks_wait_for_the_commit() -> None:
     a, b = word("a"), word("b")
     ex.execute(a)
     ex.execute(b)
-    assert ex.buffered == [a, b] and Counter.hooks == []
+    assert ex.buffered == [a, b] and Counter.hooks == [("prepare", "wait", "me")]
     init(ex)
-    assert Counter.hooks == [("init", {})] and ex.buffered == [] and ex.initialized
+    assert Counter.hooks[1:] == [("init", {})] and ex.buffered == [] and ex.initialized
     assert dict(ex.state.items()) == {"a": 1, "b": 1} and col.acked[2:] == []
+    assert Counter.hooks[0] == ("prepare", "wait", "me")
     assert [v for v, _ in checkpoints(col)] == [[0, "initstate"]]
     col.clear()
     ex.execute(barrier(1, "prepare", 1))
     ex.execute(barrier(1, "prepare", 2))
-    assert Counter.hooks[1:] == [("pre_prepare", 1)] and ex.prepared == [a, b]
+    assert Counter.hooks[2:] == [("pre_prepare", 1)] and ex.prepared == [a, b]
     store = MemoryDocStore(f"{TOPOLOGY}/wait/me-10")
     assert "p.1" in store.names()
     c = word("a")
@@ -237,7 +252,7 @@ def test_tuples_wait_for_the_state_and_acks_wait_for_the_commit() -> None:
     assert [t for t in col.acked if t.stream != CHECKPOINT_STREAM] == []
     ex.execute(barrier(1, "commit", 1))
     ex.execute(barrier(1, "commit", 2))
-    assert Counter.hooks[2:] == [("pre_commit", 1)]
+    assert Counter.hooks[3:] == [("pre_commit", 1)]
     assert [t for t in col.acked if t.stream != CHECKPOINT_STREAM] == [a, b]
     assert ex.pending == [c] and ex.prepared == []
     assert dict(KeyValueState(store).items()) == {"a": 1, "b": 1}  # c is not committed yet
@@ -312,3 +327,36 @@ def test_the_state_store_is_per_task_and_closed_even_when_the_user_cleanup_fails
     assert closed == [True]
     unnamed, _ = build(StatefulBoltExecutor, Counter, name="")
     assert unnamed.state.store.location == f"memory store '{TOPOLOGY}/{TOPOLOGY}/me-10'"
+
+
+class Direct(BasicBolt):
+    """A BasicBolt whose default stream is direct."""
+
+    outputs = [Stream(["w"], direct=True)]
+
+    def process(self, tup: Tuple) -> None:
+        self.emit_direct(3, [tup.values[0]])
+
+
+def test_a_basic_bolts_direct_emit_goes_to_the_default_stream_anchored() -> None:
+    ex, col = build(CheckpointTupleForwarder, Direct)
+    a = word("a")
+    ex.execute(a)
+    assert [(e.values, e.stream, e.anchors, e.task) for e in col.emitted] == [
+        (["a"], "default", [a], 3)]
+
+
+def test_a_repeated_prepare_keeps_every_ack_for_the_commit() -> None:
+    ex, col = build(StatefulBoltExecutor, Counter, name="twice")
+    init(ex)
+    a, b = word("a"), word("b")
+    ex.execute(a)
+    for t in (barrier(1, "prepare", 1), barrier(1, "prepare", 2)):
+        ex.execute(t)
+    ex.execute(b)
+    for t in (barrier(1, "prepare", 1), barrier(1, "prepare", 2)):  # the same checkpoint again
+        ex.execute(t)
+    for t in (barrier(1, "commit", 1), barrier(1, "commit", 2)):
+        ex.execute(t)
+    assert [t for t in col.acked if t.stream != CHECKPOINT_STREAM] == [a, b]
+    assert dict(KeyValueState(MemoryDocStore(f"{TOPOLOGY}/twice/me-10")).items()) == {"a": 1, "b": 1}

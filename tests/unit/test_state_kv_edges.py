@@ -95,6 +95,9 @@ def test_commits_that_do_nothing_say_so() -> None:
     assert not state.commit(3)  # another txid
     assert state.commit(2) and not state.commit(2) and not state.commit(1)
     assert store.get("meta") == {"committed": 2}
+    state.put("late", 1)
+    state.prepare_commit(2)  # prepared again under a txid already committed
+    assert not state.commit(2) and store.get("meta") == {"committed": 2}
 
 
 def test_a_second_prepare_needs_the_first_committed_and_may_repeat_itself() -> None:
@@ -162,3 +165,28 @@ def test_an_unreadable_key_or_prepared_document_is_named() -> None:
     state = KeyValueState(third)  # kept for its verdict; read when committed
     with pytest.raises(CorruptStateError, match="key 'p.1': not a list"):
         state.commit(1)
+
+
+def test_deletes_survive_a_restart_between_prepare_and_commit() -> None:
+    store = fresh()
+    state = KeyValueState(store)
+    state.put("keep", 1)
+    state.put("drop", 2)
+    state.prepare_commit(1)
+    state.commit(1)
+    state.delete("drop")
+    state.delete("never-there")
+    state.prepare_commit(2)
+    restarted = KeyValueState(store)
+    assert restarted.commit(2)
+    assert dict(restarted.items()) == {"keep": 1}
+    assert dict(KeyValueState(store).items()) == {"keep": 1}
+
+
+def test_deleting_a_key_that_was_never_committed_commits_cleanly() -> None:
+    state = KeyValueState(fresh())
+    state.put("tmp", 1)
+    state.delete("tmp")
+    state.delete("ghost")
+    state.prepare_commit(1)
+    assert state.commit(1) and dict(state.items()) == {}

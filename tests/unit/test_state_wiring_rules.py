@@ -65,8 +65,8 @@ def test_every_bolt_subscribes_once_to_each_upstream_checkpoint_stream() -> None
     assert store.streams[CHECKPOINT_STREAM].name == CHECKPOINT_STREAM
     assert (store.parallelism, passing.parallelism) == (3, 2)  # unchanged
     spout = spec.components[CHECKPOINT_COMPONENT]
-    assert (spout.kind, spout.class_path, spout.parallelism, spout.tasks, spout.kwargs,
-            spout.config) == (SPOUT, class_path(CheckpointSpout), 1, 1, {}, {})
+    assert (spout.id, spout.kind, spout.class_path, spout.parallelism, spout.tasks, spout.kwargs,
+            spout.config) == (CHECKPOINT_COMPONENT, SPOUT, class_path(CheckpointSpout), 1, 1, {}, {})
     assert list(spout.streams) == [CHECKPOINT_STREAM]
     assert spec.components["s1"].class_path not in (passing.class_path, store.class_path)
     assert spec.components["s1"].inputs == []  # spouts are not wrapped and subscribe to nothing

@@ -315,3 +315,36 @@ def test_late_tuples_without_a_late_stream_are_counted_acked_and_logged_sparingl
     assert ex.late_dropped == 2000 and len(col.acked) == 2000 and col.emitted == []
     assert [r.getMessage().split(" late")[0] for r in caplog.records] == [
         "windowed bolt: 1", "windowed bolt: 1000", "windowed bolt: 2000"]
+
+
+class Streams(WindowedBolt):
+    """Declares its output streams from its arguments; emits while being prepared (outside any
+    window) and, per window, on its named stream and directly with explicit anchors."""
+
+    def __init__(self, stream: str = "out") -> None:
+        self.stream = stream
+
+    @classmethod
+    def declare_outputs(cls, kwargs: Mapping[str, Any]) -> dict[str, Stream]:
+        name = kwargs.get("stream", "out")
+        return {name: Stream(["v"], name=name), "d": Stream(["v"], name="d", direct=True)}
+
+    def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        self.emit(["prepared"], stream=self.stream)
+
+    def execute(self, window: Window) -> None:
+        tuples = window.get()
+        self.emit([len(tuples)], stream=self.stream)
+        self.emit_direct(4, [len(tuples)], anchors=tuples[:1], stream="d")
+
+
+def test_user_streams_come_from_the_users_arguments_and_emits_keep_stream_and_anchors() -> None:
+    kwargs = {**Streams.with_tumbling_window(Count(2)).component_kwargs, "stream": "sums"}
+    assert sorted(WindowedBoltExecutor.declare_outputs(kwargs)) == ["d", "sums"]
+    ex, col = build(Streams.with_tumbling_window(Count(2)), stream="sums")
+    assert [(e.values, e.stream, e.anchors) for e in col.emitted] == [(["prepared"], "sums", [])]
+    a, b = data(1), data(2)
+    ex.execute(a)
+    ex.execute(b)
+    assert [(e.values, e.stream, e.anchors, e.task) for e in col.emitted[1:]] == [
+        ([2], "sums", [a, b], None), ([2], "d", [a], 4)]

@@ -86,3 +86,81 @@ def test_a_detached_window_that_starts_inside_the_held_events_keeps_its_size() -
     assert (len(w), w.get(), w.get_new(), w.get_expired(), evicted) == (1, ["b"], ["b"], ["a"],
                                                                         ["a"])
     assert repr(w) == "Window(400..500, 1 tuples, 1 new, 1 expired)"
+
+
+def test_a_live_window_handed_to_the_callback_knows_its_size() -> None:
+    sizes: list[tuple[int, list[Any]]] = []
+    m = WindowManager(WindowConfig.sliding(Duration(ms=100), Count(1)).validated(),
+                      on_window=lambda w: sizes.append((len(w), w.get())))
+    m.add("a", 0)
+    m.add("b", 500)  # the live window starts after "a", still held while it is evaluated
+    assert sizes == [(1, ["a"]), (1, ["b"])]
+
+
+def test_a_count_window_fired_by_time_before_any_tuple_is_skipped() -> None:
+    m = manager(Count(2), Duration(ms=1000))
+    assert m.advance_time(3000) == ([], [])
+    m.add("a", 3500)
+    windows, _ = m.advance_time(4000)
+    assert [(w.start_timestamp, w.get()) for w in windows] == [(3500, ["a"])]
+
+
+def test_a_tuple_no_time_window_can_hold_is_acked_at_the_first_window() -> None:
+    m = manager(Duration(ms=100), Duration(ms=100))
+    m.add("zero", 0)  # (0, 100] is the first window: nothing ever holds time 0
+    assert m.advance_time(100) == ([], ["zero"])
+    m.add("b", 150)
+    windows, evicted = m.advance_time(200)
+    assert [(w.get(), w.get_new(), w.get_expired()) for w in windows] == [(["b"], ["b"], [])]
+    assert evicted == ["b"]
+
+
+def test_evicted_tuples_are_not_kept_alive() -> None:
+    import gc
+    import weakref
+
+    class Item:
+        pass
+
+    m = manager(Duration(ms=300), Duration(ms=100))
+    refs = []
+    for i in range(50):
+        item = Item()
+        refs.append(weakref.ref(item))
+        m.add(item, (i + 1) * 100)
+        m.advance_time((i + 1) * 100)
+        del item
+    gc.collect()
+    alive = [i for i, r in enumerate(refs) if r() is not None]
+    assert alive == [47, 48, 49]  # only what the next windows still need
+
+
+def test_event_time_count_windows_fire_once_the_watermark_passed_their_tuple() -> None:
+    m = manager(Count(1), Count(1), timestamp_field="ts")
+    for ts in (1, 2, 3, 10):
+        m.add(ts, ts)
+    windows, evicted = m.advance_watermark(10)  # the tuple at 10 waits: another may share it
+    assert [w.get() for w in windows] == [[1], [2], [3]] and evicted == [1, 2, 3]
+    windows, evicted = m.advance_watermark(11)
+    assert [w.get() for w in windows] == [[10]] and evicted == [10]
+
+
+def test_an_event_time_count_trigger_ends_the_window_at_its_own_tuple() -> None:
+    m = manager(Count(2), Count(2), timestamp_field="ts")
+    for v in ("a", "b", "c"):
+        m.add(v, 5)  # one timestamp, three tuples
+    windows, _ = m.advance_watermark(6)
+    assert [w.get() for w in windows] == [["a", "b"]]
+
+
+def test_an_event_time_count_window_fires_only_when_new_tuples_arrived() -> None:
+    m = manager(Count(2), Duration(ms=1000), timestamp_field="ts")
+    for ts in (500, 700, 5500):
+        m.add(ts, ts)
+    windows, _ = m.advance_watermark(10_000)
+    # no window between 1000 and 6000: nothing arrived in (1000, 5000]
+    assert [(w.end_timestamp, w.get()) for w in windows] == [(1000, [500, 700]),
+                                                             (6000, [700, 5500])]
+    m.add(10_000, 10_000)
+    windows, _ = m.advance_watermark(20_000)
+    assert [(w.end_timestamp, w.get()) for w in windows] == [(10_000, [5500, 10_000])]
