@@ -106,3 +106,8 @@ def test_errors_back_off_by_code_or_type_and_others_name_the_call() -> None:
     assert str(err.value) == "shard s0: iterator expired"
     assert [r.sequence_number for r in getter.fetch(5)] == ["3"]
     assert [c[0] for c in expired.calls] == ["iterator", "get", "iterator", "get"]
+
+
+def test_an_answer_without_records_is_an_empty_batch() -> None:
+    getter = ShardGetter(Scripted({"NextShardIterator": "it-1"}), cfg(), "s0", Position("LATEST"))
+    assert getter.fetch(5) == [] and getter.last_read is None and not getter.at_end

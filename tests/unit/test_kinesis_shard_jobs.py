@@ -285,3 +285,187 @@ def test_a_parent_read_by_this_task_but_not_finished_holds_its_child() -> None:
                          MemoryStore(), clock)
     pool2.run_one()
     assert started(m2) == ["p"]  # c waits for p
+
+
+class CountingStore(MemoryStore):
+    """Counts every write and read call; ``fail_for`` makes writes of those shards fail."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.write_calls: list[str] = []
+        self.read_calls: list[str] = []
+        self.fail_for: set[str] = set()
+
+    def read(self, shard_id: str) -> Checkpoint | None:
+        self.read_calls.append(shard_id)
+        return super().read(shard_id)
+
+    def write(self, shard_id: str, checkpoint: Checkpoint) -> bool:
+        self.write_calls.append(shard_id)
+        if shard_id in self.fail_for:
+            raise RuntimeError(f"cannot write {shard_id}")
+        return super().write(shard_id, checkpoint)
+
+
+def inline(client: FakeKinesis, store: MemoryStore, clock: list[float], task: int = 0,
+           tasks: int = 1, errors: list[BaseException] | None = None, **kw: Any) -> StateManager:
+    m = StateManager(cfg(records_per_get=10, **kw), client, store, task, tasks, lambda: clock[0],
+                     on_error=None if errors is None else errors.append)
+    m.start()
+    return m
+
+
+def take(m: StateManager, shard: str) -> Any:
+    state = m.states[shard]
+    assert state.getter is not None and state.tracker is not None
+    r = state.getter.next()
+    assert r is not None
+    state.tracker.on_emit(r, False)
+    return r
+
+
+def test_before_begin_no_shard_is_active() -> None:
+    m = StateManager(cfg(), FakeKinesis({"s0": []}), MemoryStore(), 0, 1, lambda: 0.0)
+    assert m.active_count == 0 and m.next_state() is None
+
+
+def test_a_shard_resumes_from_its_stored_checkpoint_and_does_not_write_it_again() -> None:
+    client = FakeKinesis({"s0": ["1", "2", "3"]})
+    store, clock = CountingStore(), [0.0]
+    store.checkpoints["s0"] = Checkpoint("2")
+    m = inline(client, store, clock, checkpoint_interval_ms=10**9)
+    state = m.states["s0"]
+    assert state.stored == Checkpoint("2") and state.tracker is not None
+    assert state.tracker.shard_id == "s0" and state.tracker.checkpoint == "2"
+    assert m.metrics()["s0"]["checkpoint"] == "2" and m.metrics()["s0"]["stored"] == "2"
+    m.flush()
+    m.flush_now()
+    assert store.write_calls == []  # nothing moved
+    r = take(m, "s0")
+    assert r.sequence_number == "3"
+    m.flush()
+    assert store.write_calls == []  # "3" is not acked yet
+    state.tracker.on_ack("3")
+    m.flush()
+    m.flush()
+    assert store.write_calls == ["s0"] and store.checkpoints["s0"] == Checkpoint("3")
+
+
+def test_shard_finished_stores_only_the_end_of_a_shard() -> None:
+    client = FakeKinesis({"s0": ["1", "2"]})
+    store, clock = CountingStore(), [0.0]
+    m = inline(client, store, clock, checkpoint_interval_ms=10**9)
+    take(m, "s0")
+    m.states["s0"].tracker.on_ack("1")  # type: ignore[union-attr]
+    m.shard_finished(m.states["s0"])
+    assert store.write_calls == []  # not at its end: the interval writes it
+
+
+def test_getrecords_errors_of_a_started_shard_reach_on_error() -> None:
+    client = FakeKinesis({"s0": ["1"]})
+    store, clock, errors = MemoryStore(), [0.0], []  # type: ignore[var-annotated]
+    m = inline(client, store, clock, errors=errors)
+    client.errors.append("AccessDeniedException")
+    assert m.states["s0"].getter.next() is None  # type: ignore[union-attr]
+    assert len(errors) == 1 and "GetRecords on shard s0" in str(errors[0])
+
+
+def test_an_empty_batch_pauses_the_shard_for_the_configured_time() -> None:
+    client = FakeKinesis({"s0": []})
+    store, clock = MemoryStore(), [10.0]
+    m = inline(client, store, clock, empty_record_sleep_ms=1000)
+    getter = m.states["s0"].getter
+    assert getter is not None and getter.next() is None
+    gets = sum(1 for c in client.calls if c[0] == "get")
+    clock[0] = 10.9995
+    getter.next()
+    assert sum(1 for c in client.calls if c[0] == "get") == gets
+    clock[0] = 11.0
+    getter.next()
+    assert sum(1 for c in client.calls if c[0] == "get") == gets + 1
+
+
+def test_the_shard_list_refresh_waits_a_whole_interval_each_time() -> None:
+    client = FakeKinesis({"s0": []})
+    store, clock = MemoryStore(), [0.0]
+    m = inline(client, store, clock, shard_list_refresh_ms=30_000, checkpoint_interval_ms=10**9)
+    calls = [0]
+    original = client.list_shards
+
+    def counted(**kw: Any) -> dict[str, Any]:
+        calls[0] += 1
+        return original(**kw)
+
+    client.list_shards = counted  # type: ignore[method-assign]
+    for t, expected in ((29.999, 0), (30.0, 1), (30.001, 1), (59.98, 1), (60.0, 2)):
+        clock[0] = t
+        m.tick()
+        assert calls[0] == expected, t
+
+
+def test_a_child_waits_for_every_listed_parent() -> None:
+    for parents, stored in ((("gone", "p2"), {}), (("p1", "p2"), {"p1": Checkpoint("1", True)})):
+        client = FakeKinesis({"p1": ["1"], "p2": ["2"], "zc": ["5"]}, parents={"zc": parents},
+                             closed={"p1", "p2"})
+        if "gone" in parents:
+            del client.records["p1"]
+        store, clock = MemoryStore(), [0.0]
+        store.checkpoints.update(stored)
+        m = inline(client, store, clock)
+        # p1 is gone or done; p2 is listed, read here and not finished: the child waits
+        assert m.states["zc"].tracker is None, parents
+
+
+def test_a_parent_stored_without_its_end_holds_a_child_of_another_task() -> None:
+    client = FakeKinesis({"a-parent": ["1", "2"], "b-child": ["5"]},
+                         parents={"b-child": ("a-parent",)}, closed={"a-parent"})
+    store, clock, errors = MemoryStore(), [0.0], []  # type: ignore[var-annotated]
+    store.checkpoints["a-parent"] = Checkpoint("1")  # read part of the way by task 0
+    m = inline(client, store, clock, task=1, tasks=2, errors=errors)
+    assert m.states["b-child"].tracker is None and errors == []
+
+
+def test_started_shards_checkpoints_are_not_read_again() -> None:
+    client = FakeKinesis({"p": ["1"], "c": ["5"], "s": ["7"]}, parents={"c": ("p",)})
+    store, clock = CountingStore(), [0.0]
+    m = inline(client, store, clock, checkpoint_interval_ms=10**9)
+    assert sorted(store.read_calls) == ["p", "s"]
+    store.read_calls.clear()
+    m.flush()  # c still waits for p: only what c needs is read
+    assert store.read_calls == []  # p is read by this task: its local state decides
+
+
+def test_a_start_asked_for_meanwhile_runs_once_even_when_a_shard_keeps_waiting() -> None:
+    client = FakeKinesis({"p": ["1"], "c": ["5"]}, parents={"c": ("p",)}, closed={"p"})
+    store, clock = MemoryStore(), [0.0]
+    m, pool = deferred(client, store, clock)
+    client.records["s2"] = []
+    m.apply([ShardInfo("c", ("p",)), ShardInfo("p"), ShardInfo("s2")])
+    pool.run_one()
+    assert len(pool.jobs) == 1  # the start asked for meanwhile
+    pool.run_one()
+    assert started(m) == ["p", "s2"] and pool.jobs == []  # c waits; no endless restarts
+
+
+def test_flush_now_goes_on_past_unchanged_and_failing_shards() -> None:
+    client = FakeKinesis({"s0": ["1"], "s1": ["2"], "s2": ["3"]})
+    store, clock = CountingStore(), [0.0]
+    m = inline(client, store, clock, checkpoint_interval_ms=10**9)
+    for shard, seq in (("s1", "2"), ("s2", "3")):
+        take(m, shard)
+        m.states[shard].tracker.on_ack(seq)  # type: ignore[union-attr]
+    store.fail_for = {"s1"}
+    m.flush_now()  # s0 unchanged, s1 fails: s2 is still written
+    assert store.write_calls == ["s1", "s2"] and store.checkpoints["s2"] == Checkpoint("3")
+    m.flush_now()
+    assert m.checkpoint_failures == 2
+
+
+def test_metrics_count_buffered_and_counted_out_records() -> None:
+    client = FakeKinesis({"s0": ["1", "2", "3"]})
+    store, clock = MemoryStore(), [0.0]
+    m = inline(client, store, clock, max_retries=0)
+    r = take(m, "s0")
+    m.states["s0"].tracker.on_fail(r.sequence_number)  # type: ignore[union-attr]
+    metrics = m.metrics()["s0"]
+    assert (metrics["buffered"], metrics["counted_out"], metrics["checkpoint"]) == (2, 1, "1")
