@@ -412,8 +412,11 @@ def test_a_child_waits_for_every_listed_parent() -> None:
         store, clock = MemoryStore(), [0.0]
         store.checkpoints.update(stored)
         m = inline(client, store, clock)
+        m.flush()  # a second look, once p1 is known here to be done
         # p1 is gone or done; p2 is listed, read here and not finished: the child waits
         assert m.states["zc"].tracker is None, parents
+        if "p1" in m.states:
+            assert m.states["p1"].done
 
 
 def test_a_parent_stored_without_its_end_holds_a_child_of_another_task() -> None:
