@@ -44,7 +44,16 @@ class Sum(BatchBolt):
 
     @classmethod
     def prepare_task(cls, conf: Mapping[str, Any], context: TopologyContext) -> None:
-        EVENTS.append(("prepare_task", context.component_id))
+        EVENTS.append(("prepare_task", context.component_id, conf.get("k")))
+
+    @classmethod
+    def declare_outputs(cls, kwargs: Mapping[str, Any]) -> dict[str, Stream]:
+        name = kwargs.get("stream", "sums")
+        return {name: Stream(["id", "sum"], name=name, direct=True)}
+
+    @classmethod
+    def declare_config(cls, kwargs: Mapping[str, Any]) -> Mapping[str, Any]:
+        return {"user.scale": kwargs.get("scale", "unset")}
 
     @classmethod
     def cleanup_task(cls, conf: Mapping[str, Any], context: TopologyContext) -> None:
@@ -82,9 +91,16 @@ class Upper(BasicBolt):
     outputs = [Stream(["id", "w"], name="words", direct=True)]
     cleaned: list[bool] = []
 
+    def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        EVENTS.append(("basic prepare", conf.get("k"), context.component_id))
+
     def process(self, tup: Tuple) -> None:
         if tup.values[1] == "fail":
             raise FailedException("no")
+        if tup.values[1] == "runtime":
+            self.report_error("reported")
+            self.call_soon_threadsafe(lambda: self.report_error("soon"))
+            self.run_in_background(lambda: 3, lambda result, error: self.report_error(result))
         self.emit_direct(8, [tup.values[0], tup.values[1].upper()], stream="words")
 
     def cleanup(self) -> None:
@@ -120,7 +136,7 @@ def build(role: str = "batch", target: type = Sum, committer: bool = False,
                         [Executor("up", 1, 2), Executor("me", 5, 5), Executor("down", 8, 9)])
     context = TopologyContext("t-1", TopologySpec({"up": up, "me": me, "down": down}), layout, 5,
                               [5], {}, state=MemoryStateBackend())
-    bolt.prepare(dict(conf or {}), context)
+    bolt.prepare({"k": "v", **(conf or {})}, context)
     return bolt, col
 
 
@@ -147,7 +163,7 @@ def counts(col: RecordingCollector) -> list[tuple[int | None, list[Any], list[Tu
 
 def test_a_batch_finishes_once_every_report_and_tuple_arrived() -> None:
     bolt, col = build()
-    assert EVENTS == [("prepare_task", "me")]
+    assert EVENTS == [("prepare_task", "me", "v")]
     assert (bolt.num_reports, bolt.out_tasks, bolt.max_age) == (2, [8, 9], int(30 // TICK_SECS) + 2)
     a, b = data(1, 3), data(1, 4, task=2)
     r1, r2 = report(1, 1, 1), report(1, 1, 2)
@@ -268,6 +284,10 @@ def test_a_committer_waits_for_its_commit_tuple_and_holds_it_instead_of_the_repo
 def test_a_basic_bolt_counts_its_emits_per_batch_and_emits_only_while_processing() -> None:
     Upper.cleaned.clear()
     bolt, col = build("basic", Upper)
+    assert EVENTS == [("basic prepare", "v", "me")]
+    bolt.execute(data(3, "runtime"))
+    assert col.errors == ["reported", "soon", 3]
+    col.clear()
     bolt.execute(data(1, "a"))
     bolt.execute(report(1, 1, 1))
     bolt.execute(report(1, 0, 2))
@@ -286,12 +306,33 @@ def test_a_basic_bolt_counts_its_emits_per_batch_and_emits_only_while_processing
     assert Upper.cleaned == [True]
 
 
+class Reserved(BatchBolt):
+    outputs = [Stream(["id"], name="$mine")]
+
+
 def test_declarations_and_roles() -> None:
-    kwargs = {"role": "batch", "target": class_path(Sum), "target_kwargs": {}}
+    kwargs = {"role": "batch", "target": class_path(Sum), "target_kwargs": {"stream": "totals",
+                                                                           "scale": 3}}
     streams = CoordinatedBolt.declare_outputs(kwargs)
-    assert sorted(streams) == [COORD_STREAM, "sums"] and streams[COORD_STREAM].direct
+    assert sorted(streams) == [COORD_STREAM, "totals"] and streams[COORD_STREAM].direct
     assert list(streams[COORD_STREAM].fields) == ["id", "count"]
-    assert CoordinatedBolt.declare_config(kwargs) == {"topology.tick.tuple.freq.secs": TICK_SECS}
+    assert streams[COORD_STREAM].name == COORD_STREAM
+    assert CoordinatedBolt.declare_config(kwargs) == {"user.scale": 3,
+                                                      "topology.tick.tuple.freq.secs": TICK_SECS}
+    bare = {"role": "batch", "target": class_path(Sum)}
+    assert sorted(CoordinatedBolt.declare_outputs(bare)) == [COORD_STREAM, "sums"]
+    assert CoordinatedBolt.declare_config(bare) == {"user.scale": "unset",
+                                                    "topology.tick.tuple.freq.secs": TICK_SECS}
+    with pytest.raises(ValueError) as reserved:
+        CoordinatedBolt.declare_outputs({"role": "batch", "target": class_path(Reserved)})
+    assert str(reserved.value) == ("Reserved: stream names starting with '$' are reserved in "
+                                   "transactional topologies ('$mine')")
+    from stormpy.transactional.coordinator import CoordinatorSpout
+    from stormpy.transactional.streams import BATCH_STREAM
+    spout_streams = CoordinatorSpout.declare_outputs({})
+    assert [(k, v.name, list(v.fields)) for k, v in spout_streams.items()] == [
+        (BATCH_STREAM, BATCH_STREAM, ["id", "meta", "committed"]),
+        (COMMIT_STREAM, COMMIT_STREAM, ["id"])]
     with pytest.raises(ValueError) as err:
         CoordinatedBolt("spout", class_path(Sum), {}, "tx")
     assert str(err.value) == "unknown coordinated role 'spout'"
