@@ -116,7 +116,7 @@ TARGETS: dict[str, Target] = {
     # stateful bolts: the checkpoint spout's protocol, the executors that run it around bolts,
     # the key-value state's prepare/commit/rollback and the wiring
     "state": Target(tuple(f"src/stormpy/state/{part}.py" for part in ("checkpoint", "bolt", "kv", "wiring")),
-                    tests=("tests/unit/test_state.py", "tests/unit/test_state_store.py",
+                    tests=("tests/unit/test_state.py", "tests/unit/test_state_*.py",
                            "tests/unit/test_transactional_state.py")),
 }
 #: what ``make mutate`` runs when no target is named

@@ -224,6 +224,7 @@ class CoordinatedBolt(Bolt):
         else:
             user = Tuple([attempt, *tup.values[1:]], stream, tup.task, tup.component, tup.fields)
             if not self._run(track, user):
+                self.fail(tup)  # the tuple received, not the copy the wrapped bolt saw
                 return
             track.received += 1
             self.ack(tup)
@@ -240,7 +241,8 @@ class CoordinatedBolt(Bolt):
         return track
 
     def _run(self, track: _Track, tup: Tuple) -> bool:
-        """Give one data tuple to the wrapped bolt; False (the batch failed) when it raised."""
+        """Give one data tuple to the wrapped bolt; False (the batch failed; the caller fails the
+        tuple) when it raised."""
         try:
             if self.role == BATCH:
                 self._bolt(track).execute(tup)
@@ -255,7 +257,6 @@ class CoordinatedBolt(Bolt):
             raise  # a programming error (bad values, unknown stream): the component fails
         except Exception as exc:  # noqa: BLE001 - any error fails the batch, which is replayed
             self._fail_batch(track, exc, "execute")
-            self.fail(tup)
             return False
         return True
 

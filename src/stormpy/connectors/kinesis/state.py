@@ -388,12 +388,15 @@ class StateManager:
         out: dict[str, dict[str, Any]] = {}
         for shard_id, s in self.states.items():
             t, g = s.tracker, s.getter
+            # "is not None": a tracker holding no record has length 0, so it tests false
             out[shard_id] = {
-                "checkpoint": t.checkpoint if t else (s.stored.sequence_number if s.stored else None),
+                "checkpoint": t.checkpoint if t is not None
+                else (s.stored.sequence_number if s.stored else None),
                 "stored": s.stored.sequence_number if s.stored else None,
-                "in_flight": t.in_flight if t else 0, "retries": t.retries if t else 0,
-                "counted_out": t.counted_out if t else 0,
-                "millis_behind_latest": g.getter.millis_behind if g else None,
-                "buffered": g.buffered if g else 0,
+                "in_flight": t.in_flight if t is not None else 0,
+                "retries": t.retries if t is not None else 0,
+                "counted_out": t.counted_out if t is not None else 0,
+                "millis_behind_latest": g.getter.millis_behind if g is not None else None,
+                "buffered": g.buffered if g is not None else 0,
                 "finished": s.done}
         return out
