@@ -13,7 +13,7 @@ import pytest
 
 from stormpy.topology.imports import class_path
 from stormpy.transactional import MemoryStore, TransactionAttempt
-from stormpy.transactional.api import TransactionalSpout
+from stormpy.transactional.api import OpaquePartitionedTransactionalSpout, TransactionalSpout
 from stormpy.transactional.coordinator import CURRENT_KEY, META_KEY, CoordinatorSpout
 from stormpy.transactional.store import StoreUnavailable
 from stormpy.transactional.streams import BATCH_STREAM, COMMIT_STREAM
@@ -25,6 +25,12 @@ ASKED: list[Any] = []
 class Counting(TransactionalSpout):
     """Metadata of txid n: ``previous + 10`` (10 for the first)."""
 
+    def get_coordinator(self, conf: Any, context: Any) -> Any:
+        ASKED.append(("get_coordinator", conf.get("transactional.store"), context))
+        return CountingCoordinator()
+
+
+class Opaque(OpaquePartitionedTransactionalSpout):
     def get_coordinator(self, conf: Any, context: Any) -> Any:
         return CountingCoordinator()
 
@@ -102,12 +108,17 @@ def _reset(monkeypatch: pytest.MonkeyPatch) -> Any:
     MemoryStore.forget(TX)
 
 
+CONTEXT: Any = object()  # stands for the spout's TopologyContext
+
+
 class Harness:
-    def __init__(self, conf: dict[str, Any] | None = None) -> None:
-        self.spout = CoordinatorSpout(TX, class_path(Counting), {})
+    def __init__(self, conf: dict[str, Any] | None = None, spout: type = Counting) -> None:
+        self.spout = CoordinatorSpout(TX, class_path(spout), {})
         self.emitted: list[tuple[str, list[Any], Any]] = []
         self.spout.emit = self._emit  # type: ignore[method-assign]
-        self.spout.open({"transactional.store": "memory", **(conf or {})}, None)  # type: ignore[arg-type]
+        self.spout.open({"transactional.store": "memory", **(conf or {})}, CONTEXT)
+        if ASKED and ASKED[0][0] == "get_coordinator":
+            assert ASKED.pop(0) == ("get_coordinator", "memory", CONTEXT)
 
     def _emit(self, values: list[Any], msg_id: Any = None, stream: str = "default") -> list[int]:
         self.emitted.append((stream, values, msg_id))
@@ -303,5 +314,23 @@ def test_a_replayed_transaction_reuses_its_metadata_without_asking_the_coordinat
     again = h.batches()
     assert sorted(again) == [1, 2] and ASKED[asked:] == []
     assert [again[t][1][1] for t in (1, 2)] == [10, 20]
-    h.spout.fail(first[2][0])  # the abandoned attempt: nothing happens
+    h.spout.fail(first[2][0])  # abandoned attempts: nothing happens
+    h.spout.ack(first[1][0])
+    h.spout.ack(TransactionAttempt(7, 1))  # never started
+    h.spout.fail(TransactionAttempt(7, 1))
     assert h.take() == []
+    h.spout.ack(again[1][0])
+    assert [(s, m) for s, _v, m in h.take()] == [(COMMIT_STREAM, again[1][0])]
+
+
+def test_an_opaque_spout_starts_transactions_without_metadata_when_its_coordinator_is_ready() -> None:
+    READY.append(False)
+    h = Harness({"topology.max.spout.pending": 2}, Opaque)
+    h.spout.next_tuple()
+    assert h.take() == []
+    h.spout.next_tuple()
+    out = h.batches()
+    assert sorted(out) == [1, 2] and [out[t][1][1] for t in (1, 2)] == [None, None]
+    assert ASKED == ["ready", "ready", "ready"]  # no initialize_transaction: emitters keep all
+    h.spout.close()
+    assert ASKED[-1] == "close"
