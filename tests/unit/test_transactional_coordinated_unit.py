@@ -71,6 +71,7 @@ class Sum(BatchBolt):
     def execute(self, tup: Tuple) -> None:
         if Sum.raise_in_execute is not None:
             raise Sum.raise_in_execute
+        EVENTS.append(("execute", tup.stream, tup.task, tup.component, tup["v"]))
         self.total += tup.values[1] * self.scale
 
     def finish_batch(self) -> None:
@@ -135,7 +136,7 @@ def build(role: str = "batch", target: type = Sum, committer: bool = False,
           conf: Mapping[str, Any] | None = None) -> tuple[CoordinatedBolt, RecordingCollector]:
     """Component ``me`` (task 5) reading ``up`` (tasks 1, 2) and its counts; ``down`` (tasks 8,
     9) reads ``me``'s counts."""
-    kwargs = {"role": role, "target": class_path(target), "target_kwargs": {"scale": 1}
+    kwargs: dict[str, Any] = {"role": role, "target": class_path(target), "target_kwargs": {"scale": 1}
               if target is Sum else {}, "transactional_id": "tx-unit", "committer": committer}
     bolt = CoordinatedBolt(**kwargs)
     col = RecordingCollector()
@@ -188,7 +189,9 @@ def test_a_batch_finishes_once_every_report_and_tuple_arrived() -> None:
     assert counts(col) == [] and col.acked == [a]  # task 2's tuple is missing
     bolt.execute(b)
     assert col.emitted_values("sums") == [[[1, 0], 7]] and col.emitted_values("grand") == [[[1, 0], 7]]
-    assert EVENTS[1:] == [("prepare", (1, 0), "v")]  # one bolt per batch, given the conf
+    # one bolt per batch, given the conf; it sees each tuple as received, with the attempt
+    assert EVENTS[1:] == [("prepare", (1, 0), "v"), ("execute", "default", 1, "up", 3),
+                          ("execute", "default", 2, "up", 4)]
     assert col.errors == ["batch 1 prepared", "soon", 2]  # the task's runtime, not a stand-in
     assert counts(col) == [(8, [[1, 0], 0], [r1, r2]), (9, [[1, 0], 1], [r1, r2])]
     assert col.acked == [a, b, r1, r2] and col.failed == [] and bolt.tracked == {}
@@ -312,6 +315,8 @@ def test_a_basic_bolt_counts_its_emits_per_batch_and_emits_only_while_processing
     Upper.cleaned.clear()
     bolt, col = build("basic", Upper)
     assert EVENTS == [("basic prepare", "v", "me")]
+    with pytest.raises(RuntimeError, match="emits only while it processes a tuple"):
+        bolt.basic.emit([[1, 0], "x"])  # type: ignore[union-attr]
     bolt.execute(data(3, "runtime"))
     assert col.errors == ["reported", "soon", 3]
     col.clear()

@@ -138,7 +138,7 @@ class Harness:
         self.spout.ack(attempt)
 
 
-@pytest.mark.parametrize(("pending", "in_flight"), [(None, 1), (0, 1), (-3, 1), ("2", 2), (4, 4)])
+@pytest.mark.parametrize(("pending", "in_flight"), [(None, 1), (0, 1), (-3, 1), (1, 1), ("2", 2), (4, 4)])
 def test_max_spout_pending_bounds_the_transactions_in_flight(pending: Any, in_flight: int) -> None:
     h = Harness({"topology.max.spout.pending": pending})
     h.spout.next_tuple()
@@ -254,7 +254,8 @@ def test_an_unreachable_store_warns_once_per_outage_and_resumes(
         h.spout.next_tuple()
         messages = [r.getMessage() for r in caplog.records]
         assert len(messages) == 2 * (outage + 1)
-        assert "state store unavailable" in messages[-2] and messages[-1].endswith("state store back")
+        assert "state store unavailable" in messages[-2] and messages[-2].endswith(": no connection")
+        assert messages[-1].endswith("state store back")
     h.spout.ack(first[1][0])
     assert [(s, m) for s, _v, m in h.take()] == [(COMMIT_STREAM, first[1][0])]
 
@@ -334,3 +335,13 @@ def test_an_opaque_spout_starts_transactions_without_metadata_when_its_coordinat
     assert ASKED == ["ready", "ready", "ready"]  # no initialize_transaction: emitters keep all
     h.spout.close()
     assert ASKED[-1] == "close"
+
+
+def test_attempt_ids_are_random_non_negative_64_bit_signed_integers(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("stormpy.transactional.coordinator.random.getrandbits",
+                        lambda k: (1 << k) - 1)  # the highest id the coordinator can draw
+    h = Harness({"topology.max.spout.pending": 2})
+    h.spout.next_tuple()
+    out = h.batches()
+    assert [out[t][0].attempt_id for t in (1, 2)] == [2**63 - 1, 2**63 - 1]

@@ -47,6 +47,7 @@ class Rows(TransactionalSpout):
         return {"rows": Stream(["tx", "i"], name="rows", direct=True)}
 
     def get_emitter(self, conf: Mapping[str, Any], context: TopologyContext) -> Any:
+        CALLS.append(("get_emitter", conf.get("transactional.store"), context.component_id))
         return RowsEmitter()
 
 
@@ -156,7 +157,7 @@ def test_a_batch_tuple_emits_the_batch_reports_counts_per_task_and_is_acked() ->
     bolt, col = build()
     b = batch(1, 7, 3)
     bolt.execute(b)
-    assert CALLS == [("emit", (1, 7), 3)]
+    assert CALLS == [("get_emitter", "memory", "spout"), ("emit", (1, 7), 3)]
     assert [(e.task, e.values) for e in col.emitted if e.stream == "rows"] == [
         (8, [[1, 7], 0]), (9, [[1, 7], 1]), (8, [[1, 7], 2])]
     assert counts(col) == [(8, [[1, 7], 2], [b]), (9, [[1, 7], 1], [b])]
