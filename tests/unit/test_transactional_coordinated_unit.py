@@ -22,7 +22,7 @@ from stormpy.topology.spec import BOLT, ComponentSpec, InputSpec, TopologySpec
 from stormpy.topology.state import MemoryStateBackend
 from stormpy.topology.streams import Stream
 from stormpy.topology.tuple import SYSTEM_COMPONENT, TICK_STREAM
-from stormpy.transactional import BatchBolt
+from stormpy.transactional import BatchBolt, TransactionAttempt
 from stormpy.transactional.coordinated import CoordinatedBolt
 from stormpy.transactional.streams import COMMIT_STREAM, COORD_STREAM, TICK_SECS
 
@@ -65,6 +65,7 @@ class Sum(BatchBolt):
         super().prepare(conf, context, collector, id)
         EVENTS.append(("prepare", id.key, conf.get("k")))
         self.report_error(f"batch {id.transaction_id} prepared")
+        collector.report_error("via the collector")
         self.call_soon_threadsafe(lambda: self.report_error("soon"))
         self.run_in_background(lambda: 2, lambda result, error: self.report_error(result))
 
@@ -192,7 +193,7 @@ def test_a_batch_finishes_once_every_report_and_tuple_arrived() -> None:
     # one bolt per batch, given the conf; it sees each tuple as received, with the attempt
     assert EVENTS[1:] == [("prepare", (1, 0), "v"), ("execute", "default", 1, "up", 3),
                           ("execute", "default", 2, "up", 4)]
-    assert col.errors == ["batch 1 prepared", "soon", 2]  # the task's runtime, not a stand-in
+    assert col.errors == ["batch 1 prepared", "via the collector", "soon", 2]  # the task's runtime
     assert counts(col) == [(8, [[1, 0], 0], [r1, r2]), (9, [[1, 0], 1], [r1, r2])]
     assert col.acked == [a, b, r1, r2] and col.failed == [] and bolt.tracked == {}
 
@@ -217,7 +218,7 @@ def test_an_error_in_execute_fails_the_batch_and_its_later_tuples(error: BaseExc
     Sum.raise_in_execute = error
     first = data(1, 1, attempt=3)
     bolt.execute(first)
-    assert col.failed == [held, first] and [str(e) for e in col.errors[3:]] == (
+    assert col.failed == [held, first] and [str(e) for e in col.errors[4:]] == (
         [reported] if reported else [])
     Sum.raise_in_execute = None
     later, other = data(1, 2, attempt=3), data(1, 2, attempt=4)
@@ -233,7 +234,7 @@ def test_an_error_in_finish_batch_fails_the_held_reports() -> None:
     bolt.execute(r1)
     bolt.execute(r2)
     assert col.failed == [r1, r2] and counts(col) == []
-    assert [str(e) for e in col.errors[3:]] == [
+    assert [str(e) for e in col.errors[4:]] == [
         "component 'me' finish_batch failed for transaction 1 attempt 0: RuntimeError: disk full"]
 
 
@@ -257,7 +258,7 @@ def test_background_failures_fail_the_batch(mode: str, message: str) -> None:
     bolt.execute(r1)
     bolt.execute(r2)
     assert col.failed == [r1, r2] and counts(col) == [] and col.emitted_values("sums") == []
-    assert [str(e) for e in col.errors[3:]] == [
+    assert [str(e) for e in col.errors[4:]] == [
         f"component 'me' finish_batch failed for transaction 1 attempt 0: {message}"]
 
 
@@ -373,3 +374,14 @@ def test_declarations_and_roles() -> None:
     bolt, _ = build()
     bolt.cleanup()
     assert EVENTS[-1] == ("cleanup_task", "me", "v")
+
+
+def test_tuples_carrying_the_attempt_itself_belong_to_one_batch() -> None:
+    bolt, col = build()
+    attempt = TransactionAttempt(1, 0)
+    parts = [test_tuple([attempt, 5], "up", task=1, fields=["id", "v"]),
+             test_tuple([attempt, 1], "up", COORD_STREAM, task=1, fields=["id", "count"]),
+             test_tuple([attempt, 0], "up", COORD_STREAM, task=2, fields=["id", "count"])]
+    for t in parts:
+        bolt.execute(t)
+    assert col.emitted_values("sums") == [[[1, 0], 5]] and bolt.tracked == {}

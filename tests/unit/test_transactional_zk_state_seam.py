@@ -51,6 +51,7 @@ def test_root_loses_trailing_slashes_and_the_default_operation_timeout_is_10s(do
                                                               10.0)
     ZkState("zk:2181", "/r", operation_timeout_secs=2.5)
     assert docs[1].timeout == 2.5
+    assert ZkState("zk:2181", "/apps/tX/").root == "/apps/tX"  # only slashes are stripped
 
 
 @pytest.mark.parametrize(("conf", "hosts", "root"), [
@@ -59,6 +60,8 @@ def test_root_loses_trailing_slashes_and_the_default_operation_timeout_is_10s(do
     ({"transactional.zookeeper.servers": ["t"], "transactional.zookeeper.port": 3000,
       "storm.zookeeper.servers": ["a"], "transactional.zookeeper.root": "/tx/"},
      "t:3000", "/tx/state/counts"),
+    ({"storm.zookeeper.servers": ["a"], "transactional.zookeeper.root": "/rootX//"},
+     "a:2181", "/rootX/state/counts"),
     ({"storm.zookeeper.servers": ["a"], "transactional.zookeeper.root": ""},
      "a:2181", "/transactional/state/counts"),
 ])
