@@ -22,7 +22,7 @@ from stormpy.topology.spec import BOLT, ComponentSpec, InputSpec, TopologySpec
 from stormpy.topology.state import MemoryStateBackend
 from stormpy.topology.streams import Stream
 from stormpy.topology.tuple import SYSTEM_COMPONENT, TICK_STREAM
-from stormpy.transactional import BatchBolt
+from stormpy.transactional import BatchBolt, TransactionAttempt
 from stormpy.transactional.coordinated import CoordinatedBolt
 from stormpy.transactional.streams import COMMIT_STREAM, COORD_STREAM, TICK_SECS
 
@@ -36,7 +36,7 @@ class Sum(BatchBolt):
     outputs = [Stream(["id", "sum"], name="sums", direct=True)]
     raise_in_execute: BaseException | None = None
     raise_in_finish: BaseException | None = None
-    background: str | None = None  # None, "ok", "twice", "then-raises", "work-raises"
+    background: str | None = None  # None, "ok", "no-then", "twice", "then-raises", "work-raises"
 
     def __init__(self, scale: int = 1) -> None:
         self.scale = scale
@@ -49,7 +49,8 @@ class Sum(BatchBolt):
     @classmethod
     def declare_outputs(cls, kwargs: Mapping[str, Any]) -> dict[str, Stream]:
         name = kwargs.get("stream", "sums")
-        return {name: Stream(["id", "sum"], name=name, direct=True)}
+        return {name: Stream(["id", "sum"], name=name, direct=True),
+                "grand": Stream(["id", "total"], name="grand")}
 
     @classmethod
     def declare_config(cls, kwargs: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -57,11 +58,21 @@ class Sum(BatchBolt):
 
     @classmethod
     def cleanup_task(cls, conf: Mapping[str, Any], context: TopologyContext) -> None:
-        EVENTS.append(("cleanup_task", context.component_id))
+        EVENTS.append(("cleanup_task", context.component_id, conf.get("k")))
+
+    def prepare(self, conf: Mapping[str, Any], context: TopologyContext,
+                collector: Any, id: Any) -> None:  # noqa: A002
+        super().prepare(conf, context, collector, id)
+        EVENTS.append(("prepare", id.key, conf.get("k")))
+        self.report_error(f"batch {id.transaction_id} prepared")
+        collector.report_error("via the collector")
+        self.call_soon_threadsafe(lambda: self.report_error("soon"))
+        self.run_in_background(lambda: 2, lambda result, error: self.report_error(result))
 
     def execute(self, tup: Tuple) -> None:
         if Sum.raise_in_execute is not None:
             raise Sum.raise_in_execute
+        EVENTS.append(("execute", tup.stream, tup.task, tup.component, tup["v"]))
         self.total += tup.values[1] * self.scale
 
     def finish_batch(self) -> None:
@@ -70,6 +81,10 @@ class Sum(BatchBolt):
         mode = Sum.background
         if mode is None:
             self.emit_direct(9, [self.id, self.total], "sums")
+            self.emit([self.id, self.total], "grand")
+            return
+        if mode == "no-then":
+            self.collector.finish_in_background(lambda: None)
             return
 
         def work() -> int:
@@ -88,7 +103,7 @@ class Sum(BatchBolt):
 
 
 class Upper(BasicBolt):
-    outputs = [Stream(["id", "w"], name="words", direct=True)]
+    outputs = [Stream(["id", "w"], name="words", direct=True), Stream(["id", "w"], name="plain")]
     cleaned: list[bool] = []
 
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
@@ -97,6 +112,9 @@ class Upper(BasicBolt):
     def process(self, tup: Tuple) -> None:
         if tup.values[1] == "fail":
             raise FailedException("no")
+        if tup.values[1] == "plain":
+            self.emit([tup.values[0], "plain"], stream="plain")
+            return
         if tup.values[1] == "runtime":
             self.report_error("reported")
             self.call_soon_threadsafe(lambda: self.report_error("soon"))
@@ -119,7 +137,7 @@ def build(role: str = "batch", target: type = Sum, committer: bool = False,
           conf: Mapping[str, Any] | None = None) -> tuple[CoordinatedBolt, RecordingCollector]:
     """Component ``me`` (task 5) reading ``up`` (tasks 1, 2) and its counts; ``down`` (tasks 8,
     9) reads ``me``'s counts."""
-    kwargs = {"role": role, "target": class_path(target), "target_kwargs": {"scale": 1}
+    kwargs: dict[str, Any] = {"role": role, "target": class_path(target), "target_kwargs": {"scale": 1}
               if target is Sum else {}, "transactional_id": "tx-unit", "committer": committer}
     bolt = CoordinatedBolt(**kwargs)
     col = RecordingCollector()
@@ -171,7 +189,11 @@ def test_a_batch_finishes_once_every_report_and_tuple_arrived() -> None:
         bolt.execute(t)
     assert counts(col) == [] and col.acked == [a]  # task 2's tuple is missing
     bolt.execute(b)
-    assert col.emitted_values("sums") == [[[1, 0], 7]]
+    assert col.emitted_values("sums") == [[[1, 0], 7]] and col.emitted_values("grand") == [[[1, 0], 7]]
+    # one bolt per batch, given the conf; it sees each tuple as received, with the attempt
+    assert EVENTS[1:] == [("prepare", (1, 0), "v"), ("execute", "default", 1, "up", 3),
+                          ("execute", "default", 2, "up", 4)]
+    assert col.errors == ["batch 1 prepared", "via the collector", "soon", 2]  # the task's runtime
     assert counts(col) == [(8, [[1, 0], 0], [r1, r2]), (9, [[1, 0], 1], [r1, r2])]
     assert col.acked == [a, b, r1, r2] and col.failed == [] and bolt.tracked == {}
 
@@ -196,7 +218,7 @@ def test_an_error_in_execute_fails_the_batch_and_its_later_tuples(error: BaseExc
     Sum.raise_in_execute = error
     first = data(1, 1, attempt=3)
     bolt.execute(first)
-    assert col.failed == [held, first] and [str(e) for e in col.errors] == (
+    assert col.failed == [held, first] and [str(e) for e in col.errors[4:]] == (
         [reported] if reported else [])
     Sum.raise_in_execute = None
     later, other = data(1, 2, attempt=3), data(1, 2, attempt=4)
@@ -212,7 +234,7 @@ def test_an_error_in_finish_batch_fails_the_held_reports() -> None:
     bolt.execute(r1)
     bolt.execute(r2)
     assert col.failed == [r1, r2] and counts(col) == []
-    assert [str(e) for e in col.errors] == [
+    assert [str(e) for e in col.errors[4:]] == [
         "component 'me' finish_batch failed for transaction 1 attempt 0: RuntimeError: disk full"]
 
 
@@ -235,9 +257,18 @@ def test_background_failures_fail_the_batch(mode: str, message: str) -> None:
     r1, r2 = report(1, 0, 1), report(1, 0, 2)
     bolt.execute(r1)
     bolt.execute(r2)
-    assert col.failed == [r1, r2] and counts(col) == []
-    assert [str(e) for e in col.errors] == [
+    assert col.failed == [r1, r2] and counts(col) == [] and col.emitted_values("sums") == []
+    assert [str(e) for e in col.errors[4:]] == [
         f"component 'me' finish_batch failed for transaction 1 attempt 0: {message}"]
+
+
+def test_finish_in_background_without_then_completes_the_batch() -> None:
+    Sum.background = "no-then"
+    bolt, col = build()
+    r1, r2 = report(1, 0, 1), report(1, 0, 2)
+    bolt.execute(r1)
+    bolt.execute(r2)
+    assert col.acked == [r1, r2] and col.failed == [] and len(counts(col)) == 2
 
 
 def test_a_background_result_for_an_expired_batch_is_dropped() -> None:
@@ -251,7 +282,7 @@ def test_a_background_result_for_an_expired_batch_is_dropped() -> None:
     for _ in range(bolt.max_age + 1):
         bolt.execute(tick())
     assert col.failed == [r1, r2] and bolt.tracked == {}
-    fn, on_done = later[0]
+    fn, on_done = later[-1]  # the finish job (the first is the one prepare started)
     on_done(fn(), None)
     assert counts(col) == [] and col.emitted_values("sums") == []
 
@@ -285,6 +316,8 @@ def test_a_basic_bolt_counts_its_emits_per_batch_and_emits_only_while_processing
     Upper.cleaned.clear()
     bolt, col = build("basic", Upper)
     assert EVENTS == [("basic prepare", "v", "me")]
+    with pytest.raises(RuntimeError, match="emits only while it processes a tuple"):
+        bolt.basic.emit([[1, 0], "x"])  # type: ignore[union-attr]
     bolt.execute(data(3, "runtime"))
     assert col.errors == ["reported", "soon", 3]
     col.clear()
@@ -292,6 +325,8 @@ def test_a_basic_bolt_counts_its_emits_per_batch_and_emits_only_while_processing
     bolt.execute(report(1, 1, 1))
     bolt.execute(report(1, 0, 2))
     assert col.emitted_values("words") == [[[1, 0], "A"]]
+    bolt.execute(data(4, "plain"))
+    assert col.emitted_values("plain") == [[[4, 0], "plain"]]
     assert [c[1] for c in counts(col)] == [[[1, 0], 1], [[1, 0], 0]]  # one tuple sent to task 8
     basic: Any = bolt.basic
     for call in (lambda: basic.emit([[1, 0], "x"]), lambda: basic.emit_direct(8, [[1, 0], "x"])):
@@ -314,13 +349,13 @@ def test_declarations_and_roles() -> None:
     kwargs = {"role": "batch", "target": class_path(Sum), "target_kwargs": {"stream": "totals",
                                                                            "scale": 3}}
     streams = CoordinatedBolt.declare_outputs(kwargs)
-    assert sorted(streams) == [COORD_STREAM, "totals"] and streams[COORD_STREAM].direct
+    assert sorted(streams) == [COORD_STREAM, "grand", "totals"] and streams[COORD_STREAM].direct
     assert list(streams[COORD_STREAM].fields) == ["id", "count"]
     assert streams[COORD_STREAM].name == COORD_STREAM
     assert CoordinatedBolt.declare_config(kwargs) == {"user.scale": 3,
                                                       "topology.tick.tuple.freq.secs": TICK_SECS}
     bare = {"role": "batch", "target": class_path(Sum)}
-    assert sorted(CoordinatedBolt.declare_outputs(bare)) == [COORD_STREAM, "sums"]
+    assert sorted(CoordinatedBolt.declare_outputs(bare)) == [COORD_STREAM, "grand", "sums"]
     assert CoordinatedBolt.declare_config(bare) == {"user.scale": "unset",
                                                     "topology.tick.tuple.freq.secs": TICK_SECS}
     with pytest.raises(ValueError) as reserved:
@@ -338,4 +373,15 @@ def test_declarations_and_roles() -> None:
     assert str(err.value) == "unknown coordinated role 'spout'"
     bolt, _ = build()
     bolt.cleanup()
-    assert EVENTS[-1] == ("cleanup_task", "me")
+    assert EVENTS[-1] == ("cleanup_task", "me", "v")
+
+
+def test_tuples_carrying_the_attempt_itself_belong_to_one_batch() -> None:
+    bolt, col = build()
+    attempt = TransactionAttempt(1, 0)
+    parts = [test_tuple([attempt, 5], "up", task=1, fields=["id", "v"]),
+             test_tuple([attempt, 1], "up", COORD_STREAM, task=1, fields=["id", "count"]),
+             test_tuple([attempt, 0], "up", COORD_STREAM, task=2, fields=["id", "count"])]
+    for t in parts:
+        bolt.execute(t)
+    assert col.emitted_values("sums") == [[[1, 0], 5]] and bolt.tracked == {}

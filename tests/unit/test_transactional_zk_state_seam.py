@@ -1,0 +1,96 @@
+"""ZkState's own logic without a ZooKeeper: where its documents live (the znode root it derives
+from the configuration), and that it keeps the exactly-once contract of TransactionalState on
+top of its document store. The store (``ZkDocStore``) is replaced by an in-memory stand-in that
+records how it was opened; the real ZooKeeper behaviour is covered by the integration tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from stormpy.transactional import OpaqueValue, TransactionalValue, ZkState
+
+
+class DocsStandIn:
+    """An in-memory ``ZkDocStore``: documents by key, and the arguments it was opened with."""
+
+    opened: list[DocsStandIn] = []
+
+    def __init__(self, hosts: str, root: str, *, operation_timeout_secs: float) -> None:
+        self.hosts, self.root, self.timeout = hosts, root, operation_timeout_secs
+        self.docs: dict[str, Any] = {}
+        self.closed = 0
+        DocsStandIn.opened.append(self)
+
+    def get(self, key: str) -> Any:
+        doc = self.docs.get(key)
+        return None if doc is None else tuple(doc)  # msgpack may hand back any sequence
+
+    def put(self, key: str, value: Any) -> None:
+        self.docs[key] = value
+
+    def names(self) -> list[str]:
+        return sorted(self.docs)
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+@pytest.fixture(autouse=True)
+def docs(monkeypatch: pytest.MonkeyPatch) -> Any:
+    DocsStandIn.opened = []
+    monkeypatch.setattr("stormpy.transactional.state.ZkDocStore", DocsStandIn)
+    return DocsStandIn.opened
+
+
+def test_root_loses_trailing_slashes_and_the_default_operation_timeout_is_10s(docs: Any) -> None:
+    state = ZkState("zk1:2181,zk2:2181", "/apps/counts//")
+    assert state.root == "/apps/counts"
+    assert (docs[0].hosts, docs[0].root, docs[0].timeout) == ("zk1:2181,zk2:2181", "/apps/counts",
+                                                              10.0)
+    ZkState("zk:2181", "/r", operation_timeout_secs=2.5)
+    assert docs[1].timeout == 2.5
+    assert ZkState("zk:2181", "/apps/tX/").root == "/apps/tX"  # only slashes are stripped
+
+
+@pytest.mark.parametrize(("conf", "hosts", "root"), [
+    ({"storm.zookeeper.servers": ["a", "b"], "storm.zookeeper.port": 2000},
+     "a:2000,b:2000", "/transactional/state/counts"),
+    ({"transactional.zookeeper.servers": ["t"], "transactional.zookeeper.port": 3000,
+      "storm.zookeeper.servers": ["a"], "transactional.zookeeper.root": "/tx/"},
+     "t:3000", "/tx/state/counts"),
+    ({"storm.zookeeper.servers": ["a"], "transactional.zookeeper.root": "/rootX//"},
+     "a:2181", "/rootX/state/counts"),
+    ({"storm.zookeeper.servers": ["a"], "transactional.zookeeper.root": ""},
+     "a:2181", "/transactional/state/counts"),
+])
+def test_from_config_puts_the_state_under_the_transactional_root(docs: Any, conf: dict[str, Any],
+                                                                 hosts: str, root: str) -> None:
+    state = ZkState.from_config(conf, "counts")
+    assert state.root == root
+    assert (docs[0].hosts, docs[0].root, docs[0].timeout) == (hosts, root, 10.0)
+
+
+@pytest.mark.parametrize("name", ["a/b", ""])
+def test_from_config_refuses_a_state_name_that_is_not_one_znode(docs: Any, name: str) -> None:
+    with pytest.raises(ValueError, match="state keys are non-empty strings without '/'"):
+        ZkState.from_config({"storm.zookeeper.servers": ["a"]}, name)
+    assert docs == []  # nothing was opened
+
+
+def test_updates_apply_once_per_txid_and_keys_and_close_reach_the_store(docs: Any) -> None:
+    state = ZkState("zk:2181", "/s")
+    assert state.get("count") is None and state.get_opaque("count") is None
+    assert state.update("count", 1, lambda v: (v or 0) + 5) == TransactionalValue(1, 5)
+    assert state.update("count", 1, lambda v: (v or 0) + 5) == TransactionalValue(1, 5)  # replay
+    assert state.update("count", 2, lambda v: v + 3) == TransactionalValue(2, 8)
+    assert docs[0].docs["count"] == [2, None, 8]
+    doc = state._read("count")
+    assert doc == [2, None, 8] and isinstance(doc, list)
+    assert state.update_opaque("n", 1, lambda v: (v or 0) + 10) == OpaqueValue(1, None, 10)
+    assert state.update_opaque("n", 1, lambda v: (v or 0) + 7) == OpaqueValue(1, None, 7)
+    assert state.get_opaque("n") == OpaqueValue(1, None, 7)
+    assert list(state.keys()) == ["count", "n"]
+    state.close()
+    assert docs[0].closed == 1
