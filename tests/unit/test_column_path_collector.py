@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from stormpy import Bolt, Stream, TopologyBuilder, Tuple
+from stormpy import BasicBolt, Bolt, Stream, TopologyBuilder, Tuple
 from stormpy.testing import FeederSpout
 from stormpy.topology.clock import SimulatedClock
 from stormpy.topology.columns import ColumnBatch
@@ -251,3 +251,39 @@ def test_bad_anchors_are_refused_naming_the_component_and_a_tuple_of_anchors_is_
     hold.ack_many([batch, tup])
     _rounds(worker)
     assert sentences.failed == [1] and single.failed == [2]
+
+
+def test_a_bad_anchor_in_a_columnar_emit_many_is_named() -> None:
+    worker, _, _, _, _ = _setup()
+    (split,) = worker.layout.component_tasks["split"]
+    with pytest.raises(TypeError, match="^component 'split': an anchor must be a Tuple or a "
+                                        "ColumnBatch, got int$"):
+        worker.tasks[split].instance.emit_many([["w"]], [5])
+
+
+class BasicColumns(BasicBolt):
+    def execute(self, tup: Tuple) -> None:
+        pass
+
+    def execute_columns(self, batch: ColumnBatch) -> None:
+        pass
+
+
+class NotCallable(Bolt):
+    execute_columns = 5
+
+    def execute(self, tup: Tuple) -> None:
+        pass
+
+
+def test_columnar_bolts_that_cannot_be_are_refused_with_the_reason() -> None:
+    for cls, message in [
+            (BasicColumns, "component 'b': a BasicBolt has no columnar form (execute_columns); "
+                           "subclass Bolt and ack each batch"),
+            (NotCallable, "component 'b': execute_columns is not callable")]:
+        b = TopologyBuilder()
+        b.set_spout("feeder", FeederSpout(["w"]))
+        b.set_bolt("b", cls).shuffle_grouping("feeder")
+        with pytest.raises(TypeError) as info:
+            Worker(WorkerConfig("t", b.create_topology(), {}), clock=SimulatedClock())
+        assert str(info.value) == message
