@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from stormpy import Bolt, TopologyBuilder, Tuple
-from stormpy.testing import FeederSpout
+from sampling_kit import sampled_runner
+
+from stormpy import Bolt, Tuple
 from stormpy.topology.columns import ColumnBatch
 from stormpy.topology.fields import Fields
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig
-from stormpy.worker.stats import GAP_TABLE
+from stormpy.worker import Worker
 from stormpy.worker.tasks import TaskRunner
 
 NOW = [100.0]
@@ -56,20 +56,7 @@ class PowersInBatches(Powers):
 
 def _runner(bolt: type[Bolt], gaps: list[int], countdown: int) -> tuple[Worker, TaskRunner]:
     NOW[0] = 100.0
-    b = TopologyBuilder()
-    b.set_spout("feeder", FeederSpout(["n"]))
-    b.set_bolt("bolt", bolt).shuffle_grouping("feeder")
-    worker = Worker(WorkerConfig("t", b.create_topology(),
-                                 {"topology.acker.executors": 1, "topology.stats.sample.rate": 0.5,
-                                  "topology.message.timeout.secs": 10}), clock=SimulatedClock())
-    worker.open()
-    runner = next(r for r in worker.tasks.values() if r.component_id == "bolt")
-    runner.sample_clock = clock
-    stats = runner.stats
-    stats.gaps = gaps + [1] * (GAP_TABLE - len(gaps))
-    stats.gap_index = 0
-    stats.sample_countdown = countdown
-    return worker, runner
+    return sampled_runner(bolt, {"topology.message.timeout.secs": 10}, gaps, countdown, clock)
 
 
 def _tuples(worker: Worker, runner: TaskRunner, values: range) -> None:

@@ -13,13 +13,12 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from sampling_kit import sampled_runner
 
-from stormpy import Bolt, TopologyBuilder, Tuple
-from stormpy.testing import FeederSpout
+from stormpy import Bolt, Tuple
 from stormpy.topology.fields import Fields
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig
+from stormpy.worker import Worker
 from stormpy.worker.loop import EXECUTE_BUDGET
-from stormpy.worker.stats import GAP_TABLE
 from stormpy.worker.tasks import TaskRunner
 
 #: the simulated time the sampled path reads (the bolts below advance it)
@@ -90,20 +89,7 @@ def bolt_runner(bolt: type[Bolt], conf: Mapping[str, Any], gaps: list[int],
     """A worker with ``bolt`` behind a feeder, its task's gaps set to ``gaps`` (taken in turn
     from the first) and the countdown to ``countdown``."""
     NOW[0] = 0.0
-    b = TopologyBuilder()
-    b.set_spout("feeder", FeederSpout(["n"]))
-    b.set_bolt("bolt", bolt).shuffle_grouping("feeder")
-    worker = Worker(WorkerConfig("t", b.create_topology(),
-                                 {"topology.acker.executors": 1, "topology.stats.sample.rate": 0.5,
-                                  **conf}), clock=SimulatedClock())
-    worker.open()
-    runner = next(r for r in worker.tasks.values() if r.component_id == "bolt")
-    runner.sample_clock = clock
-    stats = runner.stats
-    stats.gaps = gaps + [1] * (GAP_TABLE - len(gaps))
-    stats.gap_index = 0
-    stats.sample_countdown = countdown
-    return worker, runner
+    return sampled_runner(bolt, conf, gaps, countdown, clock)
 
 
 def queue(worker: Worker, runner: TaskRunner, values: range) -> None:
