@@ -341,19 +341,12 @@ class ColumnPath:
         items: list[Any] = [anchors] if at is Tuple or at is ColumnBatch else \
             _anchor_list(anchors, self.component_id)
         nodes: list[Any] = []
-        for a in items:
-            t = type(a)
-            if t is Tuple:
-                tup = cast(Tuple, a)
-                if tup.root or tup.anchors:
-                    nodes.append(a)
-            elif t is ColumnBatch:
-                batch = cast(ColumnBatch, a)
-                if batch.root or batch.anchors:
-                    nodes.append(a)
-            else:
+        for a in items:  # Tuples and ColumnBatches carry the same tree ids
+            if type(a) is not Tuple and type(a) is not ColumnBatch:
                 raise TypeError(f"component {self.component_id!r}: an anchor must be a Tuple "
                                 f"or a ColumnBatch, got {type(a).__name__}")
+            if a.root or a.anchors:
+                nodes.append(a)
         return nodes
 
     def _stand_ins(self, anchors: Any) -> tuple[Any, list[tuple[ColumnBatch, Tuple]]]:
@@ -402,23 +395,13 @@ def _anchor(batch: ColumnBatch, nodes: list[Any]) -> None:
         batch.edge = edge
         return
     amap: dict[int, int] = {}
-    for a in nodes:
-        if type(a) is Tuple:
-            tup = cast(Tuple, a)
-            tup.ack_val ^= edge
-            if tup.root:
-                amap[tup.root] = amap.get(tup.root, 0) ^ edge
-            elif tup.anchors:
-                for r in tup.anchors:
-                    amap[r] = amap.get(r, 0) ^ edge
-        else:
-            node = cast(ColumnBatch, a)
-            node.ack_val ^= edge
-            if node.root:
-                amap[node.root] = amap.get(node.root, 0) ^ edge
-            elif node.anchors:
-                for r in node.anchors:
-                    amap[r] = amap.get(r, 0) ^ edge
+    for node in nodes:  # Tuples and ColumnBatches carry the same tree ids
+        node.ack_val ^= edge
+        if node.root:
+            amap[node.root] = amap.get(node.root, 0) ^ edge
+        elif node.anchors:
+            for r in node.anchors:
+                amap[r] = amap.get(r, 0) ^ edge
     if len(amap) == 1:
         ((root, tree_edge),) = amap.items()
         batch.root = root
