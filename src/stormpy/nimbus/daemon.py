@@ -156,8 +156,9 @@ class Nimbus(Daemon):
         so monitor rounds and RPC calls blocked on ZooKeeper fail at once and stopping stays prompt.
         """
         with self._lock:
-            if self.state is not None:  # first: the threads stopped below must not wait on ZooKeeper
-                self.state.begin_shutdown()
+            # first: the state goes into shutdown mode (the threads stopped below must not wait
+            # on ZooKeeper), and run_forever in another thread returns
+            self.request_stop()
             if self.leadership is not None:
                 self.leadership.stop()
             if self.replicator is not None:
@@ -175,7 +176,6 @@ class Nimbus(Daemon):
             if not self._shut_down:
                 self._shut_down = True
                 log.info("Nimbus %s stopped", self.nimbus_id)
-            self.request_stop()  # run_forever in another thread returns
 
     def request_stop(self) -> None:
         """Also put the ZooKeeper state into shutdown mode (a flag: safe in a signal handler), so
