@@ -51,7 +51,7 @@ def test_key_value_state_prepare_commit_rollback(tmp_path: Path) -> None:
     assert not state.commit(3)  # idempotent
 
 
-def test_recovery_folds_an_interrupted_commit_and_keeps_a_later_prepare(tmp_path: Path) -> None:
+def test_recovery_folds_an_interrupted_commit_and_drops_a_later_prepare(tmp_path: Path) -> None:
     store = MemoryDocStore(f"test-{tmp_path}")
     state = KeyValueState(store)
     state.put("w", 5)
@@ -62,10 +62,10 @@ def test_recovery_folds_an_interrupted_commit_and_keeps_a_later_prepare(tmp_path
     assert "p.1" not in store.names()
     again.put("w", 6)
     again.prepare_commit(2)
-    restarted = KeyValueState(store)  # a restarted task: prepared 2 not visible...
-    assert restarted.get("w") == 5
-    assert restarted.commit(2) and restarted.get("w") == 6  # ...but committed when told to
-    assert KeyValueState(store).get("w") == 6
+    restarted = KeyValueState(store)  # a restarted task: its inputs of 2 are replayed, so...
+    assert restarted.get("w") == 5 and "p.2" not in store.names()  # ...their effect is dropped
+    assert not restarted.commit(2) and restarted.get("w") == 5
+    assert KeyValueState(store).get("w") == 5
 
 
 def test_unreadable_state_names_the_store_and_the_key(tmp_path: Path) -> None:

@@ -111,9 +111,10 @@ class BasicCounter(StatefulBolt, BasicBolt):
 
 def build(wrapper: type[CheckpointTupleForwarder], bolt: type[Bolt], upstream_tasks: int = 2,
           name: str = "t", conf: Mapping[str, Any] | None = None,
-          other: bool = False) -> tuple[Any, RecordingCollector]:
+          other: bool = False, restart: bool = False) -> tuple[Any, RecordingCollector]:
     """``bolt`` wrapped, as task 10 of component ``me`` reading ``up`` (``upstream_tasks``
-    tasks) and its checkpoints, prepared with a memory state store."""
+    tasks) and its checkpoints, prepared with a memory state store (a fresh one, or with
+    ``restart`` the one an earlier build of the same name left)."""
     kwargs = {WRAPPED: class_path(bolt)}
     ex = wrapper(**kwargs)
     col = RecordingCollector()
@@ -129,7 +130,8 @@ def build(wrapper: type[CheckpointTupleForwarder], bolt: type[Bolt], upstream_ta
                         [Executor("up", 1, upstream_tasks), Executor("me", 10, 10)])
     context = TopologyContext(TOPOLOGY, TopologySpec({"up": up, "me": me}), layout, 10, [10], {},
                               state=MemoryStateBackend())
-    MemoryDocStore.forget(f"{TOPOLOGY}/{name}/me-10")
+    if not restart:
+        MemoryDocStore.forget(f"{TOPOLOGY}/{name}/me-10")
     ex.prepare({"topology.name": name, **(conf or {})}, context)
     return ex, col
 
@@ -360,3 +362,33 @@ def test_a_repeated_prepare_keeps_every_ack_for_the_commit() -> None:
         ex.execute(t)
     assert [t for t in col.acked if t.stream != CHECKPOINT_STREAM] == [a, b]
     assert dict(KeyValueState(MemoryDocStore(f"{TOPOLOGY}/twice/me-10")).items()) == {"a": 1, "b": 1}
+
+
+def test_a_task_restarted_after_its_prepare_commits_nothing_and_the_replays_count_once() -> None:
+    Counter.hooks.clear()
+    ex, col = build(StatefulBoltExecutor, Counter, name="restart")
+    init(ex)
+    a, b = word("a"), word("b")
+    ex.execute(a)
+    ex.execute(b)
+    ex.execute(barrier(1, "prepare", 1))
+    ex.execute(barrier(1, "prepare", 2))
+    assert ex.prepared == [a, b]
+    # the worker dies here: a and b were never acked, so their spout tuples time out and replay
+    Counter.hooks.clear()
+    again, col2 = build(StatefulBoltExecutor, Counter, name="restart", restart=True)
+    store = MemoryDocStore(f"{TOPOLOGY}/restart/me-10")
+    assert "p.1" not in store.names()  # the effect of inputs that will be replayed is dropped
+    again.execute(barrier(1, "commit", 1))
+    again.execute(barrier(1, "commit", 2))
+    assert [v for v, _ in checkpoints(col2)] == [[1, "commit"]]  # the protocol goes on
+    assert ("pre_commit", 1) not in Counter.hooks  # no user state yet: no user hook
+    assert KeyValueState(store).committed_txid == 0
+    init(again)
+    again.execute(word("a"))  # the replays
+    again.execute(word("b"))
+    again.execute(barrier(2, "prepare", 1))
+    again.execute(barrier(2, "prepare", 2))
+    again.execute(barrier(2, "commit", 1))
+    again.execute(barrier(2, "commit", 2))
+    assert dict(KeyValueState(store).items()) == {"a": 1, "b": 1}

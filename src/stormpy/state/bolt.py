@@ -11,8 +11,9 @@ checkpoints; it then forwards it downstream anchored to those, and acks them. A 
   committed, and failed when it is rolled back (so the spout replays them);
 * PREPARE(t): ``pre_prepare``, the state's changes are written as prepared for t (a task that was
   restarted and has no state yet fails the checkpoint, which starts recovery);
-* COMMIT(t): the state is committed as t, then the inputs acked; ROLLBACK: back to the last
-  committed state, inputs failed; INITSTATE(t): back to the last committed state, then
+* COMMIT(t): the state is committed as t, then the inputs acked (a task restarted since its
+  PREPARE commits nothing: its inputs died unacked with it and are replayed); ROLLBACK: back to
+  the last committed state, inputs failed; INITSTATE(t): back to the last committed state, then
   ``init_state`` (first time) and the buffered tuples.
 """
 
@@ -214,7 +215,8 @@ class StatefulBoltExecutor(CheckpointTupleForwarder):
             self.prepared += self.pending
             self.pending = []
         elif action == COMMIT:
-            self.bolt.pre_commit(txid)
+            if self.initialized:  # a restarted task has no prepared changes and no user state
+                self.bolt.pre_commit(txid)
             self.state.commit(txid)
             for t in self.prepared:
                 self.ack(t)

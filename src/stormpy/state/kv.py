@@ -6,8 +6,10 @@ Layout in the store (one store per task): ``meta`` → ``{"committed": txid}``; 
 (``[[key, present, value], ...]``). ``prepare_commit`` writes ``p.<txid>`` (one atomic write);
 ``commit`` writes ``meta`` (the commit point, one atomic write), then folds the changes into the
 ``d.`` rows and drops ``p.<txid>``. Loading folds any ``p.<t>`` with ``t`` at or below the
-committed txid (a commit interrupted after its commit point) and keeps later ones until a commit
-or rollback decides their fate. Every step is idempotent, so a crash anywhere is repaired by
+committed txid (a commit interrupted after its commit point) and deletes later ones: their inputs
+were held by the task that prepared them and are acked only after the commit point, so after a
+restart they are never acked and the spout replays them; committing their prepared effect as
+well would count them twice. Every step is idempotent, so a crash anywhere is repaired by
 replaying the checkpoint protocol.
 
 The whole map lives in the task's memory (reads never touch the store); the store holds it
@@ -51,7 +53,6 @@ class KeyValueState:
         self._prepared_txid: int | None = None
         self._pending: dict[Any, Any] = {}
         self.committed_txid = 0
-        self._stored_prepared: set[int] = set()
         self.load()
 
     # -- the user's map --------------------------------------------------------------------------
@@ -107,7 +108,8 @@ class KeyValueState:
         for txid in prepared:
             if txid <= self.committed_txid:
                 self._fold(txid, self._read_changes(txid))
-        self._stored_prepared = {t for t in prepared if t > self.committed_txid}
+        # prepared by a task that has since stopped, before its commit point: see the module doc
+        self.store.delete_many([f"p.{t}" for t in prepared if t > self.committed_txid])
         committed: dict[Any, Any] = {}
         for name in self.store.names():
             if name.startswith("d."):
@@ -145,34 +147,27 @@ class KeyValueState:
                for k, v in self._prepared.items()]
         self.store.put(f"p.{txid}", doc)
         self._prepared_txid = txid
-        self._stored_prepared.add(txid)
 
     def commit(self, txid: int) -> bool:
         """Commit ``txid``'s prepared changes; True when something was committed (False: already
-        committed, or nothing prepared for it)."""
-        if txid <= self.committed_txid:
+        committed, or nothing prepared for it by this instance, e.g. a task restarted after
+        preparing ``txid``, whose inputs are replayed)."""
+        if txid <= self.committed_txid or self._prepared_txid != txid:
             return False
-        if self._prepared_txid == txid:
-            changes = self._prepared
-        elif txid in self._stored_prepared:  # prepared by this task before a restart
-            changes = self._read_changes(txid)
-        else:
-            return False
+        changes = self._prepared
         self.store.put("meta", {"committed": txid})
         self.committed_txid = txid
         self._fold(txid, changes)
-        self._stored_prepared.discard(txid)
         for key, value in changes.items():
             if value is _DELETED:
                 self._committed.pop(key, None)
             else:
                 self._committed[key] = value
-        if self._prepared_txid == txid:
-            self._prepared, self._prepared_txid = {}, None
+        self._prepared, self._prepared_txid = {}, None
         return True
 
     def rollback(self) -> None:
         """Forget every change not committed (in memory and prepared in the store)."""
-        self.store.delete_many([f"p.{t}" for t in sorted(self._stored_prepared)])
-        self._stored_prepared.clear()
+        if self._prepared_txid is not None:
+            self.store.delete(f"p.{self._prepared_txid}")
         self._prepared, self._prepared_txid, self._pending = {}, None, {}

@@ -1,6 +1,7 @@
 """A stateful word count as a cluster topology (bundled by test_state_cluster.py): a durable spout
-(acked message ids recorded in SQLite, so a restarted spout only emits what was never acked), a
-plain bolt and a stateful counting bolt whose state lives in the same SQLite file."""
+(acked message ids recorded in SQLite, so a restarted spout only emits what was never acked; each
+failed id recorded too, as every replay follows a fail), a plain bolt and a stateful counting bolt
+whose state lives in the same SQLite file."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ class DurableWords(Spout):
     def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         self.db = sqlite3.connect(self.database, isolation_level=None, timeout=30)
         self.db.execute("CREATE TABLE IF NOT EXISTS acked (id INTEGER PRIMARY KEY)")
+        self.db.execute("CREATE TABLE IF NOT EXISTS failed (id INTEGER)")
         done = {r[0] for r in self.db.execute("SELECT id FROM acked")}
         self.todo = [i for i in range(self.n) if i not in done]
         self.todo.reverse()
@@ -41,6 +43,7 @@ class DurableWords(Spout):
         self.db.execute("INSERT OR IGNORE INTO acked (id) VALUES (?)", (msg_id,))
 
     def fail(self, msg_id: Any) -> None:
+        self.db.execute("INSERT INTO failed (id) VALUES (?)", (msg_id,))
         self.todo.append(msg_id)
 
     def close(self) -> None:
