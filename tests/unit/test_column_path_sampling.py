@@ -149,3 +149,66 @@ def test_timed_batches_share_their_time_and_one_is_followed_until_acked_or_stale
     bolt.ack(fifth)
     assert runner.stats.process_latency_count == 2
     assert runner.stats.process_latency_sum == 3 + 15 + 5 + 3 + 2
+
+
+def test_the_first_timed_batch_is_followed_whatever_the_clock_reads() -> None:
+    worker, runner = _runner(Powers, [2], 1)
+    NOW[0] = 0.0  # a sample clock starting at 0: nothing followed yet, not a stale start
+    batch = _batch(worker, runner, [0])
+    assert runner.run_columns is not None and runner.run_columns(1) == 1
+    NOW[0] += 4
+    runner.instance.ack(batch)
+    assert runner.stats.process_latency_count == 1 and runner.stats.process_latency_sum == 5
+
+
+def test_after_an_ack_or_a_fail_of_the_followed_batch_the_next_timed_one_is_followed() -> None:
+    for end in ("ack", "fail"):
+        worker, runner = _runner(Powers, [1, 1, 1], 1)
+        bolt = runner.instance
+        first = _batch(worker, runner, [0])
+        assert runner.run_columns is not None and runner.run_columns(1) == 1
+        getattr(bolt, end)(first)
+        counted = 1 if end == "ack" else 0  # no process latency for a failed batch
+        assert runner.stats.process_latency_count == counted
+        second = _batch(worker, runner, [1])  # 1 unit after first started: well within 10
+        runner.run_columns(1)
+        NOW[0] += 3
+        bolt.ack(second)
+        assert runner.stats.process_latency_count == counted + 1
+        assert runner.stats.process_latency_sum == counted * 1 + 2 + 3
+
+
+def test_failing_another_batch_keeps_the_followed_one() -> None:
+    worker, runner = _runner(Powers, [1, 5], 1)
+    bolt = runner.instance
+    followed = _batch(worker, runner, [0])
+    assert runner.run_columns is not None and runner.run_columns(1) == 1
+    other = _batch(worker, runner, [1])  # not timed (the next gap is 5)
+    runner.run_columns(1)
+    bolt.fail(other)
+    assert runner.stats.failed == 1 and runner.stats.process_latency_count == 0
+    bolt.ack(followed)
+    assert runner.stats.process_latency_count == 1
+    assert runner.stats.process_latency_sum == 1 + 2
+
+
+def test_a_countdown_left_at_1_times_and_follows_nothing() -> None:
+    worker, runner = _runner(Powers, [4], 3)
+    _tuples(worker, runner, range(2))  # 3 - 2 = 1: not timed; Powers acks them at once
+    assert runner.run_columns is not None and runner.run_columns(2) == 2
+    assert runner.stats.sample_countdown == 1 and runner.stats.process_latency_count == 0
+    worker, runner = _runner(Powers, [4], 4)
+    batch = _batch(worker, runner, [0, 1, 2])  # 4 - 3 = 1: not timed
+    assert runner.run_columns is not None and runner.run_columns(1) == 3
+    runner.instance.ack(batch)
+    assert runner.stats.sample_countdown == 1 and runner.stats.process_latency_count == 0
+
+
+def test_a_timed_run_of_one_tuple_is_followed_to_its_ack() -> None:
+    for bolt in (Powers, PowersInBatches):
+        worker, runner = _runner(bolt, [4], 1)
+        _tuples(worker, runner, range(3, 4))
+        assert runner.run_columns is not None and runner.run_columns(1) == 1
+        assert _timed(runner) == (1, 8.0)
+        assert runner.stats.process_latency_count == 1  # acked in execute: 8 units
+        assert runner.stats.process_latency_sum == 8.0
