@@ -272,6 +272,21 @@ class KafkaSpout(RecordEmitter):
         if self._on_ack is not None:
             self._on_ack(msg_id)
 
+    def ack_many(self, msg_ids: list[Any]) -> None:
+        """``ack`` of each id: the runtime's call for a completed batch (``batch_acking``)."""
+        emitted = self.emitted
+        acked = self._acked_ids
+        on_ack = self._on_ack
+        for msg_id in msg_ids:
+            try:
+                emitted.remove(msg_id)
+            except KeyError:
+                self._ack_not_in_flight(msg_id)
+                continue
+            acked.append(msg_id)
+            if on_ack is not None:
+                on_ack(msg_id)
+
     def _ack_not_in_flight(self, msg_id: Any) -> None:
         """A record acked directly (null tuple, bad record, past max retries), or an id whose
         partition was revoked (ignored), or any ack under the untracked guarantees (none come)."""
