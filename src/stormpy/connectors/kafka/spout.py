@@ -14,7 +14,9 @@ The three guarantees (seed 002):
   synchronously; failed and timed-out tuples are replayed by seeking back, on the retry
   schedule; past ``max_retries`` a record is acked (and reported). A partition with
   ``max_uncommitted_offsets`` uncommitted offsets is paused unless a retriable offset lies within
-  the cap.
+  the cap. With ``batch_acking`` a poll's new records are one tracked batch per stream
+  (``emit_batch``: one tuple tree; ``ack_many`` acks each offset when it completes, a failure
+  schedules each offset for a retry; retries go out one tuple each).
 * ``AT_MOST_ONCE`` — after each poll the position is committed synchronously, and only then are
   the polled records emitted (untracked); nothing is replayed.
 * ``NO_GUARANTEE`` — untracked emits; the position is committed asynchronously on the period.
