@@ -11,6 +11,9 @@ one worker's loop (``Worker.run_once``) on the main thread with:
   NO_GUARANTEE without ackers), the spout's confluent-kafka consumer replaced by an in-memory one
   whose ``consume`` hands out real ``confluent_kafka.Message`` objects (built before the clock
   starts) in batches, so the spout's own record handling runs as against a broker;
+* **spout-acked-batches / spout-unacked-columns** — the same with the columnar counting bolt
+  (``execute_columns``, counting each record of a batch): AT_LEAST_ONCE with ``batch_acking``
+  (one tracked batch per poll), or NO_GUARANTEE (one untracked batch per poll);
 * **bolt** — ``spout → KafkaBolt`` with reliable tuples, the producer replaced by an in-memory one
   that queues delivery callbacks in ``produce`` and serves them in ``poll`` (on the off-loop pool,
   as the real client does).
@@ -31,7 +34,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-CASES = ("spout-acked", "spout-unacked", "bolt")
+CASES = ("spout-acked", "spout-unacked", "spout-acked-batches", "spout-unacked-columns", "bolt")
 PARTITIONS = 4
 VALUE = b"x" * 100
 
@@ -118,7 +121,7 @@ def _messages(n: int, run: int = 500) -> list[Any]:
 def run(case: str, n: int) -> tuple[int, float]:
     """Run ``case`` over ``n`` records; (records, CPU seconds of the loop)."""
     from bench.kafka_bolt import Acks, RecordSpout
-    from bench.kafka_spout import Counter, CountingBolt
+    from bench.kafka_spout import ColumnCountingBolt, Counter, CountingBolt
     from stormpy.connectors.kafka import KafkaBolt, KafkaBoltConfig, KafkaSpout, KafkaSpoutConfig
     from stormpy.connectors.kafka import client as kclient
     from stormpy.testing import registry
@@ -139,7 +142,8 @@ def run(case: str, n: int) -> tuple[int, float]:
         def done() -> bool:
             return acks.n >= n
     else:
-        acked = case == "spout-acked"
+        acked = case.startswith("spout-acked")
+        columns = case in ("spout-acked-batches", "spout-unacked-columns")
         MemoryConsumer.records = _messages(n)
         counter = Counter()
         key = registry.register(counter)
@@ -148,9 +152,10 @@ def run(case: str, n: int) -> tuple[int, float]:
         ck.Consumer = lambda conf: MemoryConsumer(conf)  # the client builds this one
         config = KafkaSpoutConfig(bootstrap_servers="mem:0", group_id="g", topics=["t"],
                                   processing_guarantee="AT_LEAST_ONCE" if acked else "NO_GUARANTEE",
-                                  offset_commit_period_ms=1_000)
+                                  offset_commit_period_ms=1_000, batch_acking=acked and columns)
         builder.set_spout("kafka", KafkaSpout.of(config))
-        builder.set_bolt("count", CountingBolt, kwargs={"key": key}).shuffle_grouping("kafka")
+        builder.set_bolt("count", ColumnCountingBolt if columns else CountingBolt,
+                         kwargs={"key": key}).shuffle_grouping("kafka")
         conf = {"topology.acker.executors": 1 if acked else 0, "topology.max.spout.pending": 5_000}
 
         def done() -> bool:

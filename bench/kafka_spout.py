@@ -16,7 +16,14 @@ A B C D, ...) so a change in the machine's load hits every runner alike, best of
   tuple, acked by the bolt, its offset committed (synchronously, the acked prefix) every second;
   compared with the at-least-once plain loop;
 * **KafkaSpout → counting bolt, unacked** — NO_GUARANTEE, no ackers: untracked tuples, the
-  position committed asynchronously every second; compared with the async-commit plain loop.
+  position committed asynchronously every second; compared with the async-commit plain loop;
+* **KafkaSpout → columnar counting bolt, acked, batch_acking** — AT_LEAST_ONCE with
+  ``batch_acking``: each poll's records are ONE tracked batch (one tuple tree, one acker entry,
+  per-record message ids and offsets), delivered to the bolt's ``execute_columns`` as one
+  ``ColumnBatch``, which counts each of its records and acks the batch; the acked prefix is
+  committed every second as above; compared with the at-least-once plain loop;
+* **KafkaSpout → columnar counting bolt, unacked** — NO_GUARANTEE: each poll's records are one
+  untracked ``ColumnBatch``; compared with the async-commit plain loop.
 
 Why the sides are equal: each run reads the same records from the same broker from offset 0 with a
 fresh consumer group, the same consumer properties and the same batch size (500 per ``consume``,
@@ -27,8 +34,11 @@ translator emits ``topic, partition, offset, key, value`` as they are) and count
 in Python; both commit on the same one-second period with the same semantics: at-least-once
 commits only what was processed (the plain loop: positions after processing; the spout: the
 acked prefix), the other side commits the position asynchronously. The spout side additionally
-builds a tuple per record and moves it through the executor loop to the bolt (and the acker) —
-the cost being measured. Targets (issue 11): acked >= 0.5x the plain loop, unacked >= 0.8x.
+builds a tuple per record (the columnar runners: a row per record, one batch per poll) and moves
+it through the executor loop to the bolt (and the acker) — the cost being measured. The columnar
+bolt counts every record of a batch in a Python loop over its rows, as the plain loop counts
+every record it consumed, not ``len(batch)`` at once. Targets (issue 11): acked >= 0.5x the plain
+loop, unacked >= 0.8x.
 
 Both clocks include the client's start-up (connecting, resolving the start offsets: about 0.2-0.7 s
 before the first record), which weighs less the more records are read; ``steady`` in the results is
@@ -54,6 +64,7 @@ from stormpy.connectors.kafka import KafkaSpout, KafkaSpoutConfig
 from stormpy.testing import LocalCluster, registry
 from stormpy.testing.kafka import KafkaBroker
 from stormpy.topology import Bolt, TopologyBuilder, TopologyContext, Tuple
+from stormpy.topology.columns import ColumnBatch
 
 RESULTS = Path(__file__).parent / "results"
 CONSUMER_PROPS = {"fetch.wait.max.ms": 10, "queued.min.messages": 100_000}
@@ -64,6 +75,8 @@ PLAIN = "plain confluent-kafka loop, async commits"
 PLAIN_ALO = "plain confluent-kafka loop, at-least-once (sync commit after processing)"
 ACKED = "KafkaSpout -> count, acked (AT_LEAST_ONCE)"
 UNACKED = "KafkaSpout -> count, unacked (NO_GUARANTEE)"
+ACKED_BATCHES = "KafkaSpout -> columnar count, acked (AT_LEAST_ONCE, batch_acking)"
+UNACKED_COLUMNS = "KafkaSpout -> columnar count, unacked (NO_GUARANTEE)"
 
 
 class Counter:
@@ -97,6 +110,25 @@ class CountingBolt(Bolt):
             counter.last = time.perf_counter()
             counter.done.set()
         self.ack(tup)
+
+
+class ColumnCountingBolt(CountingBolt):
+    """``CountingBolt`` for batches: ``execute_columns`` counts each record of the batch (a loop
+    over its rows, as the plain loop counts each consumed record) and acks the batch."""
+
+    def execute_columns(self, batch: ColumnBatch) -> None:
+        counter = self.counter
+        if not counter.n:
+            counter.first = time.perf_counter()
+        n = counter.n
+        for values in batch.rows:
+            if values:
+                n += 1
+        counter.n = n
+        if n >= counter.target > 0 and not counter.done.is_set():
+            counter.last = time.perf_counter()
+            counter.done.set()
+        self.ack(batch)
 
 
 def fill(bootstrap: str, topic: str, records: int, partitions: int) -> None:
@@ -150,17 +182,21 @@ def plain_loop(bootstrap: str, topic: str, records: int, partitions: int,
     return seen, end - start, end - first, cpu
 
 
-def spout_run(bootstrap: str, topic: str, records: int, acked: bool) -> tuple[int, float, float, float]:
+def spout_run(bootstrap: str, topic: str, records: int, acked: bool,
+              columns: bool = False) -> tuple[int, float, float, float]:
+    """``KafkaSpout → counting bolt``; ``columns``: the columnar bolt, and with ``acked`` the
+    spout's ``batch_acking``."""
     counter = Counter(records)
     key = registry.register(counter)
     config = KafkaSpoutConfig(
         bootstrap_servers=bootstrap, group_id=f"bench-{uuid.uuid4().hex[:8]}", topics=[topic],
         processing_guarantee="AT_LEAST_ONCE" if acked else "NO_GUARANTEE",
         consumer_props=dict(CONSUMER_PROPS), offset_commit_period_ms=COMMIT_PERIOD_MS,
-        max_poll_records=MAX_POLL_RECORDS)
+        max_poll_records=MAX_POLL_RECORDS, batch_acking=acked and columns)
     builder = TopologyBuilder()
     builder.set_spout("kafka", KafkaSpout.of(config))
-    builder.set_bolt("count", CountingBolt, kwargs={"key": key}).shuffle_grouping("kafka")
+    builder.set_bolt("count", ColumnCountingBolt if columns else CountingBolt,
+                     kwargs={"key": key}).shuffle_grouping("kafka")
     conf = {"topology.acker.executors": 1 if acked else 0, "topology.max.spout.pending": 5_000}
     try:
         with LocalCluster() as cluster:
@@ -214,11 +250,14 @@ def main() -> None:
             PLAIN_ALO: lambda: plain_loop(bootstrap, topic, n, parts, at_least_once=True),
             ACKED: lambda: spout_run(bootstrap, topic, n, acked=True),
             UNACKED: lambda: spout_run(bootstrap, topic, n, acked=False),
+            ACKED_BATCHES: lambda: spout_run(bootstrap, topic, n, acked=True, columns=True),
+            UNACKED_COLUMNS: lambda: spout_run(bootstrap, topic, n, acked=False, columns=True),
         }, args.repeat)
     finally:
         if broker is not None:
             broker.stop()
-    baseline = {PLAIN: PLAIN, PLAIN_ALO: PLAIN_ALO, ACKED: PLAIN_ALO, UNACKED: PLAIN}
+    baseline = {PLAIN: PLAIN, PLAIN_ALO: PLAIN_ALO, ACKED: PLAIN_ALO, UNACKED: PLAIN,
+                ACKED_BATCHES: PLAIN_ALO, UNACKED_COLUMNS: PLAIN}
     results = {name: {"records": count, "records_per_sec": round(rate, 1), "vs": baseline[name],
                       "vs_plain": round(rate / best[baseline[name]][1], 3),
                       "steady_records_per_sec": round(steady, 1),

@@ -39,6 +39,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "stormpy.worker.edges",
     "stormpy.worker.tasks",
     "stormpy.worker.column_path",
+    "stormpy.worker.spout_batch",
     "stormpy.worker.transfer",
     "stormpy.worker.timers",
     "stormpy.worker.inbound",

@@ -27,6 +27,8 @@ def test_kafka_spout_bench_produces_a_result_file(kafka_broker: KafkaBroker, tmp
     assert res.returncode == 0, res.stderr
     doc = json.loads(out.read_text())
     results = doc["results"]
-    assert len(results) == 4  # two plain loops (async commits, at-least-once), spout acked, unacked
+    # two plain loops (async commits, at-least-once); spout acked, unacked, and the columnar
+    # (batch_acking) acked and unacked runners
+    assert len(results) == 6
     assert {r["records"] for r in results.values()} == {300}  # every side read the same records
     assert all(r["records_per_sec"] > 0 for r in results.values())

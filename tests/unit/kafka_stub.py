@@ -167,10 +167,13 @@ class Harness:
         self.spout.clock = self.clock  # type: ignore[assignment]
         self.spout.client_factory = self._factory  # type: ignore[assignment]
         self.emits: list[tuple[list[Any], Any, str]] = []
+        #: per emit_batch call: its message ids (None: untracked)
+        self.batches: list[list[Any] | None] = []
         self.errors: list[str] = []
         self.consumer: StubConsumer | None = None
         self.spout.emit = self._emit  # type: ignore[method-assign]
         self.spout.emit_many = self._emit_many  # type: ignore[method-assign]
+        self.spout.emit_batch = self._emit_batch  # type: ignore[method-assign]
         self.spout.report_error = self.errors.append  # type: ignore[method-assign]
         self.spout.run_in_background = self._inline  # type: ignore[method-assign]
         self.context = Context(topology_id, task_id, tasks or [task_id])
@@ -188,6 +191,12 @@ class Harness:
                    stream: str = "default") -> None:
         for i, values in enumerate(values_list):
             self._emit(values, None if msg_ids is None else msg_ids[i], stream)
+
+    def _emit_batch(self, values_list: list[list[Any]], msg_ids: Any = None,
+                    stream: str = "default") -> list[list[int]]:
+        self.batches.append(None if msg_ids is None else list(msg_ids))
+        self._emit_many(values_list, msg_ids, stream)
+        return [[1] for _ in values_list]
 
     @staticmethod
     def _inline(fn: Any, on_done: Any) -> None:

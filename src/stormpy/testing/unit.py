@@ -103,6 +103,7 @@ class RecordingCollector:
             obj.emit = self._spout_emit
             obj.emit_many = self._spout_emit_many
             obj.emit_direct = self._spout_emit_direct
+            obj.emit_batch = self._spout_emit_batch
             return component
         obj.emit = self._emit
         obj.emit_many = self._emit_many
@@ -198,6 +199,13 @@ class RecordingCollector:
             self._check(values, stream, False)
         for values, msg_id in zip(values_list, ids):
             self.emitted.append(Emitted(list(values), stream, msg_id=msg_id))
+
+    def _spout_emit_batch(self, values_list: Any, msg_ids: Any = None,
+                          stream: Any = DEFAULT_STREAM) -> list[list[int]]:
+        """Recorded as ``emit_many`` records (one ``Emitted`` per values, with its id)."""
+        values_list = list(values_list)
+        self._spout_emit_many(values_list, msg_ids, stream)
+        return [[] for _ in values_list]
 
     def _spout_emit_direct(self, task: Any, values: Any, msg_id: Any = None,
                            stream: Any = DEFAULT_STREAM) -> None:

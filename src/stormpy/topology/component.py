@@ -83,11 +83,25 @@ class Spout(Component):
     same as ``emit`` for each, with ``msg_ids[i]`` as the message id of ``values_list[i]``); a
     ``next_tuple`` that has a batch ready emits it that way. ``topology.max.spout.pending`` is
     checked before each ``next_tuple`` call, so a batch may go past it by its own size.
+
+    ``emit_batch(values_list, msg_ids=None, stream=...)`` emits several tuples as ONE tracked
+    unit: one tuple tree (one root, one pending entry, one acker entry) for the whole list, with
+    one message id per values. Towards bolts that all define ``execute_columns`` each target task
+    gets the batch as one ``ColumnBatch``; other bolts get a tuple per values, all in that tree.
+    When the tree completes, ``ack_many(msg_ids)`` is called if the spout defines it, else
+    ``ack`` of each id; when any part of it fails or it times out, ``fail_many(msg_ids)`` or
+    ``fail`` of each id: the replay unit is the batch (a record of it that failed makes every
+    record of it fail). ``topology.max.spout.pending`` counts message ids (records), batched or
+    not, and so do the spout's stats (emitted, acked, failed, complete latency) and task hooks.
+    Without ``msg_ids`` the batch is untracked; without acker tasks the ids are acked at the end
+    of the round. ``emit_many`` keeps its own contract (every message id tracked on its own).
+    ``ack_many``/``fail_many`` are not defined here: define them to take a batch's ids at once.
     """
 
     emit = _unbound("emit")
     emit_many = _unbound("emit_many")
     emit_direct = _unbound("emit_direct")
+    emit_batch = _unbound("emit_batch")
 
     def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         """Called once on the executor loop before the first ``next_tuple``."""

@@ -28,6 +28,7 @@ from stormpy.worker.hooks import auto_hooks
 from stormpy.worker.host import TaskHost
 from stormpy.worker.offloop import BackgroundPool, Post, TaskOffLoop
 from stormpy.worker.routing import StreamRouter, make_router
+from stormpy.worker.spout_batch import attach as attach_spout_batches
 from stormpy.worker.tasks import BoltTask, SpoutTask, TaskRunner
 
 #: observer(component, stream, values, targets): sees every user emit (the test kit captures)
@@ -122,6 +123,7 @@ class TaskFactory:
         routers = self._routers_for(component, task_id, context)
         if cspec.kind == SPOUT:
             runner = SpoutTask(self._host, context, instance, routers, conf)
+            attach_spout_batches(runner)  # its emit_batch
         else:
             runner = BoltTask(self._host, context, instance, routers, conf)
             attach_columns(runner)  # a columnar bolt, or one emitting towards them

@@ -2,8 +2,9 @@
 
 A task with no hook is never touched, so the tuple path pays nothing for the feature. For a task
 with hooks (``context.hooks`` non-empty once the component is opened) ``install`` wraps, on that
-task only, the collector methods bound onto the component (``emit``, ``emit_direct``, ``ack``,
-``fail``) and the runner's ``execute`` (a bolt's input, a spout's acker replies), and calls the
+task only, the collector methods bound onto the component (``emit``, ``emit_direct``, a spout's
+``emit_batch``, ``ack``, ``fail`` and a spout's own ``ack_many``/``fail_many``) and the runner's
+``execute`` (a bolt's input, a spout's acker replies), and calls the
 hooks after each event (see ``stormpy.topology.hooks`` for the contract). ``auto_hooks`` builds
 the hooks ``topology.auto.task.hooks`` names. This module is not compiled: it is off the hot path
 of every topology without hooks.
@@ -29,7 +30,7 @@ from stormpy.topology.hooks import (
 )
 from stormpy.topology.imports import import_object
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
-from stormpy.worker.tasks import SpoutTask, TaskRunner
+from stormpy.worker.tasks import SpoutBatch, SpoutTask, TaskRunner
 
 log = logging.getLogger("stormpy.worker")
 
@@ -78,7 +79,18 @@ def install(runner: TaskRunner) -> None:
                               stream: Any = DEFAULT_STREAM) -> None:
             emit_direct(target, values, msg_id, stream)
             on_emit(values, stream, [target])
+
+        emit_batch = instance.emit_batch
+
+        def spout_emit_batch(values_list: Any, msg_ids: Any = None,
+                             stream: Any = DEFAULT_STREAM) -> list[list[int]]:
+            values_list = values_list if type(values_list) is list else list(values_list)
+            targets_list: list[list[int]] = emit_batch(values_list, msg_ids, stream)
+            for values, targets in zip(values_list, targets_list):  # one event per record
+                on_emit(values, stream, targets)
+            return targets_list
         instance.emit, instance.emit_direct = spout_emit, spout_emit_direct
+        instance.emit_batch = spout_emit_batch
         _install_spout(runner, hooks)
     else:
         def bolt_emit(values: Any, anchors: Any = None, stream: Any = DEFAULT_STREAM) -> list[int]:
@@ -119,14 +131,18 @@ def _install_spout(runner: TaskRunner, hooks: list[Any]) -> None:
         if entry is None:
             return  # timed out already (or a duplicate reply): the spout heard nothing
         msg_id, start = entry
-        if stream == ACK_ACK:
-            ack_info = SpoutAckInfo(msg_id, task, _ms(start))
-            for h in hooks:
-                h.spout_ack(ack_info)
-        else:
-            fail_info = SpoutFailInfo(msg_id, task, _ms(start))
-            for h in hooks:
-                h.spout_fail(fail_info)
+        ms = _ms(start)
+        # a batch root: one event per message id, each with the batch's latency
+        ids = msg_id.msg_ids if type(msg_id) is SpoutBatch else [msg_id]
+        for mid in ids:
+            if stream == ACK_ACK:
+                ack_info = SpoutAckInfo(mid, task, ms)
+                for h in hooks:
+                    h.spout_ack(ack_info)
+            else:
+                fail_info = SpoutFailInfo(mid, task, ms)
+                for h in hooks:
+                    h.spout_fail(fail_info)
 
     def ack(msg_id: Any) -> None:
         user_ack(msg_id)
@@ -143,6 +159,26 @@ def _install_spout(runner: TaskRunner, hooks: list[Any]) -> None:
                 h.spout_fail(info)
     runner.execute = execute
     instance.ack, instance.fail = ack, fail
+    user_ack_many = getattr(instance, "ack_many", None)
+    user_fail_many = getattr(instance, "fail_many", None)
+    if user_ack_many is not None:  # the spout's own: a batch root's ids at once
+        def ack_many(msg_ids: list[Any]) -> None:
+            user_ack_many(msg_ids)
+            if not replying[0]:
+                for mid in msg_ids:
+                    info = SpoutAckInfo(mid, task, None)
+                    for h in hooks:
+                        h.spout_ack(info)
+        instance.ack_many = ack_many
+    if user_fail_many is not None:
+        def fail_many(msg_ids: list[Any]) -> None:
+            user_fail_many(msg_ids)
+            if not replying[0]:
+                for mid in msg_ids:
+                    info = SpoutFailInfo(mid, task, None)
+                    for h in hooks:
+                        h.spout_fail(info)
+        instance.fail_many = fail_many
 
 
 def _install_bolt(runner: TaskRunner, hooks: list[Any]) -> None:

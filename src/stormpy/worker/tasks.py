@@ -533,8 +533,25 @@ class BoltTask(TaskRunner):
             self.report_error(exc)
 
 
+class SpoutBatch:
+    """The message ids of one batch root: the spout's pending entry holds this object in place
+    of a message id, so acker replies and timeouts know to ack or fail every id of it."""
+
+    __slots__ = ("msg_ids",)
+
+    def __init__(self, msg_ids: list[Any]) -> None:
+        self.msg_ids = msg_ids
+
+    def __len__(self) -> int:
+        return len(self.msg_ids)
+
+    def __repr__(self) -> str:
+        return f"SpoutBatch({len(self.msg_ids)} message ids)"
+
+
 class SpoutTask(TaskRunner):
-    """A spout task: ``next_tuple`` rounds, pending roots with timeouts, acker replies."""
+    """A spout task: ``next_tuple`` rounds, pending roots with timeouts, acker replies.
+    ``emit_batch`` is bound by ``spout_batch.attach`` (the factory)."""
 
     is_spout = True
 
@@ -544,12 +561,14 @@ class SpoutTask(TaskRunner):
         instance.emit = self.emit  # type: ignore[method-assign]
         instance.emit_many = self.emit_many  # type: ignore[method-assign]
         instance.emit_direct = self.emit_direct  # type: ignore[method-assign]
+        #: root -> (message id, or a SpoutBatch of them, emit time)
         self.pending: RotatingMap[int, tuple[Any, float]] = RotatingMap(TIMEOUT_BUCKETS)
         self.n_pending = 0
         self.emit_count = 0
         max_pending = conf.get("topology.max.spout.pending")
         self.max_pending = int(max_pending) if max_pending else 0
         self.batch = max(1, int(conf.get("topology.spout.max.batch.size") or 1))
+        #: message ids (or SpoutBatches) emitted without acker tasks: acked at the round's end
         self.immediate_acks: deque[Any] = deque()
         #: index of an acker running in this worker, or -1 (set in open, once every task of the
         #: worker exists): roots are chosen so their acker is that one, keeping the init, the
@@ -665,8 +684,14 @@ class SpoutTask(TaskRunner):
             acks = self.immediate_acks
             ack = self.instance.ack
             while acks:
-                self.stats.acked += 1
-                ack(acks.popleft())
+                msg_id = acks.popleft()
+                if type(msg_id) is SpoutBatch:
+                    ids = cast(SpoutBatch, msg_id).msg_ids
+                    self.stats.acked += len(ids)
+                    self._ack_ids(ids)
+                else:
+                    self.stats.acked += 1
+                    ack(msg_id)
         return self.emit_count - start
 
     def on_system_tuple(self, tup: Tuple) -> None:
@@ -679,8 +704,11 @@ class SpoutTask(TaskRunner):
         entry = self.pending.pop(root)
         if entry is None:
             return  # already timed out (and failed) or a duplicate reply
-        self.n_pending -= 1
         msg_id, start = entry
+        if type(msg_id) is SpoutBatch:
+            self._batch_done(stream, cast(SpoutBatch, msg_id).msg_ids, start)
+            return
+        self.n_pending -= 1
         stats = self.stats
         if stream == ACK_ACK:
             stats.acked += 1
@@ -691,15 +719,58 @@ class SpoutTask(TaskRunner):
             stats.failed += 1
             self.instance.fail(msg_id)
 
+    def _batch_done(self, stream: str, ids: list[Any], start: float) -> None:
+        """The acker's reply about a batch root: every message id is acked (complete latency
+        counted once per id) or failed."""
+        n = len(ids)
+        self.n_pending -= n
+        stats = self.stats
+        if stream == ACK_ACK:
+            stats.acked += n
+            stats.latency_sum += (perf_counter() - start) * n
+            stats.latency_count += n
+            self._ack_ids(ids)
+        elif stream == ACK_FAIL:
+            stats.failed += n
+            self._fail_ids(ids)
+
+    def _ack_ids(self, ids: list[Any]) -> None:
+        """The spout's ``ack_many(ids)`` when it defines one, else its ``ack`` of each id."""
+        instance = self.instance
+        ack_many = getattr(instance, "ack_many", None)
+        if ack_many is not None:
+            ack_many(ids)
+            return
+        ack = instance.ack
+        for msg_id in ids:
+            ack(msg_id)
+
+    def _fail_ids(self, ids: list[Any]) -> None:
+        """The spout's ``fail_many(ids)`` when it defines one, else its ``fail`` of each id."""
+        instance = self.instance
+        fail_many = getattr(instance, "fail_many", None)
+        if fail_many is not None:
+            fail_many(ids)
+            return
+        fail = instance.fail
+        for msg_id in ids:
+            fail(msg_id)
+
     def expire_pending(self) -> None:
-        """Rotate the timeout buckets; expired roots fail."""
+        """Rotate the timeout buckets; expired roots fail (every message id of a batch root)."""
         expired = self.pending.rotate()
         if expired:
-            self.n_pending -= len(expired)
             fail = self.instance.fail
             for msg_id, _start in expired.values():
-                self.stats.failed += 1
-                fail(msg_id)
+                if type(msg_id) is SpoutBatch:
+                    ids = cast(SpoutBatch, msg_id).msg_ids
+                    self.n_pending -= len(ids)
+                    self.stats.failed += len(ids)
+                    self._fail_ids(ids)
+                else:
+                    self.n_pending -= 1
+                    self.stats.failed += 1
+                    fail(msg_id)
 
     def set_active(self, active: bool) -> None:
         if active != self.active:

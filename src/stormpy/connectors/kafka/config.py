@@ -24,6 +24,14 @@ Settings (Storm's name in parentheses where it differs):
 * ``emit_null_tuples`` False; ``tuple_listener`` — import path of a ``KafkaTupleListener``.
 * ``fail_fast`` False — a record the translator cannot handle raises instead of being reported,
   counted and acked past.
+* ``batch_acking`` False (stormpy's own; no Storm equivalent) — AT_LEAST_ONCE only: the new
+  records of a poll are emitted as ONE tracked batch per stream (the collector's ``emit_batch``:
+  one tuple tree, one acker entry and, towards bolts with ``execute_columns``, one
+  ``ColumnBatch`` per bolt task) instead of a tracked tuple per record. Message ids stay per
+  record: an acked batch acks each offset; a failed or timed-out batch schedules each of its
+  offsets for a retry, and retried records are emitted one tracked tuple each, so a record that
+  keeps failing does not take its batch with it towards ``max_retries``. Off: Storm's per-record
+  trees. The untracked guarantees always emit a poll as one untracked batch (same semantics).
 """
 
 from __future__ import annotations
@@ -121,6 +129,7 @@ class KafkaSpoutConfig:
     emit_null_tuples: bool = False
     tuple_listener: str | None = None
     fail_fast: bool = False
+    batch_acking: bool = False
 
     def validate(self) -> KafkaSpoutConfig:
         """Check every setting and normalise the enums; KafkaConfigError names the first bad one."""
@@ -170,7 +179,7 @@ class KafkaSpoutConfig:
             raise _err("record_translator_args", f"must be a mapping, got {self.record_translator_args!r}")
         if self.tuple_listener is not None:
             _import_path("tuple_listener", self.tuple_listener)
-        for flag in ("emit_null_tuples", "fail_fast"):
+        for flag in ("emit_null_tuples", "fail_fast", "batch_acking"):
             if not isinstance(getattr(self, flag), bool):
                 raise _err(flag, f"must be True or False, got {getattr(self, flag)!r}")
         try:

@@ -12,8 +12,12 @@ runs per record, on the executor loop. ``_emit_batch(records)`` goes through a p
 * a record the translator rejects is reported and acked past (``fail_fast``: the spout stops); a
   translator returning None acks the record directly unless ``emit_null_tuples``.
 
-The queued tuples are emitted with one ``emit_many`` per stream (in record order within a
-stream), then reported to the tuple listener's ``on_emit``. Records of partitions no longer
+The queued tuples are emitted per stream (in record order within a stream), then reported to the
+tuple listener's ``on_emit``: under AT_LEAST_ONCE with one ``emit_many`` (a tracked tuple tree per
+record), or, with ``batch_acking``, the new records as ONE ``emit_batch`` (one tuple tree for the
+batch, message ids still per record; replays stay one tree per record); under the other
+guarantees as one untracked ``emit_batch`` (the same as an untracked ``emit_many``, and one
+``ColumnBatch`` per task towards bolts with ``execute_columns``). Records of partitions no longer
 assigned are dropped. The default translator's values are built inline (no call per record).
 """
 
@@ -61,6 +65,9 @@ class RecordEmitter(PartitionsAndCommits):
         values_out: list[list[Any]] = []
         mids: list[Any] | None = [] if alo else None
         out: _Out = {DEFAULT_STREAM: (values_out, mids)}
+        batched = alo and self.cfg.batch_acking
+        # replays (seek backs) stay one tracked tree per record
+        replays: _Out = {} if batched else out
         add_values = values_out.append
         emitted_add = self.emitted.add
         mid_cls = KafkaSpoutMessageId
@@ -93,7 +100,7 @@ class RecordEmitter(PartitionsAndCommits):
                 if run:
                     om.add_emitted_run(run)  # type: ignore[union-attr]
                     run = []
-                self._emit_one(r, om, out)  # type: ignore[arg-type]
+                self._emit_one(r, om, replays)  # type: ignore[arg-type]
                 continue
             try:
                 tup = translate(r) if translate is not None else [t, p, o, r[3], r[4]]
@@ -121,9 +128,18 @@ class RecordEmitter(PartitionsAndCommits):
         if run:
             om.add_emitted_run(run)  # type: ignore[union-attr]
         on_emit = self._on_emit
-        for stream, (values_list, ids) in out.items():
+        for stream, (values_list, ids) in replays.items() if batched else ():
             if values_list:
                 self.emit_many(values_list, msg_ids=ids, stream=stream)
+                if on_emit is not None and ids is not None:
+                    for values, mid in zip(values_list, ids):
+                        on_emit(values, mid)
+        for stream, (values_list, ids) in out.items():
+            if values_list:
+                if batched or ids is None:  # one tree for the batch, or untracked
+                    self.emit_batch(values_list, ids, stream)
+                else:
+                    self.emit_many(values_list, msg_ids=ids, stream=stream)
                 if on_emit is not None and ids is not None:
                     for values, mid in zip(values_list, ids):
                         on_emit(values, mid)

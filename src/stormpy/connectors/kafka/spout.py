@@ -14,7 +14,9 @@ The three guarantees (seed 002):
   synchronously; failed and timed-out tuples are replayed by seeking back, on the retry
   schedule; past ``max_retries`` a record is acked (and reported). A partition with
   ``max_uncommitted_offsets`` uncommitted offsets is paused unless a retriable offset lies within
-  the cap.
+  the cap. With ``batch_acking`` a poll's new records are one tracked batch per stream
+  (``emit_batch``: one tuple tree; ``ack_many`` acks each offset when it completes, a failure
+  schedules each offset for a retry; retries go out one tuple each).
 * ``AT_MOST_ONCE`` — after each poll the position is committed synchronously, and only then are
   the polled records emitted (untracked); nothing is replayed.
 * ``NO_GUARANTEE`` — untracked emits; the position is committed asynchronously on the period.
@@ -271,6 +273,21 @@ class KafkaSpout(RecordEmitter):
         self._acked_ids.append(msg_id)  # folded into the offset managers before they are read
         if self._on_ack is not None:
             self._on_ack(msg_id)
+
+    def ack_many(self, msg_ids: list[Any]) -> None:
+        """``ack`` of each id: the runtime's call for a completed batch (``batch_acking``)."""
+        emitted = self.emitted
+        acked = self._acked_ids
+        on_ack = self._on_ack
+        for msg_id in msg_ids:
+            try:
+                emitted.remove(msg_id)
+            except KeyError:
+                self._ack_not_in_flight(msg_id)
+                continue
+            acked.append(msg_id)
+            if on_ack is not None:
+                on_ack(msg_id)
 
     def _ack_not_in_flight(self, msg_id: Any) -> None:
         """A record acked directly (null tuple, bad record, past max retries), or an id whose
