@@ -14,8 +14,12 @@ gets one ``ColumnBatch`` per round and counts its word column, and (``running``)
 ``[word, count]`` pairs of a batch with one ``emit_many`` anchored to it to the sink
 (``execute_columns``), which counts them. The work per word is the same; what differs is the
 replay granularity with acking: a batch is one node of the tuple tree, so a failed batch fails
-(and replays) every sentence of its round. ``columns="sentence"`` keeps the per-tuple forms'
-granularity instead: one ``emit_many`` (so one batch per count task) per sentence.
+(and replays) every sentence of its round. In the columnar form the spout also emits its
+sentences in batches of ``SPOUT_BATCH`` with ``emit_batch`` (one tuple tree per batch when
+reliable; the split bolt gets them as one ``ColumnBatch``), as Bytewax's source hands its
+operators batches of sentences; the replay unit is then the spout batch. ``columns="sentence"``
+keeps the per-tuple forms' granularity instead: one sentence per spout emit and one
+``emit_many`` (so one batch per count task) per sentence.
 
 The last bolt reports its own timing to files under ``report_dir`` (tuple-level timestamps; a
 heartbeat every second would be far too coarse to time a run):
@@ -25,6 +29,7 @@ heartbeat every second would be far too coarse to time a run):
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
@@ -43,6 +48,10 @@ def _write(path: str, doc: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+#: sentences per spout ``emit_batch`` in the columnar form
+SPOUT_BATCH = 100
+
+
 class BenchSentenceSpout(Spout):
     """Emits this task's share of ``count`` sentences; with ``reliable`` each has a message id
     and failed ones are replayed. With ``rate`` > 0 emits at that many tuples/s (per task) and
@@ -52,8 +61,10 @@ class BenchSentenceSpout(Spout):
     outputs = ["sentence"]
 
     def __init__(self, count: int, reliable: bool, rate: float = 0.0,
-                 report_dir: str | None = None, warmup_secs: float = 1.0) -> None:
+                 report_dir: str | None = None, warmup_secs: float = 1.0,
+                 batch_size: int = 1) -> None:
         self.warmup_secs = warmup_secs
+        self.batch_size = batch_size
         self.count = count
         self.reliable = reliable
         self.rate = rate
@@ -78,6 +89,9 @@ class BenchSentenceSpout(Spout):
         self.reported = False
 
     def next_tuple(self) -> None:
+        if self.batch_size > 1 and not self.interval:
+            self._next_batch()
+            return
         now = time.time()
         if self.interval:
             if now < self.next_due:
@@ -92,6 +106,21 @@ class BenchSentenceSpout(Spout):
         if self.rate > 0:
             self.emitted_at[i] = now
         self.emit([self.lines[i]], msg_id=i if self.reliable else None)
+
+    def _next_batch(self) -> None:
+        """Up to ``batch_size`` sentences (replays first) as one ``emit_batch``: one tuple tree
+        for all of them when reliable, as a Bytewax source hands its operators a batch."""
+        ids: list[int] = []
+        while self.replay and len(ids) < self.batch_size:
+            ids.append(self.replay.pop())
+        ids.extend(itertools.islice(self.ids, self.batch_size - len(ids)))
+        if not ids:
+            self._report()
+            return
+        if self.first_emit is None:
+            self.first_emit = time.time()
+        lines = self.lines
+        self.emit_batch([[lines[i]] for i in ids], ids if self.reliable else None)
 
     def ack(self, msg_id: int) -> None:
         self.acked += 1
@@ -148,6 +177,11 @@ class BenchSplitColumns(Bolt):
     def execute_batch(self, tuples: list[Tuple]) -> None:
         self.emit_many([[word] for tup in tuples for word in tup.values[0].split()], tuples)
         self.ack_many(tuples)
+
+    def execute_columns(self, batch: ColumnBatch) -> None:
+        """A spout batch of sentences: their words in one ``emit_many`` anchored to it."""
+        self.emit_many([[word] for line in batch.column(0) for word in line.split()], batch)
+        self.ack(batch)
 
 
 class BenchSplitColumnsPerSentence(Bolt):
@@ -323,7 +357,8 @@ def build(count: int, reliable: bool, *, workload: str = "final", batch: bool = 
     b = TopologyBuilder()
     b.set_spout("sentences", BenchSentenceSpout, spouts,
                 kwargs={"count": count, "reliable": reliable, "rate": rate,
-                        "report_dir": report_dir})
+                        "report_dir": report_dir,
+                        "batch_size": SPOUT_BATCH if columns is True else 1})
     splitter = b.set_bolt("split", BenchSplitColumnsPerSentence if columns == "sentence" else
                           BenchSplitColumns if columns else
                           BenchSplitBatch if batch else BenchSplit, split)
