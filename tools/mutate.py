@@ -82,7 +82,7 @@ TARGETS: dict[str, Target] = {
     # be worked through without re-running the whole worker; same mutants, same tests)
     **{f"worker-{part}": Target((f"src/stormpy/worker/{part}.py",))
        for part in ("routing", "dispatch", "transfer", "timers", "tasks", "loop", "stats", "values",
-                    "offloop", "factory", "column_path", "inbound")},
+                    "offloop", "factory", "column_path", "inbound", "spout_batch")},
     # the four small worker files in one run (one test-stats pass instead of four; the summary
     # still scores each file)
     "worker-small": Target(tuple(f"src/stormpy/worker/{part}.py"

@@ -736,25 +736,20 @@ class SpoutTask(TaskRunner):
 
     def _ack_ids(self, ids: list[Any]) -> None:
         """The spout's ``ack_many(ids)`` when it defines one, else its ``ack`` of each id."""
-        instance = self.instance
-        ack_many = getattr(instance, "ack_many", None)
-        if ack_many is not None:
-            ack_many(ids)
-            return
-        ack = instance.ack
-        for msg_id in ids:
-            ack(msg_id)
+        self._settle(ids, getattr(self.instance, "ack_many", None), self.instance.ack)
 
     def _fail_ids(self, ids: list[Any]) -> None:
         """The spout's ``fail_many(ids)`` when it defines one, else its ``fail`` of each id."""
-        instance = self.instance
-        fail_many = getattr(instance, "fail_many", None)
-        if fail_many is not None:
-            fail_many(ids)
+        self._settle(ids, getattr(self.instance, "fail_many", None), self.instance.fail)
+
+    @staticmethod
+    def _settle(ids: list[Any], many: Callable[[list[Any]], Any] | None,
+                one: Callable[[Any], Any]) -> None:
+        if many is not None:
+            many(ids)
             return
-        fail = instance.fail
         for msg_id in ids:
-            fail(msg_id)
+            one(msg_id)
 
     def expire_pending(self) -> None:
         """Rotate the timeout buckets; expired roots fail (every message id of a batch root)."""
