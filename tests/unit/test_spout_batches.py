@@ -340,3 +340,30 @@ class CallOnce(Spout):
 def test_emit_batch_before_open_is_a_clear_error() -> None:
     with pytest.raises(RuntimeError, match="emit_batch"):
         CallOnce().emit_batch([[1]], [1])
+
+
+class WhoSink(Bolt):
+    """Per tuple: records where it came from (component, task, stream), its field by name and
+    whether it is tracked; acks it."""
+
+    def execute(self, tup: Tuple) -> None:
+        LOG["tuples"].append((tup.component, tup.task, tup.stream, tup["n"], bool(tup.root)))
+        self.ack(tup)
+
+
+@pytest.mark.parametrize("ids", [True, False])
+def test_tuples_of_a_batch_carry_their_source_stream_and_fields(ids: bool) -> None:
+    with LocalCluster(simulated_time=True) as cluster:
+        worker = cluster.submit_topology("t", TIMEOUT,
+                                         _topology({"batches": 3, "size": 4, "ids": ids},
+                                                   WhoSink, sinks=2))
+        cluster.wait_for(lambda: len(LOG["tuples"]) == 12, 10, "12 tuples")
+        cluster.wait_until_quiet()
+        stats = cluster.get_stats("t")
+        spout_task = next(r.task_id for r in worker.tasks.values() if r.component_id == "spout")
+    assert sorted(LOG["tuples"]) == sorted(("spout", spout_task, "default", b * 100 + i, ids)
+                                           for b, i in _all_ids(3, 4))
+    # every tuple counted once, however many tasks its batch reached
+    assert stats["spout"]["transferred"] == stats["spout"]["emitted"] == 12
+    assert stats["sink"]["executed"] == 12
+    assert sorted(LOG["acked"]) == (_all_ids(3, 4) if ids else [])
