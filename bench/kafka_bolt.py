@@ -11,10 +11,15 @@ a fresh topic of ``--partitions`` partitions:
   callback that counts successful deliveries, ``poll(0)`` every 1,000 records (and ``poll(0.05)``
   while the local queue is full), ``flush`` at the end;
 * **spout → KafkaBolt** — a spout emitting the same records as reliable tuples (message ids, one
-  acker; 100 per ``emit_many``, the cheapest feed, so the cost measured is the bolt's and the
-  tracking's), the bolt producing them (its batch form: ``produce`` per tuple, delivery reports
-  served off the loop and acked with ``ack_many``); a tuple is acked only once its delivery was
-  confirmed, and the run ends when the spout saw every ack.
+  acker; 100 per ``emit_many``, so the cost measured is the bolt's and the tracking's), the bolt
+  producing them (its batch form: ``produce`` per tuple, delivery reports served off the loop and
+  acked with ``ack_many``); a tuple is acked only once its delivery was confirmed, and the run
+  ends when the spout saw every ack;
+* **spout batches → KafkaBolt** — the same records and message ids, 100 per ``emit_batch`` (one
+  tuple tree per 100: the replay unit is the batch), reaching the bolt's columnar form
+  (``execute_columns``: one ``ColumnBatch`` per 100 records, the rows produced with one shared
+  delivery callback, the batch acked once all its rows were delivered); the spout still gets an
+  ``ack`` per message id, each only after its record's delivery.
 
 Why the sides are equal: the same records, the same broker, the same producer properties (``acks``
 from ``--acks``, ``linger.ms``, batch size) on a fresh topic each run; each clock runs from creating
@@ -49,6 +54,7 @@ from stormpy.topology import Spout, TopologyBuilder, TopologyContext
 RESULTS = Path(__file__).parent / "results"
 PLAIN = "plain confluent-kafka produce loop"
 BOLT = "spout -> KafkaBolt (acked on delivery)"
+BATCHES = "spout batches -> KafkaBolt columns (acked on delivery)"
 VALUE = b"x" * 100
 
 
@@ -76,9 +82,10 @@ class RecordSpout(Spout):
     outputs = ["key", "message"]
     BATCH = 100
 
-    def __init__(self, key: str, count: int) -> None:
+    def __init__(self, key: str, count: int, batches: bool = False) -> None:
         self.key = key
         self.count = count
+        self.batches = batches
 
     def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         self.acks: Acks = registry.lookup(self.key)
@@ -93,7 +100,11 @@ class RecordSpout(Spout):
             self.next += len(ids)
         else:
             return
-        self.emit_many([[str(i).encode(), VALUE] for i in ids], msg_ids=ids)
+        values = [[str(i).encode(), VALUE] for i in ids]
+        if self.batches:
+            self.emit_batch(values, msg_ids=ids)
+        else:
+            self.emit_many(values, msg_ids=ids)
 
     def ack(self, msg_id: Any) -> None:
         acks = self.acks
@@ -135,12 +146,13 @@ def plain_loop(bootstrap: str, topic: str, records: int, acks: str) -> tuple[int
     return delivered[0], secs, cpu
 
 
-def bolt_run(bootstrap: str, topic: str, records: int, acks: str) -> tuple[int, float, float]:
+def bolt_run(bootstrap: str, topic: str, records: int, acks: str,
+             batches: bool = False) -> tuple[int, float, float]:
     counter = Acks(records)
     key = registry.register(counter)
     sink = KafkaBoltConfig(bootstrap_servers=bootstrap, topic=topic, producer_props=producer_props(acks))
     builder = TopologyBuilder()
-    builder.set_spout("records", RecordSpout, kwargs={"key": key, "count": records})
+    builder.set_spout("records", RecordSpout, kwargs={"key": key, "count": records, "batches": batches})
     builder.set_bolt("to-kafka", KafkaBolt.of(sink)).shuffle_grouping("records")
     conf = {"topology.acker.executors": 1, "topology.max.spout.pending": 20_000}
     try:
@@ -193,6 +205,7 @@ def main() -> None:
         best = best_of_interleaved({
             PLAIN: lambda: plain_loop(bootstrap, fresh_topic(), n, acks),
             BOLT: lambda: bolt_run(bootstrap, fresh_topic(), n, acks),
+            BATCHES: lambda: bolt_run(bootstrap, fresh_topic(), n, acks, batches=True),
         }, args.repeat)
     finally:
         if broker is not None:

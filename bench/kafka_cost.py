@@ -16,7 +16,9 @@ one worker's loop (``Worker.run_once``) on the main thread with:
   (one tracked batch per poll), or NO_GUARANTEE (one untracked batch per poll);
 * **bolt** — ``spout → KafkaBolt`` with reliable tuples, the producer replaced by an in-memory one
   that queues delivery callbacks in ``produce`` and serves them in ``poll`` (on the off-loop pool,
-  as the real client does).
+  as the real client does);
+* **bolt-batches** — the same with the spout's ``emit_batch`` (100 records per tracked batch)
+  reaching the bolt's columnar form (``execute_columns``).
 
 ``--callgrind`` runs each case twice (``--small`` and ``--large`` records) under
 ``valgrind --tool=callgrind`` and prints (instructions of the large run - the small run) / (the
@@ -34,7 +36,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-CASES = ("spout-acked", "spout-unacked", "spout-acked-batches", "spout-unacked-columns", "bolt")
+CASES = ("spout-acked", "spout-unacked", "spout-acked-batches", "spout-unacked-columns", "bolt",
+         "bolt-batches")
 PARTITIONS = 4
 VALUE = b"x" * 100
 
@@ -130,11 +133,12 @@ def run(case: str, n: int) -> tuple[int, float]:
     from stormpy.worker.loop import Worker
 
     builder = TopologyBuilder()
-    if case == "bolt":
+    if case.startswith("bolt"):
         acks = Acks()
         key = registry.register(acks)
         KafkaBolt.producer_factory = staticmethod(MemoryProducer)  # type: ignore[assignment]
-        builder.set_spout("records", RecordSpout, kwargs={"key": key, "count": n})
+        builder.set_spout("records", RecordSpout,
+                          kwargs={"key": key, "count": n, "batches": case == "bolt-batches"})
         builder.set_bolt("to-kafka", KafkaBolt.of(KafkaBoltConfig(bootstrap_servers="mem:0", topic="t"))
                          ).shuffle_grouping("records")
         conf = {"topology.acker.executors": 1, "topology.max.spout.pending": 20_000}
@@ -169,7 +173,7 @@ def run(case: str, n: int) -> tuple[int, float]:
     secs = time.process_time() - start
     worker.stop()
     worker._close()  # the components' close and the off-loop pool (the loop ran on this thread)
-    if case != "bolt":
+    if not case.startswith("bolt"):
         ck.Consumer = ck_consumer
     registry.unregister(key)
     return n, secs

@@ -67,7 +67,7 @@ from stormpy.topology import Bolt, TopologyBuilder, TopologyContext, Tuple
 from stormpy.topology.columns import ColumnBatch
 
 RESULTS = Path(__file__).parent / "results"
-CONSUMER_PROPS = {"fetch.wait.max.ms": 10, "queued.min.messages": 100_000}
+CONSUMER_PROPS = {"fetch.wait.max.ms": 10, "queued.min.messages": 100_000, "fetch.queue.backoff.ms": 10}
 #: both sides: records per consume call (the spout's max_poll_records default) and commit period
 MAX_POLL_RECORDS = 500
 COMMIT_PERIOD_MS = 1_000
@@ -160,7 +160,10 @@ def plain_loop(bootstrap: str, topic: str, records: int, partitions: int,
     cpu = time.process_time()
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:8]}",
                          "enable.auto.commit": False, **CONSUMER_PROPS})
-    consumer.assign([TopicPartition(topic, p, -2) for p in range(partitions)])
+    # the start offsets resolved first, as the spout resolves them (a logical OFFSET_BEGINNING
+    # in assign costs librdkafka's offset-query cycle, ~0.5 s before the first record here)
+    consumer.assign([TopicPartition(topic, p, consumer.get_watermark_offsets(
+        TopicPartition(topic, p), timeout=10)[0]) for p in range(partitions)])
     seen = 0
     first = 0.0
     next_commit = start + COMMIT_PERIOD_MS / 1000.0

@@ -1,6 +1,8 @@
 """KafkaBolt end to end in local mode against the real (tansu) broker.
 
-A reliable spout emits numbered records to the bolt and replays what fails. With the broker up
+A reliable spout emits numbered records to the bolt and replays what fails: one tuple per record,
+or (``batches``) ten records per ``emit_batch``, which reach the bolt's columnar form as one
+``ColumnBatch`` (acked once all its records were delivered, failed as a whole). With the broker up
 every tuple is acked and its record is in the topic; with the broker not there (a closed port and
 a short ``message.timeout.ms``) the tuples are failed, not acked, and once a broker listens on
 that port the replays are delivered. Waits are on conditions, never fixed sleeps.
@@ -41,20 +43,25 @@ class Tally:
 
 
 class NumberSpout(Spout):
-    """Emits ``key, message`` = ``k<i>, v<i>`` for i < count with message id i; replays fails."""
+    """Emits ``key, message`` = ``k<i>, v<i>`` for i < count with message id i; replays fails.
+    With ``batches``: up to ten at a time as one tracked ``emit_batch``."""
 
     outputs = ["key", "message"]
 
-    def __init__(self, key: str, count: int) -> None:
+    def __init__(self, key: str, count: int, batches: bool = False) -> None:
         self.key = key
         self.count = count
+        self.batches = batches
 
     def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         self.tally: Tally = registry.lookup(self.key)
         self.todo = list(range(self.count - 1, -1, -1))
 
     def next_tuple(self) -> None:
-        if self.todo:
+        if self.todo and self.batches:
+            ids = [self.todo.pop() for _ in range(min(10, len(self.todo)))]
+            self.emit_batch([[f"k{i}", b"v%d" % i] for i in ids], msg_ids=ids)
+        elif self.todo:
             i = self.todo.pop()
             self.emit([f"k{i}", b"v%d" % i], msg_id=i)
 
@@ -74,9 +81,9 @@ def tally() -> Iterator[tuple[Tally, str]]:
     registry.unregister(key)
 
 
-def topology(key: str, count: int, bolt: KafkaBoltConfig) -> Any:
+def topology(key: str, count: int, bolt: KafkaBoltConfig, batches: bool = False) -> Any:
     builder = TopologyBuilder()
-    builder.set_spout("numbers", NumberSpout, kwargs={"key": key, "count": count})
+    builder.set_spout("numbers", NumberSpout, kwargs={"key": key, "count": count, "batches": batches})
     builder.set_bolt("to-kafka", KafkaBolt.of(bolt), 2).shuffle_grouping("numbers")
     return builder.create_topology()
 
@@ -102,15 +109,16 @@ def topic_values(broker: KafkaBroker, topic: str) -> list[tuple[bytes, bytes]]:
         c.close()
 
 
+@pytest.mark.parametrize("batches", [False, True], ids=["tuples", "batches"])
 def test_tuples_are_acked_once_delivered_and_their_records_are_in_the_topic(
         kafka_broker: KafkaBroker, kafka_topic: Callable[..., str],
-        tally: tuple[Tally, str]) -> None:
+        tally: tuple[Tally, str], batches: bool) -> None:
     seen, key = tally
     topic = kafka_topic(2)
     config = KafkaBoltConfig(bootstrap_servers=kafka_broker.bootstrap_servers, topic=topic,
                              producer_props={"acks": "all", "linger.ms": 2})
     with LocalCluster() as cluster:
-        cluster.submit_topology("to-kafka", {}, topology(key, 300, config))
+        cluster.submit_topology("to-kafka", {}, topology(key, 300, config, batches))
         cluster.wait_for(lambda: len(seen.acked) == 300, what="every tuple acked")
         assert seen.fails == 0
         published = cluster.get_metrics("to-kafka")["to-kafka"]  # the bolt's metric, per task
@@ -119,8 +127,9 @@ def test_tuples_are_acked_once_delivered_and_their_records_are_in_the_topic(
     assert sorted(got) == sorted((b"k%d" % i, b"v%d" % i) for i in range(300))
 
 
+@pytest.mark.parametrize("batches", [False, True], ids=["tuples", "batches"])
 def test_an_unreachable_broker_fails_tuples_and_replays_are_delivered_once_it_is_there(
-        kafka_broker: KafkaBroker, tally: tuple[Tally, str]) -> None:
+        kafka_broker: KafkaBroker, tally: tuple[Tally, str], batches: bool) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
@@ -132,7 +141,7 @@ def test_an_unreachable_broker_fails_tuples_and_replays_are_delivered_once_it_is
                         "reconnect.backoff.max.ms": 200, "topic.metadata.refresh.interval.ms": 200})
     try:
         with LocalCluster() as cluster:
-            worker = cluster.submit_topology("late", {}, topology(key, 20, config))
+            worker = cluster.submit_topology("late", {}, topology(key, 20, config, batches))
             cluster.wait_for(lambda: seen.fails >= 40, what="tuples failed while no broker listens")
             assert not seen.acked  # nothing acked without a broker confirming it
             assert any("delivery failed" in e["error"] for e in worker.errors.get("to-kafka", ()))

@@ -44,6 +44,7 @@ class Cluster:
 class StubConsumer:
     def __init__(self, cluster: Cluster, conf: Mapping[str, Any]) -> None:
         self.cluster = cluster
+        self.conf = dict(conf)
         self.group = conf["group.id"]
         self.positions: dict[TopicPartition, int] = {}
         self.paused: set[TopicPartition] = set()
@@ -110,6 +111,10 @@ class StubConsumer:
                 self.positions[tp] = r.offset + 1
                 self.consumed[tp] = r.offset + 1
         return out, []
+
+    def consume_rows(self, max_records: int, timeout: float) -> tuple[list[list[Any]], list[str]]:
+        records, errors = self.consume(max_records, timeout)
+        return [list(r[:5]) for r in records], errors
 
     def commit_sync(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]) -> dict[TopicPartition, str]:
         self._check()

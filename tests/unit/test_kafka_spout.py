@@ -47,6 +47,18 @@ def test_at_least_once_commits_only_the_contiguous_acked_prefix() -> None:
     assert h.cluster.committed[("g", TP0)].offset == 4  # 4 is still in flight
 
 
+def test_records_polled_as_rows_are_the_tuples_and_fetch_backoff_defaults_short() -> None:
+    h = Harness(cluster_with(2)).open()
+    assert h.consumer.conf["fetch.queue.backoff.ms"] == 10
+    assert h.consumer.conf["enable.auto.commit"] is False
+    out = h.run()
+    assert [v for v, _mid, _s in out] == [["t", 0, 0, None, b"v0"], ["t", 0, 1, None, b"v1"]]
+    h2 = Harness(cluster_with(1), consumer_props={"fetch.queue.backoff.ms": 500}).open()
+    assert h2.consumer.conf["fetch.queue.backoff.ms"] == 500  # the user's setting wins
+    h3 = Harness(cluster_with(1), record_translator="stormpy.connectors.kafka:StringRecordTranslator")
+    assert h3.open().run()[0][0] == ["t", 0, 0, None, "v0"]  # a translator gets KafkaRecords
+
+
 def test_a_failed_tuple_is_replayed_by_seeking_back() -> None:
     h = Harness(cluster_with(4)).open()
     out = h.run()

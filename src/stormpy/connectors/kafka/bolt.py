@@ -8,6 +8,13 @@ input tuple is acked only when the broker confirmed the delivery (the client's d
 honouring the producer's ``acks`` property) and failed on a delivery error, so a reliable spout
 replays it.
 
+A columnar upstream (``emit_many`` / a spout's ``emit_batch``) reaches ``execute_columns``: one
+``ColumnBatch`` per call, its rows produced in order with one delivery callback shared by the
+batch (:mod:`~stormpy.connectors.kafka.bolt_batches`); the batch is acked once every row was
+delivered and failed as a whole (once) at its first delivery or produce error, so a reliable spout
+replays the batch's tuples (at-least-once, the batch being the replay unit). Rows still held for
+queue space when their batch failed are not produced.
+
 Delivery reports are served by ``producer.poll`` run off the executor loop
 (``run_in_background``), one poll job at a time while records are in flight; the reports collected
 by a job are applied (one ``ack_many`` for the delivered tuples, fails, client errors reported) on
@@ -26,9 +33,10 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from stormpy.connectors.kafka.bolt_batches import BatchDelivery, batch_records
 from stormpy.connectors.kafka.bolt_config import FieldNameBasedTupleToKafkaMapper, KafkaBoltConfig, to_bytes
 from stormpy.connectors.kafka.client import require_confluent_kafka
-from stormpy.topology import Bolt, Stream, TopologyContext, Tuple
+from stormpy.topology import Bolt, ColumnBatch, Stream, TopologyContext, Tuple
 
 __all__ = ["DELIVERY_POLL_SECS", "KafkaBolt"]
 
@@ -89,8 +97,12 @@ class KafkaBolt(Bolt):
         #: filled by the delivery callbacks on the poll thread, drained on the loop
         self._delivered: list[Tuple] = []
         self._failed: list[tuple[Tuple, Any]] = []
+        #: the same for the rows of columnar batches (one entry per row)
+        self._delivered_rows: list[BatchDelivery] = []
+        self._failed_rows: list[tuple[BatchDelivery, Any]] = []
         self._client_errors: deque[str] = deque()
-        self._backlog: deque[tuple[Tuple, str, bytes | None, bytes | None]] = deque()
+        #: held for queue space: (the tuple, or the row's batch delivery), topic, key, value
+        self._backlog: deque[tuple[Tuple | BatchDelivery, str, bytes | None, bytes | None]] = deque()
         self._polling = False
         self._reported: dict[str, float] = {}
         self.in_flight = 0
@@ -180,6 +192,75 @@ class KafkaBolt(Bolt):
             self.ack_many(acks)
         self._ensure_polling()
 
+    def execute_columns(self, batch: ColumnBatch) -> None:
+        """Hand each row of ``batch`` to the client as one record, in order; the batch is acked
+        once all are delivered (at once with ``fire_and_forget``) and failed as a whole at the
+        first error. A row that cannot be mapped fails the batch before any row is produced."""
+        try:
+            topics, keys, values = batch_records(batch, self._topic, self._by_field, self._mapper_fields(),
+                                                 self._tuple_record)
+        except Exception as exc:
+            self.counters["bad_tuples"] += 1
+            self._report("bad_tuple", f"batch of {batch.n} tuples from {batch.component}/{batch.stream} "
+                                      f"not written: {exc}")
+            self.fail(batch)
+            return
+        delivery = BatchDelivery(batch, self._delivered_rows.append, self._failed_rows.append)
+        produce = self.producer.produce
+        on_delivery = delivery.on_delivery
+        backlog = self._backlog
+        produced = 0
+        for i, topic in enumerate(topics):
+            if topic is None:
+                self._no_topic_row(batch)
+                delivery.unproduced -= 1
+                continue
+            key, value = keys[i], values[i]
+            if backlog:  # behind records waiting for queue space: keep the order
+                self._hold(delivery, topic, key, value)
+                continue
+            try:
+                produce(topic, value=value, key=key, on_delivery=on_delivery)
+            except BufferError:
+                self.counters["queue_full"] += 1
+                self._hold(delivery, topic, key, value)
+                continue
+            except Exception as exc:
+                self._produce_failed(delivery, topic, exc)
+                break
+            produced += 1
+        delivery.unproduced -= produced
+        delivery.in_flight += produced
+        self.counters["produced"] += produced
+        self.in_flight += produced
+        self._settle(delivery)
+        self._ensure_polling()
+
+    def _settle(self, delivery: BatchDelivery) -> None:
+        """Ack the batch once nothing of it waits (or, with ``fire_and_forget``, once every row
+        was handed to the client); fail it once at its first error."""
+        if delivery.done:
+            return
+        if delivery.error is not None:
+            delivery.done = True
+            self.fail(delivery.batch)
+        elif delivery.unproduced == 0 and (delivery.in_flight == 0 or self.cfg.fire_and_forget):
+            delivery.done = True
+            self.ack(delivery.batch)
+
+    def _tuple_record(self, tup: Tuple, fields: tuple[str, str]) -> tuple[str | None, Any, Any]:
+        """The topic (None: no topic), key and value of one tuple, through the mapper."""
+        topic = self._select_topic(tup)
+        if topic is None:
+            return None, None, None
+        return topic, self.mapper.key(tup), self.mapper.message(tup)
+
+    def _no_topic_row(self, batch: ColumnBatch) -> None:
+        self.counters["no_topic"] += 1
+        self._report("no_topic", f"no topic for a tuple of the batch from {batch.component}/{batch.stream} "
+                                 f"(field {self._topic_field!r} missing or None, no "
+                                 "default_topic); skipped")
+
     def _mapper_fields(self) -> tuple[str, str]:
         """The key and message field names of the default mapper (unused by other mappers)."""
         mapper = self.mapper
@@ -206,35 +287,57 @@ class KafkaBolt(Bolt):
                             f"{topic!r}, not a topic name")
         return topic
 
-    def _produce(self, tup: Tuple, topic: str, key: bytes | None, value: bytes | None) -> bool:
-        """Hand one held record to the client; False when its local queue is still full."""
+    def _produce(self, item: Tuple | BatchDelivery, topic: str, key: bytes | None,
+                 value: bytes | None) -> bool:
+        """Hand one held record to the client; False when its local queue is still full. A row
+        of a batch that already failed is dropped (its batch is replayed as a whole)."""
+        delivery = item if type(item) is BatchDelivery else None
+        if delivery is not None and delivery.error is not None:
+            return True
+        on_delivery = delivery.on_delivery if delivery is not None else self._on_delivery(item)  # type: ignore[arg-type]
         try:
-            self.producer.produce(topic, value=value, key=key, on_delivery=self._on_delivery(tup))
+            self.producer.produce(topic, value=value, key=key, on_delivery=on_delivery)
         except BufferError:
             self.counters["queue_full"] += 1
             return False
         except Exception as exc:
-            self._produce_failed(tup, topic, exc)
+            self._produce_failed(item, topic, exc)
             return True
         self.counters["produced"] += 1
         self.in_flight += 1
-        if self.cfg.fire_and_forget:
-            self.ack(tup)
+        if delivery is not None:
+            delivery.unproduced -= 1
+            delivery.in_flight += 1
+            self._settle(delivery)
+        elif self.cfg.fire_and_forget:
+            self.ack(item)
         return True
 
-    def _produce_failed(self, tup: Tuple, topic: str, exc: Exception) -> None:
+    def _produce_failed(self, item: Tuple | BatchDelivery, topic: str, exc: Exception) -> None:
         self.counters["delivery_failures"] += 1
-        self._report("produce", f"producing to {topic!r} failed: {exc}; tuple failed")
-        self.fail(tup)
+        if type(item) is BatchDelivery:
+            self._report("produce", f"producing to {topic!r} failed: {exc}; its batch of "
+                                    f"{item.batch.n} tuples failed")
+            item.error = exc
+            self._settle(item)
+        else:
+            self._report("produce", f"producing to {topic!r} failed: {exc}; tuple failed")
+            self.fail(item)
 
-    def _hold(self, tup: Tuple, topic: str, key: bytes | None, value: bytes | None) -> None:
+    def _hold(self, item: Tuple | BatchDelivery, topic: str, key: bytes | None,
+              value: bytes | None) -> None:
         if len(self._backlog) >= self.cfg.max_backlog:
             self.counters["backlog_overflow"] += 1
             self._report("backlog", f"the producer's local queue is full and {len(self._backlog)} "
-                                    "tuples wait (KafkaBoltConfig.max_backlog); tuple failed")
-            self.fail(tup)
+                                    "records wait (KafkaBoltConfig.max_backlog); tuple failed")
+            if type(item) is BatchDelivery:
+                if item.error is None:
+                    item.error = BufferError("KafkaBoltConfig.max_backlog reached")
+                self._settle(item)
+            else:
+                self.fail(item)
             return
-        self._backlog.append((tup, topic, key, value))
+        self._backlog.append((item, topic, key, value))
 
     # -- delivery reports (polled off the loop) ---------------------------------------------
     def _ensure_polling(self) -> None:
@@ -281,8 +384,40 @@ class KafkaBolt(Bolt):
             if not fire_and_forget:
                 for tup, _err in lost:
                     self.fail(tup)
+        self._apply_row_reports()
         while self._client_errors:
             self._report("client", self._client_errors.popleft())
+
+    def _apply_row_reports(self) -> None:
+        """On the loop: count the reports of batch rows into their batches; settle those done."""
+        delivered = self._delivered_rows
+        n = len(delivered)
+        if n:
+            done = delivered[:n]
+            del delivered[:n]
+            self.in_flight -= n
+            self.counters["delivered"] += n
+            last = None
+            for delivery in done:  # a batch's rows arrive together: settle each batch once
+                delivery.in_flight -= 1
+                if delivery is not last and last is not None:
+                    self._settle(last)
+                last = delivery
+            if last is not None:
+                self._settle(last)
+        failed = self._failed_rows
+        n = len(failed)
+        if n:
+            lost = failed[:n]
+            del failed[:n]
+            self.in_flight -= n
+            self.counters["delivery_failures"] += n
+            self._report("delivery", f"delivery failed: {lost[-1][1]}; its batch failed")
+            for delivery, err in lost:
+                delivery.in_flight -= 1
+                if delivery.error is None:
+                    delivery.error = err
+                self._settle(delivery)
 
     def _report(self, kind: str, text: str) -> None:
         """Log and report an error, at most once per REPORT_INTERVAL_SECS per kind."""

@@ -89,6 +89,21 @@ class KafkaConsumerClient:
                                      msg.value(), ts if ts_type else None, msg.headers())))
         return records, errors
 
+    def consume_rows(self, max_records: int, timeout_secs: float) -> tuple[list[list[Any]], list[str]]:
+        """As ``consume``, each record as the values list ``[topic, partition, offset, key,
+        value]`` (the default translator's tuple; indexable as a ``KafkaRecord``'s first five)."""
+        rows: list[list[Any]] = []
+        errors: list[str] = []
+        append = rows.append
+        for msg in self._consumer.consume(max_records, timeout_secs):
+            err = msg.error()
+            if err is not None:
+                if err.code() != self._ck.KafkaError._PARTITION_EOF:
+                    errors.append(f"fetch error on {msg.topic()}-{msg.partition()}: {err}")
+                continue
+            append([msg.topic(), msg.partition(), msg.offset(), msg.key(), msg.value()])
+        return rows, errors
+
     def assign(self, starts: Mapping[TopicPartition, int]) -> None:
         """Add partitions to the assignment, each starting at its offset (or a logical offset)."""
         if starts:

@@ -10,7 +10,9 @@ Settings (Storm's name in parentheses where it differs):
 * ``bootstrap_servers``, ``group_id`` — required; ``topics`` (a list) or ``topic_pattern`` (a
   regular expression matched against whole topic names, internal ``__`` topics excluded).
 * ``consumer_props`` — any librdkafka consumer property, passed through (``enable.auto.commit``
-  must stay off: the processing guarantee decides when offsets are committed).
+  must stay off: the processing guarantee decides when offsets are committed). The spout sets
+  ``fetch.queue.backoff.ms`` to 10 unless given here (librdkafka's 1,000 ms default idles a fast
+  spout once its prefetch queue is full; see ``spout.CONSUMER_DEFAULTS``).
 * ``processing_guarantee`` — ``AT_LEAST_ONCE`` (default), ``AT_MOST_ONCE``, ``NO_GUARANTEE``.
 * ``first_poll_offset_strategy`` — ``UNCOMMITTED_EARLIEST`` (default), ``EARLIEST``, ``LATEST``,
   ``UNCOMMITTED_LATEST``.

@@ -18,18 +18,20 @@ record), or, with ``batch_acking``, the new records as ONE ``emit_batch`` (one t
 batch, message ids still per record; replays stay one tree per record); under the other
 guarantees as one untracked ``emit_batch`` (the same as an untracked ``emit_many``, and one
 ``ColumnBatch`` per task towards bolts with ``execute_columns``). Records of partitions no longer
-assigned are dropped. The default translator's values are built inline (no call per record).
+assigned are dropped. The default translator's values are built inline (no call per record);
+its records arrive as those values already (``consume_rows``: ``[topic, partition, offset, key,
+value]``, indexed like a ``KafkaRecord``) and are emitted as they are.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 from stormpy.connectors.kafka.messages import KafkaSpoutMessageId, TopicPartition
 from stormpy.connectors.kafka.offset_manager import OffsetManager
 from stormpy.connectors.kafka.partitions import PartitionsAndCommits
-from stormpy.connectors.kafka.translator import KafkaRecord, KafkaTuple, RecordTranslator
+from stormpy.connectors.kafka.translator import KafkaRecord, KafkaTuple, PolledRecord, RecordTranslator
 from stormpy.topology import DEFAULT_STREAM
 
 __all__ = ["KafkaRecordError", "RecordEmitter"]
@@ -56,7 +58,7 @@ class RecordEmitter(PartitionsAndCommits):
         """True when the translator's ``apply`` is the base one (values built inline)."""
         return type(self.translator).apply is RecordTranslator.apply
 
-    def _emit_batch(self, records: Iterable[KafkaRecord]) -> None:
+    def _emit_batch(self, records: Iterable[PolledRecord]) -> None:
         """Emit the tuples of ``records`` (see the module doc)."""
         self._fold_acks()  # the replay checks below read the acked offsets
         alo = self.at_least_once
@@ -103,7 +105,8 @@ class RecordEmitter(PartitionsAndCommits):
                 self._emit_one(r, om, replays)  # type: ignore[arg-type]
                 continue
             try:
-                tup = translate(r) if translate is not None else [t, p, o, r[3], r[4]]
+                tup = translate(cast(KafkaRecord, r)) if translate is not None else \
+                    (r if type(r) is list else [t, p, o, r[3], r[4]])
             except Exception as exc:
                 if run:
                     om.add_emitted_run(run)  # type: ignore[union-attr]
@@ -144,7 +147,7 @@ class RecordEmitter(PartitionsAndCommits):
                     for values, mid in zip(values_list, ids):
                         on_emit(values, mid)
 
-    def _emit_one(self, record: KafkaRecord, om: OffsetManager, out: _Out) -> None:
+    def _emit_one(self, record: PolledRecord, om: OffsetManager, out: _Out) -> None:
         """AT_LEAST_ONCE, a record at or below its partition's latest emitted offset: queue its
         tuple unless it is acked, in flight, committed or not yet due for its retry."""
         offset = record[2]
@@ -155,13 +158,13 @@ class RecordEmitter(PartitionsAndCommits):
         if scheduled and not self.retry.is_ready(mid):
             return
         try:
-            tup = self.translator.apply(record)
+            tup = self.translator.apply(cast(KafkaRecord, record))  # a row: default translator
         except Exception as exc:
             self._bad_record(record, exc, om, mid)
             return
         self._place(record, tup, om, mid, scheduled, out)
 
-    def _bad_record(self, record: KafkaRecord, exc: Exception, om: OffsetManager | None,
+    def _bad_record(self, record: PolledRecord, exc: Exception, om: OffsetManager | None,
                     mid: KafkaSpoutMessageId | None) -> None:
         """The translator raised: stop (``fail_fast``) or report, count and ack past it."""
         where = f"record {record[0]}-{record[1]} offset {record[2]} could not be translated"
@@ -173,7 +176,7 @@ class RecordEmitter(PartitionsAndCommits):
         if om is not None and mid is not None:
             self._ack_directly(om, mid)
 
-    def _place(self, record: KafkaRecord, tup: Any, om: OffsetManager | None,
+    def _place(self, record: PolledRecord, tup: Any, om: OffsetManager | None,
                mid: KafkaSpoutMessageId | None, scheduled: bool, out: _Out) -> None:
         """Queue the translated ``tup`` of ``record`` on its stream (None: ack it directly, or an
         empty tuple with ``emit_null_tuples``), marking it emitted under AT_LEAST_ONCE."""

@@ -19,7 +19,7 @@ from stormpy.connectors.kafka.config import KafkaSpoutConfig, ProcessingGuarante
 from stormpy.connectors.kafka.messages import KafkaSpoutMessageId, OffsetAndMetadata, TopicPartition
 from stormpy.connectors.kafka.offset_manager import OffsetManager
 from stormpy.connectors.kafka.retry import RetryExponentialBackoff
-from stormpy.connectors.kafka.translator import KafkaRecord, KafkaTupleListener
+from stormpy.connectors.kafka.translator import KafkaTupleListener, PolledRecord
 from stormpy.topology import Spout, TopologyContext
 
 __all__ = ["CLIENT_TIMEOUT_SECS", "CLOSE_TIMEOUT_SECS", "REPORT_INTERVAL_SECS", "PartitionsAndCommits"]
@@ -50,9 +50,9 @@ class PartitionsAndCommits(Spout):
     managers: dict[TopicPartition, OffsetManager]
     emitted: set[KafkaSpoutMessageId]
     _acked_ids: list[KafkaSpoutMessageId]
-    waiting: deque[KafkaRecord]
+    waiting: deque[PolledRecord]
     counters: dict[str, int]
-    _held: list[KafkaRecord] | None
+    _held: list[PolledRecord] | None
     _paused: set[TopicPartition]
     _commits_in_flight: int
     _refreshing: bool
@@ -130,7 +130,7 @@ class PartitionsAndCommits(Spout):
                 self.managers.pop(tp, None)
             self.retry.retain_all(new)
             self.emitted = {m for m in self.emitted if m.topic_partition in new}
-            self.waiting = deque(r for r in self.waiting if (r.topic, r.partition) in new)
+            self.waiting = deque(r for r in self.waiting if (r[0], r[1]) in new)
             self._paused -= revoked
         starts: dict[TopicPartition, int] = {}
         strategy = self.cfg.first_poll
@@ -234,7 +234,7 @@ class PartitionsAndCommits(Spout):
                 # skip forward and drop the records waiting below it
                 self._seek(tp, oam.offset)
                 self.waiting = deque(r for r in self.waiting
-                                     if (r.topic, r.partition) != tp or r.offset >= oam.offset)
+                                     if (r[0], r[1]) != tp or r[2] >= oam.offset)
 
     def _seek(self, tp: TopicPartition, offset: int) -> None:
         try:
@@ -242,13 +242,13 @@ class PartitionsAndCommits(Spout):
         except Exception as exc:
             self._report("seek", f"seek of {tp} to {offset} failed ({exc}); retried on the next poll")
 
-    def _commit_then_emit(self, records: list[KafkaRecord]) -> None:
+    def _commit_then_emit(self, records: list[PolledRecord]) -> None:
         """AT_MOST_ONCE: commit the position (off the loop), emit the records once it is done."""
         offsets = self._position_offsets()
         if not offsets:  # no position known (cannot happen after records were consumed)
             self._report("commit", "no consumer position to commit before emitting; polled again")
-            for tp in {TopicPartition(r.topic, r.partition) for r in records}:
-                self._seek(tp, min(r.offset for r in records if (r.topic, r.partition) == tp))
+            for tp in {TopicPartition(r[0], r[1]) for r in records}:
+                self._seek(tp, min(r[2] for r in records if (r[0], r[1]) == tp))
             return
         self._held = records
         self.run_in_background(lambda: self.consumer.commit_sync(offsets),
@@ -263,10 +263,10 @@ class PartitionsAndCommits(Spout):
             self._report("commit", f"committing {sorted(map(str, bad))} before emitting failed "
                                    f"({error or failed}); the records are polled again")
             for tp in bad:
-                first = next((r.offset for r in records if (r.topic, r.partition) == tp), None)
+                first = next((r[2] for r in records if (r[0], r[1]) == tp), None)
                 if first is not None and tp in self.assigned:
                     self._seek(tp, first)
-            records = [r for r in records if (r.topic, r.partition) not in bad]
+            records = [r for r in records if (r[0], r[1]) not in bad]
         else:
             self.counters["commits"] += 1
         self.waiting.extend(records)

@@ -41,7 +41,7 @@ from stormpy.connectors.kafka.emitting import KafkaRecordError, RecordEmitter
 from stormpy.connectors.kafka.messages import KafkaSpoutMessageId, TopicPartition
 from stormpy.connectors.kafka.offset_manager import OffsetManager
 from stormpy.connectors.kafka.retry import RetryExponentialBackoff
-from stormpy.connectors.kafka.translator import KafkaRecord, KafkaTupleListener
+from stormpy.connectors.kafka.translator import KafkaTupleListener, PolledRecord
 from stormpy.topology import DEFAULT_STREAM, Stream, TopologyContext
 from stormpy.topology.imports import import_object
 
@@ -51,6 +51,11 @@ log = logging.getLogger("stormpy.connectors.kafka")
 
 #: the longest a poll waits on the executor loop, whatever ``poll_timeout_ms`` says
 MAX_LOOP_POLL_MS = 1
+#: librdkafka properties the spout sets unless ``consumer_props`` does: the client prefetches in
+#: the background and, once its queue holds ``queued.min.messages``, postpones the next fetch by
+#: ``fetch.queue.backoff.ms`` (1,000 ms by default), so a spout draining 100k records in less
+#: than a second sits idle for the rest of it; the Java client Storm uses fetches in ``poll``
+CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.queue.backoff.ms": 10}
 #: first commit / refresh after open (Storm's TIMER_DELAY_MS)
 TIMER_DELAY_SECS = 0.5
 #: the metadata lookup in ``open`` (an unknown topic is then a clear error) waits this long
@@ -129,8 +134,8 @@ class KafkaSpout(RecordEmitter):
         self.managers: dict[TopicPartition, OffsetManager] = {}
         self.emitted: set[KafkaSpoutMessageId] = set()
         self._acked_ids: list[KafkaSpoutMessageId] = []
-        self.waiting: deque[KafkaRecord] = deque()
-        self._held: list[KafkaRecord] | None = None
+        self.waiting: deque[PolledRecord] = deque()
+        self._held: list[PolledRecord] | None = None
         self._paused: set[TopicPartition] = set()
         self._commits_in_flight = 0
         self._refreshing = False
@@ -138,10 +143,12 @@ class KafkaSpout(RecordEmitter):
         self.counters = {"bad_records": 0, "max_retries_reached": 0, "commit_failures": 0,
                          "errors": 0, "commits": 0}
         self._poll_secs = min(cfg.poll_timeout_ms, MAX_LOOP_POLL_MS) / 1000.0
+        #: records polled as values lists (``consume_rows``) instead of KafkaRecords
+        self._rows = self._uses_default_translator()
         client_conf = {"bootstrap.servers": cfg.bootstrap_servers, "group.id": cfg.group_id,
                        "enable.auto.commit": False, "enable.auto.offset.store": False,
                        "client.id": f"stormpy-{context.topology_id}-{context.task_id}",
-                       **cfg.consumer_props}
+                       **CONSUMER_DEFAULTS, **cfg.consumer_props}
         self.consumer = self.client_factory(client_conf, lambda text: self._report("client", text),
                                             lambda text: self._report("commit", text))
         now = self.clock()
@@ -233,7 +240,10 @@ class KafkaSpout(RecordEmitter):
             self._paused = paused
         if not pollable:
             return
-        records, errors = self.consumer.consume(self.cfg.max_poll_records, self._poll_secs)
+        if self._rows:  # the default translator: each record is its tuple's values already
+            records, errors = self.consumer.consume_rows(self.cfg.max_poll_records, self._poll_secs)
+        else:
+            records, errors = self.consumer.consume(self.cfg.max_poll_records, self._poll_secs)
         for text in errors:
             self._report("fetch", text)
         if not records:
@@ -246,11 +256,11 @@ class KafkaSpout(RecordEmitter):
             self.waiting.extend(records)
 
     def _ack_compacted_away(self, retriable: Mapping[TopicPartition, int],
-                            records: list[KafkaRecord]) -> None:
+                            records: list[PolledRecord]) -> None:
         """Retriable offsets below the first record a seek returned no longer exist: ack them."""
         first: dict[TopicPartition, int] = {}
         for r in records:
-            first.setdefault(TopicPartition(r.topic, r.partition), r.offset)
+            first.setdefault(TopicPartition(r[0], r[1]), r[2])
         for tp, sought in retriable.items():
             got = first.get(tp)
             if got is None or got <= sought:

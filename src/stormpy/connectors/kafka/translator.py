@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from stormpy.topology import DEFAULT_STREAM, Stream, TopologyContext
 
-__all__ = ["DefaultRecordTranslator", "KafkaRecord", "KafkaTuple", "KafkaTupleListener",
+__all__ = ["DefaultRecordTranslator", "KafkaRecord", "KafkaTuple", "KafkaTupleListener", "PolledRecord",
            "RecordTranslator", "StringRecordTranslator"]
 
 
@@ -37,6 +37,11 @@ class KafkaRecord(NamedTuple):
     value: bytes | None
     timestamp: int | None = None
     headers: Sequence[tuple[str, bytes | None]] | None = None
+
+
+#: a record as the spout polls it: a KafkaRecord, or with the default translator the values list
+#: ``[topic, partition, offset, key, value]`` (the same first five items)
+PolledRecord = KafkaRecord | list[Any]
 
 
 class KafkaTuple(list[Any]):
@@ -62,7 +67,8 @@ class RecordTranslator:
         return {DEFAULT_STREAM: Stream(list(cls.fields))}
 
     def apply(self, record: KafkaRecord) -> list[Any] | KafkaTuple | None:
-        return [record.topic, record.partition, record.offset, record.key, record.value]
+        # indexed: with this translator the spout may hand over a values row (PolledRecord)
+        return [record[0], record[1], record[2], record[3], record[4]]
 
 
 class DefaultRecordTranslator(RecordTranslator):
