@@ -7,7 +7,9 @@ One topic is filled once with ``--records`` records (100-byte values); then, int
 A B C D, ...) so a change in the machine's load hits every runner alike, best of ``--repeat``:
 
 * **plain consumer loop, async commits** — confluent-kafka's recommended batch loop: one Consumer,
-  a fresh group, every partition assigned from the beginning, ``consume(500, 0.1)`` until every
+  a fresh group, every partition assigned at its low watermark (read with
+  ``get_watermark_offsets`` inside the clock, as the spout resolves its start offsets; a logical
+  ``OFFSET_BEGINNING`` costs librdkafka's offset-query cycle, ~0.5 s), ``consume(500, 0.1)`` until every
   record was seen; each record is processed (its topic, partition, offset, key and value read,
   counted) and the consumed positions are committed asynchronously every second;
 * **plain consumer loop, at-least-once** — the same, committing synchronously every second, after
@@ -26,7 +28,10 @@ A B C D, ...) so a change in the machine's load hits every runner alike, best of
   untracked ``ColumnBatch``; compared with the async-commit plain loop.
 
 Why the sides are equal: each run reads the same records from the same broker from offset 0 with a
-fresh consumer group, the same consumer properties and the same batch size (500 per ``consume``,
+fresh consumer group, the same consumer properties (``CONSUMER_PROPS``, among them
+``fetch.queue.backoff.ms`` 10: librdkafka's 1,000 ms default idles any consumer that drains its
+prefetch queue faster, which made the plain loop's rate flip between two modes from run to run)
+and the same batch size (500 per ``consume``,
 the spout's ``max_poll_records``); each clock runs from creating the consumer (the plain loop) /
 submitting the topology (the spout, whose ``open`` creates the consumer) until the last record was
 counted; both sides read the same fields of every record with no decoding (the spout's default
