@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from stormpy.topology.errors import EmitError
 from stormpy.topology.fields import Fields
 
 
@@ -124,3 +125,36 @@ def _restore(rows: list[list[Any]] | None, cols: list[list[Any]] | None, n: int,
     batch = ColumnBatch(rows, stream, task, component, fields, root, edge, anchors, cols, n)
     batch.ack_val = ack_val
     return batch
+
+
+def column_lists(columns: Any, stream: Any) -> tuple[list[list[Any]], int]:
+    """``columns`` (a sequence of equal-length sequences, one per field) as a list of lists and
+    their length, for ``emit_columns``. EmitError naming the stream when it is not one (a
+    string, a mapping, no columns, columns of different lengths)."""
+    if isinstance(columns, (str, bytes, dict)) or not hasattr(columns, "__iter__"):
+        raise EmitError(f"stream {stream!r}: emit_columns takes a list of columns (one list of "
+                        f"values per field), got {type(columns).__name__}")
+    cols: list[list[Any]] = []
+    for c in columns:
+        if type(c) is not list:
+            if isinstance(c, (str, bytes, dict)) or not hasattr(c, "__iter__"):
+                raise EmitError(f"stream {stream!r}: emit_columns takes a list of columns, one "
+                                f"of which is a {type(c).__name__}")
+            c = list(c)
+        cols.append(c)
+    if not cols:
+        raise EmitError(f"stream {stream!r}: emit_columns got no columns (a stream without "
+                        "fields takes emit_many)")
+    n = len(cols[0])
+    for c in cols:
+        if len(c) != n:
+            raise EmitError(f"stream {stream!r}: emit_columns got columns of different lengths "
+                            f"{[len(c) for c in cols]}")
+    return cols, n
+
+
+def rows_of(cols: list[list[Any]], n: int) -> list[list[Any]]:
+    """The ``n`` rows of ``cols`` (one values list per tuple)."""
+    if len(cols) == 1:
+        return [[v] for v in cols[0]]
+    return [[c[i] for c in cols] for i in range(n)]

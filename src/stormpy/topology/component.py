@@ -17,7 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from stormpy.topology.columns import column_lists, rows_of
 from stormpy.topology.streams import Stream, normalize_outputs
+from stormpy.topology.tuple import DEFAULT_STREAM
 
 if TYPE_CHECKING:
     from stormpy.topology.context import TopologyContext
@@ -149,6 +151,14 @@ class Bolt(Component):
     its tuples. Single tuples still arrive through ``execute`` (or ``execute_batch``): tick
     tuples, tuples from spouts, from ``emit``/``emit_direct``, and on streams with other
     subscribers. Not on ``BasicBolt``.
+
+    ``emit_columns(columns, anchors=None, stream=...)`` is ``emit_many`` with the tuples given as
+    columns: one list of values per declared field, all of one length (``[words]`` for a stream
+    with the one field ``word``). Towards columnar bolts it builds no list per tuple: grouping
+    splits the columns per target task in one pass (fields grouping over its key column; one
+    target task or ``all`` grouping: the columns whole) and each task gets one ``ColumnBatch``
+    holding its share. Otherwise it is ``emit_many`` of the rows. The lists are handed over: do
+    not change them after the call.
     """
 
     emit = _unbound("emit")
@@ -164,6 +174,12 @@ class Bolt(Component):
 
     def execute(self, tup: Tuple) -> None:
         """Process one input tuple."""
+
+    def emit_columns(self, columns: Any, anchors: Any = None, stream: str = DEFAULT_STREAM) -> None:
+        """``emit_many`` of the rows of ``columns`` (see the class doc); replaced by the
+        runtime's columnar form where the stream's subscribers take columns."""
+        cols, n = column_lists(columns, stream)
+        self.emit_many(rows_of(cols, n), anchors, stream)
 
     def cleanup(self) -> None:
         """Called at shutdown; not guaranteed when the process is killed."""

@@ -47,6 +47,24 @@ class Router:
         """``choose`` of each values, in order (the lists may be shared: do not mutate them)."""
         return [self.choose(values) for values in values_list]
 
+    def partition_columns(self, cols: list[list[Any]], n: int) -> list[tuple[int, list[list[Any]], int]]:
+        """The ``n`` tuples given as columns ``cols`` split by target task: (task, its columns,
+        its tuple count) per task that gets any, each tuple going where ``choose`` sends its
+        row, in order within a task. ``cols`` holds at least one column. Columns may be shared
+        with ``cols``: do not mutate them."""
+        width = len(cols)
+        parts: dict[int, list[list[Any]]] = {}
+        for i in range(n):
+            row = [c[i] for c in cols]
+            for t in self.choose(row):
+                part = parts.get(t)
+                if part is None:
+                    part = [[] for _ in range(width)]
+                    parts[t] = part
+                for j in range(width):
+                    part[j].append(row[j])
+        return [(t, part, len(part[0])) for t, part in parts.items()]
+
 
 class ShuffleRouter(Router):
     """Round robin over a shuffled order of the tasks (even load, Storm's shuffle)."""
@@ -62,6 +80,23 @@ class ShuffleRouter(Router):
         i = self.next
         self.next = i + 1 if i + 1 < self.n else 0
         return self.singles[i]
+
+    def partition_columns(self, cols: list[list[Any]], n: int) -> list[tuple[int, list[list[Any]], int]]:
+        """Contiguous slices of about ``n / tasks`` tuples, dealt round robin from where the
+        rotation stands (the same even load as one tuple at a time)."""
+        m = self.n
+        if m == 1 or n <= 0:
+            return [(self.singles[0][0], cols, n)] if n > 0 else []
+        chunks = min(m, n)
+        size = -(-n // chunks)
+        out: list[tuple[int, list[list[Any]], int]] = []
+        i = self.next
+        for start in range(0, n, size):
+            end = min(start + size, n)
+            out.append((self.singles[i][0], [c[start:end] for c in cols], end - start))
+            i = i + 1 if i + 1 < m else 0
+        self.next = i
+        return out
 
 
 class FieldsRouter(Router):
@@ -90,6 +125,34 @@ class FieldsRouter(Router):
                 self.cache.clear()
             self.cache[v] = chosen
         return chosen
+
+    def partition_columns(self, cols: list[list[Any]], n: int) -> list[tuple[int, list[list[Any]], int]]:
+        """One pass over the key column (the key cache inline); one task: the columns whole."""
+        if self.n == 1:
+            return [(self.singles[0][0], cols, n)] if n > 0 else []
+        k = self.single
+        if k < 0:
+            return Router.partition_columns(self, cols, n)
+        keys = cols[k]
+        cache = self.cache
+        width = len(cols)
+        parts: dict[int, list[list[Any]]] = {}
+        for i in range(n):
+            v = keys[i]
+            chosen = cache.get(v) if type(v) is str else None
+            if chosen is None:
+                chosen = self.choose([c[i] for c in cols])
+            t = chosen[0]
+            part = parts.get(t)
+            if part is None:
+                part = [[] for _ in range(width)]
+                parts[t] = part
+            if width == 1:
+                part[0].append(v)
+            else:
+                for j in range(width):
+                    part[j].append(cols[j][i])
+        return [(t, part, len(part[0])) for t, part in parts.items()]
 
     def choose_many(self, values_list: list[Any]) -> list[list[int]]:
         i = self.single
@@ -131,6 +194,10 @@ class FixedRouter(Router):
 
     def choose(self, values: Any) -> list[int]:
         return self.tasks
+
+    def partition_columns(self, cols: list[list[Any]], n: int) -> list[tuple[int, list[list[Any]], int]]:
+        """Every task gets the columns whole (shared)."""
+        return [(t, cols, n) for t in self.tasks] if n > 0 else []
 
 
 class NoneRouter(Router):
