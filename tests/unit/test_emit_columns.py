@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from stormpy import BasicBolt, Bolt, TopologyBuilder, TopologyContext, Tuple
+from stormpy import BasicBolt, Bolt, Stream, TopologyBuilder, TopologyContext, Tuple
 from stormpy.testing import FeederSpout, LocalCluster
 from stormpy.topology.columns import ColumnBatch
 
@@ -25,11 +25,13 @@ SINGLES: list[list[Any]] = []
 SINK: list[tuple[str, int]] = []
 FAIL_ONCE: set[str] = set()
 ERRORS: list[str] = []
+#: what Record's columnar side got: (its name, (the k column, the v column)) per batch
+RECORDED: list[tuple[str, tuple[list[Any], list[Any]]]] = []
 
 
 @pytest.fixture(autouse=True)
 def _clear() -> None:
-    for x in (COUNTS, BATCHES, SINGLES, SINK, FAIL_ONCE, ERRORS):
+    for x in (COUNTS, BATCHES, SINGLES, SINK, FAIL_ONCE, ERRORS, RECORDED):
         x.clear()
 
 
@@ -85,6 +87,7 @@ class Count(Bolt):
 
     def execute_columns(self, batch: ColumnBatch) -> None:
         assert batch.fields is not None and batch.fields.to_list()[0] == "word"
+        assert batch.component in ("split", "bad") and batch.stream == "default"
         BATCHES.append((self.task, len(batch), batch.task not in self.here))
         words = batch.column("word")
         running = []
@@ -250,10 +253,15 @@ class BadColumns(Bolt):
             "text": "a b",
             "column": ["a", "b"],
             "value": [["a"], [object()]],
+            "late": [["a", "b"], [1, object()]],  # a bad value after a good one in its column
+            "nonstr": [[1], [object()]],  # no str column: the bad value is still checked
+            "big": [["a"], [2 ** 64]],
+            "small": [["a"], [-2 ** 63 - 1]],
             "none": [],
         }.get(kind, [["ok"], [1]])
+        stream = "nowhere" if kind == "stream" else "default"
         try:
-            self.emit_columns(bad, tup)
+            self.emit_columns(bad, tup, stream)
         except Exception as exc:  # noqa: BLE001 - the error's text is the test's subject
             ERRORS.append(f"{type(exc).__name__}: {exc}")
         self.ack(tup)
@@ -268,17 +276,116 @@ def test_bad_columns_get_an_error_naming_the_stream_and_the_worker_goes_on() -> 
     b.set_spout("feeder", feeder)
     b.set_bolt("bad", BadColumns).shuffle_grouping("feeder")
     b.set_bolt("count", Count, 2).fields_grouping("bad", ["word"])
-    kinds = ["lengths", "count", "text", "column", "value", "none", "good"]
+    kinds = ["lengths", "count", "text", "column", "value", "late", "nonstr", "big", "small",
+             "none", "stream", "good"]
     with LocalCluster(simulated_time=True) as cluster:
         worker = cluster.submit_topology("t", TIMEOUT, b.create_topology())
         feed(feeder, kinds)
         cluster.wait_for(lambda: len(feeder.acked) == len(kinds), 10, "every input acked")
         assert worker.failure is None
-    lengths, count, text, column, value, none = ERRORS
+    lengths, count, text, column, value, late, nonstr, big, small, none, stream = ERRORS
     assert "stream 'default'" in lengths and "different lengths [2, 1]" in lengths
     assert "component 'bad'" in count and "1 columns for the fields ['word', 'n']" in count
     assert "takes a list of columns" in text and "str" in text
     assert "one of which is a str" in column
-    assert "'bad'" in value and "object" in value
+    for error in (value, late, nonstr, big, small):
+        assert error.startswith("EmitError") and "'bad'" in error and "'default'" in error, error
+    assert "object" in value and "object" in late and "object" in nonstr
+    assert str(2 ** 64) in big and str(-2 ** 63 - 1) in small
     assert "no columns" in none
+    assert "EmitError" in stream and "undeclared stream 'nowhere'" in stream
     assert counted() == Counter({"ok": 1})  # only the good one got through
+
+
+class Emits(Bolt):
+    """Emits the columns given at construction on ``stream``, anchored to its input."""
+
+    outputs = [Stream(["k", "v"]), Stream(["k", "v"], name="side")]
+
+    def __init__(self, columns: list[list[Any]], stream: str = "default") -> None:
+        self.columns = columns
+        self.stream = stream
+
+    def execute(self, tup: Tuple) -> None:
+        self.emit_columns(self.columns, tup, self.stream)
+        self.ack(tup)
+
+
+class Record(Bolt):
+    """Columnar: records (component, k column, v column); single tuples: their values; fails
+    the tuple whose v is "fail" (per-tuple input only)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def execute(self, tup: Tuple) -> None:
+        if tup.values[1] == "fail":
+            self.fail(tup)
+            return
+        SINGLES.append([self.name, *tup.values])
+        self.ack(tup)
+
+    def execute_columns(self, batch: ColumnBatch) -> None:
+        assert batch.component == "emits"
+        RECORDED.append((self.name, (batch.column("k"), batch.column("v"))))
+        self.ack(batch)
+
+
+class PlainRecord(Bolt):
+    def execute(self, tup: Tuple) -> None:
+        Record.execute(self, tup)  # type: ignore[arg-type]
+
+    name = "plain"
+
+
+def emits_topology(feeder: FeederSpout, columns: list[list[Any]], subscribers: list[type[Bolt]],
+                   stream: str = "default") -> Any:
+    b = TopologyBuilder()
+    b.set_spout("feeder", feeder)
+    b.set_bolt("emits", Emits, kwargs={"columns": columns, "stream": stream}) \
+        .shuffle_grouping("feeder")
+    for i, cls in enumerate(subscribers):
+        kwargs = {"name": f"r{i}"} if cls is Record else {}
+        b.set_bolt(f"r{i}", cls, 2, kwargs=kwargs).fields_grouping("emits", ["k"], stream)
+    return b.create_topology()
+
+
+EDGES: list[list[Any]] = [["a", "b", "c", "d", "e", "f", "g"],
+         [b"raw", 1.5, None, -2 ** 63, 2 ** 64 - 1, {"map": [1, 2]}, [3, "x"]]]
+
+
+def test_every_plain_value_and_msgpack_container_passes_and_is_counted() -> None:
+    feeder = FeederSpout(["sentence"])
+    with LocalCluster(simulated_time=True) as cluster:
+        cluster.submit_topology("t", TIMEOUT, emits_topology(feeder, EDGES, [Record]))
+        feeder.feed(["go"], msg_id=1)
+        cluster.wait_for(lambda: feeder.acked == [1], 10, "the input acked")
+        stats = cluster.get_stats("t")
+    got = sorted((k, repr(v)) for _, (ks, vs) in RECORDED for k, v in zip(ks, vs, strict=True))
+    assert got == sorted((k, repr(v)) for k, v in zip(*EDGES, strict=True))
+    assert stats["emits"]["emitted"] == 7 == stats["emits"]["transferred"]
+
+
+def test_a_stream_with_two_columnar_subscribers_gets_the_rows_in_batches_to_both() -> None:
+    feeder = FeederSpout(["sentence"])
+    cols: list[list[Any]] = [["a", "b", "c"], [1, 2, 3]]
+    with LocalCluster(simulated_time=True) as cluster:
+        cluster.submit_topology("t", TIMEOUT, emits_topology(feeder, cols, [Record, Record]))
+        feeder.feed(["go"], msg_id=1)
+        cluster.wait_for(lambda: feeder.acked == [1], 10, "the input acked")
+    for name in ("r0", "r1"):
+        rows = sorted((k, v) for n, (ks, vs) in RECORDED if n == name for k, v in zip(ks, vs, strict=True))
+        assert rows == [("a", 1), ("b", 2), ("c", 3)]
+
+
+def test_rows_to_per_tuple_bolts_keep_their_stream_and_anchors() -> None:
+    """Two columns on the "side" stream to a per-tuple bolt: rows with both values, on that
+    stream; failing one fails the input behind it."""
+    feeder = FeederSpout(["sentence"])
+    cols: list[list[Any]] = [["a", "b", "c"], [1, "fail", 3]]
+    with LocalCluster(simulated_time=True) as cluster:
+        cluster.submit_topology("t", TIMEOUT, emits_topology(feeder, cols, [PlainRecord], "side"))
+        feeder.feed(["go"], msg_id=1)
+        cluster.wait_for(lambda: feeder.failed == [1], 10, "the input failed")
+        cluster.wait_until_quiet()
+    assert sorted(SINGLES) == [["plain", "a", 1], ["plain", "c", 3]] and feeder.acked == []

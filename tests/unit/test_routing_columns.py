@@ -143,3 +143,19 @@ def test_the_row_fallback_keeps_order_and_several_targets() -> None:
     got = rows_by_task(router, [[1, 2, 3, 4], ["a", "b", "c", "d"]], 4)
     assert got == {1: [[1, "a"], [3, "c"]], 2: [[1, "a"], [2, "b"], [3, "c"], [4, "d"]]}
 
+
+
+def test_a_single_tuple_reaches_its_task_on_every_whole_columns_path() -> None:
+    one = [["w"], [1]]
+    for router in (FieldsRouter([6], Fields(["word", "n"]), ["word"]), ShuffleRouter([6]),
+                   FixedRouter([6])):
+        assert router.partition_columns(one, 1) == [(6, one, 1)]
+
+
+def test_fields_grouping_on_unhashable_keys_takes_the_stable_hash() -> None:
+    """A key of lists (msgpack arrays) is never looked up in the str-keyed cache."""
+    cols = [[[1, 2], [3], [1, 2], [4, 5, 6]], ["a", "b", "c", "d"]]
+    router = FieldsRouter([1, 2, 3], Fields(["key", "v"]), ["key"])
+    twin = FieldsRouter([1, 2, 3], Fields(["key", "v"]), ["key"])
+    assert rows_by_task(router, cols, 4) == expected_by_choose(twin, cols, 4)
+    assert router.cache == {}

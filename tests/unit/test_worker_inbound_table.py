@@ -1,0 +1,217 @@
+"""``worker/inbound.py`` on its own: the table of what each local task takes (``accepts``) and
+``Inbound.take`` against hand-built frames: what is queued (every field of the Tuple or
+ColumnBatch), what is dropped under which reason, the count returned, and the log line (reason,
+detail, sender, claimed source, at most one per LOG_INTERVAL, counts since the last line)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import msgpack
+import pytest
+
+from stormpy import Bolt, Spout, Stream, TopologyBuilder, Tuple
+from stormpy.topology.columns import ColumnBatch
+from stormpy.topology.fields import Fields
+from stormpy.worker import Worker, WorkerConfig
+from stormpy.worker import inbound as inbound_module
+from stormpy.worker.inbound import LOG_INTERVAL, ONE_ROOT, PAIRS, Inbound, accepts
+
+
+class Src(Spout):
+    outputs = [Stream(["word", "n"]), Stream(["x"], name="side")]
+
+
+class Mid(Bolt):
+    outputs = ["out"]
+
+
+class Cols(Bolt):
+    def execute_columns(self, batch: ColumnBatch) -> None:
+        self.ack(batch)
+
+
+def layout_and_table(local: str | None = None) -> tuple[Worker, dict[int, Any]]:
+    b = TopologyBuilder()
+    b.set_spout("src", Src, 2)
+    b.set_bolt("mid", Mid, 2).shuffle_grouping("src").shuffle_grouping("src", "side")
+    b.set_bolt("cols", Cols).shuffle_grouping("mid")
+    worker = Worker(WorkerConfig("t", b.create_topology(), {"topology.acker.executors": 2},
+                                 local_tasks=[]))
+    tasks = worker.layout.task_component
+    return worker, accepts(worker.spec, worker.layout, sorted(tasks))
+
+
+def test_accepts_lists_per_destination_and_source_task_the_streams_it_takes() -> None:
+    worker, table = layout_and_table()
+    comp = worker.layout.component_tasks
+    src, mid, cols, ackers = comp["src"], comp["mid"], comp["cols"], comp["__acker"]
+    assert sorted(table) == sorted(worker.layout.task_component)
+    word_n, side, out = Fields(["word", "n"]), Fields(["x"]), Fields(["out"])
+    for m in mid:  # a bolt: what it subscribes to, from each task of the source component
+        assert table[m] == {s: {"default": (2, "src", word_n), "side": (1, "src", side)}
+                            for s in src}
+    assert table[cols[0]] == {m: {"default": (1, "mid", out)} for m in mid}
+    for s in src:  # a spout: the acker replies, from acker tasks only
+        assert table[s] == {a: {st: (ONE_ROOT, "__acker", None)
+                                for st in ("__ack_ack", "__ack_fail", "__ack_reset_timeout")}
+                            for a in ackers}
+    for a in ackers:  # an acker: the acker streams from every task and from -1
+        assert sorted(table[a]) == [-1, *sorted(worker.layout.task_component)]
+        assert table[a][src[0]] == {"__ack_init": (3, "src", None), "__ack_ack": (PAIRS, "src", None),
+                                    "__ack_fail": (1, "src", None),
+                                    "__ack_reset_timeout": (1, "src", None)}
+        assert table[a][-1]["__ack_ack"] == (PAIRS, "__system", None)
+    only = accepts(worker.spec, worker.layout, [mid[0]])
+    assert list(only) == [mid[0]]
+
+
+FIELDS = Fields(["word", "n"])
+#: dest 10 (a bolt) takes "default" (2 values) from task 1 of "src"; dest 20 (a spout) takes
+#: replies from acker 5; dest 30 (an acker) takes acks from task 1; dest 40 (columnar) takes
+#: batches of "default" from task 1
+TABLE: dict[int, dict[int, Any]] = {
+    10: {1: {"default": (2, "src", FIELDS)}},
+    20: {5: {"__ack_ack": (ONE_ROOT, "__acker", None)}},
+    30: {1: {"__ack_ack": (PAIRS, "src", None), "__ack_fail": (1, "src", None)}},
+    40: {1: {"default": (2, "src", FIELDS)}},
+}
+
+
+class Harness:
+    def __init__(self) -> None:
+        self.queued: dict[int, list[Any]] = {10: [], 20: [], 30: [], 40: []}
+        self.inbound = Inbound(TABLE, {t: q.append for t, q in self.queued.items()},
+                               lambda frame: "tcp://peer:1", "w-1",
+                               batch_appenders={40: self.queued[40].append})
+
+    def take(self, *items: Any) -> int:
+        return self.inbound.take([msgpack.packb(list(items), use_bin_type=True)])
+
+
+def test_valid_tuples_are_queued_with_every_field_and_counted() -> None:
+    h = Harness()
+    n = h.take([10, "default", 1, 7, 8, {7: 9}, ["w", 3]],
+               [20, "__ack_ack", 5, 0, 0, None, [99]],
+               [30, "__ack_ack", 1, 0, 0, None, [1, 2, 3, 4]],
+               [30, "__ack_fail", 1, 0, 0, None, [6]],
+               [40, "default", 1, 11, 12, None, [["a", "b"], [1, 2]], 2])
+    assert n == 1 + 1 + 1 + 1 + 2 and h.inbound.rejected == {}
+    (t,) = h.queued[10]
+    assert type(t) is Tuple
+    assert (t.values, t.stream, t.task, t.component, t.fields, t.root, t.edge, t.anchors) == (
+        ["w", 3], "default", 1, "src", FIELDS, 7, 8, {7: 9})
+    (reply,) = h.queued[20]
+    assert (reply.values, reply.component, reply.fields) == ([99], "__acker", None)
+    assert [x.values for x in h.queued[30]] == [[1, 2, 3, 4], [6]]
+    (batch,) = h.queued[40]
+    assert type(batch) is ColumnBatch and batch.column("word") == ["a", "b"]
+    assert (batch.n, batch.stream, batch.task, batch.component, batch.fields, batch.root,
+            batch.edge, batch.anchors) == (2, "default", 1, "src", FIELDS, 11, 12, None)
+
+
+@pytest.mark.parametrize("item, reason, detail", [
+    ([99, "default", 1, 0, 0, None, ["w", 3]], "unknown destination task", "task 99"),
+    ([10, "other", 1, 0, 0, None, ["w", 3]], "unexpected stream", "stream 'other' from task 1 to task 10"),
+    ([10, "default", 2, 0, 0, None, ["w", 3]], "unexpected stream",
+     "stream 'default' from task 2 to task 10"),
+    ([10, "default", 1, 0, 0, None, ["w"]], "wrong values",
+     "stream 'default' to task 10 expects 2 value(s), got ['w']"),
+    ([10, "default", 1, 0, 0, None, "ab"], "wrong values", "expects 2 value(s), got 'ab'"),
+    ([30, "__ack_ack", 1, 0, 0, None, [1, 2, 3]], "wrong values",
+     "expects an even number (>= 2) of values, got [1, 2, 3]"),
+    ([30, "__ack_ack", 1, 0, 0, None, []], "wrong values", "expects an even number (>= 2) of values, got []"),
+    ([20, "__ack_ack", 5, 0, 0, None, ["r"]], "wrong values", "expects one int root, got ['r']"),
+    ([20, "__ack_ack", 5, 0, 0, None, [1, 2]], "wrong values", "expects one int root, got [1, 2]"),
+    ([10, "default", 1, "r", 0, None, ["w", 3]], "bad tuple ids", "root 'r', edge 0, anchors None"),
+    ([10, "default", 1, 0, 1.5, None, ["w", 3]], "bad tuple ids", "root 0, edge 1.5, anchors None"),
+    ([10, "default", 1, 0, 0, [1], ["w", 3]], "bad tuple ids", "anchors [1]"),
+    ([10, "default", 1, 0, 0, {1: "x"}, ["w", 3]], "bad tuple ids", "anchors {1: 'x'}"),
+    ([10, "default", 1, 0, 0, {"k": 1}, ["w", 3]], "bad tuple ids", "anchors {'k': 1}"),
+    ([[10], "default", 1, 0, 0, None, ["w", 3]], "malformed tuple", "TypeError"),
+    ([10, "default", 1, 0, 0, None], "not a wire tuple", "not an array of 7 items"),
+    ("text", "not a wire tuple", "not an array of 7 items"),
+    ([10, "default", 1, 0, 0, None, [["a"], [1]], 1], "unknown destination task", "batch for task 10"),
+    ([99, "default", 1, 0, 0, None, [["a"], [1]], 1], "unknown destination task", "batch for task 99"),
+    ([40, "side", 1, 0, 0, None, [["a"], [1]], 1], "unexpected stream",
+     "stream 'side' from task 1 to task 40"),
+    ([40, "default", 7, 0, 0, None, [["a"], [1]], 1], "unexpected stream",
+     "stream 'default' from task 7 to task 40"),
+    ([40, "default", 1, 0, 0, None, [["a"], [1]], 0], "wrong values",
+     "batch on stream 'default' to task 40 expects 2 column(s) of n > 0 values, "
+     "got n 0, columns [['a'], [1]]"),
+    ([40, "default", 1, 0, 0, None, [["a"], [1]], "1"], "wrong values", "got n '1'"),
+    ([40, "default", 1, 0, 0, None, [["a"]], 1], "wrong values", "expects 2 column(s)"),
+    ([40, "default", 1, 0, 0, None, [["a"], [1, 2]], 1], "wrong values", "columns [['a'], [1, 2]]"),
+    ([40, "default", 1, 0, 0, None, [["a"], 1], 1], "wrong values", "columns [['a'], 1]"),
+    ([40, "default", 1, 0, 0, None, "cols", 1], "wrong values", "columns 'cols'"),
+    ([40, "default", 1, "r", 0, None, [["a"], [1]], 1], "bad tuple ids", "root 'r', edge 0"),
+    ([40, "default", 1, 0, "e", None, [["a"], [1]], 1], "bad tuple ids", "edge 'e'"),
+    ([40, "default", 1, 0, 0, {1: None}, [["a"], [1]], 1], "bad tuple ids", "anchors {1: None}"),
+])
+def test_each_bad_item_is_dropped_under_its_reason_and_logged_with_what_was_wrong(
+        item: Any, reason: str, detail: str, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness()
+    good = [10, "default", 1, 0, 0, None, ["ok", 1]]
+    with caplog.at_level(logging.WARNING, logger="stormpy.worker"):
+        n = h.take(good, item, good)
+    assert n == 2 and [t.values for t in h.queued[10]] == [["ok", 1], ["ok", 1]]
+    assert h.queued[40] == [] and h.inbound.rejected == {reason: 1}
+    assert h.inbound.rejected_total == 1
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line.startswith("worker w-1: dropped 1 invalid inbound tuple(s)/frame(s) since the last "
+                           "report (1 in all); latest from tcp://peer:1")
+    assert f": {reason}: " in line and detail in line, line
+
+
+def test_undecodable_frames_count_once_and_the_next_frame_is_read() -> None:
+    h = Harness()
+    frames = [b"\xc1 nonsense", msgpack.packb({"a": 1}), msgpack.packb(5),
+              msgpack.packb([[10, "default", 1, 0, 0, None, ["ok", 1]]])]
+    assert h.inbound.take(frames) == 1
+    assert h.inbound.rejected == {"undecodable frame": 3}
+
+
+def test_log_lines_are_at_most_one_per_interval_and_count_what_came_since(
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(inbound_module.time, "monotonic", lambda: now[0])
+    h = Harness()
+    bad = [99, "default", 1, 0, 0, None, ["w", 3]]
+    with caplog.at_level(logging.WARNING, logger="stormpy.worker"):
+        h.take(bad)
+        now[0] += LOG_INTERVAL - 0.5
+        h.take(bad, bad)  # within the interval: counted, not logged
+        now[0] += 0.5
+        h.take([10, "default", 1, 0, 0, None, "x" * 200])
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2
+    assert "dropped 1 invalid" in lines[0] and "(1 in all)" in lines[0]
+    assert "dropped 3 invalid" in lines[1] and "(4 in all)" in lines[1]
+    assert "claiming source task 1" in lines[1]
+    assert "got '" + "x" * 76 + "..." in lines[1]  # a long value cut to 80 characters
+    assert "x" * 78 not in lines[1]
+    assert h.inbound.rejected == {"unknown destination task": 3, "wrong values": 1}
+
+
+def test_a_sender_that_cannot_be_named_is_an_unknown_peer(caplog: pytest.LogCaptureFixture) -> None:
+    def broken(frame: Any) -> str:
+        raise RuntimeError("no address")
+
+    for sender in (broken, lambda frame: ""):
+        sink: list[Tuple] = []
+        inbound = Inbound(TABLE, {10: sink.append}, sender, "w-2")
+        with caplog.at_level(logging.WARNING, logger="stormpy.worker"):
+            inbound.take([b"\xc1"])
+        assert "latest from an unknown peer: undecodable frame" in caplog.records[-1].getMessage()
+        assert "claiming" not in caplog.records[-1].getMessage()  # no source task claimed
+
+
+def test_a_value_repr_of_exactly_80_characters_is_kept_whole(caplog: pytest.LogCaptureFixture) -> None:
+    h = Harness()
+    value = "y" * 78  # repr adds the two quotes: 80 characters
+    with caplog.at_level(logging.WARNING, logger="stormpy.worker"):
+        h.take([10, "default", 1, 0, 0, None, value])
+    assert f"got '{value}'" in caplog.records[-1].getMessage()
