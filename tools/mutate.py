@@ -90,9 +90,10 @@ TARGETS: dict[str, Target] = {
     "nimbus": Target(("src/stormpy/nimbus/uploads.py", "src/stormpy/nimbus/scheduler.py")),
     # micro-batching (stormpy/batching.py) and the Spark bolt's batch records
     "batching": Target(("src/stormpy/*batching.py",)),
-    # the Spark bolt: its tests run a real local Spark (one JVM per mutant run: slow, not in core)
-    "spark-bolt": Target(("src/stormpy/connectors/spark/bolt.py",), tests=("tests/spark",),
-                         isolation="forkserver"),
+    # the Spark bolt's own logic, against a fake Spark (tests/unit/test_spark_bolt_logic.py;
+    # tests/spark runs it against a real local Spark, one JVM per run: too slow per mutant)
+    "spark-bolt": Target(("src/stormpy/connectors/spark/bolt.py",),
+                         tests=("tests/unit/test_spark_bolt_logic.py",)),
     # Kafka: the acked-prefix tracker shared by connectors, the OffsetManager and the retry service
     "kafka": Target(("src/stormpy/connectors/offsets.py", "src/stormpy/connectors/kafka/offset_manager.py",
                      "src/stormpy/connectors/kafka/retry.py"),

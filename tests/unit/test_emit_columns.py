@@ -359,11 +359,12 @@ def test_every_plain_value_and_msgpack_container_passes_and_is_counted() -> None
     with LocalCluster(simulated_time=True) as cluster:
         cluster.submit_topology("t", TIMEOUT, emits_topology(feeder, EDGES, [Record]))
         feeder.feed(["go"], msg_id=1)
-        cluster.wait_for(lambda: feeder.acked == [1], 10, "the input acked")
+        feeder.feed(["again"], msg_id=2)
+        cluster.wait_for(lambda: sorted(feeder.acked) == [1, 2], 10, "both inputs acked")
         stats = cluster.get_stats("t")
     got = sorted((k, repr(v)) for _, (ks, vs) in RECORDED for k, v in zip(ks, vs, strict=True))
-    assert got == sorted((k, repr(v)) for k, v in zip(*EDGES, strict=True))
-    assert stats["emits"]["emitted"] == 7 == stats["emits"]["transferred"]
+    assert got == sorted(2 * [(k, repr(v)) for k, v in zip(*EDGES, strict=True)])
+    assert stats["emits"]["emitted"] == 14 == stats["emits"]["transferred"]  # both emits counted
 
 
 def test_a_stream_with_two_columnar_subscribers_gets_the_rows_in_batches_to_both() -> None:
@@ -383,8 +384,16 @@ def test_rows_to_per_tuple_bolts_keep_their_stream_and_anchors() -> None:
     stream; failing one fails the input behind it."""
     feeder = FeederSpout(["sentence"])
     cols: list[list[Any]] = [["a", "b", "c"], [1, "fail", 3]]
+    # a columnar subscriber of "default" gives the emitting bolt a columnar path; "side" has a
+    # per-tuple subscriber only
+    b = TopologyBuilder()
+    b.set_spout("feeder", feeder)
+    b.set_bolt("emits", Emits, kwargs={"columns": cols, "stream": "side"}).shuffle_grouping("feeder")
+    b.set_bolt("r0", PlainRecord, 2).fields_grouping("emits", ["k"], "side")
+    b.set_bolt("cols", Record, kwargs={"name": "cols"}).shuffle_grouping("emits")
+    topology = b.create_topology()
     with LocalCluster(simulated_time=True) as cluster:
-        cluster.submit_topology("t", TIMEOUT, emits_topology(feeder, cols, [PlainRecord], "side"))
+        cluster.submit_topology("t", TIMEOUT, topology)
         feeder.feed(["go"], msg_id=1)
         cluster.wait_for(lambda: feeder.failed == [1], 10, "the input failed")
         cluster.wait_until_quiet()

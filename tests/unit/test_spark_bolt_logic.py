@@ -1,0 +1,645 @@
+"""SparkBatchBolt's own logic without a JVM: Spark is replaced by a fake session (the module's
+``get_spark``, ``batch_dataframe`` and session helpers are swapped here), the off-loop seam by a
+queue the test runs, time by tick tuples and a fake ``perf_counter``. What is checked is what the
+bolt promises (``connectors/spark/bolt.py``'s contract): batches close on size, age and idleness
+(in tick time), ids ``seq * tasks + task_index``, at most ``max_in_flight`` in Spark with a due
+batch collecting meanwhile, results emitted anchored to the batch's tuples before the tuples are
+acked, failures failing every tuple with ``abort_batch`` and a report naming the batch, keep-alive
+resets, the batch timeout with its cancels and session restart, the unreachable master's pause,
+result checks, cleanup. ``tests/spark`` runs the same bolt against a real Spark."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pytest
+
+from stormpy.batching import BatchSource
+from stormpy.connectors.spark import bolt as bolt_module
+from stormpy.connectors.spark.bolt import SparkBatchBolt
+from stormpy.connectors.spark.errors import SparkBatchTimeout, SparkMasterUnreachable
+from stormpy.topology import Stream, Tuple
+from stormpy.topology.fields import Fields
+
+FIELDS = Fields(["word", "n"])
+
+
+class FakeContext:
+    """The parts of the Spark context's session the bolt calls, recorded."""
+
+    def __init__(self, log: list[Any]) -> None:
+        self.log = log
+
+    def setInterruptOnCancel(self, flag: bool) -> None:  # noqa: N802 - PySpark's name
+        self.log.append(("interrupt", flag))
+
+    def addJobTag(self, tag: str) -> None:  # noqa: N802
+        self.log.append(("tag", tag))
+
+    def removeJobTag(self, tag: str) -> None:  # noqa: N802
+        self.log.append(("untag", tag))
+
+    def cancelJobsWithTag(self, tag: str) -> None:  # noqa: N802
+        self.log.append(("cancel", tag))
+
+
+class FakeSession:
+    def __init__(self) -> None:
+        self.log: list[Any] = []
+        self.sparkContext = FakeContext(self.log)
+
+
+class FakeDF:
+    """What ``batch_dataframe(session, fields, rows, schema)`` would build."""
+
+    def __init__(self, session: Any, fields: tuple[str, ...], rows: list[list[Any]],
+                 schema: str | None) -> None:
+        self.session, self.fields, self.rows, self.schema = session, fields, rows, schema
+
+
+class Job:
+    def __init__(self, fn: Callable[[], Any], on_done: Callable[[Any, BaseException | None], None]) -> None:
+        self.fn, self.on_done = fn, on_done
+        self.cancelled = False
+
+    def cancel(self) -> bool:
+        self.cancelled = True
+        return False
+
+
+class FakeOffLoop:
+    """Jobs queue up; ``run()`` runs them in order on the test's thread and hands back."""
+
+    def __init__(self) -> None:
+        self.jobs: list[Job] = []
+        self.shutdowns: list[float] = []
+
+    def submit(self, fn: Callable[[], Any], on_done: Callable[[Any, BaseException | None], None]) -> Job:
+        job = Job(fn, on_done)
+        self.jobs.append(job)
+        return job
+
+    def run(self, n: int = 1000) -> None:
+        for _ in range(n):
+            if not self.jobs:
+                return
+            job = self.jobs.pop(0)
+            try:
+                result, error = job.fn(), None
+            except BaseException as exc:  # noqa: BLE001 - handed back as the seam does
+                result, error = None, exc
+            job.on_done(result, error)
+
+    def call_soon(self, fn: Callable[[], None]) -> None:
+        fn()
+
+    @property
+    def pending(self) -> int:
+        return len(self.jobs)
+
+    def shutdown(self, timeout: float) -> int:
+        self.shutdowns.append(timeout)
+        return 0
+
+
+class Spec:
+    def __init__(self, streams: Mapping[str, Stream]) -> None:
+        self.components = {"spark": type("C", (), {"streams": dict(streams)})()}
+
+
+class Context:
+    component_id = "spark"
+    topology_id = "topo"
+    task_id = 9
+
+    def __init__(self, tasks: int = 1, index: int = 0, outputs: Mapping[str, Stream] | None = None) -> None:
+        self.off_loop = FakeOffLoop()
+        self.spec = Spec(outputs if outputs is not None else {"default": Stream(["word", "count"])})
+        self.component_tasks = list(range(tasks))
+        self.task_index = index
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Counting(SparkBatchBolt):
+    """Records each batch it is handed; returns ``RESULTS`` (or raises ``RAISE``)."""
+
+    outputs = ["word", "count"]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.handed: list[tuple[int, list[list[Any]], tuple[str, ...], str | None, BatchSource]] = []
+        self.results: Any = None
+        self.raise_: BaseException | None = None
+        self.aborted: list[tuple[int, BaseException]] = []
+        self.done: list[Any] = []
+        self.during: Callable[[], None] | None = None
+
+    def process_stream_batch(self, df: Any, batch_id: int, source: BatchSource) -> Any:
+        self.handed.append((batch_id, [list(r) for r in df.rows], df.fields, df.schema, source))
+        if self.during is not None:
+            self.during()
+        if self.raise_ is not None:
+            raise self.raise_
+        return self.results
+
+    def abort_batch(self, batch_id: int, error: BaseException) -> None:
+        self.aborted.append((batch_id, error))
+
+    def on_batch_done(self, info: Any) -> None:
+        self.done.append(info)
+
+
+class Harness:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, conf: Mapping[str, Any] | None = None,
+                 context: Context | None = None, bolt_cls: type[Counting] = Counting,
+                 **kwargs: Any) -> None:
+        self.session = FakeSession()
+        self.clock = Clock()
+        self.spark_calls = 0
+        self.unreachable = False
+        self.restart = False
+        self.resets: list[Any] = []
+        self.retained = [0]
+        self.events: list[Any] = []
+
+        def get_spark(conf: Mapping[str, Any]) -> FakeSession:
+            self.spark_calls += 1
+            if self.unreachable:
+                raise SparkMasterUnreachable("spark://nowhere:7077 does not answer")
+            return self.session
+
+        monkeypatch.setattr(bolt_module, "require_spark", lambda: None)
+        monkeypatch.setattr(bolt_module, "get_spark", get_spark)
+        monkeypatch.setattr(bolt_module, "batch_dataframe", FakeDF)
+        monkeypatch.setattr(bolt_module, "note_job_ok", lambda s: self.events.append("ok"))
+        monkeypatch.setattr(bolt_module, "is_alive", lambda s: True)
+        monkeypatch.setattr(bolt_module, "needs_restart", lambda s: self.restart)
+        monkeypatch.setattr(bolt_module, "reset_spark", self.resets.append)
+        def retain(by: int) -> Callable[[], None]:
+            return lambda: self.retained.__setitem__(0, self.retained[0] + by)
+        monkeypatch.setattr(bolt_module, "retain_spark", retain(1))
+        monkeypatch.setattr(bolt_module, "release_spark", retain(-1))
+        monkeypatch.setattr(bolt_module, "perf_counter", self.clock)
+        monkeypatch.setattr(bolt_module, "CANCEL_POLL_SECS", 0.001)
+        self.bolt = bolt_cls(**kwargs)
+        self.acked: list[Any] = []
+        self.failed: list[Any] = []
+        self.emitted: list[tuple[list[Any], Any, str]] = []
+        self.resets_timeout: list[Any] = []
+        self.errors: list[Any] = []
+        b: Any = self.bolt
+        b.ack_many = lambda ts: self.acked.extend(t.values[0] for t in ts)
+        b.fail = lambda t: self.failed.append(t.values[0])
+        b.emit = lambda values, anchors=None, stream="default": self.emitted.append(
+            (values, [t.values[0] for t in anchors] if anchors is not None else None, stream))
+        b.reset_timeout = lambda t: self.resets_timeout.append(t.values[0])
+        b.report_error = self.errors.append
+        self.context = context or Context()
+        full = {"topology.tick.tuple.freq.secs": 0.5, "topology.message.timeout.secs": 30,
+                **(conf or {})}
+        self.bolt.prepare(full, self.context)  # type: ignore[arg-type]
+
+    @property
+    def off_loop(self) -> FakeOffLoop:
+        return self.context.off_loop
+
+    def send(self, *words: str, component: str = "src", stream: str = "default") -> None:
+        for w in words:
+            self.bolt.execute(Tuple([w, 1], stream, 1, component, FIELDS))
+
+    def tick(self, seconds: float = 0.5) -> None:
+        self.clock.now += seconds
+        self.bolt.execute(Tuple([seconds], "__tick", -1, "__system", None))
+
+
+def words(n: int, prefix: str = "w") -> list[str]:
+    return [f"{prefix}{i}" for i in range(n)]
+
+
+# -- batching -----------------------------------------------------------------------------------
+def test_a_full_batch_goes_to_spark_and_its_tuples_are_acked_after_it_returns(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, batch_size=3, batch_seconds=10)
+    h.off_loop.run()  # the warm-up job
+    assert h.spark_calls == 1 and h.retained == [1]
+    h.send("a", "b")
+    assert h.off_loop.jobs == []  # not full yet
+    h.send("c")
+    assert len(h.off_loop.jobs) == 1 and h.acked == []
+    h.off_loop.run()
+    (batch_id, rows, fields, schema, source), = h.bolt.handed
+    assert (batch_id, rows, fields, schema) == (0, [["a", 1], ["b", 1], ["c", 1]], ("word", "n"), None)
+    assert (source.component, source.stream) == ("src", "default")
+    assert h.acked == ["a", "b", "c"] and h.failed == [] and h.emitted == []
+    (info,) = h.bolt.done
+    assert info.ok and info.size == 3 and info.reason == "count" and info.results == 0
+    assert h.bolt.batches_ok == 1 and h.bolt.batches_failed == 0
+    tag = next(x for x in h.session.log if x[0] == "tag")[1]
+    assert tag.startswith("stormpy-batch-0-") and ("untag", tag) in h.session.log
+    assert ("interrupt", True) in h.session.log and h.events == ["ok"]
+
+
+def test_batches_close_on_age_and_idleness_in_tick_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, batch_size=100, batch_seconds=2.0, idle_seconds=1.0)
+    h.off_loop.run()
+    h.send("a")
+    h.tick(0.5)
+    h.send("b")
+    h.tick(0.5)
+    assert h.off_loop.jobs == []  # "b" idle 0.5 s, the batch 1 s old
+    h.tick(0.5)  # "b" idle 1 s: due
+    h.off_loop.run()
+    assert [r for _, r, *_ in h.bolt.handed] == [[["a", 1], ["b", 1]]]
+    assert h.bolt.done[0].reason == "idle"
+    h.send("c")
+    for _ in range(3):
+        h.send("d")
+        h.tick(0.5)
+    h.tick(0.5)
+    h.off_loop.run()
+    assert len(h.bolt.handed) == 2 and h.bolt.done[1].reason == "time"
+
+
+def test_each_input_stream_has_its_own_batch_and_ids_interleave_over_tasks(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, context=Context(tasks=3, index=2), batch_size=2, batch_seconds=10)
+    h.off_loop.run()
+    h.send("a", component="one")
+    h.send("b", component="two")
+    h.send("c", component="one")
+    h.off_loop.run()
+    h.send("d", component="two")
+    h.off_loop.run()
+    assert [(i, s.component, [r[0] for r in rows]) for i, rows, _, _, s in h.bolt.handed] == [
+        (2, "one", ["a", "c"]), (5, "two", ["b", "d"])]  # seq * 3 tasks + index 2
+
+
+class FromSeven(Counting):
+    def first_batch_seq(self) -> int:
+        return 7
+
+
+def test_first_batch_seq_starts_the_numbering(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, bolt_cls=FromSeven, context=Context(tasks=2, index=1), batch_size=1)
+    h.off_loop.run()
+    h.send("a", "b")
+    h.off_loop.run()
+    assert [i for i, *_ in h.bolt.handed] == [15, 17]
+
+
+def test_while_spark_is_busy_full_batches_queue_and_a_due_batch_keeps_collecting(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, batch_size=2, batch_seconds=1.0, max_in_flight=1)
+    h.off_loop.run()
+    h.send("a", "b")  # batch 0 goes to Spark
+    h.send("c", "d")  # batch 1 full: waits for the slot
+    h.send("e")
+    h.tick(0.5)
+    h.tick(0.5)
+    h.tick(0.5)  # "e" is due by age, but the slot is taken: it keeps collecting
+    assert len(h.off_loop.jobs) == 1
+    h.off_loop.run(1)  # batch 0 returns: batch 1 starts; "e" still waits for a slot
+    assert [r[0][0] for _, r, *_ in h.bolt.handed] == ["a"] and len(h.off_loop.jobs) == 1
+    assert h.acked == ["a", "b"]
+    h.off_loop.run(1)  # batch 1 returns: the due batch with "e" goes
+    h.off_loop.run(1)
+    assert [[x[0] for x in r] for _, r, *_ in h.bolt.handed] == [["a", "b"], ["c", "d"], ["e"]]
+    assert h.acked == ["a", "b", "c", "d", "e"]
+
+
+def test_max_in_flight_batches_run_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, batch_size=1, max_in_flight=2)
+    h.off_loop.run()
+    h.send("a", "b", "c")
+    assert len(h.off_loop.jobs) == 2 and len(h.bolt._ready) == 1  # noqa: SLF001
+    h.off_loop.run()
+    assert h.acked == ["a", "b", "c"]
+
+
+def test_a_tuple_added_while_a_batch_is_in_spark_gives_the_gil_up_every_so_often(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    yields: list[int] = []
+    monkeypatch.setattr(bolt_module, "_release_gil", lambda: yields.append(1))
+    h = Harness(monkeypatch, batch_size=1000)
+    h.off_loop.run()
+    h.send(*words(bolt_module._YIELD_EVERY * 2))  # noqa: SLF001
+    assert yields == []  # nothing in Spark yet
+    h.bolt._close(h.bolt._collector.drain()[0])  # noqa: SLF001 - put one batch in Spark
+    h.send(*words(bolt_module._YIELD_EVERY * 2 - 1, "x"))  # noqa: SLF001
+    assert len(yields) == 1
+    h.send("y")
+    assert len(yields) == 2
+
+
+# -- results and failures ---------------------------------------------------------------------
+def test_results_are_emitted_anchored_to_every_tuple_of_the_batch_before_the_ack(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, batch_size=2)
+    h.off_loop.run()
+    h.bolt.results = [["a", 2], ("b", 1)]
+    h.send("a", "b")
+    h.off_loop.run()
+    assert h.emitted == [(["a", 2], ["a", "b"], "default"), (["b", 1], ["a", "b"], "default")]
+    assert h.acked == ["a", "b"] and h.bolt.done[0].results == 2
+
+
+class Unanchored(Counting):
+    anchor_results = False
+    result_stream = "side"
+
+
+def test_results_on_another_stream_unanchored(monkeypatch: pytest.MonkeyPatch) -> None:
+    ctx = Context(outputs={"side": Stream(["word"])})
+    h = Harness(monkeypatch, bolt_cls=Unanchored, context=ctx, batch_size=1)
+    h.off_loop.run()
+    h.bolt.results = [["x"]]
+    h.send("a")
+    h.off_loop.run()
+    assert h.emitted == [(["x"], None, "side")]
+
+
+@pytest.mark.parametrize("results, words_in_error", [
+    ([["a"]], ["process_batch returned a row of 1 values for stream 'default' with 2 fields"]),
+    ([["a", object()]], ["not plain data"]),
+    (5, ["must return None, a DataFrame or an iterable of rows"]),
+])
+def test_results_that_do_not_fit_fail_the_batch_with_abort_and_a_report(
+        monkeypatch: pytest.MonkeyPatch, results: Any, words_in_error: list[str]) -> None:
+    h = Harness(monkeypatch, batch_size=2)
+    h.off_loop.run()
+    h.bolt.results = results
+    h.send("a", "b")
+    h.off_loop.run()
+    assert h.failed == ["a", "b"] and h.acked == [] and h.emitted == []
+    assert [i for i, _ in h.bolt.aborted] == [0]
+    (report,) = h.errors
+    assert report.startswith("batch 0 (2 tuples from src/default) failed; its tuples were failed "
+                             "for replay:")
+    for w in words_in_error:
+        assert w in report
+    assert h.bolt.batches_failed == 1 and not h.bolt.done[0].ok
+
+
+def test_rows_without_a_declared_result_stream_fail_the_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, context=Context(outputs={}), batch_size=1)
+    h.off_loop.run()
+    h.bolt.results = [["a", 1]]
+    h.send("a")
+    h.off_loop.run()
+    assert h.failed == ["a"]
+    assert "returned rows, but stream 'default' is not declared in Counting.outputs" in h.errors[0]
+
+
+class Quiet(Counting):
+    report_batch_errors = False
+
+
+def test_a_failing_process_batch_fails_every_tuple_once_and_the_next_batch_runs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, bolt_cls=Quiet, batch_size=2)
+    h.off_loop.run()
+    h.bolt.raise_ = RuntimeError("job aborted")
+    h.send("a", "b")
+    h.off_loop.run()
+    h.bolt.raise_ = None
+    h.send("c", "d")
+    h.off_loop.run()
+    assert h.failed == ["a", "b"] and h.acked == ["c", "d"] and h.errors == []
+    assert isinstance(h.bolt.aborted[0][1], RuntimeError) and h.bolt.done[0].error is not None
+
+
+class AbortFails(Counting):
+    def abort_batch(self, batch_id: int, error: BaseException) -> None:
+        raise OSError("cleanup failed")
+
+
+def test_an_abort_that_fails_is_noted_on_the_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, bolt_cls=AbortFails, batch_size=1)
+    h.off_loop.run()
+    h.bolt.raise_ = RuntimeError("boom")
+    h.send("a")
+    h.off_loop.run()
+    assert h.failed == ["a"] and "abort_batch(0) also failed: OSError('cleanup failed')" in h.errors[0]
+
+
+class BadHook(Counting):
+    def on_batch_done(self, info: Any) -> None:
+        raise ValueError("hook broke")
+
+
+def test_a_failing_on_batch_done_is_reported_and_the_tuples_stay_acked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, bolt_cls=BadHook, batch_size=1)
+    h.off_loop.run()
+    h.send("a")
+    h.off_loop.run()
+    assert h.acked == ["a"] and isinstance(h.errors[0], ValueError)
+
+
+def test_an_emit_that_raises_fails_the_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, batch_size=1)
+    h.off_loop.run()
+    h.bolt.results = [["a", 1]]
+
+    def refuse(values: Any, anchors: Any = None, stream: str = "default") -> None:
+        raise RuntimeError("emit refused")
+    h.bolt.emit = refuse  # type: ignore[method-assign]
+    h.send("a")
+    h.off_loop.run()
+    assert h.failed == ["a"] and "emit refused" in h.errors[0]
+
+
+# -- keep-alive, timeouts, the master ---------------------------------------------------------
+def test_tuples_waiting_longer_than_half_the_message_timeout_are_kept_alive(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, conf={"topology.message.timeout.secs": 4}, batch_size=2,
+                batch_seconds=100)
+    h.off_loop.run()
+    h.send("a", "b")  # in Spark (the job not run yet)
+    h.send("c")       # collecting
+    for _ in range(3):
+        h.tick(0.5)
+    assert h.resets_timeout == []  # 1.5 s < 2 s
+    h.tick(0.5)
+    assert sorted(h.resets_timeout) == ["a", "b", "c"]
+    h.tick(0.5)
+    assert len(h.resets_timeout) == 3  # touched again only after another 2 s
+    for _ in range(3):
+        h.tick(0.5)
+    assert len(h.resets_timeout) == 6
+
+
+@pytest.mark.parametrize("conf, kwargs", [
+    ({"topology.acker.executors": 0}, {}),
+    ({"topology.enable.message.timeouts": False}, {}),
+    ({}, {"keep_alive": False}),
+])
+def test_no_keep_alive_without_tracking_or_when_off(monkeypatch: pytest.MonkeyPatch,
+                                                   conf: dict[str, Any], kwargs: dict[str, Any]) -> None:
+    h = Harness(monkeypatch, conf={"topology.message.timeout.secs": 2, **conf}, batch_size=1,
+                **kwargs)
+    h.off_loop.run()
+    h.send("a")
+    for _ in range(10):
+        h.tick(0.5)
+    assert h.resets_timeout == []
+
+
+def test_a_batch_running_past_the_batch_timeout_is_failed_and_its_jobs_cancelled(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, conf={"spark.stormpy.batch.timeout.secs": 5}, batch_size=1)
+    h.off_loop.run()
+    h.restart = True
+    started: list[int] = []
+
+    def slow() -> None:  # the job is in Spark: the loop ticks past the timeout meanwhile
+        started.append(1)
+        h.clock.now += 4.9
+        h.tick(0.1)
+        assert h.failed == []  # not yet: 5 s exactly is not past
+        h.clock.now += 0.1
+        h.tick(0.1)
+    h.bolt.during = slow
+    h.send("a")
+    h.off_loop.run()
+    assert started == [1] and h.failed == ["a"] and h.acked == []
+    (report,) = h.errors
+    assert "SparkBatchTimeout" in report and "still running after 5 s" in report
+    (batch_id, error), = h.bolt.aborted
+    assert isinstance(error, SparkBatchTimeout) and "finished after its timeout" in str(error)
+    tag = next(x for x in h.session.log if x[0] == "tag")[1]
+    for _ in range(500):  # the cancel thread
+        if h.resets:
+            break
+        time.sleep(0.01)
+    assert ("cancel", tag) in h.session.log and h.resets == [h.session]
+    assert h.bolt._in_flight == {}  # noqa: SLF001
+    assert len(h.bolt.done) == 1  # the late outcome changed nothing
+
+
+def test_no_batch_timeout_when_it_is_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, conf={"spark.stormpy.batch.timeout.secs": 0}, batch_size=1)
+    h.off_loop.run()
+
+    def slow() -> None:
+        h.clock.now += 10_000
+        h.tick(0.5)
+    h.bolt.during = slow
+    h.send("a")
+    h.off_loop.run()
+    assert h.acked == ["a"] and h.failed == []
+
+
+def test_an_unreachable_master_fails_the_batch_after_the_probe_pause(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(bolt_module.time, "sleep", slept.append)
+    h = Harness(monkeypatch, conf={"spark.stormpy.master.probe.secs": 3}, batch_size=1)
+    h.off_loop.run()
+    h.unreachable = True
+    h.send("a")
+    h.off_loop.run()
+    assert slept == [3.0] and h.failed == ["a"] and "does not answer" in h.errors[0]
+    h.unreachable = False
+    h.send("a")
+    h.off_loop.run()
+    assert h.acked == ["a"]
+
+
+def test_a_warm_up_failure_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, batch_size=1)
+    h.unreachable = True
+    monkeypatch.setattr(bolt_module.time, "sleep", lambda s: None)
+    h.off_loop.run()
+    assert isinstance(h.errors[0], SparkMasterUnreachable)
+
+
+class Cold(Counting):
+    warm_up = False
+
+
+def test_without_warm_up_no_session_is_started_at_prepare(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, bolt_cls=Cold)
+    assert h.off_loop.jobs == [] and h.spark_calls == 0
+
+
+# -- settings, cleanup --------------------------------------------------------------------------
+def test_prepare_requires_ticks(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ValueError, match=r"Counting \(spark\) closes batches on tick tuples: set "
+                                         r"topology.tick.tuple.freq.secs"):
+        Harness(monkeypatch, conf={"topology.tick.tuple.freq.secs": 0})
+
+
+def test_a_tick_longer_than_batch_seconds_is_warned_about(monkeypatch: pytest.MonkeyPatch,
+                                                          caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="stormpy.connectors.spark"):
+        Harness(monkeypatch, conf={"topology.tick.tuple.freq.secs": 3}, batch_seconds=2)
+    assert "tick period 3s is longer than batch_seconds 2s" in caplog.text
+
+
+def test_declare_config_ticks_often_enough_for_the_limits() -> None:
+    tick = "topology.tick.tuple.freq.secs"
+    assert Counting.declare_config({})[tick] == 0.5
+    assert Counting.declare_config({"batch_seconds": 1.0})[tick] == 0.25
+    assert Counting.declare_config({"batch_seconds": 8, "idle_seconds": 0.4})[tick] == 0.2
+    assert Counting.declare_config({"batch_seconds": 0.01})[tick] == 0.05
+
+
+def test_bad_constructor_arguments_are_refused() -> None:
+    with pytest.raises(ValueError, match="max_in_flight must be at least 1, got 0"):
+        Counting(max_in_flight=0)
+    with pytest.raises(ValueError):
+        Counting(batch_size=0)
+
+
+def test_the_schema_reaches_the_dataframe(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, batch_size=1, schema="word string, n long")
+    h.off_loop.run()
+    h.send("a")
+    h.off_loop.run()
+    assert h.bolt.handed[0][3] == "word string, n long"
+
+
+def test_cleanup_shuts_the_seam_down_drops_unsent_batches_and_releases_the_session(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    h = Harness(monkeypatch, batch_size=2, max_in_flight=1)
+    h.off_loop.run()
+    h.send("a", "b", "c", "d", "e")  # one in Spark, one ready, "e" collecting
+    with caplog.at_level(logging.INFO, logger="stormpy.connectors.spark"):
+        h.bolt.cleanup()
+    assert h.off_loop.shutdowns == [SparkBatchBolt.cleanup_wait_secs] and h.retained == [0]
+    assert "3 tuples in unprocessed batches at shutdown" in caplog.text
+    h.off_loop.run()  # the job that was in Spark hands back after cleanup: nothing happens
+    assert h.acked == [] and h.failed == []
+    h.tick(10)  # nothing closes or starts any more
+    assert h.off_loop.jobs == []
+
+
+def test_a_process_batch_that_is_not_implemented_fails_its_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Bare(SparkBatchBolt):
+        outputs = ["word", "count"]
+
+    session = FakeSession()
+    monkeypatch.setattr(bolt_module, "require_spark", lambda: None)
+    monkeypatch.setattr(bolt_module, "get_spark", lambda conf: session)
+    monkeypatch.setattr(bolt_module, "batch_dataframe", FakeDF)
+    monkeypatch.setattr(bolt_module, "retain_spark", lambda: None)
+    bolt: Any = Bare(batch_size=1)
+    failed: list[Any] = []
+    errors: list[Any] = []
+    bolt.fail, bolt.report_error, bolt.ack_many = failed.append, errors.append, lambda ts: None
+    ctx = Context()
+    bolt.prepare({"topology.tick.tuple.freq.secs": 0.5}, ctx)
+    bolt.execute(Tuple(["a", 1], "default", 1, "src", FIELDS))
+    ctx.off_loop.run()
+    assert len(failed) == 1 and "Bare must implement process_batch(df, batch_id)" in errors[-1]
