@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -28,10 +28,13 @@ FIELDS = Fields(["word", "n"])
 
 
 class FakeContext:
-    """The parts of the Spark context's session the bolt calls, recorded."""
+    """The parts of the Spark context's session the bolt calls, recorded; ``untag_fails`` and
+    ``cancel_fails`` (a count) make those calls raise."""
 
     def __init__(self, log: list[Any]) -> None:
         self.log = log
+        self.untag_fails = False
+        self.cancel_fails = 0
 
     def setInterruptOnCancel(self, flag: bool) -> None:  # noqa: N802 - PySpark's name
         self.log.append(("interrupt", flag))
@@ -41,9 +44,14 @@ class FakeContext:
 
     def removeJobTag(self, tag: str) -> None:  # noqa: N802
         self.log.append(("untag", tag))
+        if self.untag_fails:
+            raise RuntimeError("py4j: connection reset")
 
     def cancelJobsWithTag(self, tag: str) -> None:  # noqa: N802
         self.log.append(("cancel", tag))
+        if self.cancel_fails:
+            self.cancel_fails -= 1
+            raise RuntimeError("py4j: busy")
 
 
 class FakeSession:
@@ -53,11 +61,16 @@ class FakeSession:
 
 
 class FakeDF:
-    """What ``batch_dataframe(session, fields, rows, schema)`` would build."""
+    """What ``batch_dataframe(session, fields, rows, schema)`` would build; ``building`` runs
+    while it is built (the time Arrow and the JVM take)."""
+
+    building: Callable[[], None] | None = None
 
     def __init__(self, session: Any, fields: tuple[str, ...], rows: list[list[Any]],
                  schema: str | None) -> None:
         self.session, self.fields, self.rows, self.schema = session, fields, rows, schema
+        if FakeDF.building is not None:
+            FakeDF.building()
 
 
 class Job:
@@ -138,6 +151,7 @@ class Counting(SparkBatchBolt):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.handed: list[tuple[int, list[list[Any]], tuple[str, ...], str | None, BatchSource]] = []
+        self.sessions: list[Any] = []
         self.results: Any = None
         self.raise_: BaseException | None = None
         self.aborted: list[tuple[int, BaseException]] = []
@@ -146,6 +160,7 @@ class Counting(SparkBatchBolt):
 
     def process_stream_batch(self, df: Any, batch_id: int, source: BatchSource) -> Any:
         self.handed.append((batch_id, [list(r) for r in df.rows], df.fields, df.schema, source))
+        self.sessions.append(df.session)
         if self.during is not None:
             self.during()
         if self.raise_ is not None:
@@ -172,8 +187,12 @@ class Harness:
         self.retained = [0]
         self.events: list[Any] = []
 
+        self.alive = True
+        self.confs: list[Any] = []
+
         def get_spark(conf: Mapping[str, Any]) -> FakeSession:
             self.spark_calls += 1
+            self.confs.append(conf)
             if self.unreachable:
                 raise SparkMasterUnreachable("spark://nowhere:7077 does not answer")
             return self.session
@@ -181,9 +200,10 @@ class Harness:
         monkeypatch.setattr(bolt_module, "require_spark", lambda: None)
         monkeypatch.setattr(bolt_module, "get_spark", get_spark)
         monkeypatch.setattr(bolt_module, "batch_dataframe", FakeDF)
-        monkeypatch.setattr(bolt_module, "note_job_ok", lambda s: self.events.append("ok"))
-        monkeypatch.setattr(bolt_module, "is_alive", lambda s: True)
-        monkeypatch.setattr(bolt_module, "needs_restart", lambda s: self.restart)
+        monkeypatch.setattr(bolt_module, "note_job_ok", self.events.append)
+        monkeypatch.setattr(bolt_module, "is_alive", lambda s: s is self.session and self.alive)
+        monkeypatch.setattr(bolt_module, "needs_restart", lambda s: s is self.session and self.restart)
+        monkeypatch.setattr(FakeDF, "building", None)
         monkeypatch.setattr(bolt_module, "reset_spark", self.resets.append)
         def retain(by: int) -> Callable[[], None]:
             return lambda: self.retained.__setitem__(0, self.retained[0] + by)
@@ -207,7 +227,8 @@ class Harness:
         self.context = context or Context()
         full = {"topology.tick.tuple.freq.secs": 0.5, "topology.message.timeout.secs": 30,
                 **(conf or {})}
-        self.bolt.prepare(full, self.context)  # type: ignore[arg-type]
+        self.conf = {k: v for k, v in full.items() if v is not None}
+        self.bolt.prepare(self.conf, self.context)  # type: ignore[arg-type]
 
     @property
     def off_loop(self) -> FakeOffLoop:
@@ -217,9 +238,11 @@ class Harness:
         for w in words:
             self.bolt.execute(Tuple([w, 1], stream, 1, component, FIELDS))
 
-    def tick(self, seconds: float = 0.5) -> None:
+    def tick(self, seconds: float = 0.5, values: list[Any] | None = None) -> None:
+        """A tick tuple after ``seconds``; its values say ``seconds`` unless given."""
         self.clock.now += seconds
-        self.bolt.execute(Tuple([seconds], "__tick", -1, "__system", None))
+        self.bolt.execute(Tuple([seconds] if values is None else values, "__tick", -1, "__system",
+                                None))
 
 
 def words(n: int, prefix: str = "w") -> list[str]:
@@ -246,7 +269,9 @@ def test_a_full_batch_goes_to_spark_and_its_tuples_are_acked_after_it_returns(
     assert h.bolt.batches_ok == 1 and h.bolt.batches_failed == 0
     tag = next(x for x in h.session.log if x[0] == "tag")[1]
     assert tag.startswith("stormpy-batch-0-") and ("untag", tag) in h.session.log
-    assert ("interrupt", True) in h.session.log and h.events == ["ok"]
+    assert ("interrupt", True) in h.session.log and h.events == [h.session]
+    assert h.bolt.sessions == [h.session] and all(c is h.conf for c in h.confs)
+    assert info.started_at == info.finished_at == h.clock.now  # the bolt's clock, patched here
 
 
 def test_batches_close_on_age_and_idleness_in_tick_time(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -311,10 +336,11 @@ def test_while_spark_is_busy_full_batches_queue_and_a_due_batch_keeps_collecting
     h.off_loop.run(1)  # batch 0 returns: batch 1 starts; "e" still waits for a slot
     assert [r[0][0] for _, r, *_ in h.bolt.handed] == ["a"] and len(h.off_loop.jobs) == 1
     assert h.acked == ["a", "b"]
-    h.off_loop.run(1)  # batch 1 returns: the due batch with "e" goes
+    h.send("f")  # joins the due batch, which is still open
+    h.off_loop.run(1)  # batch 1 returns: the due batch with "e" and "f" goes
     h.off_loop.run(1)
-    assert [[x[0] for x in r] for _, r, *_ in h.bolt.handed] == [["a", "b"], ["c", "d"], ["e"]]
-    assert h.acked == ["a", "b", "c", "d", "e"]
+    assert [[x[0] for x in r] for _, r, *_ in h.bolt.handed] == [["a", "b"], ["c", "d"], ["e", "f"]]
+    assert h.acked == ["a", "b", "c", "d", "e", "f"]
 
 
 def test_max_in_flight_batches_run_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -466,17 +492,30 @@ def test_tuples_waiting_longer_than_half_the_message_timeout_are_kept_alive(
                 batch_seconds=100)
     h.off_loop.run()
     h.send("a", "b")  # in Spark (the job not run yet)
-    h.send("c")       # collecting
+    h.send("c", "d")  # full, waiting for the slot
+    h.send("e")       # collecting
     for _ in range(3):
         h.tick(0.5)
     assert h.resets_timeout == []  # 1.5 s < 2 s
     h.tick(0.5)
-    assert sorted(h.resets_timeout) == ["a", "b", "c"]
+    assert sorted(h.resets_timeout) == ["a", "b", "c", "d", "e"]
     h.tick(0.5)
-    assert len(h.resets_timeout) == 3  # touched again only after another 2 s
+    assert len(h.resets_timeout) == 5  # touched again only after another 2 s
     for _ in range(3):
         h.tick(0.5)
-    assert len(h.resets_timeout) == 6
+    assert len(h.resets_timeout) == 10
+
+
+def test_without_a_message_timeout_setting_keep_alive_works_from_storm_s_30_s(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, conf={"topology.message.timeout.secs": None}, batch_size=2)
+    h.off_loop.run()
+    h.send("a")
+    for _ in range(29):
+        h.tick(0.5)
+    assert h.resets_timeout == []  # 14.5 s
+    h.tick(0.5)
+    assert h.resets_timeout == ["a"]  # 15 s: half of 30
 
 
 @pytest.mark.parametrize("conf, kwargs", [
@@ -502,6 +541,8 @@ def test_a_batch_running_past_the_batch_timeout_is_failed_and_its_jobs_cancelled
     h.restart = True
     started: list[int] = []
 
+    h.session.sparkContext.cancel_fails = 1  # a failing cancel is retried
+
     def slow() -> None:  # the job is in Spark: the loop ticks past the timeout meanwhile
         started.append(1)
         h.clock.now += 4.9
@@ -509,14 +550,21 @@ def test_a_batch_running_past_the_batch_timeout_is_failed_and_its_jobs_cancelled
         assert h.failed == []  # not yet: 5 s exactly is not past
         h.clock.now += 0.1
         h.tick(0.1)
+        for _ in range(500):  # the job keeps running: its jobs are cancelled again and again
+            if sum(1 for x in h.session.log if x[0] == "cancel") >= 3:
+                break
+            time.sleep(0.01)
     h.bolt.during = slow
     h.send("a")
+    job = h.off_loop.jobs[0]
     h.off_loop.run()
-    assert started == [1] and h.failed == ["a"] and h.acked == []
+    assert started == [1] and h.failed == ["a"] and h.acked == [] and job.cancelled
+    assert sum(1 for x in h.session.log if x[0] == "cancel") >= 3
     (report,) = h.errors
     assert "SparkBatchTimeout" in report and "still running after 5 s" in report
     (batch_id, error), = h.bolt.aborted
-    assert isinstance(error, SparkBatchTimeout) and "finished after its timeout" in str(error)
+    assert isinstance(error, SparkBatchTimeout)
+    assert str(error) == "batch 0 finished after its timeout; its tuples were already failed"
     tag = next(x for x in h.session.log if x[0] == "tag")[1]
     for _ in range(500):  # the cancel thread
         if h.resets:
@@ -574,32 +622,51 @@ def test_without_warm_up_no_session_is_started_at_prepare(monkeypatch: pytest.Mo
 
 
 # -- settings, cleanup --------------------------------------------------------------------------
-def test_prepare_requires_ticks(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("tick", [0, None])
+def test_prepare_requires_ticks(monkeypatch: pytest.MonkeyPatch, tick: Any) -> None:
     with pytest.raises(ValueError, match=r"Counting \(spark\) closes batches on tick tuples: set "
                                          r"topology.tick.tuple.freq.secs"):
-        Harness(monkeypatch, conf={"topology.tick.tuple.freq.secs": 0})
+        Harness(monkeypatch, conf={"topology.tick.tuple.freq.secs": tick})
 
 
 def test_a_tick_longer_than_batch_seconds_is_warned_about(monkeypatch: pytest.MonkeyPatch,
                                                           caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="stormpy.connectors.spark"):
+        Harness(monkeypatch, conf={"topology.tick.tuple.freq.secs": 2}, batch_seconds=2)
+        assert caplog.text == ""  # equal is fine
         Harness(monkeypatch, conf={"topology.tick.tuple.freq.secs": 3}, batch_seconds=2)
     assert "tick period 3s is longer than batch_seconds 2s" in caplog.text
 
 
+class SlowTicks(Counting):
+    component_config = {"topology.tick.tuple.freq.secs": 1.0}
+
+
+class NoTicks(Counting):
+    component_config: ClassVar[Mapping[str, Any]] = {}
+
+
 def test_declare_config_ticks_often_enough_for_the_limits() -> None:
     tick = "topology.tick.tuple.freq.secs"
+    assert SlowTicks.declare_config({})[tick] == 0.5  # a quarter of the default 2 s
+    assert SlowTicks.declare_config({"batch_seconds": 8})[tick] == 1.0  # the class's own
+    assert NoTicks.declare_config({"batch_seconds": 8})[tick] == 0.5  # no default: 0.5 s
     assert Counting.declare_config({})[tick] == 0.5
     assert Counting.declare_config({"batch_seconds": 1.0})[tick] == 0.25
     assert Counting.declare_config({"batch_seconds": 8, "idle_seconds": 0.4})[tick] == 0.2
     assert Counting.declare_config({"batch_seconds": 0.01})[tick] == 0.05
 
 
-def test_bad_constructor_arguments_are_refused() -> None:
+def test_bad_constructor_arguments_are_refused_and_defaults_are_storm_like() -> None:
     with pytest.raises(ValueError, match="max_in_flight must be at least 1, got 0"):
         Counting(max_in_flight=0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="batch_size must be at least 1"):
         Counting(batch_size=0)
+    with pytest.raises(ValueError, match="idle_seconds must be positive or None, got 0"):
+        Counting(idle_seconds=0)
+    b = Counting()
+    assert (b.batch_size, b.batch_seconds, b.idle_seconds, b.max_in_flight, b.keep_alive) == (
+        1000, 2.0, None, 1, True)
 
 
 def test_the_schema_reaches_the_dataframe(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -643,3 +710,155 @@ def test_a_process_batch_that_is_not_implemented_fails_its_batch(monkeypatch: py
     bolt.execute(Tuple(["a", 1], "default", 1, "src", FIELDS))
     ctx.off_loop.run()
     assert len(failed) == 1 and "Bare must implement process_batch(df, batch_id)" in errors[-1]
+
+
+def test_a_batch_given_up_while_its_dataframe_was_built_never_reaches_process_batch(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, conf={"spark.stormpy.batch.timeout.secs": 5}, batch_size=1)
+    h.off_loop.run()
+
+    def building() -> None:
+        h.clock.now += 6
+        h.tick(0.1)
+    monkeypatch.setattr(FakeDF, "building", building)
+    h.send("a")
+    h.off_loop.run()
+    assert h.bolt.handed == [] and h.failed == ["a"]
+    (_, error), = h.bolt.aborted
+    assert isinstance(error, SparkBatchTimeout)
+    assert str(error) == "batch 0 timed out before process_batch began"
+
+
+def test_a_spark_error_after_the_timeout_is_reported_as_the_timeout_with_its_cause(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, conf={"spark.stormpy.batch.timeout.secs": 5}, batch_size=1)
+    h.off_loop.run()
+    echo = RuntimeError("Job 3 cancelled")
+
+    def cancelled() -> None:
+        h.clock.now += 6
+        h.tick(0.1)
+        raise echo
+    h.bolt.during = cancelled
+    h.send("a")
+    h.off_loop.run()
+    (_, error), = h.bolt.aborted
+    assert isinstance(error, SparkBatchTimeout) and error.__cause__ is echo
+    assert str(error) == "batch 0 timed out; its Spark jobs were cancelled (RuntimeError)"
+    assert h.failed == ["a"] and len(h.errors) == 1
+
+
+def test_the_batch_timeout_defaults_to_300_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, batch_size=1)
+    h.off_loop.run()
+
+    def slow() -> None:
+        h.clock.now += 299.9
+        h.tick(0.1)
+        assert h.failed == []
+        h.clock.now += 0.4
+        h.tick(0.1)
+    h.bolt.during = slow
+    h.send("a")
+    h.off_loop.run()
+    assert h.failed == ["a"] and "still running after 300 s" in h.errors[0]
+
+
+def test_a_failing_untag_does_not_fail_the_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, batch_size=1)
+    h.off_loop.run()
+    h.session.sparkContext.untag_fails = True
+    h.send("a")
+    h.off_loop.run()
+    assert h.acked == ["a"] and h.errors == []
+
+
+def test_counters_of_batches_add_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, bolt_cls=Quiet, batch_size=1)
+    h.off_loop.run()
+    for fail in (False, True, False, True, True):
+        h.bolt.raise_ = RuntimeError("x") if fail else None
+        h.send("a")
+        h.off_loop.run()
+    assert (h.bolt.batches_ok, h.bolt.batches_failed) == (2, 3)
+
+
+@pytest.mark.parametrize("values, advanced", [([2.0], 2.0), ([], 0.5), (["x"], 0.5), ([1], 1.0)])
+def test_a_tick_advances_batch_time_by_its_own_period_or_the_configured_one(
+        monkeypatch: pytest.MonkeyPatch, values: list[Any], advanced: float) -> None:
+    h = Harness(monkeypatch, batch_size=10, batch_seconds=5)
+    h.off_loop.run()
+    h.send("a")
+    h.tick(0, values=values)
+    assert h.bolt._collector.now == advanced  # noqa: SLF001
+
+
+def test_the_real_gil_release_runs_while_a_batch_is_in_spark(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, batch_size=1000)
+    h.off_loop.run()
+    h.send("a")
+    h.bolt._close(h.bolt._collector.drain()[0])  # noqa: SLF001
+    h.send(*words(bolt_module._YIELD_EVERY))  # noqa: SLF001 - the last one yields, for real
+    assert len(h.bolt._collector.open) == 1  # noqa: SLF001
+
+
+class ProcessBatchOnly(SparkBatchBolt):
+    outputs = ["word", "count"]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.seen: list[tuple[Any, int]] = []
+
+    def process_batch(self, df: Any, batch_id: int) -> Any:
+        self.seen.append((df, batch_id))
+        return None
+
+
+def test_process_stream_batch_hands_the_dataframe_and_id_to_process_batch(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, bolt_cls=ProcessBatchOnly, batch_size=1)  # type: ignore[arg-type]
+    h.off_loop.run()
+    h.send("a", "b")
+    h.off_loop.run()
+    seen = h.bolt.seen  # type: ignore[attr-defined]
+    assert [(df.rows, i) for df, i in seen] == [([["a", 1]], 0), ([["b", 1]], 1)]
+
+
+def test_the_master_probe_pause_defaults_to_5_s(monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(bolt_module.time, "sleep", slept.append)
+    h = Harness(monkeypatch, batch_size=1)
+    h.unreachable = True
+    h.off_loop.run()  # the warm-up fails (no pause: it is not a batch)
+    h.send("a")
+    h.off_loop.run()
+    assert slept == [5.0] and h.failed == ["a"]
+
+
+def test_a_failure_report_holds_the_whole_traceback_and_ends_with_the_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, batch_size=1)
+    h.off_loop.run()
+    h.bolt.raise_ = RuntimeError("job aborted")
+    h.send("a")
+    h.off_loop.run()
+    (report,) = h.errors
+    assert "Traceback (most recent call last):\n  File " in report
+    assert report.endswith("RuntimeError: job aborted")
+
+
+def test_a_cancel_stops_at_once_when_the_session_is_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, conf={"spark.stormpy.batch.timeout.secs": 5}, batch_size=1)
+    h.off_loop.run()
+    h.alive = False
+    h.restart = False
+
+    def slow() -> None:
+        h.clock.now += 6
+        h.tick(0.1)
+        for _ in range(50):
+            time.sleep(0.01)
+    h.bolt.during = slow
+    h.send("a")
+    h.off_loop.run()
+    assert sum(1 for x in h.session.log if x[0] == "cancel") == 1 and h.resets == []

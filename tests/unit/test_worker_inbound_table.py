@@ -63,6 +63,7 @@ def test_accepts_lists_per_destination_and_source_task_the_streams_it_takes() ->
                                     "__ack_fail": (1, "src", None),
                                     "__ack_reset_timeout": (1, "src", None)}
         assert table[a][-1]["__ack_ack"] == (PAIRS, "__system", None)
+    assert table[mid[0]] is table[mid[1]]  # built once per component
     only = accepts(worker.spec, worker.layout, [mid[0]])
     assert list(only) == [mid[0]]
 
@@ -71,23 +72,30 @@ FIELDS = Fields(["word", "n"])
 #: dest 10 (a bolt) takes "default" (2 values) from task 1 of "src"; dest 20 (a spout) takes
 #: replies from acker 5; dest 30 (an acker) takes acks from task 1; dest 40 (columnar) takes
 #: batches of "default" from task 1
+#: and a stream of no fields ("empty"); 40 is also (wrongly) said to take acks, to show a batch
+#: on an acker stream is refused
+NONE = Fields([])
 TABLE: dict[int, dict[int, Any]] = {
-    10: {1: {"default": (2, "src", FIELDS)}},
+    10: {1: {"default": (2, "src", FIELDS), "empty": (0, "src", NONE)}},
     20: {5: {"__ack_ack": (ONE_ROOT, "__acker", None)}},
     30: {1: {"__ack_ack": (PAIRS, "src", None), "__ack_fail": (1, "src", None)}},
-    40: {1: {"default": (2, "src", FIELDS)}},
+    40: {1: {"default": (2, "src", FIELDS), "empty": (0, "src", NONE),
+             "__ack_ack": (PAIRS, "src", None)}},
 }
 
 
 class Harness:
     def __init__(self) -> None:
         self.queued: dict[int, list[Any]] = {10: [], 20: [], 30: [], 40: []}
+        #: the sender of a frame: named after the frame itself, so a log line shows which
         self.inbound = Inbound(TABLE, {t: q.append for t, q in self.queued.items()},
-                               lambda frame: "tcp://peer:1", "w-1",
+                               lambda frame: f"tcp://peer:{len(frame)}", "w-1",
                                batch_appenders={40: self.queued[40].append})
+        self.last_frame = b""
 
     def take(self, *items: Any) -> int:
-        return self.inbound.take([msgpack.packb(list(items), use_bin_type=True)])
+        self.last_frame = msgpack.packb(list(items), use_bin_type=True)
+        return self.inbound.take([self.last_frame])
 
 
 def test_valid_tuples_are_queued_with_every_field_and_counted() -> None:
@@ -96,8 +104,14 @@ def test_valid_tuples_are_queued_with_every_field_and_counted() -> None:
                [20, "__ack_ack", 5, 0, 0, None, [99]],
                [30, "__ack_ack", 1, 0, 0, None, [1, 2, 3, 4]],
                [30, "__ack_fail", 1, 0, 0, None, [6]],
-               [40, "default", 1, 11, 12, None, [["a", "b"], [1, 2]], 2])
-    assert n == 1 + 1 + 1 + 1 + 2 and h.inbound.rejected == {}
+               [40, "default", 1, 11, 12, None, [["a", "b"], [1, 2]], 2],
+               [10, "empty", 1, 0, 0, None, []],
+               [40, "empty", 1, 0, 0, None, [], 3])
+    assert n == 1 + 1 + 1 + 1 + 2 + 1 + 3 and h.inbound.rejected == {}
+    assert [(x.stream, x.values) for x in h.queued[10][1:]] == [("empty", [])]
+    assert [(x.stream, len(x), x.columns()) for x in h.queued[40][1:]] == [("empty", 3, [])]
+    h.queued[10][1:] = []
+    h.queued[40][1:] = []
     (t,) = h.queued[10]
     assert type(t) is Tuple
     assert (t.values, t.stream, t.task, t.component, t.fields, t.root, t.edge, t.anchors) == (
@@ -119,6 +133,9 @@ def test_valid_tuples_are_queued_with_every_field_and_counted() -> None:
     ([10, "default", 1, 0, 0, None, ["w"]], "wrong values",
      "stream 'default' to task 10 expects 2 value(s), got ['w']"),
     ([10, "default", 1, 0, 0, None, "ab"], "wrong values", "expects 2 value(s), got 'ab'"),
+    ([10, "empty", 1, 0, 0, None, [5]], "wrong values", "expects 0 value(s), got [5]"),
+    ([40, "__ack_ack", 1, 0, 0, None, [[1], [2]], 1], "unexpected stream",
+     "stream '__ack_ack' from task 1 to task 40"),
     ([30, "__ack_ack", 1, 0, 0, None, [1, 2, 3]], "wrong values",
      "expects an even number (>= 2) of values, got [1, 2, 3]"),
     ([30, "__ack_ack", 1, 0, 0, None, []], "wrong values", "expects an even number (>= 2) of values, got []"),
@@ -162,16 +179,30 @@ def test_each_bad_item_is_dropped_under_its_reason_and_logged_with_what_was_wron
     assert h.inbound.rejected_total == 1
     (line,) = [r.getMessage() for r in caplog.records]
     assert line.startswith("worker w-1: dropped 1 invalid inbound tuple(s)/frame(s) since the last "
-                           "report (1 in all); latest from tcp://peer:1")
+                           f"report (1 in all); latest from tcp://peer:{len(h.last_frame)}")
     assert f": {reason}: " in line and detail in line, line
+    if reason == "not a wire tuple":
+        assert line.endswith(": not a wire tuple: not an array of 7 items"), line
+    claims = type(item) is list and len(item) in (7, 8) and reason != "malformed tuple"
+    assert ("claiming source task " + repr(item[2]) in line) == claims, line
+    assert ("claiming" in line) == claims
 
 
-def test_undecodable_frames_count_once_and_the_next_frame_is_read() -> None:
+@pytest.mark.parametrize("frame, detail", [
+    (b"\xc1 nonsense", "undecodable frame: "),
+    (msgpack.packb({"a": 1}), "frame is a dict, not an array of tuples"),
+    (msgpack.packb(5), "frame is a int, not an array of tuples"),
+])
+def test_undecodable_frames_count_once_and_the_next_frame_is_read(
+        frame: bytes, detail: str, caplog: pytest.LogCaptureFixture) -> None:
     h = Harness()
-    frames = [b"\xc1 nonsense", msgpack.packb({"a": 1}), msgpack.packb(5),
-              msgpack.packb([[10, "default", 1, 0, 0, None, ["ok", 1]]])]
-    assert h.inbound.take(frames) == 1
-    assert h.inbound.rejected == {"undecodable frame": 3}
+    good = msgpack.packb([[10, "default", 1, 0, 0, None, ["ok", 1]]])
+    with caplog.at_level(logging.WARNING, logger="stormpy.worker"):
+        assert h.inbound.take([frame, good, frame]) == 1
+    assert h.inbound.rejected == {"undecodable frame": 2}
+    line = caplog.records[0].getMessage()
+    assert f"latest from tcp://peer:{len(frame)}: undecodable frame: {detail}" in line, line
+    assert "claiming" not in line
 
 
 def test_log_lines_are_at_most_one_per_interval_and_count_what_came_since(
@@ -196,6 +227,15 @@ def test_log_lines_are_at_most_one_per_interval_and_count_what_came_since(
     assert h.inbound.rejected == {"unknown destination task": 3, "wrong values": 1}
 
 
+def test_the_first_drop_is_logged_whatever_the_clock_says(caplog: pytest.LogCaptureFixture,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(inbound_module.time, "monotonic", lambda: 0.0)
+    h = Harness()
+    with caplog.at_level(logging.WARNING, logger="stormpy.worker"):
+        h.take([99, "default", 1, 0, 0, None, ["w", 3]])
+    assert len(caplog.records) == 1
+
+
 def test_a_sender_that_cannot_be_named_is_an_unknown_peer(caplog: pytest.LogCaptureFixture) -> None:
     def broken(frame: Any) -> str:
         raise RuntimeError("no address")
@@ -209,9 +249,15 @@ def test_a_sender_that_cannot_be_named_is_an_unknown_peer(caplog: pytest.LogCapt
         assert "claiming" not in caplog.records[-1].getMessage()  # no source task claimed
 
 
-def test_a_value_repr_of_exactly_80_characters_is_kept_whole(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_value_repr_of_80_characters_is_kept_whole_and_of_81_cut(
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    now = [1000.0]
+    monkeypatch.setattr(inbound_module.time, "monotonic", lambda: now[0])
     h = Harness()
-    value = "y" * 78  # repr adds the two quotes: 80 characters
     with caplog.at_level(logging.WARNING, logger="stormpy.worker"):
-        h.take([10, "default", 1, 0, 0, None, value])
-    assert f"got '{value}'" in caplog.records[-1].getMessage()
+        h.take([10, "default", 1, 0, 0, None, "y" * 78])  # repr adds two quotes: 80 characters
+        now[0] += LOG_INTERVAL
+        h.take([10, "default", 1, 0, 0, None, "z" * 79])  # 81
+    first, second = (r.getMessage() for r in caplog.records)
+    assert "got '" + "y" * 78 + "'" in first
+    assert "got '" + "z" * 76 + "..." in second and "z" * 77 not in second

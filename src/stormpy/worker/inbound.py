@@ -122,13 +122,11 @@ class Inbound:
         appenders = self._appenders
         for frame in frames:
             try:
-                # Any, not list: compiled code would raise TypeError on a frame holding a scalar
+                # a list, or ValueError naming what the frame is. Any, not list[WireTuple]:
+                # compiled code would raise TypeError on an item that is not a list
                 batch: Any = decode_frame(frame)
             except (ValueError, TypeError) as exc:
                 self._reject("undecodable frame", str(exc), frame, None)
-                continue
-            if type(batch) is not list:
-                self._reject("undecodable frame", "not an array of wire tuples", frame, None)
                 continue
             for item in batch:
                 try:
