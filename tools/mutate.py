@@ -121,7 +121,7 @@ TARGETS: dict[str, Target] = {
                            "tests/unit/test_transactional_state.py")),
 }
 #: what ``make mutate`` runs when no target is named
-CORE = ("acker", "nimbus", "batching", "worker")
+CORE = ("acker", "nimbus", "batching", "spark-bolt", "worker")
 
 #: mutmut's exit codes per mutant (mutmut/stats.py), folded into the few states reported here
 KILLED = {1, 3, 36, -24, 24, 152, 255, 37}  # failed tests, timeouts, type check
