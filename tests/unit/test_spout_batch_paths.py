@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from test_spout_roots_and_latency import ROOT_CASES
 
 from stormpy import Bolt, Spout, Stream, TopologyBuilder, Tuple
 from stormpy.testing import Capture, LocalCluster
@@ -64,14 +65,7 @@ class Values(Bolt):
         self.ack(tup)
 
 
-@pytest.mark.parametrize("ackers, drawn, root", [
-    (3, 5, 4),                    # moved down to the home acker's id (home: acker 1)
-    (3, 2 ** 64 - 2, 2 ** 64 - 3),
-    (3, 2 ** 64 - 1, 2 ** 64 - 3),  # moving up would pass 64 bits: the previous id instead
-    (3, 0, 1),
-    (1, 0, 1),                    # 0 means "no tree": the next id of the same acker
-    (1, 2 ** 64 - 1, 2 ** 64 - 1),
-])
+@pytest.mark.parametrize("ackers, drawn, root", ROOT_CASES)
 def test_batch_roots_are_nonzero_64_bit_ids_of_the_home_acker_whatever_the_random_source_gives(
         ackers: int, drawn: int, root: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """All ackers run in the spout's worker (spout task 4: home acker ``4 % ackers``); the

@@ -58,14 +58,19 @@ def spout_and_ackers(feeder: FeederSpout, sink: Capture, ackers: int) -> Worker:
     return worker
 
 
-@pytest.mark.parametrize("ackers, drawn, root", [
+#: (ackers, the random id drawn, the root id made of it) for a spout task 4 whose ackers all run
+#: in its worker (home acker ``4 % ackers``); shared with the spout-batch root test
+ROOT_CASES = [
     (3, 5, 4),                    # moved down to the home acker's id (home: acker 1)
     (3, 2 ** 64 - 2, 2 ** 64 - 3),
     (3, 2 ** 64 - 1, 2 ** 64 - 3),  # moving up would pass 64 bits: the previous id instead
     (3, 0, 1),
     (1, 0, 1),                    # 0 means "no tree": the next id of the same acker
     (1, 2 ** 64 - 1, 2 ** 64 - 1),
-])
+]
+
+
+@pytest.mark.parametrize("ackers, drawn, root", ROOT_CASES)
 def test_root_ids_are_nonzero_64_bit_ids_of_the_home_acker_whatever_the_random_source_gives(
         ackers: int, drawn: int, root: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """All ackers run in the spout's worker: the spout's home acker is ``task % ackers`` (acker

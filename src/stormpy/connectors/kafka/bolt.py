@@ -361,25 +361,25 @@ class KafkaBolt(Bolt):
             self._backlog.popleft()
         self._ensure_polling()
 
+    def _drain(self, reports: list[Any], counter: str) -> list[Any]:
+        """The reports appended so far, removed from ``reports`` (the poll thread may append
+        meanwhile: the first n only) and counted: ``in_flight`` down, ``counter`` up."""
+        n = len(reports)
+        taken = reports[:n]
+        del reports[:n]
+        self.in_flight -= n
+        self.counters[counter] += n
+        return taken
+
     def _apply_reports(self) -> None:
-        """On the loop: ack the delivered tuples (one ``ack_many``), fail the failed ones."""
+        """On the loop: ack the delivered tuples (one ``ack_many``), fail the failed ones, then
+        the same for batch rows; report client errors."""
         fire_and_forget = self.cfg.fire_and_forget
-        delivered = self._delivered
-        n = len(delivered)
-        if n:  # the poll thread may append meanwhile: take the first n only
-            done = delivered[:n]
-            del delivered[:n]
-            self.in_flight -= n
-            self.counters["delivered"] += n
-            if not fire_and_forget:
-                self.ack_many(done)
-        failed = self._failed
-        n = len(failed)
-        if n:
-            lost = failed[:n]
-            del failed[:n]
-            self.in_flight -= n
-            self.counters["delivery_failures"] += n
+        done = self._drain(self._delivered, "delivered")
+        if done and not fire_and_forget:
+            self.ack_many(done)
+        lost = self._drain(self._failed, "delivery_failures")
+        if lost:
             self._report("delivery", f"delivery failed: {lost[-1][1]}; tuple failed")
             if not fire_and_forget:
                 for tup, _err in lost:
@@ -390,34 +390,22 @@ class KafkaBolt(Bolt):
 
     def _apply_row_reports(self) -> None:
         """On the loop: count the reports of batch rows into their batches; settle those done."""
-        delivered = self._delivered_rows
-        n = len(delivered)
-        if n:
-            done = delivered[:n]
-            del delivered[:n]
-            self.in_flight -= n
-            self.counters["delivered"] += n
-            last = None
-            for delivery in done:  # a batch's rows arrive together: settle each batch once
-                delivery.in_flight -= 1
-                if delivery is not last and last is not None:
-                    self._settle(last)
-                last = delivery
-            if last is not None:
+        last = None
+        for delivery in self._drain(self._delivered_rows, "delivered"):
+            delivery.in_flight -= 1  # a batch's rows arrive together: settle each batch once
+            if delivery is not last and last is not None:
                 self._settle(last)
-        failed = self._failed_rows
-        n = len(failed)
-        if n:
-            lost = failed[:n]
-            del failed[:n]
-            self.in_flight -= n
-            self.counters["delivery_failures"] += n
-            self._report("delivery", f"delivery failed: {lost[-1][1]}; its batch failed")
-            for delivery, err in lost:
-                delivery.in_flight -= 1
-                if delivery.error is None:
-                    delivery.error = err
-                self._settle(delivery)
+            last = delivery
+        if last is not None:
+            self._settle(last)
+        lost_rows = self._drain(self._failed_rows, "delivery_failures")
+        if lost_rows:
+            self._report("delivery", f"delivery failed: {lost_rows[-1][1]}; its batch failed")
+        for delivery, err in lost_rows:
+            delivery.in_flight -= 1
+            if delivery.error is None:
+                delivery.error = err
+            self._settle(delivery)
 
     def _report(self, kind: str, text: str) -> None:
         """Log and report an error, at most once per REPORT_INTERVAL_SECS per kind."""
