@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,11 @@ from stormpy.cluster import ClusterStateError, ZkStorage
 from stormpy.topology.state import CorruptStateError, StateKeyError, StateUnavailableError
 
 __all__ = ["DocStore", "MemoryDocStore", "SqliteDocStore", "ZkDocStore", "pack", "unpack"]
+
+#: how long opening a SQLite store waits for a lock held by another connection (the busy
+#: timeout, and the retries of the journal-mode switch)
+OPEN_TIMEOUT_SECS = 30.0
+LOCKED_RETRY_SECS = 0.01
 
 
 def pack(value: Any) -> bytes:
@@ -138,14 +144,34 @@ class SqliteDocStore(DocStore):
         self._db: sqlite3.Connection | None = None
         try:
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
-                                       timeout=30.0)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(f"CREATE TABLE IF NOT EXISTS {table} "
-                             "(key TEXT PRIMARY KEY, doc BLOB NOT NULL)")
+                                       timeout=OPEN_TIMEOUT_SECS)
+            self._set_up(self._db, table)
+        except sqlite3.OperationalError as exc:  # locked or unreachable: not a damaged file
+            self.close()
+            raise StateUnavailableError(self.location, f"cannot open ({exc})") from None
         except sqlite3.DatabaseError as exc:
+            self.close()
             raise CorruptStateError(self.location, f"cannot open ({exc})") from None
         except sqlite3.Error as exc:
+            self.close()
             raise StateUnavailableError(self.location, f"cannot open ({exc})") from None
+
+    @staticmethod
+    def _set_up(db: sqlite3.Connection, table: str) -> None:
+        """WAL mode and the table. Switching the journal mode can answer "database is locked"
+        at once, without the busy timeout, while another connection opens or closes the same
+        file (its last close checkpoints the WAL): retried until OPEN_TIMEOUT_SECS."""
+        deadline = time.monotonic() + OPEN_TIMEOUT_SECS
+        while True:
+            try:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute(f"CREATE TABLE IF NOT EXISTS {table} "
+                           "(key TEXT PRIMARY KEY, doc BLOB NOT NULL)")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(LOCKED_RETRY_SECS)
 
     def _run(self, key: str, sql: str, args: Any = (), many: bool = False) -> list[Any]:
         with self._lock:
