@@ -236,3 +236,23 @@ def test_with_two_local_ackers_a_root_of_home_acker_0_is_moved_to_it(
         worker.run_once()
     assert [t.root for t in sink.tuples] == [4, 4]
     assert [len(c.ledger) for c in worker.dispatch.acker_cores] == [1, 0]
+
+
+def test_topology_debug_in_one_component_s_config_turns_on_its_emit_log_only() -> None:
+    """``topology.debug`` in a component's own config turns its emit log on, not the others'."""
+    class Loud(Bolt):
+        outputs = ["n"]
+        component_config = {"topology.debug": True}
+
+        def execute(self, tup: Tuple) -> None:
+            self.emit([tup.values[0]], tup)
+            self.ack(tup)
+
+    b = TopologyBuilder()
+    b.set_spout("spout", Batches)
+    b.set_bolt("loud", Loud).shuffle_grouping("spout")
+    b.set_bolt("sink", Values).shuffle_grouping("loud")
+    worker = Worker(WorkerConfig("t", b.create_topology(), {"topology.acker.executors": 1}),
+                    clock=SimulatedClock())
+    debug = {r.component_id: r.debug for r in worker.tasks.values()}
+    assert debug["loud"] is True and debug["spout"] is False and debug["sink"] is False
