@@ -49,6 +49,9 @@ class FakeClusterState:
     def set_storm_base(self, base: StormBase) -> None:
         self.bases[base.topology_id] = base
 
+    def remove_storm_base(self, tid: str) -> None:
+        self.bases.pop(tid, None)
+
     def active_storms(self) -> list[str]:
         return sorted(self.bases)
 

@@ -249,3 +249,32 @@ def test_any_failure_during_submit_leaves_nothing(tmp_path: Path) -> None:
         cluster.submit({"topology.workers": 1}, before_activate=fail)
     assert cluster.empty()
     assert cluster.submit({"topology.workers": 1})  # the name is free again
+
+
+def test_a_rolled_back_submission_loses_its_storm_base_before_the_rest(tmp_path: Path) -> None:
+    """A standby Nimbus registering its bundle replica during the roll-back checks the StormBase
+    after writing its node: the StormBase must be gone before the replica nodes are removed, so
+    that the standby either finds none (and removes its node) or has its node removed."""
+    cluster = Cluster(tmp_path, {})
+    removed: list[tuple[str, bool]] = []
+    remove_base, remove_all = cluster.state.remove_storm_base, cluster.state.remove_topology
+
+    def record_base(tid: str) -> None:
+        removed.append(("StormBase", tid in cluster.state.marks))
+        remove_base(tid)
+
+    def record_all(tid: str) -> None:
+        removed.append(("the rest", cluster.state.storm_base(tid) is None))
+        remove_all(tid)
+
+    cluster.state.remove_storm_base = record_base  # type: ignore[method-assign]
+    cluster.state.remove_topology = record_all  # type: ignore[method-assign]
+
+    def fail(topology_id: str) -> None:
+        raise RuntimeError("replication failed")
+
+    with pytest.raises(RuntimeError, match="replication failed"):
+        cluster.submit({"topology.workers": 1}, before_activate=fail)
+    # the submission marker outlives the StormBase (a new leader redoes an interrupted roll-back)
+    assert removed == [("StormBase", True), ("the rest", True)]
+    assert cluster.empty() and cluster.state.submitting() == []

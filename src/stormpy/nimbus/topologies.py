@@ -240,10 +240,17 @@ class TopologyManager:
         self.state.clear_submitting(topology_id)  # the commit point
 
     def _roll_back(self, topology_id: str) -> None:
-        """Remove whatever a failed submission wrote (best effort; failures are logged)."""
+        """Remove whatever a failed submission wrote (best effort; failures are logged).
+
+        The StormBase goes first (the submission marker, removed last, still lets a new leader
+        redo an interrupted roll-back): a standby Nimbus that registers its replica of the bundle
+        while this runs then either has its node removed with the rest or, checking the StormBase
+        after writing it, finds none and removes the node itself
+        (:meth:`stormpy.nimbus.replication.Replicator.register`)."""
         self._described.pop(topology_id, None)
         self.timers.cancel(topology_id)
-        for what, undo in (("ZooKeeper state", lambda: self.state.remove_topology(topology_id)),
+        for what, undo in (("StormBase", lambda: self.state.remove_storm_base(topology_id)),
+                           ("ZooKeeper state", lambda: self.state.remove_topology(topology_id)),
                            ("stored bundle", lambda: self.store.remove(topology_id))):
             try:
                 undo()
