@@ -34,6 +34,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / ".mutmut"
@@ -228,8 +229,16 @@ def prepare(name: str) -> Path:
     return work
 
 
-def run(name: str, children: int, mutants: list[str] | None = None) -> int:
+def run(name: str, children: int, mutants: list[str] | None = None, *,
+        rerun_equivalents: bool = False) -> int:
+    """Run mutmut on the target (only ``mutants`` when given). Pinned accepted equivalents are
+    recorded as survivors first and not run again, unless ``rerun_equivalents``."""
     work = prepare(name)
+    if not mutants and not rerun_equivalents:
+        seeded = seed_equivalents(name)
+        if seeded:
+            print(f"   {name}: {seeded} pinned equivalent(s) recorded as survivors, not run again "
+                  "(--rerun-equivalents runs them)", flush=True)
     # no shrinking of failing property-test examples (tests/conftest.py): a mutant is killed by
     # the first failing example
     env = {**os.environ, "STORMPY_PURE": "1", "STORMPY_HYPOTHESIS_PROFILE": "mutation"}
@@ -247,30 +256,174 @@ def run(name: str, children: int, mutants: list[str] | None = None) -> int:
     return code
 
 
-def equivalents() -> dict[str, str]:
-    """Mutant name -> reason, from tools/mutation_equivalents.txt (``name  # reason`` lines)."""
+@dataclass(frozen=True)
+class Equivalent:
+    """An accepted equivalent mutant: why, and the hash mutmut gave its function's source when it
+    was judged (``None`` until ``tools/mutate.py pin`` records it)."""
+
+    reason: str
+    pin: str | None = None
+
+
+def equivalents() -> dict[str, Equivalent]:
+    """Mutant name -> accepted equivalent, from tools/mutation_equivalents.txt
+    (``name [@pin]  # reason`` lines)."""
     accepted = {}
     if EQUIVALENTS_FILE.exists():
         for line in EQUIVALENTS_FILE.read_text().splitlines():
-            name, _, reason = line.partition("#")
-            if name.strip():
-                accepted[name.strip()] = reason.strip()
+            head, _, reason = line.partition("#")
+            fields = head.split()
+            if fields:
+                pin = fields[1].removeprefix("@") if len(fields) > 1 and fields[1].startswith("@") else None
+                accepted[fields[0]] = Equivalent(reason.strip(), pin)
     return accepted
+
+
+def module_of(rel: str) -> str:
+    """``src/stormpy/worker/loop.py`` -> ``stormpy.worker.loop`` (mutmut's mutant name prefix)."""
+    return rel.removeprefix("src/").removesuffix(".py").replace("/", ".")
+
+
+def function_of(mutant: str) -> str:
+    """The function key of a mutant in mutmut's meta files: ``pkg.mod.xǁClassǁname__mutmut_3``
+    -> ``xǁClassǁname``."""
+    return mutant.rpartition("__mutmut_")[0].rpartition(".")[2]
+
+
+def _meta(work: Path, rel: str) -> dict[str, Any] | None:
+    path = work / "mutants" / (rel + ".meta")
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def accepted_in(rel: str, meta: dict[str, Any] | None,
+                accepted: dict[str, Equivalent]) -> dict[str, Equivalent]:
+    """The equivalents of one source file that still apply: unpinned ones by name, pinned ones
+    only while their function's hash is the pinned one (an edited function numbers its mutants
+    anew, so its equivalents must be judged again)."""
+    prefix = module_of(rel) + "."
+    hashes = (meta or {}).get("hash_by_function_name", {})
+    return {name: eq for name, eq in accepted.items()
+            if name.startswith(prefix) and "." not in name[len(prefix):]
+            and (eq.pin is None or hashes.get(function_of(name)) == eq.pin)}
+
+
+def seed_equivalents(name: str) -> int:
+    """Record the target's pinned equivalents as survivors before mutmut runs, so that they are
+    not run again: mutmut keeps a mutant's cached result while its function's hash is unchanged,
+    and tests every other mutant. Returns how many were seeded.
+
+    A cold run (no meta file yet) gets a meta file holding only the pinned functions' hashes and
+    their equivalents' results; mutmut's generation then keeps those results exactly where the
+    function it generates has the pinned hash. A warm run seeds only mutants without a result
+    whose function's cached hash is the pinned one."""
+    work = WORK / name
+    accepted = equivalents()
+    seeded = 0
+    for rel in source_files(TARGETS[name]):
+        prefix = module_of(rel) + "."
+        pinned = {m: eq for m, eq in accepted.items()
+                  if eq.pin and m.startswith(prefix) and "." not in m[len(prefix):]}
+        if not pinned:
+            continue
+        path = work / "mutants" / (rel + ".meta")
+        meta = _meta(work, rel)
+        if meta is None:
+            meta = {"exit_code_by_key": {}, "hash_by_function_name": {}, "type_check_error_by_key": {},
+                    "durations_by_key": {}, "estimated_durations_by_key": {}}
+            for mutant, eq in pinned.items():
+                meta["hash_by_function_name"][function_of(mutant)] = eq.pin
+                meta["exit_code_by_key"][mutant] = 0
+                seeded += 1
+        else:
+            hashes = meta["hash_by_function_name"]
+            codes = meta["exit_code_by_key"]
+            for mutant, eq in pinned.items():
+                if mutant in codes and codes[mutant] is None and hashes.get(function_of(mutant)) == eq.pin:
+                    codes[mutant] = 0
+                    seeded += 1
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(meta, indent=4))
+    return seeded
+
+
+#: a mutant name filter that matches nothing: ``mutmut run`` with it generates the mutants and
+#: collects which tests reach which function, then stops before testing any mutant
+NO_MUTANT = "generate-only-no-such-mutant"
+
+
+def generate(name: str) -> None:
+    """Generate the target's mutants (and its test map) without testing any: mutmut stops, with
+    an assertion naming the filter, once it finds no mutant matching :data:`NO_MUTANT`."""
+    work = prepare(name)
+    env = {**os.environ, "STORMPY_PURE": "1", "STORMPY_HYPOTHESIS_PROFILE": "mutation"}
+    env.pop("PYTHONPATH", None)
+    mutmut = Path(sys.executable).with_name("mutmut")
+    with open(work / "generate.log", "w") as out:
+        subprocess.call([str(mutmut), "run", NO_MUTANT], cwd=work, env=env, stdout=out,
+                        stderr=subprocess.STDOUT)
+    log = (work / "generate.log").read_text()
+    if "nothing matches" not in log or not results(name):
+        sys.exit(f"{name}: generating the mutants failed (log: {work}/generate.log):\n{log[-3000:]}")
+
+
+def pin(names: list[str]) -> int:
+    """Record, for every accepted equivalent of the targets whose last result is a survivor, the
+    hash of its function as generated now (targets never run are generated first: their listed
+    equivalents are then pinned as they stand). Returns how many entries changed."""
+    accepted = equivalents()
+    pins: dict[str, str] = {}
+    for name in names:
+        if not results(name):
+            generate(name)
+        for rel in source_files(TARGETS[name]):
+            meta = _meta(WORK / name, rel)
+            if meta is None:
+                continue
+            for mutant, code in meta["exit_code_by_key"].items():
+                func_hash = meta["hash_by_function_name"].get(function_of(mutant))
+                if mutant in accepted and code in SURVIVED | NO_TESTS | NOT_RUN and func_hash:
+                    pins[mutant] = func_hash
+    changed = 0
+    lines = []
+    for line in EQUIVALENTS_FILE.read_text().splitlines():
+        head, hash_mark, reason = line.partition("#")
+        fields = head.split()
+        if fields and fields[0] in pins and (len(fields) < 2 or fields[1] != "@" + pins[fields[0]]):
+            line = f"{fields[0]} @{pins[fields[0]]}  {hash_mark}{reason}"
+            changed += 1
+        lines.append(line)
+    EQUIVALENTS_FILE.write_text("\n".join(lines) + "\n")
+    return changed
 
 
 def results(name: str) -> dict[str, dict[str, int | None]]:
     """Per source file: mutant name -> mutmut exit code (None: not run yet)."""
-    work = WORK / name
     found = {}
     for rel in source_files(TARGETS[name]):
-        meta = work / "mutants" / (rel + ".meta")
-        if meta.exists():
-            found[rel] = json.loads(meta.read_text())["exit_code_by_key"]
+        meta = _meta(WORK / name, rel)
+        if meta is not None:
+            found[rel] = meta["exit_code_by_key"]
     return found
 
 
-def summary(names: list[str]) -> None:
+def accepted_for(name: str) -> set[str]:
+    """The target's accepted equivalents that still apply (see :func:`accepted_in`)."""
     accepted = equivalents()
+    return {mutant for rel in source_files(TARGETS[name])
+            for mutant in accepted_in(rel, _meta(WORK / name, rel), accepted)}
+
+
+def stale(name: str) -> list[str]:
+    """Equivalents of the target pinned to a function hash that is no longer the function's:
+    the function was edited since they were judged, so they count as survivors until judged and
+    pinned again."""
+    accepted = equivalents()
+    applying = accepted_for(name)
+    codes = {m for per_file in results(name).values() for m in per_file}
+    return sorted(m for m in codes if m in accepted and m not in applying)
+
+
+def summary(names: list[str]) -> None:
     print(f"{'target / file':<46} {'mutants':>7} {'killed':>6} {'surv.':>5} {'no test':>7} "
           f"{'equiv.':>6} {'not run':>7} {'score':>6}")
     for name in names:
@@ -278,6 +431,7 @@ def summary(names: list[str]) -> None:
         if not per_file:
             print(f"{name:<46} (not run)")
             continue
+        accepted = accepted_for(name)
         totals = [0, 0, 0, 0, 0, 0]
         rows = []
         for rel, codes in per_file.items():
@@ -300,13 +454,17 @@ def summary(names: list[str]) -> None:
             score = f"{100 * counts[1] / judged:.1f}%" if judged else "-"
             print(f"{label:<46} {counts[0]:>7} {counts[1]:>6} {counts[2]:>5} {counts[3]:>7} "
                   f"{counts[4]:>6} {counts[5]:>7} {score:>6}")
+        outdated = stale(name)
+        if outdated:
+            print(f"  {len(outdated)} equivalent(s) pinned to an edited function count as survivors until "
+                  f"judged again: {', '.join(outdated)}")
     print("score = killed / (mutants - accepted equivalents - not run yet); survivors and mutants "
           "no test reaches count against it")
 
 
 def unkilled(name: str) -> list[str]:
     """The target's surviving and untested mutants that are not accepted equivalents."""
-    accepted = equivalents()
+    accepted = accepted_for(name)
     return [mutant for codes in results(name).values() for mutant, code in sorted(codes.items())
             if code in SURVIVED | NO_TESTS and mutant not in accepted]
 
@@ -329,9 +487,11 @@ def survivors(name: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=("run", "recheck", "summary", "survivors", "clean", "list"))
+    parser.add_argument("command", choices=("run", "recheck", "summary", "survivors", "clean", "list", "pin"))
     parser.add_argument("targets", nargs="*", help=f"targets (default: {' '.join(CORE)})")
     parser.add_argument("--children", type=int, default=2, help="mutants tested at once")
+    parser.add_argument("--rerun-equivalents", action="store_true",
+                        help="run: test the pinned equivalents too (a cold run re-judges them all)")
     args = parser.parse_args(argv)
     names = args.targets or list(CORE)
     unknown = [n for n in names if n not in TARGETS]
@@ -341,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             print(f"{name}: {' '.join(source_files(TARGETS[name]))}  <- {' '.join(TARGETS[name].tests)}")
     elif args.command == "run":
-        failed = [n for n in names if run(n, args.children) != 0]
+        failed = [n for n in names if run(n, args.children, rerun_equivalents=args.rerun_equivalents) != 0]
         summary(names)
         if failed:
             print(f"mutmut failed for: {', '.join(failed)}", file=sys.stderr)
@@ -356,6 +516,8 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "survivors":
         for name in names:
             survivors(name)
+    elif args.command == "pin":
+        print(f"{pin(names)} equivalent(s) pinned to their functions' current hashes")
     elif args.command == "clean":
         for name in names:
             shutil.rmtree(WORK / name, ignore_errors=True)

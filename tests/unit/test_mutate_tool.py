@@ -1,0 +1,109 @@
+"""tools/mutate.py's pinned equivalents: parsed from the list, recorded as survivors before mutmut
+runs only while their function's hash is the pinned one, pinned from a run's results."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LEDGER = "src/stormpy/acker/ledger.py"
+FAIL_8 = "stormpy.acker.ledger.xǁAckLedgerǁfail__mutmut_8"
+FAIL_9 = "stormpy.acker.ledger.xǁAckLedgerǁfail__mutmut_9"
+INIT_4 = "stormpy.acker.ledger.xǁAckLedgerǁinit__mutmut_4"
+
+
+@pytest.fixture
+def tool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("mutate_tool_under_test", ROOT / "tools" / "mutate.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "WORK", tmp_path / "work")
+    monkeypatch.setattr(module, "EQUIVALENTS_FILE", tmp_path / "equivalents.txt")
+    monkeypatch.setattr(module, "TARGETS", {"ledger": module.Target((LEDGER,))})
+    return module
+
+
+def write_list(tool: ModuleType, *lines: str) -> None:
+    tool.EQUIVALENTS_FILE.write_text("# accepted equivalents\n" + "\n".join(lines) + "\n")
+
+
+def meta_path(tool: ModuleType) -> Path:
+    return tool.WORK / "ledger" / "mutants" / (LEDGER + ".meta")
+
+
+def write_meta(tool: ModuleType, codes: dict[str, int | None], hashes: dict[str, str]) -> None:
+    path = meta_path(tool)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"exit_code_by_key": codes, "hash_by_function_name": hashes,
+                                "type_check_error_by_key": {}, "durations_by_key": {},
+                                "estimated_durations_by_key": {}}))
+
+
+def test_the_list_gives_each_mutant_its_reason_and_pin(tool: ModuleType) -> None:
+    write_list(tool, f"{FAIL_8} @abc123  # XORs 1 # into a dead value", f"{INIT_4}  # falsy either way")
+    found = tool.equivalents()
+    assert found == {FAIL_8: tool.Equivalent("XORs 1 # into a dead value", "abc123"),
+                     INIT_4: tool.Equivalent("falsy either way", None)}
+    assert tool.function_of(FAIL_8) == "xǁAckLedgerǁfail"
+    assert tool.module_of(LEDGER) == "stormpy.acker.ledger"
+
+
+def test_a_cold_run_gets_a_meta_file_with_only_the_pinned_equivalents(tool: ModuleType) -> None:
+    write_list(tool, f"{FAIL_8} @h-fail  # a", f"{INIT_4}  # unpinned: run again",
+               "stormpy.acker.core.x_other__mutmut_1 @h-other  # another file")
+    assert tool.seed_equivalents("ledger") == 1
+    meta = json.loads(meta_path(tool).read_text())
+    assert meta["exit_code_by_key"] == {FAIL_8: 0}
+    assert meta["hash_by_function_name"] == {"xǁAckLedgerǁfail": "h-fail"}
+    # the keys mutmut's loader requires are all there
+    assert set(meta) == {"exit_code_by_key", "hash_by_function_name", "type_check_error_by_key",
+                         "durations_by_key", "estimated_durations_by_key"}
+
+
+def test_a_warm_run_seeds_only_untested_equivalents_of_unchanged_functions(tool: ModuleType) -> None:
+    write_list(tool, f"{FAIL_8} @h-fail  # a", f"{FAIL_9} @h-fail  # b", f"{INIT_4} @h-old  # c")
+    write_meta(tool, {FAIL_8: None, FAIL_9: 1, INIT_4: None},
+               {"xǁAckLedgerǁfail": "h-fail", "xǁAckLedgerǁinit": "h-new"})
+    assert tool.seed_equivalents("ledger") == 1
+    codes = json.loads(meta_path(tool).read_text())["exit_code_by_key"]
+    # a result already there stays (even a kill); an edited function's mutant is tested again
+    assert codes == {FAIL_8: 0, FAIL_9: 1, INIT_4: None}
+
+
+def test_an_equivalent_counts_only_while_its_pin_matches(tool: ModuleType,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    write_list(tool, f"{FAIL_8} @h-fail  # a", f"{INIT_4} @h-old  # edited since", f"{FAIL_9}  # unpinned")
+    write_meta(tool, {FAIL_8: 0, FAIL_9: 0, INIT_4: 0},
+               {"xǁAckLedgerǁfail": "h-fail", "xǁAckLedgerǁinit": "h-new"})
+    assert tool.accepted_for("ledger") == {FAIL_8, FAIL_9}
+    assert tool.stale("ledger") == [INIT_4]
+    assert tool.unkilled("ledger") == [INIT_4]
+    tool.summary(["ledger"])
+    out = capsys.readouterr().out
+    row = next(line.split() for line in out.splitlines() if line.startswith("ledger "))
+    # mutants, killed, survived, no test, equivalents, not run, score
+    assert row == ["ledger", "3", "0", "1", "0", "2", "0", "0.0%"]
+    assert ("1 equivalent(s) pinned to an edited function count as survivors until judged again: "
+            f"{INIT_4}") in out
+
+
+def test_pin_writes_the_current_hash_of_surviving_equivalents_only(tool: ModuleType) -> None:
+    write_list(tool, f"{FAIL_8}  # a", f"{FAIL_9} @h-old  # b", f"{INIT_4}  # killed now: not pinned")
+    write_meta(tool, {FAIL_8: 0, FAIL_9: 0, INIT_4: 1},
+               {"xǁAckLedgerǁfail": "h-fail", "xǁAckLedgerǁinit": "h-init"})
+    assert tool.pin(["ledger"]) == 2
+    assert tool.EQUIVALENTS_FILE.read_text().splitlines() == [
+        "# accepted equivalents",
+        f"{FAIL_8} @h-fail  # a",
+        f"{FAIL_9} @h-fail  # b",
+        f"{INIT_4}  # killed now: not pinned",
+    ]
+    assert tool.pin(["ledger"]) == 0
