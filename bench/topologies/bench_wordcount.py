@@ -33,10 +33,11 @@ import itertools
 import json
 import os
 import time
+from array import array
 from collections.abc import Mapping
 from typing import Any
 
-from bench_workload import sentences
+from bench_workload import sentence_share
 
 from stormpy import Bolt, ColumnBatch, Spout, TopologyBuilder, TopologyContext, Tuple
 
@@ -72,7 +73,9 @@ class BenchSentenceSpout(Spout):
 
     def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         n, idx = len(context.component_tasks), context.task_index
-        self.lines = sentences(self.count)
+        # this task's partition only: sentence i (its message id) is lines[i // n]
+        self.lines = sentence_share(self.count, idx, n)
+        self.parts = n
         self.ids = iter(range(idx, self.count, n))
         self.share = len(range(idx, self.count, n))
         self.replay: list[int] = []
@@ -82,8 +85,9 @@ class BenchSentenceSpout(Spout):
         self.acked = 0
         self.failed = 0
         self.emitted_at: dict[int, float] = {}
-        self.latencies: list[float] = []
-        self.warmup_latencies: list[float] = []
+        # complete latencies as doubles (8 bytes each, not a float object per tuple)
+        self.latencies = array("d")
+        self.warmup_latencies = array("d")
         self.interval = 1.0 / self.rate if self.rate > 0 else 0.0
         self.next_due = 0.0
         self.reported = False
@@ -105,7 +109,7 @@ class BenchSentenceSpout(Spout):
             self.first_emit = now
         if self.rate > 0:
             self.emitted_at[i] = now
-        self.emit([self.lines[i]], msg_id=i if self.reliable else None)
+        self.emit([self.lines[i // self.parts]], msg_id=i if self.reliable else None)
 
     def _next_batch(self) -> None:
         """Up to ``batch_size`` sentences (replays first) as one ``emit_batch``: one tuple tree
@@ -119,8 +123,8 @@ class BenchSentenceSpout(Spout):
             return
         if self.first_emit is None:
             self.first_emit = time.time()
-        lines = self.lines
-        self.emit_batch([[lines[i]] for i in ids], ids if self.reliable else None)
+        lines, parts = self.lines, self.parts
+        self.emit_batch([[lines[i // parts]] for i in ids], ids if self.reliable else None)
 
     def ack(self, msg_id: int) -> None:
         self.acked += 1
@@ -142,8 +146,8 @@ class BenchSentenceSpout(Spout):
         self.reported = True
         _write(os.path.join(self.report_dir, f"spout-{self.task}.json"),
                {"first_emit": self.first_emit, "last_ack": self.last_ack, "acked": self.acked,
-                "failed": self.failed, "latencies": self.latencies,
-                "warmup_latencies": self.warmup_latencies})
+                "failed": self.failed, "latencies": self.latencies.tolist(),
+                "warmup_latencies": self.warmup_latencies.tolist()})
 
 
 class BenchSplit(Bolt):

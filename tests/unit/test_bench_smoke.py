@@ -51,3 +51,16 @@ def test_bytewax_with_two_processes_counts_the_whole_workload() -> None:
         sys.path.remove(str(ROOT))
     r = runners.bytewax_processes(200, "running", 2)  # asserts the sink got every pair
     assert r["words"] > 0 and r["seconds"] > 0 and r["wall"] >= r["seconds"]
+
+
+def test_a_spout_partition_of_the_workload_is_the_same_with_or_without_the_cache() -> None:
+    sys.path.insert(0, str(ROOT / "bench" / "topologies"))
+    try:
+        import bench_workload as workload
+    finally:
+        sys.path.remove(str(ROOT / "bench" / "topologies"))
+    fresh = [workload.sentence_share(1003, i, 3, seed=11) for i in range(3)]  # generated
+    whole = workload.sentences(1003, seed=11)
+    assert [workload.sentence_share(1003, i, 3, seed=11) for i in range(3)] == fresh  # cached
+    assert fresh == [list(whole[i::3]) for i in range(3)]
+    assert sorted(s for part in fresh for s in part) == sorted(whole) and len(whole) == 1003
