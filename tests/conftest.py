@@ -19,6 +19,35 @@ if os.environ.get("STORMPY_HYPOTHESIS_PROFILE"):
     settings.load_profile(os.environ["STORMPY_HYPOTHESIS_PROFILE"])
 
 
+def _cap_local_waits(cap: float) -> None:
+    """Mutation runs (tools/mutate.py sets STORMPY_TEST_WAIT_CAP): every wait of the local testing
+    kit (``wait_for``, ``LocalCluster.wait_for`` and ``wait_until_quiet``, tracked waits) gives up
+    after at most ``cap`` seconds. A mutant that breaks acking or delivery otherwise makes its test
+    wait the test's whole timeout (10-30 s) before failing; an unmutated suite meets every such
+    condition within milliseconds, and mutmut's clean run checks it with the cap in place."""
+    import stormpy.host.waiting as waiting
+    import stormpy.local.cluster as local_cluster
+    import stormpy.testing as testing
+
+    plain_wait_for = waiting.wait_for
+
+    def wait_for(condition: Any, timeout: float, what: str, **kwargs: Any) -> Any:
+        return plain_wait_for(condition, min(timeout, cap), what, **kwargs)
+
+    for module in (waiting, local_cluster, testing):
+        module.wait_for = wait_for  # type: ignore[attr-defined]
+    quiet = local_cluster.LocalCluster.wait_until_quiet
+
+    def wait_until_quiet(self: Any, name: str | None = None, timeout: float = 30.0, rounds: int = 3) -> None:
+        quiet(self, name, min(timeout, cap), rounds)
+
+    local_cluster.LocalCluster.wait_until_quiet = wait_until_quiet  # type: ignore[method-assign]
+
+
+if float(os.environ.get("STORMPY_TEST_WAIT_CAP") or 0) > 0:
+    _cap_local_waits(float(os.environ["STORMPY_TEST_WAIT_CAP"]))
+
+
 @pytest.fixture(scope="session")
 def spark_required() -> None:
     """Skip when PySpark or Java is missing; in CI (``CI=true``) that is a failure instead."""

@@ -72,6 +72,8 @@ class Target:
 #: hot functions and took most of the survivors' test time): `test_worker_inbound_table.py`'s
 #: example tests kill every inbound mutant without it (docs/testing.md); it stays in `make test`
 WORKER_PYTEST_ARGS = ("--deselect", "tests/unit/test_worker_inbound.py::test_no_frame_crashes_the_worker")
+#: worker files that are features beside the executor loop, tasks and routing (not in the core set)
+WORKER_FEATURES = ("src/stormpy/worker/hooks.py", "src/stormpy/worker/metrics_consumers.py")
 
 #: The core set, then the modules added as they land (a new one is one entry here). The connector
 #: and feature targets name the unit tests that cover them: collecting which test reaches which
@@ -81,10 +83,17 @@ TARGETS: dict[str, Target] = {
     # the executor loop, tasks and routing (and whatever the loop is split into); the process
     # shell around them (process, ZooKeeper link, heartbeats, peers) is covered by integration
     # tests, which are too slow to run per mutant
+    # (task hooks and metrics consumers are features beside the loop, in their own target below)
     "worker": Target(("src/stormpy/worker/*.py",),
                      skip=("*/worker/process.py", "*/worker/cluster_link.py", "*/worker/heartbeats.py",
-                           "*/worker/peers.py", "*/worker/error_reporter.py"),
+                           "*/worker/peers.py", "*/worker/error_reporter.py", *WORKER_FEATURES),
                      pytest_args=WORKER_PYTEST_ARGS),
+    # Storm's task hooks and metrics consumers, with the unit tests that cover them
+    "worker-features": Target(WORKER_FEATURES,
+                              tests=("tests/unit/test_task_hooks.py", "tests/unit/test_spout_batches.py",
+                                     "tests/unit/test_task_construction.py",
+                                     "tests/unit/test_metrics_consumer.py",
+                                     "tests/unit/test_stat_documents.py")),
     # the worker one file at a time (each is a fraction of the worker's run, so a file's tests can
     # be worked through without re-running the whole worker; same mutants, same tests)
     **{f"worker-{part}": Target((f"src/stormpy/worker/{part}.py",), pytest_args=WORKER_PYTEST_ARGS)
@@ -229,6 +238,21 @@ def prepare(name: str) -> Path:
     return work
 
 
+#: seconds after which any wait of the local testing kit gives up in a mutation run
+#: (tests/conftest.py): a mutant that breaks delivery fails its test this soon, not after the
+#: test's own 10-30 s timeout; the unmutated suite meets every such wait within milliseconds
+WAIT_CAP_SECS = 5
+
+
+def mutation_env() -> dict[str, str]:
+    """The environment mutmut runs in: the pure-Python tuple path, no shrinking of failing
+    property-test examples (a mutant is killed by the first failing example), waits capped."""
+    env = {**os.environ, "STORMPY_PURE": "1", "STORMPY_HYPOTHESIS_PROFILE": "mutation",
+           "STORMPY_TEST_WAIT_CAP": str(WAIT_CAP_SECS)}
+    env.pop("PYTHONPATH", None)  # mutmut puts mutants/src first; nothing else may shadow it
+    return env
+
+
 def run(name: str, children: int, mutants: list[str] | None = None, *,
         rerun_equivalents: bool = False) -> int:
     """Run mutmut on the target (only ``mutants`` when given). Pinned accepted equivalents are
@@ -239,10 +263,7 @@ def run(name: str, children: int, mutants: list[str] | None = None, *,
         if seeded:
             print(f"   {name}: {seeded} pinned equivalent(s) recorded as survivors, not run again "
                   "(--rerun-equivalents runs them)", flush=True)
-    # no shrinking of failing property-test examples (tests/conftest.py): a mutant is killed by
-    # the first failing example
-    env = {**os.environ, "STORMPY_PURE": "1", "STORMPY_HYPOTHESIS_PROFILE": "mutation"}
-    env.pop("PYTHONPATH", None)  # mutmut puts mutants/src first; nothing else may shadow it
+    env = mutation_env()
     mutmut = Path(sys.executable).with_name("mutmut")
     print(f"== mutating {name}: {', '.join(source_files(TARGETS[name]))} (log: {work}/run.log)",
           flush=True)
@@ -355,8 +376,7 @@ def generate(name: str) -> None:
     """Generate the target's mutants (and its test map) without testing any: mutmut stops, with
     an assertion naming the filter, once it finds no mutant matching :data:`NO_MUTANT`."""
     work = prepare(name)
-    env = {**os.environ, "STORMPY_PURE": "1", "STORMPY_HYPOTHESIS_PROFILE": "mutation"}
-    env.pop("PYTHONPATH", None)
+    env = mutation_env()
     mutmut = Path(sys.executable).with_name("mutmut")
     with open(work / "generate.log", "w") as out:
         subprocess.call([str(mutmut), "run", NO_MUTANT], cwd=work, env=env, stdout=out,

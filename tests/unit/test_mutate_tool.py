@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -107,3 +108,38 @@ def test_pin_writes_the_current_hash_of_surviving_equivalents_only(tool: ModuleT
         f"{INIT_4}  # killed now: not pinned",
     ]
     assert tool.pin(["ledger"]) == 0
+
+
+def test_mutation_runs_cap_every_wait_of_the_testing_kit() -> None:
+    """tools/mutate.py runs mutmut with STORMPY_TEST_WAIT_CAP; tests/conftest.py then caps the
+    timeout of every testing-kit wait, so a broken mutant fails its test within the cap."""
+    import subprocess
+
+    script = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("capped_conftest", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+import stormpy.host.waiting, stormpy.local.cluster, stormpy.testing
+for wait_for in (stormpy.testing.wait_for, stormpy.host.waiting.wait_for, stormpy.local.cluster.wait_for):
+    try:
+        wait_for(lambda: False, 30, "nothing")
+    except stormpy.testing.WaitTimeout as exc:
+        print(exc)
+print(stormpy.local.cluster.LocalCluster.wait_until_quiet.__qualname__)
+"""
+    env = {**os.environ, "STORMPY_TEST_WAIT_CAP": "0.05"}
+    out = subprocess.run([sys.executable, "-c", script, str(ROOT / "tests" / "conftest.py")], env=env,
+                         capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
+    assert out == ["timed out after 0.05s waiting for nothing"] * 3 + [
+        "_cap_local_waits.<locals>.wait_until_quiet"]
+    assert tool_module().mutation_env()["STORMPY_TEST_WAIT_CAP"] == str(tool_module().WAIT_CAP_SECS)
+
+
+def tool_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("mutate_tool_env", ROOT / "tools" / "mutate.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
