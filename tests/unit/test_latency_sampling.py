@@ -213,3 +213,33 @@ def test_a_restarted_task_continues_its_latency_sums_but_not_its_queue_level() -
     assert doc["receive_queue_full"] == 3 and doc["receive_queue"] == 2  # a level: not added
     summed = component_stats([doc])["bolt"]
     assert summed["execute_latency_count"] == 6 and summed["receive_queue_full"] == 3
+
+
+def test_a_gap_beyond_never_is_never() -> None:
+    # a rate so small that the drawn gap overflows NEVER: still NEVER, not a larger number
+    assert sample_gap(1e-300, 0.5) == NEVER
+
+
+def test_a_task_without_a_sample_rate_never_times_a_tuple() -> None:
+    from stormpy.worker.stats import TaskStats
+
+    stats = TaskStats("bolt", 1)
+    assert stats.sample_countdown == NEVER
+    assert [stats.next_gap() for _ in range(3)] == [NEVER] * 3
+
+
+def test_the_gap_table_is_entered_and_reentered_where_the_random_bits_say(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import stormpy.worker.stats as stats_module
+
+    bits = iter([5, 63, 0])
+    monkeypatch.setattr(stats_module, "getrandbits", lambda k: next(bits))
+    stats = stats_module.TaskStats("bolt", 1)
+    stats.set_sample_rate(0.25)
+    table = list(range(100, 100 + stats_module.GAP_TABLE))
+    assert stats.sample_countdown == stats.gaps[5] and stats.gap_index == 6  # entered at 5
+    stats.gaps = table
+    stats.gap_index = stats_module.GAP_TABLE - 1
+    assert stats.next_gap() == table[-1]  # the last entry; the next is drawn: 63
+    assert stats.gap_index == 63 and stats.next_gap() == table[63]
+    assert stats.gap_index == 0 and stats.next_gap() == table[0]  # drawn again: 0
