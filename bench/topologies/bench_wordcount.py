@@ -37,7 +37,7 @@ from array import array
 from collections.abc import Mapping
 from typing import Any
 
-from bench_workload import sentence_share
+from bench_workload import sentence_share, sentence_stream
 
 from stormpy import Bolt, ColumnBatch, Spout, TopologyBuilder, TopologyContext, Tuple
 
@@ -73,9 +73,13 @@ class BenchSentenceSpout(Spout):
 
     def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         n, idx = len(context.component_tasks), context.task_index
-        # this task's partition only: sentence i (its message id) is lines[i // n]
-        self.lines = sentence_share(self.count, idx, n)
+        # this task's partition only: sentence i (its message id) is lines[i // n]. At a fixed
+        # rate (the latency and memory run) the partition is generated as it is emitted and only
+        # the sentences in flight are held (for replay), as a spout reading a log holds them.
         self.parts = n
+        self.lines = None if self.rate > 0 else sentence_share(self.count, idx, n)
+        self.stream = sentence_stream(self.count, idx, n)
+        self.held: dict[int, str] = {}
         self.ids = iter(range(idx, self.count, n))
         self.share = len(range(idx, self.count, n))
         self.replay: list[int] = []
@@ -109,7 +113,17 @@ class BenchSentenceSpout(Spout):
             self.first_emit = now
         if self.rate > 0:
             self.emitted_at[i] = now
-        self.emit([self.lines[i // self.parts]], msg_id=i if self.reliable else None)
+        self.emit([self._sentence(i)], msg_id=i if self.reliable else None)
+
+    def _sentence(self, i: int) -> str:
+        if self.lines is not None:
+            return self.lines[i // self.parts]
+        line = self.held.get(i)
+        if line is None:  # a new id: the ids and the stream advance together
+            line = next(self.stream)
+            if self.reliable:
+                self.held[i] = line
+        return line
 
     def _next_batch(self) -> None:
         """Up to ``batch_size`` sentences (replays first) as one ``emit_batch``: one tuple tree
@@ -124,10 +138,12 @@ class BenchSentenceSpout(Spout):
         if self.first_emit is None:
             self.first_emit = time.time()
         lines, parts = self.lines, self.parts
+        assert lines is not None  # batches are emitted flat out only
         self.emit_batch([[lines[i // parts]] for i in ids], ids if self.reliable else None)
 
     def ack(self, msg_id: int) -> None:
         self.acked += 1
+        self.held.pop(msg_id, None)
         self.last_ack = time.time()
         start = self.emitted_at.pop(msg_id, None)
         if start is not None:

@@ -37,6 +37,12 @@ def sentences(n: int, seed: int = 7) -> tuple[str, ...]:
     return made
 
 
+def sentence_stream(n: int, index: int, parts: int, seed: int = 7) -> Iterator[str]:
+    """The sentences of ``sentence_share`` generated one at a time, none kept: the input of a
+    rate-limited spout, which holds only what it has in flight (as a log consumer would)."""
+    return itertools.islice(_generate(n, seed), index, None, parts)
+
+
 def sentence_share(n: int, index: int, parts: int, seed: int = 7) -> list[str]:
     """``sentences(n)[index::parts]`` (one of ``parts`` partitions), taken from the cache when
     this process has it, else generated one sentence at a time without keeping the others: a
@@ -46,7 +52,7 @@ def sentence_share(n: int, index: int, parts: int, seed: int = 7) -> list[str]:
     made = _MADE.get((n, seed))
     if made is not None:
         return list(made[index::parts])
-    return list(itertools.islice(_generate(n, seed), index, None, parts))
+    return list(sentence_stream(n, index, parts, seed))
 
 
 def expected_counts(lines: tuple[str, ...]) -> Counter[str]:

@@ -64,3 +64,29 @@ def test_a_spout_partition_of_the_workload_is_the_same_with_or_without_the_cache
     assert [workload.sentence_share(1003, i, 3, seed=11) for i in range(3)] == fresh  # cached
     assert fresh == [list(whole[i::3]) for i in range(3)]
     assert sorted(s for part in fresh for s in part) == sorted(whole) and len(whole) == 1003
+
+
+def test_a_rate_limited_bench_spout_holds_only_what_is_in_flight() -> None:
+    from types import SimpleNamespace
+
+    sys.path.insert(0, str(ROOT / "bench" / "topologies"))
+    try:
+        import bench_wordcount
+        import bench_workload
+    finally:
+        sys.path.remove(str(ROOT / "bench" / "topologies"))
+    spout = bench_wordcount.BenchSentenceSpout(101, reliable=True, rate=1e9)
+    emitted: list[tuple[str, int]] = []
+    spout.emit = lambda values, msg_id=None: emitted.append((values[0], msg_id))  # type: ignore[method-assign]
+    spout.open({}, SimpleNamespace(component_tasks=[1, 2], task_index=1, task_id=2))  # type: ignore[arg-type]
+    assert spout.lines is None
+    for _ in range(60):
+        spout.next_tuple()
+    expected = bench_workload.sentence_share(101, 1, 2, seed=7)
+    assert [line for line, _ in emitted] == expected and [i for _, i in emitted] == list(range(1, 101, 2))
+    for _, i in emitted[:49]:
+        spout.ack(i)
+    assert spout.held == {99: expected[49]}  # the one not acked yet
+    spout.fail(99)
+    spout.next_tuple()
+    assert emitted[-1] == (expected[49], 99)  # replayed from what is held
