@@ -90,9 +90,10 @@ TARGETS: dict[str, Target] = {
                      pytest_args=WORKER_PYTEST_ARGS),
     # Storm's task hooks and metrics consumers, with the unit tests that cover them
     "worker-features": Target(WORKER_FEATURES,
-                              tests=("tests/unit/test_task_hooks.py", "tests/unit/test_spout_batches.py",
+                              tests=("tests/unit/test_task_hook*.py", "tests/unit/test_spout_batches.py",
                                      "tests/unit/test_task_construction.py",
                                      "tests/unit/test_metrics_consumer.py",
+                                     "tests/unit/test_metrics_feed_parts.py",
                                      "tests/unit/test_stat_documents.py")),
     # the worker one file at a time (each is a fraction of the worker's run, so a file's tests can
     # be worked through without re-running the whole worker; same mutants, same tests)

@@ -5,6 +5,7 @@ never a silent misroute."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -127,3 +128,23 @@ def test_emit_direct_to_a_task_not_subscribed_directly_is_the_documented_error()
                       "subscribed to it directly")
     assert direct.values == [["fine"]]
     assert [t.values for t in shuffled.tuples] == []
+
+
+@pytest.mark.parametrize("bad", [[0], {"task": 1}, "3", None])
+def test_emit_direct_to_what_is_not_a_task_id_is_the_same_error(bad: Any) -> None:
+    """A list of tasks, a dict, a string or None as the task: the EmitError naming what was
+    given, never a TypeError from inside the router."""
+    feeder = FeederSpout(["v", "task"])
+    b = TopologyBuilder()
+    b.set_spout("feeder", feeder)
+    b.set_bolt("director", Director).shuffle_grouping("feeder")
+    b.set_bolt("direct", Capture()).direct_grouping("director", "direct-out")
+    with LocalCluster(simulated_time=True) as cluster:
+        cluster.submit_topology("t", {}, b.create_topology())
+        feeder.feed(["misrouted", bad], msg_id=1)
+        with pytest.raises(WorkerError) as info:
+            cluster.wait_for(lambda: False, 10, "the emit_direct error")
+    assert isinstance(info.value.__cause__, EmitError)
+    assert info.match(f"component 'director': emit_direct to task {re.escape(str(bad))} on stream "
+                      "'direct-out', which is not a task subscribed to it directly")
+

@@ -142,7 +142,11 @@ class TaskRunner:
                         "emit_direct(task, values)")
 
     def _direct_target(self, router: StreamRouter, task: Any) -> list[Any]:
-        if task not in router.direct_tasks:
+        try:
+            subscribed = task in router.direct_tasks
+        except TypeError:  # unhashable (a list of tasks, a dict): not a task id either
+            subscribed = False
+        if not subscribed:
             raise EmitError(f"component {self.component_id!r}: emit_direct to task {task} on stream "
                             f"{router.stream!r}, which is not a task subscribed to it directly "
                             f"{sorted(router.direct_tasks)}")
