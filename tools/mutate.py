@@ -254,6 +254,15 @@ def mutation_env() -> dict[str, str]:
     return env
 
 
+def call_mutmut(work: Path, log_name: str, *args: str) -> int:
+    """``mutmut run ARGS`` in the target's work directory and :func:`mutation_env`, its output in
+    ``work/log_name``; returns its exit code."""
+    mutmut = Path(sys.executable).with_name("mutmut")
+    with open(work / log_name, "w") as out:
+        return subprocess.call([str(mutmut), "run", *args], cwd=work, env=mutation_env(), stdout=out,
+                               stderr=subprocess.STDOUT)
+
+
 def run(name: str, children: int, mutants: list[str] | None = None, *,
         rerun_equivalents: bool = False) -> int:
     """Run mutmut on the target (only ``mutants`` when given). Pinned accepted equivalents are
@@ -264,14 +273,10 @@ def run(name: str, children: int, mutants: list[str] | None = None, *,
         if seeded:
             print(f"   {name}: {seeded} pinned equivalent(s) recorded as survivors, not run again "
                   "(--rerun-equivalents runs them)", flush=True)
-    env = mutation_env()
-    mutmut = Path(sys.executable).with_name("mutmut")
     print(f"== mutating {name}: {', '.join(source_files(TARGETS[name]))} (log: {work}/run.log)",
           flush=True)
     started = time.monotonic()
-    with open(work / "run.log", "w") as out:
-        code = subprocess.call([str(mutmut), "run", "--max-children", str(children), *(mutants or [])],
-                               cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT)
+    code = call_mutmut(work, "run.log", "--max-children", str(children), *(mutants or []))
     print(f"   {name}: mutmut exited {code} after {time.monotonic() - started:.0f} s", flush=True)
     if code != 0:
         print((work / "run.log").read_text()[-3000:], file=sys.stderr)
@@ -287,18 +292,23 @@ class Equivalent:
     pin: str | None = None
 
 
+def parse_equivalent(line: str) -> tuple[str, Equivalent] | None:
+    """One line of tools/mutation_equivalents.txt (``name [@pin]  # reason``); None for a
+    comment or a blank line."""
+    head, _, reason = line.partition("#")
+    fields = head.split()
+    if not fields:
+        return None
+    pin = fields[1].removeprefix("@") if len(fields) > 1 and fields[1].startswith("@") else None
+    return fields[0], Equivalent(reason.strip(), pin)
+
+
 def equivalents() -> dict[str, Equivalent]:
-    """Mutant name -> accepted equivalent, from tools/mutation_equivalents.txt
-    (``name [@pin]  # reason`` lines)."""
-    accepted = {}
-    if EQUIVALENTS_FILE.exists():
-        for line in EQUIVALENTS_FILE.read_text().splitlines():
-            head, _, reason = line.partition("#")
-            fields = head.split()
-            if fields:
-                pin = fields[1].removeprefix("@") if len(fields) > 1 and fields[1].startswith("@") else None
-                accepted[fields[0]] = Equivalent(reason.strip(), pin)
-    return accepted
+    """Mutant name -> accepted equivalent, from tools/mutation_equivalents.txt."""
+    if not EQUIVALENTS_FILE.exists():
+        return {}
+    parsed = (parse_equivalent(line) for line in EQUIVALENTS_FILE.read_text().splitlines())
+    return dict(entry for entry in parsed if entry is not None)
 
 
 def module_of(rel: str) -> str:
@@ -312,6 +322,12 @@ def function_of(mutant: str) -> str:
     return mutant.rpartition("__mutmut_")[0].rpartition(".")[2]
 
 
+def in_file(mutant: str, rel: str) -> bool:
+    """True when ``mutant`` is one of the mutants of the source file ``rel``."""
+    prefix = module_of(rel) + "."
+    return mutant.startswith(prefix) and "." not in mutant[len(prefix):]
+
+
 def _meta(work: Path, rel: str) -> dict[str, Any] | None:
     path = work / "mutants" / (rel + ".meta")
     return json.loads(path.read_text()) if path.exists() else None
@@ -322,11 +338,9 @@ def accepted_in(rel: str, meta: dict[str, Any] | None,
     """The equivalents of one source file that still apply: unpinned ones by name, pinned ones
     only while their function's hash is the pinned one (an edited function numbers its mutants
     anew, so its equivalents must be judged again)."""
-    prefix = module_of(rel) + "."
     hashes = (meta or {}).get("hash_by_function_name", {})
     return {name: eq for name, eq in accepted.items()
-            if name.startswith(prefix) and "." not in name[len(prefix):]
-            and (eq.pin is None or hashes.get(function_of(name)) == eq.pin)}
+            if in_file(name, rel) and (eq.pin is None or hashes.get(function_of(name)) == eq.pin)}
 
 
 def seed_equivalents(name: str) -> int:
@@ -342,9 +356,7 @@ def seed_equivalents(name: str) -> int:
     accepted = equivalents()
     seeded = 0
     for rel in source_files(TARGETS[name]):
-        prefix = module_of(rel) + "."
-        pinned = {m: eq for m, eq in accepted.items()
-                  if eq.pin and m.startswith(prefix) and "." not in m[len(prefix):]}
+        pinned = {m: eq for m, eq in accepted.items() if eq.pin and in_file(m, rel)}
         if not pinned:
             continue
         path = work / "mutants" / (rel + ".meta")
@@ -377,11 +389,7 @@ def generate(name: str) -> None:
     """Generate the target's mutants (and its test map) without testing any: mutmut stops, with
     an assertion naming the filter, once it finds no mutant matching :data:`NO_MUTANT`."""
     work = prepare(name)
-    env = mutation_env()
-    mutmut = Path(sys.executable).with_name("mutmut")
-    with open(work / "generate.log", "w") as out:
-        subprocess.call([str(mutmut), "run", NO_MUTANT], cwd=work, env=env, stdout=out,
-                        stderr=subprocess.STDOUT)
+    call_mutmut(work, "generate.log", NO_MUTANT)
     log = (work / "generate.log").read_text()
     if "nothing matches" not in log or not results(name):
         sys.exit(f"{name}: generating the mutants failed (log: {work}/generate.log):\n{log[-3000:]}")
@@ -407,10 +415,9 @@ def pin(names: list[str]) -> int:
     changed = 0
     lines = []
     for line in EQUIVALENTS_FILE.read_text().splitlines():
-        head, hash_mark, reason = line.partition("#")
-        fields = head.split()
-        if fields and fields[0] in pins and (len(fields) < 2 or fields[1] != "@" + pins[fields[0]]):
-            line = f"{fields[0]} @{pins[fields[0]]}  {hash_mark}{reason}"
+        entry = parse_equivalent(line)
+        if entry is not None and entry[0] in pins and entry[1].pin != pins[entry[0]]:
+            line = f"{entry[0]} @{pins[entry[0]]}  # {entry[1].reason}"
             changed += 1
         lines.append(line)
     EQUIVALENTS_FILE.write_text("\n".join(lines) + "\n")
@@ -434,14 +441,12 @@ def accepted_for(name: str) -> set[str]:
             for mutant in accepted_in(rel, _meta(WORK / name, rel), accepted)}
 
 
-def stale(name: str) -> list[str]:
-    """Equivalents of the target pinned to a function hash that is no longer the function's:
-    the function was edited since they were judged, so they count as survivors until judged and
-    pinned again."""
-    accepted = equivalents()
-    applying = accepted_for(name)
-    codes = {m for per_file in results(name).values() for m in per_file}
-    return sorted(m for m in codes if m in accepted and m not in applying)
+def stale(per_file: dict[str, dict[str, int | None]], applying: set[str]) -> list[str]:
+    """Of a target's mutants (``results``), the listed equivalents that no longer apply: pinned to
+    a function hash that is no longer the function's, so the function was edited since they were
+    judged; they count as survivors until judged and pinned again."""
+    listed = equivalents()
+    return sorted(m for codes in per_file.values() for m in codes if m in listed and m not in applying)
 
 
 def summary(names: list[str]) -> None:
@@ -475,7 +480,7 @@ def summary(names: list[str]) -> None:
             score = f"{100 * counts[1] / judged:.1f}%" if judged else "-"
             print(f"{label:<46} {counts[0]:>7} {counts[1]:>6} {counts[2]:>5} {counts[3]:>7} "
                   f"{counts[4]:>6} {counts[5]:>7} {score:>6}")
-        outdated = stale(name)
+        outdated = stale(per_file, accepted)
         if outdated:
             print(f"  {len(outdated)} equivalent(s) pinned to an edited function count as survivors until "
                   f"judged again: {', '.join(outdated)}")

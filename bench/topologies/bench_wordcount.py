@@ -113,11 +113,12 @@ class BenchSentenceSpout(Spout):
             self.first_emit = now
         if self.rate > 0:
             self.emitted_at[i] = now
-        self.emit([self._sentence(i)], msg_id=i if self.reliable else None)
+        lines = self.lines
+        line = lines[i // self.parts] if lines is not None else self._streamed(i)
+        self.emit([line], msg_id=i if self.reliable else None)
 
-    def _sentence(self, i: int) -> str:
-        if self.lines is not None:
-            return self.lines[i // self.parts]
+    def _streamed(self, i: int) -> str:
+        """Sentence ``i`` at a fixed rate: held while in flight, else the stream's next."""
         line = self.held.get(i)
         if line is None:  # a new id: the ids and the stream advance together
             line = next(self.stream)

@@ -103,27 +103,41 @@ class Director(Bolt):
         self.ack(tup)
 
 
+def director_topology(feeder: FeederSpout, direct: Capture, shuffled: Capture | None = None) -> Any:
+    """feeder -> director; ``direct`` subscribes to its direct stream, ``shuffled`` (when given)
+    to its default stream."""
+    b = TopologyBuilder()
+    b.set_spout("feeder", feeder)
+    b.set_bolt("director", Director).shuffle_grouping("feeder")
+    b.set_bolt("direct", direct).direct_grouping("director", "direct-out")
+    if shuffled is not None:
+        b.set_bolt("shuffled", shuffled).shuffle_grouping("director")
+    return b.create_topology()
+
+
+def the_emit_direct_error(cluster: LocalCluster) -> pytest.ExceptionInfo[WorkerError]:
+    """The WorkerError the director's failing emit_direct stops its worker with (an EmitError
+    as its cause)."""
+    with pytest.raises(WorkerError) as info:
+        cluster.wait_for(lambda: False, 10, "the emit_direct error")
+    assert isinstance(info.value.__cause__, EmitError)
+    return info
+
+
 def test_emit_direct_to_a_task_not_subscribed_directly_is_the_documented_error() -> None:
     """Guarantee: ``emit_direct`` to a task that does not subscribe to the stream with a direct
     grouping (here: a task subscribed to the emitter's other stream) raises EmitError naming
     the task."""
     feeder = FeederSpout(["v", "task"])
     direct, shuffled = Capture(), Capture()
-    b = TopologyBuilder()
-    b.set_spout("feeder", feeder)
-    b.set_bolt("director", Director).shuffle_grouping("feeder")
-    b.set_bolt("direct", direct).direct_grouping("director", "direct-out")
-    b.set_bolt("shuffled", shuffled).shuffle_grouping("director")
     with LocalCluster() as cluster:
-        worker = cluster.submit_topology("t", {}, b.create_topology())
+        worker = cluster.submit_topology("t", {}, director_topology(feeder, direct, shuffled))
         (ok,) = worker.layout.component_tasks["direct"]
         (wrong,) = worker.layout.component_tasks["shuffled"]
         feeder.feed(["fine", ok], msg_id=1)
         cluster.wait_for(lambda: feeder.acked == [1], 10, "the direct emit to a direct subscriber")
         feeder.feed(["misrouted", wrong], msg_id=2)
-        with pytest.raises(WorkerError) as info:
-            cluster.wait_for(lambda: False, 10, "the emit_direct error")
-    assert isinstance(info.value.__cause__, EmitError)
+        info = the_emit_direct_error(cluster)
     assert info.match(f"emit_direct to task {wrong} on stream 'direct-out', which is not a task "
                       "subscribed to it directly")
     assert direct.values == [["fine"]]
@@ -135,16 +149,10 @@ def test_emit_direct_to_what_is_not_a_task_id_is_the_same_error(bad: Any) -> Non
     """A list of tasks, a dict, a string or None as the task: the EmitError naming what was
     given, never a TypeError from inside the router."""
     feeder = FeederSpout(["v", "task"])
-    b = TopologyBuilder()
-    b.set_spout("feeder", feeder)
-    b.set_bolt("director", Director).shuffle_grouping("feeder")
-    b.set_bolt("direct", Capture()).direct_grouping("director", "direct-out")
     with LocalCluster(simulated_time=True) as cluster:
-        cluster.submit_topology("t", {}, b.create_topology())
+        cluster.submit_topology("t", {}, director_topology(feeder, Capture()))
         feeder.feed(["misrouted", bad], msg_id=1)
-        with pytest.raises(WorkerError) as info:
-            cluster.wait_for(lambda: False, 10, "the emit_direct error")
-    assert isinstance(info.value.__cause__, EmitError)
+        info = the_emit_direct_error(cluster)
     assert info.match(f"component 'director': emit_direct to task {re.escape(str(bad))} on stream "
                       "'direct-out', which is not a task subscribed to it directly")
 

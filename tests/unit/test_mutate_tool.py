@@ -85,7 +85,7 @@ def test_an_equivalent_counts_only_while_its_pin_matches(tool: ModuleType,
     write_meta(tool, {FAIL_8: 0, FAIL_9: 0, INIT_4: 0},
                {"xǁAckLedgerǁfail": "h-fail", "xǁAckLedgerǁinit": "h-new"})
     assert tool.accepted_for("ledger") == {FAIL_8, FAIL_9}
-    assert tool.stale("ledger") == [INIT_4]
+    assert tool.stale(tool.results("ledger"), tool.accepted_for("ledger")) == [INIT_4]
     assert tool.unkilled("ledger") == [INIT_4]
     tool.summary(["ledger"])
     out = capsys.readouterr().out
