@@ -10,7 +10,8 @@ benchmark, the complete latency at a fixed rate and the workers' memory, on ONE 
   words per CPU-second of the processes over the same window (the load-independent measure).
 - Complete latency: a spout limited to ``--latency-rate`` sentences/s, acking on, the time from
   each emit to its ack in the spout; p50/p95/p99 of the tuples after a 1 s warm-up.
-- Memory: each worker's peak RSS and USS (psutil) while word count runs.
+- Memory: each worker's peak RSS (psutil, while word count runs) and its USS (read once the
+  clock stopped: reading it walks the worker's memory map).
 
 Writes ``bench/results/cluster.json``. See docs/performance.md, "Cluster, latency and memory".
 """

@@ -58,8 +58,13 @@ def run_topology(cluster: ProcessCluster, bundle: Path, name: str, n: int, ackin
     last ack, whichever is later), the times the topology itself stamps (start-up, submission and
     the kill are outside). Returns words, seconds, the spout reports (complete latencies, split
     into warm-up and steady), the CPU seconds the worker processes used inside that window
-    (sampled by psutil, interpolated at its ends), each worker's peak RSS and USS, and how long
-    after the first emit the first word was counted."""
+    (sampled by psutil, interpolated at its ends), each worker's peak RSS and its USS once the
+    clock stopped, and how long after the first emit the first word was counted.
+
+    The spouts start together (``start_barrier``): once every spout task has opened (built its
+    partition) the runner writes ``go``; before, one worker's spout could start up to ~1 s after
+    the other's (each worker sees the activation through ZooKeeper on its own), with that
+    start-up inside the clock."""
     words = sum(len(s.split()) for s in sentences(n))
     with tempfile.TemporaryDirectory(prefix="stormpy-bench-report-") as tmp:
         report = Path(tmp)
@@ -69,7 +74,7 @@ def run_topology(cluster: ProcessCluster, bundle: Path, name: str, n: int, ackin
         spec = build(n, acking, workload=workload, batch=batch, columns=columns, split=workers,
                      counters=workers,
                      spouts=workers, rate=rate / workers, report_dir=str(report),
-                     local_split=True)
+                     local_split=True, start_barrier=True)
         topology_conf = {"topology.workers": workers,
                          "topology.acker.executors": 2 if acking else 0,
                          "topology.max.spout.pending": 5000 if acking else None,
@@ -79,6 +84,13 @@ def run_topology(cluster: ProcessCluster, bundle: Path, name: str, n: int, ackin
         client.submit(name, bundle, spec.to_doc(), topology_conf)
         deadline = time.monotonic() + timeout
         probe = WorkerProbe(cluster, name)
+        # the start barrier: every spout task has built its partition; then all start at once
+        while len(list(report.glob("ready-*.json"))) < workers:
+            probe.sample()
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{name}: the spouts not ready after {timeout}s")
+            time.sleep(0.01)
+        (report / "go").touch()
         while True:
             probe.sample()
             counts = _read_reports(report, "count")
@@ -111,9 +123,13 @@ def run_topology(cluster: ProcessCluster, bundle: Path, name: str, n: int, ackin
 
 class WorkerProbe:
     """The worker processes of topology ``name`` under the cluster's supervisors (a previous
-    topology's workers may still be exiting), sampled with psutil: peak RSS (every sample), peak
-    USS (memory private to the process; every ``full`` sample and every 0.5 s) and CPU time (user
-    + system, all threads) with the time of each sample."""
+    topology's workers may still be exiting), sampled with psutil: peak RSS (every sample), USS
+    (memory private to the process; only in a ``full`` sample, which the runner takes once the
+    clock has stopped) and CPU time (user + system, all threads) with the time of each sample.
+
+    USS is never read while the clock runs: psutil reads it from ``/proc/PID/smaps``, a walk of
+    the worker's memory map under its lock (RSS and CPU times come from ``statm`` and
+    ``stat``)."""
 
     def __init__(self, cluster: ProcessCluster, name: str) -> None:
         self.cluster = cluster
@@ -122,7 +138,6 @@ class WorkerProbe:
         self.peak_rss: dict[int, int] = {}
         self.peak_uss: dict[int, int] = {}
         self.cpu: dict[int, list[tuple[float, float]]] = {}
-        self._last_full = 0.0
 
     def _find(self) -> None:
         import psutil
@@ -149,10 +164,6 @@ class WorkerProbe:
         import psutil
 
         self._find()
-        now = time.time()
-        full = full or now - self._last_full >= 0.5
-        if full:
-            self._last_full = now
         for pid, proc in self.procs.items():
             try:
                 with proc.oneshot():

@@ -63,7 +63,8 @@ class BenchSentenceSpout(Spout):
 
     def __init__(self, count: int, reliable: bool, rate: float = 0.0,
                  report_dir: str | None = None, warmup_secs: float = 1.0,
-                 batch_size: int = 1) -> None:
+                 batch_size: int = 1, start_barrier: bool = False) -> None:
+        self.start_barrier = start_barrier
         self.warmup_secs = warmup_secs
         self.batch_size = batch_size
         self.count = count
@@ -95,8 +96,21 @@ class BenchSentenceSpout(Spout):
         self.interval = 1.0 / self.rate if self.rate > 0 else 0.0
         self.next_due = 0.0
         self.reported = False
+        # with ``start_barrier`` (and a report_dir): say ready once the partition is built, and
+        # emit nothing until the runner writes ``go`` (every spout task ready), so the spouts of
+        # all workers start within a millisecond of each other, as Bytewax's processes start
+        # reading together once connected: no worker's start-up (its activation, seen through
+        # ZooKeeper, and this open) falls inside the clock.
+        self.go: str | None = None
+        if self.start_barrier and self.report_dir is not None:
+            self.go = os.path.join(self.report_dir, "go")
+            _write(os.path.join(self.report_dir, f"ready-{self.task}.json"), {})
 
     def next_tuple(self) -> None:
+        if self.go is not None:
+            if not os.path.exists(self.go):
+                return
+            self.go = None
         if self.batch_size > 1 and not self.interval:
             self._next_batch()
             return
@@ -368,18 +382,19 @@ class BenchSinkColumns(BenchSink):
 
 def build(count: int, reliable: bool, *, workload: str = "final", batch: bool = False,
           columns: bool | str = False, split: int = 1, counters: int = 1, spouts: int = 1, rate: float = 0.0,
-          report_dir: str | None = None, local_split: bool = False):
+          report_dir: str | None = None, local_split: bool = False, start_barrier: bool = False):
     """The bench word count: sentences → split (shuffle) → count (fields on word), and for the
     ``running`` workload → sink (fields on word). ``local_split``: sentences go to a split task
     of the spout task's own worker (local-or-shuffle grouping), as a Bytewax process splits the
-    sentences of its own source partition; the same as shuffle in one worker."""
+    sentences of its own source partition; the same as shuffle in one worker. ``start_barrier``:
+    the spouts wait for a ``go`` file in ``report_dir`` (see ``BenchSentenceSpout.open``)."""
     if workload not in ("final", "running"):
         raise ValueError(f"unknown workload {workload!r} (final or running)")
     running = workload == "running"
     b = TopologyBuilder()
     b.set_spout("sentences", BenchSentenceSpout, spouts,
                 kwargs={"count": count, "reliable": reliable, "rate": rate,
-                        "report_dir": report_dir,
+                        "report_dir": report_dir, "start_barrier": start_barrier,
                         "batch_size": SPOUT_BATCH if columns is True else 1})
     splitter = b.set_bolt("split", BenchSplitColumnsPerSentence if columns == "sentence" else
                           BenchSplitColumns if columns else

@@ -90,3 +90,31 @@ def test_a_rate_limited_bench_spout_holds_only_what_is_in_flight() -> None:
     spout.fail(99)
     spout.next_tuple()
     assert emitted[-1] == (expected[49], 99)  # replayed from what is held
+
+
+def test_the_bench_spouts_start_together_behind_the_start_barrier(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    sys.path.insert(0, str(ROOT / "bench" / "topologies"))
+    try:
+        import bench_wordcount
+    finally:
+        sys.path.remove(str(ROOT / "bench" / "topologies"))
+    spouts = []
+    emitted: list[tuple[int, str]] = []
+    for index in range(2):
+        spout = bench_wordcount.BenchSentenceSpout(20, reliable=False, report_dir=str(tmp_path),
+                                                   start_barrier=True)
+        spout.emit = (lambda values, msg_id=None, i=index:  # type: ignore[method-assign]
+                      emitted.append((i, values[0])))
+        spout.open({}, SimpleNamespace(component_tasks=[3, 4], task_index=index,  # type: ignore[arg-type]
+                                       task_id=3 + index))
+        spouts.append(spout)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ready-3.json", "ready-4.json"]
+    for spout in spouts:
+        spout.next_tuple()
+    assert emitted == [] and all(s.first_emit is None for s in spouts)  # held until "go"
+    (tmp_path / "go").touch()
+    for spout in spouts:
+        spout.next_tuple()
+    assert [i for i, _ in emitted] == [0, 1] and all(s.first_emit is not None for s in spouts)
