@@ -96,7 +96,8 @@ _KEYS: list[ConfigKey] = [
               "Set by a component in its own config (count windows do): the smallest "
               "topology.max.spout.pending it works with, when one is set; refused at submit."),
     ConfigKey("topology.spout.max.batch.size", 64,
-              "How many next_tuple calls a spout task gets per executor-loop round."),
+              "How many next_tuple calls a spout task gets per executor-loop round (the round "
+              "ends earlier once the spout emitted 1,024 tuples, a batch counting its rows)."),
     ConfigKey("topology.worker.background.threads", 4,
               "Threads per worker for component work that runs off the executor loop "
               "(run_in_background, e.g. Spark jobs)."),

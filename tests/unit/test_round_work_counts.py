@@ -40,8 +40,8 @@ def test_a_batch_bolt_gets_at_most_the_execute_budget_per_round() -> None:
     worker.open()
     for i in range(n):
         feeder.feed([i])
-    worker.run_once()  # the spout emits all of them
-    assert worker.run_once() == EXECUTE_BUDGET
+    worker.run_once()  # the spout emits a round's worth (SPOUT_ROUND_TUPLES = EXECUTE_BUDGET)
+    assert worker.run_once() == EXECUTE_BUDGET + 10  # the bolt's budget, then the spout's last 10
     assert [len(batch) for batch in BATCHES] == [EXECUTE_BUDGET]
     assert worker.run_once() == 10
     assert [len(batch) for batch in BATCHES] == [EXECUTE_BUDGET, 10]

@@ -16,6 +16,7 @@ from stormpy.testing import Capture, FeederSpout
 from stormpy.topology.fields import Fields
 from stormpy.worker import SimulatedClock, Worker, WorkerConfig, WorkerError
 from stormpy.worker.loop import EXECUTE_BUDGET, MAX_ERRORS_KEPT
+from stormpy.worker.tasks import SPOUT_ROUND_TUPLES
 
 
 def feeder_to_sink(parallelism: int = 1, ack: bool = True) -> tuple[FeederSpout, Capture, Any]:
@@ -33,13 +34,41 @@ def opened(spec: Any, conf: Mapping[str, Any] | None = None, **kwargs: Any) -> W
     return worker
 
 
+class ManyAtOnce(Spout):
+    """Emits ``per_call`` tuples per ``next_tuple`` (one ``emit_many``) until ``total``."""
+
+    outputs = ["word", "n"]
+
+    def __init__(self, total: int, per_call: int) -> None:
+        self.total = total
+        self.per_call = per_call
+
+    def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        self.sent = 0
+        self.calls = 0
+
+    def next_tuple(self) -> None:
+        k = min(self.per_call, self.total - self.sent)
+        if k:
+            self.calls += 1
+            self.emit_many([["w", self.sent + i] for i in range(k)])
+            self.sent += k
+
+
+def many_to_sink(total: int, per_call: int) -> tuple[Any, Capture, Worker]:
+    sink = Capture()
+    b = TopologyBuilder()
+    b.set_spout("many", ManyAtOnce, kwargs={"total": total, "per_call": per_call})
+    b.set_bolt("sink", sink).shuffle_grouping("many")
+    worker = opened(b.create_topology(), {"topology.acker.executors": 0})
+    spout = next(r.instance for r in worker.tasks.values() if r.component_id == "many")
+    return spout, sink, worker
+
+
 def test_a_task_runs_at_most_the_execute_budget_per_round() -> None:
-    feeder, sink, spec = feeder_to_sink()
     n = EXECUTE_BUDGET + 500
-    worker = opened(spec, {"topology.spout.max.batch.size": n, "topology.acker.executors": 0})
-    for i in range(n):
-        feeder.feed(["w", i])
-    worker.run_once()  # the spout emits all of them into the sink's queue
+    _, sink, worker = many_to_sink(n, n)
+    worker.run_once()  # the spout emits all of them into the sink's queue in one call
     assert sink.tuples == []
     worker.run_once()
     assert len(sink.tuples) == EXECUTE_BUDGET
@@ -47,6 +76,21 @@ def test_a_task_runs_at_most_the_execute_budget_per_round() -> None:
     worker.run_once()
     assert [v[1] for v in sink.values] == list(range(n))
     assert worker.stats()["sink"]["executed"] == n
+
+
+def test_a_spout_round_ends_once_it_emitted_the_round_s_tuples() -> None:
+    # 500 per call: the round ends after the call that reaches SPOUT_ROUND_TUPLES (3 calls),
+    # long before topology.spout.max.batch.size (64) calls
+    spout, sink, worker = many_to_sink(10_000, 500)
+    worker.run_once()
+    assert spout.calls == 3 and spout.sent == 1500 and sink.tuples == []
+    worker.run_once()  # the bolt gets them, then the spout its next round
+    assert len(sink.tuples) == 1024 and spout.calls == 6
+    # one tuple per call: the batch size is the limit (64 calls)
+    spout, sink, worker = many_to_sink(10_000, 1)
+    worker.run_once()
+    assert spout.calls == 64 and spout.sent == 64
+    assert SPOUT_ROUND_TUPLES == 1024
 
 
 def test_executed_counts_bolt_tuples_not_the_acker_replies_a_spout_consumes() -> None:

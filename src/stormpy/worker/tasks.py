@@ -31,6 +31,10 @@ from stormpy.worker.stats import TaskStats
 from stormpy.worker.values import check_values
 
 TIMEOUT_BUCKETS = 3
+#: a spout's loop round ends once it has emitted this many tuples (a batch counts its rows), so a
+#: spout that emits hundreds per ``next_tuple`` (``emit_batch``, Kafka polls) hands the bolts of
+#: its worker work after a call or two instead of queueing 64 calls' worth first
+SPOUT_ROUND_TUPLES = 1024
 _INT64 = 2 ** 63
 _UINT64 = 2 ** 64
 
@@ -672,8 +676,9 @@ class SpoutTask(TaskRunner):
 
     # -- loop hooks --------------------------------------------------------------------------
     def run_round(self) -> int:
-        """Call ``next_tuple`` up to the batch size while it emits and pending allows it;
-        returns how many tuples were emitted."""
+        """Call ``next_tuple`` up to the batch size while it emits, pending allows it and fewer
+        than ``SPOUT_ROUND_TUPLES`` tuples were emitted in the round; returns how many tuples
+        were emitted."""
         start = self.emit_count
         next_tuple = self.instance.next_tuple
         max_pending = self.max_pending
@@ -682,7 +687,8 @@ class SpoutTask(TaskRunner):
                 break
             before = self.emit_count
             next_tuple()
-            if self.emit_count == before:
+            after = self.emit_count
+            if after == before or after - start >= SPOUT_ROUND_TUPLES:
                 break
         if self.immediate_acks:
             acks = self.immediate_acks
