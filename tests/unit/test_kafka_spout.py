@@ -50,6 +50,7 @@ def test_at_least_once_commits_only_the_contiguous_acked_prefix() -> None:
 def test_records_polled_as_rows_are_the_tuples_and_fetch_backoff_defaults_short() -> None:
     h = Harness(cluster_with(2)).open()
     assert h.consumer.conf["fetch.queue.backoff.ms"] == 10
+    assert h.consumer.conf["reconnect.backoff.ms"] == 10
     assert h.consumer.conf["enable.auto.commit"] is False
     out = h.run()
     assert [v for v, _mid, _s in out] == [["t", 0, 0, None, b"v0"], ["t", 0, 1, None, b"v1"]]

@@ -12,7 +12,9 @@ Settings (Storm's name in parentheses where it differs):
 * ``consumer_props`` — any librdkafka consumer property, passed through (``enable.auto.commit``
   must stay off: the processing guarantee decides when offsets are committed). The spout sets
   ``fetch.queue.backoff.ms`` to 10 unless given here (librdkafka's 1,000 ms default idles a fast
-  spout once its prefetch queue is full; see ``spout.CONSUMER_DEFAULTS``).
+  spout once its prefetch queue is full) and ``reconnect.backoff.ms`` to 10 (with the 100 ms
+  default a new consumer's first metadata request usually waited ~50 ms); see
+  ``spout.CONSUMER_DEFAULTS``.
 * ``processing_guarantee`` — ``AT_LEAST_ONCE`` (default), ``AT_MOST_ONCE``, ``NO_GUARANTEE``.
 * ``first_poll_offset_strategy`` — ``UNCOMMITTED_EARLIEST`` (default), ``EARLIEST``, ``LATEST``,
   ``UNCOMMITTED_LATEST``.

@@ -51,11 +51,14 @@ log = logging.getLogger("stormpy.connectors.kafka")
 
 #: the longest a poll waits on the executor loop, whatever ``poll_timeout_ms`` says
 MAX_LOOP_POLL_MS = 1
-#: librdkafka properties the spout sets unless ``consumer_props`` does: the client prefetches in
+#: librdkafka properties the spout sets unless ``consumer_props`` does. The client prefetches in
 #: the background and, once its queue holds ``queued.min.messages``, postpones the next fetch by
 #: ``fetch.queue.backoff.ms`` (1,000 ms by default), so a spout draining 100k records in less
-#: than a second sits idle for the rest of it; the Java client Storm uses fetches in ``poll``
-CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.queue.backoff.ms": 10}
+#: than a second sits idle for the rest of it; the Java client Storm uses fetches in ``poll``.
+#: ``reconnect.backoff.ms`` (100 ms by default, doubling up to ``reconnect.backoff.max.ms``):
+#: the first metadata request of a new consumer (``open`` reads the topics' partitions) usually
+#: waited ~50 ms on it before it was sent; 10 ms is the Java client's order (50 ms)
+CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.queue.backoff.ms": 10, "reconnect.backoff.ms": 10}
 #: first commit / refresh after open (Storm's TIMER_DELAY_MS)
 TIMER_DELAY_SECS = 0.5
 #: the metadata lookup in ``open`` (an unknown topic is then a clear error) waits this long
