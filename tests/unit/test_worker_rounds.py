@@ -79,13 +79,17 @@ def test_a_task_runs_at_most_the_execute_budget_per_round() -> None:
 
 
 def test_a_spout_round_ends_once_it_emitted_the_round_s_tuples() -> None:
-    # 500 per call: the round ends after the call that reaches SPOUT_ROUND_TUPLES (3 calls),
+    # 512 per call: the round ends with the call that reaches SPOUT_ROUND_TUPLES (the 2nd),
     # long before topology.spout.max.batch.size (64) calls
+    spout, sink, worker = many_to_sink(10_000, 512)
+    worker.run_once()
+    assert spout.calls == 2 and spout.sent == 1024 and sink.tuples == []
+    worker.run_once()  # the bolt gets them, then the spout its next round (counted from its start)
+    assert len(sink.tuples) == 1024 and spout.calls == 4
+    # 500 per call: the call that passes the mark ends the round (the 3rd)
     spout, sink, worker = many_to_sink(10_000, 500)
     worker.run_once()
-    assert spout.calls == 3 and spout.sent == 1500 and sink.tuples == []
-    worker.run_once()  # the bolt gets them, then the spout its next round
-    assert len(sink.tuples) == 1024 and spout.calls == 6
+    assert spout.calls == 3 and spout.sent == 1500
     # one tuple per call: the batch size is the limit (64 calls)
     spout, sink, worker = many_to_sink(10_000, 1)
     worker.run_once()
