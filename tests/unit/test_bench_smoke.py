@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType, SimpleNamespace
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def topology_modules(*names: str) -> list[ModuleType]:
+    """The modules ``names`` of bench/topologies, imported with that directory as their root
+    (as in the bundle the bench ships to workers)."""
+    path = str(ROOT / "bench" / "topologies")
+    sys.path.insert(0, path)
+    try:
+        return [importlib.import_module(name) for name in names]
+    finally:
+        sys.path.remove(path)
 
 
 def test_bench_local_runners_produce_a_result_file(tmp_path: Path) -> None:
@@ -54,11 +67,7 @@ def test_bytewax_with_two_processes_counts_the_whole_workload() -> None:
 
 
 def test_a_spout_partition_of_the_workload_is_the_same_with_or_without_the_cache() -> None:
-    sys.path.insert(0, str(ROOT / "bench" / "topologies"))
-    try:
-        import bench_workload as workload
-    finally:
-        sys.path.remove(str(ROOT / "bench" / "topologies"))
+    [workload] = topology_modules("bench_workload")
     fresh = [workload.sentence_share(1003, i, 3, seed=11) for i in range(3)]  # generated
     whole = workload.sentences(1003, seed=11)
     assert [workload.sentence_share(1003, i, 3, seed=11) for i in range(3)] == fresh  # cached
@@ -67,14 +76,7 @@ def test_a_spout_partition_of_the_workload_is_the_same_with_or_without_the_cache
 
 
 def test_a_rate_limited_bench_spout_holds_only_what_is_in_flight() -> None:
-    from types import SimpleNamespace
-
-    sys.path.insert(0, str(ROOT / "bench" / "topologies"))
-    try:
-        import bench_wordcount
-        import bench_workload
-    finally:
-        sys.path.remove(str(ROOT / "bench" / "topologies"))
+    bench_wordcount, bench_workload = topology_modules("bench_wordcount", "bench_workload")
     spout = bench_wordcount.BenchSentenceSpout(101, reliable=True, rate=1e9)
     emitted: list[tuple[str, int]] = []
     spout.emit = lambda values, msg_id=None: emitted.append((values[0], msg_id))  # type: ignore[method-assign]
@@ -93,13 +95,7 @@ def test_a_rate_limited_bench_spout_holds_only_what_is_in_flight() -> None:
 
 
 def test_the_bench_spouts_start_together_behind_the_start_barrier(tmp_path: Path) -> None:
-    from types import SimpleNamespace
-
-    sys.path.insert(0, str(ROOT / "bench" / "topologies"))
-    try:
-        import bench_wordcount
-    finally:
-        sys.path.remove(str(ROOT / "bench" / "topologies"))
+    [bench_wordcount] = topology_modules("bench_wordcount")
     spouts = []
     emitted: list[tuple[int, str]] = []
     for index in range(2):
