@@ -103,7 +103,8 @@ class EchoBolt(Bolt):
         self.ack(tup)
 
 
-@pytest.mark.parametrize("value", [2 ** 64 - 1, -2 ** 63, 0, 2 ** 63])
+@pytest.mark.parametrize("value", [2 ** 64 - 1, -2 ** 63, 0, 2 ** 63,
+                                   2 ** 62 - 1, 2 ** 62, -2 ** 62, -2 ** 62 - 1])
 def test_integers_within_64_bits_are_emitted(value: int) -> None:
     sink = Capture()
     b = TopologyBuilder()

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from random import getrandbits
 from time import perf_counter
-from typing import Any
+from typing import Any, Final
 
 from stormpy.acker.streams import ACK_INIT
 from stormpy.topology.columns import ColumnBatch
@@ -36,7 +36,7 @@ from stormpy.worker.tasks import SpoutBatch, SpoutTask
 
 __all__ = ["BatchEmitter", "attach"]
 
-_UINT64 = 2 ** 64
+_UINT64: Final = 2 ** 64
 
 
 def attach(runner: SpoutTask) -> BatchEmitter:

@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from random import getrandbits
 from time import perf_counter
-from typing import Any, NoReturn, cast
+from typing import Any, Final, NoReturn, cast
 
 from stormpy.acker.rotating import RotatingMap
 from stormpy.acker.streams import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET_TIMEOUT
@@ -35,8 +35,11 @@ TIMEOUT_BUCKETS = 3
 #: spout that emits hundreds per ``next_tuple`` (``emit_batch``, Kafka polls) hands the bolts of
 #: its worker work after a call or two instead of queueing 64 calls' worth first
 SPOUT_ROUND_TUPLES = 1024
-_INT64 = 2 ** 63
-_UINT64 = 2 ** 64
+#: ints in this range pass the inline value check with a plain compare (a compiled build keeps
+#: them unboxed); any other int gets ``check_values``' exact 64-bit check
+_SHORT_MIN: Final = -(2 ** 62)
+_SHORT_MAX: Final = 2 ** 62 - 1
+_UINT64: Final = 2 ** 64
 
 
 class TaskRunner:
@@ -126,7 +129,7 @@ class TaskRunner:
                 for v in values:  # plain scalars pass here; anything else gets the full check
                     vt = type(v)
                     if vt is str or vt is bytes or vt is float or v is None or \
-                            (vt is int and -_INT64 <= v < _UINT64):
+                            (type(v) is int and _SHORT_MIN <= v <= _SHORT_MAX):
                         continue
                     self._check(values, stream, router)
                     break
@@ -301,7 +304,7 @@ class BoltTask(TaskRunner):
             for v in values:  # plain scalars pass here; anything else gets the full check
                 vt = type(v)
                 if vt is str or vt is bytes or vt is float or v is None or \
-                        (vt is int and -_INT64 <= v < _UINT64):
+                        (type(v) is int and _SHORT_MIN <= v <= _SHORT_MAX):
                     continue
                 self._check(values, stream, router)
                 break
@@ -601,7 +604,7 @@ class SpoutTask(TaskRunner):
             for v in values:  # plain scalars pass here; anything else gets the full check
                 vt = type(v)
                 if vt is str or vt is bytes or vt is float or v is None or \
-                        (vt is int and -_INT64 <= v < _UINT64):
+                        (type(v) is int and _SHORT_MIN <= v <= _SHORT_MAX):
                     continue
                 self._check(values, stream, router)
                 break

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from stormpy.topology.errors import EmitError
 
-_MAX_UINT64 = 2 ** 64
+_MIN_INT64: Final = -(2 ** 63)
+_MAX_UINT64: Final = 2 ** 64
 _SCALARS = frozenset({str, int, float, bool, type(None), bytes})
 
 
 def _check_nested(value: Any, depth: int = 0) -> str | None:
     t = type(value)
     if t in _SCALARS:
-        if t is int and not (-(2 ** 63) <= value < 2 ** 64):
+        if t is int and not (_MIN_INT64 <= value < _MAX_UINT64):
             return f"integer {value} does not fit in 64 bits"
         return None
     if depth > 64:
@@ -44,7 +45,7 @@ def check_values(values: Any, component: str, stream: str) -> None:
     for v in values:
         t = type(v)
         if t is int:
-            if -_MAX_UINT64 // 2 - 1 < v < _MAX_UINT64:
+            if _MIN_INT64 <= v < _MAX_UINT64:
                 continue
         elif t in _SCALARS:
             continue
