@@ -163,6 +163,36 @@ def test_no_guarantee_commits_the_position_asynchronously_on_the_period() -> Non
     assert ("commit_async", {TP0: 3}) in h.cluster.events
 
 
+def test_no_guarantee_hands_the_polled_rows_to_one_untracked_emit_batch() -> None:
+    h = Harness(cluster_with(4, partitions=2), processing_guarantee="NO_GUARANTEE",
+                max_poll_records=10).open()
+    out = h.run(1)
+    assert h.batches == [None]  # one untracked batch for the whole poll
+    assert sorted(values for values, _, _ in out) == [
+        ["t", 0, 0, None, b"v0"], ["t", 0, 1, None, b"v2"],
+        ["t", 1, 0, None, b"v1"], ["t", 1, 1, None, b"v3"]]
+
+
+def test_at_most_once_drops_the_held_records_of_a_partition_revoked_during_their_commit() -> None:
+    c = cluster_with(4, partitions=2)
+    h = Harness(c, task_id=1, tasks=[1], processing_guarantee="AT_MOST_ONCE").open()
+    jobs: list[Any] = []
+    h.spout.run_in_background = lambda fn, done: jobs.append((fn, done))  # type: ignore[method-assign]
+    assert h.run(1) == [] and len(jobs) == 1  # the batch waits for its commit
+    commit = jobs.pop()
+    h.context.component_tasks = [1, 2]  # rebalanced: this task keeps partition 0 only
+    h.clock.now += 2.0
+    h.run(1)
+    while jobs:  # the partition refresh
+        fn, done = jobs.pop(0)
+        done(fn(), None)
+    assert h.spout.assigned == {TP0}
+    fn, done = commit
+    done(fn(), None)
+    out = h.run(1)
+    assert [(values[1], values[2]) for values, _, _ in out] == [(0, 0), (0, 1)]
+
+
 def test_commit_metadata_decides_whether_earliest_applies() -> None:
     c = cluster_with(6)
     h = Harness(c, topology_id="topo-A", first_poll_offset_strategy="EARLIEST").open()

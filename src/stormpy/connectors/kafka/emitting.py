@@ -20,7 +20,10 @@ guarantees as one untracked ``emit_batch`` (the same as an untracked ``emit_many
 ``ColumnBatch`` per task towards bolts with ``execute_columns``). Records of partitions no longer
 assigned are dropped. The default translator's values are built inline (no call per record);
 its records arrive as those values already (``consume_rows``: ``[topic, partition, offset, key,
-value]``, indexed like a ``KafkaRecord``) and are emitted as they are.
+value]``, indexed like a ``KafkaRecord``) and are emitted as they are. With the default
+translator and no AT_LEAST_ONCE there is nothing to do per record here: the polled rows go to
+``emit_batch`` as they are (the waiting records are all of assigned partitions, since a
+revocation drops the others from ``waiting`` and from a batch held for its AT_MOST_ONCE commit).
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ class RecordEmitter(PartitionsAndCommits):
     _null_values: list[Any]
     _on_emit: Callable[[list[Any], Any], None] | None
     _on_ack: Callable[[Any], None] | None
+    _rows: bool
 
     def _uses_default_translator(self) -> bool:
         """True when the translator's ``apply`` is the base one (values built inline)."""
@@ -60,9 +64,15 @@ class RecordEmitter(PartitionsAndCommits):
 
     def _emit_batch(self, records: Iterable[PolledRecord]) -> None:
         """Emit the tuples of ``records`` (see the module doc)."""
-        self._fold_acks()  # the replay checks below read the acked offsets
         alo = self.at_least_once
         translate = None if self._uses_default_translator() else self.translator.apply
+        if not alo and translate is None and self._rows:
+            # nothing to track or translate: the rows are the tuples' values, and every waiting
+            # record is of an assigned partition (a revocation drops the others)
+            self.emit_batch(records if type(records) is list else list(records), None,
+                            DEFAULT_STREAM)
+            return
+        self._fold_acks()  # the replay checks below read the acked offsets
         assigned, managers = self.assigned, self.managers
         values_out: list[list[Any]] = []
         mids: list[Any] | None = [] if alo else None

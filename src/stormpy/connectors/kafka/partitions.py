@@ -131,6 +131,8 @@ class PartitionsAndCommits(Spout):
             self.retry.retain_all(new)
             self.emitted = {m for m in self.emitted if m.topic_partition in new}
             self.waiting = deque(r for r in self.waiting if (r[0], r[1]) in new)
+            if self._held is not None:  # AT_MOST_ONCE, committing before the emit
+                self._held = [r for r in self._held if (r[0], r[1]) in new]
             self._paused -= revoked
         starts: dict[TopicPartition, int] = {}
         strategy = self.cfg.first_poll
