@@ -17,11 +17,12 @@ slot) and the Spark job itself. Flat out, Spark is the bottleneck, so closed bat
 the task's single in-flight slot; the paced run (``--paced-rate`` tuples/s, batches of 1000)
 shows latency without that queueing. Results also go to bench/results/spark_bolt.json.
 
-``--compare`` (bench/spark_compare.py) runs, in one process and one run, the bolt (1 task) and
-a plain loop doing the same per batch — the same rows through Arrow (``rows_to_arrow``), the same
+``--compare`` (bench/spark_compare.py) runs, in one process and one run, the bolt (1 task; fed
+by a per-tuple spout, and by a batch spout: ``BatchCountingSpout``) and a plain loop doing the
+same per batch — the same rows through Arrow (``rows_to_arrow``), the same
 ``createDataFrame``, aggregation and ``collect``, the same batch size — first on ``local[*]``,
 then on a standalone master + 1 worker started for the run (``SparkStandalone``); each path runs
-``--rounds`` times, alternating which goes first, and the best run of each is compared; results
+``--rounds`` times, rotating which goes first, and the best run of each is compared; results
 go to bench/results/spark_compare.json.
 """
 
@@ -72,6 +73,41 @@ class CountingSpout(Spout):
         if i == self.i:
             self.i += 1
         self.emit([f"/path/{i % 97}", i, 1_700_000_000 + i // 100, AGENTS[i % 3]], msg_id=i)
+
+    def fail(self, msg_id: Any) -> None:
+        self.replay.append(msg_id)
+
+
+class BatchCountingSpout(Spout):
+    """``CountingSpout``'s tuples, ``per_call`` of them per ``next_tuple`` as ONE ``emit_batch``
+    with a message id per tuple (a reliable batch spout, as the Kafka spout with
+    ``batch_acking``): a batch is one tuple tree, reaching a bolt with ``execute_columns`` as one
+    ``ColumnBatch``; a failed batch's ids are emitted again."""
+
+    outputs = ["key", "value", "ts", "agent"]
+
+    def __init__(self, count: int, per_call: int = 1000, first_key: str | None = None) -> None:
+        self.count = count
+        self.per_call = per_call
+        self.first_key = first_key
+
+    def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        self.i = 0
+        self.replay: list[int] = []
+
+    def next_tuple(self) -> None:
+        if self.replay:
+            ids, self.replay = self.replay[:self.per_call], self.replay[self.per_call:]
+        elif self.i < self.count:
+            if self.i == 0 and self.first_key is not None:
+                registry.lookup(self.first_key).append(time.perf_counter())
+            end = min(self.count, self.i + self.per_call)
+            ids = list(range(self.i, end))
+            self.i = end
+        else:
+            return
+        self.emit_batch([[f"/path/{i % 97}", i, 1_700_000_000 + i // 100, AGENTS[i % 3]]
+                         for i in ids], ids)
 
     def fail(self, msg_id: Any) -> None:
         self.replay.append(msg_id)

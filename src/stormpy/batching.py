@@ -4,7 +4,9 @@ windowed code): open batches per input stream, closed by count, age or idleness.
 Pure Python, driven by its owner on the executor loop (it takes no locks). Time is whatever the
 owner advances it by with :meth:`BatchCollector.advance` -- usually *tick time*, the sum of the
 tick tuples' periods the bolt has seen, so batching follows the runtime's clock (real or
-simulated) with tick resolution. Built only on the public topology API (``Tuple``).
+simulated) with tick resolution. Built only on the public topology API (``Tuple`` and
+``ColumnBatch``: a columnar batch from an upstream ``emit_many``/``emit_batch`` joins a
+micro-batch whole, as one ack/fail unit, and counts its rows).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any, NamedTuple
 
+from stormpy.topology.columns import ColumnBatch
 from stormpy.topology.tuple import Tuple
 
 __all__ = ["CLOSED_BY_COUNT", "CLOSED_BY_IDLE", "CLOSED_BY_TIME", "Batch", "BatchCollector",
@@ -35,14 +38,18 @@ class BatchSource(NamedTuple):
 class Batch:
     """Tuples of one input stream collected together.
 
-    ``batch_id``, ``started_at`` and ``finished_at`` are for the owner's bookkeeping (a Spark bolt
-    numbers its batches and times their jobs); the collector sets ``reason`` and ``closed_at``.
+    ``tuples`` holds what the owner acks or fails: ``Tuple``s and whole ``ColumnBatch``es, in
+    arrival order; ``len(batch)`` and ``rows`` count and list the tuples' values (a column
+    batch's rows in place). ``batch_id``, ``started_at`` and ``finished_at`` are for the owner's
+    bookkeeping (a Spark bolt numbers its batches and times their jobs); the collector sets
+    ``reason`` and ``closed_at``.
     """
 
     source: BatchSource
     fields: tuple[str, ...]
     opened_at: float
-    tuples: list[Tuple] = field(default_factory=list)
+    tuples: list[Tuple | ColumnBatch] = field(default_factory=list)
+    size: int = 0
     last_added_at: float = 0.0
     touched_at: float = 0.0
     batch_id: int = -1
@@ -52,12 +59,19 @@ class Batch:
     finished_at: float = 0.0
 
     def __len__(self) -> int:
-        return len(self.tuples)
+        return self.size
 
     @property
     def rows(self) -> list[list[Any]]:
         """The tuples' values, in arrival order."""
-        return [t.values for t in self.tuples]
+        rows: list[list[Any]] = []
+        append = rows.append
+        for t in self.tuples:
+            if type(t) is ColumnBatch:
+                rows.extend(t.rows)
+            else:
+                append(t.values)  # type: ignore[union-attr]
+        return rows
 
 
 class BatchCollector:
@@ -84,8 +98,9 @@ class BatchCollector:
         self.now = 0.0
         self.open: dict[tuple[str, str], Batch] = {}
 
-    def add(self, tup: Tuple) -> Batch | None:
-        """Add a data tuple; returns its batch when this tuple filled it."""
+    def add(self, tup: Tuple | ColumnBatch) -> Batch | None:
+        """Add a data tuple, or a ``ColumnBatch`` whole (never split: it is acked or failed as
+        one); returns its batch when this filled it (``batch_size`` tuples or more)."""
         key = (tup.component, tup.stream)
         batch = self.open.get(key)
         if batch is None:
@@ -96,8 +111,9 @@ class BatchCollector:
                           touched_at=self.now)
             self.open[key] = batch
         batch.tuples.append(tup)
+        batch.size += len(tup) if type(tup) is ColumnBatch else 1
         batch.last_added_at = self.now
-        if len(batch.tuples) >= self.batch_size:
+        if batch.size >= self.batch_size:
             del self.open[key]
             return self._seal(batch, CLOSED_BY_COUNT)
         return None

@@ -18,7 +18,7 @@ from stormpy.connectors.spark import (
     SparkBatchBolt,
 )
 from stormpy.testing import Capture, FeederSpout, LocalCluster, registry
-from stormpy.topology import TopologyBuilder, TopologyContext
+from stormpy.topology import Spout, TopologyBuilder, TopologyContext
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("spark")]
 
@@ -326,3 +326,65 @@ def test_a_stuck_batch_times_out_on_the_loop_and_its_late_outcome_is_dropped(
     done = infos(registry_list)
     assert [(i.batch_id, i.ok) for i in done] == [(0, False), (1, True)], "batch 0 reported once"
     assert sorted(feeder.failed) == [1, 2] and sorted(feeder.acked) == [3, 4]
+
+
+class BatchFeed(Spout):
+    """Emits ``count`` tuples ``[k, v]`` as ``emit_batch`` calls of ``per_call`` (a message id
+    per tuple; one tuple tree per call); records acks and fails in the registry dict ``key``
+    and emits failed ids again."""
+
+    outputs = ["k", "v"]
+
+    def __init__(self, key: str, count: int, per_call: int) -> None:
+        self.key, self.count, self.per_call = key, count, per_call
+
+    def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        self.state: dict[str, list[int]] = registry.lookup(self.key)
+        self.next = 0
+        self.replay: list[int] = []
+
+    def next_tuple(self) -> None:
+        if self.replay:
+            ids, self.replay = self.replay[:self.per_call], self.replay[self.per_call:]
+        elif self.next < self.count:
+            ids = list(range(self.next, min(self.count, self.next + self.per_call)))
+            self.next += len(ids)
+        else:
+            return
+        self.emit_batch([[f"k{i % 3}", i] for i in ids], ids)
+
+    def ack(self, msg_id: Any) -> None:
+        self.state["acked"].append(msg_id)
+
+    def fail(self, msg_id: Any) -> None:
+        self.state["failed"].append(msg_id)
+        self.replay.append(msg_id)
+
+
+def test_a_batch_spout_s_column_batches_join_micro_batches_whole_and_replay_on_failure(
+        registry_list: Any) -> None:
+    state: dict[str, list[int]] = {"acked": [], "failed": []}
+    key = registry.register(state)
+    builder = TopologyBuilder()
+    builder.set_spout("feed", BatchFeed, kwargs={"key": key, "count": 40, "per_call": 4})
+    builder.set_bolt("spark", RecordingBolt, kwargs={
+        "key": registry_list.key, "batch_size": 10, "batch_seconds": 5,
+        "fail_ids": [0]}).shuffle_grouping("feed")
+    try:
+        with LocalCluster(simulated_time=True) as cluster:
+            cluster.submit_topology("columns", {}, builder.create_topology())
+            for _ in range(30):  # replays may leave a partial batch: it closes by age
+                if len(state["acked"]) >= 40:
+                    break
+                cluster.wait_until_quiet()
+                cluster.advance_time(5)
+            cluster.wait_for(lambda: len(state["acked"]) >= 40, 60, "every record to be acked")
+    finally:
+        registry.unregister(key)
+    assert sorted(state["acked"]) == list(range(40))
+    assert sorted(state["failed"]) == list(range(12))  # batch 0: three column batches of 4
+    done = infos(registry_list)
+    assert not done[0].ok and done[0].size == 12  # 10 or more, never splitting a column batch
+    assert all(i.size % 4 == 0 for i in done)
+    counted = [r["v"] for b in batches(registry_list) if b[1] != 0 for r in b[4]]
+    assert sorted(counted) == list(range(40))  # every record once in a successful batch

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from stormpy.batching import CLOSED_BY_COUNT, CLOSED_BY_IDLE, CLOSED_BY_TIME, BatchCollector
-from stormpy.topology import Fields, Tuple
+from stormpy.topology import ColumnBatch, Fields, Tuple
 
 
 def tup(*values: object, stream: str = "default", fields: tuple[str, ...] | None = ("k", "v")) -> Tuple:
@@ -70,3 +70,23 @@ def test_drain_returns_every_open_batch() -> None:
     c.add(tup("b", 2, stream="s2"))
     assert sorted(b.source.stream for b in c.drain()) == ["s1", "s2"]
     assert c.open == {}
+
+
+def test_a_column_batch_joins_whole_and_counts_its_rows() -> None:
+    c = BatchCollector(batch_size=5, batch_seconds=10, idle_seconds=None)
+    cb = ColumnBatch([["a", 1], ["b", 2], ["c", 3]], "default", 1, "src", Fields(("k", "v")))
+    assert c.add(tup("x", 0)) is None
+    assert c.add(cb) is None
+    batch = c.open[("src", "default")]
+    assert len(batch) == 4 and batch.tuples[1] is cb  # one ack/fail unit, its rows counted
+    big = ColumnBatch([["d", 4], ["e", 5], ["f", 6]], "default", 1, "src", Fields(("k", "v")))
+    closed = c.add(big)  # 7 rows: past the size, never split
+    assert closed is not None and closed.reason == CLOSED_BY_COUNT and len(closed) == 7
+    assert closed.rows == [["x", 0], ["a", 1], ["b", 2], ["c", 3], ["d", 4], ["e", 5], ["f", 6]]
+    assert closed.fields == ("k", "v") and c.open == {}
+
+
+def test_a_column_batch_without_fields_is_refused_naming_its_stream() -> None:
+    c = BatchCollector(batch_size=5, batch_seconds=10, idle_seconds=None)
+    with pytest.raises(ValueError, match="src/raw"):
+        c.add(ColumnBatch([["a"]], "raw", 1, "src", None))

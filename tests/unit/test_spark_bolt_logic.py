@@ -11,6 +11,7 @@ result checks, cleanup. ``tests/spark`` runs the same bolt against a real Spark.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
@@ -21,7 +22,7 @@ from stormpy.batching import BatchSource
 from stormpy.connectors.spark import bolt as bolt_module
 from stormpy.connectors.spark.bolt import SparkBatchBolt
 from stormpy.connectors.spark.errors import SparkBatchTimeout, SparkMasterUnreachable
-from stormpy.topology import Stream, Tuple
+from stormpy.topology import ColumnBatch, Stream, Tuple
 from stormpy.topology.fields import Fields
 
 FIELDS = Fields(["word", "n"])
@@ -324,9 +325,15 @@ def test_first_batch_seq_starts_the_numbering(monkeypatch: pytest.MonkeyPatch) -
     assert [i for i, *_ in h.bolt.handed] == [15, 17]
 
 
+class NoAhead(Counting):
+    """Without the DataFrame built ahead: the off-loop jobs are the batches' own."""
+
+    prepare_ahead = False
+
+
 def test_while_spark_is_busy_full_batches_queue_and_a_due_batch_keeps_collecting(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    h = Harness(monkeypatch, batch_size=2, batch_seconds=1.0, max_in_flight=1)
+    h = Harness(monkeypatch, bolt_cls=NoAhead, batch_size=2, batch_seconds=1.0, max_in_flight=1)
     h.off_loop.run()
     h.send("a", "b")  # batch 0 goes to Spark
     h.send("c", "d")  # batch 1 full: waits for the slot
@@ -346,12 +353,113 @@ def test_while_spark_is_busy_full_batches_queue_and_a_due_batch_keeps_collecting
 
 
 def test_max_in_flight_batches_run_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    h = Harness(monkeypatch, batch_size=1, max_in_flight=2)
+    h = Harness(monkeypatch, bolt_cls=NoAhead, batch_size=1, max_in_flight=2)
     h.off_loop.run()
     h.send("a", "b", "c")
     assert len(h.off_loop.jobs) == 2 and len(h.bolt._ready) == 1  # noqa: SLF001
     h.off_loop.run()
     assert h.acked == ["a", "b", "c"]
+
+
+def built_dataframes(monkeypatch: pytest.MonkeyPatch, fail_first: int = 0) -> list[int]:
+    """Count FakeDF builds (the first ``fail_first`` of those after the call raise)."""
+    builds: list[int] = []
+
+    def building() -> None:
+        builds.append(1)
+        if len(builds) <= fail_first:
+            raise ValueError("arrow: cannot convert")
+    monkeypatch.setattr(FakeDF, "building", staticmethod(building))
+    return builds
+
+
+def test_the_next_batch_s_dataframe_is_built_ahead_while_the_previous_one_runs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, batch_size=2)
+    h.off_loop.run()
+    builds = built_dataframes(monkeypatch)
+    h.send("a", "b")  # batch 0 goes to Spark
+    h.send("c", "d")  # batch 1 waits for the slot: its DataFrame is built meanwhile
+    assert len(h.off_loop.jobs) == 2
+    h.off_loop.run(2)  # batch 0's job, then batch 1's DataFrame
+    assert builds == [1, 1] and len(h.bolt.handed) == 1
+    h.off_loop.run()  # batch 1's job takes the DataFrame built ahead: no third build
+    assert builds == [1, 1]
+    assert [[x[0] for x in r] for _, r, *_ in h.bolt.handed] == [["a", "b"], ["c", "d"]]
+    assert h.acked == ["a", "b", "c", "d"] and h.bolt._ahead == {}  # noqa: SLF001
+
+
+def test_a_batch_whose_dataframe_was_not_started_ahead_builds_it_itself(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, batch_size=2)
+    h.off_loop.run()
+    builds = built_dataframes(monkeypatch)
+    h.send("a", "b", "c", "d")
+    run0, ahead1 = h.off_loop.jobs
+    h.off_loop.jobs = [run0]
+    h.off_loop.run()  # batch 0 returns; batch 1 starts before its build ahead ran
+    assert [[x[0] for x in r] for _, r, *_ in h.bolt.handed] == [["a", "b"], ["c", "d"]]
+    assert builds == [1, 1]
+    h.off_loop.jobs = [ahead1]
+    h.off_loop.run()  # the late build ahead does nothing
+    assert builds == [1, 1] and h.acked == ["a", "b", "c", "d"]
+
+
+@pytest.mark.parametrize("why", ["the build failed", "the session was restarted"])
+def test_a_dataframe_built_ahead_is_not_used_when_it_failed_or_its_session_is_gone(
+        monkeypatch: pytest.MonkeyPatch, why: str) -> None:
+    h = Harness(monkeypatch, batch_size=2)
+    h.off_loop.run()
+    builds = built_dataframes(monkeypatch)
+    h.send("a", "b", "c", "d")
+    h.off_loop.run(1)  # batch 0's job
+    if why == "the build failed":
+        builds_before = len(builds)
+        monkeypatch.setattr(FakeDF, "building", staticmethod(
+            lambda: (_ for _ in ()).throw(ValueError("arrow: cannot convert"))))
+        h.off_loop.run(1)  # the build ahead fails quietly
+        assert len(builds) == builds_before and h.errors == []
+        monkeypatch.setattr(FakeDF, "building", None)
+    else:
+        h.off_loop.run(1)  # built on the first session
+        h.session = FakeSession()  # restarted before batch 1's job
+    h.off_loop.run()
+    assert [[x[0] for x in r] for _, r, *_ in h.bolt.handed] == [["a", "b"], ["c", "d"]]
+    assert h.bolt.sessions[-1] is h.session and h.acked == ["a", "b", "c", "d"]
+    assert h.bolt.batches_failed == 0
+
+
+def test_a_batch_given_up_while_its_dataframe_is_built_ahead_stops_waiting_for_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, conf={"spark.stormpy.batch.timeout.secs": 5}, batch_size=2)
+    h.off_loop.run()
+    h.send("a", "b", "c", "d")
+    run0, ahead1 = h.off_loop.jobs
+    h.off_loop.jobs = [run0]
+    h.off_loop.run(1)  # batch 0 done; batch 1's job is queued, its build ahead not started
+    (run1,) = h.off_loop.jobs
+    building, release = threading.Event(), threading.Event()
+    monkeypatch.setattr(FakeDF, "building", staticmethod(lambda: building.set() or release.wait(10)))
+    builder = threading.Thread(target=ahead1.fn)
+    builder.start()  # the build ahead is under way (and stays so)
+    assert building.wait(5)
+    monkeypatch.setattr(FakeDF, "building", None)
+    timeout = threading.Timer(0.3, lambda: (setattr(h.clock, "now", h.clock.now + 6), h.tick(0.1)))
+    safety = threading.Timer(5, release.set)  # a batch that never gave up would wait this long
+    timeout.start()
+    safety.start()
+    try:
+        h.off_loop.run(1)  # batch 1 waits for the build ahead until the loop gives up on it
+        assert builder.is_alive() and not release.is_set()
+    finally:
+        release.set()
+        safety.cancel()
+        builder.join(5)
+        timeout.join(5)
+    assert h.failed == ["c", "d"] and [r[0][0] for _, r, *_ in h.bolt.handed] == ["a"]
+    (batch_id, error), = h.bolt.aborted
+    assert batch_id == 1 and str(error) == "batch 1 timed out before process_batch began"
+    assert all(c is h.conf for c in h.confs)  # the build ahead used the topology's config
 
 
 def test_a_tuple_added_while_a_batch_is_in_spark_gives_the_gil_up_every_so_often(
@@ -379,6 +487,30 @@ def test_results_are_emitted_anchored_to_every_tuple_of_the_batch_before_the_ack
     h.off_loop.run()
     assert h.emitted == [(["a", 2], ["a", "b"], "default"), (["b", 1], ["a", "b"], "default")]
     assert h.acked == ["a", "b"] and h.bolt.done[0].results == 2
+
+
+def test_a_column_batch_joins_the_micro_batch_whole_and_is_acked_or_failed_as_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, batch_size=4)
+    h.off_loop.run()
+    units: list[Any] = []
+    failed: list[Any] = []
+    b: Any = h.bolt
+    b.ack_many = units.extend
+    b.fail = failed.append
+    h.send("a")
+    cb = ColumnBatch([["b", 1], ["c", 1], ["d", 1], ["e", 1]], "default", 1, "src", FIELDS)
+    h.bolt.execute_columns(cb)  # 5 tuples: closes the batch without splitting the column batch
+    h.off_loop.run()
+    ((batch_id, rows, _, _, _),) = h.bolt.handed
+    assert rows == [["a", 1], ["b", 1], ["c", 1], ["d", 1], ["e", 1]]
+    assert [u.values[0] if isinstance(u, Tuple) else u for u in units] == ["a", cb]
+    assert h.bolt.done[0].size == 5
+    h.bolt.raise_ = RuntimeError("job aborted")
+    cb2 = ColumnBatch([["f", 1], ["g", 1], ["h", 1], ["i", 1]], "default", 1, "src", FIELDS)
+    h.bolt.execute_columns(cb2)
+    h.off_loop.run()
+    assert failed == [cb2] and h.bolt.batches_failed == 1
 
 
 class Unanchored(Counting):

@@ -12,12 +12,20 @@ Contract (see ``SparkBatchBolt`` for the knobs):
   whose columns are the stream's declared fields (through Arrow), and runs
   ``process_batch(df, batch_id)`` off the executor loop, through the task's off-loop seam
   (``context.off_loop``, see ``stormpy.topology.offloop``).
+* A ``ColumnBatch`` (``execute_columns``: what an upstream ``emit_many`` or a spout's
+  ``emit_batch`` delivers to columnar subscribers) joins its stream's micro-batch whole, as one
+  ack/fail unit whose rows all count: a micro-batch closes once it holds ``batch_size`` tuples or
+  more, never splitting a column batch. Single tuples and column batches of one stream mix.
 * At most ``max_in_flight`` batches per task are in Spark at once (default 1). Batches that fill
   up meanwhile wait in order for a slot; a batch that comes due by time while every slot is busy
   stays open and keeps collecting (up to ``batch_size``) until a slot frees, so a slow Spark job
   yields fuller batches rather than a queue of small ones. Memory is bounded by the spouts'
   ``topology.max.spout.pending``, which holds spouts back while batches are outstanding: set it
   (a few ``batch_size`` × tasks is a good start).
+* With ``prepare_ahead`` (the default), the first batch waiting for a slot has its DataFrame
+  built (Arrow + ``createDataFrame``, no Spark job) on another background thread while the
+  batches before it run, so its job starts as soon as the slot frees (``ahead.py``; at most one
+  batch ahead per task).
 * When ``process_batch`` returns, its result rows are emitted on ``result_stream`` anchored to
   every tuple of the batch (unless ``anchor_results`` is False), then the next waiting batch is
   handed to Spark, then the batch's tuples are acked (so acking overlaps the next job).
@@ -64,6 +72,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import msgpack
 
 from stormpy.batching import Batch, BatchCollector, BatchSource
+from stormpy.connectors.spark.ahead import AheadDataFrame, ignore_outcome
 from stormpy.connectors.spark.arrow import batch_dataframe, result_rows
 from stormpy.connectors.spark.batching import BatchInfo
 from stormpy.connectors.spark.errors import SparkBatchTimeout, SparkMasterUnreachable, require_spark
@@ -77,7 +86,15 @@ from stormpy.connectors.spark.session import (
     retain_spark,
 )
 from stormpy.connectors.spark.settings import BATCH_TIMEOUT_KEY, PROBE_KEY
-from stormpy.topology import DEFAULT_STREAM, BackgroundJob, Bolt, OffLoop, TopologyContext, Tuple
+from stormpy.topology import (
+    DEFAULT_STREAM,
+    BackgroundJob,
+    Bolt,
+    ColumnBatch,
+    OffLoop,
+    TopologyContext,
+    Tuple,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -105,10 +122,11 @@ class _InSpark:
     ``session``/``spark_since`` are written by the batch's background job, ``abandoned`` by the
     executor loop; each is a single reference assignment read by the other side."""
 
-    __slots__ = ("batch", "job", "tag", "session", "spark_since", "abandoned", "returned")
+    __slots__ = ("batch", "job", "tag", "session", "spark_since", "abandoned", "returned", "ahead")
 
-    def __init__(self, batch: Batch) -> None:
+    def __init__(self, batch: Batch, ahead: AheadDataFrame | None = None) -> None:
         self.batch = batch
+        self.ahead = ahead  # its DataFrame, when built ahead
         self.job: BackgroundJob | None = None
         self.tag = f"stormpy-batch-{batch.batch_id}-{uuid.uuid4().hex[:12]}"
         self.session: SparkSession | None = None
@@ -149,6 +167,9 @@ class SparkBatchBolt(Bolt):
     warm_up: ClassVar[bool] = True
     #: How long ``cleanup`` waits for running Spark jobs.
     cleanup_wait_secs: ClassVar[float] = 8.0
+    #: Build the next waiting batch's DataFrame while the batches before it run (one batch's
+    #: Arrow table and DataFrame more in memory per task; no Spark job runs early).
+    prepare_ahead: ClassVar[bool] = True
 
     @classmethod
     def declare_config(cls, kwargs: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -221,6 +242,8 @@ class SparkBatchBolt(Bolt):
         #: (nor been given up on: a timed-out batch leaves at once)
         self._in_flight: dict[int, _InSpark] = {}
         self._off_loop: OffLoop = context.off_loop
+        #: batch id → its DataFrame being built ahead (the first batch waiting for a slot)
+        self._ahead: dict[int, AheadDataFrame] = {}
         result = context.spec.components[context.component_id].streams.get(self.result_stream)
         self._result_arity = len(result.fields) if result is not None else None
         self._tasks = len(context.component_tasks)
@@ -253,9 +276,18 @@ class SparkBatchBolt(Bolt):
             if self._added % _YIELD_EVERY == 0:
                 _release_gil()
 
+    def execute_columns(self, batch: ColumnBatch) -> None:
+        """A column batch joins its stream's micro-batch whole (see the module doc)."""
+        closed = self._collector.add(batch)
+        if closed is not None:
+            self._close(closed)
+        elif self._in_flight:
+            _release_gil()
+
     def cleanup(self) -> None:
         self._closing = True
         self._off_loop.shutdown(self.cleanup_wait_secs)
+        self._ahead.clear()
         dropped = sum(len(b) for b in self._collector.drain()) + sum(len(b) for b in self._ready)
         if dropped:
             log.info("%s: %d tuples in unprocessed batches at shutdown (not acked; reliable "
@@ -323,10 +355,19 @@ class SparkBatchBolt(Bolt):
     def _pump(self) -> None:
         while self._ready and len(self._in_flight) < self.max_in_flight and not self._closing:
             batch = self._ready.popleft()
-            flight = _InSpark(batch)
+            flight = _InSpark(batch, self._ahead.pop(batch.batch_id, None))
             self._in_flight[batch.batch_id] = flight
             batch.started_at = perf_counter()
             flight.job = self._off_loop.submit(partial(self._run, flight), partial(self._done, flight))
+        if self.prepare_ahead and self._ready and not self._closing:
+            head = self._ready[0]
+            if head.batch_id not in self._ahead:
+                ahead = self._ahead[head.batch_id] = AheadDataFrame()
+                self._off_loop.submit(partial(ahead.build, partial(get_spark, self._conf),
+                                              partial(self._dataframe, head)), ignore_outcome)
+
+    def _dataframe(self, batch: Batch, session: SparkSession) -> DataFrame:
+        return batch_dataframe(session, batch.fields, batch.rows, self.schema)
 
     # -- off the loop ------------------------------------------------------------------------------
     def _warm(self) -> None:
@@ -353,7 +394,11 @@ class SparkBatchBolt(Bolt):
             sc.setInterruptOnCancel(True)
             sc.addJobTag(flight.tag)
             try:
-                df = batch_dataframe(session, batch.fields, batch.rows, self.schema)
+                df = None
+                if flight.ahead is not None:
+                    df = flight.ahead.take(session, lambda: flight.abandoned)
+                if df is None:
+                    df = self._dataframe(batch, session)
                 if flight.abandoned:
                     raise SparkBatchTimeout(f"batch {batch.batch_id} timed out before "
                                             "process_batch began")
