@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from random import getrandbits
-from typing import Any, Final, cast
+from typing import Any, cast
 
 from stormpy.acker.streams import ACK_FAIL, ACK_RESET_TIMEOUT
 from stormpy.topology.columns import ColumnBatch, column_lists, rows_of
@@ -35,13 +35,10 @@ from stormpy.topology.errors import EmitError
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
 from stormpy.worker.edges import EDGE_BITS
 from stormpy.worker.tasks import BoltTask
+from stormpy.worker.values import SHORT_INT_MAX, SHORT_INT_MIN
 
 __all__ = ["ColumnPath", "attach", "takes_columns"]
 
-#: ints in this range pass the inline value check with a plain compare (a compiled build keeps
-#: them unboxed); any other int gets ``check_values``' exact 64-bit check
-_SHORT_MIN: Final = -(2 ** 62)
-_SHORT_MAX: Final = 2 ** 62 - 1
 
 
 def takes_columns(cls: Any) -> bool:
@@ -378,7 +375,7 @@ class ColumnPath:
             for v in c:
                 vt = type(v)
                 if vt is str or vt is bytes or vt is float or v is None or \
-                        (type(v) is int and _SHORT_MIN <= v <= _SHORT_MAX):
+                        (type(v) is int and SHORT_INT_MIN <= v <= SHORT_INT_MAX):
                     continue
                 for i in range(n):  # a value of another type: every row its full check
                     runner._check([col[i] for col in cols], stream, router)

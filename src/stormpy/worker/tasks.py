@@ -28,17 +28,13 @@ from stormpy.worker.edges import EDGE_BITS
 from stormpy.worker.host import TaskHost
 from stormpy.worker.routing import StreamRouter
 from stormpy.worker.stats import TaskStats
-from stormpy.worker.values import check_values
+from stormpy.worker.values import SHORT_INT_MAX, SHORT_INT_MIN, check_values
 
 TIMEOUT_BUCKETS = 3
 #: a spout's loop round ends once it has emitted this many tuples (a batch counts its rows), so a
 #: spout that emits hundreds per ``next_tuple`` (``emit_batch``, Kafka polls) hands the bolts of
 #: its worker work after a call or two instead of queueing 64 calls' worth first
 SPOUT_ROUND_TUPLES = 1024
-#: ints in this range pass the inline value check with a plain compare (a compiled build keeps
-#: them unboxed); any other int gets ``check_values``' exact 64-bit check
-_SHORT_MIN: Final = -(2 ** 62)
-_SHORT_MAX: Final = 2 ** 62 - 1
 _UINT64: Final = 2 ** 64
 
 
@@ -129,7 +125,7 @@ class TaskRunner:
                 for v in values:  # plain scalars pass here; anything else gets the full check
                     vt = type(v)
                     if vt is str or vt is bytes or vt is float or v is None or \
-                            (type(v) is int and _SHORT_MIN <= v <= _SHORT_MAX):
+                            (type(v) is int and SHORT_INT_MIN <= v <= SHORT_INT_MAX):
                         continue
                     self._check(values, stream, router)
                     break
@@ -304,7 +300,7 @@ class BoltTask(TaskRunner):
             for v in values:  # plain scalars pass here; anything else gets the full check
                 vt = type(v)
                 if vt is str or vt is bytes or vt is float or v is None or \
-                        (type(v) is int and _SHORT_MIN <= v <= _SHORT_MAX):
+                        (type(v) is int and SHORT_INT_MIN <= v <= SHORT_INT_MAX):
                     continue
                 self._check(values, stream, router)
                 break
@@ -604,7 +600,7 @@ class SpoutTask(TaskRunner):
             for v in values:  # plain scalars pass here; anything else gets the full check
                 vt = type(v)
                 if vt is str or vt is bytes or vt is float or v is None or \
-                        (type(v) is int and _SHORT_MIN <= v <= _SHORT_MAX):
+                        (type(v) is int and SHORT_INT_MIN <= v <= SHORT_INT_MAX):
                     continue
                 self._check(values, stream, router)
                 break

@@ -8,6 +8,11 @@ from stormpy.topology.errors import EmitError
 
 _MIN_INT64: Final = -(2 ** 63)
 _MAX_UINT64: Final = 2 ** 64
+#: ints in this range pass the inline value check of ``emit``, ``emit_many``, ``emit_batch`` and
+#: ``emit_columns`` with a plain compare (a compiled build keeps them unboxed); any other int
+#: gets ``check_values``' exact 64-bit check
+SHORT_INT_MIN: Final = -(2 ** 62)
+SHORT_INT_MAX: Final = 2 ** 62 - 1
 _SCALARS = frozenset({str, int, float, bool, type(None), bytes})
 
 
