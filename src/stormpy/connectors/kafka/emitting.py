@@ -56,6 +56,7 @@ class RecordEmitter(PartitionsAndCommits):
     _null_values: list[Any]
     _on_emit: Callable[[list[Any], Any], None] | None
     _on_ack: Callable[[Any], None] | None
+    #: the default translator: records are polled as rows, its tuples' values (set by ``open``)
     _rows: bool
 
     def _uses_default_translator(self) -> bool:
@@ -65,13 +66,12 @@ class RecordEmitter(PartitionsAndCommits):
     def _emit_batch(self, records: Iterable[PolledRecord]) -> None:
         """Emit the tuples of ``records`` (see the module doc)."""
         alo = self.at_least_once
-        translate = None if self._uses_default_translator() else self.translator.apply
-        if not alo and translate is None and self._rows:
+        if not alo and self._rows:
             # nothing to track or translate: the rows are the tuples' values, and every waiting
             # record is of an assigned partition (a revocation drops the others)
-            self.emit_batch(records if type(records) is list else list(records), None,
-                            DEFAULT_STREAM)
+            self.emit_batch(list(records), None, DEFAULT_STREAM)
             return
+        translate = None if self._rows else self.translator.apply
         self._fold_acks()  # the replay checks below read the acked offsets
         assigned, managers = self.assigned, self.managers
         values_out: list[list[Any]] = []
