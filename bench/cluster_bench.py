@@ -10,6 +10,11 @@ benchmark, the complete latency at a fixed rate and the workers' memory, on ONE 
   words per CPU-second of the processes over the same window (the load-independent measure).
 - Complete latency: a spout limited to ``--latency-rate`` sentences/s, acking on, the time from
   each emit to its ack in the spout; p50/p95/p99 of the tuples after a 1 s warm-up.
+- The machine: a probe process beside each latency run times a fixed unit of work every
+  millisecond (``bench/cpu_probe.py``); the runner reports the windows where that unit ran
+  slowed, and how many of the tuples over 5 ms were in flight during a slowed stretch of 5 ms or
+  more, or the 100 ms after it while its backlog drains (beside the share of the run those
+  cover: the level chance alone would give).
 - Memory: each worker's peak RSS (psutil, while word count runs) and its USS (read once the
   clock stopped: reading it walks the worker's memory map).
 
@@ -23,6 +28,7 @@ import json
 import os
 import platform
 import statistics
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -31,7 +37,8 @@ from rich.console import Console
 from rich.table import Table
 
 import stormpy._native as native
-from bench import cluster_runner, runners
+from bench import cluster_runner, cpu_probe, runners
+from bench.cpu_probe import CpuProbe
 from bench.runners import sentences
 
 RESULTS = Path(__file__).parent / "results"
@@ -106,9 +113,12 @@ def main() -> None:
         if args.latency_rate > 0:
             count = int(args.latency_rate * args.latency_seconds)
             for i in range(args.latency_rounds):
-                r = cluster_runner.run_topology(cluster, bundle, f"bench-latency-{i}", count, True,
-                                                rate=args.latency_rate)
+                with tempfile.TemporaryDirectory(prefix="stormpy-bench-probe-") as tmp, \
+                        CpuProbe(Path(tmp) / "units.json") as probe:
+                    r = cluster_runner.run_topology(cluster, bundle, f"bench-latency-{i}", count,
+                                                    True, rate=args.latency_rate)
                 r["load"] = os.getloadavg()[0]
+                r["machine"] = cpu_probe.summary(probe.units, r["slow_spans"])
                 latency_runs.append(r)
         for batch in args.tx_batches:
             r = cluster_runner.run_transactional(cluster, bundle, f"bench-tx-{batch}", n, batch)
@@ -153,7 +163,7 @@ def _latency(runs: list[dict[str, Any]], rate: float) -> dict[str, Any] | None:
                        "achieved_rate": round((s["tuples"] + len(r["warmup_latencies"]))
                                               / r["seconds"], 1),
                        "worker_peak_rss_mb": r["worker_rss_mb"],
-                       "worker_peak_uss_mb": r["worker_uss_mb"]})
+                       "worker_peak_uss_mb": r["worker_uss_mb"], "machine": r["machine"]})
     best = min(rounds, key=lambda x: x["p99_ms"])
     return {"rate": rate, "best": best, "rounds": rounds}
 
@@ -186,6 +196,16 @@ def _print(console: Console, n: int, rounds: int, results: dict[str, Any],
                           f"ms, p99 {r['p99_ms']} ms, max {r['max_ms']} ms ({r['tuples']} tuples, "
                           f"{r['failed']} failed, load {r['load']}, worker RSS "
                           f"{r['worker_peak_rss_mb']} MB, USS {r['worker_peak_uss_mb']} MB)")
+            m = r["machine"]
+            console.print(f"  machine probe (a {m['median_unit_us']} µs unit of work beside the "
+                          f"run): slowed ≥{cpu_probe.SLOW_FACTOR:.0f}x in {m['windows']} windows "
+                          f"({m['slowed_share']:.1%} of the time, longest "
+                          f"{m['longest_window_ms']} ms, worst {m['worst_factor']}x); "
+                          f"{m['stalls']} of them {cpu_probe.STALL_SECS * 1000:.0f} ms or "
+                          f"longer; of the {m['slow_tuples']} tuples over 5 ms, "
+                          f"{m['slow_tuples_in_stalls']} were in flight during such a stall or "
+                          f"the {cpu_probe.DRAIN_SECS * 1000:.0f} ms after it, which cover "
+                          f"{m['stall_cover_share']:.1%} of the run")
 
 
 if __name__ == "__main__":

@@ -116,6 +116,8 @@ def run_topology(cluster: ProcessCluster, bundle: Path, name: str, n: int, ackin
             "cpu_seconds": round(probe.cpu_between(start, end), 4),
             "latencies": [x for s in spouts for x in s.get("latencies", [])],
             "warmup_latencies": [x for s in spouts for x in s.get("warmup_latencies", [])],
+            "slow_spans": [[s["slow"][i], s["slow"][i + 1]] for s in spouts
+                           for i in range(0, len(s.get("slow", [])), 2)],
             "failed": sum(s.get("failed", 0) for s in spouts),
             "worker_rss_mb": [round(v / 2**20, 1) for v in probe.peak_rss.values()],
             "worker_uss_mb": [round(v / 2**20, 1) for v in probe.peak_uss.values()]}

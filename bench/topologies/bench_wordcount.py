@@ -49,6 +49,9 @@ def _write(path: str, doc: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+#: a complete latency over this (the p99 target) is reported with its emit time
+SLOW_TUPLE_SECS = 0.005
+
 #: sentences per spout ``emit_batch`` in the columnar form
 SPOUT_BATCH = 100
 
@@ -93,6 +96,9 @@ class BenchSentenceSpout(Spout):
         # complete latencies as doubles (8 bytes each, not a float object per tuple)
         self.latencies = array("d")
         self.warmup_latencies = array("d")
+        #: emit time and latency of each tuple over SLOW_TUPLE_SECS, flat (the bench compares
+        #: them with the machine probe's slowed windows)
+        self.slow = array("d")
         self.interval = 1.0 / self.rate if self.rate > 0 else 0.0
         self.next_due = 0.0
         self.reported = False
@@ -163,7 +169,10 @@ class BenchSentenceSpout(Spout):
         start = self.emitted_at.pop(msg_id, None)
         if start is not None:
             warm = self.first_emit is not None and start - self.first_emit >= self.warmup_secs
-            (self.latencies if warm else self.warmup_latencies).append(self.last_ack - start)
+            latency = self.last_ack - start
+            (self.latencies if warm else self.warmup_latencies).append(latency)
+            if warm and latency > SLOW_TUPLE_SECS:
+                self.slow.extend((start, latency))
 
     def fail(self, msg_id: int) -> None:
         self.failed += 1
@@ -178,7 +187,8 @@ class BenchSentenceSpout(Spout):
         _write(os.path.join(self.report_dir, f"spout-{self.task}.json"),
                {"first_emit": self.first_emit, "last_ack": self.last_ack, "acked": self.acked,
                 "failed": self.failed, "latencies": self.latencies.tolist(),
-                "warmup_latencies": self.warmup_latencies.tolist()})
+                "warmup_latencies": self.warmup_latencies.tolist(),
+                "slow": self.slow.tolist()})
 
 
 class BenchSplit(Bolt):
