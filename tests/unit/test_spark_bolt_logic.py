@@ -11,9 +11,10 @@ result checks, cleanup. ``tests/spark`` runs the same bolt against a real Spark.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
 import pytest
@@ -22,6 +23,7 @@ from stormpy.batching import BatchSource
 from stormpy.connectors.spark import bolt as bolt_module
 from stormpy.connectors.spark.bolt import SparkBatchBolt
 from stormpy.connectors.spark.errors import SparkBatchTimeout, SparkMasterUnreachable
+from stormpy.connectors.spark.settings import SWITCH_INTERVAL_KEY
 from stormpy.topology import ColumnBatch, Stream, Tuple
 from stormpy.topology.fields import Fields
 
@@ -175,6 +177,17 @@ class Counting(SparkBatchBolt):
 
     def on_batch_done(self, info: Any) -> None:
         self.done.append(info)
+
+
+@pytest.fixture(autouse=True)
+def _switch_interval(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every bolt prepared here lowers the process's switch interval (few clean up): each test
+    starts with no holder and leaves the interval as it found it."""
+    before = sys.getswitchinterval()
+    monkeypatch.setattr(bolt_module.switching, "_holders", 0)
+    monkeypatch.setattr(bolt_module.switching, "_saved", None)
+    yield
+    sys.setswitchinterval(before)
 
 
 class Harness:
@@ -996,3 +1009,43 @@ def test_a_cancel_stops_at_once_when_the_session_is_gone(monkeypatch: pytest.Mon
     h.send("a")
     h.off_loop.run()
     assert sum(1 for x in h.session.log if x[0] == "cancel") == 1 and h.resets == []
+
+
+# -- the process's switch interval ------------------------------------------------------------
+
+def test_a_spark_bolt_holds_the_switch_interval_low_until_the_last_one_cleans_up(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    before = sys.getswitchinterval()
+    try:
+        first = Harness(monkeypatch)
+        assert sys.getswitchinterval() == pytest.approx(0.0005)
+        second = Harness(monkeypatch, conf={SWITCH_INTERVAL_KEY: 0.002})  # not lower: kept
+        assert sys.getswitchinterval() == pytest.approx(0.0005)
+        first.bolt.cleanup()
+        assert sys.getswitchinterval() == pytest.approx(0.0005)
+        first.bolt.cleanup()  # a second cleanup drops nothing more
+        assert sys.getswitchinterval() == pytest.approx(0.0005)
+        second.bolt.cleanup()
+        assert sys.getswitchinterval() == pytest.approx(before)
+    finally:
+        sys.setswitchinterval(before)
+
+
+def test_a_switch_interval_of_none_or_zero_leaves_the_process_s_alone(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    before = sys.getswitchinterval()
+    for value in (0, 0.0):
+        h = Harness(monkeypatch, conf={SWITCH_INTERVAL_KEY: value})
+        assert sys.getswitchinterval() == before
+        h.bolt.cleanup()
+        assert sys.getswitchinterval() == before
+    assert bolt_module._positive(None, SWITCH_INTERVAL_KEY, "spark") is None  # noqa: SLF001
+    assert bolt_module.switching.lower(None) is False
+    assert sys.getswitchinterval() == before
+
+
+@pytest.mark.parametrize("value", [-0.001, "fast", True])
+def test_a_bad_switch_interval_names_the_setting_and_the_component(
+        monkeypatch: pytest.MonkeyPatch, value: Any) -> None:
+    with pytest.raises(ValueError, match=rf"spark: {SWITCH_INTERVAL_KEY} must be a number"):
+        Harness(monkeypatch, conf={SWITCH_INTERVAL_KEY: value})

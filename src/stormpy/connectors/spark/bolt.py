@@ -49,7 +49,9 @@ Contract (see ``SparkBatchBolt`` for the knobs):
   (``time.sleep(0)``). The batch's thread gives the GIL up on every py4j call and needs it back
   for the answer; without this it would wait out the interpreter's switch interval (5 ms) each
   time while the executor loop fills the next batch, which made Arrow + ``createDataFrame``
-  several times slower than the same calls in a plain loop.
+  several times slower than the same calls in a plain loop. The loop's other work (the spout,
+  routing, acking) does not yield, so ``prepare`` also holds the process's switch interval at
+  ``spark.stormpy.switch.interval.secs`` (0.5 ms; ``switching``) until ``cleanup``.
 * ``cleanup`` shuts the off-loop work down: jobs not started never run (their tuples are not
   acked: a reliable spout replays them after a restart), running ones get up to
   ``cleanup_wait_secs``; then it releases the process's SparkSession.
@@ -72,6 +74,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import msgpack
 
 from stormpy.batching import Batch, BatchCollector, BatchSource
+from stormpy.connectors.spark import switching
 from stormpy.connectors.spark.ahead import AheadDataFrame, ignore_outcome
 from stormpy.connectors.spark.arrow import batch_dataframe, result_rows
 from stormpy.connectors.spark.batching import BatchInfo
@@ -85,7 +88,7 @@ from stormpy.connectors.spark.session import (
     reset_spark,
     retain_spark,
 )
-from stormpy.connectors.spark.settings import BATCH_TIMEOUT_KEY, PROBE_KEY
+from stormpy.connectors.spark.settings import BATCH_TIMEOUT_KEY, PROBE_KEY, SWITCH_INTERVAL_KEY
 from stormpy.topology import (
     DEFAULT_STREAM,
     BackgroundJob,
@@ -113,6 +116,17 @@ _YIELD_EVERY = 16
 def _release_gil() -> None:
     """Let another thread waiting for the GIL (a batch's py4j calls) take it now."""
     time.sleep(0)
+
+
+def _positive(value: Any, key: str, component: str) -> float | None:
+    """``value`` of setting ``key`` as seconds (None for None or 0); ValueError naming the
+    component and the setting for anything else than a number of at least 0."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ValueError(f"{component}: {key} must be a number of seconds >= 0 (or None), "
+                         f"got {value!r}")
+    return float(value) or None
 
 
 class _InSpark:
@@ -260,6 +274,8 @@ class SparkBatchBolt(Bolt):
         self.batches_ok = 0
         self.batches_failed = 0
         self._added = 0  # tuples added while a batch was in Spark
+        self._switching = switching.lower(_positive(conf.get(SWITCH_INTERVAL_KEY, 0.0005),
+                                                    SWITCH_INTERVAL_KEY, context.component_id))
         retain_spark()
         if self.warm_up:
             self._off_loop.submit(self._warm, self._warmed)
@@ -292,6 +308,9 @@ class SparkBatchBolt(Bolt):
         if dropped:
             log.info("%s: %d tuples in unprocessed batches at shutdown (not acked; reliable "
                      "spouts replay them)", type(self).__name__, dropped)
+        if self._switching:
+            self._switching = False
+            switching.restore()
         release_spark()
 
     # -- batching --------------------------------------------------------------------------------

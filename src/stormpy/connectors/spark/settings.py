@@ -8,7 +8,7 @@ from __future__ import annotations
 from stormpy.config import ConfigKey, ConfigSection, register_section
 
 __all__ = ["BATCH_TIMEOUT_KEY", "CODE_DIR_KEY", "DEFAULT_MASTER", "OWN_PREFIX", "PROBE_KEY",
-           "SHIP_CODE_KEY", "SPARK_CONFIG"]
+           "SHIP_CODE_KEY", "SPARK_CONFIG", "SWITCH_INTERVAL_KEY"]
 
 #: Where Spark bolts run their jobs unless ``spark.master`` says otherwise: in the worker process.
 DEFAULT_MASTER = "local[*]"
@@ -18,6 +18,7 @@ SHIP_CODE_KEY = "spark.stormpy.ship.code"
 CODE_DIR_KEY = "spark.stormpy.code.dir"
 BATCH_TIMEOUT_KEY = "spark.stormpy.batch.timeout.secs"
 PROBE_KEY = "spark.stormpy.master.probe.secs"
+SWITCH_INTERVAL_KEY = "spark.stormpy.switch.interval.secs"
 
 SPARK_CONFIG = register_section(ConfigSection(
     name="spark",
@@ -54,5 +55,11 @@ SPARK_CONFIG = register_section(ConfigSection(
                   "Before starting a SparkSession on spark://host:port, check the master accepts "
                   "connections within this many seconds (else fail fast: Spark itself retries "
                   "for a minute)."),
+        ConfigKey(SWITCH_INTERVAL_KEY, 0.0005,
+                  "While a Spark bolt runs in a process, Python's thread switch interval "
+                  "(sys.setswitchinterval) is at most this, so the thread waiting on Spark's "
+                  "py4j replies gets the GIL back this soon while the executor loop is busy "
+                  "(Python's default: 5 ms a reply). None or 0: leave it as it is. Restored when "
+                  "the process's last Spark bolt cleans up."),
     ),
 ))

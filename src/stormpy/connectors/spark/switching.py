@@ -1,0 +1,49 @@
+"""Python's thread switch interval while Spark bolts run in a process.
+
+A Spark bolt's batch runs on a thread of its own (the off-loop seam) that talks to Spark over
+py4j: it gives the GIL up on every call and needs it back for each reply. While the executor
+loop keeps a CPU busy (filling the next batch), the interpreter hands the GIL to a waiting
+thread only after its switch interval (``sys.setswitchinterval``, 5 ms by default), so every
+reply waits up to that long. ``lower`` sets a shorter interval for as long as some Spark bolt
+holds it; the last ``restore`` puts back the interval that was there before the first ``lower``.
+The interval is the process's: in local mode it is the user's process too (documented in
+docs/spark.md). Thread-safe.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+_lock = threading.Lock()
+_holders = 0
+#: the interval before the first holder lowered it (None: no holder)
+_saved: float | None = None
+
+
+def lower(seconds: float | None) -> bool:
+    """Hold the process's switch interval at ``seconds`` or less (``None`` or ``<= 0``: leave it
+    alone and hold nothing). Returns whether a hold was taken (then call ``restore`` once)."""
+    global _holders, _saved
+    if seconds is None or seconds <= 0:
+        return False
+    with _lock:
+        current = sys.getswitchinterval()
+        if _holders == 0:
+            _saved = current
+        _holders += 1
+        if seconds < current:
+            sys.setswitchinterval(seconds)
+    return True
+
+
+def restore() -> None:
+    """Drop one hold; the last one puts back the interval saved by the first ``lower``."""
+    global _holders, _saved
+    with _lock:
+        if _holders == 0:
+            return
+        _holders -= 1
+        if _holders == 0 and _saved is not None:
+            sys.setswitchinterval(_saved)
+            _saved = None
