@@ -3,7 +3,7 @@ bolt against a plain PySpark loop, in local mode and on a standalone Spark clust
 
     python -m bench.spark_bolt [--tuples 200000] [--sizes 1000 5000 20000] [--tasks 1 2]
                                [--paced-rate 2000]
-    python -m bench.spark_bolt --compare [--tuples 100000] [--sizes 20000] [--no-cluster]
+    python -m bench.spark_bolt --compare [--tuples 200000] [--sizes 20000] [--no-cluster]
                                [--rounds 2]
 
 A reliable spout emits ``--tuples`` tuples (key, value, ts, agent) with message ids; a
@@ -18,12 +18,13 @@ the task's single in-flight slot; the paced run (``--paced-rate`` tuples/s, batc
 shows latency without that queueing. Results also go to bench/results/spark_bolt.json.
 
 ``--compare`` (bench/spark_compare.py) runs, in one process and one run, the bolt (1 task; fed
-by a per-tuple spout, and by a batch spout: ``BatchCountingSpout``) and a plain loop doing the
+by a per-tuple spout, and by a batch spout: ``BatchCountingSpout``; with one batch in Spark at a
+time, and with two) and a plain loop doing the
 same per batch — the same rows through Arrow (``rows_to_arrow``), the same
 ``createDataFrame``, aggregation and ``collect``, the same batch size — first on ``local[*]``,
 then on a standalone master + 1 worker started for the run (``SparkStandalone``); each path runs
-``--rounds`` times, rotating which goes first, and the best run of each is compared; results
-go to bench/results/spark_compare.json.
+``--rounds`` times, rotating which goes first, and the best and the median run of each are
+compared; results go to bench/results/spark_compare.json.
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ def main() -> None:
     parser.add_argument("--no-cluster", action="store_true",
                         help="with --compare: local mode only")
     parser.add_argument("--rounds", type=int, default=2,
-                        help="with --compare: runs of each path (alternating order; best kept)")
+                        help="with --compare: runs of each path (rotating order; best and median kept)")
     args = parser.parse_args()
     if args.compare:
         from bench.spark_compare import compare

@@ -2,7 +2,7 @@
 standalone Spark cluster, in one run (``python -m bench.spark_bolt --compare``).
 
 Per mode and batch size, each path runs once untimed (warm-up: the JVM's JIT, Spark's code
-cache), then ``rounds`` times (rotating which goes first), the best run of each compared:
+cache), then ``rounds`` times (rotating which goes first):
 
 * **bolt**: a LocalCluster topology — ``CountingSpout`` (reliable, message ids) into
   ``TimedAggregate`` (1 task): each batch becomes a DataFrame through Arrow, is grouped by key
@@ -13,6 +13,9 @@ cache), then ``rounds`` times (rotating which goes first), the best run of each 
   ``emit_batch`` with a message id each (one tuple tree per 1,000, as the Kafka spout's
   ``batch_acking``), reaching the bolt as ``ColumnBatch``es that join its micro-batch whole;
   every tuple still acked after its batch, a failed batch's tuples replayed.
+* **bolt, 2 in flight** and **bolt, batch spout, 2 in flight**: the same two with
+  ``max_in_flight=2``: the bolt hands a closed batch to Spark while the previous one's job still
+  runs (two jobs at once in Spark's scheduler; results and acks per batch, possibly out of order).
 * **plain**: the same rows built in Python, cut into the same batches, each through
   ``rows_to_arrow`` → ``createDataFrame`` → the same aggregation → ``collect``, one after the
   other; each step timed.
@@ -21,14 +24,20 @@ Why the sides do the same work: the same rows (both spouts emit exactly ``row(i)
 batches (20,000 tuples closed by count: with the batch spout 20 column batches of 1,000, never
 split), the same ``rows_to_arrow`` → ``createDataFrame`` → aggregation → ``collect`` on the same
 SparkSession. The bolt additionally moves every tuple through the topology with at-least-once
-tracking (message ids, the acker, acks after the batch): the cost being measured.
+tracking (message ids, the acker, acks after the batch): the cost being measured. Running two
+batches' jobs at once changes when the work runs, not what it is: each batch is still its own
+DataFrame, aggregation and ``collect``.
+
+Each path's best and median run are compared with the plain loop's best and median: on a
+shared 2-CPU machine single runs move by ±20% (see docs/spark.md).
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -80,7 +89,7 @@ class TimedAggregate(AggregateBolt):
 
 
 def run_bolt(conf: Mapping[str, Any], tuples: int, batch_size: int,
-             batch_spout: bool = False) -> dict[str, Any]:
+             batch_spout: bool = False, max_in_flight: int = 1) -> dict[str, Any]:
     """The bolt's run, timed from the spout's first emit to the bolt's ack of the last batch
     (``seconds``; the topology's deployment before it is reported as ``deploy_secs``), and where
     that time went:
@@ -90,8 +99,8 @@ def run_bolt(conf: Mapping[str, Any], tuples: int, batch_size: int,
     * ``arrow_and_create_secs``: Σ batch handed to Spark → ``process_batch`` begins (rows →
       Arrow → ``createDataFrame``, plus the bolt's per-batch session check and job tag);
     * ``job_secs``: Σ ``process_batch`` (aggregation + collect);
-    * ``handoff_secs``: Σ one job's end → the next batch handed to Spark (the result back on the
-      executor loop, the next batch's submission; Spark idle meanwhile);
+    * ``handoff_secs``: Σ the gaps with no batch in Spark (one job's end → the next batch handed
+      over: the result back on the executor loop, the next batch's submission);
     * ``tail_secs``: the last job's end → its tuples acked by the bolt.
     """
     infos: list[BatchInfo] = []
@@ -103,6 +112,7 @@ def run_bolt(conf: Mapping[str, Any], tuples: int, batch_size: int,
                       kwargs={"count": tuples, "first_key": keys[2]})
     builder.set_bolt("spark", TimedAggregate, 1, kwargs={
         "key": keys[0], "jobs_key": keys[1], "batch_size": batch_size, "batch_seconds": 2.0,
+        "max_in_flight": max_in_flight,
     }).shuffle_grouping("source")
     topo_conf = {**conf, "topology.max.spout.pending": 2 * batch_size,
                  "topology.message.timeout.secs": 300}
@@ -124,8 +134,18 @@ def run_bolt(conf: Mapping[str, Any], tuples: int, batch_size: int,
             "fill_secs": ok[0].started_at - first[0],
             "arrow_and_create_secs": sum(spans[i.batch_id][0] - i.started_at for i in ok),
             "job_secs": sum(spans[i.batch_id][1] - spans[i.batch_id][0] for i in ok),
-            "handoff_secs": sum(nxt.started_at - done for nxt, done in zip(ok[1:], job_end)),
+            "handoff_secs": _idle_between(ok, job_end),
             "tail_secs": end - job_end[-1]}
+
+
+def _idle_between(ok: list[BatchInfo], job_end: list[float]) -> float:
+    """Σ the gaps in which no batch was in Spark, from the first batch handed over to the last
+    job's end (``ok`` in the order they were handed over; with several in flight they overlap)."""
+    idle, latest = 0.0, job_end[0]
+    for info, end in zip(ok[1:], job_end[1:]):
+        idle += max(0.0, info.started_at - latest)
+        latest = max(latest, end)
+    return idle
 
 
 def run_plain(conf: Mapping[str, Any], tuples: int, batch_size: int) -> dict[str, Any]:
@@ -152,10 +172,20 @@ def run_plain(conf: Mapping[str, Any], tuples: int, batch_size: int) -> dict[str
             "arrow_secs": arrow_secs, "create_secs": create_secs, "job_secs": job_secs}
 
 
+#: the bolt's paths: name → (batch spout?, batches in Spark at once)
+BOLT_PATHS: dict[str, tuple[bool, int]] = {
+    "bolt": (False, 1),
+    "bolt, batch spout": (True, 1),
+    "bolt, 2 in flight": (False, 2),
+    "bolt, batch spout, 2 in flight": (True, 2),
+}
+
+
 def compare(tuples: int, sizes: list[int], cluster: bool = True,
             rounds: int = 2) -> list[dict[str, Any]]:
     """Run every mode and size, each path ``rounds`` times (rotating which goes first: the
-    machine's load and warm-up then favour neither); print and save the best run of each."""
+    machine's load and warm-up then favour neither); print and save the best and median run of
+    each, and their ratio to the plain loop's."""
     modes: list[tuple[str, Any]] = [("local[*]", None)]
     if cluster:
         modes.append(("standalone", "start"))
@@ -176,44 +206,19 @@ def compare(tuples: int, sizes: list[int], cluster: bool = True,
             get_spark(conf).range(10).count()  # session and executors up before timing
             print(f"{mode}: SparkSession ready in {time.perf_counter() - t:.1f}s (not timed)")
             for size in sizes:
-                plains: list[dict[str, Any]] = []
-                bolts: list[dict[str, Any]] = []
-                batched: list[dict[str, Any]] = []
-                paths = [(plains, run_plain), (bolts, run_bolt),
-                         (batched, partial(run_bolt, batch_spout=True))]
+                paths: list[tuple[str, Callable[..., dict[str, Any]]]] = [("plain", run_plain)]
+                paths += [(name, partial(run_bolt, batch_spout=batch, max_in_flight=in_flight))
+                          for name, (batch, in_flight) in BOLT_PATHS.items()]
+                runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in paths}
                 for _, fn in paths:  # warm every path (the JVM's JIT, Spark's code cache)
                     fn(conf, 2 * size, size)
-                for round_ in range(rounds):  # rotate which path goes first; keep the best
+                for round_ in range(rounds):  # rotate which path goes first
                     shift = round_ % len(paths)
-                    for runs, fn in paths[shift:] + paths[:shift]:
-                        runs.append(fn(conf, tuples, size))
-                plain = min(plains, key=lambda r: r["seconds"])
-                bolt = min(bolts, key=lambda r: r["seconds"])
-                batch_bolt = min(batched, key=lambda r: r["seconds"])
-                ratio = plain["seconds"] / bolt["seconds"]
-                batch_ratio = plain["seconds"] / batch_bolt["seconds"]
-                r = {"mode": mode, "tuples": tuples, "batch_size": size, "rounds": rounds,
-                     "plain": plain, "bolt": bolt, "bolt_vs_plain": round(ratio, 3),
-                     "bolt_batch_spout": batch_bolt,
-                     "bolt_batch_spout_vs_plain": round(batch_ratio, 3),
-                     "plain_secs_all": [round(x["seconds"], 3) for x in plains],
-                     "bolt_secs_all": [round(x["seconds"], 3) for x in bolts],
-                     "bolt_batch_spout_secs_all": [round(x["seconds"], 3) for x in batched]}
+                    for name, fn in paths[shift:] + paths[:shift]:
+                        runs[name].append(fn(conf, tuples, size))
+                r = _summarize(mode, tuples, size, rounds, runs)
                 results.append(r)
-                print(f"{mode:>10} batch {size:>6}: plain {tuples / plain['seconds']:>8,.0f} "
-                      f"tuples/s, bolt {tuples / bolt['seconds']:>8,.0f} tuples/s "
-                      f"({ratio:.2f}x the plain loop), bolt with a batch spout "
-                      f"{tuples / batch_bolt['seconds']:>8,.0f} tuples/s ({batch_ratio:.2f}x)",
-                      flush=True)
-                print(f"{'':>10} plain: rows {plain['rows_secs']:.2f}s, Arrow "
-                      f"{plain['arrow_secs']:.2f}s, createDataFrame {plain['create_secs']:.2f}s, "
-                      f"job+collect {plain['job_secs']:.2f}s of {plain['seconds']:.2f}s")
-                for name, run in (("bolt", bolt), ("bolt, batch spout", batch_bolt)):
-                    print(f"{'':>10} {name}: fill {run['fill_secs']:.2f}s, Arrow+createDataFrame "
-                          f"{run['arrow_and_create_secs']:.2f}s, job+collect {run['job_secs']:.2f}s, "
-                          f"handoff {run['handoff_secs']:.2f}s, tail {run['tail_secs']:.2f}s of "
-                          f"{run['seconds']:.2f}s ({run['batches']} batches; deploy "
-                          f"{run['deploy_secs']:.2f}s before the first emit, not timed)", flush=True)
+                _print(r)
         finally:
             release_spark()
             stop_spark()
@@ -223,3 +228,41 @@ def compare(tuples: int, sizes: list[int], cluster: bool = True,
     (RESULTS / "spark_compare.json").write_text(json.dumps(
         {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "runs": results}, indent=2))
     return results
+
+
+def _summarize(mode: str, tuples: int, size: int, rounds: int,
+               runs: Mapping[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Per path: its best run, the ratio of the plain loop's best to its best, and of the plain
+    loop's median to its median, and every run's seconds."""
+    plain = [x["seconds"] for x in runs["plain"]]
+    out: dict[str, Any] = {"mode": mode, "tuples": tuples, "batch_size": size, "rounds": rounds,
+                           "paths": {}}
+    for name, xs in runs.items():
+        secs = [x["seconds"] for x in xs]
+        out["paths"][name] = {
+            "best": min(xs, key=lambda x: x["seconds"]),
+            "vs_plain_best": round(min(plain) / min(secs), 3),
+            "vs_plain_median": round(statistics.median(plain) / statistics.median(secs), 3),
+            "secs_all": [round(x, 3) for x in secs]}
+    return out
+
+
+def _print(r: Mapping[str, Any]) -> None:
+    tuples = r["tuples"]
+    print(f"{r['mode']:>10}, batch {r['batch_size']}, {tuples:,} tuples, {r['rounds']} rounds "
+          f"(best [median]):", flush=True)
+    for name, p in r["paths"].items():
+        best = p["best"]
+        median = statistics.median(p["secs_all"])
+        ratio = "" if name == "plain" else \
+            f" {p['vs_plain_best']:.2f}x [{p['vs_plain_median']:.2f}x] the plain loop;"
+        if name == "plain":
+            parts = (f"rows {best['rows_secs']:.2f}s, Arrow {best['arrow_secs']:.2f}s, "
+                     f"createDataFrame {best['create_secs']:.2f}s, job+collect "
+                     f"{best['job_secs']:.2f}s")
+        else:
+            parts = (f"fill {best['fill_secs']:.2f}s, Arrow+createDataFrame "
+                     f"{best['arrow_and_create_secs']:.2f}s, job+collect {best['job_secs']:.2f}s, "
+                     f"handoff {best['handoff_secs']:.2f}s, tail {best['tail_secs']:.2f}s")
+        print(f"{name:>32}: {tuples / best['seconds']:>8,.0f} tuples/s, {best['seconds']:.2f}s "
+              f"[{median:.2f}s];{ratio} {parts}", flush=True)
