@@ -111,9 +111,11 @@ TARGETS: dict[str, Target] = {
     # the Spark bolt's own logic, against a fake Spark (tests/unit/test_spark_bolt_logic.py;
     # tests/spark runs it against a real local Spark, one JVM per run: too slow per mutant)
     "spark-bolt": Target(("src/stormpy/connectors/spark/bolt.py",
-                          "src/stormpy/connectors/spark/ahead.py"),
+                          "src/stormpy/connectors/spark/ahead.py",
+                          "src/stormpy/connectors/spark/switching.py"),
                          tests=("tests/unit/test_spark_bolt_logic.py",
-                                "tests/unit/test_spark_ahead.py")),
+                                "tests/unit/test_spark_ahead.py",
+                                "tests/unit/test_spark_switching.py")),
     # Kafka: the acked-prefix tracker shared by connectors, the OffsetManager and the retry service
     "kafka": Target(("src/stormpy/connectors/offsets.py", "src/stormpy/connectors/kafka/offset_manager.py",
                      "src/stormpy/connectors/kafka/retry.py"),
