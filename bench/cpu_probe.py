@@ -14,6 +14,7 @@ these benchmarks ran on, the probe alone on the idle machine saw its unit slowed
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
@@ -23,6 +24,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
+
+import psutil
+
+from stormpy.host.processes import terminate
 
 #: a unit this many times the run's median counts as slowed
 SLOW_FACTOR = 4.0
@@ -160,12 +165,9 @@ class CpuProbe:
         proc = self._proc
         if proc is None:
             return
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        with contextlib.suppress(psutil.NoSuchProcess):
+            terminate([psutil.Process(proc.pid)], grace=30.0)
+        proc.wait()  # reaped already: sets the Popen's returncode
         try:
             self.units = json.loads(self.out.read_text())["units"]
         except (OSError, ValueError, KeyError):
