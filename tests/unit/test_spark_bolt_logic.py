@@ -1039,7 +1039,7 @@ def test_a_switch_interval_of_none_or_zero_leaves_the_process_s_alone(
         assert sys.getswitchinterval() == before
         h.bolt.cleanup()
         assert sys.getswitchinterval() == before
-    assert bolt_module._positive(None, SWITCH_INTERVAL_KEY, "spark") is None  # noqa: SLF001
+    assert bolt_module.switching.configured({SWITCH_INTERVAL_KEY: None}, "spark") is None
     assert bolt_module.switching.lower(None) is False
     assert sys.getswitchinterval() == before
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from stormpy.connectors.spark import switching
+from stormpy.connectors.spark.settings import SWITCH_INTERVAL_KEY
 
 
 @pytest.fixture(autouse=True)
@@ -67,3 +69,46 @@ def test_a_restore_without_a_hold_changes_nothing() -> None:
     switching.restore()  # one too many
     assert sys.getswitchinterval() == pytest.approx(0.005)
     assert switching._holders == 0  # noqa: SLF001
+
+
+def test_configured_reads_the_setting_with_its_default_and_names_bad_values() -> None:
+    assert switching.configured({}, "c") == pytest.approx(switching.DEFAULT_INTERVAL)
+    assert switching.configured({SWITCH_INTERVAL_KEY: 0.002}, "c") == pytest.approx(0.002)
+    assert switching.configured({SWITCH_INTERVAL_KEY: 1}, "c") == pytest.approx(1.0)
+    assert switching.configured({SWITCH_INTERVAL_KEY: None}, "c") is None
+    assert switching.configured({SWITCH_INTERVAL_KEY: 0}, "c") is None
+    for bad in (-0.001, "fast", True, [0.001]):
+        with pytest.raises(ValueError, match=rf"^counts: {SWITCH_INTERVAL_KEY} must be a number "
+                                             rf"of seconds >= 0 \(or None\), got "):
+            switching.configured({SWITCH_INTERVAL_KEY: bad}, "counts")
+
+
+class _Context:
+    component_id = "commit"
+
+
+def test_the_spark_committer_holds_the_interval_per_task_and_its_cleanup_restores_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from stormpy.connectors.spark import committer
+
+    held = [0]
+    monkeypatch.setattr(committer, "require_spark", lambda: None)
+    monkeypatch.setattr(committer, "retain_spark", lambda: held.__setitem__(0, held[0] + 1))
+    monkeypatch.setattr(committer, "release_spark", lambda: held.__setitem__(0, held[0] - 1))
+    ctx: Any = _Context()
+    committer.SparkCommitterBolt.prepare_task({}, ctx)
+    committer.SparkCommitterBolt.prepare_task({}, ctx)
+    assert sys.getswitchinterval() == pytest.approx(switching.DEFAULT_INTERVAL)
+    committer.SparkCommitterBolt.cleanup_task({}, ctx)
+    assert sys.getswitchinterval() == pytest.approx(switching.DEFAULT_INTERVAL)
+    committer.SparkCommitterBolt.cleanup_task({}, ctx)
+    assert sys.getswitchinterval() == pytest.approx(0.005)
+    assert held == [0]
+    off = {SWITCH_INTERVAL_KEY: 0}
+    committer.SparkCommitterBolt.prepare_task(off, ctx)
+    assert sys.getswitchinterval() == pytest.approx(0.005)
+    committer.SparkCommitterBolt.cleanup_task(off, ctx)
+    assert switching._holders == 0 and held == [0]  # noqa: SLF001
+    with pytest.raises(ValueError, match=f"commit: {SWITCH_INTERVAL_KEY}"):
+        committer.SparkCommitterBolt.prepare_task({SWITCH_INTERVAL_KEY: "x"}, ctx)
+    assert held == [0]

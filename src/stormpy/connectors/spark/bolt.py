@@ -88,7 +88,7 @@ from stormpy.connectors.spark.session import (
     reset_spark,
     retain_spark,
 )
-from stormpy.connectors.spark.settings import BATCH_TIMEOUT_KEY, PROBE_KEY, SWITCH_INTERVAL_KEY
+from stormpy.connectors.spark.settings import BATCH_TIMEOUT_KEY, PROBE_KEY
 from stormpy.topology import (
     DEFAULT_STREAM,
     BackgroundJob,
@@ -116,17 +116,6 @@ _YIELD_EVERY = 16
 def _release_gil() -> None:
     """Let another thread waiting for the GIL (a batch's py4j calls) take it now."""
     time.sleep(0)
-
-
-def _positive(value: Any, key: str, component: str) -> float | None:
-    """``value`` of setting ``key`` as seconds (None for None or 0); ValueError naming the
-    component and the setting for anything else than a number of at least 0."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise ValueError(f"{component}: {key} must be a number of seconds >= 0 (or None), "
-                         f"got {value!r}")
-    return float(value) or None
 
 
 class _InSpark:
@@ -274,8 +263,7 @@ class SparkBatchBolt(Bolt):
         self.batches_ok = 0
         self.batches_failed = 0
         self._added = 0  # tuples added while a batch was in Spark
-        self._switching = switching.lower(_positive(conf.get(SWITCH_INTERVAL_KEY, 0.0005),
-                                                    SWITCH_INTERVAL_KEY, context.component_id))
+        self._switching = switching.lower(switching.configured(conf, context.component_id))
         retain_spark()
         if self.warm_up:
             self._off_loop.submit(self._warm, self._warmed)

@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from stormpy.connectors.spark import switching
 from stormpy.connectors.spark.arrow import batch_dataframe
 from stormpy.connectors.spark.errors import require_spark
 from stormpy.connectors.spark.session import get_spark, release_spark, retain_spark
@@ -59,11 +60,16 @@ class SparkCommitterBolt(Committer):
 
     @classmethod
     def prepare_task(cls, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        """Check Spark can run; hold the process's SparkSession and switch interval (as
+        ``SparkBatchBolt`` does: ``switching``) until ``cleanup_task``."""
         require_spark()
+        switching.lower(switching.configured(conf, context.component_id))
         retain_spark()
 
     @classmethod
     def cleanup_task(cls, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        if switching.configured(conf, context.component_id) is not None:
+            switching.restore()
         release_spark()
 
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext,

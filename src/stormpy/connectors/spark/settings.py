@@ -56,10 +56,10 @@ SPARK_CONFIG = register_section(ConfigSection(
                   "connections within this many seconds (else fail fast: Spark itself retries "
                   "for a minute)."),
         ConfigKey(SWITCH_INTERVAL_KEY, 0.0005,
-                  "While a Spark bolt runs in a process, Python's thread switch interval "
-                  "(sys.setswitchinterval) is at most this, so the thread waiting on Spark's "
-                  "py4j replies gets the GIL back this soon while the executor loop is busy "
-                  "(Python's default: 5 ms a reply). None or 0: leave it as it is. Restored when "
-                  "the process's last Spark bolt cleans up."),
+                  "While a Spark bolt or committer runs in a process, Python's thread switch "
+                  "interval (sys.setswitchinterval) is at most this, so the thread waiting on "
+                  "Spark's py4j replies gets the GIL back this soon while the executor loop is "
+                  "busy (Python's default: 5 ms a reply). None or 0: leave it as it is. Restored "
+                  "when the process's last Spark bolt or committer task cleans up."),
     ),
 ))

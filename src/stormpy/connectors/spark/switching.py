@@ -1,4 +1,5 @@
-"""Python's thread switch interval while Spark bolts run in a process.
+"""Python's thread switch interval while Spark bolts (and ``SparkCommitterBolt`` tasks) run in a
+process.
 
 A Spark bolt's batch runs on a thread of its own (the off-loop seam) that talks to Spark over
 py4j: it gives the GIL up on every call and needs it back for each reply. While the executor
@@ -6,19 +7,41 @@ loop keeps a CPU busy (filling the next batch), the interpreter hands the GIL to
 thread only after its switch interval (``sys.setswitchinterval``, 5 ms by default), so every
 reply waits up to that long. ``lower`` sets a shorter interval for as long as some Spark bolt
 holds it; the last ``restore`` puts back the interval that was there before the first ``lower``.
-The interval is the process's: in local mode it is the user's process too (documented in
-docs/spark.md). Thread-safe.
+``configured`` reads the interval a component holds from its topology config
+(``spark.stormpy.switch.interval.secs``). The interval is the process's: in local mode it is the
+user's process too (documented in docs/spark.md). Thread-safe.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Mapping
+from typing import Any
+
+from stormpy.connectors.spark.settings import SWITCH_INTERVAL_KEY
 
 _lock = threading.Lock()
 _holders = 0
 #: the interval before the first holder lowered it (None: no holder)
 _saved: float | None = None
+
+
+#: ``spark.stormpy.switch.interval.secs`` when a topology does not set it
+DEFAULT_INTERVAL = 0.0005
+
+
+def configured(conf: Mapping[str, Any], component: str) -> float | None:
+    """The switch interval a Spark component of ``conf`` holds (None: none; the setting may be
+    None or 0). ValueError naming ``component`` and the setting for anything but a number of
+    seconds >= 0."""
+    value = conf.get(SWITCH_INTERVAL_KEY, DEFAULT_INTERVAL)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        raise ValueError(f"{component}: {SWITCH_INTERVAL_KEY} must be a number of seconds >= 0 "
+                         f"(or None), got {value!r}")
+    return float(value) or None
 
 
 def lower(seconds: float | None) -> bool:
