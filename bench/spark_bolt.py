@@ -44,6 +44,13 @@ from stormpy.topology import Spout, TopologyBuilder, TopologyContext
 
 RESULTS = Path(__file__).parent / "results"
 AGENTS = ["curl/8.5.0", "Mozilla/5.0 (X11; Linux x86_64)", "Googlebot/2.1"]
+#: the spouts' output fields, the columns of every batch
+FIELDS = ["key", "value", "ts", "agent"]
+
+
+def row(i: int) -> list[Any]:
+    """Tuple ``i`` of the bench's spouts (and of the plain loop it is compared with)."""
+    return [f"/path/{i % 97}", i, 1_700_000_000 + i // 100, AGENTS[i % 3]]
 
 
 class CountingSpout(Spout):
@@ -51,7 +58,7 @@ class CountingSpout(Spout):
     ``rate`` per second when ``rate`` is set; the time of the first emit goes to the registry list
     ``first_key`` when given."""
 
-    outputs = ["key", "value", "ts", "agent"]
+    outputs = FIELDS
 
     def __init__(self, count: int, rate: float = 0.0, first_key: str | None = None) -> None:
         self.count = count
@@ -73,7 +80,7 @@ class CountingSpout(Spout):
             return
         if i == self.i:
             self.i += 1
-        self.emit([f"/path/{i % 97}", i, 1_700_000_000 + i // 100, AGENTS[i % 3]], msg_id=i)
+        self.emit(row(i), msg_id=i)
 
     def fail(self, msg_id: Any) -> None:
         self.replay.append(msg_id)
@@ -85,7 +92,7 @@ class BatchCountingSpout(Spout):
     ``batch_acking``): a batch is one tuple tree, reaching a bolt with ``execute_columns`` as one
     ``ColumnBatch``; a failed batch's ids are emitted again."""
 
-    outputs = ["key", "value", "ts", "agent"]
+    outputs = FIELDS
 
     def __init__(self, count: int, per_call: int = 1000, first_key: str | None = None) -> None:
         self.count = count
@@ -107,8 +114,7 @@ class BatchCountingSpout(Spout):
             self.i = end
         else:
             return
-        self.emit_batch([[f"/path/{i % 97}", i, 1_700_000_000 + i // 100, AGENTS[i % 3]]
-                         for i in ids], ids)
+        self.emit_batch([row(i) for i in ids], ids)
 
     def fail(self, msg_id: Any) -> None:
         self.replay.append(msg_id)

@@ -41,7 +41,14 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
-from bench.spark_bolt import AGENTS, RESULTS, AggregateBolt, BatchCountingSpout, CountingSpout
+from bench.spark_bolt import (
+    FIELDS,
+    RESULTS,
+    AggregateBolt,
+    BatchCountingSpout,
+    CountingSpout,
+    row,
+)
 from stormpy.connectors.spark import (
     BatchInfo,
     get_spark,
@@ -53,13 +60,6 @@ from stormpy.connectors.spark import (
 from stormpy.connectors.spark.arrow import arrow_to_dataframe
 from stormpy.testing import LocalCluster, registry
 from stormpy.topology import TopologyBuilder, TopologyContext
-
-FIELDS = ["key", "value", "ts", "agent"]
-
-
-def row(i: int) -> list[Any]:
-    """The spout's tuple ``i`` (same as ``CountingSpout``)."""
-    return [f"/path/{i % 97}", i, 1_700_000_000 + i // 100, AGENTS[i % 3]]
 
 
 def aggregate(df: Any) -> list[Any]:
@@ -254,13 +254,13 @@ def _print(r: Mapping[str, Any]) -> None:
     for name, p in r["paths"].items():
         best = p["best"]
         median = statistics.median(p["secs_all"])
-        ratio = "" if name == "plain" else \
-            f" {p['vs_plain_best']:.2f}x [{p['vs_plain_median']:.2f}x] the plain loop;"
         if name == "plain":
+            ratio = ""
             parts = (f"rows {best['rows_secs']:.2f}s, Arrow {best['arrow_secs']:.2f}s, "
                      f"createDataFrame {best['create_secs']:.2f}s, job+collect "
                      f"{best['job_secs']:.2f}s")
         else:
+            ratio = f" {p['vs_plain_best']:.2f}x [{p['vs_plain_median']:.2f}x] the plain loop;"
             parts = (f"fill {best['fill_secs']:.2f}s, Arrow+createDataFrame "
                      f"{best['arrow_and_create_secs']:.2f}s, job+collect {best['job_secs']:.2f}s, "
                      f"handoff {best['handoff_secs']:.2f}s, tail {best['tail_secs']:.2f}s")
