@@ -1015,20 +1015,17 @@ def test_a_cancel_stops_at_once_when_the_session_is_gone(monkeypatch: pytest.Mon
 
 def test_a_spark_bolt_holds_the_switch_interval_low_until_the_last_one_cleans_up(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    before = sys.getswitchinterval()
-    try:
-        first = Harness(monkeypatch)
-        assert sys.getswitchinterval() == pytest.approx(0.0005)
-        second = Harness(monkeypatch, conf={SWITCH_INTERVAL_KEY: 0.002})  # not lower: kept
-        assert sys.getswitchinterval() == pytest.approx(0.0005)
-        first.bolt.cleanup()
-        assert sys.getswitchinterval() == pytest.approx(0.0005)
-        first.bolt.cleanup()  # a second cleanup drops nothing more
-        assert sys.getswitchinterval() == pytest.approx(0.0005)
-        second.bolt.cleanup()
-        assert sys.getswitchinterval() == pytest.approx(before)
-    finally:
-        sys.setswitchinterval(before)
+    before = sys.getswitchinterval()  # the autouse fixture puts it back after the test
+    first = Harness(monkeypatch)
+    assert sys.getswitchinterval() == pytest.approx(0.0005)
+    second = Harness(monkeypatch, conf={SWITCH_INTERVAL_KEY: 0.002})  # not lower: kept
+    assert sys.getswitchinterval() == pytest.approx(0.0005)
+    first.bolt.cleanup()
+    assert sys.getswitchinterval() == pytest.approx(0.0005)
+    first.bolt.cleanup()  # a second cleanup drops nothing more
+    assert sys.getswitchinterval() == pytest.approx(0.0005)
+    second.bolt.cleanup()
+    assert sys.getswitchinterval() == pytest.approx(before)
 
 
 def test_a_switch_interval_of_none_or_zero_leaves_the_process_s_alone(
