@@ -291,6 +291,24 @@ class ConfigError(ValueError):
     """A configuration file or value is malformed; the message names the key or file."""
 
 
+class SettingError(ConfigError):
+    """One setting of a topology, a connector or a feature is missing or invalid.
+
+    The one error base of every settings check (core keys, Kafka, Kinesis, windowing, state,
+    transactional, Spark): ``setting`` is the name users wrote (``topology.message.timeout.secs``,
+    ``KafkaSpoutConfig.topics``), and the message always starts with it, so an error shown alone
+    still says what to change.
+    """
+
+    def __init__(self, setting: str, problem: str) -> None:
+        self.setting = setting
+        self.problem = problem
+        super().__init__(f"{setting}: {problem}")
+
+    def __reduce__(self) -> tuple[type[SettingError], tuple[str, str]]:
+        return type(self), (self.setting, self.problem)
+
+
 def parse_value(text: str) -> Any:
     """Parse a command-line value the way YAML would (``5`` → 5, ``true`` → True, ``[1,2]`` → list)."""
     try:
