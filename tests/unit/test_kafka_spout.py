@@ -132,6 +132,34 @@ def test_max_uncommitted_offsets_pauses_but_retriable_offsets_within_the_cap_are
     assert h.cluster.committed[("g", TP0)].offset == 3
 
 
+def test_a_failed_record_at_exactly_the_cap_th_uncommitted_offset_is_retried_at_once() -> None:
+    # Storm's rule: at the cap, retriable offsets up to and including the cap-th uncommitted one
+    # may be polled; one past it waits until a commit frees the cap
+    h = Harness(cluster_with(4), max_uncommitted_offsets=3, max_poll_records=4).open()
+    out = h.run()
+    assert h.offsets(out) == [0, 1, 2, 3]  # one poll may go past the cap: 4 uncommitted
+    assert h.consumer is not None and TP0 in h.consumer.paused
+    h.spout.fail(out[3][1])  # the 4th uncommitted offset: beyond the cap
+    assert h.run() == []  # no commit period passes in these rounds
+    h.spout.fail(out[2][1])  # the 3rd uncommitted offset: exactly the cap-th one
+    replay = h.run()
+    assert h.offsets(replay) == [2, 3]
+    assert [mid.num_fails for _, mid, _ in replay] == [1, 1]
+    assert h.cluster.committed.get(("g", TP0)) is None  # retried before any commit
+
+
+def test_a_topic_pattern_subscribes_only_topics_whose_whole_name_matches() -> None:
+    c = Cluster()
+    for topic in ("orders", "orders-archive", "old-orders", "ordersx"):
+        c.create(topic, 1)
+        c.produce(topic, 0, topic.encode())
+    h = Harness(c, topics=None, topic_pattern="orders").open()
+    assert sorted(h.spout.assigned) == [TopicPartition("orders", 0)]
+    assert [values[-1] for values, _, _ in h.run()] == [b"orders"]
+    h2 = Harness(c, topics=None, topic_pattern="orders.*").open()
+    assert sorted(tp.topic for tp in h2.spout.assigned) == ["orders", "orders-archive", "ordersx"]
+
+
 def test_at_most_once_commits_the_position_before_emitting_and_never_replays() -> None:
     h = Harness(cluster_with(3), processing_guarantee="AT_MOST_ONCE").open()
     out = h.run()

@@ -210,6 +210,18 @@ def test_a_count_window_anchors_emits_to_its_tuples_and_acks_them_after() -> Non
     assert [e.anchors for e in col.emitted] == [[c, d], [c, d]] and col.acked == [c, d]
 
 
+def test_a_sliding_window_anchors_emits_to_all_its_tuples_not_only_its_new_ones() -> None:
+    ex, col = build(Keep.with_window(Count(3), Count(1)))
+    a, b, c, d = data(1), data(2), data(3), data(4)
+    for t in (a, b, c):
+        ex.execute(t)
+    col.clear()
+    ex.execute(d)  # the window [b, c, d]: d is its only new tuple
+    assert ex.bolt.windows[-1][0] == [2, 3, 4]  # type: ignore[attr-defined]
+    assert [e.anchors for e in col.emitted] == [[b, c, d], [b, c, d]]
+    assert col.acked == [b]  # b is in no later window (a went before); c and d are in the next
+
+
 def test_explicit_anchors_are_kept_and_emits_outside_a_window_are_unanchored() -> None:
     ex, col = build(Keep.with_tumbling_window(Count(2)), anchored=True)
     a, b = data(1), data(2)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from stormpy.testing import Capture, FeederSpout, LocalCluster
-from stormpy.topology import InvalidTopologyError, TopologyBuilder, Tuple
+from stormpy.topology import Bolt, InvalidTopologyError, TopologyBuilder, Tuple
 from stormpy.windowing import Count, Duration, Window, WindowConfig, WindowedBolt, WindowManager
 
 
@@ -190,6 +190,35 @@ def test_tumbling_count_window_acks_its_tuples_once_evaluated() -> None:
         assert capture.values == [[[0, 1], 0, 0]]
         # the emit was anchored to the window's tuples: they were acked after the capture acked it
         assert len(capture.tuples[0].tree_edges()) == 2
+    finally:
+        lc.shutdown()
+
+
+class FailTheWindowOf123(Bolt):
+    """Fails the result of the window holding 1, 2 and 3; acks every other result."""
+
+    def execute(self, tup: Tuple) -> None:
+        if tup.values[0] == [1, 2, 3]:
+            self.fail(tup)
+        else:
+            self.ack(tup)
+
+
+def test_a_failed_result_of_a_sliding_window_fails_its_older_tuples_too() -> None:
+    feeder = FeederSpout(["v"])
+    b = TopologyBuilder()
+    b.set_spout("src", feeder)
+    b.set_bolt("win", Collect.with_window(Count(3), Count(1))).shuffle_grouping("src")
+    b.set_bolt("out", FailTheWindowOf123).shuffle_grouping("win")
+    lc, name = run(b.create_topology())
+    try:
+        for i in range(4):  # windows [0], [0, 1], [0, 1, 2], [1, 2, 3]: 3 is the last one's new tuple
+            feeder.feed([i], msg_id=i)
+        lc.wait_for(lambda: 3 in feeder.failed, what="the failure of the window [1, 2, 3]")
+        lc.wait_until_quiet(name)
+        # the failed result was anchored to 1 and 2 as well, so their spout tuples fail (and are
+        # replayed by a spout that replays); 0 left every window and was acked
+        assert sorted(feeder.failed) == [1, 2, 3] and feeder.acked == [0]
     finally:
         lc.shutdown()
 
