@@ -6,6 +6,10 @@ nothing with stormpy (its own process, no sockets, no files until it stops), so 
 many times its median says the machine itself ran slowly then: a vCPU that the host shares or
 throttles, which no guest-side figure (steal time, the guest's scheduler delays) has to show.
 
+It writes one line, :data:`READY_LINE`, to stdout once its signal handlers are set and its first
+unit is timed: :func:`start` waits for that line (a deadline, not a guess at how long a busy
+machine takes to start Python), so a stop signal sent after it always ends the run cleanly.
+
 ``CpuProbe`` starts and stops it around a bench run; ``slow_windows`` groups the slowed units into
 windows, and ``in_flight`` says which tuples were in flight during one. On the 2-CPU KVM guest
 these benchmarks ran on, the probe alone on the idle machine saw its unit slowed 12–18x for
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import select
 import signal
 import subprocess
 import sys
@@ -39,6 +44,11 @@ STALL_SECS = 0.005
 DRAIN_SECS = 0.1
 #: iterations of the probe's unit of work (~60 µs in CPython 3.11 on a 2.1 GHz Xeon)
 UNIT_ITERATIONS = 1500
+#: what the probe writes to stdout once it is running (handlers set, first unit timed)
+READY_LINE = b"probing\n"
+#: how long :func:`start` waits for :data:`READY_LINE` (generous: a loaded machine is slow to
+#: start an interpreter)
+READY_WAIT_SECS = 120.0
 
 
 def _unit() -> int:
@@ -65,6 +75,9 @@ def run(out: Path) -> None:
         t, t0 = wall(), clock()
         _unit()
         units.append((t, clock() - t0))
+        if len(units) == 1:
+            sys.stdout.buffer.write(READY_LINE)
+            sys.stdout.flush()
         time.sleep(0.001)
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps({"units": units}))
@@ -147,9 +160,43 @@ def summary(units: Sequence[Sequence[float]], spans: Sequence[Sequence[float]] =
             "slow_tuples_in_stalls": in_flight(spans, stalls, DRAIN_SECS)}
 
 
+def start(out: Path, *, cwd: Path | None = None,
+          ready_wait: float = READY_WAIT_SECS) -> subprocess.Popen[bytes]:
+    """Start the probe process writing to ``out`` and return it once it is running (it wrote
+    :data:`READY_LINE`). RuntimeError (the probe stopped) when it exits first or is not running
+    within ``ready_wait`` seconds."""
+    proc = subprocess.Popen([sys.executable, "-m", "bench.cpu_probe", str(out)], cwd=cwd,
+                            stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    try:
+        deadline = time.monotonic() + ready_wait
+        line, answered = b"", False
+        while not answered and (left := deadline - time.monotonic()) > 0:
+            if select.select([proc.stdout], [], [], left)[0]:
+                line, answered = proc.stdout.readline(), True
+        if line != READY_LINE:
+            why = (f"was not running after {ready_wait:g} s" if not answered
+                   else "exited" if not line else "answered something else")  # b"": it exited
+            raise RuntimeError(f"the CPU probe {why} (it wrote {line!r}, not {READY_LINE!r})")
+    except BaseException:
+        stop(proc)
+        raise
+    finally:
+        proc.stdout.close()  # it writes nothing more
+    return proc
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the probe (SIGKILL if it outlives a long grace) and reap it."""
+    with contextlib.suppress(psutil.NoSuchProcess):
+        terminate([psutil.Process(proc.pid)], grace=30.0)
+    proc.wait()  # reaped already: sets the Popen's returncode
+
+
 class CpuProbe:
-    """``with CpuProbe(path) as probe: ...`` runs the probe process for the block; afterwards
-    ``probe.units`` holds its units (empty if it could not run)."""
+    """``with CpuProbe(path) as probe: ...`` runs the probe process for the block (entering
+    waits until it runs: :func:`start`); afterwards ``probe.units`` holds its units (empty if
+    they could not be read)."""
 
     def __init__(self, out: Path) -> None:
         self.out = out
@@ -157,17 +204,20 @@ class CpuProbe:
         self._proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> CpuProbe:
-        self._proc = subprocess.Popen([sys.executable, "-m", "bench.cpu_probe", str(self.out)])
+        self._proc = start(self.out)
         return self
+
+    @property
+    def pid(self) -> int | None:
+        """The probe process's pid while the block runs."""
+        return self._proc.pid if self._proc is not None and self._proc.returncode is None else None
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         proc = self._proc
         if proc is None:
             return
-        with contextlib.suppress(psutil.NoSuchProcess):
-            terminate([psutil.Process(proc.pid)], grace=30.0)
-        proc.wait()  # reaped already: sets the Popen's returncode
+        stop(proc)
         try:
             self.units = json.loads(self.out.read_text())["units"]
         except (OSError, ValueError, KeyError):

@@ -99,16 +99,16 @@ def test_wake_interrupts_wait(transports: Callable[..., ZmqTransport]) -> None:
     done = threading.Event()
 
     def waiter() -> None:
-        t.wait(60.0)
+        t.wait(600.0)
         done.set()
 
     thread = threading.Thread(target=waiter, daemon=True)
     thread.start()
-    wait_for(lambda: blocked_in_poll(thread), 10, "the waiter to block in wait()'s poll")
-    stays_unchanged(done.is_set, 0.2, "whether the waiter returned from wait(60) before wake()")
+    wait_for(lambda: blocked_in_poll(thread), 60, "the waiter to block in wait()'s poll")
+    stays_unchanged(done.is_set, 0.2, "whether the waiter returned from wait(600) before wake()")
     t.wake()
-    assert done.wait(10), "wake() did not interrupt wait()"
-    thread.join(5)
+    assert done.wait(60), "wake() did not interrupt wait()"
+    thread.join(60)
     for _ in range(10000):  # many wakes never block the caller, even with nobody waiting
         t.wake()
     t.wait(0)  # drains them

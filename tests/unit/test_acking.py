@@ -292,7 +292,7 @@ def test_max_spout_pending_bounds_tuples_in_flight() -> None:
         control.feed(["ack"], stream="control")
         cluster.wait_until_quiet()
         control.feed(["ack"], stream="control")
-        cluster.wait_for(lambda: sorted(feeder.acked) == [0, 1, 2, 3, 4], 10, "all acked")
+        cluster.wait_for(lambda: sorted(feeder.acked) == [0, 1, 2, 3, 4], 60, "all acked")
 
 
 def test_spout_sees_fail_once_even_when_the_timeout_passes_later() -> None:
@@ -394,4 +394,4 @@ def test_feed_many_uses_positions_as_message_ids() -> None:
     with LocalCluster(simulated_time=True) as cluster:
         cluster.submit_topology("t", TIMEOUT, b.create_topology())
         feeder.feed_many([["a"], ["b"], ["c"]])
-        cluster.wait_for(lambda: sorted(feeder.acked) == [0, 1, 2], 10, "acks")
+        cluster.wait_for(lambda: sorted(feeder.acked) == [0, 1, 2], 60, "acks")

@@ -48,12 +48,12 @@ def test_basic_bolt_failed_exception_fails_the_input_and_its_replay_completes() 
         cluster.submit_topology("t", TIMEOUT, b.create_topology())
         for i in range(3):
             feeder.feed([i], msg_id=i)
-        cluster.wait_for(lambda: sorted(feeder.failed) == [0, 1, 2], 10, "3 failed first attempts")
+        cluster.wait_for(lambda: sorted(feeder.failed) == [0, 1, 2], 60, "3 failed first attempts")
         cluster.wait_until_quiet()
         assert feeder.acked == []
         for i in sorted(feeder.failed):  # what a reliable spout does with a failed tuple
             feeder.feed([i], msg_id=i)
-        cluster.wait_for(lambda: sorted(feeder.acked) == [0, 1, 2], 10, "3 replays acked")
+        cluster.wait_for(lambda: sorted(feeder.acked) == [0, 1, 2], 60, "3 replays acked")
         assert sorted(feeder.failed) == [0, 1, 2]  # each failed exactly once
 
 

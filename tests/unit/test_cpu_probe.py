@@ -1,18 +1,21 @@
 """The latency bench's machine probe: slowed windows, stalls, and which slow tuples they explain
-(pure logic on made-up unit timings; one short run of the real probe process)."""
+(pure logic on made-up unit timings; short runs of the real probe process, which wait on what
+the probe reports and on its CPU time, never on a fixed time, so a busy machine only slows them)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
+import psutil
 import pytest
 from bench import cpu_probe
 from bench.cpu_probe import CpuProbe, covered, in_flight, slow_windows, summary
+
+from stormpy.testing import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -80,24 +83,37 @@ def test_summary_counts_only_stalls_of_at_least_five_ms_against_slow_tuples() ->
 
 def test_the_probe_process_times_units_until_sigterm(tmp_path: Path) -> None:
     out = tmp_path / "units.json"
-    with CpuProbe(out) as probe:
-        time.sleep(0.3)
-    assert len(probe.units) > 20
+    with CpuProbe(out) as probe:  # returns once the probe runs: its first unit is timed
+        assert probe.pid is not None
+        running = psutil.Process(probe.pid)
+        cpu = sum(running.cpu_times()[:2])
+        # more units: CPU time the probe spends after its first unit (its loop is all it does)
+        wait_for(lambda: sum(running.cpu_times()[:2]) >= cpu + 0.02, 120, "the probe's next units")
+    assert probe.pid is None
+    assert len(probe.units) >= 2
     assert all(d > 0 for _, d in probe.units)
+    assert [t for t, _ in probe.units] == sorted(t for t, _ in probe.units)
     assert json.loads(out.read_text())["units"] == probe.units
 
 
 def test_the_probe_writes_nothing_until_it_is_stopped(tmp_path: Path) -> None:
     out = tmp_path / "units.json"
-    proc = subprocess.Popen([sys.executable, "-m", "bench.cpu_probe", str(out)], cwd=ROOT)
+    proc = cpu_probe.start(out, cwd=ROOT)  # running: its handlers are set, a unit is timed
     try:
-        time.sleep(0.2)
-        assert not out.exists()
+        assert not out.exists() and not out.with_suffix(".tmp").exists()
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 0
+        assert proc.wait(timeout=120) == 0
     finally:
         if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+            cpu_probe.stop(proc)
     units = json.loads(out.read_text())["units"]
     assert units and cpu_probe.summary(units)["median_unit_us"] > 0
+
+
+def test_a_probe_that_exits_before_it_runs_is_an_error(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    true = shutil.which("true")
+    assert true is not None
+    monkeypatch.setattr(sys, "executable", true)  # a "probe" that exits at once, silent
+    with pytest.raises(RuntimeError, match=r"the CPU probe exited \(it wrote b'', not b'probing\\n'\)"):
+        cpu_probe.start(tmp_path / "units.json")

@@ -16,20 +16,20 @@ def test_a_build_under_way_is_waited_for_and_its_dataframe_taken_once() -> None:
 
     def dataframe(spark: Any) -> str:
         started.set()
-        release.wait(5)
+        release.wait(60)
         return f"df on {id(spark)}"
 
     builder = threading.Thread(target=ahead.build, args=(lambda: session, dataframe))
     builder.start()
-    assert started.wait(5) and ahead.state == "building"
+    assert started.wait(60) and ahead.state == "building"
     got: list[Any] = []
     taker = threading.Thread(target=lambda: got.append(ahead.take(session, lambda: False, 0.01)))
     taker.start()
     taker.join(0.2)
     assert taker.is_alive()  # waits for the build under way
     release.set()
-    taker.join(5)
-    builder.join(5)
+    taker.join(60)
+    builder.join(60)
     assert got == [f"df on {id(session)}"] and ahead.state == "built"
 
 
@@ -54,11 +54,11 @@ def test_giving_up_stops_the_wait() -> None:
     ahead = AheadDataFrame()
     started, release = threading.Event(), threading.Event()
     builder = threading.Thread(target=ahead.build, args=(
-        lambda: "s", lambda s: started.set() or (release.wait(5) and "df")))
+        lambda: "s", lambda s: started.set() or (release.wait(60) and "df")))
     builder.start()
-    assert started.wait(5)
+    assert started.wait(60)
     tries: list[int] = []
     assert ahead.take("s", lambda: tries.append(1) is None and len(tries) >= 3, 0.001) is None  # type: ignore[arg-type]
     assert len(tries) == 3
     release.set()
-    builder.join(5)
+    builder.join(60)

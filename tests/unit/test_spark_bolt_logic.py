@@ -24,6 +24,7 @@ from stormpy.connectors.spark import bolt as bolt_module
 from stormpy.connectors.spark.bolt import SparkBatchBolt
 from stormpy.connectors.spark.errors import SparkBatchTimeout, SparkMasterUnreachable
 from stormpy.connectors.spark.settings import SWITCH_INTERVAL_KEY
+from stormpy.testing import wait_for
 from stormpy.topology import ColumnBatch, Stream, Tuple
 from stormpy.topology.fields import Fields
 
@@ -452,13 +453,13 @@ def test_a_batch_given_up_while_its_dataframe_is_built_ahead_stops_waiting_for_i
     h.off_loop.run(1)  # batch 0 done; batch 1's job is queued, its build ahead not started
     (run1,) = h.off_loop.jobs
     building, release = threading.Event(), threading.Event()
-    monkeypatch.setattr(FakeDF, "building", staticmethod(lambda: building.set() or release.wait(10)))
+    monkeypatch.setattr(FakeDF, "building", staticmethod(lambda: building.set() or release.wait(120)))
     builder = threading.Thread(target=ahead1.fn)
     builder.start()  # the build ahead is under way (and stays so)
-    assert building.wait(5)
+    assert building.wait(60)
     monkeypatch.setattr(FakeDF, "building", None)
     timeout = threading.Timer(0.3, lambda: (setattr(h.clock, "now", h.clock.now + 6), h.tick(0.1)))
-    safety = threading.Timer(5, release.set)  # a batch that never gave up would wait this long
+    safety = threading.Timer(60, release.set)  # a batch that never gave up would wait this long
     timeout.start()
     safety.start()
     try:
@@ -467,8 +468,8 @@ def test_a_batch_given_up_while_its_dataframe_is_built_ahead_stops_waiting_for_i
     finally:
         release.set()
         safety.cancel()
-        builder.join(5)
-        timeout.join(5)
+        builder.join(60)
+        timeout.join(60)
     assert h.failed == ["c", "d"] and [r[0][0] for _, r, *_ in h.bolt.handed] == ["a"]
     (batch_id, error), = h.bolt.aborted
     assert batch_id == 1 and str(error) == "batch 1 timed out before process_batch began"
@@ -697,10 +698,9 @@ def test_a_batch_running_past_the_batch_timeout_is_failed_and_its_jobs_cancelled
         assert h.failed == []  # not yet: 5 s exactly is not past
         h.clock.now += 0.1
         h.tick(0.1)
-        for _ in range(500):  # the job keeps running: its jobs are cancelled again and again
-            if sum(1 for x in h.session.log if x[0] == "cancel") >= 3:
-                break
-            time.sleep(0.01)
+        # the job keeps running: its jobs are cancelled again and again
+        wait_for(lambda: sum(1 for x in h.session.log if x[0] == "cancel") >= 3, 60,
+                 "three cancels of the running job")
     h.bolt.during = slow
     h.send("a")
     job = h.off_loop.jobs[0]
@@ -713,10 +713,7 @@ def test_a_batch_running_past_the_batch_timeout_is_failed_and_its_jobs_cancelled
     assert isinstance(error, SparkBatchTimeout)
     assert str(error) == "batch 0 finished after its timeout; its tuples were already failed"
     tag = next(x for x in h.session.log if x[0] == "tag")[1]
-    for _ in range(500):  # the cancel thread
-        if h.resets:
-            break
-        time.sleep(0.01)
+    wait_for(lambda: h.resets, 60, "the cancel thread's reset")
     assert ("cancel", tag) in h.session.log and h.resets == [h.session]
     assert h.bolt._in_flight == {}  # noqa: SLF001
     assert len(h.bolt.done) == 1  # the late outcome changed nothing
