@@ -112,6 +112,38 @@ def test_hooks_from_config_and_from_the_context_see_every_event() -> None:
     assert sorted(e[1] for e in _events("cleanup")) == ["feed", "sink", "upper"]
 
 
+class EmitOneAndAck(Bolt):
+    """Emits each input's word once, anchored, and acks the input."""
+
+    outputs = ["word"]
+
+    def execute(self, tup: Tuple) -> None:
+        self.emit([tup.values[0]], anchors=tup)
+        self.ack(tup)
+
+
+def test_hooks_see_the_components_emits_and_no_acking_messages() -> None:
+    # documented difference: Storm's emit hook also sees the task's messages to the acker (two
+    # emits per input for this bolt); stormpy folds acks per worker and round, no message per ack
+    feeder = FeederSpout(["word"])
+    b = TopologyBuilder()
+    b.set_spout("feed", feeder)
+    b.set_bolt("one", EmitOneAndAck).shuffle_grouping("feed")
+    b.set_bolt("sink", HookedSink).shuffle_grouping("one")
+    conf = {"topology.auto.task.hooks": [f"{__name__}:RecordingHook"], "topology.acker.executors": 1}
+    with LocalCluster(simulated_time=True) as cluster:
+        cluster.submit_topology("t", conf, b.create_topology())
+        words = ["a", "b", "c"]
+        ids = [feeder.feed([w]) for w in words]
+        cluster.wait_for(lambda: sorted(feeder.acked) == sorted(ids), what="three trees acked")
+        cluster.wait_until_quiet("t")
+        emits = [e[1:] for e in _events("emit")]
+        assert sorted(emits) == sorted([("feed", ("default", [w], 1)) for w in words]
+                                       + [("one", ("default", [w], 1)) for w in words])
+        assert sorted(e[2] for e in _events("bolt_ack") if e[1] == "one") == [[w] for w in words]
+        assert sorted(e[2] for e in _events("spout_ack")) == sorted(ids)
+
+
 def test_a_timed_out_spout_tuple_reaches_spout_fail() -> None:
     feeder = FeederSpout(["word"])
     b = TopologyBuilder()

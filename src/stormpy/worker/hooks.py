@@ -5,7 +5,10 @@ with hooks (``context.hooks`` non-empty once the component is opened) ``install`
 task only, the collector methods bound onto the component (``emit``, ``emit_direct``, a spout's
 ``emit_batch``, ``ack``, ``fail`` and a spout's own ``ack_many``/``fail_many``) and the runner's
 ``execute`` (a bolt's input, a spout's acker replies), and calls the
-hooks after each event (see ``stormpy.topology.hooks`` for the contract). ``auto_hooks`` builds
+hooks after each event (see ``stormpy.topology.hooks`` for the contract). The emit hook sees the
+component's own emits only: acks reach the ackers folded per worker and round, not as a message
+per ack, so unlike Storm no acking message is reported as an emit (docs/storm-semantics.md §5).
+``auto_hooks`` builds
 the hooks ``topology.auto.task.hooks`` names. This module is not compiled: it is off the hot path
 of every topology without hooks.
 """
