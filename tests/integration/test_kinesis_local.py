@@ -72,9 +72,9 @@ def stored_checkpoints(zookeeper: Any, config: KinesisSpoutConfig) -> dict[str, 
 class KinesisCheckpointDoc:
     @staticmethod
     def parse(data: bytes) -> str | None:
-        import json
+        from stormpy.topology.state import decode_state
 
-        seq = json.loads(data)["sequence_number"]
+        seq = decode_state("checkpoint", data)["sequence_number"]
         return str(seq) if seq is not None else None
 
 
@@ -302,8 +302,9 @@ def test_killing_a_topology_named_like_the_config_keeps_the_checkpoints(
         moto_kinesis: KinesisEndpoint, zookeeper: Any, zk_root: str) -> None:
     """Checkpoints sit under checkpoints/kinesis:<name>, apart from checkpoints/<topology-id>,
     which a kill removes: a topology whose id is the config name cannot take them along."""
+    from stormpy.state import ZkBackend
+
     from stormpy.cluster import ZkStorage
-    from stormpy.cluster.statestore import ZkStateBackend
 
     stream = moto_kinesis.create_stream(1)
     puts = moto_kinesis.put(stream, [("k", b"a"), ("k", b"b")])
@@ -314,7 +315,7 @@ def test_killing_a_topology_named_like_the_config_keeps_the_checkpoints(
         cluster.wait_for(lambda: stored_checkpoints(zookeeper, config) == last_per_shard(puts), 60,
                          "the checkpoints")
     with ZkStorage(zookeeper.connect_string, zk_root, connect_timeout_secs=30).start() as storage:
-        backend = ZkStateBackend(storage)
+        backend = ZkBackend(storage)
         backend.store("checkpoints", config.name).put("spout/0", 1)  # a topology with that id
         assert storage.exists(paths.ZkPaths(zk_root).checkpoints(config.name))
         backend.drop(config.name)  # what killing it does (LocalCluster and Nimbus alike)

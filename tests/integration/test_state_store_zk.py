@@ -9,11 +9,11 @@ from typing import Any
 
 import msgpack
 import pytest
+from stormpy.state import ZkBackend
 
 from stormpy import Spout, TopologyBuilder, TopologyContext
 from stormpy.cluster import ZkStorage
 from stormpy.cluster.paths import ZkPaths
-from stormpy.cluster.statestore import ZkStateBackend
 from stormpy.cluster.zkserver import ZooKeeperServer
 from stormpy.testing import Capture, LocalCluster
 from stormpy.testing.state import check_state_store
@@ -59,13 +59,13 @@ def counting_topology(capture: Capture) -> Any:
 
 
 def test_the_zookeeper_store_keeps_the_contract(zk_storage: ZkStorage) -> None:
-    backend = ZkStateBackend(zk_storage)
+    backend = ZkBackend(zk_storage)
     check_state_store(backend.store(CHECKPOINTS, TID))
     check_state_store(backend.store(TRANSACTIONAL, TID))
 
 
 def test_keys_live_on_the_cluster_layout(zk_storage: ZkStorage) -> None:
-    backend = ZkStateBackend(zk_storage)
+    backend = ZkBackend(zk_storage)
     store = backend.store(CHECKPOINTS, TID)
     store.put("kafka spout/topic-0", {"offset": 42})
     backend.store(TRANSACTIONAL, TID).put("coordinator/txid", 7)
@@ -80,7 +80,7 @@ def test_keys_live_on_the_cluster_layout(zk_storage: ZkStorage) -> None:
 
 
 def test_a_corrupt_node_is_named(zk_storage: ZkStorage) -> None:
-    store = ZkStateBackend(zk_storage).store(CHECKPOINTS, TID)
+    store = ZkBackend(zk_storage).store(CHECKPOINTS, TID)
     znode = ZkPaths(zk_storage.root).checkpoint(TID, "spout", "0")
     zk_storage.set(znode, b"\xc1garbage")
     with pytest.raises(CorruptStateError, match=f"state {znode}: not a msgpack document"):
@@ -91,7 +91,7 @@ def test_a_corrupt_node_is_named(zk_storage: ZkStorage) -> None:
 
 def test_a_lost_connection_is_named_not_waited_on(zookeeper: ZooKeeperServer, zk_root: str) -> None:
     storage = ZkStorage(zookeeper.connect_string, zk_root, connect_timeout_secs=30).start()
-    store = ZkStateBackend(storage).store(CHECKPOINTS, TID)
+    store = ZkBackend(storage).store(CHECKPOINTS, TID)
     store.put("spout/0", 1)
     storage.close()
     znode = ZkPaths(zk_root).checkpoint(TID, "spout", "0")
@@ -105,7 +105,7 @@ def test_a_local_cluster_with_zookeeper_keeps_component_state_there(
     conf = {"storm.zookeeper.servers": [zookeeper.connect_string],
             "storm.zookeeper.root": zk_storage.root}
     with LocalCluster(conf=conf) as cluster:
-        assert isinstance(cluster.state, ZkStateBackend)
+        assert isinstance(cluster.state, ZkBackend)
         worker = cluster.submit_topology("t", {}, counting_topology(capture))
         cluster.wait_for(lambda: len(capture.values) == 2, 30, "both spout tasks to report")
         assert sorted(v[1] for v in capture.values) == [1, 1]  # read back from ZooKeeper
