@@ -302,9 +302,8 @@ def test_killing_a_topology_named_like_the_config_keeps_the_checkpoints(
         moto_kinesis: KinesisEndpoint, zookeeper: Any, zk_root: str) -> None:
     """Checkpoints sit under checkpoints/kinesis:<name>, apart from checkpoints/<topology-id>,
     which a kill removes: a topology whose id is the config name cannot take them along."""
-    from stormpy.state import ZkBackend
-
     from stormpy.cluster import ZkStorage
+    from stormpy.state import ZkBackend
 
     stream = moto_kinesis.create_stream(1)
     puts = moto_kinesis.put(stream, [("k", b"a"), ("k", b"b")])

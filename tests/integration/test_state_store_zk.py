@@ -9,12 +9,12 @@ from typing import Any
 
 import msgpack
 import pytest
-from stormpy.state import ZkBackend
 
 from stormpy import Spout, TopologyBuilder, TopologyContext
 from stormpy.cluster import ZkStorage
 from stormpy.cluster.paths import ZkPaths
 from stormpy.cluster.zkserver import ZooKeeperServer
+from stormpy.state import ZkBackend
 from stormpy.testing import Capture, LocalCluster
 from stormpy.testing.state import check_state_store
 from stormpy.topology.state import (
