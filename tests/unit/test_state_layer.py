@@ -153,3 +153,19 @@ def test_kinesis_checkpoints_on_the_layer_only_move_forwards() -> None:
     backend.named_store(CHECKPOINTS, "kinesis", "clicks").sub("my/stream").put("bad", {"x": 1})
     with pytest.raises(CheckpointError, match="corrupt Kinesis checkpoint .*bad"):
         a.read("bad")
+
+
+def test_named_state_sits_apart_from_every_topology_id_and_survives_its_kill() -> None:
+    from stormpy.cluster.paths import ZkPaths
+
+    p = ZkPaths("/stormpy")
+    tx = p.named_state("transactional", "tx", "global/count")
+    assert tx == "/stormpy/transactional/tx:global%2Fcount"
+    assert not any(tx == path or tx.startswith(path + "/")
+                   for path in p.topology_paths("global-count-1-2"))
+    assert p.named_state("checkpoints", "kinesis", "c", "s") == p.connector_checkpoints(
+        "kinesis", "c", "s")
+    with pytest.raises(ValueError, match="area"):
+        p.named_state("storms", "tx", "a")
+    with pytest.raises(ValueError, match="lowercase word"):
+        p.named_state("transactional", "t:x", "a")
