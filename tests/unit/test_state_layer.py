@@ -79,11 +79,14 @@ def test_a_memory_watch_sees_the_value_now_and_every_change() -> None:
     store = MemoryBackend().at("w")
     seen: list[Any] = []
     store.put("k", 1)
-    store.watch("k", seen.append)
+    cancel = store.watch("k", seen.append)
     store.put("k", 2)
     store.update("k", lambda old: old + 1)
     store.delete("k")
     store.put("other", 0)
+    assert seen == [1, 2, 3, None]
+    cancel()
+    store.put("k", 4)
     assert seen == [1, 2, 3, None]
 
 
@@ -150,6 +153,9 @@ def test_kinesis_checkpoints_on_the_layer_only_move_forwards() -> None:
     shards = [ShardInfo("shardId-0", (), True), ShardInfo("shardId-1", ("shardId-0",))]
     b.write_shard_list(shards)
     assert a.read_shard_list() == shards and seen == [None, shards]
+    a.close()  # its watch ends with it
+    b.write_shard_list(shards[:1])
+    assert seen == [None, shards]
     backend.named_store(CHECKPOINTS, "kinesis", "clicks").sub("my/stream").put("bad", {"x": 1})
     with pytest.raises(CheckpointError, match="corrupt Kinesis checkpoint .*bad"):
         a.read("bad")

@@ -10,7 +10,7 @@ under ``/``-separated key paths, bounded in time, errors naming the path):
 * ``sub(*segments)``: the same store seen from a node below it down (a namespace; no copy, no
   I/O); each argument is ONE segment, any non-empty string (a ``/`` in it is part of the name);
 * ``watch(key, callback)``: ``callback(value or None)`` now and after every change of the key
-  (memory and ZooKeeper; a SQLite store refuses);
+  until the returned function is called (memory and ZooKeeper; a SQLite store refuses);
 * ``available()``: False while the backing service is known to be unreachable;
 * ``close()``: release what the store owns (a connection it opened); idempotent.
 
@@ -79,7 +79,8 @@ class Store:
         for key in keys:
             self.delete(key)
 
-    def watch(self, key: str, callback: Callable[[Any], None]) -> None:
+    def watch(self, key: str, callback: Callable[[Any], None]) -> Callable[[], None]:
+        """Watch ``key`` (see the module contract); returns the function that cancels it."""
         raise StateStoreError(f"{self.location}/{key}", f"{type(self).__name__} cannot watch keys")
 
     def available(self) -> bool:

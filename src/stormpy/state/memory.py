@@ -108,16 +108,26 @@ class MemoryStore(Store):
         return MemoryStore(self._backend, self._node + segments,
                            "/".join((self.location, *segments)))
 
-    def watch(self, key: str, callback: Callable[[Any], None]) -> None:
+    def watch(self, key: str, callback: Callable[[Any], None]) -> Callable[[], None]:
         node, path = self._key(key), self.where(key)
+        cancelled: list[bool] = []
 
         def changed(data: bytes | None) -> None:
-            callback(decode_state(path, data) if data else None)
+            if not cancelled:
+                callback(decode_state(path, data) if data else None)
+
+        def cancel() -> None:
+            cancelled.append(True)
+            with self._backend.locked(path):
+                watchers = self._backend.watchers.get(node, [])
+                if changed in watchers:
+                    watchers.remove(changed)
 
         with self._backend.locked(path):
             self._backend.watchers.setdefault(node, []).append(changed)
             data = self._backend.nodes.get(node)
         changed(data)
+        return cancel
 
 
 class MemoryBackend:

@@ -165,7 +165,7 @@ class ZkStore(Store):
         return ZkStore(self.storage, "/".join((self.location, *(paths.encode_segment(s)
                                                                 for s in segments))))
 
-    def watch(self, key: str, callback: Callable[[Any], None]) -> None:
+    def watch(self, key: str, callback: Callable[[Any], None]) -> Callable[[], None]:
         """``callback(value or None)`` on a kazoo thread now and after every change; a node that
         does not decode is logged and skipped."""
         path = self._znode(key)
@@ -177,7 +177,7 @@ class ZkStore(Store):
                 log.error("%s", exc)
                 return
             callback(value)
-        _call(path, lambda: self.storage.watch_data(path, changed))
+        return _call(path, lambda: self.storage.watch_data(path, changed)).cancel
 
     def available(self) -> bool:
         return self.storage.connected

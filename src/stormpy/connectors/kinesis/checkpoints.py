@@ -134,6 +134,7 @@ class StateCheckpointStore:
         self.stream = store.sub(stream)
         self.stream_path = self.stream.where("")
         self.client = store.storage if isinstance(store, ZkStore) else None
+        self._watches: list[Callable[[], None]] = []
 
     @classmethod
     def on_backend(cls, backend: StateBackend, name: str, stream: str) -> StateCheckpointStore:
@@ -203,10 +204,14 @@ class StateCheckpointStore:
             except CheckpointError as exc:
                 log.error("%s", exc)
 
-        self._call(f"{self.stream_path} (shard list)", lambda: self.stream.watch("", changed))
+        self._watches.append(self._call(f"{self.stream_path} (shard list)",
+                                        lambda: self.stream.watch("", changed)))
 
     def close(self) -> None:
-        """Close what the store owns (a connection of its own)."""
+        """Cancel the watches, and close what the store owns (a connection of its own)."""
+        for cancel in self._watches:
+            cancel()
+        self._watches.clear()
         self.store.close()
 
 
