@@ -64,6 +64,44 @@ def test_the_zookeeper_store_keeps_the_contract(zk_storage: ZkStorage) -> None:
     check_state_store(backend.store(TRANSACTIONAL, TID))
 
 
+def test_the_layers_additions_on_zookeeper(zk_storage: ZkStorage) -> None:
+    """Namespaces, the store's own node, compare-and-set under concurrent writers, watches and
+    named state, on the real server (memory and SQLite: tests/unit/test_state_layer.py)."""
+    import threading
+
+    backend = ZkBackend(zk_storage)
+    named = backend.named_store(TRANSACTIONAL, "tx", "my/tx")
+    assert named.location == ZkPaths(zk_storage.root).named_state("transactional", "tx", "my/tx")
+    check_state_store(named.sub("a/b"))
+    inner = named.sub("stream/1")
+    inner.put("", {"shards": 1})
+    assert inner.get("") == {"shards": 1} and named.children() == ["a/b", "stream/1"]
+    seen: list[Any] = []
+    changed = threading.Event()
+
+    def on_change(value: Any) -> None:
+        seen.append(value)
+        if value == {"shards": 2}:
+            changed.set()
+    cancel = inner.watch("", on_change)
+    inner.put("", {"shards": 2})
+    assert changed.wait(10) and seen[0] == {"shards": 1}
+    cancel()
+
+    def bump() -> None:
+        for _ in range(25):
+            named.update("count", lambda old: (old or 0) + 1)
+    threads = [threading.Thread(target=bump) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert named.get("count") == 75
+    assert named.update("count", lambda old: None) is False
+    backend.drop("my-topology")  # a kill never touches named state
+    assert named.get("count") == 75
+
+
 def test_keys_live_on_the_cluster_layout(zk_storage: ZkStorage) -> None:
     backend = ZkBackend(zk_storage)
     store = backend.store(CHECKPOINTS, TID)
