@@ -20,15 +20,24 @@ store is rooted at (a namespace's own value, e.g. a Kinesis stream's shard list 
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from stormpy.topology.state import StateKeyError, StateStoreError, key_segments
 
-__all__ = ["MAX_UPDATE_ROUNDS", "Store", "check_segments", "root_or_segments"]
+__all__ = ["MAX_UPDATE_ROUNDS", "Store", "check_segments", "contention_pause", "root_or_segments"]
 
-#: How often ``update`` re-reads a key that concurrent writers keep changing before it gives up.
-MAX_UPDATE_ROUNDS = 10
+#: How often ``update`` re-reads a key that concurrent writers keep changing before it gives up
+#: (StateUnavailableError: try again later); between rounds it waits a little, at random.
+MAX_UPDATE_ROUNDS = 100
+UPDATE_BACKOFF_SECS = 0.002
+
+
+def contention_pause(round_: int) -> None:
+    """The random wait before ``update``'s round ``round_`` + 1 (writers that collided spread)."""
+    time.sleep(random.uniform(0, UPDATE_BACKOFF_SECS * min(round_ + 1, 10)))
 
 
 def root_or_segments(location: str, key: str) -> tuple[str, ...]:

@@ -18,7 +18,13 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from stormpy.state.base import MAX_UPDATE_ROUNDS, Store, check_segments, root_or_segments
+from stormpy.state.base import (
+    MAX_UPDATE_ROUNDS,
+    Store,
+    check_segments,
+    contention_pause,
+    root_or_segments,
+)
 from stormpy.topology.state import (
     AREAS,
     StateUnavailableError,
@@ -86,7 +92,9 @@ class MemoryStore(Store):
 
     def update(self, key: str, fn: Callable[[Any], Any]) -> bool:
         node, path = self._key(key), self.where(key)
-        for _ in range(MAX_UPDATE_ROUNDS):
+        for round_ in range(MAX_UPDATE_ROUNDS):
+            if round_:
+                contention_pause(round_)
             with self._backend.locked(path):
                 data = self._backend.nodes.get(node)
             old = decode_state(path, data) if data else None

@@ -34,7 +34,13 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from stormpy.cluster import paths
 from stormpy.cluster.errors import ClusterStateError, ZkConnectionError
 from stormpy.cluster.storage import ZkStorage, hosts_from_config
-from stormpy.state.base import MAX_UPDATE_ROUNDS, Store, check_segments, root_or_segments
+from stormpy.state.base import (
+    MAX_UPDATE_ROUNDS,
+    Store,
+    check_segments,
+    contention_pause,
+    root_or_segments,
+)
 from stormpy.state.memory import MemoryBackend
 from stormpy.topology.state import (
     AREAS,
@@ -72,10 +78,16 @@ def area_path(area: str, topology_id: str, *, root: str) -> str:
 def _call(path: str, op: Callable[[], T]) -> T:
     try:
         return op()
+    except Contention as exc:
+        raise StateUnavailableError(path, str(exc)) from exc
     except ZkConnectionError as exc:
         raise StateUnavailableError(path, f"ZooKeeper unreachable: {exc}") from exc
     except ClusterStateError as exc:
         raise StateStoreError(path, f"ZooKeeper failed: {exc}") from exc
+
+
+class Contention(ClusterStateError):
+    """``compare_and_set`` lost to other writers every round: try again later."""
 
 
 def compare_and_set(storage: ZkStorage, path: str, fn: Callable[[bytes | None], bytes | None]
@@ -88,7 +100,9 @@ def compare_and_set(storage: ZkStorage, path: str, fn: Callable[[bytes | None], 
     client = storage._client  # noqa: SLF001 - the one client; see the docstring
 
     def attempt(wait: Callable[[Any], Any]) -> bool:
-        for _ in range(MAX_UPDATE_ROUNDS):
+        for round_ in range(MAX_UPDATE_ROUNDS):
+            if round_:
+                contention_pause(round_)
             try:
                 data, stat = wait(client.get_async(path))
             except NoNodeError:
@@ -108,8 +122,8 @@ def compare_and_set(storage: ZkStorage, path: str, fn: Callable[[bytes | None], 
                 return True
             except (BadVersionError, NoNodeError):
                 continue
-        raise ClusterStateError(f"ZooKeeper compare-and-set {path} failed: changed by others "
-                                f"{MAX_UPDATE_ROUNDS} times in a row")
+        raise Contention(f"ZooKeeper compare-and-set {path} failed: changed by others "
+                         f"{MAX_UPDATE_ROUNDS} times in a row")
 
     return storage._run("compare_and_set", path, attempt)  # noqa: SLF001
 
