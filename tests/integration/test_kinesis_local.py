@@ -128,6 +128,29 @@ def test_four_shards_every_record_counted_once(moto_kinesis: KinesisEndpoint, zo
     assert stats["kinesis"]["failed"] == 0
 
 
+def test_without_zookeeper_the_checkpoints_live_with_the_local_cluster(
+        moto_kinesis: KinesisEndpoint) -> None:
+    """No ZooKeeper configured anywhere: the spout keeps its shard list and checkpoints in the
+    LocalCluster's own state (the state layer's memory), forwards only, and needs nothing else."""
+    stream = moto_kinesis.create_stream(2)
+    puts = moto_kinesis.put(stream, [(f"k{i}", f"r{i}".encode()) for i in range(40)])
+    config = KinesisSpoutConfig(
+        name="no-zk", stream=stream, endpoint_url=moto_kinesis.url, region=moto_kinesis.region,
+        checkpoint_interval_ms=100, shard_list_refresh_ms=200, empty_record_sleep_ms=20)
+    capture = Capture()
+    expected = last_per_shard(puts)
+    with LocalCluster() as cluster:
+        store = cluster.state.named_store("checkpoints", "kinesis", "no-zk")
+
+        def checkpoints() -> dict[str, str | None]:
+            shards = store.children(stream)
+            return {s: store.get(f"{stream}/{s}")["sequence_number"] for s in shards}
+        cluster.submit_topology("kinesis-no-zk", {}, topology(config, capture))
+        cluster.wait_for(lambda: checkpoints() == expected, 60, "the checkpoints in memory")
+        assert [s["id"] for s in store.get(stream)["shards"]] == sorted(expected)
+    assert len(seen(capture)) == len(puts)
+
+
 def test_failed_records_are_replayed(moto_kinesis: KinesisEndpoint, zookeeper: Any,
                                      zk_root: str) -> None:
     stream = moto_kinesis.create_stream(2)

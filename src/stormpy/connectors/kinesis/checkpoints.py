@@ -11,8 +11,9 @@ connector's own state, ``ZkPaths.connector_checkpoints``)::
 The ``kinesis:`` prefix keeps these apart from ``checkpoints/<topology-id>``, which a topology's
 kill removes: a config name equal to some topology id cannot lose its checkpoints. The store is
 the topology's state backend (``context.state_backend.named_store("checkpoints", "kinesis",
-name)``: ZooKeeper on a cluster, the LocalCluster's own memory in local mode) unless the config
-names ZooKeeper servers or a root of its own (:meth:`ZkCheckpointStore.connect`, on ZkStorage).
+name)``: the cluster's ZooKeeper on a cluster, the LocalCluster's own memory in local mode) unless
+the config names ZooKeeper servers or a root of its own (:meth:`ZkCheckpointStore.connect`, on a
+ZkStorage of its own).
 
 A checkpoint is ``{"sequence_number": "<seq>" or null, "shard_end": bool}`` (a state document of
 :func:`~stormpy.topology.state.encode_state`): every record of the shard up to

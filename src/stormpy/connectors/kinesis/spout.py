@@ -119,8 +119,8 @@ class KinesisSpout(Spout):
                 raise describe(exc, config, "DescribeStreamSummary") from exc
             store: StateCheckpointStore
             if (self._state is not None and config.zookeeper_servers is None
-                    and config.zookeeper_prefix is None and not conf.get("storm.zookeeper.servers")):
-                # no ZooKeeper configured anywhere: the topology's state (a LocalCluster's memory)
+                    and config.zookeeper_prefix is None):
+                # the topology's state: the worker's ZooKeeper, a LocalCluster's own memory
                 store = StateCheckpointStore.on_backend(self._state, config.name, config.stream)
             else:
                 store = ZkCheckpointStore.connect(
