@@ -48,7 +48,7 @@ def open_store(conf: Mapping[str, Any], context: TopologyContext, task_key: str)
         return area.sub(MEMORY_PREFIX, task_key)
     if kind == "sqlite":
         return SqliteStore(config["path"], str(config.get("table") or "stormpy_state"),
-                           _segments=(name, task_key))
+                           segments=(name, task_key))
     if kind == "zookeeper":
         root = str(config.get("root") or "/stormpy/state").rstrip("/") or "/"
         hosts = zk_hosts(config.get("servers") or conf.get("storm.zookeeper.servers"),

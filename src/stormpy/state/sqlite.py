@@ -65,20 +65,22 @@ class _Db:
 
 
 class SqliteStore(Store):
-    """The keys below ``base`` (a ``/``-separated path; ``""``: the whole table) of table
-    ``table`` in the SQLite file ``path`` (created when missing)."""
+    """The keys below ``base`` (a ``/``-separated path; ``""``: the whole table; or given as
+    ``segments``, each one segment that may hold a ``/``) of table ``table`` in the SQLite file
+    ``path`` (created when missing)."""
 
     def __init__(self, path: str | Path, table: str = "stormpy_state", base: str = "", *,
-                 prefix: str | None = None, _db: _Db | None = None,
-                 _segments: tuple[str, ...] | None = None) -> None:
+                 prefix: str | None = None, segments: tuple[str, ...] | None = None,
+                 _db: _Db | None = None) -> None:
         if not table.replace("_", "").isalnum():
             raise ValueError(f"table name must be letters, digits and '_', got {table!r}")
         self.file = str(path)
         self.table = table
         if prefix is not None:  # the name of earlier releases: a base given as "a/b/"
             base = prefix
-        segments = _segments if _segments is not None else tuple(s for s in base.split("/") if s)
-        self._segments = segments
+        if segments is None:
+            segments = tuple(s for s in base.split("/") if s)
+        self._segments = check_segments(f"sqlite {self.file}", tuple(segments))
         self._base = "/".join(encode_segment(s) for s in segments)
         self.location = f"sqlite {self.file} table {table}" + (
             f" at {'/'.join(segments)}" if segments else "")
@@ -192,7 +194,7 @@ class SqliteStore(Store):
     def sub(self, *segments: str) -> SqliteStore:
         check_segments(self.location, segments)
         return SqliteStore(self.file, self.table, _db=self._db,
-                           _segments=self._segments + segments)
+                           segments=self._segments + segments)
 
     def close(self) -> None:
         """Close the file (a ``sub`` store leaves it to the store it came from)."""
