@@ -1,5 +1,6 @@
-"""Stateful word count: a StatefulBolt whose counts the framework checkpoints (Storm's
-``IStatefulBolt`` with ``KeyValueState``). The builder adds the checkpoint spout and wraps the bolts;
+"""Stateful word count (the sentences and splitter of ``wordcount.py``): a StatefulBolt whose
+counts the framework checkpoints (Storm's ``IStatefulBolt`` with ``KeyValueState``). The builder
+adds the checkpoint spout and wraps the bolts;
 an input is acked once the state that counted it is committed, so after a failure the counts roll
 back to the last checkpoint and the replayed sentences are counted exactly once.
 
@@ -17,49 +18,11 @@ Keep the counts in a SQLite file instead of memory, so a second run continues fr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from stormpy import BasicBolt, Spout, TopologyBuilder, TopologyContext, Tuple
+from stormpy import TopologyBuilder, Tuple
 from stormpy.state import KeyValueState, StatefulBolt
+from wordcount import SENTENCES, SentenceSpout, SplitSentence
 
-SENTENCES = [
-    "the cow jumped over the moon",
-    "an apple a day keeps the doctor away",
-    "four score and seven years ago",
-    "snow white and the seven dwarfs",
-    "i am at two with nature",
-]
-
-
-class SentenceSpout(Spout):
-    """Emits ``count`` sentences, each with a message id, and replays those that fail."""
-
-    outputs = ["sentence"]
-
-    def __init__(self, count: int = 2000) -> None:
-        self.count = count
-
-    def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
-        n = len(context.component_tasks)
-        self.ids = iter(range(context.task_index, self.count, n))
-        self.replay: list[int] = []
-
-    def next_tuple(self) -> None:
-        i = self.replay.pop() if self.replay else next(self.ids, None)
-        if i is not None:
-            self.emit([SENTENCES[i % len(SENTENCES)]], msg_id=i)
-
-    def fail(self, msg_id: int) -> None:
-        self.replay.append(msg_id)
-
-
-class SplitSentence(BasicBolt):
-    outputs = ["word"]
-
-    def process(self, tup: Tuple) -> None:
-        for word in tup.values[0].split():
-            self.emit([word])
+__all__ = ["SENTENCES", "StatefulWordCount", "build"]
 
 
 class StatefulWordCount(StatefulBolt):
