@@ -1,8 +1,8 @@
 """Stateful word count (the sentences and splitter of ``wordcount.py``): a StatefulBolt whose
 counts the framework checkpoints (Storm's ``IStatefulBolt`` with ``KeyValueState``). The builder
-adds the checkpoint spout and wraps the bolts;
-an input is acked once the state that counted it is committed, so after a failure the counts roll
-back to the last checkpoint and the replayed sentences are counted exactly once.
+adds the checkpoint spout and wraps the bolts; an input is acked once the state that counted it is
+committed, so after a failure the counts roll back to the last checkpoint and the replayed
+sentences are counted exactly once.
 
 Run it (nothing else to start: in local mode the state lives with the LocalCluster; the
 checkpoint spout starts a checkpoint every second, so the topology is never idle and runs until
