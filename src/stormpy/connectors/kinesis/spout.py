@@ -89,7 +89,7 @@ class KinesisSpout(Spout):
         require_boto3()
         self.scheme = load_scheme(self.config.record_scheme)
         self._conf = dict(conf)
-        try:  # where checkpoints go when no ZooKeeper is configured
+        try:  # the topology's state: the checkpoints' home unless the config names a ZooKeeper
             self._state: StateBackend | None = context.state_backend
         except RuntimeError:  # a context made by hand
             self._state = None
