@@ -122,7 +122,7 @@ def test_declared_streams_add_the_late_stream() -> None:
              .with_late_tuple_stream("direct").component_kwargs)
     with pytest.raises(WindowConfigError) as err:
         WindowedBoltExecutor.declare_outputs(clash)
-    assert str(err.value) == "late tuple stream 'direct' is also declared by Keep"
+    assert str(err.value) == "late tuple stream: 'direct' is also declared by Keep"
 
 
 def test_declared_config_asks_for_ticks_timeout_and_pending() -> None:

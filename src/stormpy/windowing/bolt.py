@@ -108,7 +108,7 @@ class WindowedBoltSpec:
 def _target(kwargs: Mapping[str, Any]) -> tuple[Any, WindowConfig, dict[str, Any]]:
     bolt = import_object(kwargs["_bolt"])
     if not (isinstance(bolt, type) and issubclass(bolt, WindowedBolt)):
-        raise WindowConfigError(f"{bolt!r} is not a WindowedBolt subclass")
+        raise WindowConfigError("WindowedBolt", f"{bolt!r} is not a WindowedBolt subclass")
     cfg = WindowConfig.from_doc(kwargs["_window"])
     user = {k: v for k, v in kwargs.items() if k not in ("_window", "_bolt")}
     return bolt, cfg, user
@@ -123,8 +123,8 @@ class WindowedBoltExecutor(Bolt):
         streams = dict(bolt.declare_outputs(user))
         if cfg.late_stream is not None:
             if cfg.late_stream in streams:
-                raise WindowConfigError(f"late tuple stream {cfg.late_stream!r} is also declared "
-                                        f"by {bolt.__qualname__}")
+                raise WindowConfigError("late tuple stream", f"{cfg.late_stream!r} is also declared "
+                                                             f"by {bolt.__qualname__}")
             streams[cfg.late_stream] = Stream(LATE_FIELDS, name=cfg.late_stream)
         return streams
 

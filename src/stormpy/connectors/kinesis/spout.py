@@ -1,6 +1,6 @@
 """KinesisSpout: emits the records of a Kinesis stream's shards, at least once.
 
-Build it with ``KinesisSpout.of(config)`` (or ``kwargs={"config": config.to_dict()}``)::
+Build it with ``KinesisSpout.of(config)`` (or ``kwargs={"config": config.to_doc()}``)::
 
     builder.set_spout("clicks", KinesisSpout.of(KinesisSpoutConfig(name="clicks", stream="c")), 2)
 
@@ -56,15 +56,15 @@ class _Handle:
 
     def __init__(self, config: KinesisSpoutConfig) -> None:
         self.component_class = KinesisSpout
-        self.component_kwargs = {"config": config.to_dict()}
+        self.component_kwargs = {"config": config.to_doc()}
 
 
 class KinesisSpout(Spout):
     """Reads a Kinesis stream (see the module docstring). Constructor: ``config``, the dict of
-    ``KinesisSpoutConfig.to_dict()``."""
+    ``KinesisSpoutConfig.to_doc()``."""
 
     def __init__(self, config: Mapping[str, Any]) -> None:
-        self.config = KinesisSpoutConfig.from_dict(config)
+        self.config = KinesisSpoutConfig.from_doc(config)
         self.scheme: Any = None
         self.manager: StateManager | None = None
         self._store: ZkCheckpointStore | None = None
@@ -77,7 +77,7 @@ class KinesisSpout(Spout):
 
     @classmethod
     def declare_outputs(cls, kwargs: Mapping[str, Any]) -> dict[str, Stream]:
-        config = KinesisSpoutConfig.from_dict(kwargs["config"])
+        config = KinesisSpoutConfig.from_doc(kwargs["config"])
         scheme = load_scheme(config.record_scheme)
         return {"default": Stream(list(scheme.fields), name="default")}
 
