@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from stormpy.cluster.zkserver import ZooKeeperServer
+from stormpy.config import local_dir
 from stormpy.host.daemon import serve_until_stopped
 
 __all__ = ["default_dev_data_dir", "run_dev_zookeeper"]
@@ -21,7 +22,7 @@ __all__ = ["default_dev_data_dir", "run_dev_zookeeper"]
 
 def default_dev_data_dir(conf: Mapping[str, Any]) -> Path:
     """``<storm.local.dir>/dev-zookeeper`` (``storm.local.dir`` defaults to ``stormpy-local``)."""
-    return Path(conf.get("storm.local.dir") or "stormpy-local") / "dev-zookeeper"
+    return local_dir(conf) / "dev-zookeeper"
 
 
 def run_dev_zookeeper(port: int = 2181, data_dir: str | os.PathLike[str] = "stormpy-local/dev-zookeeper", *,

@@ -25,6 +25,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from stormpy.config import SettingError, message_timeout_secs
 from stormpy.topology.component import Bolt
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.imports import class_path, import_object
@@ -156,12 +157,11 @@ class WindowedBoltExecutor(Bolt):
 
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         me = context.component_id
-        timeout = conf.get("topology.message.timeout.secs", 30)
+        timeout = message_timeout_secs(conf)
         need = self.cfg.required_timeout_secs()
-        if need and conf.get("topology.enable.message.timeouts", True) and \
-                float(timeout) < need:
-            raise ValueError(f"windowed bolt {me!r} needs topology.message.timeout.secs >= {need}, "
-                             f"the topology sets {timeout}")
+        if need and conf.get("topology.enable.message.timeouts", True) and timeout < need:
+            raise SettingError("topology.message.timeout.secs",
+                               f"windowed bolt {me!r} needs it >= {need}, the topology sets {timeout:g}")
         # data inputs only: '$' streams belong to machinery (checkpoints, transactions)
         self.sources = sorted({(i.component, i.stream) for i in context.spec.components[me].inputs
                                if not i.stream.startswith("$")})
