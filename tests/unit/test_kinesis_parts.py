@@ -310,6 +310,10 @@ def test_assignment_is_deterministic_by_task_index() -> None:
     shards = [ShardInfo(f"shardId-00000000000{i}") for i in (3, 0, 2, 1, 4)]
     owned = [[s.shard_id[-1] for s in assign(shards, i, 2)] for i in range(2)]
     assert owned == [["0", "2", "4"], ["1", "3"]]
+    for task_index, num_tasks in ((2, 2), (-1, 2), (0, 0)):  # the range check Kafka's had
+        with pytest.raises(ValueError, match=f"task index {task_index} out of range for "
+                                             f"{num_tasks} tasks"):
+            assign(shards, task_index, num_tasks)
 
 
 # --- state manager ------------------------------------------------------------------------------
