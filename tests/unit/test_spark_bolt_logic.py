@@ -774,7 +774,7 @@ def test_without_warm_up_no_session_is_started_at_prepare(monkeypatch: pytest.Mo
 
 
 # -- settings, cleanup --------------------------------------------------------------------------
-@pytest.mark.parametrize("tick", [0, None])
+@pytest.mark.parametrize("tick", [0, None, -1, "often"])
 def test_prepare_requires_ticks(monkeypatch: pytest.MonkeyPatch, tick: Any) -> None:
     with pytest.raises(SettingError, match=r"^topology.tick.tuple.freq.secs: Counting \(spark\) "
                                            r"closes batches on tick tuples: set "):

@@ -200,12 +200,16 @@ class SparkBatchBolt(Bolt):
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         """Check Spark can run (SparkUnavailableError otherwise) and that ticks are configured."""
         require_spark()
-        tick = conf.get(TICK_KEY)
-        if not tick or float(tick) <= 0:
+        try:
+            tick = float(conf.get(TICK_KEY) or 0)
+        except (TypeError, ValueError):
+            tick = 0
+        if not tick > 0:
             raise SettingError(TICK_KEY, f"{type(self).__name__} ({context.component_id}) closes "
                                          f"batches on tick tuples: set {TICK_KEY} (e.g. "
-                                         f"{{'{TICK_KEY}': 0.5}}) in its config")
-        self._tick = float(tick)
+                                         f"{{'{TICK_KEY}': 0.5}}) in its config, got "
+                                         f"{conf.get(TICK_KEY)!r}")
+        self._tick = tick
         if self._tick > self.batch_seconds:
             log.warning("%s: tick period %.3gs is longer than batch_seconds %.3gs; batches close "
                         "late", context.component_id, self._tick, self.batch_seconds)
