@@ -108,9 +108,9 @@ class UpperScheme:
 def test_schemes_load_by_path_and_bad_ones_are_named() -> None:
     scheme = load_scheme(f"{__name__}:UpperScheme")
     assert scheme.deserialize(KinesisRecord("s", "1", "k", b"hi")) == ["k", "HI"]
-    with pytest.raises(ValueError, match="no.such.module"):
+    with pytest.raises(SettingError, match=r"^KinesisSpoutConfig.record_scheme: .*no.such.module"):
         load_scheme("no.such.module:Scheme")
-    with pytest.raises(ValueError, match="deserialize"):
+    with pytest.raises(SettingError, match=r"^KinesisSpoutConfig.record_scheme: .*deserialize"):
         load_scheme("stormpy.connectors.kinesis.records:sequence_key")
 
 
