@@ -67,7 +67,7 @@ from stormpy.cluster.zk_hosts import hosts_from_config
 from stormpy.cluster.zk_locks import lock_contenders
 from stormpy.config import DEFAULTS
 
-__all__ = ["ZkStorage", "hosts_from_config"]
+__all__ = ["ZkStorage"]
 
 log = logging.getLogger(__name__)
 
