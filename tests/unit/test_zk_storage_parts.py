@@ -1,5 +1,6 @@
 """ZkStorage's parts that need no ZooKeeper: the one connect-string builder, reading a kazoo lock's
-contenders, and the keeper that re-creates ephemeral nodes after a session loss."""
+contenders, the keeper that re-creates ephemeral nodes after a session loss, and the recursive
+delete's attempt."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from collections.abc import Callable
 
 import pytest
 from kazoo.client import KazooState
+from kazoo.exceptions import NoNodeError, NotEmptyError
 
-from stormpy.cluster import hosts_from_config
+from stormpy.cluster import ClusterStateError, hosts_from_config
 from stormpy.cluster.zk_ephemerals import EphemeralKeeper
 from stormpy.cluster.zk_locks import lock_contenders
+from stormpy.cluster.zk_writes import delete_tree
 from stormpy.config import DEFAULTS, SettingError
 
 
@@ -114,3 +117,49 @@ def test_a_node_that_cannot_be_put_again_is_logged_and_the_rest_still_are(
         ephemerals.restore()
     assert put == ["/r/b"]
     assert any("could not re-create ephemeral node /r/a" in r.getMessage() for r in caplog.records)
+
+
+class TreeClient:
+    """A kazoo stand-in over a dict of paths; its *_async calls return thunks that ``run`` waits
+    on. With ``sprouting``, every delete of that path first finds a new child added."""
+
+    def __init__(self, paths: set[str], sprouting: str | None = None) -> None:
+        self.paths = paths
+        self.sprouting = sprouting
+        self.sprouted = 0
+
+    def get_children_async(self, path: str) -> Callable[[], list[str]]:
+        def result() -> list[str]:
+            if path not in self.paths:
+                raise NoNodeError()
+            return sorted({p[len(path) + 1:].split("/")[0] for p in self.paths
+                           if p.startswith(path + "/")})
+        return result
+
+    def delete_async(self, path: str) -> Callable[[], None]:
+        def result() -> None:
+            if path == self.sprouting:
+                self.sprouted += 1
+                self.paths.add(f"{path}/new-{self.sprouted}")
+            if any(p.startswith(path + "/") for p in self.paths):
+                raise NotEmptyError()
+            self.paths.discard(path)
+        return result
+
+
+def run(thunk: Callable[[], object]) -> object:
+    return thunk()
+
+
+def test_delete_tree_removes_everything_below_and_says_whether_it_existed() -> None:
+    client = TreeClient({"/r", "/r/a", "/r/a/b", "/r/c", "/other"})
+    assert delete_tree(client, run, "/r") is True
+    assert client.paths == {"/other"}
+    assert delete_tree(client, run, "/r") is False
+
+
+def test_delete_tree_gives_up_naming_the_path_when_children_keep_appearing() -> None:
+    client = TreeClient({"/r", "/r/a"}, sprouting="/r")
+    with pytest.raises(ClusterStateError, match="/r failed: children kept appearing"):
+        delete_tree(client, run, "/r", rounds=3)
+    assert client.sprouted == 3

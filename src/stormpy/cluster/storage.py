@@ -26,7 +26,8 @@ Contract:
   a new one established, until :meth:`ZkStorage.delete` or :meth:`ZkStorage.close`
   (:mod:`.zk_ephemerals`).
 * :meth:`ZkStorage.lock` is kazoo's Lock recipe; :meth:`ZkStorage.lock_contenders` reads it with
-  the bounded operations (:mod:`.zk_locks`). The connect string comes from :mod:`.zk_hosts`.
+  the bounded operations (:mod:`.zk_locks`). The connect string comes from :mod:`.zk_hosts`;
+  the attempts of ``set`` and recursive ``delete`` are :mod:`.zk_writes`.
 * Watches are kazoo's recipes, and only them: :meth:`watch_data` (``DataWatch``) and
   :meth:`watch_children` (``ChildrenWatch``) call back once with the current value before they
   return and then after every change, on a kazoo thread, until cancelled; they survive reconnections
@@ -51,7 +52,6 @@ from kazoo.exceptions import (
     KazooException,
     NodeExistsError,
     NoNodeError,
-    NotEmptyError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.interfaces import IAsyncResult
@@ -65,6 +65,7 @@ from stormpy.cluster.watches import Watch, children_watch, data_watch
 from stormpy.cluster.zk_ephemerals import EphemeralKeeper, put_ephemeral
 from stormpy.cluster.zk_hosts import hosts_from_config
 from stormpy.cluster.zk_locks import lock_contenders
+from stormpy.cluster.zk_writes import delete_tree, set_or_create
 from stormpy.config import DEFAULTS
 
 __all__ = ["ZkStorage"]
@@ -78,8 +79,6 @@ _SLICE_SECS = 0.1
 #: Back-off of ``client.retry`` between attempts while the connection is down (doubling up to the max).
 _RETRY_DELAY_SECS = 0.1
 _RETRY_DELAY_MAX_SECS = 0.5
-#: How many times a recursive delete starts over when writers keep adding children.
-_DELETE_ROUNDS = 10
 
 
 class ZkStorage:
@@ -322,18 +321,7 @@ class ZkStorage:
     def set(self, path: str, data: bytes) -> None:
         """Write ``data`` to ``path``, creating it (and parents) when missing."""
 
-        def attempt(wait: Callable[[IAsyncResult], Any]) -> None:
-            try:
-                wait(self._client.set_async(path, data))
-                return
-            except NoNodeError:
-                pass
-            try:
-                wait(self._client.create_async(path, data, makepath=True))
-            except NodeExistsError:
-                wait(self._client.set_async(path, data))
-
-        self._run("set", path, attempt)
+        self._run("set", path, functools.partial(set_or_create, self._client, path=path, data=data))
 
     def create(self, path: str, data: bytes = b"", *, ephemeral: bool = False, sequence: bool = False,
                makepath: bool = True) -> str:
@@ -375,7 +363,7 @@ class ZkStorage:
 
         def attempt(wait: Callable[[IAsyncResult], Any]) -> bool:
             if recursive:
-                return self._delete_tree(wait, path)
+                return delete_tree(self._client, wait, path)
             try:
                 wait(self._client.delete_async(path))
             except NoNodeError:
@@ -383,26 +371,6 @@ class ZkStorage:
             return True
 
         return self._run("delete", path, attempt)
-
-    def _delete_tree(self, wait: Callable[[IAsyncResult], Any], path: str) -> bool:
-        existed = False
-        for _ in range(_DELETE_ROUNDS):
-            try:
-                children = wait(self._client.get_children_async(path))
-            except NoNodeError:
-                return existed
-            existed = True
-            for child in children:
-                self._delete_tree(wait, f"{path.rstrip('/')}/{child}")
-            try:
-                wait(self._client.delete_async(path))
-                return True
-            except NoNodeError:
-                return True
-            except NotEmptyError:
-                continue  # a writer added a child meanwhile: delete the new ones too
-        raise ClusterStateError(f"ZooKeeper delete {path} failed: children kept appearing "
-                                f"({_DELETE_ROUNDS} rounds)")
 
     # -- watches (kazoo's recipes) ---------------------------------------------------------------
     def watch_data(self, path: str, callback: Callable[[bytes | None], Any]) -> Watch:
