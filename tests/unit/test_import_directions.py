@@ -40,7 +40,7 @@ ALLOWED: dict[str, set[str]] = {
             "bundle", "nimbus", "supervisor", "connectors", "host", "ui"},
     # the UI reads Nimbus through its operator-side client (nimbus.client, as the CLI does) and
     # heartbeats through cluster; it never imports daemon internals
-    "ui": {"ui", "topology", "config", "cluster", "rpc", "worker", "nimbus"},
+    "ui": {"ui", "topology", "config", "cluster", "rpc", "worker", "nimbus", "host"},
     "transactional": {"transactional", "state", "topology", "config", "settings", "cluster",
                       "batching", "host"},
     # windowed and stateful bolts: built on the public topology API like transactional
