@@ -15,6 +15,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import MISSING, fields, is_dataclass
+from functools import cache
 from typing import Any, Protocol, Self, TypeVar
 
 from stormpy.config import SettingError
@@ -101,13 +102,22 @@ def settings_from_doc(cls: type[SettingsT], doc: Any, *,
     owner = cls.__name__
     if not isinstance(doc, Mapping):
         raise error(owner, f"expected a mapping of settings, got {doc!r}")
-    if not is_dataclass(cls):
-        raise TypeError(f"{owner} is not a dataclass")
-    known = {f.name: f for f in fields(cls)}
-    unknown = sorted(map(str, set(doc) - set(known)))
+    known, required = _fields_of(cls)
+    unknown = sorted(map(str, doc.keys() - known))
     if unknown:
         raise error(owner, f"unknown settings {unknown} (known: {sorted(known)})")
-    for name, f in known.items():
-        if f.init and name not in doc and f.default is MISSING and f.default_factory is MISSING:
+    for name in required:
+        if name not in doc:
             raise error(f"{owner}.{name}", "is required")
     return cls(**doc).validate()
+
+
+@cache
+def _fields_of(cls: type) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The settings dataclass's field names, and those without a default (required)."""
+    if not is_dataclass(cls):
+        raise TypeError(f"{cls.__name__} is not a dataclass")
+    every = fields(cls)
+    return (frozenset(f.name for f in every),
+            tuple(f.name for f in every
+                  if f.init and f.default is MISSING and f.default_factory is MISSING))
