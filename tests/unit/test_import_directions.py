@@ -21,10 +21,11 @@ ALLOWED: dict[str, set[str]] = {
     # state: the one state layer (memory, SQLite, ZooKeeper backends) behind context.state_store
     "worker": {"topology", "acker", "worker", "messaging", "config", "cluster", "bundle", "host",
                "state"},
-    "connectors": {"topology", "connectors", "config", "cluster", "batching", "host", "transactional",
-                   "state"},
+    "connectors": {"topology", "connectors", "config", "settings", "cluster", "batching", "host",
+                   "transactional", "state"},
     "host": {"host"},
     "config": {"config"},
+    "settings": {"settings", "config"},  # the checks of settings classes (SettingError's helpers)
     "messaging": {"messaging", "config"},
     "cluster": {"cluster", "config", "topology", "host"},  # topology: the plain-data layout types
     "rpc": {"rpc", "config"},
@@ -41,11 +42,13 @@ ALLOWED: dict[str, set[str]] = {
             "bundle", "nimbus", "supervisor", "connectors", "host", "ui"},
     # the UI reads Nimbus through its operator-side client (nimbus.client, as the CLI does) and
     # heartbeats through cluster; it never imports daemon internals
-    "ui": {"ui", "topology", "config", "cluster", "rpc", "worker", "nimbus"},
-    "transactional": {"transactional", "state", "topology", "config", "cluster", "batching", "host"},
+    "ui": {"ui", "topology", "config", "cluster", "rpc", "worker", "nimbus", "host"},
+    "transactional": {"transactional", "state", "topology", "config", "settings", "cluster",
+                      "batching", "host"},
     # windowed and stateful bolts: built on the public topology API like transactional
-    "windowing": {"windowing", "state", "topology", "config", "cluster", "batching", "host"},
-    "state": {"state", "topology", "config", "cluster", "batching", "host"},
+    "windowing": {"windowing", "state", "topology", "config", "settings", "cluster", "batching",
+                  "host"},
+    "state": {"state", "topology", "config", "settings", "cluster", "batching", "host"},
     "_native": set(),  # picks compiled or source modules: the standard library only
 }
 

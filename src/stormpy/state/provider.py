@@ -18,11 +18,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from stormpy.cluster.paths import encode_segment
+from stormpy.cluster.zk_hosts import hosts_from_config
 from stormpy.config import SettingError
 from stormpy.state.base import Store
-from stormpy.state.settings import PROVIDER, PROVIDERS, state_settings
+from stormpy.state.settings import PROVIDER, PROVIDER_CONFIG, PROVIDERS, state_settings
 from stormpy.state.sqlite import SqliteStore
-from stormpy.state.zookeeper import from_settings, open_zk_store, zk_hosts
+from stormpy.state.zookeeper import from_settings, open_zk_store
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.imports import import_object
 from stormpy.topology.state import CHECKPOINTS, StateStoreError
@@ -51,8 +52,9 @@ def open_store(conf: Mapping[str, Any], context: TopologyContext, task_key: str)
                            segments=(name, task_key))
     if kind == "zookeeper":
         root = str(config.get("root") or "/stormpy/state").rstrip("/") or "/"
-        hosts = zk_hosts(config.get("servers") or conf.get("storm.zookeeper.servers"),
-                         config.get("port") or conf.get("storm.zookeeper.port"))
+        hosts = hosts_from_config(conf, servers=config.get("servers"), port=config.get("port"),
+                                  servers_setting=f"{PROVIDER_CONFIG} servers",
+                                  port_setting=f"{PROVIDER_CONFIG} port")
         return open_zk_store(hosts, root, "/".join((root.rstrip("/"), encode_segment(name),
                                                     encode_segment(task_key))),
                              operation_timeout_secs=float(config.get("timeout.secs") or 10.0),

@@ -33,7 +33,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from stormpy.cluster import paths
 from stormpy.cluster.errors import ClusterStateError, ZkConnectionError
-from stormpy.cluster.storage import ZkStorage, hosts_from_config
+from stormpy.cluster.storage import ZkStorage
 from stormpy.state.base import (
     MAX_UPDATE_ROUNDS,
     Store,
@@ -52,20 +52,11 @@ from stormpy.topology.state import (
     encode_state,
 )
 
-__all__ = ["ZkBackend", "ZkStore", "open_zk_store", "zk_hosts"]
+__all__ = ["ZkBackend", "ZkStore", "open_zk_store"]
 
 log = logging.getLogger("stormpy.state")
 
 T = TypeVar("T")
-
-
-def zk_hosts(servers: Any, port: Any) -> str:
-    """``host:port,...`` of ``servers`` (a name, a list, or None: 127.0.0.1) and ``port`` (None:
-    the default), the one rule of :func:`~stormpy.cluster.storage.hosts_from_config`."""
-    conf: dict[str, Any] = {"storm.zookeeper.servers": servers}
-    if port is not None:
-        conf["storm.zookeeper.port"] = port
-    return hosts_from_config(conf)
 
 
 def area_path(area: str, topology_id: str, *, root: str) -> str:

@@ -24,8 +24,9 @@ from typing import Any
 from stormpy.cluster.paths import DEFAULT_ROOT, ZkPaths
 from stormpy.state.base import Store
 from stormpy.state.sqlite import SqliteStore
-from stormpy.state.zookeeper import open_zk_store, zk_hosts
+from stormpy.state.zookeeper import open_zk_store
 from stormpy.transactional.settings import transactional_settings
+from stormpy.transactional.store import zookeeper_hosts
 
 
 @dataclass(frozen=True)
@@ -137,8 +138,7 @@ class ZkState(TransactionalState):
         SettingError naming a bad setting."""
         settings = transactional_settings(conf)
         cls._key(name)
-        hosts = zk_hosts(settings.servers or conf.get("storm.zookeeper.servers"),
-                         settings.port or conf.get("storm.zookeeper.port"))
+        hosts = zookeeper_hosts(conf)
         if settings.root is not None:
             return cls(hosts, f"{settings.root}/state/{name}")
         root = str(conf.get("storm.zookeeper.root") or DEFAULT_ROOT)

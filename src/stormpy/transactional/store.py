@@ -26,13 +26,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from stormpy.cluster.paths import DEFAULT_ROOT, ZkPaths, encode_segment
+from stormpy.cluster.zk_hosts import hosts_from_config
 from stormpy.state.base import Store
-from stormpy.state.zookeeper import from_settings, open_zk_store, zk_hosts
+from stormpy.state.zookeeper import from_settings, open_zk_store
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.state import TRANSACTIONAL, StateStore, StateUnavailableError
 from stormpy.transactional.settings import transactional_settings
 
-__all__ = ["OWNER", "RotatingState", "StoreUnavailable", "TransactionalStore", "open_store"]
+__all__ = ["OWNER", "RotatingState", "StoreUnavailable", "TransactionalStore", "open_store",
+           "zookeeper_hosts"]
 
 #: The owner of transactional state among named stores (``transactional/tx:<id>``).
 OWNER = "tx"
@@ -58,8 +60,7 @@ def open_store(conf: Mapping[str, Any], context: TopologyContext,
         return context.state_backend.memory.named_store(TRANSACTIONAL, OWNER, transactional_id)
     if settings.store is None:
         return context.state_backend.named_store(TRANSACTIONAL, OWNER, transactional_id)
-    hosts = zk_hosts(settings.servers or conf.get("storm.zookeeper.servers"),
-                     settings.port or conf.get("storm.zookeeper.port"))
+    hosts = zookeeper_hosts(conf)
     if settings.root is not None:
         root, location = settings.root, f"{settings.root}/{encode_segment(transactional_id)}"
     else:
@@ -68,6 +69,15 @@ def open_store(conf: Mapping[str, Any], context: TopologyContext,
     return open_zk_store(hosts, root, location,
                          operation_timeout_secs=settings.operation_timeout_secs,
                          **from_settings(conf))
+
+
+def zookeeper_hosts(conf: Mapping[str, Any]) -> str:
+    """``host:port,...`` from ``transactional.zookeeper.servers``/``.port``, falling back to
+    ``storm.zookeeper.servers``/``.port``."""
+    return hosts_from_config(conf, servers=conf.get("transactional.zookeeper.servers"),
+                             port=conf.get("transactional.zookeeper.port"),
+                             servers_setting="transactional.zookeeper.servers",
+                             port_setting="transactional.zookeeper.port")
 
 
 def available(store: StateStore) -> bool:
