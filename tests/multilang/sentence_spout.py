@@ -17,7 +17,7 @@ class SentenceSpout(storm.Spout):
             storm.emit([SENTENCES[i]], id=i)
 
     def ack(self, id):
-        storm.logInfo("acked %s" % id)
+        storm.logInfo(f"acked {id}")
 
     def fail(self, id):
         self.todo.append(id)

@@ -17,6 +17,10 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
+# Storm's multilang Python module (multilang-python 2.8.3, resources/storm.py), kept as it is:
+# a test fixture for stormpy's multilang host.
+# ruff: noqa
+
 import sys
 import os
 import traceback

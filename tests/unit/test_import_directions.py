@@ -43,6 +43,8 @@ ALLOWED: dict[str, set[str]] = {
     # windowed and stateful bolts: built on the public topology API like transactional
     "windowing": {"windowing", "state", "topology", "config", "cluster", "batching", "host"},
     "state": {"state", "topology", "config", "cluster", "batching", "host"},
+    # Storm's multilang protocol and pystorm components: the topology API and its seams only
+    "multilang": {"multilang", "topology", "config", "host"},
     "_native": set(),  # picks compiled or source modules: the standard library only
 }
 

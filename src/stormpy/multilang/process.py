@@ -56,10 +56,11 @@ class ShellProcess:
     """One subprocess: start with :meth:`start`, talk with :meth:`send`, end with :meth:`stop`.
 
     ``call_soon(fn)`` must run ``fn`` on the owner's loop (thread-safe); ``on_message(msg)`` and
-    ``on_fault(text)`` are then called there, and ``on_ready()`` once the pid arrived. ``heartbeat()`` (on the watchdog thread) returns a
-    message to send at each period or None. The owner sets :attr:`waiting_since` (a
-    ``time.monotonic()`` value) while it waits on the process, or :attr:`always_watched` for a
-    process that must answer heartbeats at all times (bolts).
+    ``on_fault(text)`` are then called there, and ``on_ready()`` once the pid arrived.
+    ``heartbeat()`` (on the watchdog thread) returns a message to send at each period or None.
+    The owner sets :attr:`waiting_since` (a ``time.monotonic()`` value) while it waits on the
+    process, or :attr:`always_watched` for a process that must answer heartbeats at all times
+    (bolts).
     """
 
     def __init__(self, name: str, command: Sequence[str], cwd: str, env: Mapping[str, str],

@@ -59,7 +59,7 @@ def check_command(msg: Any, commands: Mapping[str, tuple[str, ...]]) -> str:
         raise ProtocolError(f"expected a command map, got {_short(msg)}")
     command = msg.get("command")
     needed = commands.get(command) if isinstance(command, str) else None
-    if needed is None:
+    if needed is None or not isinstance(command, str):
         raise ProtocolError(f"unknown command {command!r} in {_short(msg)}")
     for key in needed:
         if key not in msg:

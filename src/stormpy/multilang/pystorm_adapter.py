@@ -55,7 +55,7 @@ def require_pystorm() -> Any:
     return pystorm
 
 
-def _instance(cls: type) -> Any:
+def _instance(cls: Any) -> Any:
     """The user's component, built without pystorm's process set-up (no signal handler: the
     worker's loop is not the main thread; no batcher thread for TicklessBatchingBolt)."""
     pystorm = require_pystorm()
@@ -105,7 +105,7 @@ class _Adapter:
                 for stream, fields in streams.items():
                     name = (_IDENTIFIER.sub("_", source.title()) + _IDENTIFIER.sub("_", stream.title())
                             + "Tuple")
-                    types[source][stream] = namedtuple(name, fields)  # type: ignore[misc]
+                    types[source][stream] = namedtuple(name, fields)
         self._inst = inst
         inst.initialize(conf, ctx)
 

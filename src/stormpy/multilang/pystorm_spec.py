@@ -63,7 +63,7 @@ class PystormComponent:
         self.shell = shell
         self.serializer = serializer
         if tick_secs is None and not shell and issubclass(cls, pystorm.TicklessBatchingBolt):
-            tick_secs = cls.secs_between_batches
+            tick_secs = getattr(cls, "secs_between_batches", None)
         self.tick_secs = tick_secs
 
     @property
