@@ -23,6 +23,7 @@ on the root logger writing to stdout) is not installed: ``self.logger`` is a pla
 
 from __future__ import annotations
 
+import io
 import itertools
 import logging
 import re
@@ -59,13 +60,15 @@ def _instance(cls: Any) -> Any:
     """The user's component, built without pystorm's process set-up (no signal handler: the
     worker's loop is not the main thread; no batcher thread for TicklessBatchingBolt)."""
     pystorm = require_pystorm()
+    # streams of its own: pystorm wraps them in text wrappers that close them when collected
+    streams = {"input_stream": io.BytesIO(), "output_stream": io.BytesIO(), "rdb_signal": None}
     if issubclass(cls, pystorm.TicklessBatchingBolt):
         inst = cls.__new__(cls)
-        pystorm.BatchingBolt.__init__(inst, rdb_signal=None)
+        pystorm.BatchingBolt.__init__(inst, **streams)
         inst.exc_info = None
         inst._batch_lock = threading.RLock()
         return inst
-    return cls(rdb_signal=None)
+    return cls(**streams)
 
 
 class _Adapter:
