@@ -15,9 +15,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "multilang"))
 
-import wordcount  # noqa: E402
 from mlkit import conf  # noqa: E402
 
+import wordcount  # noqa: E402
 from stormpy import TopologyBuilder  # noqa: E402
 from stormpy.multilang import ShellBolt, ShellSpout, pystorm_component  # noqa: E402
 from stormpy.testing import Capture, FeederSpout, LocalCluster, wait_for  # noqa: E402

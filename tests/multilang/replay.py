@@ -10,9 +10,10 @@ here: ``conf`` and ``context`` maps (``taskid``, ``componentid``, ``task->compon
 * ``{"expect": pattern}`` — the next message must match: maps match key by key, ``"*"`` anything,
   ``"<int>"`` an integer, ``"<int-list>"`` a list of integers (task ids), ``"$name"`` binds the
   value (or must equal it once bound); as in storm.py, messages read while task ids are
-  expected (and task ids read while a message is) wait for their own step; the handshake binds ``"$task-of:<component>"`` to each
-  component's first task id. Heartbeat tuples and spout ``next`` commands a step does
-  not expect (and ``activate``/``deactivate``) are answered with ``sync`` and skipped.
+  expected (and task ids read while a message is) wait for their own step; the handshake
+  binds ``"$task-of:<component>"`` to each component's first task id. Heartbeat tuples and
+  spout ``next``/``activate``/``deactivate`` commands a step does not expect are answered with
+  ``sync`` and skipped.
 * ``{"expect_any_order": [pattern, ...]}`` — those messages in any order (with ``"sync_each":
   true``, each answered by ``sync``, as spout commands are).
 * ``{"send": message}`` — ``"$name"`` strings are replaced by their bound values.
@@ -183,15 +184,24 @@ def handshake(names):
         raise Mismatch(f"pidDir {msg['pidDir']!r} is no directory")
     for task, component in sorted(ctx["task->component"].items(), key=lambda kv: -int(kv[0])):
         names[f"$task-of:{component}"] = int(task)  # the component's first task id
-    open(os.path.join(msg["pidDir"], str(os.getpid())), "w").close()
+    _write_file(os.path.join(msg["pidDir"], str(os.getpid())), "")
     write({"pid": os.getpid()})
+
+
+def _read_file(path):
+    with open(path) as f:
+        return f.read()
+
+
+def _write_file(path, text):
+    with open(path, "w") as f:
+        f.write(text)
 
 
 def next_run(directory):
     counter = os.path.join(directory, "runs")
-    n = int(open(counter).read()) if os.path.exists(counter) else 0
-    with open(counter, "w") as f:
-        f.write(str(n + 1))
+    n = int(_read_file(counter)) if os.path.exists(counter) else 0
+    _write_file(counter, str(n + 1))
     return n
 
 
@@ -233,7 +243,7 @@ def play(steps, names):
 
 def main():
     directory = os.environ["REPLAY_DIR"]
-    runs = json.load(open(sys.argv[1]))["runs"]
+    runs = json.loads(_read_file(sys.argv[1]))["runs"]
     n = next_run(directory)
     verdict = os.path.join(directory, f"verdict-{n}")
     names = {}
@@ -241,12 +251,12 @@ def main():
         handshake(names)
         play(runs[min(n, len(runs) - 1)], names)
     except Mismatch as exc:
-        open(verdict, "w").write(f"mismatch: {exc}")
+        _write_file(verdict, f"mismatch: {exc}")
         sys.exit(3)
     except EOFError:
-        open(verdict, "w").write("input closed before the exchange ended")
+        _write_file(verdict, "input closed before the exchange ended")
         return
-    open(verdict, "w").write("ok")
+    _write_file(verdict, "ok")
     try:
         while True:
             msg = read()
