@@ -110,7 +110,11 @@ class _Adapter:
                             + "Tuple")
                     types[source][stream] = namedtuple(name, fields)
         self._inst = inst
+        self._fast_paths(inst)
         inst.initialize(conf, ctx)
+
+    def _fast_paths(self, inst: Any) -> None:
+        """Bind shortcuts for pystorm methods the class does not override (the bolt's)."""
 
     def _read_command(self) -> Any:
         return self._command
@@ -195,14 +199,89 @@ class PystormBolt(_Adapter, Bolt):
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         self._inputs: dict[str, Tuple] = {}
         self._ids = itertools.count(1)
+        self._ptuple = require_pystorm().Tuple
         self._setup(conf, context, self._component_path)
         self._tickless = isinstance(self._inst, require_pystorm().TicklessBatchingBolt)
+
+    def _fast_paths(self, inst: Any) -> None:
+        """Where the class keeps pystorm's own ``read_tuple``, ``emit``, ``ack`` and ``fail``,
+        bind equivalents that skip building and decoding the command maps (the same checks,
+        the same results; an anchor or id that is unknown takes the general path and its
+        error)."""
+        pystorm = require_pystorm()
+        cls = type(inst)
+        base = pystorm.Bolt
+        ptuple = pystorm.Tuple
+        inputs_of = self
+        self._fast_read = cls.read_tuple is base.read_tuple
+        if self._fast_read:
+            inst.read_tuple = self._read_tuple
+        if cls.emit is base.emit or cls.emit is pystorm.BatchingBolt.emit:
+            batching = cls.emit is pystorm.BatchingBolt.emit
+            general = inst.emit
+            emit, emit_direct = self.emit, self.emit_direct
+
+            cache: list[Any] = [None, None]  # the anchors last mapped, and their tuples
+
+            def fast_emit(tup: Any, stream: Any = None, anchors: Any = None,
+                          direct_task: Any = None, need_task_ids: bool = False) -> Any:
+                if type(tup) is not list:
+                    if not isinstance(tup, tuple):
+                        raise TypeError("All Tuples must be either lists or tuples, received "
+                                        f"{type(tup)!r} instead.")
+                    tup = list(tup)
+                if anchors is None:
+                    anchors = inst._current_tups if inst.auto_anchor else ()
+                if anchors is cache[0]:  # the same current tuple(s) as the previous emit
+                    storm_anchors = cache[1]
+                else:
+                    inputs = inputs_of._inputs
+                    try:
+                        storm_anchors = [inputs[a.id if isinstance(a, ptuple) else a]
+                                         for a in anchors]
+                    except (KeyError, TypeError):
+                        return general(tup, stream=stream, anchors=anchors,
+                                       direct_task=direct_task, need_task_ids=need_task_ids)
+                    cache[0], cache[1] = anchors, storm_anchors
+                if direct_task is not None:
+                    emit_direct(direct_task, tup, storm_anchors, stream or DEFAULT_STREAM)
+                    tasks: Any = [direct_task]
+                else:
+                    tasks = emit(tup, storm_anchors, stream or DEFAULT_STREAM)
+                return tasks if need_task_ids and not batching else None
+            inst.emit = fast_emit
+        for name, method in (("ack", self.ack), ("fail", self.fail)):
+            if getattr(cls, name) is getattr(base, name):
+                inst.__dict__[name] = self._fast_ack_fail(name, method, ptuple)
+
+    def _fast_ack_fail(self, name: str, method: Any, ptuple: Any) -> Any:
+        def ack_or_fail(tup: Any) -> None:
+            tup_id = tup.id if isinstance(tup, ptuple) else tup
+            storm_tup = self._inputs.pop(tup_id, None) if isinstance(tup_id, str) else None
+            if storm_tup is None:
+                self._ack_fail(name, tup_id)
+            else:
+                method(storm_tup)
+        return ack_or_fail
+
+    def _read_tuple(self) -> Any:
+        """pystorm's ``Bolt.read_tuple`` on the current input, without the command map."""
+        inst = self._inst
+        tid, tup = self._current_id, self._current
+        val_type = inst._source_tuple_types[tup.component].get(tup.stream)
+        values = tup.values
+        return self._ptuple(tid, tup.component, tup.stream, tup.task,
+                            tuple(values) if val_type is None else val_type(*values))
 
     def execute(self, tup: Tuple) -> None:
         tid = str(next(self._ids))
         self._inputs[tid] = tup
-        self._run({"id": tid, "comp": tup.component, "stream": tup.stream, "task": tup.task,
-                   "tuple": tup.values})
+        if self._fast_read:
+            self._current_id, self._current = tid, tup
+            self._run(None)
+        else:
+            self._run({"id": tid, "comp": tup.component, "stream": tup.stream, "task": tup.task,
+                       "tuple": tup.values})
         if self._tickless and tup.is_tick():
             inst = self._inst
             with inst._batch_lock:

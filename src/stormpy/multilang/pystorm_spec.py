@@ -50,9 +50,9 @@ class PystormComponent:
             raise TypeError(f"{cls!r} is not a pystorm Bolt or Spout subclass")
         self.spout = issubclass(cls, pystorm.Spout)
         self.path = class_path(cls)
-        if shell and is_local_path(self.path):
-            raise ValueError(f"{cls.__qualname__} is defined inside a function: a subprocess "
-                             "cannot import it (move it to module level)")
+        if shell and (is_local_path(self.path) or self.path.startswith("__main__:")):
+            raise ValueError(f"{cls.__qualname__} is defined inside a function or in __main__: "
+                             "a subprocess cannot import it (move it to an importable module)")
         declared = outputs if outputs is not None else getattr(cls, "outputs", None)
         if declared is None:
             raise ValueError(f"{cls.__qualname__} declares no outputs: pass "
