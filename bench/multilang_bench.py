@@ -36,7 +36,9 @@ from stormpy.testing import LocalCluster, registry, wait_for
 from stormpy.topology.context import TopologyContext
 
 RESULTS = Path(__file__).parent / "results"
-WORDS = ["the", "cow", "jumped", "over", "moon", "an", "apple", "a", "day", "keeps", "doctor", "away", "four", "score", "and", "seven", "years", "ago", "snow", "white", "dwarfs", "storm", "python", "bolt", "spout", "tuple"]
+WORDS = ("the", "cow", "jumped", "over", "moon", "an", "apple", "a", "day", "keeps", "doctor",
+         "away", "four", "score", "and", "seven", "years", "ago", "snow", "white", "dwarfs",
+         "storm", "python", "bolt", "spout", "tuple")
 
 
 def sentences(n: int, seed: int = 7) -> list[str]:
