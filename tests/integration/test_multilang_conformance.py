@@ -126,3 +126,17 @@ def test_spout_commands_as_recorded(tmp_path: Path, serializer: str) -> None:
         assert stats["emitted"] == 2
         assert cluster.errors("t") == []
     _no_children_left()
+
+
+def test_spout_deactivate_and_activate(tmp_path: Path) -> None:
+    b = TopologyBuilder()
+    b.set_spout("numbers", replay_spout("spout_deactivate", tmp_path))
+    b.set_bolt("judge", FailSome).shuffle_grouping("numbers")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(), b.create_topology())
+        wait_for(lambda: (tmp_path / "runs").exists(), 20, "the subprocess started")
+        cluster.deactivate("t")
+        cluster.activate("t")
+        wait_for(lambda: _ok(tmp_path), 20, "the player's verdict")
+        assert cluster.errors("t") == []
+    _no_children_left()
