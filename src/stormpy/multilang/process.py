@@ -26,6 +26,7 @@ import logging
 import os
 import queue
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -128,7 +129,7 @@ class ShellProcess:
         return self._proc.pid if self._proc is not None else None
 
     def stop(self, wait: bool = True) -> None:
-        """End the subprocess (close its stdin, SIGTERM, SIGKILL after a grace) and its threads;
+        """End the subprocess (SIGTERM to its process group, SIGKILL after a grace) and its threads;
         nothing more is delivered. With ``wait`` False the reaping happens on a thread."""
         self._finished = True
         if self._stopped.is_set():
@@ -144,13 +145,17 @@ class ShellProcess:
     def _reap(self) -> None:
         proc = self._proc
         if proc is not None:
-            with contextlib.suppress(OSError):
-                proc.terminate()
+            # the command runs in a session of its own: end its whole process group, so that
+            # what a wrapper script started goes too (only while the leader is unreaped: its
+            # pid is then still ours)
+            if proc.poll() is None:
+                with contextlib.suppress(OSError):
+                    os.killpg(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(_TERM_GRACE)
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(OSError):
-                    proc.kill()
+                    os.killpg(proc.pid, signal.SIGKILL)  # not reaped: wait() timed out
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(_TERM_GRACE)
             for pipe in (proc.stdin, proc.stdout, proc.stderr):
