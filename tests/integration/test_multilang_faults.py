@@ -83,3 +83,22 @@ def test_a_spout_subprocess_fault_is_reported_and_it_restarts(
         wait_for(lambda: cluster.get_stats("t")["words"]["acked"] >= 1, 20,
                  "the new subprocess's tuple acked")
     _no_children_left()
+
+
+def test_a_tuple_the_serializer_cannot_carry_is_failed_and_reported(tmp_path: Path) -> None:
+    feeder, sink = FeederSpout(["word"]), Capture()
+    b = TopologyBuilder()
+    b.set_spout("feeder", feeder)
+    b.set_bolt("split", replay_bolt("echo", tmp_path)).shuffle_grouping("feeder")
+    b.set_bolt("sink", sink).shuffle_grouping("split")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(), b.create_topology())
+        feeder.feed([b"\x00bytes"], 1)  # JSON has no bytes
+        feeder.feed(["text"], 2)
+        wait_for(lambda: feeder.failed == [1] and feeder.acked == [2], 20,
+                 "the bytes failed, the text acked")
+        errors = cluster.errors("t")
+        assert len(errors) == 1 and "cannot be sent to the subprocess (json)" in errors[0]["error"]
+        assert sink.values == [["text"]]
+        assert (tmp_path / "runs").read_text() == "1"  # no restart for that
+    _no_children_left()
