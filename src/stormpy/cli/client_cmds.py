@@ -66,7 +66,7 @@ def nimbus_client(nimbus_address: str | None, config_file: str | None, overrides
     try:
         conf = load_config(config_file, parse_overrides(overrides))
         client = NimbusClient.from_config(
-            conf, nimbus_address, **({"timeout_secs": timeout} if timeout is not None else {}))
+            conf, nimbus_address, remember=True, **({"timeout_secs": timeout} if timeout is not None else {}))
     except (ConfigError, ValueError) as exc:
         fail(str(exc), EXIT_USAGE)
     try:
@@ -149,6 +149,8 @@ def jar(path: str, target: str, name: str | None, inactive: bool, nimbus_address
                 progress=lambda sent, _total: progress.update(task, completed=sent))
         console.print(f"submitted topology [bold]{topo_name}[/bold] as {topology_id}"
                       f"{' (inactive)' if inactive else ''}")
+        for warning in client.warnings:
+            err_console.print(f"[yellow]warning:[/yellow] {warning}")
 
 
 def _user() -> str:

@@ -14,7 +14,9 @@ Every ``nimbus.monitor.freq.secs`` :meth:`Monitor.tick` does, in this order:
    scheduled as soon as slots are free. A topology running on fewer workers than it asked for
    (its executors were packed onto surviving slots) is rescheduled when free slots appear, so it
    spreads back to ``min(topology.workers, executors)`` workers; workers whose executors fit the
-   even spread keep running (see :mod:`stormpy.nimbus.scheduler`);
+   even spread keep running (see :mod:`stormpy.nimbus.scheduler`). A topology whose bundle this
+   Nimbus lacks is not scheduled; ``on_missing_bundle(topology_id)`` asks for it back
+   (:mod:`stormpy.nimbus.recovery`);
 3. removes ZooKeeper state (assignments, heartbeats, errors) of topologies without a StormBase,
    e.g. heartbeats a dying worker wrote after its topology was killed;
 4. expires abandoned uploads and download sessions.
@@ -119,8 +121,10 @@ class Monitor:
 
     def __init__(self, manager: TopologyManager, conf: Mapping[str, Any], *,
                  uploads: UploadManager | None = None, downloads: DownloadManager | None = None,
-                 clock: Callable[[], float] | None = None) -> None:
+                 clock: Callable[[], float] | None = None,
+                 on_missing_bundle: Callable[[str], None] | None = None) -> None:
         self.manager = manager
+        self._on_missing_bundle = on_missing_bundle
         self.uploads = uploads
         self.downloads = downloads
         self.clock = clock or manager.clock
@@ -186,6 +190,11 @@ class Monitor:
             self._missing_since.setdefault(node, now)
         for topology_id, base in sorted(state.storm_bases().items()):
             if base.status not in ("active", "inactive"):
+                continue
+            if not self.manager.store.exists(topology_id):
+                if self._on_missing_bundle is not None:  # no code to schedule: ask for it back
+                    self._guard(raise_errors, f"asking for the code of {topology_id}",
+                                self._on_missing_bundle, topology_id)
                 continue
             self._guard(raise_errors, f"scheduling {topology_id}", self._check_topology, topology_id,
                         assignments.get(topology_id), supervisors, now)

@@ -406,9 +406,6 @@ class TopologyManager:
                     self.timers.schedule(tid, KILL, now + (base.kill_wait_secs or 0.0))
                 elif base.status == "rebalancing":
                     self.timers.schedule(tid, REBALANCE, now + (base.kill_wait_secs or 0.0))
-                if not self.store.exists(tid):
-                    log.error("topology %s is in ZooKeeper but its bundle is missing from %s; supervisors "
-                              "cannot download it", tid, self.store.dirs.stormdist(tid))
             for tid in self.store.topology_ids():
                 if tid not in bases:
                     log.info("removing stored bundle of vanished topology %s", tid)

@@ -53,6 +53,7 @@ from stormpy.cluster.records import Assignment, SupervisorInfo
 from stormpy.cluster.state import ClusterState
 from stormpy.config import log_dir, merged
 from stormpy.host.daemon import Daemon, log_to_file
+from stormpy.supervisor.bundle_return import BundleReturner
 from stormpy.supervisor.download import BundleDownloader, DownloadQueue
 from stormpy.supervisor.launcher import (
     RelaunchBackoff,
@@ -117,6 +118,7 @@ class Supervisor(Daemon):
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._downloads: DownloadQueue | None = None
+        self._returner: BundleReturner | None = None
         self._relaunch = RelaunchBackoff()
         #: published in the supervisor's ZooKeeper record (SupervisorInfo.stats)
         self.counters: dict[str, float] = {"worker_launches": 0.0, "worker_restarts": 0.0}
@@ -142,6 +144,7 @@ class Supervisor(Daemon):
             self.state = ClusterState.from_config(self.conf)
             self._downloads = DownloadQueue(BundleDownloader(self.conf, self.dirs, log=self.log),
                                             self._sync_event.set, log=self.log)
+            self._returner = BundleReturner(self.conf, self.dirs, self.state, log=self.log)
             self._adopt_workers()
             self._register()
         except ClusterStateError as exc:
@@ -322,6 +325,8 @@ class Supervisor(Daemon):
         if not self._stop.is_set():
             self._launch_workers(desired)
         self._clean_up(desired)
+        if self._returner is not None:
+            self._returner.poll()  # code a Nimbus leader lost and asks back (nimbus/recovery.py)
         self.syncs += 1
 
     def _replace_workers(self, desired: dict[int, LocalAssignment]) -> None:
