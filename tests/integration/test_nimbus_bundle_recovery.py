@@ -130,7 +130,8 @@ def test_the_default_replication_count_follows_the_nimbus_seeds() -> None:
     assert replication_target({"nimbus.seeds": ["a", "b"]}, {}) == (2, False)
     assert replication_target({"nimbus.seeds": ["a:6627", "a"], "nimbus.thrift.port": 6627}, {}) == (1, False)
     assert replication_target({"nimbus.seeds": ["a"], "nimbus.host": "b"}, {}) == (1, False)
-    assert replication_target({"nimbus.seeds": ["a", "b"], "topology.min.replication.count": 1}, {}) == (1, True)
-    assert replication_target({"nimbus.seeds": ["a", "b"]}, {"topology.min.replication.count": 3}) == (3, True)
+    key = "topology.min.replication.count"
+    assert replication_target({"nimbus.seeds": ["a", "b"], key: 1}, {}) == (1, True)
+    assert replication_target({"nimbus.seeds": ["a", "b"]}, {key: 3}) == (3, True)
     with pytest.raises(ValueError, match=r"topology\.min\.replication\.count"):
         replication_target({}, {"topology.min.replication.count": 0})
