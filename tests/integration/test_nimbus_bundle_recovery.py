@@ -13,8 +13,10 @@ from typing import Any
 
 import msgpack
 import pytest
+from click.testing import CliRunner
 
 from stormpy.bundle import build_bundle
+from stormpy.cli.main import cli
 from stormpy.cli.topology_loader import load_topology
 from stormpy.cluster import ClusterState, SupervisorInfo
 from stormpy.cluster.local_layout import SupervisorDirs
@@ -100,6 +102,11 @@ def test_lost_code_is_reported_and_taken_back_from_a_supervisor(one: OneNimbus) 
         summary = client.cluster_info()["topologies"][0]
         assert summary["degraded"] == NO_CODE
         assert client.topology_info("wc")["degraded"] == NO_CODE
+    runner = CliRunner()
+    for args in (["list"], ["info", "wc"]):
+        shown = runner.invoke(cli, [*args, "--nimbus", one.nimbus.address], terminal_width=400)
+        assert shown.exit_code == 0, shown.output
+        assert "degraded" in shown.output and "no Nimbus holds its code" in " ".join(shown.output.split())
 
     # A supervisor copy whose sha256 differs from the submitted one is refused.
     bad = one.tmp / "bad.zip"

@@ -176,9 +176,13 @@ def list_topologies(client: NimbusClient) -> None:
             numeric = col in ("workers", "executors", "uptime (s)")
             table.add_column(col, justify="right" if numeric else "left", no_wrap=True)
         for t in topologies:
-            table.add_row(t["name"], t["id"], t["status"], f"{t['num_workers']}/{t['requested_workers']}",
+            status = f"{t['status']} (degraded)" if t.get("degraded") else t["status"]
+            table.add_row(t["name"], t["id"], status, f"{t['num_workers']}/{t['requested_workers']}",
                           str(t["num_executors"]), f"{t['uptime_secs']:.0f}")
         print_wide(table)
+        for t in topologies:
+            if t.get("degraded"):
+                console.print(f"[red]degraded:[/red] {t['name']}: {t['degraded']}", soft_wrap=True)
     sups = info.get("supervisors", [])
     used = sum(s["slots_used"] for s in sups)
     total = sum(s["slots_total"] for s in sups)
@@ -263,6 +267,8 @@ def topology_info(client: NimbusClient, name: str, system: bool) -> None:
     console.print(f"[bold]{info['name']}[/bold] ({info['id']}): {info['status']}, "
                   f"{info['num_workers']}/{info['requested_workers']} workers, "
                   f"{info['num_executors']} executors, up {info['uptime_secs']:.0f} s")
+    if info.get("degraded"):
+        console.print(f"[red]degraded:[/red] {info['degraded']}", soft_wrap=True)
     workers = Table(title="workers")
     for col in ("host", "port", "node", "executors", "uptime (s)", "heartbeat age (s)"):
         workers.add_column(col)
