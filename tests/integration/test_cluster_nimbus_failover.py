@@ -223,7 +223,13 @@ def fault_run(cluster: ProcessCluster, bundle_path: Path, tmp_path: Path, durati
                     cluster.start_nimbus(60, index=leader)  # back as a standby
                 next_kill += 15
             live = [name for name in submitted if name not in killed]
-            action = rng.choice(["submit", "submit", "rebalance", "kill"]) if live else "submit"
+            # at most two live topologies of at most two workers: the cluster's four slots hold them
+            if not live:
+                action = "submit"
+            elif len(cluster.state.storm_bases()) >= 2:
+                action = rng.choice(["rebalance", "rebalance", "kill"])
+            else:
+                action = rng.choice(["submit", "rebalance", "kill"])
             try:
                 if action == "submit":
                     n += 1

@@ -226,7 +226,7 @@ def test_topology_spreads_back_to_its_worker_count_when_slots_return(env: Env) -
 def test_nimbus_refuses_a_window_longer_than_the_message_timeout(env: Env) -> None:
     from test_windowing import Collect
 
-    from stormpy.rpc.errors import InvalidTopologyError
+    from stormpy.rpc.errors import TopologyRefusedError
     from stormpy.testing import FeederSpout
     from stormpy.topology import TopologyBuilder
     from stormpy.windowing import Duration
@@ -235,7 +235,7 @@ def test_nimbus_refuses_a_window_longer_than_the_message_timeout(env: Env) -> No
     b.set_spout("src", FeederSpout(["v"]))
     b.set_bolt("win", Collect.with_window(Duration(seconds=40), Duration(seconds=5))) \
         .shuffle_grouping("src")
-    with pytest.raises(InvalidTopologyError, match=r"'win' needs topology.message.timeout.secs "
+    with pytest.raises(TopologyRefusedError, match=r"'win' needs topology.message.timeout.secs "
                                                    r">= 45.0.*sets 30"):
         env.manager.submit("win", staged_bundle(env.tmp, "win"), b.create_topology(), {},
                            "active")

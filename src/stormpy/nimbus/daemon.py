@@ -42,10 +42,10 @@ from stormpy.nimbus.handler import NimbusHandler
 from stormpy.nimbus.leadership import Leadership
 from stormpy.nimbus.localdirs import NimbusDirs
 from stormpy.nimbus.monitor import Monitor
+from stormpy.nimbus.pending_actions import ActionTimers
 from stormpy.nimbus.recovery import BundleRecovery
 from stormpy.nimbus.replication import Replicator
 from stormpy.nimbus.store import BundleStore
-from stormpy.nimbus.timers import ActionTimers
 from stormpy.nimbus.topologies import TopologyManager
 from stormpy.nimbus.uploads import UploadManager
 from stormpy.rpc import RpcServer

@@ -1,7 +1,7 @@
 """The Nimbus RPC methods (docs/cluster-contract.md), with argument validation.
 
 Each method checks its arguments and answers with a typed error from :mod:`stormpy.rpc.errors`
-(``InvalidRequestError`` for malformed arguments, ``InvalidTopologyError`` for specs, configs and
+(``InvalidRequestError`` for malformed arguments, ``TopologyRefusedError`` for specs, configs and
 names that are refused, ``UploadError`` for uploads, ``NotFoundError`` for unknown names, keys and
 components, ``AlreadyExistsError`` for a name in use). The server keeps serving after any of them.
 
@@ -30,11 +30,12 @@ from stormpy.nimbus.info import cluster_summary, topology_info
 from stormpy.nimbus.recovery import BundleRecovery, degraded_reason
 from stormpy.nimbus.replication import replication_target
 from stormpy.nimbus.store import StoreError
-from stormpy.nimbus.topologies import TopologyManager, validate_topology_conf, validate_topology_name
+from stormpy.nimbus.topologies import TopologyManager
 from stormpy.nimbus.uploads import UploadManager
+from stormpy.nimbus.validation import validate_topology_conf, validate_topology_name
 from stormpy.rpc import current_client, rpc_method
-from stormpy.rpc.errors import InvalidRequestError, InvalidTopologyError, NotLeaderError
-from stormpy.topology.errors import InvalidTopologyError as SpecError
+from stormpy.rpc.errors import InvalidRequestError, NotLeaderError, TopologyRefusedError
+from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.spec import TopologySpec
 
 __all__ = ["NimbusHandler"]
@@ -115,8 +116,8 @@ class NimbusHandler:
                                       f"got {initial_status!r}")
         try:
             topology = TopologySpec.from_doc(spec)
-        except SpecError as exc:
-            raise InvalidTopologyError(f"topology {name!r} refused: {exc}") from None
+        except InvalidTopologyError as exc:
+            raise TopologyRefusedError(f"topology {name!r} refused: {exc}") from None
         topo_conf = validate_topology_conf(conf)
         staged = self.uploads.take(bundle_key)
         warnings: list[str] = []
@@ -179,8 +180,8 @@ class NimbusHandler:
             raise InvalidRequestError("this Nimbus does not take bundles back")
         try:
             TopologySpec.from_doc(spec)
-        except SpecError as exc:
-            raise InvalidTopologyError(f"topology {tid}: the spec sent back is refused: {exc}") from None
+        except InvalidTopologyError as exc:
+            raise TopologyRefusedError(f"topology {tid}: the spec sent back is refused: {exc}") from None
         topo_conf = validate_topology_conf(conf)
         staged = self.uploads.take(bundle_key)
         restored = self.recovery.restore(tid, staged, dict(spec), topo_conf)
@@ -225,7 +226,7 @@ class NimbusHandler:
         tid = base.topology_id
         try:
             layout = self.manager.layout(base)
-        except (StoreError, SpecError, ValueError):
+        except (StoreError, InvalidTopologyError, ValueError):
             layout = None
         assignment = state.assignment(tid)
         return topology_info(base, assignment, layout, state.worker_heartbeats(tid),
@@ -259,7 +260,7 @@ class NimbusHandler:
         try:
             count, strict = replication_target({**DEFAULTS, **self.manager.conf}, topo_conf)
         except SettingError as exc:
-            raise InvalidTopologyError(f"topology refused: {exc}") from None
+            raise TopologyRefusedError(f"topology refused: {exc}") from None
         key = "topology.max.replication.wait.time.sec"
         wait = float(topo_conf.get(key, self.manager.conf.get(key, DEFAULTS[key])))
 
@@ -276,10 +277,10 @@ class NimbusHandler:
         try:
             size = len(msgpack.packb(spec, use_bin_type=True)) + len(msgpack.packb(conf, use_bin_type=True))
         except (TypeError, ValueError, OverflowError) as exc:
-            raise InvalidTopologyError(f"topology {name!r} refused: spec and config must be plain data: "
+            raise TopologyRefusedError(f"topology {name!r} refused: spec and config must be plain data: "
                                        f"{exc}") from None
         if size > limit:
-            raise InvalidTopologyError(f"topology {name!r} refused: its spec and config encode to {size} "
+            raise TopologyRefusedError(f"topology {name!r} refused: its spec and config encode to {size} "
                                        f"bytes, beyond nimbus.max.spec.size.bytes ({limit})")
 
     @staticmethod

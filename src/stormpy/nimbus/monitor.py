@@ -2,7 +2,7 @@
 
 Every ``nimbus.monitor.freq.secs`` :meth:`Monitor.tick` does, in this order:
 
-1. fires due kill/rebalance waits (:class:`~stormpy.nimbus.timers.ActionTimers`);
+1. fires due kill/rebalance waits (:class:`~stormpy.nimbus.pending_actions.ActionTimers`);
 2. for each topology that is ``active`` or ``inactive``: finds its dead executors and reschedules
    them (alive ones stay put). An executor is **alive** when its supervisor is live and offers the
    port (a vanished supervisor counts as live for ``nimbus.supervisor.timeout.secs`` after Nimbus
@@ -41,9 +41,9 @@ from typing import Any
 from stormpy.cluster import Assignment, ClusterStateError, SupervisorInfo, WorkerHeartbeat
 from stormpy.config import DEFAULTS
 from stormpy.nimbus.downloads import DownloadManager
+from stormpy.nimbus.pending_actions import KILL, REBALANCE
 from stormpy.nimbus.scheduler import ExecutorKey, Slot, available_slots
 from stormpy.nimbus.store import StoreError
-from stormpy.nimbus.timers import KILL, REBALANCE
 from stormpy.nimbus.topologies import TopologyManager
 from stormpy.nimbus.uploads import UploadManager
 
