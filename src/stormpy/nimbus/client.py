@@ -32,7 +32,6 @@ seeds is remembered for the process (and, with ``remember=True``, in a small fil
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import socket
@@ -43,6 +42,7 @@ from types import TracebackType
 from typing import Any
 
 from stormpy.config import DEFAULTS, rpc_auth_token
+from stormpy.nimbus.leader_memo import remember_leader, remembered_leader
 from stormpy.rpc import RpcClient
 from stormpy.rpc.errors import (
     AlreadyExistsError,
@@ -55,8 +55,7 @@ from stormpy.rpc.errors import (
 )
 from stormpy.topology.spec import refuse_local_classes
 
-__all__ = ["CONNECT_TIMEOUT_SECS", "NimbusClient", "find_leader", "parse_address", "remember_leader",
-           "remembered_leader", "seed_addresses"]
+__all__ = ["CONNECT_TIMEOUT_SECS", "NimbusClient", "find_leader", "parse_address", "seed_addresses"]
 
 log = logging.getLogger(__name__)
 
@@ -98,52 +97,6 @@ def seed_addresses(conf: Mapping[str, Any]) -> list[str]:
 
 #: Seconds a client waits for the TCP connection to a Nimbus before it counts it as dead.
 CONNECT_TIMEOUT_SECS = 2.0
-
-_last_leader: dict[frozenset[str], str] = {}
-
-
-def _memo_file() -> Path:
-    root = os.environ.get("STORMPY_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "stormpy")
-    return Path(root) / "nimbus-leaders.json"
-
-
-def remembered_leader(seeds: Sequence[str], *, from_file: bool = False) -> str | None:
-    """The last leader found for these seeds by this process (or, ``from_file``, by an earlier
-    CLI command); None when none is known."""
-    key = frozenset(seeds)
-    if key in _last_leader:
-        return _last_leader[key]
-    if from_file:
-        try:
-            known = json.loads(_memo_file().read_text())
-            value = known.get(",".join(sorted(key))) if isinstance(known, dict) else None
-        except (OSError, ValueError):
-            return None
-        return value if isinstance(value, str) and value in key else None
-    return None
-
-
-def remember_leader(seeds: Sequence[str], leader: str, *, to_file: bool = False) -> None:
-    """Note ``leader`` as the last one found for ``seeds`` (best effort for the file)."""
-    _last_leader[frozenset(seeds)] = leader
-    if not to_file:
-        return
-    path = _memo_file()
-    try:
-        try:
-            known = json.loads(path.read_text())
-        except (OSError, ValueError):
-            known = {}
-        if not isinstance(known, dict):
-            known = {}
-        known[",".join(sorted(set(seeds)))] = leader
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text(json.dumps(known))
-        os.replace(tmp, path)
-    except OSError as exc:
-        log.debug("cannot remember the Nimbus leader in %s: %s", path, exc)
-
 
 def find_leader(seeds: Sequence[str], *, auth_token: str | None = None,
                 timeout_secs: float = 2.0, connect_timeout_secs: float = CONNECT_TIMEOUT_SECS) -> str | None:
