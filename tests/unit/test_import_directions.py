@@ -38,7 +38,7 @@ ALLOWED: dict[str, set[str]] = {
             "bundle", "nimbus", "supervisor", "connectors", "host", "ui"},
     # the UI reads Nimbus through its operator-side client (nimbus.client, as the CLI does) and
     # heartbeats through cluster; it never imports daemon internals
-    "ui": {"ui", "topology", "config", "cluster", "rpc", "worker", "nimbus"},
+    "ui": {"ui", "topology", "config", "cluster", "rpc", "worker", "nimbus", "host"},
     "transactional": {"transactional", "state", "topology", "config", "cluster", "batching", "host"},
     # windowed and stateful bolts: built on the public topology API like transactional
     "windowing": {"windowing", "state", "topology", "config", "cluster", "batching", "host"},

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from stormpy.cluster.paths import normalize_root
+from stormpy.cluster.zk_hosts import hosts_from_config
 
 INITIAL_POSITIONS = ("TRIM_HORIZON", "LATEST", "AT_TIMESTAMP")
 DEFAULT_SCHEME = "stormpy.connectors.kinesis.scheme:DefaultRecordScheme"
@@ -122,15 +123,10 @@ class KinesisSpoutConfig:
             raise ValueError(f"incomplete Kinesis spout config: {exc}") from None
 
     def zookeeper_connect(self, conf: Mapping[str, Any]) -> str:
-        """The ZooKeeper connect string: this config's, else the topology's ``storm.zookeeper.*``."""
-        servers = self.zookeeper_servers
-        if isinstance(servers, str):
-            return servers
-        if isinstance(servers, list):
-            return ",".join(servers)
-        hosts = conf.get("storm.zookeeper.servers") or ["127.0.0.1"]
-        port = conf.get("storm.zookeeper.port", 2181)
-        return ",".join(h if ":" in str(h) else f"{h}:{port}" for h in hosts)
+        """The ZooKeeper connect string: this config's servers, else the topology's
+        ``storm.zookeeper.servers``; a server without a port gets ``storm.zookeeper.port``."""
+        return hosts_from_config(conf, servers=self.zookeeper_servers,
+                                 servers_setting="KinesisSpoutConfig.zookeeper_servers")
 
     def zookeeper_root(self, conf: Mapping[str, Any]) -> str:
         """The ZooKeeper root: this config's prefix, else the topology's ``storm.zookeeper.root``."""

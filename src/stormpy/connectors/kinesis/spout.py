@@ -39,6 +39,7 @@ from stormpy.connectors.kinesis.config import KinesisSpoutConfig
 from stormpy.connectors.kinesis.records import message_id, parse_message_id
 from stormpy.connectors.kinesis.scheme import load_scheme
 from stormpy.connectors.kinesis.state import StateManager
+from stormpy.host.backoff import Backoff
 from stormpy.topology.component import Spout
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.streams import Stream
@@ -92,8 +93,8 @@ class KinesisSpout(Spout):
         self._num_tasks = len(context.component_tasks)
         self._closed = False
         self._setting_up = False
-        self._setup_due = self.clock()
-        self._setup_backoff = 0.0
+        high = self.config.setup_retry_max_ms / 1000.0
+        self._setup_backoff = Backoff(min(SETUP_RETRY_MIN_S, high), high)
         self._reported: dict[str, float] = {}
         self.setup_attempts = 0
         self.errors = 0
@@ -133,16 +134,13 @@ class KinesisSpout(Spout):
     def _set_up(self, result: Any, error: BaseException | None) -> None:
         self._setting_up = False
         if error is not None:
-            high = self.config.setup_retry_max_ms / 1000.0
-            self._setup_backoff = min(high, max(min(SETUP_RETRY_MIN_S, high),
-                                                self._setup_backoff * 2))
-            self._setup_due = self.clock() + self._setup_backoff
+            self._setup_backoff.failed_at(self.clock())
             self._report("setup", f"cannot start reading ({error}); retrying in "
-                                  f"{self._setup_backoff:g}s")
+                                  f"{self._setup_backoff.last_delay:g}s")
             return
         manager, store, shards = result
         self.manager, self._store = manager, store
-        self._setup_backoff = 0.0
+        self._setup_backoff.reset()
         self.last_error = None
         manager.begin(shards)
         log.info("Kinesis spout %s (task index %d): reading stream %s, shards %s",
@@ -189,7 +187,8 @@ class KinesisSpout(Spout):
     def next_tuple(self) -> None:
         manager = self.manager
         if manager is None:
-            if not self._setting_up and not self._closed and self.clock() >= self._setup_due:
+            if (not self._setting_up and not self._closed
+                    and self._setup_backoff.ready(self.clock())):
                 self._setup()
             return
         manager.tick()
