@@ -33,13 +33,13 @@ errors in tests (``raise_errors=True``).
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from stormpy.cluster import Assignment, ClusterStateError, SupervisorInfo, WorkerHeartbeat
 from stormpy.config import DEFAULTS
+from stormpy.host.service import Service
 from stormpy.nimbus.downloads import DownloadManager
 from stormpy.nimbus.pending_actions import KILL, REBALANCE
 from stormpy.nimbus.scheduler import ExecutorKey, Slot, available_slots
@@ -169,9 +169,8 @@ class Monitor:
         self.heartbeats = HeartbeatCache()
         self._missing_since: dict[str, float] = {}
         self._known_supervisors: set[str] = set()
-        self._stop = threading.Event()
-        self._wake = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._service = Service("nimbus-monitor", self._round, interval=self.freq_secs, log=log,
+                                on_stop=lambda: log.info("monitor stopped"))
 
     # -- one round -------------------------------------------------------------------------------
     def tick(self, now: float | None = None, *, raise_errors: bool = False) -> None:
@@ -281,38 +280,33 @@ class Monitor:
                 self.heartbeats.forget(topology_id)
 
     # -- background thread -----------------------------------------------------------------------
+    def _round(self) -> float:
+        """One :meth:`tick`; the delay until the next: ``freq_secs``, sooner when a wait is due."""
+        self.tick()
+        delay = self.freq_secs
+        deadline = self.manager.timers.next_deadline()
+        if deadline is not None:
+            delay = max(0.01, min(delay, deadline - self.clock()))
+        return delay
+
     def start(self) -> None:
-        """Run :meth:`tick` every ``freq_secs`` (sooner when a wait is due) on a daemon thread."""
-        if self._thread is not None:
+        """Run :meth:`tick` every ``freq_secs`` (sooner when a wait is due) on a daemon thread (a
+        :class:`~stormpy.host.service.Service`)."""
+        if self._service.running or self._service.stopping:
             raise RuntimeError("monitor already started")
-        self._thread = threading.Thread(target=self._run, name="nimbus-monitor", daemon=True)
-        self._thread.start()
+        self._service.start()
 
     def wake(self) -> None:
         """Run the next round now (after a state change that needs attention)."""
-        self._wake.set()
+        self._service.wake()
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the thread after its current round; idempotent."""
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.tick()
-            delay = self.freq_secs
-            deadline = self.manager.timers.next_deadline()
-            if deadline is not None:
-                delay = max(0.01, min(delay, deadline - self.clock()))
-            self._wake.wait(delay)
-            self._wake.clear()
-        log.info("monitor stopped")
+        self._service.stop(timeout)
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive() and not self._stop.is_set()
+        return self._service.running
 
 
 def wall_clock() -> float:

@@ -37,6 +37,7 @@ from stormpy.bundle import BundleError, verify_bundle
 from stormpy.cluster import ClusterState, ClusterStateError, Watch
 from stormpy.cluster.records import decode_value
 from stormpy.config import SettingError
+from stormpy.host.service import Service
 from stormpy.nimbus.client import NimbusClient, seed_addresses
 from stormpy.nimbus.localdirs import NimbusDirs
 from stormpy.nimbus.store import BundleStore, StoreError
@@ -92,43 +93,30 @@ class Replicator:
         self._housekeeping = housekeeping
         self._registered: dict[str, str] = {}
         self._missing_once: set[str] = set()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._service = Service("nimbus-replication", self._round, interval=poll_secs, first_delay=poll_secs,
+                                expected_errors=(ClusterStateError, StoreError), log=log)
         self._watch: Watch | None = None
         self._lock = threading.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> Replicator:
-        """Run :meth:`sync` on a daemon thread, woken by new topologies; return self."""
-        self._thread = threading.Thread(target=self._run, name="nimbus-replication", daemon=True)
-        self._thread.start()
+        """Run :meth:`sync` on a daemon thread (a :class:`~stormpy.host.service.Service`), woken by
+        new topologies; return self."""
+        self._service.start()
         self._watch = self.state.storage.watch_children(self.state.paths.storms(),
-                                                        lambda _children: self._wake.set())
+                                                        lambda _children: self._service.wake())
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        self._wake.set()
+        self._service.request_stop()
         if self._watch is not None:
             self._watch.cancel()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._service.stop(timeout)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait(self.poll_secs)
-            self._wake.clear()
-            if self._stop.is_set():
-                return
-            try:
-                if self._housekeeping is not None:
-                    self._housekeeping()
-                self.sync()
-            except (ClusterStateError, StoreError) as exc:
-                log.warning("bundle replication pass failed: %s", exc)
-            except Exception:
-                log.exception("bundle replication pass failed")
+    def _round(self) -> None:
+        if self._housekeeping is not None:
+            self._housekeeping()
+        self.sync()
 
     # -- replicas ----------------------------------------------------------------------------------
     def register(self, topology_id: str) -> None:
@@ -162,7 +150,7 @@ class Replicator:
         are, else (``strict`` false) the warning to give. ReplicationError when ``strict``."""
         self.register(topology_id)
         self.record_sha256(topology_id)
-        self._wake.set()
+        self._service.wake()
         if not strict:
             live = self.live_nimbuses()
             if live < count:
@@ -182,8 +170,9 @@ class Replicator:
                         f"topology {topology_id}: only {have} of the {count} Nimbus hosts required by "
                         f"topology.min.replication.count hold its bundle: {why}")
                 return self._short(topology_id, have, count, why)
-            if self._stop.wait(0.05):
+            if self._service.stopping:
                 raise ReplicationError(f"topology {topology_id}: this Nimbus is stopping")
+            time.sleep(0.05)
 
     @staticmethod
     def _short(topology_id: str, have: int, count: int, why: str) -> str:
@@ -214,7 +203,7 @@ class Replicator:
         wanted = set(self.state.storm_bases())
         held = set(self.store.topology_ids())
         for topology_id in sorted(wanted):
-            if self._stop.is_set():
+            if self._service.stopping:
                 return
             if topology_id not in held:
                 self._fetch(topology_id)
