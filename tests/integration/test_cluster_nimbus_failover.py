@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -153,6 +154,36 @@ def test_both_nimbuses_restarted_right_after_submit(cluster: ProcessCluster, tmp
     assert_held_by(cluster, leader, tid, "after-both")
     kill_worker_and_drain(cluster, tid, out, count)
     kill_topology(cluster, "after-both", tid)
+
+
+def test_code_lost_from_every_nimbus_comes_back_from_a_supervisor(cluster: ProcessCluster, tmp_path: Path,
+                                                                   bundle_path: Path) -> None:
+    """Both Nimbus processes die and lose their disks: the new leader reports the topology
+    degraded and asks for its code; the supervisor running it sends its copy back, the leader
+    installs it (and the standby copies it), and a killed worker is repaired as before."""
+    count = 200
+    out = tmp_path / "out"
+    tid = submit(cluster, bundle_path, "lost-code", out, count=count, rate=20, workers=1)
+    wait_for(lambda: worker_pids(cluster, tid), 60, "the worker to run", cluster)
+    for i in (0, 1):
+        kill9(cluster, i)
+        shutil.rmtree(cluster.nimbuses[i].workdir / "local" / "nimbus" / "stormdist" / tid)
+    restart_dead(cluster)
+    leader = cluster.leader_index()
+    assert leader is not None
+    def holds(index: int) -> bool:
+        with client_at(cluster, index) as client:
+            try:
+                return bool(client.topology_files(tid))
+            except RpcError:
+                return False
+
+    wait_for(lambda: holds(0) and holds(1), 90,
+             "both Nimbus hosts to hold the code again (sent back by the supervisor)", cluster)
+    assert not cluster.state.storage.exists(cluster.state.paths.bundle_wanted(tid))
+    assert_held_by(cluster, leader, tid, "lost-code")
+    kill_worker_and_drain(cluster, tid, out, count)
+    kill_topology(cluster, "lost-code", tid)
 
 
 def cli(cluster: ProcessCluster, cache: Path, *args: str, env: dict[str, str] | None = None,
