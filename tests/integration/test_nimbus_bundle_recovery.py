@@ -36,11 +36,11 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 class OneNimbus:
     """One Nimbus (restartable on its port), a supervisor record in ZooKeeper, a bundle."""
 
-    def __init__(self, zk: str, root: str, tmp: Path) -> None:
+    def __init__(self, zk: str, root: str, tmp: Path, **extra: Any) -> None:
         self.conf = {"storm.zookeeper.servers": [zk], "storm.zookeeper.root": root,
                      "storm.local.dir": str(tmp / "nimbus"), "nimbus.thrift.port": 0,
                      "nimbus.monitor.freq.secs": 0.2, "nimbus.task.launch.secs": 60,
-                     "storm.zookeeper.session.timeout": 4000}
+                     "storm.zookeeper.session.timeout": 4000, **extra}
         self.nimbus = Nimbus(self.conf).start()
         self.conf["nimbus.thrift.port"] = self.nimbus.port
         self.state = ClusterState.connect(zk, root)
@@ -142,3 +142,21 @@ def test_the_default_replication_count_follows_the_nimbus_seeds() -> None:
     assert replication_target({"nimbus.seeds": ["a", "b"]}, {key: 3}) == (3, True)
     with pytest.raises(ValueError, match=r"topology\.min\.replication\.count"):
         replication_target({}, {"topology.min.replication.count": 0})
+
+
+def test_the_default_count_not_met_is_a_warning_not_a_refusal(zookeeper: Any, zk_root: str,
+                                                                tmp_path: Path) -> None:
+    """Two Nimbus seeds configured (so the default count is 2) but only one Nimbus running: the
+    submit is accepted at once, and its answer warns that the code is on one host only."""
+    env = OneNimbus(zookeeper.connect_string, zk_root, tmp_path,
+                    **{"nimbus.seeds": ["127.0.0.1:1", "127.0.0.1:2"]})
+    try:
+        wait_for(env.nimbus.is_leader, 30, "the Nimbus to lead")
+        with env.client() as client:
+            tid = client.submit("wc", env.bundle.path, env.spec, {"topology.workers": 1})
+            assert len(client.warnings) == 1
+            assert "only 1 of 2 Nimbus hosts hold its code" in client.warnings[0]
+            assert "only 1 Nimbus host is running" in client.warnings[0]
+        assert env.state.storm_base(tid).status == "active"  # type: ignore[union-attr]
+    finally:
+        env.close()
