@@ -292,7 +292,9 @@ class TopologyManager:
         try:
             return self.describe(topology_id)
         except StoreError as exc:
-            raise NotFoundError(str(exc)) from None
+            raise NotFoundError(f"topology {topology_id}: its code is missing on this Nimbus ({exc}); it "
+                                "cannot be rescheduled until the code is back (stormpy list shows it "
+                                "degraded, with the reason)") from None
 
     def _message_timeout(self, topology_id: str) -> float:
         try:
