@@ -167,7 +167,6 @@ class NimbusHandler:
         self._on_change()
         return {}
 
-    # -- information -----------------------------------------------------------------------------
     @rpc_method
     def restore_bundle(self, topology_id: Any, bundle_key: Any, spec: Any,
                        conf: Any = None) -> dict[str, Any]:
@@ -188,6 +187,7 @@ class NimbusHandler:
         self._on_change()
         return {"restored": restored}
 
+    # -- information -----------------------------------------------------------------------------
     def _degraded(self, bases: Mapping[str, StormBase],
                   assignments: Mapping[str, Assignment | None]) -> dict[str, str | None]:
         if self.recovery is None:
