@@ -68,9 +68,9 @@ def test_the_subprocess_timeout_follows_storms_settings() -> None:
                                "topology.subprocess.timeout.secs": 4}) == 4
     assert heartbeat_period(30) == 1.0
     assert heartbeat_period(1.5) == 0.5
-    with pytest.raises(SettingError, match=r"^topology\.subprocess\.timeout\.secs: must be pos"):
+    with pytest.raises(SettingError, match=r"^topology\.subprocess\.timeout\.secs: must be a n"):
         subprocess_timeout({"topology.subprocess.timeout.secs": 0})
-    with pytest.raises(SettingError, match=r"^supervisor\.worker\.timeout\.secs: expected sec"):
+    with pytest.raises(SettingError, match=r"^supervisor\.worker\.timeout\.secs: must be a nu"):
         subprocess_timeout({"supervisor.worker.timeout.secs": "soon"})
 
 

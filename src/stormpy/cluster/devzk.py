@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from stormpy.cluster.zkserver import ZooKeeperServer
-from stormpy.config import DEFAULTS
+from stormpy.config import DEFAULTS, local_dir
 from stormpy.host.daemon import serve_until_stopped
 
 __all__ = ["default_dev_data_dir", "run_dev_zookeeper"]
@@ -22,7 +22,7 @@ __all__ = ["default_dev_data_dir", "run_dev_zookeeper"]
 
 def default_dev_data_dir(conf: Mapping[str, Any]) -> Path:
     """``<storm.local.dir>/dev-zookeeper`` (``storm.local.dir``'s default from :mod:`stormpy.config`)."""
-    return Path(conf.get("storm.local.dir") or DEFAULTS["storm.local.dir"]) / "dev-zookeeper"
+    return local_dir(conf) / "dev-zookeeper"
 
 
 def run_dev_zookeeper(port: int | None = None, data_dir: str | os.PathLike[str] | None = None, *,

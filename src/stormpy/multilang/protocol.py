@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stormpy.config import SettingError
+from stormpy.settings import check_number
 from stormpy.topology.context import TopologyContext
 
 __all__ = ["BOLT_COMMANDS", "HEARTBEAT_STREAM", "LOG_LEVELS", "SPOUT_COMMANDS",
@@ -74,13 +75,9 @@ def subprocess_timeout(conf: Mapping[str, Any]) -> float:
     ``supervisor.worker.timeout.secs`` (as Storm); SettingError for a non-positive value."""
     key = SUBPROCESS_TIMEOUT_KEY if conf.get(SUBPROCESS_TIMEOUT_KEY) is not None \
         else WORKER_TIMEOUT_KEY
-    value = conf.get(key, DEFAULT_TIMEOUT_SECS)
-    try:
-        secs = float(value)
-    except (TypeError, ValueError):
-        raise SettingError(key, f"expected seconds, got {value!r}") from None
+    secs = check_number(key, conf.get(key, DEFAULT_TIMEOUT_SECS), 0, unit="seconds")
     if secs <= 0:
-        raise SettingError(key, f"must be positive, got {value!r}")
+        raise SettingError(key, f"must be a number of seconds > 0, got {conf.get(key)!r}")
     return secs
 
 
