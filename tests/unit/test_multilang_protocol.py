@@ -168,3 +168,26 @@ def test_pystorm_components_are_refused_clearly() -> None:
         pystorm_component(NoOutputs)
     with pytest.raises(ValueError, match="defined inside a function"):
         pystorm_component(NoOutputs, outputs=[], shell=True)
+
+
+def test_shell_and_pystorm_components_travel_to_a_cluster_as_plain_data() -> None:
+    import msgpack
+
+    from stormpy.topology.spec import TopologySpec
+
+    b = TopologyBuilder()
+    b.set_spout("s", ShellSpout("node", "s.js", cwd="resources", env={"A": "1"})
+                .declare(["sentence"]))
+    b.set_bolt("split", ShellBolt("python3", "split.py", serializer="msgpack").declare(
+        {"default": ["word"], "direct": {"fields": ["word"], "direct": True}})) \
+        .shuffle_grouping("s")
+    b.set_bolt("count", pystorm_component(wordcount.WordCountBolt)).fields_grouping("split",
+                                                                                    ["word"])
+    spec = b.create_topology()
+    doc = msgpack.unpackb(msgpack.packb(spec.to_doc()), raw=False)
+    again = TopologySpec.from_doc(doc)
+    assert again.components["split"].streams["direct"].direct
+    assert again.components["s"].kwargs == {"command": ["node", "s.js"], "cwd": "resources",
+                                            "env": {"A": "1"}, "outputs": ["sentence"]}
+    assert again.components["count"].class_path == \
+        "stormpy.multilang.pystorm_adapter:PystormBolt"
