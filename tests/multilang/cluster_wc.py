@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import wordcount
-
 from stormpy import Bolt, TopologyBuilder, TopologySpec, Tuple
 from stormpy.multilang import ShellBolt, ShellSpout, pystorm_component
 from stormpy.topology.context import TopologyContext
