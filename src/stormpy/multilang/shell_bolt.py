@@ -10,7 +10,8 @@ or, as on Storm, a subclass fixing the command and the outputs::
         outputs = ["word"]
 
 Each task starts the command in its own subprocess (working directory ``cwd`` inside the
-topology's code dir, the worker's environment plus ``env``), sends it the handshake, then every
+topology's code dir, the worker's environment plus ``env``; ``serializer=`` sets
+``topology.multilang.serializer`` for this component), sends it the handshake, then every
 input tuple (tick tuples included) with a fresh string id; the subprocess's ``emit`` (anchored to
 ids it was given; ``task`` for a direct emit; task ids answered unless ``need_task_ids`` is false),
 ``ack``, ``fail``, ``log``, ``error``, ``metrics`` and ``sync`` are carried out on the executor
