@@ -113,3 +113,15 @@ class ListSpout(Spout):
 
     def deactivate(self):
         SEEN["deactivate"].append(True)
+
+
+class AckThenEmitBolt(Bolt):
+    """Emits, acks, then emits again anchored (automatically) to the tuple it just acked."""
+
+    outputs = ["word"]
+    auto_ack = False
+
+    def process(self, tup):
+        self.emit([tup.values[0]])
+        self.ack(tup)
+        self.emit([tup.values[0] + "-late"])

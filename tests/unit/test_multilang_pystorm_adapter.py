@@ -174,3 +174,17 @@ def test_reliable_spout_replays_failed_tuples() -> None:
         stats = wait_for(lambda: (s := cluster.get_stats("t")["sentences"])["failed"] == 6 and s,
                          20, "bad failed six times")
         assert stats["acked"] == 1 and stats["emitted"] == 7
+
+
+def test_an_emit_anchored_to_an_acked_tuple_is_reported() -> None:
+    feeder, sink = FeederSpout(["word"]), Capture()
+    b = TopologyBuilder()
+    b.set_spout("feeder", feeder)
+    b.set_bolt("late", pystorm_component(kit.AckThenEmitBolt)).shuffle_grouping("feeder")
+    b.set_bolt("sink", sink).shuffle_grouping("late")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", {}, b.create_topology())
+        feeder.feed(["w"], 1)
+        wait_for(lambda: feeder.acked == [1] and len(sink.values) == 2, 20, "both emits")
+        errors = cluster.errors("t", "late")
+        assert len(errors) == 1 and "anchored an emit onto unknown tuple id" in errors[0]["error"]

@@ -200,6 +200,7 @@ class PystormBolt(_Adapter, Bolt):
         self._inputs: dict[str, Tuple] = {}
         self._ids = itertools.count(1)
         self._ptuple = require_pystorm().Tuple
+        self._anchor_cache: list[Any] = [None, None]
         self._setup(conf, context, self._component_path)
         self._tickless = isinstance(self._inst, require_pystorm().TicklessBatchingBolt)
 
@@ -221,7 +222,9 @@ class PystormBolt(_Adapter, Bolt):
             general = inst.emit
             emit, emit_direct = self.emit, self.emit_direct
 
-            cache: list[Any] = [None, None]  # the anchors last mapped, and their tuples
+            # the anchors last mapped and their tuples; an ack or fail forgets them, so an
+            # emit anchored to a tuple acked since then takes the general path and its error
+            cache = self._anchor_cache
 
             def fast_emit(tup: Any, stream: Any = None, anchors: Any = None,
                           direct_task: Any = None, need_task_ids: bool = False) -> Any:
@@ -255,7 +258,10 @@ class PystormBolt(_Adapter, Bolt):
                 inst.__dict__[name] = self._fast_ack_fail(name, method, ptuple)
 
     def _fast_ack_fail(self, name: str, method: Any, ptuple: Any) -> Any:
+        cache = self._anchor_cache
+
         def ack_or_fail(tup: Any) -> None:
+            cache[0] = None
             tup_id = tup.id if isinstance(tup, ptuple) else tup
             storm_tup = self._inputs.pop(tup_id, None) if isinstance(tup_id, str) else None
             if storm_tup is None:
@@ -319,6 +325,7 @@ class PystormBolt(_Adapter, Bolt):
             self._task_ids = self.emit(values, anchors, stream)
 
     def _ack_fail(self, command: str, tup_id: Any) -> None:
+        self._anchor_cache[0] = None
         tup = self._inputs.pop(tup_id, None)
         if tup is None:
             self.report_error(ShellComponentError(
