@@ -1,5 +1,6 @@
 """Real multilang components under the shell host: Storm's own storm.py (a spout and the
-split-sentence BasicBolt), a Node.js bolt speaking the protocol directly, and a streamparse-style
+split-sentence BasicBolt), a Node.js bolt and a Perl bolt (asking for task ids) speaking the
+protocol directly, and a streamparse-style
 pystorm word count run through the host (JSON and msgpack) and in-process, all giving the same
 counts."""
 
@@ -65,6 +66,24 @@ def test_node_bolt() -> None:
             feeder.feed([sentence], i)
         wait_for(lambda: len(feeder.acked) == len(SENTENCES) and feeder.failed == [len(SENTENCES)],
                  30, "the sentences acked and 'fail me' failed by the Node.js bolt")
+        assert Counter(v[0] for v in sink.values) == WORDS
+        assert cluster.errors("t") == []
+    _no_children_left()
+
+
+@pytest.mark.skipif(shutil.which("perl") is None, reason="Perl is not installed")
+def test_perl_bolt_asking_for_task_ids() -> None:
+    feeder, sink = FeederSpout(["sentence"]), Capture()
+    b = TopologyBuilder()
+    b.set_spout("feeder", feeder)
+    b.set_bolt("split", ShellBolt("perl", "split.pl").declare(["word"])).shuffle_grouping("feeder")
+    b.set_bolt("sink", sink, 2).shuffle_grouping("split")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(), b.create_topology())
+        for i, sentence in enumerate(SENTENCES):
+            feeder.feed([sentence], i)
+        wait_for(lambda: len(feeder.acked) == len(SENTENCES), 30,
+                 "the sentences acked by the Perl bolt")
         assert Counter(v[0] for v in sink.values) == WORDS
         assert cluster.errors("t") == []
     _no_children_left()
