@@ -9,14 +9,14 @@ from __future__ import annotations
 import shutil
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "multilang"))
 
-from mlkit import conf  # noqa: E402
+from mlkit import conf, no_subprocess_left_behind  # noqa: E402
 
 import wordcount  # noqa: E402
 from stormpy import TopologyBuilder  # noqa: E402
@@ -30,9 +30,9 @@ SENTENCES = ["the cow jumped over the moon", "an apple a day keeps the doctor aw
 WORDS = Counter(w for s in SENTENCES for w in s.split())
 
 
-def _no_children_left() -> None:
-    wait_for(lambda: not psutil.Process().children(recursive=True), 10,
-             "every subprocess of the test ended")
+@pytest.fixture(autouse=True)
+def _no_subprocess_left_behind() -> Iterator[None]:
+    yield from no_subprocess_left_behind()
 
 
 def test_storm_py_spout_and_split_bolt() -> None:
@@ -49,7 +49,6 @@ def test_storm_py_spout_and_split_bolt() -> None:
                  "every sentence acked (storm.py's BasicBolt anchors and acks)")
         assert Counter(v[0] for v in sink.values) == WORDS
         assert cluster.errors("t") == []
-    _no_children_left()
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
@@ -68,7 +67,6 @@ def test_node_bolt() -> None:
                  30, "the sentences acked and 'fail me' failed by the Node.js bolt")
         assert Counter(v[0] for v in sink.values) == WORDS
         assert cluster.errors("t") == []
-    _no_children_left()
 
 
 @pytest.mark.skipif(shutil.which("perl") is None, reason="Perl is not installed")
@@ -86,7 +84,6 @@ def test_perl_bolt_asking_for_task_ids() -> None:
                  "the sentences acked by the Perl bolt")
         assert Counter(v[0] for v in sink.values) == WORDS
         assert cluster.errors("t") == []
-    _no_children_left()
 
 
 @pytest.mark.parametrize("mode", ["in-process", "json", "msgpack"])
@@ -112,4 +109,3 @@ def test_pystorm_word_count(mode: str) -> None:
             final[word] = max(final.get(word, 0), count)
         assert final == dict(WORDS)
         assert cluster.errors("t") == []
-    _no_children_left()

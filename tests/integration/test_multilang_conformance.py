@@ -11,14 +11,14 @@ the answers.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "multilang"))
 
-from mlkit import FailSome, conf, replay_bolt, replay_spout, verdicts  # noqa: E402
+from mlkit import FailSome, conf, no_subprocess_left_behind, replay_bolt, replay_spout, verdicts  # noqa: E402
 
 from stormpy import TopologyBuilder  # noqa: E402
 from stormpy.testing import Capture, FeederSpout, LocalCluster, wait_for  # noqa: E402
@@ -26,9 +26,9 @@ from stormpy.testing import Capture, FeederSpout, LocalCluster, wait_for  # noqa
 pytestmark = pytest.mark.timeout(60)
 
 
-def _no_children_left() -> None:
-    wait_for(lambda: not psutil.Process().children(recursive=True), 10,
-             "every subprocess of the test ended")
+@pytest.fixture(autouse=True)
+def _no_subprocess_left_behind() -> Iterator[None]:
+    yield from no_subprocess_left_behind()
 
 
 def _ok(replay_dir: Path, run: int = 0) -> bool:
@@ -54,7 +54,6 @@ def test_bolt_emits_acks_and_fails_as_recorded(tmp_path: Path, serializer: str) 
         wait_for(lambda: _ok(tmp_path), 20, "the player's verdict")
         assert sorted(sink.values) == [["snow"], ["white"]]
         assert cluster.errors("t") == []
-    _no_children_left()
 
 
 def test_named_stream_and_direct_emits(tmp_path: Path) -> None:
@@ -76,7 +75,6 @@ def test_named_stream_and_direct_emits(tmp_path: Path) -> None:
         assert other.values == [["on-other"]]
         assert list(direct.by_task.values()) == [[["to-one"]]]  # one task: the one named
         assert cluster.errors("t") == []
-    _no_children_left()
 
 
 def test_bolts_get_heartbeat_tuples(tmp_path: Path) -> None:
@@ -89,7 +87,6 @@ def test_bolts_get_heartbeat_tuples(tmp_path: Path) -> None:
                                 b.create_topology())
         wait_for(lambda: _ok(tmp_path), 20, "two heartbeats answered")
         assert cluster.errors("t") == []
-    _no_children_left()
 
 
 def test_error_and_metrics_commands(tmp_path: Path) -> None:
@@ -110,7 +107,6 @@ def test_error_and_metrics_commands(tmp_path: Path) -> None:
             tasks = cluster.get_metrics("t").get("split", {})
             return next((m.get("words-seen") for m in tasks.values()), None)
         assert wait_for(metric, 20, "the words-seen metric") == 3
-    _no_children_left()
 
 
 @pytest.mark.parametrize("serializer", ["json", "msgpack"])
@@ -125,7 +121,6 @@ def test_spout_commands_as_recorded(tmp_path: Path, serializer: str) -> None:
                          and s["failed"] == 1 and s, 20, "one ack and one fail counted")
         assert stats["emitted"] == 2
         assert cluster.errors("t") == []
-    _no_children_left()
 
 
 def test_spout_deactivate_and_activate(tmp_path: Path) -> None:
@@ -139,4 +134,3 @@ def test_spout_deactivate_and_activate(tmp_path: Path) -> None:
         cluster.activate("t")
         wait_for(lambda: _ok(tmp_path), 20, "the player's verdict")
         assert cluster.errors("t") == []
-    _no_children_left()

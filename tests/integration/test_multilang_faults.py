@@ -7,14 +7,14 @@ commits the fault, the restarted run 1 echoes)."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "multilang"))
 
-from mlkit import Replayer, conf, replay_bolt, replay_spout  # noqa: E402
+from mlkit import Replayer, conf, no_subprocess_left_behind, replay_bolt, replay_spout  # noqa: E402
 
 from stormpy import TopologyBuilder  # noqa: E402
 from stormpy.testing import Capture, FeederSpout, LocalCluster, wait_for  # noqa: E402
@@ -24,9 +24,9 @@ pytestmark = pytest.mark.timeout(60)
 FAST = {"topology.subprocess.timeout.secs": 2}
 
 
-def _no_children_left() -> None:
-    wait_for(lambda: not psutil.Process().children(recursive=True), 10,
-             "every subprocess of the test ended")
+@pytest.fixture(autouse=True)
+def _no_subprocess_left_behind() -> Iterator[None]:
+    yield from no_subprocess_left_behind()
 
 
 @pytest.mark.parametrize(("exchange", "reported"), [
@@ -60,7 +60,6 @@ def test_a_bolt_subprocess_fault_is_reported_its_tuples_replayed_and_it_restarts
         assert (tmp_path / "runs").read_text() == "2"  # restarted once
         replayer.feed(["d"], 3)  # the worker is healthy and the new subprocess works
         wait_for(lambda: 3 in feeder.acked, 20, "a tuple after the fault")
-    _no_children_left()
 
 
 @pytest.mark.parametrize(("exchange", "reported"), [
@@ -82,7 +81,6 @@ def test_a_spout_subprocess_fault_is_reported_and_it_restarts(
         assert reported in errors[0]["error"]
         wait_for(lambda: cluster.get_stats("t")["words"]["acked"] >= 1, 20,
                  "the new subprocess's tuple acked")
-    _no_children_left()
 
 
 def test_a_tuple_the_serializer_cannot_carry_is_failed_and_reported(tmp_path: Path) -> None:
@@ -101,4 +99,3 @@ def test_a_tuple_the_serializer_cannot_carry_is_failed_and_reported(tmp_path: Pa
         assert len(errors) == 1 and "cannot be sent to the subprocess (json)" in errors[0]["error"]
         assert sink.values == [["text"]]
         assert (tmp_path / "runs").read_text() == "1"  # no restart for that
-    _no_children_left()

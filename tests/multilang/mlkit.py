@@ -1,17 +1,19 @@
 """Helpers of the multilang tests: the fixture directory, replay components, a replaying feeder,
-a bolt that fails chosen values."""
+a bolt that fails chosen values, the check that no subprocess outlives its test."""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from stormpy import Bolt, Tuple
 from stormpy.multilang import ShellBolt, ShellSpout
-from stormpy.testing import FeederSpout
+from stormpy.testing import FeederSpout, wait_for
 
 FIXTURES = Path(__file__).resolve().parent
 EXCHANGES = FIXTURES / "exchanges"
@@ -82,3 +84,16 @@ class FailSome(Bolt):
             self.fail(tup)
         else:
             self.ack(tup)
+
+
+def own_children() -> set[int]:
+    """The pids of this process's running descendants."""
+    return {p.pid for p in psutil.Process().children(recursive=True)}
+
+
+def no_subprocess_left_behind() -> Iterator[None]:
+    """Fixture body: after the test, every process it started (beyond those running before it,
+    such as a shared ZooKeeper server) has ended."""
+    before = own_children()
+    yield
+    wait_for(lambda: not (own_children() - before), 10, "every subprocess of the test ended")
