@@ -40,7 +40,8 @@ def replay_spout(exchange: str, replay_dir: Path, outputs: Any = ("word",),
 
 def verdicts(replay_dir: Path) -> dict[int, str]:
     """Run number → the player's verdict, for the runs that gave one."""
-    return {int(p.name.split("-")[1]): p.read_text() for p in replay_dir.glob("verdict-*")}
+    return {int(p.name.split("-")[1]): p.read_text() for p in replay_dir.glob("verdict-*")
+            if not p.name.endswith(".tmp")}
 
 
 def exchange_runs(exchange: str) -> list[Any]:

@@ -194,8 +194,10 @@ def _read_file(path):
 
 
 def _write_file(path, text):
-    with open(path, "w") as f:
+    """Whole or not at all: readers never see a half-written file."""
+    with open(path + ".tmp", "w") as f:
         f.write(text)
+    os.replace(path + ".tmp", path)
 
 
 def next_run(directory):

@@ -121,6 +121,11 @@ class ShellProcess:
         self._out.put(self.codec.encode(msg))
 
     @property
+    def queued(self) -> int:
+        """Messages waiting for the writer thread."""
+        return self._out.qsize()
+
+    @property
     def running(self) -> bool:
         return not self._finished
 

@@ -28,11 +28,13 @@ from stormpy.multilang.serializers import SERIALIZER_KEY, Codec, codec_for, code
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.streams import Stream, normalize_outputs
 
-__all__ = ["SERIALIZER_ENV", "ShellComponentError", "ShellSettings", "declared_config",
+__all__ = ["QUEUED_METRIC", "SERIALIZER_ENV", "ShellComponentError", "ShellSettings", "declared_config",
            "declared_outputs", "outputs_as_doc", "outputs_doc", "python_command"]
 
 #: the child's environment names the serializer too (pystorm's runner reads it)
 SERIALIZER_ENV = "STORMPY_MULTILANG_SERIALIZER"
+#: the task metric: messages queued for the subprocess, not yet written to its stdin
+QUEUED_METRIC = "multilangQueued"
 #: a subprocess that ran this long before its fault restarts at once again
 _STABLE_SECS = 30.0
 
@@ -164,7 +166,12 @@ class ShellHost:
         self._generation = 0
         self._started_at = 0.0
         self._process = None
+        context.register_metric(QUEUED_METRIC, self._queued)
         self._spawn()
+
+    def _queued(self) -> int:
+        proc = self._process
+        return proc.queued if proc is not None else 0
 
     def _spawn(self) -> None:
         self._restart_timer = None
