@@ -1,0 +1,114 @@
+"""``python -m bench.curve_bench``: the cost of CURVE on worker links, plain and CURVE in one run.
+
+The word count's worker-to-worker hop, isolated: two :class:`~stormpy.messaging.zmq_transport.
+ZmqTransport` s in this process (a sender thread, the receiver on the main thread), the sender
+packing the word tuples of ``bench_workload.sentences`` as a worker packs them (one msgpack
+array of ``[dest_task, stream, src_task, root, edge, anchors, [word]]`` records per frame of
+``topology.transfer.batch.size`` tuples), the receiver unpacking every frame and counting the
+words. Rounds alternate plain and CURVE, so both see the same machine load; the rate is tuples
+(words) per second from the first send to the last word counted. Prints JSON with every round and
+the median of each mode (a best-effort figure: the machine is shared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+TOPOLOGIES = Path(__file__).resolve().parent / "topologies"
+if str(TOPOLOGIES) not in sys.path:
+    sys.path.insert(0, str(TOPOLOGIES))
+
+from bench_workload import sentences  # noqa: E402
+
+from stormpy.config import DEFAULTS  # noqa: E402
+from stormpy.messaging.curve import CurveKeyPair  # noqa: E402
+from stormpy.messaging.zmq_transport import ZmqTransport  # noqa: E402
+
+BATCH = int(DEFAULTS["topology.transfer.batch.size"])
+
+
+def frames_of(n_sentences: int, batch: int = BATCH) -> tuple[list[bytes], int]:
+    """The packed frames carrying every word of ``n_sentences`` sentences, and the word count."""
+    records: list[list[Any]] = []
+    frames: list[bytes] = []
+    packer = msgpack.Packer(use_bin_type=True)
+    words = 0
+    for i, line in enumerate(sentences(n_sentences)):
+        for word in line.split():
+            records.append([2, "default", 1, 1000 + i, 77 + words, None, [word]])
+            words += 1
+            if len(records) == batch:
+                frames.append(packer.pack(records))
+                records = []
+    if records:
+        frames.append(packer.pack(records))
+    return frames, words
+
+
+def one_round(frames: list[bytes], words: int, keys: CurveKeyPair | None) -> float:
+    """Tuples per second through one sender → receiver link (``keys``: CURVE, else plain)."""
+    receiver = ZmqTransport("127.0.0.1", 0, curve=keys)
+    sender = ZmqTransport("127.0.0.1", 0, curve=keys)
+    try:
+        sender.set_peers({"r": f"127.0.0.1:{receiver.port}"})
+        started = threading.Event()
+        t0 = [0.0]
+
+        def send_all() -> None:
+            t0[0] = time.perf_counter()
+            started.set()
+            for frame in frames:
+                while not sender.send("r", frame):
+                    time.sleep(0.0001)
+
+        thread = threading.Thread(target=send_all, daemon=True)
+        thread.start()
+        started.wait()
+        counted = 0
+        unpack = msgpack.unpackb
+        while counted < words:
+            for frame in receiver.receive(64):
+                counted += sum(len(record[6]) for record in unpack(frame, raw=False))
+            if counted < words:
+                receiver.wait(0.01)
+        elapsed = time.perf_counter() - t0[0]
+        thread.join()
+        return words / elapsed
+    finally:
+        sender.close()
+        receiver.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sentences", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args(argv)
+    frames, words = frames_of(args.sentences)
+    keys = CurveKeyPair.generate()
+    rates: dict[str, list[float]] = {"plain": [], "curve": []}
+    one_round(frames[:10], min(words, 10 * BATCH), None)  # warm-up
+    for _ in range(args.rounds):
+        rates["plain"].append(one_round(frames, words, None))
+        rates["curve"].append(one_round(frames, words, keys))
+    plain, curve = statistics.median(rates["plain"]), statistics.median(rates["curve"])
+    print(json.dumps({
+        "words": words, "frames": len(frames), "batch": BATCH,
+        "rounds": {k: [round(x) for x in v] for k, v in rates.items()},
+        "plain_tuples_per_sec": round(plain), "curve_tuples_per_sec": round(curve),
+        "curve_cost_percent": round(100 * (1 - curve / plain), 1),
+    }, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
