@@ -26,7 +26,7 @@ from kazoo.security import ACL, Id, Permissions, make_digest_acl_credential
 from stormpy.config import SettingError
 
 __all__ = ["DAEMON_DIGEST_ID_KEY", "WORKER_DIRECTORIES", "ZkIdentity", "daemon_digest_id",
-           "shared_paths", "zk_identity"]
+           "shared_paths", "worker_zk_identity", "zk_identity"]
 
 DAEMON_SCHEME_KEY = "storm.zookeeper.auth.scheme"
 DAEMON_PAYLOAD_KEY = "storm.zookeeper.auth.payload"
@@ -107,3 +107,16 @@ def zk_identity(conf: Mapping[str, Any]) -> ZkIdentity | None:
     if daemon_id:
         acl.append(ACL(Permissions.ALL, Id("digest", str(daemon_id))))
     return ZkIdentity("digest", ":".join(topology), acl=tuple(acl), shared_acl=tuple(acl))
+
+
+def worker_zk_identity(daemon_conf: Mapping[str, Any], topology_conf: Mapping[str, Any]
+                       ) -> dict[str, Any]:
+    """The entries a worker's config takes over from its topology's and daemon's: the topology's
+    ZooKeeper identity, the daemons' ACL id, and the daemons' payload removed (a worker never
+    authenticates as the daemons). Empty when the topology has no identity of its own."""
+    payload = topology_conf.get(TOPOLOGY_PAYLOAD_KEY)
+    if not payload:
+        return {}
+    return {TOPOLOGY_SCHEME_KEY: topology_conf.get(TOPOLOGY_SCHEME_KEY) or "digest",
+            TOPOLOGY_PAYLOAD_KEY: payload, DAEMON_PAYLOAD_KEY: None,
+            DAEMON_DIGEST_ID_KEY: daemon_digest_id(daemon_conf)}

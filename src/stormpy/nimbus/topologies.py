@@ -42,6 +42,7 @@ import msgpack
 from stormpy.cluster import Assignment, ClusterState, StormBase
 from stormpy.cluster.records import encode
 from stormpy.config import DEFAULTS
+from stormpy.nimbus.credentials import add_topology_credentials
 from stormpy.nimbus.scheduler import ExecutorKey, Slot, available_slots, schedule_topology
 from stormpy.nimbus.store import BundleStore, StoredTopology, StoreError
 from stormpy.nimbus.timers import KILL, REBALANCE, ActionTimers
@@ -204,6 +205,7 @@ class TopologyManager:
                 raise InvalidTopologyError(f"cannot lay out topology {name!r}: {exc}") from None
             now = self.clock()
             topology_id = f"{name}-{int(now)}-{secrets.token_hex(3)}"
+            add_topology_credentials(topo_conf, self.conf, topology_id)
             try:
                 self._submit_steps(topology_id, name, staged, spec, topo_conf, layout, now, initial_status,
                                    before_activate)

@@ -27,6 +27,7 @@ says so (it is not mistaken for an unreachable Nimbus).
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import shutil
 import threading
@@ -213,7 +214,10 @@ class BundleDownloader:
         verify_bundle(bundle)
         unpack_bundle(bundle, tmp / "code")
         doc = {"spec": files["spec"], "conf": files["conf"]}
-        (tmp / "topology.msgpack").write_bytes(msgpack.packb(doc, use_bin_type=True))
+        # the topology's secrets (CURVE keys, ZooKeeper identity) live here: this user only
+        fd = os.open(tmp / "topology.msgpack", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as out_file:
+            out_file.write(msgpack.packb(doc, use_bin_type=True))
         self.log.info("downloaded topology %s: bundle %s (%d bytes, sha256 %s)", topology_id,
                       files["bundle_key"], size, digest)
 
