@@ -12,6 +12,9 @@ Contract:
   TCP connection to the server was ever made during the call, else
   :class:`~stormpy.rpc.errors.RpcTimeoutError`; both name ``host:port`` and the wait, both are
   builtin ``TimeoutError`` s too.
+* ``curve_server_key``: the link is CurveZMQ-encrypted towards the holder of that public key
+  (:mod:`~stormpy.rpc.curve`); a failed handshake (wrong key, CURVE on one side only) ends the
+  call with AuthorizationError naming the server instead of a timeout.
 * One client may be shared by threads; calls are serialised by a lock (use one client per thread
   for parallel calls).
 """
@@ -26,9 +29,11 @@ from types import TracebackType
 from typing import Any
 
 import zmq
+from zmq.utils.monitor import parse_monitor_message
 
 from stormpy.rpc.codec import Request, decode_response, encode_request
-from stormpy.rpc.errors import RpcError, RpcTimeoutError, UnreachableError
+from stormpy.rpc.curve import HANDSHAKE_FAILED_EVENTS, connect_as_client, handshake_failure
+from stormpy.rpc.errors import AuthorizationError, RpcError, RpcTimeoutError, UnreachableError
 from stormpy.rpc.server import PING_METHOD
 
 __all__ = ["RpcClient"]
@@ -39,7 +44,8 @@ class RpcClient:
 
     def __init__(self, host: str, port: int, *, timeout_secs: float = 10.0, retries: int = 1,
                  auth_token: str | None = None, service: str = "RPC server",
-                 context: zmq.Context[zmq.Socket[bytes]] | None = None) -> None:
+                 context: zmq.Context[zmq.Socket[bytes]] | None = None,
+                 curve_server_key: bytes | None = None) -> None:
         if timeout_secs <= 0:
             raise ValueError("timeout_secs must be positive")
         if retries < 0:
@@ -50,6 +56,8 @@ class RpcClient:
         self.retries = retries
         self.service = service
         self._auth = auth_token
+        self._curve = curve_server_key
+        self._handshake_failed = False
         self._ctx = context or zmq.Context.instance()
         self._socket: zmq.Socket[bytes] | None = None
         self._monitor: zmq.Socket[bytes] | None = None
@@ -78,12 +86,15 @@ class RpcClient:
             if self._closed:
                 raise RpcError(f"RpcClient for {self.service} at {self.address} is closed")
             connected_once = False
+            self._handshake_failed = False
             for _ in range(attempts):
                 found, value = self._attempt(request.id, payload, timeout)
                 if found:
                     return value.unwrap()
                 connected_once = connected_once or self._connected
                 self._reset()
+        if self._handshake_failed:
+            raise AuthorizationError(handshake_failure(self.service, self.address, self._curve is not None))
         what = f"{self.service} at {self.address} did not answer within {timeout:g} s"
         detail = f"call {method!r}" + (f", {attempts} attempts" if attempts > 1 else "")
         if not connected_once:
@@ -126,8 +137,10 @@ class RpcClient:
             sock.linger = 0
             sock.setsockopt(zmq.RECONNECT_IVL, 100)
             sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
-            self._monitor = sock.get_monitor_socket(zmq.EVENT_CONNECTED)
+            self._monitor = sock.get_monitor_socket(zmq.EVENT_CONNECTED | HANDSHAKE_FAILED_EVENTS)
             self._monitor.linger = 0
+            if self._curve is not None:
+                connect_as_client(sock, self._curve)
             sock.connect(f"tcp://{self.host}:{self.port}")
             self._socket = sock
             self._connected = False
@@ -151,8 +164,11 @@ class RpcClient:
         if monitor is None:
             return
         while monitor.poll(0, zmq.POLLIN):
-            monitor.recv_multipart()
-            self._connected = True
+            event = parse_monitor_message(monitor.recv_multipart())["event"]
+            if event & HANDSHAKE_FAILED_EVENTS:
+                self._handshake_failed = True
+            else:
+                self._connected = True
 
     def _attempt(self, request_id: str, payload: bytes, timeout: float) -> tuple[bool, Any]:
         """Send once and wait up to ``timeout``; (True, Response) on an answer, else (False, None)."""

@@ -44,6 +44,7 @@ from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.config import DEFAULTS, rpc_auth_token
 from stormpy.host.backoff import Backoff
 from stormpy.rpc import AuthorizationError, RpcClient, RpcError, UnreachableError
+from stormpy.rpc.curve import server_public_key
 
 __all__ = ["BundleDownloader", "DownloadError", "DownloadQueue", "nimbus_addresses"]
 
@@ -101,7 +102,8 @@ class BundleDownloader:
             host, port,
             timeout_secs=float(conf.get("nimbus.rpc.timeout.secs", DEFAULTS["nimbus.rpc.timeout.secs"])),
             retries=int(conf.get("nimbus.rpc.retries", DEFAULTS["nimbus.rpc.retries"])),
-            auth_token=rpc_auth_token(conf), service="Nimbus")
+            auth_token=rpc_auth_token(conf), service="Nimbus",
+            curve_server_key=server_public_key(conf))
 
     def _candidates(self) -> list[RpcClient]:
         """Clients for the Nimbus candidates that answer a ping, the leader first."""
