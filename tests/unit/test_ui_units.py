@@ -394,3 +394,20 @@ def test_nimbus_gives_its_configuration_without_secrets() -> None:
                                   "x.password": None})
     conf = handler.get_nimbus_conf()
     assert conf == {"nimbus.rpc.auth.token": "*****", "nimbus.thrift.port": 6627, "x.password": None}
+
+
+@pytest.mark.parametrize("action", ["activate", "deactivate", "rebalance/0", "kill/0"])
+def test_every_ui_action_needs_the_token(ui: Ui, action: str) -> None:
+    client, _backend, fake = ui
+    url = f"/api/v1/topology/wc-1/{action}"
+    reads = ("get_cluster_info", "get_daemon_stats", "get_nimbus_conf", "get_topology_files",
+             "get_topology_info")
+
+    def writes() -> list[str]:
+        return [method for method, _ in fake.calls if method not in reads]
+
+    assert client.post(url).status_code == 401
+    assert client.post(url, headers={"Authorization": "Bearer nope"}).status_code == 403
+    assert writes() == []  # nothing reached Nimbus
+    assert client.post(url, headers={"Authorization": "Bearer tok"}).status_code == 200
+    assert len(writes()) == 1
