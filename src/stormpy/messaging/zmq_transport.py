@@ -94,6 +94,9 @@ class ZmqTransport(Transport):
             self._pull.close(linger=0)
             self._end_context()
             raise OSError(f"cannot bind the worker transport on {host}:{port}: {exc}") from exc
+        if curve is not None:
+            log.info("transport: CURVE on (topology key %s); only holders of its pair connect",
+                     curve.public.decode())
         endpoint = self._pull.getsockopt(zmq.LAST_ENDPOINT)
         self.host = host
         self.port = int(bytes(endpoint).decode().rsplit(":", 1)[1])
