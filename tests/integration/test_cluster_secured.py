@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import filewc
 import httpx
 import msgpack
 import pytest
@@ -21,7 +22,6 @@ from cluster_kit import TOPOLOGIES, wait_for
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 
-import filewc
 from stormpy.bundle import build_bundle
 from stormpy.nimbus import NimbusClient
 from stormpy.rpc.curve import write_secret_key_file

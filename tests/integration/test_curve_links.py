@@ -9,13 +9,12 @@ from collections.abc import Callable, Iterator
 import msgpack
 import pytest
 import zmq
+from wire_tap import TcpTap
 
 from stormpy.config import SettingError
 from stormpy.messaging.curve import CurveKeyPair, topology_keys
 from stormpy.messaging.zmq_transport import ZmqTransport
 from stormpy.testing import stays_unchanged, wait_for
-
-from wire_tap import TcpTap
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -78,7 +78,8 @@ def test_a_wrong_token_is_refused_and_the_server_keeps_serving(
 def test_a_wrong_server_key_is_refused_clearly(server: RpcServer, key_file: tuple[Path, bytes]) -> None:
     wrong, _ = zmq.curve_keypair()
     with client(server, key=wrong) as c, \
-            pytest.raises(AuthorizationError, match="CURVE handshake with Nimbus .* nimbus.rpc.curve.public.key"):
+            pytest.raises(AuthorizationError,
+                          match="CURVE handshake with Nimbus .* nimbus.rpc.curve.public.key"):
         c.call("echo", value=1)
     with client(server, key=key_file[1]) as c:
         assert c.call("echo", value=3) == 3
