@@ -1,6 +1,12 @@
 """``python -m bench.curve_bench``: the cost of CURVE on worker links, plain and CURVE in one run.
 
-The word count's worker-to-worker hop, isolated: two :class:`~stormpy.messaging.zmq_transport.
+``--cluster``: the bench word count (``bench/cluster_runner.py``: ZooKeeper, Nimbus, two
+supervisors with one slot each, so two worker processes with the words crossing between them by
+the fields grouping), acking on, submitted alternately without and with
+``storm.messaging.curve.enabled`` on the same cluster; words per second and per worker
+CPU-second of each round.
+
+Default: the word count's worker-to-worker hop, isolated: two :class:`~stormpy.messaging.zmq_transport.
 ZmqTransport` s in this process (a sender thread, the receiver on the main thread), the sender
 packing the word tuples of ``bench_workload.sentences`` as a worker packs them (one msgpack
 array of ``[dest_task, stream, src_task, root, edge, anchors, [word]]`` records per frame of
@@ -88,11 +94,39 @@ def one_round(frames: list[bytes], words: int, keys: CurveKeyPair | None) -> flo
         receiver.close()
 
 
+def cluster_rounds(n_sentences: int, rounds: int) -> dict[str, Any]:
+    """Alternate plain and CURVE word counts on one two-worker cluster (see the module doc)."""
+    from bench.cluster_runner import run_topology, two_worker_cluster
+
+    runs: dict[str, list[dict[str, Any]]] = {"plain": [], "curve": []}
+    with two_worker_cluster() as (cluster, bundle):
+        for i in range(rounds):
+            for mode in ("plain", "curve"):
+                conf = {"storm.messaging.curve.enabled": mode == "curve"}
+                runs[mode].append(run_topology(cluster, bundle, f"curve-bench-{mode}-{i}", n_sentences,
+                                               acking=True, conf=conf))
+    out: dict[str, Any] = {"sentences": n_sentences, "words": runs["plain"][0]["words"]}
+    for mode, results in runs.items():
+        rates = [r["words"] / r["seconds"] for r in results]
+        per_cpu = [r["words"] / r["cpu_seconds"] for r in results if r.get("cpu_seconds")]
+        out[mode] = {"rounds": [round(x) for x in rates], "words_per_sec": round(statistics.median(rates)),
+                     "words_per_cpu_sec": round(statistics.median(per_cpu)) if per_cpu else None,
+                     "failed": sum(r["failed"] for r in results)}
+    out["curve_cost_percent"] = round(
+        100 * (1 - out["curve"]["words_per_sec"] / out["plain"]["words_per_sec"]), 1)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sentences", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--cluster", action="store_true",
+                        help="the word count on a two-worker cluster instead of the isolated hop")
     args = parser.parse_args(argv)
+    if args.cluster:
+        print(json.dumps(cluster_rounds(args.sentences, args.rounds), indent=2))
+        return 0
     frames, words = frames_of(args.sentences)
     keys = CurveKeyPair.generate()
     rates: dict[str, list[float]] = {"plain": [], "curve": []}

@@ -158,7 +158,7 @@ _KEYS: list[ConfigKey] = [
               "token of their own config. Not encrypted on the wire: it keeps stray and "
               "misconfigured clients out, not an attacker on the network."),
     ConfigKey("nimbus.rpc.curve.secret.key.file", None,
-              "File holding this Nimbus's CURVE secret key (Z85 text; docs/security.md makes one). "
+              "File holding this Nimbus's CURVE secret key (Z85 text; `stormpy curve-keygen PATH`). "
               "When set, Nimbus RPC is encrypted with CurveZMQ and clients must know the server's "
               "public key (nimbus.rpc.curve.public.key); the token check stays on top."),
     ConfigKey("nimbus.rpc.curve.public.key", None,

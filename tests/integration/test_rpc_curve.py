@@ -104,3 +104,19 @@ def test_keys_and_key_files_are_checked(tmp_path: Path, key_file: tuple[Path, by
         server_secret_key({"nimbus.rpc.curve.secret.key.file": str(tmp_path / "missing")})
     with pytest.raises(SettingError, match="nimbus.rpc.curve.public.key"):
         server_public_key({"nimbus.rpc.curve.public.key": "not-a-key"})
+
+
+def test_curve_keygen_writes_the_secret_and_prints_the_public_key(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from stormpy.cli.main import cli
+
+    path = tmp_path / "nimbus.key"
+    result = CliRunner().invoke(cli, ["curve-keygen", str(path)])
+    assert result.exit_code == 0, result.output
+    public = result.output.split("nimbus.rpc.curve.public.key: ")[1].strip().encode()
+    secret = server_secret_key({"nimbus.rpc.curve.secret.key.file": str(path)})
+    assert secret is not None and zmq.curve_public(secret) == public
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    again = CliRunner().invoke(cli, ["curve-keygen", str(path)])
+    assert again.exit_code == 2 and "exists" in again.output
