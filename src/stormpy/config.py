@@ -155,8 +155,8 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("nimbus.rpc.auth.token", None,
               "Shared secret every RPC to Nimbus must carry; None (or empty) turns auth off. Nimbus "
               "refuses other requests with AuthorizationError; the CLI and supervisors send the "
-              "token of their own config. Not encrypted on the wire: it keeps stray and "
-              "misconfigured clients out, not an attacker on the network."),
+              "token of their own config. Not encrypted on the wire unless Nimbus RPC runs over "
+              "CURVE (nimbus.rpc.curve.secret.key.file, docs/security.md)."),
     ConfigKey("nimbus.rpc.curve.secret.key.file", None,
               "File holding this Nimbus's CURVE secret key (Z85 text; `stormpy curve-keygen PATH`). "
               "When set, Nimbus RPC is encrypted with CurveZMQ and clients must know the server's "
@@ -396,7 +396,7 @@ SECRET_KEY_PARTS = ("token", "password", "secret", "payload")
 
 def redacted(conf: Mapping[str, Any]) -> dict[str, Any]:
     """``conf`` sorted by key for showing (the UI, ``get_nimbus_conf``): the value of a key whose
-    name holds token, password or secret becomes ``"*****"`` (None stays None)."""
+    name holds token, password, secret or payload becomes ``"*****"`` (None stays None)."""
     return {k: ("*****" if any(s in k for s in SECRET_KEY_PARTS) and v is not None else v)
             for k, v in sorted(conf.items())}
 

@@ -15,8 +15,9 @@ Contract:
   small cache of recent responses, or, while the first attempt still runs, answers every attempt
   when it finishes (:mod:`~stormpy.rpc.retries`). This holds within one server process only.
 * ``auth_token``: when set, every request must carry the same shared secret (compared in constant
-  time) or it is refused with AuthorizationError. The token is not encrypted on the wire; it keeps
-  stray or misconfigured clients out, it is not protection against an attacker on the network.
+  time) or it is refused with AuthorizationError. The token is encrypted on the wire only with
+  ``curve_secret_key`` (below); without it, it keeps stray or misconfigured clients out, not an
+  attacker on the network.
 * ``curve_secret_key`` (Z85): every link is CurveZMQ-encrypted with this key pair (the token
   then travels encrypted); clients must pin its public key (:mod:`~stormpy.rpc.curve`). A client
   failing the handshake never reaches the handler; the server keeps serving.
