@@ -28,7 +28,7 @@ from stormpy.rpc.curve import write_secret_key_file
 from stormpy.rpc.errors import AuthorizationError
 from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
 
-pytestmark = [pytest.mark.timeout(240), pytest.mark.zookeeper]
+pytestmark = [pytest.mark.timeout(240), pytest.mark.zookeeper, pytest.mark.cluster]
 
 TOKEN = "cluster-token-1b7e"
 COUNT = 60

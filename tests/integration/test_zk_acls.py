@@ -16,7 +16,7 @@ from stormpy.cluster.zk_acls import DAEMON_DIGEST_ID_KEY, daemon_digest_id, zk_i
 from stormpy.cluster.zkserver import ZooKeeperServer
 from stormpy.config import SettingError
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = [pytest.mark.timeout(90), pytest.mark.zookeeper]
 
 DAEMONS = {"storm.zookeeper.auth.payload": "stormpy:cluster-secret"}
 TOPOLOGY_A = {"storm.zookeeper.topology.auth.payload": "wc-1:topology-secret",
