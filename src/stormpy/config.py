@@ -82,9 +82,9 @@ _KEYS: list[ConfigKey] = [
               "How often the checkpoint spout of a topology with stateful bolts starts a "
               "checkpoint (prepare then commit of every stateful bolt's state)."),
     ConfigKey("topology.state.provider", "memory",
-              "Where stateful bolts keep their state: 'memory' (in the worker process; local "
-              "mode), 'sqlite', 'zookeeper' (small state), or the import path of a function "
-              "(conf, namespace) -> stormpy.state.stores.DocStore."),
+              "Where stateful bolts keep their state: 'memory' (the LocalCluster's, or the "
+              "worker process's), 'sqlite', 'zookeeper' (small state), or the import path of a "
+              "function (conf, namespace) -> stormpy.state.Store."),
     ConfigKey("topology.state.provider.config", None,
               "The provider's settings, a map or a JSON string: sqlite {\"path\": file, "
               "\"table\": name}; zookeeper {\"servers\": [...], \"port\": 2181, \"root\": "
