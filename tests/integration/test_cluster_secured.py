@@ -13,16 +13,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import filewc
 import httpx
 import msgpack
 import pytest
 import zmq
-from cluster_kit import TOPOLOGIES, wait_for
+from cluster_kit import TOPOLOGIES, filewc, wait_for
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 
 from stormpy.bundle import build_bundle
+from stormpy.cluster import ZkStorage
+from stormpy.cluster.zk_acls import zk_identity
 from stormpy.nimbus import NimbusClient
 from stormpy.rpc.curve import write_secret_key_file
 from stormpy.rpc.errors import AuthorizationError
@@ -53,6 +54,9 @@ def secured(zookeeper: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     finally:
         cluster.stop()
         assert cluster.worker_processes() == []
+        with ZkStorage(zookeeper.connect_string, cluster.zk_root,
+                       identity=zk_identity(conf)).start() as daemons:
+            daemons.delete(cluster.zk_root)  # only the daemons' identity may
 
 
 @pytest.fixture

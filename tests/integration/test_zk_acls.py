@@ -102,6 +102,21 @@ def test_workers_write_their_own_nodes_only_and_daemons_clean_up(
     assert daemon.delete(f"{zk_root}/errors/wc-1")
 
 
+def test_the_roots_ancestors_stay_open(zookeeper: ZooKeeperServer, zk_root: str,
+                                        anonymous: KazooClient) -> None:
+    """They belong to no cluster (a nested root, the test kit's shared parent): only the root and
+    what lies under it carry the cluster's ACLs."""
+    daemon = storage_as(zookeeper, f"{zk_root}/nested/cluster", DAEMONS)
+    try:
+        anonymous.create(f"{zk_root}/nested/other-app", b"x")
+        anonymous.delete(f"{zk_root}/nested/other-app")
+        with pytest.raises(NoAuthError):
+            anonymous.delete(f"{zk_root}/nested/cluster/workerbeats")
+    finally:
+        daemon.delete(f"{zk_root}/nested/cluster")
+        daemon.close()
+
+
 def test_identities_are_checked() -> None:
     assert zk_identity({}) is None
     with pytest.raises(SettingError, match="storm.zookeeper.auth.payload"):

@@ -30,7 +30,7 @@ Contract:
   the attempts of ``set`` and recursive ``delete`` are :mod:`.zk_writes`.
 * ``identity`` (:mod:`.zk_acls`, from the ``storm.zookeeper.*auth*`` keys) authenticates the
   session and gives every node it creates its ACL; ``start`` creates the root and the workers'
-  directories with the identity's shared ACL. A write ZooKeeper refuses is a ClusterStateError
+  directories with the identity's shared ACL (missing ancestors of the root open). A write ZooKeeper refuses is a ClusterStateError
   (``NoAuthError``).
 * Watches are kazoo's recipes, and only them: :meth:`watch_data` (``DataWatch``) and
   :meth:`watch_children` (``ChildrenWatch``) call back once with the current value before they
@@ -66,7 +66,7 @@ from kazoo.retry import RetryFailedError
 from stormpy.cluster.errors import ClusterStateError, ZkConnectionError
 from stormpy.cluster.paths import DEFAULT_ROOT, normalize_root
 from stormpy.cluster.watches import Watch, children_watch, data_watch
-from stormpy.cluster.zk_acls import ZkIdentity, shared_paths, zk_identity
+from stormpy.cluster.zk_acls import ZkIdentity, start_paths, zk_identity
 from stormpy.cluster.zk_ephemerals import EphemeralKeeper, put_ephemeral
 from stormpy.cluster.zk_hosts import hosts_from_config
 from stormpy.cluster.zk_locks import lock_contenders
@@ -151,9 +151,10 @@ class ZkStorage:
             raise ZkConnectionError(f"could not connect to ZooKeeper at {self.hosts} within "
                                     f"{self.connect_timeout_secs:g} s") from exc
         self._started = True
-        acl = list(self.identity.shared_acl) if self.identity else None
-        for path in shared_paths(self.root) if self.identity else [self.root]:
-            self._run("ensure_path", path, functools.partial(_ensure, self._client, path=path, acl=acl))
+        for path, acl in start_paths(self.root, self.identity):
+            # named by the root: the first path may be its parent
+            self._run("ensure_path", self.root, functools.partial(_ensure, self._client, path=path,
+                                                                  acl=acl))
         return self
 
     def begin_shutdown(self) -> None:

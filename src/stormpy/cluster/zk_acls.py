@@ -21,12 +21,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kazoo.security import ACL, Id, Permissions, make_digest_acl_credential
+from kazoo.security import ACL, OPEN_ACL_UNSAFE, Id, Permissions, make_digest_acl_credential
 
 from stormpy.config import SettingError
 
 __all__ = ["DAEMON_DIGEST_ID_KEY", "WORKER_DIRECTORIES", "ZkIdentity", "daemon_digest_id",
-           "shared_paths", "worker_zk_identity", "zk_identity"]
+           "start_paths", "worker_zk_identity", "zk_identity"]
 
 DAEMON_SCHEME_KEY = "storm.zookeeper.auth.scheme"
 DAEMON_PAYLOAD_KEY = "storm.zookeeper.auth.payload"
@@ -85,10 +85,18 @@ def _digest_id(user: str, password: str) -> Id:
     return Id("digest", make_digest_acl_credential(user, password))
 
 
-def shared_paths(root: str) -> list[str]:
-    """The root and the :data:`WORKER_DIRECTORIES` under it (created with ``shared_acl``)."""
+def start_paths(root: str, identity: ZkIdentity | None) -> list[tuple[str, list[ACL] | None]]:
+    """What a storage ensures when it starts, in order, each with the ACL of the nodes it creates
+    (None: the session's default). Unsecured: the root. Secured: the root's missing ancestors
+    open (they are not the cluster's: other applications share them), then the root and the
+    :data:`WORKER_DIRECTORIES` under it with ``shared_acl``."""
+    if identity is None:
+        return [(root, None)]
+    parent = root.rstrip("/").rsplit("/", 1)[0]
+    shared = list(identity.shared_acl)
     base = root.rstrip("/")
-    return [root, *(f"{base}/{name}" for name in WORKER_DIRECTORIES)]
+    ancestors: list[tuple[str, list[ACL] | None]] = [(parent, list(OPEN_ACL_UNSAFE))] if parent else []
+    return [*ancestors, (root, shared), *((f"{base}/{name}", shared) for name in WORKER_DIRECTORIES)]
 
 
 def zk_identity(conf: Mapping[str, Any]) -> ZkIdentity | None:
