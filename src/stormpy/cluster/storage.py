@@ -30,8 +30,8 @@ Contract:
   the attempts of ``set`` and recursive ``delete`` are :mod:`.zk_writes`.
 * ``identity`` (:mod:`.zk_acls`, from the ``storm.zookeeper.*auth*`` keys) authenticates the
   session and gives every node it creates its ACL; ``start`` creates the root and the workers'
-  directories with the identity's shared ACL (missing ancestors of the root open). A write ZooKeeper refuses is a ClusterStateError
-  (``NoAuthError``).
+  directories with the identity's shared ACL (missing ancestors of the root open). A write
+  ZooKeeper refuses is a ClusterStateError (``NoAuthError``).
 * Watches are kazoo's recipes, and only them: :meth:`watch_data` (``DataWatch``) and
   :meth:`watch_children` (``ChildrenWatch``) call back once with the current value before they
   return and then after every change, on a kazoo thread, until cancelled; they survive reconnections
@@ -70,7 +70,7 @@ from stormpy.cluster.zk_acls import ZkIdentity, start_paths, zk_identity
 from stormpy.cluster.zk_ephemerals import EphemeralKeeper, put_ephemeral
 from stormpy.cluster.zk_hosts import hosts_from_config
 from stormpy.cluster.zk_locks import lock_contenders
-from stormpy.cluster.zk_writes import delete_tree, set_or_create
+from stormpy.cluster.zk_writes import delete_tree, ensure_path, set_or_create
 from stormpy.config import DEFAULTS
 
 __all__ = ["ZkStorage"]
@@ -153,7 +153,7 @@ class ZkStorage:
         self._started = True
         for path, acl in start_paths(self.root, self.identity):
             # named by the root: the first path may be its parent
-            self._run("ensure_path", self.root, functools.partial(_ensure, self._client, path=path,
+            self._run("ensure_path", self.root, functools.partial(ensure_path, self._client, path=path,
                                                                   acl=acl))
         return self
 
@@ -411,8 +411,3 @@ class ZkStorage:
                 handle.cancel()
                 raise
         return handle
-
-
-def _ensure(client: KazooClient, wait: Callable[[IAsyncResult], Any], path: str, acl: Any) -> Any:
-    """One attempt to create ``path`` and its parents with ``acl`` (None: the default ACL)."""
-    return wait(client.ensure_path_async(path, acl))
