@@ -15,6 +15,11 @@ Contract:
 * ``curve_server_key``: the link is CurveZMQ-encrypted towards the holder of that public key
   (:mod:`~stormpy.rpc.curve`); a failed handshake (wrong key, CURVE on one side only) ends the
   call with AuthorizationError naming the server instead of a timeout.
+* With ``connect_timeout_secs`` set, an attempt on a fresh socket first waits at most that long for
+  the TCP connection, and a refused or timed-out connection raises
+  :class:`~stormpy.rpc.errors.UnreachableError` at once (nothing was sent, so no retry is made):
+  a dead server costs the connect timeout, not the full RPC timeout. Without it (the default) the
+  request is queued until the server appears or the attempt times out.
 * One client may be shared by threads; calls are serialised by a lock (use one client per thread
   for parallel calls).
 """
@@ -29,7 +34,7 @@ from types import TracebackType
 from typing import Any
 
 import zmq
-from zmq.utils.monitor import parse_monitor_message
+from zmq.utils.monitor import recv_monitor_message
 
 from stormpy.rpc.codec import Request, decode_response, encode_request
 from stormpy.rpc.curve import HANDSHAKE_FAILED_EVENTS, connect_as_client, handshake_failure
@@ -45,9 +50,12 @@ class RpcClient:
     def __init__(self, host: str, port: int, *, timeout_secs: float = 10.0, retries: int = 1,
                  auth_token: str | None = None, service: str = "RPC server",
                  context: zmq.Context[zmq.Socket[bytes]] | None = None,
+                 connect_timeout_secs: float | None = None,
                  curve_server_key: bytes | None = None) -> None:
         if timeout_secs <= 0:
             raise ValueError("timeout_secs must be positive")
+        if connect_timeout_secs is not None and connect_timeout_secs <= 0:
+            raise ValueError("connect_timeout_secs must be positive (or None)")
         if retries < 0:
             raise ValueError("retries must be >= 0")
         self.host = host
@@ -55,6 +63,7 @@ class RpcClient:
         self.timeout_secs = timeout_secs
         self.retries = retries
         self.service = service
+        self.connect_timeout_secs = connect_timeout_secs
         self._auth = auth_token
         self._curve = curve_server_key
         self._handshake_failed = False
@@ -88,6 +97,11 @@ class RpcClient:
             connected_once = False
             self._handshake_failed = False
             for _ in range(attempts):
+                if not self._wait_connected():
+                    self._reset()
+                    raise UnreachableError(
+                        f"{self.service} at {self.address}: no connection could be made within "
+                        f"{self.connect_timeout_secs:g} s (call {method!r}); is it running?")
                 found, value = self._attempt(request.id, payload, timeout)
                 if found:
                     return value.unwrap()
@@ -137,7 +151,10 @@ class RpcClient:
             sock.linger = 0
             sock.setsockopt(zmq.RECONNECT_IVL, 100)
             sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
-            self._monitor = sock.get_monitor_socket(zmq.EVENT_CONNECTED | HANDSHAKE_FAILED_EVENTS)
+            events = zmq.EVENT_CONNECTED | HANDSHAKE_FAILED_EVENTS
+            if self.connect_timeout_secs is not None:
+                events |= zmq.EVENT_CONNECT_RETRIED
+            self._monitor = sock.get_monitor_socket(events)
             self._monitor.linger = 0
             if self._curve is not None:
                 connect_as_client(sock, self._curve)
@@ -159,15 +176,36 @@ class RpcClient:
             self._monitor = None
         self._connected = False
 
+    def _wait_connected(self) -> bool:
+        """With a connect timeout: True once the socket is connected, False when the connection
+        was refused or did not come within the timeout. Always True without one."""
+        if self.connect_timeout_secs is None:
+            return True
+        self._ensure_socket()
+        monitor = self._monitor
+        if self._connected or monitor is None:
+            return True
+        deadline = time.monotonic() + self.connect_timeout_secs
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not monitor.poll(max(1, int(remaining * 1000)), zmq.POLLIN):
+                return False
+            event = recv_monitor_message(monitor)["event"]
+            if event == zmq.EVENT_CONNECTED:
+                self._connected = True
+                return True
+            if event == zmq.EVENT_CONNECT_RETRIED:
+                return False
+
     def _note_connection_events(self) -> None:
         monitor = self._monitor
         if monitor is None:
             return
         while monitor.poll(0, zmq.POLLIN):
-            event = parse_monitor_message(monitor.recv_multipart())["event"]
+            event = recv_monitor_message(monitor)["event"]
             if event & HANDSHAKE_FAILED_EVENTS:
                 self._handshake_failed = True
-            else:
+            elif event == zmq.EVENT_CONNECTED:
                 self._connected = True
 
     def _attempt(self, request_id: str, payload: bytes, timeout: float) -> tuple[bool, Any]:
