@@ -4,7 +4,8 @@
 the entries Nimbus writes into the stored topology config (they reach the topology's workers only:
 supervisors fetch the config over Nimbus RPC and keep it in a file only their user may read):
 
-* with ``storm.messaging.curve.enabled`` (cluster or topology config): a fresh CURVE key pair for
+* with ``storm.messaging.curve.enabled`` (cluster or topology config; a topology's value that is
+  not a bool is an InvalidTopologyError naming it): a fresh CURVE key pair for
   the topology's worker links (``topology.messaging.curve.public.key`` / ``.secret.key``); keys a
   user put in the submitted config are never used;
 * with ``storm.zookeeper.auth.payload`` (the cluster's): the topology's own ZooKeeper identity
@@ -19,7 +20,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from stormpy.cluster.zk_acls import TOPOLOGY_PAYLOAD_KEY, daemon_digest_id
+from stormpy.config import SettingError
 from stormpy.messaging.curve import PUBLIC_KEY, SECRET_KEY, CurveKeyPair, curve_enabled
+from stormpy.topology.errors import InvalidTopologyError
 
 __all__ = ["add_topology_credentials", "topology_credentials"]
 
@@ -28,6 +31,10 @@ def topology_credentials(cluster_conf: Mapping[str, Any], topo_conf: Mapping[str
                          topology_id: str) -> dict[str, Any]:
     """The entries to set in (and, for None values, remove from) the topology's config."""
     out: dict[str, Any] = {PUBLIC_KEY: None, SECRET_KEY: None}
+    try:
+        curve_enabled(topo_conf)
+    except SettingError as exc:
+        raise InvalidTopologyError(f"topology config {exc}") from None
     if curve_enabled({**cluster_conf, **topo_conf}):
         out.update(CurveKeyPair.generate().as_conf())
     if daemon_digest_id(cluster_conf) is not None and not topo_conf.get(TOPOLOGY_PAYLOAD_KEY):
