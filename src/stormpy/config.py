@@ -223,6 +223,9 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("storm.zookeeper.topology.auth.payload", None,
               "A topology's ZooKeeper identity (digest: user:password); its workers authenticate "
               "with it. Nimbus generates one at submit when storm.zookeeper.auth.payload is set."),
+    ConfigKey("storm.zookeeper.auth.digest.id", None,
+              "Set in a secured topology's worker config (not by users): the daemons' public "
+              "digest ACL id, given to the nodes workers create so the daemons can remove them."),
     ConfigKey("storm.messaging.curve.enabled", False,
               "Encrypt and authenticate worker links with CurveZMQ: Nimbus makes a key pair per "
               "topology at submit, only that topology's workers hold it (docs/security.md). Off by "
