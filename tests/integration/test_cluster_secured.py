@@ -128,7 +128,7 @@ def test_a_secured_cluster_runs_the_word_count_and_keeps_strangers_out(
                                 ({"auth_token": TOKEN, "curve_server_key": None}, "requires CURVE"),
                                 ({"auth_token": TOKEN, "curve_server_key": zmq.curve_keypair()[0]},
                                  "CURVE handshake")):
-            stranger = NimbusClient(c.host, c.nimbus_port, timeout_secs=3, retries=0,
+            stranger = NimbusClient(c.host, c.nimbus_port, timeout_secs=20, retries=0,
                                     leader_wait_secs=0, **kwargs)  # type: ignore[arg-type]
             try:
                 with pytest.raises(AuthorizationError, match=message):

@@ -41,7 +41,7 @@ def server(key_file: tuple[Path, bytes]) -> Iterator[RpcServer]:
 
 def client(srv: RpcServer | int, *, token: str | None = TOKEN, key: bytes | None = None) -> RpcClient:
     port = srv if isinstance(srv, int) else srv.port
-    return RpcClient("127.0.0.1", port, timeout_secs=2, retries=0, auth_token=token,
+    return RpcClient("127.0.0.1", port, timeout_secs=20, retries=0, auth_token=token,
                      service="Nimbus", curve_server_key=key)
 
 

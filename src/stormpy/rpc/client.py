@@ -13,8 +13,8 @@ Contract:
   :class:`~stormpy.rpc.errors.RpcTimeoutError`; both name ``host:port`` and the wait, both are
   builtin ``TimeoutError`` s too.
 * ``curve_server_key``: the link is CurveZMQ-encrypted towards the holder of that public key
-  (:mod:`~stormpy.rpc.curve`); a failed handshake (wrong key, CURVE on one side only) ends the
-  call with AuthorizationError naming the server instead of a timeout.
+  (:mod:`~stormpy.rpc.curve`); a refused handshake (wrong key, CURVE on one side only) ends the
+  attempt at once and the call with AuthorizationError naming the server, not a timeout.
 * With ``connect_timeout_secs`` set, an attempt on a fresh socket first waits at most that long for
   the TCP connection, and a refused or timed-out connection raises
   :class:`~stormpy.rpc.errors.UnreachableError` at once (nothing was sent, so no retry is made):
@@ -37,11 +37,14 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from stormpy.rpc.codec import Request, decode_response, encode_request
-from stormpy.rpc.curve import HANDSHAKE_FAILED_EVENTS, connect_as_client, handshake_failure
+from stormpy.rpc.curve import HANDSHAKE_EVENTS, connect_as_client, handshake_failure, handshake_refused
 from stormpy.rpc.errors import AuthorizationError, RpcError, RpcTimeoutError, UnreachableError
 from stormpy.rpc.server import PING_METHOD
 
 __all__ = ["RpcClient"]
+
+#: How often a waiting attempt looks for a refused handshake (see ``curve_server_key``).
+_HANDSHAKE_CHECK_SECS = 0.1
 
 
 class RpcClient:
@@ -151,7 +154,7 @@ class RpcClient:
             sock.linger = 0
             sock.setsockopt(zmq.RECONNECT_IVL, 100)
             sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
-            events = zmq.EVENT_CONNECTED | HANDSHAKE_FAILED_EVENTS
+            events = zmq.EVENT_CONNECTED | HANDSHAKE_EVENTS
             if self.connect_timeout_secs is not None:
                 events |= zmq.EVENT_CONNECT_RETRIED
             self._monitor = sock.get_monitor_socket(events)
@@ -202,10 +205,11 @@ class RpcClient:
         if monitor is None:
             return
         while monitor.poll(0, zmq.POLLIN):
-            event = recv_monitor_message(monitor)["event"]
-            if event & HANDSHAKE_FAILED_EVENTS:
-                self._handshake_failed = True
-            elif event == zmq.EVENT_CONNECTED:
+            event = recv_monitor_message(monitor)
+            refused = handshake_refused(event, self._curve is not None)
+            if refused is not None:
+                self._handshake_failed = refused  # the last handshake's outcome counts
+            elif event["event"] == zmq.EVENT_CONNECTED:
                 self._connected = True
 
     def _attempt(self, request_id: str, payload: bytes, timeout: float) -> tuple[bool, Any]:
@@ -224,7 +228,10 @@ class RpcClient:
             if remaining <= 0:
                 self._note_connection_events()
                 return False, None
-            if not sock.poll(max(1, int(remaining * 1000)), zmq.POLLIN):
+            if not sock.poll(max(1, int(min(remaining, _HANDSHAKE_CHECK_SECS) * 1000)), zmq.POLLIN):
+                self._note_connection_events()
+                if self._handshake_failed:
+                    return False, None  # refused for want of the right key: no answer will come
                 continue
             frames = sock.recv_multipart()
             self._connected = True

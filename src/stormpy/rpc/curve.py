@@ -26,14 +26,15 @@ from zmq.utils import z85
 
 from stormpy.config import SettingError
 
-__all__ = ["HANDSHAKE_FAILED_EVENTS", "PUBLIC_KEY", "SECRET_KEY_FILE", "handshake_failure",
-           "server_public_key", "server_secret_key", "write_secret_key_file"]
+__all__ = ["HANDSHAKE_EVENTS", "PUBLIC_KEY", "SECRET_KEY_FILE", "handshake_failure",
+           "handshake_refused", "server_public_key", "server_secret_key", "write_secret_key_file"]
 
 SECRET_KEY_FILE = "nimbus.rpc.curve.secret.key.file"
 PUBLIC_KEY = "nimbus.rpc.curve.public.key"
-#: Monitor events of a failed ZMTP handshake.
-HANDSHAKE_FAILED_EVENTS = (zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
-                           | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
+_HANDSHAKE_FAILED = (zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+                     | zmq.EVENT_HANDSHAKE_FAILED_AUTH)
+#: Monitor events :func:`handshake_refused` reads.
+HANDSHAKE_EVENTS = _HANDSHAKE_FAILED | zmq.EVENT_HANDSHAKE_SUCCEEDED
 
 
 def _key(value: Any, setting: str) -> bytes:
@@ -86,6 +87,22 @@ def connect_as_client(sock: zmq.Socket[Any], server_public: bytes) -> None:
     """Make ``sock`` (before it connects) a CURVE client of ``server_public`` with fresh keys."""
     public, secret = zmq.curve_keypair()
     sock.curve_publickey, sock.curve_secretkey, sock.curve_serverkey = public, secret, server_public
+
+
+def handshake_refused(event: Mapping[str, Any], curve: bool) -> bool | None:
+    """What a socket monitor ``event`` says of the last handshake: True when it failed for want of
+    the right key (a CURVE client: any failed handshake; a plain client: the server's mechanism
+    is not NULL, i.e. it requires CURVE), False when one succeeded, None otherwise."""
+    kind = event["event"]
+    if kind == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+        return False
+    if not kind & _HANDSHAKE_FAILED:
+        return None
+    if curve:
+        return True
+    mismatch = kind == zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL and \
+        event["value"] == zmq.PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH
+    return True if mismatch else None
 
 
 def handshake_failure(service: str, address: str, curve: bool) -> str:
