@@ -1,6 +1,6 @@
 """A secured cluster end to end (docs/security.md): CURVE worker links with per-topology keys,
-Nimbus RPC over CURVE with the token on top, ZooKeeper ACLs; real Nimbus, supervisor, UI and
-worker processes. The word count crosses two workers and completes; keys reach the workers
+Nimbus RPC over CURVE with the token on top, ZooKeeper ACLs; real Nimbus (two: the standby copies
+the bundle over the same secured RPC), supervisor, UI and worker processes. The word count crosses two workers and completes; keys reach the workers
 only through files their user alone may read; strangers cannot inject, call Nimbus or write the
 cluster's nodes, and the daemons keep running."""
 
@@ -47,7 +47,7 @@ def secured(zookeeper: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
             "storm.zookeeper.auth.payload": "stormpy:zk-daemons-secret"}
     cluster = ProcessCluster(zookeeper.connect_string, supervisors=2, slots_per_supervisor=1,
                              base_dir=base, zk_root=f"/stormpy-tests/secured-{uuid.uuid4().hex[:8]}",
-                             conf=conf, ui=True)
+                             conf=conf, ui=True, nimbuses=2)
     cluster.start(timeout_secs=90)
     try:
         yield cluster
@@ -93,7 +93,7 @@ def test_a_secured_cluster_runs_the_word_count_and_keeps_strangers_out(
         # the topology's keys reached the supervisors (and Nimbus's store) in files only their
         # user may read
         files = list(c.base_dir.rglob("topology.msgpack"))
-        assert len(files) == 3  # Nimbus's and the two supervisors'
+        assert len(files) == 4  # the two Nimbuses' and the two supervisors'
         for path in files:
             assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
             conf = msgpack.unpackb(path.read_bytes(), raw=False)["conf"]
