@@ -1,8 +1,9 @@
 """A secured cluster end to end (docs/security.md): CURVE worker links with per-topology keys,
 Nimbus RPC over CURVE with the token on top, ZooKeeper ACLs; real Nimbus (two: the standby copies
-the bundle over the same secured RPC), supervisor, UI and worker processes. The word count crosses two workers and completes; keys reach the workers
-only through files their user alone may read; strangers cannot inject, call Nimbus or write the
-cluster's nodes, and the daemons keep running."""
+the bundle over the same secured RPC), supervisor, UI and worker processes. The word count
+crosses two workers and completes; keys reach the workers only through files their user alone
+may read; strangers cannot inject, call Nimbus or write the cluster's nodes, and the daemons keep
+running."""
 
 from __future__ import annotations
 
