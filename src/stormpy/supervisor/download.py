@@ -27,6 +27,7 @@ says so (it is not mistaken for an unreachable Nimbus).
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import shutil
 import threading
@@ -43,11 +44,15 @@ from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.config import DEFAULTS, rpc_auth_token
 from stormpy.host.backoff import Backoff
 from stormpy.rpc import AuthorizationError, RpcClient, RpcError, UnreachableError
+from stormpy.rpc.curve import server_public_key
 
 __all__ = ["BundleDownloader", "DownloadError", "DownloadQueue", "nimbus_addresses"]
 
 #: Longest wait for Nimbus to answer the ping that picks the Nimbus candidate.
 PING_TIMEOUT_SECS = 5.0
+#: Longest wait for the TCP connection to a Nimbus: a dead one is skipped after this, not after
+#: the RPC timeout.
+CONNECT_TIMEOUT_SECS = 2.0
 #: Back-off after a failed download of a topology: the first retry waits this long ...
 RETRY_MIN_SECS = 1.0
 #: ... and each further failure doubles it, up to this.
@@ -100,7 +105,8 @@ class BundleDownloader:
             host, port,
             timeout_secs=float(conf.get("nimbus.rpc.timeout.secs", DEFAULTS["nimbus.rpc.timeout.secs"])),
             retries=int(conf.get("nimbus.rpc.retries", DEFAULTS["nimbus.rpc.retries"])),
-            auth_token=rpc_auth_token(conf), service="Nimbus")
+            auth_token=rpc_auth_token(conf), service="Nimbus", connect_timeout_secs=CONNECT_TIMEOUT_SECS,
+            curve_server_key=server_public_key(conf))
 
     def _candidates(self) -> list[RpcClient]:
         """Clients for the Nimbus candidates that answer a ping, the leader first."""
@@ -213,7 +219,10 @@ class BundleDownloader:
         verify_bundle(bundle)
         unpack_bundle(bundle, tmp / "code")
         doc = {"spec": files["spec"], "conf": files["conf"]}
-        (tmp / "topology.msgpack").write_bytes(msgpack.packb(doc, use_bin_type=True))
+        # the topology's secrets (CURVE keys, ZooKeeper identity) live here: this user only
+        fd = os.open(tmp / "topology.msgpack", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as out_file:
+            out_file.write(msgpack.packb(doc, use_bin_type=True))
         self.log.info("downloaded topology %s: bundle %s (%d bytes, sha256 %s)", topology_id,
                       files["bundle_key"], size, digest)
 
