@@ -4,6 +4,9 @@ The package re-exports the public topology API and nothing else; the runtime, da
 connectors live in subpackages.
 """
 
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _distribution_version
+
 from stormpy import _native  # noqa: F401 - first: picks compiled or source tuple-path modules
 from stormpy.topology import (
     DEFAULT_STREAM,
@@ -27,7 +30,11 @@ from stormpy.topology import (
     Tuple,
 )
 
-__version__ = "0.1.0"
+#: the installed distribution's version (written once, in pyproject.toml)
+try:
+    __version__ = _distribution_version("stormpy-runtime")
+except PackageNotFoundError:  # sources never installed (a bare checkout on sys.path)
+    __version__ = "0+unknown"
 
 __all__ = [
     "BasicBolt", "Bolt", "BoltDeclarer", "ColumnBatch", "Component", "ComponentDeclarer",

@@ -27,13 +27,12 @@ from stormpy.connectors.kinesis import (
     Position,
     ShardGetter,
     ShardInfo,
-    StateManager,
-    assign,
     message_id,
     parse_message_id,
     require_boto3,
 )
 from stormpy.connectors.kinesis.scheme import load_scheme
+from stormpy.connectors.kinesis.state import StateManager, assign
 from stormpy.topology import TopologyBuilder
 from stormpy.topology.spec import TopologySpec
 

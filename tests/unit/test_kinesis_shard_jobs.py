@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from test_kinesis_parts import DeferredPool, FakeKinesis, MemoryStore, cfg
 
-from stormpy.connectors.kinesis import Checkpoint, ShardInfo, StateManager
+from stormpy.connectors.kinesis import Checkpoint, ShardInfo
+from stormpy.connectors.kinesis.state import StateManager
 
 
 def deferred(client: FakeKinesis, store: MemoryStore, clock: list[float], task: int = 0,

@@ -1,33 +1,112 @@
-"""Pins the public names: the top-level package and the test kit."""
+"""Pins the public surface: the ``__all__`` of every public package, as literal sorted lists.
+
+Adding a name to a public package's ``__all__``, or taking one out, fails this test until the
+list here changes with it, so a change to what users may import is a visible decision. Internal
+machinery stays importable from its own module (``stormpy.windowing.bolt.WindowedBoltExecutor``,
+``stormpy.state.bolt.StatefulBoltExecutor``, ``stormpy.connectors.kinesis.state.StateManager``,
+``stormpy.connectors.kafka.client.KafkaConsumerClient``) without being public.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import pkgutil
+
+import pytest
 
 import stormpy
-import stormpy.testing
+import stormpy.connectors
 
-
-def test_top_level_names() -> None:
-    assert sorted(stormpy.__all__) == sorted([
+PUBLIC: dict[str, list[str]] = {
+    "stormpy": [
         "BasicBolt", "Bolt", "BoltDeclarer", "ColumnBatch", "Component", "ComponentDeclarer",
         "CustomStreamGrouping", "DEFAULT_STREAM", "EmitError", "FailedException", "Fields",
-        "Grouping", "InvalidTopologyError", "Spout", "Stream", "TopologyBuilder",
-        "TopologyContext", "TopologySpec", "Tuple", "__version__",
-    ])
-    for name in stormpy.__all__:
-        assert hasattr(stormpy, name)
-
-
-def test_testing_kit_names() -> None:
-    assert sorted(stormpy.testing.__all__) == sorted([
+        "Grouping", "InvalidTopologyError", "Spout", "Stream", "TopologyBuilder", "TopologyContext",
+        "TopologySpec", "Tuple", "__version__",
+    ],
+    "stormpy.topology": [
+        "BackgroundJob", "BasicBolt", "Bolt", "BoltDeclarer", "ColumnBatch", "Component",
+        "ComponentDeclarer", "CustomStreamGrouping", "DEFAULT_STREAM", "EmitError",
+        "FailedException", "Fields", "Grouping", "InvalidTopologyError", "OffLoop", "Spout",
+        "Stream", "TopologyBuilder", "TopologyContext", "TopologySpec", "Tuple",
+    ],
+    "stormpy.topology.clock": [
+        "Clock", "SimulatedClock", "current_clock", "now", "simulated_time", "simulating", "sleep",
+    ],
+    "stormpy.testing": [
         "AckFailMapTracker", "AckTracker", "Capture", "CompleteResult", "Emitted", "FeederSpout",
         "FixedTupleSpout", "LocalCluster", "MockedSources", "RecordingCollector", "SimulatedClock",
         "TopologyNotFound", "TrackedTopology", "TrackingSpout", "WaitTimeout", "complete_topology",
         "free_port", "free_ports", "simulated_time", "stays_unchanged", "test_tuple",
         "tracked_wait", "wait_for",
-    ])
-    for name in stormpy.testing.__all__:
-        assert hasattr(stormpy.testing, name)
+    ],
+    "stormpy.local": [
+        "DaemonProcess", "LocalCluster", "ProcessCluster", "TopologyNotFound", "end_processes",
+        "find_processes", "free_ports",
+    ],
+    "stormpy.state": [
+        "CHECKPOINT_COMPONENT", "CHECKPOINT_STREAM", "CheckpointSpout", "DocStore", "KeyValueState",
+        "MemoryBackend", "MemoryStore", "SqliteDocStore", "SqliteStore", "StateSettings",
+        "StatefulBolt", "Store", "ZkBackend", "ZkStore", "add_checkpointing", "open_store",
+        "open_zk_store", "state_settings",
+    ],
+    "stormpy.windowing": [
+        "Count", "Duration", "LATE_FIELDS", "Window", "WindowConfig", "WindowConfigError",
+        "WindowManager", "WindowedBolt", "WindowedBoltSpec",
+    ],
+    "stormpy.transactional": [
+        "BatchBolt", "BatchOutputCollector", "Committer", "MemoryTransactionalSpout",
+        "OpaquePartitionedTransactionalSpout", "OpaqueValue", "PartitionedTransactionalSpout",
+        "SqliteState", "StoreUnavailable", "TRANSACTIONAL_CONFIG", "TransactionAttempt",
+        "TransactionalSpout", "TransactionalState", "TransactionalTopologyBuilder",
+        "TransactionalValue", "ZkState",
+    ],
+    "stormpy.connectors": [],
+    "stormpy.connectors.kafka": [
+        "DefaultRecordTranslator", "FieldNameBasedTupleToKafkaMapper", "FirstPollOffsetStrategy",
+        "KAFKA_EXTRA", "KafkaBolt", "KafkaBoltConfig", "KafkaConfigError", "KafkaRecord",
+        "KafkaRecordError", "KafkaSpout", "KafkaSpoutConfig", "KafkaSpoutMessageId", "KafkaTuple",
+        "KafkaTupleListener", "KafkaUnavailableError", "OffsetAndMetadata", "OffsetManager",
+        "ProcessingGuarantee", "RecordTranslator", "RetryExponentialBackoff",
+        "StringRecordTranslator", "TopicPartition", "TupleToKafkaMapper", "assign_round_robin",
+        "commit_metadata", "require_confluent_kafka", "start_offset",
+    ],
+    "stormpy.connectors.kinesis": [
+        "BufferedGetter", "Checkpoint", "CheckpointError", "CheckpointStore",
+        "CheckpointUnavailable", "DefaultRecordScheme", "INITIAL_POSITIONS",
+        "InflightRecordTracker", "KINESIS_EXTRA", "KinesisError", "KinesisRecord", "KinesisSpout",
+        "KinesisSpoutConfig", "KinesisStreamError", "KinesisUnavailableError", "Position",
+        "ShardGetter", "ShardInfo", "ZkCheckpointStore", "message_id", "parse_message_id",
+        "require_boto3",
+    ],
+    "stormpy.connectors.spark": [
+        "BatchConversionError", "BatchInfo", "BatchSource", "CLOSED_BY_COUNT", "CLOSED_BY_IDLE",
+        "CLOSED_BY_TIME", "SPARK_CONFIG", "SPARK_EXTRA", "SparkBatchBolt", "SparkBatchTimeout",
+        "SparkCommitterBolt", "SparkMasterUnreachable", "SparkUnavailableError", "batch_dataframe",
+        "get_spark", "release_spark", "require_spark", "reset_spark", "retain_spark",
+        "rows_to_arrow", "ship_code", "spark_running", "spark_session", "spark_settings",
+        "stop_spark",
+    ],
+    "stormpy.ui": [],
+}
 
 
-def test_component_clock_names() -> None:
-    import stormpy.topology.clock as clock
-    assert sorted(clock.__all__) == sorted(["Clock", "SimulatedClock", "current_clock", "now",
-                                            "simulated_time", "simulating", "sleep"])
+@pytest.mark.parametrize("package", list(PUBLIC))
+def test_the_public_names_of_each_package_are_pinned(package: str) -> None:
+    module = importlib.import_module(package)
+    names = list(module.__all__)
+    assert sorted(names) == PUBLIC[package]
+    assert len(set(names)) == len(names), f"{package}.__all__ lists a name twice"
+    assert [n for n in names if not hasattr(module, n)] == [], f"{package}.__all__ names what it lacks"
+
+
+def test_the_pinned_lists_are_sorted_and_cover_every_connector() -> None:
+    assert [p for p, names in PUBLIC.items() if names != sorted(names)] == []
+    connectors = {f"stormpy.connectors.{m.name}" for m in pkgutil.iter_modules(stormpy.connectors.__path__)
+                  if m.ispkg}
+    assert sorted(connectors - set(PUBLIC)) == []
+
+
+def test_the_version_is_the_installed_distributions() -> None:
+    assert stormpy.__version__ == importlib.metadata.version("stormpy-runtime")

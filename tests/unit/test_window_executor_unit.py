@@ -36,9 +36,9 @@ from stormpy.windowing import (
     Window,
     WindowConfigError,
     WindowedBolt,
-    WindowedBoltExecutor,
     WindowedBoltSpec,
 )
+from stormpy.windowing.bolt import WindowedBoltExecutor
 
 
 class Keep(WindowedBolt):

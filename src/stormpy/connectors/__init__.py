@@ -13,3 +13,5 @@ Shared by the log spouts: ``partitions`` (which partitions or shards a spout tas
 ``offsets`` (the acked prefix the Kafka spout commits; the Kinesis tracker differs on purpose, see
 both). Each connector's settings classes follow the one style of :mod:`stormpy.settings`.
 """
+
+__all__: list[str] = []  # each connector is imported from its own subpackage

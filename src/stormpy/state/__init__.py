@@ -21,7 +21,6 @@ is gone: memory state belongs to a :class:`MemoryBackend`; ``ZkDocStore(hosts, r
 
 from stormpy.state.api import StatefulBolt
 from stormpy.state.base import Store
-from stormpy.state.bolt import CheckpointTupleForwarder, StatefulBoltExecutor
 from stormpy.state.checkpoint import CHECKPOINT_COMPONENT, CHECKPOINT_STREAM, CheckpointSpout
 from stormpy.state.kv import KeyValueState
 from stormpy.state.memory import MemoryBackend, MemoryStore
@@ -35,8 +34,9 @@ from stormpy.state.zookeeper import ZkBackend, ZkStore, open_zk_store
 DocStore = Store
 SqliteDocStore = SqliteStore
 
-__all__ = ["CHECKPOINT_COMPONENT", "CHECKPOINT_STREAM", "CheckpointSpout",
-           "CheckpointTupleForwarder", "DocStore", "KeyValueState", "MemoryBackend", "MemoryStore",
-           "SqliteDocStore", "SqliteStore", "StateSettings", "StatefulBolt",
-           "StatefulBoltExecutor", "Store", "ZkBackend", "ZkStore", "add_checkpointing",
+# the executors that run stateful bolts (stormpy.state.bolt) are internal: add_checkpointing
+# wires them in
+__all__ = ["CHECKPOINT_COMPONENT", "CHECKPOINT_STREAM", "CheckpointSpout", "DocStore",
+           "KeyValueState", "MemoryBackend", "MemoryStore", "SqliteDocStore", "SqliteStore",
+           "StateSettings", "StatefulBolt", "Store", "ZkBackend", "ZkStore", "add_checkpointing",
            "open_store", "open_zk_store", "state_settings"]

@@ -5,3 +5,5 @@ Needs the ``ui`` extra (Starlette, uvicorn, prometheus_client).
 """
 
 from __future__ import annotations
+
+__all__: list[str] = []  # the server is run by ``stormpy ui``; nothing here is imported by users

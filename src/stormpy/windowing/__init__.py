@@ -3,12 +3,13 @@ duration, in processing time or event time with watermarks, lag and late tuples.
 docs/windowing-state.md.
 
 Built on the public topology API: ``SomeWindowedBolt.with_window(...)`` is passed to
-``TopologyBuilder.set_bolt`` and runs as a :class:`WindowedBoltExecutor` wrapping the user's bolt.
+``TopologyBuilder.set_bolt`` and runs as an executor wrapping the user's bolt (internal:
+``stormpy.windowing.bolt.WindowedBoltExecutor``).
 """
 
-from stormpy.windowing.bolt import LATE_FIELDS, WindowedBolt, WindowedBoltExecutor, WindowedBoltSpec
+from stormpy.windowing.bolt import LATE_FIELDS, WindowedBolt, WindowedBoltSpec
 from stormpy.windowing.config import Count, Duration, WindowConfig, WindowConfigError
 from stormpy.windowing.manager import Window, WindowManager
 
 __all__ = ["LATE_FIELDS", "Count", "Duration", "Window", "WindowConfig", "WindowConfigError",
-           "WindowManager", "WindowedBolt", "WindowedBoltExecutor", "WindowedBoltSpec"]
+           "WindowManager", "WindowedBolt", "WindowedBoltSpec"]

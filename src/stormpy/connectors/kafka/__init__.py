@@ -21,7 +21,6 @@ from stormpy.connectors.kafka.bolt_config import (
 )
 from stormpy.connectors.kafka.client import (
     KAFKA_EXTRA,
-    KafkaConsumerClient,
     KafkaUnavailableError,
     require_confluent_kafka,
 )
@@ -47,7 +46,7 @@ from stormpy.connectors.kafka.translator import (
 __all__ = [
     "KAFKA_EXTRA", "DefaultRecordTranslator", "FieldNameBasedTupleToKafkaMapper",
     "FirstPollOffsetStrategy", "KafkaBolt", "KafkaBoltConfig", "KafkaConfigError",
-    "KafkaConsumerClient", "KafkaRecord", "KafkaRecordError", "KafkaSpout", "KafkaSpoutConfig",
+    "KafkaRecord", "KafkaRecordError", "KafkaSpout", "KafkaSpoutConfig",
     "KafkaSpoutMessageId", "KafkaTuple", "KafkaTupleListener", "KafkaUnavailableError",
     "OffsetAndMetadata", "OffsetManager", "ProcessingGuarantee", "RecordTranslator",
     "RetryExponentialBackoff", "StringRecordTranslator", "TopicPartition", "TupleToKafkaMapper",

@@ -25,14 +25,12 @@ from stormpy.connectors.kinesis.getter import BufferedGetter, Position, ShardGet
 from stormpy.connectors.kinesis.records import KinesisRecord, message_id, parse_message_id
 from stormpy.connectors.kinesis.scheme import DefaultRecordScheme
 from stormpy.connectors.kinesis.spout import KinesisSpout
-from stormpy.connectors.kinesis.state import LocalShardState, StateManager, assign
 from stormpy.connectors.kinesis.tracker import InflightRecordTracker
 
 __all__ = [
     "INITIAL_POSITIONS", "KINESIS_EXTRA", "BufferedGetter", "Checkpoint", "CheckpointError",
     "CheckpointStore", "CheckpointUnavailable", "DefaultRecordScheme", "InflightRecordTracker",
     "KinesisError", "KinesisRecord", "KinesisSpout", "KinesisSpoutConfig", "KinesisStreamError",
-    "KinesisUnavailableError", "LocalShardState", "Position", "ShardGetter", "ShardInfo",
-    "StateManager", "ZkCheckpointStore", "assign", "message_id", "parse_message_id",
-    "require_boto3",
+    "KinesisUnavailableError", "Position", "ShardGetter", "ShardInfo", "ZkCheckpointStore",
+    "message_id", "parse_message_id", "require_boto3",
 ]
