@@ -230,3 +230,14 @@ def pids_by_task(directory: str | os.PathLike[str], table: str = "processed") ->
 
 
 config = {"topology.workers": 2, "topology.message.timeout.secs": 6}
+
+
+def rows_of_pids(directory: str | os.PathLike[str], table: str, pids: set[int]) -> list[float]:
+    """Times of the rows of ``table`` (processed or emitted) written by the processes ``pids``."""
+    if table not in ("processed", "emitted"):
+        raise ValueError(f"table must be processed or emitted, got {table!r}")
+    db = connect(directory)
+    try:
+        return [at for (pid, at) in db.execute(f"SELECT pid, at FROM {table}") if pid in pids]
+    finally:
+        db.close()
