@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint zookeeper java kinesalite chromium netns-tools bench bench-cluster clean mutate mutate-summary mutate-survivors \
+.PHONY: run test lint zookeeper java kinesalite chromium netns-tools test-partitions bench bench-cluster clean mutate mutate-summary mutate-survivors \
         mutate-recheck
 
 $(BIN)/python:
@@ -65,6 +65,11 @@ netns-tools:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q nftables iproute2; \
 	fi
+
+## test-partitions: only the network-partition tests (tests/partitions: ZooKeeper, two Nimbus hosts
+## and two supervisors in network namespaces; root on Linux; ~3 minutes). `make test` runs them too.
+test-partitions: $(STAMP) zookeeper java netns-tools
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/partitions
 
 ## test: set up (venv, ZooKeeper, Java, kinesalite, Chromium) and run every test
 test: $(STAMP) zookeeper java kinesalite chromium netns-tools

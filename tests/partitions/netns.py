@@ -34,7 +34,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import psutil
@@ -188,10 +187,11 @@ class HostNetwork:
             pids = _kill_inside(ns)
             if pids:
                 killed[ns] = pids
-        if killed:
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and any(psutil.pid_exists(p) for ps in killed.values() for p in ps):
-                time.sleep(0.05)
+        procs = []
+        for pid in (p for ps in killed.values() for p in ps):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                procs.append(psutil.Process(pid))
+        psutil.wait_procs(procs, timeout=10)
         for ns in reversed(self._created):
             run("ip", "netns", "del", ns, check=False)
         self._created.clear()
@@ -260,8 +260,8 @@ class HostNetwork:
 
     def reachable(self, a: str, b: str, port: int, timeout: float = 1.0) -> bool:
         """Whether a TCP connect from ``a`` to ``b``:``port`` gets an answer (accepted or refused)."""
-        code = ("import socket,sys\ns=socket.socket();s.settimeout(%r)\n"
-                "try: s.connect((%r,%d))\nexcept ConnectionRefusedError: pass\n"
-                "except OSError: sys.exit(1)\n") % (timeout, self.addresses[b], port)
+        code = (f"import socket,sys\ns=socket.socket();s.settimeout({timeout!r})\n"
+                f"try: s.connect(({self.addresses[b]!r},{port:d}))\nexcept ConnectionRefusedError: pass\n"
+                "except OSError: sys.exit(1)\n")
         return subprocess.run(self.argv(a, sys.executable, "-c", code), capture_output=True,
                               timeout=30).returncode == 0

@@ -3,17 +3,21 @@ checks every partition test ends with (:func:`settle_and_audit`)."""
 
 from __future__ import annotations
 
+import os
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import ledger
-from partition_cluster import NetnsCluster
+from partition_cluster import ZK_PORT, NetnsCluster
 
 from stormpy.testing import wait_for
+from stormpy.testing.zookeeper import four_letter_word
 
-__all__ = ["RESULTS", "final_workers", "record", "settle_and_audit", "submit_ledger", "worker_hosts"]
+__all__ = ["RESULTS", "final_workers", "record", "running_workers", "settle_and_audit", "submit_ledger",
+           "worker_hosts", "zk_sessions"]
 
 #: test name → its ledger audit and figures; printed in the terminal summary of the run
 RESULTS: dict[str, str] = {}
@@ -100,3 +104,43 @@ def wait_progress(cluster: NetnsCluster, ledger_dir: Path, more: int, timeout: f
     start = ledger.acked_count(ledger_dir)
     wait_for(lambda: ledger.acked_count(ledger_dir) >= start + more, timeout, what)
     return ledger.acked_count(ledger_dir)
+
+
+def zk_client_ports(pid: int, zk_port: int) -> set[int]:
+    """Local ports of the TCP connections process ``pid`` holds to port ``zk_port`` (read from its
+    own namespace's ``/proc/<pid>/net/tcp`` and its socket descriptors)."""
+    inodes = set()
+    fd_dir = Path(f"/proc/{pid}/fd")
+    for fd in fd_dir.iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    ports = set()
+    for line in Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, remote, inode = fields[1], fields[2], fields[9]
+        if inode in inodes and int(remote.split(":")[1], 16) == zk_port and fields[3] == "01":
+            ports.add(int(local.split(":")[1], 16))
+    return ports
+
+
+def zk_sessions(cluster: NetnsCluster, pid: int) -> set[str]:
+    """ZooKeeper session ids of process ``pid`` (its connections as ZooKeeper's ``cons`` lists them)."""
+    ports = zk_client_ports(pid, ZK_PORT)
+    sessions = set()
+    for line in four_letter_word(cluster.net.address("zk"), ZK_PORT, "cons").splitlines():
+        m = re.search(r"/[\d.]+:(\d+)\[.*sid=(0x[0-9a-f]+)", line)
+        if m and int(m.group(1)) in ports:
+            sessions.add(m.group(2))
+    return sessions
+
+
+def feed_and_wait(cluster: NetnsCluster, ledger_dir: Path, ids: range, timeout: float, what: str) -> None:
+    """Put ``ids`` into the ledger and wait until every one of them is acked (progress made now,
+    whatever was acked before)."""
+    ledger.add_ids(ledger_dir, ids)
+    cluster.wait_for(lambda: ledger.acked_among(ledger_dir, ids) == len(ids), timeout,
+                     f"the {len(ids)} new ids {ids.start}..{ids.stop - 1} to be acked {what}")

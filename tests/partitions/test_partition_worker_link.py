@@ -28,7 +28,7 @@ def test_worker_link_cut_replays_and_resumes(netns_cluster: Callable[..., NetnsC
     before = cluster.state.assignment(tid)
     pids = running_workers(cluster, tid)
 
-    ledger.add_ids(tmp_path, range(100, 400))
+    ledger.add_ids(tmp_path, range(100, 700))
     cluster.net.cut("sup0", "sup1")
     cut_at = time.monotonic()
     assert not cluster.net.reachable("sup0", "sup1", 6702)
@@ -40,7 +40,7 @@ def test_worker_link_cut_replays_and_resumes(netns_cluster: Callable[..., NetnsC
     cluster.net.heal("sup0", "sup1")
     cut_secs = time.monotonic() - cut_at
 
-    ledger.add_ids(tmp_path, range(400, 500))  # the spouts take new ids after the heal
+    ledger.add_ids(tmp_path, range(700, 800))  # the spouts take new ids after the heal
     result = settle_and_audit(cluster, tid, tmp_path, timeout=120)
     assert cluster.state.assignment(tid) == before, "a cut between workers must not reassign"
     assert running_workers(cluster, tid) == pids, "no worker may be restarted for a cut between workers"

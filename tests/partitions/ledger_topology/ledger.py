@@ -241,3 +241,13 @@ def rows_of_pids(directory: str | os.PathLike[str], table: str, pids: set[int]) 
         return [at for (pid, at) in db.execute(f"SELECT pid, at FROM {table}") if pid in pids]
     finally:
         db.close()
+
+
+def acked_among(directory: str | os.PathLike[str], ids: range) -> int:
+    """How many of ``ids`` are acked."""
+    db = connect(directory)
+    try:
+        return int(db.execute("SELECT COUNT(*) FROM messages WHERE acks > 0 AND id >= ? AND id < ?",
+                              (ids.start, ids.stop)).fetchone()[0])
+    finally:
+        db.close()
