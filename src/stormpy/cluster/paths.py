@@ -10,6 +10,8 @@
     <root>/nimbuses/<nimbus-id>                              ephemeral, one per Nimbus instance
     <root>/nimbuses/leader/<lock-node>                       leader election (kazoo Lock recipe)
     <root>/blobstore/<topology-id>/<nimbus-id>               ephemeral: that Nimbus holds the bundle
+    <root>/blobstore-wanted/<topology-id>                    the leader lacks this bundle: a
+                                                             supervisor holding it sends it back
     <root>/submitting/<topology-id>                          a submission not yet committed
     <root>/checkpoints/<topology-id>/<key>/...               a topology's checkpoints area
                                                              (``context.state_store()``: spout
@@ -121,7 +123,7 @@ class ZkPaths:
         """Every top-level directory of the layout."""
         return [self.supervisors(), self.storms(), self.assignments(), self.workerbeats_root(),
                 self.errors_root(), self.nimbuses(), self.checkpoints_root(), self.transactional_root(),
-                self.blobstore_root(), self.submitting_root()]
+                self.blobstore_root(), self.bundle_wanted_root(), self.submitting_root()]
 
     # --- supervisors ---------------------------------------------------------------------------
     def supervisors(self) -> str:
@@ -204,6 +206,15 @@ class ZkPaths:
         return self._join("blobstore", _id(topology_id, "topology id"), _id(nimbus_id, "nimbus id"))
 
     # --- submissions in flight -----------------------------------------------------------------
+    def bundle_wanted_root(self) -> str:
+        """Parent of the requests of a leader that holds no copy of a topology's bundle."""
+        return self._join("blobstore-wanted")
+
+    def bundle_wanted(self, topology_id: str) -> str:
+        """The leader lacks ``topology_id``'s bundle and no Nimbus holds one: a supervisor that
+        has the topology's code sends it back (``restore_bundle``); removed once restored."""
+        return self._join("blobstore-wanted", _id(topology_id, "topology id"))
+
     def submitting_root(self) -> str:
         """Parent of the markers of submissions not yet committed."""
         return self._join("submitting")
@@ -265,4 +276,4 @@ class ZkPaths:
         (assignment first, so supervisors stop its workers; status last)."""
         return [self.assignment(topology_id), self.workerbeats(topology_id), self.errors(topology_id),
                 self.checkpoints(topology_id), self.transactional(topology_id), self.blobstore(topology_id),
-                self.storm(topology_id)]
+                self.bundle_wanted(topology_id), self.storm(topology_id)]
