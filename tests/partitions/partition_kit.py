@@ -26,9 +26,9 @@ MESSAGE_TIMEOUT_SECS = 6
 
 
 def submit_ledger(cluster: NetnsCluster, bundle: Path, name: str, ledger_dir: Path, *, rate: float = 20.0,
-                  workers: int = 2, conf: dict[str, Any] | None = None) -> str:
+                  workers: int = 2, pad: int = 0, conf: dict[str, Any] | None = None) -> str:
     """Submit the ledger topology (``ledger_dir`` must hold the ledger); return its id."""
-    spec = ledger.build(str(ledger_dir), rate).to_doc()
+    spec = ledger.build(str(ledger_dir), rate, pad).to_doc()
     topo_conf = {"topology.workers": workers, "topology.message.timeout.secs": MESSAGE_TIMEOUT_SECS,
                  **(conf or {})}
     return cluster.client().submit(name, bundle, spec, topo_conf)

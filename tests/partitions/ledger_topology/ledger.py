@@ -61,11 +61,12 @@ def add_ids(directory: str | os.PathLike[str], ids: Iterable[int]) -> None:
 
 
 class LedgerSpout(Spout):
-    outputs = ["id"]
+    outputs = ["id", "pad"]
 
-    def __init__(self, ledger_dir: str, rate: float = 20.0) -> None:
+    def __init__(self, ledger_dir: str, rate: float = 20.0, pad: int = 0) -> None:
         self.ledger_dir = ledger_dir
         self.rate = rate
+        self.pad = "x" * pad
 
     def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         self.index, self.n = context.task_index, len(context.component_tasks)
@@ -99,7 +100,7 @@ class LedgerSpout(Spout):
         self.in_flight.add(i)
         self.db.execute("UPDATE messages SET emits = emits + 1 WHERE id = ?", (i,))
         self.db.execute("INSERT INTO emitted VALUES (?, ?, ?, ?)", (i, self.task, self.pid, time.time()))
-        self.emit([i], msg_id=i)
+        self.emit([i, self.pad], msg_id=i)
 
     def ack(self, msg_id: int) -> None:
         self.in_flight.discard(msg_id)
@@ -140,9 +141,11 @@ class Sink(Bolt):
         self.db.close()
 
 
-def build(ledger_dir: str, rate: float = 20.0) -> TopologySpec:
+def build(ledger_dir: str, rate: float = 20.0, pad: int = 0) -> TopologySpec:
+    """``pad``: characters of padding each spout tuple carries (to the relay only), to make the
+    traffic between workers heavy enough to fill the transfer buffers during a cut."""
     builder = TopologyBuilder()
-    builder.set_spout("source", LedgerSpout, 2, kwargs={"ledger_dir": ledger_dir, "rate": rate})
+    builder.set_spout("source", LedgerSpout, 2, kwargs={"ledger_dir": ledger_dir, "rate": rate, "pad": pad})
     builder.set_bolt("relay", Relay, 2).shuffle_grouping("source")
     builder.set_bolt("sink", Sink, 2, kwargs={"ledger_dir": ledger_dir}).fields_grouping("relay", ["id"])
     return builder.create_topology()
