@@ -11,7 +11,8 @@
 The tests skip outside Linux or without root, and fail when ``CI=true``; on Linux as root a
 missing ``ip``/``nft`` or a network that cannot be built is a failure (``make netns-tools``
 installs the tools). Without ZooKeeper they skip as the integration tests do (fail under CI).
-A failed test gets the cluster's logs attached to its report.
+A failed test gets the cluster's logs attached to its report; with ``STORMPY_PARTITIONS_KEEP=DIR``
+every cluster's directory (logs, local state) is copied under ``DIR`` before it is removed.
 """
 
 from __future__ import annotations
@@ -107,6 +108,10 @@ def netns_cluster(request: pytest.FixtureRequest) -> Iterator[Callable[..., Netn
                 problems.append(f"processes left inside the namespaces: {inside}")
         finally:
             net.destroy()
+            keep = os.environ.get("STORMPY_PARTITIONS_KEEP")
+            if keep:  # debugging: keep the daemons' and workers' logs
+                shutil.copytree(base, Path(keep) / base.name,
+                                ignore=shutil.ignore_patterns("stormdist", "*.zip"))
             shutil.rmtree(base, ignore_errors=True)
         left = net.leftovers()
         if left:
