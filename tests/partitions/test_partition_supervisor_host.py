@@ -64,7 +64,7 @@ def test_supervisor_host_cut_off_moves_executors(netns_cluster: Callable[..., Ne
     reassigned_secs = time.monotonic() - cut_at
     cluster.wait_for(lambda: len([k for k in running_workers(cluster, tid) if k[0] == ids[1]]) == 2, 60,
                      "two workers running on sup1")
-    feed_and_wait(cluster, tmp_path, range(300, 340), 60, "on sup1 while sup0 is cut off")
+    feed_and_wait(cluster, tmp_path, range(300, 420), 60, "on sup1 while sup0 is cut off")
     old_ran_in_cut = bool(old_pids & {pid for pid, _ in cluster.worker_processes(tid)})
 
     cluster.net.heal_all()
@@ -73,7 +73,7 @@ def test_supervisor_host_cut_off_moves_executors(netns_cluster: Callable[..., Ne
     cluster.wait_for(lambda: not old_pids & {pid for pid, _ in cluster.worker_processes(tid)}, 60,
                      "the cut-off host's old worker to stop after the heal")
     stop_secs = time.monotonic() - healed_at
-    ledger.add_ids(tmp_path, range(340, 400))
+    ledger.add_ids(tmp_path, range(420, 500))
     result = settle_and_audit(cluster, tid, tmp_path, timeout=120)
 
     # two workers ran the same executor from the move until the old one stopped: the old
