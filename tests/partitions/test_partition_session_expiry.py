@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import ledger
@@ -61,7 +62,7 @@ def test_supervisor_and_worker_sessions_expire_and_recover(netns_cluster: Callab
     cluster.wait_for(lambda: node in cluster.state.supervisors(), 60,
                      "the supervisor's registration to come back")
     for who, pid in (("supervisor", supervisor_pid), ("worker", worker_pid)):
-        fresh = cluster.wait_for(lambda p=pid: zk_sessions(cluster, p), 60, f"the {who}'s new session")
+        fresh = cluster.wait_for(partial(zk_sessions, cluster, pid), 60, f"the {who}'s new session")
         assert not fresh & old_sessions[who], f"the {who}'s session should have expired"
 
     def heartbeat_resumed() -> bool:

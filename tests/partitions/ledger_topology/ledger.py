@@ -122,8 +122,6 @@ class Relay(BasicBolt):
 
 
 class Sink(Bolt):
-    outputs: list[str] = []
-
     def __init__(self, ledger_dir: str) -> None:
         self.ledger_dir = ledger_dir
 
