@@ -61,12 +61,14 @@ class _LogDump:
 
 @contextlib.contextmanager
 def running_cluster(zookeeper: Any, base: Path, name: str, *, supervisors: int = 2,
-                    slots: int = 2, conf: Mapping[str, Any] | None = None) -> Iterator[ProcessCluster]:
-    """A started ProcessCluster (Nimbus + ``supervisors`` with ``slots`` each, FAST_TIMEOUTS
-    under ``conf``) in ``base`` on a fresh ZooKeeper root named after ``name``; stopped on exit,
-    when no worker process may be left."""
+                    slots: int = 2, nimbuses: int = 1,
+                    conf: Mapping[str, Any] | None = None) -> Iterator[ProcessCluster]:
+    """A started ProcessCluster (``nimbuses`` + ``supervisors`` with ``slots`` each,
+    FAST_TIMEOUTS under ``conf``) in ``base`` on a fresh ZooKeeper root named after ``name``;
+    stopped on exit, when no worker process may be left."""
     c = ProcessCluster(zookeeper.connect_string, supervisors=supervisors, slots_per_supervisor=slots,
-                       base_dir=base, zk_root=f"/stormpy-tests/{name}-{uuid.uuid4().hex[:8]}",
+                       nimbuses=nimbuses, base_dir=base,
+                       zk_root=f"/stormpy-tests/{name}-{uuid.uuid4().hex[:8]}",
                        conf={**FAST_TIMEOUTS, **(conf or {})})
     c.start(timeout_secs=90)
     try:
