@@ -12,7 +12,9 @@ without the same ``auth_token`` with :class:`~stormpy.rpc.errors.AuthorizationEr
 
 Nimbus HA: a client knows a list of seed addresses (``nimbus.seeds``; an explicit address is the
 only seed). A standby answers writes with :class:`~stormpy.rpc.errors.NotLeaderError` naming the
-leader, and the client switches to it and calls again. When the Nimbus it talks to stops answering
+leader, and the client switches to it and calls again; one that names no leader (none elected
+yet, or it is cut off from ZooKeeper) makes the client ask the other seeds who leads, for up to
+``leader_wait_secs``. When the Nimbus it talks to stops answering
 and it has other seeds, it asks them (``get_leader``) who leads now and switches, for up to
 ``leader_wait_secs`` (``nimbus.leader.wait.secs``); a switch to another Nimbus sends the call with a
 new request id there. :meth:`NimbusClient.submit` restarts the whole upload and submit on the new
@@ -225,7 +227,13 @@ class NimbusClient:
                 deadline = deadline or time.monotonic() + self.leader_wait_secs
                 if time.monotonic() >= deadline:
                     raise
-                time.sleep(0.5)
+                # it knows no leader (e.g. it is cut off from ZooKeeper): another seed may
+                leader = find_leader([s for s in self.seeds if s != self.address], auth_token=self.auth_token,
+                                     connect_timeout_secs=self.connect_timeout_secs)
+                if leader is not None and leader != self.address:
+                    self._switch(leader)
+                else:
+                    time.sleep(0.5)
             except RpcTimeoutError:  # UnreachableError included
                 deadline = deadline or time.monotonic() + self.leader_wait_secs
                 if len(self.seeds) < 2 or time.monotonic() >= deadline:
