@@ -18,8 +18,9 @@ queue space when their batch failed are not produced.
 Delivery reports are served by ``producer.poll`` run off the executor loop
 (``run_in_background``), one poll job at a time while records are in flight; the reports collected
 by a job are applied (one ``ack_many`` for the delivered tuples, fails, client errors reported) on
-the loop when it finishes (:mod:`~stormpy.connectors.kafka.bolt_delivery`, the base class). With ``fire_and_forget`` tuples are acked at ``produce``; the reports
-are still polled (they free the client's memory) and only counted. A full local queue
+the loop when it finishes (:mod:`~stormpy.connectors.kafka.bolt_delivery`, the base class).
+With ``fire_and_forget`` tuples are acked at ``produce``; the reports are still polled (they free
+the client's memory) and only counted. A full local queue
 (``BufferError``) holds the tuple in a backlog, produced again after the next reports freed space,
 in order; past ``max_backlog`` held tuples, further ones are failed. Nothing here ever waits on
 the broker on the loop except ``cleanup``, which flushes with a bounded wait.
