@@ -1,0 +1,109 @@
+"""Shared bits of the Trident tests: operations defined at module level (workers import them by
+path) and a sink collecting what reaches it in this process (LocalCluster runs in-process)."""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from typing import Any
+
+from stormpy.trident import (
+    Aggregator,
+    Consumer,
+    Filter,
+    Function,
+    ReducerAggregator,
+    TridentCollector,
+    TridentTuple,
+)
+
+SENTENCES = ["the cow jumped over the moon", "the man went to the store and bought some candy",
+             "four score and seven years ago", "how many apples can you eat"]
+
+_lock = threading.Lock()
+SEEN: dict[str, list[list[Any]]] = defaultdict(list)
+FAILS: dict[str, int] = defaultdict(int)
+
+
+def seen(name: str) -> list[list[Any]]:
+    with _lock:
+        return [list(v) for v in SEEN[name]]
+
+
+class Collect(Consumer):
+    """Records every tuple under ``name``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def accept(self, tuple_: TridentTuple) -> None:
+        with _lock:
+            SEEN[self.name].append(list(tuple_))
+
+
+class Split(Function):
+    def execute(self, tuple_: TridentTuple, collector: TridentCollector) -> None:
+        for word in tuple_[0].split():
+            collector.emit([word])
+
+
+def split_words(tuple_: TridentTuple) -> list[list[str]]:
+    return [[w] for w in tuple_["sentence"].split()]
+
+
+def upper(tuple_: TridentTuple) -> list[Any]:
+    return [tuple_[0].upper()]
+
+
+def is_long(tuple_: TridentTuple) -> bool:
+    return len(tuple_[0]) > 3
+
+
+class Even(Filter):
+    def is_keep(self, tuple_: TridentTuple) -> bool:
+        return tuple_[0] % 2 == 0
+
+
+class Double(Function):
+    def execute(self, tuple_: TridentTuple, collector: TridentCollector) -> None:
+        collector.emit([tuple_[0] * 2])
+
+
+class ListOf(ReducerAggregator):
+    """The sorted list of the first input field."""
+
+    def init(self) -> list[Any]:
+        return []
+
+    def reduce(self, curr: Any, tuple_: TridentTuple) -> Any:
+        return sorted([*curr, tuple_[0]])
+
+
+class CountAndSum(Aggregator):
+    """Emits [count, sum] of the first field (Storm's general Aggregator)."""
+
+    def init(self, batch_id: Any, collector: TridentCollector) -> list[int]:
+        return [0, 0]
+
+    def aggregate(self, state: Any, tuple_: TridentTuple, collector: TridentCollector) -> None:
+        state[0] += 1
+        state[1] += tuple_[0]
+
+    def complete(self, state: Any, collector: TridentCollector) -> None:
+        collector.emit(list(state))
+
+
+class FailOnce(Filter):
+    """Fails the first attempt of batch ``txid`` (after what runs before it), once per ``name``."""
+
+    def __init__(self, name: str, txid: int) -> None:
+        self.name = name
+        self.txid = txid
+        self.batch: Any = None
+
+    def is_keep(self, tuple_: TridentTuple) -> bool:
+        with _lock:
+            if FAILS[self.name] == 0 and tuple_[0] == self.txid:
+                FAILS[self.name] += 1
+                raise RuntimeError(f"injected failure of batch {self.txid}")
+        return True
