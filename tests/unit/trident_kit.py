@@ -93,17 +93,53 @@ class CountAndSum(Aggregator):
         collector.emit(list(state))
 
 
-class FailOnce(Filter):
-    """Fails the first attempt of batch ``txid`` (after what runs before it), once per ``name``."""
+def times_ten(tuple_: TridentTuple) -> list[int]:
+    return [tuple_["n"] * 10]
 
-    def __init__(self, name: str, txid: int) -> None:
+
+def twice(tuple_: TridentTuple) -> list[list[int]]:
+    return [[tuple_[0]], [tuple_[0]]]
+
+
+def is_odd(tuple_: TridentTuple) -> bool:
+    return bool(tuple_[0] % 2)
+
+
+class Parity(Function):
+    def execute(self, tuple_: TridentTuple, collector: TridentCollector) -> None:
+        collector.emit([tuple_[0] % 2])
+
+
+class Square(Function):
+    def execute(self, tuple_: TridentTuple, collector: TridentCollector) -> None:
+        collector.emit([tuple_[0] ** 2])
+
+
+CALLS: dict[str, int] = defaultdict(int)
+
+
+class CountCalls(Function):
+    """Emits nothing extra... counts its calls under ``name`` and passes the tuple on."""
+
+    def __init__(self, name: str) -> None:
         self.name = name
-        self.txid = txid
-        self.batch: Any = None
+
+    def execute(self, tuple_: TridentTuple, collector: TridentCollector) -> None:
+        with _lock:
+            CALLS[self.name] += 1
+        collector.emit([])
+
+
+class FailOnWord(Filter):
+    """Fails the first tuple whose first field is ``word`` (once per ``name``), keeps the rest."""
+
+    def __init__(self, name: str, word: str) -> None:
+        self.name = name
+        self.word = word
 
     def is_keep(self, tuple_: TridentTuple) -> bool:
         with _lock:
-            if FAILS[self.name] == 0 and tuple_[0] == self.txid:
+            if tuple_[0] == self.word and FAILS[self.name] == 0:
                 FAILS[self.name] += 1
-                raise RuntimeError(f"injected failure of batch {self.txid}")
+                raise RuntimeError(f"injected failure at {self.word!r}")
         return True

@@ -36,10 +36,12 @@ class BoltPlan:
     nodes: list[Node] = field(default_factory=list)
     entries: list[Entry] = field(default_factory=list)
     spout: int | None = None
+    hints: list[int] = field(default_factory=list)
 
     @property
     def parallelism(self) -> int:
-        return max([n.parallelism or 1 for n in self.nodes])
+        """The largest hint of its nodes and of the repartitionings into it (default 1)."""
+        return max([n.parallelism or 1 for n in self.nodes] + self.hints)
 
     @property
     def committer(self) -> bool:
@@ -56,9 +58,11 @@ def plan_bolts(graph: Graph) -> tuple[list[BoltPlan], dict[int, BoltPlan]]:
     bolts: list[BoltPlan] = []
     bolt_of: dict[int, BoltPlan] = {}
 
-    def source(parent_id: int, default: list[Any]) -> tuple[int, list[Any]]:
+    def source(bolt: BoltPlan, parent_id: int, default: list[Any]) -> tuple[int, list[Any]]:
         parent = graph[parent_id]
         if parent.kind == PARTITION:
+            if parent.parallelism:
+                bolt.hints.append(parent.parallelism)
             return parent.parents[0], list(parent.grouping or default)
         return parent_id, default
 
@@ -79,7 +83,7 @@ def plan_bolts(graph: Graph) -> tuple[list[BoltPlan], dict[int, BoltPlan]]:
             default: list[Any] = ["shuffle"]
             if node.kind == JOIN:
                 default = ["fields", node.spec["sides"][side]["key_fields"]]
-            src, grouping = source(pid, default)
+            src, grouping = source(bolt, pid, default)
             if node.kind == JOIN:
                 grouping = default  # a join always gathers equal keys
             bolt.entries.append(Entry(node.id, side if node.kind == JOIN else 0, src, grouping))
