@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
+from stormpy.topology.streams import Stream
+from stormpy.transactional import OpaquePartitionedTransactionalSpout
 from stormpy.trident import (
     Aggregator,
     Consumer,
@@ -143,3 +146,62 @@ class FailOnWord(Filter):
                 FAILS[self.name] += 1
                 raise RuntimeError(f"injected failure at {self.word!r}")
         return True
+
+
+class ShortFirstAttemptSpout(OpaquePartitionedTransactionalSpout):
+    """An opaque spout over ``rows`` of one field ``word``, ``take`` rows per batch, whose first
+    attempt of transaction ``short_txid`` emits only the first ``short`` rows of that batch (a
+    replay of an opaque spout may differ; the rest comes with the replay)."""
+
+    def __init__(self, rows: list[list[Any]], take: int, short_txid: int, short: int) -> None:
+        self.rows, self.take, self.short_txid, self.short = rows, take, short_txid, short
+
+    @property
+    def component_class(self) -> type:
+        return type(self)
+
+    @property
+    def component_kwargs(self) -> dict[str, Any]:
+        return {"rows": self.rows, "take": self.take, "short_txid": self.short_txid,
+                "short": self.short}
+
+    @classmethod
+    def declare_outputs(cls, kwargs: Mapping[str, Any]) -> dict[str, Stream]:
+        return {"default": Stream(["tx", "word"])}
+
+    def get_coordinator(self, conf: Any, context: Any) -> _OpaqueCoordinator:
+        return _OpaqueCoordinator(-(-len(self.rows) // self.take))
+
+    def get_emitter(self, conf: Any, context: Any) -> _OpaqueEmitter:
+        return _OpaqueEmitter(self)
+
+
+class _OpaqueCoordinator(OpaquePartitionedTransactionalSpout.Coordinator):
+    def __init__(self, batches: int) -> None:
+        self.remaining = batches
+
+    def is_ready(self) -> bool:
+        if self.remaining <= 0:
+            return False
+        self.remaining -= 1
+        return True
+
+
+class _OpaqueEmitter(OpaquePartitionedTransactionalSpout.Emitter):
+    def __init__(self, spout: ShortFirstAttemptSpout) -> None:
+        self.spout = spout
+        self.shortened = False
+
+    def num_partitions(self) -> int:
+        return 1
+
+    def emit_partition_batch(self, attempt: Any, collector: Any, partition: int,
+                             last_meta: Any) -> Any:
+        start = last_meta["end"] if last_meta else 0
+        end = min(start + self.spout.take, len(self.spout.rows))
+        if attempt.transaction_id == self.spout.short_txid and not self.shortened:
+            self.shortened = True
+            end = min(end, start + self.spout.short)
+        for row in self.spout.rows[start:end]:
+            collector.emit([attempt, *row])
+        return {"end": end}
