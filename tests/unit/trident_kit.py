@@ -205,3 +205,7 @@ class _OpaqueEmitter(OpaquePartitionedTransactionalSpout.Emitter):
         for row in self.spout.rows[start:end]:
             collector.emit([attempt, *row])
         return {"end": end}
+
+
+def is_not_none(tuple_: TridentTuple) -> bool:
+    return tuple_[0] is not None
