@@ -209,3 +209,8 @@ class _OpaqueEmitter(OpaquePartitionedTransactionalSpout.Emitter):
 
 def is_not_none(tuple_: TridentTuple) -> bool:
     return tuple_[0] is not None
+
+
+def split_value(tuple_: TridentTuple) -> list[list[str]]:
+    """Words of a Kafka record's value."""
+    return [[w] for w in (tuple_["value"] or "").split()]
