@@ -115,34 +115,41 @@ def _values(out: Any) -> list[Any]:
 
 
 class AggRun:
-    """One aggregator's state for one group of one batch."""
+    """One aggregator's state for one group of one batch; ``add(tuple)`` is picked once for the
+    aggregator's kind (no per-tuple dispatch)."""
 
     def __init__(self, op: Any, mode: str, batch_id: Any) -> None:
         self.op = op
-        self.mode = mode
         self.out: list[list[Any]] = []
         self.collector = TridentCollector(lambda values: self.out.append(_values(values)))
-        if mode == "partial" or mode == "combine":
+        self.add: Callable[[TridentTuple], None]
+        if mode == "combine":  # partial values of the partitions, combined
             self.state = op.zero()
+            combine = op.combine
+
+            def add_partial(tup: TridentTuple) -> None:
+                self.state = combine(self.state, tup[0])
+            self.add = add_partial
+        elif isinstance(op, CombinerAggregator):
+            self.state = op.zero()
+            combine, init = op.combine, op.init
+
+            def add_combined(tup: TridentTuple) -> None:
+                self.state = combine(self.state, init(tup))
+            self.add = add_combined
         elif isinstance(op, ReducerAggregator):
             self.state = op.init()
+            reduce = op.reduce
+
+            def add_reduced(tup: TridentTuple) -> None:
+                self.state = reduce(self.state, tup)
+            self.add = add_reduced
         elif isinstance(op, Aggregator):
             self.state = op.init(batch_id, self.collector)
-        elif isinstance(op, CombinerAggregator):
-            self.state = op.zero()
+            aggregate, collector = op.aggregate, self.collector
+            self.add = lambda tup: aggregate(self.state, tup, collector)
         else:
             raise TypeError(f"{type(op).__qualname__} is not an aggregator")
-
-    def add(self, tup: TridentTuple) -> None:
-        op = self.op
-        if self.mode == "combine":
-            self.state = op.combine(self.state, tup[0])
-        elif isinstance(op, CombinerAggregator):
-            self.state = op.combine(self.state, op.init(tup))
-        elif isinstance(op, ReducerAggregator):
-            self.state = op.reduce(self.state, tup)
-        else:
-            op.aggregate(self.state, tup, self.collector)
 
     def results(self) -> list[list[Any]]:
         if isinstance(self.op, Aggregator):
@@ -160,24 +167,36 @@ class Aggregate(Processor):
                  batch_id: Any) -> None:
         super().__init__(spec, ops, in_fields)
         self.group: list[int] | None = spec.get("group")
-        self.aggs: list[dict[str, Any]] = spec["aggs"]
+        self.aggs: list[tuple[list[int], list[str]]] = [(a["in"], a["in_fields"])
+                                                        for a in spec["aggs"]]
+        self.modes: list[str] = [a.get("mode", "full") for a in spec["aggs"]]
         self.batch_id = batch_id
         self.groups: dict[Any, tuple[list[Any], list[AggRun]]] = {}
         if self.group is None:
-            self._runs([])
+            self._runs((), [])
 
-    def _runs(self, key: list[Any]) -> list[AggRun]:
-        hk = _hashable(key)
+    def _runs(self, hk: Any, key: list[Any]) -> list[AggRun]:
         entry = self.groups.get(hk)
         if entry is None:
-            entry = self.groups[hk] = (key, [AggRun(op, a.get("mode", "full"), self.batch_id)
-                                             for op, a in zip(self.ops, self.aggs, strict=True)])
+            entry = self.groups[hk] = (key, [AggRun(op, mode, self.batch_id)
+                                             for op, mode in zip(self.ops, self.modes,
+                                                                 strict=True)])
         return entry[1]
 
     def execute(self, values: list[Any], side: int = 0) -> None:
-        key = [] if self.group is None else [values[i] for i in self.group]
-        for run, agg in zip(self._runs(key), self.aggs, strict=True):
-            run.add(_tuple(values, agg["in"], agg["in_fields"]))
+        group = self.group
+        if group is None:
+            hk: Any = ()
+            key: list[Any] = []
+        else:
+            key = [values[i] for i in group]
+            hk = key[0] if len(key) == 1 else key
+            if isinstance(hk, (list, tuple, dict)):
+                hk = _hashable(hk)
+        entry = self.groups.get(hk)
+        runs = entry[1] if entry is not None else self._runs(hk, key)
+        for run, (idx, fields) in zip(runs, self.aggs, strict=True):
+            run.add(TridentTuple([values[i] for i in idx], fields))
 
     def finish(self) -> None:
         for key, runs in self.groups.values():
