@@ -15,6 +15,7 @@ from trident_kit import FAILS, Collect, FailOnWord, ShortFirstAttemptSpout, seen
 
 from stormpy.state import MemoryBackend, SqliteStore
 from stormpy.testing import LocalCluster
+from stormpy.topology.errors import InvalidTopologyError
 from stormpy.transactional import TransactionalState
 from stormpy.trident import (
     NON_TRANSACTIONAL,
@@ -25,6 +26,7 @@ from stormpy.trident import (
     FixedBatchSpout,
     MapPutUpdater,
     MapState,
+    ParquetWrite,
     StateFactory,
     Sum,
     TridentTopology,
@@ -181,3 +183,28 @@ def test_global_persistent_aggregate_keeps_one_value(tmp_path: Path) -> None:
         cluster.wait_for(lambda: total() == 55, 60, "the sum")
         cluster.wait_until_quiet("g")
     assert total() == 55
+
+
+def test_parquet_state_writes_each_committed_batch_once(tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    table = tmp_path / "table"
+    rows = [[f"w{i}", i] for i in range(10)]
+    t = TridentTopology()
+    t.new_stream("pq", FixedBatchSpout(["word", "n"], 4, rows)) \
+        .partition_persist(StateFactory.parquet(str(table)), ["word", "n"], ParquetWrite(),
+                           ["rows"]) \
+        .new_values_stream().filter(FailOnWord("parquet", 2)).peek(Collect("pq-rows"))
+    with LocalCluster() as cluster:
+        cluster.submit_topology("pq", {"topology.max.spout.pending": 1}, t.build())
+        cluster.wait_for(lambda: len(seen("pq-rows")) == 3, 60, "three committed batches")
+        cluster.wait_until_quiet("pq")
+    assert FAILS["parquet"] == 1  # the last batch (2 rows) failed after its write
+    assert sorted(seen("pq-rows")) == [[0], [4], [4]]  # its replayed commit wrote nothing
+    parts = sorted(table.glob("txid=*/task=*/*.parquet"))
+    assert len(parts) == 3 and not list(table.glob("txid=*/.tmp-*"))
+    got = sorted(r for p in parts for r in zip(*pq.read_table(p).to_pydict().values(),
+                                               strict=True))
+    assert [list(r) for r in got] == sorted(rows)
+    with pytest.raises(InvalidTopologyError, match="needs a map state"):
+        TridentTopology().new_stream("x", FixedBatchSpout(["n"], 1, [[1]])) \
+            .persistent_aggregate(StateFactory.parquet(str(table)), Count(), ["c"])

@@ -136,7 +136,7 @@ class CountCalls(Function):
 class FailOnWord(Filter):
     """Fails the first tuple whose first field is ``word`` (once per ``name``), keeps the rest."""
 
-    def __init__(self, name: str, word: str) -> None:
+    def __init__(self, name: str, word: Any) -> None:
         self.name = name
         self.word = word
 

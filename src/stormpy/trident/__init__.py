@@ -28,6 +28,7 @@ from stormpy.trident.state import (
     MapGet,
     MapPutUpdater,
     MapState,
+    ParquetWrite,
     QueryFunction,
     StateFactory,
     StateUpdater,
@@ -40,7 +41,7 @@ __all__ = [
     "Aggregator", "ChainedAggregatorDeclarer", "CombinerAggregator", "Consumer", "Count", "Debug",
     "FeederBatchSpout", "Filter", "FirstN", "FixedBatchSpout", "FlatMapFunction", "Function",
     "GroupedStream", "MapFunction", "MapGet", "MapPutUpdater", "MapState", "Max", "Min",
-    "NON_TRANSACTIONAL", "OPAQUE", "Operation", "QueryFunction", "ReducerAggregator",
+    "NON_TRANSACTIONAL", "OPAQUE", "Operation", "ParquetWrite", "QueryFunction", "ReducerAggregator",
     "StateFactory", "StateUpdater", "Stream", "Sum", "TRANSACTIONAL", "TridentCollector",
     "TridentState", "TridentTopology", "TridentTuple", "TupleCollectionGet",
 ]

@@ -31,15 +31,17 @@ from stormpy.state.sqlite import SqliteStore
 from stormpy.state.zookeeper import open_zk_store
 from stormpy.transactional.state import OpaqueValue, TransactionalValue
 from stormpy.trident.operation import Operation, TridentCollector, TridentTuple
+from stormpy.trident.parquet import ParquetState
 
-__all__ = ["KINDS", "MapGet", "MapState", "NON_TRANSACTIONAL", "OPAQUE", "QueryFunction",
+__all__ = ["KINDS", "MapGet", "MapPutUpdater", "MapState", "NON_TRANSACTIONAL", "OPAQUE",
+           "ParquetWrite", "QueryFunction",
            "StateFactory", "StateUpdater", "TRANSACTIONAL", "TupleCollectionGet"]
 
 NON_TRANSACTIONAL = "non_transactional"
 TRANSACTIONAL = "transactional"
 OPAQUE = "opaque"
 KINDS = (NON_TRANSACTIONAL, TRANSACTIONAL, OPAQUE)
-BACKENDS = ("memory", "default", "sqlite", "zookeeper")
+BACKENDS = ("memory", "default", "sqlite", "zookeeper", "parquet")
 
 
 def encode_key(key: Sequence[Any]) -> str:
@@ -143,7 +145,9 @@ class StateFactory:
       the LocalCluster's memory locally);
     * ``StateFactory.sqlite(path, name, kind, table=)``: a SQLite file;
     * ``StateFactory.zookeeper(name, kind, servers=, root=)``: ZooKeeper (``storm.zookeeper.*``
-      by default) at ``<root>/<name>`` (root ``/stormpy/trident``).
+      by default) at ``<root>/<name>`` (root ``/stormpy/trident``);
+    * ``StateFactory.parquet(path)``: a Parquet table written once per committed batch (for
+      ``partition_persist`` with ``ParquetWrite``).
     """
 
     def __init__(self, backend: str, name: str, kind: str = TRANSACTIONAL, *,
@@ -156,8 +160,8 @@ class StateFactory:
             raise SettingError("trident state kind", f"{kind!r} is not one of {', '.join(KINDS)}")
         if not isinstance(name, str) or not name:
             raise SettingError("trident state name", f"a non-empty string, got {name!r}")
-        if backend == "sqlite" and not path:
-            raise SettingError("trident state path", "a SQLite state needs the file's path")
+        if backend in ("sqlite", "parquet") and not path:
+            raise SettingError("trident state path", f"a {backend} state needs its path")
         self.backend, self.name, self.kind = backend, name, kind
         self.path, self.table, self.servers, self.root = path, table, servers, root
 
@@ -173,6 +177,12 @@ class StateFactory:
     def sqlite(cls, path: str, name: str = "state", kind: str = TRANSACTIONAL,
                table: str = "trident_state") -> StateFactory:
         return cls("sqlite", name, kind, path=str(path), table=table)
+
+    @classmethod
+    def parquet(cls, path: str, name: str = "parquet") -> StateFactory:
+        """Each committed batch's tuples into a Parquet table at ``path`` once (with
+        ``partition_persist(..., ParquetWrite())``; see :mod:`stormpy.trident.parquet`)."""
+        return cls("parquet", name, TRANSACTIONAL, path=str(path))
 
     @classmethod
     def zookeeper(cls, name: str, kind: str = TRANSACTIONAL, servers: str | None = None,
@@ -211,7 +221,11 @@ class StateFactory:
                                                          "is not one of the state layer's")
         return store
 
-    def make_state(self, conf: Mapping[str, Any], context: Any) -> MapState:
+    def make_state(self, conf: Mapping[str, Any], context: Any) -> Any:
+        """The task's state: a MapState, or for ``parquet`` a ParquetState."""
+        if self.backend == "parquet":
+            assert self.path is not None
+            return ParquetState(self.path, context.task_index)
         return MapState(self.open_store(conf, context), self.kind)
 
 
@@ -266,3 +280,17 @@ class MapPutUpdater(StateUpdater):
         state.multi_put(keys, [t[-1] for t in tuples])
         for t in tuples:
             collector.emit(list(t))
+
+
+class ParquetWrite(StateUpdater):
+    """``partition_persist(StateFactory.parquet(path), fields, ParquetWrite(), ["rows"])``:
+    writes the partition's tuples of each committed batch (columns: the input fields) once and
+    emits ``[rows written]`` (0 when the txid was written before: a replayed commit)."""
+
+    def update_state(self, state: Any, tuples: list[TridentTuple],
+                     collector: TridentCollector) -> None:
+        if not isinstance(state, ParquetState):
+            raise TypeError("ParquetWrite needs a StateFactory.parquet state")
+        columns = list(tuples[0].fields) if tuples else []
+        written = state.write([list(t) for t in tuples], columns) if tuples else False
+        collector.emit([len(tuples) if written else 0])
