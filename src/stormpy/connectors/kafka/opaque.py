@@ -6,7 +6,10 @@ committed batch (its metadata ``{"offset": first, "next": after last}``) up to
 ``max_batch_records``; a replay starts at the same offset but may take a different number of
 records (those not taken come in a later batch), so every record is in exactly one committed
 batch. Offsets live in the transactional metadata, not in the consumer group (nothing is
-committed to Kafka). Pair it with opaque state for exactly-once counts.
+committed to Kafka). Pair it with opaque state for exactly-once counts. A replay waits (up to
+5 s) for at least the records the task's earlier attempt took, and a partition's first batch on
+a task (or after a replay moved it) waits as long for its first records, so a replay rewrites
+every key the failed attempt wrote whenever the records are there.
 
 Tuples: ``[attempt, partition, offset, key, value]`` (key and value decoded with ``encoding``,
 or bytes when it is None). One consumer per partition an emitter task serves.
@@ -28,6 +31,9 @@ from stormpy.transactional.api import BatchOutputCollector, OpaquePartitionedTra
 from stormpy.transactional.attempt import TransactionAttempt
 
 __all__ = ["KafkaOpaqueSpout"]
+
+#: How long a replay waits for the records its earlier attempt took.
+REPLAY_WAIT_SECS = 5.0
 
 
 class KafkaOpaqueSpout(OpaquePartitionedTransactionalSpout):
@@ -79,6 +85,8 @@ class KafkaOpaqueEmitter(OpaquePartitionedTransactionalSpout.Emitter):
         self.consumers: dict[int, KafkaConsumerClient] = {}
         self.positions: dict[int, int | None] = {}
         self.errors: list[str] = []
+        #: (txid, partition) -> (start, next) of the latest attempt's batch
+        self.taken: dict[tuple[int, int], tuple[int | None, int]] = {}
         self._partitions: int | None = None
 
     def _conf(self) -> dict[str, Any]:
@@ -111,21 +119,32 @@ class KafkaOpaqueEmitter(OpaquePartitionedTransactionalSpout.Emitter):
         consumer = self._consumer(partition)
         tp = TopicPartition(self.spout.topic, partition)
         at = start if start is not None else OFFSET_BEGINNING
-        if self.positions[partition] != at:  # a replay, or the first batch of the partition
+        fresh = self.positions[partition] != at
+        if fresh:  # a replay, or the first batch of the partition here
             if self.positions[partition] is not None:
                 consumer.unassign([tp])
             consumer.assign({tp: at})
             self.positions[partition] = at
         wanted = self.spout.max_batch_records
+        # a replay takes at least what the earlier attempt took when it can: opaque state is
+        # exact when a replay writes again every key the failed attempt wrote
+        earlier = self.taken.get((attempt.transaction_id, partition))
+        target = earlier[1] if earlier is not None and earlier[0] == start else None
         records: list[Any] = []
-        deadline = time.monotonic() + self.spout.poll_timeout_secs
+        # after a (re)assignment the first fetch takes a while: wait longer for it, so a replay
+        # after a worker restart does not come out empty for want of patience
+        wait = REPLAY_WAIT_SECS if fresh or target is not None else self.spout.poll_timeout_secs
+        deadline = time.monotonic() + wait
         while len(records) < wanted:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
             got, _errors = consumer.consume(wanted - len(records), min(left, 0.1))
-            records.extend(got)
-            if records and not got:
+            records.extend(r for r in got if start is None or r.offset >= start)
+            if target is not None:
+                if records and records[-1].offset + 1 >= target:
+                    break
+            elif records and not got:
                 break  # what was ready is taken; the rest comes with the next batch
         if not records:
             return last_meta if last_meta else None
@@ -138,6 +157,9 @@ class KafkaOpaqueEmitter(OpaquePartitionedTransactionalSpout.Emitter):
             collector.emit([attempt, partition, r.offset, key, value])
         first, nxt = records[0].offset, records[-1].offset + 1
         self.positions[partition] = nxt
+        self.taken[(attempt.transaction_id, partition)] = (start, nxt)
+        while len(self.taken) > 1000:
+            self.taken.pop(next(iter(self.taken)))
         return {"offset": first, "next": nxt}
 
     def close(self) -> None:
