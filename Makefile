@@ -78,6 +78,15 @@ bench: $(STAMP)
 bench-cluster: $(STAMP) zookeeper
 	$(BIN)/python -m bench.cluster_bench
 
+## bench-peers: Apache Storm itself beside stormpy and Bytewax in one run: the README's word count
+## in Java on Storm's LocalCluster and with a multilang Python split bolt (bench/peers/storm,
+## built with Maven into its target/ when java and mvn are on PATH; without them the Storm rows
+## are left out and the reason printed). ~10 minutes: kept out of `make bench`. See
+## docs/performance.md, "Apache Storm itself".
+.PHONY: bench-peers
+bench-peers: $(STAMP)
+	$(BIN)/python -m bench.peers
+
 ## mutate: mutation testing (mutmut) of the core modules, one after the other, then the score of
 ## each; MODULE=acker (or worker, nimbus, batching, spark-bolt, ...) for one. See docs/testing.md.
 MODULE ?=

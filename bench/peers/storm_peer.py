@@ -26,11 +26,13 @@ PROJECT = Path(__file__).resolve().parent / "storm"
 TARGET = PROJECT / "target"
 JAR = TARGET / "storm-peer.jar"
 CLASSPATH = TARGET / "classpath.txt"
+#: touched after a successful build (Maven leaves unchanged outputs untouched)
+STAMP = TARGET / ".built"
 MAIN = "stormpy.bench.WordCountBench"
-#: the JVM's settings: one heap for the whole LocalCluster (Nimbus, a supervisor, an in-process
-#: ZooKeeper and the worker; Storm's worker default is 768 MB of heap), fixed so it is not
-#: resized during the timed rounds; G1 (Java 17's default collector)
-JVM_OPTS = ("-Xms1g", "-Xmx1g", "-XX:+UseG1GC")
+#: the JVM's settings: at most 1 GB of heap for the whole LocalCluster (Nimbus, a supervisor, an
+#: in-process ZooKeeper and the worker; a Storm worker's default is -Xmx768m), grown as needed as
+#: a worker's heap is; G1 (Java 17's default collector)
+JVM_OPTS = ("-Xmx1g", "-XX:+UseG1GC")
 
 
 def storm_version() -> str:
@@ -52,10 +54,11 @@ def _sources() -> Iterable[Path]:
 
 
 def built() -> bool:
-    """The jar and its classpath exist and are newer than every source of the project."""
-    if not (JAR.exists() and CLASSPATH.exists()):
+    """The jar and its classpath exist and were built after every source of the project last
+    changed."""
+    if not (JAR.exists() and CLASSPATH.exists() and STAMP.exists()):
         return False
-    made = min(JAR.stat().st_mtime, CLASSPATH.stat().st_mtime)
+    made = STAMP.stat().st_mtime
     return all(p.stat().st_mtime <= made for p in _sources())
 
 
@@ -73,6 +76,7 @@ def build() -> None:
     if res.returncode != 0:
         raise RuntimeError(f"mvn package in {PROJECT} failed:\n{res.stdout[-4000:]}"
                            f"{res.stderr[-2000:]}")
+    STAMP.touch()
 
 
 def write_sentences(lines: Sequence[str], path: Path) -> None:
