@@ -1,4 +1,4 @@
-"""KafkaSpout end to end in local mode against the real (tansu) broker.
+"""KafkaSpout end to end in local mode against a real Apache Kafka broker.
 
 Each guarantee; the uncommitted cap with a failing head record; restarts with UNCOMMITTED_EARLIEST
 and with EARLIEST under a new topology id. Waits are on conditions, never fixed sleeps.
@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from stormpy.connectors.kafka import KafkaSpout, KafkaSpoutConfig
+from stormpy.host.ports import free_port
 from stormpy.testing import LocalCluster, registry
-from stormpy.testing.kafka import KafkaBroker
+from stormpy.testing.kafka import ApacheKafkaBroker, KafkaBroker
 from stormpy.topology import Bolt, TopologyBuilder, TopologyContext, Tuple
 
 pytestmark = pytest.mark.kafka
@@ -212,33 +213,25 @@ def test_restart_resumes_at_the_committed_offset_and_a_new_earliest_topology_sta
 
 
 def test_an_unreachable_broker_is_reported_and_the_spout_starts_reading_once_it_is_up(
-        kafka_broker: KafkaBroker, board: Callable[..., tuple[Board, str]]) -> None:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    late = KafkaBroker(port)  # not started yet: the spout opens against nothing
+        spare_broker: Callable[..., ApacheKafkaBroker], board: Callable[..., tuple[Board, str]]) -> None:
+    late = spare_broker(free_port())  # not started yet: the spout opens against nothing
     seen, key = board()
     group = group_name()
-    try:
-        with LocalCluster() as cluster:
-            config = spout_config(late, "late", group)
-            worker = cluster.submit_topology("late", {}, topology(config, key))
-            cluster.wait_for(lambda: any("unavailable" in e["error"] for e in worker.errors.get("kafka", ())),
-                             what="the outage reported in topology errors")
-            late.start()
-            late.create_topic("late", 1)
-            from confluent_kafka import Producer
+    with LocalCluster() as cluster:
+        config = spout_config(late, "late", group)
+        worker = cluster.submit_topology("late", {}, topology(config, key))
+        cluster.wait_for(lambda: any("unavailable" in e["error"] for e in worker.errors.get("kafka", ())),
+                         what="the outage reported in topology errors")
+        late.start()
+        late.create_topic("late", 1)
+        from confluent_kafka import Producer
 
-            producer = Producer({"bootstrap.servers": late.bootstrap_servers})
-            for i in range(5):
-                producer.produce("late", value=b"v%d" % i, partition=0)
-            assert producer.flush(30) == 0
-            cluster.wait_for(lambda: len(seen.values()) == 5, timeout=60,
-                             what="records read after the outage")
-            cluster.wait_for(lambda: committed(late, group, "late", 1) == [5],
-                             what="committed after the outage")
-            assert worker.failure is None
-    finally:
-        late.stop()
+        producer = Producer({"bootstrap.servers": late.bootstrap_servers})
+        for i in range(5):
+            producer.produce("late", value=b"v%d" % i, partition=0)
+        assert producer.flush(30) == 0
+        cluster.wait_for(lambda: len(seen.values()) == 5, timeout=60,
+                         what="records read after the outage")
+        cluster.wait_for(lambda: committed(late, group, "late", 1) == [5],
+                         what="committed after the outage")
+        assert worker.failure is None
