@@ -16,7 +16,7 @@ from stormpy.host.daemon import serve_until_stopped
 from stormpy.local.apache_kafka import ApacheKafkaBroker, apache_kafka_missing
 from stormpy.local.kafka_broker import KafkaBroker, KafkaBrokerNotFound, TansuBroker
 
-__all__ = ["BROKER_CHOICES", "choose_broker", "run_dev_kafka"]
+__all__ = ["BROKER_CHOICES", "choose_broker", "run_dev_kafka", "start_broker"]
 
 BROKER_CHOICES = ("auto", "kafka", "tansu")
 
@@ -37,6 +37,19 @@ def choose_broker(port: int = 0, *, host: str = "127.0.0.1",
     if choice == "kafka":
         raise KafkaBrokerNotFound(missing)
     return TansuBroker(port, host=host, log_dir=log_dir), missing
+
+
+def start_broker(choice: str = "auto", *, port: int = 0, host: str = "127.0.0.1",
+                 log_dir: str | os.PathLike[str] | None = None,
+                 echo: Callable[[str], Any] = print) -> KafkaBroker:
+    """Start the broker :func:`choose_broker` picks and return it once it serves, having echoed
+    which broker it is (and, for tansu, why not Apache Kafka). The caller stops it."""
+    broker, why_not_kafka = choose_broker(port, host=host, log_dir=log_dir, choice=choice)
+    if why_not_kafka is not None:
+        echo(f"starting tansu instead of Apache Kafka: {why_not_kafka}")
+    broker.start()
+    echo(f"Kafka broker {broker.flavour} serving on {broker.bootstrap_servers} (log {broker.log_path})")
+    return broker
 
 
 def run_dev_kafka(port: int = 9092, log_dir: str | os.PathLike[str] = "stormpy-local/dev-kafka", *,

@@ -9,7 +9,7 @@ from stormpy.local.apache_kafka import (
     apache_kafka_missing,
     find_kafka_home,
 )
-from stormpy.local.dev_kafka import choose_broker
+from stormpy.local.dev_kafka import BROKER_CHOICES, choose_broker, start_broker
 from stormpy.local.kafka_broker import (
     BROKER_ENV,
     TANSU_INSTALL_HINT,
@@ -22,7 +22,8 @@ from stormpy.local.kafka_broker import (
     find_broker_binary,
 )
 
-__all__ = ["BROKER_ENV", "KAFKA_HOME_ENV", "KAFKA_INSTALL_HINT", "TANSU_INSTALL_HINT", "ApacheKafkaBroker",
+__all__ = ["BROKER_CHOICES", "BROKER_ENV", "KAFKA_HOME_ENV", "KAFKA_INSTALL_HINT", "TANSU_INSTALL_HINT",
+           "ApacheKafkaBroker",
            "KafkaBroker", "KafkaBrokerNotFound", "KafkaBrokerStartError", "TansuBroker",
            "apache_kafka_missing", "choose_broker", "create_partitions", "create_topic",
-           "find_broker_binary", "find_kafka_home"]
+           "find_broker_binary", "find_kafka_home", "start_broker"]
