@@ -15,7 +15,7 @@ import pytest
 
 from stormpy.connectors.kafka import KafkaSpout, KafkaSpoutConfig
 from stormpy.host.ports import free_port
-from stormpy.testing import LocalCluster, registry
+from stormpy.testing import LocalCluster, registry, wait_for
 from stormpy.testing.kafka import ApacheKafkaBroker, KafkaBroker
 from stormpy.topology import Bolt, TopologyBuilder, TopologyContext, Tuple
 
@@ -97,16 +97,24 @@ def spout_config(broker: KafkaBroker, topic: str, group: str, **settings: Any) -
 
 
 def committed(broker: KafkaBroker, group: str, topic: str, partitions: int) -> list[int]:
-    """The group's committed offsets per partition (-1 where none)."""
-    from confluent_kafka import Consumer, TopicPartition
+    """The group's committed offsets per partition (-1 where none), asking again while the broker
+    answers with a retriable error (its group coordinator still loading, the broker restarting)."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-    c = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group,
-                  "enable.auto.commit": False})
-    try:
-        got = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
-        return [max(tp.offset, -1) for tp in got]
-    finally:
-        c.close()
+    def ask() -> list[int] | None:
+        c = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group,
+                      "enable.auto.commit": False})
+        try:
+            got = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
+            return [max(tp.offset, -1) for tp in got]
+        except KafkaException as exc:
+            if exc.args and exc.args[0].retriable():
+                return None
+            raise
+        finally:
+            c.close()
+
+    return wait_for(ask, timeout=60, what=f"the committed offsets of {group} on {topic}")
 
 
 def records(n: int, partitions: int) -> list[tuple[int, None, bytes]]:
