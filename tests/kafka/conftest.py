@@ -1,9 +1,10 @@
 """Fixtures for the Kafka connector tests: one real Apache Kafka broker per test session.
 
 * ``kafka_broker`` (session): a running :class:`stormpy.testing.kafka.ApacheKafkaBroker` (a
-  single-node KRaft broker on 127.0.0.1, free ports, data in a temp dir; ``make kafka`` installs
-  it into ``.tools/kafka``). When Java, the Kafka jars or confluent-kafka are missing, tests using
-  it are skipped, or FAIL with the install hint when the environment variable ``CI`` is ``true``.
+  single-node KRaft broker on 127.0.0.1, free ports, data in a temp dir, the quick-start JVM
+  options; ``make kafka`` installs it into ``.tools/kafka``). When Java, the Kafka jars or
+  confluent-kafka are missing, tests using it are skipped, or FAIL with the install hint when the
+  environment variable ``CI`` is ``true``.
 * ``spare_broker`` (function): a factory ``spare_broker(port=0) -> ApacheKafkaBroker`` of extra
   brokers, NOT started (a test starts, kills and restarts them); each is stopped and its directory
   removed at the end of the test. Needs what ``kafka_broker`` needs.
@@ -27,6 +28,7 @@ import pytest
 
 from stormpy.testing.kafka import (
     KAFKA_INSTALL_HINT,
+    QUICK_START_JVM_OPTIONS,
     ApacheKafkaBroker,
     KafkaBroker,
     KafkaBrokerNotFound,
@@ -57,7 +59,7 @@ def _require_kafka() -> None:
 def kafka_broker() -> Iterator[ApacheKafkaBroker]:
     """One Apache Kafka broker for the whole test session."""
     _require_kafka()
-    broker = ApacheKafkaBroker()
+    broker = ApacheKafkaBroker(jvm_options=QUICK_START_JVM_OPTIONS)
     try:
         broker.start()
     except KafkaBrokerNotFound as exc:
@@ -75,7 +77,7 @@ def spare_broker() -> Iterator[Callable[..., ApacheKafkaBroker]]:
     made: list[ApacheKafkaBroker] = []
 
     def make(port: int = 0) -> ApacheKafkaBroker:
-        broker = ApacheKafkaBroker(port)
+        broker = ApacheKafkaBroker(port, jvm_options=QUICK_START_JVM_OPTIONS)
         made.append(broker)
         _SPARES.append(broker)
         return broker

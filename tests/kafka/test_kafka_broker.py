@@ -1,5 +1,6 @@
-"""The Apache Kafka broker harness (start, kill -9, restart with its data, stop) and ``stormpy
-dev-kafka`` (Apache Kafka when it is installed, tansu otherwise, saying which).
+"""The Apache Kafka broker harness (topics, errors; kill -9, restart and clean-up are covered by
+test_kafka_broker_faults.py) and ``stormpy dev-kafka`` (Apache Kafka when it is installed, tansu
+otherwise, saying which).
 
 tansu stays here only as ``dev-kafka``'s fallback on a machine without Java or the Kafka jars."""
 
@@ -21,7 +22,6 @@ from stormpy.testing import wait_for
 from stormpy.testing.kafka import (
     BROKER_ENV,
     KAFKA_HOME_ENV,
-    ApacheKafkaBroker,
     KafkaBroker,
     KafkaBrokerNotFound,
     create_topic,
@@ -63,31 +63,6 @@ def test_broker_serves_topics_created_and_grown_through_the_admin_api(
     assert {(p, o) for p, o, _ in got} == {(p, o) for p in range(3) for o in range(3)}
     kafka_broker.create_partitions(topic, 5)
     assert len(kafka_broker.admin().list_topics(topic, timeout=10).topics[topic].partitions) == 5
-
-
-def test_a_killed_broker_restarts_on_its_ports_with_its_data_and_stop_cleans_up(
-        spare_broker: Callable[..., ApacheKafkaBroker]) -> None:
-    broker = spare_broker().start()
-    port, work_dir, pid = broker.port, broker.work_dir, broker.pid
-    assert work_dir is not None and pid is not None and (work_dir / "data" / "meta.properties").is_file()
-    topic = broker.create_topic("kept", 2)
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
-    for i in range(6):
-        producer.produce(topic, value=b"k%d" % i, partition=i % 2)
-    assert producer.flush(30) == 0
-    broker.kill()
-    assert not broker.running
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
-    broker.restart()
-    assert broker.running and broker.port == port and broker.work_dir == work_dir
-    got = _consume_all(broker.bootstrap_servers, topic, 2, 6)
-    assert sorted(v for _, _, v in got) == sorted(b"k%d" % i for i in range(6))
-    broker.stop()
-    assert not broker.running and not work_dir.exists()
-    broker.stop()  # idempotent
 
 
 def test_missing_kafka_jars_and_a_bad_tansu_override_are_clear_errors(

@@ -8,6 +8,8 @@ offset is committed. Waits are on conditions, never fixed sleeps.
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -49,6 +51,8 @@ def values(start: int, stop: int) -> set[bytes]:
 def test_a_broker_killed_and_restarted_mid_stream_loses_nothing_and_commits_every_offset(
         spare_broker: Callable[..., ApacheKafkaBroker], board: tuple[Board, str]) -> None:
     broker = spare_broker().start()
+    port, work_dir, first_pid = broker.port, broker.work_dir, broker.pid
+    assert work_dir is not None and first_pid is not None
     topic, group = broker.create_topic("crash", 2), group_name()
     seen, key = board
     assert send(broker.bootstrap_servers, topic, [(i % 2, b"v%d" % i) for i in range(200)]).flush(60) == 0
@@ -58,14 +62,17 @@ def test_a_broker_killed_and_restarted_mid_stream_loses_nothing_and_commits_ever
     with LocalCluster() as cluster:
         worker = cluster.submit_topology("crash", {}, topology(config, key))
         cluster.wait_for(lambda: len(seen.values()) >= 40, what="the spout reading")
+        killed_at = time.time()
         broker.kill()  # mid-stream: records in flight, acks arriving, commits due
-        reported = len(worker.errors.get("kafka", ()))
         # written while the broker is down: the producer holds them until it is back
         during = send(broker.bootstrap_servers, topic, [(i % 2, b"v%d" % i) for i in range(200, 300)])
-        cluster.wait_for(lambda: len(worker.errors.get("kafka", ())) > reported, timeout=60,
-                         what="the outage reported in topology errors")
+        cluster.wait_for(lambda: any(e["time"] >= killed_at for e in worker.errors.get("kafka", ())),
+                         timeout=60, what="the outage reported in topology errors")
         assert worker.failure is None  # the spout keeps running through the outage
-        broker.restart()
+        with pytest.raises(ProcessLookupError):
+            os.kill(first_pid, 0)  # killed and reaped
+        broker.restart()  # same ports, same data
+        assert broker.port == port and broker.work_dir == work_dir
         assert during.flush(120) == 0
         after = send(broker.bootstrap_servers, topic, [(i % 2, b"v%d" % i) for i in range(300, 400)])
         assert after.flush(60) == 0
@@ -74,9 +81,15 @@ def test_a_broker_killed_and_restarted_mid_stream_loses_nothing_and_commits_ever
         cluster.wait_for(lambda: committed(broker, group, topic, 2) == [200, 200], timeout=120,
                          what="every offset committed once the broker is back")
         assert worker.failure is None
-        errors = [e["error"] for e in worker.errors.get("kafka", ())]
+        errors = [e["error"] for e in worker.errors.get("kafka", ()) if e["time"] >= killed_at]
     assert errors, "the outage was not reported"
     print(f"\nkill -9: {len(seen.values())} tuples for 400 records; spout errors reported: {errors}")
+    pid = broker.pid
+    broker.stop()
+    assert not broker.running and not work_dir.exists()  # the JVM reaped, its directory removed
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid or first_pid, 0)
+    broker.stop()  # idempotent
 
 
 def test_partitions_added_while_the_spout_runs_are_picked_up_by_the_refresh(

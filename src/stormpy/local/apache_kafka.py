@@ -45,8 +45,8 @@ from stormpy.host.java import find_java, missing_java_reason
 from stormpy.host.ports import free_port
 from stormpy.local.kafka_broker import KafkaBroker, KafkaBrokerNotFound, KafkaBrokerStartError
 
-__all__ = ["KAFKA_HOME_ENV", "KAFKA_INSTALL_HINT", "ApacheKafkaBroker", "apache_kafka_missing",
-           "find_kafka_home", "new_cluster_id"]
+__all__ = ["KAFKA_HOME_ENV", "KAFKA_INSTALL_HINT", "QUICK_START_JVM_OPTIONS", "ApacheKafkaBroker",
+           "apache_kafka_missing", "find_kafka_home", "new_cluster_id"]
 
 KAFKA_HOME_ENV = "STORMPY_KAFKA_HOME"
 KAFKA_INSTALL_HINT = ("install Apache Kafka with `make kafka` (Maven copies org.apache.kafka:kafka_2.13 and "
@@ -129,13 +129,18 @@ def kafka_version(home: Path) -> str:
     return jars[-1].name[len("kafka_2.13-"):-len(".jar")] if jars else "?"
 
 
+#: JVM options for a broker that should start soon rather than run fast (the tests' brokers): the
+#: quick-start JIT alone and the serial GC cost less CPU while the JVM starts on a busy machine
+QUICK_START_JVM_OPTIONS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
+
+
 class ApacheKafkaBroker(KafkaBroker):
     """One single-node Apache Kafka (KRaft) on ``host:port`` (see the module doc).
 
     ``log_dir`` (the work directory: ``server.properties``, ``data/``, ``broker.log``) is a temporary
     directory removed by :meth:`stop` when None; a given directory is kept, and a formatted one is
     started with its data. ``heap_mb`` is the JVM heap; ``jvm_options`` replace the GC and JIT
-    options (the default is Kafka's G1 settings).
+    options (the default is Kafka's G1 settings; the tests pass :data:`QUICK_START_JVM_OPTIONS`).
     """
 
     kind = "the Apache Kafka broker"
@@ -227,7 +232,7 @@ class ApacheKafkaBroker(KafkaBroker):
         self.cluster_id = new_cluster_id()
         # a short-lived JVM: the quick-start JIT and the serial GC start it sooner
         cmd = self._java_command(STORAGE_TOOL_MAIN, "format", "-t", self.cluster_id, "-c", str(properties),
-                                 heap_mb=256, options=["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"])
+                                 heap_mb=256, options=QUICK_START_JVM_OPTIONS)
         with open(self.log_path, "ab") as log:
             log.write(f"\n--- stormpy: {' '.join(cmd)}\n".encode())
             log.flush()

@@ -5,6 +5,7 @@ finds them too): Apache Kafka (KRaft, what the tests run against) and tansu (the
 from stormpy.local.apache_kafka import (
     KAFKA_HOME_ENV,
     KAFKA_INSTALL_HINT,
+    QUICK_START_JVM_OPTIONS,
     ApacheKafkaBroker,
     apache_kafka_missing,
     find_kafka_home,
@@ -22,7 +23,8 @@ from stormpy.local.kafka_broker import (
     find_broker_binary,
 )
 
-__all__ = ["BROKER_CHOICES", "BROKER_ENV", "KAFKA_HOME_ENV", "KAFKA_INSTALL_HINT", "TANSU_INSTALL_HINT",
+__all__ = ["BROKER_CHOICES", "BROKER_ENV", "KAFKA_HOME_ENV", "KAFKA_INSTALL_HINT", "QUICK_START_JVM_OPTIONS",
+           "TANSU_INSTALL_HINT",
            "ApacheKafkaBroker",
            "KafkaBroker", "KafkaBrokerNotFound", "KafkaBrokerStartError", "TansuBroker",
            "apache_kafka_missing", "choose_broker", "create_partitions", "create_topic",
