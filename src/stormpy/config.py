@@ -385,12 +385,20 @@ def rpc_auth_token(conf: Mapping[str, Any]) -> str | None:
     return str(value)
 
 
+def local_dir(conf: Mapping[str, Any]) -> Path:
+    """``storm.local.dir`` of ``conf``, its default when unset or empty (relative paths stay so)."""
+    return Path(conf.get("storm.local.dir") or DEFAULTS["storm.local.dir"])
+
+
 def log_dir(conf: Mapping[str, Any]) -> Path:
     """Where daemons log: ``storm.log.dir``, else ``<storm.local.dir>/logs``."""
     explicit = conf.get("storm.log.dir")
-    if explicit:
-        return Path(explicit)
-    return Path(conf.get("storm.local.dir") or DEFAULTS["storm.local.dir"]) / "logs"
+    return Path(explicit) if explicit else local_dir(conf) / "logs"
+
+
+def message_timeout_secs(conf: Mapping[str, Any]) -> float:
+    """``topology.message.timeout.secs`` of ``conf`` in seconds, its default when unset or None."""
+    return float(conf.get("topology.message.timeout.secs") or DEFAULTS["topology.message.timeout.secs"])
 
 
 def merged(*layers: Mapping[str, Any] | None) -> dict[str, Any]:

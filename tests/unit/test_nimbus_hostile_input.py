@@ -19,7 +19,7 @@ from stormpy.nimbus.store import BundleStore
 from stormpy.nimbus.topologies import TopologyManager, validate_topology_conf, validate_topology_name
 from stormpy.nimbus.uploads import UploadManager
 from stormpy.rpc.errors import InvalidTopologyError, UploadError
-from stormpy.rpc.server import RefusalLog, shorten
+from stormpy.rpc.refusals import RefusalLog, shorten
 from stormpy.topology.spec import TopologySpec
 from wordcount import build
 

@@ -14,7 +14,7 @@ import click
 from stormpy.cli.output import console, err_console
 from stormpy.cluster.devzk import default_dev_data_dir, run_dev_zookeeper
 from stormpy.cluster.zkserver import ZooKeeperNotFound, ZooKeeperServer, ZooKeeperStartError
-from stormpy.config import ConfigError, load_config, parse_overrides
+from stormpy.config import ConfigError, load_config, local_dir, parse_overrides
 from stormpy.local import ProcessCluster
 from stormpy.local.dev_kafka import BROKER_CHOICES, run_dev_kafka
 from stormpy.local.kafka_broker import KafkaBrokerNotFound, KafkaBrokerStartError
@@ -72,7 +72,7 @@ def dev_kafka(port: int, log_dir: str | None, broker: str, config_file: str | No
 
     Ctrl-C or SIGTERM stops it; Apache Kafka keeps its topics in the log directory across runs."""
     conf, _ = _conf(config_file, overrides)
-    directory = log_dir or Path(conf.get("storm.local.dir") or "stormpy-local") / "dev-kafka"
+    directory = log_dir or local_dir(conf) / "dev-kafka"
     try:
         code = run_dev_kafka(port, directory, choice=broker, echo=click.echo)
     except (KafkaBrokerNotFound, KafkaBrokerStartError) as exc:
@@ -99,7 +99,7 @@ def dev_spark(workers: int, port: int, cores: int, memory: str, base_dir: str | 
 
     Ctrl-C or SIGTERM stops them (and their executors)."""
     conf, _ = _conf(config_file, overrides)
-    directory = base_dir or Path(conf.get("storm.local.dir") or "stormpy-local") / "dev-spark"
+    directory = base_dir or local_dir(conf) / "dev-spark"
     try:
         code = run_dev_spark(workers, directory, master_port=port, worker_cores=cores,
                              worker_memory=memory, echo=click.echo)

@@ -31,6 +31,7 @@ from stormpy.cluster.storage import ZkStorage
 from stormpy.config import DEFAULTS, merged
 from stormpy.host.waiting import wait_for
 from stormpy.messaging.inproc import InprocHub
+from stormpy.nimbus.scheduler import schedule_topology
 from stormpy.topology.clock import Clock, SimulatedClock, enter_simulation, leave_simulation, simulating
 from stormpy.topology.layout import compute_layout
 from stormpy.topology.metrics_consumer import ConsumerContext
@@ -136,10 +137,11 @@ class LocalCluster:
                       ) -> list[Worker]:
         layout = compute_layout(topology, conf)
         keys = [f"local-{i}" for i in range(n)]
-        owner: dict[int, str] = {}
-        for i, executor in enumerate(sorted(layout.executors, key=lambda e: e.start_task)):
-            for task in executor.tasks:
-                owner[task] = keys[i % n]
+        # Nimbus's even scheduler deals the executors over n slots of one node (port i: worker i)
+        dealt = schedule_topology([e.key for e in layout.executors], {"local": list(range(n))}, n)
+        by_key = {executor.key: executor for executor in layout.executors}
+        owner = {task: keys[port] for executor, (_, port) in dealt.items()
+                 for task in by_key[executor].tasks}
         hub = InprocHub()
         group = []
         for key in keys:

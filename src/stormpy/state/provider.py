@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from stormpy.cluster.storage import hosts_from_config
+from stormpy.cluster.zk_hosts import hosts_from_config
 from stormpy.state.stores import DocStore, MemoryDocStore, SqliteDocStore, ZkDocStore
 from stormpy.topology.imports import import_object
 
@@ -49,14 +49,14 @@ def open_store(conf: Mapping[str, Any], namespace: str, topology_id: str) -> Doc
                               prefix=f"{namespace}/")
     if kind == "zookeeper":
         servers = settings.get("servers") or conf.get("storm.zookeeper.servers")
-        port = settings.get("port") or conf.get("storm.zookeeper.port", 2181)
         if not servers:
             raise ValueError("topology.state.provider is 'zookeeper' but neither topology.state."
                              "provider.config 'servers' nor storm.zookeeper.servers is set")
         root = str(settings.get("root") or "/stormpy/state").rstrip("/")
         safe = re.sub(r"[^A-Za-z0-9_.$-]", "_", namespace.replace("/", "~"))
-        return ZkDocStore(hosts_from_config({"storm.zookeeper.servers": servers,
-                                             "storm.zookeeper.port": port}),
+        return ZkDocStore(hosts_from_config(conf, servers=servers, port=settings.get("port"),
+                                            servers_setting="topology.state.provider.config servers",
+                                            port_setting="topology.state.provider.config port"),
                           f"{root}/{safe}",
                           operation_timeout_secs=float(settings.get("timeout.secs") or 10.0))
     if isinstance(kind, str) and "." in kind:

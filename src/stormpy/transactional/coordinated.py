@@ -21,6 +21,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from stormpy.config import message_timeout_secs
 from stormpy.topology.component import BasicBolt, Bolt
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import EmitError, FailedException
@@ -112,7 +113,7 @@ class CoordinatedBolt(Bolt):
         self.num_reports = sum(len(context.tasks_of(c)) for c in sources)
         self.out_tasks = sorted(t for bolt, _g in spec.subscribers(me, COORD_STREAM)
                                 for t in context.tasks_of(bolt))
-        timeout = float(conf.get("topology.message.timeout.secs") or 30)
+        timeout = message_timeout_secs(conf)
         self.max_age = int(timeout // TICK_SECS) + 2
         self.tracked: dict[tuple[int, int], _Track] = {}
         self._store: TransactionalStore | None = None

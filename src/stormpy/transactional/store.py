@@ -16,7 +16,7 @@ from typing import Any
 import msgpack
 
 from stormpy.cluster import ClusterStateError, ZkStorage
-from stormpy.cluster.storage import hosts_from_config
+from stormpy.cluster.zk_hosts import hosts_from_config
 
 
 class StoreUnavailable(RuntimeError):
@@ -136,9 +136,10 @@ class ZkStore(TransactionalStore):
 def zookeeper_hosts(conf: Mapping[str, Any]) -> str:
     """``host:port,...`` from ``transactional.zookeeper.servers``/``.port``, falling back to
     ``storm.zookeeper.servers``/``.port``."""
-    servers = conf.get("transactional.zookeeper.servers") or conf.get("storm.zookeeper.servers")
-    port = conf.get("transactional.zookeeper.port") or conf.get("storm.zookeeper.port", 2181)
-    return hosts_from_config({"storm.zookeeper.servers": servers, "storm.zookeeper.port": port})
+    return hosts_from_config(conf, servers=conf.get("transactional.zookeeper.servers"),
+                             port=conf.get("transactional.zookeeper.port"),
+                             servers_setting="transactional.zookeeper.servers",
+                             port_setting="transactional.zookeeper.port")
 
 
 def open_store(conf: Mapping[str, Any], transactional_id: str) -> TransactionalStore:

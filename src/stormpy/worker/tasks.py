@@ -19,6 +19,7 @@ from typing import Any, Final, NoReturn, cast
 
 from stormpy.acker.rotating import RotatingMap
 from stormpy.acker.streams import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET_TIMEOUT
+from stormpy.config import message_timeout_secs
 from stormpy.topology.component import BasicBolt, Spout
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import EmitError, FailedException
@@ -87,7 +88,7 @@ class TaskRunner:
         #: tuple takes the place once it is acked or failed, or older than the message timeout
         self._sampled: Tuple | None = None
         self._sampled_start = 0.0
-        self._sample_stale = float(conf.get("topology.message.timeout.secs") or 30)
+        self._sample_stale = message_timeout_secs(conf)
         off_loop = context.off_loop
         instance.report_error = self.report_error
         instance.run_in_background = off_loop.submit
