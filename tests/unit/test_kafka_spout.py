@@ -1,8 +1,8 @@
 """KafkaSpout logic against an in-memory stub consumer (simulated time, inline background jobs).
 
 The real-broker behaviour is covered in tests/kafka/; here: the order of commits and emits per
-guarantee, the acked prefix, replays, the uncommitted cap, revocation, commit metadata (which the
-test broker drops), bad records and an unreachable broker.
+guarantee, the acked prefix, replays, the uncommitted cap, revocation, commit metadata (on the real
+broker too: tests/kafka/test_kafka_commit_metadata.py), bad records and an unreachable broker.
 """
 
 from __future__ import annotations
