@@ -47,6 +47,28 @@ def test_at_least_once_commits_only_the_contiguous_acked_prefix() -> None:
     assert h.cluster.committed[("g", TP0)].offset == 4  # 4 is still in flight
 
 
+def test_one_job_on_the_consumer_at_a_time_and_no_poll_while_it_runs() -> None:
+    # confluent-kafka makes a poll wait for a call in flight on another thread: a commit stuck on
+    # an unreachable broker (~45 s) would freeze the executor loop if the spout polled meanwhile
+    c = cluster_with(4)
+    h = Harness(c).open()
+    out = h.run()
+    h.spout.ack(out[0][1])
+    c.produce("t", 0, b"v4")
+    jobs: list[Any] = []
+    h.spout.run_in_background = lambda fn, done: jobs.append((fn, done))  # type: ignore[method-assign]
+    h.clock.now += 5.0  # the partition refresh and the commit both due
+    assert h.run(5) == [] and len(jobs) == 1  # the refresh alone, no poll while it runs
+    fn, done = jobs.pop()
+    done(fn(), None)
+    assert h.run(5) == [] and len(jobs) == 1  # then the commit, still no poll
+    fn, done = jobs.pop()
+    done(fn(), None)
+    assert c.committed[("g", TP0)].offset == 1
+    h.spout.run_in_background = h._inline  # type: ignore[method-assign]
+    assert h.offsets(h.run()) == [4]  # polling again once the consumer is free
+
+
 def test_records_polled_as_rows_are_the_tuples_and_fetch_backoff_defaults_short() -> None:
     h = Harness(cluster_with(2)).open()
     assert h.consumer.conf["fetch.queue.backoff.ms"] == 10

@@ -194,14 +194,21 @@ class KafkaSpout(RecordEmitter):
     # -- next_tuple --------------------------------------------------------------------------
     def next_tuple(self) -> None:
         now = self.clock()
-        if now >= self._refresh_due and not self._refreshing:
+        # No poll while a job runs on the consumer, and a refresh and a periodic commit never at
+        # once: confluent-kafka makes every call on the consumer wait for one in flight on another
+        # thread, so a commit or metadata request stuck on an unreachable broker (~45 s for a
+        # commit) would otherwise freeze the loop. (An AT_MOST_ONCE commit holding its records may
+        # still meet a refresh, so that a revocation drops the held records.)
+        busy = self._refreshing or self._commits_in_flight > 0
+        if now >= self._refresh_due and not busy:
             self._refresh_due = now + self.cfg.partition_refresh_period_ms / 1000.0
             self._start_refresh()
-        if now >= self._commit_due and self.guarantee is not ProcessingGuarantee.AT_MOST_ONCE:
+            busy = self._refreshing
+        if now >= self._commit_due and not busy and self.guarantee is not ProcessingGuarantee.AT_MOST_ONCE:
             self._commit_due = now + self.cfg.offset_commit_period_ms / 1000.0
-            if not self._commits_in_flight:
-                self._commit_now()
-        if not self.waiting and self._held is None and self.assigned:
+            self._commit_now()
+            busy = self._commits_in_flight > 0
+        if not busy and not self.waiting and self._held is None and self.assigned:
             self._fold_acks()
             pollable, retriable = self._pollable()
             self._poll(pollable, retriable)
