@@ -82,9 +82,9 @@ _KEYS: list[ConfigKey] = [
               "How often the checkpoint spout of a topology with stateful bolts starts a "
               "checkpoint (prepare then commit of every stateful bolt's state)."),
     ConfigKey("topology.state.provider", "memory",
-              "Where stateful bolts keep their state: 'memory' (in the worker process; local "
-              "mode), 'sqlite', 'zookeeper' (small state), or the import path of a function "
-              "(conf, namespace) -> stormpy.state.stores.DocStore."),
+              "Where stateful bolts keep their state: 'memory' (the LocalCluster's, or the "
+              "worker process's), 'sqlite', 'zookeeper' (small state), or the import path of a "
+              "function (conf, namespace) -> stormpy.state.Store."),
     ConfigKey("topology.state.provider.config", None,
               "The provider's settings, a map or a JSON string: sqlite {\"path\": file, "
               "\"table\": name}; zookeeper {\"servers\": [...], \"port\": 2181, \"root\": "
@@ -143,12 +143,14 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("storm.zookeeper.jute.maxbuffer", 1024 * 1024 - 1,
               "ZooKeeper's jute.maxbuffer (largest znode it accepts, bytes); Nimbus refuses a "
               "topology whose assignment or StormBase would encode larger, before writing anything."),
-    ConfigKey("topology.min.replication.count", 1,
+    ConfigKey("topology.min.replication.count", None,
               "Nimbus hosts (the leader included) that must hold a topology's bundle before "
-              "submit_topology answers (Storm's key)."),
+              "submit_topology answers (Storm's key). None (the default) means 2 when nimbus.seeds "
+              "names two or more Nimbus hosts, else 1; when the default cannot be met in time the "
+              "submit goes ahead with a warning, when a count set explicitly cannot, it is refused."),
     ConfigKey("topology.max.replication.wait.time.sec", 60,
-              "How long submit_topology waits for topology.min.replication.count copies before it "
-              "rolls the submission back (Storm's key; Storm's -1, wait forever, is not offered)."),
+              "How long submit_topology waits for topology.min.replication.count copies (Storm's key; "
+              "Storm's -1, wait forever, is not offered)."),
     ConfigKey("nimbus.leader.wait.secs", 30,
               "How long a client (CLI, supervisor) looks for a leader among nimbus.seeds before it "
               "gives up."),

@@ -18,9 +18,11 @@ ALLOWED: dict[str, set[str]] = {
     "topology": {"topology"},
     "batching": {"topology", "batching"},
     "acker": {"topology", "acker"},
-    "worker": {"topology", "acker", "worker", "messaging", "config", "cluster", "bundle", "host"},
+    # state: the one state layer (memory, SQLite, ZooKeeper backends) behind context.state_store
+    "worker": {"topology", "acker", "worker", "messaging", "config", "cluster", "bundle", "host",
+               "state"},
     "connectors": {"topology", "connectors", "config", "settings", "cluster", "batching", "host",
-                   "transactional"},
+                   "transactional", "state"},
     "host": {"host"},
     "config": {"config"},
     "settings": {"settings", "config"},  # the checks of settings classes (SettingError's helpers)
@@ -33,9 +35,9 @@ ALLOWED: dict[str, set[str]] = {
     # local mode (LocalCluster in-process, ProcessCluster as subprocesses): production code that
     # runs workers and talks to Nimbus, but never imports daemon internals beyond the client
     "local": {"local", "topology", "acker", "worker", "messaging", "config", "cluster", "rpc",
-              "bundle", "nimbus", "host"},
+              "bundle", "nimbus", "host", "state"},
     "testing": {"testing", "local", "topology", "acker", "worker", "messaging", "config", "cluster",
-                "rpc", "bundle", "nimbus", "supervisor", "connectors", "host"},
+                "rpc", "bundle", "nimbus", "supervisor", "connectors", "host", "state"},
     "cli": {"cli", "local", "topology", "acker", "worker", "messaging", "config", "cluster", "rpc",
             "bundle", "nimbus", "supervisor", "connectors", "host", "ui"},
     # the UI reads Nimbus through its operator-side client (nimbus.client, as the CLI does) and

@@ -530,13 +530,13 @@ def test_background_errors_go_to_on_error_and_are_retried() -> None:
 
 def test_connector_checkpoints_sit_apart_from_every_topology_id() -> None:
     from stormpy.cluster.paths import ZkPaths
-    from stormpy.nimbus.topologies import NAME_PATTERN
+    from stormpy.topology.spec import TOPOLOGY_NAME_PATTERN
 
     p = ZkPaths("/stormpy")
     assert p.connector_checkpoints("kinesis", "clicks", "my/stream", "shardId-1") == \
         "/stormpy/checkpoints/kinesis:clicks/my%2Fstream/shardId-1"
     assert p.connector_checkpoints("kinesis", "clicks") not in p.topology_paths("clicks")
     assert not p.connector_checkpoints("kinesis", "clicks").startswith(p.checkpoints("clicks") + "/")
-    assert NAME_PATTERN.fullmatch("kinesis:clicks") is None  # no topology id has a ':'
+    assert TOPOLOGY_NAME_PATTERN.fullmatch("kinesis:clicks") is None  # no topology id has a ':'
     with pytest.raises(ValueError, match="connector"):
         p.connector_checkpoints("Kin/esis", "clicks")

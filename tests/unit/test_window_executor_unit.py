@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from stormpy.config import SettingError
+from stormpy.state import MemoryBackend
 from stormpy.testing import RecordingCollector, test_tuple
 from stormpy.topology import Tuple
 from stormpy.topology.context import TopologyContext
@@ -26,7 +27,6 @@ from stormpy.topology.spec import (
     InputSpec,
     TopologySpec,
 )
-from stormpy.topology.state import MemoryStateBackend
 from stormpy.topology.streams import Stream
 from stormpy.topology.tuple import SYSTEM_COMPONENT, TICK_STREAM
 from stormpy.windowing import (
@@ -94,7 +94,7 @@ def build(spec: WindowedBoltSpec, inputs: Sequence[tuple[str, str]] = (("src", "
                          inputs=[InputSpec(c, s, Grouping(SHUFFLE)) for c, s in inputs])
     layout = TaskLayout({"win": [1]}, {1: "win"}, [Executor("win", 1, 1)])
     context = TopologyContext("t-1", TopologySpec({"win": comp}), layout, 1, [1], {},
-                              state=MemoryStateBackend())
+                              state=MemoryBackend())
     ex.prepare(dict(conf or {}), context)
     return ex, col
 

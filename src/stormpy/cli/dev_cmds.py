@@ -14,7 +14,7 @@ import click
 from stormpy.cli.output import console, err_console
 from stormpy.cluster.devzk import default_dev_data_dir, run_dev_zookeeper
 from stormpy.cluster.zkserver import ZooKeeperNotFound, ZooKeeperServer, ZooKeeperStartError
-from stormpy.config import ConfigError, load_config, local_dir, parse_overrides
+from stormpy.config import DEFAULTS, ConfigError, load_config, local_dir, parse_overrides
 from stormpy.local import ProcessCluster
 from stormpy.local.dev_kafka import BROKER_CHOICES, run_dev_kafka
 from stormpy.local.kafka_broker import KafkaBrokerNotFound, KafkaBrokerStartError
@@ -109,6 +109,12 @@ def dev_spark(workers: int, port: int, cores: int, memory: str, base_dir: str | 
     sys.exit(code)
 
 
+#: ZooKeeper session timeout (ms) of every daemon of ``dev-cluster --nimbuses N`` (N > 1) unless the
+#: config sets one: a dead leader's lock goes after it, so the standby leads about this long after a
+#: crash (ZooKeeper's own floor is 2 × tickTime = 4 s).
+HA_SESSION_TIMEOUT_MS = 6000
+
+
 @click.command("dev-cluster")
 @click.option("-s", "--supervisors", type=click.IntRange(1, 16), default=2, show_default=True,
               help="Number of supervisors.")
@@ -137,6 +143,10 @@ def dev_cluster(supervisors: int, nimbuses: int, slots: int, with_ui: bool, ui_p
 
     Ctrl-C or SIGTERM stops every process it started, workers included."""
     conf, extra = _conf(config_file, overrides)
+    session_key = "storm.zookeeper.session.timeout"
+    if nimbuses > 1 and conf[session_key] == DEFAULTS[session_key] and session_key not in extra:
+        # the leader handover takes the dead leader's session timeout: keep it short here
+        extra[session_key] = HA_SESSION_TIMEOUT_MS
     base = Path(base_dir or Path(conf["storm.local.dir"]) / "dev-cluster").resolve()
     spark: SparkStandalone | None = None
     if spark_workers:

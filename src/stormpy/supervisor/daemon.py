@@ -57,6 +57,7 @@ from stormpy.config import SettingError, local_dir, log_dir, merged
 from stormpy.host.daemon import Daemon, log_to_file
 from stormpy.host.service import Service
 from stormpy.supervisor.adoption import adopt_workers
+from stormpy.supervisor.bundle_return import BundleReturner
 from stormpy.supervisor.cleanup import remove_unused
 from stormpy.supervisor.download import BundleDownloader, DownloadQueue
 from stormpy.supervisor.launcher import WorkerHandle, terminate_workers
@@ -119,6 +120,7 @@ class Supervisor(Daemon):
         self._assignments: dict[str, Assignment] = {}
         self._problems: list[str] = []
         self._downloads: DownloadQueue | None = None
+        self._returner: BundleReturner | None = None
         self._reconciler: WorkerReconciler | None = None
         #: published in the supervisor's ZooKeeper record (SupervisorInfo.stats)
         self.counters: dict[str, float] = {"worker_launches": 0.0, "worker_restarts": 0.0}
@@ -148,6 +150,7 @@ class Supervisor(Daemon):
             self.state = ClusterState.from_config(self.conf)
             self._downloads = DownloadQueue(BundleDownloader(self.conf, self.dirs, log=self.log),
                                             self._sync.wake, log=self.log)
+            self._returner = BundleReturner(self.conf, self.dirs, self.state, log=self.log)
             self._reconciler = WorkerReconciler(
                 self.dirs, worker_timeout=self.worker_timeout, start_timeout=self.start_timeout,
                 shutdown_grace=self.shutdown_grace, log=self.log, on_exit=self._sync.wake,
@@ -287,6 +290,8 @@ class Supervisor(Daemon):
         if not self._sync.stopping:
             self._reconciler.launch(desired)
         self._clean_up(desired)
+        if self._returner is not None:
+            self._returner.poll()  # code a Nimbus leader lost and asks back (nimbus/recovery.py)
         self.syncs += 1
 
     def _clean_up(self, desired: dict[int, LocalAssignment]) -> None:

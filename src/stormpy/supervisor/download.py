@@ -48,6 +48,9 @@ __all__ = ["BundleDownloader", "DownloadError", "DownloadQueue", "nimbus_address
 
 #: Longest wait for Nimbus to answer the ping that picks the Nimbus candidate.
 PING_TIMEOUT_SECS = 5.0
+#: Longest wait for the TCP connection to a Nimbus: a dead one is skipped after this, not after
+#: the RPC timeout.
+CONNECT_TIMEOUT_SECS = 2.0
 #: Back-off after a failed download of a topology: the first retry waits this long ...
 RETRY_MIN_SECS = 1.0
 #: ... and each further failure doubles it, up to this.
@@ -100,7 +103,7 @@ class BundleDownloader:
             host, port,
             timeout_secs=float(conf.get("nimbus.rpc.timeout.secs", DEFAULTS["nimbus.rpc.timeout.secs"])),
             retries=int(conf.get("nimbus.rpc.retries", DEFAULTS["nimbus.rpc.retries"])),
-            auth_token=rpc_auth_token(conf), service="Nimbus")
+            auth_token=rpc_auth_token(conf), service="Nimbus", connect_timeout_secs=CONNECT_TIMEOUT_SECS)
 
     def _candidates(self) -> list[RpcClient]:
         """Clients for the Nimbus candidates that answer a ping, the leader first."""

@@ -26,12 +26,13 @@ from stormpy.topology.component import BasicBolt, Bolt
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import EmitError, FailedException
 from stormpy.topology.imports import import_object
+from stormpy.topology.state import StateStore, StateUnavailableError
 from stormpy.topology.streams import Stream
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
 from stormpy.transactional.api import BatchBolt, BatchOutputCollector
 from stormpy.transactional.attempt import TransactionAttempt
 from stormpy.transactional.emitter import EmitterExecutor, make_executor
-from stormpy.transactional.store import StoreUnavailable, TransactionalStore, open_store
+from stormpy.transactional.store import close, open_store
 from stormpy.transactional.streams import (
     BATCH_STREAM,
     COMMIT_STREAM,
@@ -116,7 +117,7 @@ class CoordinatedBolt(Bolt):
         timeout = message_timeout_secs(conf)
         self.max_age = int(timeout // TICK_SECS) + 2
         self.tracked: dict[tuple[int, int], _Track] = {}
-        self._store: TransactionalStore | None = None
+        self._store: StateStore | None = None
         self.executor: EmitterExecutor | None = None
         self.basic: BasicBolt | None = None
         self._current: _Track | None = None
@@ -136,10 +137,10 @@ class CoordinatedBolt(Bolt):
             basic.prepare(conf, context)
             self.basic = basic
 
-    def store(self) -> TransactionalStore:
+    def store(self) -> StateStore:
         """The transactional store (opened on first use)."""
         if self._store is None:
-            self._store = open_store(self.conf, self.transactional_id)
+            self._store = open_store(self.conf, self.context, self.transactional_id)
         return self._store
 
     def cleanup(self) -> None:
@@ -151,8 +152,7 @@ class CoordinatedBolt(Bolt):
             if self.role == BATCH:
                 self.target_cls.cleanup_task(self.conf, self.context)
         finally:
-            if self._store is not None:
-                self._store.close()
+            close(self._store)
 
     # -- counting emits ------------------------------------------------------------------------
     def _collector(self, track: _Track) -> BatchOutputCollector:
@@ -367,7 +367,7 @@ class CoordinatedBolt(Bolt):
                     del self.emitted[t]
                 try:
                     self.executor.cleanup_before(int(committed))
-                except StoreUnavailable as exc:
+                except StateUnavailableError as exc:
                     log.warning("emitter %s: cleanup before %s postponed: %s",
                                 self.context.component_id, committed, exc)
         elif tup.stream == COMMIT_STREAM:
@@ -386,7 +386,7 @@ class CoordinatedBolt(Bolt):
     def _emitter_error(self, attempt: TransactionAttempt, exc: BaseException, where: str) -> None:
         if isinstance(exc, FailedException):
             return
-        if isinstance(exc, StoreUnavailable):
+        if isinstance(exc, StateUnavailableError):
             log.warning("emitter %s: %s of %s postponed: %s", self.context.component_id, where,
                         attempt, exc)
             return

@@ -33,7 +33,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from stormpy.connectors.kinesis.checkpoints import ZkCheckpointStore
+from stormpy.connectors.kinesis.checkpoints import StateCheckpointStore, ZkCheckpointStore
 from stormpy.connectors.kinesis.client import describe, make_client, require_boto3
 from stormpy.connectors.kinesis.config import KinesisSpoutConfig
 from stormpy.connectors.kinesis.records import message_id, parse_message_id
@@ -42,6 +42,7 @@ from stormpy.connectors.kinesis.state import StateManager
 from stormpy.host.backoff import Backoff
 from stormpy.topology.component import Spout
 from stormpy.topology.context import TopologyContext
+from stormpy.topology.state import StateBackend
 from stormpy.topology.streams import Stream
 
 log = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ class KinesisSpout(Spout):
         self.config = KinesisSpoutConfig.from_doc(config)
         self.scheme: Any = None
         self.manager: StateManager | None = None
-        self._store: ZkCheckpointStore | None = None
+        self._store: StateCheckpointStore | None = None
         self.clock = time.monotonic
 
     @classmethod
@@ -89,6 +90,10 @@ class KinesisSpout(Spout):
         require_boto3()
         self.scheme = load_scheme(self.config.record_scheme)
         self._conf = dict(conf)
+        try:  # the topology's state: the checkpoints' home unless the config names a ZooKeeper
+            self._state: StateBackend | None = context.state_backend
+        except RuntimeError:  # a context made by hand
+            self._state = None
         self._task_index = context.task_index
         self._num_tasks = len(context.component_tasks)
         self._closed = False
@@ -107,15 +112,21 @@ class KinesisSpout(Spout):
         config, conf = self.config, self._conf
         task_index, num_tasks = self._task_index, self._num_tasks
 
-        def job() -> tuple[StateManager, ZkCheckpointStore, list[Any]]:
+        def job() -> tuple[StateManager, StateCheckpointStore, list[Any]]:
             client = make_client(config)
             try:
                 client.describe_stream_summary(StreamName=config.stream)
             except Exception as exc:
                 raise describe(exc, config, "DescribeStreamSummary") from exc
-            store = ZkCheckpointStore.connect(
-                config.zookeeper_connect(conf), config.zookeeper_root(conf), config.name,
-                config.stream, config.zookeeper_timeout_ms / 1000.0)
+            store: StateCheckpointStore
+            if (self._state is not None and config.zookeeper_servers is None
+                    and config.zookeeper_prefix is None):
+                # the topology's state: the worker's ZooKeeper, a LocalCluster's own memory
+                store = StateCheckpointStore.on_backend(self._state, config.name, config.stream)
+            else:
+                store = ZkCheckpointStore.connect(
+                    config.zookeeper_connect(conf), config.zookeeper_root(conf), config.name,
+                    config.stream, config.zookeeper_timeout_ms / 1000.0)
             try:
                 manager = StateManager(config, client, store, task_index, num_tasks, self.clock,
                                        self.run_in_background, self._background_error)
