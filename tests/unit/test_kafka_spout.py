@@ -69,6 +69,25 @@ def test_one_job_on_the_consumer_at_a_time_and_no_poll_while_it_runs() -> None:
     assert h.offsets(h.run()) == [4]  # polling again once the consumer is free
 
 
+def test_a_commit_that_does_not_finish_is_reported_and_metrics_do_not_wait_for_it() -> None:
+    c = cluster_with(2)
+    h = Harness(c).open()
+    out = h.run()
+    h.spout.ack(out[0][1])
+    h.spout.metrics()  # the watermarks seen while the consumer is free
+    jobs: list[Any] = []
+    h.spout.run_in_background = lambda fn, done: jobs.append((fn, done))  # type: ignore[method-assign]
+    h.clock.now += 1.0
+    h.run(1)
+    assert len(jobs) == 1 and not h.errors  # the commit (or refresh) runs
+    assert h.consumer is not None
+    h.consumer.watermarks = None  # type: ignore[assignment]  # calling the consumer now would fail
+    h.spout.metrics()
+    h.clock.now += 11.0
+    h.run(1)
+    assert any("has not finished after 11 s" in e for e in h.errors), h.errors
+
+
 def test_records_polled_as_rows_are_the_tuples_and_fetch_backoff_defaults_short() -> None:
     h = Harness(cluster_with(2)).open()
     assert h.consumer.conf["fetch.queue.backoff.ms"] == 10
