@@ -7,7 +7,8 @@ Rows, for the ``final`` and ``running`` workloads (see ``python -m bench``), ack
   per component), after ``--warmup`` untimed rounds of each configuration (JIT warm-up);
 - Storm, multilang Python split: the same topology with the split bolt a ``ShellBolt`` running a
   Python splitter with Storm's ``storm.py`` (how Python runs on Storm), over the first
-  ``--python-sentences`` sentences (it is ~100x slower: every emit waits for its task ids);
+  ``--python-sentences`` sentences (6–80x slower than the Java bolts here: every emit waits for
+  its task ids);
 - stormpy local mode, per-tuple form (the README's code) and columnar form (the batch API);
 - Bytewax (one worker; no acking, so one row per workload).
 
