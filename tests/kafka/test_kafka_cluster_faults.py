@@ -36,6 +36,7 @@ if str(TOPOLOGIES) not in sys.path:
     sys.path.insert(0, str(TOPOLOGIES))
 
 import kafka_fault  # noqa: E402
+from test_kafka_spout_local import committed as committed_offsets  # noqa: E402
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster, pytest.mark.kafka]
 
@@ -69,15 +70,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def committed(broker: KafkaBroker, group: str, topic: str) -> list[int]:
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group,
-                  "enable.auto.commit": False})
-    try:
-        got = c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
-        return [max(tp.offset, -1) for tp in got]
-    finally:
-        c.close()
+    return committed_offsets(broker, group, topic, PARTITIONS)
 
 
 class Run:
