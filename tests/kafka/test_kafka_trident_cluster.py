@@ -40,6 +40,8 @@ def zookeeper() -> Iterator[ZooKeeperServer]:
     try:
         server.start()
     except ZooKeeperNotFound as exc:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"ZooKeeper is required in CI: {exc}", pytrace=False)
         pytest.skip(f"ZooKeeper not installed: {exc}")
     try:
         yield server
