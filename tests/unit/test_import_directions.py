@@ -1,5 +1,5 @@
-"""Pins the import directions of DESIGN.md §1: topology ← acker/worker/connectors ←
-nimbus/supervisor/local ← cli; shared services never import daemons; the worker never imports
+"""Pins the import directions (docs/architecture.md, "Packages and import directions"):
+topology ← acker/worker/connectors ← nimbus/supervisor/local ← cli; shared services never import daemons; the worker never imports
 nimbus or supervisor; connectors never import worker internals; production code never imports the
 test kit (``stormpy.testing``); ``host`` (process plumbing: daemon base, psutil, Java) sits below
 every other package and imports none of them; and no two modules import each other, directly or
