@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,28 +26,23 @@ from cluster_kit import (  # noqa: F401 - fixtures
     bundle_path_fixture,
     filewc,
     record_timing,
+    running_cluster,
     submit,
     wait_for,
 )
 
 from stormpy.nimbus import NimbusClient
 from stormpy.rpc.errors import RpcError
-from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
+from stormpy.testing.cluster import ProcessCluster
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.zookeeper, pytest.mark.cluster]
 
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
-    root = f"/stormpy-tests/failover-{uuid.uuid4().hex[:8]}"
-    c = ProcessCluster(zookeeper.connect_string, supervisors=2, slots_per_supervisor=2, nimbuses=2,
-                       base_dir=tmp_path_factory.mktemp("failover-cluster"), zk_root=root, conf=FAST_TIMEOUTS)
-    c.start(timeout_secs=90)
-    try:
+    with running_cluster(zookeeper, tmp_path_factory.mktemp("failover-cluster"), "failover",
+                         nimbuses=2) as c:
         yield c
-    finally:
-        c.stop()
-        assert c.worker_processes() == [], "stray worker processes"
 
 
 @pytest.fixture(autouse=True)

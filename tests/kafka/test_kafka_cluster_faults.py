@@ -25,9 +25,10 @@ from typing import Any
 import pytest
 
 from stormpy.bundle import build_bundle
-from stormpy.cluster.zkserver import ZooKeeperNotFound, ZooKeeperServer
+from stormpy.cluster.zkserver import ZooKeeperServer
 from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
 from stormpy.testing.kafka import KafkaBroker
+from zookeeper_kit import running_zookeeper
 
 HERE = Path(__file__).resolve().parent
 TOPOLOGIES = HERE / "cluster_topologies"
@@ -45,17 +46,8 @@ RECORDS = 3000
 
 @pytest.fixture(scope="module")
 def zookeeper() -> Iterator[ZooKeeperServer]:
-    server = ZooKeeperServer(heap_mb=256)
-    try:
-        server.start()
-    except ZooKeeperNotFound as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"ZooKeeper is required in CI: {exc}", pytrace=False)
-        pytest.skip(f"ZooKeeper not installed: {exc}")
-    try:
+    with running_zookeeper(heap_mb=256) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
