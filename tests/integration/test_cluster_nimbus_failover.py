@@ -237,7 +237,7 @@ def fault_run(cluster: ProcessCluster, bundle_path: Path, tmp_path: Path, durati
     name = ""
     started = next_kill = time.monotonic()
     next_kill += 15
-    n = 0
+    n = leader_kills = 0
     client = cluster.client(timeout_secs=10, retries=1)
     try:
         while time.monotonic() - started < duration:
@@ -245,6 +245,7 @@ def fault_run(cluster: ProcessCluster, bundle_path: Path, tmp_path: Path, durati
                 leader = cluster.leader_index()
                 if leader is not None:
                     kill9(cluster, leader)
+                    leader_kills += 1
                     cluster.start_nimbus(60, index=leader)  # back as a standby
                 next_kill += 15
             live = [name for name in submitted if name not in killed]
@@ -277,6 +278,8 @@ def fault_run(cluster: ProcessCluster, bundle_path: Path, tmp_path: Path, durati
                 uncertain.add(name)
             time.sleep(0.5)
         restart_dead(cluster)
+        # a round with no leader found at each kill time would test no failover at all
+        assert leader_kills >= 1, f"no leader was found to kill in {duration} s"
         bases = cluster.state.storm_bases()
         by_name: dict[str, list[str]] = {}
         for tid, base in bases.items():

@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 
 from stormpy.bundle import build_bundle
-from stormpy.cluster.zkserver import ZooKeeperNotFound, ZooKeeperServer
+from stormpy.cluster.zkserver import ZooKeeperServer
 from stormpy.state import SqliteStore
 from stormpy.testing import WaitTimeout, wait_for
 from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
 from stormpy.testing.kafka import KafkaBroker
 from stormpy.trident import OPAQUE, MapState
+from zookeeper_kit import running_zookeeper
 
 TOPOLOGIES = Path(__file__).resolve().parent / "cluster_topologies"
 if str(TOPOLOGIES) not in sys.path:
@@ -36,15 +37,8 @@ LINES = ["the cow jumped over the moon", "four score and seven years ago",
 
 @pytest.fixture(scope="module")
 def zookeeper() -> Iterator[ZooKeeperServer]:
-    server = ZooKeeperServer(heap_mb=256)
-    try:
-        server.start()
-    except ZooKeeperNotFound as exc:
-        pytest.skip(f"ZooKeeper not installed: {exc}")
-    try:
+    with running_zookeeper(heap_mb=256) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,9 @@
-"""Pins the import directions of docs/architecture.md ("Packages and import directions"):
+"""Pins the import directions (docs/architecture.md, "Packages and import directions"):
 topology ← acker/worker/connectors ← nimbus/supervisor/local ← cli; shared services never import
-daemons; the worker never imports nimbus or supervisor; connectors never import worker
-internals; production code never imports the test kit (``stormpy.testing``); ``host`` (process
-plumbing: daemon base, psutil, Java) sits below every other package and imports none of them;
-and no two modules import each other, directly or through others, not even under
-``TYPE_CHECKING``."""
+daemons; the worker never imports nimbus or supervisor; connectors never import worker internals;
+production code never imports the test kit (``stormpy.testing``); ``host`` (process plumbing:
+daemon base, psutil, Java) sits below every other package and imports none of them; and no two
+modules import each other, directly or through others, not even under ``TYPE_CHECKING``."""
 
 from __future__ import annotations
 
