@@ -10,8 +10,9 @@ import pytest
 
 from stormpy import Bolt, TopologyBuilder, TopologyContext, Tuple
 from stormpy.testing import Capture, FeederSpout
+from stormpy.topology.clock import SimulatedClock
 from stormpy.topology.state import MemoryStateBackend
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig, WorkerError
+from stormpy.worker import Worker, WorkerConfig, WorkerError
 
 SEEN: dict[int, tuple[dict[str, Any], TopologyContext]] = {}
 
