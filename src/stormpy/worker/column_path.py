@@ -184,9 +184,8 @@ class ColumnPath:
                 buf[r] = buf.get(r, 0) ^ edge ^ v
         runner = self.runner
         runner.stats.acked += batch.n
-        sampler = runner.sampler
-        if batch is sampler.followed:  # the timed batch: its process latency
-            sampler.acked()
+        if batch is runner.sampler.followed:  # the timed batch: its process latency
+            runner.sampler.acked()
 
     def ack_many(self, items: Any) -> None:
         """``ack`` every batch and tuple of ``items``."""
