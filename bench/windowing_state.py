@@ -131,7 +131,7 @@ def window_memory(n: int) -> float:
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
     m = WindowManager(WindowConfig.sliding(Duration(seconds=3600), Duration(seconds=1))
-                      .with_(timestamp_field="ts").validated())
+                      .with_(timestamp_field="ts").validate())
     for i in range(n):
         m.add(Tuple([f"k{i % 100}", i % 100, i], "default", 1, "events", None), i)
     used = tracemalloc.get_traced_memory()[0] - base

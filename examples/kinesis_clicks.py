@@ -1,13 +1,15 @@
 """Click counting from an Amazon Kinesis stream: KinesisSpout → per-page counts, reliable end to end.
 
-Try it against a local Kinesis (moto's server or kinesalite) and a development ZooKeeper::
+Try it against a local Kinesis (moto's server or kinesalite)::
 
-    stormpy dev-zookeeper &                                   # ZooKeeper on 127.0.0.1:2181
     moto_server -p 4567 &                                     # or kinesalite --port 4567
     export AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=x AWS_DEFAULT_REGION=us-east-1
     export KINESIS_ENDPOINT=http://127.0.0.1:4567
     python examples/kinesis_clicks.py put 5000                # create the stream, put clicks
     stormpy local examples kinesis_clicks:topology --idle-stop 2
+
+In local mode the shard checkpoints live with the LocalCluster and end with it; to keep them
+across runs, start ``stormpy dev-zookeeper`` and add ``-c storm.zookeeper.servers=[127.0.0.1]``.
 
 On a cluster: ``stormpy jar examples kinesis_clicks:topology --name clicks`` (the workers need
 boto3 — ``pip install 'stormpy-runtime[kinesis]'`` — and reach Kinesis and ZooKeeper). Settings come

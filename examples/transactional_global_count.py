@@ -2,7 +2,8 @@
 three partitions, BatchCount counting each batch per task, and UpdateGlobalCount (a committer)
 adding the batch's total to a SQLite database exactly once per transaction.
 
-Run it (needs ZooKeeper for the coordinator: ``stormpy dev-zookeeper`` in another shell):
+Run it (nothing else to start: in local mode the coordinator's state lives with the
+LocalCluster; ``-c transactional.zookeeper.servers=[...]`` keeps it in a ZooKeeper instead):
 
     stormpy local examples transactional_global_count:topology --idle-stop 2
 

@@ -2,7 +2,7 @@
 and word, and committed exactly once per transaction — per-word counts into SQLite and, when a
 ``table`` directory is given, the batch's word counts into a Parquet table through Spark.
 
-Run it (ZooKeeper for the coordinator: ``stormpy dev-zookeeper`` in another shell):
+Run it (nothing else to start: in local mode the coordinator's state lives with the LocalCluster):
 
     stormpy local examples transactional_wordcount:topology --idle-stop 2
     stormpy local examples transactional_wordcount:with_spark --idle-stop 5   # needs [spark]

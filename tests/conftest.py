@@ -75,3 +75,18 @@ def spark_standalone(spark_required: None, tmp_path_factory: pytest.TempPathFact
         cluster.stop()
         left = cluster.executor_processes()
         assert left == [], f"Spark executor JVMs left: {left}"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_leader_memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The CLI remembers the Nimbus leader in ``$STORMPY_CACHE_DIR``: tests (and the CLI
+    processes they start) keep it in a session temp dir, never in the user's home."""
+    previous = os.environ.get("STORMPY_CACHE_DIR")
+    os.environ["STORMPY_CACHE_DIR"] = str(tmp_path_factory.mktemp("stormpy-cache"))
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("STORMPY_CACHE_DIR", None)
+        else:
+            os.environ["STORMPY_CACHE_DIR"] = previous

@@ -113,6 +113,7 @@ TARGETS: dict[str, Target] = {
     # the Spark bolt's own logic, against a fake Spark (tests/unit/test_spark_bolt_logic.py;
     # tests/spark runs it against a real local Spark, one JVM per run: too slow per mutant)
     "spark-bolt": Target(("src/stormpy/connectors/spark/bolt.py",
+                          "src/stormpy/connectors/spark/in_spark.py",
                           "src/stormpy/connectors/spark/ahead.py",
                           "src/stormpy/connectors/spark/switching.py"),
                          tests=("tests/unit/test_spark_bolt_logic.py",

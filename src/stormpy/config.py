@@ -82,9 +82,9 @@ _KEYS: list[ConfigKey] = [
               "How often the checkpoint spout of a topology with stateful bolts starts a "
               "checkpoint (prepare then commit of every stateful bolt's state)."),
     ConfigKey("topology.state.provider", "memory",
-              "Where stateful bolts keep their state: 'memory' (in the worker process; local "
-              "mode), 'sqlite', 'zookeeper' (small state), or the import path of a function "
-              "(conf, namespace) -> stormpy.state.stores.DocStore."),
+              "Where stateful bolts keep their state: 'memory' (the LocalCluster's, or the "
+              "worker process's), 'sqlite', 'zookeeper' (small state), or the import path of a "
+              "function (conf, namespace) -> stormpy.state.Store."),
     ConfigKey("topology.state.provider.config", None,
               "The provider's settings, a map or a JSON string: sqlite {\"path\": file, "
               "\"table\": name}; zookeeper {\"servers\": [...], \"port\": 2181, \"root\": "
@@ -143,12 +143,14 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("storm.zookeeper.jute.maxbuffer", 1024 * 1024 - 1,
               "ZooKeeper's jute.maxbuffer (largest znode it accepts, bytes); Nimbus refuses a "
               "topology whose assignment or StormBase would encode larger, before writing anything."),
-    ConfigKey("topology.min.replication.count", 1,
+    ConfigKey("topology.min.replication.count", None,
               "Nimbus hosts (the leader included) that must hold a topology's bundle before "
-              "submit_topology answers (Storm's key)."),
+              "submit_topology answers (Storm's key). None (the default) means 2 when nimbus.seeds "
+              "names two or more Nimbus hosts, else 1; when the default cannot be met in time the "
+              "submit goes ahead with a warning, when a count set explicitly cannot, it is refused."),
     ConfigKey("topology.max.replication.wait.time.sec", 60,
-              "How long submit_topology waits for topology.min.replication.count copies before it "
-              "rolls the submission back (Storm's key; Storm's -1, wait forever, is not offered)."),
+              "How long submit_topology waits for topology.min.replication.count copies (Storm's key; "
+              "Storm's -1, wait forever, is not offered)."),
     ConfigKey("nimbus.leader.wait.secs", 30,
               "How long a client (CLI, supervisor) looks for a leader among nimbus.seeds before it "
               "gives up."),
@@ -385,12 +387,20 @@ def rpc_auth_token(conf: Mapping[str, Any]) -> str | None:
     return str(value)
 
 
+def local_dir(conf: Mapping[str, Any]) -> Path:
+    """``storm.local.dir`` of ``conf``, its default when unset or empty (relative paths stay so)."""
+    return Path(conf.get("storm.local.dir") or DEFAULTS["storm.local.dir"])
+
+
 def log_dir(conf: Mapping[str, Any]) -> Path:
     """Where daemons log: ``storm.log.dir``, else ``<storm.local.dir>/logs``."""
     explicit = conf.get("storm.log.dir")
-    if explicit:
-        return Path(explicit)
-    return Path(conf.get("storm.local.dir") or DEFAULTS["storm.local.dir"]) / "logs"
+    return Path(explicit) if explicit else local_dir(conf) / "logs"
+
+
+def message_timeout_secs(conf: Mapping[str, Any]) -> float:
+    """``topology.message.timeout.secs`` of ``conf`` in seconds, its default when unset or None."""
+    return float(conf.get("topology.message.timeout.secs") or DEFAULTS["topology.message.timeout.secs"])
 
 
 def merged(*layers: Mapping[str, Any] | None) -> dict[str, Any]:

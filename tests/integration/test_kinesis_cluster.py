@@ -5,7 +5,6 @@ checkpoint stored in ZooKeeper ever passes a record that was not processed yet."
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -30,6 +29,7 @@ from stormpy.cluster import paths
 from stormpy.connectors.kinesis import KinesisSpoutConfig
 from stormpy.testing.cluster import ProcessCluster
 from stormpy.topology.layout import compute_layout
+from stormpy.topology.state import decode_state
 
 TOPOLOGIES = Path(__file__).resolve().parent / "kinesis_topologies"
 if str(TOPOLOGIES) not in sys.path:
@@ -65,7 +65,8 @@ class CheckpointAuditor(threading.Thread):
         out = {}
         if self.zk.exists(self.base) is not None:
             for child in self.zk.get_children(self.base):
-                seq = json.loads(self.zk.get(f"{self.base}/{child}")[0])["sequence_number"]
+                data = self.zk.get(f"{self.base}/{child}")[0]
+                seq = decode_state(f"{self.base}/{child}", data)["sequence_number"]
                 if seq is not None:
                     out[paths.decode_segment(child)] = int(seq)
         return out

@@ -72,9 +72,9 @@ def stored_checkpoints(zookeeper: Any, config: KinesisSpoutConfig) -> dict[str, 
 class KinesisCheckpointDoc:
     @staticmethod
     def parse(data: bytes) -> str | None:
-        import json
+        from stormpy.topology.state import decode_state
 
-        seq = json.loads(data)["sequence_number"]
+        seq = decode_state("checkpoint", data)["sequence_number"]
         return str(seq) if seq is not None else None
 
 
@@ -126,6 +126,29 @@ def test_four_shards_every_record_counted_once(moto_kinesis: KinesisEndpoint, zo
     counts = seen(capture)
     assert len(counts) == len(puts) and set(counts.values()) == {1}
     assert stats["kinesis"]["failed"] == 0
+
+
+def test_without_zookeeper_the_checkpoints_live_with_the_local_cluster(
+        moto_kinesis: KinesisEndpoint) -> None:
+    """No ZooKeeper configured anywhere: the spout keeps its shard list and checkpoints in the
+    LocalCluster's own state (the state layer's memory), forwards only, and needs nothing else."""
+    stream = moto_kinesis.create_stream(2)
+    puts = moto_kinesis.put(stream, [(f"k{i}", f"r{i}".encode()) for i in range(40)])
+    config = KinesisSpoutConfig(
+        name="no-zk", stream=stream, endpoint_url=moto_kinesis.url, region=moto_kinesis.region,
+        checkpoint_interval_ms=100, shard_list_refresh_ms=200, empty_record_sleep_ms=20)
+    capture = Capture()
+    expected = last_per_shard(puts)
+    with LocalCluster() as cluster:
+        store = cluster.state.named_store("checkpoints", "kinesis", "no-zk")
+
+        def checkpoints() -> dict[str, str | None]:
+            shards = store.children(stream)
+            return {s: store.get(f"{stream}/{s}")["sequence_number"] for s in shards}
+        cluster.submit_topology("kinesis-no-zk", {}, topology(config, capture))
+        cluster.wait_for(lambda: checkpoints() == expected, 60, "the checkpoints in memory")
+        assert [s["id"] for s in store.get(stream)["shards"]] == sorted(expected)
+    assert len(seen(capture)) == len(puts)
 
 
 def test_failed_records_are_replayed(moto_kinesis: KinesisEndpoint, zookeeper: Any,
@@ -303,7 +326,7 @@ def test_killing_a_topology_named_like_the_config_keeps_the_checkpoints(
     """Checkpoints sit under checkpoints/kinesis:<name>, apart from checkpoints/<topology-id>,
     which a kill removes: a topology whose id is the config name cannot take them along."""
     from stormpy.cluster import ZkStorage
-    from stormpy.cluster.statestore import ZkStateBackend
+    from stormpy.state import ZkBackend
 
     stream = moto_kinesis.create_stream(1)
     puts = moto_kinesis.put(stream, [("k", b"a"), ("k", b"b")])
@@ -314,7 +337,7 @@ def test_killing_a_topology_named_like_the_config_keeps_the_checkpoints(
         cluster.wait_for(lambda: stored_checkpoints(zookeeper, config) == last_per_shard(puts), 60,
                          "the checkpoints")
     with ZkStorage(zookeeper.connect_string, zk_root, connect_timeout_secs=30).start() as storage:
-        backend = ZkStateBackend(storage)
+        backend = ZkBackend(storage)
         backend.store("checkpoints", config.name).put("spout/0", 1)  # a topology with that id
         assert storage.exists(paths.ZkPaths(zk_root).checkpoints(config.name))
         backend.drop(config.name)  # what killing it does (LocalCluster and Nimbus alike)

@@ -26,8 +26,8 @@ from stormpy.rpc.codec import decode_response
 from stormpy.rpc.errors import (
     AlreadyExistsError,
     InvalidRequestError,
-    InvalidTopologyError,
     NotFoundError,
+    TopologyRefusedError,
     UnreachableError,
     UploadError,
 )
@@ -180,15 +180,15 @@ def test_invalid_topology_spec_name_and_conf(env: Env) -> None:
         "count": {"kind": "bolt", "class": "x.Y", "inputs": [
             {"component": "nowhere", "stream": "default", "grouping": {"type": "shuffle"}}]},
         "src": {"kind": "spout", "class": "x.Z", "streams": {"default": {"fields": ["w"]}}}}}
-    with pytest.raises(InvalidTopologyError, match="unknown component 'nowhere'"):
+    with pytest.raises(TopologyRefusedError, match="unknown component 'nowhere'"):
         env.client.submit_topology("wc", key, bad_spec)
-    with pytest.raises(InvalidTopologyError, match="no spouts"):
+    with pytest.raises(TopologyRefusedError, match="no spouts"):
         env.client.submit_topology("wc", key, {"version": 1, "components": {}})
-    with pytest.raises(InvalidTopologyError, match="must be a mapping"):
+    with pytest.raises(TopologyRefusedError, match="must be a mapping"):
         env.client.call("submit_topology", name="wc", bundle_key=key, spec="garbage", conf={})
-    with pytest.raises(InvalidTopologyError, match="invalid topology name"):
+    with pytest.raises(TopologyRefusedError, match="invalid topology name"):
         env.client.submit_topology("../etc", key, env.spec)
-    with pytest.raises(InvalidTopologyError, match="topology.workers"):
+    with pytest.raises(TopologyRefusedError, match="topology.workers"):
         env.client.submit_topology("wc", key, env.spec, {"topology.workers": 0})
     with pytest.raises(NotFoundError, match="no uploaded bundle"):
         env.client.submit_topology("wc", "bnope", env.spec)

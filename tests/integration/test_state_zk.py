@@ -7,16 +7,19 @@ from typing import Any
 
 import pytest
 
-from stormpy.state import KeyValueState, open_store
+from stormpy.state import KeyValueState, MemoryBackend, open_store
 
 pytestmark = [pytest.mark.zookeeper]
+
+#: A task's context as open_store sees it: topology id and the runtime's state backend.
+CONTEXT: Any = type("Context", (), {"topology_id": "wc-1", "state_backend": MemoryBackend()})()
 
 
 def test_key_value_state_on_zookeeper(zookeeper: Any, zk_root: str) -> None:
     conf = {"topology.state.provider": "zookeeper",
             "topology.state.provider.config": {"servers": ["127.0.0.1"],
                                                "port": zookeeper.port, "root": zk_root}}
-    store = open_store(conf, "wc/count-3", "wc-1")
+    store = open_store({**conf, "topology.name": "wc"}, CONTEXT, "count-3")
     try:
         state = KeyValueState(store)
         state.put("cow", 2)
@@ -25,14 +28,14 @@ def test_key_value_state_on_zookeeper(zookeeper: Any, zk_root: str) -> None:
         assert state.commit(1)
         state.put("cow", 3)
         state.prepare_commit(2)
-        restarted = KeyValueState(open_store(conf, "wc/count-3", "wc-1"))
+        restarted = KeyValueState(open_store({**conf, "topology.name": "wc"}, CONTEXT, "count-3"))
         assert dict(restarted.items()) == {"cow": 2, 7: [1, "x"]}
         restarted.rollback()
         restarted.store.close()
-        again = KeyValueState(open_store(conf, "wc/count-3", "wc-1"))
+        again = KeyValueState(open_store({**conf, "topology.name": "wc"}, CONTEXT, "count-3"))
         assert dict(again.items()) == {"cow": 2, 7: [1, "x"]}
         again.store.close()
         assert "p.2" not in store.names()
-        assert zk_root in store.location
+        assert store.location == f"{zk_root}/wc/count-3"
     finally:
         store.close()

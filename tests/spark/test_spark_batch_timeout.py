@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-import stormpy.connectors.spark.bolt as bolt_module
+import stormpy.connectors.spark.in_spark as in_spark
 from stormpy.connectors.spark import SparkBatchBolt
 from stormpy.connectors.spark.arrow import batch_dataframe
 from stormpy.testing import FeederSpout, LocalCluster, registry
@@ -73,7 +73,7 @@ def entries(shared: list[Any], kind: str) -> list[tuple[Any, ...]]:
 def test_a_stuck_batch_times_out_its_jobs_are_cancelled_and_the_next_batch_runs(
         registry_list: Any, monkeypatch: pytest.MonkeyPatch, spark: Any) -> None:
     resets: list[Any] = []
-    monkeypatch.setattr(bolt_module, "reset_spark", resets.append)
+    monkeypatch.setattr(in_spark, "reset_spark", resets.append)
     feeder = FeederSpout(["k", "v"])
     builder = TopologyBuilder()
     builder.set_spout("feed", feeder)

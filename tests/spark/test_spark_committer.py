@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from stormpy.testing import LocalCluster
-from stormpy.transactional import MemoryStore, MemoryTransactionalSpout, TransactionalTopologyBuilder
+from stormpy.transactional import MemoryTransactionalSpout, TransactionalTopologyBuilder
 from transactional_kit import FlakySparkCommitter, events, new_log
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(240)]
@@ -27,7 +27,6 @@ def test_each_record_is_written_to_parquet_once(spark: Any, tmp_path: Path) -> N
     b.set_bolt("parquet", FlakySparkCommitter, 2,
                kwargs={"path": str(table), "log": log, "fail_txid": 2}).shuffle_grouping("spout")
     batches = 3  # 60 rows per partition, 20 per batch
-    MemoryStore.forget("spark-tx")
     with LocalCluster() as cluster:
         worker = cluster.submit_topology("spark-tx", {"transactional.store": "memory",
                                                       "topology.max.spout.pending": 2},
@@ -41,7 +40,6 @@ def test_each_record_is_written_to_parquet_once(spark: Any, tmp_path: Path) -> N
                          "every batch written and committed")
         cluster.wait_until_quiet("spark-tx", 60)
         errors = [e["error"] for e in worker.errors.get("parquet", [])]
-    MemoryStore.forget("spark-tx")
     rows = ds.dataset(str(table), format="parquet", partitioning="hive").to_table().to_pylist()
     assert sorted(r["n"] for r in rows) == list(range(n))  # every record, exactly once
     assert {r["txid"] for r in rows} == set(range(1, batches + 1))

@@ -18,10 +18,14 @@ ALLOWED: dict[str, set[str]] = {
     "topology": {"topology"},
     "batching": {"topology", "batching"},
     "acker": {"topology", "acker"},
-    "worker": {"topology", "acker", "worker", "messaging", "config", "cluster", "bundle", "host"},
-    "connectors": {"topology", "connectors", "config", "cluster", "batching", "host", "transactional"},
+    # state: the one state layer (memory, SQLite, ZooKeeper backends) behind context.state_store
+    "worker": {"topology", "acker", "worker", "messaging", "config", "cluster", "bundle", "host",
+               "state"},
+    "connectors": {"topology", "connectors", "config", "settings", "cluster", "batching", "host",
+                   "transactional", "state"},
     "host": {"host"},
     "config": {"config"},
+    "settings": {"settings", "config"},  # the checks of settings classes (SettingError's helpers)
     "messaging": {"messaging", "config"},
     "cluster": {"cluster", "config", "topology", "host"},  # topology: the plain-data layout types
     "rpc": {"rpc", "config"},
@@ -31,18 +35,20 @@ ALLOWED: dict[str, set[str]] = {
     # local mode (LocalCluster in-process, ProcessCluster as subprocesses): production code that
     # runs workers and talks to Nimbus, but never imports daemon internals beyond the client
     "local": {"local", "topology", "acker", "worker", "messaging", "config", "cluster", "rpc",
-              "bundle", "nimbus", "host"},
+              "bundle", "nimbus", "host", "state"},
     "testing": {"testing", "local", "topology", "acker", "worker", "messaging", "config", "cluster",
-                "rpc", "bundle", "nimbus", "supervisor", "connectors", "host"},
+                "rpc", "bundle", "nimbus", "supervisor", "connectors", "host", "state"},
     "cli": {"cli", "local", "topology", "acker", "worker", "messaging", "config", "cluster", "rpc",
             "bundle", "nimbus", "supervisor", "connectors", "host", "ui"},
     # the UI reads Nimbus through its operator-side client (nimbus.client, as the CLI does) and
     # heartbeats through cluster; it never imports daemon internals
-    "ui": {"ui", "topology", "config", "cluster", "rpc", "worker", "nimbus"},
-    "transactional": {"transactional", "state", "topology", "config", "cluster", "batching", "host"},
+    "ui": {"ui", "topology", "config", "cluster", "rpc", "worker", "nimbus", "host"},
+    "transactional": {"transactional", "state", "topology", "config", "settings", "cluster",
+                      "batching", "host"},
     # windowed and stateful bolts: built on the public topology API like transactional
-    "windowing": {"windowing", "state", "topology", "config", "cluster", "batching", "host"},
-    "state": {"state", "topology", "config", "cluster", "batching", "host"},
+    "windowing": {"windowing", "state", "topology", "config", "settings", "cluster", "batching",
+                  "host"},
+    "state": {"state", "topology", "config", "settings", "cluster", "batching", "host"},
     "_native": set(),  # picks compiled or source modules: the standard library only
 }
 

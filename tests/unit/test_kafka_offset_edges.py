@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from stormpy.config import SettingError
 from stormpy.connectors.kafka import (
     KafkaSpoutMessageId,
     OffsetManager,
@@ -101,12 +102,16 @@ def test_retry_defaults() -> None:
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"initial_delay": -1}, "retry initial_delay must be a number of seconds >= 0, got -1"),
-    ({"delay_period": "x"}, "retry delay_period must be a number of seconds >= 0, got 'x'"),
-    ({"max_delay": -0.5}, "retry max_delay must be a number of seconds >= 0, got -0.5"),
+    ({"initial_delay": -1}, "RetryExponentialBackoff.initial_delay: must be a number of seconds >= 0, "
+                            "got -1"),
+    ({"delay_period": "x"}, "RetryExponentialBackoff.delay_period: must be a number of seconds >= 0, "
+                            "got 'x'"),
+    ({"max_delay": -0.5}, "RetryExponentialBackoff.max_delay: must be a number of seconds >= 0, "
+                          "got -0.5"),
+    ({"max_retries": -1}, "RetryExponentialBackoff.max_retries: must be an integer >= 0, got -1"),
 ])
 def test_bad_retry_delays_are_named_exactly(kwargs: dict, message: str) -> None:
-    with pytest.raises(ValueError) as err:
+    with pytest.raises(SettingError) as err:
         RetryExponentialBackoff(**kwargs)
     assert str(err.value) == message
 

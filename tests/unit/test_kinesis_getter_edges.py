@@ -16,7 +16,7 @@ from stormpy.connectors.kinesis import (
     Position,
     ShardGetter,
 )
-from stormpy.connectors.kinesis.getter import MAX_BACKOFF_S, MIN_BACKOFF_S, Backoff
+from stormpy.connectors.kinesis.getter import MAX_BACKOFF_S, MIN_BACKOFF_S, RetryLater
 
 
 def gets(client: FakeKinesis) -> int:
@@ -38,7 +38,7 @@ def test_an_iterator_expiring_before_any_read_reopens_after_the_start_checkpoint
     getter = ShardGetter(client, cfg(), "s0", Position.after("5"))
     assert getter.last_read == "5" and getter.millis_behind is None
     client.errors.append("ExpiredIteratorException")
-    with pytest.raises(Backoff, match="iterator expired"):
+    with pytest.raises(RetryLater, match="iterator expired"):
         getter.fetch(10)
     assert [r.sequence_number for r in getter.fetch(10)] == ["9", "10"]
     assert client.calls.count(("iterator", ("s0", "AFTER_SEQUENCE_NUMBER", "5"))) == 2
@@ -61,7 +61,7 @@ def test_get_shard_iterator_errors_name_the_call_and_shard() -> None:
                     Position("TRIM_HORIZON")).fetch(5)
     assert str(err.value).startswith("GetShardIterator on shard s0 failed for ")
     assert "does not exist" in str(err.value)
-    with pytest.raises(Backoff, match="^GetShardIterator on shard s0: ProvisionedThroughputExceeded"):
+    with pytest.raises(RetryLater, match="^GetShardIterator on shard s0: ProvisionedThroughputExceeded"):
         ShardGetter(IteratorErrors("ProvisionedThroughputExceededException"), cfg(), "s0",
                     Position("TRIM_HORIZON")).fetch(5)
 

@@ -11,7 +11,7 @@ import pytest
 from test_kinesis_parts import ClientError, cfg
 
 from stormpy.connectors.kinesis import KinesisStreamError, Position, ShardGetter
-from stormpy.connectors.kinesis.getter import Backoff
+from stormpy.connectors.kinesis.getter import RetryLater
 
 
 class Scripted:
@@ -87,12 +87,12 @@ class EndpointConnectionError(Exception):
 def test_errors_back_off_by_code_or_type_and_others_name_the_call() -> None:
     getter = ShardGetter(Scripted(EndpointConnectionError("no route")), cfg(), "s0",
                          Position("TRIM_HORIZON"))
-    with pytest.raises(Backoff) as err:
+    with pytest.raises(RetryLater) as err:
         getter.fetch(5)
     assert str(err.value) == "GetRecords on shard s0: no route"
     throttled = ShardGetter(Scripted(ClientError("ProvisionedThroughputExceededException")), cfg(),
                             "s0", Position("TRIM_HORIZON"))
-    with pytest.raises(Backoff, match="^GetRecords on shard s0: ProvisionedThroughputExceeded"):
+    with pytest.raises(RetryLater, match="^GetRecords on shard s0: ProvisionedThroughputExceeded"):
         throttled.fetch(5)
     broken = ShardGetter(Scripted(ClientError("AccessDeniedException")), cfg(), "s0",
                          Position("TRIM_HORIZON"))
@@ -101,7 +101,7 @@ def test_errors_back_off_by_code_or_type_and_others_name_the_call() -> None:
     expired = Scripted(ClientError("ExpiredIteratorException"),
                        {"Records": [rec("3")], "NextShardIterator": "x"}, iterator="again")
     getter = ShardGetter(expired, cfg(), "s0", Position("TRIM_HORIZON"))
-    with pytest.raises(Backoff) as err:
+    with pytest.raises(RetryLater) as err:
         getter.fetch(5)
     assert str(err.value) == "shard s0: iterator expired"
     assert [r.sequence_number for r in getter.fetch(5)] == ["3"]

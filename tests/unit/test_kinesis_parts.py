@@ -13,6 +13,7 @@ from typing import Any
 import msgpack
 import pytest
 
+from stormpy.config import SettingError
 from stormpy.connectors.kinesis import (
     BufferedGetter,
     Checkpoint,
@@ -57,26 +58,36 @@ def test_config_defaults_match_the_documented_ones() -> None:
     ({"initial_position": "AT_TIMESTAMP"}, "initial_timestamp"),
     ({"records_per_get": 0}, "records_per_get"), ({"records_per_get": 10001}, "records_per_get"),
     ({"max_retries": -1}, "max_retries"), ({"checkpoint_interval_ms": True}, "checkpoint_interval_ms"),
-    ({"zookeeper_servers": 5}, "zookeeper_servers"), ({"zookeeper_prefix": "rel"}, "rel"),
+    ({"zookeeper_servers": 5}, "zookeeper_servers"), ({"zookeeper_prefix": "rel"}, "zookeeper_prefix"),
+    ({"initial_position": "AT_TIMESTAMP", "initial_timestamp": "noon"}, "initial_timestamp"),
+    ({"client_retries": 21}, "client_retries"), ({"region": ""}, "region"),
 ])
 def test_bad_config_values_are_named(bad: dict[str, Any], named: str) -> None:
-    with pytest.raises(ValueError, match=named):
-        cfg(**bad)
+    with pytest.raises(SettingError) as err:
+        cfg(**bad).validate()
+    assert err.value.setting == f"KinesisSpoutConfig.{named}"
+    assert str(err.value).startswith(f"KinesisSpoutConfig.{named}: ")
+    with pytest.raises(SettingError):  # what travels in a topology is validated on both ends
+        KinesisSpout.of(cfg(**bad))
+    with pytest.raises(SettingError):
+        KinesisSpoutConfig.from_doc({"name": "clicks", "stream": "events", **bad})
 
 
 def test_config_travels_as_msgpack_through_a_topology_spec() -> None:
     c = cfg(initial_position="AT_TIMESTAMP", initial_timestamp=1700000000.5, zookeeper_servers=["h:1"])
-    assert KinesisSpoutConfig.from_dict(msgpack.unpackb(msgpack.packb(c.to_dict()))) == c
+    assert KinesisSpoutConfig.from_doc(msgpack.unpackb(msgpack.packb(c.to_doc()))) == c
     builder = TopologyBuilder()
     builder.set_spout("kinesis", KinesisSpout.of(c), 2)
     spec = builder.create_topology()
     doc = msgpack.unpackb(msgpack.packb(spec.to_doc()))
     back = TopologySpec.from_doc(doc)
-    assert KinesisSpoutConfig.from_dict(back.components["kinesis"].kwargs["config"]) == c
+    assert KinesisSpoutConfig.from_doc(back.components["kinesis"].kwargs["config"]) == c
     assert list(back.stream_fields("kinesis", "default")) == ["partition_key", "sequence_number",
                                                              "data"]
-    with pytest.raises(ValueError, match="unknown Kinesis spout setting.*colour"):
-        KinesisSpoutConfig.from_dict({**c.to_dict(), "colour": 1})
+    with pytest.raises(SettingError, match=r"^KinesisSpoutConfig: unknown settings \['colour'\]"):
+        KinesisSpoutConfig.from_doc({**c.to_doc(), "colour": 1})
+    with pytest.raises(SettingError, match=r"^KinesisSpoutConfig.stream: is required"):
+        KinesisSpoutConfig.from_doc({"name": "clicks"})
 
 
 def test_message_ids_round_trip_and_bad_ones_are_named() -> None:
@@ -97,9 +108,9 @@ class UpperScheme:
 def test_schemes_load_by_path_and_bad_ones_are_named() -> None:
     scheme = load_scheme(f"{__name__}:UpperScheme")
     assert scheme.deserialize(KinesisRecord("s", "1", "k", b"hi")) == ["k", "HI"]
-    with pytest.raises(ValueError, match="no.such.module"):
+    with pytest.raises(SettingError, match=r"^KinesisSpoutConfig.record_scheme: .*no.such.module"):
         load_scheme("no.such.module:Scheme")
-    with pytest.raises(ValueError, match="deserialize"):
+    with pytest.raises(SettingError, match=r"^KinesisSpoutConfig.record_scheme: .*deserialize"):
         load_scheme("stormpy.connectors.kinesis.records:sequence_key")
 
 
@@ -299,6 +310,10 @@ def test_assignment_is_deterministic_by_task_index() -> None:
     shards = [ShardInfo(f"shardId-00000000000{i}") for i in (3, 0, 2, 1, 4)]
     owned = [[s.shard_id[-1] for s in assign(shards, i, 2)] for i in range(2)]
     assert owned == [["0", "2", "4"], ["1", "3"]]
+    for task_index, num_tasks in ((2, 2), (-1, 2), (0, 0)):  # the range check Kafka's had
+        with pytest.raises(ValueError, match=f"task index {task_index} out of range for "
+                                             f"{num_tasks} tasks"):
+            assign(shards, task_index, num_tasks)
 
 
 # --- state manager ------------------------------------------------------------------------------
@@ -515,13 +530,13 @@ def test_background_errors_go_to_on_error_and_are_retried() -> None:
 
 def test_connector_checkpoints_sit_apart_from_every_topology_id() -> None:
     from stormpy.cluster.paths import ZkPaths
-    from stormpy.nimbus.topologies import NAME_PATTERN
+    from stormpy.topology.spec import TOPOLOGY_NAME_PATTERN
 
     p = ZkPaths("/stormpy")
     assert p.connector_checkpoints("kinesis", "clicks", "my/stream", "shardId-1") == \
         "/stormpy/checkpoints/kinesis:clicks/my%2Fstream/shardId-1"
     assert p.connector_checkpoints("kinesis", "clicks") not in p.topology_paths("clicks")
     assert not p.connector_checkpoints("kinesis", "clicks").startswith(p.checkpoints("clicks") + "/")
-    assert NAME_PATTERN.fullmatch("kinesis:clicks") is None  # no topology id has a ':'
+    assert TOPOLOGY_NAME_PATTERN.fullmatch("kinesis:clicks") is None  # no topology id has a ':'
     with pytest.raises(ValueError, match="connector"):
         p.connector_checkpoints("Kin/esis", "clicks")

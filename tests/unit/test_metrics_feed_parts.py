@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from stormpy.testing import wait_for
 from stormpy.topology.metrics_consumer import ConsumerContext, IMetricsConsumer, TaskInfo
 from stormpy.worker.metrics_consumers import MetricsFeed, data_points, feed_interval
 
@@ -103,7 +104,9 @@ def test_a_round_without_statistics_is_not_counted() -> None:
 
 def test_the_feed_thread_is_a_named_daemon_and_stop_joins_it() -> None:
     mf = feed([{"class": Keeper}]).start()
-    thread = mf._thread
-    assert thread is not None and thread.daemon and thread.name == "stormpy-metrics-consumers"
+    thread = wait_for(lambda: next((t for t in threading.enumerate()
+                                    if t.name == "stormpy-metrics-consumers"), None),
+                      30, "the feed's thread")
+    assert thread.daemon
     mf.stop()
     assert not thread.is_alive() and threading.current_thread() is not thread

@@ -16,10 +16,11 @@ from stormpy.bundle import BundleError, Manifest, verify_bundle
 from stormpy.bundle import verify as verify_mod
 from stormpy.nimbus.localdirs import NimbusDirs
 from stormpy.nimbus.store import BundleStore
-from stormpy.nimbus.topologies import TopologyManager, validate_topology_conf, validate_topology_name
+from stormpy.nimbus.topologies import TopologyManager
 from stormpy.nimbus.uploads import UploadManager
-from stormpy.rpc.errors import InvalidTopologyError, UploadError
-from stormpy.rpc.server import RefusalLog, shorten
+from stormpy.nimbus.validation import validate_topology_conf, validate_topology_name
+from stormpy.rpc.errors import TopologyRefusedError, UploadError
+from stormpy.rpc.refusals import RefusalLog, shorten
 from stormpy.topology.spec import TopologySpec
 from wordcount import build
 
@@ -182,7 +183,7 @@ def test_corrupt_deflate_stream_is_refused_naming_the_entry(uploads: UploadManag
 # -- item 9: names ------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["x\n", "wc\n", "a b", "\n", ""])
 def test_topology_names_are_full_matches(name: str) -> None:
-    with pytest.raises(InvalidTopologyError, match="invalid topology name"):
+    with pytest.raises(TopologyRefusedError, match="invalid topology name"):
         validate_topology_name(name)
 
 
@@ -198,7 +199,7 @@ def test_component_stream_and_config_names_are_full_matches() -> None:
     spout["streams"]["s\n"] = spout["streams"]["default"]
     with pytest.raises(Exception, match=r"invalid stream id of component 'sentences' 's\\n'"):
         TopologySpec.from_doc(bad_stream)
-    with pytest.raises(InvalidTopologyError, match=r"invalid topology config key 'topology.workers\\n'"):
+    with pytest.raises(TopologyRefusedError, match=r"invalid topology config key 'topology.workers\\n'"):
         validate_topology_conf({"topology.workers\n": 2})
 
 
@@ -226,14 +227,14 @@ class Cluster:
 def test_oversized_topologies_are_refused_before_anything_is_written(tmp_path: Path, conf: dict,
                                                                      message: str) -> None:
     cluster = Cluster(tmp_path, {})
-    with pytest.raises(InvalidTopologyError, match=message):
+    with pytest.raises(TopologyRefusedError, match=message):
         cluster.submit(conf)
     assert cluster.empty()
 
 
 def test_assignment_beyond_jute_maxbuffer_rolls_the_submission_back(tmp_path: Path) -> None:
     cluster = Cluster(tmp_path, {"storm.zookeeper.jute.maxbuffer": 300})
-    with pytest.raises(InvalidTopologyError, match="assignment of topology 'wc' would be .*jute.maxbuffer"):
+    with pytest.raises(TopologyRefusedError, match="assignment of topology 'wc' would be .*jute.maxbuffer"):
         cluster.submit({"topology.workers": 2})
     assert cluster.empty()
 

@@ -226,7 +226,7 @@ def test_topology_spreads_back_to_its_worker_count_when_slots_return(env: Env) -
 def test_nimbus_refuses_a_window_longer_than_the_message_timeout(env: Env) -> None:
     from test_windowing import Collect
 
-    from stormpy.rpc.errors import InvalidTopologyError
+    from stormpy.rpc.errors import TopologyRefusedError
     from stormpy.testing import FeederSpout
     from stormpy.topology import TopologyBuilder
     from stormpy.windowing import Duration
@@ -235,8 +235,38 @@ def test_nimbus_refuses_a_window_longer_than_the_message_timeout(env: Env) -> No
     b.set_spout("src", FeederSpout(["v"]))
     b.set_bolt("win", Collect.with_window(Duration(seconds=40), Duration(seconds=5))) \
         .shuffle_grouping("src")
-    with pytest.raises(InvalidTopologyError, match=r"'win' needs topology.message.timeout.secs "
+    with pytest.raises(TopologyRefusedError, match=r"'win' needs topology.message.timeout.secs "
                                                    r">= 45.0.*sets 30"):
         env.manager.submit("win", staged_bundle(env.tmp, "win"), b.create_topology(), {},
                            "active")
     assert env.state.bases == {}
+
+
+def test_an_executor_its_worker_stops_listing_is_rescheduled_after_the_task_timeout(env: Env) -> None:
+    """The worker keeps heartbeating, but without one of its executors: that executor counts as
+    dead once nimbus.task.timeout.secs (4 s here) passed since a heartbeat last listed it, and its
+    worker is rescheduled away from the slot; the other worker stays where it is."""
+    tid = env.submit()
+    slots = set(env.state.assigns[tid].workers())
+    env.run(12, slots, tid)  # past the launch grace, everything alive
+    first = env.state.assigns[tid]
+    slot = sorted(slots)[0]
+    dropped = sorted(e for e, s in first.executors.items() if s == slot)[0]
+
+    def run_without_dropped(secs: int) -> None:
+        for _ in range(secs):
+            env.clock.advance(1)
+            for (node, port), execs in first.workers().items():
+                listed = [e for e in execs if e != dropped]
+                env.state.set_worker_heartbeat(WorkerHeartbeat(tid, node, port, env.clock(), 1.0, listed))
+            env.monitor.tick(raise_errors=True)
+
+    run_without_dropped(3)  # under the task timeout: nothing moves although the worker beats
+    assert env.state.assigns[tid] == first
+    run_without_dropped(2)
+    after = env.state.assigns[tid]
+    assert slot not in after.workers()  # the worker is rescheduled as a whole, away from its slot
+    assert len(after.workers()) == 2
+    for executor, was in first.executors.items():
+        if was != slot:
+            assert after.executors[executor] == was  # the other worker stays put

@@ -1,12 +1,13 @@
-"""SparkBatchBolt's own logic without a JVM: Spark is replaced by a fake session (the module's
-``get_spark``, ``batch_dataframe`` and session helpers are swapped here), the off-loop seam by a
-queue the test runs, time by tick tuples and a fake ``perf_counter``. What is checked is what the
-bolt promises (``connectors/spark/bolt.py``'s contract): batches close on size, age and idleness
-(in tick time), ids ``seq * tasks + task_index``, at most ``max_in_flight`` in Spark with a due
-batch collecting meanwhile, results emitted anchored to the batch's tuples before the tuples are
-acked, failures failing every tuple with ``abort_batch`` and a report naming the batch, keep-alive
-resets, the batch timeout with its cancels and session restart, the unreachable master's pause,
-result checks, cleanup. ``tests/spark`` runs the same bolt against a real Spark."""
+"""SparkBatchBolt's own logic without a JVM: Spark is replaced by a fake session (``get_spark``,
+``batch_dataframe`` and the session helpers of ``bolt.py`` and ``in_spark.py`` are swapped here),
+the off-loop seam by a queue the test runs, time by tick tuples and a fake ``perf_counter``. What
+is checked is what the bolt promises (``connectors/spark/bolt.py``'s contract, with
+``in_spark.py``): batches close on size, age and idleness (in tick time), ids ``seq * tasks +
+task_index``, at most ``max_in_flight`` in Spark with a due batch collecting meanwhile, results
+emitted anchored to the batch's tuples before the tuples are acked, failures failing every tuple
+with ``abort_batch`` and a report naming the batch, keep-alive resets, the batch timeout with its
+cancels and session restart, the unreachable master's pause, result checks, cleanup.
+``tests/spark`` runs the same bolt against a real Spark."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ from typing import Any, ClassVar
 import pytest
 
 from stormpy.batching import BatchSource
+from stormpy.config import SettingError
 from stormpy.connectors.spark import bolt as bolt_module
+from stormpy.connectors.spark import in_spark
 from stormpy.connectors.spark.bolt import SparkBatchBolt
 from stormpy.connectors.spark.errors import SparkBatchTimeout, SparkMasterUnreachable
 from stormpy.connectors.spark.settings import SWITCH_INTERVAL_KEY
@@ -215,18 +218,20 @@ class Harness:
 
         monkeypatch.setattr(bolt_module, "require_spark", lambda: None)
         monkeypatch.setattr(bolt_module, "get_spark", get_spark)
+        monkeypatch.setattr(in_spark, "get_spark", get_spark)
         monkeypatch.setattr(bolt_module, "batch_dataframe", FakeDF)
-        monkeypatch.setattr(bolt_module, "note_job_ok", self.events.append)
-        monkeypatch.setattr(bolt_module, "is_alive", lambda s: s is self.session and self.alive)
-        monkeypatch.setattr(bolt_module, "needs_restart", lambda s: s is self.session and self.restart)
+        monkeypatch.setattr(in_spark, "note_job_ok", self.events.append)
+        monkeypatch.setattr(in_spark, "is_alive", lambda s: s is self.session and self.alive)
+        monkeypatch.setattr(in_spark, "needs_restart", lambda s: s is self.session and self.restart)
         monkeypatch.setattr(FakeDF, "building", None)
-        monkeypatch.setattr(bolt_module, "reset_spark", self.resets.append)
+        monkeypatch.setattr(in_spark, "reset_spark", self.resets.append)
         def retain(by: int) -> Callable[[], None]:
             return lambda: self.retained.__setitem__(0, self.retained[0] + by)
         monkeypatch.setattr(bolt_module, "retain_spark", retain(1))
         monkeypatch.setattr(bolt_module, "release_spark", retain(-1))
         monkeypatch.setattr(bolt_module, "perf_counter", self.clock)
-        monkeypatch.setattr(bolt_module, "CANCEL_POLL_SECS", 0.001)
+        monkeypatch.setattr(in_spark, "perf_counter", self.clock)
+        monkeypatch.setattr(in_spark, "CANCEL_POLL_SECS", 0.001)
         self.bolt = bolt_cls(**kwargs)
         self.acked: list[Any] = []
         self.failed: list[Any] = []
@@ -769,10 +774,10 @@ def test_without_warm_up_no_session_is_started_at_prepare(monkeypatch: pytest.Mo
 
 
 # -- settings, cleanup --------------------------------------------------------------------------
-@pytest.mark.parametrize("tick", [0, None])
+@pytest.mark.parametrize("tick", [0, None, -1, "often"])
 def test_prepare_requires_ticks(monkeypatch: pytest.MonkeyPatch, tick: Any) -> None:
-    with pytest.raises(ValueError, match=r"Counting \(spark\) closes batches on tick tuples: set "
-                                         r"topology.tick.tuple.freq.secs"):
+    with pytest.raises(SettingError, match=r"^topology.tick.tuple.freq.secs: Counting \(spark\) "
+                                           r"closes batches on tick tuples: set "):
         Harness(monkeypatch, conf={"topology.tick.tuple.freq.secs": tick})
 
 
@@ -804,13 +809,23 @@ def test_declare_config_ticks_often_enough_for_the_limits() -> None:
     assert Counting.declare_config({"batch_seconds": 0.01})[tick] == 0.05
 
 
-def test_bad_constructor_arguments_are_refused_and_defaults_are_storm_like() -> None:
-    with pytest.raises(ValueError, match="max_in_flight must be at least 1, got 0"):
-        Counting(max_in_flight=0)
-    with pytest.raises(ValueError, match="batch_size must be at least 1"):
-        Counting(batch_size=0)
-    with pytest.raises(ValueError, match="idle_seconds must be positive or None, got 0"):
-        Counting(idle_seconds=0)
+@pytest.mark.parametrize(("kwargs", "setting", "problem"), [
+    ({"max_in_flight": 0}, "max_in_flight", "must be an integer >= 1, got 0"),
+    ({"batch_size": 0}, "batch_size", "must be an integer >= 1, got 0"),
+    ({"batch_size": 2.5}, "batch_size", "must be an integer >= 1, got 2.5"),
+    ({"batch_seconds": 0}, "batch_seconds", "must be positive, got 0"),
+    ({"batch_seconds": "2"}, "batch_seconds", "must be a number of seconds, got '2'"),
+    ({"idle_seconds": 0}, "idle_seconds", "must be positive or None, got 0"),
+    ({"schema": 3}, "schema", "must be a Spark DDL string or None, got 3"),
+])
+def test_bad_constructor_arguments_name_the_setting(kwargs: dict[str, Any], setting: str,
+                                                    problem: str) -> None:
+    with pytest.raises(SettingError) as err:
+        Counting(**kwargs)
+    assert (err.value.setting, err.value.problem) == (f"Counting.{setting}", problem)
+
+
+def test_constructor_defaults_are_storm_like() -> None:
     b = Counting()
     assert (b.batch_size, b.batch_seconds, b.idle_seconds, b.max_in_flight, b.keep_alive) == (
         1000, 2.0, None, 1, True)
@@ -846,6 +861,7 @@ def test_a_process_batch_that_is_not_implemented_fails_its_batch(monkeypatch: py
     session = FakeSession()
     monkeypatch.setattr(bolt_module, "require_spark", lambda: None)
     monkeypatch.setattr(bolt_module, "get_spark", lambda conf: session)
+    monkeypatch.setattr(in_spark, "get_spark", lambda conf: session)
     monkeypatch.setattr(bolt_module, "batch_dataframe", FakeDF)
     monkeypatch.setattr(bolt_module, "retain_spark", lambda: None)
     bolt: Any = Bare(batch_size=1)
@@ -1044,5 +1060,17 @@ def test_a_switch_interval_of_none_or_zero_leaves_the_process_s_alone(
 @pytest.mark.parametrize("value", [-0.001, "fast", True])
 def test_a_bad_switch_interval_names_the_setting_and_the_component(
         monkeypatch: pytest.MonkeyPatch, value: Any) -> None:
-    with pytest.raises(ValueError, match=rf"spark: {SWITCH_INTERVAL_KEY} must be a number"):
+    with pytest.raises(SettingError, match=rf"^{SWITCH_INTERVAL_KEY}: must be a number of "
+                                           r"seconds >= 0 or None, got .* \(component 'spark'\)"):
         Harness(monkeypatch, conf={SWITCH_INTERVAL_KEY: value})
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("spark.stormpy.batch.timeout.secs", -1), ("spark.stormpy.batch.timeout.secs", "long"),
+    ("spark.stormpy.master.probe.secs", -2), ("spark.stormpy.master.probe.secs", [5]),
+])
+def test_bad_spark_settings_are_named_at_prepare(monkeypatch: pytest.MonkeyPatch, key: str,
+                                                 value: Any) -> None:
+    with pytest.raises(SettingError) as err:
+        Harness(monkeypatch, conf={key: value})
+    assert err.value.setting == key

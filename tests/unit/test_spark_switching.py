@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from stormpy.config import SettingError
 from stormpy.connectors.spark import switching
 from stormpy.connectors.spark.settings import SWITCH_INTERVAL_KEY
 
@@ -78,8 +79,8 @@ def test_configured_reads_the_setting_with_its_default_and_names_bad_values() ->
     assert switching.configured({SWITCH_INTERVAL_KEY: None}, "c") is None
     assert switching.configured({SWITCH_INTERVAL_KEY: 0}, "c") is None
     for bad in (-0.001, "fast", True, [0.001]):
-        with pytest.raises(ValueError, match=rf"^counts: {SWITCH_INTERVAL_KEY} must be a number "
-                                             rf"of seconds >= 0 \(or None\), got "):
+        with pytest.raises(SettingError, match=rf"^{SWITCH_INTERVAL_KEY}: must be a number of "
+                                               r"seconds >= 0 or None, got .* \(component 'counts'\)"):
             switching.configured({SWITCH_INTERVAL_KEY: bad}, "counts")
 
 
@@ -109,6 +110,6 @@ def test_the_spark_committer_holds_the_interval_per_task_and_its_cleanup_restore
     assert sys.getswitchinterval() == pytest.approx(0.005)
     committer.SparkCommitterBolt.cleanup_task(off, ctx)
     assert switching._holders == 0 and held == [0]  # noqa: SLF001
-    with pytest.raises(ValueError, match=f"commit: {SWITCH_INTERVAL_KEY}"):
+    with pytest.raises(SettingError, match=rf"^{SWITCH_INTERVAL_KEY}: .*\(component 'commit'\)"):
         committer.SparkCommitterBolt.prepare_task({SWITCH_INTERVAL_KEY: "x"}, ctx)
     assert held == [0]

@@ -13,18 +13,22 @@ from typing import Any
 
 import pytest
 
+from stormpy.config import SettingError
 from stormpy.state import (
     CHECKPOINT_COMPONENT,
     CHECKPOINT_STREAM,
     KeyValueState,
-    MemoryDocStore,
+    MemoryBackend,
     SqliteDocStore,
+    SqliteStore,
     StatefulBolt,
-    ZkDocStore,
+    open_store,
+    open_zk_store,
 )
+from stormpy.state.settings import state_settings
 from stormpy.testing import FeederSpout, LocalCluster, registry
 from stormpy.topology import BasicBolt, Spout, TopologyBuilder, TopologyContext, Tuple
-from stormpy.topology.state import CorruptStateError, StateUnavailableError
+from stormpy.topology.state import CHECKPOINTS, CorruptStateError, StateUnavailableError
 from stormpy.windowing import Duration, Window, WindowedBolt
 
 
@@ -52,7 +56,7 @@ def test_key_value_state_prepare_commit_rollback(tmp_path: Path) -> None:
 
 
 def test_recovery_folds_an_interrupted_commit_and_drops_a_later_prepare(tmp_path: Path) -> None:
-    store = MemoryDocStore(f"test-{tmp_path}")
+    store = MemoryBackend().at("test")
     state = KeyValueState(store)
     state.put("w", 5)
     state.prepare_commit(1)
@@ -69,16 +73,17 @@ def test_recovery_folds_an_interrupted_commit_and_drops_a_later_prepare(tmp_path
 
 
 def test_unreadable_state_names_the_store_and_the_key(tmp_path: Path) -> None:
-    store = MemoryDocStore(f"corrupt-{tmp_path}")
-    store._data["meta"] = b"\xc1"  # never valid msgpack
-    with pytest.raises(CorruptStateError, match=r"memory store .*corrupt.* key 'meta'"):
+    backend = MemoryBackend()
+    store = backend.at("corrupt")
+    backend.nodes[("corrupt", "meta")] = b"\xc1"  # never valid msgpack
+    with pytest.raises(CorruptStateError, match=r"memory:corrupt/meta"):
         KeyValueState(store)
     bad = tmp_path / "bad.sqlite"
     bad.write_bytes(b"this is not a database" * 100)
     with pytest.raises(CorruptStateError, match=str(bad)):
         KeyValueState(SqliteDocStore(bad))
-    with pytest.raises(StateUnavailableError, match=r"zookeeper 127\.0\.0\.1:1 /s"):
-        ZkDocStore("127.0.0.1:1", "/s", connect_timeout_secs=0.5)
+    with pytest.raises(StateUnavailableError, match=r"ZooKeeper 127\.0\.0\.1:1/s"):
+        open_zk_store("127.0.0.1:1", "/s", connect_timeout_secs=0.5)
 
 
 # -- topologies --------------------------------------------------------------------------------
@@ -171,15 +176,20 @@ def test_builder_wires_the_checkpoint_spout_and_wraps_every_bolt() -> None:
 
 def read_counts(db: Path) -> Counter[str]:
     total: Counter[str] = Counter()
-    store = SqliteDocStore(db)
-    prefixes = {k.split("/")[0] + "/" + k.split("/")[1] + "/" for k in store.names()
-                if "/count-" in k}
-    store.close()
-    for prefix in prefixes:
-        s = SqliteDocStore(db, prefix=prefix)
-        total.update(dict(KeyValueState(s).items()))
-        s.close()
+    store = SqliteStore(db)
+    try:
+        for name in store.children():
+            for task in store.children(name):
+                if task.startswith("count-"):
+                    total.update(dict(KeyValueState(store.sub(name, task)).items()))
+    finally:
+        store.close()
     return total
+
+
+def memory_state(lc: LocalCluster, topology_id: str, task_key: str) -> Any:
+    """The memory provider's store of one task: the LocalCluster's own memory."""
+    return lc.state.memory.store(CHECKPOINTS, topology_id).sub("$state", task_key)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("provider", ["memory", "sqlite"])
@@ -200,7 +210,7 @@ def test_stateful_word_count_is_exact_despite_failures_and_replays(tmp_path: Pat
                 tid = worker.topology_id
                 counts: Counter[str] = Counter()
                 for task in lc.workers_of("wc")[0].layout.component_tasks["count"]:
-                    store = MemoryDocStore(f"{tid}/wc/count-{task}")
+                    store = memory_state(lc, tid, f"count-{task}")
                     lc.wait_for(lambda s=store: s.get("meta") is not None, 30, "a commit")
                     counts.update(dict(KeyValueState(store).items()))
     finally:
@@ -232,15 +242,31 @@ def test_a_stateful_bolt_over_a_corrupt_store_never_runs_and_names_store_and_key
     assert log.acked == set()
 
 
-def test_a_misconfigured_provider_is_a_clear_error() -> None:
-    from stormpy.state import open_store
-    with pytest.raises(ValueError, match="has no 'path'"):
-        open_store({"topology.state.provider": "sqlite"}, "t/c-1", "t-1")
-    with pytest.raises(ValueError, match="topology.state.provider must be one of"):
-        open_store({"topology.state.provider": "redis"}, "t/c-1", "t-1")
-    with pytest.raises(ValueError, match="not valid JSON"):
-        open_store({"topology.state.provider": "sqlite",
-                    "topology.state.provider.config": "{path"}, "t/c-1", "t-1")
+@pytest.mark.parametrize(("conf", "setting", "problem"), [
+    ({"topology.state.provider": "sqlite"}, "topology.state.provider.config", "needs 'path'"),
+    ({"topology.state.provider": "redis"}, "topology.state.provider", "must be one of"),
+    ({"topology.state.provider": "sqlite", "topology.state.provider.config": "{path"},
+     "topology.state.provider.config", "not valid JSON"),
+    ({"topology.state.provider.config": [1]}, "topology.state.provider.config", "must be a map"),
+    ({"topology.state.provider": "sqlite", "topology.state.provider.config":
+      {"path": "x", "table": "a b"}}, "topology.state.provider.config", "'table'"),
+    ({"topology.state.provider": "zookeeper"}, "topology.state.provider.config", "'servers'"),
+    ({"topology.state.provider": "zookeeper", "storm.zookeeper.servers": ["z"],
+      "topology.state.provider.config": {"root": "rel"}}, "topology.state.provider.config",
+     "absolute"),
+    ({"topology.state.checkpoint.interval.ms": -5}, "topology.state.checkpoint.interval.ms",
+     "positive"),
+    ({"topology.state.checkpoint.interval.ms": "1s"}, "topology.state.checkpoint.interval.ms",
+     "positive"),
+])
+def test_a_misconfigured_provider_is_a_setting_error_naming_the_setting(
+        conf: dict[str, Any], setting: str, problem: str) -> None:
+    with pytest.raises(SettingError, match=problem) as err:
+        state_settings(conf)
+    assert err.value.setting == setting and str(err.value).startswith(setting)
+    context: Any = type("Ctx", (), {"topology_id": "t-1", "state_backend": MemoryBackend()})()
+    with pytest.raises(SettingError):
+        open_store(conf, context, "c-1")
 
 
 class WindowWords(WindowedBolt):
@@ -272,5 +298,5 @@ def test_an_event_time_window_inside_a_stateful_topology() -> None:
         worker = lc.submit_topology("wwc", conf, spec)
         lc.wait_for(lambda: len(feeder.acked) == len(words), 30, "every word acked")
         task = worker.layout.component_tasks["count"][0]
-        state = KeyValueState(MemoryDocStore(f"{worker.topology_id}/wwc/count-{task}"))
+        state = KeyValueState(memory_state(lc, worker.topology_id, f"count-{task}"))
     assert dict(state.items()) == dict(Counter(words))

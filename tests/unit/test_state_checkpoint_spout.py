@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from stormpy.state import CHECKPOINT_STREAM, MemoryDocStore
+from stormpy.state import CHECKPOINT_STREAM, MemoryBackend, Store
 from stormpy.state import checkpoint as cp
 from stormpy.state.checkpoint import CheckpointSpout
 from stormpy.testing import RecordingCollector
@@ -32,15 +32,28 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     return c
 
 
-def store_of(name: str) -> MemoryDocStore:
-    return MemoryDocStore(f"{TOPOLOGY}/{name}/$checkpointspout")
+BACKEND: list[MemoryBackend] = []
+
+
+@pytest.fixture(autouse=True)
+def backend(monkeypatch: pytest.MonkeyPatch) -> MemoryBackend:
+    """One memory backend per test, the one every context of RecordingCollector gets (the
+    LocalCluster's role), so a spout opened again finds what it saved."""
+    BACKEND[:] = [MemoryBackend()]
+    monkeypatch.setattr("stormpy.testing.unit.MemoryBackend", lambda: BACKEND[0])
+    return BACKEND[0]
+
+
+def store_of(name: str) -> Store:
+    """The memory provider's store of the checkpoint spout (per topology id, not name)."""
+    return BACKEND[0].store("checkpoints", TOPOLOGY).sub("$state", "$checkpointspout")
 
 
 def open_spout(name: str, keep: bool = False, **conf: Any
                ) -> tuple[CheckpointSpout, RecordingCollector]:
     """The spout of topology ``name``, opened on a fresh store (``keep``: on what it holds)."""
     if not keep:
-        MemoryDocStore.forget(f"{TOPOLOGY}/{name}/$checkpointspout")
+        BACKEND[0].drop(TOPOLOGY)
     col = RecordingCollector()
     spout = col.prepare(CheckpointSpout(), {"topology.name": name, **conf},
                         component_id="$checkpointspout")
@@ -136,17 +149,16 @@ def test_a_failed_commit_is_committed_again(clock: Clock) -> None:
     ([5, "committing"], [5, "commit"])])
 def test_a_restarted_spout_recovers_from_the_saved_phase(clock: Clock, saved: list[Any],
                                                          first: list[Any]) -> None:
-    MemoryDocStore.forget(f"{TOPOLOGY}/restart/$checkpointspout")
     store_of("restart").put("txstate", saved)
     spout, col = open_spout("restart", keep=True)
     assert (spout.txid, spout.phase, spout.recovering) == (saved[0], saved[1], True)
     assert step(spout, col) == first
 
 
-def test_the_store_is_named_after_the_topology_and_closed_with_the_spout(clock: Clock) -> None:
+def test_the_store_is_the_topologys_memory_and_closed_with_the_spout(clock: Clock) -> None:
     col = RecordingCollector()
     spout = col.prepare(CheckpointSpout(), {}, component_id="$checkpointspout")
-    assert spout.store.location == f"memory store '{TOPOLOGY}/{TOPOLOGY}/$checkpointspout'"
+    assert spout.store.location == f"memory:checkpoints/{TOPOLOGY}/$state/$checkpointspout"
     closed: list[bool] = []
     spout.store.close = lambda: closed.append(True)  # type: ignore[method-assign]
     spout.close()

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from stormpy.state import CHECKPOINT_STREAM, KeyValueState, MemoryDocStore, StatefulBolt
+from stormpy.state import CHECKPOINT_STREAM, KeyValueState, MemoryBackend, StatefulBolt, Store
 from stormpy.state.bolt import WRAPPED, CheckpointTupleForwarder, StatefulBoltExecutor
 from stormpy.testing import RecordingCollector, test_tuple
 from stormpy.topology import BasicBolt, Bolt, FailedException, Tuple
@@ -19,7 +19,6 @@ from stormpy.topology.grouping import ALL, SHUFFLE, Grouping
 from stormpy.topology.imports import class_path
 from stormpy.topology.layout import Executor, TaskLayout
 from stormpy.topology.spec import BOLT, ComponentSpec, InputSpec, TopologySpec
-from stormpy.topology.state import MemoryStateBackend
 from stormpy.topology.streams import Stream
 
 TOPOLOGY = "exec-topology"
@@ -128,12 +127,21 @@ def build(wrapper: type[CheckpointTupleForwarder], bolt: type[Bolt], upstream_ta
     up = ComponentSpec("up", BOLT, class_path(Plain), tasks=upstream_tasks)
     layout = TaskLayout({"up": up_tasks, "me": [10]}, {**{t: "up" for t in up_tasks}, 10: "me"},
                         [Executor("up", 1, upstream_tasks), Executor("me", 10, 10)])
-    context = TopologyContext(TOPOLOGY, TopologySpec({"up": up, "me": me}), layout, 10, [10], {},
-                              state=MemoryStateBackend())
     if not restart:
-        MemoryDocStore.forget(f"{TOPOLOGY}/{name}/me-10")
+        BACKEND.drop(TOPOLOGY)
+    context = TopologyContext(TOPOLOGY, TopologySpec({"up": up, "me": me}), layout, 10, [10], {},
+                              state=BACKEND)
     ex.prepare({"topology.name": name, **(conf or {})}, context)
     return ex, col
+
+
+#: The memory the executors' state lives in (a LocalCluster's role); a restarted task finds it.
+BACKEND = MemoryBackend()
+
+
+def task_store() -> Store:
+    """The memory provider's store of task 10 (per topology id)."""
+    return BACKEND.store("checkpoints", TOPOLOGY).sub("$state", "me-10")
 
 
 def word(w: str) -> Tuple:
@@ -247,7 +255,7 @@ def test_tuples_wait_for_the_state_and_acks_wait_for_the_commit() -> None:
     ex.execute(barrier(1, "prepare", 1))
     ex.execute(barrier(1, "prepare", 2))
     assert Counter.hooks[2:] == [("pre_prepare", 1)] and ex.prepared == [a, b]
-    store = MemoryDocStore(f"{TOPOLOGY}/wait/me-10")
+    store = task_store()
     assert "p.1" in store.names()
     c = word("a")
     ex.execute(c)  # after the prepare: acked at the next commit
@@ -321,14 +329,14 @@ def test_a_stateful_basic_bolt_is_buffered_then_anchored_and_acked_at_commit() -
 
 def test_the_state_store_is_per_task_and_closed_even_when_the_user_cleanup_fails() -> None:
     ex, _ = build(StatefulBoltExecutor, Counter, name="named")
-    assert ex.state.store.location == f"memory store '{TOPOLOGY}/named/me-10'"
+    assert ex.state.store.location == f"memory:checkpoints/{TOPOLOGY}/$state/me-10"
     closed: list[bool] = []
     ex.state.store.close = lambda: closed.append(True)
     with pytest.raises(RuntimeError, match="user cleanup failed"):
         ex.cleanup()
     assert closed == [True]
     unnamed, _ = build(StatefulBoltExecutor, Counter, name="")
-    assert unnamed.state.store.location == f"memory store '{TOPOLOGY}/{TOPOLOGY}/me-10'"
+    assert unnamed.state.store.location == f"memory:checkpoints/{TOPOLOGY}/$state/me-10"
 
 
 class Direct(BasicBolt):
@@ -361,7 +369,7 @@ def test_a_repeated_prepare_keeps_every_ack_for_the_commit() -> None:
     for t in (barrier(1, "commit", 1), barrier(1, "commit", 2)):
         ex.execute(t)
     assert [t for t in col.acked if t.stream != CHECKPOINT_STREAM] == [a, b]
-    assert dict(KeyValueState(MemoryDocStore(f"{TOPOLOGY}/twice/me-10")).items()) == {"a": 1, "b": 1}
+    assert dict(KeyValueState(task_store()).items()) == {"a": 1, "b": 1}
 
 
 def test_a_task_restarted_after_its_prepare_commits_nothing_and_the_replays_count_once() -> None:
@@ -377,7 +385,7 @@ def test_a_task_restarted_after_its_prepare_commits_nothing_and_the_replays_coun
     # the worker dies here: a and b were never acked, so their spout tuples time out and replay
     Counter.hooks.clear()
     again, col2 = build(StatefulBoltExecutor, Counter, name="restart", restart=True)
-    store = MemoryDocStore(f"{TOPOLOGY}/restart/me-10")
+    store = task_store()
     assert "p.1" not in store.names()  # the effect of inputs that will be replayed is dropped
     again.execute(barrier(1, "commit", 1))
     again.execute(barrier(1, "commit", 2))

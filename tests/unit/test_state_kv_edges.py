@@ -8,17 +8,15 @@ from itertools import count
 
 import pytest
 
-from stormpy.state import KeyValueState, MemoryDocStore
+from stormpy.state import KeyValueState, MemoryBackend, MemoryStore
 from stormpy.state.kv import _enc
 from stormpy.topology.state import CorruptStateError, StateValueError
 
 _names = count()
 
 
-def fresh() -> MemoryDocStore:
-    name = f"kv-edges-{next(_names)}"
-    MemoryDocStore.forget(name)
-    return MemoryDocStore(name)
+def fresh() -> MemoryStore:
+    return MemoryBackend().at(f"kv-edges-{next(_names)}")
 
 
 def test_reads_see_pending_over_prepared_over_committed() -> None:

@@ -12,13 +12,13 @@ import msgpack
 import pytest
 
 from stormpy import Spout, TopologyBuilder, TopologyContext
+from stormpy.state import MemoryBackend
 from stormpy.testing import Capture, LocalCluster
 from stormpy.testing.state import check_state_store
 from stormpy.topology.state import (
     CHECKPOINTS,
     TRANSACTIONAL,
     CorruptStateError,
-    MemoryStateBackend,
     StateUnavailableError,
     decode_state,
     encode_state,
@@ -26,13 +26,13 @@ from stormpy.topology.state import (
 
 
 def test_the_memory_store_keeps_the_contract() -> None:
-    backend = MemoryStateBackend()
+    backend = MemoryBackend()
     check_state_store(backend.store(CHECKPOINTS, "t-1"))
     check_state_store(backend.store(TRANSACTIONAL, "t-1"))
 
 
 def test_areas_and_topologies_are_kept_apart_and_dropped_together() -> None:
-    backend = MemoryStateBackend()
+    backend = MemoryBackend()
     a, b = backend.store(CHECKPOINTS, "t-1"), backend.store(TRANSACTIONAL, "t-1")
     other = backend.store(CHECKPOINTS, "t-2")
     a.put("k", 1)
@@ -47,7 +47,7 @@ def test_areas_and_topologies_are_kept_apart_and_dropped_together() -> None:
 
 
 def test_memory_state_is_announced_once_per_area(caplog: pytest.LogCaptureFixture) -> None:
-    backend = MemoryStateBackend()
+    backend = MemoryBackend()
     with caplog.at_level(logging.WARNING, logger="stormpy.state"):
         backend.store(CHECKPOINTS, "t-1")
         backend.store(CHECKPOINTS, "t-1")
@@ -57,7 +57,7 @@ def test_memory_state_is_announced_once_per_area(caplog: pytest.LogCaptureFixtur
 
 
 def test_every_call_is_bounded_in_time() -> None:
-    backend = MemoryStateBackend(timeout_secs=0.05)
+    backend = MemoryBackend(timeout_secs=0.05)
     store = backend.store(CHECKPOINTS, "t-1")
     held = threading.Event()
     release = threading.Event()
@@ -131,7 +131,7 @@ def counting_topology(capture: Capture) -> Any:
 def test_components_in_a_plain_local_cluster_share_memory_state() -> None:
     capture = Capture()
     with LocalCluster() as cluster:
-        assert isinstance(cluster.state, MemoryStateBackend)
+        assert isinstance(cluster.state, MemoryBackend)
         worker = cluster.submit_topology("t", {}, counting_topology(capture))
         cluster.wait_for(lambda: len(capture.values) == 2, 20, "both spout tasks to report")
         store = cluster.state.store(CHECKPOINTS, worker.topology_id)

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from stormpy import Bolt, TopologyBuilder, TopologyContext, Tuple
+from stormpy.state import MemoryBackend
 from stormpy.testing import Capture, FeederSpout
 from stormpy.topology.clock import SimulatedClock
-from stormpy.topology.state import MemoryStateBackend
 from stormpy.worker import Worker, WorkerConfig, WorkerError
 
 SEEN: dict[int, tuple[dict[str, Any], TopologyContext]] = {}
@@ -38,7 +38,7 @@ def test_each_task_gets_its_components_config_over_the_topologys_and_its_own_con
     probe = Worker(WorkerConfig("topo-1", spec, {}, local_tasks=[]))
     tasks = probe.layout.component_tasks
     here = [tasks["own"][1], *tasks["plain"], *tasks["__acker"]]
-    backend = MemoryStateBackend()
+    backend = MemoryBackend()
     worker = Worker(WorkerConfig("topo-1", spec, {"shared": "topology"}, local_tasks=here,
                                  worker_port=6711), clock=SimulatedClock(), state=backend)
     worker.open()

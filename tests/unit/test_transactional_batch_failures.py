@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from stormpy.testing import LocalCluster
-from stormpy.transactional import MemoryStore, TransactionalTopologyBuilder
+from stormpy.transactional import TransactionalTopologyBuilder
 from transactional_kit import SizedSpout, Splitter, SumCommitter, events, new_log
 
 pytestmark = pytest.mark.timeout(60)
@@ -19,14 +19,12 @@ def test_a_commit_that_raises_is_reported_by_step_and_attempt_then_replayed() ->
     b.set_bolt("split", Splitter).shuffle_grouping("spout")
     b.set_bolt("sum", SumCommitter, kwargs={"log": log, "fail_txids": [2]}) \
         .global_grouping("split")
-    MemoryStore.forget("tx-broken-commit")
     with LocalCluster() as cluster:
         worker = cluster.submit_topology("tx-broken-commit", {"transactional.store": "memory"},
                                          b.create_topology())
         cluster.wait_for(lambda: len(events(log, "commit")) >= 3, 30, "three commits")
         cluster.wait_until_quiet("tx-broken-commit")
         reported = [e["error"] for e in worker.errors.get("sum", [])]
-    MemoryStore.forget("tx-broken-commit")
     (broken,) = [e for e in events(log, "commit-error")]
     attempt = broken[2]
     assert len(reported) == 1

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from stormpy.state import MemoryBackend
 from stormpy.testing import RecordingCollector, test_tuple
 from stormpy.topology import BasicBolt, FailedException, Tuple
 from stormpy.topology.context import TopologyContext
@@ -19,7 +20,6 @@ from stormpy.topology.grouping import DIRECT, SHUFFLE, Grouping
 from stormpy.topology.imports import class_path
 from stormpy.topology.layout import Executor, TaskLayout
 from stormpy.topology.spec import BOLT, ComponentSpec, InputSpec, TopologySpec
-from stormpy.topology.state import MemoryStateBackend
 from stormpy.topology.streams import Stream
 from stormpy.topology.tuple import SYSTEM_COMPONENT, TICK_STREAM
 from stormpy.transactional import BatchBolt, TransactionAttempt
@@ -153,7 +153,7 @@ def build(role: str = "batch", target: type = Sum, committer: bool = False,
                         {1: "up", 2: "up", 5: "me", 8: "down", 9: "down"},
                         [Executor("up", 1, 2), Executor("me", 5, 5), Executor("down", 8, 9)])
     context = TopologyContext("t-1", TopologySpec({"up": up, "me": me, "down": down}), layout, 5,
-                              [5], {}, state=MemoryStateBackend())
+                              [5], {}, state=MemoryBackend())
     bolt.prepare({"k": "v", **(conf or {})}, context)
     return bolt, col
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tx_memory import CONTEXT, NamedMemoryStore
 
 from stormpy.topology.imports import class_path
-from stormpy.transactional import MemoryStore, MemoryTransactionalSpout, TransactionAttempt
+from stormpy.transactional import MemoryTransactionalSpout, TransactionAttempt
 from stormpy.transactional.coordinator import CoordinatorSpout
 from stormpy.transactional.store import StoreUnavailable
 from stormpy.transactional.streams import BATCH_STREAM, COMMIT_STREAM
@@ -26,7 +27,7 @@ class Harness:
         self.emitted: list[tuple[str, list[Any], Any]] = []
         self.spout.emit = self._emit  # type: ignore[method-assign]
         self.spout.open({"topology.max.spout.pending": pending, "transactional.store": "memory",
-                         **(conf or {})}, None)  # type: ignore[arg-type]
+                         **(conf or {})}, CONTEXT)  # type: ignore[arg-type]
 
     def _emit(self, values: list[Any], msg_id: Any = None, stream: str = "default") -> list[int]:
         self.emitted.append((stream, values, msg_id))
@@ -43,9 +44,9 @@ class Harness:
 @pytest.fixture
 def tx_id(request: pytest.FixtureRequest) -> Any:
     name = f"coord-{request.node.name}"
-    MemoryStore.forget(name)
+    NamedMemoryStore.forget(name)
     yield name
-    MemoryStore.forget(name)
+    NamedMemoryStore.forget(name)
 
 
 def test_commits_strictly_in_txid_order_when_later_batches_finish_first(tx_id: str) -> None:
@@ -102,7 +103,7 @@ def test_restarted_coordinator_replays_exactly_what_was_in_flight(tx_id: str) ->
         assert replay[txid][0].attempt_id != first[txid][0].attempt_id
 
 
-class FlakyStore(MemoryStore):
+class FlakyStore(NamedMemoryStore):
     up = True
 
     def available(self) -> bool:
@@ -117,7 +118,7 @@ class FlakyStore(MemoryStore):
 def test_unreachable_store_stops_new_batches_and_commit_resumes_after(tx_id: str,
                                                                      monkeypatch: Any) -> None:
     store = FlakyStore(tx_id)
-    monkeypatch.setattr("stormpy.transactional.coordinator.open_store", lambda conf, name: store)
+    monkeypatch.setattr("stormpy.transactional.coordinator.open_store", lambda conf, context, name: store)
     h = Harness(tx_id, pending=2)
     h.spout.next_tuple()
     first = h.batches()

@@ -10,9 +10,10 @@ import logging
 from typing import Any
 
 import pytest
+from tx_memory import CONTEXT, NamedMemoryStore
 
 from stormpy.topology.imports import class_path
-from stormpy.transactional import MemoryStore, TransactionAttempt
+from stormpy.transactional import TransactionAttempt
 from stormpy.transactional.api import OpaquePartitionedTransactionalSpout, TransactionalSpout
 from stormpy.transactional.coordinator import CURRENT_KEY, META_KEY, CoordinatorSpout
 from stormpy.transactional.store import StoreUnavailable
@@ -48,7 +49,7 @@ class CountingCoordinator(TransactionalSpout.Coordinator):
         ASKED.append("close")
 
 
-class Store(MemoryStore):
+class Store(NamedMemoryStore):
     """A memory store that can be unreachable (``up``), fail its next reads or writes, and counts
     its closes."""
 
@@ -87,7 +88,7 @@ OPENED: list[Store] = []
 OPEN_FAILS: list[int] = [0]
 
 
-def open_store(conf: Any, name: str) -> Store:
+def open_store(conf: Any, context: Any, name: str) -> Store:
     if OPEN_FAILS[0]:
         OPEN_FAILS[0] -= 1
         raise StoreUnavailable("cannot connect")
@@ -102,13 +103,12 @@ def _reset(monkeypatch: pytest.MonkeyPatch) -> Any:
     ASKED.clear()
     OPENED.clear()
     OPEN_FAILS[0] = 0
-    MemoryStore.forget(TX)
+    NamedMemoryStore.forget(TX)
     monkeypatch.setattr("stormpy.transactional.coordinator.open_store", open_store)
     yield
-    MemoryStore.forget(TX)
+    NamedMemoryStore.forget(TX)
 
 
-CONTEXT: Any = object()  # stands for the spout's TopologyContext
 
 
 class Harness:
@@ -222,13 +222,13 @@ def test_a_store_whose_first_read_fails_is_closed_and_opened_again(
     caplog.set_level(logging.WARNING, "stormpy.transactional")
     stores: list[Store] = []
 
-    def flaky_open(conf: Any, name: str) -> Store:
+    def flaky_open(conf: Any, context: Any, name: str) -> Store:
         store = Store(name)
         store.fail_gets = 1 if not stores else 0
         stores.append(store)
         return store
     monkeypatch.setattr("stormpy.transactional.coordinator.open_store", flaky_open)
-    MemoryStore(TX).put(CURRENT_KEY, 5)  # a previous run committed up to 4
+    NamedMemoryStore(TX).put(CURRENT_KEY, 5)  # a previous run committed up to 4
     h = Harness()
     h.spout.next_tuple()
     assert h.take() == [] and stores[0].closed == 1

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from stormpy.testing import LocalCluster
-from stormpy.transactional import MemoryStore, TransactionalTopologyBuilder
+from stormpy.transactional import TransactionalTopologyBuilder
 from transactional_kit import (
     BackgroundCommitter,
     CountingBolt,
@@ -31,7 +31,6 @@ SIZES = [7, 0, 12, 1, 30, 0, 5]
 def run(builder: TransactionalTopologyBuilder, log: str, tx_id: str, batches: int,
         conf: dict[str, Any] | None = None) -> dict[str, list[int]]:
     """Run until ``batches`` transactions committed; return the task layout."""
-    MemoryStore.forget(tx_id)
     with LocalCluster() as cluster:
         worker = cluster.submit_topology(tx_id, {"transactional.store": "memory",
                                                  "topology.max.spout.pending": 3, **(conf or {})},
@@ -41,7 +40,6 @@ def run(builder: TransactionalTopologyBuilder, log: str, tx_id: str, batches: in
         cluster.wait_until_quiet(tx_id)
         assert worker.errors == {}
         layout = worker.layout.component_tasks
-    MemoryStore.forget(tx_id)
     return layout
 
 
@@ -132,19 +130,17 @@ def test_emitting_without_the_attempt_first_is_a_clear_error() -> None:
     b = TransactionalTopologyBuilder("tx-bad", "spout", SizedSpout, 1, kwargs={"sizes": [3]})
     b.set_bolt("bad", ForgetfulBolt).shuffle_grouping("spout")
     b.set_bolt("count", CountingBolt, kwargs={"log": log}).shuffle_grouping("bad")
-    MemoryStore.forget("tx-bad")
     with LocalCluster() as cluster, pytest.raises(Exception, match="must be the batch's "
                                                   "TransactionAttempt"):
         cluster.submit_topology("tx-bad", {"transactional.store": "memory"},
                                 b.create_topology())
         cluster.wait_for(lambda: False, 20, "the worker to fail")
-    MemoryStore.forget("tx-bad")
 
 
 def test_public_names() -> None:
     import stormpy.transactional as tx
     assert sorted(tx.__all__) == sorted([
-        "BatchBolt", "BatchOutputCollector", "Committer", "MemoryStore", "MemoryTransactionalSpout",
+        "BatchBolt", "BatchOutputCollector", "Committer", "MemoryTransactionalSpout",
         "OpaquePartitionedTransactionalSpout", "OpaqueValue", "PartitionedTransactionalSpout",
         "SqliteState", "StoreUnavailable", "TRANSACTIONAL_CONFIG", "TransactionAttempt",
         "TransactionalSpout", "TransactionalState", "TransactionalTopologyBuilder", "TransactionalValue",
@@ -161,7 +157,6 @@ def test_batches_complete_across_workers_with_serialised_tuples() -> None:
     b.set_bolt("second", CountingBolt, 2, kwargs={"log": log}).all_grouping("count")
     b.set_bolt("sum", SumCommitter, kwargs={"log": log, "count_tuples": True}) \
         .global_grouping("second")
-    MemoryStore.forget("tx-2w")
     with LocalCluster() as cluster:
         cluster.submit_topology("tx-2w", {"transactional.store": "memory",
                                           "topology.max.spout.pending": 3},
@@ -169,7 +164,6 @@ def test_batches_complete_across_workers_with_serialised_tuples() -> None:
         cluster.wait_for(lambda: len(events(log, "commit")) >= len(SIZES), 30, "every commit")
         cluster.wait_until_quiet("tx-2w")
         assert all(w.errors == {} for w in cluster.workers_of("tx-2w"))
-    MemoryStore.forget("tx-2w")
     for txid, size in enumerate(SIZES, 1):
         assert sum(finishes(log, "count")[txid].values()) == size
         assert list(finishes(log, "second")[txid].values()) == [3, 3]
@@ -183,7 +177,6 @@ def test_commit_finished_in_background_keeps_order_and_replays_failures() -> Non
     b.set_bolt("count", CountingBolt, 2, kwargs={"log": log}).shuffle_grouping("spout")
     b.set_bolt("sum", BackgroundCommitter, kwargs={"log": log, "fail_txids": [3]}) \
         .global_grouping("count")
-    MemoryStore.forget("tx-bg")
     with LocalCluster() as cluster:
         worker = cluster.submit_topology("tx-bg", {"transactional.store": "memory",
                                                    "topology.max.spout.pending": 3},
@@ -191,7 +184,6 @@ def test_commit_finished_in_background_keeps_order_and_replays_failures() -> Non
         cluster.wait_for(lambda: len(events(log, "commit")) >= len(sizes), 30, "every commit")
         cluster.wait_until_quiet("tx-bg")
         errors = [e["error"] for e in worker.errors.get("sum", [])]
-    MemoryStore.forget("tx-bg")
     assert commits(log) == [(t, s) for t, s in enumerate(sizes, 1)]
     (broken,) = events(log, "commit-error")
     assert any(f"transaction 3 attempt {broken[2]}" in e for e in errors)

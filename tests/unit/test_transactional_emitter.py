@@ -8,9 +8,10 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
+from tx_memory import NamedMemoryStore
 
 from stormpy.topology.context import TopologyContext
-from stormpy.transactional import MemoryStore, MemoryTransactionalSpout, TransactionAttempt
+from stormpy.transactional import MemoryTransactionalSpout, TransactionAttempt
 from stormpy.transactional.api import BatchOutputCollector
 from stormpy.transactional.emitter import EmitterExecutor, make_executor
 from stormpy.transactional.store import StoreUnavailable, TransactionalStore
@@ -18,7 +19,7 @@ from stormpy.transactional.store import StoreUnavailable, TransactionalStore
 ROWS = 40  # one partition, 10 rows per batch
 
 
-class FlakyStore(MemoryStore):
+class FlakyStore(NamedMemoryStore):
     """A memory store whose next ``put`` fails, before or after writing (a timed-out ZooKeeper
     write that was applied all the same)."""
 
@@ -67,7 +68,7 @@ class Emitter:
 def store() -> Any:
     name = "emitter-test"
     yield FlakyStore(name)
-    MemoryStore.forget(name)
+    NamedMemoryStore.forget(name)
 
 
 def test_in_order_batches_take_consecutive_rows(store: FlakyStore) -> None:

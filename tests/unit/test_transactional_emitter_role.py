@@ -11,7 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from tx_memory import NamedMemoryStore
 
+from stormpy.state import MemoryBackend
 from stormpy.testing import RecordingCollector, test_tuple
 from stormpy.topology import FailedException, Tuple
 from stormpy.topology.context import TopologyContext
@@ -20,9 +22,8 @@ from stormpy.topology.grouping import ALL, DIRECT, Grouping
 from stormpy.topology.imports import class_path
 from stormpy.topology.layout import Executor, TaskLayout
 from stormpy.topology.spec import BOLT, SPOUT, ComponentSpec, InputSpec, TopologySpec
-from stormpy.topology.state import MemoryStateBackend
 from stormpy.topology.streams import Stream
-from stormpy.transactional import MemoryStore, TransactionAttempt
+from stormpy.transactional import TransactionAttempt
 from stormpy.transactional.api import (
     BatchOutputCollector,
     OpaquePartitionedTransactionalSpout,
@@ -91,7 +92,7 @@ class OpaqueEmitter(OpaquePartitionedTransactionalSpout.Emitter):
         return 1
 
 
-class BrokenStore(MemoryStore):
+class BrokenStore(NamedMemoryStore):
     """A memory store whose writes raise ``error`` while it is set."""
 
     error: BaseException | None = None
@@ -107,11 +108,11 @@ def _reset(monkeypatch: pytest.MonkeyPatch) -> Any:
     CALLS.clear()
     Rows.raise_in = {}
     BrokenStore.error = None
-    MemoryStore.forget(TX)
+    NamedMemoryStore.forget(TX)
     monkeypatch.setattr("stormpy.transactional.coordinated.open_store",
-                        lambda conf, name: BrokenStore(name))
+                        lambda conf, context, name: BrokenStore(name))
     yield
-    MemoryStore.forget(TX)
+    NamedMemoryStore.forget(TX)
 
 
 def build(spout: type = Rows) -> tuple[CoordinatedBolt, RecordingCollector]:
@@ -135,7 +136,7 @@ def build(spout: type = Rows) -> tuple[CoordinatedBolt, RecordingCollector]:
                          Executor("down", 8, 9)])
     context = TopologyContext("t-1", TopologySpec({"coordinator": coordinator, "spout": me,
                                                    "down": down}), layout, 5, [5], {},
-                              state=MemoryStateBackend())
+                              state=MemoryBackend())
     bolt.prepare({"transactional.store": "memory"}, context)
     return bolt, col
 

@@ -1,7 +1,8 @@
 """ZkState's own logic without a ZooKeeper: where its documents live (the znode root it derives
 from the configuration), and that it keeps the exactly-once contract of TransactionalState on
-top of its document store. The store (``ZkDocStore``) is replaced by an in-memory stand-in that
-records how it was opened; the real ZooKeeper behaviour is covered by the integration tests."""
+top of its store. The store (``open_zk_store`` of the state layer) is replaced by an in-memory
+stand-in that records how it was opened; the real ZooKeeper behaviour is covered by the
+integration tests."""
 
 from __future__ import annotations
 
@@ -9,39 +10,35 @@ from typing import Any
 
 import pytest
 
+from stormpy.config import SettingError
+from stormpy.state import MemoryBackend, MemoryStore
 from stormpy.transactional import OpaqueValue, TransactionalValue, ZkState
 
 
-class DocsStandIn:
-    """An in-memory ``ZkDocStore``: documents by key, and the arguments it was opened with."""
+class DocsStandIn(MemoryStore):
+    """What ``open_zk_store`` returns, in memory: the arguments it was opened with, its
+    documents (a store of the state layer) and its closes."""
 
-    opened: list[DocsStandIn] = []
-
-    def __init__(self, hosts: str, root: str, *, operation_timeout_secs: float) -> None:
-        self.hosts, self.root, self.timeout = hosts, root, operation_timeout_secs
-        self.docs: dict[str, Any] = {}
+    def __init__(self, hosts: str, root: str, location: str | None = None, *,
+                 operation_timeout_secs: float, **timeouts: Any) -> None:
+        backend = MemoryBackend()
+        super().__init__(backend, ("zk",), "memory:zk")
+        self.hosts, self.root, self.timeout = hosts, location or root, operation_timeout_secs
         self.closed = 0
-        DocsStandIn.opened.append(self)
-
-    def get(self, key: str) -> Any:
-        doc = self.docs.get(key)
-        return None if doc is None else tuple(doc)  # msgpack may hand back any sequence
-
-    def put(self, key: str, value: Any) -> None:
-        self.docs[key] = value
-
-    def names(self) -> list[str]:
-        return sorted(self.docs)
+        OPENED.append(self)
 
     def close(self) -> None:
         self.closed += 1
 
 
+OPENED: list[DocsStandIn] = []
+
+
 @pytest.fixture(autouse=True)
 def docs(monkeypatch: pytest.MonkeyPatch) -> Any:
-    DocsStandIn.opened = []
-    monkeypatch.setattr("stormpy.transactional.state.ZkDocStore", DocsStandIn)
-    return DocsStandIn.opened
+    OPENED.clear()
+    monkeypatch.setattr("stormpy.transactional.state.open_zk_store", DocsStandIn)
+    return OPENED
 
 
 def test_root_loses_trailing_slashes_and_the_default_operation_timeout_is_10s(docs: Any) -> None:
@@ -56,14 +53,14 @@ def test_root_loses_trailing_slashes_and_the_default_operation_timeout_is_10s(do
 
 @pytest.mark.parametrize(("conf", "hosts", "root"), [
     ({"storm.zookeeper.servers": ["a", "b"], "storm.zookeeper.port": 2000},
-     "a:2000,b:2000", "/transactional/state/counts"),
+     "a:2000,b:2000", "/stormpy/transactional/state:counts"),
+    ({"storm.zookeeper.servers": ["a"], "storm.zookeeper.root": "/app"},
+     "a:2181", "/app/transactional/state:counts"),
     ({"transactional.zookeeper.servers": ["t"], "transactional.zookeeper.port": 3000,
       "storm.zookeeper.servers": ["a"], "transactional.zookeeper.root": "/tx/"},
      "t:3000", "/tx/state/counts"),
     ({"storm.zookeeper.servers": ["a"], "transactional.zookeeper.root": "/rootX//"},
      "a:2181", "/rootX/state/counts"),
-    ({"storm.zookeeper.servers": ["a"], "transactional.zookeeper.root": ""},
-     "a:2181", "/transactional/state/counts"),
 ])
 def test_from_config_puts_the_state_under_the_transactional_root(docs: Any, conf: dict[str, Any],
                                                                  hosts: str, root: str) -> None:
@@ -79,13 +76,21 @@ def test_from_config_refuses_a_state_name_that_is_not_one_znode(docs: Any, name:
     assert docs == []  # nothing was opened
 
 
+@pytest.mark.parametrize("root", ["", "relative", "/"])
+def test_from_config_refuses_a_transactional_root_that_is_not_absolute(docs: Any,
+                                                                      root: str) -> None:
+    with pytest.raises(SettingError, match="absolute") as err:
+        ZkState.from_config({"transactional.zookeeper.root": root}, "counts")
+    assert err.value.setting == "transactional.zookeeper.root" and docs == []
+
+
 def test_updates_apply_once_per_txid_and_keys_and_close_reach_the_store(docs: Any) -> None:
     state = ZkState("zk:2181", "/s")
     assert state.get("count") is None and state.get_opaque("count") is None
     assert state.update("count", 1, lambda v: (v or 0) + 5) == TransactionalValue(1, 5)
     assert state.update("count", 1, lambda v: (v or 0) + 5) == TransactionalValue(1, 5)  # replay
     assert state.update("count", 2, lambda v: v + 3) == TransactionalValue(2, 8)
-    assert docs[0].docs["count"] == [2, None, 8]
+    assert docs[0].get("count") == [2, None, 8]
     doc = state._read("count")
     assert doc == [2, None, 8] and isinstance(doc, list)
     assert state.update_opaque("n", 1, lambda v: (v or 0) + 10) == OpaqueValue(1, None, 10)

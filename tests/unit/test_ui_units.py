@@ -13,6 +13,7 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from stormpy.cluster import WorkerHeartbeat  # noqa: E402
 from stormpy.cluster.records import DocumentError  # noqa: E402
+from stormpy.config import DEFAULTS  # noqa: E402
 from stormpy.nimbus.handler import NimbusHandler  # noqa: E402
 from stormpy.rpc.errors import NotFoundError, RpcError, UnreachableError  # noqa: E402
 from stormpy.ui.app import BadRequest, create_app, parse_rebalance  # noqa: E402
@@ -394,3 +395,33 @@ def test_nimbus_gives_its_configuration_without_secrets() -> None:
                                   "x.password": None})
     conf = handler.get_nimbus_conf()
     assert conf == {"nimbus.rpc.auth.token": "*****", "nimbus.thrift.port": 6627, "x.password": None}
+
+
+def test_topology_configuration_is_the_effective_one(ui: Ui) -> None:
+    """The REST topology document merges the defaults under the topology's own settings, so
+    msgTimeout is the timeout in force even when the topology did not set one."""
+    client, backend, _fake = ui
+    backend._specs["wc-1"] = (SPEC, {"topology.workers": 1})  # no message timeout of its own
+    doc = client.get("/api/v1/topology/wc-1", params={"window": ":all-time"}).json()
+    assert doc["msgTimeout"] == DEFAULTS["topology.message.timeout.secs"]
+    assert doc["configuration"]["topology.message.timeout.secs"] == DEFAULTS["topology.message.timeout.secs"]
+    assert doc["configuration"]["topology.max.spout.pending"] == DEFAULTS["topology.max.spout.pending"]
+    assert doc["configuration"]["topology.workers"] == 1
+    backend._specs["wc-1"] = (SPEC, {"topology.message.timeout.secs": 7})
+    assert client.get("/api/v1/topology/wc-1").json()["msgTimeout"] == 7
+
+
+def test_a_degraded_topology_says_why(ui: Ui) -> None:
+    client, _backend, _fake = ui
+    summary = client.get("/api/v1/topology/summary").json()["topologies"][0]
+    assert summary["degraded"] is None
+    reason = "no Nimbus holds its code"
+    CLUSTER["topologies"][0]["degraded"] = reason  # type: ignore[index]
+    TOPOLOGY["degraded"] = reason
+    try:
+        summary = client.get("/api/v1/topology/summary").json()["topologies"][0]
+        assert summary["degraded"] == reason
+        assert client.get("/api/v1/topology/wc-1").json()["degraded"] == reason
+    finally:
+        CLUSTER["topologies"][0].pop("degraded")  # type: ignore[attr-defined]
+        TOPOLOGY.pop("degraded")

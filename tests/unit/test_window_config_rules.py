@@ -15,7 +15,7 @@ EVENT = {"timestamp_field": "ts"}
 
 def refused(cfg: WindowConfig) -> str:
     with pytest.raises(WindowConfigError) as err:
-        cfg.validated()
+        cfg.validate()
     return str(err.value)
 
 
@@ -24,7 +24,7 @@ def refused(cfg: WindowConfig) -> str:
 def test_a_duration_takes_exactly_one_unit(kwargs: dict[str, Any]) -> None:
     with pytest.raises(WindowConfigError) as err:
         Duration(**kwargs)
-    assert str(err.value) == "Duration takes exactly one of seconds=, ms= or minutes="
+    assert str(err.value) == "Duration: takes exactly one of seconds=, ms= or minutes="
 
 
 def test_duration_units_seconds_and_positive() -> None:
@@ -34,7 +34,7 @@ def test_duration_units_seconds_and_positive() -> None:
     assert one.positive("x") is one
     with pytest.raises(WindowConfigError) as err:
         Duration(ms=0).positive("the gap")
-    assert str(err.value) == "the gap must be a positive duration, got 0 ms"
+    assert str(err.value) == "the gap: must be a positive duration, got 0 ms"
 
 
 def test_sizes_travel_as_documents() -> None:
@@ -46,13 +46,13 @@ def test_sizes_travel_as_documents() -> None:
 
 
 @pytest.mark.parametrize(("length", "message"), [
-    (Count(0), "window length must be a positive count, got Count(0)"),
-    (Count(-2), "window length must be a positive count, got Count(-2)"),
-    (Count(True), "window length must be a positive count, got Count(True)"),
-    (Count(1.5), "window length must be a positive count, got Count(1.5)"),  # type: ignore[arg-type]
-    (Duration(ms=0), "window length must be a positive duration, got 0 ms"),
-    (3, "window length must be Count(n) or Duration(seconds=...), got 3"),
-    (None, "window length must be Count(n) or Duration(seconds=...), got None"),
+    (Count(0), "window length: must be a positive count, got Count(0)"),
+    (Count(-2), "window length: must be a positive count, got Count(-2)"),
+    (Count(True), "window length: must be a positive count, got Count(True)"),
+    (Count(1.5), "window length: must be a positive count, got Count(1.5)"),  # type: ignore[arg-type]
+    (Duration(ms=0), "window length: must be a positive duration, got 0 ms"),
+    (3, "window length: must be Count(n) or Duration(seconds=...), got 3"),
+    (None, "window length: must be Count(n) or Duration(seconds=...), got None"),
 ])
 def test_a_bad_length_is_named(length: Any, message: str) -> None:
     assert refused(WindowConfig(length, Count(1))) == message
@@ -60,20 +60,20 @@ def test_a_bad_length_is_named(length: Any, message: str) -> None:
 
 def test_a_bad_sliding_interval_is_named() -> None:
     assert refused(WindowConfig(Count(3), Count(0))) == \
-        "sliding interval must be a positive count, got Count(0)"
+        "sliding interval: must be a positive count, got Count(0)"
     assert refused(WindowConfig(Count(3), "1s")) == \
-        "sliding interval must be Count(n) or Duration(seconds=...), got '1s'"
+        "sliding interval: must be Count(n) or Duration(seconds=...), got '1s'"
 
 
 def test_the_interval_may_equal_but_not_exceed_a_length_of_its_kind() -> None:
     assert refused(WindowConfig.sliding(Count(2), Count(3))) == \
-        "sliding interval Count(3) is larger than the window length Count(2)"
+        "sliding interval: Count(3) is larger than the window length Count(2)"
     assert refused(WindowConfig.sliding(Duration(ms=1000), Duration(ms=1001))) == \
-        "sliding interval Duration(1001 ms) is larger than the window length Duration(1000 ms)"
+        "sliding interval: Duration(1001 ms) is larger than the window length Duration(1000 ms)"
     for ok in (WindowConfig.tumbling(Count(3)), WindowConfig.tumbling(Duration(ms=7)),
                WindowConfig.sliding(Count(2), Duration(seconds=60)),
                WindowConfig.sliding(Duration(ms=5), Count(500))):
-        assert ok.validated() is ok
+        assert ok.validate() is ok
 
 
 def test_sliding_defaults_to_one_tuple_and_tumbling_repeats_the_length() -> None:
@@ -87,23 +87,23 @@ def test_sliding_defaults_to_one_tuple_and_tumbling_repeats_the_length() -> None
 
 def test_event_time_options_need_event_time_and_sane_values() -> None:
     base = WindowConfig.tumbling(Count(3))
-    after = ": call with_timestamp_field(...) or with_timestamp_extractor(...) first"
-    assert refused(base.with_(lag=Duration(ms=0))) == "a lag needs event time" + after
+    after = ": needs event time: call with_timestamp_field(...) or with_timestamp_extractor(...) first"
+    assert refused(base.with_(lag=Duration(ms=0))) == "lag" + after
     assert refused(base.with_(watermark_interval=Duration(ms=5))) == \
-        "a watermark interval needs event time" + after
-    assert refused(base.with_(late_stream="late")) == "a late tuple stream needs event time" + after
+        "watermark interval" + after
+    assert refused(base.with_(late_stream="late")) == "late tuple stream" + after
     assert refused(base.with_(timestamp_field="ts", timestamp_extractor="m.f")) == \
-        "give either a timestamp field or a timestamp extractor, not both"
+        "timestamp extractor: give either a timestamp field or a timestamp extractor, not both"
     event = base.with_(**EVENT)
-    assert refused(event.with_(lag=Duration(ms=-1))) == "lag must not be negative, got -1 ms"
-    assert event.with_(lag=Duration(ms=0)).validated().lag_ms == 0
+    assert refused(event.with_(lag=Duration(ms=-1))) == "lag: must not be negative, got -1 ms"
+    assert event.with_(lag=Duration(ms=0)).validate().lag_ms == 0
     assert refused(event.with_(watermark_interval=Duration(ms=0))) == \
-        "watermark interval must be a positive duration, got 0 ms"
+        "watermark interval: must be a positive duration, got 0 ms"
     for bad in ("", "__late"):
         assert refused(event.with_(late_stream=bad)) == (
-            f"late tuple stream must be a non-empty name not starting with '__', got {bad!r}")
+            f"late tuple stream: must be a non-empty name not starting with '__', got {bad!r}")
     ok = event.with_(late_stream="_late", lag=Duration(ms=3),
-                     watermark_interval=Duration(ms=1)).validated()
+                     watermark_interval=Duration(ms=1)).validate()
     assert (ok.late_stream, ok.lag_ms, ok.watermark_ms) == ("_late", 3, 1)
 
 

@@ -17,11 +17,11 @@ def test_every_unit_becomes_whole_milliseconds() -> None:
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"seconds": 0.0015}, "Duration must be a whole number of milliseconds, got 1.5 ms"),
-    ({"ms": 2.5}, "Duration must be a whole number of milliseconds, got 2.5 ms"),
-    ({"seconds": float("inf")}, "Duration needs a finite number, got inf"),
-    ({"seconds": True}, "Duration needs a finite number, got True"),
-    ({"ms": "5"}, "Duration needs a finite number, got '5'"),
+    ({"seconds": 0.0015}, "Duration: must be a whole number of milliseconds, got 1.5 ms"),
+    ({"ms": 2.5}, "Duration: must be a whole number of milliseconds, got 2.5 ms"),
+    ({"seconds": float("inf")}, "Duration: needs a finite number, got inf"),
+    ({"seconds": True}, "Duration: needs a finite number, got True"),
+    ({"ms": "5"}, "Duration: needs a finite number, got '5'"),
 ])
 def test_bad_durations_are_refused_naming_the_value(kwargs: dict, message: str) -> None:
     with pytest.raises(WindowConfigError) as err:

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from stormpy.config import SettingError
+from stormpy.state import MemoryBackend
 from stormpy.testing import RecordingCollector, test_tuple
 from stormpy.topology import Tuple
 from stormpy.topology.context import TopologyContext
@@ -25,7 +27,6 @@ from stormpy.topology.spec import (
     InputSpec,
     TopologySpec,
 )
-from stormpy.topology.state import MemoryStateBackend
 from stormpy.topology.streams import Stream
 from stormpy.topology.tuple import SYSTEM_COMPONENT, TICK_STREAM
 from stormpy.windowing import (
@@ -93,7 +94,7 @@ def build(spec: WindowedBoltSpec, inputs: Sequence[tuple[str, str]] = (("src", "
                          inputs=[InputSpec(c, s, Grouping(SHUFFLE)) for c, s in inputs])
     layout = TaskLayout({"win": [1]}, {1: "win"}, [Executor("win", 1, 1)])
     context = TopologyContext("t-1", TopologySpec({"win": comp}), layout, 1, [1], {},
-                              state=MemoryStateBackend())
+                              state=MemoryBackend())
     ex.prepare(dict(conf or {}), context)
     return ex, col
 
@@ -122,7 +123,7 @@ def test_declared_streams_add_the_late_stream() -> None:
              .with_late_tuple_stream("direct").component_kwargs)
     with pytest.raises(WindowConfigError) as err:
         WindowedBoltExecutor.declare_outputs(clash)
-    assert str(err.value) == "late tuple stream 'direct' is also declared by Keep"
+    assert str(err.value) == "late tuple stream: 'direct' is also declared by Keep"
 
 
 def test_declared_config_asks_for_ticks_timeout_and_pending() -> None:
@@ -160,9 +161,9 @@ def test_only_windowed_bolts_can_be_wrapped() -> None:
 # -- prepare ----------------------------------------------------------------------------------
 def test_prepare_refuses_a_message_timeout_shorter_than_the_window() -> None:
     spec = Keep.with_window(Duration(seconds=20), Duration(seconds=15))
-    with pytest.raises(ValueError) as err:
+    with pytest.raises(SettingError) as err:
         build(spec, conf={"topology.message.timeout.secs": 34})
-    assert str(err.value) == ("windowed bolt 'win' needs topology.message.timeout.secs >= 35.0, "
+    assert str(err.value) == ("topology.message.timeout.secs: windowed bolt 'win' needs it >= 35.0, "
                               "the topology sets 34")
     with pytest.raises(ValueError, match="the topology sets 30$"):
         build(spec)  # Storm's default timeout

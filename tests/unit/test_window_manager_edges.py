@@ -10,7 +10,7 @@ from stormpy.windowing import Count, Duration, Window, WindowConfig, WindowManag
 
 
 def manager(length: Any, slide: Any, **event: Any) -> WindowManager:
-    return WindowManager(WindowConfig.sliding(length, slide).with_(**event).validated())
+    return WindowManager(WindowConfig.sliding(length, slide).with_(**event).validate())
 
 
 def test_a_window_reads_as_a_sequence_and_describes_itself() -> None:
@@ -26,7 +26,7 @@ def test_a_window_reads_as_a_sequence_and_describes_itself() -> None:
 def test_a_detached_window_outlives_the_manager_moving_on() -> None:
     seen: list[Window] = []
     kept: list[Window] = []
-    m = WindowManager(WindowConfig.tumbling(Count(2)).validated(),
+    m = WindowManager(WindowConfig.tumbling(Count(2)).validate(),
                       on_window=lambda w: (seen.append(w), kept.append(w.detach())))
     out: list[Any] = []
     for v in range(6):
@@ -90,7 +90,7 @@ def test_a_detached_window_that_starts_inside_the_held_events_keeps_its_size() -
 
 def test_a_live_window_handed_to_the_callback_knows_its_size() -> None:
     sizes: list[tuple[int, list[Any]]] = []
-    m = WindowManager(WindowConfig.sliding(Duration(ms=100), Count(1)).validated(),
+    m = WindowManager(WindowConfig.sliding(Duration(ms=100), Count(1)).validate(),
                       on_window=lambda w: sizes.append((len(w), w.get())))
     m.add("a", 0)
     m.add("b", 500)  # the live window starts after "a", still held while it is evaluated

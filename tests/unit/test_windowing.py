@@ -15,7 +15,7 @@ from stormpy.windowing import Count, Duration, Window, WindowConfig, WindowedBol
 
 
 def manager(length: Any, slide: Any, **event: Any) -> WindowManager:
-    return WindowManager(WindowConfig.sliding(length, slide).with_(**event).validated())
+    return WindowManager(WindowConfig.sliding(length, slide).with_(**event).validate())
 
 
 def contents(windows: list[Window]) -> list[list[Any]]:
@@ -241,13 +241,13 @@ def test_event_time_with_an_extractor_drops_and_counts_late_tuples() -> None:
 
 # -- configurations Storm refuses --------------------------------------------------------------
 @pytest.mark.parametrize(("window", "message"), [
-    (Collect.with_window(Count(2), Count(3)), "sliding interval Count(3) is larger"),
+    (Collect.with_window(Count(2), Count(3)), "sliding interval: Count(3) is larger"),
     (Collect.with_window(Duration(seconds=1), Duration(seconds=2)), "larger than the window"),
-    (Collect.with_window(Count(0)), "window length must be a positive count"),
+    (Collect.with_window(Count(0)), "window length: must be a positive count"),
     (Collect.with_window(Duration(seconds=-1), Count(1)), "must be a positive duration"),
     (Collect.with_tumbling_window(Duration(seconds=0)), "must be a positive duration"),
     (Collect.with_window(3, Count(1)), "must be Count(n) or Duration"),
-    (Collect.with_window(Count(3)).with_lag(Duration(seconds=1)), "lag needs event time"),
+    (Collect.with_window(Count(3)).with_lag(Duration(seconds=1)), "lag: needs event time"),
     (Collect.with_window(Count(3)).with_late_tuple_stream("late"), "needs event time"),
     (Collect.with_window(Count(3)).with_timestamp_field("ts").with_late_tuple_stream("default"),
      "also declared"),
@@ -283,7 +283,7 @@ def test_event_time_windows_match_brute_force_and_new_expired_add_up(length: Any
     stamps += [stamps[-1] + 30_000]  # a gap: windows with nothing in them are skipped
     stamps += sorted(stamps[-1] + rnd.randrange(1, 9000) for _ in range(50))
     seen: list[Window] = []
-    m = WindowManager(WindowConfig.sliding(length, slide).with_(timestamp_field="t").validated(),
+    m = WindowManager(WindowConfig.sliding(length, slide).with_(timestamp_field="t").validate(),
                       on_window=lambda w: seen.append(w.detach()))
     held: list[int] = []
     for i, ts in enumerate(stamps):

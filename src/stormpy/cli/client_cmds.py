@@ -66,7 +66,7 @@ def nimbus_client(nimbus_address: str | None, config_file: str | None, overrides
     try:
         conf = load_config(config_file, parse_overrides(overrides))
         client = NimbusClient.from_config(
-            conf, nimbus_address, **({"timeout_secs": timeout} if timeout is not None else {}))
+            conf, nimbus_address, remember=True, **({"timeout_secs": timeout} if timeout is not None else {}))
     except (ConfigError, ValueError) as exc:
         fail(str(exc), EXIT_USAGE)
     try:
@@ -149,6 +149,8 @@ def jar(path: str, target: str, name: str | None, inactive: bool, nimbus_address
                 progress=lambda sent, _total: progress.update(task, completed=sent))
         console.print(f"submitted topology [bold]{topo_name}[/bold] as {topology_id}"
                       f"{' (inactive)' if inactive else ''}")
+        for warning in client.warnings:
+            err_console.print(f"[yellow]warning:[/yellow] {warning}")
 
 
 def _user() -> str:
@@ -174,9 +176,13 @@ def list_topologies(client: NimbusClient) -> None:
             numeric = col in ("workers", "executors", "uptime (s)")
             table.add_column(col, justify="right" if numeric else "left", no_wrap=True)
         for t in topologies:
-            table.add_row(t["name"], t["id"], t["status"], f"{t['num_workers']}/{t['requested_workers']}",
+            status = f"{t['status']} (degraded)" if t.get("degraded") else t["status"]
+            table.add_row(t["name"], t["id"], status, f"{t['num_workers']}/{t['requested_workers']}",
                           str(t["num_executors"]), f"{t['uptime_secs']:.0f}")
         print_wide(table)
+        for t in topologies:
+            if t.get("degraded"):
+                console.print(f"[red]degraded:[/red] {t['name']}: {t['degraded']}", soft_wrap=True)
     sups = info.get("supervisors", [])
     used = sum(s["slots_used"] for s in sups)
     total = sum(s["slots_total"] for s in sups)
@@ -261,6 +267,8 @@ def topology_info(client: NimbusClient, name: str, system: bool) -> None:
     console.print(f"[bold]{info['name']}[/bold] ({info['id']}): {info['status']}, "
                   f"{info['num_workers']}/{info['requested_workers']} workers, "
                   f"{info['num_executors']} executors, up {info['uptime_secs']:.0f} s")
+    if info.get("degraded"):
+        console.print(f"[red]degraded:[/red] {info['degraded']}", soft_wrap=True)
     workers = Table(title="workers")
     for col in ("host", "port", "node", "executors", "uptime (s)", "heartbeat age (s)"):
         workers.add_column(col)

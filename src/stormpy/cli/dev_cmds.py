@@ -14,7 +14,7 @@ import click
 from stormpy.cli.output import console, err_console
 from stormpy.cluster.devzk import default_dev_data_dir, run_dev_zookeeper
 from stormpy.cluster.zkserver import ZooKeeperNotFound, ZooKeeperServer, ZooKeeperStartError
-from stormpy.config import ConfigError, load_config, parse_overrides
+from stormpy.config import DEFAULTS, ConfigError, load_config, local_dir, parse_overrides
 from stormpy.local import ProcessCluster
 from stormpy.local.kafka_broker import KafkaBrokerNotFound, KafkaBrokerStartError, run_dev_kafka
 from stormpy.local.spark_cluster import (
@@ -65,7 +65,7 @@ def dev_kafka(port: int, log_dir: str | None, config_file: str | None, overrides
 
     Ctrl-C or SIGTERM stops it; topics and records live in memory only."""
     conf, _ = _conf(config_file, overrides)
-    directory = log_dir or Path(conf.get("storm.local.dir") or "stormpy-local") / "dev-kafka"
+    directory = log_dir or local_dir(conf) / "dev-kafka"
     try:
         code = run_dev_kafka(port, directory, echo=click.echo)
     except (KafkaBrokerNotFound, KafkaBrokerStartError) as exc:
@@ -92,7 +92,7 @@ def dev_spark(workers: int, port: int, cores: int, memory: str, base_dir: str | 
 
     Ctrl-C or SIGTERM stops them (and their executors)."""
     conf, _ = _conf(config_file, overrides)
-    directory = base_dir or Path(conf.get("storm.local.dir") or "stormpy-local") / "dev-spark"
+    directory = base_dir or local_dir(conf) / "dev-spark"
     try:
         code = run_dev_spark(workers, directory, master_port=port, worker_cores=cores,
                              worker_memory=memory, echo=click.echo)
@@ -100,6 +100,12 @@ def dev_spark(workers: int, port: int, cores: int, memory: str, base_dir: str | 
         err_console.print(f"[red]error:[/red] {exc}")
         sys.exit(1)
     sys.exit(code)
+
+
+#: ZooKeeper session timeout (ms) of every daemon of ``dev-cluster --nimbuses N`` (N > 1) unless the
+#: config sets one: a dead leader's lock goes after it, so the standby leads about this long after a
+#: crash (ZooKeeper's own floor is 2 × tickTime = 4 s).
+HA_SESSION_TIMEOUT_MS = 6000
 
 
 @click.command("dev-cluster")
@@ -130,6 +136,10 @@ def dev_cluster(supervisors: int, nimbuses: int, slots: int, with_ui: bool, ui_p
 
     Ctrl-C or SIGTERM stops every process it started, workers included."""
     conf, extra = _conf(config_file, overrides)
+    session_key = "storm.zookeeper.session.timeout"
+    if nimbuses > 1 and conf[session_key] == DEFAULTS[session_key] and session_key not in extra:
+        # the leader handover takes the dead leader's session timeout: keep it short here
+        extra[session_key] = HA_SESSION_TIMEOUT_MS
     base = Path(base_dir or Path(conf["storm.local.dir"]) / "dev-cluster").resolve()
     spark: SparkStandalone | None = None
     if spark_workers:

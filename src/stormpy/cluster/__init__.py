@@ -1,5 +1,7 @@
 """Cluster state in ZooKeeper: the layout (:mod:`.paths`), raw access (:mod:`.storage`, with
-kazoo's watch recipes in :mod:`.watches`), typed documents (:mod:`.records`) and the
+kazoo's watch recipes in :mod:`.watches`, ephemeral nodes kept across sessions in
+:mod:`.zk_ephemerals`, lock contenders in :mod:`.zk_locks` and the one connect-string builder in
+:mod:`.zk_hosts`), typed documents (:mod:`.records`) and the
 :class:`ClusterState` façade (:mod:`.state`); the supervisor/worker files under
 ``storm.local.dir`` (:mod:`.local_layout`).
 
@@ -18,8 +20,9 @@ from stormpy.cluster.records import (
     WorkerHeartbeat,
 )
 from stormpy.cluster.state import MAX_ERRORS_PER_COMPONENT, ClusterState
-from stormpy.cluster.storage import ZkStorage, hosts_from_config
+from stormpy.cluster.storage import ZkStorage
 from stormpy.cluster.watches import Watch
+from stormpy.cluster.zk_hosts import hosts_from_config
 
 __all__ = [
     "DEFAULT_ROOT",

@@ -14,17 +14,18 @@ from pathlib import Path
 from typing import Any
 
 from stormpy.cluster.zkserver import ZooKeeperServer
+from stormpy.config import DEFAULTS, local_dir
 from stormpy.host.daemon import serve_until_stopped
 
 __all__ = ["default_dev_data_dir", "run_dev_zookeeper"]
 
 
 def default_dev_data_dir(conf: Mapping[str, Any]) -> Path:
-    """``<storm.local.dir>/dev-zookeeper`` (``storm.local.dir`` defaults to ``stormpy-local``)."""
-    return Path(conf.get("storm.local.dir") or "stormpy-local") / "dev-zookeeper"
+    """``<storm.local.dir>/dev-zookeeper`` (``storm.local.dir``'s default from :mod:`stormpy.config`)."""
+    return local_dir(conf) / "dev-zookeeper"
 
 
-def run_dev_zookeeper(port: int = 2181, data_dir: str | os.PathLike[str] = "stormpy-local/dev-zookeeper", *,
+def run_dev_zookeeper(port: int | None = None, data_dir: str | os.PathLike[str] | None = None, *,
                       host: str = "127.0.0.1", heap_mb: int = 256,
                       echo: Callable[[str], Any] = print,
                       stop_event: threading.Event | None = None,
@@ -35,8 +36,13 @@ def run_dev_zookeeper(port: int = 2181, data_dir: str | os.PathLike[str] = "stor
     ``stop_event`` is set: then returns 0. If the server dies on its own, prints its log tail and
     returns its exit status (1 when unknown). ``echo`` receives human-readable status lines;
     ``on_ready`` is called with the running server. Raises ZooKeeperNotFound / ZooKeeperStartError
-    when it cannot start.
+    when it cannot start. ``port`` and ``data_dir`` default to ``storm.zookeeper.port``'s default
+    and :func:`default_dev_data_dir` of the defaults.
     """
+    if port is None:
+        port = int(DEFAULTS["storm.zookeeper.port"])
+    if data_dir is None:
+        data_dir = default_dev_data_dir({})
     server = ZooKeeperServer(port, host=host, data_dir=data_dir, heap_mb=heap_mb, die_with_parent=True)
 
     def start() -> None:

@@ -1,4 +1,4 @@
-"""The whole ZooKeeper layout of stormpy (DESIGN.md §4), in one place.
+"""The whole ZooKeeper layout of stormpy, in one place.
 
 ::
 
@@ -10,11 +10,22 @@
     <root>/nimbuses/<nimbus-id>                              ephemeral, one per Nimbus instance
     <root>/nimbuses/leader/<lock-node>                       leader election (kazoo Lock recipe)
     <root>/blobstore/<topology-id>/<nimbus-id>               ephemeral: that Nimbus holds the bundle
+    <root>/blobstore-wanted/<topology-id>                    the leader lacks this bundle: a
+                                                             supervisor holding it sends it back
     <root>/submitting/<topology-id>                          a submission not yet committed
-    <root>/checkpoints/<topology-id>/<spout>/<partition>     spout checkpoint (shard/offset)
+    <root>/checkpoints/<topology-id>/<key>/...               a topology's checkpoints area
+                                                             (``context.state_store()``: spout
+                                                             positions, <spout>/<partition>)
     <root>/checkpoints/<connector>:<name>/<key>/...          a connector's own state, kept across
                                                              topologies (e.g. kinesis:<config-name>)
-    <root>/transactional/<topology-id>/...                   transactional spout/committer state
+    <root>/transactional/<topology-id>/<key>/...             a topology's transactional area
+                                                             (``context.state_store("transactional")``)
+    <root>/transactional/tx:<transactional-id>/...           a transactional topology's coordinator
+                                                             and emitter state, kept across
+                                                             topologies (the default; with
+                                                             ``transactional.zookeeper.root`` set it
+                                                             is ``<that root>/<transactional-id>``
+                                                             on the transactional servers instead)
 
 ``root`` defaults to ``/stormpy`` (config ``storm.zookeeper.root``). Identifiers chosen by stormpy
 (topology, supervisor, node and nimbus ids) must be plain path segments: non-empty, no ``/``, not
@@ -22,11 +33,12 @@
 partition, transactional keys) are percent-encoded into one segment, as Storm does for component ids,
 and :func:`decode_segment` reverses that.
 
-State a connector keeps by a name of its own config rather than by topology id (it outlives a
-topology: a Kinesis spout's shard checkpoints) sits beside the topologies' checkpoint directories
-in a ``<connector>:<name>`` segment. Topology ids never contain ``:`` (Nimbus's topology names are
-``[A-Za-z0-9][A-Za-z0-9_.-]*``), so killing a topology, which removes
-``checkpoints/<topology-id>``, can never remove a connector's state, whatever its name.
+State kept by a name rather than by topology id (it outlives a topology: a Kinesis spout's shard
+checkpoints by config name, a transactional topology's state by transactional id) sits beside the
+topologies' directories of its area in an ``<owner>:<name>`` segment (:meth:`ZkPaths.named_state`).
+Topology ids never contain ``:`` (Nimbus's topology names are ``[A-Za-z0-9][A-Za-z0-9_.-]*``), so
+killing a topology, which removes ``checkpoints/<topology-id>`` and
+``transactional/<topology-id>``, can never remove named state, whatever its name.
 
 :class:`ZkPaths` is the one way to name a path: it binds a root and names every node of the layout
 (``ZkPaths("/stormpy").assignment("wc-1-17")``; :attr:`ClusterState.paths
@@ -111,7 +123,7 @@ class ZkPaths:
         """Every top-level directory of the layout."""
         return [self.supervisors(), self.storms(), self.assignments(), self.workerbeats_root(),
                 self.errors_root(), self.nimbuses(), self.checkpoints_root(), self.transactional_root(),
-                self.blobstore_root(), self.submitting_root()]
+                self.blobstore_root(), self.bundle_wanted_root(), self.submitting_root()]
 
     # --- supervisors ---------------------------------------------------------------------------
     def supervisors(self) -> str:
@@ -194,6 +206,15 @@ class ZkPaths:
         return self._join("blobstore", _id(topology_id, "topology id"), _id(nimbus_id, "nimbus id"))
 
     # --- submissions in flight -----------------------------------------------------------------
+    def bundle_wanted_root(self) -> str:
+        """Parent of the requests of a leader that holds no copy of a topology's bundle."""
+        return self._join("blobstore-wanted")
+
+    def bundle_wanted(self, topology_id: str) -> str:
+        """The leader lacks ``topology_id``'s bundle and no Nimbus holds one: a supervisor that
+        has the topology's code sends it back (``restore_bundle``); removed once restored."""
+        return self._join("blobstore-wanted", _id(topology_id, "topology id"))
+
     def submitting_root(self) -> str:
         """Parent of the markers of submissions not yet committed."""
         return self._join("submitting")
@@ -225,14 +246,24 @@ class ZkPaths:
         """A connector's own state directory ``checkpoints/<connector>:<name>``, or a node below it
         named by ``keys`` (``name`` and each key encoded). ``connector`` is a plain lowercase word
         (ValueError otherwise); the ``:`` keeps the segment apart from every topology id."""
-        if not isinstance(connector, str) or not connector.isalpha() or not connector.islower():
-            raise ValueError(f"connector {connector!r} must be a lowercase word (e.g. 'kinesis')")
-        return self._join("checkpoints", f"{connector}:{encode_segment(name)}",
+        return self.named_state("checkpoints", connector, name, *keys)
+
+    def named_state(self, area: str, owner: str, name: str, *keys: str) -> str:
+        """State kept across topologies: ``<area>/<owner>:<name>``, or a node below it named by
+        ``keys`` (``name`` and each key encoded). ``area`` is ``checkpoints`` or
+        ``transactional``; ``owner`` a plain lowercase word (``kinesis``, ``tx``); ValueError
+        otherwise. The ``:`` keeps the segment apart from every topology id."""
+        if area not in ("checkpoints", "transactional"):
+            raise ValueError(f"state area {area!r} must be 'checkpoints' or 'transactional'")
+        if not isinstance(owner, str) or not owner.isalpha() or not owner.islower():
+            raise ValueError(f"connector {owner!r} must be a lowercase word (e.g. 'kinesis')")
+        return self._join(area, f"{owner}:{encode_segment(name)}",
                           *(encode_segment(str(k)) for k in keys))
 
     # --- transactional state -------------------------------------------------------------------
     def transactional_root(self) -> str:
-        """Parent of every topology's transactional state."""
+        """Parent of every topology's transactional area and of the transactional ids' state
+        (``tx:<transactional-id>``, :meth:`named_state`)."""
         return self._join("transactional")
 
     def transactional(self, topology_id: str, *keys: str) -> str:
@@ -245,4 +276,4 @@ class ZkPaths:
         (assignment first, so supervisors stop its workers; status last)."""
         return [self.assignment(topology_id), self.workerbeats(topology_id), self.errors(topology_id),
                 self.checkpoints(topology_id), self.transactional(topology_id), self.blobstore(topology_id),
-                self.storm(topology_id)]
+                self.bundle_wanted(topology_id), self.storm(topology_id)]

@@ -23,7 +23,11 @@ Contract:
   ``close_timeout_secs`` even when ZooKeeper is unreachable (the session's teardown then finishes
   in the background).
 * :meth:`ZkStorage.create_ephemeral` nodes are re-created automatically after the session is lost and
-  a new one established, until :meth:`ZkStorage.delete` or :meth:`ZkStorage.close`.
+  a new one established, until :meth:`ZkStorage.delete` or :meth:`ZkStorage.close`
+  (:mod:`.zk_ephemerals`).
+* :meth:`ZkStorage.lock` is kazoo's Lock recipe; :meth:`ZkStorage.lock_contenders` reads it with
+  the bounded operations (:mod:`.zk_locks`). The connect string comes from :mod:`.zk_hosts`;
+  the attempts of ``set`` and recursive ``delete`` are :mod:`.zk_writes`.
 * Watches are kazoo's recipes, and only them: :meth:`watch_data` (``DataWatch``) and
   :meth:`watch_children` (``ChildrenWatch``) call back once with the current value before they
   return and then after every change, on a kazoo thread, until cancelled; they survive reconnections
@@ -36,20 +40,18 @@ from __future__ import annotations
 
 import functools
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from kazoo.client import KazooClient, KazooState
+from kazoo.client import KazooClient
 from kazoo.exceptions import (
     ConnectionClosedError,
     ConnectionLoss,
     KazooException,
     NodeExistsError,
     NoNodeError,
-    NotEmptyError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.interfaces import IAsyncResult
@@ -60,35 +62,23 @@ from kazoo.retry import RetryFailedError
 from stormpy.cluster.errors import ClusterStateError, ZkConnectionError
 from stormpy.cluster.paths import DEFAULT_ROOT, normalize_root
 from stormpy.cluster.watches import Watch, children_watch, data_watch
+from stormpy.cluster.zk_ephemerals import EphemeralKeeper, put_ephemeral
+from stormpy.cluster.zk_hosts import hosts_from_config
+from stormpy.cluster.zk_locks import lock_contenders
+from stormpy.cluster.zk_writes import delete_tree, set_or_create
+from stormpy.config import DEFAULTS
 
-__all__ = ["ZkStorage", "hosts_from_config"]
+__all__ = ["ZkStorage"]
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-#: A contender node of kazoo's Lock recipe (``<uuid>__lock__<10-digit sequence>``).
-_LOCK_NODE = re.compile(r"__lock__(-?\d{10})$")
 
 #: Longest single wait for an answer; bounds how late an operation notices a shutdown or its deadline.
 _SLICE_SECS = 0.1
 #: Back-off of ``client.retry`` between attempts while the connection is down (doubling up to the max).
 _RETRY_DELAY_SECS = 0.1
 _RETRY_DELAY_MAX_SECS = 0.5
-#: How many times a recursive delete starts over when writers keep adding children.
-_DELETE_ROUNDS = 10
-
-
-def hosts_from_config(conf: Mapping[str, Any]) -> str:
-    """``host:port,...`` from ``storm.zookeeper.servers`` and ``storm.zookeeper.port``.
-
-    A server entry that already names a port (``"zk1:2182"``) keeps it.
-    """
-    servers = conf.get("storm.zookeeper.servers") or ["127.0.0.1"]
-    if isinstance(servers, str):
-        servers = [servers]
-    port = int(conf.get("storm.zookeeper.port", 2181))
-    return ",".join(s if ":" in str(s) else f"{s}:{port}" for s in servers)
 
 
 class ZkStorage:
@@ -116,10 +106,8 @@ class ZkStorage:
                            "max_delay": _RETRY_DELAY_MAX_SECS, "ignore_expire": True,
                            "deadline": self.operation_timeout_secs, "interrupt": self._interrupted},
         )
-        self._client.add_listener(self._on_state)
-        self._ephemerals: dict[str, bytes] = {}
-        self._ephemeral_lock = threading.Lock()
-        self._session_lost = False
+        self._ephemerals = EphemeralKeeper(self._recreate_ephemeral, self._client.handler.spawn)
+        self._client.add_listener(self._ephemerals.on_state)
         self._started = False
         self._closed = False
         # Plain flags (not Events), so begin_shutdown is safe in a signal handler; waits poll them.
@@ -131,9 +119,13 @@ class ZkStorage:
         """A storage configured from stormpy config keys (not yet started): connect timeout from
         ``storm.zookeeper.connection.timeout``, session (and operation) timeout from
         ``storm.zookeeper.session.timeout`` (both in ms)."""
-        return cls(hosts_from_config(conf), root or conf.get("storm.zookeeper.root", DEFAULT_ROOT),
-                   connect_timeout_secs=float(conf.get("storm.zookeeper.connection.timeout", 15000)) / 1000,
-                   session_timeout_secs=float(conf.get("storm.zookeeper.session.timeout", 20000)) / 1000)
+        def setting(key: str) -> Any:
+            value = conf.get(key)
+            return DEFAULTS[key] if value is None else value
+
+        return cls(hosts_from_config(conf), root or setting("storm.zookeeper.root"),
+                   connect_timeout_secs=float(setting("storm.zookeeper.connection.timeout")) / 1000,
+                   session_timeout_secs=float(setting("storm.zookeeper.session.timeout")) / 1000)
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> ZkStorage:
@@ -177,8 +169,7 @@ class ZkStorage:
         self._closed = True
         self._shutting_down = True
         self._closing = True
-        with self._ephemeral_lock:
-            self._ephemerals.clear()
+        self._ephemerals.clear()
         closer = threading.Thread(target=self._stop_client, name="zk-close", daemon=True)
         closer.start()
         closer.join(self.close_timeout_secs)
@@ -235,14 +226,7 @@ class ZkStorage:
         first), like ``Lock.contenders()`` but read with this storage's bounded operations: it
         fails with ZkConnectionError instead of waiting for ZooKeeper without end, and at once
         after :meth:`begin_shutdown` when there is no connection. ``[]`` when nobody contends."""
-        nodes = sorted((match.group(1), name) for name in self.children(path)
-                       if (match := _LOCK_NODE.search(name)) is not None)
-        contenders = []
-        for _sequence, name in nodes:
-            data = self.get(f"{path}/{name}")
-            if data is not None:
-                contenders.append(data.decode("utf-8"))
-        return contenders
+        return lock_contenders(self, path)
 
     # -- helpers -------------------------------------------------------------------------------
     def check_path(self, path: str) -> str:
@@ -337,18 +321,7 @@ class ZkStorage:
     def set(self, path: str, data: bytes) -> None:
         """Write ``data`` to ``path``, creating it (and parents) when missing."""
 
-        def attempt(wait: Callable[[IAsyncResult], Any]) -> None:
-            try:
-                wait(self._client.set_async(path, data))
-                return
-            except NoNodeError:
-                pass
-            try:
-                wait(self._client.create_async(path, data, makepath=True))
-            except NodeExistsError:
-                wait(self._client.set_async(path, data))
-
-        self._run("set", path, attempt)
+        self._run("set", path, functools.partial(set_or_create, self._client, path=path, data=data))
 
     def create(self, path: str, data: bytes = b"", *, ephemeral: bool = False, sequence: bool = False,
                makepath: bool = True) -> str:
@@ -372,25 +345,12 @@ class ZkStorage:
         A node left by another (older) session at the same path is replaced. The node is re-created
         automatically after a session loss, until it is deleted through this storage or it closes.
         """
-        self._run("create_ephemeral", path, functools.partial(self._put_ephemeral, path=path, data=data))
-        with self._ephemeral_lock:
-            self._ephemerals[path] = data
+        self._recreate_ephemeral(path, data)
+        self._ephemerals.remember(path, data)
 
-    def _put_ephemeral(self, wait: Callable[[IAsyncResult], Any], path: str, data: bytes) -> None:
-        try:
-            wait(self._client.create_async(path, data, ephemeral=True, makepath=True))
-            return
-        except NodeExistsError:
-            pass
-        try:
-            _, stat = wait(self._client.get_async(path))
-            if stat.ephemeralOwner == self.session_id:
-                wait(self._client.set_async(path, data, version=stat.version))
-                return
-            wait(self._client.delete_async(path, version=stat.version))
-        except NoNodeError:
-            pass
-        wait(self._client.create_async(path, data, ephemeral=True, makepath=True))
+    def _recreate_ephemeral(self, path: str, data: bytes) -> None:
+        self._run("create_ephemeral", path,
+                  functools.partial(put_ephemeral, self._client, path=path, data=data))
 
     def delete(self, path: str, *, recursive: bool = True) -> bool:
         """Delete ``path`` (and everything under it when ``recursive``); False when it did not exist.
@@ -399,13 +359,11 @@ class ZkStorage:
         ClusterStateError). A non-recursive delete of a node with children is a ClusterStateError.
         """
         self.check_path(path)
-        with self._ephemeral_lock:
-            for tracked in [p for p in self._ephemerals if p == path or p.startswith(path + "/")]:
-                del self._ephemerals[tracked]
+        self._ephemerals.forget(path)
 
         def attempt(wait: Callable[[IAsyncResult], Any]) -> bool:
             if recursive:
-                return self._delete_tree(wait, path)
+                return delete_tree(self._client, wait, path)
             try:
                 wait(self._client.delete_async(path))
             except NoNodeError:
@@ -413,26 +371,6 @@ class ZkStorage:
             return True
 
         return self._run("delete", path, attempt)
-
-    def _delete_tree(self, wait: Callable[[IAsyncResult], Any], path: str) -> bool:
-        existed = False
-        for _ in range(_DELETE_ROUNDS):
-            try:
-                children = wait(self._client.get_children_async(path))
-            except NoNodeError:
-                return existed
-            existed = True
-            for child in children:
-                self._delete_tree(wait, f"{path.rstrip('/')}/{child}")
-            try:
-                wait(self._client.delete_async(path))
-                return True
-            except NoNodeError:
-                return True
-            except NotEmptyError:
-                continue  # a writer added a child meanwhile: delete the new ones too
-        raise ClusterStateError(f"ZooKeeper delete {path} failed: children kept appearing "
-                                f"({_DELETE_ROUNDS} rounds)")
 
     # -- watches (kazoo's recipes) ---------------------------------------------------------------
     def watch_data(self, path: str, callback: Callable[[bytes | None], Any]) -> Watch:
@@ -460,22 +398,3 @@ class ZkStorage:
                 handle.cancel()
                 raise
         return handle
-
-    # -- session recovery ----------------------------------------------------------------------
-    def _on_state(self, state: str) -> None:
-        if state == KazooState.LOST:
-            self._session_lost = True
-        elif state == KazooState.CONNECTED and self._session_lost:
-            self._session_lost = False
-            self._client.handler.spawn(self._restore_ephemerals)
-
-    def _restore_ephemerals(self) -> None:
-        with self._ephemeral_lock:
-            pending = dict(self._ephemerals)
-        for path, data in pending.items():
-            try:
-                self._run("create_ephemeral", path, functools.partial(self._put_ephemeral, path=path,
-                                                                      data=data))
-                log.info("re-created ephemeral node %s after session loss", path)
-            except Exception:
-                log.exception("could not re-create ephemeral node %s after session loss", path)

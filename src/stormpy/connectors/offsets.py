@@ -1,11 +1,19 @@
 """The contiguous acked prefix: what a partitioned-log spout may checkpoint.
 
-Shared by the log spouts (Kafka offsets, Kinesis sequence numbers): a spout emits records of one
-partition (or shard) at increasing *positions*, the topology acks them in any order, and the spout
-may only checkpoint (commit) a position once every record it emitted before that position has been
-acked. Positions are any totally ordered hashable values (ints for Kafka offsets and Kinesis
-sequence numbers) and need not be contiguous: a gap where nothing was emitted (a compacted record,
-a transaction marker) does not block the prefix.
+For a log spout whose positions may be emitted in any order (the Kafka spout's offsets; a spout
+of another log may use it too): a spout emits records of one partition at *positions*, the
+topology acks them in any order, and the spout may only checkpoint (commit) a position once every
+record it emitted before that position has been acked. Positions are any totally ordered hashable
+values (ints for Kafka offsets) and need not be contiguous: a gap where nothing was emitted (a
+compacted record, a transaction marker) does not block the prefix. Emits need not increase
+either: after a retry seeks back, or a rebalance hands a partition over, lower offsets are
+emitted again, and an ack may come for a position this instance never saw emitted; so positions
+are kept sorted (bisect) and the prefix is cut by ``commit_through`` once per commit period.
+
+The Kinesis spout keeps its own :class:`~stormpy.connectors.kinesis.tracker.InflightRecordTracker`
+on purpose: a shard's records are emitted strictly in sequence order (a replay re-emits a record
+the tracker holds), so an emit-order linked list moves the checkpoint on every ack in constant
+time, holds the records to replay and counts their retries, which this class does not.
 
 :class:`AckedPrefix` contract (one instance per partition, not thread-safe):
 

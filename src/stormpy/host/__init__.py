@@ -5,6 +5,9 @@
 * :mod:`.processes`: inspecting and stopping OS processes through psutil (identity by command line,
   SIGTERM → grace → SIGKILL).
 * :mod:`.java`: finding the ``java`` executable (one rule for ZooKeeper and Spark).
+* :mod:`.service`: :class:`~stormpy.host.service.Service`, the one background loop (rounds on a
+  thread, wake, stop with join, errors logged with the service's name).
+* :mod:`.backoff`: :class:`~stormpy.host.backoff.Backoff`, the one exponential backoff.
 
 A shared service at the bottom of the import order: it imports the standard library and psutil
 only, never another stormpy package.

@@ -6,11 +6,18 @@ same executor, routing and acking code as a cluster worker, with same-worker del
 (ticks, message timeouts) and components' ``clock.sleep``/``context.clock`` only move when the
 test calls ``advance_time``; simulated time is process-wide, as in Storm.
 
-Components' durable state (``context.state_store``) goes to ZooKeeper when the cluster's own
-``conf`` names ``storm.zookeeper.servers`` (same layout as a cluster, under
-``storm.zookeeper.root``; the connection is opened at the first submit and closed by
-:meth:`LocalCluster.shutdown`), else to memory, which the log announces when a component first
-asks for it. Killing a topology (and shutting down) removes its state, as Nimbus's kill does.
+State lives with the LocalCluster instance, as in Storm's LocalCluster, and needs nothing started
+by hand: components' state (``context.state_store``, ``context.state_backend``: stateful bolts'
+memory provider, transactional coordinators and emitters, connectors' named state) is kept in a
+memory backend of this instance (:class:`~stormpy.state.memory.MemoryBackend`), fresh for each new
+LocalCluster and never shared with another one in the process; the log announces it when a
+component first asks for it. When the cluster's own ``conf`` names ``storm.zookeeper.servers`` it
+goes to that ZooKeeper instead (same layout as a cluster, under ``storm.zookeeper.root``; the
+connection is opened at the first submit and closed by :meth:`LocalCluster.shutdown`), with a
+memory backend of this instance for what is asked to stay in memory. Settings that name their own
+ZooKeeper (``transactional.zookeeper.servers``, a provider's ``servers``) use it. Killing a
+topology (and shutting down) removes its per-topology state, as Nimbus's kill does; state of this
+instance's memory ends with it.
 
 Metrics consumers (``topology.metrics.consumer.register``) run one per in-process worker on a
 side thread that takes the worker's statistics on its loop thread each
@@ -26,16 +33,18 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from stormpy.cluster.statestore import ZkStateBackend
 from stormpy.cluster.storage import ZkStorage
 from stormpy.config import DEFAULTS, merged
 from stormpy.host.waiting import wait_for
 from stormpy.messaging.inproc import InprocHub
+from stormpy.nimbus.scheduler import schedule_topology
+from stormpy.state.memory import MemoryBackend
+from stormpy.state.zookeeper import ZkBackend
 from stormpy.topology.clock import Clock, SimulatedClock, enter_simulation, leave_simulation, simulating
 from stormpy.topology.layout import compute_layout
 from stormpy.topology.metrics_consumer import ConsumerContext
 from stormpy.topology.spec import TopologySpec
-from stormpy.topology.state import MemoryStateBackend, StateBackend, StateStoreError
+from stormpy.topology.state import StateBackend, StateStoreError
 from stormpy.worker.factory import WorkerConfig
 from stormpy.worker.loop import Worker
 from stormpy.worker.metrics_consumers import MetricsFeed
@@ -52,7 +61,8 @@ class LocalCluster:
     """In-process cluster. Use as a context manager so every topology is stopped.
 
     ``conf`` is the base of every topology's config; with ``storm.zookeeper.servers`` in it,
-    component state lives in that ZooKeeper. ``state`` overrides where state lives.
+    component state lives in that ZooKeeper, else in this instance's memory (see the module doc).
+    ``state`` overrides where state lives.
 
     ``simulated_time``: True joins (or starts) the process-wide simulated time until
     :meth:`shutdown`; None (the default) simulates exactly when a ``simulated_time()`` block is
@@ -77,13 +87,13 @@ class LocalCluster:
     @property
     def state(self) -> StateBackend:
         """Where components keep state: ZooKeeper when ``conf`` configures it (connecting now,
-        ZkConnectionError naming the hosts if it cannot), else memory."""
+        ZkConnectionError naming the hosts if it cannot), else this instance's memory."""
         if self._state is None:
             if "storm.zookeeper.servers" in self.conf:
                 self._zk = ZkStorage.from_config(merged(self.conf)).start()
-                self._state = ZkStateBackend(self._zk)
+                self._state = ZkBackend(self._zk)
             else:
-                self._state = MemoryStateBackend()
+                self._state = MemoryBackend()
         return self._state
 
     def __enter__(self) -> LocalCluster:
@@ -136,10 +146,11 @@ class LocalCluster:
                       ) -> list[Worker]:
         layout = compute_layout(topology, conf)
         keys = [f"local-{i}" for i in range(n)]
-        owner: dict[int, str] = {}
-        for i, executor in enumerate(sorted(layout.executors, key=lambda e: e.start_task)):
-            for task in executor.tasks:
-                owner[task] = keys[i % n]
+        # Nimbus's even scheduler deals the executors over n slots of one node (port i: worker i)
+        dealt = schedule_topology([e.key for e in layout.executors], {"local": list(range(n))}, n)
+        by_key = {executor.key: executor for executor in layout.executors}
+        owner = {task: keys[port] for executor, (_, port) in dealt.items()
+                 for task in by_key[executor].tasks}
         hub = InprocHub()
         group = []
         for key in keys:

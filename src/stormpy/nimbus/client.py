@@ -19,6 +19,14 @@ new request id there. :meth:`NimbusClient.submit` restarts the whole upload and 
 leader when the leader changed during it (an upload session lives on one Nimbus only); if the
 lost leader had already accepted the submit, the topology found under that name is the answer.
 With a single seed a dead Nimbus is an error at once, as before.
+
+A dead Nimbus is found at connect time: every RPC client of this module waits at most
+``connect_timeout_secs`` for the TCP connection (a refused one fails at once), so a client whose
+Nimbus died costs that, not ``timeout_secs`` per attempt, before it asks the seeds; asking
+continues every half second until a seed names a live leader, so a write issued during a failover
+completes about half a second after the standby took over. The last leader found for a set of
+seeds is remembered for the process (and, with ``remember=True``, in a small file under
+``$STORMPY_CACHE_DIR`` or ``~/.cache/stormpy``, so the next CLI command starts there).
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from types import TracebackType
 from typing import Any
 
 from stormpy.config import DEFAULTS, rpc_auth_token
+from stormpy.nimbus.leader_memo import remember_leader, remembered_leader
 from stormpy.rpc import RpcClient
 from stormpy.rpc.errors import (
     AlreadyExistsError,
@@ -46,7 +55,7 @@ from stormpy.rpc.errors import (
 )
 from stormpy.topology.spec import refuse_local_classes
 
-__all__ = ["NimbusClient", "find_leader", "parse_address", "seed_addresses"]
+__all__ = ["CONNECT_TIMEOUT_SECS", "NimbusClient", "find_leader", "parse_address", "seed_addresses"]
 
 log = logging.getLogger(__name__)
 
@@ -86,13 +95,17 @@ def seed_addresses(conf: Mapping[str, Any]) -> list[str]:
     return out
 
 
+#: Seconds a client waits for the TCP connection to a Nimbus before it counts it as dead.
+CONNECT_TIMEOUT_SECS = 2.0
+
 def find_leader(seeds: Sequence[str], *, auth_token: str | None = None,
-                timeout_secs: float = 2.0) -> str | None:
-    """Ask each seed in turn who leads; the first answer naming a leader wins (None: nobody knows)."""
+                timeout_secs: float = 2.0, connect_timeout_secs: float = CONNECT_TIMEOUT_SECS) -> str | None:
+    """Ask each seed in turn who leads; the first answer naming a leader wins (None: nobody knows).
+    A seed that accepts no connection within ``connect_timeout_secs`` is skipped."""
     for seed in seeds:
         host, port = parse_address(seed)
         client = RpcClient(host, port, timeout_secs=timeout_secs, retries=0, auth_token=auth_token,
-                           service="Nimbus")
+                           service="Nimbus", connect_timeout_secs=connect_timeout_secs)
         try:
             answer = client.call("get_leader")
         except RpcError:
@@ -111,8 +124,9 @@ class NimbusClient:
     """Calls to the leading Nimbus, starting at ``host:port`` (see the module docstring)."""
 
     def __init__(self, host: str, port: int, *, timeout_secs: float = 10.0, retries: int = 1,
-                 connect_timeout_secs: float = 3.0, auth_token: str | None = None,
-                 seeds: Sequence[str] = (), leader_wait_secs: float = 30.0) -> None:
+                 connect_timeout_secs: float = CONNECT_TIMEOUT_SECS, auth_token: str | None = None,
+                 seeds: Sequence[str] = (), leader_wait_secs: float = 30.0,
+                 remember: bool = False) -> None:
         self.host = host
         self.port = int(port)
         self.connect_timeout_secs = connect_timeout_secs
@@ -120,9 +134,21 @@ class NimbusClient:
         self.retries = retries
         self.auth_token = auth_token
         self.seeds = [f"{host}:{self.port}", *[s for s in seeds if s != f"{host}:{self.port}"]]
+        self._seed_key = list(self.seeds)
+        self._remember_in_file = remember
         self.leader_wait_secs = leader_wait_secs
-        self.rpc = RpcClient(host, self.port, timeout_secs=timeout_secs, retries=retries,
-                             auth_token=auth_token, service="Nimbus")
+        #: warnings Nimbus gave with the last submit (e.g. the bundle is on fewer hosts than wanted)
+        self.warnings: list[str] = []
+        if len(self.seeds) > 1:
+            last = remembered_leader(self._seed_key, from_file=remember)
+            if last is not None and last != self.address:
+                self.host, self.port = parse_address(last)
+        self.rpc = self._rpc_client()
+
+    def _rpc_client(self) -> RpcClient:
+        return RpcClient(self.host, self.port, timeout_secs=self.timeout_secs, retries=self.retries,
+                         auth_token=self.auth_token, service="Nimbus",
+                         connect_timeout_secs=self.connect_timeout_secs)
 
     @classmethod
     def from_config(cls, conf: Mapping[str, Any], address: str | None = None, **kwargs: Any) -> NimbusClient:
@@ -197,7 +223,8 @@ class NimbusClient:
                 deadline = deadline or time.monotonic() + self.leader_wait_secs
                 if len(self.seeds) < 2 or time.monotonic() >= deadline:
                     raise
-                leader = find_leader(self.seeds, auth_token=self.auth_token)
+                leader = find_leader(self.seeds, auth_token=self.auth_token,
+                                     connect_timeout_secs=self.connect_timeout_secs)
                 if leader is not None and leader != self.address:
                     self._switch(leader)
                 else:
@@ -210,12 +237,14 @@ class NimbusClient:
         self.host, self.port = parse_address(address)
         if address not in self.seeds:
             self.seeds.append(address)
-        self.rpc = RpcClient(self.host, self.port, timeout_secs=self.timeout_secs, retries=self.retries,
-                             auth_token=self.auth_token, service="Nimbus")
+        if len(self._seed_key) > 1:
+            remember_leader(self._seed_key, address, to_file=self._remember_in_file)
+        self.rpc = self._rpc_client()
 
     def leader(self) -> str | None:
         """``host:port`` of the leading Nimbus as the seeds see it (None: none known)."""
-        return find_leader(self.seeds, auth_token=self.auth_token)
+        return find_leader(self.seeds, auth_token=self.auth_token,
+                           connect_timeout_secs=self.connect_timeout_secs)
 
     # -- uploads ---------------------------------------------------------------------------------
     def upload_bundle(self, path: str | os.PathLike[str], progress: Progress | None = None) -> str:
@@ -271,7 +300,10 @@ class NimbusClient:
         function, which the cluster's workers could not import."""
         refuse_local_classes(spec)
         result = self.call("submit_topology", name=name, bundle_key=bundle_key, spec=dict(spec),
-                               conf=dict(conf or {}), initial_status="active" if active else "inactive")
+                           conf=dict(conf or {}), initial_status="active" if active else "inactive")
+        self.warnings = [str(w) for w in result.get("warnings") or []]
+        for warning in self.warnings:
+            log.warning("Nimbus: %s", warning)
         return str(result["topology_id"])
 
     def submit(self, name: str, bundle_path: str | os.PathLike[str], spec: Mapping[str, Any],

@@ -42,9 +42,10 @@ from stormpy.nimbus.handler import NimbusHandler
 from stormpy.nimbus.leadership import Leadership
 from stormpy.nimbus.localdirs import NimbusDirs
 from stormpy.nimbus.monitor import Monitor
+from stormpy.nimbus.pending_actions import ActionTimers
+from stormpy.nimbus.recovery import BundleRecovery
 from stormpy.nimbus.replication import Replicator
 from stormpy.nimbus.store import BundleStore
-from stormpy.nimbus.timers import ActionTimers
 from stormpy.nimbus.topologies import TopologyManager
 from stormpy.nimbus.uploads import UploadManager
 from stormpy.rpc import RpcServer
@@ -85,6 +86,7 @@ class Nimbus(Daemon):
         self.server: RpcServer | None = None
         self.leadership: Leadership | None = None
         self.replicator: Replicator | None = None
+        self.recovery: BundleRecovery | None = None
         self._lead_lock = threading.Lock()
         self.nimbus_id = ""
         self.started_at = 0.0
@@ -141,6 +143,8 @@ class Nimbus(Daemon):
             client_factory=lambda address: NimbusClient.from_config(conf, address),
             poll_secs=float(conf["nimbus.monitor.freq.secs"]), housekeeping=self._standby_housekeeping)
         self.replicator.start()
+        self.recovery = BundleRecovery(self.state, self.manager.store, self.replicator)
+        handler.recovery = self.recovery
         self.leadership = Leadership(self.state.storage, self.state.paths.nimbus_leader(), self.address,
                                      on_elected=self._on_elected, on_deposed=self._on_deposed).start()
         if (not self.leadership.wait_settled(float(conf["storm.zookeeper.connection.timeout"]) / 1000)
@@ -172,7 +176,7 @@ class Nimbus(Daemon):
             if self.state is not None:
                 self.state.close()
             self.monitor = self.server = self.uploads = self.state = None
-            self.leadership = self.replicator = None
+            self.leadership = self.replicator = self.recovery = None
             if not self._shut_down:
                 self._shut_down = True
                 log.info("Nimbus %s stopped", self.nimbus_id)
@@ -225,8 +229,12 @@ class Nimbus(Daemon):
             resumed = manager.resume()
             if resumed:
                 log.info("leading %d topologies: %s", len(resumed), ", ".join(resumed))
+            recovery = self.recovery
+            if recovery is not None:
+                recovery.request_missing(dict.fromkeys(resumed))
             self.monitor = Monitor(manager, self.conf, uploads=self.uploads, downloads=self.downloads,
-                                   clock=self.clock)
+                                   clock=self.clock,
+                                   on_missing_bundle=recovery.request if recovery is not None else None)
             self.monitor.start()
 
     def _on_deposed(self) -> None:
@@ -243,10 +251,10 @@ class Nimbus(Daemon):
         if monitor is not None:
             monitor.wake()
 
-    def _await_replicas(self, topology_id: str, count: int, timeout_secs: float) -> int:
+    def _await_replicas(self, topology_id: str, count: int, timeout_secs: float, strict: bool) -> str | None:
         if self.replicator is None:
             raise RuntimeError("Nimbus is stopping")
-        return self.replicator.await_replicas(topology_id, count, timeout_secs)
+        return self.replicator.await_replicas(topology_id, count, timeout_secs, strict=strict)
 
     def _standby_housekeeping(self) -> None:
         """What the monitor does on the leader and a standby still needs: expire download sessions

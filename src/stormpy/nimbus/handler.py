@@ -1,7 +1,7 @@
 """The Nimbus RPC methods (docs/cluster-contract.md), with argument validation.
 
 Each method checks its arguments and answers with a typed error from :mod:`stormpy.rpc.errors`
-(``InvalidRequestError`` for malformed arguments, ``InvalidTopologyError`` for specs, configs and
+(``InvalidRequestError`` for malformed arguments, ``TopologyRefusedError`` for specs, configs and
 names that are refused, ``UploadError`` for uploads, ``NotFoundError`` for unknown names, keys and
 components, ``AlreadyExistsError`` for a name in use). The server keeps serving after any of them.
 
@@ -11,7 +11,8 @@ rebalance) run only on the leader; a standby refuses them with
 bundle downloads are served by every Nimbus (a standby serves the bundles it replicated).
 ``get_leader`` tells any caller who leads. A submit is answered only once
 ``topology.min.replication.count`` Nimbus hosts hold the bundle (see
-:mod:`stormpy.nimbus.replication`); otherwise it is rolled back.
+:mod:`stormpy.nimbus.replication`); a count set explicitly and not met rolls it back, the default
+count not met answers with ``warnings``.
 """
 
 from __future__ import annotations
@@ -22,15 +23,19 @@ from typing import Any
 
 import msgpack
 
-from stormpy.config import DEFAULTS, redacted
+from stormpy.cluster import Assignment, StormBase
+from stormpy.config import DEFAULTS, SettingError, redacted
 from stormpy.nimbus.downloads import DownloadManager
 from stormpy.nimbus.info import cluster_summary, topology_info
+from stormpy.nimbus.recovery import BundleRecovery, degraded_reason
+from stormpy.nimbus.replication import replication_target
 from stormpy.nimbus.store import StoreError
-from stormpy.nimbus.topologies import TopologyManager, validate_topology_conf, validate_topology_name
+from stormpy.nimbus.topologies import TopologyManager
 from stormpy.nimbus.uploads import UploadManager
+from stormpy.nimbus.validation import validate_topology_conf, validate_topology_name
 from stormpy.rpc import current_client, rpc_method
-from stormpy.rpc.errors import InvalidRequestError, InvalidTopologyError, NotLeaderError
-from stormpy.topology.errors import InvalidTopologyError as SpecError
+from stormpy.rpc.errors import InvalidRequestError, NotLeaderError, TopologyRefusedError
+from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.spec import TopologySpec
 
 __all__ = ["NimbusHandler"]
@@ -52,9 +57,11 @@ class NimbusHandler:
                  on_change: Callable[[], None] | None = None,
                  is_leader: Callable[[], bool] | None = None,
                  leader_address: Callable[[], str | None] | None = None,
-                 replicate: Callable[[str, int, float], object] | None = None,
+                 replicate: Callable[[str, int, float, bool], str | None] | None = None,
+                 recovery: BundleRecovery | None = None,
                  conf: Mapping[str, Any] | None = None) -> None:
         self.manager = manager
+        self.recovery = recovery
         #: this Nimbus's configuration, as ``get_nimbus_conf`` shows it (secrets hidden)
         self._conf = redacted(conf or {})
         self.uploads = uploads
@@ -109,19 +116,20 @@ class NimbusHandler:
                                       f"got {initial_status!r}")
         try:
             topology = TopologySpec.from_doc(spec)
-        except SpecError as exc:
-            raise InvalidTopologyError(f"topology {name!r} refused: {exc}") from None
+        except InvalidTopologyError as exc:
+            raise TopologyRefusedError(f"topology {name!r} refused: {exc}") from None
         topo_conf = validate_topology_conf(conf)
         staged = self.uploads.take(bundle_key)
+        warnings: list[str] = []
         try:
             topology_id = self.manager.submit(name, staged, topology, topo_conf, initial_status,
-                                              before_activate=self._replication_hook(topo_conf))
+                                              before_activate=self._replication_hook(topo_conf, warnings))
         except BaseException:
             if staged.path.exists():
                 self.uploads.restage(staged)
             raise
         self._on_change()
-        return {"topology_id": topology_id}
+        return {"topology_id": topology_id, "warnings": warnings}
 
     @rpc_method
     def kill_topology(self, name: Any, wait_secs: Any = None) -> dict[str, Any]:
@@ -159,12 +167,41 @@ class NimbusHandler:
         self._on_change()
         return {}
 
+    @rpc_method
+    def restore_bundle(self, topology_id: Any, bundle_key: Any, spec: Any,
+                       conf: Any = None) -> dict[str, Any]:
+        """A supervisor sends back the code of a topology no Nimbus holds (uploaded like a
+        submitter's bundle; see :mod:`stormpy.nimbus.recovery`); ``restored`` is False when a copy
+        was already back."""
+        self._require_leader("restore_bundle")
+        tid = self._topology_id(topology_id)
+        if self.recovery is None:
+            raise InvalidRequestError("this Nimbus does not take bundles back")
+        try:
+            TopologySpec.from_doc(spec)
+        except InvalidTopologyError as exc:
+            raise TopologyRefusedError(f"topology {tid}: the spec sent back is refused: {exc}") from None
+        topo_conf = validate_topology_conf(conf)
+        staged = self.uploads.take(bundle_key)
+        restored = self.recovery.restore(tid, staged, dict(spec), topo_conf)
+        self._on_change()
+        return {"restored": restored}
+
     # -- information -----------------------------------------------------------------------------
+    def _degraded(self, bases: Mapping[str, StormBase],
+                  assignments: Mapping[str, Assignment | None]) -> dict[str, str | None]:
+        if self.recovery is None:
+            return {}
+        holders = self.recovery.replicator.holders
+        return {tid: degraded_reason(base, assignments.get(tid), len(holders(tid)))
+                for tid, base in bases.items()}
+
     @rpc_method
     def get_cluster_info(self) -> dict[str, Any]:
         state = self.manager.state
-        return cluster_summary(self._nimbus_info(), state.supervisors(), state.storm_bases(),
-                               state.assignments(), time.time())
+        bases, assignments = state.storm_bases(), state.assignments()
+        return cluster_summary(self._nimbus_info(), state.supervisors(), bases, assignments, time.time(),
+                               self._degraded(bases, assignments))
 
     @rpc_method
     def get_daemon_stats(self) -> dict[str, Any]:
@@ -189,10 +226,12 @@ class NimbusHandler:
         tid = base.topology_id
         try:
             layout = self.manager.layout(base)
-        except (StoreError, SpecError, ValueError):
+        except (StoreError, InvalidTopologyError, ValueError):
             layout = None
-        return topology_info(base, state.assignment(tid), layout, state.worker_heartbeats(tid),
-                             state.all_errors(tid), time.time())
+        assignment = state.assignment(tid)
+        return topology_info(base, assignment, layout, state.worker_heartbeats(tid),
+                             state.all_errors(tid), time.time(),
+                             self._degraded({tid: base}, {tid: assignment}).get(tid))
 
     @rpc_method
     def get_topology_files(self, topology_id: Any) -> dict[str, Any]:
@@ -211,20 +250,24 @@ class NimbusHandler:
         return self.downloads.chunk(download_id, offset)
 
     # -- helpers ---------------------------------------------------------------------------------
-    def _replication_hook(self, topo_conf: Mapping[str, Any]) -> Callable[[str], None] | None:
-        """Before activation: wait for topology.min.replication.count copies of the bundle."""
+    def _replication_hook(self, topo_conf: Mapping[str, Any],
+                          warnings: list[str]) -> Callable[[str], None] | None:
+        """Before activation: wait for topology.min.replication.count copies of the bundle; a
+        warning for a default count not met goes to ``warnings``."""
         replicate = self._replicate
         if replicate is None:
             return None
-
-        def setting(key: str) -> Any:
-            return topo_conf.get(key, self.manager.conf.get(key, DEFAULTS[key]))
-
-        count = int(setting("topology.min.replication.count"))
-        wait = float(setting("topology.max.replication.wait.time.sec"))
+        try:
+            count, strict = replication_target({**DEFAULTS, **self.manager.conf}, topo_conf)
+        except SettingError as exc:
+            raise TopologyRefusedError(f"topology refused: {exc}") from None
+        key = "topology.max.replication.wait.time.sec"
+        wait = float(topo_conf.get(key, self.manager.conf.get(key, DEFAULTS[key])))
 
         def hook(topology_id: str) -> None:
-            replicate(topology_id, count, wait)
+            warning = replicate(topology_id, count, wait, strict)
+            if warning:
+                warnings.append(str(warning))
 
         return hook
 
@@ -234,10 +277,10 @@ class NimbusHandler:
         try:
             size = len(msgpack.packb(spec, use_bin_type=True)) + len(msgpack.packb(conf, use_bin_type=True))
         except (TypeError, ValueError, OverflowError) as exc:
-            raise InvalidTopologyError(f"topology {name!r} refused: spec and config must be plain data: "
+            raise TopologyRefusedError(f"topology {name!r} refused: spec and config must be plain data: "
                                        f"{exc}") from None
         if size > limit:
-            raise InvalidTopologyError(f"topology {name!r} refused: its spec and config encode to {size} "
+            raise TopologyRefusedError(f"topology {name!r} refused: its spec and config encode to {size} "
                                        f"bytes, beyond nimbus.max.spec.size.bytes ({limit})")
 
     @staticmethod

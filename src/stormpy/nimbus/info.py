@@ -64,18 +64,22 @@ def supervisor_summary(info: SupervisorInfo, used_slots: int, now: float) -> dic
             "stats": dict(info.stats)}
 
 
-def topology_summary(base: StormBase, assignment: Assignment | None, now: float) -> dict[str, Any]:
+def topology_summary(base: StormBase, assignment: Assignment | None, now: float,
+                     degraded: str | None = None) -> dict[str, Any]:
+    """One topology's summary; ``degraded`` is why it cannot be (re)scheduled, None when it can."""
     workers = assignment.workers() if assignment is not None else {}
     return {"id": base.topology_id, "name": base.name, "status": base.status,
             "num_workers": len(workers), "requested_workers": base.num_workers,
             "num_executors": len(assignment.executors) if assignment is not None else 0,
-            "uptime_secs": round(max(0.0, now - base.launch_time), 1), "owner": base.owner}
+            "uptime_secs": round(max(0.0, now - base.launch_time), 1), "owner": base.owner,
+            "degraded": degraded}
 
 
 def cluster_summary(nimbus: Mapping[str, Any], supervisors: Mapping[str, SupervisorInfo],
                     bases: Mapping[str, StormBase], assignments: Mapping[str, Assignment],
-                    now: float) -> dict[str, Any]:
-    """The ``get_cluster_info`` document."""
+                    now: float, degraded: Mapping[str, str | None] | None = None) -> dict[str, Any]:
+    """The ``get_cluster_info`` document (``degraded``: topology id → reason, see
+    :func:`topology_summary`)."""
     used: dict[str, set[int]] = {}
     for assignment in assignments.values():
         for node, port in assignment.executors.values():
@@ -84,16 +88,16 @@ def cluster_summary(nimbus: Mapping[str, Any], supervisors: Mapping[str, Supervi
         "nimbus": dict(nimbus),
         "supervisors": [supervisor_summary(info, len(used.get(sid, ())), now)
                         for sid, info in sorted(supervisors.items())],
-        "topologies": [topology_summary(base, assignments.get(tid), now)
+        "topologies": [topology_summary(base, assignments.get(tid), now, (degraded or {}).get(tid))
                        for tid, base in sorted(bases.items(), key=lambda kv: kv[1].name)],
     }
 
 
 def topology_info(base: StormBase, assignment: Assignment | None, layout: TaskLayout | None,
                   beats: Mapping[tuple[str, int], WorkerHeartbeat], errors: Mapping[str, list[ErrorInfo]],
-                  now: float) -> dict[str, Any]:
+                  now: float, degraded: str | None = None) -> dict[str, Any]:
     """The ``get_topology_info`` document."""
-    doc = topology_summary(base, assignment, now)
+    doc = topology_summary(base, assignment, now, degraded)
     workers = []
     assigned_beats = []
     for (node, port), executors in (assignment.workers() if assignment is not None else {}).items():

@@ -31,6 +31,7 @@ from kazoo.recipe.lock import Lock
 
 from stormpy.cluster import ZkStorage
 from stormpy.cluster.errors import ClusterStateError
+from stormpy.host.service import Service
 
 __all__ = ["Leadership"]
 
@@ -52,32 +53,31 @@ class Leadership:
         self._leader = False
         self._suspended = False
         self._lost = threading.Event()
-        self._stop = threading.Event()
         self._lock: Lock | None = None
-        self._thread: threading.Thread | None = None
+        # one round contends once: it blocks in the lock until elected, leads until deposed
+        self._service = Service("nimbus-election", self._contend, interval=_RETRY_SECS, log=log)
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> Leadership:
-        """Start contending on a daemon thread; return self."""
+        """Start contending on a daemon thread (a :class:`~stormpy.host.service.Service`); return
+        self."""
         self.storage.add_listener(self._on_state)
-        self._thread = threading.Thread(target=self._run, name="nimbus-election", daemon=True)
-        self._thread.start()
+        self._service.start()
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
         """Give up leadership (``on_deposed`` runs if this Nimbus led) and stop contending."""
-        self._stop.set()
+        self._service.request_stop()
         self._lost.set()
         lock = self._lock
         if lock is not None:
             lock.cancel()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._service.stop(timeout)
 
     def wait_settled(self, timeout_secs: float) -> bool:
         """Wait until this Nimbus leads or another one is known to; True when settled in time."""
         deadline = time.monotonic() + timeout_secs
-        while (time.monotonic() < deadline and not self._stop.is_set()
+        while (time.monotonic() < deadline and not self._service.stopping
                and not self.storage.shutting_down):
             if self.is_leader():
                 return True
@@ -114,41 +114,39 @@ class Leadership:
         elif state == "CONNECTED":
             self._suspended = False
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            if not self.storage.connected:
-                self._stop.wait(_RETRY_SECS)
-                continue
-            self._lost.clear()
-            lock = self._lock = self.storage.lock(self.path, self.address)
-            try:
-                acquired = lock.acquire(blocking=True)
-            except Exception as exc:  # noqa: BLE001 - kazoo raises several types on connection trouble
-                if self._stop.is_set():
-                    break
-                log.warning("Nimbus leader election on %s failed (%s); contending again", self.path, exc)
-                self._release(lock)
-                self._stop.wait(_RETRY_SECS)
-                continue
-            if not acquired or self._stop.is_set():
-                self._release(lock)
-                continue
-            self._lead(lock)
+    def _contend(self) -> float:
+        """One contention: wait for the lock, lead until deposed; the delay before the next."""
+        if not self.storage.connected:
+            return _RETRY_SECS
+        self._lost.clear()
+        lock = self._lock = self.storage.lock(self.path, self.address)
+        try:
+            acquired = lock.acquire(blocking=True)
+        except Exception as exc:  # noqa: BLE001 - kazoo raises several types on connection trouble
+            if self._service.stopping:
+                return 0.0
+            log.warning("Nimbus leader election on %s failed (%s); contending again", self.path, exc)
+            self._release(lock)
+            return _RETRY_SECS
+        if not acquired or self._service.stopping:
+            self._release(lock)
+            return 0.0
+        return self._lead(lock)
 
-    def _lead(self, lock: Lock) -> None:
+    def _lead(self, lock: Lock) -> float:
+        """Lead until the session is lost or a stop is asked; the delay before contending again."""
         log.info("this Nimbus (%s) is now the leader", self.address)
         try:
             self._on_elected()
         except Exception:
             log.exception("Nimbus failed to take over as leader; stepping down")
             self._release(lock)
-            self._stop.wait(_RETRY_SECS)
-            return
+            return _RETRY_SECS
         self._leader = True
         while not self._lost.wait(1.0):
             pass
         self._leader = False
-        if not self._stop.is_set():
+        if not self._service.stopping:
             log.warning("this Nimbus (%s) lost its ZooKeeper session and with it the leadership",
                         self.address)
         try:
@@ -156,6 +154,7 @@ class Leadership:
         except Exception:
             log.exception("stepping down as leader failed")
         self._release(lock)
+        return 0.0
 
     @staticmethod
     def _release(lock: Lock) -> None:

@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from stormpy.config import local_dir
+
 __all__ = ["NimbusDirs", "safe_segment"]
 
 _SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -47,7 +49,7 @@ class NimbusDirs:
     @classmethod
     def from_config(cls, conf: Mapping[str, Any]) -> NimbusDirs:
         """The directories for ``conf["storm.local.dir"]``."""
-        return cls(conf.get("storm.local.dir") or "stormpy-local")
+        return cls(local_dir(conf))
 
     @property
     def stormdist_root(self) -> Path:

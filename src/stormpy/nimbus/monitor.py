@@ -2,19 +2,25 @@
 
 Every ``nimbus.monitor.freq.secs`` :meth:`Monitor.tick` does, in this order:
 
-1. fires due kill/rebalance waits (:class:`~stormpy.nimbus.timers.ActionTimers`);
+1. fires due kill/rebalance waits (:class:`~stormpy.nimbus.pending_actions.ActionTimers`);
 2. for each topology that is ``active`` or ``inactive``: finds its dead executors and reschedules
    them (alive ones stay put). An executor is **alive** when its supervisor is live and offers the
    port (a vanished supervisor counts as live for ``nimbus.supervisor.timeout.secs`` after Nimbus
    first misses it, to ride out ZooKeeper session blips), and either it was (re)assigned less than
-   ``nimbus.task.launch.secs`` ago or its worker's heartbeat lists it and last *changed* less than
-   ``nimbus.task.timeout.secs`` ago. Changes are timed with Nimbus's own clock (like Storm's
-   heartbeat cache), so worker clock skew does not matter; a heartbeat first seen after a Nimbus
-   restart counts as fresh. Topologies without an assignment, or with unassigned executors, are
-   scheduled as soon as slots are free. A topology running on fewer workers than it asked for
+   ``nimbus.task.launch.secs`` ago or its worker's heartbeat last *changed* less than
+   ``nimbus.task.timeout.secs`` ago and a changed heartbeat listed the executor less than
+   ``nimbus.task.timeout.secs`` ago (an executor the worker stopped listing dies after the task
+   timeout even while the worker keeps heartbeating). Changes
+   are timed with Nimbus's own clock (like Storm's heartbeat cache), so worker clock skew does not
+   matter; a heartbeat first seen after a Nimbus restart counts as fresh. A worker with a dead
+   executor is rescheduled as a whole, away from its slot (its process would not run the executor
+   again on the same assignment). Topologies without an assignment, or with unassigned executors,
+   are scheduled as soon as slots are free. A topology running on fewer workers than it asked for
    (its executors were packed onto surviving slots) is rescheduled when free slots appear, so it
    spreads back to ``min(topology.workers, executors)`` workers; workers whose executors fit the
-   even spread keep running (see :mod:`stormpy.nimbus.scheduler`);
+   even spread keep running (see :mod:`stormpy.nimbus.scheduler`). A topology whose bundle this
+   Nimbus lacks is not scheduled; ``on_missing_bundle(topology_id)`` asks for it back
+   (:mod:`stormpy.nimbus.recovery`);
 3. removes ZooKeeper state (assignments, heartbeats, errors) of topologies without a StormBase,
    e.g. heartbeats a dying worker wrote after its topology was killed;
 4. expires abandoned uploads and download sessions.
@@ -27,17 +33,17 @@ errors in tests (``raise_errors=True``).
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from stormpy.cluster import Assignment, ClusterStateError, SupervisorInfo, WorkerHeartbeat
 from stormpy.config import DEFAULTS
+from stormpy.host.service import Service
 from stormpy.nimbus.downloads import DownloadManager
+from stormpy.nimbus.pending_actions import KILL, REBALANCE
 from stormpy.nimbus.scheduler import ExecutorKey, Slot, available_slots
 from stormpy.nimbus.store import StoreError
-from stormpy.nimbus.timers import KILL, REBALANCE
 from stormpy.nimbus.topologies import TopologyManager
 from stormpy.nimbus.uploads import UploadManager
 
@@ -47,24 +53,40 @@ log = logging.getLogger(__name__)
 
 
 class HeartbeatCache:
-    """When (on Nimbus's clock) each worker's heartbeat last changed."""
+    """When (on Nimbus's clock) each worker's heartbeat last changed, and when each executor was
+    last listed in a changed heartbeat of its worker."""
 
     def __init__(self) -> None:
         self._seen: dict[tuple[str, Slot], tuple[float, float]] = {}
+        self._listed: dict[tuple[str, ExecutorKey], float] = {}
 
-    def observe(self, topology_id: str, slot: Slot, beat_time: float, now: float) -> float:
-        """Record the heartbeat's ``time`` field; return when it last changed (Nimbus time)."""
+    def observe(self, topology_id: str, slot: Slot, beat_time: float, now: float,
+                executors: Iterable[ExecutorKey] = ()) -> float:
+        """Record the heartbeat's ``time`` field (and the ``executors`` it lists); return when it
+        last changed (Nimbus time)."""
         key = (topology_id, slot)
         previous = self._seen.get(key)
         if previous is None or previous[0] != beat_time:
             self._seen[key] = (beat_time, now)
+            for executor in executors:
+                self._listed[(topology_id, executor)] = now
             return now
         return previous[1]
 
+    def listed_at(self, topology_id: str, executors: Iterable[ExecutorKey],
+                  now: float) -> dict[ExecutorKey, float]:
+        """executor → when a changed heartbeat last listed it; an executor never listed counts from
+        ``now``, the first time it is asked about (so it gets the task timeout too)."""
+        return {e: self._listed.setdefault((topology_id, e), now) for e in executors}
+
     def forget(self, topology_id: str, keep: set[Slot] | None = None) -> None:
-        """Drop the topology's entries (except slots in ``keep``)."""
+        """Drop the topology's entries (except slots in ``keep``; executor entries go only with
+        the whole topology)."""
         for key in [k for k in self._seen if k[0] == topology_id and (keep is None or k[1] not in keep)]:
             del self._seen[key]
+        if keep is None:
+            for listed in [k for k in self._listed if k[0] == topology_id]:
+                del self._listed[listed]
 
     def topologies(self) -> set[str]:
         return {k[0] for k in self._seen}
@@ -81,11 +103,14 @@ class Liveness:
 def executor_liveness(assignment: Assignment, heartbeats: Mapping[Slot, WorkerHeartbeat],
                       supervisors: Mapping[str, SupervisorInfo], *, now: float,
                       changed_at: Mapping[Slot, float], missing_since: Mapping[str, float],
-                      task_timeout: float, launch_secs: float, supervisor_timeout: float) -> Liveness:
+                      task_timeout: float, launch_secs: float, supervisor_timeout: float,
+                      listed_at: Mapping[ExecutorKey, float] | None = None) -> Liveness:
     """Which executors of ``assignment`` are alive (rules in the module docstring).
 
     ``changed_at``: slot → Nimbus time its heartbeat last changed; ``missing_since``: node → Nimbus
-    time it was first missed (only for nodes that are not live).
+    time it was first missed (only for nodes that are not live); ``listed_at``: executor → Nimbus
+    time a changed heartbeat last listed it (without it, an executor the current heartbeat does not
+    list is dead at once).
     """
     alive: dict[ExecutorKey, Slot] = {}
     dead: set[Slot] = set()
@@ -105,8 +130,15 @@ def executor_liveness(assignment: Assignment, heartbeats: Mapping[Slot, WorkerHe
             alive[executor] = slot
             continue
         beat = heartbeats.get(slot)
-        fresh = (beat is not None and (not beat.executors or executor in beat.executors)
-                 and now - changed_at.get(slot, float("-inf")) < task_timeout)
+        if beat is None:
+            fresh = False
+        elif not beat.executors:  # a heartbeat without an executor list speaks for all of them
+            fresh = now - changed_at.get(slot, float("-inf")) < task_timeout
+        elif listed_at is not None:
+            fresh = (now - changed_at.get(slot, float("-inf")) < task_timeout
+                     and now - listed_at.get(executor, float("-inf")) < task_timeout)
+        else:
+            fresh = executor in beat.executors and now - changed_at.get(slot, float("-inf")) < task_timeout
         if fresh:
             alive[executor] = slot
         else:
@@ -119,8 +151,10 @@ class Monitor:
 
     def __init__(self, manager: TopologyManager, conf: Mapping[str, Any], *,
                  uploads: UploadManager | None = None, downloads: DownloadManager | None = None,
-                 clock: Callable[[], float] | None = None) -> None:
+                 clock: Callable[[], float] | None = None,
+                 on_missing_bundle: Callable[[str], None] | None = None) -> None:
         self.manager = manager
+        self._on_missing_bundle = on_missing_bundle
         self.uploads = uploads
         self.downloads = downloads
         self.clock = clock or manager.clock
@@ -135,9 +169,8 @@ class Monitor:
         self.heartbeats = HeartbeatCache()
         self._missing_since: dict[str, float] = {}
         self._known_supervisors: set[str] = set()
-        self._stop = threading.Event()
-        self._wake = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._service = Service("nimbus-monitor", self._round, interval=self.freq_secs, log=log,
+                                on_stop=lambda: log.info("monitor stopped"))
 
     # -- one round -------------------------------------------------------------------------------
     def tick(self, now: float | None = None, *, raise_errors: bool = False) -> None:
@@ -187,6 +220,11 @@ class Monitor:
         for topology_id, base in sorted(state.storm_bases().items()):
             if base.status not in ("active", "inactive"):
                 continue
+            if not self.manager.store.exists(topology_id):
+                if self._on_missing_bundle is not None:  # no code to schedule: ask for it back
+                    self._guard(raise_errors, f"asking for the code of {topology_id}",
+                                self._on_missing_bundle, topology_id)
+                continue
             self._guard(raise_errors, f"scheduling {topology_id}", self._check_topology, topology_id,
                         assignments.get(topology_id), supervisors, now)
 
@@ -200,14 +238,15 @@ class Monitor:
             self.manager.reschedule(topology_id, {})
             return
         beats = self.manager.state.worker_heartbeats(topology_id)
-        changed = {slot: self.heartbeats.observe(topology_id, slot, beat.time, now)
+        changed = {slot: self.heartbeats.observe(topology_id, slot, beat.time, now, beat.executors)
                    for slot, beat in beats.items()}
         self.heartbeats.forget(topology_id, keep=set(beats))
         liveness = executor_liveness(
             assignment, beats, supervisors, now=now, changed_at=changed, missing_since=self._missing_since,
             task_timeout=self.task_timeout, launch_secs=self.launch_secs,
-            supervisor_timeout=self.supervisor_timeout)
-        alive = {e: s for e, s in liveness.alive.items() if e in expected}
+            supervisor_timeout=self.supervisor_timeout,
+            listed_at=self.heartbeats.listed_at(topology_id, assignment.executors, now))
+        alive = {e: s for e, s in liveness.alive.items() if e in expected and s not in liveness.dead_slots}
         if set(alive) == expected and set(assignment.executors) == expected:
             if self._can_spread(topology_id, base.num_workers, len(expected), assignment, supervisors):
                 log.info("topology %s runs on %d of its %d workers and free slots exist; spreading it",
@@ -215,8 +254,9 @@ class Monitor:
                 self.manager.reschedule(topology_id, alive)
             return
         if liveness.dead_slots:
-            log.warning("topology %s: workers %s are dead (no heartbeat within nimbus.task.timeout.secs or "
-                        "supervisor gone); reassigning their executors", topology_id,
+            log.warning("topology %s: workers %s are dead (no heartbeat within nimbus.task.timeout.secs, "
+                        "supervisor gone, or executors their heartbeat stopped listing); reassigning their "
+                        "dead executors", topology_id,
                         ", ".join(f"{n}:{p}" for n, p in sorted(liveness.dead_slots)))
         self.manager.reschedule(topology_id, alive, avoid=liveness.dead_slots)
 
@@ -240,38 +280,33 @@ class Monitor:
                 self.heartbeats.forget(topology_id)
 
     # -- background thread -----------------------------------------------------------------------
+    def _round(self) -> float:
+        """One :meth:`tick`; the delay until the next: ``freq_secs``, sooner when a wait is due."""
+        self.tick()
+        delay = self.freq_secs
+        deadline = self.manager.timers.next_deadline()
+        if deadline is not None:
+            delay = max(0.01, min(delay, deadline - self.clock()))
+        return delay
+
     def start(self) -> None:
-        """Run :meth:`tick` every ``freq_secs`` (sooner when a wait is due) on a daemon thread."""
-        if self._thread is not None:
+        """Run :meth:`tick` every ``freq_secs`` (sooner when a wait is due) on a daemon thread (a
+        :class:`~stormpy.host.service.Service`)."""
+        if self._service.running or self._service.stopping:
             raise RuntimeError("monitor already started")
-        self._thread = threading.Thread(target=self._run, name="nimbus-monitor", daemon=True)
-        self._thread.start()
+        self._service.start()
 
     def wake(self) -> None:
         """Run the next round now (after a state change that needs attention)."""
-        self._wake.set()
+        self._service.wake()
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop the thread after its current round; idempotent."""
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.tick()
-            delay = self.freq_secs
-            deadline = self.manager.timers.next_deadline()
-            if deadline is not None:
-                delay = max(0.01, min(delay, deadline - self.clock()))
-            self._wake.wait(delay)
-            self._wake.clear()
-        log.info("monitor stopped")
+        self._service.stop(timeout)
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive() and not self._stop.is_set()
+        return self._service.running
 
 
 def wall_clock() -> float:

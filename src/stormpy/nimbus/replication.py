@@ -14,8 +14,13 @@ Contract of :class:`Replicator` (one per Nimbus):
 * On a Nimbus that is not the leader, stored bundles of topologies that have been missing from
   ZooKeeper on two consecutive passes are removed (the leader removes its own on kill).
 * :meth:`await_replicas` blocks until ``count`` Nimbus hosts registered a copy of a topology, or
-  raises :class:`ReplicationError` after ``timeout_secs``: the leader's submit answers only then
-  (``topology.min.replication.count``).
+  until ``timeout_secs`` passed: the leader's submit answers only then
+  (``topology.min.replication.count``, see :func:`replication_target`). A count set explicitly
+  that is not met raises :class:`ReplicationError` (the submit is rolled back); the default count
+  that is not met (or cannot be: fewer live Nimbus hosts than it asks for) gives a warning the
+  submit's answer carries and the log repeats. The leader also records the bundle's sha256 as the
+  data of ``blobstore/<topology-id>`` (a persistent node), so a copy sent back later (a supervisor's,
+  when no Nimbus holds one any more) can be checked against it.
 """
 
 from __future__ import annotations
@@ -24,20 +29,22 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from stormpy.bundle import BundleError, verify_bundle
 from stormpy.cluster import ClusterState, ClusterStateError, Watch
 from stormpy.cluster.records import decode_value
-from stormpy.nimbus.client import NimbusClient
+from stormpy.config import SettingError
+from stormpy.host.service import Service
+from stormpy.nimbus.client import NimbusClient, seed_addresses
 from stormpy.nimbus.localdirs import NimbusDirs
 from stormpy.nimbus.store import BundleStore, StoreError
 from stormpy.nimbus.uploads import StagedBundle
 from stormpy.rpc.errors import InvalidRequestError, RpcError
 
-__all__ = ["ReplicationError", "Replicator"]
+__all__ = ["ReplicationError", "Replicator", "replication_target"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +53,26 @@ ClientFactory = Callable[[str], NimbusClient]
 
 class ReplicationError(InvalidRequestError):
     """Too few Nimbus hosts hold a topology's bundle in time (topology.min.replication.count)."""
+
+
+def replication_target(nimbus_conf: Mapping[str, Any], topo_conf: Mapping[str, Any]) -> tuple[int, bool]:
+    """(copies a submit waits for, whether that count was set explicitly).
+
+    ``topology.min.replication.count`` from the topology's config, else Nimbus's; unset (None)
+    means 2 when ``nimbus.seeds`` names two or more Nimbus hosts (``nimbus.host`` does not count), else
+    1. SettingError for a count
+    below 1."""
+    key = "topology.min.replication.count"
+    value = topo_conf.get(key, nimbus_conf.get(key))
+    if value is None:
+        seeds = nimbus_conf.get("nimbus.seeds") or []
+        hosts = seed_addresses({"nimbus.thrift.port": nimbus_conf.get("nimbus.thrift.port"),
+                                "nimbus.seeds": [seeds] if isinstance(seeds, str) else seeds,
+                                "nimbus.host": None})
+        return (2 if len(hosts) >= 2 else 1), False
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise SettingError(key, f"must be an integer >= 1 (or unset), got {value!r}")
+    return value, True
 
 
 class Replicator:
@@ -66,43 +93,30 @@ class Replicator:
         self._housekeeping = housekeeping
         self._registered: dict[str, str] = {}
         self._missing_once: set[str] = set()
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._service = Service("nimbus-replication", self._round, interval=poll_secs, first_delay=poll_secs,
+                                expected_errors=(ClusterStateError, StoreError), log=log)
         self._watch: Watch | None = None
         self._lock = threading.Lock()
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def start(self) -> Replicator:
-        """Run :meth:`sync` on a daemon thread, woken by new topologies; return self."""
-        self._thread = threading.Thread(target=self._run, name="nimbus-replication", daemon=True)
-        self._thread.start()
+        """Run :meth:`sync` on a daemon thread (a :class:`~stormpy.host.service.Service`), woken by
+        new topologies; return self."""
+        self._service.start()
         self._watch = self.state.storage.watch_children(self.state.paths.storms(),
-                                                        lambda _children: self._wake.set())
+                                                        lambda _children: self._service.wake())
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        self._wake.set()
+        self._service.request_stop()
         if self._watch is not None:
             self._watch.cancel()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._service.stop(timeout)
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait(self.poll_secs)
-            self._wake.clear()
-            if self._stop.is_set():
-                return
-            try:
-                if self._housekeeping is not None:
-                    self._housekeeping()
-                self.sync()
-            except (ClusterStateError, StoreError) as exc:
-                log.warning("bundle replication pass failed: %s", exc)
-            except Exception:
-                log.exception("bundle replication pass failed")
+    def _round(self) -> None:
+        if self._housekeeping is not None:
+            self._housekeeping()
+        self.sync()
 
     # -- replicas ----------------------------------------------------------------------------------
     def register(self, topology_id: str) -> None:
@@ -130,22 +144,58 @@ class Replicator:
                 out[child] = data.decode(errors="replace")
         return out
 
-    def await_replicas(self, topology_id: str, count: int, timeout_secs: float) -> int:
-        """Wait until ``count`` copies are registered; return how many; ReplicationError after
-        ``timeout_secs``."""
+    def await_replicas(self, topology_id: str, count: int, timeout_secs: float, *,
+                       strict: bool = True) -> str | None:
+        """Wait until ``count`` copies are registered (see the module docstring); None when they
+        are, else (``strict`` false) the warning to give. ReplicationError when ``strict``."""
         self.register(topology_id)
-        self._wake.set()
+        self.record_sha256(topology_id)
+        self._service.wake()
+        if not strict:
+            live = self.live_nimbuses()
+            if live < count:
+                running = "1 Nimbus host is" if live == 1 else f"{live} Nimbus hosts are"
+                return self._short(topology_id, len(self.holders(topology_id)), count,
+                                   f"only {running} running")
         deadline = time.monotonic() + timeout_secs
         while True:
             have = len(self.holders(topology_id))
             if have >= count:
-                return have
+                return None
             if time.monotonic() >= deadline:
-                raise ReplicationError(
-                    f"topology {topology_id}: only {have} of the {count} Nimbus hosts required by "
-                    f"topology.min.replication.count hold its bundle after {timeout_secs:g} s "
-                    "(topology.max.replication.wait.time.sec); are the standby Nimbus hosts running?")
-            time.sleep(0.1)
+                why = (f"no more copies after {timeout_secs:g} s (topology.max.replication.wait.time.sec); "
+                       "are the standby Nimbus hosts running?")
+                if strict:
+                    raise ReplicationError(
+                        f"topology {topology_id}: only {have} of the {count} Nimbus hosts required by "
+                        f"topology.min.replication.count hold its bundle: {why}")
+                return self._short(topology_id, have, count, why)
+            if self._service.stopping:
+                raise ReplicationError(f"topology {topology_id}: this Nimbus is stopping")
+            time.sleep(0.05)
+
+    @staticmethod
+    def _short(topology_id: str, have: int, count: int, why: str) -> str:
+        warning = (f"topology {topology_id} was submitted, but only {have} of {count} Nimbus hosts hold its "
+                   f"code ({why}); if the leader dies before a standby copies it, the topology cannot be "
+                   "rescheduled until a supervisor that runs it sends its copy back")
+        log.warning("%s", warning)
+        return warning
+
+    def live_nimbuses(self) -> int:
+        """How many Nimbus processes are registered in ZooKeeper now (this one included)."""
+        leader = self.state.paths.nimbus_leader().rsplit("/", 1)[-1]
+        return len([c for c in self.state.storage.children(self.state.paths.nimbuses()) if c != leader])
+
+    def record_sha256(self, topology_id: str) -> None:
+        """Write the stored bundle's sha256 as the data of ``blobstore/<topology-id>``."""
+        stored = self.store.load(topology_id)
+        self.state.storage.set(self.state.paths.blobstore(topology_id), stored.bundle_sha256.encode())
+
+    def recorded_sha256(self, topology_id: str) -> str | None:
+        """The sha256 the leader recorded at submit (None: not recorded, e.g. an older Nimbus)."""
+        data = self.state.storage.get(self.state.paths.blobstore(topology_id))
+        return data.decode(errors="replace") if data else None
 
     # -- one pass ----------------------------------------------------------------------------------
     def sync(self) -> None:
@@ -153,7 +203,7 @@ class Replicator:
         wanted = set(self.state.storm_bases())
         held = set(self.store.topology_ids())
         for topology_id in sorted(wanted):
-            if self._stop.is_set():
+            if self._service.stopping:
                 return
             if topology_id not in held:
                 self._fetch(topology_id)

@@ -4,17 +4,11 @@ Contract:
 
 * Every public method runs under one re-entrant lock, so RPC handler threads and the monitor never
   interleave their read-modify-write cycles on the cluster state.
-* ``submit`` stores the bundle and description, writes the StormBase (inactive), schedules the
-  executors (acker executors included) over free supervisor slots, writes the assignment, then
-  activates the topology unless it was submitted inactive. Names are unique among the topologies
-  Nimbus knows (a topology being killed still holds its name). Submission is all-or-nothing: the
-  size limits (:func:`check_topology_limits`: ``nimbus.slots.perTopology``,
-  ``nimbus.executors.perTopology``, ``nimbus.tasks.perTopology``) are checked before anything is
-  laid out or written, every znode is checked against ``storm.zookeeper.jute.maxbuffer`` before it
-  is written, and on any failure the StormBase, assignment and stored bundle written so far are
-  removed again before the error propagates. A marker (``submitting/<id>``) is written before the
-  first write and removed at the commit (activation); a Nimbus that resumes as leader rolls back
-  every marked topology, so a leader dying mid-submit leaves nothing half-written either.
+* ``submit`` checks the name is unique among the topologies Nimbus knows (a topology being
+  killed still holds its name), then writes the topology all or nothing
+  (:mod:`stormpy.nimbus.submission`: checks before any write, a ``submitting/<id>`` marker until
+  the commit, roll-back on any failure; a Nimbus that resumes as leader rolls back every marked
+  topology). Checks of names, configs and sizes live in :mod:`stormpy.nimbus.validation`.
 * ``kill`` marks the topology ``killed`` (workers stop spouts) and removes it — ZooKeeper state
   (assignment first) and the stored bundle — after ``wait_secs``; ``rebalance`` marks it
   ``rebalancing`` with the new worker/executor counts and reschedules it from scratch after
@@ -29,7 +23,6 @@ Contract:
 from __future__ import annotations
 
 import logging
-import re
 import secrets
 import threading
 import time
@@ -37,92 +30,24 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from typing import Any
 
-import msgpack
-
 from stormpy.cluster import Assignment, ClusterState, StormBase
-from stormpy.cluster.records import encode
 from stormpy.config import DEFAULTS
+from stormpy.nimbus.pending_actions import KILL, REBALANCE, ActionTimers
 from stormpy.nimbus.scheduler import ExecutorKey, Slot, available_slots, schedule_topology
 from stormpy.nimbus.store import BundleStore, StoredTopology, StoreError
-from stormpy.nimbus.timers import KILL, REBALANCE, ActionTimers
+from stormpy.nimbus.submission import check_znode, prepare_submission, roll_back_submission, write_submission
 from stormpy.nimbus.uploads import StagedBundle
-from stormpy.rpc.errors import AlreadyExistsError, InvalidRequestError, InvalidTopologyError, NotFoundError
-from stormpy.topology.errors import InvalidTopologyError as SpecError
-from stormpy.topology.layout import ACKER_COMPONENT, TaskLayout, acker_count, compute_layout
-from stormpy.topology.spec import TopologySpec, check_name
+from stormpy.nimbus.validation import limit
+from stormpy.rpc.errors import AlreadyExistsError, InvalidRequestError, NotFoundError, TopologyRefusedError
+from stormpy.topology.errors import InvalidTopologyError
+from stormpy.topology.layout import ACKER_COMPONENT, TaskLayout, compute_layout
+from stormpy.topology.spec import TopologySpec
 
-__all__ = ["NAME_PATTERN", "TopologyManager", "check_topology_limits", "validate_topology_conf",
-           "validate_topology_name"]
+__all__ = ["TopologyManager"]
 
 log = logging.getLogger(__name__)
 
-NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 STATUSES_LIVE = ("active", "inactive")
-
-
-def validate_topology_name(name: Any) -> str:
-    """``name`` when it is a usable topology name; InvalidTopologyError otherwise."""
-    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name) or ".." in name:
-        raise InvalidTopologyError(
-            f"invalid topology name {name!r}: use 1-100 letters, digits, '_', '.' or '-', starting with "
-            "a letter or digit")
-    return name
-
-
-def _positive_int(conf: Mapping[str, Any], key: str, minimum: int) -> int | None:
-    value = conf.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise InvalidTopologyError(f"topology config {key} must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
-def validate_topology_conf(conf: Any) -> dict[str, Any]:
-    """A copy of the submitted topology config; InvalidTopologyError naming the bad key."""
-    if conf is None:
-        return {}
-    if not isinstance(conf, Mapping) or not all(isinstance(k, str) for k in conf):
-        raise InvalidTopologyError("topology config must be a map with string keys")
-    for key in conf:
-        try:
-            check_name(key, "topology config key")
-        except SpecError as exc:
-            raise InvalidTopologyError(str(exc)) from None
-    try:
-        msgpack.packb(dict(conf), use_bin_type=True)
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise InvalidTopologyError(f"topology config must be plain data: {exc}") from None
-    _positive_int(conf, "topology.workers", 1)
-    _positive_int(conf, "topology.acker.executors", 0)
-    timeout = conf.get("topology.message.timeout.secs")
-    if timeout is not None and (not isinstance(timeout, int | float) or isinstance(timeout, bool)
-                                or timeout <= 0):
-        raise InvalidTopologyError(f"topology config topology.message.timeout.secs must be a positive "
-                                   f"number, got {timeout!r}")
-    return dict(conf)
-
-
-def _limit(conf: Mapping[str, Any], key: str) -> int:
-    return int(conf.get(key, DEFAULTS[key]))
-
-
-def check_topology_limits(name: str, spec: TopologySpec, topo_conf: Mapping[str, Any],
-                          nimbus_conf: Mapping[str, Any]) -> None:
-    """InvalidTopologyError when the topology asks for more workers, executors or tasks than
-    Nimbus allows (``nimbus.slots.perTopology``, ``nimbus.executors.perTopology``,
-    ``nimbus.tasks.perTopology``); computed from the spec, before any layout is built."""
-    workers = int(topo_conf.get("topology.workers") or 1)
-    ackers = acker_count(topo_conf)
-    tasks = sum(c.num_tasks for c in spec.components.values()) + ackers
-    executors = sum(c.num_executors for c in spec.components.values()) + ackers
-    for count, key, what in ((workers, "nimbus.slots.perTopology", "workers (topology.workers)"),
-                             (executors, "nimbus.executors.perTopology", "executors"),
-                             (tasks, "nimbus.tasks.perTopology", "tasks")):
-        limit = _limit(nimbus_conf, key)
-        if count > limit:
-            raise InvalidTopologyError(f"topology {name!r} asks for {count} {what}; this Nimbus allows at "
-                                       f"most {limit} ({key})")
 
 
 class TopologyManager:
@@ -179,7 +104,8 @@ class TopologyManager:
     def submit(self, name: str, staged: StagedBundle, spec: TopologySpec, conf: Mapping[str, Any],
                initial_status: str = "active", *,
                before_activate: Callable[[str], None] | None = None) -> str:
-        """Store, schedule and start the topology; return its id (see the module contract).
+        """Store, schedule and start the topology; return its id (see the module contract and
+        :mod:`stormpy.nimbus.submission`).
 
         ``before_activate(topology_id)`` runs once the topology is stored and scheduled (still
         inactive); if it raises, the submission is rolled back like any other failure.
@@ -191,81 +117,30 @@ class TopologyManager:
             if any(b.name == name for b in self.state.storm_bases().values()):
                 raise AlreadyExistsError(f"a topology named {name!r} is already running; kill it first or "
                                          "choose another --name")
-            topo_conf = dict(conf)
-            topo_conf["topology.name"] = name
-            workers = int(topo_conf.get("topology.workers") or DEFAULTS["topology.workers"])
-            topo_conf["topology.workers"] = workers
-            topo_conf["topology.acker.executors"] = acker_count(topo_conf)
-            check_topology_limits(name, spec, topo_conf, self.conf)
-            try:
-                spec.check_conf({**DEFAULTS, **self.conf, **topo_conf})
-                layout = compute_layout(spec, topo_conf)
-            except (SpecError, ValueError) as exc:
-                raise InvalidTopologyError(f"cannot lay out topology {name!r}: {exc}") from None
+            topo_conf, layout = prepare_submission(name, spec, conf, self.conf)
             now = self.clock()
             topology_id = f"{name}-{int(now)}-{secrets.token_hex(3)}"
+
+            def remember(described: tuple[TopologySpec, dict[str, Any]]) -> None:
+                self._described[topology_id] = described
+
             try:
-                self._submit_steps(topology_id, name, staged, spec, topo_conf, layout, now, initial_status,
-                                   before_activate)
+                write_submission(self.state, self.store, self.conf, topology_id, name, staged, spec,
+                                 topo_conf, layout, now, initial_status, remember=remember,
+                                 schedule=lambda: self.reschedule(topology_id, {}),
+                                 before_activate=before_activate)
             except BaseException:
                 self._roll_back(topology_id)
                 raise
-            log.info("submitted topology %s (%s, %d workers, %d executors, %s)", topology_id, name, workers,
-                     len(layout.executors), initial_status)
+            log.info("submitted topology %s (%s, %d workers, %d executors, %s)", topology_id, name,
+                     topo_conf["topology.workers"], len(layout.executors), initial_status)
             return topology_id
 
-    def _submit_steps(self, topology_id: str, name: str, staged: StagedBundle, spec: TopologySpec,
-                      topo_conf: dict[str, Any], layout: TaskLayout, now: float, initial_status: str,
-                      before_activate: Callable[[str], None] | None) -> None:
-        workers = int(topo_conf["topology.workers"])
-        self.state.mark_submitting(topology_id)
-        self.store.install(topology_id, staged, spec.to_doc(), topo_conf)
-        executors_per_component: dict[str, int] = {}
-        for executor in layout.executors:
-            executors_per_component[executor.component] = \
-                executors_per_component.get(executor.component, 0) + 1
-        base = StormBase(topology_id=topology_id, name=name, status="inactive", num_workers=workers,
-                         launch_time=now, owner=str(topo_conf.get("topology.submitter.user") or ""),
-                         component_executors=executors_per_component)
-        self._check_znode(base, f"the StormBase of topology {name!r}")
-        self.state.set_storm_base(base)
-        self._described[topology_id] = (spec, topo_conf)
-        if self.reschedule(topology_id, {}) is None:
-            log.warning("topology %s submitted but no supervisor slot is free; it will be scheduled "
-                        "when slots appear", topology_id)
-        if before_activate is not None:
-            before_activate(topology_id)
-        if initial_status == "active":
-            self.state.set_storm_base(replace(base, status="active"))
-        self.state.clear_submitting(topology_id)  # the commit point
-
     def _roll_back(self, topology_id: str) -> None:
-        """Remove whatever a failed submission wrote (best effort; failures are logged).
-
-        The StormBase goes first (the submission marker, removed last, still lets a new leader
-        redo an interrupted roll-back): a standby Nimbus that registers its replica of the bundle
-        while this runs then either has its node removed with the rest or, checking the StormBase
-        after writing it, finds none and removes the node itself
-        (:meth:`stormpy.nimbus.replication.Replicator.register`)."""
+        """Forget the topology's caches and waits, then :func:`roll_back_submission`."""
         self._described.pop(topology_id, None)
         self.timers.cancel(topology_id)
-        for what, undo in (("StormBase", lambda: self.state.remove_storm_base(topology_id)),
-                           ("ZooKeeper state", lambda: self.state.remove_topology(topology_id)),
-                           ("stored bundle", lambda: self.store.remove(topology_id))):
-            try:
-                undo()
-            except Exception as exc:  # the original failure is what the caller must see
-                log.error("rolling back topology %s: cannot remove its %s: %s", topology_id, what, exc)
-        log.info("submission of %s rolled back", topology_id)
-
-    def _check_znode(self, record: Any, what: str) -> None:
-        """InvalidTopologyError when ``record`` would encode beyond ZooKeeper's jute.maxbuffer."""
-        limit = _limit(self.conf, "storm.zookeeper.jute.maxbuffer")
-        size = len(encode(record))
-        if size > limit:
-            raise InvalidTopologyError(f"{what} would be {size} bytes in ZooKeeper, beyond "
-                                       f"storm.zookeeper.jute.maxbuffer ({limit}); use fewer workers or "
-                                       "executors")
+        roll_back_submission(self.state, self.store, topology_id)
 
     # -- status transitions ----------------------------------------------------------------------
     def kill(self, name: str, wait_secs: float | None) -> str:
@@ -320,9 +195,9 @@ class TopologyManager:
                 if component not in known:
                     raise NotFoundError(f"topology {base.name!r} has no component {component!r} "
                                         f"(components: {', '.join(sorted(known))})")
-            max_workers = _limit(self.conf, "nimbus.slots.perTopology")
+            max_workers = limit(self.conf, "nimbus.slots.perTopology")
             if num_workers is not None and num_workers > max_workers:
-                raise InvalidTopologyError(f"rebalance of {base.name!r}: {num_workers} workers exceed "
+                raise TopologyRefusedError(f"rebalance of {base.name!r}: {num_workers} workers exceed "
                                            f"nimbus.slots.perTopology ({max_workers})")
             if wait_secs is None:
                 wait_secs = self._message_timeout(base.topology_id)
@@ -380,7 +255,7 @@ class TopologyManager:
                                     node_host=node_host, executor_start_times=start_times)
             if old is not None and old.executors == new and old.node_host == node_host:
                 return old
-            self._check_znode(assignment, f"the assignment of topology {base.name!r}")
+            check_znode(self.conf, assignment, f"the assignment of topology {base.name!r}")
             self.state.set_assignment(assignment)
             kept_slots = set(new.values())
             for slot in set(old.executors.values()) if old is not None else set():
@@ -406,9 +281,6 @@ class TopologyManager:
                     self.timers.schedule(tid, KILL, now + (base.kill_wait_secs or 0.0))
                 elif base.status == "rebalancing":
                     self.timers.schedule(tid, REBALANCE, now + (base.kill_wait_secs or 0.0))
-                if not self.store.exists(tid):
-                    log.error("topology %s is in ZooKeeper but its bundle is missing from %s; supervisors "
-                              "cannot download it", tid, self.store.dirs.stormdist(tid))
             for tid in self.store.topology_ids():
                 if tid not in bases:
                     log.info("removing stored bundle of vanished topology %s", tid)
@@ -420,12 +292,14 @@ class TopologyManager:
         try:
             return self.describe(topology_id)
         except StoreError as exc:
-            raise NotFoundError(str(exc)) from None
+            raise NotFoundError(f"topology {topology_id}: its code is missing on this Nimbus ({exc}); it "
+                                "cannot be rescheduled until the code is back (stormpy list shows it "
+                                "degraded, with the reason)") from None
 
     def _message_timeout(self, topology_id: str) -> float:
         try:
             _, conf = self.describe(topology_id)
-        except (StoreError, SpecError):
+        except (StoreError, InvalidTopologyError):
             conf = {}
         value = conf.get("topology.message.timeout.secs",
                          self.conf.get("topology.message.timeout.secs",

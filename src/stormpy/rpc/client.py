@@ -12,6 +12,11 @@ Contract:
   TCP connection to the server was ever made during the call, else
   :class:`~stormpy.rpc.errors.RpcTimeoutError`; both name ``host:port`` and the wait, both are
   builtin ``TimeoutError`` s too.
+* With ``connect_timeout_secs`` set, an attempt on a fresh socket first waits at most that long for
+  the TCP connection, and a refused or timed-out connection raises
+  :class:`~stormpy.rpc.errors.UnreachableError` at once (nothing was sent, so no retry is made):
+  a dead server costs the connect timeout, not the full RPC timeout. Without it (the default) the
+  request is queued until the server appears or the attempt times out.
 * One client may be shared by threads; calls are serialised by a lock (use one client per thread
   for parallel calls).
 """
@@ -26,6 +31,7 @@ from types import TracebackType
 from typing import Any
 
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from stormpy.rpc.codec import Request, decode_response, encode_request
 from stormpy.rpc.errors import RpcError, RpcTimeoutError, UnreachableError
@@ -39,9 +45,12 @@ class RpcClient:
 
     def __init__(self, host: str, port: int, *, timeout_secs: float = 10.0, retries: int = 1,
                  auth_token: str | None = None, service: str = "RPC server",
-                 context: zmq.Context[zmq.Socket[bytes]] | None = None) -> None:
+                 context: zmq.Context[zmq.Socket[bytes]] | None = None,
+                 connect_timeout_secs: float | None = None) -> None:
         if timeout_secs <= 0:
             raise ValueError("timeout_secs must be positive")
+        if connect_timeout_secs is not None and connect_timeout_secs <= 0:
+            raise ValueError("connect_timeout_secs must be positive (or None)")
         if retries < 0:
             raise ValueError("retries must be >= 0")
         self.host = host
@@ -49,6 +58,7 @@ class RpcClient:
         self.timeout_secs = timeout_secs
         self.retries = retries
         self.service = service
+        self.connect_timeout_secs = connect_timeout_secs
         self._auth = auth_token
         self._ctx = context or zmq.Context.instance()
         self._socket: zmq.Socket[bytes] | None = None
@@ -79,6 +89,11 @@ class RpcClient:
                 raise RpcError(f"RpcClient for {self.service} at {self.address} is closed")
             connected_once = False
             for _ in range(attempts):
+                if not self._wait_connected():
+                    self._reset()
+                    raise UnreachableError(
+                        f"{self.service} at {self.address}: no connection could be made within "
+                        f"{self.connect_timeout_secs:g} s (call {method!r}); is it running?")
                 found, value = self._attempt(request.id, payload, timeout)
                 if found:
                     return value.unwrap()
@@ -126,7 +141,10 @@ class RpcClient:
             sock.linger = 0
             sock.setsockopt(zmq.RECONNECT_IVL, 100)
             sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
-            self._monitor = sock.get_monitor_socket(zmq.EVENT_CONNECTED)
+            events = zmq.EVENT_CONNECTED
+            if self.connect_timeout_secs is not None:
+                events |= zmq.EVENT_CONNECT_RETRIED
+            self._monitor = sock.get_monitor_socket(events)
             self._monitor.linger = 0
             sock.connect(f"tcp://{self.host}:{self.port}")
             self._socket = sock
@@ -146,13 +164,34 @@ class RpcClient:
             self._monitor = None
         self._connected = False
 
+    def _wait_connected(self) -> bool:
+        """With a connect timeout: True once the socket is connected, False when the connection
+        was refused or did not come within the timeout. Always True without one."""
+        if self.connect_timeout_secs is None:
+            return True
+        self._ensure_socket()
+        monitor = self._monitor
+        if self._connected or monitor is None:
+            return True
+        deadline = time.monotonic() + self.connect_timeout_secs
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not monitor.poll(max(1, int(remaining * 1000)), zmq.POLLIN):
+                return False
+            event = recv_monitor_message(monitor)["event"]
+            if event == zmq.EVENT_CONNECTED:
+                self._connected = True
+                return True
+            if event == zmq.EVENT_CONNECT_RETRIED:
+                return False
+
     def _note_connection_events(self) -> None:
         monitor = self._monitor
         if monitor is None:
             return
         while monitor.poll(0, zmq.POLLIN):
-            monitor.recv_multipart()
-            self._connected = True
+            if recv_monitor_message(monitor)["event"] == zmq.EVENT_CONNECTED:
+                self._connected = True
 
     def _attempt(self, request_id: str, payload: bytes, timeout: float) -> tuple[bool, Any]:
         """Send once and wait up to ``timeout``; (True, Response) on an answer, else (False, None)."""

@@ -19,12 +19,12 @@ __all__ = [
     "AuthorizationError",
     "InternalError",
     "InvalidRequestError",
-    "InvalidTopologyError",
     "NotFoundError",
     "NotLeaderError",
     "RpcError",
     "RpcTimeoutError",
     "TimeoutError",
+    "TopologyRefusedError",
     "UnreachableError",
     "UploadError",
     "error_from_wire",
@@ -66,8 +66,11 @@ class InvalidRequestError(RpcError):
     wire_name = "InvalidRequestError"
 
 
-class InvalidTopologyError(RpcError):
-    """A submitted topology spec or its configuration was refused; the message says why."""
+class TopologyRefusedError(RpcError):
+    """Nimbus refused a submitted topology (its spec, name, config or size); the message says why.
+
+    Not :class:`stormpy.topology.InvalidTopologyError` (a spec that cannot be built, raised in the
+    submitter's process): this one travels over the wire, under its old wire name."""
 
     wire_name = "InvalidTopologyError"
 
@@ -135,7 +138,7 @@ def register_error(cls: type[RpcError]) -> type[RpcError]:
     return cls
 
 
-for _cls in (RpcError, NotFoundError, AlreadyExistsError, InvalidRequestError, InvalidTopologyError,
+for _cls in (RpcError, NotFoundError, AlreadyExistsError, InvalidRequestError, TopologyRefusedError,
              UploadError, AuthorizationError, InternalError, RpcTimeoutError, UnreachableError,
              NotLeaderError):
     register_error(_cls)

@@ -13,14 +13,15 @@ Contract:
   and bad arguments are answered with InvalidRequestError. The server keeps serving in every case.
 * A request id seen again (a client retry) is not executed twice: the server answers it from a
   small cache of recent responses, or, while the first attempt still runs, answers every attempt
-  when it finishes. This holds within one server process only.
+  when it finishes (:mod:`~stormpy.rpc.retries`). This holds within one server process only.
 * ``auth_token``: when set, every request must carry the same shared secret (compared in constant
   time) or it is refused with AuthorizationError. The token is not encrypted on the wire; it keeps
   stray or misconfigured clients out, it is not protection against an attacker on the network.
 * The built-in method ``__ping__`` answers ``True`` (subject to auth) without touching the handler.
-* Refusals are logged with request ids and messages cut to :data:`LOG_FIELD_LIMIT` characters (they
-  are chosen by the peer) and at most ``refusal_log_burst`` per ``refusal_log_interval`` seconds; the
-  rest are counted and reported in one line when logging resumes.
+* Refusals are logged with request ids and messages cut to
+  :data:`~stormpy.rpc.refusals.LOG_FIELD_LIMIT` characters (they are chosen by the peer) and at
+  most 20 per 10 seconds; the rest are counted and reported in one line when logging resumes
+  (:mod:`~stormpy.rpc.refusals`).
 * :meth:`RpcServer.call_stats` counts, since start, the calls each method executed, those that
   failed (typed or internal errors) and the refused requests (malformed, unauthorised, unknown
   method or bad arguments); answers from the retry cache and pings are not counted.
@@ -36,8 +37,6 @@ import itertools
 import logging
 import queue
 import threading
-import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
@@ -47,84 +46,22 @@ import zmq
 from stormpy.rpc.codec import Request, Response, decode_request, encode_response, peek_request_id
 from stormpy.rpc.errors import AuthorizationError, InternalError, InvalidRequestError, RpcError
 from stormpy.rpc.methods import MethodTable
+from stormpy.rpc.refusals import RefusalLog, shorten
+from stormpy.rpc.retries import RetryAnswers
 
-__all__ = ["LOG_FIELD_LIMIT", "PING_METHOD", "RefusalLog", "RpcServer", "current_client", "shorten"]
+__all__ = ["PING_METHOD", "RpcServer", "current_client"]
 
 log = logging.getLogger(__name__)
 
-#: Longest peer-chosen string (request id, error message) written to the log.
-LOG_FIELD_LIMIT = 80
+PING_METHOD = "__ping__"
+_STOP = b"stop"
+_instances = itertools.count(1)
 _client: contextvars.ContextVar[str] = contextvars.ContextVar("stormpy_rpc_client", default="")
 
 
 def current_client() -> str:
     """The IP address of the client whose request the calling handler thread is executing."""
     return _client.get()
-
-
-def shorten(value: object, limit: int = LOG_FIELD_LIMIT) -> str:
-    """``repr``-safe text of ``value`` cut to ``limit`` characters (with the original length)."""
-    text = value if isinstance(value, str) else repr(value)
-    text = text.encode("unicode_escape", "replace").decode("ascii", "replace")
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}...({len(text)} chars)"
-
-
-class RefusalLog:
-    """Rate-limited logging of refused requests: ``burst`` lines per ``interval`` seconds."""
-
-    def __init__(self, name: str, burst: int = 20, interval: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.name = name
-        self.burst = burst
-        self.interval = interval
-        self._clock = clock
-        self._window_start = float("-inf")
-        self._logged = 0
-        self.suppressed = 0
-
-    def refused(self, request_id: str | None, message: str) -> bool:
-        """Log one refusal unless over the rate; True when a line was written."""
-        now = self._clock()
-        if now - self._window_start >= self.interval:
-            if self.suppressed:
-                log.warning("RPC server %s: %d more requests refused in the last %.0f s (not logged)",
-                            self.name, self.suppressed, now - self._window_start)
-            self._window_start, self._logged, self.suppressed = now, 0, 0
-        if self._logged >= self.burst:
-            self.suppressed += 1
-            return False
-        self._logged += 1
-        log.info("RPC server %s: refused request %s: %s", self.name, shorten(request_id),
-                 shorten(message, 300))
-        return True
-
-PING_METHOD = "__ping__"
-_STOP = b"stop"
-_instances = itertools.count(1)
-
-
-class _ResponseCache:
-    """Recent encoded responses by request id, bounded by count and total bytes (oldest evicted)."""
-
-    def __init__(self, max_entries: int, max_bytes: int) -> None:
-        self._entries: OrderedDict[str, bytes] = OrderedDict()
-        self._max_entries = max_entries
-        self._max_bytes = max_bytes
-        self._bytes = 0
-
-    def get(self, request_id: str) -> bytes | None:
-        return self._entries.get(request_id)
-
-    def put(self, request_id: str, data: bytes) -> None:
-        if len(data) > self._max_bytes:
-            return
-        self._entries[request_id] = data
-        self._bytes += len(data)
-        while len(self._entries) > self._max_entries or self._bytes > self._max_bytes:
-            _, old = self._entries.popitem(last=False)
-            self._bytes -= len(old)
 
 
 class RpcServer:
@@ -150,8 +87,7 @@ class RpcServer:
         self._auth = auth_token.encode() if auth_token else None
         self._max_workers = max_workers
         self._max_message_bytes = max_message_bytes
-        self._cache = _ResponseCache(response_cache_entries, response_cache_bytes)
-        self._inflight: dict[str, list[list[bytes]]] = {}
+        self._retries = RetryAnswers(response_cache_entries, response_cache_bytes)
         self.name = name
         self._refusals = RefusalLog(name)
         self._ctx: zmq.Context[zmq.Socket[bytes]] | None = None
@@ -340,12 +276,11 @@ class RpcServer:
                 f"RPC server {self.name} refused {request.method!r}: the request carries no valid "
                 f"auth token ({problem})"))
             return
-        cached = self._cache.get(request.id)
+        cached = self._retries.cached(request.id)
         if cached is not None:
             self._send(router, envelope, cached)
             return
-        if request.id in self._inflight:
-            self._inflight[request.id].append(envelope)
+        if self._retries.join(request.id, envelope):
             return
         if request.method == PING_METHOD:
             self._send(router, envelope, encode_response(Response.success(request.id, True)))
@@ -355,12 +290,11 @@ class RpcServer:
         except InvalidRequestError as exc:
             self._refuse(router, envelope, request.id, exc)
             return
-        self._inflight[request.id] = [envelope]
+        self._retries.started(request.id, envelope)
         self._jobs.put((request, call, self._peer))
 
     def _deliver(self, router: zmq.Socket[bytes], request_id: str, data: bytes) -> None:
-        self._cache.put(request_id, data)
-        for envelope in self._inflight.pop(request_id, []):
+        for envelope in self._retries.finished(request_id, data):
             self._send(router, envelope, data)
 
     # -- handler threads -----------------------------------------------------------------------

@@ -160,11 +160,10 @@ class StatefulBoltExecutor(CheckpointTupleForwarder):
 
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         super().prepare(conf, context)
-        name = str(conf.get("topology.name") or context.topology_id)
         # loading a state that cannot be read raises here, naming store and key: the bolt then
         # never processes a tuple with an unknown state
-        self.state = KeyValueState(open_store(conf, f"{name}/{context.component_id}-"
-                                              f"{context.task_id}", context.topology_id))
+        self.state = KeyValueState(open_store(conf, context,
+                                              f"{context.component_id}-{context.task_id}"))
         self.initialized = False
         self.buffered: list[Tuple] = []
         self.pending: list[Tuple] = []   # acked by the user since the last prepare

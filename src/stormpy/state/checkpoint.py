@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stormpy.state.provider import open_store
+from stormpy.state.settings import state_settings
 from stormpy.topology.component import Spout
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.streams import Stream
@@ -42,9 +43,8 @@ class CheckpointSpout(Spout):
         return {CHECKPOINT_STREAM: Stream(list(CHECKPOINT_FIELDS), name=CHECKPOINT_STREAM)}
 
     def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
-        self.interval = float(conf.get("topology.state.checkpoint.interval.ms") or 1000) / 1000
-        name = str(conf.get("topology.name") or context.topology_id)
-        self.store = open_store(conf, f"{name}/{context.component_id}", context.topology_id)
+        self.interval = state_settings(conf).checkpoint_interval_secs
+        self.store = open_store(conf, context, context.component_id)
         txid, phase = self.store.get("txstate") or [0, COMMITTED]
         self.txid, self.phase = int(txid), str(phase)
         self.recovering = True

@@ -1,5 +1,5 @@
 """KeyValueState: a stateful bolt's map (Storm's ``KeyValueState``), checkpointed through a
-:class:`~stormpy.state.stores.DocStore` with Storm's prepare / commit / rollback steps.
+:class:`~stormpy.state.base.Store` of the state layer with Storm's prepare / commit / rollback steps.
 
 Layout in the store (one store per task): ``meta`` → ``{"committed": txid}``; ``d.<key>`` → value
 (the committed map, key encoded); ``p.<txid>`` → the changes prepared for ``txid``
@@ -23,7 +23,9 @@ import base64
 from collections.abc import Iterator
 from typing import Any
 
-from stormpy.state.stores import DocStore, pack, unpack
+import msgpack
+
+from stormpy.state.base import Store
 from stormpy.topology.state import CorruptStateError, StateValueError
 
 __all__ = ["KeyValueState"]
@@ -34,11 +36,11 @@ _KEY_TYPES = (str, int, bytes, float, bool, type(None))
 
 
 def _enc(key: Any) -> str:
-    return "d." + base64.urlsafe_b64encode(pack(key)).decode()
+    return "d." + base64.urlsafe_b64encode(msgpack.packb(key)).decode()
 
 
 def _dec(name: str) -> Any:
-    return unpack(base64.urlsafe_b64decode(name[2:]))
+    return msgpack.unpackb(base64.urlsafe_b64decode(name[2:]), raw=False, strict_map_key=False)
 
 
 class KeyValueState:
@@ -46,7 +48,7 @@ class KeyValueState:
     seen by the bolt (committed + prepared + uncommitted changes). The executor drives
     ``prepare_commit``/``commit``/``rollback``; users do not."""
 
-    def __init__(self, store: DocStore) -> None:
+    def __init__(self, store: Store) -> None:
         self.store = store
         self._committed: dict[Any, Any] = {}
         self._prepared: dict[Any, Any] = {}

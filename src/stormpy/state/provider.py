@@ -1,69 +1,66 @@
-"""Opening a task's state store from ``topology.state.provider`` and
-``topology.state.provider.config`` (Storm's keys)."""
+"""Opening a stateful task's store from ``topology.state.provider`` and
+``topology.state.provider.config`` (Storm's keys), on the state layer's backends:
+
+* ``memory`` (the default): the runtime's memory (``context.state_backend.memory``: the
+  LocalCluster instance's, or the worker process's), in the topology's checkpoints area under
+  ``$state/<component>-<task>``; it ends with the LocalCluster (or process) and a kill removes it;
+* ``sqlite``: the file of ``{"path": ..., "table": ...}`` under ``<topology name>/<component>-<task>``;
+* ``zookeeper``: its own connection to ``{"servers", "port", "root", "timeout.secs"}`` (default
+  ``storm.zookeeper.*``, root ``/stormpy/state``), node ``<root>/<topology name>/<component>-<task>``;
+* an import path: ``factory(conf, namespace)`` returning a :class:`~stormpy.state.base.Store`.
+
+Durable stores are named by topology name, so a redeployed topology continues from its state.
+"""
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
-from stormpy.cluster.storage import hosts_from_config
-from stormpy.state.stores import DocStore, MemoryDocStore, SqliteDocStore, ZkDocStore
+from stormpy.cluster.paths import encode_segment
+from stormpy.cluster.zk_hosts import hosts_from_config
+from stormpy.config import SettingError
+from stormpy.state.base import Store
+from stormpy.state.settings import PROVIDER, PROVIDER_CONFIG, PROVIDERS, state_settings
+from stormpy.state.sqlite import SqliteStore
+from stormpy.state.zookeeper import from_settings, open_zk_store
+from stormpy.topology.context import TopologyContext
 from stormpy.topology.imports import import_object
+from stormpy.topology.state import CHECKPOINTS, StateStoreError
 
-__all__ = ["PROVIDERS", "open_store", "provider_config"]
+__all__ = ["PROVIDERS", "open_store"]
 
-PROVIDERS = ("memory", "sqlite", "zookeeper")
-
-
-def provider_config(conf: Mapping[str, Any]) -> dict[str, Any]:
-    """``topology.state.provider.config`` as a map (it may be a JSON string, as in Storm)."""
-    raw = conf.get("topology.state.provider.config")
-    if raw is None or raw == "":
-        return {}
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except ValueError as exc:
-            raise ValueError(f"topology.state.provider.config is not valid JSON: {exc}") from None
-    if not isinstance(raw, Mapping):
-        raise ValueError(f"topology.state.provider.config must be a map, got {raw!r}")
-    return dict(raw)
+#: The key under which the memory provider keeps task state in the checkpoints area.
+MEMORY_PREFIX = "$state"
 
 
-def open_store(conf: Mapping[str, Any], namespace: str, topology_id: str) -> DocStore:
-    """The store of ``namespace`` (``<topology name>/<component>-<task>``): memory stores are
-    per topology id (they die with the process anyway), durable ones per topology name so a
-    redeployed topology continues from its state. ValueError naming the key when misconfigured."""
-    kind = conf.get("topology.state.provider") or "memory"
-    settings = provider_config(conf)
+def open_store(conf: Mapping[str, Any], context: TopologyContext, task_key: str) -> Store:
+    """The store of ``task_key`` (``<component>-<task>``, or the checkpoint spout's component id)
+    as ``conf`` configures it (see the module doc); SettingError naming the setting when it is
+    misconfigured, a StateStoreError naming the store when it cannot be opened."""
+    settings = state_settings(conf)
+    kind, config = settings.provider, settings.config
+    name = str(conf.get("topology.name") or context.topology_id)
     if kind == "memory":
-        return MemoryDocStore(f"{topology_id}/{namespace}")
+        area = context.state_backend.memory.store(CHECKPOINTS, context.topology_id)
+        if not isinstance(area, Store):
+            raise StateStoreError(area.location, "the runtime's memory backend is not one of the "
+                                                 "state layer's")
+        return area.sub(MEMORY_PREFIX, task_key)
     if kind == "sqlite":
-        path = settings.get("path")
-        if not path:
-            raise ValueError("topology.state.provider is 'sqlite' but topology.state.provider."
-                             "config has no 'path' (the SQLite file)")
-        return SqliteDocStore(path, str(settings.get("table") or "stormpy_state"),
-                              prefix=f"{namespace}/")
+        return SqliteStore(config["path"], str(config.get("table") or "stormpy_state"),
+                           segments=(name, task_key))
     if kind == "zookeeper":
-        servers = settings.get("servers") or conf.get("storm.zookeeper.servers")
-        port = settings.get("port") or conf.get("storm.zookeeper.port", 2181)
-        if not servers:
-            raise ValueError("topology.state.provider is 'zookeeper' but neither topology.state."
-                             "provider.config 'servers' nor storm.zookeeper.servers is set")
-        root = str(settings.get("root") or "/stormpy/state").rstrip("/")
-        safe = re.sub(r"[^A-Za-z0-9_.$-]", "_", namespace.replace("/", "~"))
-        return ZkDocStore(hosts_from_config({"storm.zookeeper.servers": servers,
-                                             "storm.zookeeper.port": port}),
-                          f"{root}/{safe}",
-                          operation_timeout_secs=float(settings.get("timeout.secs") or 10.0))
-    if isinstance(kind, str) and "." in kind:
-        factory = import_object(kind)
-        store = factory(conf, namespace)
-        if not isinstance(store, DocStore):
-            raise ValueError(f"topology.state.provider {kind!r} returned {store!r}, not a DocStore")
-        return store
-    raise ValueError(f"topology.state.provider must be one of {PROVIDERS} or an import path, got "
-                     f"{kind!r}")
+        root = str(config.get("root") or "/stormpy/state").rstrip("/") or "/"
+        hosts = hosts_from_config(conf, servers=config.get("servers"), port=config.get("port"),
+                                  servers_setting=f"{PROVIDER_CONFIG} servers",
+                                  port_setting=f"{PROVIDER_CONFIG} port")
+        return open_zk_store(hosts, root, "/".join((root.rstrip("/"), encode_segment(name),
+                                                    encode_segment(task_key))),
+                             operation_timeout_secs=float(config.get("timeout.secs") or 10.0),
+                             **from_settings(conf))
+    factory = import_object(kind)
+    store = factory(conf, f"{name}/{task_key}")
+    if not isinstance(store, Store):
+        raise SettingError(PROVIDER, f"{kind!r} returned {store!r}, not a stormpy.state.Store")
+    return store

@@ -5,23 +5,27 @@ Contract of :class:`Supervisor` (see also docs/cluster-contract.md):
 * ``start()`` claims the supervisor id (persisted under ``storm.local.dir``, so a restart keeps
   it), logs to ``<log dir>/supervisor-<id>.log``, connects to ZooKeeper, ADOPTS worker processes
   still running from a previous run of this id (pid file + process identity; their heartbeats are
-  then judged like any other), registers the ephemeral ``SupervisorInfo`` and starts three
-  threads: heartbeat (re-registers every ``supervisor.heartbeat.frequency.secs``, publishing its
-  ``worker_launches`` and ``worker_restarts`` counters in ``SupervisorInfo.stats``), sync, download.
-  Slow downloads or worker launches never delay the heartbeat.
+  then judged like any other; :mod:`~stormpy.supervisor.adoption`), registers the ephemeral
+  ``SupervisorInfo`` and starts three threads: heartbeat (re-registers every
+  ``supervisor.heartbeat.frequency.secs``, publishing its ``worker_launches`` and
+  ``worker_restarts`` counters in ``SupervisorInfo.stats``), sync, download. Heartbeat and sync
+  are :class:`~stormpy.host.service.Service` loops. Slow downloads or worker launches never delay
+  the heartbeat.
 * Sync runs on every ZooKeeper change of the assignments and at least every
   ``supervisor.monitor.frequency.secs``, and when a worker exits: it queues downloads of missing
   topologies, stops workers no longer assigned (or whose executors changed), restarts workers that
   exited, have a heartbeat older than ``supervisor.worker.timeout.secs``, or gave none within
   ``supervisor.worker.start.timeout.secs`` of launch, launches missing workers whose code is
-  present (a worker that keeps exiting within seconds of its launch is relaunched with a growing
-  delay, see :class:`~stormpy.supervisor.launcher.RelaunchBackoff`; a failed download is retried
-  with a growing delay too, see :class:`~stormpy.supervisor.download.DownloadQueue`), and removes
-  ``stormdist`` and worker directories of topologies no longer assigned.
+  present (all three in :class:`~stormpy.supervisor.reconcile.WorkerReconciler`; a worker that
+  keeps exiting within seconds of its launch is relaunched with a growing delay, see
+  :class:`~stormpy.supervisor.launcher.RelaunchBackoff`; a failed download is retried with a
+  growing delay too, see :class:`~stormpy.supervisor.download.DownloadQueue`), and removes
+  ``stormdist`` and worker directories of topologies no longer assigned
+  (:mod:`~stormpy.supervisor.cleanup`).
   When ZooKeeper cannot be read, the last known assignments stay in force (no worker is stopped
   for a ZooKeeper outage).
-* Stopping a worker: SIGTERM, ``supervisor.worker.shutdown.sleep.secs`` (default 3) of grace,
-  SIGKILL, then the worker's whole process group is killed.
+* Stopping a worker: SIGTERM, ``supervisor.worker.shutdown.sleep.secs`` of grace (its default is
+  in :mod:`stormpy.config`), SIGKILL, then the worker's whole process group is killed.
 * ``stop()`` stops the threads, stops every worker (unless ``stop_workers=False``, which leaves
   them running for a later adoption), unregisters, disconnects and releases the id.
   ``run_forever()`` (of the :class:`~stormpy.host.daemon.Daemon` base) runs until SIGTERM/SIGINT
@@ -37,8 +41,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -51,23 +53,17 @@ from stormpy.cluster.errors import ClusterStateError
 from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.cluster.records import Assignment, SupervisorInfo
 from stormpy.cluster.state import ClusterState
-from stormpy.config import log_dir, merged
+from stormpy.config import SettingError, local_dir, log_dir, merged
 from stormpy.host.daemon import Daemon, log_to_file
+from stormpy.host.service import Service
+from stormpy.supervisor.adoption import adopt_workers
+from stormpy.supervisor.bundle_return import BundleReturner
+from stormpy.supervisor.cleanup import remove_unused
 from stormpy.supervisor.download import BundleDownloader, DownloadQueue
-from stormpy.supervisor.launcher import (
-    RelaunchBackoff,
-    WorkerHandle,
-    is_worker_process,
-    launch_worker,
-    terminate_workers,
-    wait_for_exit,
-)
-from stormpy.supervisor.local_state import (
-    claim_supervisor_id,
-    read_local_heartbeat,
-    read_pid,
-)
-from stormpy.supervisor.sync import LocalAssignment, assigned_slots, worker_health
+from stormpy.supervisor.launcher import WorkerHandle, terminate_workers
+from stormpy.supervisor.local_state import claim_supervisor_id
+from stormpy.supervisor.reconcile import WorkerReconciler
+from stormpy.supervisor.sync import LocalAssignment, assigned_slots
 
 __all__ = ["Supervisor"]
 
@@ -76,6 +72,18 @@ def _ports(value: Any) -> tuple[int, ...]:
     if isinstance(value, int | str):
         value = [value]
     return tuple(sorted({int(p) for p in value}))
+
+
+def _positive(conf: Mapping[str, Any], key: str) -> float:
+    """``conf[key]`` as seconds > 0 (a loop interval), else a SettingError naming ``key``."""
+    value = conf[key]
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = 0.0
+    if isinstance(value, bool) or not seconds > 0:
+        raise SettingError(key, f"must be a number of seconds > 0, got {value!r}")
+    return seconds
 
 
 class Supervisor(Daemon):
@@ -92,15 +100,15 @@ class Supervisor(Daemon):
         self.conf = merged(conf)
         self.host = str(self.conf.get("supervisor.host") or "127.0.0.1")
         self.ports = _ports(self.conf.get("supervisor.slots.ports") or ())
-        self.local_dir = Path(self.conf.get("storm.local.dir") or "stormpy-local").resolve()
+        self.local_dir = local_dir(self.conf).resolve()
         self.log_dir = log_dir(self.conf).resolve()
         self.conf["storm.local.dir"] = str(self.local_dir)
         self.conf["storm.log.dir"] = str(self.log_dir)
-        self.heartbeat_secs = float(self.conf["supervisor.heartbeat.frequency.secs"])
-        self.monitor_secs = float(self.conf["supervisor.monitor.frequency.secs"])
+        self.heartbeat_secs = _positive(self.conf, "supervisor.heartbeat.frequency.secs")
+        self.monitor_secs = _positive(self.conf, "supervisor.monitor.frequency.secs")
         self.worker_timeout = float(self.conf["supervisor.worker.timeout.secs"])
         self.start_timeout = float(self.conf["supervisor.worker.start.timeout.secs"])
-        self.shutdown_grace = float(self.conf.get("supervisor.worker.shutdown.sleep.secs", 3))
+        self.shutdown_grace = float(self.conf["supervisor.worker.shutdown.sleep.secs"])
         self.root_logging = root_logging
         self.start_time = time.time()
         self.supervisor_id: str | None = None
@@ -109,17 +117,17 @@ class Supervisor(Daemon):
         self.log = logging.getLogger("stormpy.supervisor")
         self._log_handler: logging.Handler | None = None
         self._id_lock: IO[str] | None = None
-        self._workers: dict[int, WorkerHandle] = {}
-        self._lock = threading.RLock()
         self._assignments: dict[str, Assignment] = {}
         self._problems: list[str] = []
-        self._sync_event = threading.Event()
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
         self._downloads: DownloadQueue | None = None
-        self._relaunch = RelaunchBackoff()
+        self._returner: BundleReturner | None = None
+        self._reconciler: WorkerReconciler | None = None
         #: published in the supervisor's ZooKeeper record (SupervisorInfo.stats)
         self.counters: dict[str, float] = {"worker_launches": 0.0, "worker_restarts": 0.0}
+        self._heartbeat = Service("supervisor-heartbeat", self._register, interval=self.heartbeat_secs,
+                                  first_delay=self.heartbeat_secs,
+                                  expected_errors=(ClusterStateError, OSError))
+        self._sync = Service("supervisor-sync", self.sync_once, interval=self.monitor_secs)
         self._started = False
         self._stopped = False
         self.syncs = 0
@@ -141,8 +149,14 @@ class Supervisor(Daemon):
             self._write_worker_conf()
             self.state = ClusterState.from_config(self.conf)
             self._downloads = DownloadQueue(BundleDownloader(self.conf, self.dirs, log=self.log),
-                                            self._sync_event.set, log=self.log)
-            self._adopt_workers()
+                                            self._sync.wake, log=self.log)
+            self._returner = BundleReturner(self.conf, self.dirs, self.state, log=self.log)
+            self._reconciler = WorkerReconciler(
+                self.dirs, worker_timeout=self.worker_timeout, start_timeout=self.start_timeout,
+                shutdown_grace=self.shutdown_grace, log=self.log, on_exit=self._sync.wake,
+                stopping=lambda: self._sync.stopping, env=_worker_env, counters=self.counters)
+            self._reconciler.workers.update(
+                adopt_workers(self.dirs, self.ports, self.shutdown_grace, self.log))
             self._register()
         except ClusterStateError as exc:
             self.log.error("supervisor could not start: %s", exc)
@@ -153,11 +167,9 @@ class Supervisor(Daemon):
             self._release()
             raise
         self._downloads.start()
-        for name, target in (("heartbeat", self._heartbeat_loop), ("sync", self._sync_loop)):
-            thread = threading.Thread(target=target, name=f"supervisor-{name}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
-        self._sync_event.set()
+        for service in (self._heartbeat, self._sync):
+            service.log = self.log
+            service.start()
         return self
 
     def stop(self, *, stop_workers: bool = True) -> None:
@@ -167,19 +179,16 @@ class Supervisor(Daemon):
         self._stopped = True
         self.log.info("supervisor %s stopping%s", self.supervisor_id,
                       "" if stop_workers else " (leaving its workers running)")
-        self._stop.set()
-        self._sync_event.set()
+        self._heartbeat.request_stop()
+        self._sync.request_stop()
         if self.state is not None:
             self.state.begin_shutdown()  # threads blocked on an unreachable ZooKeeper return now
         if self._downloads is not None:
             self._downloads.stop(self.shutdown_grace + 10.0)
-        for thread in self._threads:
-            thread.join(self.shutdown_grace + 10.0)
-        if stop_workers:
-            with self._lock:
-                handles = list(self._workers.values())
-                self._workers.clear()
-            terminate_workers(handles, self.shutdown_grace, self.log)
+        for service in (self._heartbeat, self._sync):
+            service.stop(self.shutdown_grace + 10.0)
+        if stop_workers and self._reconciler is not None:
+            terminate_workers(self._reconciler.take_all(), self.shutdown_grace, self.log)
         if self.state is not None and self.supervisor_id is not None:
             if not self.state.connected:
                 self.log.warning("ZooKeeper is unreachable: not unregistering (the supervisor's node "
@@ -220,12 +229,11 @@ class Supervisor(Daemon):
     # -- introspection -------------------------------------------------------------------------
     def workers(self) -> dict[int, WorkerHandle]:
         """port → handle of every worker this supervisor currently runs (a copy)."""
-        with self._lock:
-            return dict(self._workers)
+        return self._reconciler.snapshot() if self._reconciler is not None else {}
 
     def sync_now(self) -> None:
         """Ask for a sync round as soon as possible."""
-        self._sync_event.set()
+        self._sync.wake()
 
     @property
     def log_path(self) -> Path | None:
@@ -257,52 +265,11 @@ class Supervisor(Daemon):
             supervisor_id=self.supervisor_id, host=self.host, ports=self.ports,
             start_time=self.start_time, version=stormpy.__version__, stats=dict(self.counters)))
 
-    def _adopt_workers(self) -> None:
-        """Take over workers a previous run of this supervisor id left running."""
-        assert self.dirs is not None
-        for topology_id, port, wdir in self.dirs.worker_dirs():
-            pid = read_pid(wdir / "pid")
-            if pid is None or not is_worker_process(pid, topology_id, port):
-                continue
-            beat = read_local_heartbeat(wdir / "heartbeat")
-            executors = beat.executors if beat is not None and beat.pid == pid else None
-            try:
-                launched_at = (wdir / "pid").stat().st_mtime
-            except OSError:
-                launched_at = time.time()
-            handle = WorkerHandle(topology_id, port, pid, launched_at, executors, adopted=True)
-            if port not in self.ports or port in self._workers:
-                self.log.warning("stopping leftover %s: port %d is not free for it", handle.describe(),
-                                 port)
-                terminate_workers([handle], self.shutdown_grace, self.log)
-                continue
-            self._workers[port] = handle
-            self.log.info("adopted running %s", handle.describe())
-
-    # -- threads -------------------------------------------------------------------------------
-    def _heartbeat_loop(self) -> None:
-        while not self._stop.wait(self.heartbeat_secs):
-            try:
-                self._register()
-            except Exception as exc:  # noqa: BLE001 - keep heartbeating whatever happens
-                self.log.warning("supervisor heartbeat failed: %s", exc)
-
-    def _sync_loop(self) -> None:
-        while not self._stop.is_set():
-            self._sync_event.wait(self.monitor_secs)
-            self._sync_event.clear()
-            if self._stop.is_set():
-                return
-            try:
-                self.sync_once()
-            except Exception:  # noqa: BLE001 - the next round retries
-                self.log.exception("sync failed")
-
     # -- sync ----------------------------------------------------------------------------------
     def _read_assignments(self) -> dict[str, Assignment]:
         assert self.state is not None
         try:
-            self._assignments = self.state.assignments(callback=self._sync_event.set)
+            self._assignments = self.state.assignments(callback=self._sync.wake)
         except ClusterStateError as exc:
             self.log.warning("cannot read assignments (keeping the last known ones): %s", exc)
         return self._assignments
@@ -310,6 +277,7 @@ class Supervisor(Daemon):
     def sync_once(self) -> None:
         """One sync round (normally run by the sync thread)."""
         assert self.dirs is not None and self.supervisor_id is not None
+        assert self._reconciler is not None
         desired, problems = assigned_slots(self._read_assignments(), self.supervisor_id, self.ports)
         if problems != self._problems:
             for problem in problems:
@@ -318,109 +286,24 @@ class Supervisor(Daemon):
         for topology_id in sorted({la.topology_id for la in desired.values()}):
             if not self.dirs.is_downloaded(topology_id) and self._downloads is not None:
                 self._downloads.request(topology_id)
-        self._replace_workers(desired)
-        if not self._stop.is_set():
-            self._launch_workers(desired)
+        self._reconciler.replace(desired)
+        if not self._sync.stopping:
+            self._reconciler.launch(desired)
         self._clean_up(desired)
+        if self._returner is not None:
+            self._returner.poll()  # code a Nimbus leader lost and asks back (nimbus/recovery.py)
         self.syncs += 1
-
-    def _replace_workers(self, desired: dict[int, LocalAssignment]) -> None:
-        """Stop workers that are unassigned, reassigned, dead or silent."""
-        assert self.dirs is not None
-        to_stop: list[tuple[WorkerHandle, bool]] = []
-        now = time.time()
-        with self._lock:
-            for port, handle in list(self._workers.items()):
-                want = desired.get(port)
-                if want is None or want.topology_id != handle.topology_id:
-                    self.log.info("stopping %s: no longer assigned here", handle.describe())
-                    to_stop.append((handle, True))
-                    continue
-                if handle.executors is not None and handle.executors != want.executors:
-                    self.log.info("restarting %s: its executors changed to %s", handle.describe(),
-                                  list(want.executors))
-                    to_stop.append((handle, False))
-                    self.counters["worker_restarts"] += 1
-                    continue
-                code = handle.exit_code()
-                if code is not None:
-                    self.counters["worker_restarts"] += 1
-                    del self._workers[port]
-                    handle.kill_group()
-                    delay = self._relaunch.note_exit(port, now - handle.launched_at)
-                    self.log.warning("%s exited with code %s; restarting it%s", handle.describe(), code,
-                                     f" in {delay:g} s" if delay else "")
-                    continue
-                beat = read_local_heartbeat(self.dirs.heartbeat_file(handle.topology_id, port))
-                reason = worker_health(pid=handle.pid, launched_at=handle.launched_at,
-                                       heartbeat_time=beat.time if beat else None,
-                                       heartbeat_pid=beat.pid if beat else None, now=now,
-                                       worker_timeout=self.worker_timeout,
-                                       start_timeout=self.start_timeout)
-                if reason is not None:
-                    self.log.warning("restarting %s: %s", handle.describe(), reason)
-                    self.counters["worker_restarts"] += 1
-                    to_stop.append((handle, False))
-        if not to_stop:
-            return
-        terminate_workers([h for h, _ in to_stop], self.shutdown_grace, self.log)
-        with self._lock:
-            for handle, unassigned in to_stop:
-                if self._workers.get(handle.port) is handle:
-                    del self._workers[handle.port]
-                if unassigned:
-                    shutil.rmtree(self.dirs.worker_dir(handle.topology_id, handle.port),
-                                  ignore_errors=True)
-
-    def _launch_workers(self, desired: dict[int, LocalAssignment]) -> None:
-        assert self.dirs is not None
-        self._relaunch.retain(desired)
-        for port, want in sorted(desired.items()):
-            with self._lock:
-                if port in self._workers or not self.dirs.is_downloaded(want.topology_id):
-                    continue
-                if not self._relaunch.may_launch(port):
-                    continue
-                try:
-                    handle = launch_worker(self.dirs, want.topology_id, port, want.executors,
-                                           env=_worker_env())
-                except OSError as exc:
-                    self.log.error("cannot launch the worker of %s on port %d: %s", want.topology_id,
-                                   port, exc)
-                    continue
-                self._workers[port] = handle
-                self.counters["worker_launches"] += 1
-            self.log.info("launched %s with executors %s", handle.describe(), list(want.executors))
-            threading.Thread(target=self._watch_exit, args=(handle,), name=f"watch-{port}",
-                             daemon=True).start()
-
-    def _watch_exit(self, handle: WorkerHandle) -> None:
-        """Trigger a sync as soon as a launched worker exits (faster restarts than the timer)."""
-        wait_for_exit(handle)
-        if not self._stop.is_set():
-            self._sync_event.set()
 
     def _clean_up(self, desired: dict[int, LocalAssignment]) -> None:
         """Remove code and worker directories of topologies this supervisor no longer runs."""
-        assert self.dirs is not None
-        with self._lock:
-            keep = {la.topology_id for la in desired.values()}
-            keep |= {h.topology_id for h in self._workers.values()}
+        assert self.dirs is not None and self._reconciler is not None
+        with self._reconciler.lock:
+            running = self._reconciler.workers.values()
+            keep = {la.topology_id for la in desired.values()} | {h.topology_id for h in running}
             keep |= self._downloads.pending() if self._downloads is not None else set()
-            slots = {(h.topology_id, h.port) for h in self._workers.values()}
+            slots = {(h.topology_id, h.port) for h in running}
             slots |= {(la.topology_id, port) for port, la in desired.items()}
-        root = self.dirs.stormdist_root
-        if root.is_dir():
-            for d in sorted(root.iterdir()):
-                name = d.name
-                topology_id = name[len(".tmp-"):].rpartition("-")[0] if name.startswith(".tmp-") else name
-                if topology_id in keep:
-                    continue
-                self.log.info("removing the code of topology %s (%s)", topology_id, d)
-                shutil.rmtree(d, ignore_errors=True)
-        for topology_id, port, wdir in self.dirs.worker_dirs():
-            if (topology_id, port) not in slots:
-                shutil.rmtree(wdir, ignore_errors=True)
+        remove_unused(self.dirs, keep, slots, self.log)
 
 
 def _worker_env() -> dict[str, str]:

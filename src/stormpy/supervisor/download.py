@@ -41,12 +41,16 @@ import msgpack
 from stormpy.bundle import BundleError, sha256_file, unpack_bundle, verify_bundle
 from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.config import DEFAULTS, rpc_auth_token
+from stormpy.host.backoff import Backoff
 from stormpy.rpc import AuthorizationError, RpcClient, RpcError, UnreachableError
 
 __all__ = ["BundleDownloader", "DownloadError", "DownloadQueue", "nimbus_addresses"]
 
 #: Longest wait for Nimbus to answer the ping that picks the Nimbus candidate.
 PING_TIMEOUT_SECS = 5.0
+#: Longest wait for the TCP connection to a Nimbus: a dead one is skipped after this, not after
+#: the RPC timeout.
+CONNECT_TIMEOUT_SECS = 2.0
 #: Back-off after a failed download of a topology: the first retry waits this long ...
 RETRY_MIN_SECS = 1.0
 #: ... and each further failure doubles it, up to this.
@@ -99,7 +103,7 @@ class BundleDownloader:
             host, port,
             timeout_secs=float(conf.get("nimbus.rpc.timeout.secs", DEFAULTS["nimbus.rpc.timeout.secs"])),
             retries=int(conf.get("nimbus.rpc.retries", DEFAULTS["nimbus.rpc.retries"])),
-            auth_token=rpc_auth_token(conf), service="Nimbus")
+            auth_token=rpc_auth_token(conf), service="Nimbus", connect_timeout_secs=CONNECT_TIMEOUT_SECS)
 
     def _candidates(self) -> list[RpcClient]:
         """Clients for the Nimbus candidates that answer a ping, the leader first."""
@@ -224,14 +228,16 @@ class DownloadQueue:
     """
 
     def __init__(self, downloader: BundleDownloader, on_done: Callable[[], object], *,
-                 log: logging.Logger | None = None) -> None:
+                 log: logging.Logger | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.downloader = downloader
+        self.clock = clock
         self.on_done = on_done
         self.log = log or logging.getLogger(__name__)
         self._queue: queue.Queue[str | None] = queue.Queue()
         self._lock = threading.Lock()
         self._pending: set[str] = set()
-        self._retry: dict[str, tuple[float, float]] = {}  # topology → (not before, last delay)
+        self._retry: dict[str, Backoff] = {}  # topology → its backoff after failed downloads
         self._thread: threading.Thread | None = None
         self._stopping = False
 
@@ -255,7 +261,7 @@ class DownloadQueue:
             if topology_id in self._pending:
                 return False
             retry = self._retry.get(topology_id)
-            if retry is not None and time.monotonic() < retry[0]:
+            if retry is not None and not retry.ready(self.clock()):
                 return False
             self._pending.add(topology_id)
         self.log.info("downloading topology %s", topology_id)
@@ -286,9 +292,10 @@ class DownloadQueue:
                 if failure is None:
                     self._retry.pop(topology_id, None)
                 else:
-                    _, last = self._retry.get(topology_id, (0.0, RETRY_MIN_SECS / 2))
-                    delay = min(RETRY_MAX_SECS, last * 2)
-                    self._retry[topology_id] = (time.monotonic() + delay, delay)
+                    retry = self._retry.setdefault(topology_id,
+                                                   Backoff(RETRY_MIN_SECS, RETRY_MAX_SECS))
+                    retry.failed_at(self.clock())
+                    delay = retry.last_delay
             if failure is not None:
                 self.log.warning("%s (retrying in %.0f s)", failure, delay)
             self.on_done()

@@ -10,9 +10,9 @@ Contract:
   workers adopted after a restart (only a pid; identity checked by the process's command line,
   through psutil, so a recycled pid is never mistaken for a worker).
 * :class:`RelaunchBackoff` holds back the relaunch of a worker that keeps exiting within
-  :data:`~stormpy.supervisor.sync.QUICK_EXIT_SECS` of its launch (a crash loop): the delays of
-  :func:`~stormpy.supervisor.sync.relaunch_delay`, forgotten after a longer run or when the port is
-  no longer assigned.
+  :data:`~stormpy.supervisor.sync.QUICK_EXIT_SECS` of its launch (a crash loop): one
+  :func:`~stormpy.supervisor.sync.relaunch_backoff` per port, forgotten after a longer run or when
+  the port is no longer assigned.
 * :func:`terminate_workers` sends SIGTERM to every worker at once, waits up to ``grace`` seconds, then
   SIGKILLs what is left (:func:`stormpy.host.processes.terminate`); finally the whole process group
   of each worker is killed, so processes a component spawned do not outlive it.
@@ -26,15 +26,16 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import psutil
 
 from stormpy.cluster.local_layout import SupervisorDirs
+from stormpy.host.backoff import Backoff
 from stormpy.host.processes import command_line, kill_process_group, live_process, terminate
 from stormpy.supervisor.local_state import write_pid
-from stormpy.supervisor.sync import QUICK_EXIT_SECS, relaunch_delay
+from stormpy.supervisor.sync import QUICK_EXIT_SECS, relaunch_backoff
 
 __all__ = ["WORKER_MODULE", "RelaunchBackoff", "WorkerHandle", "is_worker_process", "launch_worker",
            "terminate_workers", "wait_for_exit"]
@@ -131,34 +132,32 @@ def wait_for_exit(handle: WorkerHandle) -> None:
 class RelaunchBackoff:
     """Crash-loop back-off per port (see the module docstring); used by one thread."""
 
-    def __init__(self) -> None:
-        self._quick_exits: dict[int, int] = {}
-        self._not_before: dict[int, float] = {}
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._backoffs: dict[int, Backoff] = {}
 
     def note_exit(self, port: int, ran_secs: float) -> float:
         """Record a worker exit on ``port`` after ``ran_secs``; return the delay before its relaunch."""
         if ran_secs >= QUICK_EXIT_SECS:
             self.forget(port)
             return 0.0
-        n = self._quick_exits.get(port, 0) + 1
-        self._quick_exits[port] = n
-        delay = relaunch_delay(n)
-        self._not_before[port] = time.monotonic() + delay
-        return delay
+        backoff = self._backoffs.setdefault(port, relaunch_backoff())
+        backoff.failed_at(self.clock())
+        return backoff.last_delay
 
     def may_launch(self, port: int) -> bool:
         """False while ``port``'s relaunch is held back."""
-        return time.monotonic() >= self._not_before.get(port, 0.0)
+        backoff = self._backoffs.get(port)
+        return backoff is None or backoff.ready(self.clock())
 
     def forget(self, port: int) -> None:
         """Drop what is known about ``port``."""
-        self._quick_exits.pop(port, None)
-        self._not_before.pop(port, None)
+        self._backoffs.pop(port, None)
 
     def retain(self, ports: Iterable[int]) -> None:
         """Forget every port not in ``ports`` (no longer assigned here)."""
         keep = set(ports)
-        for port in [p for p in self._quick_exits if p not in keep]:
+        for port in [p for p in self._backoffs if p not in keep]:
             self.forget(port)
 
 

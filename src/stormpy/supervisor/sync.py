@@ -11,9 +11,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from stormpy.cluster.records import Assignment
+from stormpy.host.backoff import Backoff
 from stormpy.topology.layout import ExecutorKey
 
-__all__ = ["QUICK_EXIT_SECS", "LocalAssignment", "assigned_slots", "relaunch_delay", "worker_health"]
+__all__ = ["QUICK_EXIT_SECS", "LocalAssignment", "assigned_slots", "relaunch_backoff", "relaunch_delay",
+           "worker_health"]
 
 #: A worker exiting sooner than this after its launch made a "quick exit" (a crash loop suspect).
 QUICK_EXIT_SECS = 10.0
@@ -79,9 +81,16 @@ def worker_health(*, pid: int, launched_at: float, heartbeat_time: float | None,
     return None
 
 
+def relaunch_backoff() -> Backoff:
+    """The backoff of one worker slot's crash loop: the first quick exit is relaunched at once,
+    then after 1, 2, 4 ... seconds, up to MAX_RELAUNCH_DELAY_SECS."""
+    return Backoff(1.0, MAX_RELAUNCH_DELAY_SECS, free_failures=1)
+
+
+_RELAUNCH_RULE = relaunch_backoff()
+
+
 def relaunch_delay(quick_exits: int) -> float:
     """Seconds to wait before relaunching a worker after its ``quick_exits``-th consecutive quick
-    exit: the first is relaunched at once, then 1, 2, 4 ... up to MAX_RELAUNCH_DELAY_SECS."""
-    if quick_exits <= 1:
-        return 0.0
-    return min(MAX_RELAUNCH_DELAY_SECS, 2.0 ** (quick_exits - 2))
+    exit (:func:`relaunch_backoff`'s rule)."""
+    return _RELAUNCH_RULE.delay(quick_exits)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from stormpy.state.memory import MemoryBackend
 from stormpy.topology.component import BasicBolt, Component, Spout
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import EmitError, FailedException
@@ -22,7 +23,6 @@ from stormpy.topology.fields import Fields
 from stormpy.topology.imports import class_path
 from stormpy.topology.layout import Executor, TaskLayout
 from stormpy.topology.spec import BOLT, SPOUT, ComponentSpec, TopologySpec
-from stormpy.topology.state import MemoryStateBackend
 from stormpy.topology.streams import Stream
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
 from stormpy.worker.values import check_values
@@ -140,7 +140,7 @@ class RecordingCollector:
         layout = TaskLayout({component_id: [task]}, {task: component_id},
                             [Executor(component_id, task, task)])
         return TopologyContext("test-topology", spec, layout, task, [task], {},
-                               state=MemoryStateBackend())
+                               state=MemoryBackend())
 
     # -- the collector ------------------------------------------------------------------------
     def _check(self, values: Any, stream: Any, direct: bool) -> None:

@@ -87,10 +87,18 @@ class TopologyContext:
         :mod:`stormpy.topology.state`). ZooKeeper on a cluster and in a LocalCluster configured
         with ``storm.zookeeper.servers``, memory otherwise. ValueError for an unknown area;
         RuntimeError when the runtime gave this context no state (a context built by hand)."""
+        return self.state_backend.store(area, self.topology_id)
+
+    @property
+    def state_backend(self) -> StateBackend:
+        """Where this topology's components keep state (the worker's, or the LocalCluster's):
+        its ``named_store`` holds state kept across topologies by a name (a transactional id, a
+        connector's config name), its ``memory`` what users asked to keep in memory only.
+        RuntimeError when the runtime gave this context no state (a context built by hand)."""
         if self._state is None:
             raise RuntimeError(f"{self!r} has no state backend (contexts made by the runtime have "
                                "one)")
-        return self._state.store(area, self.topology_id)
+        return self._state
 
     def register_metric(self, name: str, fn: Callable[[], Any]) -> None:
         """Publish ``fn()`` as this task's metric ``name`` (Storm's ``registerMetric``).

@@ -28,16 +28,32 @@ SYSTEM_STREAM_SPEC = Stream(["event"], name=SYSTEM_STREAM)
 SPEC_VERSION = 1
 #: Component ids, stream ids and config keys: 1-256 characters, no whitespace or control characters
 #: (checked with a full match, so a trailing newline is refused too).
-NAME_PATTERN = re.compile(r"[^\x00-\x20\x7f-\x9f\u2028\u2029]{1,256}")
+IDENTIFIER_PATTERN = re.compile(r"[^\x00-\x20\x7f-\x9f\u2028\u2029]{1,256}")
+#: Topology names: stricter, because a name is the start of its topology id, which names ZooKeeper
+#: nodes and directories: 1-100 letters, digits, ``_``, ``.`` or ``-``, starting with a letter or
+#: digit, no ``..`` (full match).
+TOPOLOGY_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
 
 
 def check_name(value: Any, what: str) -> str:
-    """``value`` when it is a usable component id, stream id or config key (NAME_PATTERN, full
-    match); InvalidTopologyError naming ``what`` otherwise."""
-    if not isinstance(value, str) or not NAME_PATTERN.fullmatch(value):
+    """``value`` when it is a usable component id, stream id or config key (IDENTIFIER_PATTERN,
+    full match); InvalidTopologyError naming ``what`` otherwise."""
+    if not isinstance(value, str) or not IDENTIFIER_PATTERN.fullmatch(value):
         raise InvalidTopologyError(f"invalid {what} {value!r}: use 1-256 characters without whitespace or "
                                    "control characters")
     return value
+
+
+def check_topology_name(name: Any) -> str:
+    """``name`` when it is a usable topology name (TOPOLOGY_NAME_PATTERN); InvalidTopologyError
+    otherwise."""
+    if not isinstance(name, str) or not TOPOLOGY_NAME_PATTERN.fullmatch(name) or ".." in name:
+        raise InvalidTopologyError(
+            f"invalid topology name {name!r}: use 1-100 letters, digits, '_', '.' or '-', starting with "
+            "a letter or digit")
+    return name
+
+
 SPOUT = "spout"
 BOLT = "bolt"
 #: component config keys Storm reads when it lays out tasks

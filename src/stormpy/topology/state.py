@@ -1,18 +1,22 @@
-"""Durable small state for components: the :class:`StateStore` protocol, its value encoding and the
-in-memory implementation for plain local runs.
+"""Durable small state for components: the contract of the state seam (the :class:`StateStore`
+and :class:`StateBackend` protocols, their errors and the value encoding). The implementations
+(memory, SQLite, ZooKeeper) are the state layer, :mod:`stormpy.state`.
 
 A running component reaches its topology's store with ``context.state_store(area)``; ``area`` is
 :data:`CHECKPOINTS` (spout positions: ``<spout>/<partition>``) or :data:`TRANSACTIONAL`
-(transactional coordinators and committers). On a cluster, and in ``LocalCluster`` when ZooKeeper
-is configured, the store is ZooKeeper (``/stormpy/<area>/<topology-id>/...``,
-:mod:`stormpy.cluster.statestore`); otherwise it is memory (:class:`MemoryStateBackend`), which
-says so in the log when a component first asks for it. State lives as long as the topology id:
-killing the topology removes it.
+(transactional coordinators and committers). State kept across topologies by a name of its own
+(a transactional id, a connector's config name) is ``context.state_backend.named_store(area,
+owner, name)``. On a cluster, and in ``LocalCluster`` when ZooKeeper is configured, the backend is
+ZooKeeper (``<root>/<area>/<topology-id>/...`` and ``<root>/<area>/<owner>:<name>/...``,
+:mod:`stormpy.state.zookeeper`); otherwise it is the LocalCluster's own memory
+(:mod:`stormpy.state.memory`), which says so in the log when a component first asks for it.
+Per-topology state lives as long as the topology id: killing the topology removes it.
 
 Contract of every :class:`StateStore`:
 
 * Keys are paths of non-empty segments separated by ``/`` (``"spout/shard-0001"``); a segment may
-  hold any other character. A malformed key raises :class:`StateKeyError` naming it.
+  hold any other character; ``""`` is the store's own node (its top level). A malformed key raises
+  :class:`StateKeyError` naming it.
 * Values are what msgpack carries (None, bool, int, float, str, bytes, lists, maps), at most
   :data:`MAX_VALUE_BYTES` encoded; tuples come back as lists. Anything else raises
   :class:`StateValueError` naming the path. The store keeps a copy.
@@ -27,20 +31,16 @@ Contract of every :class:`StateStore`:
 
 from __future__ import annotations
 
-import logging
-import threading
 from typing import Any, Protocol
 
 import msgpack
 
 __all__ = [
     "AREAS", "CHECKPOINTS", "MAX_VALUE_BYTES", "TRANSACTIONAL", "CorruptStateError",
-    "MemoryStateBackend", "MemoryStateStore", "StateBackend", "StateKeyError", "StateStore",
-    "StateStoreError", "StateUnavailableError", "StateValueError", "check_area", "decode_state",
-    "encode_state", "key_segments",
+    "StateBackend", "StateKeyError", "StateStore", "StateStoreError", "StateUnavailableError",
+    "StateValueError", "check_area", "check_owner", "decode_state", "encode_state",
+    "key_segments",
 ]
-
-log = logging.getLogger("stormpy.state")
 
 #: Spout checkpoints (``<spout>/<partition>`` → position).
 CHECKPOINTS = "checkpoints"
@@ -109,6 +109,17 @@ class StateBackend(Protocol):
     def store(self, area: str, topology_id: str) -> StateStore:
         """The store of ``topology_id``'s ``area`` (one of :data:`AREAS`); ValueError otherwise."""
 
+    def named_store(self, area: str, owner: str, name: str) -> StateStore:
+        """The store ``name`` of ``owner`` (a lowercase word: ``"tx"``, ``"kinesis"``) in ``area``,
+        kept across topologies (no kill removes it): a transactional id's coordinator state, a
+        connector's checkpoints by its config name."""
+
+    @property
+    def memory(self) -> StateBackend:
+        """The volatile backend of the same owner (the LocalCluster, the worker process): state
+        that users asked to keep in memory (``topology.state.provider: memory``,
+        ``transactional.store: memory``). A memory backend is its own."""
+
     def drop(self, topology_id: str) -> None:
         """Remove every area of ``topology_id`` (the topology was killed)."""
 
@@ -117,6 +128,14 @@ def check_area(area: str) -> str:
     if area not in AREAS:
         raise ValueError(f"unknown state area {area!r} (areas: {', '.join(AREAS)})")
     return area
+
+
+def check_owner(owner: str) -> str:
+    """``owner`` of a named store: a plain lowercase word (ValueError otherwise), so the
+    ``<owner>:<name>`` segment never equals a topology id (ids have no ``:``)."""
+    if not isinstance(owner, str) or not owner.isalpha() or not owner.islower():
+        raise ValueError(f"state owner {owner!r} must be a lowercase word (e.g. 'tx', 'kinesis')")
+    return owner
 
 
 def key_segments(location: str, key: str, *, allow_root: bool = False) -> tuple[str, ...]:
@@ -158,104 +177,3 @@ def decode_state(path: str, data: bytes) -> Any:
         raise CorruptStateError(path, f"schema version {doc['v']} is newer than this stormpy "
                                       f"reads ({STATE_VERSION})")
     return doc["value"]
-
-
-class MemoryStateStore:
-    """One (area, topology) of a :class:`MemoryStateBackend`: a tree of nodes, like ZooKeeper's."""
-
-    def __init__(self, backend: MemoryStateBackend, area: str, topology_id: str) -> None:
-        self._backend = backend
-        self._prefix = (area, topology_id)
-        self.location = f"memory:{area}/{topology_id}"
-        self.timeout_secs = backend.timeout_secs
-
-    def _path(self, segments: tuple[str, ...]) -> str:
-        return "/".join((self.location, *segments))
-
-    def get(self, key: str, default: Any = None) -> Any:
-        segments = key_segments(self.location, key)
-        with self._backend.locked(self._path(segments)):
-            data = self._backend.nodes.get(self._prefix + segments)
-        if not data:  # missing, or a parent without a value of its own
-            return default
-        return decode_state(self._path(segments), data)
-
-    def put(self, key: str, value: Any) -> None:
-        segments = key_segments(self.location, key)
-        data = encode_state(self._path(segments), value)
-        nodes = self._backend.nodes
-        with self._backend.locked(self._path(segments)):
-            for i in range(1, len(segments)):
-                nodes.setdefault(self._prefix + segments[:i], b"")
-            nodes[self._prefix + segments] = data
-
-    def delete(self, key: str) -> bool:
-        segments = key_segments(self.location, key)
-        with self._backend.locked(self._path(segments)):
-            return self._backend.remove(self._prefix + segments)
-
-    def children(self, key: str = "") -> list[str]:
-        segments = key_segments(self.location, key, allow_root=True)
-        node = self._prefix + segments
-        with self._backend.locked(self._path(segments)):
-            return sorted({k[len(node)] for k in self._backend.nodes
-                           if len(k) > len(node) and k[:len(node)] == node})
-
-
-class MemoryStateBackend:
-    """State in this process's memory, lost when it exits: for plain local runs.
-
-    The first time a component asks for a store the log says that its state is not durable and how
-    to make it so (configure ZooKeeper). ``timeout_secs`` bounds the wait for the internal lock.
-    """
-
-    description = "memory"
-
-    def __init__(self, timeout_secs: float = 5.0) -> None:
-        self.timeout_secs = timeout_secs
-        self.nodes: dict[tuple[str, ...], bytes] = {}
-        self._lock = threading.Lock()
-        self._stores: dict[tuple[str, str], MemoryStateStore] = {}
-
-    def locked(self, path: str) -> _Held:
-        """The backend's lock, held within ``timeout_secs`` or StateUnavailableError on ``path``."""
-        return _Held(self._lock, self.timeout_secs, path)
-
-    def store(self, area: str, topology_id: str) -> MemoryStateStore:
-        key = (check_area(area), topology_id)
-        with self.locked(f"memory:{area}/{topology_id}"):
-            found = self._stores.get(key)
-            if found is None:
-                found = self._stores[key] = MemoryStateStore(self, area, topology_id)
-                log.warning("topology %s: %s state is kept in memory only and lost when this "
-                            "process exits (configure storm.zookeeper.servers to keep it in "
-                            "ZooKeeper)", topology_id, area)
-        return found
-
-    def remove(self, node: tuple[str, ...]) -> bool:
-        """Remove ``node`` and its descendants (lock held by the caller)."""
-        doomed = [k for k in self.nodes if k[:len(node)] == node]
-        for k in doomed:
-            del self.nodes[k]
-        return bool(doomed)
-
-    def drop(self, topology_id: str) -> None:
-        with self.locked(f"memory:*/{topology_id}"):
-            for area in AREAS:
-                self.remove((area, topology_id))
-
-
-class _Held:
-    """``with`` block holding a lock acquired within a time bound."""
-
-    def __init__(self, lock: threading.Lock, timeout_secs: float, path: str) -> None:
-        self._lock = lock
-        self._timeout = timeout_secs
-        self._path = path
-
-    def __enter__(self) -> None:
-        if not self._lock.acquire(timeout=self._timeout):
-            raise StateUnavailableError(self._path, f"store busy for {self._timeout:g} s")
-
-    def __exit__(self, *exc: object) -> None:
-        self._lock.release()

@@ -4,7 +4,14 @@ replayed batch is applied once.
 
 Built only on the public topology API: ``TransactionalTopologyBuilder.create_topology()`` returns
 an ordinary ``TopologySpec`` (a coordinator spout, an emitter bolt and coordinated batch bolts)
-that runs wherever a topology runs. See docs/transactional.md.
+that runs wherever a topology runs; its state lives in the state layer (:mod:`stormpy.state`),
+by default where the topology's state lives (in a LocalCluster, its own memory). See
+docs/transactional.md.
+
+Removed in this release: ``MemoryStore`` (one store per name for the whole process, so two
+LocalClusters shared transactional state); ``transactional.store: memory`` now keeps the state
+in the memory of the LocalCluster (or worker process), and a store of the state layer stands in
+for it in tests (``stormpy.state.MemoryBackend().named_store("transactional", "tx", id)``).
 """
 
 from stormpy.transactional.api import (
@@ -26,10 +33,10 @@ from stormpy.transactional.state import (
     TransactionalValue,
     ZkState,
 )
-from stormpy.transactional.store import MemoryStore, StoreUnavailable
+from stormpy.transactional.store import StoreUnavailable
 
 __all__ = [
-    "BatchBolt", "BatchOutputCollector", "Committer", "MemoryStore", "MemoryTransactionalSpout",
+    "BatchBolt", "BatchOutputCollector", "Committer", "MemoryTransactionalSpout",
     "OpaquePartitionedTransactionalSpout", "OpaqueValue", "PartitionedTransactionalSpout",
     "SqliteState", "StoreUnavailable", "TRANSACTIONAL_CONFIG", "TransactionAttempt", "TransactionalSpout",
     "TransactionalState", "TransactionalTopologyBuilder", "TransactionalValue", "ZkState",

@@ -21,16 +21,18 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from stormpy.config import message_timeout_secs
 from stormpy.topology.component import BasicBolt, Bolt
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import EmitError, FailedException
 from stormpy.topology.imports import import_object
+from stormpy.topology.state import StateStore, StateUnavailableError
 from stormpy.topology.streams import Stream
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
 from stormpy.transactional.api import BatchBolt, BatchOutputCollector
 from stormpy.transactional.attempt import TransactionAttempt
 from stormpy.transactional.emitter import EmitterExecutor, make_executor
-from stormpy.transactional.store import StoreUnavailable, TransactionalStore, open_store
+from stormpy.transactional.store import close, open_store
 from stormpy.transactional.streams import (
     BATCH_STREAM,
     COMMIT_STREAM,
@@ -112,10 +114,10 @@ class CoordinatedBolt(Bolt):
         self.num_reports = sum(len(context.tasks_of(c)) for c in sources)
         self.out_tasks = sorted(t for bolt, _g in spec.subscribers(me, COORD_STREAM)
                                 for t in context.tasks_of(bolt))
-        timeout = float(conf.get("topology.message.timeout.secs") or 30)
+        timeout = message_timeout_secs(conf)
         self.max_age = int(timeout // TICK_SECS) + 2
         self.tracked: dict[tuple[int, int], _Track] = {}
-        self._store: TransactionalStore | None = None
+        self._store: StateStore | None = None
         self.executor: EmitterExecutor | None = None
         self.basic: BasicBolt | None = None
         self._current: _Track | None = None
@@ -135,10 +137,10 @@ class CoordinatedBolt(Bolt):
             basic.prepare(conf, context)
             self.basic = basic
 
-    def store(self) -> TransactionalStore:
+    def store(self) -> StateStore:
         """The transactional store (opened on first use)."""
         if self._store is None:
-            self._store = open_store(self.conf, self.transactional_id)
+            self._store = open_store(self.conf, self.context, self.transactional_id)
         return self._store
 
     def cleanup(self) -> None:
@@ -150,8 +152,7 @@ class CoordinatedBolt(Bolt):
             if self.role == BATCH:
                 self.target_cls.cleanup_task(self.conf, self.context)
         finally:
-            if self._store is not None:
-                self._store.close()
+            close(self._store)
 
     # -- counting emits ------------------------------------------------------------------------
     def _collector(self, track: _Track) -> BatchOutputCollector:
@@ -366,7 +367,7 @@ class CoordinatedBolt(Bolt):
                     del self.emitted[t]
                 try:
                     self.executor.cleanup_before(int(committed))
-                except StoreUnavailable as exc:
+                except StateUnavailableError as exc:
                     log.warning("emitter %s: cleanup before %s postponed: %s",
                                 self.context.component_id, committed, exc)
         elif tup.stream == COMMIT_STREAM:
@@ -385,7 +386,7 @@ class CoordinatedBolt(Bolt):
     def _emitter_error(self, attempt: TransactionAttempt, exc: BaseException, where: str) -> None:
         if isinstance(exc, FailedException):
             return
-        if isinstance(exc, StoreUnavailable):
+        if isinstance(exc, StateUnavailableError):
             log.warning("emitter %s: %s of %s postponed: %s", self.context.component_id, where,
                         attempt, exc)
             return

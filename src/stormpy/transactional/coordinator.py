@@ -9,7 +9,8 @@ that tree completes the txid is committed: the next txid is stored and its metad
 A failed or timed-out attempt makes its txid and every later one start again, with the same
 metadata (kept in the store) and new attempt ids. The next txid and the metadata of every started
 transaction live in the store (ZooKeeper), so a restarted coordinator replays exactly what was in
-flight. While the store is unreachable no transaction starts or commits; the coordinator picks up
+flight (the store: :mod:`stormpy.transactional.store`; in a LocalCluster its own memory by
+default). While the store is unreachable no transaction starts or commits; the coordinator picks up
 where it was when it returns.
 """
 
@@ -24,6 +25,7 @@ from stormpy.topology.component import Spout
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.imports import import_object
 from stormpy.topology.layout import acker_count
+from stormpy.topology.state import StateStore, StateUnavailableError
 from stormpy.topology.streams import Stream
 from stormpy.transactional.api import (
     OpaquePartitionedTransactionalSpout,
@@ -33,8 +35,8 @@ from stormpy.transactional.api import (
 from stormpy.transactional.attempt import TransactionAttempt
 from stormpy.transactional.store import (
     RotatingState,
-    StoreUnavailable,
-    TransactionalStore,
+    available,
+    close,
     open_store,
 )
 from stormpy.transactional.streams import BATCH_STREAM, COMMIT_STREAM
@@ -109,7 +111,8 @@ class CoordinatorSpout(Spout):
         self.conf = conf
         self.coordinator = user_coordinator(import_object(self.spout_path)(**self.spout_kwargs),
                                             conf, context)
-        self.store: TransactionalStore | None = None
+        self.store: StateStore | None = None
+        self.context = context
         self.meta: RotatingState | None = None
         self.current = 1
         self.active: dict[int, _Status] = {}
@@ -123,18 +126,18 @@ class CoordinatorSpout(Spout):
         """True when the store is open and reachable (opening and loading it the first time)."""
         try:
             if self.store is None:
-                store = open_store(self.conf, self.transactional_id)
+                store = open_store(self.conf, self.context, self.transactional_id)
                 try:
                     current = store.get(CURRENT_KEY)
                     meta = RotatingState(store, META_KEY)
-                except StoreUnavailable:
-                    store.close()
+                except StateUnavailableError:
+                    close(store)
                     raise
                 self.store, self.meta = store, meta
                 self.current = int(current) if current is not None else 1
-            if not self.store.available():
-                raise StoreUnavailable("no connection")
-        except StoreUnavailable as exc:
+            if not available(self.store):
+                raise StateUnavailableError(f"transactional {self.transactional_id}", "no connection")
+        except StateUnavailableError as exc:
             if not self.unavailable_since_logged:
                 log.warning("transactional %s: state store unavailable, no transaction starts "
                             "until it returns: %s", self.transactional_id, exc)
@@ -203,7 +206,7 @@ class CoordinatorSpout(Spout):
                 self.active[txid] = _Status(attempt)
                 self.emit([attempt.to_wire(), metadata, committed], msg_id=attempt,
                           stream=BATCH_STREAM)
-        except StoreUnavailable as exc:
+        except StateUnavailableError as exc:
             log.warning("transactional %s: state store operation failed (retrying): %s",
                         self.transactional_id, exc)
 
@@ -211,5 +214,4 @@ class CoordinatorSpout(Spout):
         try:
             self.coordinator.close()
         finally:
-            if self.store is not None:
-                self.store.close()
+            close(self.store)

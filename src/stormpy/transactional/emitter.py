@@ -13,13 +13,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from stormpy.topology.context import TopologyContext
+from stormpy.topology.state import StateStore
 from stormpy.transactional.api import (
     BatchOutputCollector,
     OpaquePartitionedTransactionalSpout,
     PartitionedTransactionalSpout,
 )
 from stormpy.transactional.attempt import TransactionAttempt
-from stormpy.transactional.store import RotatingState, TransactionalStore
+from stormpy.transactional.store import RotatingState
 
 
 class EmitterExecutor:
@@ -47,7 +48,7 @@ class EmitterExecutor:
 class _Partitions:
     """This task's partitions (``p % tasks == index``) and their rotating states, opened lazily."""
 
-    def __init__(self, store: Callable[[], TransactionalStore], context: TopologyContext) -> None:
+    def __init__(self, store: Callable[[], StateStore], context: TopologyContext) -> None:
         self.store = store
         self.index = context.task_index
         self.tasks = len(context.component_tasks)
@@ -126,7 +127,7 @@ class OpaqueEmitterExecutor(EmitterExecutor):
 
 
 def make_executor(spout: Any, conf: Mapping[str, Any], context: TopologyContext,
-                  store: Callable[[], TransactionalStore]) -> EmitterExecutor:
+                  store: Callable[[], StateStore]) -> EmitterExecutor:
     """The executor for the user spout instance ``spout`` (``store`` opens the store lazily)."""
     emitter = spout.get_emitter(conf, context)
     if isinstance(spout, PartitionedTransactionalSpout):

@@ -8,8 +8,9 @@ enough when a replayed batch is identical (transactional and partitioned spouts)
 with different content (opaque spouts) recomputes from ``previous``.
 
 Back ends: ``SqliteState`` (a file database, no server) and ``ZkState`` (ZooKeeper), both on the
-document stores of :mod:`stormpy.state.stores` that stateful bolts use too. Values are
-msgpack-serialisable data. Each update of a key is atomic; a batch's keys are independent, so a
+stores of the state layer (:mod:`stormpy.state`) that stateful bolts use too; any other store of
+the layer works as well (``TransactionalState(store)``, e.g. a memory backend's in tests). Values
+are msgpack-serialisable data. Each update of a key is atomic; a batch's keys are independent, so a
 crash between two keys is repaired by the replay (updated keys are skipped, the others applied).
 """
 
@@ -20,7 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stormpy.state.stores import SqliteDocStore, ZkDocStore
+from stormpy.cluster.paths import DEFAULT_ROOT, ZkPaths
+from stormpy.state.base import Store
+from stormpy.state.sqlite import SqliteStore
+from stormpy.state.zookeeper import open_zk_store
+from stormpy.transactional.settings import transactional_settings
 from stormpy.transactional.store import zookeeper_hosts
 
 
@@ -48,20 +53,25 @@ class OpaqueValue:
 
 
 class TransactionalState:
-    """Key → ``[txid, previous, current]`` documents; subclasses provide ``_read``/``_write``
-    (``_write`` of one key is atomic)."""
+    """Key → ``[txid, previous, current]`` documents in ``store`` (a store of the state layer;
+    the write of one key is atomic)."""
+
+    def __init__(self, store: Store) -> None:
+        self._docs = store
 
     def _read(self, key: str) -> list[Any] | None:
-        raise NotImplementedError
+        doc = self._docs.get(key)
+        return None if doc is None else list(doc)
 
     def _write(self, key: str, doc: list[Any]) -> None:
-        raise NotImplementedError
+        self._docs.put(key, doc)
 
     def keys(self) -> Iterator[str]:
-        raise NotImplementedError
+        return iter(self._docs.children())
 
     def close(self) -> None:
         """Release the back end; idempotent."""
+        self._docs.close()
 
     @staticmethod
     def _key(key: str) -> str:
@@ -102,52 +112,34 @@ class TransactionalState:
 
 
 class SqliteState(TransactionalState):
-    """State in a SQLite file (created when missing), table ``table`` (the shared
-    :class:`~stormpy.state.stores.SqliteDocStore`)."""
+    """State in a SQLite file (created when missing), table ``table`` (the state layer's
+    :class:`~stormpy.state.sqlite.SqliteStore`)."""
 
     def __init__(self, path: str | Path, table: str = "transactional_state") -> None:
-        self._docs = SqliteDocStore(path, table)
-        self.path = self._docs.path
+        super().__init__(SqliteStore(path, table))
+        self.path = str(path)
         self.table = table
-
-    def _read(self, key: str) -> list[Any] | None:
-        doc = self._docs.get(key)
-        return None if doc is None else list(doc)
-
-    def _write(self, key: str, doc: list[Any]) -> None:
-        self._docs.put(key, doc)
-
-    def keys(self) -> Iterator[str]:
-        return iter(self._docs.names())
-
-    def close(self) -> None:
-        self._docs.close()
 
 
 class ZkState(TransactionalState):
-    """State in ZooKeeper, one znode per key under ``root`` on ``hosts`` (``"h:2181,..."``; the
-    shared :class:`~stormpy.state.stores.ZkDocStore`)."""
+    """State in ZooKeeper, one znode per key under ``root`` on ``hosts`` (``"h:2181,..."``), on a
+    connection of its own (the state layer's :func:`~stormpy.state.zookeeper.open_zk_store`)."""
 
     def __init__(self, hosts: str, root: str, *, operation_timeout_secs: float = 10.0) -> None:
         self.root = root.rstrip("/")
-        self._docs = ZkDocStore(hosts, self.root, operation_timeout_secs=operation_timeout_secs)
+        super().__init__(open_zk_store(hosts, self.root,
+                                       operation_timeout_secs=operation_timeout_secs))
 
     @classmethod
     def from_config(cls, conf: Mapping[str, Any], name: str) -> ZkState:
-        """State ``name`` under ``<transactional.zookeeper.root>/state/`` on the transactional
-        ZooKeeper servers."""
-        root = str(conf.get("transactional.zookeeper.root") or "/transactional").rstrip("/")
-        return cls(zookeeper_hosts(conf), f"{root}/state/{cls._key(name)}")
-
-    def _read(self, key: str) -> list[Any] | None:
-        doc = self._docs.get(key)
-        return None if doc is None else list(doc)
-
-    def _write(self, key: str, doc: list[Any]) -> None:
-        self._docs.put(key, doc)
-
-    def keys(self) -> Iterator[str]:
-        return iter(self._docs.names())
-
-    def close(self) -> None:
-        self._docs.close()
+        """State ``name`` on the transactional ZooKeeper servers (``transactional.zookeeper.*``,
+        default ``storm.zookeeper.*``): under ``<transactional.zookeeper.root>/state/<name>``
+        when that root is set, else at ``<storm.zookeeper.root>/transactional/state:<name>``.
+        SettingError naming a bad setting."""
+        settings = transactional_settings(conf)
+        cls._key(name)
+        hosts = zookeeper_hosts(conf)
+        if settings.root is not None:
+            return cls(hosts, f"{settings.root}/state/{name}")
+        root = str(conf.get("storm.zookeeper.root") or DEFAULT_ROOT)
+        return cls(hosts, ZkPaths(root).named_state("transactional", "state", name))

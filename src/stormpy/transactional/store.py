@@ -1,164 +1,94 @@
-"""Where the coordinator and the partitioned emitters keep their state: a small key → document
-store (msgpack documents under slash-separated keys), with a ZooKeeper and an in-memory back end.
+"""Where the coordinator and the partitioned emitters keep their state: a store of the state
+layer (:mod:`stormpy.state`), msgpack documents under slash-separated keys
+(``coordinator/meta/7``), named by the transactional id so a redeployed topology with the same id
+continues where it stopped.
 
-The ZooKeeper store lives under ``<transactional.zookeeper.root>/<transactional id>`` on
-``transactional.zookeeper.servers`` (default: ``storm.zookeeper.servers``); every operation is
-bounded (``transactional.zookeeper.operation.timeout.secs``) so a lost ZooKeeper never wedges the
-executor loop: operations raise ``StoreUnavailable`` instead, and callers retry later.
+:func:`open_store` picks it from ``transactional.*`` (:mod:`stormpy.transactional.settings`):
+
+* by default, the topology's state backend (``context.state_backend.named_store("transactional",
+  "tx", id)``): in a LocalCluster its own memory, fresh for each LocalCluster and shared with no
+  other (or the ZooKeeper its conf names); on a cluster ZooKeeper at
+  ``<storm.zookeeper.root>/transactional/tx:<id>``, on the worker's connection;
+* ``transactional.store: memory``: the memory of the LocalCluster (or worker process);
+* ``transactional.store: zookeeper``, or ``transactional.zookeeper.servers``/``.root`` set: a
+  connection of its own to those servers (default ``storm.zookeeper.*``), at
+  ``<transactional.zookeeper.root>/<id>`` when the root is set, else at the default place above;
+  every operation bounded by ``transactional.zookeeper.operation.timeout.secs``.
+
+A store that cannot be reached raises :class:`~stormpy.topology.state.StateUnavailableError`
+(``StoreUnavailable`` is one); callers retry later, so a lost ZooKeeper never wedges the executor
+loop.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import msgpack
+from stormpy.cluster.paths import DEFAULT_ROOT, ZkPaths, encode_segment
+from stormpy.cluster.zk_hosts import hosts_from_config
+from stormpy.state.base import Store
+from stormpy.state.zookeeper import from_settings, open_zk_store
+from stormpy.topology.context import TopologyContext
+from stormpy.topology.state import TRANSACTIONAL, StateStore, StateUnavailableError
+from stormpy.transactional.settings import transactional_settings
 
-from stormpy.cluster import ClusterStateError, ZkStorage
-from stormpy.cluster.storage import hosts_from_config
+__all__ = ["OWNER", "RotatingState", "StoreUnavailable", "TransactionalStore", "open_store",
+           "zookeeper_hosts"]
 
+#: The owner of transactional state among named stores (``transactional/tx:<id>``).
+OWNER = "tx"
 
-class StoreUnavailable(RuntimeError):
-    """The store cannot be reached right now; try again later."""
+class StoreUnavailable(StateUnavailableError):
+    """The transactional store cannot be reached right now; try again later. A store raising it
+    (or any :class:`~stormpy.topology.state.StateUnavailableError`, which is what the state layer
+    raises and what the transactional machinery catches) pauses transactions until it returns."""
 
-
-class TransactionalStore:
-    """Key → msgpack document. Keys are relative, slash-separated (``coordinator/meta/7``)."""
-
-    def available(self) -> bool:
-        """True when operations are expected to succeed now."""
-        return True
-
-    def get(self, key: str) -> Any:
-        """The document at ``key``, or None."""
-        raise NotImplementedError
-
-    def put(self, key: str, value: Any) -> None:
-        raise NotImplementedError
-
-    def delete(self, key: str) -> None:
-        """Remove ``key`` and everything below it (no error when missing)."""
-        raise NotImplementedError
-
-    def children(self, key: str) -> list[str]:
-        """Names directly below ``key`` (empty when missing)."""
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Release connections; idempotent."""
+    def __init__(self, problem: str, path: str = "transactional store") -> None:
+        super().__init__(path, problem)
+#: What the transactional machinery keeps its state in: a store of the state layer.
+TransactionalStore = Store
 
 
-class MemoryStore(TransactionalStore):
-    """In-process store (tests, ``transactional.store: memory``): shared by every task of the
-    process under the same name, lost with the process."""
-
-    _shared: dict[str, dict[str, Any]] = {}
-    _lock = threading.Lock()
-
-    def __init__(self, name: str) -> None:
-        with self._lock:
-            self._data = self._shared.setdefault(name, {})
-
-    @classmethod
-    def forget(cls, name: str) -> None:
-        with cls._lock:
-            cls._shared.pop(name, None)
-
-    def get(self, key: str) -> Any:
-        with self._lock:
-            raw = self._data.get(key.strip("/"))
-        return None if raw is None else msgpack.unpackb(raw, raw=False, strict_map_key=False)
-
-    def put(self, key: str, value: Any) -> None:
-        raw = msgpack.packb(value)
-        with self._lock:
-            self._data[key.strip("/")] = raw
-
-    def delete(self, key: str) -> None:
-        k = key.strip("/")
-        with self._lock:
-            for name in [n for n in self._data if n == k or n.startswith(k + "/")]:
-                del self._data[name]
-
-    def children(self, key: str) -> list[str]:
-        prefix = key.strip("/") + "/"
-        with self._lock:
-            return sorted({n[len(prefix):].split("/")[0] for n in self._data
-                           if n.startswith(prefix)})
-
-
-class ZkStore(TransactionalStore):
-    """The store on ZooKeeper, under ``root`` (an absolute znode path)."""
-
-    def __init__(self, hosts: str, root: str, *, operation_timeout_secs: float = 2.0,
-                 connect_timeout_secs: float = 15.0, session_timeout_secs: float = 20.0) -> None:
-        self.root = root.rstrip("/")
-        self._zk = ZkStorage(hosts, self.root, connect_timeout_secs=connect_timeout_secs,
-                             session_timeout_secs=session_timeout_secs,
-                             operation_timeout_secs=operation_timeout_secs)
-        try:
-            self._zk.start()
-        except ClusterStateError as exc:
-            raise StoreUnavailable(f"transactional state: {exc}") from exc
-
-    def _path(self, key: str) -> str:
-        key = key.strip("/")
-        return f"{self.root}/{key}" if key else self.root
-
-    def _call(self, fn: Callable[[], Any]) -> Any:
-        try:
-            return fn()
-        except ClusterStateError as exc:
-            raise StoreUnavailable(str(exc)) from exc
-
-    def available(self) -> bool:
-        return self._zk.connected
-
-    def get(self, key: str) -> Any:
-        raw = self._call(lambda: self._zk.get(self._path(key)))
-        return None if not raw else msgpack.unpackb(raw, raw=False, strict_map_key=False)
-
-    def put(self, key: str, value: Any) -> None:
-        raw = msgpack.packb(value)
-        self._call(lambda: self._zk.set(self._path(key), raw))
-
-    def delete(self, key: str) -> None:
-        self._call(lambda: self._zk.delete(self._path(key), recursive=True))
-
-    def children(self, key: str) -> list[str]:
-        return sorted(self._call(lambda: self._zk.children(self._path(key))))
-
-    def close(self) -> None:
-        self._zk.close()
+def open_store(conf: Mapping[str, Any], context: TopologyContext,
+               transactional_id: str) -> StateStore:
+    """The store of the transactional topology ``transactional_id`` as ``conf`` configures it
+    (see the module doc); SettingError naming a bad setting, StoreUnavailable when a ZooKeeper
+    of its own cannot be reached."""
+    settings = transactional_settings(conf)
+    if settings.store == "memory":
+        return context.state_backend.memory.named_store(TRANSACTIONAL, OWNER, transactional_id)
+    if settings.store is None:
+        return context.state_backend.named_store(TRANSACTIONAL, OWNER, transactional_id)
+    hosts = zookeeper_hosts(conf)
+    if settings.root is not None:
+        root, location = settings.root, f"{settings.root}/{encode_segment(transactional_id)}"
+    else:
+        root = str(conf.get("storm.zookeeper.root") or DEFAULT_ROOT)
+        location = ZkPaths(root).named_state(TRANSACTIONAL, OWNER, transactional_id)
+    return open_zk_store(hosts, root, location,
+                         operation_timeout_secs=settings.operation_timeout_secs,
+                         **from_settings(conf))
 
 
 def zookeeper_hosts(conf: Mapping[str, Any]) -> str:
     """``host:port,...`` from ``transactional.zookeeper.servers``/``.port``, falling back to
     ``storm.zookeeper.servers``/``.port``."""
-    servers = conf.get("transactional.zookeeper.servers") or conf.get("storm.zookeeper.servers")
-    port = conf.get("transactional.zookeeper.port") or conf.get("storm.zookeeper.port", 2181)
-    return hosts_from_config({"storm.zookeeper.servers": servers, "storm.zookeeper.port": port})
+    return hosts_from_config(conf, servers=conf.get("transactional.zookeeper.servers"),
+                             port=conf.get("transactional.zookeeper.port"),
+                             servers_setting="transactional.zookeeper.servers",
+                             port_setting="transactional.zookeeper.port")
 
 
-def open_store(conf: Mapping[str, Any], transactional_id: str) -> TransactionalStore:
-    """The store of the transactional topology ``transactional_id`` as ``conf`` configures it
-    (``transactional.store``: ``zookeeper``, the default, or ``memory``)."""
-    kind = conf.get("transactional.store") or "zookeeper"
-    if kind == "memory":
-        return MemoryStore(transactional_id)
-    if kind != "zookeeper":
-        raise ValueError(f"transactional.store must be 'zookeeper' or 'memory', got {kind!r}")
-    root = str(conf.get("transactional.zookeeper.root") or "/transactional").rstrip("/")
-    if not root.startswith("/"):
-        raise ValueError(f"transactional.zookeeper.root must be an absolute path, got {root!r}")
-    return ZkStore(zookeeper_hosts(conf), f"{root}/{transactional_id}",
-                   operation_timeout_secs=float(
-                       conf.get("transactional.zookeeper.operation.timeout.secs") or 2.0),
-                   connect_timeout_secs=float(
-                       conf.get("storm.zookeeper.connection.timeout", 15000)) / 1000,
-                   session_timeout_secs=float(
-                       conf.get("storm.zookeeper.session.timeout", 20000)) / 1000)
+def available(store: StateStore) -> bool:
+    """True when operations on ``store`` are expected to succeed now."""
+    return store.available() if isinstance(store, Store) else True
+
+
+def close(store: StateStore | None) -> None:
+    """Close ``store`` when it owns something (a connection of its own)."""
+    if isinstance(store, Store):
+        store.close()
 
 
 class RotatingState:
@@ -168,7 +98,7 @@ class RotatingState:
     restart, and after a write that failed (it may have been applied all the same: a timed-out
     ZooKeeper write), so the cache is reloaded from the store before it is used again."""
 
-    def __init__(self, store: TransactionalStore, key: str) -> None:
+    def __init__(self, store: StateStore, key: str) -> None:
         self.store = store
         self.key = key.strip("/")
         self.cache: dict[int, Any] = {}

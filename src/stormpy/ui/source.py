@@ -25,6 +25,7 @@ from typing import Any
 from stormpy.cluster import ClusterState, WorkerHeartbeat
 from stormpy.cluster.errors import ClusterStateError
 from stormpy.config import DEFAULTS
+from stormpy.host.service import Service
 from stormpy.nimbus.client import NimbusClient
 from stormpy.rpc.errors import NotFoundError, RpcError, RpcTimeoutError, UnreachableError
 from stormpy.ui.windows import TopologyWindows
@@ -68,8 +69,10 @@ class UiBackend:
         self.hosts: dict[str, str] = {}
         self.samples = 0
         self._specs: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        #: the sampler thread; a ZooKeeper outage is warned about on the first failure in a row
+        #: and every 20th, anything else logged with its traceback
+        self.sampler = Service("stormpy-ui-sampler", self.sample, interval=self.poll_secs,
+                               expected_errors=(ClusterStateError, OSError), log=log)
 
     # -- Nimbus ------------------------------------------------------------------------------------
     def call(self, method: str, /, **args: Any) -> Any:
@@ -177,29 +180,11 @@ class UiBackend:
 
     def start(self) -> UiBackend:
         """Start the sampler thread (idempotent)."""
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="stormpy-ui-sampler", daemon=True)
-            self._thread.start()
+        self.sampler.start()
         return self
 
-    def _run(self) -> None:
-        failures = 0
-        while not self._stop.is_set():
-            try:
-                self.sample()
-                failures = 0
-            except (ClusterStateError, OSError) as exc:
-                failures += 1
-                if failures == 1 or failures % 20 == 0:
-                    log.warning("cannot read heartbeats from ZooKeeper (%d attempts): %s", failures, exc)
-            except Exception:
-                log.exception("heartbeat sampler failed; retrying")
-            self._stop.wait(self.poll_secs)
-
     def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        self.sampler.stop(timeout=10)
         self.client.close()
         with self._lock:
             if self._state is not None:

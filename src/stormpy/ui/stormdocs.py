@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from stormpy.config import DEFAULTS
 from stormpy.ui.windows import (
     WINDOWS,
     Counters,
@@ -68,7 +69,9 @@ def _topology_row(t: Mapping[str, Any], tasks: int | None = None) -> dict[str, A
     row = {"id": t["id"], "encodedId": t["id"], "name": t["name"], "status": t["status"].upper(),
            "uptime": duration(t["uptime_secs"]), "uptimeSeconds": int(t["uptime_secs"]),
            "workersTotal": t["num_workers"], "executorsTotal": t["num_executors"],
-           "requestedWorkers": t.get("requested_workers"), "owner": t.get("owner", "")}
+           "requestedWorkers": t.get("requested_workers"), "owner": t.get("owner", ""),
+           # stormpy's own: why the topology cannot be (re)scheduled (None when it can)
+           "degraded": t.get("degraded")}
     if tasks is not None:
         row["tasksTotal"] = tasks
     return row
@@ -188,7 +191,9 @@ def topology_stats(spec: Mapping[str, Any], per_window: PerWindow) -> list[dict[
 
 def topology_doc(info: Mapping[str, Any], spec: Mapping[str, Any], conf: Mapping[str, Any], window: str,
                  per_window: PerWindow, now: float) -> dict[str, Any]:
-    """``GET /api/v1/topology/:id``."""
+    """``GET /api/v1/topology/:id``. ``configuration`` is the effective configuration (the
+    defaults with the topology's own settings over them), so ``msgTimeout`` is the timeout in force."""
+    conf = {**DEFAULTS, **conf}
     totals, span = per_window[window]
     comps = per_component(totals)
     tasks = spec_tasks(spec)

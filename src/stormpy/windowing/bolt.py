@@ -25,6 +25,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from stormpy.config import SettingError, message_timeout_secs
 from stormpy.topology.component import Bolt
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.imports import class_path, import_object
@@ -108,7 +109,7 @@ class WindowedBoltSpec:
 def _target(kwargs: Mapping[str, Any]) -> tuple[Any, WindowConfig, dict[str, Any]]:
     bolt = import_object(kwargs["_bolt"])
     if not (isinstance(bolt, type) and issubclass(bolt, WindowedBolt)):
-        raise WindowConfigError(f"{bolt!r} is not a WindowedBolt subclass")
+        raise WindowConfigError("WindowedBolt", f"{bolt!r} is not a WindowedBolt subclass")
     cfg = WindowConfig.from_doc(kwargs["_window"])
     user = {k: v for k, v in kwargs.items() if k not in ("_window", "_bolt")}
     return bolt, cfg, user
@@ -123,8 +124,8 @@ class WindowedBoltExecutor(Bolt):
         streams = dict(bolt.declare_outputs(user))
         if cfg.late_stream is not None:
             if cfg.late_stream in streams:
-                raise WindowConfigError(f"late tuple stream {cfg.late_stream!r} is also declared "
-                                        f"by {bolt.__qualname__}")
+                raise WindowConfigError("late tuple stream", f"{cfg.late_stream!r} is also declared "
+                                                             f"by {bolt.__qualname__}")
             streams[cfg.late_stream] = Stream(LATE_FIELDS, name=cfg.late_stream)
         return streams
 
@@ -156,12 +157,11 @@ class WindowedBoltExecutor(Bolt):
 
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         me = context.component_id
-        timeout = conf.get("topology.message.timeout.secs", 30)
+        timeout = message_timeout_secs(conf)
         need = self.cfg.required_timeout_secs()
-        if need and conf.get("topology.enable.message.timeouts", True) and \
-                float(timeout) < need:
-            raise ValueError(f"windowed bolt {me!r} needs topology.message.timeout.secs >= {need}, "
-                             f"the topology sets {timeout}")
+        if need and conf.get("topology.enable.message.timeouts", True) and timeout < need:
+            raise SettingError("topology.message.timeout.secs",
+                               f"windowed bolt {me!r} needs it >= {need}, the topology sets {timeout:g}")
         # data inputs only: '$' streams belong to machinery (checkpoints, transactions)
         self.sources = sorted({(i.component, i.stream) for i in context.spec.components[me].inputs
                                if not i.stream.startswith("$")})

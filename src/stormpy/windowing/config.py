@@ -3,8 +3,11 @@ way Storm 2.x validates ``BaseWindowedBolt`` (``WindowedBoltExecutor``): positiv
 interval no larger than the length when both are of one kind, and event-time options only where
 they mean something.
 
-A configuration travels to the workers inside the component's keyword arguments
-(:meth:`WindowConfig.to_doc`), so it holds plain data only.
+A settings class in the one style of :mod:`stormpy.settings`: ``validate()`` raises
+:class:`WindowConfigError` (a :class:`~stormpy.config.SettingError`) naming the setting as the
+``with_*`` declarations call it (``window length``, ``sliding interval``, ``lag``, ...); the
+builder adds the component. A configuration travels to the workers inside the component's keyword
+arguments (:meth:`WindowConfig.to_doc`), so it holds plain data only.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from stormpy.config import SettingError
+
 __all__ = ["Count", "Duration", "WindowConfig", "WindowConfigError", "size_from_doc"]
 
 #: Storm's default watermark interval and lag.
@@ -21,8 +26,9 @@ DEFAULT_WATERMARK_INTERVAL_MS = 1000
 DEFAULT_LAG_MS = 0
 
 
-class WindowConfigError(ValueError):
-    """A window configuration Storm would refuse; the builder names the component."""
+class WindowConfigError(SettingError):
+    """A window configuration Storm would refuse; ``setting`` names the part (``window length``,
+    ``sliding interval``, ``lag``, ...); the builder names the component."""
 
 
 @dataclass(frozen=True)
@@ -46,14 +52,14 @@ class Duration:
                  minutes: float | None = None) -> None:
         given = [v for v in (seconds, ms, minutes) if v is not None]
         if len(given) != 1:
-            raise WindowConfigError("Duration takes exactly one of seconds=, ms= or minutes=")
+            raise WindowConfigError("Duration", "takes exactly one of seconds=, ms= or minutes=")
         value = given[0]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise WindowConfigError(f"Duration needs a finite number, got {value!r}")
+            raise WindowConfigError("Duration", f"needs a finite number, got {value!r}")
         total = value if ms is not None else value * (60_000 if minutes is not None else 1000)
         if total != int(total) and abs(total - round(total)) > 1e-6:
-            raise WindowConfigError(f"Duration must be a whole number of milliseconds, got "
-                                    f"{total!r} ms")
+            raise WindowConfigError("Duration", f"must be a whole number of milliseconds, got "
+                                                f"{total!r} ms")
         object.__setattr__(self, "ms", int(round(total)))
 
     @classmethod
@@ -66,7 +72,7 @@ class Duration:
 
     def positive(self, what: str) -> Duration:
         if self.ms <= 0:
-            raise WindowConfigError(f"{what} must be a positive duration, got {self.ms} ms")
+            raise WindowConfigError(what, f"must be a positive duration, got {self.ms} ms")
         return self
 
     def to_doc(self) -> list[Any]:
@@ -89,17 +95,17 @@ def size_from_doc(doc: Any) -> Any:
         return Count(value)
     if kind == "duration":
         return Duration(ms=value)
-    return value  # an invalid size, refused by WindowConfig.validated
+    return value  # an invalid size, refused by WindowConfig.validate
 
 
 def _check_size(value: Any, what: str) -> Size:
     if isinstance(value, Count):
         if not isinstance(value.n, int) or isinstance(value.n, bool) or value.n <= 0:
-            raise WindowConfigError(f"{what} must be a positive count, got Count({value.n!r})")
+            raise WindowConfigError(what, f"must be a positive count, got Count({value.n!r})")
         return value
     if isinstance(value, Duration):
         return value.positive(what)
-    raise WindowConfigError(f"{what} must be Count(n) or Duration(seconds=...), got {value!r}")
+    raise WindowConfigError(what, f"must be Count(n) or Duration(seconds=...), got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -120,7 +126,7 @@ class WindowConfig:
     @classmethod
     def sliding(cls, length: Any, slide: Any | None = None) -> WindowConfig:
         """Storm's ``withWindow(length, slide)``; ``slide`` defaults to one tuple (Count(1)),
-        as in Storm, for a window given only its length. Checked by :meth:`validated` (the
+        as in Storm, for a window given only its length. Checked by :meth:`validate` (the
         builder calls it and names the component)."""
         return cls(length, Count(1) if slide is None else slide)
 
@@ -135,7 +141,7 @@ class WindowConfig:
     def with_(self, **changes: Any) -> WindowConfig:
         return replace(self, **changes)
 
-    def validated(self) -> WindowConfig:
+    def validate(self) -> WindowConfig:
         """Self, or WindowConfigError for what Storm refuses: a size that is not a positive
         Count or Duration, a sliding interval larger than a length of the same kind, two
         timestamp sources, or an event-time option (lag, watermark interval, late stream)
@@ -143,26 +149,26 @@ class WindowConfig:
         size = _check_size(self.length, "window length")
         step = _check_size(self.slide, "sliding interval")
         if type(size) is type(step) and _value(step) > _value(size):
-            raise WindowConfigError(f"sliding interval {_show(step)} is larger than the window "
-                                    f"length {_show(size)}")
+            raise WindowConfigError("sliding interval", f"{_show(step)} is larger than the "
+                                                        f"window length {_show(size)}")
         if self.timestamp_field is not None and self.timestamp_extractor is not None:
-            raise WindowConfigError("give either a timestamp field or a timestamp extractor, "
-                                    "not both")
+            raise WindowConfigError("timestamp extractor", "give either a timestamp field or a "
+                                                           "timestamp extractor, not both")
         if not self.event_time:
             for name, value in (("lag", self.lag), ("watermark interval", self.watermark_interval),
                                 ("late tuple stream", self.late_stream)):
                 if value is not None:
-                    raise WindowConfigError(f"a {name} needs event time: call "
-                                            "with_timestamp_field(...) or "
-                                            "with_timestamp_extractor(...) first")
+                    raise WindowConfigError(name, "needs event time: call "
+                                                  "with_timestamp_field(...) or "
+                                                  "with_timestamp_extractor(...) first")
         if self.lag is not None and self.lag.ms < 0:
-            raise WindowConfigError(f"lag must not be negative, got {self.lag.ms} ms")
+            raise WindowConfigError("lag", f"must not be negative, got {self.lag.ms} ms")
         if self.watermark_interval is not None:
             self.watermark_interval.positive("watermark interval")
         if self.late_stream is not None and (not self.late_stream or
                                              self.late_stream.startswith("__")):
-            raise WindowConfigError(f"late tuple stream must be a non-empty name not starting "
-                                    f"with '__', got {self.late_stream!r}")
+            raise WindowConfigError("late tuple stream", f"must be a non-empty name not starting "
+                                                         f"with '__', got {self.late_stream!r}")
         return self
 
     @property
@@ -222,7 +228,7 @@ class WindowConfig:
                    None if doc.get("lag") is None else Duration(ms=doc["lag"]),
                    None if doc.get("watermark_interval") is None
                    else Duration(ms=doc["watermark_interval"]),
-                   doc.get("late_stream")).validated()
+                   doc.get("late_stream")).validate()
 
 
 def _value(size: Size) -> int:

@@ -32,6 +32,8 @@
 * ``latest_stats`` holds the newest statistics with the carried counters added (what the
   metrics consumers receive, :mod:`stormpy.worker.metrics_consumers`).
 * ZooKeeper failures are logged and retried on the next round; they never stop the worker.
+  Both threads are :class:`~stormpy.host.service.Service` loops: an unexpected error in a round
+  is logged with the worker's name and the round is run again at its interval.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from typing import Any
 from stormpy.cluster.errors import ClusterStateError
 from stormpy.cluster.records import WorkerHeartbeat
 from stormpy.cluster.state import ClusterState
+from stormpy.host.service import Service
 from stormpy.messaging.transport import Transport
 from stormpy.topology.layout import ExecutorKey
 from stormpy.worker.heartbeats import (
@@ -92,12 +95,16 @@ class ClusterLink:
         self.heartbeats = 0
         self.local_heartbeats = 0
         self._changed = threading.Event()  # ZooKeeper reported a change: sync
-        self._wake = threading.Event()  # the link thread has something to do
-        self._stop = threading.Event()
+        self._next_sync = 0.0  # time.monotonic() of the next periodic sync (0: at once)
         self._exiting = False
         self._stats_request: Future[list[dict[str, Any]]] | None = None
-        self._thread: threading.Thread | None = None
-        self._beat_thread: threading.Thread | None = None
+        self._who = f"worker {node}:{port}"
+        #: the link thread: sync when due or changed, then the ZooKeeper heartbeat
+        self.link = Service("stormpy-cluster-link", self._link_round, interval=self.resync_secs,
+                            log=log)
+        #: the local heartbeat thread
+        self.beat = Service("stormpy-local-heartbeat", self._beat_round,
+                            interval=self.heartbeat_secs, log=log)
         self._missed_beats = 0
         #: the newest (time, task stats) taken by the local heartbeat thread, not yet written to
         #: ZooKeeper (replaced, never queued, while ZooKeeper is slow)
@@ -113,56 +120,46 @@ class ClusterLink:
     def start(self) -> ClusterLink:
         """Start the two side threads (the link syncs at once; the local heartbeat starts as
         soon as the loop runs)."""
-        self._thread = threading.Thread(target=self._run, name="stormpy-cluster-link", daemon=True)
-        self._beat_thread = threading.Thread(target=self._beat_loop, name="stormpy-local-heartbeat",
-                                             daemon=True)
-        self._thread.start()
-        self._beat_thread.start()
+        self.link.start()
+        self.beat.start()
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the side threads; idempotent."""
-        self._stop.set()
-        self._wake.set()
-        for thread in (self._thread, self._beat_thread):
-            if thread is not None and thread is not threading.current_thread():
-                thread.join(timeout)
+        self.link.request_stop()
+        self.beat.request_stop()
+        self.link.stop(timeout)
+        self.beat.stop(timeout)
 
     def trigger(self) -> None:
         """Something changed in ZooKeeper: sync soon (any thread)."""
         self._changed.set()
-        self._wake.set()
+        self.link.wake()
 
-    def _run(self) -> None:
-        next_sync = time.monotonic()
-        while not self._stop.is_set():
-            if self._changed.is_set() or time.monotonic() >= next_sync:
-                self._changed.clear()
-                self._guarded(self.sync)
-                next_sync = time.monotonic() + self.resync_secs
-            if self._stop.is_set() or self._exiting:
-                return
-            self._guarded(self.zk_heartbeat)
-            self._wake.wait(max(0.0, next_sync - time.monotonic()))
-            self._wake.clear()
+    def _link_round(self) -> float:
+        """One round of the link thread: sync when ZooKeeper reported a change or the periodic
+        sync is due, then write the pending ZooKeeper heartbeat; the seconds until the next sync."""
+        if self._changed.is_set() or time.monotonic() >= self._next_sync:
+            self._changed.clear()
+            self._next_sync = time.monotonic() + self.resync_secs
+            try:
+                self.sync()
+            except Exception:  # noqa: BLE001 - a failed sync must not hold the heartbeat back
+                log.exception("%s: sync failed", self._who)
+        if not self._exiting:
+            self.zk_heartbeat()
+        return max(0.0, self._next_sync - time.monotonic())
 
-    def _beat_loop(self) -> None:
-        next_beat = time.monotonic()
-        while not self._stop.is_set() and not self._exiting:
-            self._guarded(self.local_heartbeat)
-            next_beat = max(next_beat + self.heartbeat_secs, time.monotonic())
-            self._stop.wait(max(0.0, next_beat - time.monotonic()))
-
-    def _guarded(self, fn: Callable[[], None]) -> None:
-        try:
-            fn()
-        except Exception:  # noqa: BLE001 - the side thread must outlive any single failure
-            log.exception("worker %s:%s: %s failed", self.node, self.port, fn.__name__)
+    def _beat_round(self) -> None:
+        if not self._exiting:
+            self.local_heartbeat()
 
     # -- assignment and status -----------------------------------------------------------------
     def _exit(self, reason: str) -> None:
         if not self._exiting:
             self._exiting = True
+            self.link.request_stop()
+            self.beat.request_stop()
             log.info("worker %s:%s of %s stops: %s", self.node, self.port, self.topology_id, reason)
             self.on_exit(reason)
 
@@ -238,7 +235,7 @@ class ClusterLink:
             log.warning("cannot write the local heartbeat %s: %s", self.heartbeat_path, exc)
         with self._pending_lock:
             self._pending_beat = (now, docs)
-        self._wake.set()
+        self.link.wake()
 
     def _load_base(self) -> dict[int, dict[str, Any]]:
         """The counters previous incarnations published for this worker's tasks (read once)."""

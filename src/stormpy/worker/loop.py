@@ -28,9 +28,10 @@ from typing import Any
 
 from stormpy.config import merged
 from stormpy.messaging.transport import NoTransport, Transport
+from stormpy.state.memory import MemoryBackend
 from stormpy.topology.clock import Clock
 from stormpy.topology.layout import compute_layout
-from stormpy.topology.state import MemoryStateBackend, StateBackend
+from stormpy.topology.state import StateBackend
 from stormpy.topology.tuple import SYSTEM_COMPONENT, SYSTEM_STREAM
 from stormpy.worker import hooks as task_hooks
 from stormpy.worker.bolt_task import BoltTask
@@ -78,7 +79,7 @@ class Worker:
         self.worker_port = config.worker_port
         self.observer = observer
         self.on_error = on_error
-        self.state: StateBackend = state if state is not None else MemoryStateBackend()
+        self.state: StateBackend = state if state is not None else MemoryBackend()
         all_tasks = sorted(self.layout.task_component)
         self.local_tasks = sorted(config.local_tasks) if config.local_tasks is not None \
             else all_tasks

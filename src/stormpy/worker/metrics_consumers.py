@@ -14,11 +14,11 @@ from (the cluster link's latest heartbeat statistics, or a request to the loop i
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from stormpy.host.service import Service
 from stormpy.topology.imports import import_object
 from stormpy.topology.metrics_consumer import (
     REGISTER_KEY,
@@ -72,8 +72,10 @@ class MetricsFeed:
         self.source = source
         self.deliveries = 0
         self.consumers: list[IMetricsConsumer] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        #: the side thread: prepare, then a delivery every interval, then cleanup
+        self.service = Service("stormpy-metrics-consumers", self.deliver, interval=self.interval,
+                               first_delay=self.interval, on_start=self._prepare,
+                               on_stop=self._cleanup, log=log)
 
     @staticmethod
     def wanted(conf: Mapping[str, Any]) -> bool:
@@ -81,15 +83,12 @@ class MetricsFeed:
         return bool(conf.get(REGISTER_KEY))
 
     def start(self) -> MetricsFeed:
-        self._thread = threading.Thread(target=self._run, name="stormpy-metrics-consumers", daemon=True)
-        self._thread.start()
+        self.service.start()
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop delivering, ``cleanup`` the consumers and join the thread; idempotent."""
-        self._stop.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
+        self.service.stop(timeout)
 
     def _prepare(self) -> None:
         for spec in self.specs:
@@ -105,17 +104,12 @@ class MetricsFeed:
                 continue
             self.consumers.append(consumer)
 
-    def _run(self) -> None:
-        self._prepare()
-        try:
-            while not self._stop.wait(self.interval):
-                self.deliver()
-        finally:
-            for consumer in self.consumers:
-                try:
-                    consumer.cleanup()
-                except Exception:  # noqa: BLE001
-                    log.exception("metrics consumer %r failed in cleanup", consumer)
+    def _cleanup(self) -> None:
+        for consumer in self.consumers:
+            try:
+                consumer.cleanup()
+            except Exception:  # noqa: BLE001
+                log.exception("metrics consumer %r failed in cleanup", consumer)
 
     def deliver(self) -> None:
         """One round: take the statistics from ``source`` and hand them to every consumer."""

@@ -46,10 +46,10 @@ import msgpack
 from stormpy.cluster.errors import ClusterStateError
 from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.cluster.state import ClusterState
-from stormpy.cluster.statestore import ZkStateBackend
 from stormpy.config import load_config, merged, read_config_file, topology_prefixes
 from stormpy.host.daemon import log_to_file
 from stormpy.messaging.zmq_transport import ZmqTransport
+from stormpy.state.zookeeper import ZkBackend
 from stormpy.topology.imports import import_object
 from stormpy.topology.layout import TaskLayout, compute_layout
 from stormpy.topology.metrics_consumer import ConsumerContext
@@ -215,7 +215,7 @@ class WorkerProcess:
                                   active=active, worker_port=self.port,
                                   hostname=reporter.hostname)
             worker = Worker(config, transport=transport, on_error=reporter.report,
-                            state=ZkStateBackend(state.storage))
+                            state=ZkBackend(state.storage))
         except WorkerError as exc:
             log.error("cannot create the tasks: %s", exc)
             reporter.report(exc.component, exc.task, str(exc))

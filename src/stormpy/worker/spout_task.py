@@ -25,13 +25,7 @@ from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import EmitError
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
 from stormpy.worker.edges import EDGE_BITS
-from stormpy.worker.emit_checks import (
-    bad_stream,
-    check_emit,
-    checked_router,
-    checked_values_list,
-    direct_target,
-)
+from stormpy.worker.emit_checks import checked_router, checked_values_list, direct_target
 from stormpy.worker.routing import StreamRouter
 from stormpy.worker.spout_roots import SpoutRoots
 from stormpy.worker.tasks import TaskRunner
@@ -100,17 +94,17 @@ class SpoutTask(TaskRunner):
         """Emit ``values``; with a ``msg_id`` the tuple tree is tracked and ack/fail follow."""
         router = self.routers.get(stream)
         if router is None or router.direct:
-            bad_stream(self.routers, self.component_id, stream, False)
+            self._bad_stream(stream, False)
         if type(values) is list and len(values) == router.n_fields:
             for v in values:  # plain scalars pass here; anything else gets the full check
                 vt = type(v)
                 if vt is str or vt is bytes or vt is float or v is None or \
                         (type(v) is int and SHORT_INT_MIN <= v <= SHORT_INT_MAX):
                     continue
-                check_emit(values, self.component_id, stream, router)
+                self._check(values, stream, router)
                 break
         else:
-            check_emit(values, self.component_id, stream, router)
+            self._check(values, stream, router)
         router.emitted += 1
         only = router.only  # one subscriber (the common case): its router directly
         targets = only.choose(values) if only is not None else router.choose(values)
@@ -123,7 +117,7 @@ class SpoutTask(TaskRunner):
         tracked), routed as one batch. Everything is checked before any is sent."""
         router = self.routers.get(stream)
         if router is None or router.direct:
-            bad_stream(self.routers, self.component_id, stream, False)
+            self._bad_stream(stream, False)
         values_list = checked_values_list(values_list, self.component_id, stream, router)
         if msg_ids is not None:
             msg_ids = list(msg_ids)

@@ -15,10 +15,12 @@ from __future__ import annotations
 import traceback
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NoReturn
 
+from stormpy.config import message_timeout_secs
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.tuple import Tuple
+from stormpy.worker.emit_checks import bad_stream, check_emit
 from stormpy.worker.routing import StreamRouter
 from stormpy.worker.sampling import LatencySampler
 from stormpy.worker.stats import TaskStats
@@ -65,12 +67,21 @@ class TaskRunner:
         self.execute_batch = None
         self.run_columns = None
         #: the task's sampled latencies (``sampling.py``)
-        self.sampler = LatencySampler(
-            self.stats, float(conf.get("topology.message.timeout.secs") or 30))
+        self.sampler = LatencySampler(self.stats, message_timeout_secs(conf))
         off_loop = context.off_loop
         instance.report_error = self.report_error
         instance.run_in_background = off_loop.submit
         instance.call_soon_threadsafe = off_loop.call_soon
+
+    def _bad_stream(self, stream: Any, direct: bool) -> NoReturn:
+        """``emit_checks.bad_stream`` for this task. The inline emits call this and ``_check``
+        (taking ``self``) rather than the checks themselves: compiled, an emit then loads no
+        argument for its error paths, which keeps its hot path's code as small as it was."""
+        bad_stream(self.routers, self.component_id, stream, direct)
+
+    def _check(self, values: Any, stream: Any, router: StreamRouter) -> None:
+        """``emit_checks.check_emit`` of one emit of this task (see ``_bad_stream``)."""
+        check_emit(values, self.component_id, stream, router)
 
     def send_to_acker(self, stream: str, values: list[int]) -> None:
         """Deliver an acker message for ``values[0]`` (the root) to its acker task: a direct call

@@ -4,7 +4,8 @@
   (``{topic: partition count}``): the named topics, or every non-internal topic whose whole name
   matches the pattern. :func:`missing_topics` lists named topics the broker does not know.
 * :func:`assign_round_robin` — Storm 2.x's manual assignment: all partitions sorted by topic and
-  partition, the i-th going to the spout task of index ``i mod tasks``.
+  partition, the i-th going to the spout task of index ``i mod tasks`` (the connectors' shared
+  :func:`~stormpy.connectors.partitions.round_robin_share`, as the Kinesis spout's shards).
 * :func:`commit_metadata` / :func:`committed_by_topology` — the JSON stored with every commit
   (``topologyId``, ``taskId``, ``threadName``, storm-kafka-client's format) and the test whether a
   commit was made by this topology.
@@ -23,6 +24,7 @@ from collections.abc import Iterable, Mapping
 
 from stormpy.connectors.kafka.config import FirstPollOffsetStrategy
 from stormpy.connectors.kafka.messages import OffsetAndMetadata, TopicPartition
+from stormpy.connectors.partitions import round_robin_share
 
 __all__ = ["OFFSET_BEGINNING", "OFFSET_END", "assign_round_robin", "commit_metadata",
            "committed_by_topology", "missing_topics", "start_offset", "topic_partitions"]
@@ -50,10 +52,9 @@ def missing_topics(metadata: Mapping[str, int], topics: Iterable[str] | None) ->
 
 def assign_round_robin(partitions: Iterable[TopicPartition], task_index: int,
                        num_tasks: int) -> list[TopicPartition]:
-    """The partitions of the task of index ``task_index`` among ``num_tasks`` tasks."""
-    if num_tasks < 1 or not 0 <= task_index < num_tasks:
-        raise ValueError(f"task index {task_index} out of range for {num_tasks} tasks")
-    return [tp for i, tp in enumerate(sorted(partitions)) if i % num_tasks == task_index]
+    """The partitions of the task of index ``task_index`` among ``num_tasks`` tasks (ValueError
+    when the index is out of range)."""
+    return round_robin_share(partitions, task_index, num_tasks)
 
 
 def commit_metadata(topology_id: str, task_id: int, thread_name: str | None = None) -> str:

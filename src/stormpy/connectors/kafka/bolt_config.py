@@ -25,13 +25,13 @@ tuple (reported, the tuple failed).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import msgpack
 
 from stormpy.connectors.kafka.config import KafkaConfigError
+from stormpy.settings import check_flag, check_int, check_mapping, check_text, settings_from_doc
 from stormpy.topology import Tuple
 from stormpy.topology.imports import import_object
 
@@ -39,7 +39,7 @@ __all__ = ["FieldNameBasedTupleToKafkaMapper", "KafkaBoltConfig", "TupleToKafkaM
 
 
 def _err(setting: str, problem: str) -> KafkaConfigError:
-    return KafkaConfigError(f"KafkaBoltConfig.{setting}: {problem}")
+    return KafkaConfigError(f"KafkaBoltConfig.{setting}", problem)
 
 
 def to_bytes(value: Any, what: str) -> bytes | None:
@@ -108,44 +108,35 @@ class KafkaBoltConfig:
     max_backlog: int = 100_000
 
     def validate(self) -> KafkaBoltConfig:
-        if not isinstance(self.bootstrap_servers, str) or not self.bootstrap_servers.strip():
-            raise _err("bootstrap_servers",
-                       f"must be 'host:port[,host:port...]', got {self.bootstrap_servers!r}")
+        err = KafkaConfigError
+        name = "KafkaBoltConfig."
+        check_text(name + "bootstrap_servers", self.bootstrap_servers, "'host:port[,host:port...]'",
+                   error=err)
         if (self.topic is None) == (self.topic_field is None):
             raise _err("topic", "set exactly one of topic (a fixed topic) and topic_field (the field "
                                 f"naming the topic); got topic={self.topic!r}, "
                                 f"topic_field={self.topic_field!r}")
-        for name in ("topic", "topic_field", "default_topic"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, str) or not value):
-                raise _err(name, f"must be a non-empty string, got {value!r}")
+        for setting in ("topic", "topic_field", "default_topic"):
+            if getattr(self, setting) is not None:
+                check_text(name + setting, getattr(self, setting), error=err)
         if self.default_topic is not None and self.topic_field is None:
             raise _err("default_topic", "only applies with topic_field")
-        for name in ("key_field", "message_field"):
-            value = getattr(self, name)
-            if not isinstance(value, str) or not value:
-                raise _err(name, f"must be a field name, got {value!r}")
+        for setting in ("key_field", "message_field"):
+            check_text(name + setting, getattr(self, setting), "a field name", error=err)
         if self.tuple_mapper is not None:
             self.mapper_class()
-        if not isinstance(self.tuple_mapper_args, Mapping):
-            raise _err("tuple_mapper_args", f"must be a mapping, got {self.tuple_mapper_args!r}")
-        if not isinstance(self.producer_props, Mapping):
-            raise _err("producer_props", f"must be a mapping of librdkafka properties, got "
-                                         f"{self.producer_props!r}")
-        for key in self.producer_props:
-            if not isinstance(key, str):
-                raise _err("producer_props", f"property names must be strings, got {key!r}")
+        check_mapping(name + "tuple_mapper_args", self.tuple_mapper_args, error=err)
+        props = check_mapping(name + "producer_props", self.producer_props,
+                              "a mapping of librdkafka properties", error=err)
+        for key in props:
             if key == "bootstrap.servers":
                 raise _err("producer_props", "'bootstrap.servers' cannot be set here: set "
                                              "bootstrap_servers instead")
             if key.endswith("_cb") or key == "on_delivery":
                 raise _err("producer_props", f"{key!r} cannot be set: the bolt owns the client's "
                                              "callbacks (delivery reports ack and fail tuples)")
-        if not isinstance(self.fire_and_forget, bool):
-            raise _err("fire_and_forget", f"must be True or False, got {self.fire_and_forget!r}")
-        backlog = self.max_backlog
-        if isinstance(backlog, bool) or not isinstance(backlog, int) or backlog < 0:
-            raise _err("max_backlog", f"must be an integer >= 0, got {self.max_backlog!r}")
+        check_flag(name + "fire_and_forget", self.fire_and_forget, error=err)
+        check_int(name + "max_backlog", self.max_backlog, 0, error=err)
         try:
             msgpack.packb(asdict(self))
         except (TypeError, ValueError, OverflowError) as exc:
@@ -176,15 +167,4 @@ class KafkaBoltConfig:
 
     @classmethod
     def from_doc(cls, doc: Any) -> KafkaBoltConfig:
-        if isinstance(doc, KafkaBoltConfig):
-            return doc.validate()
-        if not isinstance(doc, Mapping):
-            raise KafkaConfigError(f"KafkaBoltConfig: expected a mapping of settings, got {doc!r}")
-        known = {f.name for f in fields(cls)}
-        unknown = set(doc) - known
-        if unknown:
-            raise KafkaConfigError(f"KafkaBoltConfig: unknown settings {sorted(unknown)} "
-                                   f"(known: {sorted(known)})")
-        if "bootstrap_servers" not in doc:
-            raise _err("bootstrap_servers", "is required")
-        return cls(**dict(doc)).validate()
+        return settings_from_doc(cls, doc, error=KafkaConfigError)

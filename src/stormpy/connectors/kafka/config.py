@@ -1,9 +1,11 @@
 """KafkaSpoutConfig: every setting of the Kafka spout, with storm-kafka-client's names and defaults.
 
-A config is plain data: ``to_doc()`` gives the msgpack-serialisable mapping that travels in the
-topology spec as the spout's constructor argument (components are never pickled), and
-``from_doc()`` rebuilds and validates it. Invalid values raise :class:`KafkaConfigError` naming
-the setting, at submit time (the builder calls ``KafkaSpout.declare_outputs``) and in ``open``.
+A settings class in the one style of :mod:`stormpy.settings`: ``validate()`` checks and
+normalises it, ``to_doc()`` gives the msgpack-serialisable mapping that travels in the topology
+spec as the spout's constructor argument (components are never pickled), and ``from_doc()``
+rebuilds and validates it. Invalid values raise :class:`KafkaConfigError` (a
+:class:`~stormpy.config.SettingError`) naming the setting (``KafkaSpoutConfig.topics: ...``), at
+submit time (the builder calls ``KafkaSpout.declare_outputs``) and in ``open``.
 
 Settings (Storm's name in parentheses where it differs):
 
@@ -41,19 +43,30 @@ Settings (Storm's name in parentheses where it differs):
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from enum import Enum, StrEnum
 from typing import Any
 
 import msgpack
 
+from stormpy.config import SettingError
+from stormpy.settings import (
+    check_flag,
+    check_import_path,
+    check_int,
+    check_mapping,
+    check_number,
+    check_text,
+    settings_from_doc,
+)
+
 __all__ = ["DEFAULT_RETRY", "FirstPollOffsetStrategy", "KafkaConfigError", "KafkaSpoutConfig",
            "ProcessingGuarantee"]
 
 
-class KafkaConfigError(ValueError):
-    """A Kafka spout setting is missing or invalid; the message names the setting."""
+class KafkaConfigError(SettingError):
+    """A Kafka spout or bolt setting is missing or invalid; ``setting`` names it
+    (``KafkaSpoutConfig.group_id``)."""
 
 
 class ProcessingGuarantee(StrEnum):
@@ -85,7 +98,7 @@ _FORBIDDEN_PROPS = {
 
 
 def _err(setting: str, problem: str) -> KafkaConfigError:
-    return KafkaConfigError(f"KafkaSpoutConfig.{setting}: {problem}")
+    return KafkaConfigError(f"KafkaSpoutConfig.{setting}", problem)
 
 
 def _enum(setting: str, cls: type[Enum], value: Any) -> Any:
@@ -96,18 +109,6 @@ def _enum(setting: str, cls: type[Enum], value: Any) -> Any:
     except ValueError:
         names = ", ".join(m.value for m in cls)
         raise _err(setting, f"unknown value {value!r} (one of {names})") from None
-
-
-def _int(setting: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise _err(setting, f"must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
-def _import_path(setting: str, value: Any) -> str:
-    if not isinstance(value, str) or not re.fullmatch(r"[\w.]+[:.][\w.]+", value):
-        raise _err(setting, f"must be an import path like 'package.module:Class', got {value!r}")
-    return value
 
 
 @dataclass
@@ -137,12 +138,12 @@ class KafkaSpoutConfig:
 
     def validate(self) -> KafkaSpoutConfig:
         """Check every setting and normalise the enums; KafkaConfigError names the first bad one."""
-        if not isinstance(self.bootstrap_servers, str) or not self.bootstrap_servers.strip():
-            raise _err("bootstrap_servers", f"must be a non-empty 'host:port[,host:port]' string, "
-                                            f"got {self.bootstrap_servers!r}")
-        if not isinstance(self.group_id, str) or not self.group_id:
-            raise _err("group_id", f"must be a non-empty string (offsets are committed to this "
-                                   f"consumer group), got {self.group_id!r}")
+        err = KafkaConfigError
+        name = "KafkaSpoutConfig."
+        check_text(name + "bootstrap_servers", self.bootstrap_servers,
+                   "a non-empty 'host:port[,host:port]' string", error=err)
+        check_text(name + "group_id", self.group_id, "a non-empty string (offsets are committed "
+                                                     "to this consumer group)", error=err)
         if (self.topics is None) == (self.topic_pattern is None):
             raise _err("topics", "give exactly one of topics (a list of names) and topic_pattern "
                                  "(a regular expression)")
@@ -152,19 +153,15 @@ class KafkaSpoutConfig:
                 raise _err("topics", f"must be a non-empty list of topic names, got {self.topics!r}")
             self.topics = list(self.topics)
         if self.topic_pattern is not None:
-            if not isinstance(self.topic_pattern, str) or not self.topic_pattern:
-                raise _err("topic_pattern", f"must be a regular expression, got {self.topic_pattern!r}")
+            check_text(name + "topic_pattern", self.topic_pattern, "a regular expression", error=err)
             try:
                 re.compile(self.topic_pattern)
             except re.error as exc:
                 raise _err("topic_pattern", f"invalid regular expression {self.topic_pattern!r}: "
                                             f"{exc}") from None
-        if not isinstance(self.consumer_props, Mapping):
-            raise _err("consumer_props", f"must be a mapping of librdkafka properties, got "
-                                         f"{self.consumer_props!r}")
-        for key, value in self.consumer_props.items():
-            if not isinstance(key, str):
-                raise _err("consumer_props", f"property names must be strings, got {key!r}")
+        props = check_mapping(name + "consumer_props", self.consumer_props,
+                              "a mapping of librdkafka properties", error=err)
+        for key, value in props.items():
             if key in _FORBIDDEN_PROPS and not (key == "enable.auto.commit"
                                                 and str(value).lower() == "false"):
                 raise _err("consumer_props", f"{key!r} cannot be set here: {_FORBIDDEN_PROPS[key]}")
@@ -172,20 +169,17 @@ class KafkaSpoutConfig:
                                           self.processing_guarantee)
         self.first_poll_offset_strategy = _enum("first_poll_offset_strategy", FirstPollOffsetStrategy,
                                                 self.first_poll_offset_strategy)
-        _int("offset_commit_period_ms", self.offset_commit_period_ms, 1)
-        _int("max_uncommitted_offsets", self.max_uncommitted_offsets, 1)
-        _int("poll_timeout_ms", self.poll_timeout_ms, 0)
-        _int("partition_refresh_period_ms", self.partition_refresh_period_ms, 1)
-        _int("max_poll_records", self.max_poll_records, 1)
+        for setting, low in (("offset_commit_period_ms", 1), ("max_uncommitted_offsets", 1),
+                             ("poll_timeout_ms", 0), ("partition_refresh_period_ms", 1),
+                             ("max_poll_records", 1)):
+            check_int(name + setting, getattr(self, setting), low, error=err)
         self._validate_retry()
-        _import_path("record_translator", self.record_translator)
-        if not isinstance(self.record_translator_args, Mapping):
-            raise _err("record_translator_args", f"must be a mapping, got {self.record_translator_args!r}")
+        check_import_path(name + "record_translator", self.record_translator, error=err)
+        check_mapping(name + "record_translator_args", self.record_translator_args, error=err)
         if self.tuple_listener is not None:
-            _import_path("tuple_listener", self.tuple_listener)
+            check_import_path(name + "tuple_listener", self.tuple_listener, error=err)
         for flag in ("emit_null_tuples", "fail_fast", "batch_acking"):
-            if not isinstance(getattr(self, flag), bool):
-                raise _err(flag, f"must be True or False, got {getattr(self, flag)!r}")
+            check_flag(name + flag, getattr(self, flag), error=err)
         try:
             msgpack.packb(self._raw_doc())
         except (TypeError, ValueError, OverflowError) as exc:
@@ -193,18 +187,18 @@ class KafkaSpoutConfig:
         return self
 
     def _validate_retry(self) -> None:
-        if not isinstance(self.retry, Mapping):
-            raise _err("retry", f"must be a mapping like {DEFAULT_RETRY}, got {self.retry!r}")
-        unknown = set(self.retry) - set(DEFAULT_RETRY)
+        retry = check_mapping("KafkaSpoutConfig.retry", self.retry, f"a mapping like {DEFAULT_RETRY}",
+                              error=KafkaConfigError)
+        unknown = set(retry) - set(DEFAULT_RETRY)
         if unknown:
             raise _err("retry", f"unknown keys {sorted(unknown)} (known: {sorted(DEFAULT_RETRY)})")
-        merged = {**DEFAULT_RETRY, **self.retry}
+        merged = {**DEFAULT_RETRY, **retry}
         for key in ("initial_delay_ms", "delay_period_ms", "max_delay_ms"):
-            value = merged[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise _err(f"retry[{key!r}]", f"must be a number of milliseconds >= 0, got {value!r}")
+            check_number(f"KafkaSpoutConfig.retry[{key!r}]", merged[key], 0, unit="milliseconds",
+                         error=KafkaConfigError)
         if merged["max_retries"] is not None:
-            _int("retry['max_retries']", merged["max_retries"], 0)
+            check_int("KafkaSpoutConfig.retry['max_retries']", merged["max_retries"], 0,
+                      error=KafkaConfigError)
         self.retry = merged
 
     @property
@@ -230,16 +224,4 @@ class KafkaSpoutConfig:
     @classmethod
     def from_doc(cls, doc: Any) -> KafkaSpoutConfig:
         """Rebuild and validate a config from ``to_doc()`` output (or a hand-written mapping)."""
-        if isinstance(doc, KafkaSpoutConfig):
-            return doc.validate()
-        if not isinstance(doc, Mapping):
-            raise KafkaConfigError(f"KafkaSpoutConfig: expected a mapping of settings, got {doc!r}")
-        known = {f.name for f in fields(cls)}
-        unknown = set(doc) - known
-        if unknown:
-            raise KafkaConfigError(f"KafkaSpoutConfig: unknown settings {sorted(unknown)} "
-                                   f"(known: {sorted(known)})")
-        for required in ("bootstrap_servers", "group_id"):
-            if required not in doc:
-                raise _err(required, "is required")
-        return cls(**dict(doc)).validate()
+        return settings_from_doc(cls, doc, error=KafkaConfigError)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from stormpy.connectors.kafka.messages import KafkaSpoutMessageId, TopicPartition
+from stormpy.settings import check_int, check_number
 
 __all__ = ["RetryExponentialBackoff"]
 
@@ -30,9 +31,7 @@ _new_id = tuple.__new__  # a fresh KafkaSpoutMessageId (no fails) without the Py
 
 
 def _non_negative(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ValueError(f"retry {name} must be a number of seconds >= 0, got {value!r}")
-    return float(value)
+    return check_number(f"RetryExponentialBackoff.{name}", value, 0, unit="seconds")
 
 
 class RetryExponentialBackoff:
@@ -44,10 +43,8 @@ class RetryExponentialBackoff:
         self.initial_delay = _non_negative("initial_delay", initial_delay)
         self.delay_period = _non_negative("delay_period", delay_period)
         self.max_delay = _non_negative("max_delay", max_delay)
-        if max_retries is not None and (isinstance(max_retries, bool) or not isinstance(max_retries, int)
-                                        or max_retries < 0):
-            raise ValueError(f"retry max_retries must be an integer >= 0 or None (no limit), "
-                             f"got {max_retries!r}")
+        if max_retries is not None:
+            check_int("RetryExponentialBackoff.max_retries", max_retries, 0)
         self.max_retries = max_retries
         self.clock = clock
         # (topic, partition, offset) -> (the scheduled message id, its retry time)

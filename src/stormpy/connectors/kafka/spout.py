@@ -77,9 +77,9 @@ def _load(setting: str, path: str, base: type) -> Any:
     try:
         obj = import_object(path)
     except ImportError as exc:
-        raise KafkaConfigError(f"KafkaSpoutConfig.{setting}: {exc}") from None
+        raise KafkaConfigError(f"KafkaSpoutConfig.{setting}", str(exc)) from None
     if not (isinstance(obj, type) and issubclass(obj, base)):
-        raise KafkaConfigError(f"KafkaSpoutConfig.{setting}: {path!r} is not a {base.__name__} subclass")
+        raise KafkaConfigError(f"KafkaSpoutConfig.{setting}", f"{path!r} is not a {base.__name__} subclass")
     return obj
 
 
@@ -166,10 +166,10 @@ class KafkaSpout(RecordEmitter):
             return
         missing, partitions = found[2], found[3]
         if missing:
-            raise KafkaConfigError(f"KafkaSpoutConfig.topics: unknown topic(s) {missing} on "
+            raise KafkaConfigError("KafkaSpoutConfig.topics", f"unknown topic(s) {missing} on "
                                    f"{cfg.bootstrap_servers}")
         if not partitions and cfg.topic_pattern is not None:
-            raise KafkaConfigError(f"KafkaSpoutConfig.topic_pattern: {cfg.topic_pattern!r} matches no "
+            raise KafkaConfigError("KafkaSpoutConfig.topic_pattern", f"{cfg.topic_pattern!r} matches no "
                                    f"topic on {cfg.bootstrap_servers}")
         self._apply_assignment(found[0], found[1])
 

@@ -1,36 +1,54 @@
-"""Where a Kinesis spout keeps its shard list and per-shard checkpoints.
+"""Where a Kinesis spout keeps its shard list and per-shard checkpoints: a store of the state
+layer (:mod:`stormpy.state`), named by the spout's config name so it outlives topologies.
 
-``CheckpointStore`` is the small interface the spout needs; ``ZkCheckpointStore`` implements it
-on ZooKeeper with kazoo, in the layout of :mod:`stormpy.cluster.paths` (a connector's own state,
-``ZkPaths.connector_checkpoints``)::
+``CheckpointStore`` is the small interface the spout needs; :class:`StateCheckpointStore`
+implements it on a store of the state layer, in the layout of :mod:`stormpy.cluster.paths` (a
+connector's own state, ``ZkPaths.connector_checkpoints``)::
 
-    <root>/checkpoints/kinesis:<spout-config-name>/<stream>                the shard list (JSON)
-    <root>/checkpoints/kinesis:<spout-config-name>/<stream>/<shard-id>     the checkpoint (JSON)
+    <root>/checkpoints/kinesis:<spout-config-name>/<stream>                the shard list
+    <root>/checkpoints/kinesis:<spout-config-name>/<stream>/<shard-id>     the checkpoint
 
 The ``kinesis:`` prefix keeps these apart from ``checkpoints/<topology-id>``, which a topology's
-kill removes: a config name equal to some topology id cannot lose its checkpoints.
+kill removes: a config name equal to some topology id cannot lose its checkpoints. The store is
+the topology's state backend (``context.state_backend.named_store("checkpoints", "kinesis",
+name)``: the cluster's ZooKeeper on a cluster, the LocalCluster's own memory in local mode) unless
+the config names ZooKeeper servers or a root of its own (:meth:`ZkCheckpointStore.connect`, on a
+ZkStorage of its own).
 
-A checkpoint is ``{"sequence_number": "<seq>" or null, "shard_end": bool}``: every record of the
-shard up to ``sequence_number`` is done, and ``shard_end`` says the shard (closed by resharding)
-was read to its end and every record of it is done. Writes never move a stored checkpoint
-backwards (a compare-and-set on the node's version), whichever task writes. A node holding
-anything else is a CheckpointError naming its path, never a silent restart.
+A checkpoint is ``{"sequence_number": "<seq>" or null, "shard_end": bool}`` (a state document of
+:func:`~stormpy.topology.state.encode_state`): every record of the shard up to
+``sequence_number`` is done, and ``shard_end`` says the shard (closed by resharding) was read to
+its end and every record of it is done. Writes never move a stored checkpoint backwards (the
+store's compare-and-set, ``update``), whichever task writes. A node holding anything else is a
+CheckpointError naming its path, never a silent restart.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from stormpy.cluster import paths
 from stormpy.connectors.kinesis.client import ShardInfo
 from stormpy.connectors.kinesis.errors import CheckpointError
 from stormpy.connectors.kinesis.records import sequence_key
+from stormpy.state.base import Store
+from stormpy.state.zookeeper import ZkStore, open_zk_store
+from stormpy.topology.state import (
+    CHECKPOINTS,
+    CorruptStateError,
+    StateBackend,
+    StateStoreError,
+    StateUnavailableError,
+    decode_state,
+    encode_state,
+)
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: the connector segment of the checkpoint paths (``checkpoints/kinesis:<name>/...``)
 CONNECTOR = "kinesis"
@@ -51,25 +69,38 @@ class Checkpoint:
         theirs = sequence_key(other.sequence_number) if other.sequence_number is not None else -1
         return mine > theirs or (mine == theirs and self.shard_end and not other.shard_end)
 
+    def to_doc(self) -> dict[str, Any]:
+        return {"sequence_number": self.sequence_number, "shard_end": self.shard_end}
+
     def encode(self) -> bytes:
-        return json.dumps({"sequence_number": self.sequence_number,
-                           "shard_end": self.shard_end}).encode()
+        """The stored bytes (a state document)."""
+        return encode_state("checkpoint", self.to_doc())
 
     @classmethod
     def decode(cls, data: bytes, path: str) -> Checkpoint:
-        """Parse a checkpoint node; CheckpointError naming ``path`` when it is not one."""
+        """Parse stored bytes; CheckpointError naming ``path`` when they are not a checkpoint."""
         try:
-            doc = json.loads(data.decode())
+            doc = decode_state(path, data)
+        except CorruptStateError as exc:
+            raise CheckpointError(f"corrupt Kinesis checkpoint at {path}: {data[:80]!r} "
+                                  f"({exc.problem}); fix or delete the node (deleting it restarts "
+                                  "the shard at initial_position)") from None
+        return cls.from_doc(doc, path)
+
+    @classmethod
+    def from_doc(cls, doc: Any, path: str) -> Checkpoint:
+        """A stored checkpoint value; CheckpointError naming ``path`` when it is not one."""
+        try:
             seq = doc["sequence_number"]
             end = doc.get("shard_end", False)
             if seq is not None:
                 sequence_key(seq)
             if not isinstance(end, bool) or (seq is not None and not isinstance(seq, str)):
                 raise ValueError("bad field types")
-        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CheckpointError(
-                f"corrupt Kinesis checkpoint at ZooKeeper node {path}: {data[:80]!r} ({exc}); fix or "
-                "delete the node (deleting it restarts the shard at initial_position)") from None
+                f"corrupt Kinesis checkpoint at {path}: {str(doc)[:80]} ({exc}); fix or delete the "
+                "node (deleting it restarts the shard at initial_position)") from None
         return cls(seq, end)
 
 
@@ -94,122 +125,113 @@ class CheckpointUnavailable(Exception):
     """The store cannot be reached right now; the write or read should be retried later."""
 
 
-class ZkCheckpointStore:
-    """CheckpointStore on ZooKeeper (kazoo), for one spout config name and stream."""
+class StateCheckpointStore:
+    """CheckpointStore on ``store`` (a store of the state layer at
+    ``checkpoints/kinesis:<name>``), for one stream. ``client``: the ZooKeeper storage when the
+    store is in ZooKeeper (tests look at the nodes through it), else None."""
 
-    def __init__(self, client: Any, root: str, name: str, stream: str) -> None:
-        self.client = client
-        self.stream_path = paths.ZkPaths(root).connector_checkpoints(CONNECTOR, name, stream)
-        self._name = name
-        self._stream = stream
-        self._root = root
+    def __init__(self, store: Store, stream: str) -> None:
+        self.store = store
+        self.stream = store.sub(stream)
+        self.stream_path = self.stream.where("")
+        self.client = store.storage if isinstance(store, ZkStore) else None
+        self._watches: list[Callable[[], None]] = []
 
     @classmethod
-    def connect(cls, connect: str, root: str, name: str, stream: str,
-                timeout_s: float) -> ZkCheckpointStore:
-        """Start a kazoo client on ``connect``; CheckpointError naming the servers when ZooKeeper
-        does not answer within ``timeout_s`` (no hang, no client left running)."""
-        from kazoo.client import KazooClient
-
-        client = KazooClient(hosts=connect, timeout=max(timeout_s, 4.0))
-        try:
-            client.start(timeout=timeout_s)
-        except Exception as exc:
-            client.stop()
-            client.close()
-            raise CheckpointError(
-                f"the Kinesis spout cannot reach ZooKeeper at {connect!r} within {timeout_s:g}s "
-                f"({type(exc).__name__}: {exc}); set KinesisSpoutConfig.zookeeper_servers or the "
-                "topology's storm.zookeeper.servers") from exc
-        return cls(client, root, name, stream)
+    def on_backend(cls, backend: StateBackend, name: str, stream: str) -> StateCheckpointStore:
+        """The checkpoints of config ``name`` in the topology's state ``backend``."""
+        store = backend.named_store(CHECKPOINTS, CONNECTOR, name)
+        if not isinstance(store, Store):
+            raise CheckpointError(f"the state backend {backend.description} is not one of the "
+                                  "state layer's")
+        return cls(store, stream)
 
     def path(self, shard_id: str) -> str:
-        return paths.ZkPaths(self._root).connector_checkpoints(CONNECTOR, self._name, self._stream,
-                                                              shard_id)
+        return self.stream.where(shard_id)
 
-    def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        from kazoo.exceptions import ConnectionLoss, OperationTimeoutError, SessionExpiredError
-        from kazoo.handlers.threading import KazooTimeoutError
-
-        if not self.client.connected:
-            raise CheckpointUnavailable("ZooKeeper is not connected")
+    def _call(self, path: str, fn: Callable[[], T]) -> T:
+        if not self.stream.available():
+            raise CheckpointUnavailable(f"{path}: the store is not connected")
         try:
-            return fn(*args, **kwargs)
-        except (ConnectionLoss, SessionExpiredError, OperationTimeoutError, KazooTimeoutError) as exc:
-            raise CheckpointUnavailable(f"ZooKeeper: {type(exc).__name__}") from exc
+            return fn()
+        except StateUnavailableError as exc:
+            raise CheckpointUnavailable(str(exc)) from exc
+        except CorruptStateError as exc:
+            raise CheckpointError(f"corrupt Kinesis checkpoint data at {path}: {exc.problem}; fix "
+                                  "or delete the node (deleting a shard's checkpoint restarts the "
+                                  "shard at initial_position)") from None
+        except StateStoreError as exc:
+            raise CheckpointError(f"Kinesis checkpoint store failed at {path}: {exc}") from exc
 
     def read(self, shard_id: str) -> Checkpoint | None:
         """The shard's stored checkpoint, or None when it has none."""
         path = self.path(shard_id)
-        found = self._call(self.client.exists, path)
-        if found is None:
-            return None
-        data, _ = self._call(self.client.get, path)
-        return Checkpoint.decode(data, path)
+        doc = self._call(path, lambda: self.stream.get(shard_id))
+        return None if doc is None else Checkpoint.from_doc(doc, path)
 
     def write(self, shard_id: str, checkpoint: Checkpoint) -> bool:
         """Store ``checkpoint`` unless the stored one is already as far; True when written."""
-        from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
-
         path = self.path(shard_id)
-        for _ in range(10):
-            try:
-                data, stat = self._call(self.client.get, path)
-            except NoNodeError:
-                try:
-                    self._call(self.client.create, path, checkpoint.encode(), makepath=True)
-                    return True
-                except NodeExistsError:
-                    continue
-            if not checkpoint.ahead_of(Checkpoint.decode(data, path)):
-                return False
-            try:
-                self._call(self.client.set, path, checkpoint.encode(), version=stat.version)
-                return True
-            except (BadVersionError, NoNodeError):
-                continue
-        raise CheckpointUnavailable(f"{path}: too many concurrent updates")
+
+        def forwards(doc: Any) -> Any:
+            stored = None if doc is None else Checkpoint.from_doc(doc, path)
+            return checkpoint.to_doc() if checkpoint.ahead_of(stored) else None
+        return self._call(path, lambda: self.stream.update(shard_id, forwards))
 
     def read_shard_list(self) -> list[ShardInfo] | None:
         """The shard list stored by the refreshing task, or None when none is stored yet."""
-        from kazoo.exceptions import NoNodeError
+        return self._decode_list(self._call(
+            f"{self.stream_path} (shard list)", lambda: self.stream.get("")))
 
-        try:
-            data, _ = self._call(self.client.get, self.stream_path)
-        except NoNodeError:
-            return None
-        return self._decode_list(data)
-
-    def _decode_list(self, data: bytes | None) -> list[ShardInfo] | None:
-        if not data:
+    def _decode_list(self, doc: Any) -> list[ShardInfo] | None:
+        if doc is None:
             return None
         try:
-            return [ShardInfo.from_doc(d) for d in json.loads(data.decode())["shards"]]
-        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as exc:
-            raise CheckpointError(f"corrupt Kinesis shard list at ZooKeeper node {self.stream_path}: "
-                                  f"{data[:80]!r} ({exc})") from None
+            return [ShardInfo.from_doc(d) for d in doc["shards"]]
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise CheckpointError(f"corrupt Kinesis shard list at {self.stream_path}: "
+                                  f"{str(doc)[:80]} ({exc})") from None
 
     def write_shard_list(self, shards: list[ShardInfo]) -> None:
-        from kazoo.exceptions import NoNodeError
-
-        data = json.dumps({"shards": [s.to_doc() for s in shards]}).encode()
-        try:
-            self._call(self.client.set, self.stream_path, data)
-        except NoNodeError:
-            self._call(self.client.ensure_path, self.stream_path)
-            self._call(self.client.set, self.stream_path, data)
+        doc = {"shards": [s.to_doc() for s in shards]}
+        self._call(f"{self.stream_path} (shard list)", lambda: self.stream.put("", doc))
 
     def watch_shard_list(self, callback: Callable[[list[ShardInfo] | None], None]) -> None:
-        """Call ``callback`` (on kazoo's thread) with the shard list now and whenever it changes;
-        a corrupt list is logged and skipped."""
-        def changed(data: bytes | None, _stat: Any) -> None:
+        """Call ``callback`` (on the store's thread) with the shard list now and whenever it
+        changes; a corrupt list is logged and skipped."""
+        def changed(doc: Any) -> None:
             try:
-                callback(self._decode_list(data))
+                callback(self._decode_list(doc))
             except CheckpointError as exc:
                 log.error("%s", exc)
 
-        self.client.DataWatch(self.stream_path, changed)
+        self._watches.append(self._call(f"{self.stream_path} (shard list)",
+                                        lambda: self.stream.watch("", changed)))
 
     def close(self) -> None:
-        self.client.stop()
-        self.client.close()
+        """Cancel the watches, and close what the store owns (a connection of its own)."""
+        for cancel in self._watches:
+            cancel()
+        self._watches.clear()
+        self.store.close()
+
+
+class ZkCheckpointStore(StateCheckpointStore):
+    """StateCheckpointStore on a ZooKeeper connection of its own (a config that names its
+    servers or root)."""
+
+    @classmethod
+    def connect(cls, connect: str, root: str, name: str, stream: str,
+                timeout_s: float) -> ZkCheckpointStore:
+        """Connect to ``connect`` (ZkStorage); CheckpointError naming the servers when ZooKeeper
+        does not answer within ``timeout_s`` (no hang, no client left running)."""
+        try:
+            store = open_zk_store(connect, root, paths.ZkPaths(root).connector_checkpoints(
+                CONNECTOR, name), connect_timeout_secs=timeout_s,
+                session_timeout_secs=max(timeout_s, 4.0))
+        except StateStoreError as exc:
+            raise CheckpointError(
+                f"the Kinesis spout cannot reach ZooKeeper at {connect!r} within {timeout_s:g}s "
+                f"({exc.problem}); set KinesisSpoutConfig.zookeeper_servers or the topology's "
+                "storm.zookeeper.servers") from exc
+        return cls(store, stream)

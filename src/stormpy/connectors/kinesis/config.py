@@ -1,20 +1,31 @@
-"""KinesisSpoutConfig: every setting of the Kinesis spout, validated, as plain data.
+"""KinesisSpoutConfig: every setting of the Kinesis spout, as plain data.
 
-A topology carries component arguments as msgpack, so the config travels as the plain dict of
-``to_dict()`` and is rebuilt with ``from_dict()`` on the worker; the record scheme is therefore an
-import path, not an object.
+A settings class in the one style of :mod:`stormpy.settings`: ``validate()`` raises a
+:class:`~stormpy.config.SettingError` naming the setting (``KinesisSpoutConfig.records_per_get:
+...``). A topology carries component arguments as msgpack, so the config travels as the plain
+dict of ``to_doc()`` (which validates) and is rebuilt and validated with ``from_doc()`` on the
+worker; the record scheme is therefore an import path, not an object.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from stormpy.cluster.paths import normalize_root
+from stormpy.cluster.zk_hosts import hosts_from_config
+from stormpy.config import SettingError
+from stormpy.settings import check_int, check_number, check_text, settings_from_doc
 
 INITIAL_POSITIONS = ("TRIM_HORIZON", "LATEST", "AT_TIMESTAMP")
 DEFAULT_SCHEME = "stormpy.connectors.kinesis.scheme:DefaultRecordScheme"
+#: the integer settings and their bounds (None: unbounded)
+_BOUNDS: dict[str, tuple[int, int | None]] = {
+    "records_per_get": (1, 10000), "empty_record_sleep_ms": (0, None),
+    "checkpoint_interval_ms": (1, None), "max_retries": (0, None), "shard_list_refresh_ms": (1, None),
+    "connect_timeout_ms": (1, None), "read_timeout_ms": (1, None), "client_retries": (0, 20),
+    "zookeeper_timeout_ms": (1, None), "setup_retry_max_ms": (1, None)}
 
 
 @dataclass(frozen=True)
@@ -66,71 +77,55 @@ class KinesisSpoutConfig:
     zookeeper_timeout_ms: int = 10000
     setup_retry_max_ms: int = 30000
 
-    def __post_init__(self) -> None:
+    def validate(self) -> KinesisSpoutConfig:
+        """Self, or SettingError naming the first bad setting."""
+        name = "KinesisSpoutConfig."
         for key in ("name", "stream"):
-            value = getattr(self, key)
-            if not isinstance(value, str) or not value.strip():
-                raise ValueError(f"KinesisSpoutConfig.{key} must be a non-empty string, got {value!r}")
+            check_text(name + key, getattr(self, key))
         if "/" in self.name:
-            raise ValueError(f"KinesisSpoutConfig.name {self.name!r} must not contain '/'")
+            raise SettingError(name + "name", f"{self.name!r} must not contain '/'")
         if self.initial_position not in INITIAL_POSITIONS:
-            raise ValueError(f"KinesisSpoutConfig.initial_position {self.initial_position!r} must be "
-                             f"one of {', '.join(INITIAL_POSITIONS)}")
+            raise SettingError(name + "initial_position", f"{self.initial_position!r} must be one "
+                                                          f"of {', '.join(INITIAL_POSITIONS)}")
         if (self.initial_position == "AT_TIMESTAMP") != (self.initial_timestamp is not None):
-            raise ValueError("KinesisSpoutConfig.initial_timestamp must be set exactly when "
-                             "initial_position is AT_TIMESTAMP")
-        bounds = {"records_per_get": (1, 10000), "empty_record_sleep_ms": (0, None),
-                  "checkpoint_interval_ms": (1, None), "max_retries": (0, None),
-                  "shard_list_refresh_ms": (1, None), "connect_timeout_ms": (1, None),
-                  "read_timeout_ms": (1, None), "client_retries": (0, 20),
-                  "zookeeper_timeout_ms": (1, None), "setup_retry_max_ms": (1, None)}
-        for key, (low, high) in bounds.items():
-            value = getattr(self, key)
-            if (not isinstance(value, int) or isinstance(value, bool) or value < low
-                    or (high is not None and value > high)):
-                span = f">= {low}" if high is None else f"in {low}..{high}"
-                raise ValueError(f"KinesisSpoutConfig.{key} must be an integer {span}, got {value!r}")
+            raise SettingError(name + "initial_timestamp",
+                               "must be set exactly when initial_position is AT_TIMESTAMP")
+        if self.initial_timestamp is not None:
+            check_number(name + "initial_timestamp", self.initial_timestamp, 0,
+                         unit="seconds since the epoch")
+        for key, (low, high) in _BOUNDS.items():
+            check_int(name + key, getattr(self, key), low, high)
         for key in ("endpoint_url", "region", "record_scheme"):
-            value = getattr(self, key)
-            if value is not None and (not isinstance(value, str) or not value):
-                raise ValueError(f"KinesisSpoutConfig.{key} must be a non-empty string, got {value!r}")
+            if getattr(self, key) is not None:
+                check_text(name + key, getattr(self, key))
         servers = self.zookeeper_servers
         if servers is not None and not (
                 (isinstance(servers, str) and servers)
                 or (isinstance(servers, list) and servers and all(isinstance(s, str) for s in servers))):
-            raise ValueError("KinesisSpoutConfig.zookeeper_servers must be 'host:port,...' or a list "
-                             f"of 'host:port', got {servers!r}")
+            raise SettingError(name + "zookeeper_servers",
+                               f"must be 'host:port,...' or a list of 'host:port', got {servers!r}")
         if self.zookeeper_prefix is not None:
-            normalize_root(self.zookeeper_prefix)  # ValueError naming it
+            try:
+                normalize_root(self.zookeeper_prefix)
+            except ValueError as exc:
+                raise SettingError(name + "zookeeper_prefix", str(exc)) from None
+        return self
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data msgpack can carry (the spout's constructor argument)."""
-        return asdict(self)
+    def to_doc(self) -> dict[str, Any]:
+        """The validated settings as plain data msgpack can carry (the spout's constructor
+        argument)."""
+        return asdict(self.validate())
 
     @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> KinesisSpoutConfig:
-        """Rebuild from ``to_dict()``; ValueError naming unknown keys."""
-        if not isinstance(doc, Mapping):
-            raise ValueError(f"a Kinesis spout config must be a mapping, got {type(doc).__name__}")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(doc) - known)
-        if unknown:
-            raise ValueError(f"unknown Kinesis spout setting(s): {', '.join(map(str, unknown))}")
-        try:
-            return cls(**doc)
-        except TypeError as exc:
-            raise ValueError(f"incomplete Kinesis spout config: {exc}") from None
+    def from_doc(cls, doc: Any) -> KinesisSpoutConfig:
+        """Rebuild and validate a config from ``to_doc()`` output (or a hand-written mapping)."""
+        return settings_from_doc(cls, doc)
 
     def zookeeper_connect(self, conf: Mapping[str, Any]) -> str:
-        """The ZooKeeper connect string: this config's, else the topology's ``storm.zookeeper.*``."""
-        servers = self.zookeeper_servers
-        if isinstance(servers, str):
-            return servers
-        if isinstance(servers, list):
-            return ",".join(servers)
-        hosts = conf.get("storm.zookeeper.servers") or ["127.0.0.1"]
-        port = conf.get("storm.zookeeper.port", 2181)
-        return ",".join(h if ":" in str(h) else f"{h}:{port}" for h in hosts)
+        """The ZooKeeper connect string: this config's servers, else the topology's
+        ``storm.zookeeper.servers``; a server without a port gets ``storm.zookeeper.port``."""
+        return hosts_from_config(conf, servers=self.zookeeper_servers,
+                                 servers_setting="KinesisSpoutConfig.zookeeper_servers")
 
     def zookeeper_root(self, conf: Mapping[str, Any]) -> str:
         """The ZooKeeper root: this config's prefix, else the topology's ``storm.zookeeper.root``."""

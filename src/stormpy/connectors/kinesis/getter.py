@@ -4,8 +4,9 @@ one record at a time on the executor loop while GetRecords runs off it (the off-
 * The shard iterator is opened at the start position (``AFTER_SEQUENCE_NUMBER`` of a checkpoint,
   or the initial position); when it expires it is re-opened ``AFTER_SEQUENCE_NUMBER`` of the last
   record read, so nothing is skipped or read twice.
-* Throttling (and a timed-out or refused call) backs the shard off exponentially, up to
-  ``MAX_BACKOFF_S``; an empty batch pauses it for ``empty_record_sleep_ms``.
+* Throttling (and a timed-out or refused call) backs the shard off exponentially (a
+  :class:`~stormpy.host.backoff.Backoff` from ``MIN_BACKOFF_S`` up to ``MAX_BACKOFF_S``); an empty
+  batch pauses it for ``empty_record_sleep_ms``.
 * A shard closed by resharding ends when GetRecords returns no next iterator; ``finished`` is then
   true once the buffer is drained and no call is in flight.
 """
@@ -23,6 +24,7 @@ from typing import Any
 from stormpy.connectors.kinesis.client import THROTTLING, describe, error_code
 from stormpy.connectors.kinesis.config import KinesisSpoutConfig
 from stormpy.connectors.kinesis.records import KinesisRecord
+from stormpy.host.backoff import Backoff
 from stormpy.topology.offloop import OnDone
 
 log = logging.getLogger(__name__)
@@ -62,7 +64,7 @@ class Position:
         return args
 
 
-class Backoff(Exception):
+class RetryLater(Exception):
     """The shard should not be asked again for a while (throttled or unreachable)."""
 
 
@@ -95,11 +97,11 @@ class ShardGetter:
     def _raise(self, exc: Exception, action: str) -> None:
         code = error_code(exc)
         if code in THROTTLING or type(exc).__name__ in TRANSIENT:
-            raise Backoff(f"{action} on shard {self.shard_id}: {code or exc}") from exc
+            raise RetryLater(f"{action} on shard {self.shard_id}: {code or exc}") from exc
         raise describe(exc, self.config, f"{action} on shard {self.shard_id}") from exc
 
     def fetch(self, limit: int) -> list[KinesisRecord]:
-        """The next batch of at most ``limit`` records (possibly empty); Backoff when throttled or
+        """The next batch of at most ``limit`` records (possibly empty); RetryLater when throttled or
         the endpoint did not answer, KinesisStreamError for anything else."""
         if self.at_end:
             return []
@@ -114,7 +116,7 @@ class ShardGetter:
                 log.info("shard %s: shard iterator expired; re-opening after %s", self.shard_id,
                          self.last_read or self.start.kind)
                 self._iterator = None
-                raise Backoff(f"shard {self.shard_id}: iterator expired") from exc
+                raise RetryLater(f"shard {self.shard_id}: iterator expired") from exc
             self._raise(exc, "GetRecords")
         self._iterator = resp.get("NextShardIterator")
         if self._iterator is None:
@@ -172,8 +174,8 @@ class BufferedGetter:
         self.submit = submit
         self.on_error = on_error
         self._buffer: deque[KinesisRecord] = deque()
-        self._not_before = 0.0
-        self._backoff = 0.0
+        self._backoff = Backoff(MIN_BACKOFF_S, MAX_BACKOFF_S)  # after failed calls
+        self._not_before = 0.0  # after an empty batch
         self._in_flight = False
         self._closed = False
         self._job: Any = None
@@ -211,7 +213,8 @@ class BufferedGetter:
         return record
 
     def _request(self) -> None:
-        if self.getter.at_end or self._closed or self.clock() < self._not_before:
+        now = self.clock()
+        if self.getter.at_end or self._closed or now < self._not_before or not self._backoff.ready(now):
             return
         self._in_flight = True
         self.fetches += 1
@@ -225,21 +228,21 @@ class BufferedGetter:
         if self._closed:
             return
         now = self.clock()
+        backoff = self._backoff
         if error is None:
-            self._backoff = 0.0
+            backoff.reset()
             if batch:
                 self._buffer.extend(batch)
             else:
                 self._not_before = now + self.empty_sleep_s
             return
-        self._backoff = min(MAX_BACKOFF_S, max(MIN_BACKOFF_S, self._backoff * 2))
-        self._not_before = now + self._backoff
+        backoff.failed_at(now)
         self.backoffs += 1
-        if isinstance(error, Backoff):
-            log.debug("%s; backing off %.2fs", error, self._backoff)
+        if isinstance(error, RetryLater):
+            log.debug("%s; backing off %.2fs", error, backoff.last_delay)
             return
         self.errors += 1
-        log.warning("shard %s: %s; backing off %.2fs", self.shard_id, error, self._backoff)
+        log.warning("shard %s: %s; backing off %.2fs", self.shard_id, error, backoff.last_delay)
         if self.on_error is not None:
             self.on_error(error)
 

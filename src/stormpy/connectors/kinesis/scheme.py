@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from stormpy.config import SettingError
 from stormpy.connectors.kinesis.records import KinesisRecord
 from stormpy.topology.imports import import_object
 
@@ -22,16 +23,20 @@ class DefaultRecordScheme:
         return [record.partition_key, record.sequence_number, record.data]
 
 
+_SETTING = "KinesisSpoutConfig.record_scheme"
+
+
 def load_scheme(path: str) -> Any:
-    """Build the scheme named by ``path``; ValueError naming it when it is not a scheme class."""
+    """Build the scheme named by ``path``; SettingError naming ``KinesisSpoutConfig.record_scheme``
+    (and the path) when it is not a scheme class."""
     try:
         cls = import_object(path)
     except ImportError as exc:
-        raise ValueError(f"record_scheme {path!r} cannot be imported: {exc}") from None
+        raise SettingError(_SETTING, f"{path!r} cannot be imported: {exc}") from None
     if not isinstance(cls, type) or not callable(getattr(cls, "deserialize", None)):
-        raise ValueError(f"record_scheme {path!r} is not a class with a deserialize(record) method")
+        raise SettingError(_SETTING, f"{path!r} is not a class with a deserialize(record) method")
     scheme = cls()
     names = getattr(scheme, "fields", None)
     if not isinstance(names, list | tuple) or not names or not all(isinstance(f, str) for f in names):
-        raise ValueError(f"record_scheme {path!r} must have a non-empty 'fields' list of names")
+        raise SettingError(_SETTING, f"{path!r} must have a non-empty 'fields' list of names")
     return scheme

@@ -1,6 +1,6 @@
 """KinesisSpout: emits the records of a Kinesis stream's shards, at least once.
 
-Build it with ``KinesisSpout.of(config)`` (or ``kwargs={"config": config.to_dict()}``)::
+Build it with ``KinesisSpout.of(config)`` (or ``kwargs={"config": config.to_doc()}``)::
 
     builder.set_spout("clicks", KinesisSpout.of(KinesisSpoutConfig(name="clicks", stream="c")), 2)
 
@@ -33,14 +33,16 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from stormpy.connectors.kinesis.checkpoints import ZkCheckpointStore
+from stormpy.connectors.kinesis.checkpoints import StateCheckpointStore, ZkCheckpointStore
 from stormpy.connectors.kinesis.client import describe, make_client, require_boto3
 from stormpy.connectors.kinesis.config import KinesisSpoutConfig
 from stormpy.connectors.kinesis.records import message_id, parse_message_id
 from stormpy.connectors.kinesis.scheme import load_scheme
 from stormpy.connectors.kinesis.state import StateManager
+from stormpy.host.backoff import Backoff
 from stormpy.topology.component import Spout
 from stormpy.topology.context import TopologyContext
+from stormpy.topology.state import StateBackend
 from stormpy.topology.streams import Stream
 
 log = logging.getLogger(__name__)
@@ -56,18 +58,18 @@ class _Handle:
 
     def __init__(self, config: KinesisSpoutConfig) -> None:
         self.component_class = KinesisSpout
-        self.component_kwargs = {"config": config.to_dict()}
+        self.component_kwargs = {"config": config.to_doc()}
 
 
 class KinesisSpout(Spout):
     """Reads a Kinesis stream (see the module docstring). Constructor: ``config``, the dict of
-    ``KinesisSpoutConfig.to_dict()``."""
+    ``KinesisSpoutConfig.to_doc()``."""
 
     def __init__(self, config: Mapping[str, Any]) -> None:
-        self.config = KinesisSpoutConfig.from_dict(config)
+        self.config = KinesisSpoutConfig.from_doc(config)
         self.scheme: Any = None
         self.manager: StateManager | None = None
-        self._store: ZkCheckpointStore | None = None
+        self._store: StateCheckpointStore | None = None
         self.clock = time.monotonic
 
     @classmethod
@@ -77,7 +79,7 @@ class KinesisSpout(Spout):
 
     @classmethod
     def declare_outputs(cls, kwargs: Mapping[str, Any]) -> dict[str, Stream]:
-        config = KinesisSpoutConfig.from_dict(kwargs["config"])
+        config = KinesisSpoutConfig.from_doc(kwargs["config"])
         scheme = load_scheme(config.record_scheme)
         return {"default": Stream(list(scheme.fields), name="default")}
 
@@ -88,12 +90,16 @@ class KinesisSpout(Spout):
         require_boto3()
         self.scheme = load_scheme(self.config.record_scheme)
         self._conf = dict(conf)
+        try:  # the topology's state: the checkpoints' home unless the config names a ZooKeeper
+            self._state: StateBackend | None = context.state_backend
+        except RuntimeError:  # a context made by hand
+            self._state = None
         self._task_index = context.task_index
         self._num_tasks = len(context.component_tasks)
         self._closed = False
         self._setting_up = False
-        self._setup_due = self.clock()
-        self._setup_backoff = 0.0
+        high = self.config.setup_retry_max_ms / 1000.0
+        self._setup_backoff = Backoff(min(SETUP_RETRY_MIN_S, high), high)
         self._reported: dict[str, float] = {}
         self.setup_attempts = 0
         self.errors = 0
@@ -106,15 +112,21 @@ class KinesisSpout(Spout):
         config, conf = self.config, self._conf
         task_index, num_tasks = self._task_index, self._num_tasks
 
-        def job() -> tuple[StateManager, ZkCheckpointStore, list[Any]]:
+        def job() -> tuple[StateManager, StateCheckpointStore, list[Any]]:
             client = make_client(config)
             try:
                 client.describe_stream_summary(StreamName=config.stream)
             except Exception as exc:
                 raise describe(exc, config, "DescribeStreamSummary") from exc
-            store = ZkCheckpointStore.connect(
-                config.zookeeper_connect(conf), config.zookeeper_root(conf), config.name,
-                config.stream, config.zookeeper_timeout_ms / 1000.0)
+            store: StateCheckpointStore
+            if (self._state is not None and config.zookeeper_servers is None
+                    and config.zookeeper_prefix is None):
+                # the topology's state: the worker's ZooKeeper, a LocalCluster's own memory
+                store = StateCheckpointStore.on_backend(self._state, config.name, config.stream)
+            else:
+                store = ZkCheckpointStore.connect(
+                    config.zookeeper_connect(conf), config.zookeeper_root(conf), config.name,
+                    config.stream, config.zookeeper_timeout_ms / 1000.0)
             try:
                 manager = StateManager(config, client, store, task_index, num_tasks, self.clock,
                                        self.run_in_background, self._background_error)
@@ -133,16 +145,13 @@ class KinesisSpout(Spout):
     def _set_up(self, result: Any, error: BaseException | None) -> None:
         self._setting_up = False
         if error is not None:
-            high = self.config.setup_retry_max_ms / 1000.0
-            self._setup_backoff = min(high, max(min(SETUP_RETRY_MIN_S, high),
-                                                self._setup_backoff * 2))
-            self._setup_due = self.clock() + self._setup_backoff
+            self._setup_backoff.failed_at(self.clock())
             self._report("setup", f"cannot start reading ({error}); retrying in "
-                                  f"{self._setup_backoff:g}s")
+                                  f"{self._setup_backoff.last_delay:g}s")
             return
         manager, store, shards = result
         self.manager, self._store = manager, store
-        self._setup_backoff = 0.0
+        self._setup_backoff.reset()
         self.last_error = None
         manager.begin(shards)
         log.info("Kinesis spout %s (task index %d): reading stream %s, shards %s",
@@ -189,7 +198,8 @@ class KinesisSpout(Spout):
     def next_tuple(self) -> None:
         manager = self.manager
         if manager is None:
-            if not self._setting_up and not self._closed and self.clock() >= self._setup_due:
+            if (not self._setting_up and not self._closed
+                    and self._setup_backoff.ready(self.clock())):
                 self._setup()
             return
         manager.tick()

@@ -3,8 +3,10 @@
 * The shard list lives in the checkpoint store. Task 0 of the spout refreshes it from ListShards
   every ``shard_list_refresh_ms`` and writes it when it changed; every task watches it.
 * Shards are assigned by position in the list sorted by shard id: shard ``i`` belongs to task
-  index ``i % num_tasks`` (deterministic, the same on every task; resharding appends children at
-  the end, so existing shards keep their owner).
+  index ``i % num_tasks`` (the connectors' shared
+  :func:`~stormpy.connectors.partitions.round_robin_share`, as the Kafka spout's partitions:
+  deterministic, the same on every task; resharding appends children at the end, so existing
+  shards keep their owner).
 * Per owned shard a ``LocalShardState`` holds a BufferedGetter and an InflightRecordTracker. A
   shard starts reading ``AFTER_SEQUENCE_NUMBER`` of its stored checkpoint, else at the initial
   position (a child of a listed parent: at TRIM_HORIZON).
@@ -41,15 +43,15 @@ from stormpy.connectors.kinesis.getter import (
     run_inline,
 )
 from stormpy.connectors.kinesis.tracker import InflightRecordTracker
+from stormpy.connectors.partitions import round_robin_share
 
 log = logging.getLogger(__name__)
 
 
 def assign(shards: list[ShardInfo], task_index: int, num_tasks: int) -> list[ShardInfo]:
     """The shards of task ``task_index`` among ``num_tasks``: every ``num_tasks``-th shard of the
-    list sorted by id, starting at ``task_index``."""
-    ordered = sorted(shards, key=lambda s: s.shard_id)
-    return [s for i, s in enumerate(ordered) if i % num_tasks == task_index]
+    list sorted by id, starting at ``task_index`` (ValueError when the index is out of range)."""
+    return round_robin_share(shards, task_index, num_tasks, key=lambda s: s.shard_id)
 
 
 class LocalShardState:

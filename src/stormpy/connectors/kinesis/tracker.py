@@ -25,6 +25,14 @@ once more counts it out: it is logged with its shard and sequence number, counte
 ``counted_out`` and treated as acked (``max_retries=0`` disables replay).
 
 Sequence numbers are compared as integers. Not thread-safe: the spout uses it on its loop only.
+
+It differs from the Kafka spout's :class:`~stormpy.connectors.offsets.AckedPrefix` on purpose,
+though both find the contiguous acked prefix: a shard's new records arrive strictly in sequence
+order (an out-of-order one is an error here, a normal case there after a seek back or a
+rebalance), so the emit order is the position order and a linked list resolves each ack from its
+two neighbours in constant time, moving the checkpoint at once instead of by a periodic
+``commit_through``; and the tracker holds each record and its retry count for replay, which
+Kafka re-fetches from the broker instead.
 """
 
 from __future__ import annotations

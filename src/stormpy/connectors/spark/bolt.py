@@ -1,5 +1,9 @@
 """SparkBatchBolt: collect tuples into micro-batches and hand each one to Spark as a DataFrame.
 
+This module holds the bolt's executor-loop side (batching, the in-flight slots, acking, the
+timeouts checked on ticks); a batch's run in Spark and the cancelling of a timed-out one are in
+``in_spark.py``, the DataFrame built ahead in ``ahead.py``, the settings in ``settings.py``.
+
 Contract (see ``SparkBatchBolt`` for the knobs):
 
 * Tuples of each input stream (component, stream) collect into their own batch; a batch closes on
@@ -59,45 +63,28 @@ Contract (see ``SparkBatchBolt`` for the knobs):
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import threading
 import time
-import uuid
 from collections import deque
 from collections.abc import Mapping
 from functools import partial
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import msgpack
-
 from stormpy.batching import Batch, BatchCollector, BatchSource
+from stormpy.config import SettingError, message_timeout_secs
 from stormpy.connectors.spark import switching
 from stormpy.connectors.spark.ahead import AheadDataFrame, ignore_outcome
-from stormpy.connectors.spark.arrow import batch_dataframe, result_rows
+from stormpy.connectors.spark.arrow import batch_dataframe
 from stormpy.connectors.spark.batching import BatchInfo
-from stormpy.connectors.spark.errors import SparkBatchTimeout, SparkMasterUnreachable, require_spark
-from stormpy.connectors.spark.session import (
-    get_spark,
-    is_alive,
-    needs_restart,
-    note_job_ok,
-    release_spark,
-    reset_spark,
-    retain_spark,
-)
-from stormpy.connectors.spark.settings import BATCH_TIMEOUT_KEY, PROBE_KEY
-from stormpy.topology import (
-    DEFAULT_STREAM,
-    BackgroundJob,
-    Bolt,
-    ColumnBatch,
-    OffLoop,
-    TopologyContext,
-    Tuple,
-)
+from stormpy.connectors.spark.errors import SparkBatchTimeout, require_spark
+from stormpy.connectors.spark.in_spark import BatchRunner, InSpark, describe
+from stormpy.connectors.spark.session import get_spark, release_spark, retain_spark
+from stormpy.connectors.spark.settings import BATCH_TIMEOUT_KEY, batch_timeout_secs, probe_secs
+from stormpy.settings import check_int, check_number
+from stormpy.topology import DEFAULT_STREAM, Bolt, ColumnBatch, OffLoop, TopologyContext, Tuple
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -105,10 +92,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("stormpy.connectors.spark")
 
 TICK_KEY = "topology.tick.tuple.freq.secs"
-#: A timed-out batch's jobs are cancelled again this often until its background job returns ...
-CANCEL_POLL_SECS = 0.2
-#: ... for at most this long.
-CANCEL_WAIT_SECS = 120.0
 #: While a batch is in Spark, the GIL is released every this many tuples added (module docstring).
 _YIELD_EVERY = 16
 
@@ -116,26 +99,6 @@ _YIELD_EVERY = 16
 def _release_gil() -> None:
     """Let another thread waiting for the GIL (a batch's py4j calls) take it now."""
     time.sleep(0)
-
-
-class _InSpark:
-    """One batch handed to the off-loop seam, with what the seam's job handle does not say: the
-    batch's Spark job tag, when its Spark work began and whether the loop gave up on it.
-
-    ``session``/``spark_since`` are written by the batch's background job, ``abandoned`` by the
-    executor loop; each is a single reference assignment read by the other side."""
-
-    __slots__ = ("batch", "job", "tag", "session", "spark_since", "abandoned", "returned", "ahead")
-
-    def __init__(self, batch: Batch, ahead: AheadDataFrame | None = None) -> None:
-        self.batch = batch
-        self.ahead = ahead  # its DataFrame, when built ahead
-        self.job: BackgroundJob | None = None
-        self.tag = f"stormpy-batch-{batch.batch_id}-{uuid.uuid4().hex[:12]}"
-        self.session: SparkSession | None = None
-        self.spark_since: float | None = None  # perf_counter once the session is in hand
-        self.abandoned = False  # timed out: failed on the executor loop already
-        self.returned = False  # the batch's background job has left Spark (ok or not)
 
 
 class SparkBatchBolt(Bolt):
@@ -187,15 +150,22 @@ class SparkBatchBolt(Bolt):
     def __init__(self, batch_size: int = 1000, batch_seconds: float = 2.0,
                  idle_seconds: float | None = None, max_in_flight: int = 1,
                  schema: str | None = None, keep_alive: bool = True) -> None:
-        if max_in_flight < 1:
-            raise ValueError(f"max_in_flight must be at least 1, got {max_in_flight}")
-        self.batch_size = int(batch_size)
-        self.batch_seconds = float(batch_seconds)
-        self.idle_seconds = None if idle_seconds is None else float(idle_seconds)
-        self.max_in_flight = int(max_in_flight)
+        name = type(self).__name__
+        self.batch_size = check_int(f"{name}.batch_size", batch_size, 1)
+        self.batch_seconds = check_number(f"{name}.batch_seconds", batch_seconds, unit="seconds")
+        if self.batch_seconds <= 0:
+            raise SettingError(f"{name}.batch_seconds", f"must be positive, got {batch_seconds!r}")
+        self.idle_seconds = None
+        if idle_seconds is not None:
+            self.idle_seconds = check_number(f"{name}.idle_seconds", idle_seconds, unit="seconds")
+            if self.idle_seconds <= 0:
+                raise SettingError(f"{name}.idle_seconds",
+                                   f"must be positive or None, got {idle_seconds!r}")
+        self.max_in_flight = check_int(f"{name}.max_in_flight", max_in_flight, 1)
+        if schema is not None and not isinstance(schema, str):
+            raise SettingError(f"{name}.schema", f"must be a Spark DDL string or None, got {schema!r}")
         self.schema = schema
         self.keep_alive = bool(keep_alive)
-        BatchCollector(self.batch_size, self.batch_seconds, self.idle_seconds)  # validates
 
     # -- user hooks ----------------------------------------------------------------------------
     def process_batch(self, df: DataFrame, batch_id: int) -> Any:
@@ -230,11 +200,16 @@ class SparkBatchBolt(Bolt):
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         """Check Spark can run (SparkUnavailableError otherwise) and that ticks are configured."""
         require_spark()
-        tick = conf.get(TICK_KEY)
-        if not tick or float(tick) <= 0:
-            raise ValueError(f"{type(self).__name__} ({context.component_id}) closes batches on tick "
-                             f"tuples: set {TICK_KEY} (e.g. {{'{TICK_KEY}': 0.5}}) in its config")
-        self._tick = float(tick)
+        try:
+            tick = float(conf.get(TICK_KEY) or 0)
+        except (TypeError, ValueError):
+            tick = 0
+        if not tick > 0:
+            raise SettingError(TICK_KEY, f"{type(self).__name__} ({context.component_id}) closes "
+                                         f"batches on tick tuples: set {TICK_KEY} (e.g. "
+                                         f"{{'{TICK_KEY}': 0.5}}) in its config, got "
+                                         f"{conf.get(TICK_KEY)!r}")
+        self._tick = tick
         if self._tick > self.batch_seconds:
             log.warning("%s: tick period %.3gs is longer than batch_seconds %.3gs; batches close "
                         "late", context.component_id, self._tick, self.batch_seconds)
@@ -243,23 +218,24 @@ class SparkBatchBolt(Bolt):
         self._ready: deque[Batch] = deque()
         #: batch id → batch handed to Spark whose outcome has not come back to the loop yet
         #: (nor been given up on: a timed-out batch leaves at once)
-        self._in_flight: dict[int, _InSpark] = {}
+        self._in_flight: dict[int, InSpark] = {}
         self._off_loop: OffLoop = context.off_loop
         #: batch id → its DataFrame being built ahead (the first batch waiting for a slot)
         self._ahead: dict[int, AheadDataFrame] = {}
         result = context.spec.components[context.component_id].streams.get(self.result_stream)
-        self._result_arity = len(result.fields) if result is not None else None
+        self._runner = BatchRunner(
+            type(self).__name__, conf, dataframe=self._dataframe, process=self.process_stream_batch,
+            abort=self.abort_batch, result_stream=self.result_stream,
+            result_arity=len(result.fields) if result is not None else None,
+            unreachable_pause=probe_secs(conf))
         self._tasks = len(context.component_tasks)
         self._task_index = context.task_index
         self._seq = self.first_batch_seq()
         self._closing = False
         tracking = conf.get("topology.acker.executors") != 0 and conf.get(
             "topology.enable.message.timeouts", True)
-        self._reset_after = (float(conf.get("topology.message.timeout.secs") or 30) / 2
-                             if tracking and self.keep_alive else None)
-        timeout = conf.get(BATCH_TIMEOUT_KEY, 300.0)
-        self._batch_timeout = float(timeout) if timeout else None
-        self._unreachable_pause = float(conf.get(PROBE_KEY) or 5.0)
+        self._reset_after = message_timeout_secs(conf) / 2 if tracking and self.keep_alive else None
+        self._batch_timeout = batch_timeout_secs(conf)
         self.batches_ok = 0
         self.batches_failed = 0
         self._added = 0  # tuples added while a batch was in Spark
@@ -332,7 +308,7 @@ class SparkBatchBolt(Bolt):
                     f"({BATCH_TIMEOUT_KEY}); its Spark jobs are cancelled (the SparkSession is "
                     f"restarted if it lost its executors)"))
 
-    def _abandon(self, flight: _InSpark, error: BaseException) -> None:
+    def _abandon(self, flight: InSpark, error: BaseException) -> None:
         """Fail a timed-out batch now; cancel its Spark jobs (and stop a broken session) on a
         thread of its own. Its own background job keeps running until Spark gives it back; its outcome
         is then dropped (``_done``)."""
@@ -342,7 +318,7 @@ class SparkBatchBolt(Bolt):
         self._in_flight.pop(flight.batch.batch_id, None)
         self._finish(flight.batch, None, error)
         # Not on the background pool: its threads may all be held by stuck batches.
-        threading.Thread(target=self._cancel, args=(flight,), daemon=True,
+        threading.Thread(target=self._runner.cancel, args=(flight,), daemon=True,
                          name=f"spark-cancel-{flight.batch.batch_id}").start()
 
     def _close_due(self) -> None:
@@ -362,10 +338,11 @@ class SparkBatchBolt(Bolt):
     def _pump(self) -> None:
         while self._ready and len(self._in_flight) < self.max_in_flight and not self._closing:
             batch = self._ready.popleft()
-            flight = _InSpark(batch, self._ahead.pop(batch.batch_id, None))
+            flight = InSpark(batch, self._ahead.pop(batch.batch_id, None))
             self._in_flight[batch.batch_id] = flight
             batch.started_at = perf_counter()
-            flight.job = self._off_loop.submit(partial(self._run, flight), partial(self._done, flight))
+            flight.job = self._off_loop.submit(partial(self._runner.run, flight),
+                                               partial(self._done, flight))
         if self.prepare_ahead and self._ready and not self._closing:
             head = self._ready[0]
             if head.batch_id not in self._ahead:
@@ -384,102 +361,8 @@ class SparkBatchBolt(Bolt):
         if error is not None:
             self.report_error(error)
 
-    def _run(self, flight: _InSpark) -> list[list[Any]]:
-        batch = flight.batch
-        try:
-            try:
-                session = get_spark(self._conf)
-            except SparkMasterUnreachable:
-                time.sleep(self._unreachable_pause)  # off the loop: no tight fail/replay cycle
-                raise
-            flight.session = session
-            flight.spark_since = perf_counter()
-            sc = session.sparkContext
-            # Thread-local on this pool thread's own JVM thread (PySpark's pinned-thread mode,
-            # the default): every job this batch submits carries the tag, and a cancelled task
-            # is interrupted (its Python worker killed) rather than left to run to its end.
-            sc.setInterruptOnCancel(True)
-            sc.addJobTag(flight.tag)
-            try:
-                df = None
-                if flight.ahead is not None:
-                    df = flight.ahead.take(session, lambda: flight.abandoned)
-                if df is None:
-                    df = self._dataframe(batch, session)
-                if flight.abandoned:
-                    raise SparkBatchTimeout(f"batch {batch.batch_id} timed out before "
-                                            "process_batch began")
-                rows = result_rows(self.process_stream_batch(df, batch.batch_id, batch.source))
-            finally:
-                with contextlib.suppress(Exception):
-                    sc.removeJobTag(flight.tag)
-            if flight.abandoned:
-                raise SparkBatchTimeout(f"batch {batch.batch_id} finished after its timeout; "
-                                        "its tuples were already failed")
-            note_job_ok(session)
-            if rows:
-                self._check_results(rows)
-            return rows
-        except BaseException as exc:
-            error = exc
-            if flight.abandoned and not isinstance(exc, SparkBatchTimeout):
-                # given up on and its jobs cancelled: the Spark error is the cancel's echo
-                error = SparkBatchTimeout(f"batch {batch.batch_id} timed out; its Spark jobs were "
-                                          f"cancelled ({type(exc).__name__})")
-                error.__cause__ = exc
-            try:
-                self.abort_batch(batch.batch_id, error)
-            except Exception as abort_exc:  # noqa: BLE001 - the batch fails either way
-                error.add_note(f"abort_batch({batch.batch_id}) also failed: {abort_exc!r}")
-            if error is exc:
-                raise
-            raise error from exc
-        finally:
-            flight.returned = True
-
-    def _cancel(self, flight: _InSpark) -> None:
-        """Cancel a timed-out batch's Spark jobs until its background job gives up (on a thread
-        of its own). ``cancelJobsWithTag`` only reaches jobs already submitted: a batch given up
-        while it was still building its DataFrame, or whose ``process_batch`` runs several
-        actions, submits its next job later, so the cancel is repeated every
-        ``CANCEL_POLL_SECS`` until the job returns (at most ``CANCEL_WAIT_SECS``)."""
-        try:
-            session = flight.session
-            if session is not None:
-                sc = session.sparkContext
-                deadline = perf_counter() + CANCEL_WAIT_SECS
-                while True:
-                    with contextlib.suppress(Exception):
-                        sc.cancelJobsWithTag(flight.tag)
-                    if flight.returned or perf_counter() > deadline or not is_alive(session):
-                        break
-                    time.sleep(CANCEL_POLL_SECS)
-                if needs_restart(session):
-                    reset_spark(session)
-        except Exception as exc:  # noqa: BLE001 - on a thread of its own: log, never raise
-            log.warning("%s: cancelling timed-out batch %d failed: %r", type(self).__name__,
-                        flight.batch.batch_id, exc)
-
-    def _check_results(self, rows: list[list[Any]]) -> None:
-        """Fail the batch here (so ``abort_batch`` runs) rather than at emit time when results
-        do not fit the declared result stream or are not plain, serialisable data."""
-        name = type(self).__name__
-        if self._result_arity is None:
-            raise TypeError(f"{name}.process_batch returned rows, but stream "
-                            f"{self.result_stream!r} is not declared in {name}.outputs")
-        for row in rows:
-            if len(row) != self._result_arity:
-                raise TypeError(f"{name}.process_batch returned a row of {len(row)} values for "
-                                f"stream {self.result_stream!r} with {self._result_arity} fields: "
-                                f"{row!r:.80}")
-        try:
-            msgpack.packb(rows)
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise TypeError(f"{name}.process_batch returned values that are not plain data "
-                            f"(str, int, float, bool, None, bytes, lists, dicts): {exc}") from exc
-
     # -- back on the executor loop ---------------------------------------------------------------
-    def _done(self, flight: _InSpark, rows: list[list[Any]] | None,
+    def _done(self, flight: InSpark, rows: list[list[Any]] | None,
               error: BaseException | None) -> None:
         if flight.abandoned:
             return  # failed by _abandon already
@@ -510,17 +393,10 @@ class SparkBatchBolt(Bolt):
                 self.fail(t)
             self.batches_failed += 1
             if self.report_batch_errors:
-                self.report_error(_describe(batch, error))
+                self.report_error(describe(batch, error))
         batch.finished_at = perf_counter()
         try:
             self.on_batch_done(BatchInfo.of(batch, len(rows or ()), error))
         except Exception as exc:  # noqa: BLE001 - a hook must not stop the loop
             self.report_error(exc)
 
-
-def _describe(batch: Batch, error: BaseException) -> str:
-    import traceback
-
-    text = "".join(traceback.format_exception(error)).rstrip()
-    return (f"batch {batch.batch_id} ({len(batch)} tuples from {batch.source.component}/"
-            f"{batch.source.stream}) failed; its tuples were failed for replay:\n{text}")

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from stormpy.config import SettingError
 from stormpy.connectors.spark.errors import SparkMasterUnreachable
 from stormpy.connectors.spark.settings import CODE_DIR_KEY, SHIP_CODE_KEY
 
@@ -45,8 +46,8 @@ def code_dir_of(conf: Mapping[str, Any] | None) -> str | None:
         return None
     path = Path(str(where))
     if not path.is_dir():
-        raise ValueError(f"{CODE_DIR_KEY if conf.get(CODE_DIR_KEY) else 'worker.code.dir'}: "
-                         f"{where!r} is not a directory; cannot ship the topology's code to Spark")
+        raise SettingError(CODE_DIR_KEY if conf.get(CODE_DIR_KEY) else "worker.code.dir",
+                           f"{where!r} is not a directory; cannot ship the topology's code to Spark")
     return str(path.resolve())
 
 
@@ -81,7 +82,7 @@ def probe_master(url: str, timeout_secs: float) -> None:
     for hostport in hosts:
         host, _, port = hostport.strip().rpartition(":")
         if not host or not port.isdigit():
-            raise ValueError(f"spark.master {url!r}: {hostport!r} is not host:port")
+            raise SettingError("spark.master", f"{url!r}: {hostport!r} is not host:port")
         try:
             with socket.create_connection((host, int(port)), timeout=timeout_secs):
                 return

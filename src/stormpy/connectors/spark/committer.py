@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from stormpy.config import SettingError
 from stormpy.connectors.spark import switching
 from stormpy.connectors.spark.arrow import batch_dataframe
 from stormpy.connectors.spark.errors import require_spark
@@ -53,7 +54,7 @@ class SparkCommitterBolt(Committer):
     def __init__(self, path: str, columns: Sequence[str] | None = None,
                  schema: str | None = None) -> None:
         if not isinstance(path, str) or not path:
-            raise ValueError(f"SparkCommitterBolt needs a directory path, got {path!r}")
+            raise SettingError("SparkCommitterBolt.path", f"must be a directory path, got {path!r}")
         self.path = Path(path)
         self.columns = list(columns) if columns is not None else None
         self.schema = schema

@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from stormpy.connectors.spark.code import code_dir_of, probe_master, zip_code
 from stormpy.connectors.spark.errors import require_spark
-from stormpy.connectors.spark.settings import DEFAULT_MASTER, OWN_PREFIX, PROBE_KEY
+from stormpy.connectors.spark.settings import DEFAULT_MASTER, OWN_PREFIX, probe_secs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -169,7 +169,7 @@ def get_spark(conf: Mapping[str, Any] | None = None) -> SparkSession:
             if _session is not None:
                 log.warning("the SparkSession stopped; starting a new one")
                 stop_spark()
-            _session = _create(spark_settings(conf), float((conf or {}).get(PROBE_KEY) or 5.0))
+            _session = _create(spark_settings(conf), probe_secs(conf))
             _shipped.clear()
             if not _atexit_registered:
                 atexit.register(_at_exit)

@@ -19,7 +19,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from stormpy.connectors.spark.settings import SWITCH_INTERVAL_KEY
+from stormpy.config import SettingError
+from stormpy.connectors.spark.settings import DEFAULT_SWITCH_INTERVAL_SECS, switch_interval_secs
 
 _lock = threading.Lock()
 _holders = 0
@@ -28,20 +29,17 @@ _saved: float | None = None
 
 
 #: ``spark.stormpy.switch.interval.secs`` when a topology does not set it
-DEFAULT_INTERVAL = 0.0005
+DEFAULT_INTERVAL = DEFAULT_SWITCH_INTERVAL_SECS
 
 
 def configured(conf: Mapping[str, Any], component: str) -> float | None:
     """The switch interval a Spark component of ``conf`` holds (None: none; the setting may be
-    None or 0). ValueError naming ``component`` and the setting for anything but a number of
-    seconds >= 0."""
-    value = conf.get(SWITCH_INTERVAL_KEY, DEFAULT_INTERVAL)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise ValueError(f"{component}: {SWITCH_INTERVAL_KEY} must be a number of seconds >= 0 "
-                         f"(or None), got {value!r}")
-    return float(value) or None
+    None or 0). SettingError naming the setting (and ``component`` in its problem) for anything
+    but a number of seconds >= 0."""
+    try:
+        return switch_interval_secs(conf)
+    except SettingError as exc:
+        raise SettingError(exc.setting, f"{exc.problem} (component {component!r})") from None
 
 
 def lower(seconds: float | None) -> bool:

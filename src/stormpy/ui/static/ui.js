@@ -80,7 +80,7 @@
         api("/api/v1/topology/summary"), api("/api/v1/supervisor/summary")]);
       kv("cluster-summary", cluster, ["stormVersion", "supervisors", "topologies", "slotsUsed", "slotsFree", "slotsTotal", "executorsTotal", "tasksTotal"]);
       table("nimbus-summary", [["Host", "host"], ["Port", "port", {num: 1}], ["Status", "status"], ["Version", "version"], ["Uptime", "nimbusUpTime"]], nimbus.nimbuses);
-      table("topology-summary", [["Name", "name", {link: r => "/topology.html?id=" + encodeURIComponent(r.id)}], ["Id", "id"], ["Owner", "owner"], ["Status", "status", {cls: statusCls}], ["Uptime", "uptime"], ["Workers", "workersTotal", {num: 1}], ["Executors", "executorsTotal", {num: 1}], ["Tasks", "tasksTotal", {num: 1}]], topologies.topologies);
+      table("topology-summary", [["Name", "name", {link: r => "/topology.html?id=" + encodeURIComponent(r.id)}], ["Id", "id"], ["Owner", "owner"], ["Status", "status", {cls: statusCls}], ["Uptime", "uptime"], ["Workers", "workersTotal", {num: 1}], ["Executors", "executorsTotal", {num: 1}], ["Tasks", "tasksTotal", {num: 1}], ["Degraded", "degraded", {cls: () => "error"}]], topologies.topologies);
       supervisorTable(supervisors);
     },
     async topology() {
@@ -90,7 +90,7 @@
         api(base + "?window=" + win()),
         fetch(base + "/graph.svg?window=" + win(), {headers: headers({"Accept": "image/svg+xml"})}).then(r => r.ok ? r.text() : "")]);
       document.getElementById("page-title").textContent = "Topology " + doc.name;
-      table("topology-info", [["Name", "name"], ["Id", "id"], ["Owner", "owner"], ["Status", "status", {cls: statusCls}], ["Uptime", "uptime"], ["Workers", "workersTotal", {num: 1}], ["Executors", "executorsTotal", {num: 1}], ["Tasks", "tasksTotal", {num: 1}], ["Message timeout (s)", "msgTimeout", {num: 1}]], [doc]);
+      table("topology-info", [["Name", "name"], ["Id", "id"], ["Owner", "owner"], ["Status", "status", {cls: statusCls}], ["Uptime", "uptime"], ["Workers", "workersTotal", {num: 1}], ["Executors", "executorsTotal", {num: 1}], ["Tasks", "tasksTotal", {num: 1}], ["Message timeout (s)", "msgTimeout", {num: 1}], ["Degraded", "degraded", {cls: () => "error"}]], [doc]);
       if (svg) document.getElementById("topology-graph").innerHTML = svg;
       table("topology-stats", [["Window", "windowPretty"], ["Emitted", "emitted", {num: 1}], ["Transferred", "transferred", {num: 1}], ["Complete latency (ms)", "completeLatency", {num: 1}], ["Acked", "acked", {num: 1}], ["Failed", "failed", {num: 1}]], doc.topologyStats);
       const link = (r, key) => "/component.html?topology_id=" + encodeURIComponent(id) + "&id=" + encodeURIComponent(r[key]);

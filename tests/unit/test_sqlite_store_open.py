@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from stormpy.state import stores
-from stormpy.state.stores import SqliteDocStore
+from stormpy.state import sqlite as stores
+from stormpy.state.sqlite import SqliteStore
 from stormpy.topology.state import CorruptStateError, StateUnavailableError
 
 
@@ -34,33 +34,33 @@ def test_a_locked_journal_switch_is_retried_until_it_goes_through(monkeypatch: p
     slept: list[float] = []
     monkeypatch.setattr(stores.time, "sleep", slept.append)
     db = LockedThenFine(3)
-    SqliteDocStore._set_up(db, "t")  # type: ignore[arg-type]
+    SqliteStore._set_up(db, "t")  # type: ignore[arg-type]
     assert db.ran == ["PRAGMA", "CREATE"] and slept == [stores.LOCKED_RETRY_SECS] * 3
 
 
 def test_other_errors_and_a_lock_past_the_timeout_are_raised(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(stores.time, "sleep", lambda s: None)
     with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):
-        SqliteDocStore._set_up(LockedThenFine(1, "disk I/O error"), "t")  # type: ignore[arg-type]
+        SqliteStore._set_up(LockedThenFine(1, "disk I/O error"), "t")  # type: ignore[arg-type]
     monkeypatch.setattr(stores, "OPEN_TIMEOUT_SECS", 0.0)
     with pytest.raises(sqlite3.OperationalError, match="locked"):
-        SqliteDocStore._set_up(LockedThenFine(5), "t")  # type: ignore[arg-type]
+        SqliteStore._set_up(LockedThenFine(5), "t")  # type: ignore[arg-type]
 
 
 def test_a_file_that_is_not_a_database_is_corrupt_and_a_directory_unavailable(tmp_path: Path) -> None:
     garbage = tmp_path / "state.sqlite"
     garbage.write_bytes(b"not a database at all, " * 100)
     with pytest.raises(CorruptStateError, match=r"sqlite .*state.sqlite table stormpy_state: cannot open"):
-        SqliteDocStore(garbage)
+        SqliteStore(garbage)
     with pytest.raises(StateUnavailableError, match="cannot open"):
-        SqliteDocStore(tmp_path)  # a directory
+        SqliteStore(tmp_path)  # a directory
 
 
 def test_a_store_opens_while_another_connection_reads_and_writes(tmp_path: Path) -> None:
     path = tmp_path / "shared.sqlite"
-    first = SqliteDocStore(path, "t")
+    first = SqliteStore(path, "t")
     first.put("k", {"v": 1})
-    second: Any = SqliteDocStore(path, "t")
+    second: Any = SqliteStore(path, "t")
     try:
         assert second.get("k") == {"v": 1}
         second.put("k", {"v": 2})

@@ -1,0 +1,97 @@
+"""Ephemeral nodes that outlive a lost ZooKeeper session: created or replaced by this session, and
+re-created once a new session is established.
+
+* :func:`put_ephemeral` is one attempt to create ``path`` as an ephemeral node of the client's
+  session or to take it over: a node of this session gets the new data; a node left by another
+  (older) session at the same path is deleted and created again as ours.
+* :class:`EphemeralKeeper` remembers what was put (until forgotten) and, told the connection
+  states (:meth:`EphemeralKeeper.on_state`), re-puts every remembered node after a session was
+  LOST and a connection is back (on a thread of its own: the state listener must not block).
+  A node that cannot be re-created is logged, never raised.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.interfaces import IAsyncResult
+
+__all__ = ["EphemeralKeeper", "put_ephemeral"]
+
+log = logging.getLogger(__name__)
+
+#: waits for one kazoo request's result (the bounded wait of ZkStorage's operations)
+Wait = Callable[[IAsyncResult], Any]
+
+
+def put_ephemeral(client: KazooClient, wait: Wait, path: str, data: bytes) -> None:
+    """Create ``path`` (parents included) as our ephemeral node with ``data``, or take it over."""
+    try:
+        wait(client.create_async(path, data, ephemeral=True, makepath=True))
+        return
+    except NodeExistsError:
+        pass
+    try:
+        _, stat = wait(client.get_async(path))
+        client_id = client.client_id
+        if client_id and stat.ephemeralOwner == client_id[0]:
+            wait(client.set_async(path, data, version=stat.version))
+            return
+        wait(client.delete_async(path, version=stat.version))
+    except NoNodeError:
+        pass
+    wait(client.create_async(path, data, ephemeral=True, makepath=True))
+
+
+class EphemeralKeeper:
+    """The ephemeral nodes of one storage, re-created after a session loss (see the module doc).
+
+    ``put(path, data)`` re-creates one node (a bounded operation of the storage); ``spawn(fn)``
+    runs ``fn`` off the connection thread.
+    """
+
+    def __init__(self, put: Callable[[str, bytes], None],
+                 spawn: Callable[[Callable[[], None]], Any]) -> None:
+        self._put = put
+        self._spawn = spawn
+        self._nodes: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+        self._session_lost = False
+
+    def remember(self, path: str, data: bytes) -> None:
+        with self._lock:
+            self._nodes[path] = data
+
+    def forget(self, path: str) -> None:
+        """Forget ``path`` and every node under it."""
+        with self._lock:
+            for tracked in [p for p in self._nodes if p == path or p.startswith(path + "/")]:
+                del self._nodes[tracked]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._nodes.clear()
+
+    def on_state(self, state: str) -> None:
+        """The connection listener (kazoo's thread: it only notes and spawns)."""
+        if state == KazooState.LOST:
+            self._session_lost = True
+        elif state == KazooState.CONNECTED and self._session_lost:
+            self._session_lost = False
+            self._spawn(self.restore)
+
+    def restore(self) -> None:
+        """Re-create every remembered node."""
+        with self._lock:
+            pending = dict(self._nodes)
+        for path, data in pending.items():
+            try:
+                self._put(path, data)
+                log.info("re-created ephemeral node %s after session loss", path)
+            except Exception:
+                log.exception("could not re-create ephemeral node %s after session loss", path)

@@ -1,0 +1,88 @@
+"""Checks of a submitted topology before Nimbus writes anything: its name, its config and its size.
+
+Every check raises :class:`~stormpy.rpc.errors.TopologyRefusedError` naming what was wrong (the
+key, the limit and its setting), so the submitter sees why over the wire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import msgpack
+
+from stormpy.config import DEFAULTS
+from stormpy.rpc.errors import TopologyRefusedError
+from stormpy.topology.errors import InvalidTopologyError
+from stormpy.topology.layout import acker_count
+from stormpy.topology.spec import TopologySpec, check_name, check_topology_name
+
+__all__ = ["check_topology_limits", "limit", "validate_topology_conf", "validate_topology_name"]
+
+
+
+
+def validate_topology_name(name: Any) -> str:
+    """``name`` when it is a usable topology name (:func:`stormpy.topology.spec.check_topology_name`);
+    TopologyRefusedError otherwise."""
+    try:
+        return check_topology_name(name)
+    except InvalidTopologyError as exc:
+        raise TopologyRefusedError(str(exc)) from None
+
+
+def _positive_int(conf: Mapping[str, Any], key: str, minimum: int) -> int | None:
+    value = conf.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise TopologyRefusedError(f"topology config {key} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def validate_topology_conf(conf: Any) -> dict[str, Any]:
+    """A copy of the submitted topology config; TopologyRefusedError naming the bad key."""
+    if conf is None:
+        return {}
+    if not isinstance(conf, Mapping) or not all(isinstance(k, str) for k in conf):
+        raise TopologyRefusedError("topology config must be a map with string keys")
+    for key in conf:
+        try:
+            check_name(key, "topology config key")
+        except InvalidTopologyError as exc:
+            raise TopologyRefusedError(str(exc)) from None
+    try:
+        msgpack.packb(dict(conf), use_bin_type=True)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise TopologyRefusedError(f"topology config must be plain data: {exc}") from None
+    _positive_int(conf, "topology.workers", 1)
+    _positive_int(conf, "topology.acker.executors", 0)
+    timeout = conf.get("topology.message.timeout.secs")
+    if timeout is not None and (not isinstance(timeout, int | float) or isinstance(timeout, bool)
+                                or timeout <= 0):
+        raise TopologyRefusedError(f"topology config topology.message.timeout.secs must be a positive "
+                                   f"number, got {timeout!r}")
+    return dict(conf)
+
+
+def limit(conf: Mapping[str, Any], key: str) -> int:
+    """The integer setting ``key`` of Nimbus's ``conf`` (its default when unset)."""
+    return int(conf.get(key, DEFAULTS[key]))
+
+
+def check_topology_limits(name: str, spec: TopologySpec, topo_conf: Mapping[str, Any],
+                          nimbus_conf: Mapping[str, Any]) -> None:
+    """TopologyRefusedError when the topology asks for more workers, executors or tasks than
+    Nimbus allows (``nimbus.slots.perTopology``, ``nimbus.executors.perTopology``,
+    ``nimbus.tasks.perTopology``); computed from the spec, before any layout is built."""
+    workers = int(topo_conf.get("topology.workers") or 1)
+    ackers = acker_count(topo_conf)
+    tasks = sum(c.num_tasks for c in spec.components.values()) + ackers
+    executors = sum(c.num_executors for c in spec.components.values()) + ackers
+    for count, key, what in ((workers, "nimbus.slots.perTopology", "workers (topology.workers)"),
+                             (executors, "nimbus.executors.perTopology", "executors"),
+                             (tasks, "nimbus.tasks.perTopology", "tasks")):
+        allowed = limit(nimbus_conf, key)
+        if count > allowed:
+            raise TopologyRefusedError(f"topology {name!r} asks for {count} {what}; this Nimbus allows at "
+                                       f"most {allowed} ({key})")

@@ -1,0 +1,81 @@
+"""The stateful bolts' settings (Storm's keys), read and checked in one place: every problem is a
+:class:`~stormpy.config.SettingError` naming the setting."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from stormpy.config import SettingError
+
+__all__ = ["PROVIDERS", "StateSettings", "positive_number", "state_settings"]
+
+PROVIDERS = ("memory", "sqlite", "zookeeper")
+
+PROVIDER = "topology.state.provider"
+PROVIDER_CONFIG = "topology.state.provider.config"
+INTERVAL = "topology.state.checkpoint.interval.ms"
+
+
+@dataclass(frozen=True)
+class StateSettings:
+    """``provider``: one of :data:`PROVIDERS` or a factory's import path; ``config``: the
+    provider's settings; ``checkpoint_interval_secs``: how often a checkpoint starts."""
+
+    provider: str = "memory"
+    config: dict[str, Any] = field(default_factory=dict)
+    checkpoint_interval_secs: float = 1.0
+
+
+def positive_number(setting: str, value: Any, default: float) -> float:
+    """``value`` as a float > 0, ``default`` when unset (None, ``""`` or 0, as Storm reads an
+    unset number); SettingError naming ``setting`` for anything else."""
+    if value is None or value == "" or (value == 0 and not isinstance(value, bool)):
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise SettingError(setting, f"must be a positive number, got {value!r}")
+    return float(value)
+
+
+def _provider_config(conf: Mapping[str, Any]) -> dict[str, Any]:
+    raw = conf.get(PROVIDER_CONFIG)
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, str):  # a JSON string, as Storm takes it
+        try:
+            raw = json.loads(raw)
+        except ValueError as exc:
+            raise SettingError(PROVIDER_CONFIG, f"is not valid JSON: {exc}") from None
+    if not isinstance(raw, Mapping):
+        raise SettingError(PROVIDER_CONFIG, f"must be a map, got {raw!r}")
+    return dict(raw)
+
+
+def state_settings(conf: Mapping[str, Any]) -> StateSettings:
+    """The stateful bolts' settings of ``conf``, checked (SettingError naming the setting)."""
+    provider = conf.get(PROVIDER) or "memory"
+    if not isinstance(provider, str) or (provider not in PROVIDERS and "." not in provider):
+        raise SettingError(PROVIDER, f"must be one of {', '.join(PROVIDERS)} or the import path "
+                                     f"of a factory (conf, namespace) -> store, got {provider!r}")
+    config = _provider_config(conf)
+    if provider == "sqlite":
+        if not config.get("path") or not isinstance(config["path"], str):
+            raise SettingError(PROVIDER_CONFIG, "provider 'sqlite' needs 'path' (the SQLite "
+                                                f"file), got {config!r}")
+        table = config.get("table", "stormpy_state")
+        if not isinstance(table, str) or not table.replace("_", "").isalnum():
+            raise SettingError(PROVIDER_CONFIG, f"'table' must be letters, digits and '_', got "
+                                                f"{table!r}")
+    if provider == "zookeeper":
+        if not (config.get("servers") or conf.get("storm.zookeeper.servers")):
+            raise SettingError(PROVIDER_CONFIG, "provider 'zookeeper' needs 'servers' (or "
+                                                "storm.zookeeper.servers)")
+        root = config.get("root", "/stormpy/state")
+        if not isinstance(root, str) or not root.startswith("/"):
+            raise SettingError(PROVIDER_CONFIG, f"'root' must be an absolute znode path, got "
+                                                f"{root!r}")
+        positive_number(f"{PROVIDER_CONFIG} timeout.secs", config.get("timeout.secs"), 10.0)
+    interval = positive_number(INTERVAL, conf.get(INTERVAL), 1000.0) / 1000
+    return StateSettings(provider, config, interval)

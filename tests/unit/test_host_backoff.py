@@ -1,0 +1,77 @@
+"""The one backoff (stormpy.host.backoff): growth, cap, jitter, reset, and both shapes of use
+(a blocking loop asking for the delay, a scheduler asking for the next attempt's time)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from stormpy.host.backoff import Backoff
+
+
+def test_delays_double_from_first_up_to_the_cap() -> None:
+    backoff = Backoff(0.5, 4.0)
+    assert [backoff.failed() for _ in range(6)] == [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
+    assert backoff.failures == 6
+    assert backoff.last_delay == 4.0
+
+
+def test_the_factor_sets_the_growth() -> None:
+    backoff = Backoff(1.0, 100.0, factor=3.0)
+    assert [backoff.failed() for _ in range(4)] == [1.0, 3.0, 9.0, 27.0]
+
+
+def test_reset_starts_over() -> None:
+    backoff = Backoff(1.0, 8.0)
+    backoff.failed()
+    backoff.failed()
+    backoff.reset()
+    assert backoff.failures == 0
+    assert backoff.last_delay == 0.0
+    assert backoff.failed() == 1.0
+
+
+def test_free_failures_retry_at_once_first() -> None:
+    backoff = Backoff(1.0, 60.0, free_failures=1)
+    assert [backoff.failed() for _ in range(5)] == [0.0, 1.0, 2.0, 4.0, 8.0]
+
+
+def test_the_pure_rule_needs_no_state_and_never_overflows() -> None:
+    backoff = Backoff(1.0, 30.0, free_failures=1)
+    assert [backoff.delay(n) for n in (0, 1, 2, 3, 7)] == [0.0, 0.0, 1.0, 2.0, 30.0]
+    assert backoff.delay(10_000) == 30.0
+    assert backoff.failures == 0
+
+
+def test_jitter_shortens_a_delay_by_at_most_its_fraction_and_keeps_the_cap() -> None:
+    backoff = Backoff(1.0, 8.0, jitter=0.5, rng=random.Random(7))
+    delays = [backoff.failed() for _ in range(40)]
+    plain = [Backoff(1.0, 8.0).delay(n) for n in range(1, 41)]
+    assert all(p * 0.5 <= d <= p for d, p in zip(delays, plain, strict=True))
+    assert any(d < p for d, p in zip(delays, plain, strict=True))
+    assert max(delays) <= 8.0
+
+
+def test_a_scheduler_gets_the_next_attempts_time_on_its_own_clock() -> None:
+    backoff = Backoff(2.0, 10.0)
+    assert backoff.ready(0.0)
+    assert backoff.failed_at(100.0) == 102.0
+    assert not backoff.ready(101.9)
+    assert backoff.ready(102.0)
+    assert backoff.failed_at(102.0) == 106.0
+    backoff.reset()
+    assert backoff.ready(0.0)
+    assert backoff.next_attempt == 0.0
+
+
+@pytest.mark.parametrize(("kwargs", "named"), [
+    ({"first": 0.0, "cap": 1.0}, "first"),
+    ({"first": 2.0, "cap": 1.0}, "cap"),
+    ({"first": 1.0, "cap": 2.0, "factor": 0.5}, "factor"),
+    ({"first": 1.0, "cap": 2.0, "jitter": 1.5}, "jitter"),
+    ({"first": 1.0, "cap": 2.0, "free_failures": -1}, "free_failures"),
+])
+def test_bad_settings_are_refused_by_name(kwargs: dict[str, float], named: str) -> None:
+    with pytest.raises(ValueError, match=named):
+        Backoff(**kwargs)  # type: ignore[arg-type]
