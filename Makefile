@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint zookeeper java kinesalite chromium bench bench-cluster clean mutate mutate-summary mutate-survivors \
+.PHONY: run test lint zookeeper java kinesalite chromium netns-tools test-partitions bench bench-cluster clean mutate mutate-summary mutate-survivors \
         mutate-recheck
 
 $(BIN)/python:
@@ -57,8 +57,22 @@ chromium:
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium chromium-driver; \
 	fi
 
+## netns-tools: install nftables (Debian package nftables) for the network-partition tests when
+## `nft` is missing (`ip` comes with iproute2)
+netns-tools:
+	@if ! command -v nft >/dev/null 2>&1 || ! command -v ip >/dev/null 2>&1; then \
+	  echo "installing nftables and iproute2 (Debian packages) for the partition tests"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q nftables iproute2; \
+	fi
+
+## test-partitions: only the network-partition tests (tests/partitions: ZooKeeper, two Nimbus hosts
+## and two supervisors in network namespaces; root on Linux; ~3 minutes). `make test` runs them too.
+test-partitions: $(STAMP) zookeeper java netns-tools
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/partitions
+
 ## test: set up (venv, ZooKeeper, Java, kinesalite, Chromium) and run every test
-test: $(STAMP) zookeeper java kinesalite chromium
+test: $(STAMP) zookeeper java kinesalite chromium netns-tools
 	$(BIN)/ruff check src tests bench examples tools setup.py
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -p no:cacheprovider

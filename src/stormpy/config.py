@@ -157,8 +157,15 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("nimbus.rpc.auth.token", None,
               "Shared secret every RPC to Nimbus must carry; None (or empty) turns auth off. Nimbus "
               "refuses other requests with AuthorizationError; the CLI and supervisors send the "
-              "token of their own config. Not encrypted on the wire: it keeps stray and "
-              "misconfigured clients out, not an attacker on the network."),
+              "token of their own config. Not encrypted on the wire unless Nimbus RPC runs over "
+              "CURVE (nimbus.rpc.curve.secret.key.file, docs/security.md)."),
+    ConfigKey("nimbus.rpc.curve.secret.key.file", None,
+              "File holding this Nimbus's CURVE secret key (Z85 text; `stormpy curve-keygen PATH`). "
+              "When set, Nimbus RPC is encrypted with CurveZMQ and clients must know the server's "
+              "public key (nimbus.rpc.curve.public.key); the token check stays on top."),
+    ConfigKey("nimbus.rpc.curve.public.key", None,
+              "Nimbus's CURVE public key (Z85) that clients (CLI, supervisors, UI) pin; set it "
+              "wherever Nimbus has nimbus.rpc.curve.secret.key.file."),
     ConfigKey("nimbus.rpc.timeout.secs", 30,
               "How long a Nimbus client (CLI, supervisor downloads) waits for each RPC attempt."),
     ConfigKey("nimbus.rpc.retries", 1,
@@ -204,6 +211,29 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("storm.zookeeper.root", "/stormpy", "Root znode of all stormpy state."),
     ConfigKey("storm.zookeeper.session.timeout", 20000, "ZooKeeper session timeout (ms)."),
     ConfigKey("storm.zookeeper.connection.timeout", 15000, "ZooKeeper connect timeout (ms)."),
+    ConfigKey("storm.zookeeper.auth.scheme", "digest",
+              "Auth scheme of the daemons' ZooKeeper sessions (Storm's key; only digest is offered)."),
+    ConfigKey("storm.zookeeper.auth.payload", None,
+              "Secret of the daemons' ZooKeeper identity (digest: user:password). When set, the "
+              "daemons authenticate with it and create their nodes writable by that identity only "
+              "(world-readable), and Nimbus gives each topology an identity of its own "
+              "(docs/security.md). Keep it in a file only the cluster's user can read."),
+    ConfigKey("storm.zookeeper.topology.auth.scheme", "digest",
+              "Auth scheme of a topology's own ZooKeeper identity (Storm's key)."),
+    ConfigKey("storm.zookeeper.topology.auth.payload", None,
+              "A topology's ZooKeeper identity (digest: user:password); its workers authenticate "
+              "with it. Nimbus generates one at submit when storm.zookeeper.auth.payload is set."),
+    ConfigKey("storm.zookeeper.auth.digest.id", None,
+              "Set in a secured topology's worker config (not by users): the daemons' public "
+              "digest ACL id, given to the nodes workers create so the daemons can remove them."),
+    ConfigKey("storm.messaging.curve.enabled", False,
+              "Encrypt and authenticate worker links with CurveZMQ: Nimbus makes a key pair per "
+              "topology at submit, only that topology's workers hold it (docs/security.md). Off by "
+              "default, like Storm's plain Netty links."),
+    ConfigKey("topology.messaging.curve.public.key", None,
+              "Set by Nimbus (not by users): the topology's CURVE public key (Z85)."),
+    ConfigKey("topology.messaging.curve.secret.key", None,
+              "Set by Nimbus (not by users): the topology's CURVE secret key (Z85)."),
     ConfigKey("storm.local.dir", "stormpy-local", "Directory for daemon state (bundles, pids, logs)."),
     ConfigKey("storm.log.dir", None, "Directory for daemon logs; defaults to <storm.local.dir>/logs."),
 ]
@@ -366,12 +396,12 @@ def load_config(path: str | os.PathLike[str] | None = None,
 
 
 #: parts of a key name whose value is never shown (``redacted``)
-SECRET_KEY_PARTS = ("token", "password", "secret")
+SECRET_KEY_PARTS = ("token", "password", "secret", "payload")
 
 
 def redacted(conf: Mapping[str, Any]) -> dict[str, Any]:
     """``conf`` sorted by key for showing (the UI, ``get_nimbus_conf``): the value of a key whose
-    name holds token, password or secret becomes ``"*****"`` (None stays None)."""
+    name holds token, password, secret or payload becomes ``"*****"`` (None stays None)."""
     return {k: ("*****" if any(s in k for s in SECRET_KEY_PARTS) and v is not None else v)
             for k, v in sorted(conf.items())}
 

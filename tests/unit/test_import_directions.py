@@ -49,6 +49,8 @@ ALLOWED: dict[str, set[str]] = {
     "windowing": {"windowing", "state", "topology", "config", "settings", "cluster", "batching",
                   "host"},
     "state": {"state", "topology", "config", "settings", "cluster", "batching", "host"},
+    # Storm's multilang protocol and pystorm components: the topology API and its seams only
+    "multilang": {"multilang", "topology", "config", "settings", "host"},
     "_native": set(),  # picks compiled or source modules: the standard library only
 }
 

@@ -425,3 +425,20 @@ def test_a_degraded_topology_says_why(ui: Ui) -> None:
     finally:
         CLUSTER["topologies"][0].pop("degraded")  # type: ignore[attr-defined]
         TOPOLOGY.pop("degraded")
+
+
+@pytest.mark.parametrize("action", ["activate", "deactivate", "rebalance/0", "kill/0"])
+def test_every_ui_action_needs_the_token(ui: Ui, action: str) -> None:
+    client, _backend, fake = ui
+    url = f"/api/v1/topology/wc-1/{action}"
+    reads = ("get_cluster_info", "get_daemon_stats", "get_nimbus_conf", "get_topology_files",
+             "get_topology_info")
+
+    def writes() -> list[str]:
+        return [method for method, _ in fake.calls if method not in reads]
+
+    assert client.post(url).status_code == 401
+    assert client.post(url, headers={"Authorization": "Bearer nope"}).status_code == 403
+    assert writes() == []  # nothing reached Nimbus
+    assert client.post(url, headers={"Authorization": "Bearer tok"}).status_code == 200
+    assert len(writes()) == 1

@@ -18,6 +18,7 @@ from stormpy.cli.client_cmds import (
     topology_info_alias,
 )
 from stormpy.cli.dev_cmds import dev_cluster, dev_kafka, dev_spark, dev_zookeeper
+from stormpy.cli.keygen_cmd import curve_keygen
 from stormpy.cli.local_cmd import local
 from stormpy.cli.nimbus_cmd import nimbus
 from stormpy.cli.supervisor_cmd import supervisor
@@ -49,6 +50,7 @@ cli.add_command(dev_cluster)
 cli.add_command(dev_spark)
 cli.add_command(supervisor)
 cli.add_command(ui)
+cli.add_command(curve_keygen)
 
 
 def main() -> None:

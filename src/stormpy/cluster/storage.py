@@ -28,6 +28,10 @@ Contract:
 * :meth:`ZkStorage.lock` is kazoo's Lock recipe; :meth:`ZkStorage.lock_contenders` reads it with
   the bounded operations (:mod:`.zk_locks`). The connect string comes from :mod:`.zk_hosts`;
   the attempts of ``set`` and recursive ``delete`` are :mod:`.zk_writes`.
+* ``identity`` (:mod:`.zk_acls`, from the ``storm.zookeeper.*auth*`` keys) authenticates the
+  session and gives every node it creates its ACL; ``start`` creates the root and the workers'
+  directories with the identity's shared ACL (missing ancestors of the root open). A write
+  ZooKeeper refuses is a ClusterStateError (``NoAuthError``).
 * Watches are kazoo's recipes, and only them: :meth:`watch_data` (``DataWatch``) and
   :meth:`watch_children` (``ChildrenWatch``) call back once with the current value before they
   return and then after every change, on a kazoo thread, until cancelled; they survive reconnections
@@ -62,10 +66,11 @@ from kazoo.retry import RetryFailedError
 from stormpy.cluster.errors import ClusterStateError, ZkConnectionError
 from stormpy.cluster.paths import DEFAULT_ROOT, normalize_root
 from stormpy.cluster.watches import Watch, children_watch, data_watch
+from stormpy.cluster.zk_acls import ZkIdentity, start_paths, zk_identity
 from stormpy.cluster.zk_ephemerals import EphemeralKeeper, put_ephemeral
 from stormpy.cluster.zk_hosts import hosts_from_config
 from stormpy.cluster.zk_locks import lock_contenders
-from stormpy.cluster.zk_writes import delete_tree, set_or_create
+from stormpy.cluster.zk_writes import delete_tree, ensure_path, set_or_create
 from stormpy.config import DEFAULTS
 
 __all__ = ["ZkStorage"]
@@ -90,8 +95,9 @@ class ZkStorage:
 
     def __init__(self, hosts: str, root: str = DEFAULT_ROOT, *, connect_timeout_secs: float = 15.0,
                  session_timeout_secs: float = 20.0, operation_timeout_secs: float | None = None,
-                 close_timeout_secs: float = 5.0) -> None:
+                 close_timeout_secs: float = 5.0, identity: ZkIdentity | None = None) -> None:
         self.hosts = hosts
+        self.identity = identity
         self.root = normalize_root(root)
         self.connect_timeout_secs = connect_timeout_secs
         self.operation_timeout_secs = float(session_timeout_secs if operation_timeout_secs is None
@@ -105,6 +111,8 @@ class ZkStorage:
             command_retry={"max_tries": -1, "delay": _RETRY_DELAY_SECS,
                            "max_delay": _RETRY_DELAY_MAX_SECS, "ignore_expire": True,
                            "deadline": self.operation_timeout_secs, "interrupt": self._interrupted},
+            auth_data=identity.auth_data if identity else None,
+            default_acl=list(identity.acl) if identity else None,
         )
         self._ephemerals = EphemeralKeeper(self._recreate_ephemeral, self._client.handler.spawn)
         self._client.add_listener(self._ephemerals.on_state)
@@ -118,14 +126,16 @@ class ZkStorage:
     def from_config(cls, conf: Mapping[str, Any], root: str | None = None) -> ZkStorage:
         """A storage configured from stormpy config keys (not yet started): connect timeout from
         ``storm.zookeeper.connection.timeout``, session (and operation) timeout from
-        ``storm.zookeeper.session.timeout`` (both in ms)."""
+        ``storm.zookeeper.session.timeout`` (both in ms), identity and ACLs from the
+        ``storm.zookeeper.*auth*`` keys (:mod:`.zk_acls`)."""
         def setting(key: str) -> Any:
             value = conf.get(key)
             return DEFAULTS[key] if value is None else value
 
         return cls(hosts_from_config(conf), root or setting("storm.zookeeper.root"),
                    connect_timeout_secs=float(setting("storm.zookeeper.connection.timeout")) / 1000,
-                   session_timeout_secs=float(setting("storm.zookeeper.session.timeout")) / 1000)
+                   session_timeout_secs=float(setting("storm.zookeeper.session.timeout")) / 1000,
+                   identity=zk_identity(conf))
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> ZkStorage:
@@ -141,7 +151,10 @@ class ZkStorage:
             raise ZkConnectionError(f"could not connect to ZooKeeper at {self.hosts} within "
                                     f"{self.connect_timeout_secs:g} s") from exc
         self._started = True
-        self.ensure_path(self.root)
+        for path, acl in start_paths(self.root, self.identity):
+            # named by the root: the first path may be its parent
+            self._run("ensure_path", self.root, functools.partial(ensure_path, self._client, path=path,
+                                                                  acl=acl))
         return self
 
     def begin_shutdown(self) -> None:

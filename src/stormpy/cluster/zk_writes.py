@@ -1,6 +1,8 @@
 """Single attempts of ZkStorage's compound writes, each given the bounded ``wait`` of one
 operation (ZkStorage runs them under its retry and deadline; see :mod:`.storage`).
 
+* :func:`ensure_path` creates ``path`` and its missing parents with ``acl`` (None: the session's
+  default ACL).
 * :func:`set_or_create` writes ``data`` to ``path``, creating it (and parents) when missing, and
   setting it after all when another writer created it meanwhile.
 * :func:`delete_tree` deletes ``path`` and everything under it; it starts over when writers add
@@ -19,12 +21,17 @@ from kazoo.interfaces import IAsyncResult
 
 from stormpy.cluster.errors import ClusterStateError
 
-__all__ = ["DELETE_ROUNDS", "delete_tree", "set_or_create"]
+__all__ = ["DELETE_ROUNDS", "delete_tree", "ensure_path", "set_or_create"]
 
 #: How many times a recursive delete starts over when writers keep adding children.
 DELETE_ROUNDS = 10
 
 Wait = Callable[[IAsyncResult], Any]
+
+
+def ensure_path(client: KazooClient, wait: Wait, path: str, acl: Any) -> Any:
+    """One attempt to create ``path`` and its missing parents with ``acl``."""
+    return wait(client.ensure_path_async(path, acl))
 
 
 def set_or_create(client: KazooClient, wait: Wait, path: str, data: bytes) -> None:

@@ -49,6 +49,7 @@ from stormpy.host.ports import free_ports
 from stormpy.host.processes import live_process, terminate
 from stormpy.host.waiting import WaitTimeout, wait_for
 from stormpy.nimbus.client import NimbusClient
+from stormpy.rpc.curve import server_public_key
 
 __all__ = ["DaemonProcess", "ProcessCluster", "end_processes", "find_processes", "free_ports"]
 
@@ -234,7 +235,8 @@ class ProcessCluster:
         """Start (or restart) Nimbus ``index`` and wait until it answers."""
         self.nimbuses[index].start()
         probe = NimbusClient(self.host, self.nimbus_ports[index], timeout_secs=1.0, retries=0,
-                             auth_token=rpc_auth_token(self.extra_conf))
+                             auth_token=rpc_auth_token(self.extra_conf),
+                             curve_server_key=server_public_key(self.extra_conf))
         try:
             self.wait_for(lambda: probe.ping(1.0), timeout_secs, f"{self.nimbuses[index].name} to answer",
                           check_daemons=False)
@@ -267,7 +269,8 @@ class ProcessCluster:
             if not self.nimbuses[i].running:
                 continue
             probe = NimbusClient(self.host, port, timeout_secs=1.0, retries=0,
-                                 auth_token=rpc_auth_token(self.extra_conf), leader_wait_secs=0)
+                                 auth_token=rpc_auth_token(self.extra_conf), leader_wait_secs=0,
+                                 curve_server_key=server_public_key(self.extra_conf))
             try:
                 if probe.rpc.call("get_leader").get("is_leader"):
                     return i
@@ -321,6 +324,7 @@ class ProcessCluster:
         ``nimbus.rpc.auth.token``; with several Nimbus hosts it follows the leader."""
         client = NimbusClient(self.host, self.nimbus_port, timeout_secs=timeout_secs, retries=retries,
                               auth_token=rpc_auth_token(self.extra_conf),
+                              curve_server_key=server_public_key(self.extra_conf),
                               seeds=[f"{self.host}:{p}" for p in self.nimbus_ports])
         self._clients.append(client)
         return client

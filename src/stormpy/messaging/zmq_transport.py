@@ -15,6 +15,10 @@ Contract (on top of :class:`~stormpy.messaging.transport.Transport`):
 * ``send``/``receive``/``wait``/``set_peers``/``close`` belong to one thread (the executor loop);
   ``wake`` may be called from any thread, before or after ``close``.
 * ``close`` discards unsent frames (LINGER 0) and releases every socket and descriptor.
+* ``curve`` (the topology's :class:`~stormpy.messaging.curve.CurveKeyPair`, see
+  :mod:`stormpy.messaging.curve`): every link is CURVE-encrypted, the PULL socket accepts only
+  clients holding that pair (others fail the handshake and never deliver a frame), and each PUSH
+  socket authenticates with it. A CURVE transport always owns its context (its ZAP handler).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from typing import Any
 
 import zmq
 
+from stormpy.messaging import curve as curve_links
+from stormpy.messaging.curve import CurveGate, CurveKeyPair
 from stormpy.messaging.transport import Transport
 
 __all__ = ["DEFAULT_TRANSFER_BUFFER_SIZE", "TRANSFER_BUFFER_KEY", "ZmqTransport", "tcp_endpoint"]
@@ -59,28 +65,38 @@ class ZmqTransport(Transport):
     """
 
     def __init__(self, host: str, port: int, conf: Mapping[str, Any] | None = None, *,
-                 hwm: int | None = None, context: zmq.Context[Any] | None = None) -> None:
+                 hwm: int | None = None, context: zmq.Context[Any] | None = None,
+                 curve: CurveKeyPair | None = None) -> None:
         if hwm is None:
             hwm = int((conf or {}).get(TRANSFER_BUFFER_KEY) or DEFAULT_TRANSFER_BUFFER_SIZE)
         if hwm < 1:
             raise ValueError(f"{TRANSFER_BUFFER_KEY} must be at least 1, got {hwm}")
+        if curve is not None and context is not None:
+            raise ValueError("a CURVE transport owns its ZeroMQ context (its ZAP handler); "
+                             "do not pass one")
         self.hwm = hwm
+        self.curve = curve
         self._own_context = context is None
         self._ctx: zmq.Context[Any] = context if context is not None else zmq.Context(io_threads=1)
         self._peers: dict[str, tuple[str, zmq.Socket[bytes]]] = {}
         self._wake_lock = threading.RLock()  # re-entrant: signal handlers may wake
         self._closed = False
         self.dropped_frames = 0
+        self._gate = CurveGate(self._ctx, frozenset([curve.public])) if curve is not None else None
         self._pull: zmq.Socket[bytes] = self._ctx.socket(zmq.PULL)
         try:
             self._pull.setsockopt(zmq.LINGER, 0)
+            if curve is not None:
+                curve_links.serve(self._pull, curve)
             self._pull.setsockopt(zmq.RCVHWM, hwm)
             self._pull.bind(f"tcp://{host}:{port}" if port else f"tcp://{host}:*")
         except zmq.ZMQError as exc:
             self._pull.close(linger=0)
-            if self._own_context:
-                self._ctx.term()
+            self._end_context()
             raise OSError(f"cannot bind the worker transport on {host}:{port}: {exc}") from exc
+        if curve is not None:
+            log.info("transport: CURVE on (topology key %s); only holders of its pair connect",
+                     curve.public.decode())
         endpoint = self._pull.getsockopt(zmq.LAST_ENDPOINT)
         self.host = host
         self.port = int(bytes(endpoint).decode().rsplit(":", 1)[1])
@@ -111,6 +127,8 @@ class ZmqTransport(Transport):
             push.setsockopt(zmq.LINGER, 0)
             push.setsockopt(zmq.SNDHWM, self.hwm)
             push.setsockopt(zmq.RECONNECT_IVL, RECONNECT_IVL_MS)
+            if self.curve is not None:
+                curve_links.connect_as_client(push, self.curve, self.curve.public)
             push.connect(endpoint)
             self._peers[key] = (endpoint, push)
             log.info("transport: connecting to peer %s at %s", key, endpoint)
@@ -182,5 +200,10 @@ class ZmqTransport(Transport):
             sock.close(linger=0)
         self._peers.clear()
         self._pull.close(linger=0)
+        self._end_context()
+
+    def _end_context(self) -> None:
+        if self._gate is not None:
+            self._gate.stop()
         if self._own_context:
             self._ctx.term()

@@ -12,7 +12,9 @@ without the same ``auth_token`` with :class:`~stormpy.rpc.errors.AuthorizationEr
 
 Nimbus HA: a client knows a list of seed addresses (``nimbus.seeds``; an explicit address is the
 only seed). A standby answers writes with :class:`~stormpy.rpc.errors.NotLeaderError` naming the
-leader, and the client switches to it and calls again. When the Nimbus it talks to stops answering
+leader, and the client switches to it and calls again; one that names no leader (none elected
+yet, or it is cut off from ZooKeeper) makes the client ask the other seeds who leads, for up to
+``leader_wait_secs``. When the Nimbus it talks to stops answering
 and it has other seeds, it asks them (``get_leader``) who leads now and switches, for up to
 ``leader_wait_secs`` (``nimbus.leader.wait.secs``); a switch to another Nimbus sends the call with a
 new request id there. :meth:`NimbusClient.submit` restarts the whole upload and submit on the new
@@ -44,6 +46,7 @@ from typing import Any
 from stormpy.config import DEFAULTS, rpc_auth_token
 from stormpy.nimbus.leader_memo import remember_leader, remembered_leader
 from stormpy.rpc import RpcClient
+from stormpy.rpc.curve import server_public_key
 from stormpy.rpc.errors import (
     AlreadyExistsError,
     NotFoundError,
@@ -99,13 +102,15 @@ def seed_addresses(conf: Mapping[str, Any]) -> list[str]:
 CONNECT_TIMEOUT_SECS = 2.0
 
 def find_leader(seeds: Sequence[str], *, auth_token: str | None = None,
-                timeout_secs: float = 2.0, connect_timeout_secs: float = CONNECT_TIMEOUT_SECS) -> str | None:
+                timeout_secs: float = 2.0, connect_timeout_secs: float = CONNECT_TIMEOUT_SECS,
+                curve_server_key: bytes | None = None) -> str | None:
     """Ask each seed in turn who leads; the first answer naming a leader wins (None: nobody knows).
     A seed that accepts no connection within ``connect_timeout_secs`` is skipped."""
     for seed in seeds:
         host, port = parse_address(seed)
         client = RpcClient(host, port, timeout_secs=timeout_secs, retries=0, auth_token=auth_token,
-                           service="Nimbus", connect_timeout_secs=connect_timeout_secs)
+                           service="Nimbus", connect_timeout_secs=connect_timeout_secs,
+                           curve_server_key=curve_server_key)
         try:
             answer = client.call("get_leader")
         except RpcError:
@@ -126,13 +131,14 @@ class NimbusClient:
     def __init__(self, host: str, port: int, *, timeout_secs: float = 10.0, retries: int = 1,
                  connect_timeout_secs: float = CONNECT_TIMEOUT_SECS, auth_token: str | None = None,
                  seeds: Sequence[str] = (), leader_wait_secs: float = 30.0,
-                 remember: bool = False) -> None:
+                 remember: bool = False, curve_server_key: bytes | None = None) -> None:
         self.host = host
         self.port = int(port)
         self.connect_timeout_secs = connect_timeout_secs
         self.timeout_secs = timeout_secs
         self.retries = retries
         self.auth_token = auth_token
+        self.curve_server_key = curve_server_key
         self.seeds = [f"{host}:{self.port}", *[s for s in seeds if s != f"{host}:{self.port}"]]
         self._seed_key = list(self.seeds)
         self._remember_in_file = remember
@@ -148,19 +154,22 @@ class NimbusClient:
     def _rpc_client(self) -> RpcClient:
         return RpcClient(self.host, self.port, timeout_secs=self.timeout_secs, retries=self.retries,
                          auth_token=self.auth_token, service="Nimbus",
-                         connect_timeout_secs=self.connect_timeout_secs)
+                         connect_timeout_secs=self.connect_timeout_secs,
+                         curve_server_key=self.curve_server_key)
 
     @classmethod
     def from_config(cls, conf: Mapping[str, Any], address: str | None = None, **kwargs: Any) -> NimbusClient:
         """A client for ``address`` (``host:port``), else ``nimbus.host``/``nimbus.thrift.port``.
 
         ``timeout_secs``, ``retries`` and ``auth_token`` default to ``nimbus.rpc.timeout.secs``,
-        ``nimbus.rpc.retries`` and ``nimbus.rpc.auth.token``; keyword arguments override them.
+        ``nimbus.rpc.retries`` and ``nimbus.rpc.auth.token``, ``curve_server_key`` to
+        ``nimbus.rpc.curve.public.key``; keyword arguments override them.
         """
         kwargs.setdefault("timeout_secs",
                           float(conf.get("nimbus.rpc.timeout.secs", DEFAULTS["nimbus.rpc.timeout.secs"])))
         kwargs.setdefault("retries", int(conf.get("nimbus.rpc.retries", DEFAULTS["nimbus.rpc.retries"])))
         kwargs.setdefault("auth_token", rpc_auth_token(conf))
+        kwargs.setdefault("curve_server_key", server_public_key(conf))
         kwargs.setdefault("leader_wait_secs",
                           float(conf.get("nimbus.leader.wait.secs", DEFAULTS["nimbus.leader.wait.secs"])))
         if address:
@@ -218,13 +227,20 @@ class NimbusClient:
                 deadline = deadline or time.monotonic() + self.leader_wait_secs
                 if time.monotonic() >= deadline:
                     raise
-                time.sleep(0.5)
+                # it knows no leader (e.g. it is cut off from ZooKeeper): another seed may
+                leader = find_leader([s for s in self.seeds if s != self.address], auth_token=self.auth_token,
+                                     connect_timeout_secs=self.connect_timeout_secs)
+                if leader is not None and leader != self.address:
+                    self._switch(leader)
+                else:
+                    time.sleep(0.5)
             except RpcTimeoutError:  # UnreachableError included
                 deadline = deadline or time.monotonic() + self.leader_wait_secs
                 if len(self.seeds) < 2 or time.monotonic() >= deadline:
                     raise
                 leader = find_leader(self.seeds, auth_token=self.auth_token,
-                                     connect_timeout_secs=self.connect_timeout_secs)
+                                     connect_timeout_secs=self.connect_timeout_secs,
+                                     curve_server_key=self.curve_server_key)
                 if leader is not None and leader != self.address:
                     self._switch(leader)
                 else:
@@ -244,7 +260,8 @@ class NimbusClient:
     def leader(self) -> str | None:
         """``host:port`` of the leading Nimbus as the seeds see it (None: none known)."""
         return find_leader(self.seeds, auth_token=self.auth_token,
-                           connect_timeout_secs=self.connect_timeout_secs)
+                           connect_timeout_secs=self.connect_timeout_secs,
+                           curve_server_key=self.curve_server_key)
 
     # -- uploads ---------------------------------------------------------------------------------
     def upload_bundle(self, path: str | os.PathLike[str], progress: Progress | None = None) -> str:

@@ -49,6 +49,7 @@ from stormpy.nimbus.store import BundleStore
 from stormpy.nimbus.topologies import TopologyManager
 from stormpy.nimbus.uploads import UploadManager
 from stormpy.rpc import RpcServer
+from stormpy.rpc.curve import server_secret_key
 
 __all__ = ["Nimbus", "bind_address", "run_nimbus"]
 
@@ -130,7 +131,8 @@ class Nimbus(Daemon):
             raise ValueError(f"nimbus.rpc.handler.threads must be at least 1, got {threads}")
         token = rpc_auth_token(conf)
         self.server = RpcServer(bind_address(self.host), int(conf["nimbus.thrift.port"]), handler,
-                                auth_token=token, max_workers=threads, max_message_bytes=max_bytes,
+                                auth_token=token, curve_secret_key=server_secret_key(conf),
+                                max_workers=threads, max_message_bytes=max_bytes,
                                 name="nimbus").start()
         handler.rpc_stats = self.server.call_stats
         if token is not None:

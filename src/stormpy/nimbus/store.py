@@ -53,13 +53,14 @@ class BundleStore:
             raise StoreError(f"topology directory {target} already exists")
         tmp = target.with_name(f".{target.name}.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
+        tmp.mkdir(parents=True, mode=0o700)
         try:
             shutil.move(str(staged.path), str(tmp / self.dirs.bundle(topology_id).name))
             doc = {"spec": spec, "conf": conf, "bundle_sha256": staged.sha256,
                    "bundle_size": staged.size}
-            (tmp / self.dirs.topology_file(topology_id).name).write_bytes(
-                msgpack.packb(doc, use_bin_type=True))
+            described = tmp / self.dirs.topology_file(topology_id).name
+            described.write_bytes(msgpack.packb(doc, use_bin_type=True))
+            described.chmod(0o600)  # the conf holds the topology's secrets (docs/security.md)
             os.replace(tmp, target)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -32,6 +32,7 @@ from typing import Any
 
 from stormpy.cluster import Assignment, ClusterState, StormBase
 from stormpy.config import DEFAULTS
+from stormpy.nimbus.credentials import add_topology_credentials
 from stormpy.nimbus.pending_actions import KILL, REBALANCE, ActionTimers
 from stormpy.nimbus.scheduler import ExecutorKey, Slot, available_slots, schedule_topology
 from stormpy.nimbus.store import BundleStore, StoredTopology, StoreError
@@ -120,6 +121,7 @@ class TopologyManager:
             topo_conf, layout = prepare_submission(name, spec, conf, self.conf)
             now = self.clock()
             topology_id = f"{name}-{int(now)}-{secrets.token_hex(3)}"
+            add_topology_credentials(topo_conf, self.conf, topology_id)
 
             def remember(described: tuple[TopologySpec, dict[str, Any]]) -> None:
                 self._described[topology_id] = described

@@ -12,6 +12,9 @@ Contract:
   TCP connection to the server was ever made during the call, else
   :class:`~stormpy.rpc.errors.RpcTimeoutError`; both name ``host:port`` and the wait, both are
   builtin ``TimeoutError`` s too.
+* ``curve_server_key``: the link is CurveZMQ-encrypted towards the holder of that public key
+  (:mod:`~stormpy.rpc.curve`); a refused handshake (wrong key, CURVE on one side only) ends the
+  attempt at once and the call with AuthorizationError naming the server, not a timeout.
 * With ``connect_timeout_secs`` set, an attempt on a fresh socket first waits at most that long for
   the TCP connection, and a refused or timed-out connection raises
   :class:`~stormpy.rpc.errors.UnreachableError` at once (nothing was sent, so no retry is made):
@@ -34,10 +37,14 @@ import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from stormpy.rpc.codec import Request, decode_response, encode_request
-from stormpy.rpc.errors import RpcError, RpcTimeoutError, UnreachableError
+from stormpy.rpc.curve import HANDSHAKE_EVENTS, connect_as_client, handshake_failure, handshake_refused
+from stormpy.rpc.errors import AuthorizationError, RpcError, RpcTimeoutError, UnreachableError
 from stormpy.rpc.server import PING_METHOD
 
 __all__ = ["RpcClient"]
+
+#: How often a waiting attempt looks for a refused handshake (see ``curve_server_key``).
+_HANDSHAKE_CHECK_SECS = 0.1
 
 
 class RpcClient:
@@ -46,7 +53,8 @@ class RpcClient:
     def __init__(self, host: str, port: int, *, timeout_secs: float = 10.0, retries: int = 1,
                  auth_token: str | None = None, service: str = "RPC server",
                  context: zmq.Context[zmq.Socket[bytes]] | None = None,
-                 connect_timeout_secs: float | None = None) -> None:
+                 connect_timeout_secs: float | None = None,
+                 curve_server_key: bytes | None = None) -> None:
         if timeout_secs <= 0:
             raise ValueError("timeout_secs must be positive")
         if connect_timeout_secs is not None and connect_timeout_secs <= 0:
@@ -60,6 +68,8 @@ class RpcClient:
         self.service = service
         self.connect_timeout_secs = connect_timeout_secs
         self._auth = auth_token
+        self._curve = curve_server_key
+        self._handshake_failed = False
         self._ctx = context or zmq.Context.instance()
         self._socket: zmq.Socket[bytes] | None = None
         self._monitor: zmq.Socket[bytes] | None = None
@@ -88,6 +98,7 @@ class RpcClient:
             if self._closed:
                 raise RpcError(f"RpcClient for {self.service} at {self.address} is closed")
             connected_once = False
+            self._handshake_failed = False
             for _ in range(attempts):
                 if not self._wait_connected():
                     self._reset()
@@ -99,6 +110,8 @@ class RpcClient:
                     return value.unwrap()
                 connected_once = connected_once or self._connected
                 self._reset()
+        if self._handshake_failed:
+            raise AuthorizationError(handshake_failure(self.service, self.address, self._curve is not None))
         what = f"{self.service} at {self.address} did not answer within {timeout:g} s"
         detail = f"call {method!r}" + (f", {attempts} attempts" if attempts > 1 else "")
         if not connected_once:
@@ -141,11 +154,13 @@ class RpcClient:
             sock.linger = 0
             sock.setsockopt(zmq.RECONNECT_IVL, 100)
             sock.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
-            events = zmq.EVENT_CONNECTED
+            events = zmq.EVENT_CONNECTED | HANDSHAKE_EVENTS
             if self.connect_timeout_secs is not None:
                 events |= zmq.EVENT_CONNECT_RETRIED
             self._monitor = sock.get_monitor_socket(events)
             self._monitor.linger = 0
+            if self._curve is not None:
+                connect_as_client(sock, self._curve)
             sock.connect(f"tcp://{self.host}:{self.port}")
             self._socket = sock
             self._connected = False
@@ -190,7 +205,11 @@ class RpcClient:
         if monitor is None:
             return
         while monitor.poll(0, zmq.POLLIN):
-            if recv_monitor_message(monitor)["event"] == zmq.EVENT_CONNECTED:
+            event = recv_monitor_message(monitor)
+            refused = handshake_refused(event, self._curve is not None)
+            if refused is not None:
+                self._handshake_failed = refused  # the last handshake's outcome counts
+            elif event["event"] == zmq.EVENT_CONNECTED:
                 self._connected = True
 
     def _attempt(self, request_id: str, payload: bytes, timeout: float) -> tuple[bool, Any]:
@@ -209,7 +228,10 @@ class RpcClient:
             if remaining <= 0:
                 self._note_connection_events()
                 return False, None
-            if not sock.poll(max(1, int(remaining * 1000)), zmq.POLLIN):
+            if not sock.poll(max(1, int(min(remaining, _HANDSHAKE_CHECK_SECS) * 1000)), zmq.POLLIN):
+                self._note_connection_events()
+                if self._handshake_failed:
+                    return False, None  # refused for want of the right key: no answer will come
                 continue
             frames = sock.recv_multipart()
             self._connected = True

@@ -15,8 +15,12 @@ Contract:
   small cache of recent responses, or, while the first attempt still runs, answers every attempt
   when it finishes (:mod:`~stormpy.rpc.retries`). This holds within one server process only.
 * ``auth_token``: when set, every request must carry the same shared secret (compared in constant
-  time) or it is refused with AuthorizationError. The token is not encrypted on the wire; it keeps
-  stray or misconfigured clients out, it is not protection against an attacker on the network.
+  time) or it is refused with AuthorizationError. The token is encrypted on the wire only with
+  ``curve_secret_key`` (below); without it, it keeps stray or misconfigured clients out, not an
+  attacker on the network.
+* ``curve_secret_key`` (Z85): every link is CurveZMQ-encrypted with this key pair (the token
+  then travels encrypted); clients must pin its public key (:mod:`~stormpy.rpc.curve`). A client
+  failing the handshake never reaches the handler; the server keeps serving.
 * The built-in method ``__ping__`` answers ``True`` (subject to auth) without touching the handler.
 * Refusals are logged with request ids and messages cut to
   :data:`~stormpy.rpc.refusals.LOG_FIELD_LIMIT` characters (they are chosen by the peer) and at
@@ -43,6 +47,7 @@ from typing import Any
 
 import zmq
 
+from stormpy.rpc import curve as rpc_curve
 from stormpy.rpc.codec import Request, Response, decode_request, encode_response, peek_request_id
 from stormpy.rpc.errors import AuthorizationError, InternalError, InvalidRequestError, RpcError
 from stormpy.rpc.methods import MethodTable
@@ -73,6 +78,7 @@ class RpcServer:
     def __init__(self, host: str = "127.0.0.1", port: int = 0, handler: object | None = None, *,
                  methods: Mapping[str, Callable[..., Any]] | None = None,
                  auth_token: str | None = None,
+                 curve_secret_key: bytes | None = None,
                  max_workers: int = 1,
                  max_message_bytes: int = 64 * 1024 * 1024,
                  response_cache_entries: int = 1024,
@@ -85,6 +91,7 @@ class RpcServer:
         self._port: int | None = None
         self._table = MethodTable(handler, methods)
         self._auth = auth_token.encode() if auth_token else None
+        self._curve = curve_secret_key
         self._max_workers = max_workers
         self._max_message_bytes = max_message_bytes
         self._retries = RetryAnswers(response_cache_entries, response_cache_bytes)
@@ -189,6 +196,8 @@ class RpcServer:
             router.linger = 0
             replies.linger = 0
             router.setsockopt(zmq.MAXMSGSIZE, self._max_message_bytes)
+            if self._curve is not None:
+                rpc_curve.serve(router, self._curve)
             try:
                 if self._requested_port:
                     router.bind(f"tcp://{self.host}:{self._requested_port}")

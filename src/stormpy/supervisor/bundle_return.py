@@ -24,6 +24,7 @@ from stormpy.cluster import ClusterState, ClusterStateError
 from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.config import DEFAULTS, rpc_auth_token
 from stormpy.rpc import RpcClient, RpcError
+from stormpy.rpc.curve import server_public_key
 from stormpy.supervisor.download import CONNECT_TIMEOUT_SECS, nimbus_addresses
 
 __all__ = ["BundleReturner"]
@@ -68,7 +69,8 @@ class BundleReturner:
         return RpcClient(address[0], address[1], timeout_secs=timeout,
                          retries=int(conf.get("nimbus.rpc.retries", DEFAULTS["nimbus.rpc.retries"])),
                          auth_token=rpc_auth_token(conf), service="Nimbus",
-                         connect_timeout_secs=CONNECT_TIMEOUT_SECS)
+                         connect_timeout_secs=CONNECT_TIMEOUT_SECS,
+                         curve_server_key=server_public_key(conf))
 
     def _leader(self) -> RpcClient:
         """A client for the leading Nimbus; RpcError when no candidate names one."""

@@ -27,6 +27,7 @@ says so (it is not mistaken for an unreachable Nimbus).
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import shutil
 import threading
@@ -43,6 +44,7 @@ from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.config import DEFAULTS, rpc_auth_token
 from stormpy.host.backoff import Backoff
 from stormpy.rpc import AuthorizationError, RpcClient, RpcError, UnreachableError
+from stormpy.rpc.curve import server_public_key
 
 __all__ = ["BundleDownloader", "DownloadError", "DownloadQueue", "nimbus_addresses"]
 
@@ -103,7 +105,8 @@ class BundleDownloader:
             host, port,
             timeout_secs=float(conf.get("nimbus.rpc.timeout.secs", DEFAULTS["nimbus.rpc.timeout.secs"])),
             retries=int(conf.get("nimbus.rpc.retries", DEFAULTS["nimbus.rpc.retries"])),
-            auth_token=rpc_auth_token(conf), service="Nimbus", connect_timeout_secs=CONNECT_TIMEOUT_SECS)
+            auth_token=rpc_auth_token(conf), service="Nimbus", connect_timeout_secs=CONNECT_TIMEOUT_SECS,
+            curve_server_key=server_public_key(conf))
 
     def _candidates(self) -> list[RpcClient]:
         """Clients for the Nimbus candidates that answer a ping, the leader first."""
@@ -216,7 +219,10 @@ class BundleDownloader:
         verify_bundle(bundle)
         unpack_bundle(bundle, tmp / "code")
         doc = {"spec": files["spec"], "conf": files["conf"]}
-        (tmp / "topology.msgpack").write_bytes(msgpack.packb(doc, use_bin_type=True))
+        # the topology's secrets (CURVE keys, ZooKeeper identity) live here: this user only
+        fd = os.open(tmp / "topology.msgpack", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as out_file:
+            out_file.write(msgpack.packb(doc, use_bin_type=True))
         self.log.info("downloaded topology %s: bundle %s (%d bytes, sha256 %s)", topology_id,
                       files["bundle_key"], size, digest)
 

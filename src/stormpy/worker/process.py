@@ -46,8 +46,10 @@ import msgpack
 from stormpy.cluster.errors import ClusterStateError
 from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.cluster.state import ClusterState
+from stormpy.cluster.zk_acls import worker_zk_identity
 from stormpy.config import load_config, merged, read_config_file, topology_prefixes
 from stormpy.host.daemon import log_to_file
+from stormpy.messaging.curve import topology_keys
 from stormpy.messaging.zmq_transport import ZmqTransport
 from stormpy.state.zookeeper import ZkBackend
 from stormpy.topology.imports import import_object
@@ -79,10 +81,12 @@ def worker_conf(daemon_conf: Mapping[str, Any], topology_conf: Mapping[str, Any]
     """Defaults ← daemon conf ← topology conf, except that only the keys under
     :func:`~stormpy.config.topology_prefixes` (``topology.*`` and the registered connector
     sections') of the topology conf count: ZooKeeper, supervisor and worker settings are the local
-    daemon's."""
+    daemon's, except that a secured topology's workers use its ZooKeeper identity instead of the
+    daemons' (:func:`~stormpy.cluster.zk_acls.worker_zk_identity`)."""
     prefixes = topology_prefixes()
     conf = merged(daemon_conf, topology_conf)
     conf.update({k: v for k, v in daemon_conf.items() if not k.startswith(prefixes)})
+    conf.update(worker_zk_identity(daemon_conf, topology_conf))
     return conf
 
 
@@ -193,7 +197,7 @@ class WorkerProcess:
         reporter = ErrorReporter(state, self.topology_id, host, self.port).start()
         try:
             try:
-                transport = ZmqTransport(bind_host, self.port, conf)
+                transport = ZmqTransport(bind_host, self.port, conf, curve=topology_keys(conf))
             except OSError as exc:
                 raise StartupError(str(exc)) from exc
             try:

@@ -1,0 +1,31 @@
+"""``stormpy curve-keygen PATH``: a Nimbus RPC key pair (docs/security.md)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from stormpy.cli.output import err_console
+from stormpy.rpc.curve import write_secret_key_file
+
+
+@click.command("curve-keygen")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+def curve_keygen(path: Path) -> None:
+    """Write a fresh CURVE secret key to PATH (mode 0600, never overwriting) and print the
+    public key.
+
+    On the Nimbus host set nimbus.rpc.curve.secret.key.file to PATH; everywhere else (CLI,
+    supervisors, UI) set nimbus.rpc.curve.public.key to the printed key."""
+    try:
+        public = write_secret_key_file(path)
+    except FileExistsError:
+        err_console.print(f"[red]error:[/red] {path} exists; remove it first to make a new key")
+        sys.exit(2)
+    except OSError as exc:
+        err_console.print(f"[red]error:[/red] cannot write {path}: {exc.strerror or exc}")
+        sys.exit(2)
+    click.echo(f"nimbus.rpc.curve.secret.key.file: {path}")
+    click.echo(f"nimbus.rpc.curve.public.key: {public.decode()}")

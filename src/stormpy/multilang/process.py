@@ -1,0 +1,284 @@
+"""ShellProcess: one subprocess speaking the multilang protocol, driven from the executor loop.
+
+The loop never waits on the subprocess. Per subprocess three daemon threads do the waiting:
+
+* the reader reads its stdout, decodes messages (:mod:`.serializers`) and hands them to the loop:
+  they queue in an inbox and ONE ``call_soon`` (the task's off-loop seam) is pending at a time to
+  drain it, so a burst of messages costs one hand-off;
+* the writer takes encoded messages from an unbounded queue the loop fills (``send`` never
+  blocks) and writes whatever is queued in one write;
+* the watchdog wakes every heartbeat period (1 s, or a third of the timeout), asks the owner for a
+  heartbeat message to send (bolts) and reports a hang when the process has been silent for the
+  timeout while the owner waits on it.
+
+stderr is read line by line into the log. Faults (the process died, wrote garbage, hung, a pipe
+broke) reach the owner on the loop, in order after the messages read before them, as
+``on_fault(text)``; after a fault or ``stop`` nothing more is delivered.
+
+The first message must be ``{"pid": n}`` (the answer to the handshake): it is checked here and
+not delivered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from stormpy.multilang.serializers import Codec, GarbageError
+
+__all__ = ["ShellProcess"]
+
+log = logging.getLogger("stormpy.multilang")
+
+_READ_CHUNK = 1 << 16
+#: how long a stopped process gets between SIGTERM and SIGKILL
+_TERM_GRACE = 1.0
+
+
+class _Fault:
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+class ShellProcess:
+    """One subprocess: start with :meth:`start`, talk with :meth:`send`, end with :meth:`stop`.
+
+    ``call_soon(fn)`` must run ``fn`` on the owner's loop (thread-safe); ``on_message(msg)`` and
+    ``on_fault(text)`` are then called there, and ``on_ready()`` once the pid arrived.
+    ``heartbeat()`` (on the watchdog thread) returns a message to send at each period or None.
+    The owner sets :attr:`waiting_since` (a ``time.monotonic()`` value) while it waits on the
+    process, or :attr:`always_watched` for a process that must answer heartbeats at all times
+    (bolts).
+    """
+
+    def __init__(self, name: str, command: Sequence[str], cwd: str, env: Mapping[str, str],
+                 codec: Codec, timeout: float, period: float,
+                 call_soon: Callable[[Callable[[], None]], None],
+                 on_message: Callable[[Any], None], on_fault: Callable[[str], None],
+                 heartbeat: Callable[[], Any] | None = None,
+                 on_ready: Callable[[], None] | None = None) -> None:
+        self.name = name
+        self.command = list(command)
+        self.cwd = cwd
+        self.env = dict(env)
+        self.codec = codec
+        self.timeout = timeout
+        self.period = period
+        self._call_soon = call_soon
+        self._on_message = on_message
+        self._on_fault = on_fault
+        self._heartbeat = heartbeat
+        self._on_ready = on_ready
+        self.pid: int | None = None
+        self.always_watched = False
+        self.waiting_since: float | None = None
+        self.last_heard = time.monotonic()
+        self._inbox: deque[Any] = deque()
+        self._drain_pending = False
+        self._lock = threading.Lock()
+        self._out: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._stopped = threading.Event()
+        self._finished = False  # on the loop: a fault was delivered or stop() ran
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._pid_dir = ""
+        self._threads: list[threading.Thread] = []
+
+    # --- the loop's side ----------------------------------------------------------------------
+
+    def start(self, handshake: Callable[[str], Mapping[str, Any]]) -> None:
+        """Start the command and send ``handshake(pid_dir)``; OSError when it cannot start."""
+        self._pid_dir = tempfile.mkdtemp(prefix="stormpy-multilang-pids-")
+        try:
+            self._proc = subprocess.Popen(
+                self.command, cwd=self.cwd, env=self.env, stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0, start_new_session=True)
+        except OSError:
+            shutil.rmtree(self._pid_dir, ignore_errors=True)
+            raise
+        self.waiting_since = time.monotonic()  # until the pid arrives
+        for target, what in ((self._read, "reader"), (self._write, "writer"),
+                             (self._read_stderr, "stderr"), (self._watch, "watchdog")):
+            t = threading.Thread(target=target, name=f"multilang-{what}-{self.name}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        self.send(dict(handshake(self._pid_dir)))
+
+    def send(self, msg: Any) -> None:
+        """Queue ``msg`` for the subprocess (never blocks)."""
+        self._out.put(self.codec.encode(msg))
+
+    @property
+    def queued(self) -> int:
+        """Messages waiting for the writer thread."""
+        return self._out.qsize()
+
+    @property
+    def running(self) -> bool:
+        return not self._finished
+
+    @property
+    def os_pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    def stop(self, wait: bool = True) -> None:
+        """End the subprocess (SIGTERM to its process group, SIGKILL after a grace) and its threads;
+        nothing more is delivered. With ``wait`` False the reaping happens on a thread."""
+        self._finished = True
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        self._out.put(None)
+        if wait:
+            self._reap()
+        else:
+            threading.Thread(target=self._reap, name=f"multilang-reap-{self.name}",
+                             daemon=True).start()
+
+    def _reap(self) -> None:
+        proc = self._proc
+        if proc is not None:
+            # the command runs in a session of its own: end its whole process group, so that
+            # what a wrapper script started goes too (only while the leader is unreaped: its
+            # pid is then still ours)
+            if proc.poll() is None:
+                with contextlib.suppress(OSError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(_TERM_GRACE)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(OSError):
+                    os.killpg(proc.pid, signal.SIGKILL)  # not reaped: wait() timed out
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(_TERM_GRACE)
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                with contextlib.suppress(OSError):
+                    if pipe is not None:
+                        pipe.close()
+        for t in self._threads:
+            if t is not threading.current_thread():
+                t.join(_TERM_GRACE)
+        shutil.rmtree(self._pid_dir, ignore_errors=True)
+
+    def _drain(self) -> None:
+        with self._lock:
+            self._drain_pending = False
+        inbox = self._inbox
+        while inbox and not self._finished:
+            msg = inbox.popleft()
+            if isinstance(msg, _Fault):
+                self._finished = True
+                self._on_fault(msg.text)
+                return
+            if self.pid is None:
+                if isinstance(msg, dict) and isinstance(msg.get("pid"), int):
+                    self.pid = msg["pid"]
+                    self.waiting_since = None
+                    if self._on_ready is not None:
+                        self._on_ready()
+                    continue
+                self._finished = True
+                self._on_fault(f"expected the handshake's pid message, got {msg!r:.200}")
+                return
+            self._on_message(msg)
+
+    # --- threads ------------------------------------------------------------------------------
+
+    def _hand(self, item: Any) -> None:
+        self._inbox.append(item)
+        with self._lock:
+            if self._drain_pending:
+                return
+            self._drain_pending = True
+        self._call_soon(self._drain)
+
+    def _fault(self, text: str) -> None:
+        if not self._stopped.is_set():
+            self._hand(_Fault(text))
+
+    def _read(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        decoder = self.codec.decoder()
+        while True:
+            try:
+                data = os.read(fd, _READ_CHUNK)
+            except OSError as exc:
+                self._fault(f"reading its output failed: {exc}")
+                return
+            if not data:
+                code = None
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    code = self._proc.wait(_TERM_GRACE)
+                self._fault(f"subprocess exited (exit code {code})" if code is not None
+                            else "subprocess closed its output")
+                return
+            try:
+                msgs = decoder.feed(data)
+            except GarbageError as exc:
+                self._fault(f"sent garbage: {exc}")
+                return
+            if msgs:
+                self.last_heard = time.monotonic()
+                for msg in msgs:
+                    self._hand(msg)
+
+    def _write(self) -> None:
+        assert self._proc is not None and self._proc.stdin is not None
+        fd = self._proc.stdin.fileno()
+        out = self._out
+        while True:
+            item = out.get()
+            chunks: list[bytes] = []
+            stop = False
+            while item is not None:
+                chunks.append(item)
+                if len(chunks) >= 1024:
+                    break
+                try:
+                    item = out.get_nowait()
+                except queue.Empty:
+                    break
+            else:
+                stop = True
+            data = memoryview(b"".join(chunks))
+            try:
+                while data:
+                    data = data[os.write(fd, data):]
+            except OSError as exc:
+                self._fault(f"writing to it failed: {exc}")
+                return
+            if stop:
+                return
+
+    def _read_stderr(self) -> None:
+        assert self._proc is not None and self._proc.stderr is not None
+        for line in iter(self._proc.stderr.readline, b""):
+            log.info("%s stderr: %s", self.name, line.decode("utf-8", "replace").rstrip())
+
+    def _watch(self) -> None:
+        while not self._stopped.wait(self.period):
+            now = time.monotonic()
+            since = self.waiting_since
+            if self.always_watched or since is not None:
+                quiet_from = max(self.last_heard, since) if since is not None else self.last_heard
+                if now - quiet_from > self.timeout:
+                    self._fault(f"subprocess heartbeat timeout: nothing heard for "
+                                f"{now - quiet_from:.1f} s (timeout {self.timeout:g} s)")
+                    return
+            if self._heartbeat is not None and self.pid is not None:
+                msg = self._heartbeat()
+                if msg is not None:
+                    self.send(msg)

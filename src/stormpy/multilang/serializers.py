@@ -1,0 +1,139 @@
+"""The two multilang wire formats and the rule that picks one from a topology's config.
+
+* JSON (Storm's ``JsonSerializer``, the default): each message is one JSON document followed by a
+  line holding only ``end`` (``{...}\\nend\\n``); the document may span several lines.
+* msgpack (pystorm's ``MsgpackSerializer``): messages are msgpack maps (task-id answers: arrays)
+  written back to back with no delimiter; msgpack itself frames them.
+
+An encoder turns one message into bytes; a decoder is fed whatever bytes the pipe gave and
+returns the complete messages so far, keeping a partial one for the next feed. A decoder raises
+:class:`GarbageError` (naming what it could not read) on bytes that are not a message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import msgpack
+
+from stormpy.config import SettingError
+
+__all__ = ["JSON", "MSGPACK", "SERIALIZER_KEY", "Codec", "GarbageError", "JsonCodec",
+           "MsgpackCodec", "codec_named", "codec_for"]
+
+#: Storm's setting naming the serializer (a Java class name on Storm: ``...JsonSerializer``).
+SERIALIZER_KEY = "topology.multilang.serializer"
+JSON = "json"
+MSGPACK = "msgpack"
+#: the longest piece of a bad message quoted in an error
+_QUOTE = 200
+
+
+class GarbageError(ValueError):
+    """The subprocess wrote bytes that are not a message of the agreed format."""
+
+
+class Decoder(Protocol):
+    def feed(self, data: bytes) -> list[Any]:
+        """The messages completed by ``data`` (possibly none)."""
+
+
+class Codec(Protocol):
+    name: str
+
+    def encode(self, msg: Any) -> bytes:
+        """One message as it goes on the wire."""
+
+    def decoder(self) -> Decoder:
+        """A fresh decoder for one subprocess's output."""
+
+
+def _quote(data: bytes | str) -> str:
+    text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+    return repr(text[:_QUOTE] + ("..." if len(text) > _QUOTE else ""))
+
+
+class _JsonDecoder:
+    def __init__(self) -> None:
+        self._partial = b""
+        self._lines: list[bytes] = []
+
+    def feed(self, data: bytes) -> list[Any]:
+        out: list[Any] = []
+        buf = self._partial + data
+        start = 0
+        while True:
+            nl = buf.find(b"\n", start)
+            if nl < 0:
+                break
+            line = buf[start:nl]
+            start = nl + 1
+            if line.rstrip(b"\r") == b"end":
+                text = b"\n".join(self._lines)
+                self._lines = []
+                try:
+                    out.append(json.loads(text))
+                except ValueError:
+                    raise GarbageError(f"not JSON: {_quote(text)}") from None
+            else:
+                self._lines.append(line)
+        self._partial = buf[start:]
+        return out
+
+
+class JsonCodec:
+    """Storm's JSON framing: the document, a newline, ``end``, a newline."""
+
+    name = JSON
+
+    def encode(self, msg: Any) -> bytes:
+        return json.dumps(msg, separators=(",", ":")).encode() + b"\nend\n"
+
+    def decoder(self) -> Decoder:
+        return _JsonDecoder()
+
+
+class _MsgpackDecoder:
+    def __init__(self) -> None:
+        self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
+
+    def feed(self, data: bytes) -> list[Any]:
+        self._unpacker.feed(data)
+        try:
+            return list(self._unpacker)
+        except (ValueError, msgpack.exceptions.ExtraData, msgpack.exceptions.FormatError,
+                msgpack.exceptions.StackError) as exc:
+            raise GarbageError(f"not msgpack ({exc}): {_quote(data)}") from None
+
+
+class MsgpackCodec:
+    """pystorm's msgpack framing: msgpack objects back to back."""
+
+    name = MSGPACK
+
+    def encode(self, msg: Any) -> bytes:
+        return msgpack.packb(msg, use_bin_type=True)
+
+    def decoder(self) -> Decoder:
+        return _MsgpackDecoder()
+
+
+def codec_named(name: Any) -> Codec:
+    """The codec a serializer setting names: ``json`` / ``msgpack`` (pystorm's names), or a class
+    name as Storm's setting holds one (``org.apache.storm.multilang.JsonSerializer``, any
+    ``...MsgpackSerializer`` / ``...MessagePackSerializer``). SettingError otherwise."""
+    text = str(name or JSON).lower()
+    tail = text.rsplit(".", 1)[-1]
+    if tail in (JSON, "jsonserializer"):
+        return JsonCodec()
+    if tail in (MSGPACK, "msgpackserializer", "messagepackserializer"):
+        return MsgpackCodec()
+    raise SettingError(SERIALIZER_KEY, f"unknown multilang serializer {name!r} (json, msgpack, or "
+                       "a class name ending in JsonSerializer / MsgpackSerializer)")
+
+
+def codec_for(conf: Mapping[str, Any]) -> Codec:
+    """The codec ``topology.multilang.serializer`` selects (JSON when unset)."""
+    return codec_named(conf.get(SERIALIZER_KEY))

@@ -1,0 +1,150 @@
+"""A secured cluster end to end (docs/security.md): CURVE worker links with per-topology keys,
+Nimbus RPC over CURVE with the token on top, ZooKeeper ACLs; real Nimbus (two: the standby copies
+the bundle over the same secured RPC), supervisor, UI and worker processes. The word count
+crosses two workers and completes; keys reach the workers only through files their user alone
+may read; strangers cannot inject, call Nimbus or write the cluster's nodes, and the daemons keep
+running."""
+
+from __future__ import annotations
+
+import os
+import stat
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import msgpack
+import pytest
+import zmq
+from cluster_kit import TOPOLOGIES, filewc, wait_for
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError
+
+from stormpy.bundle import build_bundle
+from stormpy.cluster import ZkStorage
+from stormpy.cluster.zk_acls import zk_identity
+from stormpy.nimbus import NimbusClient
+from stormpy.rpc.curve import write_secret_key_file
+from stormpy.rpc.errors import AuthorizationError
+from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.zookeeper, pytest.mark.cluster]
+
+TOKEN = "cluster-token-1b7e"
+COUNT = 60
+
+
+@pytest.fixture(scope="module")
+def secured(zookeeper: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
+    base = tmp_path_factory.mktemp("secured")
+    key_file = base / "nimbus.key"
+    public = write_secret_key_file(key_file)
+    conf = {**FAST_TIMEOUTS, "nimbus.rpc.auth.token": TOKEN,
+            "nimbus.rpc.curve.secret.key.file": str(key_file),
+            "nimbus.rpc.curve.public.key": public.decode(),
+            "storm.messaging.curve.enabled": True,
+            "storm.zookeeper.auth.payload": "stormpy:zk-daemons-secret"}
+    cluster = ProcessCluster(zookeeper.connect_string, supervisors=2, slots_per_supervisor=1,
+                             base_dir=base, zk_root=f"/stormpy-tests/secured-{uuid.uuid4().hex[:8]}",
+                             conf=conf, ui=True, nimbuses=2)
+    cluster.start(timeout_secs=90)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        assert cluster.worker_processes() == []
+        with ZkStorage(zookeeper.connect_string, cluster.zk_root,
+                       identity=zk_identity(conf)).start() as daemons:
+            daemons.delete(cluster.zk_root)  # only the daemons' identity may
+
+
+@pytest.fixture
+def anonymous(zookeeper: Any) -> Iterator[KazooClient]:
+    client = KazooClient(hosts=zookeeper.connect_string, timeout=10.0)
+    client.start(timeout=30)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+def acked(out: Path) -> int:
+    return sum(len(filewc.read_ids(p)) for p in out.glob("acked-*.txt"))
+
+
+def test_a_secured_cluster_runs_the_word_count_and_keeps_strangers_out(
+        secured: ProcessCluster, anonymous: KazooClient, tmp_path: Path) -> None:
+    c = secured
+    bundle = build_bundle(TOPOLOGIES, tmp_path / "filewc.zip").path
+    out = tmp_path / "out"
+    out.mkdir()
+    client = c.client()
+    spec = filewc.build(str(out), COUNT, 100.0).to_doc()
+    tid = client.submit("secured-wc", bundle, spec,
+                        {"topology.workers": 2, "topology.message.timeout.secs": 6}, active=True)
+    try:
+        wait_for(lambda: len(c.state.assignment(tid).workers()) == 2  # type: ignore[union-attr]
+                 if c.state.assignment(tid) else False, 60, "two workers assigned", c)
+        wait_for(lambda: acked(out) >= COUNT, 120, f"all {COUNT} sentences acked across two CURVE "
+                 "workers", c)
+
+        # the topology's keys reached the supervisors (and Nimbus's store) in files only their
+        # user may read
+        files = list(c.base_dir.rglob("topology.msgpack"))
+        assert len(files) == 4  # the two Nimbuses' and the two supervisors'
+        for path in files:
+            assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+            conf = msgpack.unpackb(path.read_bytes(), raw=False)["conf"]
+            assert len(conf["topology.messaging.curve.secret.key"]) == 40
+            assert conf["storm.zookeeper.topology.auth.payload"].startswith(f"{tid}:")
+
+        # a process without the keys cannot inject into a worker; the worker keeps running
+        node, port = next(iter(c.state.assignment(tid).workers()))  # type: ignore[union-attr]
+        ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
+        try:
+            intruder = ctx.socket(zmq.PUSH)
+            intruder.linger = 0
+            intruder.connect(f"tcp://{c.host}:{port}")
+            intruder.send(msgpack.packb([[1, "default", 1, 1, 1, None, ["injected"]]]), zmq.NOBLOCK)
+        finally:
+            ctx.destroy(linger=0)
+        assert len(c.worker_processes(tid)) == 2
+
+        # ZooKeeper: readable, but not writable, without the daemons' identity
+        paths = c.state.paths
+        assert anonymous.exists(paths.assignment(tid))
+        with pytest.raises(NoAuthError):
+            anonymous.set(paths.assignment(tid), b"forged")
+        beats = anonymous.get_children(f"{paths.workerbeats_root()}/{tid}")
+        assert beats  # written by the workers under the topology's own identity
+        with pytest.raises(NoAuthError):
+            anonymous.set(f"{paths.workerbeats_root()}/{tid}/{beats[0]}", b"forged")
+
+        # Nimbus: a wrong token, a missing or wrong CURVE key are refused; Nimbus keeps serving
+        public = str(c.extra_conf["nimbus.rpc.curve.public.key"]).encode()
+        for kwargs, message in (({"auth_token": "wrong", "curve_server_key": public}, "token"),
+                                ({"auth_token": TOKEN, "curve_server_key": None}, "requires CURVE"),
+                                ({"auth_token": TOKEN, "curve_server_key": zmq.curve_keypair()[0]},
+                                 "CURVE handshake")):
+            stranger = NimbusClient(c.host, c.nimbus_port, timeout_secs=20, retries=0,
+                                    leader_wait_secs=0, **kwargs)  # type: ignore[arg-type]
+            try:
+                with pytest.raises(AuthorizationError, match=message):
+                    stranger.rpc.call("get_cluster_info")
+            finally:
+                stranger.close()
+        assert tid in [t["id"] for t in client.rpc.call("get_cluster_info")["topologies"]]
+
+        # the UI talks to Nimbus over CURVE with the token
+        summary = httpx.get(f"{c.ui_url}/api/v1/topology/summary", timeout=30)
+        assert summary.status_code == 200
+        assert tid in [t["id"] for t in summary.json()["topologies"]]
+    finally:
+        client.kill("secured-wc", 0)
+        wait_for(lambda: not c.worker_processes(tid), 60, "the workers to exit", c)
+    # the daemons remove the workers' nodes (written under the topology's identity)
+    wait_for(lambda: tid not in c.state.topologies(), 60, "the topology's ZooKeeper state removed", c)
+    assert not anonymous.exists(f"{c.state.paths.workerbeats_root()}/{tid}")

@@ -1,0 +1,193 @@
+"""The multilang protocol's rules on the host side: which commands are taken, the handshake
+document, the timeout settings, and how shell and pystorm components declare themselves
+(refused clearly when they do not)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pystorm import Bolt as PystormBolt
+
+from stormpy import Bolt, TopologyBuilder
+from stormpy.config import SettingError
+from stormpy.multilang import ShellBolt, ShellSpout, pystorm_component
+from stormpy.multilang.protocol import (
+    BOLT_COMMANDS,
+    SPOUT_COMMANDS,
+    ProtocolError,
+    check_command,
+    handshake,
+    heartbeat_period,
+    subprocess_timeout,
+)
+from stormpy.multilang.shell import ShellSettings
+from stormpy.topology.context import TopologyContext
+from stormpy.topology.errors import InvalidTopologyError
+from stormpy.topology.layout import compute_layout
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "multilang"))
+
+import wordcount  # noqa: E402
+
+
+@pytest.mark.parametrize("msg", [
+    {"command": "emit", "tuple": ["a"]}, {"command": "ack", "id": "1"},
+    {"command": "fail", "id": "1"}, {"command": "log", "msg": "m", "level": 4},
+    {"command": "error", "msg": "e"}, {"command": "metrics", "name": "n", "params": 1},
+    {"command": "sync"},
+])
+def test_bolt_commands_are_taken(msg: dict[str, Any]) -> None:
+    assert check_command(msg, BOLT_COMMANDS) == msg["command"]
+
+
+@pytest.mark.parametrize(("msg", "problem"), [
+    ({"command": "frobnicate"}, "unknown command 'frobnicate'"),
+    ({"no": "command"}, "unknown command None"),
+    (["a", "list"], "expected a command map"),
+    ({"command": "ack"}, "ack without 'id'"),
+    ({"command": "emit", "tuple": "abc"}, "emit of a non-list tuple"),
+    ({"command": "next"}, "unknown command 'next'"),
+])
+def test_bad_bolt_messages_are_refused_quoting_them(msg: Any, problem: str) -> None:
+    with pytest.raises(ProtocolError, match=problem):
+        check_command(msg, BOLT_COMMANDS)
+
+
+def test_spouts_may_not_ack() -> None:
+    with pytest.raises(ProtocolError, match="unknown command 'ack'"):
+        check_command({"command": "ack", "id": "1"}, SPOUT_COMMANDS)
+
+
+def test_the_subprocess_timeout_follows_storms_settings() -> None:
+    assert subprocess_timeout({}) == 30
+    assert subprocess_timeout({"supervisor.worker.timeout.secs": 12}) == 12
+    assert subprocess_timeout({"supervisor.worker.timeout.secs": 12,
+                               "topology.subprocess.timeout.secs": 4}) == 4
+    assert heartbeat_period(30) == 1.0
+    assert heartbeat_period(1.5) == 0.5
+    with pytest.raises(SettingError, match=r"^topology\.subprocess\.timeout\.secs: must be a n"):
+        subprocess_timeout({"topology.subprocess.timeout.secs": 0})
+    with pytest.raises(SettingError, match=r"^supervisor\.worker\.timeout\.secs: must be a nu"):
+        subprocess_timeout({"supervisor.worker.timeout.secs": "soon"})
+
+
+class _Sink(Bolt):
+    pass
+
+
+def test_the_handshake_carries_conf_context_and_pid_dir() -> None:
+    b = TopologyBuilder()
+    b.set_spout("sentences", ShellSpout("node", "spout.js").declare(["sentence"]))
+    b.set_bolt("split", ShellBolt("python3", "split.py").declare(
+        {"default": ["word"], "other": ["word", "n"]}), 2).shuffle_grouping("sentences")
+    b.set_bolt("sink", _Sink).fields_grouping("split", ["word"])
+    spec = b.create_topology()
+    conf = {"topology.name": "wc", "topology.debug": False, "an.object": object()}
+    layout = compute_layout(spec, conf)
+    task = layout.component_tasks["split"][1]
+    doc = handshake(TopologyContext("wc-1", spec, layout, task, [task], conf), "/tmp/pids")
+    assert doc["pidDir"] == "/tmp/pids"
+    assert doc["conf"] == {"topology.name": "wc", "topology.debug": False}  # JSON values only
+    ctx = doc["context"]
+    assert ctx["taskid"] == task and ctx["componentid"] == "split"
+    assert ctx["task->component"][str(task)] == "split"
+    assert ctx["streams"] == ["default", "other"]
+    assert ctx["stream->outputfields"] == {"default": ["word"], "other": ["word", "n"]}
+    assert ctx["source->stream->fields"] == {"sentences": {"default": ["sentence"]}}
+    assert list(ctx["stream->target->grouping"]["default"]) == ["sink"]
+
+
+def test_a_shell_bolt_without_declared_outputs_is_refused() -> None:
+    b = TopologyBuilder()
+    with pytest.raises(InvalidTopologyError, match=r"'split'.*declares no outputs.*\.declare"):
+        b.set_bolt("split", ShellBolt("python3", "split.py"))
+
+
+def test_a_shell_bolt_subclass_declares_as_on_storm() -> None:
+    class SplitSentence(ShellBolt):
+        command = ("python3", "splitsentence.py")
+        outputs = ["word"]
+
+    b = TopologyBuilder()
+    b.set_spout("s", ShellSpout("node", "s.js", serializer="msgpack").declare(["sentence"]))
+    b.set_bolt("split", SplitSentence).shuffle_grouping("s")
+    spec = b.create_topology()
+    assert spec.components["split"].streams["default"].fields.to_list() == ["word"]
+    assert spec.components["s"].config["topology.multilang.serializer"] == "msgpack"
+    assert SplitSentence()._shell.command == ["python3", "splitsentence.py"]
+
+
+@pytest.mark.parametrize(("kwargs", "error", "text"), [
+    ({"args": ("a",), "command": ["b"]}, TypeError, "not both"),
+    ({"args": ()}, ValueError, "needs a command"),
+    ({"args": ("",)}, ValueError, "needs a command"),
+    ({"args": ("a",), "env": {"X": 1}}, TypeError, "env must map strings"),
+    ({"args": ("a",), "serializer": "xml"}, SettingError, "unknown multilang serializer"),
+])
+def test_bad_shell_arguments_are_refused(kwargs: dict[str, Any], error: type, text: str) -> None:
+    args = kwargs.pop("args")
+    with pytest.raises(error, match=text):
+        ShellBolt(*args, **kwargs)
+
+
+def test_the_working_directory_stays_inside_the_code_dir(tmp_path: Path) -> None:
+    (tmp_path / "resources").mkdir()
+    conf = {"worker.code.dir": str(tmp_path)}
+    inside = ShellSettings(("x",), None, "resources", None, [])
+    assert inside.directory(conf) == str(tmp_path.resolve() / "resources")
+    with pytest.raises(ValueError, match="leads out of the topology's code dir"):
+        ShellSettings(("x",), None, "../..", None, []).directory(conf)
+    with pytest.raises(ValueError, match="no directory"):
+        ShellSettings(("x",), None, "missing", None, []).directory(conf)
+
+
+def test_pystorm_components_declare_from_streamparse_outputs() -> None:
+    b = TopologyBuilder()
+    b.set_spout("s", pystorm_component(wordcount.SentenceSpout))
+    b.set_bolt("count", pystorm_component(wordcount.WordCountBolt, shell=True)) \
+        .shuffle_grouping("s")
+    b.set_bolt("batch", pystorm_component(wordcount.TicklessCountBolt)).shuffle_grouping("s")
+    spec = b.create_topology()
+    assert spec.components["count"].streams["default"].fields.to_list() == ["word", "count"]
+    assert spec.components["count"].kwargs["command"][1:] == [
+        "-m", "stormpy.multilang.pystorm_run", "wordcount:WordCountBolt"]
+    assert spec.components["batch"].config["topology.tick.tuple.freq.secs"] == 1
+
+
+def test_pystorm_components_are_refused_clearly() -> None:
+    class NoOutputs(PystormBolt):
+        def process(self, tup: Any) -> None:
+            pass
+
+    with pytest.raises(TypeError, match="not a pystorm Bolt or Spout"):
+        pystorm_component(_Sink)
+    with pytest.raises(ValueError, match="declares no outputs"):
+        pystorm_component(NoOutputs)
+    with pytest.raises(ValueError, match="defined inside a function"):
+        pystorm_component(NoOutputs, outputs=[], shell=True)
+
+
+def test_shell_and_pystorm_components_travel_to_a_cluster_as_plain_data() -> None:
+    import msgpack
+
+    from stormpy.topology.spec import TopologySpec
+
+    b = TopologyBuilder()
+    b.set_spout("s", ShellSpout("node", "s.js", cwd="resources", env={"A": "1"})
+                .declare(["sentence"]))
+    b.set_bolt("split", ShellBolt("python3", "split.py", serializer="msgpack").declare(
+        {"default": ["word"], "direct": {"fields": ["word"], "direct": True}})) \
+        .shuffle_grouping("s")
+    b.set_bolt("count", pystorm_component(wordcount.WordCountBolt)).fields_grouping("split",
+                                                                                    ["word"])
+    spec = b.create_topology()
+    doc = msgpack.unpackb(msgpack.packb(spec.to_doc()), raw=False)
+    again = TopologySpec.from_doc(doc)
+    assert again.components["split"].streams["direct"].direct
+    assert again.components["s"].kwargs == {"command": ["node", "s.js"], "cwd": "resources",
+                                            "env": {"A": "1"}, "outputs": ["sentence"]}
+    assert again.components["count"].class_path == \
+        "stormpy.multilang.pystorm_adapter:PystormBolt"

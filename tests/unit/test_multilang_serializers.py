@@ -1,0 +1,117 @@
+"""The multilang wire formats: Storm's JSON framing and pystorm's msgpack framing, each checked
+against pystorm's own serializers in both directions, partial reads, garbage, and the setting
+that picks one."""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+from typing import Any
+
+import pytest
+from pystorm.serializers.json_serializer import JSONSerializer
+from pystorm.serializers.msgpack_serializer import MsgpackSerializer
+
+from stormpy.config import SettingError
+from stormpy.multilang.serializers import (
+    SERIALIZER_KEY,
+    GarbageError,
+    JsonCodec,
+    MsgpackCodec,
+    codec_for,
+    codec_named,
+)
+
+MESSAGES: list[Any] = [
+    {"command": "emit", "anchors": ["1", "2"], "tuple": ["snow", 3, 1.5, None, True]},
+    {"command": "log", "msg": "two\nlines and ünïcode", "level": 3},
+    [4, 5, 6],  # task ids
+    {"pid": 1234},
+]
+
+
+def test_json_framing_is_storms() -> None:
+    assert JsonCodec().encode({"command": "sync"}) == b'{"command":"sync"}\nend\n'
+
+
+@pytest.mark.parametrize("codec", [JsonCodec(), MsgpackCodec()], ids=["json", "msgpack"])
+def test_messages_survive_any_split_of_the_byte_stream(codec: Any) -> None:
+    data = b"".join(codec.encode(m) for m in MESSAGES)
+    for step in (1, 3, 7, len(data)):
+        decoder = codec.decoder()
+        out: list[Any] = []
+        for i in range(0, len(data), step):
+            out.extend(decoder.feed(data[i:i + step]))
+        assert out == MESSAGES
+
+
+def test_a_json_document_may_span_lines() -> None:
+    decoder = JsonCodec().decoder()
+    assert decoder.feed(b'{"command":\n "sync"}\nend\n{"pid": 7}\r\nend\r\n') == [
+        {"command": "sync"}, {"pid": 7}]
+
+
+def test_json_garbage_is_named() -> None:
+    decoder = JsonCodec().decoder()
+    with pytest.raises(GarbageError, match="not JSON: 'hello there'"):
+        decoder.feed(b"hello there\nend\n")
+
+
+def test_msgpack_garbage_is_named() -> None:
+    decoder = MsgpackCodec().decoder()
+    with pytest.raises(GarbageError, match="not msgpack"):
+        decoder.feed(b"\xc1\xc1\xc1")  # 0xc1 is never used by msgpack
+
+
+def _pystorm_reads(serializer_cls: type, data: bytes, count: int) -> list[Any]:
+    read_fd, write_fd = os.pipe()
+    with os.fdopen(read_fd, "rb", buffering=0) as src:
+        writer = threading.Thread(target=lambda: (os.write(write_fd, data), os.close(write_fd)))
+        writer.start()
+        ser = serializer_cls(src, io.BytesIO(), threading.RLock(), threading.RLock())
+        out = [ser.read_message() for _ in range(count)]
+        writer.join()
+    return out
+
+
+def _pystorm_writes(serializer_cls: type, messages: list[Any]) -> bytes:
+    sink = io.BytesIO()
+    ser = serializer_cls(io.BytesIO(), sink, threading.RLock(), threading.RLock())
+    for m in messages:
+        ser.send_message(m)
+    ser.output_stream.flush()
+    return sink.getvalue()
+
+
+@pytest.mark.parametrize(("codec", "pystorm_cls"), [(JsonCodec(), JSONSerializer),
+                                                     (MsgpackCodec(), MsgpackSerializer)],
+                         ids=["json", "msgpack"])
+def test_pystorm_reads_what_the_host_writes(codec: Any, pystorm_cls: type) -> None:
+    msgs = [m for m in MESSAGES if isinstance(m, dict)]
+    data = b"".join(codec.encode(m) for m in msgs)
+    assert _pystorm_reads(pystorm_cls, data, len(msgs)) == msgs
+
+
+@pytest.mark.parametrize(("codec", "pystorm_cls"), [(JsonCodec(), JSONSerializer),
+                                                     (MsgpackCodec(), MsgpackSerializer)],
+                         ids=["json", "msgpack"])
+def test_the_host_reads_what_pystorm_writes(codec: Any, pystorm_cls: type) -> None:
+    msgs = [m for m in MESSAGES if isinstance(m, dict)]
+    assert codec.decoder().feed(_pystorm_writes(pystorm_cls, msgs)) == msgs
+
+
+@pytest.mark.parametrize(("name", "codec"), [
+    (None, "json"), ("json", "json"), ("JSON", "json"),
+    ("org.apache.storm.multilang.JsonSerializer", "json"),
+    ("msgpack", "msgpack"), ("org.example.multilang.MsgpackSerializer", "msgpack"),
+    ("com.example.MessagePackSerializer", "msgpack"),
+])
+def test_the_serializer_setting_names_a_codec(name: Any, codec: str) -> None:
+    assert codec_named(name).name == codec
+    assert codec_for({SERIALIZER_KEY: name} if name else {}).name == codec
+
+
+def test_an_unknown_serializer_is_refused_naming_the_setting() -> None:
+    with pytest.raises(SettingError, match=r"^topology\.multilang\.serializer: unknown .*'xml'"):
+        codec_for({SERIALIZER_KEY: "xml"})
