@@ -16,8 +16,9 @@ from stormpy.testing import Capture, FeederSpout
 from stormpy.topology.clock import SimulatedClock
 from stormpy.topology.fields import Fields
 from stormpy.worker import Worker, WorkerConfig, WorkerError
-from stormpy.worker.loop import EXECUTE_BUDGET, MAX_ERRORS_KEPT
+from stormpy.worker.loop import EXECUTE_BUDGET
 from stormpy.worker.spout_task import SPOUT_ROUND_TUPLES
+from stormpy.worker.task_errors import MAX_ERRORS_KEPT
 
 
 def feeder_to_sink(parallelism: int = 1, ack: bool = True) -> tuple[FeederSpout, Capture, Any]:

@@ -6,7 +6,8 @@ otherwise), each values is a list of as many plain values as the stream has fiel
 Everything is checked before anything is sent. The two hottest emits (``BoltTask.emit``,
 ``SpoutTask.emit``) inline the first step of ``checked_values_list``'s pre-check (plain scalars
 pass without a call) and call ``check_emit`` only for anything else (through
-``TaskRunner._check`` and ``_bad_stream``): a call per tuple is what that saves. This module is compiled with the rest of the tuple path.
+``TaskRunner._check`` and ``_bad_stream``): a call per tuple is what that saves. This module
+is compiled with the rest of the tuple path.
 """
 
 from __future__ import annotations

@@ -20,7 +20,6 @@ import gc
 import logging
 import socket
 import threading
-import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -42,6 +41,7 @@ from stormpy.worker.inbound import Inbound, accepts
 from stormpy.worker.offloop import BackgroundPool
 from stormpy.worker.spout_task import SpoutTask
 from stormpy.worker.stats import summarize
+from stormpy.worker.task_errors import TaskErrors
 from stormpy.worker.task_timers import TaskTimers
 from stormpy.worker.tasks import TaskRunner
 from stormpy.worker.transfer import Transfer
@@ -53,7 +53,6 @@ log = logging.getLogger("stormpy.worker")
 EXECUTE_BUDGET = 1024
 #: Longest idle wait; bounds how late a timer or a polling spout is served.
 MAX_IDLE_WAIT = 0.001
-MAX_ERRORS_KEPT = 10
 
 
 class Worker:
@@ -78,7 +77,6 @@ class Worker:
         self.transport = transport or NoTransport()
         self.worker_port = config.worker_port
         self.observer = observer
-        self.on_error = on_error
         self.state: StateBackend = state if state is not None else MemoryBackend()
         all_tasks = sorted(self.layout.task_component)
         self.local_tasks = sorted(config.local_tasks) if config.local_tasks is not None \
@@ -86,14 +84,12 @@ class Worker:
         self.acker_tasks = self.layout.acker_tasks
         #: delivery table, the round's acks and the ackers, shared with the task runners
         self.dispatch = Dispatch(max(all_tasks, default=0), self.acker_tasks)
-        self.errors: dict[str, deque[dict[str, Any]]] = {}
-        #: errors not kept nor reported because their task was over its throttle
-        self.errors_suppressed = 0
         #: the host name recorded with this worker's errors (``WorkerConfig.hostname``)
         self.hostname = config.hostname or socket.gethostname()
-        self._errors_per_interval = int(self.conf["topology.max.error.report.per.interval"])
-        self._error_interval = float(self.conf["topology.error.throttle.interval.secs"])
-        self._error_windows: dict[int, list[float]] = {}
+        self.task_errors = TaskErrors(self.conf, self.clock.now, self.hostname, self.worker_port,
+                                      on_error)
+        #: the last errors kept per component (``task_errors.py``)
+        self.errors: dict[str, deque[dict[str, Any]]] = self.task_errors.kept
         self.failure: WorkerError | None = None
         self._callbacks: deque[tuple[str, int, Callable[[], None]]] = deque()
         self._background = BackgroundPool(
@@ -172,34 +168,15 @@ class Worker:
 
     # -- errors and observation -------------------------------------------------------------
     def record_error(self, component: str, task: int, text: str, force: bool = False) -> None:
-        """Log an error of ``component``'s ``task`` and, unless throttled, keep it (last 10 per
-        component: ``errors``, ``LocalCluster.errors``, with ``hostname`` and the worker's port)
-        and hand it to ``on_error``. This is the one throttle of reported errors: like Storm's
-        executors, each task reports at most ``topology.max.error.report.per.interval`` errors
-        per ``topology.error.throttle.interval.secs`` (in this worker's clock); ``force`` (the
-        error that stops the worker) is never throttled, and ``on_error`` must not drop what it
-        is handed (the cluster's ``ErrorReporter`` writes every one)."""
-        log.error("error in component %s task %d: %s", component, task, text)
-        now = self.clock.now()
-        if not force and self._throttled(task, now):
-            self.errors_suppressed += 1
-            return
-        errs = self.errors.setdefault(component, deque(maxlen=MAX_ERRORS_KEPT))
-        errs.append({"component": component, "task": task, "time": time.time(),
-                     "host": self.hostname, "port": self.worker_port, "error": text})
-        if self.on_error is not None:
-            try:
-                self.on_error(component, task, text)
-            except Exception:  # noqa: BLE001 - reporting must never kill the loop
-                log.exception("could not report error of %s", component)
+        """Record an error of ``component``'s ``task`` (``task_errors.py``: logged, throttled once
+        per task, never with ``force``, the error that stops the worker; kept in ``errors`` with
+        ``hostname`` and the worker's port, and handed to ``on_error``)."""
+        self.task_errors.record(component, task, text, force)
 
-    def _throttled(self, task: int, now: float) -> bool:
-        window = self._error_windows.get(task)
-        if window is None or now - window[0] >= self._error_interval:
-            self._error_windows[task] = [now, 1]
-            return False
-        window[1] += 1
-        return window[1] > self._errors_per_interval
+    @property
+    def errors_suppressed(self) -> int:
+        """Errors not kept nor reported because their task was over its throttle."""
+        return self.task_errors.suppressed
 
     def log_emit(self, component: str, task: int, stream: str, values: list[Any],
                  targets: list[int]) -> None:
