@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint zookeeper java kinesalite chromium netns-tools test-partitions bench bench-cluster clean mutate mutate-summary mutate-survivors \
+.PHONY: run test lint zookeeper java kafka kinesalite chromium netns-tools test-partitions bench bench-cluster clean mutate mutate-summary mutate-survivors \
         mutate-recheck
 
 $(BIN)/python:
@@ -41,6 +41,26 @@ zookeeper:
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q zookeeper; \
 	fi
 
+## kafka: Apache Kafka (KRaft) for the Kafka tests and `stormpy dev-kafka`, in .tools/kafka: Maven copies
+## org.apache.kafka:kafka_2.13 and its runtime dependencies (tools/kafka/pom.xml) into libs/, and the
+## broker's log4j2 configuration goes to config/ (stormpy.local.apache_kafka starts it)
+KAFKA_HOME  := .tools/kafka
+KAFKA_STAMP := $(KAFKA_HOME)/libs/.installed
+kafka: java $(KAFKA_STAMP) $(KAFKA_HOME)/config/log4j2.properties
+$(KAFKA_STAMP): tools/kafka/pom.xml
+	@if ! command -v mvn >/dev/null 2>&1; then \
+	  echo "installing Maven (Debian package maven) to fetch Apache Kafka"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q maven; \
+	fi
+	rm -rf $(KAFKA_HOME)/libs
+	mvn -q -B -f tools/kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+	    -DoutputDirectory=$(abspath $(KAFKA_HOME))/libs
+	touch $@
+$(KAFKA_HOME)/config/log4j2.properties: tools/kafka/log4j2.properties
+	mkdir -p $(@D)
+	cp $< $@
+
 ## kinesalite: a local Kinesis server (Node.js) for the resharding tests, in .tools/
 KINESALITE := .tools/kinesalite/node_modules/kinesalite/cli.js
 kinesalite: $(KINESALITE)
@@ -71,8 +91,8 @@ netns-tools:
 test-partitions: $(STAMP) zookeeper java netns-tools
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/partitions
 
-## test: set up (venv, ZooKeeper, Java, kinesalite, Chromium) and run every test
-test: $(STAMP) zookeeper java kinesalite chromium netns-tools
+## test: set up (venv, ZooKeeper, Java, Apache Kafka, kinesalite, Chromium) and run every test
+test: $(STAMP) zookeeper java kafka kinesalite chromium netns-tools
 	$(BIN)/ruff check src tests bench examples tools setup.py
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -p no:cacheprovider
@@ -91,6 +111,15 @@ bench: $(STAMP)
 ## (~10 minutes: kept out of `make bench`). See docs/performance.md.
 bench-cluster: $(STAMP) zookeeper
 	$(BIN)/python -m bench.cluster_bench
+
+## bench-peers: Apache Storm itself beside stormpy and Bytewax in one run: the README's word count
+## in Java on Storm's LocalCluster and with a multilang Python split bolt (bench/peers/storm,
+## built with Maven into its target/ when java and mvn are on PATH; without them the Storm rows
+## are left out and the reason printed). ~10 minutes: kept out of `make bench`. See
+## docs/performance.md, "Apache Storm itself".
+.PHONY: bench-peers
+bench-peers: $(STAMP)
+	$(BIN)/python -m bench.peers
 
 ## mutate: mutation testing (mutmut) of the core modules, one after the other, then the score of
 ## each; MODULE=acker (or worker, nimbus, batching, spark-bolt, ...) for one. See docs/testing.md.

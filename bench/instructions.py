@@ -15,6 +15,12 @@ of one build varied by a few tens of instructions per word).
 ``--toggle-collect``), over one run of ``--large`` sentences: the executor loop's instructions
 per word without the workload's generation, imports or start-up, which the difference above
 still includes in part (generating the sentences grows with their number).
+
+``--framework`` measures, the same two-run way, the plain Python loop doing the same split and
+count (``bench.runners.plain_loop``), Bytewax (``bench.bytewax_flows``, one worker, ``run_main``)
+and stormpy's per-tuple form (the README's code; ``--acking`` for acking on), and prints each
+framework's instructions per word beyond the plain loop's: what the framework costs per word,
+measured the same way for both (the workload's generation cancels in the subtraction).
 """
 
 from __future__ import annotations
@@ -88,8 +94,19 @@ def main() -> None:
     parser.add_argument("--loop", action="store_true",
                         help="count only inside the executor loop's rounds (Worker.run_once; "
                              "compiled path only), one run of --large sentences")
+    parser.add_argument("--framework", action="store_true",
+                        help="the plain loop, Bytewax and stormpy's per-tuple form, and each "
+                             "framework's instructions per word beyond the plain loop's")
+    parser.add_argument("--runner", default="stormpy", choices=["stormpy", "bytewax", "plain"],
+                        help=argparse.SUPPRESS)
     parser.add_argument("--run", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.run and args.runner != "stormpy":
+        print("words", run_peer(args.runner, args.run, args.workload))
+        return
+    if args.framework:
+        framework(args)
+        return
     if args.run:
         columns: bool | str = "sentence" if args.columns and args.per_sentence else args.columns
         print("words", run(args.run, args.workload, args.acking, args.batch, columns))
@@ -113,6 +130,71 @@ def main() -> None:
           f"{form}, "
           f"{'compiled' if native.COMPILED else 'pure'}: {(i2 - i1) / (w2 - w1):,.0f} "
           "instructions per word")
+
+
+def run_peer(runner: str, n: int, workload: str) -> int:
+    """One run of the plain loop or Bytewax over ``n`` sentences, with the same work around it
+    as ``run`` (the sentences generated, their words counted once); returns the words."""
+    from bench import runners
+    from bench.bytewax_flows import CountingSink, flow
+
+    lines = runners.sentences(n)
+    words = sum(len(s.split()) for s in lines)
+    if runner == "plain":
+        counted = runners.plain_loop(n, workload)[0]
+    elif runner == "bytewax":
+        from bytewax.testing import run_main
+
+        sink = CountingSink()
+        run_main(flow(workload, n, 1, sink=sink))
+        counted = words if workload == "final" else sink.items  # final: one item per word kind
+    else:
+        raise ValueError(f"unknown runner {runner!r} (plain or bytewax)")
+    if counted != words:
+        raise RuntimeError(f"{runner} counted {counted} words of {words}")
+    return words
+
+
+def count_peer(runner: str, n: int, workload: str) -> tuple[int, int]:
+    """Instructions (callgrind) and words of one ``run_peer`` process."""
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+           "-m", "bench.instructions", "--runner", runner, "--run", str(n), "--workload",
+           workload]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONHASHSEED": "0"})
+    m = re.search(r"Collected : (\d+)", out.stderr)
+    words = re.search(r"words (\d+)", out.stdout)
+    if not m or not words:
+        raise RuntimeError(f"no instruction count in: {out.stderr[-2000:]}{out.stdout[-500:]}")
+    return int(m.group(1)), int(words.group(1))
+
+
+def framework(args: argparse.Namespace) -> None:
+    """Instructions per word of the plain loop, Bytewax and stormpy's per-tuple form (two runs
+    each, ``--small`` and ``--large`` sentences), and the frameworks' beyond the plain loop."""
+    import stormpy._native as native
+
+    per_word: dict[str, float] = {}
+    stormpy_args = argparse.Namespace(**{**vars(args), "batch": False, "columns": False,
+                                         "per_sentence": False, "loop": False})
+    acking = f"acking {'on' if args.acking else 'off'}"
+    names = {"plain": "plain python loop", "bytewax": "bytewax (1 worker)",
+             "stormpy": f"stormpy per-tuple (README form), {acking}, "
+                        f"{'compiled' if native.COMPILED else 'pure'}"}
+    for runner in names:
+        if runner == "stormpy":
+            (i1, w1), (i2, w2) = count(args.small, stormpy_args), count(args.large, stormpy_args)
+        else:
+            (i1, w1), (i2, w2) = (count_peer(runner, args.small, args.workload),
+                                  count_peer(runner, args.large, args.workload))
+        per_word[runner] = (i2 - i1) / (w2 - w1)
+    plain = per_word["plain"]
+    print(f"{args.workload}: instructions per word (callgrind, {args.large} - {args.small} "
+          "sentences)")
+    for runner, name in names.items():
+        extra = "" if runner == "plain" else \
+            f"; framework: {per_word[runner] - plain:,.0f} beyond the plain loop"
+        print(f"  {name}: {per_word[runner]:,.0f}{extra}")
 
 
 if __name__ == "__main__":

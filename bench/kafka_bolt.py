@@ -30,7 +30,9 @@ every delivery once in Python. The bolt side additionally emits a tuple per reco
 through the executor loop, tracks it in the acker and hands delivery reports back from the
 background poll — the cost being measured. Target (issue 11): bolt >= 0.5x the plain loop.
 
-Without ``--bootstrap`` a tansu broker (the test broker) is started for the run. Results go to
+Without ``--bootstrap`` a broker is started for the run: Apache Kafka (KRaft, one node; ``make
+kafka`` installs it) when Java and its jars are there, else tansu; ``--broker kafka|tansu`` forces one,
+and the results name it. Results go to
 bench/results/kafka_bolt.json.
 """
 
@@ -48,7 +50,7 @@ from typing import Any
 
 from stormpy.connectors.kafka import KafkaBolt, KafkaBoltConfig
 from stormpy.testing import LocalCluster, registry
-from stormpy.testing.kafka import KafkaBroker
+from stormpy.testing.kafka import BROKER_CHOICES, create_topic, start_broker
 from stormpy.topology import Spout, TopologyBuilder, TopologyContext
 
 RESULTS = Path(__file__).parent / "results"
@@ -191,14 +193,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--acks", default="all", help="the producer's acks setting (both sides)")
     parser.add_argument("--bootstrap", default=None, help="use this broker instead of starting one")
+    parser.add_argument("--broker", choices=BROKER_CHOICES, default="auto",
+                        help="which broker to start without --bootstrap (auto: Apache Kafka when installed)")
     parser.add_argument("--output", type=Path, default=RESULTS / "kafka_bolt.json")
     args = parser.parse_args()
-    broker = None if args.bootstrap else KafkaBroker().start()
+    broker = None if args.bootstrap else start_broker(args.broker, echo=print)
     bootstrap = args.bootstrap or broker.bootstrap_servers  # type: ignore[union-attr]
-    admin = KafkaBroker(int(bootstrap.rsplit(":", 1)[1]), host=bootstrap.rsplit(":", 1)[0])
+    broker_name = broker.flavour if broker is not None else f"the broker at {bootstrap}"
 
     def fresh_topic() -> str:
-        return admin.create_topic(f"bench-out-{uuid.uuid4().hex[:8]}", args.partitions)
+        return create_topic(bootstrap, f"bench-out-{uuid.uuid4().hex[:8]}", args.partitions)
 
     try:
         n, acks = args.records, args.acks
@@ -220,7 +224,8 @@ def main() -> None:
     for name, r in results.items():
         print(f"{name}: {r['records_per_sec']:,.0f} records/s ({r['vs_plain']:.2f}x plain); "
               f"CPU {r['cpu_us_per_record']:.2f} µs/record ({r['cpu_vs_plain']:.2f}x)")
-    doc = {"records": args.records, "partitions": args.partitions, "repeat": args.repeat,
+    doc = {"broker": broker_name, "records": args.records, "partitions": args.partitions,
+           "repeat": args.repeat,
            "acks": args.acks, "python": platform.python_version(), "machine": platform.machine(),
            "results": results}
     args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -49,7 +49,9 @@ Both clocks include the client's start-up (connecting, resolving the start offse
 before the first record), which weighs less the more records are read; ``steady`` in the results is
 each side's rate from its first record to its last.
 
-Without ``--bootstrap`` a tansu broker (the test broker) is started for the run. Results go to
+Without ``--bootstrap`` a broker is started for the run: Apache Kafka (KRaft, one node; ``make
+kafka`` installs it) when Java and its jars are there, else tansu; ``--broker kafka|tansu`` forces one,
+and the results name it. Results go to
 bench/results/kafka_spout.json.
 """
 
@@ -67,7 +69,7 @@ from typing import Any
 
 from stormpy.connectors.kafka import KafkaSpout, KafkaSpoutConfig
 from stormpy.testing import LocalCluster, registry
-from stormpy.testing.kafka import KafkaBroker
+from stormpy.testing.kafka import BROKER_CHOICES, create_topic, start_broker
 from stormpy.topology import Bolt, TopologyBuilder, TopologyContext, Tuple
 from stormpy.topology.columns import ColumnBatch
 
@@ -243,14 +245,16 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--bootstrap", default=None, help="use this broker instead of starting one")
+    parser.add_argument("--broker", choices=BROKER_CHOICES, default="auto",
+                        help="which broker to start without --bootstrap (auto: Apache Kafka when installed)")
     parser.add_argument("--output", type=Path, default=RESULTS / "kafka_spout.json")
     args = parser.parse_args()
-    broker = None if args.bootstrap else KafkaBroker().start()
+    broker = None if args.bootstrap else start_broker(args.broker, echo=print)
     bootstrap = args.bootstrap or broker.bootstrap_servers  # type: ignore[union-attr]
+    broker_name = broker.flavour if broker is not None else f"the broker at {bootstrap}"
     try:
         topic = f"bench-{uuid.uuid4().hex[:8]}"
-        admin = KafkaBroker(int(bootstrap.rsplit(":", 1)[1]), host=bootstrap.rsplit(":", 1)[0])
-        admin.create_topic(topic, args.partitions)
+        create_topic(bootstrap, topic, args.partitions)
         fill(bootstrap, topic, args.records, args.partitions)
         n, parts = args.records, args.partitions
         best = best_of_interleaved({
@@ -277,7 +281,8 @@ def main() -> None:
         print(f"{name}: {r['records_per_sec']:,.0f} records/s ({r['vs_plain']:.2f}x {r['vs']}); "
               f"steady {r['steady_records_per_sec']:,.0f} ({r['steady_vs_plain']:.2f}x); "
               f"CPU {r['cpu_us_per_record']:.2f} µs/record ({r['cpu_vs_plain']:.2f}x)")
-    doc = {"records": args.records, "partitions": args.partitions, "repeat": args.repeat,
+    doc = {"broker": broker_name, "records": args.records, "partitions": args.partitions,
+           "repeat": args.repeat,
            "python": platform.python_version(), "machine": platform.machine(), "results": results}
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(doc, indent=2) + "\n")

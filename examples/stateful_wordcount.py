@@ -4,15 +4,15 @@ adds the checkpoint spout and wraps the bolts; an input is acked once the state 
 committed, so after a failure the counts roll back to the last checkpoint and the replayed
 sentences are counted exactly once.
 
-Run it (nothing else to start: in local mode the state lives with the LocalCluster; the
-checkpoint spout starts a checkpoint every second, so the topology is never idle and runs until
-``--ttl``):
+Run it (nothing else to start: in local mode the state lives with the LocalCluster). The
+checkpoint spout starts a checkpoint every second, but ``--idle-stop`` counts only the user's
+components: the run stops 2 s after the last sentence was counted and committed (acked):
 
-    stormpy local examples stateful_wordcount:topology --ttl 10
+    stormpy local examples stateful_wordcount:topology --idle-stop 2
 
 Keep the counts in a SQLite file instead of memory, so a second run continues from them:
 
-    stormpy local examples stateful_wordcount:topology --ttl 10 \\
+    stormpy local examples stateful_wordcount:topology --idle-stop 2 \\
         -c topology.state.provider=sqlite -c 'topology.state.provider.config={"path": "wc.sqlite"}'
 """
 

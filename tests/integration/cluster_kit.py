@@ -6,11 +6,12 @@ test gets every daemon and worker log attached to its report."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -58,13 +59,17 @@ class _LogDump:
                 terminalreporter.write_line(f"{name}: {secs:.2f} s")
 
 
-@pytest.fixture(scope="module", name="cluster")
-def cluster_fixture(zookeeper: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
-    """Nimbus + two supervisors (two slots each) with short timeouts, shared by a test module."""
-    root = f"/stormpy-tests/cluster-{uuid.uuid4().hex[:8]}"
-    base = tmp_path_factory.mktemp("cluster")
-    c = ProcessCluster(zookeeper.connect_string, supervisors=2, slots_per_supervisor=2, base_dir=base,
-                       zk_root=root, conf=FAST_TIMEOUTS)
+@contextlib.contextmanager
+def running_cluster(zookeeper: Any, base: Path, name: str, *, supervisors: int = 2,
+                    slots: int = 2, nimbuses: int = 1,
+                    conf: Mapping[str, Any] | None = None) -> Iterator[ProcessCluster]:
+    """A started ProcessCluster (``nimbuses`` + ``supervisors`` with ``slots`` each,
+    FAST_TIMEOUTS under ``conf``) in ``base`` on a fresh ZooKeeper root named after ``name``;
+    stopped on exit, when no worker process may be left."""
+    c = ProcessCluster(zookeeper.connect_string, supervisors=supervisors, slots_per_supervisor=slots,
+                       nimbuses=nimbuses, base_dir=base,
+                       zk_root=f"/stormpy-tests/{name}-{uuid.uuid4().hex[:8]}",
+                       conf={**FAST_TIMEOUTS, **(conf or {})})
     c.start(timeout_secs=90)
     try:
         yield c
@@ -72,6 +77,13 @@ def cluster_fixture(zookeeper: Any, tmp_path_factory: pytest.TempPathFactory) ->
         c.stop()
         leftovers = c.worker_processes()
         assert leftovers == [], f"stray worker processes: {leftovers}"
+
+
+@pytest.fixture(scope="module", name="cluster")
+def cluster_fixture(zookeeper: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
+    """Nimbus + two supervisors (two slots each) with short timeouts, shared by a test module."""
+    with running_cluster(zookeeper, tmp_path_factory.mktemp("cluster"), "cluster") as c:
+        yield c
 
 
 @pytest.fixture(autouse=True)

@@ -16,7 +16,6 @@ When a test using ``zookeeper`` fails, the tail of the server log is attached to
 
 from __future__ import annotations
 
-import os
 import re
 import uuid
 from collections.abc import Iterator
@@ -25,7 +24,8 @@ import pytest
 from kazoo.client import KazooClient
 
 from stormpy.cluster import ClusterState, ZkStorage
-from stormpy.cluster.zkserver import INSTALL_HINT, ZooKeeperNotFound, ZooKeeperServer
+from stormpy.cluster.zkserver import ZooKeeperServer
+from zookeeper_kit import running_zookeeper
 
 TEST_ROOT = "/stormpy-tests"
 
@@ -33,18 +33,8 @@ TEST_ROOT = "/stormpy-tests"
 @pytest.fixture(scope="session")
 def zookeeper() -> Iterator[ZooKeeperServer]:
     """One real ZooKeeper server for the whole test session."""
-    server = ZooKeeperServer(heap_mb=256)
-    try:
-        server.start()
-    except ZooKeeperNotFound as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            hint = "" if INSTALL_HINT in str(exc) else f"; {INSTALL_HINT}"
-            pytest.fail(f"ZooKeeper is required in CI: {exc}{hint}", pytrace=False)
-        pytest.skip(f"ZooKeeper not installed: {exc}")
-    try:
+    with running_zookeeper(heap_mb=256) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="session")

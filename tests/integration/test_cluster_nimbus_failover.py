@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,28 +26,23 @@ from cluster_kit import (  # noqa: F401 - fixtures
     bundle_path_fixture,
     filewc,
     record_timing,
+    running_cluster,
     submit,
     wait_for,
 )
 
 from stormpy.nimbus import NimbusClient
 from stormpy.rpc.errors import RpcError
-from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
+from stormpy.testing.cluster import ProcessCluster
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.zookeeper, pytest.mark.cluster]
 
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
-    root = f"/stormpy-tests/failover-{uuid.uuid4().hex[:8]}"
-    c = ProcessCluster(zookeeper.connect_string, supervisors=2, slots_per_supervisor=2, nimbuses=2,
-                       base_dir=tmp_path_factory.mktemp("failover-cluster"), zk_root=root, conf=FAST_TIMEOUTS)
-    c.start(timeout_secs=90)
-    try:
+    with running_cluster(zookeeper, tmp_path_factory.mktemp("failover-cluster"), "failover",
+                         nimbuses=2) as c:
         yield c
-    finally:
-        c.stop()
-        assert c.worker_processes() == [], "stray worker processes"
 
 
 @pytest.fixture(autouse=True)
@@ -243,7 +237,7 @@ def fault_run(cluster: ProcessCluster, bundle_path: Path, tmp_path: Path, durati
     name = ""
     started = next_kill = time.monotonic()
     next_kill += 15
-    n = 0
+    n = leader_kills = 0
     client = cluster.client(timeout_secs=10, retries=1)
     try:
         while time.monotonic() - started < duration:
@@ -251,6 +245,7 @@ def fault_run(cluster: ProcessCluster, bundle_path: Path, tmp_path: Path, durati
                 leader = cluster.leader_index()
                 if leader is not None:
                     kill9(cluster, leader)
+                    leader_kills += 1
                     cluster.start_nimbus(60, index=leader)  # back as a standby
                 next_kill += 15
             live = [name for name in submitted if name not in killed]
@@ -283,6 +278,8 @@ def fault_run(cluster: ProcessCluster, bundle_path: Path, tmp_path: Path, durati
                 uncertain.add(name)
             time.sleep(0.5)
         restart_dead(cluster)
+        # a round with no leader found at each kill time would test no failover at all
+        assert leader_kills >= 1, f"no leader was found to kill in {duration} s"
         bases = cluster.state.storm_bases()
         by_name: dict[str, list[str]] = {}
         for tid, base in bases.items():

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,26 +20,21 @@ from cluster_kit import (  # noqa: F401 - fixtures
     bundle_path_fixture,
     filewc,
     record_timing,
+    running_cluster,
     submit,
     wait_for,
 )
 
-from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
+from stormpy.testing.cluster import ProcessCluster
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.zookeeper, pytest.mark.cluster]
 
 
 @pytest.fixture(scope="module")
 def cluster(zookeeper: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
-    root = f"/stormpy-tests/ha-{uuid.uuid4().hex[:8]}"
-    c = ProcessCluster(zookeeper.connect_string, supervisors=2, slots_per_supervisor=2, nimbuses=2,
-                       base_dir=tmp_path_factory.mktemp("ha-cluster"), zk_root=root, conf=FAST_TIMEOUTS)
-    c.start(timeout_secs=90)
-    try:
+    with running_cluster(zookeeper, tmp_path_factory.mktemp("ha-cluster"), "ha",
+                         nimbuses=2) as c:
         yield c
-    finally:
-        c.stop()
-        assert c.worker_processes() == [], "stray worker processes"
 
 
 def test_kill9_leader_while_running_and_submitting(cluster: ProcessCluster, tmp_path: Path,

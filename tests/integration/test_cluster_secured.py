@@ -54,10 +54,11 @@ def secured(zookeeper: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         yield cluster
     finally:
         cluster.stop()
-        assert cluster.worker_processes() == []
+        strays = cluster.worker_processes()
         with ZkStorage(zookeeper.connect_string, cluster.zk_root,
                        identity=zk_identity(conf)).start() as daemons:
             daemons.delete(cluster.zk_root)  # only the daemons' identity may
+        assert strays == [], "stray worker processes"
 
 
 @pytest.fixture

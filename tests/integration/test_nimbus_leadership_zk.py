@@ -16,11 +16,12 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
-from stormpy.cluster.zkserver import INSTALL_HINT, ZooKeeperNotFound, ZooKeeperServer
+from stormpy.cluster.zkserver import ZooKeeperServer
 from stormpy.nimbus import Nimbus
 from stormpy.rpc import RpcClient
 from stormpy.rpc.errors import NotFoundError, NotLeaderError
 from stormpy.testing import wait_for
+from zookeeper_kit import running_zookeeper
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(120)]
 
@@ -45,19 +46,8 @@ def takes_writes(rpc: RpcClient) -> bool:
 
 @pytest.fixture
 def private_zookeeper() -> Iterator[ZooKeeperServer]:
-    server = ZooKeeperServer(heap_mb=128)
-    try:
-        server.start()
-    except ZooKeeperNotFound as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"ZooKeeper is required in CI: {exc}; {INSTALL_HINT}", pytrace=False)
-        pytest.skip(f"ZooKeeper not installed: {exc}")
-    try:
+    with running_zookeeper(heap_mb=128) as server:
         yield server
-    finally:
-        if server.pid is not None:
-            os.kill(server.pid, signal.SIGCONT)
-        server.stop()
 
 
 def test_a_suspended_leader_refuses_writes_until_it_reconnects(private_zookeeper: ZooKeeperServer,

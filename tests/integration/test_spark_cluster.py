@@ -26,11 +26,12 @@ from cluster_kit import (  # noqa: F401 - fixtures
     attach_cluster_logs,
     kill_and_check_gone,
     record_timing,
+    running_cluster,
     wait_for,
 )
 
 from stormpy.bundle import build_bundle
-from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster, find_processes
+from stormpy.testing.cluster import ProcessCluster, find_processes
 
 SPARK_TOPOLOGIES = HERE / "spark_topologies"
 if str(SPARK_TOPOLOGIES) not in sys.path:
@@ -58,17 +59,9 @@ def cluster(zookeeper: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     to stop (``supervisor.worker.shutdown.sleep.secs``, default 3) as Spark workers need: a Spark
     bolt's cleanup waits for running jobs and the JVM's shutdown, and a worker killed meanwhile
     leaves Spark's temporary files behind."""
-    c = ProcessCluster(zookeeper.connect_string, supervisors=2, slots_per_supervisor=2,
-                       base_dir=tmp_path_factory.mktemp("cluster"),
-                       zk_root=f"/stormpy-tests/spark-cluster-{uuid.uuid4().hex[:8]}",
-                       conf={**FAST_TIMEOUTS, "supervisor.worker.shutdown.sleep.secs": 15})
-    c.start(timeout_secs=90)
-    try:
+    with running_cluster(zookeeper, tmp_path_factory.mktemp("cluster"), "spark-cluster",
+                         conf={"supervisor.worker.shutdown.sleep.secs": 15}) as c:
         yield c
-    finally:
-        c.stop()
-        leftovers = c.worker_processes()
-        assert leftovers == [], f"stray worker processes: {leftovers}"
 
 
 @pytest.fixture(scope="module")

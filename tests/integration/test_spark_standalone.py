@@ -37,13 +37,14 @@ from cluster_kit import (  # noqa: F401 - fixtures
     HERE,
     attach_cluster_logs,
     record_timing,
+    running_cluster,
     wait_for,
 )
 
 from stormpy.bundle import build_bundle
 from stormpy.local.spark_cluster import SparkStandalone
 from stormpy.testing import WaitTimeout
-from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
+from stormpy.testing.cluster import ProcessCluster
 
 SPARK_TOPOLOGIES = HERE / "spark_topologies"
 FLAGSHIP_TOPOLOGIES = HERE / "flagship_topologies"
@@ -75,17 +76,11 @@ def cluster(spark_standalone: SparkStandalone, zookeeper: Any,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
     """Nimbus + one supervisor with one slot; workers get 15 s to stop (a Spark bolt's cleanup)
     and 60 s to start (importing PySpark on a busy machine takes a while)."""
-    c = ProcessCluster(zookeeper.connect_string, supervisors=1, slots_per_supervisor=1,
-                       base_dir=tmp_path_factory.mktemp("cluster"),
-                       zk_root=f"/stormpy-tests/spark-standalone-{uuid.uuid4().hex[:8]}",
-                       conf={**FAST_TIMEOUTS, "supervisor.worker.shutdown.sleep.secs": 15,
-                             "supervisor.worker.start.timeout.secs": 60})
-    c.start(timeout_secs=90)
-    try:
+    with running_cluster(zookeeper, tmp_path_factory.mktemp("cluster"), "spark-standalone",
+                         supervisors=1, slots=1,
+                         conf={"supervisor.worker.shutdown.sleep.secs": 15,
+                               "supervisor.worker.start.timeout.secs": 60}) as c:
         yield c
-    finally:
-        c.stop()
-        assert c.worker_processes() == []
 
 
 @pytest.fixture(scope="module")

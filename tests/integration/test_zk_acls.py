@@ -32,8 +32,10 @@ def daemon(zookeeper: ZooKeeperServer, zk_root: str) -> Iterator[ZkStorage]:
     try:
         yield storage
     finally:
-        storage.delete(zk_root)  # the test fixture's own client may not remove secured nodes
-        storage.close()
+        try:
+            storage.delete(zk_root)  # the test fixture's own client may not remove secured nodes
+        finally:
+            storage.close()
 
 
 def storage_as(zookeeper: ZooKeeperServer, root: str, conf: dict[str, str]) -> ZkStorage:

@@ -28,11 +28,12 @@ import yaml
 from supervisor_kit import PACED_FILES, SupervisorEnv, paced_spec, processes_under, wait_for
 
 from stormpy.cluster import ZkConnectionError, ZkStorage
-from stormpy.cluster.zkserver import INSTALL_HINT, ZooKeeperNotFound, ZooKeeperServer
+from stormpy.cluster.zkserver import ZooKeeperServer
 from stormpy.nimbus import NimbusClient
 from stormpy.nimbus.leadership import Leadership
 from stormpy.testing import free_ports, stays_unchanged
 from stormpy.testing.cluster import FAST_TIMEOUTS
+from zookeeper_kit import running_zookeeper
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.cluster, pytest.mark.timeout(90)]
 
@@ -49,17 +50,8 @@ ZK_ROOT = "/stormpy-outage"
 @pytest.fixture
 def private_zookeeper() -> Iterator[ZooKeeperServer]:
     """A ZooKeeper of this test alone (the test stops it); skipped like the shared one."""
-    server = ZooKeeperServer(heap_mb=128)
-    try:
-        server.start()
-    except ZooKeeperNotFound as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"ZooKeeper is required in CI: {exc}; {INSTALL_HINT}", pytrace=False)
-        pytest.skip(f"ZooKeeper not installed: {exc}")
-    try:
+    with running_zookeeper(heap_mb=128) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

@@ -1,14 +1,19 @@
-"""Fixtures for the Kafka connector tests: one real Kafka-protocol broker per test session.
+"""Fixtures for the Kafka connector tests: one real Apache Kafka broker per test session.
 
-* ``kafka_broker`` (session): a running :class:`stormpy.testing.kafka.KafkaBroker` (tansu, in
-  memory, 127.0.0.1, free port). When the broker binary or confluent-kafka is missing, tests using
-  it are skipped, or fail with the install hint when the environment variable ``CI`` is ``true``.
+* ``kafka_broker`` (session): a running :class:`stormpy.testing.kafka.ApacheKafkaBroker` (a
+  single-node KRaft broker on 127.0.0.1, free ports, data in a temp dir, the quick-start JVM
+  options; ``make kafka`` installs it into ``.tools/kafka``). When Java, the Kafka jars or
+  confluent-kafka are missing, tests using it are skipped, or FAIL with the install hint when the
+  environment variable ``CI`` is ``true``.
+* ``spare_broker`` (function): a factory ``spare_broker(port=0) -> ApacheKafkaBroker`` of extra
+  brokers, NOT started (a test starts, kills and restarts them); each is stopped and its directory
+  removed at the end of the test. Needs what ``kafka_broker`` needs.
 * ``kafka_topic`` (function): a factory ``kafka_topic(partitions=1) -> name`` creating a fresh
   topic (unique name per call) through the admin API.
 * ``produce`` (function): ``produce(topic, [(partition, key, value), ...])`` writes records
   synchronously (flushes before returning).
 
-When a test using ``kafka_broker`` fails, the tail of the broker log is attached to the report.
+When a test using a broker fails, the tail of each broker's log is attached to the report.
 """
 
 from __future__ import annotations
@@ -17,28 +22,44 @@ import os
 import re
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
-from stormpy.testing.kafka import INSTALL_HINT, KafkaBroker, KafkaBrokerNotFound
+from stormpy.testing.kafka import (
+    KAFKA_INSTALL_HINT,
+    QUICK_START_JVM_OPTIONS,
+    ApacheKafkaBroker,
+    KafkaBroker,
+    KafkaBrokerNotFound,
+    apache_kafka_missing,
+)
+
+_SPARES: list[ApacheKafkaBroker] = []
 
 
-def _unavailable(reason: str) -> None:
+def _unavailable(reason: str) -> NoReturn:
     if os.environ.get("CI", "").lower() == "true":
-        hint = "" if INSTALL_HINT in reason else f"; {INSTALL_HINT}"
-        pytest.fail(f"the Kafka test broker is required in CI: {reason}{hint}", pytrace=False)
-    pytest.skip(f"Kafka test broker unavailable: {reason}")
+        hint = "" if KAFKA_INSTALL_HINT in reason else f"; {KAFKA_INSTALL_HINT}"
+        pytest.fail(f"Apache Kafka is required in CI: {reason}{hint}", pytrace=False)
+    pytest.skip(f"Apache Kafka unavailable: {reason}")
 
 
-@pytest.fixture(scope="session")
-def kafka_broker() -> Iterator[KafkaBroker]:
-    """One tansu broker for the whole test session."""
+def _require_kafka() -> None:
     try:
         import confluent_kafka  # noqa: F401
     except ImportError as exc:
         _unavailable(f"confluent-kafka is not installed ({exc})")
-    broker = KafkaBroker()
+    missing = apache_kafka_missing()
+    if missing is not None:
+        _unavailable(missing)
+
+
+@pytest.fixture(scope="session")
+def kafka_broker() -> Iterator[ApacheKafkaBroker]:
+    """One Apache Kafka broker for the whole test session."""
+    _require_kafka()
+    broker = ApacheKafkaBroker(jvm_options=QUICK_START_JVM_OPTIONS)
     try:
         broker.start()
     except KafkaBrokerNotFound as exc:
@@ -47,6 +68,26 @@ def kafka_broker() -> Iterator[KafkaBroker]:
         yield broker
     finally:
         broker.stop()
+
+
+@pytest.fixture
+def spare_broker() -> Iterator[Callable[..., ApacheKafkaBroker]]:
+    """``spare_broker(port=0)``: another Apache Kafka broker, not started; stopped after the test."""
+    _require_kafka()
+    made: list[ApacheKafkaBroker] = []
+
+    def make(port: int = 0) -> ApacheKafkaBroker:
+        broker = ApacheKafkaBroker(port, jvm_options=QUICK_START_JVM_OPTIONS)
+        made.append(broker)
+        _SPARES.append(broker)
+        return broker
+
+    try:
+        yield make
+    finally:
+        for broker in made:
+            broker.stop()
+            _SPARES.remove(broker)
 
 
 @pytest.fixture
@@ -83,8 +124,11 @@ def produce(kafka_broker: KafkaBroker) -> Iterator[Callable[[str, Iterable[tuple
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     report = yield
-    if report.failed and call.when == "call" and "kafka_broker" in getattr(item, "fixturenames", ()):
-        broker = item.funcargs.get("kafka_broker") if hasattr(item, "funcargs") else None
+    if report.failed and call.when == "call":
+        funcargs = getattr(item, "funcargs", {})
+        broker = funcargs.get("kafka_broker")
         if isinstance(broker, KafkaBroker):
             report.sections.append(("Kafka broker log tail", broker.log_tail(60)))
+        for spare in _SPARES:
+            report.sections.append((f"spare Kafka broker ({spare.work_dir}) log tail", spare.log_tail(60)))
     return report

@@ -1,4 +1,4 @@
-"""KafkaBolt end to end in local mode against the real (tansu) broker.
+"""KafkaBolt end to end in local mode against a real Apache Kafka broker.
 
 A reliable spout emits numbered records to the bolt and replays what fails: one tuple per record,
 or (``batches``) ten records per ``emit_batch``, which reach the bolt's columnar form as one
@@ -10,7 +10,6 @@ that port the replays are delivered. Waits are on conditions, never fixed sleeps
 
 from __future__ import annotations
 
-import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -18,8 +17,9 @@ from typing import Any
 import pytest
 
 from stormpy.connectors.kafka import KafkaBolt, KafkaBoltConfig
+from stormpy.host.ports import free_port
 from stormpy.testing import LocalCluster, registry
-from stormpy.testing.kafka import KafkaBroker
+from stormpy.testing.kafka import ApacheKafkaBroker, KafkaBroker
 from stormpy.topology import Spout, TopologyBuilder, TopologyContext
 
 pytestmark = pytest.mark.kafka
@@ -129,29 +129,24 @@ def test_tuples_are_acked_once_delivered_and_their_records_are_in_the_topic(
 
 @pytest.mark.parametrize("batches", [False, True], ids=["tuples", "batches"])
 def test_an_unreachable_broker_fails_tuples_and_replays_are_delivered_once_it_is_there(
-        kafka_broker: KafkaBroker, tally: tuple[Tally, str], batches: bool) -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    late = KafkaBroker(port)  # nothing listens there yet
+        spare_broker: Callable[..., ApacheKafkaBroker], tally: tuple[Tally, str], batches: bool) -> None:
+    late = spare_broker(free_port())  # nothing listens there yet
     seen, key = tally
     config = KafkaBoltConfig(
         bootstrap_servers=late.bootstrap_servers, topic="late-out",
         producer_props={"message.timeout.ms": 500, "reconnect.backoff.ms": 50,
                         "reconnect.backoff.max.ms": 200, "topic.metadata.refresh.interval.ms": 200})
-    try:
-        with LocalCluster() as cluster:
-            worker = cluster.submit_topology("late", {}, topology(key, 20, config, batches))
-            cluster.wait_for(lambda: seen.fails >= 40, what="tuples failed while no broker listens")
-            assert not seen.acked  # nothing acked without a broker confirming it
-            assert any("delivery failed" in e["error"] for e in worker.errors.get("to-kafka", ()))
-            # the topic is created by the replayed produces (the broker auto-creates topics, as
-            # Kafka does by default): creating it here as well would race with them
-            late.start()
-            cluster.wait_for(lambda: len(seen.acked) == 20, timeout=60,
-                             what="replayed tuples delivered once the broker is there")
-            assert worker.failure is None
-        got = topic_values(late, "late-out")
-        assert {v for _, v in got} == {b"v%d" % i for i in range(20)}
-    finally:
-        late.stop()
+    with LocalCluster() as cluster:
+        worker = cluster.submit_topology("late", {}, topology(key, 20, config, batches))
+        cluster.wait_for(lambda: seen.fails >= 40, what="tuples failed while no broker listens")
+        assert not seen.acked  # nothing acked without a broker confirming it
+        assert any("delivery failed" in e["error"] for e in worker.errors.get("to-kafka", ()))
+        # the topic is created by the replayed produces (the broker auto-creates topics, as
+        # Kafka does by default): creating it here as well would race with them
+        late.start()
+        cluster.wait_for(lambda: len(seen.acked) == 20, timeout=60,
+                         what="replayed tuples delivered once the broker is there")
+        assert worker.failure is None
+    got = topic_values(late, "late-out")
+    assert {v for _, v in got} == {b"v%d" % i for i in range(20)}
+

@@ -25,9 +25,10 @@ from typing import Any
 import pytest
 
 from stormpy.bundle import build_bundle
-from stormpy.cluster.zkserver import ZooKeeperNotFound, ZooKeeperServer
+from stormpy.cluster.zkserver import ZooKeeperServer
 from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
 from stormpy.testing.kafka import KafkaBroker
+from zookeeper_kit import running_zookeeper
 
 HERE = Path(__file__).resolve().parent
 TOPOLOGIES = HERE / "cluster_topologies"
@@ -35,6 +36,7 @@ if str(TOPOLOGIES) not in sys.path:
     sys.path.insert(0, str(TOPOLOGIES))
 
 import kafka_fault  # noqa: E402
+from test_kafka_spout_local import committed as committed_offsets  # noqa: E402
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster, pytest.mark.kafka]
 
@@ -44,17 +46,8 @@ RECORDS = 3000
 
 @pytest.fixture(scope="module")
 def zookeeper() -> Iterator[ZooKeeperServer]:
-    server = ZooKeeperServer(heap_mb=256)
-    try:
-        server.start()
-    except ZooKeeperNotFound as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"ZooKeeper is required in CI: {exc}", pytrace=False)
-        pytest.skip(f"ZooKeeper not installed: {exc}")
-    try:
+    with running_zookeeper(heap_mb=256) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(scope="module")
@@ -77,15 +70,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def committed(broker: KafkaBroker, group: str, topic: str) -> list[int]:
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group,
-                  "enable.auto.commit": False})
-    try:
-        got = c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=10)
-        return [max(tp.offset, -1) for tp in got]
-    finally:
-        c.close()
+    return committed_offsets(broker, group, topic, PARTITIONS)
 
 
 class Run:

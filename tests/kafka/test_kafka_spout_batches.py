@@ -1,4 +1,4 @@
-"""KafkaSpout with ``batch_acking`` in local mode against the real (tansu) broker: a poll's records
+"""KafkaSpout with ``batch_acking`` in local mode against a real Apache Kafka broker: a poll's records
 reach a columnar bolt as batches tracked as one tuple tree; a failed batch is replayed (its
 records retried one by one) and only acked prefixes are committed. Waits are on conditions."""
 

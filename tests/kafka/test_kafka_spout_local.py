@@ -1,4 +1,4 @@
-"""KafkaSpout end to end in local mode against the real (tansu) broker.
+"""KafkaSpout end to end in local mode against a real Apache Kafka broker.
 
 Each guarantee; the uncommitted cap with a failing head record; restarts with UNCOMMITTED_EARLIEST
 and with EARLIEST under a new topology id. Waits are on conditions, never fixed sleeps.
@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from stormpy.connectors.kafka import KafkaSpout, KafkaSpoutConfig
-from stormpy.testing import LocalCluster, registry
-from stormpy.testing.kafka import KafkaBroker
+from stormpy.host.ports import free_port
+from stormpy.testing import LocalCluster, registry, wait_for
+from stormpy.testing.kafka import ApacheKafkaBroker, KafkaBroker
 from stormpy.topology import Bolt, TopologyBuilder, TopologyContext, Tuple
 
 pytestmark = pytest.mark.kafka
@@ -96,16 +97,24 @@ def spout_config(broker: KafkaBroker, topic: str, group: str, **settings: Any) -
 
 
 def committed(broker: KafkaBroker, group: str, topic: str, partitions: int) -> list[int]:
-    """The group's committed offsets per partition (-1 where none)."""
-    from confluent_kafka import Consumer, TopicPartition
+    """The group's committed offsets per partition (-1 where none), asking again while the broker
+    answers with a retriable error (its group coordinator still loading, the broker restarting)."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-    c = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group,
-                  "enable.auto.commit": False})
-    try:
-        got = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
-        return [max(tp.offset, -1) for tp in got]
-    finally:
-        c.close()
+    def ask() -> list[int] | None:
+        c = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group,
+                      "enable.auto.commit": False})
+        try:
+            got = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=10)
+            return [max(tp.offset, -1) for tp in got]
+        except KafkaException as exc:
+            if exc.args and exc.args[0].retriable():
+                return None
+            raise
+        finally:
+            c.close()
+
+    return wait_for(ask, timeout=60, what=f"the committed offsets of {group} on {topic}")
 
 
 def records(n: int, partitions: int) -> list[tuple[int, None, bytes]]:
@@ -212,33 +221,25 @@ def test_restart_resumes_at_the_committed_offset_and_a_new_earliest_topology_sta
 
 
 def test_an_unreachable_broker_is_reported_and_the_spout_starts_reading_once_it_is_up(
-        kafka_broker: KafkaBroker, board: Callable[..., tuple[Board, str]]) -> None:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    late = KafkaBroker(port)  # not started yet: the spout opens against nothing
+        spare_broker: Callable[..., ApacheKafkaBroker], board: Callable[..., tuple[Board, str]]) -> None:
+    late = spare_broker(free_port())  # not started yet: the spout opens against nothing
     seen, key = board()
     group = group_name()
-    try:
-        with LocalCluster() as cluster:
-            config = spout_config(late, "late", group)
-            worker = cluster.submit_topology("late", {}, topology(config, key))
-            cluster.wait_for(lambda: any("unavailable" in e["error"] for e in worker.errors.get("kafka", ())),
-                             what="the outage reported in topology errors")
-            late.start()
-            late.create_topic("late", 1)
-            from confluent_kafka import Producer
+    with LocalCluster() as cluster:
+        config = spout_config(late, "late", group)
+        worker = cluster.submit_topology("late", {}, topology(config, key))
+        cluster.wait_for(lambda: any("unavailable" in e["error"] for e in worker.errors.get("kafka", ())),
+                         what="the outage reported in topology errors")
+        late.start()
+        late.create_topic("late", 1)
+        from confluent_kafka import Producer
 
-            producer = Producer({"bootstrap.servers": late.bootstrap_servers})
-            for i in range(5):
-                producer.produce("late", value=b"v%d" % i, partition=0)
-            assert producer.flush(30) == 0
-            cluster.wait_for(lambda: len(seen.values()) == 5, timeout=60,
-                             what="records read after the outage")
-            cluster.wait_for(lambda: committed(late, group, "late", 1) == [5],
-                             what="committed after the outage")
-            assert worker.failure is None
-    finally:
-        late.stop()
+        producer = Producer({"bootstrap.servers": late.bootstrap_servers})
+        for i in range(5):
+            producer.produce("late", value=b"v%d" % i, partition=0)
+        assert producer.flush(30) == 0
+        cluster.wait_for(lambda: len(seen.values()) == 5, timeout=60,
+                         what="records read after the outage")
+        cluster.wait_for(lambda: committed(late, group, "late", 1) == [5],
+                         what="committed after the outage")
+        assert worker.failure is None

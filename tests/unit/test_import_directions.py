@@ -1,9 +1,9 @@
-"""Pins the import directions of DESIGN.md §1: topology ← acker/worker/connectors ←
-nimbus/supervisor/local ← cli; shared services never import daemons; the worker never imports
-nimbus or supervisor; connectors never import worker internals; production code never imports the
-test kit (``stormpy.testing``); ``host`` (process plumbing: daemon base, psutil, Java) sits below
-every other package and imports none of them; and no two modules import each other, directly or
-through others, not even under ``TYPE_CHECKING``."""
+"""Pins the import directions (docs/architecture.md, "Packages and import directions"):
+topology ← acker/worker/connectors ← nimbus/supervisor/local ← cli; shared services never import
+daemons; the worker never imports nimbus or supervisor; connectors never import worker internals;
+production code never imports the test kit (``stormpy.testing``); ``host`` (process plumbing:
+daemon base, psutil, Java) sits below every other package and imports none of them; and no two
+modules import each other, directly or through others, not even under ``TYPE_CHECKING``."""
 
 from __future__ import annotations
 
@@ -49,6 +49,9 @@ ALLOWED: dict[str, set[str]] = {
     "windowing": {"windowing", "state", "topology", "config", "settings", "cluster", "batching",
                   "host"},
     "state": {"state", "topology", "config", "settings", "cluster", "batching", "host"},
+    # Trident: stream operations on the transactional layer and the state layer only
+    "trident": {"trident", "transactional", "state", "topology", "config", "settings", "cluster",
+                "batching", "host"},
     # Storm's multilang protocol and pystorm components: the topology API and its seams only
     "multilang": {"multilang", "topology", "config", "settings", "host"},
     "_native": set(),  # picks compiled or source modules: the standard library only

@@ -1,8 +1,8 @@
 """KafkaSpout logic against an in-memory stub consumer (simulated time, inline background jobs).
 
 The real-broker behaviour is covered in tests/kafka/; here: the order of commits and emits per
-guarantee, the acked prefix, replays, the uncommitted cap, revocation, commit metadata (which the
-test broker drops), bad records and an unreachable broker.
+guarantee, the acked prefix, replays, the uncommitted cap, revocation, commit metadata (on the real
+broker too: tests/kafka/test_kafka_commit_metadata.py), bad records and an unreachable broker.
 """
 
 from __future__ import annotations
@@ -45,6 +45,47 @@ def test_at_least_once_commits_only_the_contiguous_acked_prefix() -> None:
     h.clock.now += 30
     h.run(1)
     assert h.cluster.committed[("g", TP0)].offset == 4  # 4 is still in flight
+
+
+def test_one_job_on_the_consumer_at_a_time_and_no_poll_while_it_runs() -> None:
+    # confluent-kafka makes a poll wait for a call in flight on another thread: a commit stuck on
+    # an unreachable broker (~45 s) would freeze the executor loop if the spout polled meanwhile
+    c = cluster_with(4)
+    h = Harness(c).open()
+    out = h.run()
+    h.spout.ack(out[0][1])
+    c.produce("t", 0, b"v4")
+    jobs: list[Any] = []
+    h.spout.run_in_background = lambda fn, done: jobs.append((fn, done))  # type: ignore[method-assign]
+    h.clock.now += 5.0  # the partition refresh and the commit both due
+    assert h.run(5) == [] and len(jobs) == 1  # the refresh alone, no poll while it runs
+    fn, done = jobs.pop()
+    done(fn(), None)
+    assert h.run(5) == [] and len(jobs) == 1  # then the commit, still no poll
+    fn, done = jobs.pop()
+    done(fn(), None)
+    assert c.committed[("g", TP0)].offset == 1
+    h.spout.run_in_background = h._inline  # type: ignore[method-assign]
+    assert h.offsets(h.run()) == [4]  # polling again once the consumer is free
+
+
+def test_a_commit_that_does_not_finish_is_reported_and_metrics_do_not_wait_for_it() -> None:
+    c = cluster_with(2)
+    h = Harness(c).open()
+    out = h.run()
+    h.spout.ack(out[0][1])
+    h.spout.metrics()  # the watermarks seen while the consumer is free
+    jobs: list[Any] = []
+    h.spout.run_in_background = lambda fn, done: jobs.append((fn, done))  # type: ignore[method-assign]
+    h.clock.now += 1.0
+    h.run(1)
+    assert len(jobs) == 1 and not h.errors  # the commit (or refresh) runs
+    assert h.consumer is not None
+    h.consumer.watermarks = None  # type: ignore[assignment]  # calling the consumer now would fail
+    h.spout.metrics()
+    h.clock.now += 11.0
+    h.run(1)
+    assert any("has not finished after 11 s" in e for e in h.errors), h.errors
 
 
 def test_records_polled_as_rows_are_the_tuples_and_fetch_backoff_defaults_short() -> None:

@@ -126,16 +126,18 @@ def test_stormpy_local_runs_the_transactional_example_with_nothing_started(
 
 
 def test_stormpy_local_runs_the_stateful_example_with_nothing_started(tmp_path: Path) -> None:
-    res = run_cli(tmp_path, "stateful_wordcount:topology", "--ttl", "12", "--idle-stop", "2")
+    # --idle-stop ends it: a --ttl far beyond run_cli's subprocess timeout would fail the test
+    res = run_cli(tmp_path, "stateful_wordcount:topology", "--ttl", "3600", "--idle-stop", "2")
     assert res.returncode == 0, res.stderr
     rows = stats_rows(res.stdout)
     sentences = rows["sentences"]  # component, tasks, emitted, transferred, executed, acked...
     assert sentences[2] == "2000" and sentences[5] == "2000" and sentences[6] == "0"
+    assert rows["count"][2] == rows["split"][2]  # a count emitted for every word split off
     assert int(rows["$checkpointspout"][5]) > 0
 
 
 def test_the_stateful_example_with_sqlite_commits_exact_counts(tmp_path: Path) -> None:
-    res = run_cli(tmp_path, "stateful_wordcount:topology", "--ttl", "12", "--idle-stop", "2",
+    res = run_cli(tmp_path, "stateful_wordcount:topology", "--ttl", "3600", "--idle-stop", "2",
                   "-c", "topology.state.provider=sqlite",
                   "-c", 'topology.state.provider.config={"path": "wc.sqlite"}')
     assert res.returncode == 0, res.stderr

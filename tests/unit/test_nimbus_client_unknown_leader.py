@@ -11,6 +11,7 @@ import pytest
 
 from stormpy.nimbus import NimbusClient
 from stormpy.rpc import RpcServer, rpc_method
+from stormpy.rpc.curve import write_secret_key_file
 from stormpy.rpc.errors import NotLeaderError
 
 NEVER = 3600.0
@@ -61,6 +62,24 @@ def test_a_refusal_naming_no_leader_sends_the_client_to_the_seed_that_leads() ->
         seeds = [f"127.0.0.1:{old.port}", leader.address]
         with NimbusClient("127.0.0.1", old.port, timeout_secs=NEVER, retries=0, seeds=seeds,
                           leader_wait_secs=30) as client:
+            client.kill("wc", 0)
+            assert client.address == leader.address
+    assert cut_off.refused == 1
+    assert leader.killed == ["wc"]
+
+
+@pytest.mark.timeout(60)
+def test_the_seeds_are_asked_over_curve_when_nimbus_rpc_is_secured(tmp_path: Path) -> None:
+    key_file = tmp_path / "nimbus.key"
+    public = write_secret_key_file(key_file)
+    secret = key_file.read_text().strip().encode()
+    cut_off, leader = CutOff(), Leader()
+    with RpcServer("127.0.0.1", 0, cut_off, name="cut-off", curve_secret_key=secret) as old, \
+            RpcServer("127.0.0.1", 0, leader, name="leader", curve_secret_key=secret) as new:
+        leader.address = f"127.0.0.1:{new.port}"
+        seeds = [f"127.0.0.1:{old.port}", leader.address]
+        with NimbusClient("127.0.0.1", old.port, timeout_secs=NEVER, retries=0, seeds=seeds,
+                          leader_wait_secs=30, curve_server_key=public) as client:
             client.kill("wc", 0)
             assert client.address == leader.address
     assert cut_off.refused == 1

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
-from typing import Any
 
 import msgpack
 import pytest
 
-from stormpy import Spout, TopologyBuilder, TopologyContext
+from state_store_kit import CountingSpout, counting_topology
+from stormpy import TopologyBuilder, TopologyContext
 from stormpy.state import MemoryBackend
 from stormpy.testing import Capture, LocalCluster
 from stormpy.testing.state import check_state_store
@@ -97,35 +96,6 @@ def test_a_context_without_state_says_so() -> None:
     context = TopologyContext("t-1", spec, compute_layout(spec, {}), 1, [1], {})
     with pytest.raises(RuntimeError, match="no state backend"):
         context.state_store()
-
-
-class CountingSpout(Spout):
-    """Counts its opens in the checkpoint area and emits what it read back, once."""
-
-    outputs = ["task", "opens", "shared"]
-
-    def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
-        store = context.state_store(CHECKPOINTS)
-        key = f"{context.component_id}/{context.task_index}"
-        store.put(key, {"opens": store.get(key, {"opens": 0})["opens"] + 1})
-        context.state_store(TRANSACTIONAL).put(f"seen/{context.task_id}", True)
-        self.task = context.task_id
-        self.store = store
-        self.key = key
-        self.tx = context.state_store(TRANSACTIONAL)
-        self.done = False
-
-    def next_tuple(self) -> None:
-        if not self.done and len(self.tx.children("seen")) == 2:  # both tasks opened
-            self.done = True
-            self.emit([self.task, self.store.get(self.key)["opens"], self.tx.children("seen")])
-
-
-def counting_topology(capture: Capture) -> Any:
-    b = TopologyBuilder()
-    b.set_spout("counter", CountingSpout, 2)
-    b.set_bolt("capture", capture).shuffle_grouping("counter")
-    return b.create_topology()
 
 
 def test_components_in_a_plain_local_cluster_share_memory_state() -> None:

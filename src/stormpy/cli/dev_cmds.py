@@ -16,7 +16,8 @@ from stormpy.cluster.devzk import default_dev_data_dir, run_dev_zookeeper
 from stormpy.cluster.zkserver import ZooKeeperNotFound, ZooKeeperServer, ZooKeeperStartError
 from stormpy.config import DEFAULTS, ConfigError, load_config, local_dir, parse_overrides
 from stormpy.local import ProcessCluster
-from stormpy.local.kafka_broker import KafkaBrokerNotFound, KafkaBrokerStartError, run_dev_kafka
+from stormpy.local.dev_kafka import BROKER_CHOICES, run_dev_kafka
+from stormpy.local.kafka_broker import KafkaBrokerNotFound, KafkaBrokerStartError
 from stormpy.local.spark_cluster import (
     SparkClusterNotFound,
     SparkClusterStartError,
@@ -57,17 +58,23 @@ def dev_zookeeper(port: int | None, data_dir: str | None, config_file: str | Non
 @click.option("--port", type=click.IntRange(1, 65535), default=9092, show_default=True,
               help="Listener port on 127.0.0.1.")
 @click.option("--log-dir", type=click.Path(file_okay=False), default=None,
-              help="Where the broker log goes (default: <storm.local.dir>/dev-kafka).")
+              help="Where the broker's log (and Apache Kafka's data) goes "
+                   "(default: <storm.local.dir>/dev-kafka).")
+@click.option("--broker", type=click.Choice(BROKER_CHOICES), default="auto", show_default=True,
+              help="Apache Kafka (`kafka`), tansu, or Apache Kafka when Java and its jars are "
+                   "there (`auto`).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), help="stormpy.yaml to read.")
 @click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE", help="Config override.")
-def dev_kafka(port: int, log_dir: str | None, config_file: str | None, overrides: tuple[str, ...]) -> None:
-    """Run a Kafka-protocol broker (tansu, in memory) on 127.0.0.1 for development.
+def dev_kafka(port: int, log_dir: str | None, broker: str, config_file: str | None,
+              overrides: tuple[str, ...]) -> None:
+    """Run a Kafka broker on 127.0.0.1 for development: Apache Kafka (KRaft, one node) when Java and
+    its jars are there (`make kafka`), else tansu (a Kafka-protocol broker, in memory); it says which.
 
-    Ctrl-C or SIGTERM stops it; topics and records live in memory only."""
+    Ctrl-C or SIGTERM stops it; Apache Kafka keeps its topics in the log directory across runs."""
     conf, _ = _conf(config_file, overrides)
     directory = log_dir or local_dir(conf) / "dev-kafka"
     try:
-        code = run_dev_kafka(port, directory, echo=click.echo)
+        code = run_dev_kafka(port, directory, choice=broker, echo=click.echo)
     except (KafkaBrokerNotFound, KafkaBrokerStartError) as exc:
         err_console.print(f"[red]error:[/red] {exc}")
         sys.exit(1)

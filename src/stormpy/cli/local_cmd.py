@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from stormpy.cli.idle_watch import IdleWatch, user_activity, user_pending
 from stormpy.cli.output import console, err_console, stats_table
 from stormpy.cli.topology_loader import TopologyLoadError, load_topology
 from stormpy.config import ConfigError, parse_overrides
@@ -23,8 +24,11 @@ from stormpy.topology import InvalidTopologyError
 @click.option("--name", help="Topology name (default: the module name).")
 @click.option("--ttl", type=float, default=20.0, show_default=True,
               help="Seconds to run before stopping (Storm's --local-ttl).")
-@click.option("--idle-stop", type=float, default=None,
-              help="Stop early once the topology has done nothing for this many seconds.")
+@click.option("--idle-stop", type=click.FloatRange(min=0), default=None,
+              help="Stop early once the topology has been idle this many seconds: its loop did "
+                   "nothing, or its user components emitted, acked and failed nothing with no "
+                   "user spout tuple pending (system spouts such as a stateful topology's "
+                   "checkpoints do not count).")
 @click.option("-c", "--config", "overrides", multiple=True, metavar="KEY=VALUE",
               help="Topology config override (repeatable).")
 def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float | None,
@@ -49,19 +53,18 @@ def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float
         console.print(f"running topology [bold]{topo_name}[/bold] in local mode "
                       f"(ttl {ttl:g}s; Ctrl-C stops)")
         deadline = time.monotonic() + ttl
-        quiet_since: float | None = None
+        idle = IdleWatch(idle_stop) if idle_stop is not None else None
         while not stop.is_set() and time.monotonic() < deadline:
             stop.wait(0.05)
             if worker.failure is not None:
                 failure = worker.failure
                 break
-            if idle_stop is not None:
-                if worker.is_quiet(10):
-                    quiet_since = quiet_since or time.monotonic()
-                    if time.monotonic() - quiet_since >= idle_stop:
-                        break
-                else:
-                    quiet_since = None
+            if idle is not None:
+                pending = worker.spout_pending()
+                if idle.observe(time.monotonic(), loop_quiet=worker.is_quiet(10),
+                                activity=user_activity(worker.task_stats(), pending),
+                                pending=user_pending(pending)):
+                    break
         stats = worker.stats()
         errors = {c: list(e) for c, e in worker.errors.items()}
         cluster.kill_topology(topo_name)

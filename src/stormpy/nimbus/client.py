@@ -229,7 +229,8 @@ class NimbusClient:
                     raise
                 # it knows no leader (e.g. it is cut off from ZooKeeper): another seed may
                 leader = find_leader([s for s in self.seeds if s != self.address], auth_token=self.auth_token,
-                                     connect_timeout_secs=self.connect_timeout_secs)
+                                     connect_timeout_secs=self.connect_timeout_secs,
+                                     curve_server_key=self.curve_server_key)
                 if leader is not None and leader != self.address:
                     self._switch(leader)
                 else:

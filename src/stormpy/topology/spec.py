@@ -67,6 +67,11 @@ MIN_MESSAGE_TIMEOUT_KEY = "topology.message.timeout.secs.min"
 #: Likewise the smallest ``topology.max.spout.pending`` (when set) a component needs (a count
 #: window of N tuples never fills when fewer may be pending).
 MIN_SPOUT_PENDING_KEY = "topology.max.spout.pending.min"
+#: ``topology.message.timeout.secs``'s default, for a conf given to :meth:`TopologySpec.check_conf`
+#: without the defaults merged. Repeated from ``stormpy.config`` because the topology layer imports
+#: nothing outside itself (tests/unit/test_import_directions.py); a unit test
+#: (tests/unit/test_topology_defaults.py) keeps the two equal.
+DEFAULT_MESSAGE_TIMEOUT_SECS = 30
 
 
 @dataclass(frozen=True)
@@ -219,7 +224,7 @@ class TopologySpec:
         """Raise InvalidTopologyError naming the component when the topology config ``conf``
         (defaults merged) is below what a component declared it needs
         (:data:`MIN_MESSAGE_TIMEOUT_KEY`, :data:`MIN_SPOUT_PENDING_KEY`). Called at submit."""
-        timeout = conf.get("topology.message.timeout.secs", 30)
+        timeout = conf.get("topology.message.timeout.secs", DEFAULT_MESSAGE_TIMEOUT_SECS)
         timeouts_on = conf.get("topology.enable.message.timeouts", True)
         pending = conf.get("topology.max.spout.pending")
         try:

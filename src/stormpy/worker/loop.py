@@ -211,6 +211,14 @@ class Worker:
         """Per-component totals (user components only)."""
         return {c: s for c, s in summarize(self.task_stats()).items() if not c.startswith("__")}
 
+    def spout_pending(self) -> dict[str, int]:
+        """Per spout component (system spouts included), the tuple trees its local tasks wait on
+        (emitted with a message id, neither acked nor failed yet; a plain read, any thread)."""
+        pending: dict[str, int] = {}
+        for r in self._spouts:
+            pending[r.component_id] = pending.get(r.component_id, 0) + r.n_pending
+        return pending
+
     # -- the loop ------------------------------------------------------------------------------
     def tune_gc(self) -> None:
         """Raise the process's generation-0 GC threshold to ``topology.worker.gc.threshold``

@@ -18,8 +18,9 @@ queue space when their batch failed are not produced.
 Delivery reports are served by ``producer.poll`` run off the executor loop
 (``run_in_background``), one poll job at a time while records are in flight; the reports collected
 by a job are applied (one ``ack_many`` for the delivered tuples, fails, client errors reported) on
-the loop when it finishes. With ``fire_and_forget`` tuples are acked at ``produce``; the reports
-are still polled (they free the client's memory) and only counted. A full local queue
+the loop when it finishes (:mod:`~stormpy.connectors.kafka.bolt_delivery`, the base class).
+With ``fire_and_forget`` tuples are acked at ``produce``; the reports are still polled (they free
+the client's memory) and only counted. A full local queue
 (``BufferError``) holds the tuple in a backlog, produced again after the next reports freed space,
 in order; past ``max_backlog`` held tuples, further ones are failed. Nothing here ever waits on
 the broker on the loop except ``cleanup``, which flushes with a bounded wait.
@@ -35,8 +36,9 @@ from typing import Any
 
 from stormpy.connectors.kafka.bolt_batches import BatchDelivery, batch_records
 from stormpy.connectors.kafka.bolt_config import FieldNameBasedTupleToKafkaMapper, KafkaBoltConfig, to_bytes
+from stormpy.connectors.kafka.bolt_delivery import DELIVERY_POLL_SECS, DeliveryReportingBolt
 from stormpy.connectors.kafka.client import require_confluent_kafka
-from stormpy.topology import Bolt, ColumnBatch, Stream, TopologyContext, Tuple
+from stormpy.topology import ColumnBatch, Stream, TopologyContext, Tuple
 
 __all__ = ["DELIVERY_POLL_SECS", "KafkaBolt"]
 
@@ -44,12 +46,8 @@ log = logging.getLogger("stormpy.connectors.kafka")
 #: librdkafka's own log lines (served by the delivery polls), instead of the process's stderr
 client_log = logging.getLogger("stormpy.connectors.kafka.librdkafka")
 
-#: one background poll waits at most this long for delivery reports (it returns as soon as any)
-DELIVERY_POLL_SECS = 0.1
 #: ``cleanup`` flushes the records in flight with at most this wait
 FLUSH_TIMEOUT_SECS = 5.0
-#: the same kind of error is reported to topology info at most once per this many seconds
-REPORT_INTERVAL_SECS = 10.0
 
 
 def _producer(conf: Mapping[str, Any]) -> Any:
@@ -64,7 +62,7 @@ class _Handle:
         self.component_kwargs = {"config": doc}
 
 
-class KafkaBolt(Bolt):
+class KafkaBolt(DeliveryReportingBolt):
     """Writes each input tuple as one Kafka record; acks it once delivered, fails it otherwise.
 
     ``builder.set_bolt("to-kafka", KafkaBolt.of(KafkaBoltConfig(...)), n).shuffle_grouping(...)``.
@@ -236,18 +234,6 @@ class KafkaBolt(Bolt):
         self._settle(delivery)
         self._ensure_polling()
 
-    def _settle(self, delivery: BatchDelivery) -> None:
-        """Ack the batch once nothing of it waits (or, with ``fire_and_forget``, once every row
-        was handed to the client); fail it once at its first error."""
-        if delivery.done:
-            return
-        if delivery.error is not None:
-            delivery.done = True
-            self.fail(delivery.batch)
-        elif delivery.unproduced == 0 and (delivery.in_flight == 0 or self.cfg.fire_and_forget):
-            delivery.done = True
-            self.ack(delivery.batch)
-
     def _tuple_record(self, tup: Tuple, fields: tuple[str, str]) -> tuple[str | None, Any, Any]:
         """The topic (None: no topic), key and value of one tuple, through the mapper."""
         topic = self._select_topic(tup)
@@ -338,86 +324,6 @@ class KafkaBolt(Bolt):
                 self.fail(item)
             return
         self._backlog.append((item, topic, key, value))
-
-    # -- delivery reports (polled off the loop) ---------------------------------------------
-    def _ensure_polling(self) -> None:
-        if not self._polling and (self.in_flight or self._backlog):
-            self._polling = True
-            self.run_in_background(self._poll, self._on_polled)
-
-    def _poll(self) -> int:
-        """Off the loop: serve delivery reports (and client errors) for up to DELIVERY_POLL_SECS."""
-        return int(self.producer.poll(DELIVERY_POLL_SECS))
-
-    def _on_polled(self, _served: Any, error: BaseException | None) -> None:
-        self._polling = False
-        if error is not None:
-            self._report("poll", f"polling delivery reports failed: {error!r}; retried")
-        self._apply_reports()
-        while self._backlog:
-            tup, topic, key, value = self._backlog[0]
-            if not self._produce(tup, topic, key, value):
-                break
-            self._backlog.popleft()
-        self._ensure_polling()
-
-    def _drain(self, reports: list[Any], counter: str) -> list[Any]:
-        """The reports appended so far, removed from ``reports`` (the poll thread may append
-        meanwhile: the first n only) and counted: ``in_flight`` down, ``counter`` up."""
-        n = len(reports)
-        taken = reports[:n]
-        del reports[:n]
-        self.in_flight -= n
-        self.counters[counter] += n
-        return taken
-
-    def _apply_reports(self) -> None:
-        """On the loop: ack the delivered tuples (one ``ack_many``), fail the failed ones, then
-        the same for batch rows; report client errors."""
-        fire_and_forget = self.cfg.fire_and_forget
-        done = self._drain(self._delivered, "delivered")
-        if done and not fire_and_forget:
-            self.ack_many(done)
-        lost = self._drain(self._failed, "delivery_failures")
-        if lost:
-            self._report("delivery", f"delivery failed: {lost[-1][1]}; tuple failed")
-            if not fire_and_forget:
-                for tup, _err in lost:
-                    self.fail(tup)
-        self._apply_row_reports()
-        while self._client_errors:
-            self._report("client", self._client_errors.popleft())
-
-    def _apply_row_reports(self) -> None:
-        """On the loop: count the reports of batch rows into their batches; settle those done."""
-        last = None
-        for delivery in self._drain(self._delivered_rows, "delivered"):
-            delivery.in_flight -= 1  # a batch's rows arrive together: settle each batch once
-            if delivery is not last and last is not None:
-                self._settle(last)
-            last = delivery
-        if last is not None:
-            self._settle(last)
-        lost_rows = self._drain(self._failed_rows, "delivery_failures")
-        if lost_rows:
-            self._report("delivery", f"delivery failed: {lost_rows[-1][1]}; its batch failed")
-        for delivery, err in lost_rows:
-            delivery.in_flight -= 1
-            if delivery.error is None:
-                delivery.error = err
-            self._settle(delivery)
-
-    def _report(self, kind: str, text: str) -> None:
-        """Log and report an error, at most once per REPORT_INTERVAL_SECS per kind."""
-        now = self.clock()
-        if now - self._reported.get(kind, -1e18) < REPORT_INTERVAL_SECS:
-            return
-        self._reported[kind] = now
-        log.warning("Kafka bolt task %s: %s", self.context.task_id, text)
-        try:
-            self.report_error(f"KafkaBolt: {text}")
-        except RuntimeError:  # not bound (unit tests without a runtime)
-            pass
 
     def metrics(self) -> dict[str, Any]:
         """Counters plus the tuples awaiting delivery (``in_flight``) and queue space

@@ -61,6 +61,9 @@ MAX_LOOP_POLL_MS = 1
 CONSUMER_DEFAULTS: dict[str, Any] = {"fetch.queue.backoff.ms": 10, "reconnect.backoff.ms": 10}
 #: first commit / refresh after open (Storm's TIMER_DELAY_MS)
 TIMER_DELAY_SECS = 0.5
+#: a commit or partition refresh still running after this long is reported (the broker is
+#: probably unreachable; the spout does not poll meanwhile)
+STALL_REPORT_SECS = 10.0
 #: the metadata lookup in ``open`` (an unknown topic is then a clear error) waits this long
 OPEN_METADATA_TIMEOUT_SECS = 2.0
 
@@ -142,6 +145,8 @@ class KafkaSpout(RecordEmitter):
         self._paused: set[TopicPartition] = set()
         self._commits_in_flight = 0
         self._refreshing = False
+        self._busy_since: float | None = None
+        self._last_marks: dict[TopicPartition, tuple[int, int] | None] = {}
         self._reported: dict[str, float] = {}
         self.counters = {"bad_records": 0, "max_retries_reached": 0, "commit_failures": 0,
                          "errors": 0, "commits": 0}
@@ -194,20 +199,43 @@ class KafkaSpout(RecordEmitter):
     # -- next_tuple --------------------------------------------------------------------------
     def next_tuple(self) -> None:
         now = self.clock()
-        if now >= self._refresh_due and not self._refreshing:
+        # No poll while a job runs on the consumer, and a refresh and a periodic commit never at
+        # once: confluent-kafka makes every call on the consumer wait for one in flight on another
+        # thread, so a commit or metadata request stuck on an unreachable broker (~45 s for a
+        # commit) would otherwise freeze the loop. (An AT_MOST_ONCE commit holding its records may
+        # still meet a refresh, so that a revocation drops the held records.)
+        busy = self._refreshing or self._commits_in_flight > 0
+        if busy or self._held is not None:
+            self._note_stall(now)
+        else:
+            self._busy_since = None
+        if now >= self._refresh_due and not busy:
             self._refresh_due = now + self.cfg.partition_refresh_period_ms / 1000.0
             self._start_refresh()
-        if now >= self._commit_due and self.guarantee is not ProcessingGuarantee.AT_MOST_ONCE:
+            busy = self._refreshing
+        if now >= self._commit_due and not busy and self.guarantee is not ProcessingGuarantee.AT_MOST_ONCE:
             self._commit_due = now + self.cfg.offset_commit_period_ms / 1000.0
-            if not self._commits_in_flight:
-                self._commit_now()
-        if not self.waiting and self._held is None and self.assigned:
+            self._commit_now()
+            busy = self._commits_in_flight > 0
+        if busy and self._busy_since is None:
+            self._busy_since = now  # a job started now: a stall counts from here
+        if not busy and not self.waiting and self._held is None and self.assigned:
             self._fold_acks()
             pollable, retriable = self._pollable()
             self._poll(pollable, retriable)
         if self.waiting:  # the whole polled batch, one emit_many per stream
             records, self.waiting = self.waiting, deque()
             self._emit_batch(records)
+
+    def _note_stall(self, now: float) -> None:
+        """Report a commit or refresh that has been running for STALL_REPORT_SECS or more."""
+        if self._busy_since is None:
+            self._busy_since = now
+        elif now - self._busy_since >= STALL_REPORT_SECS:
+            what = "partition refresh" if self._refreshing else "offset commit"
+            self._report("stalled", f"the {what} on {self.cfg.bootstrap_servers} has not finished "
+                                    f"after {now - self._busy_since:.0f} s (broker unreachable?); "
+                                    "polling waits for it")
 
     def _pollable(self) -> tuple[set[TopicPartition], dict[TopicPartition, int]]:
         """Storm's getPollablePartitionsInfo: partitions below the uncommitted cap, or at it with
@@ -334,9 +362,12 @@ class KafkaSpout(RecordEmitter):
         (topology info), sampled at heartbeats; it asks the broker nothing."""
         self._fold_acks()
         parts = {}
+        # the consumer would make this wait for a job in flight: the last marks seen meanwhile
+        busy = self._refreshing or self._commits_in_flight > 0 or self._held is not None
         for tp in sorted(self.assigned):
             om = self.managers.get(tp)
-            marks = self.consumer.watermarks(tp)
+            marks = self._last_marks.get(tp) if busy else self.consumer.watermarks(tp)
+            self._last_marks[tp] = marks
             committed = om.committed_offset if om is not None else None
             parts[str(tp)] = {
                 "latest": marks[1] if marks else None,

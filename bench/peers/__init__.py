@@ -1,0 +1,3 @@
+"""Other stream processors as the bench's peers, run in the same bench invocation as stormpy:
+Apache Storm itself (``bench/peers/storm/``, a Maven project, driven by ``storm_peer.py``).
+``python -m bench.peers`` (``make bench-peers``) prints them beside stormpy and Bytewax."""

@@ -1,0 +1,370 @@
+package stormpy.bench;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.storm.Config;
+import org.apache.storm.LocalCluster;
+import org.apache.storm.generated.KillOptions;
+import org.apache.storm.generated.StormTopology;
+import org.apache.storm.generated.TopologySummary;
+import org.apache.storm.spout.SpoutOutputCollector;
+import org.apache.storm.task.OutputCollector;
+import org.apache.storm.task.ShellBolt;
+import org.apache.storm.task.TopologyContext;
+import org.apache.storm.topology.BasicOutputCollector;
+import org.apache.storm.topology.IRichBolt;
+import org.apache.storm.topology.OutputFieldsDeclarer;
+import org.apache.storm.topology.TopologyBuilder;
+import org.apache.storm.topology.base.BaseBasicBolt;
+import org.apache.storm.topology.base.BaseRichBolt;
+import org.apache.storm.topology.base.BaseRichSpout;
+import org.apache.storm.tuple.Fields;
+import org.apache.storm.tuple.Tuple;
+import org.apache.storm.tuple.Values;
+
+/**
+ * The bench's word count (the README's topology) on Apache Storm's LocalCluster, in one JVM.
+ *
+ * <p>Usage: {@code java ... stormpy.bench.WordCountBench SENTENCES_FILE PYTHON}. The sentences
+ * (one per line) are the file the Python bench writes from its own generator. Commands on stdin,
+ * one per line, each answered by one JSON line on stdout:
+ * {@code run WORKLOAD ACKING SPLIT SENTENCES} (the first SENTENCES of the file; workload {@code final} or {@code running}, acking {@code on}
+ * or {@code off}, split {@code java} or {@code python}: the split bolt as a ShellBolt running
+ * {@code resources/splitter.py} with Storm's {@code storm.py}), and {@code quit}.
+ *
+ * <p>Every topology has one task per component, as the stormpy local runs: sentences (spout) →
+ * split (shuffle) → count (fields on word), and for {@code running} → sink (fields on word).
+ * A round is timed from the spout's first emit to the last word counted (the count bolt for
+ * {@code final}, the sink for {@code running}) and, with acking, to the last sentence acked;
+ * the bolts read no clock per word (the one that counts the last word stamps the time).
+ */
+public final class WordCountBench {
+    static String[] all = new String[0];
+    /** The sentences of the current round (the first LIMIT of the file) and their words. */
+    static String[] sentences = new String[0];
+    static long expectedWords;
+
+    static final AtomicLong COUNTED = new AtomicLong();
+    static final AtomicLong ACKED = new AtomicLong();
+    static volatile long firstEmit;
+    static volatile long lastCounted;
+    static volatile long lastAcked;
+
+    private WordCountBench() {}
+
+    /** The README's SentenceSpout: one sentence per nextTuple, with a message id when reliable. */
+    public static final class SentenceSpout extends BaseRichSpout {
+        private final boolean reliable;
+        private transient SpoutOutputCollector collector;
+        private transient String[] lines;
+        private transient ArrayDeque<Integer> replay;
+        private transient int next;
+
+        SentenceSpout(boolean reliable) {
+            this.reliable = reliable;
+        }
+
+        @Override
+        public void open(Map<String, Object> conf, TopologyContext context,
+                         SpoutOutputCollector collector) {
+            this.collector = collector;
+            this.lines = sentences;
+            this.replay = new ArrayDeque<>();
+            this.next = 0;
+        }
+
+        @Override
+        public void nextTuple() {
+            int i;
+            if (!replay.isEmpty()) {
+                i = replay.pop();
+            } else if (next < lines.length) {
+                i = next++;
+            } else {
+                return;
+            }
+            if (firstEmit == 0) {
+                firstEmit = System.nanoTime();
+            }
+            if (reliable) {
+                collector.emit(new Values(lines[i]), i);
+            } else {
+                collector.emit(new Values(lines[i]));
+            }
+        }
+
+        @Override
+        public void ack(Object msgId) {
+            if (ACKED.incrementAndGet() == lines.length) {
+                lastAcked = System.nanoTime();
+            }
+        }
+
+        @Override
+        public void fail(Object msgId) {
+            replay.push((Integer) msgId);
+        }
+
+        @Override
+        public void declareOutputFields(OutputFieldsDeclarer declarer) {
+            declarer.declare(new Fields("sentence"));
+        }
+    }
+
+    /** The README's SplitSentence: a basic bolt (anchors and acks itself), one word per emit. */
+    public static final class SplitSentence extends BaseBasicBolt {
+        @Override
+        public void execute(Tuple tuple, BasicOutputCollector collector) {
+            for (String word : tuple.getStringByField("sentence").split(" ")) {
+                collector.emit(new Values(word));
+            }
+        }
+
+        @Override
+        public void declareOutputFields(OutputFieldsDeclarer declarer) {
+            declarer.declare(new Fields("word"));
+        }
+    }
+
+    /** SplitSentence in Python through Storm's multilang protocol (resources/splitter.py). */
+    public static final class PythonSplitSentence extends ShellBolt implements IRichBolt {
+        PythonSplitSentence(String python) {
+            super(python, "splitter.py");
+        }
+
+        @Override
+        public void declareOutputFields(OutputFieldsDeclarer declarer) {
+            declarer.declare(new Fields("word"));
+        }
+
+        @Override
+        public Map<String, Object> getComponentConfiguration() {
+            return null;
+        }
+    }
+
+    static void counted() {
+        if (COUNTED.incrementAndGet() == expectedWords) {
+            lastCounted = System.nanoTime();
+        }
+    }
+
+    /** The README's WordCount: counts, (running) emits [word, count] anchored, acks. */
+    public static final class WordCount extends BaseRichBolt {
+        private final boolean emits;
+        private transient OutputCollector collector;
+        private transient HashMap<String, Integer> counts;
+
+        WordCount(boolean emits) {
+            this.emits = emits;
+        }
+
+        @Override
+        public void prepare(Map<String, Object> conf, TopologyContext context,
+                            OutputCollector collector) {
+            this.collector = collector;
+            this.counts = new HashMap<>();
+        }
+
+        @Override
+        public void execute(Tuple tuple) {
+            String word = tuple.getStringByField("word");
+            int count = counts.merge(word, 1, Integer::sum);
+            if (emits) {
+                collector.emit(tuple, new Values(word, count));
+            } else {
+                counted();
+            }
+            collector.ack(tuple);
+        }
+
+        @Override
+        public void declareOutputFields(OutputFieldsDeclarer declarer) {
+            declarer.declare(new Fields("word", "count"));
+        }
+    }
+
+    /** Receives the running counts and counts them (the Bytewax sink's work). */
+    public static final class Sink extends BaseRichBolt {
+        private transient OutputCollector collector;
+
+        @Override
+        public void prepare(Map<String, Object> conf, TopologyContext context,
+                            OutputCollector collector) {
+            this.collector = collector;
+        }
+
+        @Override
+        public void execute(Tuple tuple) {
+            counted();
+            collector.ack(tuple);
+        }
+
+        @Override
+        public void declareOutputFields(OutputFieldsDeclarer declarer) {
+        }
+    }
+
+    static StormTopology topology(boolean running, boolean acking, boolean pythonSplit,
+                                  String python) {
+        TopologyBuilder b = new TopologyBuilder();
+        b.setSpout("sentences", new SentenceSpout(acking), 1);
+        IRichBolt split = null;
+        if (pythonSplit) {
+            split = new PythonSplitSentence(python);
+            b.setBolt("split", split, 1).shuffleGrouping("sentences");
+        } else {
+            b.setBolt("split", new SplitSentence(), 1).shuffleGrouping("sentences");
+        }
+        b.setBolt("count", new WordCount(running), 1).fieldsGrouping("split", new Fields("word"));
+        if (running) {
+            b.setBolt("sink", new Sink(), 1).fieldsGrouping("count", new Fields("word"));
+        }
+        return b.createTopology();
+    }
+
+    /** VmRSS and VmHWM (kB) of a process, from /proc; -1 when not readable. */
+    static long[] memory(long pid) {
+        long rss = -1;
+        long hwm = -1;
+        try {
+            for (String line : Files.readAllLines(Paths.get("/proc/" + pid + "/status"))) {
+                if (line.startsWith("VmRSS:")) {
+                    rss = Long.parseLong(line.replaceAll("[^0-9]", ""));
+                } else if (line.startsWith("VmHWM:")) {
+                    hwm = Long.parseLong(line.replaceAll("[^0-9]", ""));
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // the process ended
+        }
+        return new long[] {rss, hwm};
+    }
+
+    static boolean alive(LocalCluster cluster, String name) throws Exception {
+        for (TopologySummary s : cluster.getClusterInfo().get_topologies()) {
+            if (s.get_name().equals(name)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Live threads of a worker's executors (Storm names them "...-executor[first last]"). */
+    static int workerThreads() {
+        int n = 0;
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.isAlive() && t.getName().contains("executor[")) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    static String run(LocalCluster cluster, int round, String workload, boolean acking,
+                      boolean pythonSplit, String python, int limit) throws Exception {
+        boolean running = workload.equals("running");
+        sentences = java.util.Arrays.copyOf(all, Math.min(limit, all.length));
+        long words = 0;
+        for (String s : sentences) {
+            words += s.split(" ").length;
+        }
+        expectedWords = words;
+        COUNTED.set(0);
+        ACKED.set(0);
+        firstEmit = 0;
+        lastCounted = 0;
+        lastAcked = 0;
+        Config conf = new Config();
+        conf.setNumWorkers(1);
+        conf.setNumAckers(acking ? 1 : 0);
+        if (acking) {
+            conf.setMaxSpoutPending(5000);
+        }
+        String name = "wordcount-" + round;
+        long submitted = System.nanoTime();
+        cluster.submitTopology(name, conf, topology(running, acking, pythonSplit, python));
+        long deadline = submitted + 600_000_000_000L;
+        while (lastCounted == 0 || (acking && lastAcked == 0)) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("round " + round + " did not finish: counted "
+                        + COUNTED.get() + " of " + expectedWords + ", acked " + ACKED.get());
+            }
+            Thread.sleep(5);
+        }
+        long end = acking ? Math.max(lastCounted, lastAcked) : lastCounted;
+        long self = ProcessHandle.current().pid();
+        long[] jvm = memory(self);
+        long childRss = 0;
+        for (ProcessHandle child : (Iterable<ProcessHandle>) ProcessHandle.current().descendants()::iterator) {
+            long[] m = memory(child.pid());
+            childRss += Math.max(m[1], 0);
+        }
+        KillOptions kill = new KillOptions();
+        kill.set_wait_secs(0);
+        cluster.killTopologyWithOpts(name, kill);
+        while (alive(cluster, name) || workerThreads() > 0) {
+            Thread.sleep(50);
+        }
+        return String.format(
+                "{\"workload\": \"%s\", \"acking\": %b, \"split\": \"%s\", \"words\": %d, "
+                        + "\"sentences\": %d, \"seconds\": %.6f, \"start_seconds\": %.3f, "
+                        + "\"jvm_rss_kb\": %d, \"jvm_hwm_kb\": %d, \"python_hwm_kb\": %d}",
+                workload, acking, pythonSplit ? "python" : "java", COUNTED.get(),
+                sentences.length, (end - firstEmit) / 1e9, (firstEmit - submitted) / 1e9,
+                jvm[0], jvm[1], childRss);
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length != 2) {
+            System.err.println("usage: WordCountBench SENTENCES_FILE PYTHON");
+            System.exit(2);
+        }
+        Path file = Paths.get(args[0]);
+        List<String> lines = Files.readAllLines(file, StandardCharsets.UTF_8);
+        all = lines.toArray(new String[0]);
+        long words = 0;
+        for (String s : all) {
+            words += s.split(" ").length;
+        }
+        String python = args[1];
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in,
+                StandardCharsets.UTF_8));
+        try (LocalCluster cluster = new LocalCluster()) {
+            System.out.println("{\"ready\": true, \"sentences\": " + all.length
+                    + ", \"words\": " + words + "}");
+            System.out.flush();
+            int round = 0;
+            String line;
+            while ((line = in.readLine()) != null) {
+                String[] cmd = line.trim().split("\\s+");
+                if (cmd[0].equals("quit")) {
+                    break;
+                }
+                if (cmd.length != 5 || !cmd[0].equals("run") || !cmd[4].matches("[0-9]+")
+                        || !(cmd[1].equals("final") || cmd[1].equals("running"))
+                        || !(cmd[2].equals("on") || cmd[2].equals("off"))
+                        || !(cmd[3].equals("java") || cmd[3].equals("python"))) {
+                    System.out.println("{\"error\": \"bad command: " + line.replace("\"", "'")
+                            + " (run final|running on|off java|python SENTENCES, or quit)\"}");
+                    System.out.flush();
+                    continue;
+                }
+                System.out.println(run(cluster, round++, cmd[1], cmd[2].equals("on"),
+                        cmd[3].equals("python"), python, Integer.parseInt(cmd[4])));
+                System.out.flush();
+            }
+        }
+        System.exit(0);
+    }
+}

@@ -1,0 +1,102 @@
+"""ChangeHooks: the one-shot "something changed" callbacks of :class:`~stormpy.cluster.state.ClusterState`.
+
+Each kind of read (a *slot*) keeps its latest callback; the storage's persistent watches (kazoo's
+DataWatch / ChildrenWatch recipes, set up once per node read) pop and run it at the next change.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from stormpy.cluster.storage import ZkStorage
+from stormpy.cluster.watches import Watch
+
+__all__ = ["Callback", "ChangeHooks"]
+
+#: the façade's logger: a failing callback is logged as the cluster state's
+log = logging.getLogger("stormpy.cluster.state")
+
+#: a one-shot "something changed" hook, run on a kazoo thread
+Callback = Callable[[], Any]
+
+
+class ChangeHooks:
+    """One-shot "something changed" callbacks per slot, fed by the storage's persistent watches
+    (kazoo's DataWatch / ChildrenWatch recipes).
+
+    A slot keeps one watch per (kind, path) it ever read, so re-reading never piles up watches; the
+    first call of a watch (its set-up) is not a change. A change pops the slot's callback and runs
+    it. :meth:`retain` drops the data watches of children that are gone.
+    """
+
+    def __init__(self, storage: ZkStorage) -> None:
+        self._storage = storage
+        self._lock = threading.Lock()
+        self._callbacks: dict[str, Callback] = {}
+        self._watches: dict[tuple[str, str, str], Watch | None] = {}  # None: being set up
+
+    def set_callback(self, slot: str, callback: Callback) -> None:
+        with self._lock:
+            self._callbacks[slot] = callback
+
+    def watch(self, slot: str, kind: str, path: str) -> None:
+        """Make sure a ``kind`` (``"data"`` or ``"children"``) watch on ``path`` feeds ``slot``.
+
+        Bounded like a storage operation; when it fails nothing stays registered, so the next read
+        tries again.
+        """
+        key = (slot, kind, path)
+        with self._lock:
+            if key in self._watches:
+                return
+            self._watches[key] = None
+        started = [False]
+
+        def changed(_value: Any) -> None:
+            if not started[0]:
+                started[0] = True  # the recipe's first call reports the current value, not a change
+                return
+            with self._lock:
+                callback = self._callbacks.pop(slot, None)
+            if callback is not None:
+                try:
+                    callback()
+                except Exception:
+                    log.exception("cluster-state callback for %s failed", slot)
+
+        try:
+            handle = (self._storage.watch_data(path, changed) if kind == "data"
+                      else self._storage.watch_children(path, changed))
+        except BaseException:
+            with self._lock:
+                self._watches.pop(key, None)
+            raise
+        with self._lock:
+            if key in self._watches:
+                self._watches[key] = handle
+                return
+        handle.cancel()  # cancelled (close) while it was being set up
+
+    def retain(self, slot: str, parent: str, children: list[str]) -> None:
+        """Cancel the data watches of ``slot`` on children of ``parent`` not in ``children``."""
+        keep = {f"{parent}/{child}" for child in children}
+        prefix = parent + "/"
+        with self._lock:
+            gone = [k for k in self._watches
+                    if k[0] == slot and k[1] == "data" and k[2].startswith(prefix) and k[2] not in keep]
+            handles = [self._watches.pop(k) for k in gone]
+        for handle in handles:
+            if handle is not None:
+                handle.cancel()
+
+    def cancel_all(self) -> None:
+        with self._lock:
+            handles = list(self._watches.values())
+            self._watches.clear()
+            self._callbacks.clear()
+        for handle in handles:
+            if handle is not None:
+                handle.cancel()

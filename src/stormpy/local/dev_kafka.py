@@ -1,0 +1,84 @@
+"""Which Kafka broker to run for development and benchmarks, and ``stormpy dev-kafka``'s loop.
+
+Apache Kafka (:class:`stormpy.local.apache_kafka.ApacheKafkaBroker`) when Java and its jars are
+there (``make kafka``), else tansu (:class:`stormpy.local.kafka_broker.TansuBroker`), always saying
+which and, for tansu, why Apache Kafka was not taken. ``choice`` forces one: ``"kafka"`` or
+``"tansu"`` (``"auto"`` is the rule above).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from stormpy.host.daemon import serve_until_stopped
+from stormpy.local.apache_kafka import ApacheKafkaBroker, apache_kafka_missing
+from stormpy.local.kafka_broker import KafkaBroker, KafkaBrokerNotFound, TansuBroker
+
+__all__ = ["BROKER_CHOICES", "choose_broker", "run_dev_kafka", "start_broker"]
+
+BROKER_CHOICES = ("auto", "kafka", "tansu")
+
+
+def choose_broker(port: int = 0, *, host: str = "127.0.0.1",
+                  log_dir: str | os.PathLike[str] | None = None,
+                  choice: str = "auto") -> tuple[KafkaBroker, str | None]:
+    """A broker (not started) by the module's rule, and why Apache Kafka was not chosen (None when
+    it was). Raises KafkaBrokerNotFound when ``choice="kafka"`` and Apache Kafka cannot run, and
+    ValueError for an unknown ``choice``."""
+    if choice not in BROKER_CHOICES:
+        raise ValueError(f"broker choice must be one of {', '.join(BROKER_CHOICES)}, got {choice!r}")
+    if choice == "tansu":
+        return TansuBroker(port, host=host, log_dir=log_dir), "tansu was asked for"
+    missing = apache_kafka_missing()
+    if missing is None:
+        return ApacheKafkaBroker(port, host=host, log_dir=log_dir), None
+    if choice == "kafka":
+        raise KafkaBrokerNotFound(missing)
+    return TansuBroker(port, host=host, log_dir=log_dir), missing
+
+
+def start_broker(choice: str = "auto", *, port: int = 0, host: str = "127.0.0.1",
+                 log_dir: str | os.PathLike[str] | None = None,
+                 echo: Callable[[str], Any] = print) -> KafkaBroker:
+    """Start the broker :func:`choose_broker` picks and return it once it serves, having echoed
+    which broker it is (and, for tansu, why not Apache Kafka). The caller stops it."""
+    broker, why_not_kafka = choose_broker(port, host=host, log_dir=log_dir, choice=choice)
+    if why_not_kafka is not None:
+        echo(f"starting tansu instead of Apache Kafka: {why_not_kafka}")
+    broker.start()
+    echo(f"Kafka broker {broker.flavour} serving on {broker.bootstrap_servers} (log {broker.log_path})")
+    return broker
+
+
+def run_dev_kafka(port: int = 9092, log_dir: str | os.PathLike[str] = "stormpy-local/dev-kafka", *,
+                  host: str = "127.0.0.1", choice: str = "auto", echo: Callable[[str], Any] = print,
+                  stop_event: Any = None, on_ready: Callable[[KafkaBroker], Any] | None = None) -> int:
+    """Run the broker :func:`choose_broker` picks on ``host:port`` until SIGINT/SIGTERM (handlers
+    installed only on the main thread) or ``stop_event`` is set, then return 0; if the broker dies
+    on its own, print its log tail and return its status (1 when unknown). Raises
+    KafkaBrokerNotFound / KafkaBrokerStartError when it cannot start. Apache Kafka keeps its data in
+    ``log_dir`` across restarts; tansu keeps it in memory (a restart starts empty)."""
+    broker, why_not_kafka = choose_broker(port, host=host, log_dir=log_dir, choice=choice)
+
+    def start() -> None:
+        if why_not_kafka is not None:
+            echo(f"starting tansu instead of Apache Kafka: {why_not_kafka}")
+        broker.start()
+        kept = ("data kept across restarts" if isinstance(broker, ApacheKafkaBroker)
+                else "data in memory only")
+        echo(f"Kafka broker {broker.flavour} serving on {broker.bootstrap_servers} "
+             f"(log {broker.log_path}; {kept}); Ctrl-C to stop")
+        if on_ready is not None:
+            on_ready(broker)
+
+    def exited() -> int | None:
+        if broker.running:
+            return None
+        code = broker.returncode
+        echo(f"the Kafka broker exited with status {code}; last log lines:\n{broker.log_tail()}")
+        return code or 1
+
+    return serve_until_stopped(start, broker.stop, exited, stopping="stopping the Kafka broker",
+                               echo=echo, stop_event=stop_event)

@@ -1,0 +1,109 @@
+"""The Trident word count from Kafka (KafkaOpaqueSpout, opaque SQLite state) on a real cluster:
+records written while it runs, worker processes killed with SIGKILL several times, the counts
+at the end equal a plain count of the topic's records."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from stormpy.bundle import build_bundle
+from stormpy.cluster.zkserver import ZooKeeperServer
+from stormpy.state import SqliteStore
+from stormpy.testing import WaitTimeout, wait_for
+from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
+from stormpy.testing.kafka import KafkaBroker
+from stormpy.trident import OPAQUE, MapState
+from zookeeper_kit import running_zookeeper
+
+TOPOLOGIES = Path(__file__).resolve().parent / "cluster_topologies"
+if str(TOPOLOGIES) not in sys.path:
+    sys.path.insert(0, str(TOPOLOGIES))
+
+import trident_kafka  # noqa: E402
+
+pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster,
+              pytest.mark.kafka]
+LINES = ["the cow jumped over the moon", "four score and seven years ago",
+         "snow white and the seven dwarfs", "an apple a day keeps the doctor away"]
+
+
+@pytest.fixture(scope="module")
+def zookeeper() -> Iterator[ZooKeeperServer]:
+    with running_zookeeper(heap_mb=256) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def cluster(zookeeper: ZooKeeperServer, kafka_broker: KafkaBroker,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
+    c = ProcessCluster(zookeeper.connect_string, supervisors=2, slots_per_supervisor=2,
+                       base_dir=tmp_path_factory.mktemp("trident-kafka"),
+                       zk_root=f"/stormpy-tests/tk-{uuid.uuid4().hex[:8]}", conf=FAST_TIMEOUTS)
+    c.start(timeout_secs=90)
+    try:
+        yield c
+    finally:
+        c.stop()
+        assert c.worker_processes() == [], "stray worker processes"
+
+
+def counts(db: Path) -> dict[str, int]:
+    if not db.exists():
+        return {}
+    state = MapState(SqliteStore(db, "trident_state", segments=("counts",)), OPAQUE)
+    try:
+        return {key[0]: value for key, value in state.items()}
+    finally:
+        state.close()
+
+
+def test_kill9_trident_kafka_word_count_is_exact(cluster: ProcessCluster,
+                                                 kafka_broker: KafkaBroker,
+                                                 kafka_topic: object, produce: object,
+                                                 tmp_path: Path) -> None:
+    topic = kafka_topic(4)  # type: ignore[operator]
+    db = tmp_path / "counts.sqlite"
+    spec = trident_kafka.build(kafka_broker.bootstrap_servers, topic, str(db),
+                               f"tk-{uuid.uuid4().hex[:8]}")
+    bundle = build_bundle(TOPOLOGIES, tmp_path / "trident_kafka.zip").path
+    conf = {"topology.workers": 2, "topology.message.timeout.secs": 6,
+            "topology.max.spout.pending": 3,
+            "transactional.zookeeper.root": f"/stormpy-tests/tk-{uuid.uuid4().hex[:8]}"}
+    tid = cluster.client().submit("trident-kafka", bundle, spec.to_doc(), conf)
+    sent: Counter[str] = Counter()
+
+    def send(start: int, count: int) -> None:
+        records = [(i % 4, None, LINES[i % 4].encode()) for i in range(start, start + count)]
+        produce(topic, records)  # type: ignore[operator]
+        sent.update(w for _p, _k, v in records for w in v.decode().split())
+
+    send(0, 800)
+    wait_for(lambda: sum(counts(db).values()) > 0, 120, "the first commit")
+    kills = 0
+    for round_ in range(3):
+        workers = wait_for(lambda: cluster.worker_processes(tid)
+                           if len(cluster.worker_processes(tid)) == 2 else None,
+                           90, "two worker processes")
+        pid = sorted(workers)[round_ % 2][0]
+        os.kill(pid, signal.SIGKILL)
+        kills += 1
+        send(800 + 400 * round_, 400)
+        progress = sum(counts(db).values())
+        wait_for(lambda p=progress: sum(counts(db).values()) > p, 120, "a commit after the kill")
+    try:
+        wait_for(lambda: counts(db) == dict(sent), 180, "the exact counts")
+    except WaitTimeout:
+        got = counts(db)
+        diff = {w: (got.get(w), sent[w]) for w in sent if got.get(w) != sent[w]}
+        raise AssertionError(f"counts differ (stored, sent): {diff}") from None
+    cluster.client().kill("trident-kafka", 0)
+    assert kills == 3
+    assert counts(db) == dict(sent)

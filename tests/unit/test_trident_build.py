@@ -1,0 +1,101 @@
+"""Build-time checks of Trident topologies (each error names what is wrong) and the built-in
+aggregators on their own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from trident_kit import CountAndSum, Double, Split
+
+from stormpy.topology.errors import InvalidTopologyError
+from stormpy.trident import (
+    Count,
+    FixedBatchSpout,
+    Max,
+    Min,
+    StateFactory,
+    Stream,
+    Sum,
+    TridentTopology,
+    TridentTuple,
+)
+from stormpy.trident.builtin import FirstNAgg
+from stormpy.trident.operation import TridentCollector, op_doc, op_from_doc
+
+
+def stream(t: TridentTopology, txid: str = "s") -> Stream:
+    return t.new_stream(txid, FixedBatchSpout(["sentence"], 2, [["a b"]]))
+
+
+def test_operations_travel_as_import_paths_with_their_arguments() -> None:
+    doc = op_doc(Max("n"), "x")
+    assert doc == {"cls": "stormpy.trident.builtin:Max", "args": ["n"], "kwargs": {}}
+    again = op_from_doc(doc)
+    assert isinstance(again, Max) and again.field == "n"
+    with pytest.raises(InvalidTopologyError, match="lambda"):
+        TridentTopology().new_stream("s", FixedBatchSpout(["n"], 1, [[1]])).map(lambda t: t)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda s: s.each(["nope"], Split(), ["word"]), r"no field\(s\) \['nope'\]"),
+    (lambda s: s.each(["sentence"], Split(), ["sentence"]), "already in the stream"),
+    (lambda s: s.group_by(["sentence"]).persistent_aggregate(
+        StateFactory.memory("x"), CountAndSum(), ["c"]), "CombinerAggregator or a Reducer"),
+    (lambda s: s.aggregate(Split(), ["c"]), "is not a CombinerAggregator"),
+    (lambda s: s.parallelism_hint(0), "parallelism_hint"),
+    (lambda s: s.name("a b"), "name must be"),
+    (lambda s: s.partition_persist(StateFactory.memory("x"), ["sentence"], Count()),
+     "not a StateUpdater"),
+])
+def test_bad_operations_are_refused_with_a_clear_error(make: object, message: str) -> None:
+    t = TridentTopology()
+    with pytest.raises(InvalidTopologyError, match=message):
+        make(stream(t))  # type: ignore[operator]
+
+
+def test_topology_level_checks() -> None:
+    t = TridentTopology()
+    s = stream(t)
+    with pytest.raises(InvalidTopologyError, match="used twice"):
+        stream(t)
+    with pytest.raises(InvalidTopologyError, match="not an instance of a transactional spout"):
+        t.new_stream("other", Split())
+    with pytest.raises(InvalidTopologyError, match="different numbers of fields"):
+        t.merge(s, s.each(["sentence"], Split(), ["word"]))
+    with pytest.raises(InvalidTopologyError, match="3 output fields given, the join has 1"):
+        t.join(s, ["sentence"], s, ["sentence"], ["a", "b", "c"])
+    with pytest.raises(InvalidTopologyError, match="needs a new_stream"):
+        TridentTopology().build()
+    u = TridentTopology()
+    a, b = stream(u, "a"), stream(u, "b")
+    u.merge(a, b)
+    with pytest.raises(InvalidTopologyError, match="different new_stream spouts"):
+        u.build()
+    with pytest.raises(Exception, match="trident state kind"):
+        StateFactory.memory("x", "exactly-twice")
+
+
+def tup(*values: object) -> TridentTuple:
+    return TridentTuple(values, ["v"])
+
+
+def test_combiners_and_first_n() -> None:
+    assert Count().combine(Count().zero(), Count().init(tup(9))) == 1
+    assert Sum().combine(Sum().init(tup(2)), Sum().init(tup(3))) == 5
+    assert Min().combine(Min().zero(), 4) == 4 and Min().combine(4, 2) == 2
+    assert Max().combine(None, None) is None and Max().combine(1, 3) == 3
+    out: list[Any] = []
+    agg = FirstNAgg(2, "v", reverse=True)
+    collector = TridentCollector(out.append)
+    state = agg.init(None, collector)
+    for v in (3, 9, 1, 7):
+        agg.aggregate(state, tup(v), collector)
+    agg.complete(state, collector)
+    assert out == [[9], [7]]
+    with pytest.raises(ValueError, match="n >= 1"):
+        FirstNAgg(0)
+    assert tup(5)["v"] == 5 and tup(5).get("w", 1) == 1
+    with pytest.raises(KeyError, match="no field 'w'"):
+        tup(5)["w"]
+    assert Double()._init_args == ((), {})
