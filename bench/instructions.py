@@ -6,7 +6,10 @@ the bench
 topology twice under ``valgrind --tool=callgrind`` (``--small`` and ``--large`` sentences) and
 prints (instructions of the large run - those of the small run) / (words of the difference):
 start-up, imports and the workload's generation cancel out. ``--run N`` (used by the above) runs
-the topology once over N sentences, driving ``Worker.run_once`` on the main thread.
+the topology once over N sentences, driving ``Worker.run_once`` on the main thread, with the
+``random`` module seeded from N: the latency sampling's gaps, the shuffles and the root and edge
+ids are the same in every run, so two builds are compared on the same work (unseeded, the counts
+of one build varied by a few tens of instructions per word).
 
 ``--loop`` (compiled path) counts only inside ``Worker.run_once`` (callgrind's
 ``--toggle-collect``), over one run of ``--large`` sentences: the executor loop's instructions
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import re
 import subprocess
 import sys
@@ -38,10 +42,14 @@ def run(n: int, workload: str, acking: bool, batch: bool, columns: bool | str = 
     from stormpy.worker.factory import WorkerConfig
     from stormpy.worker.loop import Worker
 
+    random.seed(n)  # sampling gaps, shuffles, root and edge ids: the same in every run
     lines = sentences(n)
     words = sum(len(s.split()) for s in lines)
+    # the message timeout far beyond the run: under callgrind on a busy machine a run can take
+    # longer than the default 30 s, and tuples timed out and replayed would be counted as work
     conf = {"topology.acker.executors": 1 if acking else 0,
-            "topology.max.spout.pending": 5000 if acking else None}
+            "topology.max.spout.pending": 5000 if acking else None,
+            "topology.message.timeout.secs": 3600}
     worker = Worker(WorkerConfig("instructions", build(n, acking, workload=workload, batch=batch,
                                                        columns=columns), conf))
     worker.tune_gc()

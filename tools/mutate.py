@@ -98,8 +98,10 @@ TARGETS: dict[str, Target] = {
     # the worker one file at a time (each is a fraction of the worker's run, so a file's tests can
     # be worked through without re-running the whole worker; same mutants, same tests)
     **{f"worker-{part}": Target((f"src/stormpy/worker/{part}.py",), pytest_args=WORKER_PYTEST_ARGS)
-       for part in ("routing", "dispatch", "transfer", "timers", "tasks", "loop", "stats", "values",
-                    "offloop", "factory", "column_path", "inbound", "spout_batch")},
+       for part in ("routing", "dispatch", "transfer", "task_timers", "tasks", "bolt_task",
+                    "spout_task", "spout_roots", "emit_checks", "sampling", "loop", "stats",
+                    "values", "offloop", "factory", "column_path", "column_emit", "column_anchors",
+                    "inbound", "spout_batch")},
     # the four small worker files in one run (one test-stats pass instead of four; the summary
     # still scores each file)
     "worker-small": Target(tuple(f"src/stormpy/worker/{part}.py"

@@ -9,7 +9,8 @@ from typing import Any
 
 from stormpy import Bolt, TopologyBuilder
 from stormpy.testing import FeederSpout
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig
+from stormpy.topology.clock import SimulatedClock
+from stormpy.worker import Worker, WorkerConfig
 from stormpy.worker.stats import GAP_TABLE
 from stormpy.worker.tasks import TaskRunner
 
@@ -27,7 +28,7 @@ def sampled_runner(bolt: type[Bolt], conf: Mapping[str, Any], gaps: list[int], c
                                   **conf}), clock=SimulatedClock())
     worker.open()
     runner = next(r for r in worker.tasks.values() if r.component_id == "bolt")
-    runner.sample_clock = clock
+    runner.sampler.clock = clock
     stats = runner.stats
     stats.gaps = gaps + [1] * (GAP_TABLE - len(gaps))
     stats.gap_index = 0

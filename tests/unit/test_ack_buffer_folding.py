@@ -13,8 +13,9 @@ import pytest
 
 from stormpy import Bolt, TopologyBuilder, Tuple
 from stormpy.testing import FeederSpout
+from stormpy.topology.clock import SimulatedClock
 from stormpy.topology.fields import Fields
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig
+from stormpy.worker import Worker, WorkerConfig
 from stormpy.worker.stats import GAP_TABLE
 
 A, B, C = 1001, 2002, 3003
@@ -101,7 +102,7 @@ def test_only_a_list_is_searched_for_the_timed_tuple() -> None:
     acks it without its process latency; a list without it records nothing; a list with it
     records it."""
     worker, runner = bolt()
-    runner.sample_clock = lambda: NOW[0]
+    runner.sampler.clock = lambda: NOW[0]
     runner.stats.gaps = [1] * GAP_TABLE
     runner.stats.sample_countdown = 1
     NOW[0] = 0.0

@@ -12,9 +12,10 @@ from transport_fakes import ScriptedTransport
 from stormpy import BasicBolt, Bolt, Spout, Stream, TopologyBuilder, Tuple
 from stormpy.messaging.codec import decode_frame
 from stormpy.testing import Capture, FeederSpout
+from stormpy.topology.clock import SimulatedClock
 from stormpy.topology.fields import Fields
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig
-from stormpy.worker.tasks import SpoutTask
+from stormpy.worker import Worker, WorkerConfig
+from stormpy.worker.spout_task import SpoutTask
 
 
 class TwoUntracked(Spout):

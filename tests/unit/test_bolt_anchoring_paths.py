@@ -21,7 +21,8 @@ from stormpy import (
     Tuple,
 )
 from stormpy.testing import Capture, FeederSpout, LocalCluster
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig, WorkerError
+from stormpy.topology.clock import SimulatedClock
+from stormpy.worker import Worker, WorkerConfig, WorkerError
 
 TIMEOUT = {"topology.message.timeout.secs": 10}
 

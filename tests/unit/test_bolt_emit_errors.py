@@ -10,7 +10,8 @@ import pytest
 
 from stormpy import Bolt, EmitError, Stream, TopologyBuilder, Tuple
 from stormpy.testing import Capture, FeederSpout
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig, WorkerError
+from stormpy.topology.clock import SimulatedClock
+from stormpy.worker import Worker, WorkerConfig, WorkerError
 
 
 class BadBolt(Bolt):

@@ -9,9 +9,10 @@ import pytest
 
 from stormpy import Bolt, TopologyBuilder, Tuple
 from stormpy.testing import FeederSpout
+from stormpy.topology.clock import SimulatedClock
 from stormpy.topology.columns import ColumnBatch
 from stormpy.topology.fields import Fields
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig, WorkerError
+from stormpy.worker import Worker, WorkerConfig, WorkerError
 from stormpy.worker.loop import EXECUTE_BUDGET
 
 #: the sizes of the batches the columnar bolt ran, and what the bolt after it received

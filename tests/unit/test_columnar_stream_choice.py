@@ -8,9 +8,10 @@ import dataclasses
 
 from stormpy import Bolt, TopologyBuilder, Tuple
 from stormpy.testing import FeederSpout
+from stormpy.topology.clock import SimulatedClock
 from stormpy.topology.columns import ColumnBatch
 from stormpy.topology.spec import TopologySpec
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig
+from stormpy.worker import Worker, WorkerConfig
 
 
 class Split(Bolt):

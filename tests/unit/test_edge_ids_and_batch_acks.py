@@ -9,7 +9,8 @@ from typing import Any
 
 from stormpy import Bolt, TopologyBuilder, Tuple
 from stormpy.testing import Capture, FeederSpout
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig
+from stormpy.topology.clock import SimulatedClock
+from stormpy.worker import Worker, WorkerConfig
 from stormpy.worker.edges import EDGE_BITS
 
 

@@ -11,8 +11,9 @@ import pytest
 
 from stormpy import Bolt, EmitError, Stream, TopologyBuilder, Tuple
 from stormpy.testing import Capture, FeederSpout
+from stormpy.topology.clock import SimulatedClock
 from stormpy.topology.fields import Fields
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig, WorkerError
+from stormpy.worker import Worker, WorkerConfig, WorkerError
 
 
 class Emitter(Bolt):

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from stormpy import TopologyBuilder
 from stormpy.testing import Capture, FeederSpout
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig
+from stormpy.topology.clock import SimulatedClock
+from stormpy.worker import Worker, WorkerConfig
 
 
 def worker_with(clock: SimulatedClock) -> tuple[Worker, list[int]]:
@@ -52,7 +53,7 @@ def test_a_worker_keeps_its_config_and_reports_errors_with_its_port() -> None:
     (task,) = worker.layout.component_tasks["feeder"]
     worker.record_error("feeder", task, "oops")
     (error,) = worker.errors["feeder"]
-    assert error["port"] == 6703 and error["task"] == task and error["host"] == worker.host
+    assert error["port"] == 6703 and error["task"] == task and error["host"] == worker.hostname
 
 
 def test_without_a_state_backend_tasks_get_one_in_memory() -> None:

@@ -12,7 +12,8 @@ import pytest
 
 from stormpy import Bolt, TopologyBuilder, Tuple
 from stormpy.testing import FeederSpout
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig
+from stormpy.topology.clock import SimulatedClock
+from stormpy.worker import Worker, WorkerConfig
 from stormpy.worker.stats import NEVER, capacity, check_sample_rate, sample_gap
 from stormpy.worker.tasks import TaskRunner
 
@@ -70,7 +71,7 @@ def worker_with(bolt: Any, conf: Mapping[str, Any], n: int) -> tuple[Worker, Tas
                                  {"topology.acker.executors": 1, **conf}), clock=SimulatedClock())
     worker.open()
     runner = next(r for r in worker.tasks.values() if r.component_id == "bolt")
-    runner.sample_clock = clock
+    runner.sampler.clock = clock
     for i in range(n):
         feeder.feed([i], msg_id=i)
     for _ in range(4 * n + 10):

@@ -134,7 +134,7 @@ def test_on_real_time_an_idle_wait_ends_when_the_next_timer_is_due() -> None:
 
 
 def test_on_simulated_time_idle_waits_ignore_the_timers() -> None:
-    from stormpy.worker import SimulatedClock  # noqa: PLC0415
+    from stormpy.topology.clock import SimulatedClock  # noqa: PLC0415
 
     clock = SimulatedClock(1000.0)
     CLOCK_MOVES.clear()

@@ -10,7 +10,8 @@ import pytest
 from stormpy import Bolt, Spout, Stream, TopologyBuilder, Tuple
 from stormpy.messaging.transport import NoTransport
 from stormpy.testing import Capture, FeederSpout
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig
+from stormpy.topology.clock import SimulatedClock
+from stormpy.worker import Worker, WorkerConfig
 from stormpy.worker.loop import EXECUTE_BUDGET
 
 BATCHES: list[list[int]] = []

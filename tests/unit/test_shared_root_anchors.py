@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from stormpy import Bolt, Spout, TopologyBuilder, Tuple
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig
+from stormpy.topology.clock import SimulatedClock
+from stormpy.worker import Worker, WorkerConfig
 
 ACKED: list[Any] = []
 FAILED: list[Any] = []

@@ -3,7 +3,7 @@ spout's home acker whatever the random source gives, the acker's init sent to an
 worker, the debug emit log, a task that gets a single tuple of a batch, and the errors of a bad
 batch naming component, stream and what is wrong.
 
-The random source of ``stormpy.worker.spout_batch`` is replaced in the root test (its extremes
+The random source of roots (``stormpy.worker.spout_roots``) is replaced in the root test (its extremes
 cannot be reached otherwise)."""
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from test_spout_roots_and_latency import ROOT_CASES
 
 from stormpy import Bolt, Spout, Stream, TopologyBuilder, Tuple
 from stormpy.testing import Capture, LocalCluster
+from stormpy.topology.clock import SimulatedClock
 from stormpy.topology.errors import EmitError
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig, spout_batch
+from stormpy.worker import Worker, WorkerConfig, spout_roots
 
 TIMEOUT = {"topology.message.timeout.secs": 10}
 LOG: dict[str, list[Any]] = {}
@@ -75,7 +76,7 @@ def test_batch_roots_are_nonzero_64_bit_ids_of_the_home_acker_whatever_the_rando
 
     def bits_once(k: int) -> int:  # the root first, then random edges
         return sequence.pop() if sequence else rng.getrandbits(k)
-    monkeypatch.setattr(spout_batch, "getrandbits", bits_once)
+    monkeypatch.setattr(spout_roots, "getrandbits", bits_once)
     sink = Capture(ack=False)
     b = TopologyBuilder()
     b.set_spout("feeder", Batches)  # task 4 after three ackers
@@ -221,7 +222,7 @@ def test_with_two_local_ackers_a_root_of_home_acker_0_is_moved_to_it(
     drawn id of acker 1 is moved down to acker 0's."""
     sequence = [5]
     rng = random.Random(5)
-    monkeypatch.setattr(spout_batch, "getrandbits",
+    monkeypatch.setattr(spout_roots, "getrandbits",
                         lambda k: sequence.pop() if sequence else rng.getrandbits(k))
     sink = Capture(ack=False)
     b = TopologyBuilder()
@@ -231,7 +232,7 @@ def test_with_two_local_ackers_a_root_of_home_acker_0_is_moved_to_it(
                     clock=SimulatedClock())
     worker.open()
     task = next(r for r in worker.tasks.values() if r.component_id == "feeder")
-    assert task.task_id == 4 and task._home_acker == 0
+    assert task.task_id == 4 and task.roots.home == 0
     for _ in range(3):
         worker.run_once()
     assert [t.root for t in sink.tuples] == [4, 4]

@@ -11,7 +11,8 @@ import pytest
 
 from stormpy import Bolt, EmitError, Spout, Stream, TopologyBuilder, Tuple
 from stormpy.testing import Capture, FeederSpout
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig, WorkerError
+from stormpy.topology.clock import SimulatedClock
+from stormpy.worker import Worker, WorkerConfig, WorkerError
 from stormpy.worker.routing import stable_hash
 
 

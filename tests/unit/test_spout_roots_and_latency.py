@@ -2,8 +2,9 @@
 pinned to the spout's own acker whatever the random source gives, and complete latency adds up
 the time from emit to ack of every tuple.
 
-The random source and the clock of the spout runner are replaced here (``getrandbits`` and
-``perf_counter`` of ``stormpy.worker.tasks``): their extremes cannot be reached otherwise."""
+The random source of roots and the clock of the spout runner are replaced here (``getrandbits``
+of ``stormpy.worker.spout_roots``, ``perf_counter`` of ``stormpy.worker.spout_task``): their
+extremes cannot be reached otherwise."""
 
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ import pytest
 
 from stormpy import Spout, Stream, TopologyBuilder
 from stormpy.testing import Capture, FeederSpout
+from stormpy.topology.clock import SimulatedClock
 from stormpy.topology.fields import Fields
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig
-from stormpy.worker import tasks as task_runners
+from stormpy.worker import Worker, WorkerConfig, spout_roots, spout_task
 
 
 class Untracked(Spout):
@@ -81,7 +82,7 @@ def test_root_ids_are_nonzero_64_bit_ids_of_the_home_acker_whatever_the_random_s
 
     def bits_once(k: int) -> int:  # the root first, then random edges
         return sequence.pop() if sequence else rng.getrandbits(k)
-    monkeypatch.setattr(task_runners, "getrandbits", bits_once)
+    monkeypatch.setattr(spout_roots, "getrandbits", bits_once)
     feeder, sink = FeederSpout(["v"]), Capture(ack=False)
     worker = spout_and_ackers(feeder, sink, ackers)
     feeder.feed(["x"], msg_id="m")
@@ -105,7 +106,7 @@ class FakeTime:
 def test_complete_latency_sums_emit_to_ack_time_of_every_acked_tuple(
         monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeTime()
-    monkeypatch.setattr(task_runners, "perf_counter", fake)
+    monkeypatch.setattr(spout_task, "perf_counter", fake)
     feeder, sink = FeederSpout(["v"]), Capture()
     b = TopologyBuilder()
     b.set_spout("feeder", feeder)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from stormpy import TopologyBuilder
 from stormpy.testing import Capture, FeederSpout
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig
+from stormpy.topology.clock import SimulatedClock
+from stormpy.worker import Worker, WorkerConfig
 from stormpy.worker.stats import summarize
 
 

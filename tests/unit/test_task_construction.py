@@ -11,7 +11,8 @@ import pytest
 from stormpy import Bolt, TopologyBuilder, TopologyContext, Tuple
 from stormpy.state import MemoryBackend
 from stormpy.testing import Capture, FeederSpout
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig, WorkerError
+from stormpy.topology.clock import SimulatedClock
+from stormpy.worker import Worker, WorkerConfig, WorkerError
 
 SEEN: dict[int, tuple[dict[str, Any], TopologyContext]] = {}
 

@@ -10,7 +10,8 @@ import pytest
 
 from stormpy import BasicBolt, Bolt, EmitError, Spout, TopologyBuilder, Tuple
 from stormpy.testing import Capture, FeederSpout
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig, WorkerError
+from stormpy.topology.clock import SimulatedClock
+from stormpy.worker import Worker, WorkerConfig, WorkerError
 
 
 def run_rounds(worker: Worker, rounds: int = 6) -> None:

@@ -11,7 +11,8 @@ from transport_fakes import ScriptedTransport
 
 from stormpy import Bolt, TopologyBuilder, Tuple
 from stormpy.testing import Capture, FeederSpout
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig, WorkerError
+from stormpy.topology.clock import SimulatedClock
+from stormpy.worker import Worker, WorkerConfig, WorkerError
 
 
 def test_update_peers_moves_remote_tasks_and_drops_tuples_for_tasks_without_a_place() -> None:

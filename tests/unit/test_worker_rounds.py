@@ -13,10 +13,12 @@ from transport_fakes import ScriptedTransport
 
 from stormpy import Bolt, Spout, TopologyBuilder, TopologyContext, Tuple
 from stormpy.testing import Capture, FeederSpout
+from stormpy.topology.clock import SimulatedClock
 from stormpy.topology.fields import Fields
-from stormpy.worker import SimulatedClock, Worker, WorkerConfig, WorkerError
-from stormpy.worker.loop import EXECUTE_BUDGET, MAX_ERRORS_KEPT
-from stormpy.worker.tasks import SPOUT_ROUND_TUPLES
+from stormpy.worker import Worker, WorkerConfig, WorkerError
+from stormpy.worker.loop import EXECUTE_BUDGET
+from stormpy.worker.spout_task import SPOUT_ROUND_TUPLES
+from stormpy.worker.task_errors import MAX_ERRORS_KEPT
 
 
 def feeder_to_sink(parallelism: int = 1, ack: bool = True) -> tuple[FeederSpout, Capture, Any]:

@@ -1,4 +1,4 @@
-"""Timers: periodic callbacks fired once per elapsed period, and the timers a worker gives its
+"""Task timers: periodic callbacks fired once per elapsed period, and the timers a worker gives its
 tasks (message-timeout rotation for spouts and ackers, tick tuples for bolts)."""
 
 from __future__ import annotations
@@ -7,14 +7,14 @@ import pytest
 
 from stormpy import TopologyBuilder
 from stormpy.testing import Capture, FeederSpout
+from stormpy.topology.clock import SimulatedClock
 from stormpy.worker import Worker, WorkerConfig
-from stormpy.worker.clock import SimulatedClock
-from stormpy.worker.tasks import TIMEOUT_BUCKETS
-from stormpy.worker.timers import Timers
+from stormpy.worker.spout_task import TIMEOUT_BUCKETS
+from stormpy.worker.task_timers import TaskTimers
 
 
 def test_a_timer_fires_at_its_due_time_and_once_per_missed_period() -> None:
-    timers = Timers()
+    timers = TaskTimers()
     fired: list[str] = []
     timers.add(2.0, lambda: fired.append("a"), now=10.0)
     timers.add(3.0, lambda: fired.append("b"), now=10.0)
@@ -29,7 +29,7 @@ def test_a_timer_fires_at_its_due_time_and_once_per_missed_period() -> None:
 
 
 def test_next_due_is_the_earliest_timer_and_infinite_without_timers() -> None:
-    timers = Timers()
+    timers = TaskTimers()
     assert timers.next_due == float("inf")
     timers.run(100.0)
     assert timers.next_due == float("inf")
@@ -42,7 +42,7 @@ def test_next_due_is_the_earliest_timer_and_infinite_without_timers() -> None:
 @pytest.mark.parametrize("interval", [0, 0.0, -1.0])
 def test_a_timer_needs_a_positive_interval(interval: float) -> None:
     with pytest.raises(ValueError, match=f"timer interval must be positive, got {interval}"):
-        Timers().add(interval, lambda: None, now=0.0)
+        TaskTimers().add(interval, lambda: None, now=0.0)
 
 
 def topology(tick_secs: float | None = None, ack: bool = True):

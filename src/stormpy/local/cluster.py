@@ -137,7 +137,7 @@ class LocalCluster:
         """The metrics consumers of one in-process worker: they get its tasks' statistics,
         taken on its loop thread, every ``topology.builtin.metrics.bucket.size.secs``."""
         tasks = tuple(worker.local_tasks)
-        context = ConsumerContext(topology_id, worker.host, 0, tasks)
+        context = ConsumerContext(topology_id, worker.hostname, 0, tasks)
         return MetricsFeed(conf, context, lambda: self._on_loop(worker, worker.task_stats)).start()
 
     def _worker_group(self, topology_id: str, topology: TopologySpec, conf: dict[str, Any],

@@ -1,8 +1,9 @@
-"""One worker: task runners, routing, the executor loop and local mode."""
+"""One worker: the executor loop running its task runners, with their routing, delivery, acking
+and timers, the transfer to other workers, and the worker process of a cluster. Local mode
+(``stormpy.local``) runs a ``Worker`` holding every task."""
 
-from stormpy.worker.clock import Clock, SimulatedClock
 from stormpy.worker.errors import WorkerError
 from stormpy.worker.factory import WorkerConfig
 from stormpy.worker.loop import Worker
 
-__all__ = ["Clock", "SimulatedClock", "Worker", "WorkerConfig", "WorkerError"]
+__all__ = ["Worker", "WorkerConfig", "WorkerError"]

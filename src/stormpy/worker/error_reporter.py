@@ -1,10 +1,12 @@
 """Reporting component errors of a cluster worker to ZooKeeper without slowing the executor loop.
 
 ``report`` (any thread, never blocks) queues an error; a side thread writes it with
-``ClusterState.report_error``. Like Storm, at most ``topology.max.error.report.per.interval``
-errors (default 5) are written per ``topology.error.throttle.interval.secs`` (default 10); the
-rest are only logged. ``close`` writes what is still queued (bounded by its timeout), so an error
-that stops the worker reaches ZooKeeper before the process exits.
+``ClusterState.report_error``. Errors arrive already throttled: ``Worker.record_error`` is the
+one throttle (per task, as Storm's executors; the error that stops the worker never throttled),
+so the reporter writes every error it is handed, the fatal one included. ``close`` writes what is
+still queued (bounded by its timeout), so an error that stops the worker reaches ZooKeeper before
+the process exits. The host written is the one the worker records (``WorkerConfig.hostname``:
+the process gives both the same).
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping
 from typing import Any
 
 from stormpy.cluster.errors import ClusterStateError
@@ -28,24 +29,14 @@ _STOP = object()
 
 
 class ErrorReporter:
-    """Writes ``ErrorInfo`` documents for ``topology_id`` from a worker at ``host:port``."""
+    """Writes ``ErrorInfo`` documents for ``topology_id`` from a worker at ``hostname:port``."""
 
-    def __init__(self, state: ClusterState, topology_id: str, host: str, port: int,
-                 conf: Mapping[str, Any] | None = None, *,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        conf = conf or {}
+    def __init__(self, state: ClusterState, topology_id: str, hostname: str, port: int) -> None:
         self.state = state
         self.topology_id = topology_id
-        self.host = host
+        self.hostname = hostname
         self.port = port
-        self.max_per_interval = int(conf.get("topology.max.error.report.per.interval") or 5)
-        self.interval = float(conf.get("topology.error.throttle.interval.secs") or 10)
-        self._clock = clock
         self._queue: queue.Queue[Any] = queue.Queue()
-        self._window_start = clock()
-        self._in_window = 0
-        self._lock = threading.Lock()
-        self.suppressed = 0
         self._thread: threading.Thread | None = None
 
     def start(self) -> ErrorReporter:
@@ -55,17 +46,9 @@ class ErrorReporter:
         return self
 
     def report(self, component: str, task: int, text: str) -> None:
-        """Queue one error (throttled); safe from any thread."""
-        now = self._clock()
-        with self._lock:
-            if now - self._window_start >= self.interval:
-                self._window_start, self._in_window = now, 0
-            if self._in_window >= self.max_per_interval:
-                self.suppressed += 1
-                return
-            self._in_window += 1
+        """Queue one error to be written (never dropped); safe from any thread."""
         self._queue.put(ErrorInfo(component=component, task=task, time=time.time(), message=text,
-                                  host=self.host, port=self.port))
+                                  host=self.hostname, port=self.port))
 
     def _write(self, error: ErrorInfo) -> None:
         try:

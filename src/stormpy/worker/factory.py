@@ -21,15 +21,17 @@ from stormpy.topology.layout import ACKER_COMPONENT, TaskLayout
 from stormpy.topology.spec import SPOUT, SYSTEM_STREAM_SPEC, TopologySpec
 from stormpy.topology.state import StateBackend
 from stormpy.topology.tuple import SYSTEM_STREAM
+from stormpy.worker.bolt_task import BoltTask
 from stormpy.worker.column_path import attach as attach_columns
 from stormpy.worker.column_path import takes_columns
 from stormpy.worker.errors import WorkerError, caused_by
 from stormpy.worker.hooks import auto_hooks
-from stormpy.worker.host import TaskHost
 from stormpy.worker.offloop import BackgroundPool, Post, TaskOffLoop
 from stormpy.worker.routing import StreamRouter, make_router
 from stormpy.worker.spout_batch import attach as attach_spout_batches
-from stormpy.worker.tasks import BoltTask, SpoutTask, TaskRunner
+from stormpy.worker.spout_task import SpoutTask
+from stormpy.worker.tasks import TaskRunner
+from stormpy.worker.worker_view import WorkerView
 
 #: observer(component, stream, values, targets): sees every user emit (the test kit captures)
 Observer = Callable[[str, str, list[Any], list[int]], None]
@@ -45,7 +47,8 @@ class WorkerConfig:
     from ``spec`` and ``conf`` when None (every process derives the same one); ``local_tasks``:
     the tasks run here (None: every task of the layout, as in local mode); ``task_peers``: the
     peer key of the worker running each other task; ``active``: whether spouts start active;
-    ``worker_port``: shown to components in their context."""
+    ``worker_port``: shown to components in their context; ``hostname``: recorded with the
+    worker's errors (None: this machine's host name, ``socket.gethostname()``)."""
 
     topology_id: str
     spec: TopologySpec
@@ -55,16 +58,17 @@ class WorkerConfig:
     task_peers: Mapping[int, str] = field(default_factory=dict)
     active: bool = True
     worker_port: int | None = None
+    hostname: str | None = None
 
 
 class TaskFactory:
     """Builds the task runners of one worker (see the module docstring)."""
 
     def __init__(self, config: WorkerConfig, conf: Mapping[str, Any], layout: TaskLayout,
-                 local_tasks: Sequence[int], host: TaskHost, pool: BackgroundPool,
+                 local_tasks: Sequence[int], worker: WorkerView, pool: BackgroundPool,
                  post: Post, state: StateBackend, debug: bool = False) -> None:
         """``state``: where the tasks' contexts find durable state. ``debug``: every runner
-        reports its emits to ``host.log_emit`` (an observer is set); otherwise only those of
+        reports its emits to ``worker.log_emit`` (an observer is set); otherwise only those of
         components with ``topology.debug``."""
         self._config = config
         self._debug = debug
@@ -73,7 +77,7 @@ class TaskFactory:
         self._layout = layout
         self._local_tasks = list(local_tasks)
         self._local = frozenset(local_tasks)
-        self._host = host
+        self._worker = worker
         self._pool = pool
         self._post = post
         self._state = state
@@ -105,12 +109,12 @@ class TaskFactory:
                                             f"task hooks: {exc}"), exc)
         if component == ACKER_COMPONENT:
             acker = AckerBolt()
-            runner: TaskRunner = BoltTask(self._host, context, acker, {}, conf)
+            runner: TaskRunner = BoltTask(self._worker, context, acker, {}, conf)
             # replies go straight to the spout task; the worker calls the core directly
             core = acker.attach(runner.send_system)
             core.spout_tasks = frozenset(t for c in self._spec.spouts
                                          for t in self._layout.component_tasks.get(c, []))
-            self._host.dispatch.attach_acker(task_id, core)
+            self._worker.dispatch.attach_acker(task_id, core)
             return runner
         cspec = self._spec.components[component]
         try:
@@ -122,10 +126,10 @@ class TaskFactory:
             raise caused_by(err, exc)  # noqa: B904 - the cause is set by caused_by
         routers = self._routers_for(component, task_id, context)
         if cspec.kind == SPOUT:
-            runner = SpoutTask(self._host, context, instance, routers, conf)
+            runner = SpoutTask(self._worker, context, instance, routers, conf)
             attach_spout_batches(runner)  # its emit_batch
         else:
-            runner = BoltTask(self._host, context, instance, routers, conf)
+            runner = BoltTask(self._worker, context, instance, routers, conf)
             attach_columns(runner)  # a columnar bolt, or one emitting towards them
         if self._debug or conf.get("topology.debug"):
             runner.debug = True

@@ -33,7 +33,8 @@ from stormpy.topology.hooks import (
 )
 from stormpy.topology.imports import import_object
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
-from stormpy.worker.tasks import SpoutBatch, SpoutTask, TaskRunner
+from stormpy.worker.spout_task import SpoutBatch, SpoutTask
+from stormpy.worker.tasks import TaskRunner
 
 log = logging.getLogger("stormpy.worker")
 

@@ -8,10 +8,10 @@ tuples for tasks in other workers go through the transfer (``transfer.py``).
 Local mode is a Worker that holds every task, so it runs exactly this code.
 
 The parts (Storm's executor / transfer / timers split): ``factory.py`` builds the task runners
-from the layout, ``tasks.py`` runs them (typed against ``TaskHost``, which ``Worker``
-implements), ``dispatch.py`` holds the delivery table and the round's acks, ``transfer.py`` the
-outbound batches and backpressure, ``timers.py`` the timers, ``offloop.py`` the background pool
-and the hand-back of work to this loop.
+from the layout, ``bolt_task.py`` and ``spout_task.py`` run them (typed against ``WorkerView``,
+which ``Worker`` implements), ``dispatch.py`` holds the delivery table and the round's acks,
+``transfer.py`` the outbound batches and backpressure, ``task_timers.py`` the tasks' timers,
+``offloop.py`` the background pool and the hand-back of work to this loop.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import gc
 import logging
 import socket
 import threading
-import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -29,19 +28,22 @@ from typing import Any
 from stormpy.config import merged
 from stormpy.messaging.transport import NoTransport, Transport
 from stormpy.state.memory import MemoryBackend
+from stormpy.topology.clock import Clock
 from stormpy.topology.layout import compute_layout
 from stormpy.topology.state import StateBackend
 from stormpy.topology.tuple import SYSTEM_COMPONENT, SYSTEM_STREAM
 from stormpy.worker import hooks as task_hooks
-from stormpy.worker.clock import Clock
+from stormpy.worker.bolt_task import BoltTask
 from stormpy.worker.dispatch import Dispatch
 from stormpy.worker.errors import WorkerError, caused_by
 from stormpy.worker.factory import Observer, OnError, TaskFactory, WorkerConfig, execution_order
 from stormpy.worker.inbound import Inbound, accepts
 from stormpy.worker.offloop import BackgroundPool
+from stormpy.worker.spout_task import SpoutTask
 from stormpy.worker.stats import summarize
-from stormpy.worker.tasks import BoltTask, SpoutTask, TaskRunner
-from stormpy.worker.timers import Timers
+from stormpy.worker.task_errors import TaskErrors
+from stormpy.worker.task_timers import TaskTimers
+from stormpy.worker.tasks import TaskRunner
 from stormpy.worker.transfer import Transfer
 
 log = logging.getLogger("stormpy.worker")
@@ -51,7 +53,6 @@ log = logging.getLogger("stormpy.worker")
 EXECUTE_BUDGET = 1024
 #: Longest idle wait; bounds how late a timer or a polling spout is served.
 MAX_IDLE_WAIT = 0.001
-MAX_ERRORS_KEPT = 10
 
 
 class Worker:
@@ -76,7 +77,6 @@ class Worker:
         self.transport = transport or NoTransport()
         self.worker_port = config.worker_port
         self.observer = observer
-        self.on_error = on_error
         self.state: StateBackend = state if state is not None else MemoryBackend()
         all_tasks = sorted(self.layout.task_component)
         self.local_tasks = sorted(config.local_tasks) if config.local_tasks is not None \
@@ -84,13 +84,12 @@ class Worker:
         self.acker_tasks = self.layout.acker_tasks
         #: delivery table, the round's acks and the ackers, shared with the task runners
         self.dispatch = Dispatch(max(all_tasks, default=0), self.acker_tasks)
-        self.errors: dict[str, deque[dict[str, Any]]] = {}
-        #: errors not kept nor reported because their task was over its throttle
-        self.errors_suppressed = 0
-        self.host = socket.gethostname()
-        self._errors_per_interval = int(self.conf["topology.max.error.report.per.interval"])
-        self._error_interval = float(self.conf["topology.error.throttle.interval.secs"])
-        self._error_windows: dict[int, list[float]] = {}
+        #: the host name recorded with this worker's errors (``WorkerConfig.hostname``)
+        self.hostname = config.hostname or socket.gethostname()
+        self.task_errors = TaskErrors(self.conf, self.clock.now, self.hostname, self.worker_port,
+                                      on_error)
+        #: the last errors kept per component (``task_errors.py``)
+        self.errors: dict[str, deque[dict[str, Any]]] = self.task_errors.kept
         self.failure: WorkerError | None = None
         self._callbacks: deque[tuple[str, int, Callable[[], None]]] = deque()
         self._background = BackgroundPool(
@@ -128,7 +127,7 @@ class Worker:
             self._transfer.route(config.task_peers, self.tasks)
         self._execute_order = execution_order(self.spec, self._runners)
         self._spouts = [r for r in self._runners if isinstance(r, SpoutTask)]
-        self._timers = Timers()
+        self._timers = TaskTimers()
         self._ack_buffer = self.dispatch.ack_buffer
 
     # -- inbound -----------------------------------------------------------------------------
@@ -169,32 +168,15 @@ class Worker:
 
     # -- errors and observation -------------------------------------------------------------
     def record_error(self, component: str, task: int, text: str, force: bool = False) -> None:
-        """Log an error of ``component``'s ``task`` and, unless throttled, keep it (last 10 per
-        component: ``errors``, ``LocalCluster.errors``) and hand it to ``on_error``. Like
-        Storm's executors, each task reports at most ``topology.max.error.report.per.interval``
-        errors per ``topology.error.throttle.interval.secs`` (in this worker's clock); ``force``
-        (the error that stops the worker) is never throttled."""
-        log.error("error in component %s task %d: %s", component, task, text)
-        now = self.clock.now()
-        if not force and self._throttled(task, now):
-            self.errors_suppressed += 1
-            return
-        errs = self.errors.setdefault(component, deque(maxlen=MAX_ERRORS_KEPT))
-        errs.append({"component": component, "task": task, "time": time.time(),
-                     "host": self.host, "port": self.worker_port, "error": text})
-        if self.on_error is not None:
-            try:
-                self.on_error(component, task, text)
-            except Exception:  # noqa: BLE001 - reporting must never kill the loop
-                log.exception("could not report error of %s", component)
+        """Record an error of ``component``'s ``task`` (``task_errors.py``: logged, throttled once
+        per task, never with ``force``, the error that stops the worker; kept in ``errors`` with
+        ``hostname`` and the worker's port, and handed to ``on_error``)."""
+        self.task_errors.record(component, task, text, force)
 
-    def _throttled(self, task: int, now: float) -> bool:
-        window = self._error_windows.get(task)
-        if window is None or now - window[0] >= self._error_interval:
-            self._error_windows[task] = [now, 1]
-            return False
-        window[1] += 1
-        return window[1] > self._errors_per_interval
+    @property
+    def errors_suppressed(self) -> int:
+        """Errors not kept nor reported because their task was over its throttle."""
+        return self.task_errors.suppressed
 
     def log_emit(self, component: str, task: int, stream: str, values: list[Any],
                  targets: list[int]) -> None:
@@ -319,7 +301,7 @@ class Worker:
                 stats = runner.stats
                 stats.sample_countdown -= n
                 try:
-                    if stats.sample_countdown <= 0:  # a timed tuple among these (tasks.py)
+                    if stats.sample_countdown <= 0:  # a timed tuple among these (sampling.py)
                         runner.run_sampled(n)
                     elif execute_batch is not None:
                         if n == len(q):

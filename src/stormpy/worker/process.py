@@ -193,7 +193,8 @@ class WorkerProcess:
         active = base is not None and base.status == "active"
         host = str(conf.get("supervisor.host") or "127.0.0.1")
         bind_host = str(conf.get("worker.bind.host") or host)
-        reporter = ErrorReporter(state, self.topology_id, host, self.port, conf).start()
+        # the worker's errors carry the supervisor's host, here and in ZooKeeper alike
+        reporter = ErrorReporter(state, self.topology_id, host, self.port).start()
         try:
             try:
                 transport = ZmqTransport(bind_host, self.port, conf, curve=topology_keys(conf))
@@ -215,7 +216,8 @@ class WorkerProcess:
         try:
             config = WorkerConfig(self.topology_id, spec, conf, layout=layout,
                                   local_tasks=tasks_of(executors), task_peers=peers.task_peers,
-                                  active=active, worker_port=self.port)
+                                  active=active, worker_port=self.port,
+                                  hostname=reporter.hostname)
             worker = Worker(config, transport=transport, on_error=reporter.report,
                             state=ZkBackend(state.storage))
         except WorkerError as exc:

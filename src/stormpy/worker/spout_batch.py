@@ -8,7 +8,7 @@ then makes them one tuple tree with one root, one pending entry and one acker en
 * otherwise: a ``Tuple`` per values and target, each with its own edge, all in that one root
   (a bolt acks or fails them one by one; the tree completes when all are acked).
 
-The pending entry holds a ``SpoutBatch`` (``tasks.py``) with the message ids. When the tree
+The pending entry holds a ``SpoutBatch`` (``spout_task.py``) with the message ids. When the tree
 completes the spout's ``ack_many(msg_ids)`` is called if it defines one, else ``ack(msg_id)``
 for each id, in order; when it fails or times out, ``fail_many(msg_ids)`` or ``fail`` for each
 id: the replay unit is the batch. ``topology.max.spout.pending`` counts the message ids (records),
@@ -25,18 +25,16 @@ from __future__ import annotations
 
 from random import getrandbits
 from time import perf_counter
-from typing import Any, Final
+from typing import Any
 
-from stormpy.acker.streams import ACK_INIT
 from stormpy.topology.columns import ColumnBatch
 from stormpy.topology.errors import EmitError
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
 from stormpy.worker.edges import EDGE_BITS
-from stormpy.worker.tasks import SpoutBatch, SpoutTask
+from stormpy.worker.emit_checks import bad_stream, checked_values_list
+from stormpy.worker.spout_task import SpoutBatch, SpoutTask
 
 __all__ = ["BatchEmitter", "attach"]
-
-_UINT64: Final = 2 ** 64
 
 
 def attach(runner: SpoutTask) -> BatchEmitter:
@@ -52,12 +50,9 @@ class BatchEmitter:
 
     def __init__(self, runner: SpoutTask) -> None:
         self.runner = runner
-        dispatch = runner.host.dispatch
-        self._deliver = dispatch.deliver
+        dispatch = runner.worker.dispatch
         self._deliver_many = dispatch.deliver_many
         self._deliver_batch = dispatch.deliver_batch
-        self._ackers = dispatch.acker_tasks
-        self._acker_direct = dispatch.acker_cores
         self._n_ackers = len(dispatch.acker_tasks)
         #: per target task: the rows (columnar) or tuples of the batch being built; the tasks
         #: filled (all empty again between calls)
@@ -73,8 +68,8 @@ class BatchEmitter:
         runner = self.runner
         router = runner.routers.get(stream)
         if router is None or router.direct:
-            runner._bad_stream(stream, False)
-        values_list = runner._check_all(values_list, stream, router)
+            bad_stream(runner.routers, runner.component_id, stream, False)
+        values_list = checked_values_list(values_list, runner.component_id, stream, router)
         ids: list[Any] | None = None
         if msg_ids is not None:
             if isinstance(msg_ids, (str, bytes)) or not hasattr(msg_ids, "__iter__"):
@@ -94,10 +89,10 @@ class BatchEmitter:
         comp = runner.component_id
         if runner.debug:
             for i in range(n):
-                runner.host.log_emit(comp, task, stream, values_list[i], targets_list[i])
+                runner.worker.log_emit(comp, task, stream, values_list[i], targets_list[i])
         runner.emit_count += n
         tracked = ids is not None and self._n_ackers > 0
-        root = self._fresh_root() if tracked else 0
+        root = runner.roots.fresh() if tracked else 0
         fields = router.fields
         groups = self._rows
         touched = self._touched
@@ -159,29 +154,7 @@ class BatchEmitter:
             if root:
                 runner.pending.put_new(root, (batch_ids, perf_counter()))  # a fresh random root
                 runner.n_pending += n
-                self._init(root, xor, task, comp)
+                runner.roots.init(root, xor)
             else:  # no acker tasks: acked at the end of the round, as single emits are
                 runner.immediate_acks.append(batch_ids)
         return targets_list
-
-    def _fresh_root(self) -> int:
-        """A new random root id, pinned to the spout's home acker (as ``SpoutTask._send``)."""
-        n_ackers = self._n_ackers
-        root = getrandbits(64)
-        home = self.runner._home_acker
-        if home >= 0:
-            root += home - root % n_ackers
-            if root >= _UINT64:
-                root -= n_ackers
-        if not root:
-            root = n_ackers
-        return root
-
-    def _init(self, root: int, xor: int, task: int, comp: str) -> None:
-        """The acker's init of ``root`` (a direct call when its acker runs in this worker)."""
-        i = root % self._n_ackers
-        acker = self._acker_direct[i]
-        if acker is not None:
-            acker.init(root, xor, task)
-        else:
-            self._deliver[self._ackers[i]](Tuple([root, xor, task], ACK_INIT, task, comp, None))

@@ -3,7 +3,7 @@
 Latency sampling (Storm's ``topology.stats.sample.rate``): a bolt task times a share of its tuples
 only. ``TaskStats.sample_countdown`` counts the tuples left until the next timed one; the loop
 lowers it by the number of tuples it is about to run and takes the timed path
-(``TaskRunner.run_sampled``) only when it reaches zero, so an unsampled tuple costs no clock call
+(``sampling.LatencySampler.run``) only when it reaches zero, so an unsampled tuple costs no clock call
 and no per-tuple work at all. The gaps between timed tuples are drawn from the geometric
 distribution (:func:`sample_gap`), which times each tuple independently with probability ``rate``
 like Storm's per-tuple coin, without a coin per tuple. A task draws ``GAP_TABLE`` gaps once and

@@ -1,4 +1,5 @@
-"""Timers of a worker: tick tuples, spout message-timeout rotation, acker bucket rotation.
+"""The timers of a worker's tasks: tick tuples, spout message-timeout rotation, acker bucket
+rotation.
 
 Periodic callbacks checked by the executor loop once per round against its clock (real or
 simulated): ``next_due`` is the earliest due time, so a round with nothing due costs one
@@ -12,7 +13,8 @@ from collections.abc import Callable, Sequence
 
 from stormpy.topology.layout import ACKER_COMPONENT
 from stormpy.topology.tuple import SYSTEM_COMPONENT, TICK_STREAM, Tuple
-from stormpy.worker.tasks import TIMEOUT_BUCKETS, SpoutTask, TaskRunner
+from stormpy.worker.spout_task import TIMEOUT_BUCKETS, SpoutTask
+from stormpy.worker.tasks import TaskRunner
 
 
 class Timer:
@@ -26,8 +28,8 @@ class Timer:
         self.fn = fn
 
 
-class Timers:
-    """The periodic callbacks of one worker."""
+class TaskTimers:
+    """The periodic callbacks of one worker's tasks."""
 
     def __init__(self) -> None:
         self._timers: list[Timer] = []

@@ -1,9 +1,9 @@
-"""TaskHost: what a task runner needs from the worker that runs it.
+"""WorkerView: what a task runner needs from the worker that runs it.
 
-Task runners (``tasks.py``) are typed against this protocol, never against ``Worker``, so the
-imports run one way: the loop imports the task runners, the task runners import this. Per-tuple
-traffic goes through the ``Dispatch`` tables, which the runners keep references to; the methods
-here are off the hot path (errors, debug logging).
+Task runners (``tasks.py``, ``bolt_task.py``, ``spout_task.py``) are typed against this protocol,
+never against ``Worker``, so the imports run one way: the loop imports the task runners, the task
+runners import this. Per-tuple traffic goes through the ``Dispatch`` tables, which the runners
+keep references to; the methods here are off the hot path (errors, debug logging).
 """
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ from typing import Any, Protocol
 
 from stormpy.worker.dispatch import Dispatch
 
+__all__ = ["WorkerView"]
 
-class TaskHost(Protocol):
+
+class WorkerView(Protocol):
     """The worker as its task runners see it (``Worker`` implements it)."""
 
     @property

@@ -1,0 +1,332 @@
+"""Bolt tasks: a bolt's queue consumed by its ``execute`` (or ``execute_batch``), and the bolt
+collector bound onto the instance: ``emit``, ``emit_many``, ``emit_direct`` anchored to input
+tuples, ``ack``, ``ack_many``, ``fail``, ``reset_timeout``. A ``BasicBolt`` is acked after its
+``process`` returns (failed on ``FailedException``) and its emits are anchored to the tuple it
+is processing.
+
+Anchoring: each emitted tuple gets a fresh 62-bit edge id per target (``edges.py``), XORed into
+every anchor that is in a tree (its ``ack_val``) and into the new tuple's tree ids; ``ack`` folds
+a tuple's edge and its children's edges into its roots' entries of the round's ack buffer
+(``Dispatch.ack_buffer``, sent once per round). The acker runs as a ``BoltTask`` too (its core is
+called directly, see ``factory.py``). This module is compiled with the rest of the tuple path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from random import getrandbits
+from typing import Any, cast
+
+from stormpy.acker.streams import ACK_FAIL, ACK_RESET_TIMEOUT
+from stormpy.topology.component import BasicBolt
+from stormpy.topology.context import TopologyContext
+from stormpy.topology.errors import FailedException
+from stormpy.topology.fields import Fields
+from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
+from stormpy.worker.edges import EDGE_BITS
+from stormpy.worker.emit_checks import checked_router, checked_values_list, direct_target
+from stormpy.worker.routing import StreamRouter
+from stormpy.worker.tasks import TaskRunner
+from stormpy.worker.values import SHORT_INT_MAX, SHORT_INT_MIN
+from stormpy.worker.worker_view import WorkerView
+
+__all__ = ["BoltTask"]
+
+
+class BoltTask(TaskRunner):
+    """A bolt task: ``execute`` consumes its queue."""
+
+    def __init__(self, worker: WorkerView, context: TopologyContext, instance: Any,
+                 routers: dict[str, StreamRouter], conf: Mapping[str, Any]) -> None:
+        super().__init__(worker, context, instance, routers, conf)
+        dispatch = worker.dispatch
+        self._ack_buffer = dispatch.ack_buffer
+        self._deliver_many = dispatch.deliver_many
+        #: emit_many's per-target groups (indexed by task id, empty between calls) and the
+        #: tasks it filled
+        self._groups: list[list[Tuple]] = [[] for _ in dispatch.deliver]
+        self._touched: list[int] = []
+        instance.emit = self.emit
+        instance.emit_many = self.emit_many
+        instance.emit_direct = self.emit_direct
+        instance.ack = self.ack
+        instance.ack_many = self.ack_many
+        instance.fail = self.fail
+        instance.reset_timeout = self.reset_timeout
+        self.stats.set_sample_rate(conf.get("topology.stats.sample.rate", 0.05))
+        batch = getattr(instance, "execute_batch", None)
+        if isinstance(self.instance, BasicBolt):
+            if batch is not None:
+                raise TypeError(f"component {self.component_id!r}: a BasicBolt has no batch form "
+                                "(execute_batch); subclass Bolt and ack each tuple")
+            self._current: Tuple | None = None
+            instance.emit = self._basic_emit
+            instance.emit_many = self._basic_emit_many
+            instance.emit_direct = self._basic_emit_direct
+            self.execute = self._basic_execute
+        else:
+            self.execute = instance.execute
+            if batch is not None:
+                if not callable(batch):
+                    raise TypeError(f"component {self.component_id!r}: execute_batch is not "
+                                    "callable")
+                self.execute_batch = batch
+
+    def open(self) -> None:
+        self.instance.prepare(self.conf, self.context)
+
+    # -- collector -------------------------------------------------------------------------
+    def emit(self, values: Any, anchors: Any = None, stream: Any = DEFAULT_STREAM) -> list[int]:
+        """Emit ``values`` on ``stream`` anchored to ``anchors``; returns the target task ids."""
+        # The checks below are repeated inline in SpoutTask.emit on purpose: this is the hottest
+        # path of the runtime and a shared helper costs a Python call per tuple.
+        router = self.routers.get(stream)
+        if router is None or router.direct:
+            self._bad_stream(stream, False)
+        if type(values) is list and len(values) == router.n_fields:
+            for v in values:  # plain scalars pass here; anything else gets the full check
+                vt = type(v)
+                if vt is str or vt is bytes or vt is float or v is None or \
+                        (type(v) is int and SHORT_INT_MIN <= v <= SHORT_INT_MAX):
+                    continue
+                self._check(values, stream, router)
+                break
+        else:
+            self._check(values, stream, router)
+        router.emitted += 1
+        only = router.only  # one subscriber (the common case): its router directly
+        targets = only.choose(values) if only is not None else router.choose(values)
+        # The common cases are inlined: untracked, and one anchor in one tree (its root and edge
+        # are plain fields: nothing to allocate but the Tuple); _send handles every case.
+        if self.debug or (anchors is not None and type(anchors) is not Tuple):
+            self._send(targets, values, anchors, stream, router)
+            return targets
+        root = 0 if anchors is None else cast(Tuple, anchors).root
+        if root:
+            anchor = cast(Tuple, anchors)
+            self.stats.transferred += len(targets)
+            deliver = self._deliver
+            task = self.task_id
+            comp = self.component_id
+            fields = router.fields
+            for t in targets:
+                edge = getrandbits(EDGE_BITS)  # 62-bit: see edges.py
+                anchor.ack_val ^= edge
+                deliver[t](Tuple(values, stream, task, comp, fields, root, edge))
+        elif anchors is None or not cast(Tuple, anchors).anchors:  # untracked
+            self.stats.transferred += len(targets)
+            tup = Tuple(values, stream, self.task_id, self.component_id,
+                        router.fields)
+            deliver = self._deliver
+            for t in targets:
+                deliver[t](tup)
+        else:
+            self._send(targets, values, anchors, stream, router)
+        return targets
+
+    def emit_many(self, values_list: Any, anchors: Any = None,
+                  stream: Any = DEFAULT_STREAM) -> None:
+        """``emit(values, anchors, stream)`` for every values of ``values_list``, routed as one
+        batch. Every values is checked before any is sent."""
+        router = self.routers.get(stream)
+        if router is None or router.direct:
+            self._bad_stream(stream, False)
+        values_list = checked_values_list(values_list, self.component_id, stream, router)
+        targets_list = router.choose_many(values_list)
+        # fast paths: untracked (no anchor, or an anchor in no tree) and one anchor in one tree;
+        # _send handles every case (a list of anchors, an anchor in several trees, debug)
+        if self.debug or (anchors is not None and (
+                type(anchors) is not Tuple or (not cast(Tuple, anchors).root
+                                               and cast(Tuple, anchors).anchors))):
+            for i in range(len(values_list)):
+                self._send(targets_list[i], values_list[i], anchors, stream, router)
+            return
+        fields = router.fields
+        # the batch is grouped per target task in one pass and each group handed over at once
+        # (a queue's extend, one outbox extend per remote task) instead of a call per tuple
+        groups = self._groups
+        touched = self._touched
+        sent = 0
+        try:
+            sent = self._group(values_list, targets_list, anchors, stream, fields)
+            deliver_many = self._deliver_many
+            for t in touched:
+                deliver_many[t](groups[t])
+        finally:  # the groups are empty again whatever happened
+            for t in touched:
+                groups[t].clear()
+            touched.clear()
+        self.stats.transferred += sent
+
+    def _group(self, values_list: list[Any], targets_list: list[list[int]], anchors: Any,
+               stream: str, fields: Fields) -> int:
+        """Build emit_many's tuples into the per-target groups (``anchors``: None, or one Tuple
+        in at most one tree); returns how many deliveries they make."""
+        task = self.task_id
+        comp = self.component_id
+        groups = self._groups
+        touched = self._touched
+        sent = 0
+        if anchors is None or not self._n_ackers or not cast(Tuple, anchors).root:
+            for i in range(len(values_list)):
+                tup = Tuple(values_list[i], stream, task, comp, fields)
+                for t in targets_list[i]:
+                    group = groups[t]
+                    if not group:
+                        touched.append(t)
+                    group.append(tup)
+                    sent += 1
+        else:
+            anchor = cast(Tuple, anchors)
+            root = anchor.root
+            ack_val = anchor.ack_val
+            for i in range(len(values_list)):
+                values = values_list[i]
+                for t in targets_list[i]:
+                    edge = getrandbits(EDGE_BITS)
+                    ack_val ^= edge
+                    group = groups[t]
+                    if not group:
+                        touched.append(t)
+                    group.append(Tuple(values, stream, task, comp, fields, root, edge))
+                    sent += 1
+            anchor.ack_val = ack_val
+        return sent
+
+    def emit_direct(self, task: Any, values: Any, anchors: Any = None,
+                    stream: Any = DEFAULT_STREAM) -> None:
+        """Emit to one task of a bolt subscribed to ``stream`` with direct grouping."""
+        router = checked_router(self.routers, self.component_id, stream, values, True)
+        self._send(direct_target(router, self.component_id, task), values, anchors, stream,
+                   router)
+
+    def _send(self, targets: list[Any], values: Any, anchors: Any, stream: Any,
+              router: StreamRouter) -> None:
+        """Every emit case: ``anchors`` is None, one Tuple or a list (or tuple) of Tuples, each
+        in any number of trees. Each target gets a fresh edge, XORed into every anchor that is
+        in a tree (once per anchor) and into each of its roots (once per anchor in that tree)."""
+        self.stats.transferred += len(targets)
+        deliver = self._deliver
+        task = self.task_id
+        comp = self.component_id
+        fields = router.fields
+        if self.debug:
+            self.worker.log_emit(comp, task, stream, values, targets)
+        if type(anchors) is Tuple:
+            anchors = [anchors]
+        if not anchors or not self._n_ackers:
+            tup = Tuple(values, stream, task, comp, fields)
+            for t in targets:
+                deliver[t](tup)
+            return
+        for t in targets:
+            edge = getrandbits(EDGE_BITS)
+            amap: dict[int, int] = {}
+            for a in anchors:
+                anchor = cast(Tuple, a)
+                if anchor.root:
+                    anchor.ack_val ^= edge
+                    amap[anchor.root] = amap.get(anchor.root, 0) ^ edge
+                elif anchor.anchors:
+                    anchor.ack_val ^= edge
+                    for r in anchor.anchors:
+                        amap[r] = amap.get(r, 0) ^ edge
+            if not amap:
+                deliver[t](Tuple(values, stream, task, comp, fields))
+            elif len(amap) == 1:
+                ((root, tree_edge),) = amap.items()
+                deliver[t](Tuple(values, stream, task, comp, fields, root, tree_edge))
+            else:
+                deliver[t](Tuple(values, stream, task, comp, fields, 0, 0, amap))
+
+    def ack(self, tup: Tuple) -> None:
+        """The input tuple was processed: fold its edge and its children's edges into its roots."""
+        root = tup.root
+        buf = self._ack_buffer  # XORed per root, sent once per loop round by the worker
+        if root:
+            buf[root] = buf.get(root, 0) ^ tup.edge ^ tup.ack_val
+        elif tup.anchors:
+            v = tup.ack_val
+            for r, edge in tup.anchors.items():
+                buf[r] = buf.get(r, 0) ^ edge ^ v
+        self.stats.acked += 1
+        # the timed tuple: its process latency (a chained load, which the compiled build reads
+        # without counting a reference to the sampler)
+        if tup is self.sampler.followed:
+            self.sampler.acked()
+
+    def ack_many(self, tuples: Any) -> None:
+        """``ack`` every tuple of ``tuples``."""
+        buf = self._ack_buffer
+        n = 0
+        # consecutive tuples of one tree (a sentence's words) are XORed together first: one
+        # ack buffer update per run of a root instead of one per tuple
+        run_root = 0
+        run_xor = 0
+        for item in tuples:
+            tup = cast(Tuple, item)
+            root = tup.root
+            if root:
+                if root == run_root:
+                    run_xor ^= tup.edge ^ tup.ack_val
+                else:
+                    if run_root:
+                        buf[run_root] = buf.get(run_root, 0) ^ run_xor
+                    run_root = root
+                    run_xor = tup.edge ^ tup.ack_val
+            elif tup.anchors:
+                v = tup.ack_val
+                for r, edge in tup.anchors.items():
+                    buf[r] = buf.get(r, 0) ^ edge ^ v
+            n += 1
+        if run_root:
+            buf[run_root] = buf.get(run_root, 0) ^ run_xor
+        self.stats.acked += n
+        sampler = self.sampler  # the timed tuple's process latency (a list of tuples only)
+        followed = sampler.followed
+        if followed is not None and type(tuples) is list and followed in tuples:
+            sampler.acked()
+
+    def fail(self, tup: Tuple) -> None:
+        """Fail the input tuple: every spout tuple it belongs to fails (and may be replayed)."""
+        for root in tup.tree_edges():
+            self.send_to_acker(ACK_FAIL, [root])
+        self.stats.failed += 1
+        if tup is self.sampler.followed:  # no process latency for a failed tuple
+            self.sampler.followed = None
+
+    def reset_timeout(self, tup: Tuple) -> None:
+        """Restart the message timeout of every spout tuple ``tup`` belongs to."""
+        for root in tup.tree_edges():
+            self.send_to_acker(ACK_RESET_TIMEOUT, [root])
+
+    # -- BasicBolt -------------------------------------------------------------------------
+    def _basic_execute(self, tup: Tuple) -> None:
+        self._current = tup
+        try:
+            self.instance.process(tup)
+        except FailedException:
+            self.fail(tup)
+            return
+        finally:
+            self._current = None
+        self.ack(tup)
+
+    def _basic_emit(self, values: Any, anchors: Any = None,
+                    stream: Any = DEFAULT_STREAM) -> list[int]:
+        return self.emit(values, anchors if anchors is not None else self._current, stream)
+
+    def _basic_emit_many(self, values_list: Any, anchors: Any = None,
+                         stream: Any = DEFAULT_STREAM) -> None:
+        self.emit_many(values_list, anchors if anchors is not None else self._current, stream)
+
+    def _basic_emit_direct(self, task: Any, values: Any, anchors: Any = None,
+                           stream: Any = DEFAULT_STREAM) -> None:
+        self.emit_direct(task, values, anchors if anchors is not None else self._current, stream)
+
+    def close(self) -> None:
+        try:
+            self.instance.cleanup()
+        except Exception as exc:  # noqa: BLE001 - shutdown must go on
+            self.report_error(exc)
+
