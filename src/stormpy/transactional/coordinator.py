@@ -11,7 +11,10 @@ metadata (kept in the store) and new attempt ids. The next txid and the metadata
 transaction live in the store (ZooKeeper), so a restarted coordinator replays exactly what was in
 flight (the store: :mod:`stormpy.transactional.store`; in a LocalCluster its own memory by
 default). While the store is unreachable no transaction starts or commits; the coordinator picks up
-where it was when it returns.
+where it was when it returns, unless the store's next txid is no longer its own (another
+coordinator committed meanwhile: its host was cut off and its executors moved): then it commits
+nothing, drops what is in flight and resumes from the store (checked before every commit tuple;
+the next txid is written by compare-and-set over the committed one).
 """
 
 from __future__ import annotations
