@@ -20,10 +20,12 @@ from stormpy.topology.grouping import DIRECT, SHUFFLE, Grouping
 from stormpy.topology.imports import class_path
 from stormpy.topology.layout import Executor, TaskLayout
 from stormpy.topology.spec import BOLT, ComponentSpec, InputSpec, TopologySpec
+from stormpy.topology.state import StateUnavailableError
 from stormpy.topology.streams import Stream
 from stormpy.topology.tuple import SYSTEM_COMPONENT, TICK_STREAM
 from stormpy.transactional import BatchBolt, TransactionAttempt
 from stormpy.transactional.coordinated import CoordinatedBolt
+from stormpy.transactional.coordinator import CURRENT_KEY
 from stormpy.transactional.streams import COMMIT_STREAM, COORD_STREAM, TICK_SECS
 
 EVENTS: list[Any] = []
@@ -310,6 +312,38 @@ def test_a_committer_waits_for_its_commit_tuple_and_holds_it_instead_of_the_repo
     c = commit(1)
     bolt.execute(c)
     assert [anchors for _t, _v, anchors in counts(col)] == [[c], [c]] and col.acked[-1] == c
+
+
+def test_a_committer_skips_a_commit_the_store_has_committed_past() -> None:
+    """A stale coordinator's commit tuple (its host was cut off while the topology committed on
+    elsewhere) completes without the wrapped committer: applying it again would count its batch
+    twice. A commit at the store's next txid is applied."""
+    bolt, col = build(committer=True)
+    bolt.store().put(CURRENT_KEY, 3)  # 1 and 2 committed
+    for txid in (2, 3):
+        for task in (1, 2):
+            bolt.execute(report(txid, 1 if task == 1 else 0, task))
+        bolt.execute(data(txid, 10 * txid))
+        c = commit(txid)
+        bolt.execute(c)
+        assert col.acked[-1] == c
+    assert [e.values for e in col.emitted if e.stream == "grand"] == [[[3, 0], 30]]  # not 2
+    assert len(counts(col)) == 4  # both commits report their counts (their trees complete)
+
+
+def test_a_committer_fails_a_commit_while_the_store_cannot_be_read() -> None:
+    bolt, col = build(committer=True)
+    store = bolt.store()
+
+    def unreachable(key: str, default: Any = None) -> Any:
+        raise StateUnavailableError(store.where(key), "ZooKeeper unreachable")
+    store.get = unreachable  # type: ignore[method-assign]
+    bolt.execute(report(1, 0, 1))
+    bolt.execute(report(1, 0, 2))
+    c = commit(1)
+    bolt.execute(c)
+    assert col.failed == [c] and c not in col.acked
+    assert [e for e in col.emitted if e.stream == "grand"] == []
 
 
 def test_a_basic_bolt_counts_its_emits_per_batch_and_emits_only_while_processing() -> None:

@@ -79,6 +79,12 @@ class Store(NamedMemoryStore):
             raise StoreUnavailable("metadata write timed out")
         super().put(key, value)
 
+    def update(self, key: str, fn: Any) -> bool:
+        if self.fail_puts:
+            self.fail_puts -= 1
+            raise StoreUnavailable("write timed out")
+        return super().update(key, fn)
+
     def close(self) -> None:
         self.closed += 1
 
@@ -345,3 +351,45 @@ def test_attempt_ids_are_random_non_negative_64_bit_signed_integers(
     h.spout.next_tuple()
     out = h.batches()
     assert [out[t][0].attempt_id for t in (1, 2)] == [2**63 - 1, 2**63 - 1]
+
+
+def test_a_stale_coordinator_sends_no_commit_for_a_txid_another_one_committed(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A coordinator cut off from the store (its host partitioned) while a new one, placed
+    elsewhere, commits on: when the old one is back (store reachable again, its worker not yet
+    stopped) its in-memory next txid is behind the store's. It must not commit that txid again
+    (the committer would apply the batch a second time: the stored txid is a later one), nor move
+    the stored next txid back; it resumes from the store instead."""
+    caplog.set_level(logging.WARNING, "stormpy.transactional")
+    old = Harness({"topology.max.spout.pending": 2})
+    old.spout.next_tuple()
+    stale = old.batches()
+    old.spout.ack(stale[1][0])  # 1 processed: its commit tuple goes out
+    assert [(s, m) for s, _v, m in old.take()] == [(COMMIT_STREAM, stale[1][0])]
+    OPENED[0].up = False  # the cut: the commit of 1 and batch 2 complete while it is away
+    old.spout.ack(stale[1][0])
+    old.spout.ack(stale[2][0])
+    assert old.take() == []
+    new = Harness({"topology.max.spout.pending": 2})  # the executors moved: 1 and 2 again
+    new.spout.next_tuple()
+    replay = new.batches()
+    assert sorted(replay) == [1, 2]
+    new.spout.ack(replay[2][0])
+    new.commit(replay[1][0])
+    assert [(s, m) for s, _v, m in new.take()][:1] == [(COMMIT_STREAM, replay[2][0])]
+    new.spout.ack(replay[2][0])
+    assert OPENED[1].get(CURRENT_KEY) == 3
+    OPENED[0].up = True  # the heal
+    old.spout.next_tuple()
+    out = old.take()
+    assert [m for s, _v, m in out if s == COMMIT_STREAM] == []  # no second commit of 1 or 2
+    assert OPENED[0].get(CURRENT_KEY) == 3  # not moved back to 2
+    assert any("next txid 1 is not the store's 3" in r.getMessage() for r in caplog.records)
+    old.spout.next_tuple()
+    resumed = old.batches()
+    assert sorted(resumed) == [3, 4]  # from the store, with the metadata stored for them
+    assert [resumed[t][1][1:] for t in (3, 4)] == [[30, 2], [40, 2]]
+    assert [OPENED[1].get(f"{META_KEY}/{t}") for t in (3, 4)] == [30, 40]
+    old.spout.ack(stale[1][0])  # late acks of dropped attempts change nothing
+    old.spout.fail(stale[2][0])
+    assert old.take() == []

@@ -5,8 +5,9 @@ when it has finished the batch it tells every task of every downstream component
 ``$coord`` stream, how many tuples it sent that task (zero included). A task has the whole batch
 when every upstream task has reported and it received as many tuples as reported in total; then
 the wrapped batch bolt's ``finish_batch`` runs (for a committer: only once the batch's commit
-tuple arrived too). This works for every grouping, through chains of bolts and for tasks that
-receive no tuple of a batch.
+tuple arrived too, and the store's next txid is not past the commit's: such a stale commit, from a
+coordinator that fell behind, completes without the committer). This works for every grouping,
+through chains of bolts and for tasks that receive no tuple of a batch.
 
 Tracking: batch data tuples are not anchored one by one. The coordination tuples are: a task holds
 those it received (a committer holds its commit tuple instead) un-acked until it has finished the
@@ -31,6 +32,7 @@ from stormpy.topology.streams import Stream
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
 from stormpy.transactional.api import BatchBolt, BatchOutputCollector
 from stormpy.transactional.attempt import TransactionAttempt
+from stormpy.transactional.coordinator import CURRENT_KEY
 from stormpy.transactional.emitter import EmitterExecutor, make_executor
 from stormpy.transactional.store import close, open_store
 from stormpy.transactional.streams import (
@@ -272,6 +274,13 @@ class CoordinatedBolt(Bolt):
         return track.bolt
 
     def _finish(self, track: _Track) -> None:
+        if self.committer:
+            committed = self._committed_already(track)
+            if committed is None:
+                return  # failed: the store cannot be read
+            if committed:
+                self._complete(track)
+                return
         if self.role == BATCH:
             try:
                 self._bolt(track).finish_batch()
@@ -286,6 +295,27 @@ class CoordinatedBolt(Bolt):
                     track, then, result, error))
                 return
         self._complete(track)
+
+    def _committed_already(self, track: _Track) -> bool | None:
+        """True when the store's next txid is past this commit's: the txid was committed (a
+        stale coordinator's commit tuple, e.g. from a host that was cut off while the topology
+        went on elsewhere), so applying it again would count its batch twice; it completes
+        without the committer. None when the store cannot be read: the commit failed (it is
+        replayed)."""
+        txid = track.attempt.transaction_id
+        try:
+            stored = self.store().get(CURRENT_KEY)
+        except StateUnavailableError as exc:
+            self._fail_batch(track, FailedException(str(exc)), "commit")
+            log.warning("transactional %s: commit of %d waits for the state store: %s",
+                        self.transactional_id, txid, exc)
+            return None
+        if stored is None or int(stored) <= txid:
+            return False
+        log.warning("transactional %s: commit of %d skipped by %s: the store's next txid is %s "
+                    "(committed already)", self.transactional_id, txid,
+                    self.context.component_id, stored)
+        return True
 
     def _finished_in_background(self, track: _Track, then: Callable[[Any], None] | None,
                                 result: Any, error: BaseException | None) -> None:

@@ -11,7 +11,10 @@ metadata (kept in the store) and new attempt ids. The next txid and the metadata
 transaction live in the store (ZooKeeper), so a restarted coordinator replays exactly what was in
 flight (the store: :mod:`stormpy.transactional.store`; in a LocalCluster its own memory by
 default). While the store is unreachable no transaction starts or commits; the coordinator picks up
-where it was when it returns.
+where it was when it returns, unless the store's next txid is no longer its own (another
+coordinator committed meanwhile: its host was cut off and its executors moved): then it commits
+nothing, drops what is in flight and resumes from the store (checked before every commit tuple;
+the next txid is written by compare-and-set over the committed one).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
+from stormpy.state.base import Store
 from stormpy.topology.component import Spout
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.imports import import_object
@@ -183,12 +187,15 @@ class CoordinatorSpout(Spout):
         try:
             if self.committed_unsaved is not None:
                 done = self.committed_unsaved
-                self.store.put(CURRENT_KEY, done + 1)
+                if not self._save_committed(done):
+                    return
                 self.meta.cleanup_before(done)
                 self.committed_unsaved = None
                 self.current = done + 1
             head = self.active.get(self.current)
             if head is not None and head.state == PROCESSED:
+                if not self._in_step_with_store():
+                    return
                 head.state = COMMITTING
                 self.emit([head.attempt.to_wire()], msg_id=head.attempt, stream=COMMIT_STREAM)
             if len(self.active) >= self.max_active:
@@ -209,6 +216,56 @@ class CoordinatorSpout(Spout):
         except StateUnavailableError as exc:
             log.warning("transactional %s: state store operation failed (retrying): %s",
                         self.transactional_id, exc)
+
+    # -- fencing -------------------------------------------------------------------------------
+    def _stored_current(self) -> int:
+        assert self.store is not None
+        stored = self.store.get(CURRENT_KEY)
+        return int(stored) if stored is not None else 1
+
+    def _save_committed(self, done: int) -> bool:
+        """Store ``done + 1`` as the next txid after the commit of ``done`` completed; False
+        (and back in step with the store) when the store is past ``done`` already: another
+        coordinator committed on meanwhile. A write of ours that was applied although it raised
+        (a lost reply) is found as written."""
+        assert self.store is not None
+        if isinstance(self.store, Store):  # compare-and-set: only over ``done``
+            if self.store.update(CURRENT_KEY, lambda old: done + 1 if (old or 1) == done
+                                 else None):
+                return True
+        elif self._stored_current() == done:
+            self.store.put(CURRENT_KEY, done + 1)
+            return True
+        stored = self._stored_current()
+        if stored == done + 1:
+            return True
+        self._resync(stored)
+        return False
+
+    def _in_step_with_store(self) -> bool:
+        """True when the store's next txid is this coordinator's: the only txid it may commit.
+
+        A coordinator whose host was cut off while its executors moved elsewhere finds the
+        store again when the cut heals, before its worker is stopped; meanwhile the new
+        coordinator committed on, so its own next txid is one the committers applied already
+        and the stored txid of their values is a later one: committing it again would apply
+        its batch twice. Read before every commit tuple (one read per commit)."""
+        stored = self._stored_current()
+        if stored == self.current:
+            return True
+        self._resync(stored)
+        return False
+
+    def _resync(self, stored: int) -> None:
+        """Drop what is in flight and continue from the store's next txid ``stored``."""
+        log.warning("transactional %s: next txid %d is not the store's %d (another "
+                    "coordinator committed meanwhile); in-flight transactions dropped, resuming "
+                    "from the store", self.transactional_id, self.current, stored)
+        assert self.meta is not None
+        self.active.clear()
+        self.committed_unsaved = None
+        self.current = stored
+        self.meta.reload()
 
     def close(self) -> None:
         try:

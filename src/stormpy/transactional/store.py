@@ -117,6 +117,10 @@ class RotatingState:
             self._stale = False
         return self.cache
 
+    def reload(self) -> None:
+        """Read the store again before the cache is next used (another writer changed it)."""
+        self._stale = True
+
     def has(self, txid: int) -> bool:
         return txid in self._fresh()
 
