@@ -16,9 +16,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "multilang"))
 
+import pystorm_wordcount as wordcount  # noqa: E402
 from mlkit import conf, no_subprocess_left_behind  # noqa: E402
 
-import wordcount  # noqa: E402
 from stormpy import TopologyBuilder  # noqa: E402
 from stormpy.multilang import ShellBolt, ShellSpout, pystorm_component  # noqa: E402
 from stormpy.testing import Capture, FeederSpout, LocalCluster, wait_for  # noqa: E402

@@ -119,13 +119,20 @@ def test_peers_follow_a_reassignment(supervisor_env: SupervisorEnv) -> None:
         assert exit_code(b) == 0
         c = launch_worker(dirs_b, "move-1", pc, tuple(moved.executors_of("node-b", pc)))
         try:
-            wait_for(lambda: (hb := env.heartbeats("move-1").get(("node-b", pc))) is not None
-                     and hb.stats["sink"]["executed"] > 20 and hb.stats["__acker"]["executed"] > 20,
-                     30, "worker c to process tuples and acks from a")
+            wait_for(lambda: "peers of node-a" in log_of(dirs_a, "move-1", pa), 60,
+                     "worker a to re-route to c")
+            # c's heartbeats carry b's counters from the start, and a acks through its own sink
+            # and acker too: only c's counters growing past its first heartbeat prove the route
+            wait_for(lambda: env.heartbeats("move-1").get(("node-b", pc)) is not None, 60,
+                     "worker c's first heartbeat")
+            first = env.heartbeats("move-1")[("node-b", pc)].stats
+            wait_for(lambda: (hb := env.heartbeats("move-1")[("node-b", pc)]).stats["sink"]["executed"]
+                     > first["sink"]["executed"] + 20
+                     and hb.stats["__acker"]["executed"] > first["__acker"]["executed"] + 20,
+                     60, "worker c to process tuples and acks from a")
             acked = env.heartbeats("move-1")[("node-a", pa)].stats["pace"]["acked"]
             wait_for(lambda: env.heartbeats("move-1")[("node-a", pa)].stats["pace"]["acked"]
-                     > acked + 20, 30, "a's spout tuples to be acked through c")
-            assert "peers of node-a" in log_of(dirs_a, "move-1", pa)
+                     > acked + 20, 60, "a's spout tuples to be acked")
         finally:
             c.signal(signal.SIGTERM)
             assert exit_code(c) == 0

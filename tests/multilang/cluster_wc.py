@@ -10,7 +10,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-import wordcount
+import pystorm_wordcount as wordcount
+
 from stormpy import Bolt, TopologyBuilder, TopologySpec, Tuple
 from stormpy.multilang import ShellBolt, ShellSpout, pystorm_component
 from stormpy.topology.context import TopologyContext

@@ -30,7 +30,7 @@ from stormpy.topology.layout import compute_layout
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "multilang"))
 
-import wordcount  # noqa: E402
+import pystorm_wordcount as wordcount  # noqa: E402
 
 
 @pytest.mark.parametrize("msg", [
@@ -153,7 +153,7 @@ def test_pystorm_components_declare_from_streamparse_outputs() -> None:
     spec = b.create_topology()
     assert spec.components["count"].streams["default"].fields.to_list() == ["word", "count"]
     assert spec.components["count"].kwargs["command"][1:] == [
-        "-m", "stormpy.multilang.pystorm_run", "wordcount:WordCountBolt"]
+        "-m", "stormpy.multilang.pystorm_run", "pystorm_wordcount:WordCountBolt"]
     assert spec.components["batch"].config["topology.tick.tuple.freq.secs"] == 1
 
 

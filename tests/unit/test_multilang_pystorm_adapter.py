@@ -15,9 +15,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "multilang"))
 
 import pystorm_kit as kit  # noqa: E402
+import pystorm_wordcount as wordcount  # noqa: E402
 from mlkit import FailSome  # noqa: E402
 
-import wordcount  # noqa: E402
 from stormpy import TopologyBuilder  # noqa: E402
 from stormpy.multilang import pystorm_component  # noqa: E402
 from stormpy.testing import Capture, FeederSpout, LocalCluster, wait_for  # noqa: E402

@@ -1,8 +1,9 @@
 """Worker: the tasks of one worker driven by a single executor loop.
 
-One loop per worker (DESIGN §2): drain inbound frames into task queues, run each task's queued
-tuples, fire timers (ticks, message timeouts), let spouts emit when the topology is active and
-nothing downstream is full, flush outbound batches, and wait briefly when there was no work.
+One loop per worker (docs/architecture.md, "The worker and its executor loop"): drain inbound
+frames into task queues, run each task's queued tuples, fire timers (ticks, message timeouts),
+let spouts emit when the topology is active and nothing downstream is full, flush outbound
+batches, and wait briefly when there was no work.
 Same-worker delivery appends the Tuple object to the target task's queue (no serialisation);
 tuples for tasks in other workers go through the transfer (``transfer.py``).
 Local mode is a Worker that holds every task, so it runs exactly this code.
