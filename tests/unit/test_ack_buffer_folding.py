@@ -32,6 +32,17 @@ class Holds(Bolt):
         self.held.extend(tuples)
 
 
+class AcksEach(Bolt):
+    """Emits each tuple's value twice anchored to it (to nobody), then acks it."""
+
+    outputs = ["n"]
+
+    def execute(self, tup: Tuple) -> None:
+        self.emit([tup.values[0]], tup)
+        self.emit([tup.values[0]], tup)
+        self.ack(tup)
+
+
 def bolt() -> tuple[Worker, Any]:
     b = TopologyBuilder()
     b.set_spout("feeder", FeederSpout(["n"]))
@@ -86,8 +97,54 @@ def test_ack_of_a_tuple_in_one_or_several_trees(start: dict[int, int]) -> None:
     buf.update(start)
     for t in BATCH:
         runner.instance.ack(t)
+    worker.dispatch.fold_run()  # the last run of one root is still open
     assert buf == expected(BATCH, start)
     assert runner.stats.acked == len(BATCH)
+
+
+@pytest.mark.parametrize("start", [{}, {B: 0b101 << 40, C: 0b11 << 40}],
+                         ids=["empty", "earlier-acks"])
+def test_single_acks_mixed_with_ack_many_leave_the_entries_in_the_order_of_one_update_each(
+        start: dict[int, int]) -> None:
+    worker, runner = bolt()
+    dispatch = worker.dispatch
+    buf = dispatch.ack_buffer
+    buf.update(start)
+    ack, ack_many = runner.instance.ack, runner.instance.ack_many
+    ack(BATCH[0])
+    ack(BATCH[1])  # a run of A, open
+    assert dispatch.run_root == A and A not in buf
+    ack_many([BATCH[3]])  # B: the run of A goes in first
+    assert dispatch.run_root == 0
+    ack(BATCH[7])
+    ack(BATCH[6])  # several trees: the open run of B goes in first
+    ack(BATCH[4])
+    ack(BATCH[8])
+    assert dispatch.pending_acks()
+    dispatch.fold_run()
+    assert dispatch.run_root == 0 and dispatch.run_xor == 0
+    tuples = [BATCH[0], BATCH[1], BATCH[3], BATCH[7], BATCH[6], BATCH[4], BATCH[8]]
+    want = expected(tuples, start)
+    assert buf == want and list(buf) == list(want)
+
+
+def test_the_open_run_is_sent_with_the_round_and_the_tree_completes() -> None:
+    b = TopologyBuilder()
+    spout = FeederSpout(["n"])
+    b.set_spout("feeder", spout)
+    b.set_bolt("bolt", AcksEach).shuffle_grouping("feeder")
+    worker = Worker(WorkerConfig("t", b.create_topology(), {"topology.acker.executors": 1}),
+                    clock=SimulatedClock())
+    worker.open()
+    worker.set_active(True)
+    for i in range(3):
+        spout.feed([i], msg_id=i)
+    for _ in range(20):
+        worker.run_once()
+        if len(spout.acked) == 3:
+            break
+    assert sorted(spout.acked) == [0, 1, 2] and not spout.failed
+    assert worker.dispatch.run_root == 0 and worker.dispatch.ack_buffer == {}
 
 
 def test_ack_many_of_untracked_tuples_or_nothing_adds_no_entry() -> None:

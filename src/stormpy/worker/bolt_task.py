@@ -7,7 +7,8 @@ is processing.
 Anchoring: each emitted tuple gets a fresh 62-bit edge id per target (``edges.py``), XORed into
 every anchor that is in a tree (its ``ack_val``) and into the new tuple's tree ids; ``ack`` folds
 a tuple's edge and its children's edges into its roots' entries of the round's ack buffer
-(``Dispatch.ack_buffer``, sent once per round). The acker runs as a ``BoltTask`` too (its core is
+(``Dispatch.ack_buffer``, sent once per round; consecutive acks of one root go through the
+dispatch's open run first: ``Dispatch.fold_run``). The acker runs as a ``BoltTask`` too (its core is
 called directly, see ``factory.py``). This module is compiled with the rest of the tuple path.
 """
 
@@ -40,6 +41,7 @@ class BoltTask(TaskRunner):
                  routers: dict[str, StreamRouter], conf: Mapping[str, Any]) -> None:
         super().__init__(worker, context, instance, routers, conf)
         dispatch = worker.dispatch
+        self._dispatch = dispatch
         self._ack_buffer = dispatch.ack_buffer
         self._deliver_many = dispatch.deliver_many
         #: emit_many's per-target groups (indexed by task id, empty between calls) and the
@@ -242,10 +244,23 @@ class BoltTask(TaskRunner):
     def ack(self, tup: Tuple) -> None:
         """The input tuple was processed: fold its edge and its children's edges into its roots."""
         root = tup.root
-        buf = self._ack_buffer  # XORed per root, sent once per loop round by the worker
         if root:
-            buf[root] = buf.get(root, 0) ^ tup.edge ^ tup.ack_val
+            # consecutive acks of one root (a sentence's words) XOR into the dispatch's open
+            # run; the run goes into the ack buffer (XORed per root, sent once per loop round)
+            # when another root's ack comes, or when anything else writes or sends the buffer
+            d = self._dispatch
+            run = d.run_root
+            if root == run:
+                d.run_xor ^= tup.edge ^ tup.ack_val
+            else:
+                if run:
+                    buf = self._ack_buffer
+                    buf[run] = buf.get(run, 0) ^ d.run_xor
+                d.run_root = root
+                d.run_xor = tup.edge ^ tup.ack_val
         elif tup.anchors:
+            self._dispatch.fold_run()
+            buf = self._ack_buffer
             v = tup.ack_val
             for r, edge in tup.anchors.items():
                 buf[r] = buf.get(r, 0) ^ edge ^ v
@@ -257,6 +272,7 @@ class BoltTask(TaskRunner):
 
     def ack_many(self, tuples: Any) -> None:
         """``ack`` every tuple of ``tuples``."""
+        self._dispatch.fold_run()
         buf = self._ack_buffer
         n = 0
         # consecutive tuples of one tree (a sentence's words) are XORed together first: one

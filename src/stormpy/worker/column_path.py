@@ -94,6 +94,7 @@ class ColumnPath:
         self.task_id = runner.task_id
         dispatch = runner.worker.dispatch
         self._queued_rows = dispatch.queued_rows
+        self._dispatch = dispatch
         self._ack_buffer = dispatch.ack_buffer
         queue: Any = runner.queue  # holds Tuples and ColumnBatches
         self._queue = queue
@@ -174,6 +175,7 @@ class ColumnPath:
             self.runner.ack(item)
 
     def _ack_batch(self, batch: ColumnBatch) -> None:
+        self._dispatch.fold_run()  # the buffer's entries in the order one update per ack gives
         buf = self._ack_buffer
         root = batch.root
         if root:

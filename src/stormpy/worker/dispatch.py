@@ -12,7 +12,12 @@ emit), the transfer (which installs the entries of tasks in other workers) and t
   task: its runner's ``put_batch``; a remote one: one wire record in the peer's outbox).
 - ``queued_rows``: per task id, the tuples its queue holds beyond one per item (a queued batch of
   n tuples is one item): queue sizes and backpressure count tuples.
-- ``ack_buffer``: root → XOR of the acks bolts made this round, sent once per round.
+- ``ack_buffer``: root → XOR of the acks bolts made this round, sent once per round; and
+  ``run_root`` / ``run_xor``, the open run of ``ack``s of one root not yet in it (consecutive
+  acks of one tree, a sentence's words, XOR there: one buffer update per run instead of per
+  tuple). ``fold_run`` puts the run into ``ack_buffer``; whatever else writes the buffer folds
+  first (so its entries and their order are what one update per ack gives) and ``flush_acks``
+  folds before sending.
 - ``acker_tasks`` and ``acker_cores``: the acker task of each acker index, and its ``AckerCore``
   when that acker runs in this worker (called directly, no tuple, no queue), else None.
 
@@ -45,6 +50,9 @@ class Dispatch:
         #: per task: tuples queued beyond one per queue item (the rows of queued batches, - 1)
         self.queued_rows: list[int] = [0] * (max_task + 1)
         self.ack_buffer: dict[int, int] = {}
+        #: the open run of acks of one root (0: none) and their XOR, not yet in ``ack_buffer``
+        self.run_root = 0
+        self.run_xor = 0
         self.acker_tasks: list[int] = list(acker_tasks)
         self.acker_cores: list[AckerCore | None] = [None] * len(self.acker_tasks)
 
@@ -64,10 +72,24 @@ class Dispatch:
         """Acker ``task`` runs in this worker: messages for its roots go to ``core`` directly."""
         self.acker_cores[self.acker_tasks.index(task)] = core
 
+    def fold_run(self) -> None:
+        """Put the open run of acks (``run_root``, ``run_xor``) into ``ack_buffer``."""
+        root = self.run_root
+        if root:
+            buf = self.ack_buffer
+            buf[root] = buf.get(root, 0) ^ self.run_xor
+            self.run_root = 0
+            self.run_xor = 0
+
+    def pending_acks(self) -> bool:
+        """Whether this round has acks to send (in the buffer or the open run)."""
+        return bool(self.run_root) or bool(self.ack_buffer)
+
     def flush_acks(self) -> None:
         """Send this round's aggregated acks, one (root, xor) pair per root: applied directly by
         an acker in this worker, and sent to a remote acker as ONE ``__ack_ack`` tuple per acker
         per round carrying all its pairs ``[root1, xor1, root2, xor2, ...]``."""
+        self.fold_run()
         items = list(self.ack_buffer.items())
         self.ack_buffer.clear()
         direct = self.acker_cores

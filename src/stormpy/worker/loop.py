@@ -320,7 +320,7 @@ class Worker:
                 if not runner.is_spout:
                     stats.executed += n
                 work += n
-        if self._ack_buffer:
+        if self._ack_buffer or self.dispatch.run_root:  # acks buffered or in the open run
             self.dispatch.flush_acks()
         if self._active and not self._transfer.backpressured():
             for sp in self._spouts:
