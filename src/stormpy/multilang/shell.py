@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar, Self
 
 from stormpy.host.backoff import Backoff
 from stormpy.multilang.process import ShellProcess
@@ -139,13 +139,47 @@ class ShellSettings:
 
 
 class ShellHost:
-    """One task's subprocess and its life cycle; the component mixes it in and implements
-    ``_on_command(msg)`` (its own commands) and ``_on_fault_dropped()`` (drop what the dead
-    subprocess held), and calls ``_start_shell`` in ``open``/``prepare``."""
+    """One task's subprocess and its life cycle, and the component's description (command,
+    outputs, config) shared by ``ShellBolt`` and ``ShellSpout``; the component mixes it in and
+    implements ``_on_command(msg)`` (its own commands) and ``_on_fault_dropped()`` (drop what the
+    dead subprocess held), and calls ``_start_shell`` in ``open``/``prepare``."""
 
+    command: ClassVar[Sequence[str] | None] = None
+    outputs: ClassVar[Any] = None
+    component_config: ClassVar[Mapping[str, Any]]  # the Bolt or Spout base defines it
     _shell: ShellSettings
     _process: ShellProcess | None
     _watched = False
+
+    def __init__(self, *args: str, command: Sequence[str] | None = None, cwd: str | None = None,
+                 env: Mapping[str, str] | None = None, outputs: Any = None,
+                 serializer: str | None = None) -> None:
+        if not args and command is None:
+            command = type(self).command
+        self._shell = ShellSettings(args, command, cwd, env, outputs, serializer)
+
+    def declare(self, outputs: Any) -> Self:
+        """Declare the output streams (fields for the default stream, or ``{stream: fields}``);
+        returns this component for ``set_bolt``/``set_spout``. Bad outputs are refused here."""
+        self._shell.outputs = outputs
+        declared_outputs(type(self), self._shell.kwargs())
+        return self
+
+    @property
+    def component_class(self) -> type[Self]:
+        return type(self)
+
+    @property
+    def component_kwargs(self) -> dict[str, Any]:
+        return self._shell.kwargs()
+
+    @classmethod
+    def declare_outputs(cls, kwargs: Mapping[str, Any]) -> dict[str, Stream]:
+        return declared_outputs(cls, kwargs)
+
+    @classmethod
+    def declare_config(cls, kwargs: Mapping[str, Any]) -> Mapping[str, Any]:
+        return {**cls.component_config, **declared_config(kwargs)}
 
     def _start_shell(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         self._conf = conf

@@ -28,14 +28,13 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from stormpy.multilang.protocol import BOLT_COMMANDS, HEARTBEAT_STREAM, ProtocolError, check_command
-from stormpy.multilang.shell import ShellHost, ShellSettings, declared_config, declared_outputs
+from stormpy.multilang.shell import ShellHost
 from stormpy.topology.component import Bolt
 from stormpy.topology.context import TopologyContext
-from stormpy.topology.streams import Stream
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
 
 __all__ = ["ShellBolt"]
@@ -46,39 +45,7 @@ class ShellBolt(ShellHost, Bolt):
     with ``.declare(outputs)``, or a subclass setting ``command`` and ``outputs``; pass either to
     ``TopologyBuilder.set_bolt``."""
 
-    command: ClassVar[Sequence[str] | None] = None
-    outputs: ClassVar[Any] = None
     _watched = True
-
-    def __init__(self, *args: str, command: Sequence[str] | None = None, cwd: str | None = None,
-                 env: Mapping[str, str] | None = None, outputs: Any = None,
-                 serializer: str | None = None) -> None:
-        if not args and command is None:
-            command = type(self).command
-        self._shell = ShellSettings(args, command, cwd, env, outputs, serializer)
-
-    def declare(self, outputs: Any) -> ShellBolt:
-        """Declare the output streams (fields for the default stream, or ``{stream: fields}``);
-        returns this bolt for ``set_bolt``."""
-        self._shell.outputs = outputs
-        declared_outputs(type(self), self._shell.kwargs())  # refuse bad outputs here already
-        return self
-
-    @property
-    def component_class(self) -> type[ShellBolt]:
-        return type(self)
-
-    @property
-    def component_kwargs(self) -> dict[str, Any]:
-        return self._shell.kwargs()
-
-    @classmethod
-    def declare_outputs(cls, kwargs: Mapping[str, Any]) -> dict[str, Stream]:
-        return declared_outputs(cls, kwargs)
-
-    @classmethod
-    def declare_config(cls, kwargs: Mapping[str, Any]) -> Mapping[str, Any]:
-        return {**cls.component_config, **declared_config(kwargs)}
 
     # --- running -----------------------------------------------------------------------------
 

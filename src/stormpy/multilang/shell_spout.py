@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Any
 
 from stormpy.multilang.protocol import SPOUT_COMMANDS, check_command
-from stormpy.multilang.shell import ShellHost, ShellSettings, declared_config, declared_outputs
+from stormpy.multilang.shell import ShellHost
 from stormpy.topology.component import Spout
 from stormpy.topology.context import TopologyContext
-from stormpy.topology.streams import Stream
 from stormpy.topology.tuple import DEFAULT_STREAM
 
 __all__ = ["ShellSpout"]
@@ -36,38 +35,6 @@ __all__ = ["ShellSpout"]
 class ShellSpout(ShellHost, Spout):
     """A spout run by a subprocess (see the module doc). ``ShellSpout(*command, cwd=, env=)``
     with ``.declare(outputs)``, or a subclass setting ``command`` and ``outputs``."""
-
-    command: ClassVar[Sequence[str] | None] = None
-    outputs: ClassVar[Any] = None
-
-    def __init__(self, *args: str, command: Sequence[str] | None = None, cwd: str | None = None,
-                 env: Mapping[str, str] | None = None, outputs: Any = None,
-                 serializer: str | None = None) -> None:
-        if not args and command is None:
-            command = type(self).command
-        self._shell = ShellSettings(args, command, cwd, env, outputs, serializer)
-
-    def declare(self, outputs: Any) -> ShellSpout:
-        """Declare the output streams; returns this spout for ``set_spout``."""
-        self._shell.outputs = outputs
-        declared_outputs(type(self), self._shell.kwargs())
-        return self
-
-    @property
-    def component_class(self) -> type[ShellSpout]:
-        return type(self)
-
-    @property
-    def component_kwargs(self) -> dict[str, Any]:
-        return self._shell.kwargs()
-
-    @classmethod
-    def declare_outputs(cls, kwargs: Mapping[str, Any]) -> dict[str, Stream]:
-        return declared_outputs(cls, kwargs)
-
-    @classmethod
-    def declare_config(cls, kwargs: Mapping[str, Any]) -> Mapping[str, Any]:
-        return {**cls.component_config, **declared_config(kwargs)}
 
     # --- running -----------------------------------------------------------------------------
 
