@@ -19,6 +19,7 @@ from typing import Any
 
 from stormpy.connectors.kafka.bolt_batches import BatchDelivery
 from stormpy.connectors.kafka.bolt_config import KafkaBoltConfig
+from stormpy.connectors.kafka.reporting import REPORT_INTERVAL_SECS, report_throttled
 from stormpy.topology import Bolt, TopologyContext, Tuple
 
 __all__ = ["DELIVERY_POLL_SECS", "REPORT_INTERVAL_SECS", "DeliveryReportingBolt"]
@@ -28,7 +29,6 @@ log = logging.getLogger("stormpy.connectors.kafka")
 #: one background poll waits at most this long for delivery reports (it returns as soon as any)
 DELIVERY_POLL_SECS = 0.1
 #: the same kind of error is reported to topology info at most once per this many seconds
-REPORT_INTERVAL_SECS = 10.0
 
 
 class DeliveryReportingBolt(Bolt):
@@ -140,12 +140,5 @@ class DeliveryReportingBolt(Bolt):
 
     def _report(self, kind: str, text: str) -> None:
         """Log and report an error, at most once per REPORT_INTERVAL_SECS per kind."""
-        now = self.clock()
-        if now - self._reported.get(kind, -1e18) < REPORT_INTERVAL_SECS:
-            return
-        self._reported[kind] = now
-        log.warning("Kafka bolt task %s: %s", self.context.task_id, text)
-        try:
-            self.report_error(f"KafkaBolt: {text}")
-        except RuntimeError:  # not bound (unit tests without a runtime)
-            pass
+        report_throttled(self, self._reported, self.clock(), kind, log, "Kafka bolt", "KafkaBolt",
+                         text)

@@ -18,6 +18,7 @@ from stormpy.connectors.kafka import assignment as asg
 from stormpy.connectors.kafka.config import KafkaSpoutConfig, ProcessingGuarantee
 from stormpy.connectors.kafka.messages import KafkaSpoutMessageId, OffsetAndMetadata, TopicPartition
 from stormpy.connectors.kafka.offset_manager import OffsetManager
+from stormpy.connectors.kafka.reporting import REPORT_INTERVAL_SECS, report_throttled
 from stormpy.connectors.kafka.retry import RetryExponentialBackoff
 from stormpy.connectors.kafka.translator import KafkaTupleListener, PolledRecord
 from stormpy.topology import Spout, TopologyContext
@@ -31,7 +32,6 @@ CLIENT_TIMEOUT_SECS = 10.0
 #: commit and close on shutdown wait at most this long
 CLOSE_TIMEOUT_SECS = 5.0
 #: the same kind of error is reported to topology info at most once per this many seconds
-REPORT_INTERVAL_SECS = 10.0
 
 
 class PartitionsAndCommits(Spout):
@@ -78,15 +78,8 @@ class PartitionsAndCommits(Spout):
     def _report(self, kind: str, text: str) -> None:
         """Log and report an error, at most once per REPORT_INTERVAL_SECS per kind."""
         self.counters["errors"] += 1
-        now = self.clock()
-        if now - self._reported.get(kind, -1e18) < REPORT_INTERVAL_SECS:
-            return
-        self._reported[kind] = now
-        log.warning("Kafka spout task %s: %s", self.context.task_id, text)
-        try:
-            self.report_error(f"KafkaSpout: {text}")
-        except RuntimeError:  # not bound (unit tests without a runtime)
-            pass
+        report_throttled(self, self._reported, self.clock(), kind, log, "Kafka spout",
+                         "KafkaSpout", text)
 
     # -- assignment ----------------------------------------------------------------------------
     def _fetch_assignment(self, assigned: frozenset[TopicPartition], timeout: float) -> tuple[Any, ...]:
