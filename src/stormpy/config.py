@@ -107,6 +107,12 @@ _KEYS: list[ConfigKey] = [
               "tuples the collector walks all of them. The worker raises the threshold to this "
               "value when it is lower; 0 leaves the interpreter's setting alone (the storm "
               "analogue is GC flags in topology.worker.childopts)."),
+    ConfigKey("topology.worker.chaining", True,
+              "Chaining: a tuple emitted on a worker's executor loop to a bolt task of the same "
+              "worker runs that task's execute at once, inside the emit, when nothing is queued "
+              "before it, the task is not already running and the chain is less than 16 deep; "
+              "otherwise it is queued (docs/architecture.md, \"Chaining\"). false always "
+              "queues."),
     ConfigKey("topology.name", None, "Set by the submitter: the topology's name."),
     # --- nimbus -----------------------------------------------------------------------------
     ConfigKey("nimbus.seeds", ["127.0.0.1"],

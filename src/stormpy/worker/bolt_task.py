@@ -10,13 +10,19 @@ a tuple's edge and its children's edges into its roots' entries of the round's a
 (``Dispatch.ack_buffer``, sent once per round; consecutive acks of one root go through the
 dispatch's open run first: ``Dispatch.fold_run``). The acker runs as a ``BoltTask`` too (its core is
 called directly, see ``factory.py``). This module is compiled with the rest of the tuple path.
+
+Chaining (``take``, installed in the delivery table by the loop for bolt tasks that run one tuple
+at a time): a tuple emitted on the worker's loop to such a task runs its ``execute`` at once,
+inside the emit, when nothing is queued before it, the task is not running already and fewer
+than ``MAX_CHAIN_DEPTH`` chained executes are open; otherwise it is queued as before. Each task
+still runs its tuples one at a time in the order they reached it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from random import getrandbits
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from stormpy.acker.streams import ACK_FAIL, ACK_RESET_TIMEOUT
 from stormpy.topology.component import BasicBolt
@@ -26,12 +32,17 @@ from stormpy.topology.fields import Fields
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
 from stormpy.worker.edges import EDGE_BITS
 from stormpy.worker.emit_checks import checked_router, checked_values_list, direct_target
+from stormpy.worker.errors import WorkerError
 from stormpy.worker.routing import StreamRouter
 from stormpy.worker.tasks import TaskRunner
 from stormpy.worker.values import SHORT_INT_MAX, SHORT_INT_MIN
 from stormpy.worker.worker_view import WorkerView
 
-__all__ = ["BoltTask"]
+__all__ = ["MAX_CHAIN_DEPTH", "BoltTask"]
+
+#: chained executes open inside each other at most (emit → execute → emit ...); a delivery
+#: beyond is queued, so a long line of bolts never nests deeper than this
+MAX_CHAIN_DEPTH: Final = 16
 
 
 class BoltTask(TaskRunner):
@@ -76,6 +87,45 @@ class BoltTask(TaskRunner):
 
     def open(self) -> None:
         self.instance.prepare(self.conf, self.context)
+
+    def chainable(self) -> bool:
+        """A user bolt running one tuple at a time (no ``execute_batch``, not columnar)."""
+        return self.execute_batch is None and self.run_columns is None and \
+            not self.component_id.startswith("__")
+
+    def take(self, tup: Tuple) -> None:
+        """Deliver ``tup``, emitted on this worker's loop, to this task: run it now (chained)
+        unless a tuple is queued before it, the task is running or the chain is
+        ``MAX_CHAIN_DEPTH`` deep, in which cases it is queued. A chained execute counts and
+        samples like the loop's; its exception is this task's error (``chain_failed``): the
+        task then takes no more chained tuples and the worker stops at the end of the round."""
+        q = self.queue
+        if self.busy or q:
+            q.append(tup)
+            return
+        d = self._dispatch
+        depth = d.chain_depth
+        if depth >= MAX_CHAIN_DEPTH:
+            q.append(tup)
+            return
+        self.busy = True
+        d.chain_depth = depth + 1
+        stats = self.stats
+        stats.sample_countdown -= 1
+        try:
+            if stats.sample_countdown <= 0:  # the timed tuple (sampling.py)
+                q.append(tup)
+                self.run_sampled(1)
+            else:
+                self.execute(tup)
+        except WorkerError:  # a task further down the chain failed: already recorded
+            raise
+        except Exception as exc:
+            raise self.worker.chain_failed(self.component_id, self.task_id, exc)  # noqa: B904
+        d.chain_depth = depth
+        d.chained += 1
+        self.busy = False
+        stats.executed += 1
 
     # -- collector -------------------------------------------------------------------------
     def emit(self, values: Any, anchors: Any = None, stream: Any = DEFAULT_STREAM) -> list[int]:
