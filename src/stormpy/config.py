@@ -107,6 +107,19 @@ _KEYS: list[ConfigKey] = [
               "tuples the collector walks all of them. The worker raises the threshold to this "
               "value when it is lower; 0 leaves the interpreter's setting alone (the storm "
               "analogue is GC flags in topology.worker.childopts)."),
+    # --- multilang (stormpy.multilang's shell components; Storm's keys and defaults) -------
+    ConfigKey("topology.multilang.serializer", "org.apache.storm.multilang.JsonSerializer",
+              "Wire format between a shell component and its subprocess: json (Storm's "
+              "JsonSerializer, the default) or msgpack (pystorm's MsgpackSerializer); Storm's "
+              "class names are read by their last part. May be set per component."),
+    ConfigKey("topology.subprocess.timeout.secs", None,
+              "Seconds a shell component's subprocess may stay silent (bolts: no message at all; "
+              "spouts: a command unanswered) before it counts as hung and is restarted; None "
+              "means supervisor.worker.timeout.secs."),
+    ConfigKey("topology.shellbolt.max.pending", 100,
+              "Tuples a shell bolt task queues for its subprocess's stdin, not yet written; "
+              "further tuples wait in the bolt, in order, until the subprocess reads. May be set "
+              "per component."),
     ConfigKey("topology.name", None, "Set by the submitter: the topology's name."),
     # --- nimbus -----------------------------------------------------------------------------
     ConfigKey("nimbus.seeds", ["127.0.0.1"],
@@ -179,7 +192,8 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("supervisor.slots.ports", [6700, 6701, 6702, 6703], "Worker ports of this supervisor."),
     ConfigKey("supervisor.host", "127.0.0.1", "Address workers of this supervisor bind."),
     ConfigKey("supervisor.worker.timeout.secs", 30,
-              "Seconds without a local heartbeat before the supervisor restarts a worker."),
+              "Seconds without a local heartbeat before the supervisor restarts a worker (also a "
+              "shell component subprocess's limit when topology.subprocess.timeout.secs is unset)."),
     ConfigKey("supervisor.worker.start.timeout.secs", 120,
               "Grace period for a starting worker's first heartbeat."),
     ConfigKey("supervisor.monitor.frequency.secs", 3, "How often the supervisor checks its workers."),
@@ -316,6 +330,8 @@ COMPONENT_KEYS = frozenset({
     "topology.max.spout.pending",
     "topology.debug",
     "topology.spout.max.batch.size",
+    "topology.multilang.serializer",
+    "topology.shellbolt.max.pending",
 })
 
 

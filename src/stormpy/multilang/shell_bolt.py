@@ -31,7 +31,13 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from stormpy.multilang.protocol import BOLT_COMMANDS, HEARTBEAT_STREAM, ProtocolError, check_command
+from stormpy.multilang.protocol import (
+    BOLT_COMMANDS,
+    HEARTBEAT_STREAM,
+    ProtocolError,
+    check_command,
+    max_pending,
+)
 from stormpy.multilang.shell import ShellHost
 from stormpy.topology.component import Bolt
 from stormpy.topology.context import TopologyContext
@@ -54,6 +60,7 @@ class ShellBolt(ShellHost, Bolt):
         self._held: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
         self._heartbeat_out = False
+        self._max_pending = max_pending(conf)
         self._start_shell(conf, context)
 
     def execute(self, tup: Tuple) -> None:
