@@ -1,0 +1,17 @@
+"""An echo bolt on Storm's own storm.py that stops reading its input at the first tuple until the
+file named by $RELEASE_FILE exists (a test fixture: its stdin pipe fills while it holds)."""
+import os
+import time
+
+import storm
+
+
+class HeldEcho(storm.BasicBolt):
+    def process(self, tup):
+        release = os.environ["RELEASE_FILE"]
+        while not os.path.exists(release):
+            time.sleep(0.05)
+        storm.emit([tup.values[0]])
+
+
+HeldEcho().run()
