@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "multilang"))
 
-from mlkit import conf, no_subprocess_left_behind  # noqa: E402
+from mlkit import Replayer, conf, no_subprocess_left_behind  # noqa: E402
 
 from stormpy import TopologyBuilder  # noqa: E402
 from stormpy.multilang import ShellBolt  # noqa: E402
@@ -64,3 +64,37 @@ def test_a_shell_bolt_holds_tuples_back_beyond_max_pending_and_sends_them_all_in
         assert [v[0] for v in sink.values] == VALUES  # nothing lost, order kept
         assert metrics()["multilangWaiting"] == 0
         assert cluster.errors("t") == []
+
+
+def test_tuples_waiting_for_room_when_the_subprocess_dies_go_to_the_next_one(
+        tmp_path: Path) -> None:
+    release, marker = tmp_path / "release", tmp_path / "died"
+    feeder, sink = FeederSpout(["value"]), Capture()
+    replayer = Replayer(feeder)
+    b = TopologyBuilder()
+    b.set_spout("feeder", feeder)
+    b.set_bolt("echo", ShellBolt(sys.executable, "held_echo.py", env={
+        "RELEASE_FILE": str(release), "DIE_MARKER": str(marker)}).declare(["value"])) \
+        .shuffle_grouping("feeder")
+    b.set_bolt("sink", sink).shuffle_grouping("echo")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", conf(**{"topology.shellbolt.max.pending": MAX_PENDING,
+                                             "topology.subprocess.timeout.secs": 120}),
+                                b.create_topology())
+
+        def waiting() -> int:
+            tasks = cluster.get_metrics("t").get("echo", {})
+            return int(next(iter(tasks.values()), {}).get("multilangWaiting", 0))
+
+        for i, value in enumerate(VALUES):
+            replayer.feed([value], i)
+        wait_for(lambda: waiting() >= len(VALUES) - 20, 60, "tuples waiting in the bolt")
+        release.touch()  # the subprocess dies: what it held is failed, the rest kept
+        wait_for(lambda: sorted(set(feeder.acked)) == list(range(len(VALUES))), 60,
+                 "every tuple acked after the restart")
+        assert marker.exists()
+        # the replays are only of tuples the dead subprocess was given
+        assert 1 <= replayer.replays <= 20
+        assert sorted({v[0] for v in sink.values}) == VALUES
+        errors = cluster.errors("t")
+        assert len(errors) == 1 and "subprocess exited (exit code 1)" in errors[0]["error"]

@@ -299,7 +299,11 @@ class ShellProcess:
                 while data:
                     data = data[os.write(fd, data):]
             except OSError as exc:
-                self._fault(f"writing to it failed: {exc}")
+                code = None  # a broken pipe: the subprocess most likely exited
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    code = self._proc.wait(_TERM_GRACE)
+                self._fault(f"subprocess exited (exit code {code}); writing to it failed: {exc}"
+                            if code is not None else f"writing to it failed: {exc}")
                 return
             if counted:
                 self._tuples_written += counted  # only this thread writes it
