@@ -109,6 +109,8 @@ COMPONENT_KEYS = frozenset({
     "topology.max.spout.pending",
     "topology.debug",
     "topology.spout.max.batch.size",
+    "topology.multilang.serializer",
+    "topology.shellbolt.max.pending",
 })
 
 

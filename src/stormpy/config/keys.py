@@ -100,6 +100,19 @@ CORE_KEYS: tuple[ConfigKey, ...] = (
               "before it, the task is not already running and the chain is less than 16 deep; "
               "otherwise it is queued (docs/architecture.md, \"Chaining\"). false always "
               "queues."),
+    # --- multilang (stormpy.multilang's shell components; Storm's keys and defaults) -------
+    ConfigKey("topology.multilang.serializer", "org.apache.storm.multilang.JsonSerializer",
+              "Wire format between a shell component and its subprocess: json (Storm's "
+              "JsonSerializer, the default) or msgpack (pystorm's MsgpackSerializer); Storm's "
+              "class names are read by their last part. May be set per component."),
+    ConfigKey("topology.subprocess.timeout.secs", None,
+              "Seconds a shell component's subprocess may stay silent (bolts: no message at all; "
+              "spouts: a command unanswered) before it counts as hung and is restarted; None "
+              "means supervisor.worker.timeout.secs."),
+    ConfigKey("topology.shellbolt.max.pending", 100,
+              "Tuples a shell bolt task queues for its subprocess's stdin, not yet written; "
+              "further tuples wait in the bolt, in order, until the subprocess reads. May be set "
+              "per component."),
     ConfigKey("topology.name", None, "Set by the submitter: the topology's name."),
     # --- nimbus -----------------------------------------------------------------------------
     ConfigKey("nimbus.seeds", ["127.0.0.1"],
@@ -172,7 +185,8 @@ CORE_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("supervisor.slots.ports", [6700, 6701, 6702, 6703], "Worker ports of this supervisor."),
     ConfigKey("supervisor.host", "127.0.0.1", "Address workers of this supervisor bind."),
     ConfigKey("supervisor.worker.timeout.secs", 30,
-              "Seconds without a local heartbeat before the supervisor restarts a worker."),
+              "Seconds without a local heartbeat before the supervisor restarts a worker (also a "
+              "shell component subprocess's limit when topology.subprocess.timeout.secs is unset)."),
     ConfigKey("supervisor.worker.start.timeout.secs", 120,
               "Grace period for a starting worker's first heartbeat."),
     ConfigKey("supervisor.monitor.frequency.secs", 3, "How often the supervisor checks its workers."),
