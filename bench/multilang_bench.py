@@ -48,7 +48,7 @@ from stormpy import Bolt, Spout, TopologyBuilder, Tuple
 from stormpy.multilang import pystorm_component
 from stormpy.multilang.pystorm_spec import RUNNER
 from stormpy.multilang.shell import python_command
-from stormpy.testing import LocalCluster, registry, wait_for
+from stormpy.testing import LocalCluster, WaitTimeout, registry, wait_for
 from stormpy.topology.context import TopologyContext
 
 RESULTS = Path(__file__).parent / "results"
@@ -62,16 +62,41 @@ def sentences(n: int, seed: int = 7) -> list[str]:
     return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 9))) for _ in range(n)]
 
 
+#: processes (with their subprocesses) whose CPU the stormpy rows do not count: the Storm JVM,
+#: which runs beside them for the whole bench
+NOT_COUNTED: set[int] = set()
+
+
+def _tree(proc: psutil.Process) -> list[psutil.Process]:
+    """``proc``'s subprocesses, recursively, leaving out the trees of :data:`NOT_COUNTED`."""
+    out = []
+    for child in proc.children():
+        if child.pid not in NOT_COUNTED:
+            out.append(child)
+            out.extend(_tree(child))
+    return out
+
+
 def cpu_seconds() -> float:
     """CPU time of this process (every thread) and of its running subprocesses."""
     total = time.process_time()
-    for child in psutil.Process().children(recursive=True):
+    for child in _tree(psutil.Process()):
         try:
             t = child.cpu_times()
         except psutil.Error:
             continue
         total += t.user + t.system
     return total
+
+
+def wait_for_subprocesses(timeout: float = 60.0) -> None:
+    """Waits (up to ``timeout``) until the previous row's subprocesses are gone: one ending
+    between a row's two CPU readings would take its CPU time out of the row's."""
+    try:
+        wait_for(lambda: not _tree(psutil.Process()), timeout, "the previous row's subprocesses "
+                 "to exit", interval=0.05, ignore=(psutil.Error,))
+    except WaitTimeout:
+        print("warning: a subprocess outlived its row; its CPU time skews the next row's")
 
 
 class _State:
@@ -147,6 +172,7 @@ class CountSink(Bolt):
 
 
 def run_split(split: Any, rows: list[str], timeout: float) -> dict[str, Any]:
+    wait_for_subprocesses()
     state = _State(rows)
     key = registry.register(state)
     try:
@@ -200,6 +226,7 @@ def open_storm(shell_rows: list[str], component: str,
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     command = python_command(RUNNER, component, "--serializer", "json")
     storm = stack.enter_context(StormShellSplit(tmp / "sentences.txt", command, env))
+    NOT_COUNTED.add(storm.proc.pid)
     return lambda: storm_row(storm.run(len(shell_rows)))
 
 
