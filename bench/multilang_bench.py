@@ -256,15 +256,20 @@ def main() -> None:
             ("pystorm shell, msgpack",
              pystorm_component(PySplitBolt, shell=True, serializer="msgpack"), shell_rows)]]
     results: dict[str, Any] = {}
+    every: dict[str, list[int]] = {}
     with ExitStack() as stack:
         if args.storm:
-            cases.append(("Storm 2.8 ShellBolt, JSON", open_storm(shell_rows, shell_json.path, stack)))
+            cases.append(("Storm 2.8 ShellBolt, JSON",
+                          open_storm(shell_rows, shell_json.path, stack)))
         for _ in range(args.repeat):  # interleaved: A B C D E, A B C D E, ...
             for name, run in cases:
                 r = run()
+                every.setdefault(name, []).append(r["sentences_per_sec"])
                 if (name not in results
                         or r["sentences_per_sec"] > results[name]["sentences_per_sec"]):
                     results[name] = r
+    for name, rates in every.items():
+        results[name]["every_run_sentences_per_sec"] = rates
     native = results["native stormpy"]["sentences_per_sec"]
     inproc = results["pystorm in-process"]["sentences_per_sec"]
     native_cpu = results["native stormpy"]["sentences_per_cpu_sec"]
