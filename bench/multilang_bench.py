@@ -19,12 +19,14 @@ Storm's shell path beside them, in one run.
 Each row: a reliable spout emitting sentences (``topology.max.spout.pending`` 2000) → the split
 bolt (one task) → a counting sink, in a ``LocalCluster`` (one worker, acking on); timed from the
 sink's first word to the spout's last ack; the word count is checked. Rows run interleaved
-``--repeat`` times (default 3), the best of each counts. Reports sentences/s into the split bolt
-and sentences per CPU second (this process and its subprocesses; for Storm the JVM and its
-subprocess: the shell path spends a second core), each with its ratio to native; writes
-bench/results/multilang.json (or ``--output``). The shell rows (Storm's too) run a tenth of the
-sentences (they are that much slower).
+``--repeat`` times (default 3), the best of each counts (each row also gives the median and
+every run's rate). Reports sentences/s into the split bolt and sentences per CPU second (this
+process and its subprocesses; for Storm the JVM and its subprocess: the shell path spends a
+second core), each with its ratio to native; writes bench/results/multilang.json (or
+``--output``). The shell rows (Storm's too) run a tenth of the sentences (they are that much
+slower).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,6 +35,7 @@ import json
 import os
 import platform
 import random
+import statistics
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -270,15 +273,18 @@ def main() -> None:
                     results[name] = r
     for name, rates in every.items():
         results[name]["every_run_sentences_per_sec"] = rates
+        results[name]["median_sentences_per_sec"] = round(statistics.median(rates))
     native = results["native stormpy"]["sentences_per_sec"]
     inproc = results["pystorm in-process"]["sentences_per_sec"]
     native_cpu = results["native stormpy"]["sentences_per_cpu_sec"]
-    print(f"{'split bolt':28} {'sentences/s':>12} {'x native':>9} {'per CPU-s':>10} {'x native':>9}")
+    print(f"{'split bolt':28} {'sentences/s':>12} {'x native':>9} {'per CPU-s':>10} {'x native':>9}"
+          f" {'median/s':>9}")
     for name, r in results.items():
         r["ratio_to_native"] = round(r["sentences_per_sec"] / native, 3)
         r["cpu_ratio_to_native"] = round(r["sentences_per_cpu_sec"] / native_cpu, 3)
         print(f"{name:28} {r['sentences_per_sec']:>12,} {r['ratio_to_native']:>9.3f} "
-              f"{r['sentences_per_cpu_sec']:>10,} {r['cpu_ratio_to_native']:>9.3f}")
+              f"{r['sentences_per_cpu_sec']:>10,} {r['cpu_ratio_to_native']:>9.3f} "
+              f"{r['median_sentences_per_sec']:>9,}")
     shell = [results[n] for n in ("pystorm shell, JSON", "pystorm shell, msgpack")]
     summary = {
         "in_process_vs_best_shell": round(inproc / max(r["sentences_per_sec"] for r in shell), 1),
