@@ -21,7 +21,6 @@ still runs its tuples one at a time in the order they reached it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from random import getrandbits
 from typing import Any, Final, cast
 
 from stormpy.acker.streams import ACK_FAIL, ACK_RESET_TIMEOUT
@@ -30,7 +29,6 @@ from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import FailedException
 from stormpy.topology.fields import Fields
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
-from stormpy.worker.edges import EDGE_BITS
 from stormpy.worker.emit_checks import checked_router, checked_values_list, direct_target
 from stormpy.worker.errors import WorkerError
 from stormpy.worker.routing import StreamRouter
@@ -161,8 +159,9 @@ class BoltTask(TaskRunner):
             task = self.task_id
             comp = self.component_id
             fields = router.fields
+            edges = self._edges
             for t in targets:
-                edge = getrandbits(EDGE_BITS)  # 62-bit: see edges.py
+                edge = edges.next()  # 62-bit: see edges.py
                 anchor.ack_val ^= edge
                 deliver[t](Tuple(values, stream, task, comp, fields, root, edge))
         elif anchors is None or not cast(Tuple, anchors).anchors:  # untracked
@@ -232,10 +231,11 @@ class BoltTask(TaskRunner):
             anchor = cast(Tuple, anchors)
             root = anchor.root
             ack_val = anchor.ack_val
+            edges = self._edges
             for i in range(len(values_list)):
                 values = values_list[i]
                 for t in targets_list[i]:
-                    edge = getrandbits(EDGE_BITS)
+                    edge = edges.next()
                     ack_val ^= edge
                     group = groups[t]
                     if not group:
@@ -272,7 +272,7 @@ class BoltTask(TaskRunner):
                 deliver[t](tup)
             return
         for t in targets:
-            edge = getrandbits(EDGE_BITS)
+            edge = self._edges.next()
             amap: dict[int, int] = {}
             for a in anchors:
                 anchor = cast(Tuple, a)

@@ -21,6 +21,7 @@ emit), the transfer (which installs the entries of tasks in other workers) and t
 - ``chain_depth``: how many chained executes (``BoltTask.take``) are running inside each
   other (a delivery at ``MAX_CHAIN_DEPTH`` is queued instead), and ``chained``: how many ran
   since the loop last added them to its round's work.
+- ``edges``: the worker's source of random edge and root ids (``edges.EdgeIds``).
 - ``acker_tasks`` and ``acker_cores``: the acker task of each acker index, and its ``AckerCore``
   when that acker runs in this worker (called directly, no tuple, no queue), else None.
 
@@ -36,6 +37,7 @@ from stormpy.acker.core import AckerCore
 from stormpy.acker.streams import ACK_ACK
 from stormpy.topology.columns import ColumnBatch
 from stormpy.topology.tuple import SYSTEM_COMPONENT, Tuple
+from stormpy.worker.edges import EdgeIds
 
 
 class Dispatch:
@@ -61,6 +63,8 @@ class Dispatch:
         self.chain_depth = 0
         self.chained = 0
         self.acker_tasks: list[int] = list(acker_tasks)
+        #: the worker's random edge and root ids (``edges.py``)
+        self.edges = EdgeIds()
         self.acker_cores: list[AckerCore | None] = [None] * len(self.acker_tasks)
 
     def undeliverable(self, tup: Tuple) -> None:

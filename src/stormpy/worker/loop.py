@@ -24,7 +24,7 @@ import threading
 import traceback
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from stormpy.config import merged
 from stormpy.messaging.transport import NoTransport, Transport
@@ -51,9 +51,9 @@ log = logging.getLogger("stormpy.worker")
 
 #: Queue items a task may run per loop round before the loop moves on (fairness; a columnar
 #: batch is one item).
-EXECUTE_BUDGET = 1024
+EXECUTE_BUDGET: Final = 1024
 #: Longest idle wait; bounds how late a timer or a polling spout is served.
-MAX_IDLE_WAIT = 0.001
+MAX_IDLE_WAIT: Final = 0.001
 
 
 class Worker:

@@ -63,6 +63,7 @@ class TaskRunner:
         self._ackers = dispatch.acker_tasks
         self._n_ackers = len(dispatch.acker_tasks)
         self._acker_direct = dispatch.acker_cores
+        self._edges = dispatch.edges
         self.stats.routers = routers
         self.execute_batch = None
         self.run_columns = None
