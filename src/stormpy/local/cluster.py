@@ -35,6 +35,7 @@ from typing import Any
 
 from stormpy.cluster.storage import ZkStorage
 from stormpy.config import DEFAULTS, merged
+from stormpy.config.multilang import check_multilang_settings
 from stormpy.host.waiting import wait_for
 from stormpy.messaging.inproc import InprocHub
 from stormpy.nimbus.scheduler import schedule_topology
@@ -117,6 +118,7 @@ class LocalCluster:
         topology.validate()
         full = merged(self.conf, conf, {"topology.name": name})
         topology.check_conf(merged(DEFAULTS, full))
+        check_multilang_settings(full, {cid: c.config for cid, c in topology.components.items()})
         topology_id = f"{name}-{uuid.uuid4().hex[:8]}"
         state = self.state
         if workers <= 1:
