@@ -101,7 +101,7 @@ TARGETS: dict[str, Target] = {
        for part in ("routing", "dispatch", "transfer", "task_timers", "tasks", "bolt_task",
                     "spout_task", "spout_roots", "emit_checks", "sampling", "loop", "stats",
                     "values", "offloop", "factory", "column_path", "column_emit", "column_anchors",
-                    "inbound", "spout_batch")},
+                    "inbound", "spout_batch", "edges", "worker_stats", "task_errors")},
     # the four small worker files in one run (one test-stats pass instead of four; the summary
     # still scores each file)
     "worker-small": Target(tuple(f"src/stormpy/worker/{part}.py"
