@@ -156,9 +156,10 @@ def test_a_shell_bolt_subclass_declares_as_on_storm() -> None:
     ({"args": ("a",), "serializer": "xml"}, SettingError, "unknown multilang serializer"),
 ])
 def test_bad_shell_arguments_are_refused(kwargs: dict[str, Any], error: type, text: str) -> None:
-    args = kwargs.pop("args")
+    rest = dict(kwargs)  # the parameter's dict is shared by every run of the test
+    args = rest.pop("args")
     with pytest.raises(error, match=text):
-        ShellBolt(*args, **kwargs)
+        ShellBolt(*args, **rest)
 
 
 def test_the_working_directory_stays_inside_the_code_dir(tmp_path: Path) -> None:
