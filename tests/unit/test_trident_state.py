@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from trident_kit import FAILS, Collect, FailOnWord, ShortFirstAttemptSpout, seen
+from trident_kit import FAILS, Collect, FailOnWord, ShortFirstAttemptSpout, forget, seen
 
 from stormpy.state import MemoryBackend, SqliteStore
 from stormpy.testing import LocalCluster
@@ -36,6 +36,11 @@ from stormpy.trident import (
 from stormpy.trident.state import encode_key
 
 pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_sinks() -> None:
+    forget()
 
 
 def memory_state(kind: str) -> MapState:

@@ -28,6 +28,15 @@ SEEN: dict[str, list[list[Any]]] = defaultdict(list)
 FAILS: dict[str, int] = defaultdict(int)
 
 
+def forget() -> None:
+    """Empty the sinks and failure counts: a test that runs again in the same process (mutation
+    testing runs the tests once per mutant in a process that already ran them) starts afresh."""
+    with _lock:
+        SEEN.clear()
+        FAILS.clear()
+    CALLS.clear()
+
+
 def seen(name: str) -> list[list[Any]]:
     with _lock:
         return [list(v) for v in SEEN[name]]
