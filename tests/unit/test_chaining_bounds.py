@@ -132,3 +132,18 @@ def test_a_bolt_run_by_the_loop_gets_what_it_emits_to_itself_queued() -> None:
     assert [t.values for t in me.queue] == [[1]] and not me.busy
     worker.run_once()
     assert RAN[1:] == [("self", 1, 0)]
+
+
+def test_a_chained_tuple_is_timed_exactly_when_the_sample_countdown_reaches_zero() -> None:
+    b, feeder = _line(1)
+    worker = _worker(b)
+    stats = _runner(worker, "b0").stats
+    stats.sample_countdown = 2
+    feeder.feed([1])
+    worker.run_once()  # chained; the countdown goes to 1: not timed
+    assert RAN == [("b0", 1, 1)]
+    assert stats.sample_countdown == 1 and stats.execute_latency_count == 0
+    feeder.feed([1])
+    worker.run_once()  # the countdown reaches 0: this one is timed
+    assert [d for _, _, d in RAN] == [1, 1] and stats.execute_latency_count == 1
+    assert stats.executed == 2
