@@ -112,7 +112,9 @@ TARGETS: dict[str, Target] = {
     "batching": Target(("src/stormpy/*batching.py",)),
     # the Spark bolt's own logic, against a fake Spark (tests/unit/test_spark_bolt_logic.py;
     # tests/spark runs it against a real local Spark, one JVM per run: too slow per mutant)
+    # (settings.py holds the bolt's argument and tick checks since the split of bolt.py)
     "spark-bolt": Target(("src/stormpy/connectors/spark/bolt.py",
+                          "src/stormpy/connectors/spark/settings.py",
                           "src/stormpy/connectors/spark/in_spark.py",
                           "src/stormpy/connectors/spark/ahead.py",
                           "src/stormpy/connectors/spark/switching.py"),
@@ -133,11 +135,12 @@ TARGETS: dict[str, Target] = {
                       tests=("tests/unit/test_kinesis_parts.py", "tests/unit/test_kinesis_tracker*.py",
                              "tests/unit/test_kinesis_getter*.py", "tests/unit/test_kinesis_shard*.py",
                              "tests/unit/test_connector_partitions.py")),
-    # transactional topologies: the coordinator spout, the coordinated (batch/committer) bolt and
-    # the exactly-once values committers apply; the ZooKeeper store and the builder's wiring
+    # transactional topologies: the coordinator spout, the coordinated (batch/committer) bolt with
+    # its per-batch tracking and counting collector (batch_track.py) and the exactly-once values
+    # committers apply; the ZooKeeper store and the builder's wiring
     # are left out (integration tests, validation)
     "transactional": Target(tuple(f"src/stormpy/transactional/{part}.py"
-                                  for part in ("coordinator", "coordinated", "state")),
+                                  for part in ("coordinator", "coordinated", "batch_track", "state")),
                             tests=("tests/unit/test_transactional_*.py",)),
     # windowing: the window manager (count/duration, event time, watermarks), its config and bolt
     "windowing": Target(("src/stormpy/windowing/*.py",),

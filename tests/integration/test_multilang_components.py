@@ -109,3 +109,35 @@ def test_pystorm_word_count(mode: str) -> None:
             final[word] = max(final.get(word, 0), count)
         assert final == dict(WORDS)
         assert cluster.errors("t") == []
+
+
+STREAMPARSE_PROJECT = Path(__file__).resolve().parents[1] / "multilang" / "streamparse_wordcount"
+
+
+@pytest.mark.parametrize("serializer", ["json", "msgpack"])
+def test_streamparse_topology_through_the_shell_host(serializer: str) -> None:
+    """A streamparse project's Topology class (stormpy.multilang.streamparse) with every
+    component run as on Storm: a subprocess per task importing it from the project's src/."""
+    import importlib
+
+    sys.path[:0] = [str(STREAMPARSE_PROJECT / "src"), str(STREAMPARSE_PROJECT)]
+    try:
+        project = importlib.import_module("topologies.wordcount")
+    finally:
+        sys.path.remove(str(STREAMPARSE_PROJECT / "src"))
+        sys.path.remove(str(STREAMPARSE_PROJECT))
+    sentences = project.config["wordcount.sentences"]
+    words = Counter(w for s in sentences for w in s.split())
+    counts = Capture()
+    b = project.WordCount.to_builder(shell=True, serializer=serializer)
+    b.set_bolt("counts", counts).shuffle_grouping("count_bolt")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("wc", {**project.config, **conf(**{
+            "worker.code.dir": str(STREAMPARSE_PROJECT / "src")})}, b.create_topology())
+        wait_for(lambda: cluster.get_stats("wc")["sentence_spout"]["acked"] == len(sentences), 30,
+                 "every sentence acked")
+        final: dict[str, int] = {}
+        for word, count in counts.values:
+            final[word] = max(final.get(word, 0), count)
+        assert final == dict(words)
+        assert cluster.errors("wc") == []

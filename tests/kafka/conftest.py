@@ -85,9 +85,17 @@ def spare_broker() -> Iterator[Callable[..., ApacheKafkaBroker]]:
     try:
         yield make
     finally:
+        # every broker is stopped even when one fails to; then the first failure is raised
+        errors: list[BaseException] = []
         for broker in made:
-            broker.stop()
-            _SPARES.remove(broker)
+            try:
+                broker.stop()
+            except Exception as exc:  # noqa: BLE001 - raised below, after the others
+                errors.append(exc)
+            finally:
+                _SPARES.remove(broker)
+        if errors:
+            raise errors[0]
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -94,28 +95,50 @@ def netns_cluster(request: pytest.FixtureRequest) -> Iterator[Callable[..., Netn
         return cluster
 
     yield make
-    problems = []
-    for net, cluster, base in made:
+    # every cluster, namespace and directory is cleaned up even when a step fails; then the first
+    # failure is raised, or the problems found are asserted
+    problems: list[str] = []
+    errors: list[BaseException] = []
+
+    def step(action: Callable[[], Any]) -> None:
         try:
-            if cluster is not None:
-                net.heal_all()
-                cluster.stop()
-                strays = cluster.worker_processes()
-                if strays:
-                    problems.append(f"stray worker processes: {strays}")
-            inside = net.processes_inside()
-            if inside:
-                problems.append(f"processes left inside the namespaces: {inside}")
-        finally:
-            net.destroy()
-            keep = os.environ.get("STORMPY_PARTITIONS_KEEP")
-            if keep:  # debugging: keep the daemons' and workers' logs
-                shutil.copytree(base, Path(keep) / base.name,
-                                ignore=shutil.ignore_patterns("stormdist", "*.zip"))
-            shutil.rmtree(base, ignore_errors=True)
+            action()
+        except Exception as exc:  # noqa: BLE001 - raised below, after the rest of the clean-up
+            errors.append(exc)
+
+    def stop_cluster(net: HostNetwork, cluster: NetnsCluster) -> None:
+        net.heal_all()
+        cluster.stop()
+        strays = cluster.worker_processes()
+        if strays:
+            problems.append(f"stray worker processes: {strays}")
+
+    def check_inside(net: HostNetwork) -> None:
+        inside = net.processes_inside()
+        if inside:
+            problems.append(f"processes left inside the namespaces: {inside}")
+
+    def keep_logs(base: Path) -> None:
+        keep = os.environ.get("STORMPY_PARTITIONS_KEEP")
+        if keep:  # debugging: keep the daemons' and workers' logs
+            shutil.copytree(base, Path(keep) / base.name,
+                            ignore=shutil.ignore_patterns("stormdist", "*.zip"))
+
+    def check_left(net: HostNetwork) -> None:
         left = net.leftovers()
         if left:
             problems.append(f"namespaces or links left: {left}")
+
+    for net, cluster, base in made:
+        if cluster is not None:
+            step(partial(stop_cluster, net, cluster))
+        step(partial(check_inside, net))
+        step(net.destroy)
+        step(partial(keep_logs, base))
+        shutil.rmtree(base, ignore_errors=True)
+        step(partial(check_left, net))
+    if errors:
+        raise errors[0]
     assert not problems, "; ".join(problems)
 
 

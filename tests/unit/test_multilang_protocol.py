@@ -12,7 +12,7 @@ import pytest
 from pystorm import Bolt as PystormBolt
 
 from stormpy import Bolt, TopologyBuilder
-from stormpy.config import SettingError
+from stormpy.config import COMPONENT_KEYS, DEFAULTS, KEYS, SettingError, merged
 from stormpy.multilang import ShellBolt, ShellSpout, pystorm_component
 from stormpy.multilang.protocol import (
     BOLT_COMMANDS,
@@ -21,8 +21,10 @@ from stormpy.multilang.protocol import (
     check_command,
     handshake,
     heartbeat_period,
+    max_pending,
     subprocess_timeout,
 )
+from stormpy.multilang.serializers import codec_for
 from stormpy.multilang.shell import ShellSettings
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import InvalidTopologyError
@@ -72,6 +74,32 @@ def test_the_subprocess_timeout_follows_storms_settings() -> None:
         subprocess_timeout({"topology.subprocess.timeout.secs": 0})
     with pytest.raises(SettingError, match=r"^supervisor\.worker\.timeout\.secs: must be a nu"):
         subprocess_timeout({"supervisor.worker.timeout.secs": "soon"})
+
+
+def test_storms_multilang_settings_are_known_keys_with_storms_defaults() -> None:
+    assert DEFAULTS["topology.multilang.serializer"] == "org.apache.storm.multilang.JsonSerializer"
+    assert DEFAULTS["topology.subprocess.timeout.secs"] is None
+    assert DEFAULTS["topology.shellbolt.max.pending"] == 100
+    assert DEFAULTS["supervisor.worker.timeout.secs"] == 30
+    assert all(KEYS[k].doc for k in ("topology.multilang.serializer",
+                                      "topology.subprocess.timeout.secs",
+                                      "topology.shellbolt.max.pending"))
+    assert {"topology.multilang.serializer", "topology.shellbolt.max.pending"} <= COMPONENT_KEYS
+    # the defaults read as Storm's: JSON, the worker timeout, 100 pending writes
+    conf = merged()
+    assert codec_for(conf).name == "json"
+    assert subprocess_timeout(conf) == 30
+    assert max_pending(conf) == 100
+
+
+def test_the_shellbolt_max_pending_setting_is_checked() -> None:
+    assert max_pending({}) == 100
+    assert max_pending({"topology.shellbolt.max.pending": None}) == 100
+    assert max_pending({"topology.shellbolt.max.pending": 1}) == 1
+    for bad in (0, -5, 2.5, "10", True):
+        with pytest.raises(SettingError, match=r"^topology\.shellbolt\.max\.pending: must be an "
+                                               r"integer >= 1, got"):
+            max_pending({"topology.shellbolt.max.pending": bad})
 
 
 class _Sink(Bolt):

@@ -113,10 +113,12 @@ def test_the_public_names_of_each_package_are_pinned(package: str) -> None:
     assert [n for n in names if not hasattr(module, n)] == [], f"{package}.__all__ names what it lacks"
 
 
-#: packages users do not import: the runtime, the daemons and their plumbing
-INTERNAL = ["stormpy.acker", "stormpy.bundle", "stormpy.cli", "stormpy.cluster", "stormpy.host",
-            "stormpy.messaging", "stormpy.nimbus", "stormpy.rpc", "stormpy.supervisor",
-            "stormpy.worker"]
+#: packages users do not import: the runtime, the daemons and their plumbing; and stormpy.config,
+#: unpinned as it was while it was one module (users reach SettingError, ConfigSection and the
+#: readers by name; it has no __all__)
+INTERNAL = ["stormpy.acker", "stormpy.bundle", "stormpy.cli", "stormpy.cluster", "stormpy.config",
+            "stormpy.host", "stormpy.messaging", "stormpy.nimbus", "stormpy.rpc",
+            "stormpy.supervisor", "stormpy.worker"]
 
 
 def test_every_package_is_pinned_or_known_internal_and_the_lists_are_sorted() -> None:

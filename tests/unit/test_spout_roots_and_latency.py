@@ -1,14 +1,13 @@
-"""Spout-side tracking: untracked emits carry their metadata, root ids stay non-zero 64-bit ids
-pinned to the spout's own acker whatever the random source gives, and complete latency adds up
-the time from emit to ack of every tuple.
+"""Spout-side tracking: untracked emits carry their metadata, root ids stay non-zero 62-bit ids
+pinned to the spout's own acker whatever the random source gives (``SpoutRoots.pin`` of the
+drawn id, its extremes given directly), and complete latency adds up the time from emit to ack
+of every tuple.
 
-The random source of roots and the clock of the spout runner are replaced here (``getrandbits``
-of ``stormpy.worker.spout_roots``, ``perf_counter`` of ``stormpy.worker.spout_task``): their
-extremes cannot be reached otherwise."""
+The clock of the spout runner is replaced here (``perf_counter`` of
+``stormpy.worker.spout_task``): its extremes cannot be reached otherwise."""
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,7 +17,7 @@ from stormpy import Spout, Stream, TopologyBuilder
 from stormpy.testing import Capture, FeederSpout
 from stormpy.topology.clock import SimulatedClock
 from stormpy.topology.fields import Fields
-from stormpy.worker import Worker, WorkerConfig, spout_roots, spout_task
+from stormpy.worker import Worker, WorkerConfig, spout_task
 
 
 class Untracked(Spout):
@@ -63,36 +62,42 @@ def spout_and_ackers(feeder: FeederSpout, sink: Capture, ackers: int) -> Worker:
 #: in its worker (home acker ``4 % ackers``); shared with the spout-batch root test
 ROOT_CASES = [
     (3, 5, 4),                    # moved down to the home acker's id (home: acker 1)
-    (3, 2 ** 64 - 2, 2 ** 64 - 3),
-    (3, 2 ** 64 - 1, 2 ** 64 - 3),  # moving up would pass 64 bits: the previous id instead
+    (3, 2 ** 62 - 2, 2 ** 62 - 3),
+    (3, 2 ** 62 - 1, 2 ** 62 - 3),  # moving up would pass 62 bits: the previous id instead
     (3, 0, 1),
     (1, 0, 1),                    # 0 means "no tree": the next id of the same acker
-    (1, 2 ** 64 - 1, 2 ** 64 - 1),
+    (1, 2 ** 62 - 1, 2 ** 62 - 1),
 ]
 
 
+def check_home_roots(worker: Worker, roots: list[int], ackers: int, drawn: int, root: int) -> None:
+    """The spout's roots (its task is 4 with three ackers; its home acker ``task % ackers``):
+    ``pin`` makes ``root`` of ``drawn``; the roots it emitted are non-zero 62-bit ids of its
+    home acker, which alone holds them."""
+    runner = next(r for r in worker.tasks.values() if r.component_id == "feeder")
+    home = runner.task_id % ackers
+    assert runner.roots.home == home and (ackers != 3 or runner.task_id == 4)
+    assert runner.roots.pin(drawn) == root
+    for r in roots:
+        assert 0 < r < 2 ** 62 and r % ackers == home
+    cores = worker.dispatch.acker_cores
+    assert [len(c.ledger) for c in cores if c is not None] == [
+        len(set(roots)) if i == home else 0 for i in range(ackers)]
+
+
 @pytest.mark.parametrize("ackers, drawn, root", ROOT_CASES)
-def test_root_ids_are_nonzero_64_bit_ids_of_the_home_acker_whatever_the_random_source_gives(
-        ackers: int, drawn: int, root: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_root_ids_are_nonzero_62_bit_ids_of_the_home_acker_whatever_the_random_source_gives(
+        ackers: int, drawn: int, root: int) -> None:
     """All ackers run in the spout's worker: the spout's home acker is ``task % ackers`` (acker
     1 for spout task 4 of three ackers, 0 with one), and each root id is the drawn random id
     moved to an id of that acker."""
-    rng = random.Random(3)
-    sequence = [drawn]
-
-    def bits_once(k: int) -> int:  # the root first, then random edges
-        return sequence.pop() if sequence else rng.getrandbits(k)
-    monkeypatch.setattr(spout_roots, "getrandbits", bits_once)
     feeder, sink = FeederSpout(["v"]), Capture(ack=False)
     worker = spout_and_ackers(feeder, sink, ackers)
     feeder.feed(["x"], msg_id="m")
+    feeder.feed(["y"], msg_id="n")
     for _ in range(3):
         worker.run_once()
-    (tup,) = sink.tuples
-    assert tup.root == root
-    cores = worker.dispatch.acker_cores
-    assert [len(c.ledger) for c in cores if c is not None] == [
-        1 if i == root % ackers else 0 for i in range(ackers)]
+    check_home_roots(worker, [t.root for t in sink.tuples], ackers, drawn, root)
 
 
 class FakeTime:

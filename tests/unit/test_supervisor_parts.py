@@ -96,6 +96,51 @@ def test_a_failed_download_is_held_back_by_a_growing_backoff_reset_by_success() 
         queue.stop(30)
 
 
+def test_the_download_service_takes_requests_in_order_and_outlives_a_failing_on_done() -> None:
+    downloader = FlakyDownloader()
+    downloader.failing = False
+    calls: list[int] = []
+
+    def on_done() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("the supervisor's sync hook broke")
+
+    queue = DownloadQueue(downloader, on_done, log=LOG)  # type: ignore[arg-type]
+    assert queue._service.name == "supervisor-download"  # noqa: SLF001 - the one service base
+    queue.start()
+    try:
+        assert [queue.request(t) for t in ("t-1", "t-2", "t-3", "t-2")] == [True, True, True, False]
+        wait_for(lambda: len(calls) == 3, 30, "three download attempts")
+        assert downloader.asked == ["t-1", "t-2", "t-3"]
+        assert queue.pending() == set()
+        assert queue.request("t-4")  # still serving after the failure
+        wait_for(lambda: downloader.asked[-1:] == ["t-4"], 30, "the download after the failure")
+    finally:
+        assert queue.stop(30)
+
+
+def test_a_stopped_download_queue_drops_what_is_still_queued() -> None:
+    release = threading.Event()
+
+    class SlowDownloader(FlakyDownloader):
+        def download(self, topology_id: str) -> None:
+            self.asked.append(topology_id)
+            release.wait(30)
+
+    downloader = SlowDownloader()
+    queue = DownloadQueue(downloader, lambda: None, log=LOG)  # type: ignore[arg-type]
+    queue.start()
+    try:
+        assert queue.request("t-1") and queue.request("t-2")
+        wait_for(lambda: downloader.asked == ["t-1"], 30, "the first download to begin")
+        queue._service.request_stop()  # noqa: SLF001 - a stop asked during a download
+    finally:
+        release.set()
+        assert queue.stop(30)
+    assert downloader.asked == ["t-1"]  # t-2 was dropped
+
+
 def make_dirs(tmp_path: Path) -> SupervisorDirs:
     dirs = SupervisorDirs(tmp_path, "sup-1")
     for topology_id in ("keep-1", "gone-1"):

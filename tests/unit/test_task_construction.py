@@ -115,7 +115,8 @@ class Logs(Bolt):
 def test_a_round_runs_tasks_by_their_longest_distance_from_a_spout() -> None:
     """``z`` feeds ``m`` feeds ``a``, which the spout also feeds directly: ``a`` is two steps
     further than its direct input, so one round takes the spout tuple through ``z`` and ``m``
-    before ``a`` runs both its inputs, and the acker (last) completes the tree."""
+    before ``a`` runs both its inputs, and the acker (last) completes the tree. (Queued
+    tuples only: with chaining, tests/unit/test_chaining.py.)"""
     ORDER.clear()
     feeder = FeederSpout(["n"])
     b = TopologyBuilder()
@@ -123,7 +124,8 @@ def test_a_round_runs_tasks_by_their_longest_distance_from_a_spout() -> None:
     b.set_bolt("a", Logs, kwargs={"name": "a"}).shuffle_grouping("s").shuffle_grouping("m")
     b.set_bolt("z", Logs, kwargs={"name": "z"}).shuffle_grouping("s")
     b.set_bolt("m", Logs, kwargs={"name": "m"}).shuffle_grouping("z")
-    worker = Worker(WorkerConfig("t", b.create_topology(), {"topology.acker.executors": 1}),
+    worker = Worker(WorkerConfig("t", b.create_topology(), {"topology.acker.executors": 1,
+                                                            "topology.worker.chaining": False}),
                     clock=SimulatedClock())
     worker.open()
     feeder.feed([0], msg_id="x")

@@ -62,7 +62,9 @@ def many_to_sink(total: int, per_call: int) -> tuple[Any, Capture, Worker]:
     b = TopologyBuilder()
     b.set_spout("many", ManyAtOnce, kwargs={"total": total, "per_call": per_call})
     b.set_bolt("sink", sink).shuffle_grouping("many")
-    worker = opened(b.create_topology(), {"topology.acker.executors": 0})
+    # queued tuples only (no chaining): these tests count what each round queues and runs
+    worker = opened(b.create_topology(), {"topology.acker.executors": 0,
+                                          "topology.worker.chaining": False})
     spout = next(r.instance for r in worker.tasks.values() if r.component_id == "many")
     return spout, sink, worker
 
@@ -116,7 +118,7 @@ def test_executed_counts_bolt_tuples_not_the_acker_replies_a_spout_consumes() ->
 
 def test_rounds_count_and_the_loop_is_quiet_after_enough_idle_rounds() -> None:
     feeder, _sink, spec = feeder_to_sink()
-    worker = opened(spec, {"topology.acker.executors": 0})
+    worker = opened(spec, {"topology.acker.executors": 0, "topology.worker.chaining": False})
     assert worker.run_once() == 0 and worker.rounds == 1 and worker.quiet_rounds == 1
     assert not worker.is_quiet(2)
     assert worker.run_once() == 0

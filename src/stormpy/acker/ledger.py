@@ -11,10 +11,10 @@ is 0 *and* its init (which names the spout task) has arrived.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
-COMPLETED = "ack"
-FAILED = "fail"
+COMPLETED: Final = "ack"
+FAILED: Final = "fail"
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,9 @@ class Outcome:
 
 # An entry is a list [xor value, spout task or None, failed flag]: cheaper than an object on
 # the hot path, where every ack touches one.
-_VAL, _TASK, _FAILED = 0, 1, 2
+_VAL: Final = 0
+_TASK: Final = 1
+_FAILED: Final = 2
 
 
 class AckLedger:

@@ -27,7 +27,8 @@ Contract:
   (:mod:`.zk_ephemerals`).
 * :meth:`ZkStorage.lock` is kazoo's Lock recipe; :meth:`ZkStorage.lock_contenders` reads it with
   the bounded operations (:mod:`.zk_locks`). The connect string comes from :mod:`.zk_hosts`;
-  the attempts of ``set`` and recursive ``delete`` are :mod:`.zk_writes`.
+  the attempts of ``set`` and recursive ``delete`` are :mod:`.zk_writes`; the bounded runner of
+  every operation and watch set-up is :mod:`.zk_operations`.
 * ``identity`` (:mod:`.zk_acls`, from the ``storm.zookeeper.*auth*`` keys) authenticates the
   session and gives every node it creates its ACL; ``start`` creates the root and the workers'
   directories with the identity's shared ACL (missing ancestors of the root open). A write
@@ -45,23 +46,13 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import (
-    ConnectionClosedError,
-    ConnectionLoss,
-    KazooException,
-    NodeExistsError,
-    NoNodeError,
-)
+from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.interfaces import IAsyncResult
 from kazoo.recipe.lock import Lock
-from kazoo.retry import InterruptedError as RetryInterrupted
-from kazoo.retry import RetryFailedError
 
 from stormpy.cluster.errors import ClusterStateError, ZkConnectionError
 from stormpy.cluster.paths import DEFAULT_ROOT, normalize_root
@@ -70,6 +61,7 @@ from stormpy.cluster.zk_acls import ZkIdentity, start_paths, zk_identity
 from stormpy.cluster.zk_ephemerals import EphemeralKeeper, put_ephemeral
 from stormpy.cluster.zk_hosts import hosts_from_config
 from stormpy.cluster.zk_locks import lock_contenders
+from stormpy.cluster.zk_operations import Attempt, Wait, ZkOperations
 from stormpy.cluster.zk_writes import delete_tree, ensure_path, set_or_create
 from stormpy.config import DEFAULTS
 
@@ -79,8 +71,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-#: Longest single wait for an answer; bounds how late an operation notices a shutdown or its deadline.
-_SLICE_SECS = 0.1
 #: Back-off of ``client.retry`` between attempts while the connection is down (doubling up to the max).
 _RETRY_DELAY_SECS = 0.1
 _RETRY_DELAY_MAX_SECS = 0.5
@@ -105,22 +95,21 @@ class ZkStorage:
         if self.operation_timeout_secs <= 0:
             raise ValueError("operation_timeout_secs must be positive")
         self.close_timeout_secs = close_timeout_secs
+        self._ops = ZkOperations(hosts, self.operation_timeout_secs)
         self._client = KazooClient(
             hosts=hosts, timeout=session_timeout_secs,
             connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
             command_retry={"max_tries": -1, "delay": _RETRY_DELAY_SECS,
                            "max_delay": _RETRY_DELAY_MAX_SECS, "ignore_expire": True,
-                           "deadline": self.operation_timeout_secs, "interrupt": self._interrupted},
+                           "deadline": self.operation_timeout_secs, "interrupt": self._ops.interrupted},
             auth_data=identity.auth_data if identity else None,
             default_acl=list(identity.acl) if identity else None,
         )
         self._ephemerals = EphemeralKeeper(self._recreate_ephemeral, self._client.handler.spawn)
         self._client.add_listener(self._ephemerals.on_state)
+        self._ops.client = self._client
         self._started = False
         self._closed = False
-        # Plain flags (not Events), so begin_shutdown is safe in a signal handler; waits poll them.
-        self._shutting_down = False
-        self._closing = False
 
     @classmethod
     def from_config(cls, conf: Mapping[str, Any], root: str | None = None) -> ZkStorage:
@@ -163,12 +152,12 @@ class ZkStorage:
         Idempotent and irreversible; safe from any thread and from a signal handler (it only sets
         a flag, noticed within 0.1 s). Daemons call it first thing when they stop.
         """
-        self._shutting_down = True
+        self._ops.shutting_down = True
 
     @property
     def shutting_down(self) -> bool:
         """True after :meth:`begin_shutdown` or :meth:`close`."""
-        return self._shutting_down
+        return self._ops.shutting_down
 
     def close(self) -> None:
         """End the session (its ephemeral nodes vanish at once) and free the connection; idempotent.
@@ -180,8 +169,8 @@ class ZkStorage:
         if self._closed:
             return
         self._closed = True
-        self._shutting_down = True
-        self._closing = True
+        self._ops.shutting_down = True
+        self._ops.closing = True
         self._ephemerals.clear()
         closer = threading.Thread(target=self._stop_client, name="zk-close", daemon=True)
         closer.start()
@@ -248,55 +237,10 @@ class ZkStorage:
             raise ValueError(f"ZooKeeper path {path!r} is outside this storage's root {self.root!r}")
         return path
 
-    def _interrupted(self) -> bool:
-        """The interrupt of ``client.retry``: stop retrying when closing, or stopping without a
-        connection."""
-        return self._closing or (self._shutting_down and not self._client.connected)
-
-    def _check_abort(self, op: str, path: str, deadline: float | None = None,
-                     problem: str = "could not reach") -> None:
-        """Raise ZkConnectionError when an operation must stop waiting (closed, shutting down
-        without a connection, or past ``deadline``); ``problem`` completes "the operation ... hosts"."""
-        if self._closing:
-            raise ZkConnectionError(f"ZooKeeper {op} {path} abandoned: the storage was closed")
-        if self._shutting_down and not self._client.connected:
-            raise ZkConnectionError(f"ZooKeeper {op} {path} abandoned: no connection to {self.hosts} "
-                                    "and the daemon is stopping (not waiting for it)")
-        if deadline is not None and time.monotonic() >= deadline:
-            raise ZkConnectionError(f"ZooKeeper {op} {path} failed: {problem} {self.hosts} within "
-                                    f"{self.operation_timeout_secs:g} s (no usable connection)")
-
-    def _run(self, op: str, path: str, attempt: Callable[[Callable[[IAsyncResult], Any]], T]) -> T:
-        """Run ``attempt`` (one try of the operation; it waits for its kazoo requests through the
-        function it is given) under ``client.retry``: only while connected, again after a
-        connection loss, within the operation timeout."""
+    def _run(self, op: str, path: str, attempt: Attempt[T]) -> T:
+        """Run one operation on ``path`` (under ``root``) within its bounds (:mod:`.zk_operations`)."""
         self.check_path(path)
-        deadline = time.monotonic() + self.operation_timeout_secs
-
-        def wait(result: IAsyncResult) -> Any:
-            """The request's value, or the kazoo exception it failed with, within the deadline."""
-            while not result.wait(min(_SLICE_SECS, max(0.0, deadline - time.monotonic()))):
-                self._check_abort(op, path, deadline, "got no answer from")
-            return result.get(block=False)
-
-        def once() -> T:
-            self._check_abort(op, path)
-            if not self._client.connected:
-                raise ConnectionLoss("not connected")  # client.retry backs off until it returns
-            return attempt(wait)
-
-        try:
-            return self._client.retry(once)  # kazoo runs a fresh copy of the configured retry per call
-        except RetryInterrupted:
-            self._check_abort(op, path)
-            raise ZkConnectionError(f"ZooKeeper {op} {path} abandoned: the daemon is stopping") from None
-        except RetryFailedError as exc:
-            raise ZkConnectionError(f"ZooKeeper {op} {path} failed: could not reach {self.hosts} within "
-                                    f"{self.operation_timeout_secs:g} s (no usable connection)") from exc
-        except ConnectionClosedError as exc:
-            raise ZkConnectionError(f"ZooKeeper {op} {path} abandoned: the storage was closed") from exc
-        except KazooException as exc:
-            raise ClusterStateError(f"ZooKeeper {op} {path} failed: {type(exc).__name__} {exc}") from exc
+        return self._ops.run(op, path, attempt)
 
     # -- reads ---------------------------------------------------------------------------------
     def exists(self, path: str) -> bool:
@@ -306,7 +250,7 @@ class ZkStorage:
     def get(self, path: str) -> bytes | None:
         """The node's data, or None when it does not exist."""
 
-        def attempt(wait: Callable[[IAsyncResult], Any]) -> bytes | None:
+        def attempt(wait: Wait) -> bytes | None:
             try:
                 data, _ = wait(self._client.get_async(path))
             except NoNodeError:
@@ -318,7 +262,7 @@ class ZkStorage:
     def children(self, path: str) -> list[str]:
         """Sorted child names, or ``[]`` when the node does not exist."""
 
-        def attempt(wait: Callable[[IAsyncResult], Any]) -> list[str]:
+        def attempt(wait: Wait) -> list[str]:
             try:
                 return sorted(wait(self._client.get_children_async(path)))
             except NoNodeError:
@@ -343,7 +287,7 @@ class ZkStorage:
         Raises ClusterStateError naming the path when it already exists.
         """
 
-        def attempt(wait: Callable[[IAsyncResult], Any]) -> str:
+        def attempt(wait: Wait) -> str:
             try:
                 return str(wait(self._client.create_async(path, data, ephemeral=ephemeral,
                                                           sequence=sequence, makepath=makepath)))
@@ -374,7 +318,7 @@ class ZkStorage:
         self.check_path(path)
         self._ephemerals.forget(path)
 
-        def attempt(wait: Callable[[IAsyncResult], Any]) -> bool:
+        def attempt(wait: Wait) -> bool:
             if recursive:
                 return delete_tree(self._client, wait, path)
             try:
@@ -389,7 +333,7 @@ class ZkStorage:
     def watch_data(self, path: str, callback: Callable[[bytes | None], Any]) -> Watch:
         """Call ``callback(data or None)`` now and after every change of ``path`` (its creation and
         deletion included) until cancelled; see the module contract."""
-        return self._arm("watch_data", data_watch(self._client, self.check_path(path), callback))
+        return self._ops.arm("watch_data", data_watch(self._client, self.check_path(path), callback))
 
     def watch_children(self, path: str, callback: Callable[[list[str]], Any]) -> Watch:
         """Call ``callback(sorted children)`` now and after every change, until cancelled.
@@ -397,17 +341,4 @@ class ZkStorage:
         ``path`` is created first when missing (ZooKeeper cannot watch children of a missing node).
         """
         self.ensure_path(path)
-        return self._arm("watch_children", children_watch(self._client, path, callback))
-
-    def _arm(self, op: str, handle: Watch) -> Watch:
-        """Set ``handle``'s recipe up on a kazoo thread and wait (bounded) for its first callback;
-        cancel the watch and raise ZkConnectionError when it does not come in time."""
-        deadline = time.monotonic() + self.operation_timeout_secs
-        self._client.handler.spawn(handle.run)
-        while not handle.first_call.wait(min(_SLICE_SECS, max(0.0, deadline - time.monotonic()))):
-            try:
-                self._check_abort(op, handle.path, deadline)
-            except ZkConnectionError:
-                handle.cancel()
-                raise
-        return handle
+        return self._ops.arm("watch_children", children_watch(self._client, path, callback))

@@ -19,14 +19,12 @@ from typing import Any
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import NodeExistsError, NoNodeError
-from kazoo.interfaces import IAsyncResult
+
+from stormpy.cluster.zk_operations import Wait
 
 __all__ = ["EphemeralKeeper", "put_ephemeral"]
 
 log = logging.getLogger(__name__)
-
-#: waits for one kazoo request's result (the bounded wait of ZkStorage's operations)
-Wait = Callable[[IAsyncResult], Any]
 
 
 def put_ephemeral(client: KazooClient, wait: Wait, path: str, data: bytes) -> None:

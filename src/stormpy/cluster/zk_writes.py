@@ -12,22 +12,18 @@ operation (ZkStorage runs them under its retry and deadline; see :mod:`.storage`
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError, NotEmptyError
-from kazoo.interfaces import IAsyncResult
 
 from stormpy.cluster.errors import ClusterStateError
+from stormpy.cluster.zk_operations import Wait
 
 __all__ = ["DELETE_ROUNDS", "delete_tree", "ensure_path", "set_or_create"]
 
 #: How many times a recursive delete starts over when writers keep adding children.
 DELETE_ROUNDS = 10
-
-Wait = Callable[[IAsyncResult], Any]
-
 
 def ensure_path(client: KazooClient, wait: Wait, path: str, acl: Any) -> Any:
     """One attempt to create ``path`` and its missing parents with ``acl``."""

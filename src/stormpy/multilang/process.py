@@ -6,7 +6,10 @@ The loop never waits on the subprocess. Per subprocess three daemon threads do t
   they queue in an inbox and ONE ``call_soon`` (the task's off-loop seam) is pending at a time to
   drain it, so a burst of messages costs one hand-off;
 * the writer takes encoded messages from an unbounded queue the loop fills (``send`` never
-  blocks) and writes whatever is queued in one write;
+  blocks) and writes whatever is queued in one write. Tuples sent with ``send(msg, counted=True)``
+  are counted until written (:attr:`tuples_queued`): the owner keeps the count under
+  ``max_pending`` (Storm's ``topology.shellbolt.max.pending``) and, when it is reached, calls
+  :meth:`want_room` to get ``on_room()`` on the loop once the writer has written some;
 * the watchdog wakes every heartbeat period (1 s, or a third of the timeout), asks the owner for a
   heartbeat message to send (bolts) and reports a hang when the process has been silent for the
   timeout while the owner waits on it.
@@ -69,7 +72,8 @@ class ShellProcess:
                  call_soon: Callable[[Callable[[], None]], None],
                  on_message: Callable[[Any], None], on_fault: Callable[[str], None],
                  heartbeat: Callable[[], Any] | None = None,
-                 on_ready: Callable[[], None] | None = None) -> None:
+                 on_ready: Callable[[], None] | None = None,
+                 on_room: Callable[[], None] | None = None, max_pending: int = 0) -> None:
         self.name = name
         self.command = list(command)
         self.cwd = cwd
@@ -82,6 +86,13 @@ class ShellProcess:
         self._on_fault = on_fault
         self._heartbeat = heartbeat
         self._on_ready = on_ready
+        self._on_room = on_room
+        #: most tuples queued for the writer before the owner holds back more (0: no limit)
+        self.max_pending = max_pending
+        # tuples counted into the queue (only the loop adds) and out of it (only the writer)
+        self._tuples_sent = 0
+        self._tuples_written = 0
+        self._room_wanted = False
         self.pid: int | None = None
         self.always_watched = False
         self.waiting_since: float | None = None
@@ -89,7 +100,7 @@ class ShellProcess:
         self._inbox: deque[Any] = deque()
         self._drain_pending = False
         self._lock = threading.Lock()
-        self._out: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._out: queue.SimpleQueue[tuple[bytes, bool] | None] = queue.SimpleQueue()
         self._stopped = threading.Event()
         self._finished = False  # on the loop: a fault was delivered or stop() ran
         self._proc: subprocess.Popen[bytes] | None = None
@@ -116,14 +127,41 @@ class ShellProcess:
             self._threads.append(t)
         self.send(dict(handshake(self._pid_dir)))
 
-    def send(self, msg: Any) -> None:
-        """Queue ``msg`` for the subprocess (never blocks)."""
-        self._out.put(self.codec.encode(msg))
+    def send(self, msg: Any, counted: bool = False) -> None:
+        """Queue ``msg`` for the subprocess (never blocks); ``counted`` (a tuple): count it in
+        :attr:`tuples_queued` until it is written. Encoding errors (TypeError, ValueError) are
+        raised here, and then nothing was queued."""
+        data = self.codec.encode(msg)
+        if counted:
+            self._tuples_sent += 1
+        self._out.put((data, counted))
 
     @property
     def queued(self) -> int:
         """Messages waiting for the writer thread."""
         return self._out.qsize()
+
+    @property
+    def tuples_queued(self) -> int:
+        """Tuples (``send(..., counted=True)``) not yet written to the subprocess's stdin."""
+        return self._tuples_sent - self._tuples_written
+
+    def has_room(self) -> bool:
+        """Fewer than ``max_pending`` tuples wait for the writer (always, without a limit)."""
+        return self.max_pending <= 0 or self._tuples_sent - self._tuples_written < self.max_pending
+
+    def want_room(self) -> bool:
+        """Call on the loop when :meth:`has_room` was False: True when there is room by now;
+        otherwise ``on_room()`` runs on the loop once the writer has made some (once per call)."""
+        self._room_wanted = True
+        if self.has_room():  # the writer may have written meanwhile, before it saw the flag
+            self._room_wanted = False
+            return True
+        return False
+
+    def _room(self) -> None:
+        if not self._finished and self._on_room is not None:
+            self._on_room()
 
     @property
     def running(self) -> bool:
@@ -242,9 +280,12 @@ class ShellProcess:
         while True:
             item = out.get()
             chunks: list[bytes] = []
+            counted = 0
             stop = False
             while item is not None:
-                chunks.append(item)
+                chunks.append(item[0])
+                if item[1]:
+                    counted += 1
                 if len(chunks) >= 1024:
                     break
                 try:
@@ -258,8 +299,17 @@ class ShellProcess:
                 while data:
                     data = data[os.write(fd, data):]
             except OSError as exc:
-                self._fault(f"writing to it failed: {exc}")
+                code = None  # a broken pipe: the subprocess most likely exited
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    code = self._proc.wait(_TERM_GRACE)
+                self._fault(f"subprocess exited (exit code {code}); writing to it failed: {exc}"
+                            if code is not None else f"writing to it failed: {exc}")
                 return
+            if counted:
+                self._tuples_written += counted  # only this thread writes it
+                if self._room_wanted and self.has_room():
+                    self._room_wanted = False
+                    self._call_soon(self._room)
             if stop:
                 return
 

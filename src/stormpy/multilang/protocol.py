@@ -19,17 +19,18 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from stormpy.config import SettingError
-from stormpy.settings import check_number
+from stormpy.config import DEFAULTS, SettingError
+from stormpy.settings import check_int, check_number
 from stormpy.topology.context import TopologyContext
 
-__all__ = ["BOLT_COMMANDS", "HEARTBEAT_STREAM", "LOG_LEVELS", "SPOUT_COMMANDS",
+__all__ = ["BOLT_COMMANDS", "HEARTBEAT_STREAM", "LOG_LEVELS", "MAX_PENDING_KEY", "SPOUT_COMMANDS",
            "SUBPROCESS_TIMEOUT_KEY", "WORKER_TIMEOUT_KEY", "ProtocolError", "check_command",
-           "handshake", "heartbeat_period", "subprocess_timeout"]
+           "handshake", "heartbeat_period", "max_pending", "subprocess_timeout"]
 
 HEARTBEAT_STREAM = "__heartbeat"
 SUBPROCESS_TIMEOUT_KEY = "topology.subprocess.timeout.secs"
 WORKER_TIMEOUT_KEY = "supervisor.worker.timeout.secs"
+MAX_PENDING_KEY = "topology.shellbolt.max.pending"
 #: Storm's default for supervisor.worker.timeout.secs
 DEFAULT_TIMEOUT_SECS = 30.0
 
@@ -79,6 +80,14 @@ def subprocess_timeout(conf: Mapping[str, Any]) -> float:
     if secs <= 0:
         raise SettingError(key, f"must be a number of seconds > 0, got {conf.get(key)!r}")
     return secs
+
+
+def max_pending(conf: Mapping[str, Any]) -> int:
+    """``topology.shellbolt.max.pending``: how many tuples a shell bolt task may have queued for
+    its subprocess, not yet written to its stdin (Storm's default 100 when unset or None);
+    SettingError for anything but an integer >= 1."""
+    value = conf.get(MAX_PENDING_KEY)
+    return check_int(MAX_PENDING_KEY, DEFAULTS[MAX_PENDING_KEY] if value is None else value, 1)
 
 
 def heartbeat_period(timeout: float) -> float:

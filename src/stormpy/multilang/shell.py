@@ -216,7 +216,8 @@ class ShellHost:
                             self._timeout, heartbeat_period(self._timeout),
                             self.call_soon_threadsafe,  # type: ignore[attr-defined]
                             self._on_message, self._on_fault, heartbeat=self._heartbeat_source(),
-                            on_ready=self._on_ready)
+                            on_ready=self._on_ready, on_room=self._on_room,
+                            max_pending=self._write_limit())
         proc.always_watched = self._watched
         self._started_at = time.monotonic()
         try:
@@ -297,6 +298,13 @@ class ShellHost:
 
     def _on_ready(self) -> None:
         """The subprocess answered the handshake with its pid."""
+
+    def _write_limit(self) -> int:
+        """Most counted messages (tuples) queued for the subprocess's stdin; 0: no limit."""
+        return 0
+
+    def _on_room(self) -> None:
+        """The writer made room after :meth:`ShellProcess.want_room` (on the loop)."""
 
     def _on_command(self, msg: Any) -> None:
         raise NotImplementedError

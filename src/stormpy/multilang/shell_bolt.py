@@ -20,24 +20,38 @@ unless one is unanswered; a subprocess that sends nothing for ``topology.subproc
 (else ``supervisor.worker.timeout.secs``) has hung. Faults: :mod:`stormpy.multilang.shell`; the
 tuples the dead subprocess held are failed (reliable spouts replay them).
 
-Writes go through the subprocess's writer thread, so ``execute`` never blocks; tuples arriving
-while a subprocess restarts are kept and sent to the new one.
+Writes go through the subprocess's writer thread, so ``execute`` never blocks. At most
+``topology.shellbolt.max.pending`` tuples wait for that thread (written to the subprocess's stdin
+as fast as it reads); further tuples wait in the bolt, in arrival order, and go out as the writer
+makes room (Storm blocks the executor there instead). Tuples arriving while a subprocess
+restarts, or waiting for room when it faulted, are kept and sent to the new one.
 """
 
 from __future__ import annotations
 
 import itertools
 import random
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from stormpy.multilang.protocol import BOLT_COMMANDS, HEARTBEAT_STREAM, ProtocolError, check_command
+from stormpy.multilang.process import ShellProcess
+from stormpy.multilang.protocol import (
+    BOLT_COMMANDS,
+    HEARTBEAT_STREAM,
+    ProtocolError,
+    check_command,
+    max_pending,
+)
 from stormpy.multilang.shell import ShellHost
 from stormpy.topology.component import Bolt
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
 
-__all__ = ["ShellBolt"]
+__all__ = ["WAITING_METRIC", "ShellBolt"]
+
+#: the task metric: tuples waiting in the bolt for room under topology.shellbolt.max.pending
+WAITING_METRIC = "multilangWaiting"
 
 
 class ShellBolt(ShellHost, Bolt):
@@ -50,38 +64,58 @@ class ShellBolt(ShellHost, Bolt):
     # --- running -----------------------------------------------------------------------------
 
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
-        self._pending: dict[str, Tuple] = {}
-        self._held: list[dict[str, Any]] = []
+        self._pending: dict[str, Tuple] = {}  # given to the subprocess, not acked or failed yet
+        self._waiting: deque[Tuple] = deque()  # not given yet: no subprocess, or no room
         self._ids = itertools.count(1)
         self._heartbeat_out = False
+        self._max_pending = max_pending(conf)
+        context.register_metric(WAITING_METRIC, lambda: len(self._waiting))
         self._start_shell(conf, context)
 
     def execute(self, tup: Tuple) -> None:
+        proc = self._process
+        if self._waiting or proc is None or not proc.has_room():
+            self._waiting.append(tup)
+            if proc is not None and len(self._waiting) == 1 and proc.want_room():
+                self._on_room()
+            return
+        self._give(proc, tup)
+
+    def _give(self, proc: ShellProcess, tup: Tuple) -> None:
         tid = str(next(self._ids))
-        self._pending[tid] = tup
         msg = {"id": tid, "comp": tup.component, "stream": tup.stream, "task": tup.task,
                "tuple": tup.values}
-        proc = self._process
-        if proc is None:
-            self._held.append(msg)
-            return
         try:
-            proc.send(msg)
+            proc.send(msg, counted=True)
         except (TypeError, ValueError) as exc:
-            del self._pending[tid]
             self.report_error(ValueError(f"{self._name}: tuple {tup!r:.200} cannot be sent to "
                                          f"the subprocess ({self._codec.name}): {exc}"))
             self.fail(tup)
+            return
+        self._pending[tid] = tup
+
+    def _on_room(self) -> None:
+        """Give waiting tuples, in order, while the writer has room; ask again when it has not."""
+        waiting = self._waiting
+        while waiting:
+            proc = self._process
+            if proc is None:
+                return  # the next subprocess takes them (_on_started)
+            while waiting and proc.has_room():
+                self._give(proc, waiting.popleft())
+            if not waiting or not proc.want_room():
+                return
 
     def cleanup(self) -> None:
         self._stop_shell()
+        self._waiting.clear()
+
+    def _write_limit(self) -> int:
+        return self._max_pending
 
     def _on_started(self) -> None:
         self._heartbeat_out = False
-        held, self._held = self._held, []
-        if self._process is not None:
-            for msg in held:
-                self._process.send(msg)
+        self._on_room()
 
     def _heartbeat_source(self) -> Callable[[], Any] | None:
         def heartbeat() -> Any:
@@ -126,6 +160,5 @@ class ShellBolt(ShellHost, Bolt):
 
     def _on_fault_dropped(self) -> None:
         pending, self._pending = self._pending, {}
-        self._held = []
-        for tup in pending.values():
+        for tup in pending.values():  # the waiting ones were never given: the next one gets them
             self.fail(tup)

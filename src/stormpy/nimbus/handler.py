@@ -9,7 +9,9 @@ Nimbus HA: methods that change cluster state (uploads, submit, kill, activate, d
 rebalance) run only on the leader; a standby refuses them with
 :class:`~stormpy.rpc.errors.NotLeaderError` ``not the leader, leader is host:port``. Reads and
 bundle downloads are served by every Nimbus (a standby serves the bundles it replicated).
-``get_leader`` tells any caller who leads. A submit is answered only once
+``get_leader`` tells any caller who leads. A leader that loses ZooKeeper during a write
+(submit, kill, activate, deactivate, rebalance) answers it with NotLeaderError too, once it
+noticed, so clients follow the new leader instead of seeing an InternalError. A submit is answered only once
 ``topology.min.replication.count`` Nimbus hosts hold the bundle (see
 :mod:`stormpy.nimbus.replication`); a count set explicitly and not met rolls it back, the default
 count not met answers with ``warnings``.
@@ -19,11 +21,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import msgpack
 
-from stormpy.cluster import Assignment, StormBase
+from stormpy.cluster import Assignment, ClusterStateError, StormBase
 from stormpy.config import DEFAULTS, SettingError, redacted
 from stormpy.nimbus.downloads import DownloadManager
 from stormpy.nimbus.info import cluster_summary, topology_info
@@ -39,6 +41,8 @@ from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.spec import TopologySpec
 
 __all__ = ["NimbusHandler"]
+
+T = TypeVar("T")
 
 
 def _wait(value: Any, what: str) -> float | None:
@@ -77,10 +81,26 @@ class NimbusHandler:
     def _require_leader(self, method: str) -> None:
         if self._is_leader():
             return
+        raise self._not_leader(method, "changes cluster state and only the leader Nimbus accepts it")
+
+    def _not_leader(self, method: str, why: str) -> NotLeaderError:
         leader = self._leader_address()
         where = f"leader is {leader}" if leader else "no leader is elected yet; retry shortly"
-        raise NotLeaderError(f"not the leader, {where} ({method} changes cluster state and only the leader "
-                             "Nimbus accepts it)")
+        return NotLeaderError(f"not the leader, {where} ({method} {why})")
+
+    def _as_leader(self, method: str, change: Callable[[], T]) -> T:
+        """Run ``change`` (a write of cluster state) as the leader. A ZooKeeper failure while this
+        Nimbus lost its leadership meanwhile (a cut it noticed only during the call: the write
+        then waits for ZooKeeper until kazoo suspends the session) is the NotLeaderError clients
+        follow to the new leader, not an InternalError; a half-written submission is rolled back
+        by whichever Nimbus leads next (``stormpy.nimbus.submission``)."""
+        try:
+            return change()
+        except ClusterStateError as exc:
+            if self._is_leader():
+                raise
+            raise self._not_leader(method, f"lost the leadership with its ZooKeeper connection "
+                                           f"meanwhile: {exc}") from exc
 
     @rpc_method
     def get_leader(self) -> dict[str, Any]:
@@ -122,8 +142,9 @@ class NimbusHandler:
         staged = self.uploads.take(bundle_key)
         warnings: list[str] = []
         try:
-            topology_id = self.manager.submit(name, staged, topology, topo_conf, initial_status,
-                                              before_activate=self._replication_hook(topo_conf, warnings))
+            topology_id = self._as_leader("submit_topology", lambda: self.manager.submit(
+                name, staged, topology, topo_conf, initial_status,
+                before_activate=self._replication_hook(topo_conf, warnings)))
         except BaseException:
             if staged.path.exists():
                 self.uploads.restage(staged)
@@ -134,20 +155,21 @@ class NimbusHandler:
     @rpc_method
     def kill_topology(self, name: Any, wait_secs: Any = None) -> dict[str, Any]:
         self._require_leader("kill_topology")
-        self.manager.kill(name, _wait(wait_secs, "kill_topology"))
+        wait = _wait(wait_secs, "kill_topology")
+        self._as_leader("kill_topology", lambda: self.manager.kill(name, wait))
         self._on_change()
         return {}
 
     @rpc_method
     def activate(self, name: Any) -> dict[str, Any]:
         self._require_leader("activate")
-        self.manager.set_active(name, True)
+        self._as_leader("activate", lambda: self.manager.set_active(name, True))
         return {}
 
     @rpc_method
     def deactivate(self, name: Any) -> dict[str, Any]:
         self._require_leader("deactivate")
-        self.manager.set_active(name, False)
+        self._as_leader("deactivate", lambda: self.manager.set_active(name, False))
         return {}
 
     @rpc_method
@@ -163,7 +185,8 @@ class NimbusHandler:
                 for k, v in executors.items())):
             raise InvalidRequestError("rebalance: executors must map component names to integers >= 1, "
                                       f"got {executors!r}")
-        self.manager.rebalance(name, wait, num_workers, dict(executors) if executors else None)
+        self._as_leader("rebalance", lambda: self.manager.rebalance(
+            name, wait, num_workers, dict(executors) if executors else None))
         self._on_change()
         return {}
 

@@ -89,8 +89,10 @@ class Leadership:
 
     # -- queries -----------------------------------------------------------------------------------
     def is_leader(self) -> bool:
-        """True while this Nimbus holds the lock and its ZooKeeper connection is not suspended."""
-        return self._leader and not self._suspended and not self._lost.is_set()
+        """True while this Nimbus holds the lock and its ZooKeeper connection is not suspended
+        (the kazoo client's own state is read too, not only the listener's record of it)."""
+        return (self._leader and not self._suspended and not self._lost.is_set()
+                and self.storage.connected)
 
     def leader_address(self) -> str | None:
         """``host:port`` of the lock holder, or None (no leader, or ZooKeeper unreadable)."""

@@ -69,7 +69,7 @@ def area_path(area: str, topology_id: str, *, root: str) -> str:
 def _call(path: str, op: Callable[[], T]) -> T:
     try:
         return op()
-    except Contention as exc:
+    except (Contention, UnknownOutcome) as exc:
         raise StateUnavailableError(path, str(exc)) from exc
     except ZkConnectionError as exc:
         raise StateUnavailableError(path, f"ZooKeeper unreachable: {exc}") from exc
@@ -81,37 +81,85 @@ class Contention(ClusterStateError):
     """``compare_and_set`` lost to other writers every round: try again later."""
 
 
+class UnknownOutcome(ClusterStateError):
+    """A ``compare_and_set`` write whose answer was lost with the connection may or may not have
+    been applied, and other writers changed the node since, so it cannot be told which."""
+
+
+def _lost_write_landed(sent: tuple[bytes, int], data: bytes | None, version: int | None) -> bool:
+    """Whether a write whose answer was lost was applied, judged from the node as re-read
+    (``data``/``version``, None when it is missing). ``sent`` is the data written and the version
+    the node had after it had it landed (0 for a create). UnknownOutcome when the node moved on
+    past that version (or vanished after a set): ours may be under the newer writes or not."""
+    written, expected = sent
+    if version == expected:
+        # our write landed, unless another writer's took that version first (ours then failed on
+        # it): told apart by the data (an identical value written by another counts as ours)
+        return data == written
+    if version == expected - 1 or (version is None and expected == 0):
+        return False  # unchanged since our read: ours never reached ZooKeeper
+    raise UnknownOutcome(f"compare-and-set: the outcome of a write whose answer was lost with the "
+                         f"connection is unknown (the node is at version {version}, the write "
+                         f"would have made it {expected})")
+
+
 def compare_and_set(storage: ZkStorage, path: str, fn: Callable[[bytes | None], bytes | None]
                     ) -> bool:
     """Write ``fn(current data or None)`` to ``path`` unless it is None, only if the node did not
     change since it was read (its version), re-reading up to MAX_UPDATE_ROUNDS times; True when
     written. Bounded like every ZkStorage operation (it runs as one, under the storage's retry);
     ZkStorage has no versioned write, so this is the layer's own, on the storage's operation
-    runner."""
+    runner.
+
+    ``fn`` is applied once per write: the storage retries the whole attempt after a connection
+    loss, and a write whose answer was lost (it may have landed) is first judged from the node
+    as re-read (:func:`_lost_write_landed`): at the version it would have given the node and
+    holding its data, it landed and the update is done; unchanged, or taken at that version by
+    another writer, it did not and ``fn`` runs on what is there; moved on further, the outcome is
+    unknown and UnknownOutcome is raised rather than ``fn`` applied a second time. A write still
+    unanswered when the operation's deadline passes raises ZkConnectionError and may still land
+    (the storage's contract)."""
     client = storage._client  # noqa: SLF001 - the one client; see the docstring
+    #: a write whose answer was lost with the connection: (data, the version it gives the node)
+    sent: tuple[bytes, int] | None = None
 
     def attempt(wait: Callable[[Any], Any]) -> bool:
+        nonlocal sent
         for round_ in range(MAX_UPDATE_ROUNDS):
             if round_:
                 contention_pause(round_)
             try:
                 data, stat = wait(client.get_async(path))
             except NoNodeError:
+                if sent is not None:
+                    lost, sent = sent, None
+                    if _lost_write_landed(lost, None, None):
+                        return True
                 new = fn(None)
                 if new is None:
                     return False
                 try:
+                    sent = (new, 0)
                     wait(client.create_async(path, new, makepath=True))
+                    sent = None
                     return True
                 except NodeExistsError:
+                    sent = None
                     continue
+            if sent is not None:
+                lost, sent = sent, None
+                if _lost_write_landed(lost, bytes(data), stat.version):
+                    return True
             new = fn(bytes(data) if data else None)
             if new is None:
                 return False
             try:
+                sent = (new, stat.version + 1)
                 wait(client.set_async(path, new, version=stat.version))
+                sent = None
                 return True
             except (BadVersionError, NoNodeError):
+                sent = None
                 continue
         raise Contention(f"ZooKeeper compare-and-set {path} failed: changed by others "
                          f"{MAX_UPDATE_ROUNDS} times in a row")

@@ -8,9 +8,9 @@ Contract of :class:`Supervisor` (see also docs/cluster-contract.md):
   then judged like any other; :mod:`~stormpy.supervisor.adoption`), registers the ephemeral
   ``SupervisorInfo`` and starts three threads: heartbeat (re-registers every
   ``supervisor.heartbeat.frequency.secs``, publishing its ``worker_launches`` and
-  ``worker_restarts`` counters in ``SupervisorInfo.stats``), sync, download. Heartbeat and sync
-  are :class:`~stormpy.host.service.Service` loops. Slow downloads or worker launches never delay
-  the heartbeat.
+  ``worker_restarts`` counters in ``SupervisorInfo.stats``), sync, download. All three are
+  :class:`~stormpy.host.service.Service` loops (download's is the DownloadQueue's). Slow
+  downloads or worker launches never delay the heartbeat.
 * Sync runs on every ZooKeeper change of the assignments and at least every
   ``supervisor.monitor.frequency.secs``, and when a worker exits: it queues downloads of missing
   topologies, stops workers no longer assigned (or whose executors changed), restarts workers that

@@ -10,8 +10,9 @@ hidden temporary directory that is renamed to ``stormdist/<topology-id>`` at the
 directory appears complete or not at all (:meth:`SupervisorDirs.is_downloaded`). Any failure
 raises :class:`DownloadError` naming the topology and leaves nothing behind.
 
-:class:`DownloadQueue` runs the downloads of one supervisor on its own thread, one at a time: a
-topology is queued at most once at a time, and after a failed download it is not queued again
+:class:`DownloadQueue` runs the downloads of one supervisor on its own thread (a
+:class:`~stormpy.host.service.Service`), one at a time, in the order asked: a topology is queued
+at most once at a time, and after a failed download it is not queued again
 before its back-off has passed (1 s, doubling up to 60 s; a success resets it).
 
 Nimbus HA: the candidates are ``nimbus.host`` and every ``nimbus.seeds`` entry (``host`` or
@@ -28,11 +29,11 @@ from __future__ import annotations
 
 import logging
 import os
-import queue
 import shutil
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ from stormpy.bundle import BundleError, sha256_file, unpack_bundle, verify_bundl
 from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.config import DEFAULTS, rpc_auth_token
 from stormpy.host.backoff import Backoff
+from stormpy.host.service import Service
 from stormpy.rpc import AuthorizationError, RpcClient, RpcError, UnreachableError
 from stormpy.rpc.curve import server_public_key
 
@@ -57,6 +59,8 @@ CONNECT_TIMEOUT_SECS = 2.0
 RETRY_MIN_SECS = 1.0
 #: ... and each further failure doubles it, up to this.
 RETRY_MAX_SECS = 60.0
+#: How long the download service sleeps with nothing queued (a request wakes it at once).
+_IDLE_SECS = 60.0
 
 
 class DownloadError(RuntimeError):
@@ -228,7 +232,9 @@ class BundleDownloader:
 
 
 class DownloadQueue:
-    """Downloads topologies with ``downloader`` on a thread of its own (see the module docstring).
+    """Downloads topologies with ``downloader`` on a thread of its own (see the module docstring):
+    a :class:`~stormpy.host.service.Service` named ``supervisor-download`` whose round downloads
+    the next queued topology; :meth:`request` wakes it.
 
     ``on_done()`` runs after every attempt, successful or not (the supervisor then syncs).
     """
@@ -240,26 +246,23 @@ class DownloadQueue:
         self.clock = clock
         self.on_done = on_done
         self.log = log or logging.getLogger(__name__)
-        self._queue: queue.Queue[str | None] = queue.Queue()
         self._lock = threading.Lock()
-        self._pending: set[str] = set()
+        self._queued: deque[str] = deque()
+        self._pending: set[str] = set()  # queued or being downloaded
         self._retry: dict[str, Backoff] = {}  # topology → its backoff after failed downloads
-        self._thread: threading.Thread | None = None
-        self._stopping = False
+        # one round downloads one topology; an empty queue waits for request()'s wake
+        self._service = Service("supervisor-download", self._download_next, interval=_IDLE_SECS,
+                                log=self.log)
 
     def start(self) -> DownloadQueue:
         """Start the download thread; return self."""
-        self._thread = threading.Thread(target=self._loop, name="supervisor-download", daemon=True)
-        self._thread.start()
+        self._service.start()
         return self
 
-    def stop(self, timeout: float | None = None) -> None:
+    def stop(self, timeout: float = 5.0) -> bool:
         """Stop after the current download (waiting up to ``timeout`` s for it; queued ones are
-        dropped); idempotent."""
-        self._stopping = True
-        self._queue.put(None)
-        if self._thread is not None:
-            self._thread.join(timeout)
+        dropped); idempotent. True when the thread has ended."""
+        return self._service.stop(timeout)
 
     def request(self, topology_id: str) -> bool:
         """Queue ``topology_id`` unless it is queued or running, or backing off; True when queued."""
@@ -270,8 +273,9 @@ class DownloadQueue:
             if retry is not None and not retry.ready(self.clock()):
                 return False
             self._pending.add(topology_id)
+            self._queued.append(topology_id)
         self.log.info("downloading topology %s", topology_id)
-        self._queue.put(topology_id)
+        self._service.wake()
         return True
 
     def pending(self) -> set[str]:
@@ -279,29 +283,36 @@ class DownloadQueue:
         with self._lock:
             return set(self._pending)
 
-    def _loop(self) -> None:
-        while True:
-            topology_id = self._queue.get()
-            if topology_id is None or self._stopping:
-                return
-            failure: str | None = None
-            try:
-                self.downloader.download(topology_id)
-            except DownloadError as exc:
-                failure = str(exc)
-            except Exception as exc:  # noqa: BLE001 - a bug here must not end the thread
-                self.log.exception("download of %s failed", topology_id)
-                failure = f"download of {topology_id} failed: {exc!r}"
-            delay = 0.0
-            with self._lock:
-                self._pending.discard(topology_id)
-                if failure is None:
-                    self._retry.pop(topology_id, None)
-                else:
-                    retry = self._retry.setdefault(topology_id,
-                                                   Backoff(RETRY_MIN_SECS, RETRY_MAX_SECS))
-                    retry.failed_at(self.clock())
-                    delay = retry.last_delay
-            if failure is not None:
-                self.log.warning("%s (retrying in %.0f s)", failure, delay)
+    def _download_next(self) -> float | None:
+        """One round: download the next queued topology, if any; 0 (the next round at once) while
+        more are queued, else None (idle until a request wakes the service)."""
+        with self._lock:
+            if not self._queued:
+                return None
+            topology_id = self._queued.popleft()
+        failure: str | None = None
+        try:
+            self.downloader.download(topology_id)
+        except DownloadError as exc:
+            failure = str(exc)
+        except Exception as exc:  # noqa: BLE001 - a bug here must not end the downloads
+            self.log.exception("download of %s failed", topology_id)
+            failure = f"download of {topology_id} failed: {exc!r}"
+        delay = 0.0
+        with self._lock:
+            self._pending.discard(topology_id)
+            if failure is None:
+                self._retry.pop(topology_id, None)
+            else:
+                retry = self._retry.setdefault(topology_id, Backoff(RETRY_MIN_SECS, RETRY_MAX_SECS))
+                retry.failed_at(self.clock())
+                delay = retry.last_delay
+            more = bool(self._queued)
+        if failure is not None:
+            self.log.warning("%s (retrying in %.0f s)", failure, delay)
+        try:
             self.on_done()
+        except Exception:  # noqa: BLE001 - the queued downloads go on all the same
+            self.log.exception("supervisor-download: on_done after the download of %s failed",
+                               topology_id)
+        return 0.0 if more else None

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from stormpy.topology.fields import Fields
 
-DEFAULT_STREAM = "default"
-TICK_STREAM = "__tick"
-SYSTEM_COMPONENT = "__system"
+DEFAULT_STREAM: Final = "default"
+TICK_STREAM: Final = "__tick"
+SYSTEM_COMPONENT: Final = "__system"
 #: Storm's system stream: every component has it implicitly (fields ``["event"]``) and each of its
 #: tasks emits ``["startup"]`` on it once when the worker starts it; bolts may subscribe to it
-SYSTEM_STREAM = "__system"
+SYSTEM_STREAM: Final = "__system"
 
 
 class Tuple:

@@ -32,6 +32,7 @@ from stormpy.topology.streams import Stream
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
 from stormpy.transactional.api import BatchBolt, BatchOutputCollector
 from stormpy.transactional.attempt import TransactionAttempt
+from stormpy.transactional.batch_track import BatchTrack, counting_collector
 from stormpy.transactional.coordinator import CURRENT_KEY
 from stormpy.transactional.emitter import EmitterExecutor, make_executor
 from stormpy.transactional.store import close, open_store
@@ -46,28 +47,6 @@ from stormpy.transactional.streams import (
 log = logging.getLogger("stormpy.transactional")
 
 EMITTER, BATCH, BASIC = "emitter", "batch", "basic"
-
-
-class _Track:
-    """One batch attempt as seen by one task."""
-
-    __slots__ = ("attempt", "received", "expected", "reports", "sent", "held", "commit",
-                 "failed", "bolt", "age", "deferred", "collector")
-
-    def __init__(self, attempt: TransactionAttempt) -> None:
-        self.attempt = attempt
-        self.received = 0
-        self.expected = 0
-        self.reports = 0
-        self.sent: dict[int, int] = {}
-        self.held: list[Tuple] = []
-        self.commit = False
-        self.failed = False
-        self.bolt: Any = None
-        self.age = 0
-        #: (work, then) handed to ``finish_in_background`` by finish_batch
-        self.deferred: tuple[Callable[[], Any], Callable[[Any], None] | None] | None = None
-        self.collector: BatchOutputCollector | None = None
 
 
 class CoordinatedBolt(Bolt):
@@ -118,11 +97,11 @@ class CoordinatedBolt(Bolt):
                                 for t in context.tasks_of(bolt))
         timeout = message_timeout_secs(conf)
         self.max_age = int(timeout // TICK_SECS) + 2
-        self.tracked: dict[tuple[int, int], _Track] = {}
+        self.tracked: dict[tuple[int, int], BatchTrack] = {}
         self._store: StateStore | None = None
         self.executor: EmitterExecutor | None = None
         self.basic: BasicBolt | None = None
-        self._current: _Track | None = None
+        self._current: BatchTrack | None = None
         if self.role == EMITTER:
             spout = self.target_cls(**self.target_kwargs)
             self.executor = make_executor(spout, conf, context, self.store)
@@ -157,30 +136,11 @@ class CoordinatedBolt(Bolt):
             close(self._store)
 
     # -- counting emits ------------------------------------------------------------------------
-    def _collector(self, track: _Track) -> BatchOutputCollector:
+    def _collector(self, track: BatchTrack) -> BatchOutputCollector:
         """The batch's counting collector (one per batch and task)."""
         if track.collector is None:
-            track.collector = self._new_collector(track)
+            track.collector = counting_collector(track, self)
         return track.collector
-
-    def _new_collector(self, track: _Track) -> BatchOutputCollector:
-        sent = track.sent
-
-        def emit(values: list[Any], stream: str) -> list[int]:
-            targets = self.emit(values, None, stream)
-            for t in targets:
-                sent[t] = sent.get(t, 0) + 1
-            return targets
-
-        def emit_direct(task: int, values: list[Any], stream: str) -> None:
-            self.emit_direct(task, values, None, stream)
-            sent[task] = sent.get(task, 0) + 1
-
-        def defer(work: Callable[[], Any], then: Callable[[Any], None] | None) -> None:
-            if track.deferred is not None:
-                raise RuntimeError("finish_in_background was already called for this batch")
-            track.deferred = (work, then)
-        return BatchOutputCollector(emit, emit_direct, self.report_error, defer)
 
     def _basic_emit(self, values: Any, anchors: Any = None,
                     stream: str = DEFAULT_STREAM) -> list[int]:
@@ -235,15 +195,15 @@ class CoordinatedBolt(Bolt):
                 (track.commit or not self.committer):
             self._finish(track)
 
-    def _track(self, attempt: TransactionAttempt) -> _Track:
+    def _track(self, attempt: TransactionAttempt) -> BatchTrack:
         """The tracking of ``attempt`` (abandoned attempts are forgotten by ``_expire``: tuples of
         an old attempt may still arrive from one upstream task after another sent the new one)."""
         track = self.tracked.get(attempt.key)
         if track is None:
-            track = self.tracked[attempt.key] = _Track(attempt)
+            track = self.tracked[attempt.key] = BatchTrack(attempt)
         return track
 
-    def _run(self, track: _Track, tup: Tuple) -> bool:
+    def _run(self, track: BatchTrack, tup: Tuple) -> bool:
         """Give one data tuple to the wrapped bolt; False (the batch failed; the caller fails the
         tuple) when it raised."""
         try:
@@ -263,7 +223,7 @@ class CoordinatedBolt(Bolt):
             return False
         return True
 
-    def _bolt(self, track: _Track) -> BatchBolt:
+    def _bolt(self, track: BatchTrack) -> BatchBolt:
         if track.bolt is None:
             bolt = self.target_cls(**self.target_kwargs)
             bolt.report_error = self.report_error
@@ -273,7 +233,7 @@ class CoordinatedBolt(Bolt):
             track.bolt = bolt
         return track.bolt
 
-    def _finish(self, track: _Track) -> None:
+    def _finish(self, track: BatchTrack) -> None:
         if self.committer:
             committed = self._committed_already(track)
             if committed is None:
@@ -296,7 +256,7 @@ class CoordinatedBolt(Bolt):
                 return
         self._complete(track)
 
-    def _committed_already(self, track: _Track) -> bool | None:
+    def _committed_already(self, track: BatchTrack) -> bool | None:
         """True when the store's next txid is past this commit's: the txid was committed (a
         stale coordinator's commit tuple, e.g. from a host that was cut off while the topology
         went on elsewhere), so applying it again would count its batch twice; it completes
@@ -317,7 +277,7 @@ class CoordinatedBolt(Bolt):
                     self.context.component_id, stored)
         return True
 
-    def _finished_in_background(self, track: _Track, then: Callable[[Any], None] | None,
+    def _finished_in_background(self, track: BatchTrack, then: Callable[[Any], None] | None,
                                 result: Any, error: BaseException | None) -> None:
         """Back on the loop after a ``finish_in_background`` job: ``then(result)``, then the batch
         completes on this task; an error from either fails it."""
@@ -335,7 +295,7 @@ class CoordinatedBolt(Bolt):
             return
         self._complete(track)
 
-    def _complete(self, track: _Track) -> None:
+    def _complete(self, track: BatchTrack) -> None:
         self._report_counts(track.attempt, track.sent, track.held)
         for t in track.held:
             self.ack(t)
@@ -347,7 +307,7 @@ class CoordinatedBolt(Bolt):
         for task in self.out_tasks:
             self.emit_direct(task, [wire, sent.get(task, 0)], anchors, COORD_STREAM)
 
-    def _fail_batch(self, track: _Track, exc: BaseException, where: str) -> None:
+    def _fail_batch(self, track: BatchTrack, exc: BaseException, where: str) -> None:
         """Fail the batch attempt on this task: its held tuples fail (so does the batch), later
         tuples of it fail on arrival; an error other than FailedException is reported."""
         if not isinstance(exc, FailedException):
@@ -361,7 +321,7 @@ class CoordinatedBolt(Bolt):
             self.fail(t)
         track.held.clear()
 
-    def _drop(self, track: _Track) -> None:
+    def _drop(self, track: BatchTrack) -> None:
         for t in track.held:
             self.fail(t)
         del self.tracked[track.attempt.key]
@@ -379,7 +339,7 @@ class CoordinatedBolt(Bolt):
         attempt = TransactionAttempt.of(tup.values[0])
         txid = attempt.transaction_id
         if tup.stream == BATCH_STREAM:
-            track = _Track(attempt)
+            track = BatchTrack(attempt)
             try:
                 self.executor.emit_batch(attempt, tup.values[1], self._collector(track))
             except EmitError:

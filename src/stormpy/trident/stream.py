@@ -1,6 +1,7 @@
 """Stream, GroupedStream, ChainedAggregatorDeclarer and TridentState: the operations users chain
 (Storm's ``trident.Stream`` and friends). Each call adds a node to the topology's graph and
-returns a new stream; nothing runs until ``TridentTopology.build()``."""
+returns a new stream; nothing runs until ``TridentTopology.build()``. Merging and joining
+streams (``TridentTopology.merge``/``join``) are in :mod:`stormpy.trident.combine`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from stormpy.topology.errors import InvalidTopologyError
-from stormpy.trident.graph import JOIN, MERGE, OP, PARTITION, Graph, Node
+from stormpy.trident.graph import OP, PARTITION, Graph, Node
 from stormpy.trident.operation import (
     Aggregator,
     CombinerAggregator,
@@ -18,13 +19,15 @@ from stormpy.trident.operation import (
 )
 from stormpy.trident.state import QueryFunction, StateFactory, StateUpdater
 
-__all__ = ["ChainedAggregatorDeclarer", "GroupedStream", "Stream", "TridentState", "join_streams",
-           "merge_streams"]
+__all__ = ["ChainedAggregatorDeclarer", "GroupedStream", "Stream", "TridentState",
+           "field_names"]
 
 AGGREGATORS = (CombinerAggregator, ReducerAggregator, Aggregator)
 
 
-def _names(fields: Sequence[str] | str | None, what: str) -> list[str]:
+def field_names(fields: Sequence[str] | str | None, what: str) -> list[str]:
+    """``fields`` as a list of names (one name, a sequence, or None for none);
+    InvalidTopologyError naming ``what`` when one is not a non-empty string."""
     if fields is None:
         return []
     if isinstance(fields, str):
@@ -79,8 +82,8 @@ class Stream:
         """Storm's ``each``: ``function`` (a Function, or a module-level function returning the
         value lists to append) sees ``input_fields``; its outputs are appended as
         ``function_fields``. With a Filter (and no function fields) it filters."""
-        inputs = _names(input_fields, "each") if input_fields is not None else self.fields
-        outs = _names(function_fields, "each")
+        inputs = field_names(input_fields, "each") if input_fields is not None else self.fields
+        outs = field_names(function_fields, "each")
         if isinstance(function, Filter) and not outs:
             return self.filter(inputs, function)
         self._check_new(outs, "each")
@@ -94,7 +97,7 @@ class Stream:
         if len(args) == 1:
             inputs, fn = self.fields, args[0]
         elif len(args) == 2:
-            inputs, fn = _names(args[0], "filter"), args[1]
+            inputs, fn = field_names(args[0], "filter"), args[1]
         else:
             raise InvalidTopologyError("filter takes (filter) or (input_fields, filter)")
         return self._op(self.fields, {"op": "filter", "fn": op_doc(fn, "filter"),
@@ -103,12 +106,12 @@ class Stream:
     def map(self, function: Any, output_fields: Sequence[str] | str | None = None) -> Stream:
         """One tuple in, one out: ``function`` returns the new values (``output_fields``, by
         default the stream's fields)."""
-        outs = _names(output_fields, "map") or self.fields
+        outs = field_names(output_fields, "map") or self.fields
         return self._op(outs, {"op": "map", "fn": op_doc(function, "map")})
 
     def flat_map(self, function: Any, output_fields: Sequence[str] | str | None = None) -> Stream:
         """One tuple in, any number out: ``function`` returns an iterable of value lists."""
-        outs = _names(output_fields, "flat_map") or self.fields
+        outs = field_names(output_fields, "flat_map") or self.fields
         return self._op(outs, {"op": "flat_map", "fn": op_doc(function, "flat_map")})
 
     def peek(self, consumer: Any) -> Stream:
@@ -117,13 +120,13 @@ class Stream:
 
     def project(self, fields: Sequence[str] | str) -> Stream:
         """Keep only ``fields`` (in that order)."""
-        names = _names(fields, "project")
+        names = field_names(fields, "project")
         return self._op(names, {"op": "project", "in": self._idx(names, "project")})
 
     # -- repartitioning -------------------------------------------------------------------------
     def partition_by(self, fields: Sequence[str] | str) -> Stream:
         """Tuples with equal ``fields`` go to the same partition (fields grouping)."""
-        names = _names(fields, "partition_by")
+        names = field_names(fields, "partition_by")
         self._idx(names, "partition_by")
         return self._partition(["fields", names])
 
@@ -169,9 +172,9 @@ class Stream:
     # -- aggregation ----------------------------------------------------------------------------
     def _agg_args(self, args: tuple[Any, ...], what: str) -> tuple[list[str], Any, list[str]]:
         if len(args) == 2:
-            inputs, agg, outs = self.fields, args[0], _names(args[1], what)
+            inputs, agg, outs = self.fields, args[0], field_names(args[1], what)
         elif len(args) == 3:
-            inputs, agg, outs = _names(args[0], what), args[1], _names(args[2], what)
+            inputs, agg, outs = field_names(args[0], what), args[1], field_names(args[2], what)
         else:
             raise InvalidTopologyError(f"{what} takes (aggregator, function_fields) or "
                                        "(input_fields, aggregator, function_fields)")
@@ -205,7 +208,7 @@ class Stream:
 
     def group_by(self, fields: Sequence[str] | str) -> GroupedStream:
         """Group by ``fields`` for ``aggregate``/``persistent_aggregate``/``chained_agg``."""
-        names = _names(fields, "group_by")
+        names = field_names(fields, "group_by")
         self._idx(names, "group_by")
         return GroupedStream(self, names)
 
@@ -232,11 +235,11 @@ class Stream:
                           function_fields: Sequence[str] | str | None = None) -> TridentState:
         """Each partition's part of the batch goes to ``updater.update_state`` in the commit
         phase; its emits (``function_fields``) are the new-values stream."""
-        inputs = _names(input_fields, "partition_persist")
+        inputs = field_names(input_fields, "partition_persist")
         if not isinstance(updater, StateUpdater):
             raise InvalidTopologyError(f"partition_persist: {updater!r:.60} is not a "
                                        "StateUpdater")
-        return self._persist(factory, _names(function_fields, "partition_persist"), {
+        return self._persist(factory, field_names(function_fields, "partition_persist"), {
             "op": "persist_updater", "fn": op_doc(updater, "partition_persist"),
             "in": self._idx(inputs, "partition_persist"), "in_fields": inputs})
 
@@ -249,8 +252,8 @@ class Stream:
                                        "returned by persistent_aggregate/partition_persist")
         if not isinstance(function, QueryFunction):
             raise InvalidTopologyError(f"state_query: {function!r:.60} is not a QueryFunction")
-        inputs = _names(input_fields, "state_query")
-        outs = _names(function_fields, "state_query")
+        inputs = field_names(input_fields, "state_query")
+        outs = field_names(function_fields, "state_query")
         self._check_new(outs, "state_query")
         return self._op(self.fields + outs, {
             "op": "query", "fn": op_doc(function, "state_query"), "state": state.factory.doc(),
@@ -376,42 +379,3 @@ class TridentState:
     def parallelism_hint(self, n: int) -> TridentState:
         Stream(self._graph, self._node).parallelism_hint(n)
         return self
-
-
-def merge_streams(graph: Graph, streams: Sequence[Stream], fields: list[str] | None) -> Stream:
-    """The union of ``streams`` (same number of fields; named after the first, or ``fields``)."""
-    if len(streams) < 2:
-        raise InvalidTopologyError("merge needs at least two streams")
-    width = len(streams[0].fields)
-    if any(len(s.fields) != width for s in streams):
-        raise InvalidTopologyError(f"merge: streams have different numbers of fields "
-                                   f"{[s.fields for s in streams]}")
-    names = fields or streams[0].fields
-    node = graph.add(MERGE, names, [s._node.id for s in streams], spec={"op": "merge"})
-    return Stream(graph, node)
-
-
-def join_streams(graph: Graph, streams: Sequence[Stream], keys: Sequence[Sequence[str]],
-                 out_fields: Sequence[str]) -> Stream:
-    """The inner join of ``streams`` within each batch on ``keys`` (one list per stream)."""
-    if len(streams) < 2 or len(streams) != len(keys):
-        raise InvalidTopologyError("join needs two or more streams and one key list per stream")
-    sides: list[dict[str, Any]] = []
-    width: int | None = None
-    for s, k in zip(streams, keys, strict=True):
-        names = _names(k, "join")
-        if width is not None and len(names) != width:
-            raise InvalidTopologyError("join: key lists of different lengths")
-        width = len(names)
-        rest = [f for f in s.fields if f not in names]
-        sides.append({"keys": s._idx(names, "join"), "rest": s._idx(rest, "join"),
-                      "key_fields": names})
-    total = (width or 0) + sum(len(side["rest"]) for side in sides)
-    outs = _names(out_fields, "join")
-    if len(outs) != total:
-        raise InvalidTopologyError(f"join: {len(outs)} output fields given, the join has {total} "
-                                   "(the keys, then the other fields of each stream in order)")
-    node = graph.add(JOIN, outs, [s._node.id for s in streams], spec={"op": "join",
-                                                                       "sides": sides})
-    return Stream(graph, node)
-

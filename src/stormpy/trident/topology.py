@@ -9,9 +9,10 @@ from typing import Any
 from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.spec import TopologySpec
 from stormpy.transactional.api import SPOUT_TYPES
+from stormpy.trident.combine import join_streams, merge_streams
 from stormpy.trident.graph import SPOUT, Graph
 from stormpy.trident.planner import build_spec
-from stormpy.trident.stream import Stream, join_streams, merge_streams
+from stormpy.trident.stream import Stream
 
 __all__ = ["TridentTopology"]
 

@@ -10,13 +10,18 @@ a tuple's edge and its children's edges into its roots' entries of the round's a
 (``Dispatch.ack_buffer``, sent once per round; consecutive acks of one root go through the
 dispatch's open run first: ``Dispatch.fold_run``). The acker runs as a ``BoltTask`` too (its core is
 called directly, see ``factory.py``). This module is compiled with the rest of the tuple path.
+
+Chaining (``take``, installed in the delivery table by the loop for bolt tasks that run one tuple
+at a time): a tuple emitted on the worker's loop to such a task runs its ``execute`` at once,
+inside the emit, when nothing is queued before it, the task is not running already and fewer
+than ``MAX_CHAIN_DEPTH`` chained executes are open; otherwise it is queued as before. Each task
+still runs its tuples one at a time in the order they reached it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from random import getrandbits
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from stormpy.acker.streams import ACK_FAIL, ACK_RESET_TIMEOUT
 from stormpy.topology.component import BasicBolt
@@ -24,14 +29,18 @@ from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import FailedException
 from stormpy.topology.fields import Fields
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
-from stormpy.worker.edges import EDGE_BITS
 from stormpy.worker.emit_checks import checked_router, checked_values_list, direct_target
+from stormpy.worker.errors import WorkerError
 from stormpy.worker.routing import StreamRouter
 from stormpy.worker.tasks import TaskRunner
 from stormpy.worker.values import SHORT_INT_MAX, SHORT_INT_MIN
 from stormpy.worker.worker_view import WorkerView
 
-__all__ = ["BoltTask"]
+__all__ = ["MAX_CHAIN_DEPTH", "BoltTask"]
+
+#: chained executes open inside each other at most (emit → execute → emit ...); a delivery
+#: beyond is queued, so a long line of bolts never nests deeper than this
+MAX_CHAIN_DEPTH: Final = 16
 
 
 class BoltTask(TaskRunner):
@@ -77,6 +86,45 @@ class BoltTask(TaskRunner):
     def open(self) -> None:
         self.instance.prepare(self.conf, self.context)
 
+    def chainable(self) -> bool:
+        """A user bolt running one tuple at a time (no ``execute_batch``, not columnar)."""
+        return self.execute_batch is None and self.run_columns is None and \
+            not self.component_id.startswith("__")
+
+    def take(self, tup: Tuple) -> None:
+        """Deliver ``tup``, emitted on this worker's loop, to this task: run it now (chained)
+        unless a tuple is queued before it, the task is running or the chain is
+        ``MAX_CHAIN_DEPTH`` deep, in which cases it is queued. A chained execute counts and
+        samples like the loop's; its exception is this task's error (``chain_failed``): the
+        task then takes no more chained tuples and the worker stops at the end of the round."""
+        q = self.queue
+        if self.busy or q:
+            q.append(tup)
+            return
+        d = self._dispatch
+        depth = d.chain_depth
+        if depth >= MAX_CHAIN_DEPTH:
+            q.append(tup)
+            return
+        self.busy = True
+        d.chain_depth = depth + 1
+        stats = self.stats
+        stats.sample_countdown -= 1
+        try:
+            if stats.sample_countdown <= 0:  # the timed tuple (sampling.py)
+                q.append(tup)
+                self.run_sampled(1)
+            else:
+                self.execute(tup)
+        except WorkerError:  # a task further down the chain failed: already recorded
+            raise
+        except Exception as exc:
+            raise self.worker.chain_failed(self.component_id, self.task_id, exc)  # noqa: B904
+        d.chain_depth = depth
+        d.chained += 1
+        self.busy = False
+        stats.executed += 1
+
     # -- collector -------------------------------------------------------------------------
     def emit(self, values: Any, anchors: Any = None, stream: Any = DEFAULT_STREAM) -> list[int]:
         """Emit ``values`` on ``stream`` anchored to ``anchors``; returns the target task ids."""
@@ -111,8 +159,9 @@ class BoltTask(TaskRunner):
             task = self.task_id
             comp = self.component_id
             fields = router.fields
+            edges = self._edges
             for t in targets:
-                edge = getrandbits(EDGE_BITS)  # 62-bit: see edges.py
+                edge = edges.next()  # 62-bit: see edges.py
                 anchor.ack_val ^= edge
                 deliver[t](Tuple(values, stream, task, comp, fields, root, edge))
         elif anchors is None or not cast(Tuple, anchors).anchors:  # untracked
@@ -182,10 +231,11 @@ class BoltTask(TaskRunner):
             anchor = cast(Tuple, anchors)
             root = anchor.root
             ack_val = anchor.ack_val
+            edges = self._edges
             for i in range(len(values_list)):
                 values = values_list[i]
                 for t in targets_list[i]:
-                    edge = getrandbits(EDGE_BITS)
+                    edge = edges.next()
                     ack_val ^= edge
                     group = groups[t]
                     if not group:
@@ -222,7 +272,7 @@ class BoltTask(TaskRunner):
                 deliver[t](tup)
             return
         for t in targets:
-            edge = getrandbits(EDGE_BITS)
+            edge = self._edges.next()
             amap: dict[int, int] = {}
             for a in anchors:
                 anchor = cast(Tuple, a)

@@ -11,12 +11,11 @@ path.
 
 from __future__ import annotations
 
-from random import getrandbits
 from typing import Any, cast
 
 from stormpy.topology.columns import ColumnBatch
 from stormpy.topology.tuple import Tuple
-from stormpy.worker.edges import EDGE_BITS
+from stormpy.worker.edges import EdgeIds
 
 __all__ = ["StandIns", "anchor_batch", "fold", "stand_ins", "tree_nodes"]
 
@@ -62,11 +61,11 @@ def fold(pairs: StandIns) -> None:
         batch.ack_val ^= tup.ack_val
 
 
-def anchor_batch(batch: ColumnBatch, nodes: list[Any]) -> None:
+def anchor_batch(batch: ColumnBatch, nodes: list[Any], edges: EdgeIds) -> None:
     """Make ``batch`` a child of every node of ``nodes`` (tuples and batches in a tree): one fresh
-    edge, XORed into each node's ``ack_val`` and, per root, into the batch's tree ids (as
-    ``BoltTask._send`` does for a tuple)."""
-    edge = getrandbits(EDGE_BITS)  # 62-bit: see edges.py
+    edge from ``edges``, XORed into each node's ``ack_val`` and, per root, into the batch's tree
+    ids (as ``BoltTask._send`` does for a tuple)."""
+    edge = edges.next()  # 62-bit: see edges.py
     if len(nodes) == 1 and type(nodes[0]) is Tuple and cast(Tuple, nodes[0]).root:
         tup = cast(Tuple, nodes[0])  # the common case: one anchor in one tree
         tup.ack_val ^= edge

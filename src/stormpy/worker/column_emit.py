@@ -37,6 +37,7 @@ class ColumnEmitter:
         dispatch = runner.worker.dispatch
         self._deliver_batch: list[Callable[[ColumnBatch], None]] = dispatch.deliver_batch
         self._n_ackers = len(dispatch.acker_tasks)
+        self._edges = dispatch.edges
         #: emit_many's rows per target task (indexed by task id, None between calls) and the
         #: tasks it filled
         self._rows: list[list[Any] | None] = [None] * len(dispatch.deliver)
@@ -111,7 +112,7 @@ class ColumnEmitter:
                 assert rows is not None
                 batch = ColumnBatch(rows, stream, task, comp, fields)
                 if nodes:
-                    anchor_batch(batch, nodes)
+                    anchor_batch(batch, nodes, self._edges)
                 sent += len(rows)
                 deliver_batch[t](batch)
         finally:  # the groups are empty again whatever happened
@@ -143,7 +144,7 @@ class ColumnEmitter:
         for t, part, k in only.partition_columns(cols, n):
             batch = ColumnBatch(None, stream, task, comp, fields, columns=part, n=k)
             if nodes:
-                anchor_batch(batch, nodes)
+                anchor_batch(batch, nodes, self._edges)
             sent += k
             deliver_batch[t](batch)
         runner.stats.transferred += sent

@@ -18,6 +18,10 @@ emit), the transfer (which installs the entries of tasks in other workers) and t
   tuple). ``fold_run`` puts the run into ``ack_buffer``; whatever else writes the buffer folds
   first (so its entries and their order are what one update per ack gives) and ``flush_acks``
   folds before sending.
+- ``chain_depth``: how many chained executes (``BoltTask.take``) are running inside each
+  other (a delivery at ``MAX_CHAIN_DEPTH`` is queued instead), and ``chained``: how many ran
+  since the loop last added them to its round's work.
+- ``edges``: the worker's source of random edge and root ids (``edges.EdgeIds``).
 - ``acker_tasks`` and ``acker_cores``: the acker task of each acker index, and its ``AckerCore``
   when that acker runs in this worker (called directly, no tuple, no queue), else None.
 
@@ -33,6 +37,7 @@ from stormpy.acker.core import AckerCore
 from stormpy.acker.streams import ACK_ACK
 from stormpy.topology.columns import ColumnBatch
 from stormpy.topology.tuple import SYSTEM_COMPONENT, Tuple
+from stormpy.worker.edges import EdgeIds
 
 
 class Dispatch:
@@ -53,7 +58,13 @@ class Dispatch:
         #: the open run of acks of one root (0: none) and their XOR, not yet in ``ack_buffer``
         self.run_root = 0
         self.run_xor = 0
+        #: how many chained executes are running inside each other (``BoltTask.take``), and
+        #: how many ran since the loop last counted them (a round's work)
+        self.chain_depth = 0
+        self.chained = 0
         self.acker_tasks: list[int] = list(acker_tasks)
+        #: the worker's random edge and root ids (``edges.py``)
+        self.edges = EdgeIds()
         self.acker_cores: list[AckerCore | None] = [None] * len(self.acker_tasks)
 
     def undeliverable(self, tup: Tuple) -> None:

@@ -1,4 +1,4 @@
-"""Edge ids: the random ids the XOR acker tracks.
+"""Edge and root ids: the random ids the XOR acker tracks.
 
 Storm gives every (tuple, target) pair of a tracked emit a fresh random 64-bit edge id. Here an
 edge id has ``EDGE_BITS`` = 62 bits: ids below 2**62, and the XOR of any of them, are the small
@@ -6,15 +6,52 @@ integers the compiled tuple path keeps unboxed, so XORing and storing edges allo
 (with 64-bit ids every XOR made a new heap integer). A tree is wrongly seen complete only when
 the XOR of a proper subset of its edges is 0, which for uniform random ids has probability
 2**-62 per ack (Storm: 2**-64): at a million acks per second, once in ~146,000 years (Storm:
-~585,000 years). Root ids (one per spout tuple, unique among the pending ones) stay 64-bit.
+~585,000 years). Root ids (one per spout tuple, unique among the pending ones) are drawn the same
+way: 62-bit, so the acker's ledger and the spout's pending map key on unboxed integers too.
 
-Ids are drawn with ``random.getrandbits(EDGE_BITS)`` at each emit. A pool refilled in bulk
-(``randbytes`` unpacked with ``struct``) was measured slower compiled: ~960 instructions per id
-against ~550, the unpacked 64-bit values being heap integers to shift.
+The ids come from ``EdgeIds``, one per worker (``Dispatch.edges``), seeded from ``random``: a
+multiply-with-carry generator (Marsaglia) of 30-bit digits whose multiplier ``a`` (below 2**30)
+makes ``a * 2**30 - 1`` a safe prime, so its period is about 2**59; an id is three consecutive
+digits (30 + 30 + 2 bits). Every operand stays below 2**30 and every intermediate value below
+2**60, so compiled, a draw is native multiplications and shifts on unboxed integers (the compiled
+code multiplies natively only when both factors are below 2**30), ~100 instructions where
+``random.getrandbits(62)`` cost ~550 (a call, a heap integer, its conversion).
+Multiply-with-carry is not linear over GF(2) (its carries mix the bits), so no fixed set of
+outputs XORs to zero the way it would for an xorshift generator: XOR-cancellation among a tree's
+edges, what would make the acker miss a tuple, stays as unlikely as chance.
 """
 
 from __future__ import annotations
 
+from random import getrandbits
 from typing import Final
 
 EDGE_BITS: Final = 62
+
+#: the multiplier: a * 2**30 - 1 and (a * 2**30 - 2) / 2 are prime
+_A: Final = 1073741172
+_DIGIT: Final = 2 ** 30 - 1
+
+
+class EdgeIds:
+    """Random 62-bit ids (edges and roots) of one worker (see the module docstring). ``seed``
+    (any int) fixes the sequence; by default it is drawn from ``random``."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        s = getrandbits(64) if seed is None else seed & (2 ** 64 - 1)
+        # a state (digit, carry) with digit in [1, 2**30 - 2] and carry in [1, a - 2] avoids
+        # the two fixed points (0, 0) and (2**30 - 1, a - 1)
+        self.x = 1 + (s & _DIGIT) % (_DIGIT - 1)
+        self.c = 1 + (s >> 30) % (_A - 2)
+
+    def next(self) -> int:
+        """The next id: 62 random bits (0 <= id < 2**62)."""
+        t = _A * self.x + self.c  # both factors below 2**30: a native multiplication
+        d1 = t & _DIGIT
+        t = _A * d1 + (t >> 30)
+        d2 = t & _DIGIT
+        t = _A * d2 + (t >> 30)
+        d3 = t & _DIGIT
+        self.x = d3
+        self.c = t >> 30
+        return (d1 << 32) | (d2 << 2) | (d3 >> 28)

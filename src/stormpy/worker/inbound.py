@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from stormpy.acker.streams import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET_TIMEOUT
 from stormpy.messaging.codec import decode_frame
@@ -45,10 +45,10 @@ __all__ = ["LOG_INTERVAL", "Inbound", "accepts"]
 log = logging.getLogger("stormpy.worker")
 
 #: Seconds between two log lines about dropped input.
-LOG_INTERVAL = 10.0
+LOG_INTERVAL: Final = 10.0
 #: Value counts with a meaning beyond "exactly n": root/xor pairs; one int root.
-PAIRS = -1
-ONE_ROOT = -2
+PAIRS: Final = -1
+ONE_ROOT: Final = -2
 
 #: what a destination takes from one source task: stream → (value count, source component, fields)
 Streams = dict[str, tuple[int, str, Fields | None]]

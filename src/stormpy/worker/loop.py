@@ -24,7 +24,7 @@ import threading
 import traceback
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from stormpy.config import merged
 from stormpy.messaging.transport import NoTransport, Transport
@@ -51,9 +51,9 @@ log = logging.getLogger("stormpy.worker")
 
 #: Queue items a task may run per loop round before the loop moves on (fairness; a columnar
 #: batch is one item).
-EXECUTE_BUDGET = 1024
+EXECUTE_BUDGET: Final = 1024
 #: Longest idle wait; bounds how late a timer or a polling spout is served.
-MAX_IDLE_WAIT = 0.001
+MAX_IDLE_WAIT: Final = 0.001
 
 
 class Worker:
@@ -109,8 +109,15 @@ class Worker:
             self.call_soon_threadsafe, self.state, debug=observer is not None).build()
         deliver = self.dispatch.deliver
         deliver_many = self.dispatch.deliver_many
+        #: the first error of a chained execute (``chain_failed``), raised at the latest when
+        #: the round ends
+        self._chain_failure: WorkerError | None = None
+        chaining = bool(self.conf.get("topology.worker.chaining", True))
         for t, runner in self.tasks.items():
-            deliver[t] = runner.queue.append
+            if chaining and isinstance(runner, BoltTask) and runner.chainable():
+                deliver[t] = runner.take  # chaining (bolt_task.py)
+            else:
+                deliver[t] = runner.queue.append
             deliver_many[t] = runner.queue.extend
         deliver_batch = self.dispatch.deliver_batch  # columnar bolts' tasks (column_path.py)
         self._inbound = Inbound(accepts(self.spec, self.layout, self.local_tasks),
@@ -250,6 +257,8 @@ class Worker:
             except Exception as exc:
                 self._fail(runner.component_id, runner.task_id, exc)
         self._opened = True
+        for runner in self._runners:  # every task is prepared: tuples may now be chained
+            runner.busy = False
         if self._active:
             for sp in self._spouts:
                 sp.set_active(True)
@@ -258,7 +267,23 @@ class Worker:
             self._runners, float(self.conf["topology.message.timeout.secs"]) if timeouts else None,
             self.clock.now())
 
+    def chain_failed(self, component: str, task: int, exc: BaseException) -> WorkerError:
+        """A chained execute of ``component``'s ``task`` raised ``exc`` (``BoltTask.take``):
+        record it (forced, as the error that stops the worker) and return the ``WorkerError``
+        to raise. The first one is kept: the loop raises it when the round ends even if an
+        emitter's code caught it."""
+        if self._chain_failure is None:
+            text = "".join(traceback.format_exception(exc)).rstrip()
+            self.record_error(component, task, text, force=True)
+            failure = WorkerError(component, task, f"component {component!r} task {task} "
+                                  f"raised {type(exc).__name__}: {exc}")
+            caused_by(failure, exc)
+            self._chain_failure = failure
+        return self._chain_failure
+
     def _fail(self, component: str, task: int, exc: BaseException) -> None:
+        if self._chain_failure is not None:  # a chained execute failed: that is the error
+            raise self._chain_failure
         text = "".join(traceback.format_exception(exc)).rstrip()
         self.record_error(component, task, text, force=True)
         raise caused_by(WorkerError(component, task, f"component {component!r} task {task} "
@@ -301,6 +326,7 @@ class Worker:
                 pop = q.popleft
                 stats = runner.stats
                 stats.sample_countdown -= n
+                runner.busy = True  # what it emits to itself is queued, never chained
                 try:
                     if stats.sample_countdown <= 0:  # a timed tuple among these (sampling.py)
                         runner.run_sampled(n)
@@ -317,6 +343,7 @@ class Worker:
                             execute(pop())
                 except Exception as exc:
                     self._fail(runner.component_id, runner.task_id, exc)
+                runner.busy = False
                 if not runner.is_spout:
                     stats.executed += n
                 work += n
@@ -328,6 +355,12 @@ class Worker:
                     work += sp.run_round()
                 except Exception as exc:
                     self._fail(sp.component_id, sp.task_id, exc)
+        if self._chain_failure is not None:  # caught by an emitter's code: the worker stops
+            raise self._chain_failure
+        dispatch = self.dispatch
+        if dispatch.chained:  # tuples run by chained executes (bolt_task.py) are work too
+            work += dispatch.chained
+            dispatch.chained = 0
         self._transfer.flush()
         return self._count_round(work)
 

@@ -115,7 +115,7 @@ class FieldsRouter(Router):
         i = self.single
         if i < 0:
             return self.singles[stable_hash([values[j] for j in self.idx]) % self.n]
-        v = values[i]
+        v = cast(list[Any], values)[i] if type(values) is list else values[i]
         if type(v) is not str:
             return self.singles[stable_hash(v) % self.n]
         chosen = self.cache.get(v)

@@ -23,14 +23,12 @@ path.
 
 from __future__ import annotations
 
-from random import getrandbits
 from time import perf_counter
 from typing import Any
 
 from stormpy.topology.columns import ColumnBatch
 from stormpy.topology.errors import EmitError
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
-from stormpy.worker.edges import EDGE_BITS
 from stormpy.worker.emit_checks import bad_stream, checked_values_list
 from stormpy.worker.spout_task import SpoutBatch, SpoutTask
 
@@ -54,6 +52,7 @@ class BatchEmitter:
         self._deliver_many = dispatch.deliver_many
         self._deliver_batch = dispatch.deliver_batch
         self._n_ackers = len(dispatch.acker_tasks)
+        self._edges = dispatch.edges
         #: per target task: the rows (columnar) or tuples of the batch being built; the tasks
         #: filled (all empty again between calls)
         self._rows: list[list[Any]] = [[] for _ in dispatch.deliver]
@@ -93,6 +92,7 @@ class BatchEmitter:
         runner.emit_count += n
         tracked = ids is not None and self._n_ackers > 0
         root = runner.roots.fresh() if tracked else 0
+        edges = self._edges
         fields = router.fields
         groups = self._rows
         touched = self._touched
@@ -113,7 +113,7 @@ class BatchEmitter:
                     groups[t] = []  # the batch keeps the list
                     batch = ColumnBatch(rows, stream, task, comp, fields)
                     if root:
-                        edge = getrandbits(EDGE_BITS)
+                        edge = edges.next()
                         xor ^= edge
                         batch.root = root
                         batch.edge = edge
@@ -125,7 +125,7 @@ class BatchEmitter:
                     targets = targets_list[i]
                     if root:
                         for t in targets:
-                            edge = getrandbits(EDGE_BITS)
+                            edge = edges.next()
                             xor ^= edge
                             group = groups[t]
                             if not group:

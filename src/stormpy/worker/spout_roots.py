@@ -1,5 +1,5 @@
-"""The roots of a spout task's tuple trees: fresh random 64-bit ids pinned to an acker of the
-spout's own worker, and the acker's init of each.
+"""The roots of a spout task's tuple trees: fresh random 62-bit ids (``edges.py``) pinned to an
+acker of the spout's own worker, and the acker's init of each.
 
 An acker index is chosen by ``root % n_ackers``. When an acker runs in the spout's worker, every
 root the spout draws is moved to an id of that acker (its home acker, one per spout task, spread
@@ -11,7 +11,6 @@ rest of the tuple path.
 
 from __future__ import annotations
 
-from random import getrandbits
 from typing import Final
 
 from stormpy.acker.streams import ACK_INIT
@@ -20,7 +19,8 @@ from stormpy.worker.dispatch import Dispatch
 
 __all__ = ["SpoutRoots"]
 
-_UINT64: Final = 2 ** 64
+#: roots are below this (62 bits, like edges: unboxed when compiled; ``edges.py``)
+_ROOT_LIMIT: Final = 2 ** 62
 
 
 class SpoutRoots:
@@ -32,6 +32,7 @@ class SpoutRoots:
         self._deliver = dispatch.deliver
         self._ackers = dispatch.acker_tasks
         self._acker_direct = dispatch.acker_cores
+        self._edges = dispatch.edges
         self.n_ackers = len(dispatch.acker_tasks)
         #: index of the acker in this worker the roots are pinned to, or -1 (none, or not
         #: chosen yet: ``choose_home``)
@@ -45,13 +46,18 @@ class SpoutRoots:
             self.home = local[self.task_id % len(local)]
 
     def fresh(self) -> int:
-        """A new random root id (non-zero, below 2**64), of the home acker when there is one."""
+        """A new random root id (``pin`` of the worker's next 62-bit id)."""
+        return self.pin(self._edges.next())
+
+    def pin(self, drawn: int) -> int:
+        """Root id made of the random id ``drawn`` (0 <= drawn < 2**62): non-zero, below 2**62,
+        and of the home acker when there is one."""
         n_ackers = self.n_ackers
-        root = getrandbits(64)
+        root = drawn
         home = self.home
         if home >= 0:  # root % n picks the acker: move the id to the home acker's
             root += home - root % n_ackers
-            if root >= _UINT64:  # past 64 bits: the previous id with the same acker
+            if root >= _ROOT_LIMIT:  # past 62 bits: the previous id with the same acker
                 root -= n_ackers
         if not root:  # 0 means "in no tree": the next id with the same acker
             root = n_ackers

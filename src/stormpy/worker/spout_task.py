@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping
-from random import getrandbits
 from time import perf_counter
-from typing import Any, cast
+from typing import Any, Final, cast
 
 from stormpy.acker.rotating import RotatingMap
 from stormpy.acker.streams import ACK_ACK, ACK_FAIL, ACK_RESET_TIMEOUT
@@ -24,7 +23,6 @@ from stormpy.topology.component import Spout
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import EmitError
 from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
-from stormpy.worker.edges import EDGE_BITS
 from stormpy.worker.emit_checks import checked_router, checked_values_list, direct_target
 from stormpy.worker.routing import StreamRouter
 from stormpy.worker.spout_roots import SpoutRoots
@@ -36,11 +34,11 @@ __all__ = ["SPOUT_ROUND_TUPLES", "TIMEOUT_BUCKETS", "SpoutBatch", "SpoutTask"]
 
 #: the pending roots' timeout buckets: a root fails after ``TIMEOUT_BUCKETS - 1`` to
 #: ``TIMEOUT_BUCKETS`` rotations, one every ``timeout / (TIMEOUT_BUCKETS - 1)``
-TIMEOUT_BUCKETS = 3
+TIMEOUT_BUCKETS: Final = 3
 #: a spout's loop round ends once it has emitted this many tuples (a batch counts its rows), so a
 #: spout that emits hundreds per ``next_tuple`` (``emit_batch``, Kafka polls) hands the bolts of
 #: its worker work after a call or two instead of queueing 64 calls' worth first
-SPOUT_ROUND_TUPLES = 1024
+SPOUT_ROUND_TUPLES: Final = 1024
 
 
 class SpoutBatch:
@@ -155,8 +153,9 @@ class SpoutTask(TaskRunner):
         roots = self.roots
         root = roots.fresh()
         xor = 0
+        edges = self._edges
         for t in targets:
-            edge = getrandbits(EDGE_BITS)
+            edge = edges.next()
             xor ^= edge
             deliver[t](Tuple(values, stream, task, comp, fields, root, edge))
         self.pending.put_new(root, (msg_id, perf_counter()))  # a fresh random root

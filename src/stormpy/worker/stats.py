@@ -16,15 +16,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from math import log, log1p
 from random import getrandbits, random
-from typing import Any
+from typing import Any, Final
 
 #: figures of a task document that are levels, not counters: never added up across incarnations
 #: or turned into deltas
 GAUGES: frozenset[str] = frozenset({"receive_queue"})
 #: a countdown that never runs out (sampling off, spouts)
-NEVER = 1 << 62
+NEVER: Final = 1 << 62
 #: gaps a task draws at once (a power of two)
-GAP_TABLE = 64
+GAP_TABLE: Final = 64
 
 
 def check_sample_rate(value: Any) -> float:

@@ -63,9 +63,15 @@ class TaskRunner:
         self._ackers = dispatch.acker_tasks
         self._n_ackers = len(dispatch.acker_tasks)
         self._acker_direct = dispatch.acker_cores
+        self._edges = dispatch.edges
         self.stats.routers = routers
         self.execute_batch = None
         self.run_columns = None
+        #: the task is running (its execute step in the loop, or a chained execute), or not
+        #: open yet: a tuple delivered to it now is queued, never run inside its own execute
+        #: nor before its prepare (``BoltTask.take``; the worker clears it once it opened its
+        #: tasks)
+        self.busy = True
         #: the task's sampled latencies (``sampling.py``)
         self.sampler = LatencySampler(self.stats, message_timeout_secs(conf))
         off_loop = context.off_loop
@@ -105,6 +111,11 @@ class TaskRunner:
         else:
             text = str(error)
         self.worker.record_error(self.component_id, self.task_id, text)
+
+    def chainable(self) -> bool:
+        """Whether tuples emitted on this worker's loop may run this task's execute at once
+        (``BoltTask.take``); spouts and system tasks never."""
+        return False
 
     def run_sampled(self, n: int) -> None:
         """Run the next ``n`` queued tuples (the loop's execute step) when the sample countdown

@@ -28,3 +28,8 @@ class WorkerView(Protocol):
     def log_emit(self, component: str, task: int, stream: str, values: list[Any],
                  targets: list[int]) -> None:
         """Show one emit (``topology.debug``, or an observer such as the test kit's)."""
+
+    def chain_failed(self, component: str, task: int, exc: BaseException) -> BaseException:
+        """A chained execute of ``component``'s ``task`` raised ``exc``: record it as that
+        task's error (the one that stops the worker) and return the ``WorkerError`` to raise;
+        the loop stops at the end of its round even if an emitter's code swallows it."""

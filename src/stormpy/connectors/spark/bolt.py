@@ -2,7 +2,8 @@
 
 This module holds the bolt's executor-loop side (batching, the in-flight slots, acking, the
 timeouts checked on ticks); a batch's run in Spark and the cancelling of a timed-out one are in
-``in_spark.py``, the DataFrame built ahead in ``ahead.py``, the settings in ``settings.py``.
+``in_spark.py``, the DataFrame built ahead in ``ahead.py``, the settings (the ``spark.*`` keys,
+the checks of the bolt's constructor arguments and its tick period) in ``settings.py``.
 
 Contract (see ``SparkBatchBolt`` for the knobs):
 
@@ -74,7 +75,7 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from stormpy.batching import Batch, BatchCollector, BatchSource
-from stormpy.config import SettingError, message_timeout_secs
+from stormpy.config import message_timeout_secs
 from stormpy.connectors.spark import switching
 from stormpy.connectors.spark.ahead import AheadDataFrame, ignore_outcome
 from stormpy.connectors.spark.arrow import batch_dataframe
@@ -82,8 +83,15 @@ from stormpy.connectors.spark.batching import BatchInfo
 from stormpy.connectors.spark.errors import SparkBatchTimeout, require_spark
 from stormpy.connectors.spark.in_spark import BatchRunner, InSpark, describe
 from stormpy.connectors.spark.session import get_spark, release_spark, retain_spark
-from stormpy.connectors.spark.settings import BATCH_TIMEOUT_KEY, batch_timeout_secs, probe_secs
-from stormpy.settings import check_int, check_number
+from stormpy.connectors.spark.settings import (
+    BATCH_TIMEOUT_KEY,
+    TICK_KEY,
+    batch_limits,
+    batch_timeout_secs,
+    probe_secs,
+    tick_config,
+    tick_secs,
+)
 from stormpy.topology import DEFAULT_STREAM, Bolt, ColumnBatch, OffLoop, TopologyContext, Tuple
 
 if TYPE_CHECKING:
@@ -91,7 +99,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("stormpy.connectors.spark")
 
-TICK_KEY = "topology.tick.tuple.freq.secs"
 #: While a batch is in Spark, the GIL is released every this many tuples added (module docstring).
 _YIELD_EVERY = 16
 
@@ -141,30 +148,14 @@ class SparkBatchBolt(Bolt):
     def declare_config(cls, kwargs: Mapping[str, Any]) -> Mapping[str, Any]:
         """Tick often enough for the time limits: a quarter of ``batch_seconds`` (and half of
         ``idle_seconds``), between 0.05 s and the class default."""
-        default = float(cls.component_config.get(TICK_KEY) or 0.5)
-        limits = [float(kwargs.get("batch_seconds", 2.0)) / 4]
-        if kwargs.get("idle_seconds") is not None:
-            limits.append(float(kwargs["idle_seconds"]) / 2)
-        return {**cls.component_config, TICK_KEY: max(0.05, min(default, *limits))}
+        return tick_config(cls.component_config, kwargs)
 
     def __init__(self, batch_size: int = 1000, batch_seconds: float = 2.0,
                  idle_seconds: float | None = None, max_in_flight: int = 1,
                  schema: str | None = None, keep_alive: bool = True) -> None:
-        name = type(self).__name__
-        self.batch_size = check_int(f"{name}.batch_size", batch_size, 1)
-        self.batch_seconds = check_number(f"{name}.batch_seconds", batch_seconds, unit="seconds")
-        if self.batch_seconds <= 0:
-            raise SettingError(f"{name}.batch_seconds", f"must be positive, got {batch_seconds!r}")
-        self.idle_seconds = None
-        if idle_seconds is not None:
-            self.idle_seconds = check_number(f"{name}.idle_seconds", idle_seconds, unit="seconds")
-            if self.idle_seconds <= 0:
-                raise SettingError(f"{name}.idle_seconds",
-                                   f"must be positive or None, got {idle_seconds!r}")
-        self.max_in_flight = check_int(f"{name}.max_in_flight", max_in_flight, 1)
-        if schema is not None and not isinstance(schema, str):
-            raise SettingError(f"{name}.schema", f"must be a Spark DDL string or None, got {schema!r}")
-        self.schema = schema
+        (self.batch_size, self.batch_seconds, self.idle_seconds, self.max_in_flight,
+         self.schema) = batch_limits(type(self).__name__, batch_size, batch_seconds, idle_seconds,
+                                     max_in_flight, schema)
         self.keep_alive = bool(keep_alive)
 
     # -- user hooks ----------------------------------------------------------------------------
@@ -200,16 +191,7 @@ class SparkBatchBolt(Bolt):
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         """Check Spark can run (SparkUnavailableError otherwise) and that ticks are configured."""
         require_spark()
-        try:
-            tick = float(conf.get(TICK_KEY) or 0)
-        except (TypeError, ValueError):
-            tick = 0
-        if not tick > 0:
-            raise SettingError(TICK_KEY, f"{type(self).__name__} ({context.component_id}) closes "
-                                         f"batches on tick tuples: set {TICK_KEY} (e.g. "
-                                         f"{{'{TICK_KEY}': 0.5}}) in its config, got "
-                                         f"{conf.get(TICK_KEY)!r}")
-        self._tick = tick
+        self._tick = tick_secs(conf, f"{type(self).__name__} ({context.component_id})")
         if self._tick > self.batch_seconds:
             log.warning("%s: tick period %.3gs is longer than batch_seconds %.3gs; batches close "
                         "late", context.component_id, self._tick, self.batch_seconds)

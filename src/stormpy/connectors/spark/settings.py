@@ -3,19 +3,22 @@ imported, and the readers of its own settings. Every ``spark.*`` key of a topolo
 reaches its SparkSession verbatim (:func:`~stormpy.connectors.spark.session.spark_settings`),
 except the ``spark.stormpy.*`` keys, which are the connector's own; these are the documented ones.
 A reader returns the value in force (the default when unset) or raises
-:class:`~stormpy.config.SettingError` naming the key."""
+:class:`~stormpy.config.SettingError` naming the key. The checks of a Spark bolt's constructor
+arguments (:func:`batch_limits`) and of its tick period (:func:`tick_config`, :func:`tick_secs`)
+are here too."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from stormpy.config import ConfigKey, ConfigSection, SettingError, register_section
-from stormpy.settings import check_number
+from stormpy.settings import check_int, check_number
 
 __all__ = ["BATCH_TIMEOUT_KEY", "CODE_DIR_KEY", "DEFAULT_MASTER", "OWN_PREFIX", "PROBE_KEY",
-           "SHIP_CODE_KEY", "SPARK_CONFIG", "SWITCH_INTERVAL_KEY", "batch_timeout_secs",
-           "probe_secs", "switch_interval_secs"]
+           "SHIP_CODE_KEY", "SPARK_CONFIG", "SWITCH_INTERVAL_KEY", "TICK_KEY", "BatchLimits",
+           "batch_limits", "batch_timeout_secs", "probe_secs", "switch_interval_secs",
+           "tick_config", "tick_secs"]
 
 #: Where Spark bolts run their jobs unless ``spark.master`` says otherwise: in the worker process.
 DEFAULT_MASTER = "local[*]"
@@ -29,6 +32,8 @@ SWITCH_INTERVAL_KEY = "spark.stormpy.switch.interval.secs"
 DEFAULT_BATCH_TIMEOUT_SECS = 300.0
 DEFAULT_PROBE_SECS = 5.0
 DEFAULT_SWITCH_INTERVAL_SECS = 0.0005
+#: Spark bolts close batches by time on tick tuples.
+TICK_KEY = "topology.tick.tuple.freq.secs"
 
 SPARK_CONFIG = register_section(ConfigSection(
     name="spark",
@@ -104,3 +109,58 @@ def switch_interval_secs(conf: Mapping[str, Any]) -> float | None:
     """``spark.stormpy.switch.interval.secs``: the thread switch interval a Spark component holds
     (None: none; the setting may be None or 0)."""
     return _seconds_or_none(conf, SWITCH_INTERVAL_KEY, DEFAULT_SWITCH_INTERVAL_SECS)
+
+
+class BatchLimits(NamedTuple):
+    """A Spark bolt's checked batching arguments (see ``SparkBatchBolt``)."""
+
+    batch_size: int
+    batch_seconds: float
+    idle_seconds: float | None
+    max_in_flight: int
+    schema: str | None
+
+
+def batch_limits(name: str, batch_size: Any, batch_seconds: Any, idle_seconds: Any,
+                 max_in_flight: Any, schema: Any) -> BatchLimits:
+    """The bolt ``name``'s constructor arguments checked; SettingError naming
+    ``<name>.<argument>`` for the first one that is wrong."""
+    size = check_int(f"{name}.batch_size", batch_size, 1)
+    seconds = check_number(f"{name}.batch_seconds", batch_seconds, unit="seconds")
+    if seconds <= 0:
+        raise SettingError(f"{name}.batch_seconds", f"must be positive, got {batch_seconds!r}")
+    idle = None
+    if idle_seconds is not None:
+        idle = check_number(f"{name}.idle_seconds", idle_seconds, unit="seconds")
+        if idle <= 0:
+            raise SettingError(f"{name}.idle_seconds",
+                               f"must be positive or None, got {idle_seconds!r}")
+    in_flight = check_int(f"{name}.max_in_flight", max_in_flight, 1)
+    if schema is not None and not isinstance(schema, str):
+        raise SettingError(f"{name}.schema", f"must be a Spark DDL string or None, got {schema!r}")
+    return BatchLimits(size, seconds, idle, in_flight, schema)
+
+
+def tick_config(component_config: Mapping[str, Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """A Spark bolt's component config: ``component_config`` with a tick often enough for its
+    time limits (a quarter of ``batch_seconds``, half of ``idle_seconds``), between 0.05 s and
+    the class's own tick (0.5 s when it sets none)."""
+    default = float(component_config.get(TICK_KEY) or 0.5)
+    limits = [float(kwargs.get("batch_seconds", 2.0)) / 4]
+    if kwargs.get("idle_seconds") is not None:
+        limits.append(float(kwargs["idle_seconds"]) / 2)
+    return {**component_config, TICK_KEY: max(0.05, min(default, *limits))}
+
+
+def tick_secs(conf: Mapping[str, Any], who: str) -> float:
+    """The tick period in force for the bolt ``who``; SettingError naming the key when there is
+    none (the bolt closes batches on tick tuples)."""
+    try:
+        tick = float(conf.get(TICK_KEY) or 0)
+    except (TypeError, ValueError):
+        tick = 0
+    if not tick > 0:
+        raise SettingError(TICK_KEY, f"{who} closes batches on tick tuples: set {TICK_KEY} (e.g. "
+                                     f"{{'{TICK_KEY}': 0.5}}) in its config, got "
+                                     f"{conf.get(TICK_KEY)!r}")
+    return tick

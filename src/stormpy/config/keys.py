@@ -1,28 +1,14 @@
-"""Every configuration key stormpy understands, with its default and meaning.
-
-The core keys are listed here (``topology.*``, ``storm.*``, ``nimbus.*``, ``supervisor.*``,
-``worker.*``, ``dev.*``, ``ui.*``). A connector (``spark.*``, ``kafka.*``, ...) declares its own keys in a
-:class:`ConfigSection` and registers it with :func:`register_section` when its package is
-imported; its keys then join :data:`KEYS` and :data:`DEFAULTS`, and its prefix joins
-:func:`topology_prefixes` (the keys a topology sets for its workers over the daemon's values).
-No core module names a connector's keys.
-
-Keys use Apache Storm's names wherever stormpy has the same concept, so a Storm user's
-``storm.yaml`` habits carry over. A topology's configuration is the cluster defaults, then the
-daemon's ``stormpy.yaml``, then the topology's own config, then per-component config (for the keys
-that Storm allows per component). ``load_config`` builds the daemon-side map; ``parse_override``
-turns a ``-c key=value`` command-line argument into a typed pair.
-"""
+"""The core configuration keys (``topology.*``, ``storm.*``, ``nimbus.*``, ``supervisor.*``,
+``worker.*``, ``dev.*``, ``ui.*``), each with its default and meaning: the table
+:mod:`stormpy.config` starts :data:`~stormpy.config.KEYS` and :data:`~stormpy.config.DEFAULTS`
+from. Connectors' keys are not here: they register a :class:`~stormpy.config.ConfigSection`."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import yaml
+__all__ = ["CORE_KEYS", "ConfigKey"]
 
 
 @dataclass(frozen=True)
@@ -34,7 +20,8 @@ class ConfigKey:
     doc: str
 
 
-_KEYS: list[ConfigKey] = [
+#: The core keys, in the order the configuration reference lists them.
+CORE_KEYS: tuple[ConfigKey, ...] = (
     # --- topology ---------------------------------------------------------------------------
     ConfigKey("topology.workers", 1, "Number of worker processes the topology asks for."),
     ConfigKey("topology.acker.executors", None,
@@ -107,6 +94,25 @@ _KEYS: list[ConfigKey] = [
               "tuples the collector walks all of them. The worker raises the threshold to this "
               "value when it is lower; 0 leaves the interpreter's setting alone (the storm "
               "analogue is GC flags in topology.worker.childopts)."),
+    ConfigKey("topology.worker.chaining", True,
+              "Chaining: a tuple emitted on a worker's executor loop to a bolt task of the same "
+              "worker runs that task's execute at once, inside the emit, when nothing is queued "
+              "before it, the task is not already running and the chain is less than 16 deep; "
+              "otherwise it is queued (docs/architecture.md, \"Chaining\"). false always "
+              "queues."),
+    # --- multilang (stormpy.multilang's shell components; Storm's keys and defaults) -------
+    ConfigKey("topology.multilang.serializer", "org.apache.storm.multilang.JsonSerializer",
+              "Wire format between a shell component and its subprocess: json (Storm's "
+              "JsonSerializer, the default) or msgpack (pystorm's MsgpackSerializer); Storm's "
+              "class names are read by their last part. May be set per component."),
+    ConfigKey("topology.subprocess.timeout.secs", None,
+              "Seconds a shell component's subprocess may stay silent (bolts: no message at all; "
+              "spouts: a command unanswered) before it counts as hung and is restarted; None "
+              "means supervisor.worker.timeout.secs."),
+    ConfigKey("topology.shellbolt.max.pending", 100,
+              "Tuples a shell bolt task queues for its subprocess's stdin, not yet written; "
+              "further tuples wait in the bolt, in order, until the subprocess reads. May be set "
+              "per component."),
     ConfigKey("topology.name", None, "Set by the submitter: the topology's name."),
     # --- nimbus -----------------------------------------------------------------------------
     ConfigKey("nimbus.seeds", ["127.0.0.1"],
@@ -179,7 +185,8 @@ _KEYS: list[ConfigKey] = [
     ConfigKey("supervisor.slots.ports", [6700, 6701, 6702, 6703], "Worker ports of this supervisor."),
     ConfigKey("supervisor.host", "127.0.0.1", "Address workers of this supervisor bind."),
     ConfigKey("supervisor.worker.timeout.secs", 30,
-              "Seconds without a local heartbeat before the supervisor restarts a worker."),
+              "Seconds without a local heartbeat before the supervisor restarts a worker (also a "
+              "shell component subprocess's limit when topology.subprocess.timeout.secs is unset)."),
     ConfigKey("supervisor.worker.start.timeout.secs", 120,
               "Grace period for a starting worker's first heartbeat."),
     ConfigKey("supervisor.monitor.frequency.secs", 3, "How often the supervisor checks its workers."),
@@ -236,207 +243,4 @@ _KEYS: list[ConfigKey] = [
               "Set by Nimbus (not by users): the topology's CURVE secret key (Z85)."),
     ConfigKey("storm.local.dir", "stormpy-local", "Directory for daemon state (bundles, pids, logs)."),
     ConfigKey("storm.log.dir", None, "Directory for daemon logs; defaults to <storm.local.dir>/logs."),
-]
-
-#: Every known key: the core ones and those of the registered sections (filled in place).
-KEYS: dict[str, ConfigKey] = {k.name: k for k in _KEYS}
-#: Every known key's default (filled in place as sections register).
-DEFAULTS: dict[str, Any] = {k.name: k.default for k in _KEYS}
-
-#: Prefixes of the core keys; a section may not claim them.
-CORE_PREFIXES = ("topology.", "storm.", "nimbus.", "supervisor.", "worker.", "dev.", "ui.")
-
-
-@dataclass(frozen=True)
-class ConfigSection:
-    """The configuration of one optional part (a connector): every key starts with ``prefix``.
-
-    ``keys`` are the documented keys with defaults and meaning; other keys under the prefix may be
-    passed through by the connector (Spark takes every ``spark.*`` key verbatim). A topology's
-    keys under the prefix override the daemon's in its workers, like its ``topology.*`` keys.
-    """
-
-    name: str
-    prefix: str
-    doc: str
-    keys: tuple[ConfigKey, ...] = ()
-
-
-_SECTIONS: dict[str, ConfigSection] = {}
-
-
-def register_section(section: ConfigSection) -> ConfigSection:
-    """Add ``section``'s keys to :data:`KEYS` / :data:`DEFAULTS` and its prefix to
-    :func:`topology_prefixes`; returns it. Registering an equal section again does nothing.
-
-    ConfigError naming the section when its prefix does not end with ``.``, overlaps a core
-    prefix or another section's, a key lies outside the prefix or has no meaning, or another
-    section already uses the name.
-    """
-    what = f"config section {section.name!r}"
-    known = _SECTIONS.get(section.name)
-    if known is not None:
-        if known == section:
-            return known
-        raise ConfigError(f"{what} is already registered with other keys or prefix")
-    prefix = section.prefix
-    if not section.name or not prefix.endswith(".") or len(prefix) < 2:
-        raise ConfigError(f"{what}: prefix {prefix!r} must be a non-empty name ending with '.'")
-    for other in (*CORE_PREFIXES, *(s.prefix for s in _SECTIONS.values())):
-        if prefix.startswith(other) or other.startswith(prefix):
-            raise ConfigError(f"{what}: prefix {prefix!r} overlaps the prefix {other!r} in use")
-    if not section.doc:
-        raise ConfigError(f"{what} has no description")
-    for key in section.keys:
-        if not key.name.startswith(prefix) or key.name == prefix:
-            raise ConfigError(f"{what}: key {key.name!r} lies outside its prefix {prefix!r}")
-        if not key.doc:
-            raise ConfigError(f"{what}: key {key.name!r} has no description")
-    _SECTIONS[section.name] = section
-    for key in section.keys:
-        KEYS[key.name] = key
-        DEFAULTS[key.name] = key.default
-    return section
-
-
-def sections() -> dict[str, ConfigSection]:
-    """The registered sections by name."""
-    return dict(_SECTIONS)
-
-
-def topology_prefixes() -> tuple[str, ...]:
-    """Key prefixes a topology's config sets for its workers over the daemon's values: its own
-    ``topology.*`` and those of every registered section (a daemon conf may carry a connector's
-    defaults, which must not mask what the topology asked for)."""
-    return ("topology.", *sorted(s.prefix for s in _SECTIONS.values()))
-
-#: Keys a component's own config may override (Storm's per-component keys).
-COMPONENT_KEYS = frozenset({
-    "topology.tick.tuple.freq.secs",
-    "topology.max.spout.pending",
-    "topology.debug",
-    "topology.spout.max.batch.size",
-})
-
-
-class ConfigError(ValueError):
-    """A configuration file or value is malformed; the message names the key or file."""
-
-
-class SettingError(ConfigError):
-    """One setting of a topology, a connector or a feature is missing or invalid.
-
-    The one error base of every settings check (core keys, Kafka, Kinesis, windowing, state,
-    transactional, Spark): ``setting`` is the name users wrote (``topology.message.timeout.secs``,
-    ``KafkaSpoutConfig.topics``), and the message always starts with it, so an error shown alone
-    still says what to change.
-    """
-
-    def __init__(self, setting: str, problem: str) -> None:
-        self.setting = setting
-        self.problem = problem
-        super().__init__(f"{setting}: {problem}")
-
-    def __reduce__(self) -> tuple[type[SettingError], tuple[str, str]]:
-        return type(self), (self.setting, self.problem)
-
-
-def parse_value(text: str) -> Any:
-    """Parse a command-line value the way YAML would (``5`` → 5, ``true`` → True, ``[1,2]`` → list)."""
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
-        return text
-
-
-def parse_override(arg: str) -> tuple[str, Any]:
-    """Turn ``key=value`` into ``(key, typed value)``; raise ConfigError naming the argument."""
-    if "=" not in arg:
-        raise ConfigError(f"config override {arg!r} must look like key=value")
-    key, _, value = arg.partition("=")
-    key = key.strip()
-    if not key:
-        raise ConfigError(f"config override {arg!r} has an empty key")
-    return key, parse_value(value)
-
-
-def parse_overrides(args: Iterable[str]) -> dict[str, Any]:
-    """Parse several ``key=value`` arguments into a dict (later ones win)."""
-    return dict(parse_override(a) for a in args)
-
-
-def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a ``stormpy.yaml``; raise ConfigError naming the file when it is not a YAML mapping."""
-    p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise ConfigError(f"cannot read config file {p}: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"config file {p} must hold a mapping of keys to values")
-    return data
-
-
-def load_config(path: str | os.PathLike[str] | None = None,
-                overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Defaults, then the YAML file (``path``, else ``$STORMPY_CONF``, else ``./stormpy.yaml`` if
-    present), then ``overrides``."""
-    conf = dict(DEFAULTS)
-    if path is None:
-        env = os.environ.get("STORMPY_CONF")
-        if env:
-            path = env
-        elif Path("stormpy.yaml").is_file():
-            path = "stormpy.yaml"
-    if path is not None:
-        conf.update(read_config_file(path))
-    if overrides:
-        conf.update(overrides)
-    return conf
-
-
-#: parts of a key name whose value is never shown (``redacted``)
-SECRET_KEY_PARTS = ("token", "password", "secret", "payload")
-
-
-def redacted(conf: Mapping[str, Any]) -> dict[str, Any]:
-    """``conf`` sorted by key for showing (the UI, ``get_nimbus_conf``): the value of a key whose
-    name holds token, password, secret or payload becomes ``"*****"`` (None stays None)."""
-    return {k: ("*****" if any(s in k for s in SECRET_KEY_PARTS) and v is not None else v)
-            for k, v in sorted(conf.items())}
-
-
-def rpc_auth_token(conf: Mapping[str, Any]) -> str | None:
-    """``nimbus.rpc.auth.token`` as the string both sides compare, or None when auth is off.
-
-    A value YAML read as a number (``-c nimbus.rpc.auth.token=1234``) counts as its text.
-    """
-    value = conf.get("nimbus.rpc.auth.token")
-    if value is None or value == "":
-        return None
-    return str(value)
-
-
-def local_dir(conf: Mapping[str, Any]) -> Path:
-    """``storm.local.dir`` of ``conf``, its default when unset or empty (relative paths stay so)."""
-    return Path(conf.get("storm.local.dir") or DEFAULTS["storm.local.dir"])
-
-
-def log_dir(conf: Mapping[str, Any]) -> Path:
-    """Where daemons log: ``storm.log.dir``, else ``<storm.local.dir>/logs``."""
-    explicit = conf.get("storm.log.dir")
-    return Path(explicit) if explicit else local_dir(conf) / "logs"
-
-
-def message_timeout_secs(conf: Mapping[str, Any]) -> float:
-    """``topology.message.timeout.secs`` of ``conf`` in seconds, its default when unset or None."""
-    return float(conf.get("topology.message.timeout.secs") or DEFAULTS["topology.message.timeout.secs"])
-
-
-def merged(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Merge config layers left to right, starting from the defaults."""
-    conf = dict(DEFAULTS)
-    for layer in layers:
-        if layer:
-            conf.update(layer)
-    return conf
+)
