@@ -156,6 +156,7 @@ def test_a_shell_bolt_subclass_declares_as_on_storm() -> None:
     ({"args": ("a",), "serializer": "xml"}, SettingError, "unknown multilang serializer"),
 ])
 def test_bad_shell_arguments_are_refused(kwargs: dict[str, Any], error: type, text: str) -> None:
+    kwargs = dict(kwargs)  # a copy: the parameter's dict is shared by every run of the test
     args = kwargs.pop("args")
     with pytest.raises(error, match=text):
         ShellBolt(*args, **kwargs)
