@@ -16,6 +16,7 @@ from trident_kit import (
     ListOf,
     Parity,
     Square,
+    forget,
     is_odd,
     seen,
     times_ten,
@@ -84,6 +85,7 @@ def build() -> TridentTopology:
 
 @pytest.fixture(scope="module")
 def ran() -> Iterator[None]:
+    forget(P)
     with LocalCluster() as cluster:
         cluster.submit_topology("ops", {"topology.max.spout.pending": 1}, build().build())
         cluster.wait_for(lambda: len(seen(P + "chained")) == 3 and len(seen(P + "join")) == 12

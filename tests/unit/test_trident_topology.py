@@ -3,6 +3,7 @@ state_query), the stream operations, planning into fused bolts."""
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 
 import pytest
@@ -13,6 +14,7 @@ from trident_kit import (
     CountCalls,
     Even,
     Split,
+    forget,
     is_not_none,
     seen,
     split_words,
@@ -32,6 +34,11 @@ from stormpy.trident import (
 
 pytestmark = pytest.mark.timeout(90)
 CONF = {"topology.max.spout.pending": 1}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_records() -> None:
+    forget()  # what an earlier session in this process recorded under the same names
 
 
 def test_word_count_with_persistent_aggregate_and_new_values() -> None:
@@ -66,7 +73,7 @@ def test_word_count_queried_through_state_query() -> None:
         .persistent_aggregate(StateFactory.memory("wc2-counts"), Count(), ["count"]) \
         .parallelism_hint(2)
     counts.new_values_stream().peek(Collect("wc2-new"))
-    queries = FeederBatchSpout("wc2-queries", ["args"])
+    queries = FeederBatchSpout(f"wc2-queries-{uuid.uuid4().hex}", ["args"])  # feeds are process-wide
     topology.new_stream("wc2-query", queries) \
         .each(["args"], Split(), ["word"]).group_by(["word"]) \
         .aggregate(Count(), ["n"]) \

@@ -33,6 +33,16 @@ def seen(name: str) -> list[list[Any]]:
         return [list(v) for v in SEEN[name]]
 
 
+def forget(prefix: str = "") -> None:
+    """Drop what the sinks, counters and failure injectors named ``prefix...`` recorded (all of
+    it by default), so a test that runs its topology again in the same process (a second test
+    session, as mutmut's clean run after its stats run) starts from nothing."""
+    with _lock:
+        for record in (SEEN, FAILS, CALLS):
+            for name in [n for n in record if n.startswith(prefix)]:
+                del record[name]
+
+
 class Collect(Consumer):
     """Records every tuple under ``name``."""
 
