@@ -120,7 +120,8 @@ TARGETS: dict[str, Target] = {
                           "src/stormpy/connectors/spark/switching.py"),
                          tests=("tests/unit/test_spark_bolt_logic.py",
                                 "tests/unit/test_spark_ahead.py",
-                                "tests/unit/test_spark_switching.py")),
+                                "tests/unit/test_spark_switching.py",
+                                "tests/unit/test_settings_checks.py")),
     # Kafka: the acked-prefix tracker shared by connectors, the OffsetManager and the retry service
     "kafka": Target(("src/stormpy/connectors/offsets.py", "src/stormpy/connectors/kafka/offset_manager.py",
                      "src/stormpy/connectors/kafka/retry.py"),
