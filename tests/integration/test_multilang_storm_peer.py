@@ -55,3 +55,28 @@ def test_the_same_shell_component_emits_the_same_tuples_under_apache_storm_and_s
     assert Counter(on_stormpy) == Counter(on_storm)
     shapes = [v for stream, v in on_storm if stream == "shape"]
     assert '["café naïve über straße", 4, 5.5, ["café", "naïve"], null, true, 1]' in shapes
+
+
+def test_the_bench_row_runs_the_pystorm_split_bolt_under_apache_storm(storm_project: None,
+                                                                        tmp_path: Path) -> None:
+    """The multilang bench's Storm row (``bench/peers/storm_shell_split.py``): Storm's ShellBolt
+    runs the same pystorm split bolt command as the stormpy JSON shell row, round after round in
+    one JVM, and every word reaches the sink (no timing asserted)."""
+    from bench.multilang_bench import sentences
+    from bench.peers.storm_shell_split import StormShellSplit
+
+    from stormpy.multilang.pystorm_spec import RUNNER
+    from stormpy.multilang.shell import python_command
+
+    rows = sentences(40)
+    storm_peer.write_sentences(rows, tmp_path / "sentences.txt")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        p for p in (str(ROOT), str(ROOT / "src"), os.environ.get("PYTHONPATH")) if p)}
+    command = python_command(RUNNER, "bench.multilang_bench:PySplitBolt", "--serializer", "json")
+    with StormShellSplit(tmp_path / "sentences.txt", command, env) as storm:
+        assert storm.ready["sentences"] == 40
+        for n in (40, 25):
+            r = storm.run(n)
+            words = sum(len(s.split()) for s in rows[:n])
+            assert (r["sentences"], r["words"], r["counted"]) == (n, words, words)
+            assert r["seconds"] > 0 and r["cpu_seconds"] >= 0

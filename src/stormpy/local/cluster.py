@@ -35,6 +35,7 @@ from typing import Any
 
 from stormpy.cluster.storage import ZkStorage
 from stormpy.config import DEFAULTS, merged
+from stormpy.config.multilang import check_multilang_settings
 from stormpy.host.waiting import wait_for
 from stormpy.messaging.inproc import InprocHub
 from stormpy.nimbus.scheduler import schedule_topology
@@ -117,6 +118,7 @@ class LocalCluster:
         topology.validate()
         full = merged(self.conf, conf, {"topology.name": name})
         topology.check_conf(merged(DEFAULTS, full))
+        check_multilang_settings(full, {cid: c.config for cid, c in topology.components.items()})
         topology_id = f"{name}-{uuid.uuid4().hex[:8]}"
         state = self.state
         if workers <= 1:
@@ -277,8 +279,11 @@ class LocalCluster:
                          rounds: int = 3) -> None:
         """Wait until the named topology (default: all) has done nothing for ``rounds`` loop
         rounds, with no background job pending; a worker whose loop thread is blocked in a
-        simulated ``sleep`` counts as quiet. Raises the topology's WorkerError if it failed,
-        TimeoutError if it never goes quiet."""
+        simulated ``sleep`` counts as quiet. With several workers, once all look quiet each
+        must run ``rounds`` more rounds and still be quiet: a worker whose thread had not run
+        since a peer's last frame reached it would look quiet, and its next round reads the
+        frame. Raises the topology's WorkerError if it failed, TimeoutError if it never goes
+        quiet."""
         names = [name] if name else list(self._groups)
         if name:
             self.worker(name)
@@ -287,6 +292,8 @@ class LocalCluster:
         clock = self.clock
         sleeping = clock.is_sleeping if isinstance(clock, SimulatedClock) else None
         starts = [w.rounds for w in workers]
+        #: the rounds of each worker when all were first seen quiet (None: not yet)
+        confirm: list[int] | None = None
         deadline = time.monotonic() + timeout
         while True:
             for w in workers:
@@ -295,7 +302,15 @@ class LocalCluster:
             if all((sleeping is not None and sleeping(t)) or
                    (w.rounds >= s + rounds and w.is_quiet(rounds))
                    for w, s, t in zip(workers, starts, threads)):
-                return
+                if len(workers) == 1:
+                    return
+                if confirm is None:
+                    confirm = [w.rounds for w in workers]
+                elif all((sleeping is not None and sleeping(t)) or w.rounds >= c + rounds
+                         for w, c, t in zip(workers, confirm, threads)):
+                    return
+            else:
+                confirm = None
             if time.monotonic() > deadline:
                 raise TimeoutError(f"topologies {[w.topology_id for w in workers]} still busy after "
                                    f"{timeout}s")

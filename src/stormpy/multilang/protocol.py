@@ -19,8 +19,12 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from stormpy.config import DEFAULTS, SettingError
-from stormpy.settings import check_int, check_number
+from stormpy.config.multilang import (
+    MAX_PENDING_KEY,
+    SUBPROCESS_TIMEOUT_KEY,
+    max_pending_value,
+    subprocess_timeout_value,
+)
 from stormpy.topology.context import TopologyContext
 
 __all__ = ["BOLT_COMMANDS", "HEARTBEAT_STREAM", "LOG_LEVELS", "MAX_PENDING_KEY", "SPOUT_COMMANDS",
@@ -28,9 +32,7 @@ __all__ = ["BOLT_COMMANDS", "HEARTBEAT_STREAM", "LOG_LEVELS", "MAX_PENDING_KEY",
            "handshake", "heartbeat_period", "max_pending", "subprocess_timeout"]
 
 HEARTBEAT_STREAM = "__heartbeat"
-SUBPROCESS_TIMEOUT_KEY = "topology.subprocess.timeout.secs"
 WORKER_TIMEOUT_KEY = "supervisor.worker.timeout.secs"
-MAX_PENDING_KEY = "topology.shellbolt.max.pending"
 #: Storm's default for supervisor.worker.timeout.secs
 DEFAULT_TIMEOUT_SECS = 30.0
 
@@ -76,18 +78,14 @@ def subprocess_timeout(conf: Mapping[str, Any]) -> float:
     ``supervisor.worker.timeout.secs`` (as Storm); SettingError for a non-positive value."""
     key = SUBPROCESS_TIMEOUT_KEY if conf.get(SUBPROCESS_TIMEOUT_KEY) is not None \
         else WORKER_TIMEOUT_KEY
-    secs = check_number(key, conf.get(key, DEFAULT_TIMEOUT_SECS), 0, unit="seconds")
-    if secs <= 0:
-        raise SettingError(key, f"must be a number of seconds > 0, got {conf.get(key)!r}")
-    return secs
+    return subprocess_timeout_value(conf.get(key, DEFAULT_TIMEOUT_SECS), key)
 
 
 def max_pending(conf: Mapping[str, Any]) -> int:
     """``topology.shellbolt.max.pending``: how many tuples a shell bolt task may have queued for
     its subprocess, not yet written to its stdin (Storm's default 100 when unset or None);
     SettingError for anything but an integer >= 1."""
-    value = conf.get(MAX_PENDING_KEY)
-    return check_int(MAX_PENDING_KEY, DEFAULTS[MAX_PENDING_KEY] if value is None else value, 1)
+    return max_pending_value(conf.get(MAX_PENDING_KEY))
 
 
 def heartbeat_period(timeout: float) -> float:

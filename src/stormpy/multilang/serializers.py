@@ -18,15 +18,11 @@ from typing import Any, Protocol
 
 import msgpack
 
-from stormpy.config import SettingError
+from stormpy.config.multilang import JSON, MSGPACK, SERIALIZER_KEY, serializer_kind
 
 __all__ = ["JSON", "MSGPACK", "SERIALIZER_KEY", "Codec", "GarbageError", "JsonCodec",
            "MsgpackCodec", "codec_named", "codec_for"]
 
-#: Storm's setting naming the serializer (a Java class name on Storm: ``...JsonSerializer``).
-SERIALIZER_KEY = "topology.multilang.serializer"
-JSON = "json"
-MSGPACK = "msgpack"
 #: the longest piece of a bad message quoted in an error
 _QUOTE = 200
 
@@ -123,15 +119,9 @@ class MsgpackCodec:
 def codec_named(name: Any) -> Codec:
     """The codec a serializer setting names: ``json`` / ``msgpack`` (pystorm's names), or a class
     name as Storm's setting holds one (``org.apache.storm.multilang.JsonSerializer``, any
-    ``...MsgpackSerializer`` / ``...MessagePackSerializer``). SettingError otherwise."""
-    text = str(name or JSON).lower()
-    tail = text.rsplit(".", 1)[-1]
-    if tail in (JSON, "jsonserializer"):
-        return JsonCodec()
-    if tail in (MSGPACK, "msgpackserializer", "messagepackserializer"):
-        return MsgpackCodec()
-    raise SettingError(SERIALIZER_KEY, f"unknown multilang serializer {name!r} (json, msgpack, or "
-                       "a class name ending in JsonSerializer / MsgpackSerializer)")
+    ``...MsgpackSerializer`` / ``...MessagePackSerializer``). SettingError otherwise
+    (:func:`stormpy.config.multilang.serializer_kind`, the check made at submit too)."""
+    return JsonCodec() if serializer_kind(name) == JSON else MsgpackCodec()
 
 
 def codec_for(conf: Mapping[str, Any]) -> Codec:

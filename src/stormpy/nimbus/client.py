@@ -44,6 +44,7 @@ from types import TracebackType
 from typing import Any
 
 from stormpy.config import DEFAULTS, rpc_auth_token
+from stormpy.config.multilang import check_multilang_settings
 from stormpy.nimbus.leader_memo import remember_leader, remembered_leader
 from stormpy.rpc import RpcClient
 from stormpy.rpc.curve import server_public_key
@@ -75,6 +76,15 @@ def parse_address(address: str, default_port: int = int(DEFAULTS["nimbus.thrift.
     if not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"Nimbus address {address!r} has no valid port (expected host:port)")
     return host, int(port)
+
+
+def _component_configs(spec: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """Component id → its config, from a spec document (malformed parts left to Nimbus)."""
+    components = spec.get("components")
+    if not isinstance(components, Mapping):
+        return {}
+    return {cid: c["config"] for cid, c in components.items()
+            if isinstance(c, Mapping) and isinstance(c.get("config"), Mapping)}
 
 
 def seed_addresses(conf: Mapping[str, Any]) -> list[str]:
@@ -315,8 +325,10 @@ class NimbusClient:
                         conf: Mapping[str, Any] | None = None, *, active: bool = True) -> str:
         """Submit an uploaded bundle with its spec document; return the topology id.
         InvalidTopologyError (before any call) when the spec names a class defined inside a
-        function, which the cluster's workers could not import."""
+        function, which the cluster's workers could not import; SettingError (before any call)
+        for a bad multilang setting in ``conf`` or a component's config."""
         refuse_local_classes(spec)
+        check_multilang_settings(conf or {}, _component_configs(spec))
         result = self.call("submit_topology", name=name, bundle_key=bundle_key, spec=dict(spec),
                            conf=dict(conf or {}), initial_status="active" if active else "inactive")
         self.warnings = [str(w) for w in result.get("warnings") or []]

@@ -22,7 +22,8 @@ from typing import Any
 
 from stormpy.cluster import Assignment, ClusterState, StormBase
 from stormpy.cluster.records import encode
-from stormpy.config import DEFAULTS
+from stormpy.config import DEFAULTS, SettingError
+from stormpy.config.multilang import check_multilang_settings
 from stormpy.nimbus.store import BundleStore
 from stormpy.nimbus.uploads import StagedBundle
 from stormpy.nimbus.validation import check_topology_limits, limit
@@ -54,6 +55,10 @@ def prepare_submission(name: str, spec: TopologySpec, conf: Mapping[str, Any],
     topo_conf["topology.workers"] = int(topo_conf.get("topology.workers") or DEFAULTS["topology.workers"])
     topo_conf["topology.acker.executors"] = acker_count(topo_conf)
     check_topology_limits(name, spec, topo_conf, nimbus_conf)
+    try:
+        check_multilang_settings(topo_conf, {cid: c.config for cid, c in spec.components.items()})
+    except SettingError as exc:
+        raise TopologyRefusedError(f"topology {name!r}: {exc}") from None
     try:
         spec.check_conf({**DEFAULTS, **nimbus_conf, **topo_conf})
         layout = compute_layout(spec, topo_conf)

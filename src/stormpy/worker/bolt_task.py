@@ -130,7 +130,7 @@ class BoltTask(TaskRunner):
         """Emit ``values`` on ``stream`` anchored to ``anchors``; returns the target task ids."""
         # The checks below are repeated inline in SpoutTask.emit on purpose: this is the hottest
         # path of the runtime and a shared helper costs a Python call per tuple.
-        router = self.routers.get(stream)
+        router = self.default_router if stream is DEFAULT_STREAM else self.routers.get(stream)
         if router is None or router.direct:
             self._bad_stream(stream, False)
         if type(values) is list and len(values) == router.n_fields:

@@ -24,6 +24,7 @@ from stormpy.topology.tuple import SYSTEM_STREAM
 from stormpy.worker.bolt_task import BoltTask
 from stormpy.worker.column_path import attach as attach_columns
 from stormpy.worker.column_path import takes_columns
+from stormpy.worker.dispatch import Dispatch
 from stormpy.worker.errors import WorkerError, caused_by
 from stormpy.worker.hooks import auto_hooks
 from stormpy.worker.offloop import BackgroundPool, Post, TaskOffLoop
@@ -201,3 +202,16 @@ def _depths(spec: TopologySpec) -> dict[str, int]:
         if not changed:
             break
     return depth
+
+
+def install_local_delivery(dispatch: Dispatch, tasks: Mapping[int, TaskRunner],
+                           chaining: bool) -> None:
+    """Point ``dispatch``'s delivery tables at ``tasks`` (this worker's): each task's queue
+    (``append``; ``extend`` for ``emit_many``'s lists), or, with ``chaining``, a user bolt's
+    ``BoltTask.take`` when it runs one tuple at a time (chaining, ``bolt_task.py``)."""
+    for t, runner in tasks.items():
+        if chaining and isinstance(runner, BoltTask) and runner.chainable():
+            dispatch.deliver[t] = runner.take
+        else:
+            dispatch.deliver[t] = runner.queue.append
+        dispatch.deliver_many[t] = runner.queue.extend

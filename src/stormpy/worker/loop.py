@@ -1,18 +1,12 @@
-"""Worker: the tasks of one worker driven by a single executor loop.
-
-One loop per worker (docs/architecture.md, "The worker and its executor loop"): drain inbound
-frames into task queues, run each task's queued tuples, fire timers (ticks, message timeouts),
-let spouts emit when the topology is active and nothing downstream is full, flush outbound
-batches, and wait briefly when there was no work.
-Same-worker delivery appends the Tuple object to the target task's queue (no serialisation);
-tuples for tasks in other workers go through the transfer (``transfer.py``).
-Local mode is a Worker that holds every task, so it runs exactly this code.
-
-The parts (Storm's executor / transfer / timers split): ``factory.py`` builds the task runners
-from the layout, ``bolt_task.py`` and ``spout_task.py`` run them (typed against ``WorkerView``,
-which ``Worker`` implements), ``dispatch.py`` holds the delivery table and the round's acks,
-``transfer.py`` the outbound batches and backpressure, ``task_timers.py`` the tasks' timers,
-``offloop.py`` the background pool and the hand-back of work to this loop.
+"""Worker: the tasks of one worker driven by a single executor loop (docs/architecture.md, "The
+worker and its executor loop"): drain inbound frames into task queues, fire timers, run each
+task's queued tuples, let spouts emit when the topology is active and nothing downstream is
+full, flush outbound batches, wait briefly when there was no work. A tuple for a task of this
+worker is handed over as the object (its queue, or its ``execute`` at once: chaining,
+``bolt_task.py``); one for another worker goes through the transfer (``transfer.py``). Local mode
+is a Worker holding every task. ``factory.py`` builds the task runners, ``bolt_task.py`` and
+``spout_task.py`` run them (typed against ``WorkerView``, which ``Worker`` implements),
+``dispatch.py`` holds the delivery table and the round's acks, ``task_timers.py`` the timers.
 """
 
 from __future__ import annotations
@@ -21,7 +15,6 @@ import gc
 import logging
 import socket
 import threading
-import traceback
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -36,8 +29,15 @@ from stormpy.topology.tuple import SYSTEM_COMPONENT, SYSTEM_STREAM
 from stormpy.worker import hooks as task_hooks
 from stormpy.worker.bolt_task import BoltTask
 from stormpy.worker.dispatch import Dispatch
-from stormpy.worker.errors import WorkerError, caused_by
-from stormpy.worker.factory import Observer, OnError, TaskFactory, WorkerConfig, execution_order
+from stormpy.worker.errors import WorkerError
+from stormpy.worker.factory import (
+    Observer,
+    OnError,
+    TaskFactory,
+    WorkerConfig,
+    execution_order,
+    install_local_delivery,
+)
 from stormpy.worker.inbound import Inbound, accepts
 from stormpy.worker.offloop import BackgroundPool
 from stormpy.worker.spout_task import SpoutTask
@@ -46,6 +46,7 @@ from stormpy.worker.task_errors import TaskErrors
 from stormpy.worker.task_timers import TaskTimers
 from stormpy.worker.tasks import TaskRunner
 from stormpy.worker.transfer import Transfer
+from stormpy.worker.worker_stats import spout_pending, task_docs
 
 log = logging.getLogger("stormpy.worker")
 
@@ -107,18 +108,11 @@ class Worker:
         self.tasks: dict[int, TaskRunner] = TaskFactory(
             config, self.conf, self.layout, self.local_tasks, self, self._background,
             self.call_soon_threadsafe, self.state, debug=observer is not None).build()
-        deliver = self.dispatch.deliver
-        deliver_many = self.dispatch.deliver_many
         #: the first error of a chained execute (``chain_failed``), raised at the latest when
         #: the round ends
         self._chain_failure: WorkerError | None = None
-        chaining = bool(self.conf.get("topology.worker.chaining", True))
-        for t, runner in self.tasks.items():
-            if chaining and isinstance(runner, BoltTask) and runner.chainable():
-                deliver[t] = runner.take  # chaining (bolt_task.py)
-            else:
-                deliver[t] = runner.queue.append
-            deliver_many[t] = runner.queue.extend
+        install_local_delivery(self.dispatch, self.tasks,
+                               bool(self.conf.get("topology.worker.chaining", True)))
         deliver_batch = self.dispatch.deliver_batch  # columnar bolts' tasks (column_path.py)
         self._inbound = Inbound(accepts(self.spec, self.layout, self.local_tasks),
                                 {t: r.queue.append for t, r in self.tasks.items()},
@@ -195,15 +189,7 @@ class Worker:
 
     def task_stats(self) -> list[dict[str, Any]]:
         """Each task's counters, plus ``metrics`` (``context.register_metric``) where it has any."""
-        docs = [r.stats.to_doc() for r in self._runners]
-        full = self._transfer.queue_full
-        rows = self.dispatch.queued_rows  # a queued batch counts its tuples
-        for i, (doc, r) in enumerate(zip(docs, self._runners)):
-            doc["receive_queue"] = len(r.queue) + rows[r.task_id]
-            doc["receive_queue_full"] = full[i]
-            if r.context.has_metrics:
-                doc["metrics"] = r.context.metric_values()
-        return docs
+        return task_docs(self._runners, self._transfer.queue_full, self.dispatch.queued_rows)
 
     @property
     def rejected(self) -> dict[str, int]:
@@ -222,10 +208,7 @@ class Worker:
     def spout_pending(self) -> dict[str, int]:
         """Per spout component (system spouts included), the tuple trees its local tasks wait on
         (emitted with a message id, neither acked nor failed yet; a plain read, any thread)."""
-        pending: dict[str, int] = {}
-        for r in self._spouts:
-            pending[r.component_id] = pending.get(r.component_id, 0) + r.n_pending
-        return pending
+        return spout_pending(self._spouts)
 
     # -- the loop ------------------------------------------------------------------------------
     def tune_gc(self) -> None:
@@ -273,21 +256,13 @@ class Worker:
         to raise. The first one is kept: the loop raises it when the round ends even if an
         emitter's code caught it."""
         if self._chain_failure is None:
-            text = "".join(traceback.format_exception(exc)).rstrip()
-            self.record_error(component, task, text, force=True)
-            failure = WorkerError(component, task, f"component {component!r} task {task} "
-                                  f"raised {type(exc).__name__}: {exc}")
-            caused_by(failure, exc)
-            self._chain_failure = failure
+            self._chain_failure = self.task_errors.fatal(component, task, exc)
         return self._chain_failure
 
     def _fail(self, component: str, task: int, exc: BaseException) -> None:
         if self._chain_failure is not None:  # a chained execute failed: that is the error
             raise self._chain_failure
-        text = "".join(traceback.format_exception(exc)).rstrip()
-        self.record_error(component, task, text, force=True)
-        raise caused_by(WorkerError(component, task, f"component {component!r} task {task} "
-                                    f"raised {type(exc).__name__}: {exc}"), exc)
+        raise self.task_errors.fatal(component, task, exc)
 
     def run_once(self) -> int:
         """One loop round; returns how much work it did (0 = idle)."""
@@ -397,12 +372,9 @@ class Worker:
             self.failure = exc
             raise
         except Exception as exc:  # the runtime itself (flush, frames, timers): stop, say why
-            text = "".join(traceback.format_exception(exc)).rstrip()
-            self.record_error(SYSTEM_COMPONENT, -1, text, force=True)
-            self.failure = WorkerError(SYSTEM_COMPONENT, -1,
-                                       f"worker of {self.topology_id} failed: "
-                                       f"{type(exc).__name__}: {exc}")
-            raise caused_by(self.failure, exc)  # noqa: B904
+            self.failure = self.task_errors.fatal(SYSTEM_COMPONENT, -1, exc,
+                                                  f"worker of {self.topology_id} failed")
+            raise self.failure  # noqa: B904 - its cause is set
         finally:
             self._close()
 

@@ -90,7 +90,7 @@ class SpoutTask(TaskRunner):
     # -- collector -------------------------------------------------------------------------
     def emit(self, values: Any, msg_id: Any = None, stream: Any = DEFAULT_STREAM) -> list[int]:
         """Emit ``values``; with a ``msg_id`` the tuple tree is tracked and ack/fail follow."""
-        router = self.routers.get(stream)
+        router = self.default_router if stream is DEFAULT_STREAM else self.routers.get(stream)
         if router is None or router.direct:
             self._bad_stream(stream, False)
         if type(values) is list and len(values) == router.n_fields:

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import logging
 import time
+import traceback
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from stormpy.worker.errors import WorkerError, caused_by
 from stormpy.worker.factory import OnError
 
 __all__ = ["MAX_ERRORS_KEPT", "TaskErrors"]
@@ -62,6 +64,18 @@ class TaskErrors:
                 self._on_error(component, task, text)
             except Exception:  # noqa: BLE001 - reporting must never kill the loop
                 log.exception("could not report error of %s", component)
+
+    def fatal(self, component: str, task: int, exc: BaseException,
+              what: str | None = None) -> WorkerError:
+        """Record ``exc`` (its traceback; forced: never throttled) as the error of
+        ``component``'s ``task`` that stops the worker, and return the ``WorkerError`` to raise,
+        ``exc`` its cause. Its message: ``what`` failed (by default: the component's task
+        raised), then the exception's type and text."""
+        self.record(component, task, "".join(traceback.format_exception(exc)).rstrip(), True)
+        head = f"{what}:" if what else f"component {component!r} task {task} raised"
+        failure = WorkerError(component, task, f"{head} {type(exc).__name__}: {exc}")
+        caused_by(failure, exc)
+        return failure
 
     def _throttled(self, task: int, now: float) -> bool:
         window = self._windows.get(task)

@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 from stormpy.config import message_timeout_secs
 from stormpy.topology.context import TopologyContext
-from stormpy.topology.tuple import Tuple
+from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
 from stormpy.worker.emit_checks import bad_stream, check_emit
 from stormpy.worker.routing import StreamRouter
 from stormpy.worker.sampling import LatencySampler
@@ -52,6 +52,9 @@ class TaskRunner:
         self.component_id = context.component_id
         self.instance: Any = instance
         self.routers = routers
+        #: the default stream's router (None: not declared), read without a dict lookup by
+        #: the emits on the default stream
+        self.default_router: StreamRouter | None = routers.get(DEFAULT_STREAM)
         self.conf = conf
         self.queue: deque[Tuple] = deque()
         self.stats = TaskStats(self.component_id, self.task_id)

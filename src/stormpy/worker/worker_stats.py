@@ -1,0 +1,35 @@
+"""What a worker reports about its tasks (``Worker.task_stats``, ``Worker.spout_pending``):
+plain reads of the task runners' counters, safe from any thread."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from stormpy.worker.spout_task import SpoutTask
+from stormpy.worker.tasks import TaskRunner
+
+__all__ = ["spout_pending", "task_docs"]
+
+
+def task_docs(runners: Sequence[TaskRunner], queue_full: Sequence[int],
+              queued_rows: Sequence[int]) -> list[dict[str, Any]]:
+    """Each task's counters (``TaskStats.to_doc``) with its receive queue (tuples: a queued
+    batch counts its rows, ``queued_rows``) and whether it is full (``queue_full``, in the order
+    of ``runners``), plus ``metrics`` (``context.register_metric``) where it has any."""
+    docs = [r.stats.to_doc() for r in runners]
+    for i, (doc, r) in enumerate(zip(docs, runners)):
+        doc["receive_queue"] = len(r.queue) + queued_rows[r.task_id]
+        doc["receive_queue_full"] = queue_full[i]
+        if r.context.has_metrics:
+            doc["metrics"] = r.context.metric_values()
+    return docs
+
+
+def spout_pending(spouts: Sequence[SpoutTask]) -> dict[str, int]:
+    """Per spout component, the tuple trees its tasks among ``spouts`` wait on (emitted with a
+    message id, neither acked nor failed yet)."""
+    pending: dict[str, int] = {}
+    for r in spouts:
+        pending[r.component_id] = pending.get(r.component_id, 0) + r.n_pending
+    return pending
