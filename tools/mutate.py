@@ -157,8 +157,8 @@ TARGETS: dict[str, Target] = {
     # (state/zookeeper.py) needs a real ZooKeeper and is left to the integration tests
     "state-layer": Target(tuple(f"src/stormpy/state/{part}.py"
                                 for part in ("base", "memory", "sqlite", "settings", "provider")),
-                          tests=("tests/unit/test_state_layer.py", "tests/unit/test_state_store.py",
-                                 "tests/unit/test_local_state.py", "tests/unit/test_sqlite_store_open.py")),
+                          tests=("tests/unit/test_state*.py", "tests/unit/test_local_state.py",
+                                 "tests/unit/test_sqlite_store_open.py")),
 }
 #: what ``make mutate`` runs when no target is named
 CORE = ("acker", "nimbus", "batching", "spark-bolt", "worker")
