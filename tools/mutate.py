@@ -120,18 +120,22 @@ TARGETS: dict[str, Target] = {
                           "src/stormpy/connectors/spark/switching.py"),
                          tests=("tests/unit/test_spark_bolt_logic.py",
                                 "tests/unit/test_spark_ahead.py",
-                                "tests/unit/test_spark_switching.py")),
+                                "tests/unit/test_spark_switching.py",
+                                "tests/unit/test_settings_checks.py")),
     # Kafka: the acked-prefix tracker shared by connectors, the OffsetManager and the retry service
     "kafka": Target(("src/stormpy/connectors/offsets.py", "src/stormpy/connectors/kafka/offset_manager.py",
                      "src/stormpy/connectors/kafka/retry.py"),
                     tests=("tests/unit/test_kafka_*.py",)),
-    # Kinesis: the InflightRecordTracker, the shard state (assignment, resharding order,
-    # checkpoint writes) and the buffered GetRecords reader; the ZooKeeper checkpoint store, the
-    # boto3 client wrapper and the spout shell are covered by the integration tests (kinesalite)
-    "kinesis": Target(tuple(f"src/stormpy/connectors/kinesis/{part}.py"
-                            for part in ("tracker", "state", "getter")),
+    # Kinesis: the InflightRecordTracker, the shards (assignment by the connectors' shared
+    # round-robin share, a shard's checkpoint), the state manager (resharding order, checkpoint
+    # writes) and the buffered GetRecords reader; the checkpoint store, the boto3 client wrapper
+    # and the spout shell are covered by the integration tests (kinesalite)
+    "kinesis": Target((*(f"src/stormpy/connectors/kinesis/{part}.py"
+                         for part in ("tracker", "shards", "state", "getter")),
+                       "src/stormpy/connectors/partitions.py"),
                       tests=("tests/unit/test_kinesis_parts.py", "tests/unit/test_kinesis_tracker*.py",
-                             "tests/unit/test_kinesis_getter*.py", "tests/unit/test_kinesis_shard*.py")),
+                             "tests/unit/test_kinesis_getter*.py", "tests/unit/test_kinesis_shard*.py",
+                             "tests/unit/test_connector_partitions.py")),
     # transactional topologies: the coordinator spout, the coordinated (batch/committer) bolt with
     # its per-batch tracking and counting collector (batch_track.py) and the exactly-once values
     # committers apply; the ZooKeeper store and the builder's wiring
@@ -147,6 +151,14 @@ TARGETS: dict[str, Target] = {
     "state": Target(tuple(f"src/stormpy/state/{part}.py" for part in ("checkpoint", "bolt", "kv", "wiring")),
                     tests=("tests/unit/test_state.py", "tests/unit/test_state_*.py",
                            "tests/unit/test_transactional_state.py")),
+    # the state layer under them all (stateful bolts, transactional topologies, Kinesis
+    # checkpoints, context.state_store): the store contract's shared parts, the memory and SQLite
+    # backends, the settings and the provider that opens a task's store; the ZooKeeper backend
+    # (state/zookeeper.py) needs a real ZooKeeper and is left to the integration tests
+    "state-layer": Target(tuple(f"src/stormpy/state/{part}.py"
+                                for part in ("base", "memory", "sqlite", "settings", "provider")),
+                          tests=("tests/unit/test_state*.py", "tests/unit/test_local_state.py",
+                                 "tests/unit/test_sqlite_store_open.py")),
 }
 #: what ``make mutate`` runs when no target is named
 CORE = ("acker", "nimbus", "batching", "spark-bolt", "worker")

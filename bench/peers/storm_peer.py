@@ -18,9 +18,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Self
 
 PROJECT = Path(__file__).resolve().parent / "storm"
 TARGET = PROJECT / "target"
@@ -88,20 +88,23 @@ def write_sentences(lines: Sequence[str], path: Path) -> None:
     path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
 
 
-class StormPeer:
-    """One JVM running Storm's LocalCluster over the sentences of ``sentences_file``; the
-    ShellBolt runs ``python`` (default: this interpreter). Use as a context manager."""
+class JvmRounds:
+    """One JVM running a main class of the Maven project (``main`` with ``args``) that answers
+    each command line on its stdin with one JSON line (its first line, ``ready``, when it has
+    started); its stderr goes to a temporary log. Use as a context manager: ``close`` sends
+    ``quit`` and kills it if it does not exit."""
 
-    def __init__(self, sentences_file: Path, python: str = sys.executable,
-                 jvm_opts: Sequence[str] = JVM_OPTS) -> None:
+    def __init__(self, main: str, args: Sequence[str], *, log_prefix: str,
+                 jvm_opts: Sequence[str] = JVM_OPTS,
+                 env: Mapping[str, str] | None = None) -> None:
         classpath = f"{JAR}{os.pathsep}{CLASSPATH.read_text().strip()}"
-        log_fd, log_name = tempfile.mkstemp(prefix="stormpy-storm-peer-", suffix=".log")
+        log_fd, log_name = tempfile.mkstemp(prefix=log_prefix, suffix=".log")
         self.log_path = Path(log_name)  # the JVM's stderr (Storm's warnings and errors)
         try:
             self.proc = subprocess.Popen(
-                ["java", *jvm_opts, "-cp", classpath, MAIN, str(sentences_file), python],
+                ["java", *jvm_opts, "-cp", classpath, main, *args],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log_fd, text=True,
-                cwd=TARGET)
+                cwd=TARGET, env=dict(env) if env is not None else None)
         finally:
             os.close(log_fd)
         try:
@@ -109,6 +112,15 @@ class StormPeer:
         except BaseException:
             self.close()
             raise
+
+    def command(self, line: str) -> dict[str, Any]:
+        """Send one command line; its JSON answer (RuntimeError when the JVM reports an error or
+        exits, with its log's tail)."""
+        stdin = self.proc.stdin
+        assert stdin is not None
+        stdin.write(f"{line}\n")
+        stdin.flush()
+        return self._answer()
 
     def _answer(self) -> dict[str, Any]:
         out: IO[str] | None = self.proc.stdout
@@ -125,19 +137,6 @@ class StormPeer:
     def log_tail(self, chars: int = 3000) -> str:
         return self.log_path.read_text(errors="replace")[-chars:]
 
-    def run(self, workload: str, acking: bool, split: str, sentences: int) -> dict[str, Any]:
-        """One round on the first ``sentences`` sentences: ``seconds`` from the first emit to
-        the last word counted (and acked), the JVM's RSS and peak RSS (``jvm_rss_kb``,
-        ``jvm_hwm_kb``) and the ShellBolt's Python process's peak RSS (``python_hwm_kb``)."""
-        if workload not in ("final", "running") or split not in ("java", "python"):
-            raise ValueError(f"workload {workload!r} (final or running), split {split!r} "
-                             "(java or python)")
-        stdin = self.proc.stdin
-        assert stdin is not None
-        stdin.write(f"run {workload} {'on' if acking else 'off'} {split} {sentences}\n")
-        stdin.flush()
-        return self._answer()
-
     def close(self) -> None:
         try:
             if self.proc.poll() is None and self.proc.stdin is not None:
@@ -152,8 +151,27 @@ class StormPeer:
                 self.proc.wait()
             self.log_path.unlink(missing_ok=True)
 
-    def __enter__(self) -> StormPeer:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class StormPeer(JvmRounds):
+    """One JVM running Storm's LocalCluster over the sentences of ``sentences_file``; the
+    ShellBolt runs ``python`` (default: this interpreter). Use as a context manager."""
+
+    def __init__(self, sentences_file: Path, python: str = sys.executable,
+                 jvm_opts: Sequence[str] = JVM_OPTS) -> None:
+        super().__init__(MAIN, [str(sentences_file), python], log_prefix="stormpy-storm-peer-",
+                         jvm_opts=jvm_opts)
+
+    def run(self, workload: str, acking: bool, split: str, sentences: int) -> dict[str, Any]:
+        """One round on the first ``sentences`` sentences: ``seconds`` from the first emit to
+        the last word counted (and acked), the JVM's RSS and peak RSS (``jvm_rss_kb``,
+        ``jvm_hwm_kb``) and the ShellBolt's Python process's peak RSS (``python_hwm_kb``)."""
+        if workload not in ("final", "running") or split not in ("java", "python"):
+            raise ValueError(f"workload {workload!r} (final or running), split {split!r} "
+                             "(java or python)")
+        return self.command(f"run {workload} {'on' if acking else 'off'} {split} {sentences}")

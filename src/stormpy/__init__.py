@@ -4,8 +4,7 @@ The package re-exports the public topology API and nothing else; the runtime, da
 connectors live in subpackages.
 """
 
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as _distribution_version
+from typing import Any
 
 from stormpy import _native  # noqa: F401 - first: picks compiled or source tuple-path modules
 from stormpy.topology import (
@@ -30,11 +29,21 @@ from stormpy.topology import (
     Tuple,
 )
 
-#: the installed distribution's version (written once, in pyproject.toml)
-try:
-    __version__ = _distribution_version("stormpy-runtime")
-except PackageNotFoundError:  # sources never installed (a bare checkout on sys.path)
-    __version__ = "0+unknown"
+
+def __getattr__(name: str) -> Any:
+    """``stormpy.__version__``: the installed distribution's version (written once, in
+    pyproject.toml), read on first use: ``importlib.metadata`` costs every worker process ~4 MB
+    and ~0.1 s to import, and only the CLI and users ask for the version."""
+    if name != "__version__":
+        raise AttributeError(f"module 'stormpy' has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("stormpy-runtime")
+    except PackageNotFoundError:  # sources never installed (a bare checkout on sys.path)
+        found = "0+unknown"
+    globals()["__version__"] = found
+    return found
 
 __all__ = [
     "BasicBolt", "Bolt", "BoltDeclarer", "ColumnBatch", "Component", "ComponentDeclarer",

@@ -156,10 +156,10 @@ def test_a_shell_bolt_subclass_declares_as_on_storm() -> None:
     ({"args": ("a",), "serializer": "xml"}, SettingError, "unknown multilang serializer"),
 ])
 def test_bad_shell_arguments_are_refused(kwargs: dict[str, Any], error: type, text: str) -> None:
-    rest = dict(kwargs)  # the parameter's dict is shared by every run of the test
-    args = rest.pop("args")
+    kwargs = dict(kwargs)  # a copy: the parameter's dict is shared by every run of the test
+    args = kwargs.pop("args")
     with pytest.raises(error, match=text):
-        ShellBolt(*args, **rest)
+        ShellBolt(*args, **kwargs)
 
 
 def test_the_working_directory_stays_inside_the_code_dir(tmp_path: Path) -> None:

@@ -107,21 +107,27 @@ def test_bad_values_of_each_settings_class_name_the_setting(build: Any, setting:
     assert err.value.setting == setting and str(err.value).startswith(f"{setting}: ")
 
 
-@pytest.mark.parametrize(("read", "key", "value"), [
-    (batch_timeout_secs, "spark.stormpy.batch.timeout.secs", -5),
-    (probe_secs, "spark.stormpy.master.probe.secs", "soon"),
-    (switch_interval_secs, "spark.stormpy.switch.interval.secs", True),
+@pytest.mark.parametrize(("read", "key", "value", "problem"), [
+    (batch_timeout_secs, "spark.stormpy.batch.timeout.secs", -5,
+     "must be a number of seconds >= 0 or None, got -5"),
+    (probe_secs, "spark.stormpy.master.probe.secs", "soon",
+     "must be a number of seconds >= 0, got 'soon'"),
+    (probe_secs, "spark.stormpy.master.probe.secs", -1, "must be a number of seconds >= 0, got -1"),
+    (switch_interval_secs, "spark.stormpy.switch.interval.secs", True,
+     "must be a number of seconds >= 0 or None, got True"),
 ])
-def test_spark_settings_readers_name_the_key(read: Any, key: str, value: Any) -> None:
+def test_spark_settings_readers_name_the_key(read: Any, key: str, value: Any, problem: str) -> None:
     with pytest.raises(SettingError) as err:
         read({key: value})
-    assert err.value.setting == key
+    assert (err.value.setting, err.value.problem) == (key, problem)
 
 
 def test_spark_settings_readers_give_the_value_in_force() -> None:
     assert batch_timeout_secs({}) == 300.0
     assert batch_timeout_secs({"spark.stormpy.batch.timeout.secs": 0}) is None
     assert probe_secs(None) == 5.0 and probe_secs({"spark.stormpy.master.probe.secs": 2}) == 2.0
+    probe = "spark.stormpy.master.probe.secs"
+    assert [probe_secs({probe: v}) for v in (0, None, 1, 0.5)] == [5.0, 5.0, 1.0, 0.5]  # 0: default
     assert switch_interval_secs({"spark.stormpy.switch.interval.secs": None}) is None
 
 

@@ -774,8 +774,9 @@ def test_without_warm_up_no_session_is_started_at_prepare(monkeypatch: pytest.Mo
 @pytest.mark.parametrize("tick", [0, None, -1, "often"])
 def test_prepare_requires_ticks(monkeypatch: pytest.MonkeyPatch, tick: Any) -> None:
     with pytest.raises(SettingError, match=r"^topology.tick.tuple.freq.secs: Counting \(spark\) "
-                                           r"closes batches on tick tuples: set "):
+                                           r"closes batches on tick tuples: set ") as err:
         Harness(monkeypatch, conf={"topology.tick.tuple.freq.secs": tick})
+    assert str(err.value).endswith(f"in its config, got {tick!r}")  # the value it was given
 
 
 def test_a_tick_longer_than_batch_seconds_is_warned_about(monkeypatch: pytest.MonkeyPatch,
@@ -813,6 +814,7 @@ def test_declare_config_ticks_often_enough_for_the_limits() -> None:
     ({"batch_seconds": 0}, "batch_seconds", "must be positive, got 0"),
     ({"batch_seconds": "2"}, "batch_seconds", "must be a number of seconds, got '2'"),
     ({"idle_seconds": 0}, "idle_seconds", "must be positive or None, got 0"),
+    ({"idle_seconds": "1"}, "idle_seconds", "must be a number of seconds, got '1'"),
     ({"schema": 3}, "schema", "must be a Spark DDL string or None, got 3"),
 ])
 def test_bad_constructor_arguments_name_the_setting(kwargs: dict[str, Any], setting: str,

@@ -20,12 +20,13 @@ from stormpy.topology.grouping import DIRECT, SHUFFLE, Grouping
 from stormpy.topology.imports import class_path
 from stormpy.topology.layout import Executor, TaskLayout
 from stormpy.topology.spec import BOLT, ComponentSpec, InputSpec, TopologySpec
-from stormpy.topology.state import StateUnavailableError
+from stormpy.topology.state import TRANSACTIONAL, StateUnavailableError
 from stormpy.topology.streams import Stream
 from stormpy.topology.tuple import SYSTEM_COMPONENT, TICK_STREAM
 from stormpy.transactional import BatchBolt, TransactionAttempt
 from stormpy.transactional.coordinated import CoordinatedBolt
 from stormpy.transactional.coordinator import CURRENT_KEY
+from stormpy.transactional.store import OWNER
 from stormpy.transactional.streams import COMMIT_STREAM, COORD_STREAM, TICK_SECS
 
 EVENTS: list[Any] = []
@@ -319,7 +320,8 @@ def test_a_committer_skips_a_commit_the_store_has_committed_past() -> None:
     elsewhere) completes without the wrapped committer: applying it again would count its batch
     twice. A commit at the store's next txid is applied."""
     bolt, col = build(committer=True)
-    bolt.store().put(CURRENT_KEY, 3)  # 1 and 2 committed
+    # 1 and 2 committed, in the store the coordinator of the same transactional id writes
+    bolt.context.state_backend.named_store(TRANSACTIONAL, OWNER, "tx-unit").put(CURRENT_KEY, 3)
     for txid in (2, 3):
         for task in (1, 2):
             bolt.execute(report(txid, 1 if task == 1 else 0, task))
@@ -344,6 +346,7 @@ def test_a_committer_fails_a_commit_while_the_store_cannot_be_read() -> None:
     bolt.execute(c)
     assert col.failed == [c] and c not in col.acked
     assert [e for e in col.emitted if e.stream == "grand"] == []
+    assert col.errors == []  # a store that cannot be read fails the commit; it is no error
 
 
 def test_a_basic_bolt_counts_its_emits_per_batch_and_emits_only_while_processing() -> None:

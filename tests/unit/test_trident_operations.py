@@ -85,7 +85,7 @@ def build() -> TridentTopology:
 
 @pytest.fixture(scope="module")
 def ran() -> Iterator[None]:
-    forget()
+    forget(P)
     with LocalCluster() as cluster:
         cluster.submit_topology("ops", {"topology.max.spout.pending": 1}, build().build())
         cluster.wait_for(lambda: len(seen(P + "chained")) == 3 and len(seen(P + "join")) == 12

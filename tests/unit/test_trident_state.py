@@ -6,6 +6,7 @@ twice for non-transactional state."""
 from __future__ import annotations
 
 import os
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -39,8 +40,8 @@ pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture(autouse=True)
-def _fresh_sinks() -> None:
-    forget()
+def _fresh_records() -> None:
+    forget()  # what an earlier session in this process recorded under the same names
 
 
 def memory_state(kind: str) -> MapState:
@@ -156,7 +157,7 @@ def test_partition_persist_and_tuple_collection_get() -> None:
     state = t.new_stream("kv", FixedBatchSpout(["k", "v"], 2, rows)) \
         .partition_persist(StateFactory.memory("kv"), ["k", "v"], MapPutUpdater(), ["k", "v"])
     state.new_values_stream().peek(Collect("kv-new"))
-    queries = FeederBatchSpout("kv-queries", ["q"])
+    queries = FeederBatchSpout(f"kv-queries-{uuid.uuid4().hex}", ["q"])  # feeds are process-wide
     t.new_stream("kv-query", queries) \
         .state_query(state, [], TupleCollectionGet(), ["k", "v"]).peek(Collect("kv-all"))
     with LocalCluster() as cluster:

@@ -37,8 +37,8 @@ CONF = {"topology.max.spout.pending": 1}
 
 
 @pytest.fixture(autouse=True)
-def _fresh_sinks() -> None:
-    forget()
+def _fresh_records() -> None:
+    forget()  # what an earlier session in this process recorded under the same names
 
 
 def test_word_count_with_persistent_aggregate_and_new_values() -> None:
@@ -73,8 +73,7 @@ def test_word_count_queried_through_state_query() -> None:
         .persistent_aggregate(StateFactory.memory("wc2-counts"), Count(), ["count"]) \
         .parallelism_hint(2)
     counts.new_values_stream().peek(Collect("wc2-new"))
-    # a feed's batches stay in the process under its name: a fresh name per run
-    queries = FeederBatchSpout(f"wc2-queries-{uuid.uuid4().hex}", ["args"])
+    queries = FeederBatchSpout(f"wc2-queries-{uuid.uuid4().hex}", ["args"])  # feeds are process-wide
     topology.new_stream("wc2-query", queries) \
         .each(["args"], Split(), ["word"]).group_by(["word"]) \
         .aggregate(Count(), ["n"]) \

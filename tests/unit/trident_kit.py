@@ -28,18 +28,19 @@ SEEN: dict[str, list[list[Any]]] = defaultdict(list)
 FAILS: dict[str, int] = defaultdict(int)
 
 
-def forget() -> None:
-    """Empty the sinks and failure counts: a test that runs again in the same process (mutation
-    testing runs the tests once per mutant in a process that already ran them) starts afresh."""
-    with _lock:
-        SEEN.clear()
-        FAILS.clear()
-    CALLS.clear()
-
-
 def seen(name: str) -> list[list[Any]]:
     with _lock:
         return [list(v) for v in SEEN[name]]
+
+
+def forget(prefix: str = "") -> None:
+    """Drop what the sinks, counters and failure injectors named ``prefix...`` recorded (all of
+    it by default), so a test that runs its topology again in the same process (a second test
+    session, as mutmut's clean run after its stats run) starts from nothing."""
+    with _lock:
+        for record in (SEEN, FAILS, CALLS):
+            for name in [n for n in record if n.startswith(prefix)]:
+                del record[name]
 
 
 class Collect(Consumer):

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import zmq
-from zmq.auth.thread import ThreadAuthenticator
 from zmq.utils import z85
 
 from stormpy.config import SettingError
@@ -141,6 +140,10 @@ class CurveGate:
     context ends. One gate per context (ZAP is bound once per context)."""
 
     def __init__(self, context: zmq.Context[Any], allowed: frozenset[bytes]) -> None:
+        # imported here: pyzmq's authenticator pulls in asyncio, which a worker without CURVE
+        # never needs (memory and start-up of every worker process)
+        from zmq.auth.thread import ThreadAuthenticator
+
         self._auth = ThreadAuthenticator(context)
         self._auth.start()
         self._auth.configure_curve_callback(ZAP_DOMAIN, credentials_provider=_AllowedKeys(allowed))
