@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tx_memory import CONTEXT, NamedMemoryStore
+from tx_coordinator_kit import EmitRecorder
+from tx_memory import NamedMemoryStore
 
 from stormpy.topology.imports import class_path
 from stormpy.transactional import MemoryTransactionalSpout, TransactionAttempt
@@ -17,25 +18,15 @@ from stormpy.transactional.streams import BATCH_STREAM, COMMIT_STREAM
 DATA = [[[i] for i in range(20)], [[i] for i in range(20)]]
 
 
-class Harness:
+class Harness(EmitRecorder):
     """A coordinator with its emits recorded."""
 
     def __init__(self, tx_id: str, pending: int = 3, conf: dict[str, Any] | None = None) -> None:
-        self.spout = CoordinatorSpout(tx_id, class_path(MemoryTransactionalSpout),
-                                      {"data_by_partition": DATA, "fields": ["n"],
-                                       "take_per_batch": 2})
-        self.emitted: list[tuple[str, list[Any], Any]] = []
-        self.spout.emit = self._emit  # type: ignore[method-assign]
-        self.spout.open({"topology.max.spout.pending": pending, "transactional.store": "memory",
-                         **(conf or {})}, CONTEXT)  # type: ignore[arg-type]
-
-    def _emit(self, values: list[Any], msg_id: Any = None, stream: str = "default") -> list[int]:
-        self.emitted.append((stream, values, msg_id))
-        return []
-
-    def take(self) -> list[tuple[str, list[Any], Any]]:
-        out, self.emitted = self.emitted, []
-        return out
+        super().__init__(CoordinatorSpout(tx_id, class_path(MemoryTransactionalSpout),
+                                          {"data_by_partition": DATA, "fields": ["n"],
+                                           "take_per_batch": 2}),
+                         {"topology.max.spout.pending": pending, "transactional.store": "memory",
+                          **(conf or {})})
 
     def batches(self) -> dict[int, tuple[TransactionAttempt, Any]]:
         return {m.transaction_id: (m, v[1]) for s, v, m in self.take() if s == BATCH_STREAM}

@@ -110,14 +110,14 @@ def reset(monkeypatch: pytest.MonkeyPatch) -> None:
     NamedMemoryStore.forget(TX)
     monkeypatch.setattr("stormpy.transactional.coordinator.open_store", open_store)
 
-class Harness:
-    def __init__(self, conf: dict[str, Any] | None = None, spout: type = Counting) -> None:
-        self.spout = CoordinatorSpout(TX, class_path(spout), {})
+class EmitRecorder:
+    """A coordinator spout opened with ``conf`` and its emits recorded (``take``)."""
+
+    def __init__(self, spout: CoordinatorSpout, conf: dict[str, Any]) -> None:
+        self.spout = spout
         self.emitted: list[tuple[str, list[Any], Any]] = []
         self.spout.emit = self._emit  # type: ignore[method-assign]
-        self.spout.open({"transactional.store": "memory", **(conf or {})}, CONTEXT)
-        if ASKED and ASKED[0][0] == "get_coordinator":
-            assert ASKED.pop(0) == ("get_coordinator", "memory", CONTEXT)
+        self.spout.open(conf, CONTEXT)  # type: ignore[arg-type]
 
     def _emit(self, values: list[Any], msg_id: Any = None, stream: str = "default") -> list[int]:
         self.emitted.append((stream, values, msg_id))
@@ -126,6 +126,14 @@ class Harness:
     def take(self) -> list[tuple[str, list[Any], Any]]:
         out, self.emitted = self.emitted, []
         return out
+
+
+class Harness(EmitRecorder):
+    def __init__(self, conf: dict[str, Any] | None = None, spout: type = Counting) -> None:
+        super().__init__(CoordinatorSpout(TX, class_path(spout), {}),
+                         {"transactional.store": "memory", **(conf or {})})
+        if ASKED and ASKED[0][0] == "get_coordinator":
+            assert ASKED.pop(0) == ("get_coordinator", "memory", CONTEXT)
 
     def batches(self) -> dict[int, tuple[TransactionAttempt, list[Any]]]:
         return {m.transaction_id: (m, v) for s, v, m in self.take() if s == BATCH_STREAM}
