@@ -4,7 +4,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -15,7 +14,6 @@ import net.minidev.json.JSONValue;
 import org.apache.storm.Config;
 import org.apache.storm.LocalCluster;
 import org.apache.storm.generated.KillOptions;
-import org.apache.storm.spout.SpoutOutputCollector;
 import org.apache.storm.task.OutputCollector;
 import org.apache.storm.task.ShellBolt;
 import org.apache.storm.task.TopologyContext;
@@ -23,10 +21,8 @@ import org.apache.storm.topology.IRichBolt;
 import org.apache.storm.topology.OutputFieldsDeclarer;
 import org.apache.storm.topology.TopologyBuilder;
 import org.apache.storm.topology.base.BaseRichBolt;
-import org.apache.storm.topology.base.BaseRichSpout;
 import org.apache.storm.tuple.Fields;
 import org.apache.storm.tuple.Tuple;
-import org.apache.storm.tuple.Values;
 
 /**
  * One multilang shell component on Apache Storm's LocalCluster, recording what it emits, so that
@@ -50,46 +46,24 @@ public final class ShellComponentRun {
     private ShellComponentRun() {}
 
     /** Each line once with its index as message id; a failed line is emitted again. */
-    public static final class LineSpout extends BaseRichSpout {
-        private transient SpoutOutputCollector collector;
-        private transient ArrayDeque<Integer> replay;
-        private transient int next;
-
-        @Override
-        public void open(Map<String, Object> conf, TopologyContext context,
-                         SpoutOutputCollector collector) {
-            this.collector = collector;
-            this.replay = new ArrayDeque<>();
-            this.next = 0;
+    public static final class LineSpout extends ReplayingLineSpout {
+        LineSpout() {
+            super(true);
         }
 
         @Override
-        public void nextTuple() {
-            int i;
-            if (!replay.isEmpty()) {
-                i = replay.pop();
-            } else if (next < lines.length) {
-                i = next++;
-            } else {
-                return;
-            }
-            collector.emit(new Values(lines[i]), i);
+        protected String[] lines() {
+            return lines;
         }
 
         @Override
-        public void ack(Object msgId) {
+        protected void acked(int total) {
             ACKED.incrementAndGet();
         }
 
         @Override
-        public void fail(Object msgId) {
+        protected void failed() {
             FAILED.incrementAndGet();
-            replay.push((Integer) msgId);
-        }
-
-        @Override
-        public void declareOutputFields(OutputFieldsDeclarer declarer) {
-            declarer.declare(new Fields("sentence"));
         }
     }
 

@@ -6,17 +6,13 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.storm.Config;
 import org.apache.storm.LocalCluster;
-import org.apache.storm.generated.KillOptions;
 import org.apache.storm.generated.StormTopology;
-import org.apache.storm.generated.TopologySummary;
-import org.apache.storm.spout.SpoutOutputCollector;
 import org.apache.storm.task.OutputCollector;
 import org.apache.storm.task.ShellBolt;
 import org.apache.storm.task.TopologyContext;
@@ -24,10 +20,8 @@ import org.apache.storm.topology.IRichBolt;
 import org.apache.storm.topology.OutputFieldsDeclarer;
 import org.apache.storm.topology.TopologyBuilder;
 import org.apache.storm.topology.base.BaseRichBolt;
-import org.apache.storm.topology.base.BaseRichSpout;
 import org.apache.storm.tuple.Fields;
 import org.apache.storm.tuple.Tuple;
-import org.apache.storm.tuple.Values;
 
 /**
  * The multilang bench's shell split bolt on Apache Storm's LocalCluster: the peer row of
@@ -70,50 +64,22 @@ public final class ShellSplitBench {
     }
 
     /** Each sentence once with its index as message id; a failed one is sent again. */
-    public static final class SentenceSpout extends BaseRichSpout {
-        private transient SpoutOutputCollector collector;
-        private transient String[] lines;
-        private transient ArrayDeque<Integer> replay;
-        private transient int next;
-
-        @Override
-        public void open(Map<String, Object> conf, TopologyContext context,
-                         SpoutOutputCollector collector) {
-            this.collector = collector;
-            this.lines = sentences;
-            this.replay = new ArrayDeque<>();
-            this.next = 0;
+    public static final class SentenceSpout extends ReplayingLineSpout {
+        SentenceSpout() {
+            super(true);
         }
 
         @Override
-        public void nextTuple() {
-            int i;
-            if (!replay.isEmpty()) {
-                i = replay.pop();
-            } else if (next < lines.length) {
-                i = next++;
-            } else {
-                return;
-            }
-            collector.emit(new Values(lines[i]), i);
+        protected String[] lines() {
+            return sentences;
         }
 
         @Override
-        public void ack(Object msgId) {
-            if (ACKED.incrementAndGet() == lines.length) {
+        protected void acked(int total) {
+            if (ACKED.incrementAndGet() == total) {
                 lastAcked = System.nanoTime();
                 cpuLast = cpuSeconds();
             }
-        }
-
-        @Override
-        public void fail(Object msgId) {
-            replay.push((Integer) msgId);
-        }
-
-        @Override
-        public void declareOutputFields(OutputFieldsDeclarer declarer) {
-            declarer.declare(new Fields("sentence"));
         }
     }
 
@@ -166,15 +132,6 @@ public final class ShellSplitBench {
         return b.createTopology();
     }
 
-    static boolean alive(LocalCluster cluster, String name) throws Exception {
-        for (TopologySummary s : cluster.getClusterInfo().get_topologies()) {
-            if (s.get_name().equals(name)) {
-                return true;
-            }
-        }
-        return false;
-    }
-
     static String run(LocalCluster cluster, int round, String[] command, int limit)
             throws Exception {
         sentences = Arrays.copyOf(all, Math.min(limit, all.length));
@@ -204,12 +161,7 @@ public final class ShellSplitBench {
             Thread.sleep(5);
         }
         long counted = WORDS.get();
-        KillOptions kill = new KillOptions();
-        kill.set_wait_secs(0);
-        cluster.killTopologyWithOpts(name, kill);
-        while (alive(cluster, name)) {
-            Thread.sleep(50);
-        }
+        LocalClusters.killAndWait(cluster, name);
         return String.format("{\"sentences\": %d, \"words\": %d, \"counted\": %d, "
                         + "\"seconds\": %.6f, \"cpu_seconds\": %.3f}",
                 sentences.length, expectedWords, counted, (lastAcked - firstWord) / 1e9,

@@ -7,17 +7,13 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
-import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.storm.Config;
 import org.apache.storm.LocalCluster;
-import org.apache.storm.generated.KillOptions;
 import org.apache.storm.generated.StormTopology;
-import org.apache.storm.generated.TopologySummary;
-import org.apache.storm.spout.SpoutOutputCollector;
 import org.apache.storm.task.OutputCollector;
 import org.apache.storm.task.ShellBolt;
 import org.apache.storm.task.TopologyContext;
@@ -27,7 +23,6 @@ import org.apache.storm.topology.OutputFieldsDeclarer;
 import org.apache.storm.topology.TopologyBuilder;
 import org.apache.storm.topology.base.BaseBasicBolt;
 import org.apache.storm.topology.base.BaseRichBolt;
-import org.apache.storm.topology.base.BaseRichSpout;
 import org.apache.storm.tuple.Fields;
 import org.apache.storm.tuple.Tuple;
 import org.apache.storm.tuple.Values;
@@ -63,61 +58,28 @@ public final class WordCountBench {
     private WordCountBench() {}
 
     /** The README's SentenceSpout: one sentence per nextTuple, with a message id when reliable. */
-    public static final class SentenceSpout extends BaseRichSpout {
-        private final boolean reliable;
-        private transient SpoutOutputCollector collector;
-        private transient String[] lines;
-        private transient ArrayDeque<Integer> replay;
-        private transient int next;
-
+    public static final class SentenceSpout extends ReplayingLineSpout {
         SentenceSpout(boolean reliable) {
-            this.reliable = reliable;
+            super(reliable);
         }
 
         @Override
-        public void open(Map<String, Object> conf, TopologyContext context,
-                         SpoutOutputCollector collector) {
-            this.collector = collector;
-            this.lines = sentences;
-            this.replay = new ArrayDeque<>();
-            this.next = 0;
+        protected String[] lines() {
+            return sentences;
         }
 
         @Override
-        public void nextTuple() {
-            int i;
-            if (!replay.isEmpty()) {
-                i = replay.pop();
-            } else if (next < lines.length) {
-                i = next++;
-            } else {
-                return;
-            }
+        protected void emitting() {
             if (firstEmit == 0) {
                 firstEmit = System.nanoTime();
             }
-            if (reliable) {
-                collector.emit(new Values(lines[i]), i);
-            } else {
-                collector.emit(new Values(lines[i]));
-            }
         }
 
         @Override
-        public void ack(Object msgId) {
-            if (ACKED.incrementAndGet() == lines.length) {
+        protected void acked(int total) {
+            if (ACKED.incrementAndGet() == total) {
                 lastAcked = System.nanoTime();
             }
-        }
-
-        @Override
-        public void fail(Object msgId) {
-            replay.push((Integer) msgId);
-        }
-
-        @Override
-        public void declareOutputFields(OutputFieldsDeclarer declarer) {
-            declarer.declare(new Fields("sentence"));
         }
     }
 
@@ -251,15 +213,6 @@ public final class WordCountBench {
         return new long[] {rss, hwm};
     }
 
-    static boolean alive(LocalCluster cluster, String name) throws Exception {
-        for (TopologySummary s : cluster.getClusterInfo().get_topologies()) {
-            if (s.get_name().equals(name)) {
-                return true;
-            }
-        }
-        return false;
-    }
-
     /** Live threads of a worker's executors (Storm names them "...-executor[first last]"). */
     static int workerThreads() {
         int n = 0;
@@ -310,10 +263,8 @@ public final class WordCountBench {
             long[] m = memory(child.pid());
             childRss += Math.max(m[1], 0);
         }
-        KillOptions kill = new KillOptions();
-        kill.set_wait_secs(0);
-        cluster.killTopologyWithOpts(name, kill);
-        while (alive(cluster, name) || workerThreads() > 0) {
+        LocalClusters.killAndWait(cluster, name);
+        while (workerThreads() > 0) {
             Thread.sleep(50);
         }
         return String.format(
