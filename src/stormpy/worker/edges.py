@@ -14,8 +14,8 @@ multiply-with-carry generator (Marsaglia) of 30-bit digits whose multiplier ``a`
 makes ``a * 2**30 - 1`` a safe prime, so its period is about 2**59; an id is three consecutive
 digits (30 + 30 + 2 bits). Every operand stays below 2**30 and every intermediate value below
 2**60, so compiled, a draw is native multiplications and shifts on unboxed integers (the compiled
-code multiplies natively only when both factors are below 2**30), ~100 instructions where
-``random.getrandbits(62)`` cost ~550 (a call, a heap integer, its conversion).
+code multiplies natively only when both factors are below 2**30), ~185 instructions with its call
+where ``random.getrandbits(62)`` cost ~620 (a call, a heap integer, its conversion).
 Multiply-with-carry is not linear over GF(2) (its carries mix the bits), so no fixed set of
 outputs XORs to zero the way it would for an xorshift generator: XOR-cancellation among a tree's
 edges, what would make the acker miss a tuple, stays as unlikely as chance.

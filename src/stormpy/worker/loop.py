@@ -130,7 +130,6 @@ class Worker:
         self._execute_order = execution_order(self.spec, self._runners)
         self._spouts = [r for r in self._runners if isinstance(r, SpoutTask)]
         self._timers = TaskTimers()
-        self._ack_buffer = self.dispatch.ack_buffer
 
     # -- inbound -----------------------------------------------------------------------------
     def update_peers(self, task_peers: Mapping[int, str]) -> None:
@@ -322,7 +321,7 @@ class Worker:
                 if not runner.is_spout:
                     stats.executed += n
                 work += n
-        if self._ack_buffer or self.dispatch.run_root:  # acks buffered or in the open run
+        if self.dispatch.pending_acks():  # acks buffered or in the open run
             self.dispatch.flush_acks()
         if self._active and not self._transfer.backpressured():
             for sp in self._spouts:

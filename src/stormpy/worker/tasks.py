@@ -115,11 +115,6 @@ class TaskRunner:
             text = str(error)
         self.worker.record_error(self.component_id, self.task_id, text)
 
-    def chainable(self) -> bool:
-        """Whether tuples emitted on this worker's loop may run this task's execute at once
-        (``BoltTask.take``); spouts and system tasks never."""
-        return False
-
     def run_sampled(self, n: int) -> None:
         """Run the next ``n`` queued tuples (the loop's execute step) when the sample countdown
         runs out among them (``LatencySampler.run``)."""
