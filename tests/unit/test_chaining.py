@@ -11,53 +11,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from chain_kit import SEEN, Relay, depth, line, runner_of, worker_of
 
 from stormpy import BasicBolt, Bolt, TopologyBuilder, TopologyContext, Tuple
 from stormpy.testing import Capture, FeederSpout
 from stormpy.topology.clock import SimulatedClock
 from stormpy.topology.hooks import TaskHook
-from stormpy.worker import Worker, WorkerConfig, WorkerError
+from stormpy.worker import Worker, WorkerError
 from stormpy.worker.bolt_task import MAX_CHAIN_DEPTH, BoltTask
-
-#: what the bolts below saw, in order: (component, values[0], the dispatch's chain depth)
-SEEN: list[tuple[str, Any, int]] = []
-#: the worker under test (the bolts read its chain depth)
-WORKER: list[Worker] = []
-
-
-def _depth() -> int:
-    return WORKER[0].dispatch.chain_depth if WORKER else -1
-
-
-class Relay(Bolt):
-    """Records each tuple and passes ``n + 1`` on (anchored) while ``n < limit``; acks."""
-
-    outputs = ["n"]
-
-    def __init__(self, name: str, limit: int = 3) -> None:
-        self.name = name
-        self.limit = limit
-
-    def execute(self, tup: Tuple) -> None:
-        SEEN.append((self.name, tup.values[0], _depth()))
-        if tup.values[0] < self.limit:
-            self.emit([tup.values[0] + 1], tup)
-        self.ack(tup)
-
-
-def _opened(builder: TopologyBuilder, conf: Mapping[str, Any] | None = None) -> Worker:
-    SEEN.clear()
-    WORKER.clear()
-    worker = Worker(WorkerConfig("t", builder.create_topology(),
-                                 {"topology.acker.executors": 1, **(conf or {})}),
-                    clock=SimulatedClock())
-    WORKER.append(worker)
-    worker.open()
-    return worker
-
-
-def _runner(worker: Worker, component: str) -> Any:
-    return next(r for r in worker.tasks.values() if r.component_id == component)
 
 
 def _rounds(worker: Worker, n: int = 4) -> None:
@@ -74,7 +35,7 @@ def test_a_spout_tuple_runs_through_the_chain_inside_the_spouts_round() -> None:
     b.set_bolt("a", Relay, kwargs={"name": "a"}).shuffle_grouping("s").shuffle_grouping("m")
     b.set_bolt("z", Relay, kwargs={"name": "z"}).shuffle_grouping("s")
     b.set_bolt("m", Relay, kwargs={"name": "m"}).shuffle_grouping("z")
-    worker = _opened(b)
+    worker = worker_of(b)
     feeder.feed([0], msg_id="x")
     work = worker.run_once()
     assert [(c, n) for c, n, _ in SEEN] == [("a", 0), ("z", 0), ("m", 1), ("a", 2)]
@@ -94,13 +55,13 @@ def test_chaining_off_queues_every_tuple() -> None:
     b = TopologyBuilder()
     b.set_spout("s", feeder)
     b.set_bolt("z", Relay, kwargs={"name": "z"}).shuffle_grouping("s")
-    worker = _opened(b, {"topology.worker.chaining": False})
+    worker = worker_of(b, {"topology.worker.chaining": False})
     feeder.feed([3], msg_id="x")
     worker.run_once()
-    assert SEEN == [] and len(_runner(worker, "z").queue) == 1
+    assert SEEN == [] and len(runner_of(worker, "z").queue) == 1
     _rounds(worker)
     assert SEEN == [("z", 3, 0)] and feeder.acked == ["x"]
-    assert _runner(worker, "z").take != worker.dispatch.deliver[_runner(worker, "z").task_id]
+    assert runner_of(worker, "z").take != worker.dispatch.deliver[runner_of(worker, "z").task_id]
 
 
 def test_a_task_with_queued_tuples_gets_later_ones_queued_behind_them() -> None:
@@ -110,10 +71,10 @@ def test_a_task_with_queued_tuples_gets_later_ones_queued_behind_them() -> None:
     b = TopologyBuilder()
     b.set_spout("s", feeder)
     b.set_bolt("z", Relay, kwargs={"name": "z", "limit": 0}).shuffle_grouping("s")
-    worker = _opened(b)
-    z = _runner(worker, "z")
+    worker = worker_of(b)
+    z = runner_of(worker, "z")
     z.queue.append(Tuple([10], "default", -1, "s", None))  # as a tuple from a peer waits
-    _runner(worker, "s").emit([11])  # reaches z while 10 is queued: queued behind it
+    runner_of(worker, "s").emit([11])  # reaches z while 10 is queued: queued behind it
     assert SEEN == [] and [t.values for t in z.queue] == [[10], [11]]
     worker.run_once()
     assert SEEN == [("z", 10, 0), ("z", 11, 0)]
@@ -130,27 +91,21 @@ def test_a_task_never_runs_inside_its_own_execute() -> None:
     b.set_spout("s", feeder)
     b.set_bolt("loop", Relay, kwargs={"name": "loop"}).shuffle_grouping("s") \
         .shuffle_grouping("loop")
-    worker = _opened(b)
+    worker = worker_of(b)
     feeder.feed([0], msg_id="x")
     worker.run_once()
     assert SEEN == [("loop", 0, 1)]
-    assert len(_runner(worker, "loop").queue) == 1
+    assert len(runner_of(worker, "loop").queue) == 1
     _rounds(worker, 8)
     assert [n for _, n, _ in SEEN] == [0, 1, 2, 3]
     assert all(d <= 1 for _, _, d in SEEN)  # each ran alone: from the emit or from the loop
     assert feeder.acked == ["x"]
 
 
-def test_a_long_line_of_bolts_nests_at_most_max_chain_depth() -> None:
+def test_a_long_line_of_bolts_nests_at_most_max_chaindepth() -> None:
     n = MAX_CHAIN_DEPTH + 6
-    feeder = FeederSpout(["n"])
-    b = TopologyBuilder()
-    b.set_spout("s", feeder)
-    previous = "s"
-    for i in range(n):
-        b.set_bolt(f"b{i}", Relay, kwargs={"name": f"b{i}", "limit": n}).shuffle_grouping(previous)
-        previous = f"b{i}"
-    worker = _opened(b)
+    b, feeder = line(n)
+    worker = worker_of(b)
     feeder.feed([0], msg_id="x")
     _rounds(worker, 8)
     assert [c for c, _, _ in SEEN] == [f"b{i}" for i in range(n)]
@@ -163,7 +118,7 @@ class Fails(Bolt):
     """Fails every tuple (``fail``), emitting nothing."""
 
     def execute(self, tup: Tuple) -> None:
-        SEEN.append(("fails", tup.values[0], _depth()))
+        SEEN.append(("fails", tup.values[0], depth()))
         self.fail(tup)
 
 
@@ -174,7 +129,7 @@ def test_a_chained_fail_fails_the_spout_tuple_once_and_it_is_replayed() -> None:
     b = TopologyBuilder()
     b.set_spout("s", feeder)
     b.set_bolt("fails", Fails).shuffle_grouping("s")
-    worker = _opened(b)
+    worker = worker_of(b)
     feeder.feed([1], msg_id="x")
     _rounds(worker)
     assert feeder.failed == ["x"] and feeder.acked == []
@@ -196,11 +151,11 @@ def test_chained_tuples_time_out_and_max_spout_pending_holds() -> None:
     b = TopologyBuilder()
     b.set_spout("s", feeder)
     b.set_bolt("holds", Holds).shuffle_grouping("s")
-    worker = _opened(b, {"topology.max.spout.pending": 3, "topology.message.timeout.secs": 10})
+    worker = worker_of(b, {"topology.max.spout.pending": 3, "topology.message.timeout.secs": 10})
     for i in range(5):
         feeder.feed([i], msg_id=i)
     _rounds(worker)
-    holds = _runner(worker, "holds").instance
+    holds = runner_of(worker, "holds").instance
     assert len(holds.held) == 3  # the spout stopped at 3 pending
     clock = worker.clock
     assert isinstance(clock, SimulatedClock)
@@ -226,7 +181,7 @@ class Swallows(BasicBolt):
         try:
             self.emit([tup.values[0]])
         except Exception:  # noqa: BLE001 - what the test is about
-            SEEN.append(("swallowed", tup.values[0], _depth()))
+            SEEN.append(("swallowed", tup.values[0], depth()))
 
 
 @pytest.mark.parametrize("upstream", ["spout", "swallowing bolt"])
@@ -239,7 +194,7 @@ def test_a_chained_execute_that_raises_is_the_error_of_its_own_task(upstream: st
     else:
         b.set_bolt("swallows", Swallows).shuffle_grouping("s")
         b.set_bolt("raises", Raises).shuffle_grouping("swallows")
-    worker = _opened(b)
+    worker = worker_of(b)
     feeder.feed([7], msg_id="x")
     with pytest.raises(WorkerError) as info:
         _rounds(worker)
@@ -258,7 +213,7 @@ class Batches(Bolt):
     outputs = ["n"]
 
     def execute_batch(self, tuples: list[Tuple]) -> None:
-        SEEN.extend(("batches", t.values[0], _depth()) for t in tuples)
+        SEEN.extend(("batches", t.values[0], depth()) for t in tuples)
         self.ack_many(tuples)
 
 
@@ -267,10 +222,10 @@ def test_batch_bolts_and_system_tasks_are_never_chained() -> None:
     b = TopologyBuilder()
     b.set_spout("s", feeder)
     b.set_bolt("batches", Batches).shuffle_grouping("s")
-    worker = _opened(b)
+    worker = worker_of(b)
     feeder.feed([1], msg_id="x")
     worker.run_once()
-    assert SEEN == [] and len(_runner(worker, "batches").queue) == 1
+    assert SEEN == [] and len(runner_of(worker, "batches").queue) == 1
     _rounds(worker)
     assert SEEN == [("batches", 1, 0)] and feeder.acked == ["x"]
     deliver = worker.dispatch.deliver
@@ -295,13 +250,13 @@ def test_hooks_and_sampling_see_chained_executes() -> None:
     b = TopologyBuilder()
     b.set_spout("s", feeder)
     b.set_bolt("sink", capture).shuffle_grouping("s")
-    worker = _opened(b, {"topology.auto.task.hooks": [f"{__name__}.Counts"],
+    worker = worker_of(b, {"topology.auto.task.hooks": [f"{__name__}.Counts"],
                          "topology.stats.sample.rate": 1.0})
     for i in range(5):
         feeder.feed([i], msg_id=i)
     _rounds(worker)
     assert capture.values == [[i] for i in range(5)]
     assert HOOKED == [0, 1, 2, 3, 4]
-    stats = _runner(worker, "sink").stats
+    stats = runner_of(worker, "sink").stats
     assert stats.executed == 5 and stats.execute_latency_count == 5
     assert sorted(feeder.acked) == list(range(5))
