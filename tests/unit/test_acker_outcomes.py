@@ -137,3 +137,27 @@ def test_touching_an_absent_key_reports_it_and_adds_nothing() -> None:
     assert len(m) == 0
     m.put("a", 1)
     assert m.pop("a") == 1 and m.pop("a", -1) == -1
+
+
+def test_popping_finds_a_key_in_any_bucket_and_removes_only_it() -> None:
+    m: RotatingMap[str, int] = RotatingMap(3)
+    m.put("old", 1)
+    m.rotate()
+    m.put("mid", 2)
+    m.rotate()
+    m.put("new", 3)
+    assert m.pop("old") == 1 and m.pop("mid", -1) == 2 and m.pop("new", -1) == 3
+    assert len(m) == 0 and m.pop("old") is None and m.pop("mid", -1) == -1
+
+
+def test_popping_a_stored_none_returns_it_not_the_default() -> None:
+    """A stored None is a value like any other: ``pop`` returns it (not ``default``) and
+    removes the key, from the newest bucket as from an older one."""
+    m: RotatingMap[str, int | None] = RotatingMap(2)
+    m.put("older", None)
+    m.rotate()
+    m.put("newer", None)
+    m.put("other", 5)
+    assert m.pop("newer", -1) is None and "newer" not in m
+    assert m.pop("older", -1) is None and "older" not in m
+    assert m.pop("older", -1) == -1 and list(m) == ["other"]
