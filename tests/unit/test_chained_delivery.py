@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from chain_kit import SEEN, Relay, depth, runner_of, worker_of
 
-from stormpy import Bolt, TopologyBuilder, Tuple
+from stormpy import Bolt, Fields, TopologyBuilder, Tuple
 from stormpy.testing import FeederSpout
 from stormpy.worker import Worker
 
@@ -70,9 +70,11 @@ def test_a_bolts_emit_queues_a_tuple_for_a_task_that_is_not_chained(ackers: int)
     worker.run_once()
     assert SEEN == [("z", 0, 1)]  # z chained; batches not: its tuple waits in its queue
     queued = list(runner_of(worker, "batches").queue)
-    assert [(t.values, t.component, t.task) for t in queued] == \
-        [([1], "z", runner_of(worker, "z").task_id)]
-    assert (queued[0].root != 0) is (ackers > 0)  # anchored to the spout tuple's tree
+    assert [(t.values, t.stream, t.component, t.task, t.fields) for t in queued] == \
+        [([1], "default", "z", runner_of(worker, "z").task_id, Fields(["n"]))]
+    assert queued[0]["n"] == 1 and queued[0].value("n") == 1
+    # anchored to the spout tuple's tree (a root and an edge of its own) when tracked
+    assert (queued[0].root != 0, queued[0].edge != 0) == (ackers > 0, ackers > 0)
     for _ in range(4):
         worker.run_once()
     assert SEEN == [("z", 0, 1), ("batches", 1, 0)]
