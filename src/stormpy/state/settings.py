@@ -56,7 +56,8 @@ def _provider_config(conf: Mapping[str, Any]) -> dict[str, Any]:
 def state_settings(conf: Mapping[str, Any]) -> StateSettings:
     """The stateful bolts' settings of ``conf``, checked (SettingError naming the setting)."""
     provider = conf.get(PROVIDER) or "memory"
-    if not isinstance(provider, str) or (provider not in PROVIDERS and "." not in provider):
+    if not isinstance(provider, str) or (provider not in PROVIDERS
+                                         and "." not in provider and ":" not in provider):
         raise SettingError(PROVIDER, f"must be one of {', '.join(PROVIDERS)} or the import path "
                                      f"of a factory (conf, namespace) -> store, got {provider!r}")
     config = _provider_config(conf)
