@@ -397,13 +397,29 @@ def test_a_sqlite_store_survives_reopening_by_table_and_base(tmp_path: Path) -> 
 
 
 def test_a_sqlite_table_name_is_checked_before_the_file_is_touched(tmp_path: Path) -> None:
-    for bad in ("a b", "x;drop", "", "t-1"):
+    for bad in ("a b", "x;drop", "", "t-1", "1st", 'a"b'):
         with pytest.raises(ValueError) as err:
             SqliteStore(tmp_path / "never.sqlite", bad)
-        assert str(err.value) == f"table name must be letters, digits and '_', got {bad!r}"
+        assert str(err.value) == ("table name must be letters, digits and '_', not starting with a "
+                                  f"digit, got {bad!r}")
     assert not (tmp_path / "never.sqlite").exists()
-    ok = SqliteStore(tmp_path / "ok.sqlite", "my_state_2")
-    ok.close()
+
+
+@pytest.mark.parametrize("table", ["my_state_2", "_", "order", "select", "\u00e9tat"])
+def test_any_accepted_table_name_works_even_an_sql_keyword(tmp_path: Path, table: str) -> None:
+    path = tmp_path / "names.sqlite"
+    s = SqliteStore(path, table)
+    s.put_many({"a/b": 1, "c": 2})
+    assert s.update("c", lambda old: old + 1) is True
+    assert s.delete("c") is True and s.children() == ["a"]
+    s.delete_many(["a"])
+    s.put("k", table)
+    s.close()
+    again = SqliteStore(path, table)
+    try:
+        assert again.get("k") == table and again.names() == ["k"]
+    finally:
+        again.close()
 
 
 def test_sqlite_segments_are_encoded_so_odd_names_stay_one_segment(tmp_path: Path) -> None:
@@ -505,3 +521,164 @@ def test_a_sqlite_row_that_is_not_a_state_document_is_corrupt_naming_the_key(tmp
         assert s.children("ns") == ["k"]
     finally:
         s.close()
+
+
+def test_a_sqlite_table_that_is_not_the_stores_is_corrupt_state_naming_the_store(tmp_path: Path) -> None:
+    path = tmp_path / "foreign.sqlite"
+    raw = sqlite3.connect(path)
+    raw.execute("CREATE TABLE stormpy_state (key TEXT PRIMARY KEY, doc BLOB NOT NULL, "
+                "owner TEXT NOT NULL)")
+    raw.commit()
+    raw.close()
+    s = SqliteStore(path)
+    try:
+        with pytest.raises(CorruptStateError) as err:
+            s.put("k", 1)
+        assert str(err.value) == (f"state {s.location}: NOT NULL constraint failed: "
+                                  "stormpy_state.owner")
+        with pytest.raises(CorruptStateError, match=r"table stormpy_state/k: NOT NULL constraint"):
+            s.update("k", lambda old: 1)
+        assert s.get("k") is None  # nothing half-written, and the store still answers
+    finally:
+        s.close()
+
+
+def test_an_update_to_a_value_that_cannot_be_stored_names_the_keys_full_path(store: Store) -> None:
+    with pytest.raises(StateValueError) as err:
+        store.update("a/k", lambda old: object())
+    assert err.value.path == f"{store.location}/a/k"
+
+
+def test_a_sqlite_connection_waits_for_locks_and_commits_every_call(tmp_path: Path) -> None:
+    s = SqliteStore(tmp_path / "conn.sqlite")
+    try:
+        conn = s._db.conn
+        assert conn is not None
+        busy_ms = int(sqlite_module.OPEN_TIMEOUT_SECS * 1000)
+        assert conn.execute("PRAGMA busy_timeout").fetchone() == (busy_ms,)
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert conn.isolation_level is None  # autocommit outside the store's own transactions
+        s.put("k", 1)
+        s.update("k", lambda old: 2)
+        assert not conn.in_transaction
+    finally:
+        s.close()
+
+
+def test_a_sqlite_file_that_cannot_be_opened_names_the_store(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(StateUnavailableError) as err:
+        SqliteStore(tmp_path, "t")  # a directory
+    assert str(err.value).startswith(f"state sqlite {tmp_path} table t: cannot open (")
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise sqlite3.InterfaceError("no interface today")
+
+    monkeypatch.setattr(sqlite_module.sqlite3, "connect", refuse)
+    with pytest.raises(StateUnavailableError) as err:
+        SqliteStore(tmp_path / "x.sqlite", "t", segments=("ns",))
+    assert str(err.value) == (f"state sqlite {tmp_path / 'x.sqlite'} table t at ns: cannot open "
+                              "(no interface today)")
+
+
+def test_a_sqlite_stores_own_segments_are_checked_naming_the_file(tmp_path: Path) -> None:
+    with pytest.raises(StateKeyError) as err:
+        SqliteStore(tmp_path / "s.sqlite", segments=("ok", ""))
+    assert str(err.value) == (f"state sqlite {tmp_path / 's.sqlite'}/'': a namespace segment is a "
+                              "non-empty string")
+
+
+def test_a_locked_journal_switch_at_its_deadline_is_not_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    class LockedTwice:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def execute(self, sql: str) -> None:
+            self.calls += 1
+            if self.calls <= 2:
+                raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(sqlite_module, "OPEN_TIMEOUT_SECS", 0.0)
+    monkeypatch.setattr(sqlite_module.time, "monotonic", lambda: 100.0)  # the clock stands still
+    monkeypatch.setattr(sqlite_module.time, "sleep", lambda secs: None)
+    db = LockedTwice()
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        SqliteStore._set_up(db, "t")  # type: ignore[arg-type]
+    assert db.calls == 1
+
+
+def test_a_closed_sqlite_store_names_itself_for_several_keys(tmp_path: Path) -> None:
+    s = SqliteStore(tmp_path / "c.sqlite")
+    s.close()
+    with pytest.raises(StateUnavailableError) as err:
+        s.delete_many(["a", "b"])
+    assert str(err.value) == f"state {s.location}: store is closed"
+    with pytest.raises(StateUnavailableError) as err:
+        s.put_many({"a": 1, "b": 2})
+    assert str(err.value) == f"state {s.location}: store is closed"
+
+
+def test_a_busy_memory_backend_names_what_waited() -> None:
+    backend = MemoryBackend(timeout_secs=0.05)
+    store = backend.store(CHECKPOINTS, "t-1")
+    cancel = store.watch("k", lambda value: None)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with backend.locked("test"):
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(10)
+        for call, args, path in ((store.delete_many, (["k"],), "memory:checkpoints/t-1"),
+                                 (store.watch, ("k", print), "memory:checkpoints/t-1/k"),
+                                 (cancel, (), "memory:checkpoints/t-1/k"),
+                                 (backend.store, (CHECKPOINTS, "t-2"), "memory:checkpoints/t-2"),
+                                 (backend.drop, ("t-1",), "memory:*/t-1"),
+                                 (backend.notify_due, (), "memory:watchers")):
+            with pytest.raises(StateUnavailableError) as err:
+                call(*args)
+            assert err.value.path == path
+    finally:
+        release.set()
+        holder.join(10)
+
+
+def test_an_update_that_finds_the_store_busy_when_writing_names_the_key() -> None:
+    backend = MemoryBackend(timeout_secs=0.05)
+    store = backend.at("w")
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with backend.locked("test"):
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+
+    def grab_the_lock_meanwhile(old: Any) -> Any:
+        holder.start()
+        assert held.wait(10)
+        return 1
+
+    try:
+        with pytest.raises(StateUnavailableError) as err:
+            store.update("k", grab_the_lock_meanwhile)
+        assert str(err.value) == "state memory:w/k: store busy for 0.05 s"
+    finally:
+        release.set()
+        holder.join(10)
+    assert store.get("k") is None
+
+
+def test_a_cancelled_watch_leaves_nothing_behind() -> None:
+    backend = MemoryBackend()
+    store = backend.at("w")
+    cancels = [store.watch("k", lambda value: None) for _ in range(3)]
+    assert len(backend.watchers[("w", "k")]) == 3
+    for cancel in cancels:
+        cancel()
+    assert backend.watchers[("w", "k")] == []

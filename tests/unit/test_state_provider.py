@@ -118,13 +118,15 @@ def test_sqlite_needs_the_files_path(config: dict[str, Any]) -> None:
     assert err.problem == f"provider 'sqlite' needs 'path' (the SQLite file), got {config!r}"
 
 
-def test_sqlite_table_names_are_letters_digits_and_underscores() -> None:
-    ok = state_settings({PROVIDER: "sqlite", CONFIG: {"path": "s.db", "table": "my_state_2"}})
-    assert ok.config["table"] == "my_state_2"
-    for bad in ("a b", "a-b", "", 5, None):
+def test_sqlite_table_names_are_letters_digits_and_underscores_not_starting_with_a_digit() -> None:
+    for name in ("my_state_2", "_", "order", "\u00e9tat"):
+        ok = state_settings({PROVIDER: "sqlite", CONFIG: {"path": "s.db", "table": name}})
+        assert ok.config["table"] == name
+    for bad in ("a b", "a-b", "", "2nd", 'x"y', 5, None):
         err = setting_error({PROVIDER: "sqlite", CONFIG: {"path": "s.db", "table": bad}})
         assert err.setting == CONFIG
-        assert err.problem == f"'table' must be letters, digits and '_', got {bad!r}"
+        assert err.problem == ("'table' must be letters, digits and '_', not starting with a digit, "
+                               f"got {bad!r}")
 
 
 def test_zookeeper_needs_servers_in_its_config_or_the_clusters() -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stormpy.config import SettingError
+from stormpy.state.sqlite import TABLE_NAME_RULE, is_table_name
 
 __all__ = ["PROVIDERS", "StateSettings", "positive_number", "state_settings"]
 
@@ -66,9 +67,8 @@ def state_settings(conf: Mapping[str, Any]) -> StateSettings:
             raise SettingError(PROVIDER_CONFIG, "provider 'sqlite' needs 'path' (the SQLite "
                                                 f"file), got {config!r}")
         table = config.get("table", "stormpy_state")
-        if not isinstance(table, str) or not table.replace("_", "").isalnum():
-            raise SettingError(PROVIDER_CONFIG, f"'table' must be letters, digits and '_', got "
-                                                f"{table!r}")
+        if not is_table_name(table):
+            raise SettingError(PROVIDER_CONFIG, f"'table' must be {TABLE_NAME_RULE}, got {table!r}")
     if provider == "zookeeper":
         if not (config.get("servers") or conf.get("storm.zookeeper.servers")):
             raise SettingError(PROVIDER_CONFIG, "provider 'zookeeper' needs 'servers' (or "
