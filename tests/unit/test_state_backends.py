@@ -76,8 +76,9 @@ def test_the_base_gives_several_keys_names_and_places_from_the_calls_of_its_subc
     assert s.available() is True
     assert s.close() is None and s.close() is None
     assert s.where("") == "dict:here" and s.where("a/b c") == "dict:here/a/b c"
-    with pytest.raises(StateKeyError):
+    with pytest.raises(StateKeyError) as err:
         s.where("a//b")
+    assert err.value.path == "dict:here/a//b"
     assert repr(s) == "DictStore('dict:here')"
 
 
@@ -682,3 +683,28 @@ def test_a_cancelled_watch_leaves_nothing_behind() -> None:
     for cancel in cancels:
         cancel()
     assert backend.watchers[("w", "k")] == []
+
+
+def test_a_memory_parent_stays_after_its_last_child_goes_as_a_znode_would() -> None:
+    backend = MemoryBackend()
+    store = backend.at("w")
+    store.put("a/b/c", 1)
+    assert store.delete("a/b/c") is True
+    assert store.children() == ["a"] and store.children("a") == ["b"]
+    assert store.get("a") is None and store.get("a/b") is None  # no value of their own
+    assert store.delete("a") is True and store.children() == []
+    assert backend.at().children() == ["w"]  # the store's own node stays too
+    assert store.delete("") is True and backend.at().children() == []
+    assert backend.at().delete("") is False  # nothing is left, not even the top
+
+
+def test_a_corrupt_memory_node_is_named_by_update_and_watch() -> None:
+    backend = MemoryBackend()
+    store = backend.at("w")
+    backend.nodes[("w", "k")] = b"\xc1"  # not a state document (no store call writes one)
+    with pytest.raises(CorruptStateError) as err:
+        store.update("k", lambda old: 1)
+    assert err.value.path == "memory:w/k"
+    with pytest.raises(CorruptStateError) as err:
+        store.watch("k", print)
+    assert err.value.path == "memory:w/k"

@@ -280,6 +280,9 @@ def test_the_zookeeper_provider_at_the_root_znode(zk: ZkRecorder) -> None:
     open_store(conf, Context(), "count-3")
     [(args, _)] = zk.calls
     assert args == ("zk:2181", "/", "/wc-1-17/count-3")
+    conf = {PROVIDER: "zookeeper", CONFIG: {"servers": ["zk"], "root": "/in/a/BOX//"}}
+    open_store(conf, Context(), "count-3")
+    assert zk.calls[1][0] == ("zk:2181", "/in/a/BOX", "/in/a/BOX/wc-1-17/count-3")
 
 
 def test_the_zookeeper_providers_bad_servers_and_port_name_its_config(zk: ZkRecorder) -> None:

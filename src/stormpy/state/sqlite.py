@@ -30,12 +30,14 @@ from stormpy.topology.state import (
     encode_state,
 )
 
-__all__ = ["OPEN_TIMEOUT_SECS", "SqliteStore", "TABLE_NAME_RULE", "is_table_name"]
+__all__ = ["DEFAULT_TABLE", "OPEN_TIMEOUT_SECS", "SqliteStore", "TABLE_NAME_RULE", "is_table_name"]
 
 #: how long opening a SQLite store waits for a lock held by another connection (the busy
 #: timeout, and the retries of the journal-mode switch)
 OPEN_TIMEOUT_SECS = 30.0
 LOCKED_RETRY_SECS = 0.01
+#: the table a store uses when none is named
+DEFAULT_TABLE = "stormpy_state"
 #: what a table name may be, for messages (checked by :func:`is_table_name`)
 TABLE_NAME_RULE = "letters, digits and '_', not starting with a digit"
 
@@ -77,7 +79,7 @@ class SqliteStore(Store):
     ``segments``, each one segment that may hold a ``/``) of table ``table`` in the SQLite file
     ``path`` (created when missing)."""
 
-    def __init__(self, path: str | Path, table: str = "stormpy_state", base: str = "", *,
+    def __init__(self, path: str | Path, table: str = DEFAULT_TABLE, base: str = "", *,
                  prefix: str | None = None, segments: tuple[str, ...] | None = None,
                  _db: _Db | None = None) -> None:
         if not is_table_name(table):
