@@ -26,6 +26,11 @@ from __future__ import annotations
 from random import getrandbits
 from typing import Final
 
+try:  # mypy's native 64-bit integer for compiled code (plain int when interpreted)
+    from mypy_extensions import i64
+except ImportError:  # pragma: no cover - only a compiled build reads the type
+    i64 = int  # type: ignore[misc]
+
 EDGE_BITS: Final = 62
 
 #: the multiplier: a * 2**30 - 1 and (a * 2**30 - 2) / 2 are prime
@@ -41,17 +46,19 @@ class EdgeIds:
         s = getrandbits(64) if seed is None else seed & (2 ** 64 - 1)
         # a state (digit, carry) with digit in [1, 2**30 - 2] and carry in [1, a - 2] avoids
         # the two fixed points (0, 0) and (2**30 - 1, a - 1)
-        self.x = 1 + (s & _DIGIT) % (_DIGIT - 1)
-        self.c = 1 + (s >> 30) % (_A - 2)
+        self.x: i64 = i64(1 + (s & _DIGIT) % (_DIGIT - 1))
+        self.c: i64 = i64(1 + (s >> 30) % (_A - 2))
 
     def next(self) -> int:
         """The next id: 62 random bits (0 <= id < 2**62)."""
-        t = _A * self.x + self.c  # both factors below 2**30: a native multiplication
-        d1 = t & _DIGIT
-        t = _A * d1 + (t >> 30)
-        d2 = t & _DIGIT
-        t = _A * d2 + (t >> 30)
-        d3 = t & _DIGIT
+        a: i64 = _A
+        digit: i64 = _DIGIT
+        t = a * self.x + self.c  # native 64-bit arithmetic: every value stays below 2**60
+        d1 = t & digit
+        t = a * d1 + (t >> 30)
+        d2 = t & digit
+        t = a * d2 + (t >> 30)
+        d3 = t & digit
         self.x = d3
         self.c = t >> 30
-        return (d1 << 32) | (d2 << 2) | (d3 >> 28)
+        return int((d1 << 32) | (d2 << 2) | (d3 >> 28))
