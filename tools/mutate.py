@@ -562,6 +562,11 @@ def survivors(name: str) -> None:
         subprocess.call([str(mutmut), "show", mutant], cwd=work)
 
 
+#: ``kills`` flags a function whose killed mutants (at least this many) all failed one test
+#: with one error: a test failing without the mutant would look exactly like that
+SUSPECT_KILLS = 5
+
+
 def kills(name: str) -> None:
     """What killed the target's killed mutants (the last logged failure of each, :data:`KILL_LOG`):
     per function, the tests and errors that killed its mutants, most first. One test killing
@@ -589,7 +594,10 @@ def kills(name: str) -> None:
                     continue
                 cause = (record["test"], f"{record['when']}: {record['error']}")
                 causes[cause] = causes.get(cause, 0) + 1
-            print(f"{function}: {len(killed)} killed")
+            top = max(causes.values(), default=0)
+            suspect = top == len(killed) >= SUSPECT_KILLS
+            print(f"{function}: {len(killed)} killed"
+                  + ("  <- all by one test with one error: check for a false kill" if suspect else ""))
             for (test, error), count in sorted(causes.items(), key=lambda item: -item[1])[:5]:
                 print(f"   {count:>4} by {test}\n        {error[:160]}")
             if unlogged:

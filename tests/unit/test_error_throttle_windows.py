@@ -83,3 +83,18 @@ def test_without_a_state_backend_tasks_get_one_in_memory() -> None:
     store = worker.tasks[task].context.state_store()
     store.put("k", 1)
     assert store.get("k") == 1
+
+
+def test_task_errors_throttle_a_record_that_does_not_say_force() -> None:
+    """``TaskErrors.record`` without ``force`` is throttled: over the budget, an error is only
+    logged and counted, not kept nor handed on."""
+    from stormpy.worker.task_errors import TaskErrors
+
+    handed: list[str] = []
+    errors = TaskErrors({"topology.max.error.report.per.interval": 1,
+                         "topology.error.throttle.interval.secs": 10}, lambda: 0.0, "host-a", 6700,
+                        lambda component, task, text: handed.append(text))
+    errors.record("sink", 3, "first")
+    errors.record("sink", 3, "second")
+    assert [e["error"] for e in errors.kept["sink"]] == ["first"] and handed == ["first"]
+    assert errors.suppressed == 1
