@@ -571,8 +571,8 @@ def kills(name: str) -> None:
     """What killed the target's killed mutants (the last logged failure of each, :data:`KILL_LOG`):
     per function, the tests and errors that killed its mutants, most first. One test killing
     every mutant of a function with one error, whatever the mutant changed, is a false kill
-    (the test fails without the mutant); a killed mutant without a logged failure was killed by
-    a signal (a timeout) or crashed."""
+    (the test fails without the mutant); a killed mutant without a logged failure is shown with
+    its exit code (negative: a signal, such as a timeout; 1: run before the log existed)."""
     log = WORK / name / KILL_LOG
     last: dict[str, dict[str, str]] = {}
     if log.exists():
