@@ -36,6 +36,10 @@ def test_a_spout_tuple_runs_through_the_chain_inside_the_spouts_round() -> None:
     b.set_bolt("z", Relay, kwargs={"name": "z"}).shuffle_grouping("s")
     b.set_bolt("m", Relay, kwargs={"name": "m"}).shuffle_grouping("z")
     worker = worker_of(b)
+    takers = runner_of(worker, "z").takers  # one table, shared, naming the chained bolt tasks
+    assert all(r.takers is takers for r in worker.tasks.values() if isinstance(r, BoltTask))
+    assert {t: r for t, r in enumerate(takers) if r is not None} == \
+        {runner_of(worker, c).task_id: runner_of(worker, c) for c in "amz"}
     feeder.feed([0], msg_id="x")
     work = worker.run_once()
     assert [(c, n) for c, n, _ in SEEN] == [("a", 0), ("z", 0), ("m", 1), ("a", 2)]
@@ -62,6 +66,7 @@ def test_chaining_off_queues_every_tuple() -> None:
     _rounds(worker)
     assert SEEN == [("z", 3, 0)] and feeder.acked == ["x"]
     assert runner_of(worker, "z").take != worker.dispatch.deliver[runner_of(worker, "z").task_id]
+    assert runner_of(worker, "z").takers == [None] * len(worker.dispatch.deliver)
 
 
 def test_a_task_with_queued_tuples_gets_later_ones_queued_behind_them() -> None:
@@ -232,6 +237,7 @@ def test_batch_bolts_and_system_tasks_are_never_chained() -> None:
     for task, runner in worker.tasks.items():
         assert not (isinstance(runner, BoltTask) and deliver[task] == runner.take)
         assert not (isinstance(runner, BoltTask) and runner.chainable())
+        assert not (isinstance(runner, BoltTask) and runner.takers[task] is not None)
 
 
 #: what the hook below saw executed

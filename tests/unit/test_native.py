@@ -106,3 +106,23 @@ def test_a_tuple_copies_and_pickles_whole_compiled_or_not() -> None:
     clone = pickle.loads(pickle.dumps(single))
     assert (clone.root, clone.edge, clone.anchors) == (7, 9, None)
     assert clone.tree_edges() == {7: 9}
+
+
+def test_a_compiled_tuple_is_not_tracked_by_the_cycle_collector_and_reuses_its_memory() -> None:
+    """Compiled, ``Tuple`` is acyclic (never tracked by the cycle collector) and keeps its last
+    freed instance for the next (``free_list_len``): a tuple freed and a new one made reuse one
+    block, and the new one has only its own values."""
+    import gc
+
+    from stormpy import Fields, Tuple
+
+    if not native.COMPILED:
+        pytest.skip(f"the tuple path is not compiled here ({native.PURE_REASON})")
+    tup = Tuple(["a"], "s", 1, "c", Fields(["w"]), 5, 6, None)
+    assert not gc.is_tracked(tup)
+    first = id(tup)
+    del tup
+    again = Tuple(["b"], "t", 2, "d", None)
+    assert id(again) == first
+    assert (again.values, again.stream, again.task, again.component, again.fields, again.root,
+            again.edge, again.anchors, again.ack_val) == (["b"], "t", 2, "d", None, 0, 0, None, 0)

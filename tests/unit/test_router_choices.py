@@ -168,6 +168,43 @@ def test_none_grouping_picks_one_task_at_random() -> None:
     assert set(p[0] for p in picks) == set(TASKS)
 
 
+ONE_TASK_GROUPINGS = [g.Grouping(g.SHUFFLE), g.Grouping(g.LOCAL_OR_SHUFFLE),
+                      g.Grouping(g.FIELDS, fields=("word",)),
+                      g.Grouping(g.FIELDS, fields=("tag", "n")),
+                      g.Grouping(g.PARTIAL_KEY, fields=("word",)), g.Grouping(g.ALL),
+                      g.Grouping(g.GLOBAL), g.Grouping(g.NONE)]
+
+
+@pytest.mark.parametrize("grouping", ONE_TASK_GROUPINGS, ids=lambda gr: str(gr.type))
+def test_every_built_in_grouping_to_one_task_is_that_task_with_no_work_per_tuple(
+        grouping: g.Grouping) -> None:
+    """A target with one task: every tuple goes to it, whatever its key, through a fixed
+    router (no hash, rotation or load count per tuple), on the local and the remote path."""
+    for local in (frozenset(), frozenset([6])):
+        router = router_for(grouping, [6], local)
+        assert type(router) is FixedRouter
+        assert [router.choose([w, n, None]) for w, n in (("a", 1), ("b", 2), ("a", 3))] == \
+            [[6], [6], [6]]
+
+
+@pytest.mark.parametrize("grouping", [g.Grouping(g.FIELDS, fields=("nope",)),
+                                      g.Grouping(g.PARTIAL_KEY, fields=("word", "nope"))],
+                         ids=["fields", "partial_key"])
+def test_a_one_task_target_still_has_its_key_fields_checked(grouping: g.Grouping) -> None:
+    with pytest.raises(KeyError, match="nope"):
+        router_for(grouping, [6])
+
+
+def test_a_custom_grouping_to_one_task_is_still_asked_and_checked() -> None:
+    Recorder.prepared.clear()
+    grouping = g.Grouping(g.CUSTOM, custom_class=class_path(Recorder))
+    router = router_for(grouping, [6])
+    assert Recorder.prepared == [(None, "default", [6], {})]
+    assert router.choose(["w", 6, None]) == [6]
+    with pytest.raises(ValueError, match=r"chose task 4, not a task of 'sink' \[6\]"):
+        router.choose(["w", 4, None])
+
+
 def test_make_router_refuses_a_grouping_it_has_no_router_for() -> None:
     with pytest.raises(ValueError, match="no router for grouping 'direct'"):
         router_for(g.Grouping(g.DIRECT))

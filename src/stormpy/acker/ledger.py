@@ -40,7 +40,10 @@ class AckLedger:
     def __init__(self, buckets: int = 3) -> None:
         if buckets < 2:
             raise ValueError("an AckLedger needs at least 2 buckets")
-        self._buckets: list[dict[int, list[Any]]] = [{} for _ in range(buckets)]
+        # keyed by root ids; typed Any so that, compiled, a method boxes its root into a heap
+        # integer once and every dict operation then uses that object (an int-typed key is
+        # boxed again for each one, a 62-bit root into a new heap integer every time)
+        self._buckets: list[dict[Any, list[Any]]] = [{} for _ in range(buckets)]
 
     def __len__(self) -> int:
         return sum(len(b) for b in self._buckets)
@@ -48,7 +51,7 @@ class AckLedger:
     def __contains__(self, root: int) -> bool:
         return any(root in b for b in self._buckets)
 
-    def _find(self, root: int) -> tuple[dict[int, list[Any]], list[Any]] | None:
+    def _find(self, root: int) -> tuple[dict[Any, list[Any]], list[Any]] | None:
         for b in self._buckets:
             e = b.get(root)
             if e is not None:
@@ -82,12 +85,13 @@ class AckLedger:
     def init(self, root: int, xor: int, spout_task: int) -> Outcome | None:
         """A spout emitted ``root`` with edges whose XOR is ``xor``."""
         buckets = self._buckets
+        key: Any = root  # boxed once (see __init__)
         for bucket in buckets:
-            if root in bucket:  # acks (or a fail) arrived first
+            if key in bucket:  # acks (or a fail) arrived first
                 return self._apply(root, xor, spout_task, False)
         if xor == 0:  # a tuple sent to no task: complete at once
             return Outcome(COMPLETED, root, spout_task)
-        buckets[0][root] = [xor, spout_task, False]
+        buckets[0][key] = [xor, spout_task, False]
         return None
 
     def ack(self, root: int, xor: int) -> Outcome | None:
@@ -99,16 +103,17 @@ class AckLedger:
     def ack_completed(self, root: int, xor: int) -> int | None:
         """``ack`` without building an Outcome (an ack can only complete a root): the spout task
         to tell when ``root`` completed, else None. The acker's per-round hot path."""
+        key: Any = root  # boxed once (see __init__)
         for bucket in self._buckets:
-            e = bucket.get(root)
+            e = bucket.get(key)
             if e is not None:
                 break
         else:
-            self._buckets[0][root] = [xor, None, False]
+            self._buckets[0][key] = [xor, None, False]
             return None
         e[_VAL] ^= xor
         if e[_VAL] == 0 and e[_TASK] is not None and not e[_FAILED]:
-            del bucket[root]
+            del bucket[key]
             return e[_TASK]
         return None
 

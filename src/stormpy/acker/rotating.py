@@ -8,10 +8,14 @@ what was in it. Rotating every ``timeout / (buckets - 1)`` seconds expires an en
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Generic, TypeVar
+from typing import Final, Generic, TypeVar, cast
 
 K = TypeVar("K")
 V = TypeVar("V")
+
+
+#: what ``dict.pop`` returns for a key a bucket does not hold (never a stored value)
+_ABSENT: Final = object()
 
 
 class RotatingMap(Generic[K, V]):
@@ -45,8 +49,9 @@ class RotatingMap(Generic[K, V]):
     def pop(self, key: K, default: V | None = None) -> V | None:
         """Remove and return ``key``'s value, or ``default`` when absent."""
         for b in self._buckets:
-            if key in b:
-                return b.pop(key)
+            value = b.pop(key, _ABSENT)  # one lookup per bucket
+            if value is not _ABSENT:
+                return cast(V, value)
         return default
 
     def touch(self, key: K) -> bool:

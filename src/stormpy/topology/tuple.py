@@ -14,6 +14,20 @@ SYSTEM_COMPONENT: Final = "__system"
 SYSTEM_STREAM: Final = "__system"
 
 
+try:  # mypy's decorator for compiled classes; a plain install may not have it
+    from mypy_extensions import mypyc_attr
+except ImportError:  # pragma: no cover - the attributes only matter to mypyc at build time
+    def mypyc_attr(*args: Any, **attrs: Any) -> Any:  # type: ignore[misc]  # noqa: ARG001
+        """No-op stand-in: the attributes are read by mypyc when it compiles this module."""
+        return lambda cls: cls
+
+
+# Compiled (mypyc), a Tuple is allocated once per emit and freed once processed, so the class
+# keeps its last freed instance for the next one (``free_list_len``) and is not tracked by the
+# cycle collector (``acyclic``): a Tuple refers to its values, fields and anchors, never back to
+# itself, so it cannot be part of a reference cycle unless user code puts the tuple in its own
+# values (such a tuple would then not be collected: do not).
+@mypyc_attr(free_list_len=1, acyclic=True)
 class Tuple:
     """One tuple as seen by a bolt: its values plus where it came from.
 

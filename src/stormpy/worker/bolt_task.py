@@ -57,6 +57,10 @@ class BoltTask(TaskRunner):
         #: tasks it filled
         self._groups: list[list[Tuple]] = [[] for _ in dispatch.deliver]
         self._touched: list[int] = []
+        #: indexed by task id: the chainable bolt task of this worker that ``deliver`` points
+        #: at (its ``take``), else None; set by ``install_local_delivery`` (shared by every bolt
+        #: task of the worker) so that an emit calls ``take`` natively, not through the table
+        self.takers: list[BoltTask | None] = [None] * len(dispatch.deliver)
         instance.emit = self.emit
         instance.emit_many = self.emit_many
         instance.emit_direct = self.emit_direct
@@ -156,6 +160,7 @@ class BoltTask(TaskRunner):
             anchor = cast(Tuple, anchors)
             self.stats.transferred += len(targets)
             deliver = self._deliver
+            takers = self.takers
             task = self.task_id
             comp = self.component_id
             fields = router.fields
@@ -163,14 +168,23 @@ class BoltTask(TaskRunner):
             for t in targets:
                 edge = edges.next()  # 62-bit: see edges.py
                 anchor.ack_val ^= edge
-                deliver[t](Tuple(values, stream, task, comp, fields, root, edge))
+                taker = takers[t]
+                if taker is not None:
+                    taker.take(Tuple(values, stream, task, comp, fields, root, edge))
+                else:
+                    deliver[t](Tuple(values, stream, task, comp, fields, root, edge))
         elif anchors is None or not cast(Tuple, anchors).anchors:  # untracked
             self.stats.transferred += len(targets)
             tup = Tuple(values, stream, self.task_id, self.component_id,
                         router.fields)
             deliver = self._deliver
+            takers = self.takers
             for t in targets:
-                deliver[t](tup)
+                taker = takers[t]
+                if taker is not None:
+                    taker.take(tup)
+                else:
+                    deliver[t](tup)
         else:
             self._send(targets, values, anchors, stream, router)
         return targets

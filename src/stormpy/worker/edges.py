@@ -13,9 +13,10 @@ The ids come from ``EdgeIds``, one per worker (``Dispatch.edges``), seeded from 
 multiply-with-carry generator (Marsaglia) of 30-bit digits whose multiplier ``a`` (below 2**30)
 makes ``a * 2**30 - 1`` a safe prime, so its period is about 2**59; an id is three consecutive
 digits (30 + 30 + 2 bits). Every operand stays below 2**30 and every intermediate value below
-2**60, so compiled, a draw is native multiplications and shifts on unboxed integers (the compiled
-code multiplies natively only when both factors are below 2**30), ~185 instructions with its call
-where ``random.getrandbits(62)`` cost ~620 (a call, a heap integer, its conversion).
+2**60, so the state and the arithmetic are mypyc's native ``i64`` (no tag checks, no overflow
+path; plain ``int`` when interpreted): compiled, a draw is a few tens of machine instructions,
+which the C compiler inlines into its callers, where ``random.getrandbits(62)`` cost ~620 (a
+call, a heap integer, its conversion) and the same generator on tagged integers ~185.
 Multiply-with-carry is not linear over GF(2) (its carries mix the bits), so no fixed set of
 outputs XORs to zero the way it would for an xorshift generator: XOR-cancellation among a tree's
 edges, what would make the acker miss a tuple, stays as unlikely as chance.
@@ -25,6 +26,11 @@ from __future__ import annotations
 
 from random import getrandbits
 from typing import Final
+
+try:  # mypy's native 64-bit integer for compiled code (plain int when interpreted)
+    from mypy_extensions import i64
+except ImportError:  # pragma: no cover - only a compiled build reads the type
+    i64 = int  # type: ignore[misc]
 
 EDGE_BITS: Final = 62
 
@@ -41,17 +47,19 @@ class EdgeIds:
         s = getrandbits(64) if seed is None else seed & (2 ** 64 - 1)
         # a state (digit, carry) with digit in [1, 2**30 - 2] and carry in [1, a - 2] avoids
         # the two fixed points (0, 0) and (2**30 - 1, a - 1)
-        self.x = 1 + (s & _DIGIT) % (_DIGIT - 1)
-        self.c = 1 + (s >> 30) % (_A - 2)
+        self.x: i64 = i64(1 + (s & _DIGIT) % (_DIGIT - 1))
+        self.c: i64 = i64(1 + (s >> 30) % (_A - 2))
 
     def next(self) -> int:
         """The next id: 62 random bits (0 <= id < 2**62)."""
-        t = _A * self.x + self.c  # both factors below 2**30: a native multiplication
-        d1 = t & _DIGIT
-        t = _A * d1 + (t >> 30)
-        d2 = t & _DIGIT
-        t = _A * d2 + (t >> 30)
-        d3 = t & _DIGIT
+        a: i64 = _A
+        digit: i64 = _DIGIT
+        t = a * self.x + self.c  # native 64-bit arithmetic: every value stays below 2**60
+        d1 = t & digit
+        t = a * d1 + (t >> 30)
+        d2 = t & digit
+        t = a * d2 + (t >> 30)
+        d3 = t & digit
         self.x = d3
         self.c = t >> 30
-        return (d1 << 32) | (d2 << 2) | (d3 >> 28)
+        return int((d1 << 32) | (d2 << 2) | (d3 >> 28))

@@ -208,10 +208,17 @@ def install_local_delivery(dispatch: Dispatch, tasks: Mapping[int, TaskRunner],
                            chaining: bool) -> None:
     """Point ``dispatch``'s delivery tables at ``tasks`` (this worker's): each task's queue
     (``append``; ``extend`` for ``emit_many``'s lists), or, with ``chaining``, a user bolt's
-    ``BoltTask.take`` when it runs one tuple at a time (chaining, ``bolt_task.py``)."""
+    ``BoltTask.take`` when it runs one tuple at a time (chaining, ``bolt_task.py``). Every
+    bolt task's ``takers`` gets the same choice (the chained tasks), which its emit calls
+    natively instead of through ``deliver``."""
+    takers: list[BoltTask | None] = [None] * len(dispatch.deliver)
     for t, runner in tasks.items():
         if chaining and isinstance(runner, BoltTask) and runner.chainable():
             dispatch.deliver[t] = runner.take
+            takers[t] = runner
         else:
             dispatch.deliver[t] = runner.queue.append
         dispatch.deliver_many[t] = runner.queue.extend
+    for runner in tasks.values():
+        if isinstance(runner, BoltTask):
+            runner.takers = takers

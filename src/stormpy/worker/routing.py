@@ -235,7 +235,23 @@ class CustomRouter(Router):
 def make_router(grouping: g.Grouping, tasks: list[int], source_fields: Fields, *,
                 local_tasks: frozenset[int], context: Any, stream: str, emitter_task: int,
                 target_component: str) -> Router:
-    """Build the router for one subscription (direct groupings have none: emit_direct chooses)."""
+    """Build the router for one subscription (direct groupings have none: emit_direct chooses).
+
+    A target component with one task gets that task for every tuple whatever the grouping (a
+    custom grouping is still asked: its choice is checked), so the built-in groupings become a
+    ``FixedRouter`` of it once their settings are checked: no hashing or rotation per tuple."""
+    router = _grouping_router(grouping, tasks, source_fields, local_tasks=local_tasks,
+                              context=context, stream=stream, emitter_task=emitter_task,
+                              target_component=target_component)
+    if len(tasks) == 1 and grouping.type != g.CUSTOM:
+        return FixedRouter(list(tasks))
+    return router
+
+
+def _grouping_router(grouping: g.Grouping, tasks: list[int], source_fields: Fields, *,
+                     local_tasks: frozenset[int], context: Any, stream: str, emitter_task: int,
+                     target_component: str) -> Router:
+    """The router of ``grouping`` over ``tasks`` (checks the grouping's key fields)."""
     t = grouping.type
     if t == g.SHUFFLE:
         return ShuffleRouter(tasks)
