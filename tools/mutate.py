@@ -259,7 +259,9 @@ def prepare(name: str) -> Path:
             if not source.exists():
                 copy.unlink()
                 Path(str(copy) + ".meta").unlink(missing_ok=True)
-        refresh_copies(mutated_src, set(files))
+        refreshed = refresh_copies(mutated_src, set(files))
+        if refreshed:
+            print(f"   {name}: {refreshed} copied source file(s) out of date, refreshed from src", flush=True)
     return work
 
 
