@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -46,6 +47,28 @@ def _cap_local_waits(cap: float) -> None:
 
 if float(os.environ.get("STORMPY_TEST_WAIT_CAP") or 0) > 0:
     _cap_local_waits(float(os.environ["STORMPY_TEST_WAIT_CAP"]))
+
+
+#: mutation runs (tools/mutate.py sets it): the file each mutant's run appends its first failing
+#: test to, so a kill can be checked against what the mutant changed (``tools/mutate.py kills``)
+KILL_LOG = os.environ.get("STORMPY_MUTATION_KILL_LOG")
+#: mutmut's own phases (not a mutant): stats, clean run, forced failure, collection
+_MUTMUT_PHASES = ("", "stats", "fail", "list_all_tests", "mutant_generation")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """In a mutation run, record the mutant under test, the failing test, the phase and the last
+    line of its error (one JSON line per failure in ``KILL_LOG``)."""
+    if not KILL_LOG or not report.failed:
+        return
+    mutant = os.environ.get("MUTANT_UNDER_TEST", "")
+    if mutant in _MUTMUT_PHASES:
+        return
+    crash = getattr(report.longrepr, "reprcrash", None)
+    error = crash.message if crash is not None else str(report.longrepr).strip().splitlines()[-1:]
+    with open(KILL_LOG, "a") as out:
+        out.write(json.dumps({"mutant": mutant, "test": report.nodeid, "when": report.when,
+                              "error": str(error)[:300]}) + "\n")
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,7 @@ Usage::
     python tools/mutate.py summary [TARGET ...]  # scores from the last runs
     python tools/mutate.py survivors TARGET      # surviving mutants, with their diffs
     python tools/mutate.py recheck TARGET        # re-run only those (after adding tests)
+    python tools/mutate.py kills TARGET          # which test killed each mutant (false kills)
     python tools/mutate.py clean [TARGET ...]    # forget cached results
 
 Adding a module is one line in ``TARGETS``.
@@ -258,7 +259,28 @@ def prepare(name: str) -> Path:
             if not source.exists():
                 copy.unlink()
                 Path(str(copy) + ".meta").unlink(missing_ok=True)
+        refreshed = refresh_copies(mutated_src, set(files))
+        if refreshed:
+            print(f"   {name}: {refreshed} copied source file(s) out of date, refreshed from src", flush=True)
     return work
+
+
+def refresh_copies(mutated_src: Path, mutated: set[str]) -> int:
+    """Bring the work directory's copies of the files a target does not mutate up to date with
+    ``src``: mutmut copies ``src`` into ``mutants/`` once and never again (it skips every file
+    that exists there), so after the tree moved on a warm run would test the mutants against
+    the old versions of every other module. The mutated files are left to mutmut (it regenerates
+    one whose source is newer than its mutants). Returns how many copies were refreshed."""
+    refreshed = 0
+    for copy in mutated_src.rglob("*"):
+        rel = copy.relative_to(mutated_src.parent).as_posix()
+        source = ROOT / rel
+        if rel in mutated or "__pycache__" in copy.parts or not copy.is_file() or not source.is_file():
+            continue
+        if copy.read_bytes() != source.read_bytes():
+            shutil.copy2(source, copy)
+            refreshed += 1
+    return refreshed
 
 
 #: seconds after which any wait of the local testing kit gives up in a mutation run
@@ -267,11 +289,20 @@ def prepare(name: str) -> Path:
 WAIT_CAP_SECS = 5
 
 
-def mutation_env() -> dict[str, str]:
+#: in a target's work directory: one JSON line per failing test of a mutant's run (the mutant,
+#: the test, its phase, its error), written by tests/conftest.py; read by ``kills``
+KILL_LOG = "kills.jsonl"
+
+
+def mutation_env(work: Path | None = None) -> dict[str, str]:
     """The environment mutmut runs in: the pure-Python tuple path, no shrinking of failing
-    property-test examples (a mutant is killed by the first failing example), waits capped."""
+    property-test examples (a mutant is killed by the first failing example), waits capped;
+    with ``work``, the test that kills each mutant is logged there (:data:`KILL_LOG`)."""
     env = {**os.environ, "STORMPY_PURE": "1", "STORMPY_HYPOTHESIS_PROFILE": "mutation",
            "STORMPY_TEST_WAIT_CAP": str(WAIT_CAP_SECS)}
+    env.pop("STORMPY_MUTATION_KILL_LOG", None)
+    if work is not None:
+        env["STORMPY_MUTATION_KILL_LOG"] = str(work / KILL_LOG)
     env.pop("PYTHONPATH", None)  # mutmut puts mutants/src first; nothing else may shadow it
     return env
 
@@ -281,7 +312,7 @@ def call_mutmut(work: Path, log_name: str, *args: str) -> int:
     ``work/log_name``; returns its exit code."""
     mutmut = Path(sys.executable).with_name("mutmut")
     with open(work / log_name, "w") as out:
-        return subprocess.call([str(mutmut), "run", *args], cwd=work, env=mutation_env(), stdout=out,
+        return subprocess.call([str(mutmut), "run", *args], cwd=work, env=mutation_env(work), stdout=out,
                                stderr=subprocess.STDOUT)
 
 
@@ -533,9 +564,52 @@ def survivors(name: str) -> None:
         subprocess.call([str(mutmut), "show", mutant], cwd=work)
 
 
+#: ``kills`` flags a function whose killed mutants (at least this many) all failed one test
+#: with one error: a test failing without the mutant would look exactly like that
+SUSPECT_KILLS = 5
+
+
+def kills(name: str) -> None:
+    """What killed the target's killed mutants (the last logged failure of each, :data:`KILL_LOG`):
+    per function, the tests and errors that killed its mutants, most first. One test killing
+    every mutant of a function with one error, whatever the mutant changed, is a false kill
+    (the test fails without the mutant); a killed mutant without a logged failure is shown with
+    its exit code (negative: a signal, such as a timeout; 1: run before the log existed)."""
+    log = WORK / name / KILL_LOG
+    last: dict[str, dict[str, str]] = {}
+    if log.exists():
+        for line in log.read_text().splitlines():
+            record = json.loads(line)
+            last[record["mutant"]] = record
+    for codes in results(name).values():
+        by_function: dict[str, list[str]] = {}
+        for mutant, code in codes.items():
+            if code in KILLED:
+                by_function.setdefault(function_of(mutant), []).append(mutant)
+        for function, killed in sorted(by_function.items()):
+            causes: dict[tuple[str, str], int] = {}
+            unlogged = []
+            for mutant in killed:
+                record = last.get(mutant)
+                if record is None:
+                    unlogged.append(f"{mutant.rpartition('__mutmut_')[2]} (exit {codes[mutant]})")
+                    continue
+                cause = (record["test"], f"{record['when']}: {record['error']}")
+                causes[cause] = causes.get(cause, 0) + 1
+            top = max(causes.values(), default=0)
+            suspect = top == len(killed) >= SUSPECT_KILLS
+            print(f"{function}: {len(killed)} killed"
+                  + ("  <- all by one test with one error: check for a false kill" if suspect else ""))
+            for (test, error), count in sorted(causes.items(), key=lambda item: -item[1])[:5]:
+                print(f"   {count:>4} by {test}\n        {error[:160]}")
+            if unlogged:
+                print(f"   no failure logged: {', '.join(unlogged)}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=("run", "recheck", "summary", "survivors", "clean", "list", "pin"))
+    parser.add_argument("command", choices=("run", "recheck", "summary", "survivors", "kills", "clean",
+                                            "list", "pin"))
     parser.add_argument("targets", nargs="*", help=f"targets (default: {' '.join(CORE)})")
     parser.add_argument("--children", type=int, default=2, help="mutants tested at once")
     parser.add_argument("--rerun-equivalents", action="store_true",
@@ -564,6 +638,9 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "survivors":
         for name in names:
             survivors(name)
+    elif args.command == "kills":
+        for name in names:
+            kills(name)
     elif args.command == "pin":
         print(f"{pin(names)} equivalent(s) pinned to their functions' current hashes")
     elif args.command == "clean":

@@ -115,3 +115,21 @@ def test_worker_spout_pending_counts_the_trees_a_spout_waits_on() -> None:
         wait_for(lambda: worker.stats().get("hold", {}).get("executed") == 3, 60,
                  "the bolt to hold the spout's three tuples")
         assert worker.spout_pending() == {"numbers": 3}
+
+
+def test_spout_pending_sums_the_trees_of_every_task_of_a_spout_component() -> None:
+    """Two tasks of one spout, three held trees each: the component waits on six."""
+    from stormpy.topology.clock import SimulatedClock
+    from stormpy.worker import Worker, WorkerConfig
+
+    builder = TopologyBuilder()
+    builder.set_spout("numbers", ThreeSpout, 2)
+    builder.set_bolt("hold", HoldingBolt).shuffle_grouping("numbers")
+    worker = Worker(WorkerConfig("pending", builder.create_topology(),
+                                 {"topology.message.timeout.secs": 600}), clock=SimulatedClock())
+    worker.open()
+    for _ in range(10):
+        worker.run_once()
+    assert worker.stats()["hold"]["executed"] == 6
+    assert worker.spout_pending() == {"numbers": 6}
+

@@ -146,3 +146,19 @@ def test_queued_batch_tuples_hold_the_spouts_back_once_the_receive_queue_is_full
     worker.run_once()  # the last 6 batches: room again, the spout emits
     assert len(RAN) == EXECUTE_BUDGET + 6
     assert worker.stats()["feeder"]["emitted"] == 1
+
+
+def test_a_round_runs_the_tasks_after_a_columnar_bolt_too() -> None:
+    """After a columnar bolt's step, the round goes on to the tasks after it: a tuple queued for
+    ``tail`` (later in the execution order) runs in the same round as the batch."""
+    worker = _worker(FeederSpout(["sentence"]))
+    (task,) = worker.layout.component_tasks["columns"]
+    (split,) = worker.layout.component_tasks["split"]
+    (tail,) = worker.layout.component_tasks["tail"]
+    worker.dispatch.deliver_batch[task](ColumnBatch([["a"], ["b"]], "default", split, "split", WORD))
+    worker.tasks[tail].queue.append(Tuple([7], "default", task, "columns", Fields(["size"])))
+    # the batch's 2 tuples, then tail's two: its queued 7, then columns' emit (queued behind the
+    # 7, not chained past it: per-task order)
+    assert worker.run_once() == 2 + 2
+    assert RAN == [2] and TAIL == [7, 2]
+    assert not worker.tasks[tail].queue

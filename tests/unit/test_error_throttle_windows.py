@@ -44,6 +44,25 @@ def test_a_new_window_starts_exactly_one_interval_after_the_last_began() -> None
     assert kept(worker) == ["first", "new window"] and worker.errors_suppressed == 2
 
 
+def test_a_forced_error_is_kept_and_handed_on_even_over_the_budget() -> None:
+    """``record_error(..., force=True)`` (the error that stops the worker) is never throttled:
+    kept and handed to ``on_error`` although the task used its budget; not counted suppressed."""
+    b = TopologyBuilder()
+    b.set_spout("feeder", FeederSpout(["v"]))
+    b.set_bolt("sink", Capture(), 2).shuffle_grouping("feeder")
+    conf = {"topology.max.error.report.per.interval": 1,
+            "topology.error.throttle.interval.secs": 10}
+    handed: list[tuple[str, int, str]] = []
+    worker = Worker(WorkerConfig("t", b.create_topology(), conf), clock=SimulatedClock(),
+                    on_error=lambda component, task, text: handed.append((component, task, text)))
+    task = worker.layout.component_tasks["sink"][0]
+    worker.record_error("sink", task, "first")
+    worker.record_error("sink", task, "fatal", force=True)
+    worker.record_error("sink", task, "throttled")
+    assert kept(worker) == ["first", "fatal"] and worker.errors_suppressed == 1
+    assert handed == [("sink", task, "first"), ("sink", task, "fatal")]
+
+
 def test_a_worker_keeps_its_config_and_reports_errors_with_its_port() -> None:
     b = TopologyBuilder()
     b.set_spout("feeder", FeederSpout(["v"]))
@@ -64,3 +83,18 @@ def test_without_a_state_backend_tasks_get_one_in_memory() -> None:
     store = worker.tasks[task].context.state_store()
     store.put("k", 1)
     assert store.get("k") == 1
+
+
+def test_task_errors_throttle_a_record_that_does_not_say_force() -> None:
+    """``TaskErrors.record`` without ``force`` is throttled: over the budget, an error is only
+    logged and counted, not kept nor handed on."""
+    from stormpy.worker.task_errors import TaskErrors
+
+    handed: list[str] = []
+    errors = TaskErrors({"topology.max.error.report.per.interval": 1,
+                         "topology.error.throttle.interval.secs": 10}, lambda: 0.0, "host-a", 6700,
+                        lambda component, task, text: handed.append(text))
+    errors.record("sink", 3, "first")
+    errors.record("sink", 3, "second")
+    assert [e["error"] for e in errors.kept["sink"]] == ["first"] and handed == ["first"]
+    assert errors.suppressed == 1

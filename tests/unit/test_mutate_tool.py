@@ -110,6 +110,70 @@ def test_pin_writes_the_current_hash_of_surviving_equivalents_only(tool: ModuleT
     assert tool.pin(["ledger"]) == 0
 
 
+def test_stale_copies_of_the_files_not_mutated_are_refreshed(tool: ModuleType, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """mutmut copies ``src`` once: a warm run would test against old versions of the other
+    modules. The copies are brought up to date; the mutated file and mutmut's own files stay."""
+    root = tmp_path / "repo"
+    (root / "src" / "pkg").mkdir(parents=True)
+    (root / "src" / "pkg" / "other.py").write_text("X = 2\n")
+    (root / "src" / "pkg" / "same.py").write_text("Y = 1\n")
+    (root / "src" / "pkg" / "target.py").write_text("def f(): return 1\n")
+    monkeypatch.setattr(tool, "ROOT", root)
+    copies = tmp_path / "work" / "mutants" / "src"
+    (copies / "pkg").mkdir(parents=True)
+    (copies / "pkg" / "other.py").write_text("X = 1\n")
+    (copies / "pkg" / "same.py").write_text("Y = 1\n")
+    (copies / "pkg" / "target.py").write_text("# mutants of f\n")
+    (copies / "pkg" / "target.py.meta").write_text("{}")
+    assert tool.refresh_copies(copies, {"src/pkg/target.py"}) == 1
+    assert (copies / "pkg" / "other.py").read_text() == "X = 2\n"
+    assert (copies / "pkg" / "target.py").read_text() == "# mutants of f\n"
+    assert (copies / "pkg" / "target.py.meta").read_text() == "{}"
+    assert tool.refresh_copies(copies, {"src/pkg/target.py"}) == 0
+
+
+def test_kills_names_the_test_that_killed_each_killed_mutant(tool: ModuleType,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """The kill log (written by tests/conftest.py in each mutant's run) is read back per function:
+    the last failure of each mutant still counted killed, most frequent cause first; a killed
+    mutant without a logged failure is named with its exit code (killed by a signal)."""
+    write_meta(tool, {FAIL_8: 1, FAIL_9: 1, INIT_4: 0, f"{INIT_4[:-1]}5": -24}, {})
+    log = tool.WORK / "ledger" / tool.KILL_LOG
+    records = [(FAIL_8, "test_a", "old error"), (FAIL_8, "test_b", "assert 1 == 2"),
+               (FAIL_9, "test_b", "assert 1 == 2"), (INIT_4, "test_c", "killed earlier, survives now")]
+    log.write_text("".join(json.dumps({"mutant": m, "test": t, "when": "call", "error": e}) + "\n"
+                           for m, t, e in records))
+    tool.kills("ledger")
+    assert capsys.readouterr().out.splitlines() == [
+        "xǁAckLedgerǁfail: 2 killed",
+        "      2 by test_b",
+        "        call: assert 1 == 2",
+        "xǁAckLedgerǁinit: 1 killed",
+        "   no failure logged: 5 (exit -24)",
+    ]
+    assert tool.mutation_env(tool.WORK)["STORMPY_MUTATION_KILL_LOG"] == str(tool.WORK / tool.KILL_LOG)
+    assert "STORMPY_MUTATION_KILL_LOG" not in tool.mutation_env()
+
+
+def test_the_conftest_logs_a_mutants_failing_test_and_nothing_else(tmp_path: Path) -> None:
+    """tests/conftest.py appends the failing test of a mutant's run to the kill log; passing
+    tests, and failures in mutmut's own phases (stats, clean run, forced failure), are not logged."""
+    import subprocess
+
+    (tmp_path / "conftest.py").write_text((ROOT / "tests" / "conftest.py").read_text())
+    (tmp_path / "test_probe.py").write_text("def test_ok():\n    pass\n\n"
+                                            "def test_bad():\n    assert 1 == 2, 'wrong'\n")
+    log = tmp_path / "kills.jsonl"
+    for mutant in ("fail", "", "pkg.mod.x_f__mutmut_3"):
+        env = {**os.environ, "STORMPY_MUTATION_KILL_LOG": str(log), "MUTANT_UNDER_TEST": mutant}
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+                       env=env, cwd=tmp_path, capture_output=True, timeout=120)
+    (record,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert record["mutant"] == "pkg.mod.x_f__mutmut_3" and record["when"] == "call"
+    assert record["test"].endswith("test_probe.py::test_bad") and "wrong" in record["error"]
+
+
 def test_mutation_runs_cap_every_wait_of_the_testing_kit() -> None:
     """tools/mutate.py runs mutmut with STORMPY_TEST_WAIT_CAP; tests/conftest.py then caps the
     timeout of every testing-kit wait, so a broken mutant fails its test within the cap."""

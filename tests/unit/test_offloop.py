@@ -36,6 +36,7 @@ class BlockingBolt(Bolt):
 
         if action == "block":
             self.off_loop.submit(lambda: RELEASE.wait(30) and n * 10, done)
+            EVENTS.append(("submitted", n))
         elif action == "cancel":
             job: BackgroundJob = self.off_loop.submit(lambda: EVENTS.append(("ran", n)), done)
             EVENTS.append(("cancelled", n, job.cancel(), job.started))
@@ -69,6 +70,9 @@ def test_a_pending_job_keeps_the_topology_busy_and_its_result_comes_back_on_the_
     with LocalCluster(conf={"topology.worker.background.threads": 1}) as cluster:
         worker = cluster.submit_topology("t", {}, _topology(feeder))
         feeder.feed(["block", 1], msg_id=1)
+        # the job is submitted first: an idle loop alone may be the loop before the feed reached
+        # the bolt (a busy machine), when nothing is pending yet
+        cluster.wait_for(lambda: ("submitted", 1) in EVENTS, 10, "the blocking job submitted")
         cluster.wait_for(lambda: worker.quiet_rounds >= 10, 10, "an idle loop")
         assert not worker.is_quiet(), "a job is pending"
         feeder.feed(["cancel", 2], msg_id=2)

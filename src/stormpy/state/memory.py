@@ -118,16 +118,16 @@ class MemoryStore(Store):
 
     def watch(self, key: str, callback: Callable[[Any], None]) -> Callable[[], None]:
         node, path = self._key(key), self.where(key)
-        cancelled: list[bool] = []
+        cancelled = threading.Event()
 
         def changed(data: bytes | None) -> None:
-            if not cancelled:
+            if not cancelled.is_set():
                 callback(decode_state(path, data) if data else None)
 
         def cancel() -> None:
-            cancelled.append(True)
+            cancelled.set()
             with self._backend.locked(path):
-                watchers = self._backend.watchers.get(node, [])
+                watchers = self._backend.watchers[node]  # registered below, never dropped
                 if changed in watchers:
                     watchers.remove(changed)
 

@@ -21,8 +21,15 @@ from stormpy.cluster.paths import encode_segment
 from stormpy.cluster.zk_hosts import hosts_from_config
 from stormpy.config import SettingError
 from stormpy.state.base import Store
-from stormpy.state.settings import PROVIDER, PROVIDER_CONFIG, PROVIDERS, state_settings
-from stormpy.state.sqlite import SqliteStore
+from stormpy.state.settings import (
+    PROVIDER,
+    PROVIDER_CONFIG,
+    PROVIDERS,
+    ZK_ROOT,
+    ZK_TIMEOUT_SECS,
+    state_settings,
+)
+from stormpy.state.sqlite import DEFAULT_TABLE, SqliteStore
 from stormpy.state.zookeeper import from_settings, open_zk_store
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.imports import import_object
@@ -48,16 +55,16 @@ def open_store(conf: Mapping[str, Any], context: TopologyContext, task_key: str)
                                                  "state layer's")
         return area.sub(MEMORY_PREFIX, task_key)
     if kind == "sqlite":
-        return SqliteStore(config["path"], str(config.get("table") or "stormpy_state"),
+        return SqliteStore(config["path"], str(config.get("table") or DEFAULT_TABLE),
                            segments=(name, task_key))
     if kind == "zookeeper":
-        root = str(config.get("root") or "/stormpy/state").rstrip("/") or "/"
+        root = str(config.get("root") or ZK_ROOT).rstrip("/") or "/"
         hosts = hosts_from_config(conf, servers=config.get("servers"), port=config.get("port"),
                                   servers_setting=f"{PROVIDER_CONFIG} servers",
                                   port_setting=f"{PROVIDER_CONFIG} port")
         return open_zk_store(hosts, root, "/".join((root.rstrip("/"), encode_segment(name),
                                                     encode_segment(task_key))),
-                             operation_timeout_secs=float(config.get("timeout.secs") or 10.0),
+                             operation_timeout_secs=float(config.get("timeout.secs") or ZK_TIMEOUT_SECS),
                              **from_settings(conf))
     factory = import_object(kind)
     store = factory(conf, f"{name}/{task_key}")

@@ -9,14 +9,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stormpy.config import SettingError
+from stormpy.state.sqlite import DEFAULT_TABLE, TABLE_NAME_RULE, is_table_name
 
-__all__ = ["PROVIDERS", "StateSettings", "positive_number", "state_settings"]
+__all__ = ["PROVIDERS", "ZK_ROOT", "ZK_TIMEOUT_SECS", "StateSettings", "positive_number",
+           "state_settings"]
 
 PROVIDERS = ("memory", "sqlite", "zookeeper")
 
 PROVIDER = "topology.state.provider"
 PROVIDER_CONFIG = "topology.state.provider.config"
 INTERVAL = "topology.state.checkpoint.interval.ms"
+#: the zookeeper provider's defaults: its root znode and its operation timeout
+ZK_ROOT = "/stormpy/state"
+ZK_TIMEOUT_SECS = 10.0
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,8 @@ def _provider_config(conf: Mapping[str, Any]) -> dict[str, Any]:
 def state_settings(conf: Mapping[str, Any]) -> StateSettings:
     """The stateful bolts' settings of ``conf``, checked (SettingError naming the setting)."""
     provider = conf.get(PROVIDER) or "memory"
-    if not isinstance(provider, str) or (provider not in PROVIDERS and "." not in provider):
+    if not isinstance(provider, str) or (provider not in PROVIDERS
+                                         and "." not in provider and ":" not in provider):
         raise SettingError(PROVIDER, f"must be one of {', '.join(PROVIDERS)} or the import path "
                                      f"of a factory (conf, namespace) -> store, got {provider!r}")
     config = _provider_config(conf)
@@ -64,18 +70,17 @@ def state_settings(conf: Mapping[str, Any]) -> StateSettings:
         if not config.get("path") or not isinstance(config["path"], str):
             raise SettingError(PROVIDER_CONFIG, "provider 'sqlite' needs 'path' (the SQLite "
                                                 f"file), got {config!r}")
-        table = config.get("table", "stormpy_state")
-        if not isinstance(table, str) or not table.replace("_", "").isalnum():
-            raise SettingError(PROVIDER_CONFIG, f"'table' must be letters, digits and '_', got "
-                                                f"{table!r}")
+        table = config.get("table", DEFAULT_TABLE)
+        if not is_table_name(table):
+            raise SettingError(PROVIDER_CONFIG, f"'table' must be {TABLE_NAME_RULE}, got {table!r}")
     if provider == "zookeeper":
         if not (config.get("servers") or conf.get("storm.zookeeper.servers")):
             raise SettingError(PROVIDER_CONFIG, "provider 'zookeeper' needs 'servers' (or "
                                                 "storm.zookeeper.servers)")
-        root = config.get("root", "/stormpy/state")
+        root = config.get("root", ZK_ROOT)
         if not isinstance(root, str) or not root.startswith("/"):
             raise SettingError(PROVIDER_CONFIG, f"'root' must be an absolute znode path, got "
                                                 f"{root!r}")
-        positive_number(f"{PROVIDER_CONFIG} timeout.secs", config.get("timeout.secs"), 10.0)
+        positive_number(f"{PROVIDER_CONFIG} timeout.secs", config.get("timeout.secs"), ZK_TIMEOUT_SECS)
     interval = positive_number(INTERVAL, conf.get(INTERVAL), 1000.0) / 1000
     return StateSettings(provider, config, interval)

@@ -1,8 +1,9 @@
 """The state layer's SQLite backend: a store in a file, embedded, no server (stateful bolts'
 ``topology.state.provider: sqlite``, transactional ``SqliteState``).
 
-One row per key path in table ``table`` (``key TEXT PRIMARY KEY, doc BLOB``); a key path is the
-store's base path and the key's segments, each percent-encoded
+One row per key path in table ``table`` (``key TEXT PRIMARY KEY, doc BLOB``; any name
+:func:`is_table_name` accepts, quoted in every statement, so ``order`` is a name too); a key path
+is the store's base path and the key's segments, each percent-encoded
 (:func:`~stormpy.cluster.paths.encode_segment`) and joined by ``/``, so ``children`` and recursive
 ``delete`` are range queries (every path below ``p`` sorts between ``p/`` and ``p0``). Several
 stores may share a table under different bases. Safe across processes (WAL, busy timeout);
@@ -29,12 +30,21 @@ from stormpy.topology.state import (
     encode_state,
 )
 
-__all__ = ["OPEN_TIMEOUT_SECS", "SqliteStore"]
+__all__ = ["DEFAULT_TABLE", "OPEN_TIMEOUT_SECS", "SqliteStore", "TABLE_NAME_RULE", "is_table_name"]
 
 #: how long opening a SQLite store waits for a lock held by another connection (the busy
 #: timeout, and the retries of the journal-mode switch)
 OPEN_TIMEOUT_SECS = 30.0
 LOCKED_RETRY_SECS = 0.01
+#: the table a store uses when none is named
+DEFAULT_TABLE = "stormpy_state"
+#: what a table name may be, for messages (checked by :func:`is_table_name`)
+TABLE_NAME_RULE = "letters, digits and '_', not starting with a digit"
+
+
+def is_table_name(name: object) -> bool:
+    """True when ``name`` is a table name a store accepts (:data:`TABLE_NAME_RULE`)."""
+    return isinstance(name, str) and name.isidentifier()
 
 
 class _Db:
@@ -69,13 +79,14 @@ class SqliteStore(Store):
     ``segments``, each one segment that may hold a ``/``) of table ``table`` in the SQLite file
     ``path`` (created when missing)."""
 
-    def __init__(self, path: str | Path, table: str = "stormpy_state", base: str = "", *,
+    def __init__(self, path: str | Path, table: str = DEFAULT_TABLE, base: str = "", *,
                  prefix: str | None = None, segments: tuple[str, ...] | None = None,
                  _db: _Db | None = None) -> None:
-        if not table.replace("_", "").isalnum():
-            raise ValueError(f"table name must be letters, digits and '_', got {table!r}")
+        if not is_table_name(table):
+            raise ValueError(f"table name must be {TABLE_NAME_RULE}, got {table!r}")
         self.file = str(path)
         self.table = table
+        self._sql_table = f'"{table}"'  # quoted: a keyword is a name like any other
         if prefix is not None:  # the name of earlier releases: a base given as "a/b/"
             base = prefix
         if segments is None:
@@ -97,7 +108,7 @@ class SqliteStore(Store):
         while True:
             try:
                 db.execute("PRAGMA journal_mode=WAL")
-                db.execute(f"CREATE TABLE IF NOT EXISTS {table} "
+                db.execute(f'CREATE TABLE IF NOT EXISTS "{table}" '
                            "(key TEXT PRIMARY KEY, doc BLOB NOT NULL)")
                 return
             except sqlite3.OperationalError as exc:
@@ -143,7 +154,7 @@ class SqliteStore(Store):
     def get(self, key: str, default: Any = None) -> Any:
         row, path = self._row(key), self.where(key)
         rows = self._run(path, lambda c: c.execute(
-            f"SELECT doc FROM {self.table} WHERE key = ?", (row,)).fetchall())
+            f"SELECT doc FROM {self._sql_table} WHERE key = ?", (row,)).fetchall())
         return decode_state(path, rows[0][0]) if rows else default
 
     def put(self, key: str, value: Any) -> None:
@@ -153,11 +164,11 @@ class SqliteStore(Store):
         rows = [(self._row(k), encode_state(self.where(k), v)) for k, v in items.items()]
         if rows:
             self._transaction(self.location, lambda c: c.executemany(
-                f"INSERT OR REPLACE INTO {self.table} (key, doc) VALUES (?, ?)", rows))
+                f"INSERT OR REPLACE INTO {self._sql_table} (key, doc) VALUES (?, ?)", rows))
 
     def _delete(self, conn: sqlite3.Connection, row: str) -> bool:
         low, high = self._below(row)
-        gone = conn.execute(f"DELETE FROM {self.table} WHERE key = ? OR (key >= ? AND key < ?)",
+        gone = conn.execute(f"DELETE FROM {self._sql_table} WHERE key = ? OR (key >= ? AND key < ?)",
                             (row, low, high)).rowcount
         return bool(gone)
 
@@ -174,7 +185,7 @@ class SqliteStore(Store):
         row = self._row(key)
         low, high = self._below(row)
         found = self._run(self.where(key), lambda c: c.execute(
-            f"SELECT key FROM {self.table} WHERE key >= ? AND key < ?", (low, high)).fetchall())
+            f"SELECT key FROM {self._sql_table} WHERE key >= ? AND key < ?", (low, high)).fetchall())
         start = len(low)
         return sorted({decode_segment(r[0][start:].split("/", 1)[0]) for r in found})
 
@@ -182,11 +193,11 @@ class SqliteStore(Store):
         row, path = self._row(key), self.where(key)
 
         def work(conn: sqlite3.Connection) -> bool:
-            rows = conn.execute(f"SELECT doc FROM {self.table} WHERE key = ?", (row,)).fetchall()
+            rows = conn.execute(f"SELECT doc FROM {self._sql_table} WHERE key = ?", (row,)).fetchall()
             new = fn(decode_state(path, rows[0][0]) if rows else None)
             if new is None:
                 return False
-            conn.execute(f"INSERT OR REPLACE INTO {self.table} (key, doc) VALUES (?, ?)",
+            conn.execute(f"INSERT OR REPLACE INTO {self._sql_table} (key, doc) VALUES (?, ?)",
                          (row, encode_state(path, new)))
             return True
         return bool(self._transaction(path, work))
