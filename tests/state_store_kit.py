@@ -4,14 +4,17 @@ transactional area both its tasks share."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from stormpy import Spout, TopologyBuilder, TopologyContext
+from stormpy.state import MemoryBackend
 from stormpy.testing import Capture
 from stormpy.topology.state import CHECKPOINTS, TRANSACTIONAL
 
-__all__ = ["CountingSpout", "counting_topology"]
+__all__ = ["CountingSpout", "counting_topology", "memory_backend_held"]
 
 
 class CountingSpout(Spout):
@@ -41,3 +44,24 @@ def counting_topology(capture: Capture) -> Any:
     b.set_spout("counter", CountingSpout, 2)
     b.set_bolt("capture", capture).shuffle_grouping("counter")
     return b.create_topology()
+
+
+@contextmanager
+def memory_backend_held(backend: MemoryBackend) -> Iterator[None]:
+    """Another thread holds ``backend``'s lock while the block runs (its stores' calls then find
+    it busy); released, and the thread joined, when the block ends."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with backend.locked("test"):
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(10), "the holder never took the lock"
+        yield
+    finally:
+        release.set()
+        holder.join(10)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from state_store_kit import memory_backend_held
 from stormpy.state import MemoryBackend
 from stormpy.topology.state import (
     AREAS,
@@ -34,17 +35,7 @@ def test_a_memory_backend_and_its_stores_are_bounded_by_its_timeout() -> None:
 def test_a_busy_memory_backend_names_the_key_and_its_bound() -> None:
     backend = MemoryBackend(timeout_secs=0.05)
     store = backend.at("w")
-    held, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with backend.locked("test"):
-            held.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert held.wait(10)
+    with memory_backend_held(backend):
         for call, args, path in ((store.get, ("k",), "memory:w/k"),
                                  (store.put, ("k", 1), "memory:w"),
                                  (store.delete, ("k",), "memory:w/k"),
@@ -53,9 +44,6 @@ def test_a_busy_memory_backend_names_the_key_and_its_bound() -> None:
             with pytest.raises(StateUnavailableError) as err:
                 call(*args)
             assert str(err.value) == f"state {path}: store busy for 0.05 s"
-    finally:
-        release.set()
-        holder.join(10)
     store.put("k", 1)  # the lock was released after every refusal
     assert store.get("k") == 1
 

@@ -4,12 +4,11 @@ backend, the state documents, and LocalCluster's choice of backend."""
 from __future__ import annotations
 
 import logging
-import threading
 
 import msgpack
 import pytest
 
-from state_store_kit import CountingSpout, counting_topology
+from state_store_kit import CountingSpout, counting_topology, memory_backend_held
 from stormpy import TopologyBuilder, TopologyContext
 from stormpy.state import MemoryBackend
 from stormpy.testing import Capture, LocalCluster
@@ -58,23 +57,9 @@ def test_memory_state_is_announced_once_per_area(caplog: pytest.LogCaptureFixtur
 def test_every_call_is_bounded_in_time() -> None:
     backend = MemoryBackend(timeout_secs=0.05)
     store = backend.store(CHECKPOINTS, "t-1")
-    held = threading.Event()
-    release = threading.Event()
-
-    def hold() -> None:
-        with backend.locked("test"):
-            held.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        held.wait(10)
-        with pytest.raises(StateUnavailableError, match="memory:checkpoints/t-1/k: store busy"):
-            store.get("k")
-    finally:
-        release.set()
-        holder.join(10)
+    with memory_backend_held(backend), \
+            pytest.raises(StateUnavailableError, match="memory:checkpoints/t-1/k: store busy"):
+        store.get("k")
 
 
 def test_state_documents_round_trip_and_corrupt_ones_name_their_path() -> None:
