@@ -6,8 +6,8 @@ parents staying after their last child as znodes do, and corrupt nodes named by 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
+from contextlib import ExitStack
 from typing import Any
 
 import pytest
@@ -143,17 +143,7 @@ def test_a_busy_memory_backend_names_what_waited() -> None:
     backend = MemoryBackend(timeout_secs=0.05)
     store = backend.store(CHECKPOINTS, "t-1")
     cancel = store.watch("k", lambda value: None)
-    held, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        with backend.locked("test"):
-            held.set()
-            release.wait(10)
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert held.wait(10)
+    with memory_backend_held(backend):
         for call, args, path in ((store.delete_many, (["k"],), "memory:checkpoints/t-1"),
                                  (store.watch, ("k", print), "memory:checkpoints/t-1/k"),
                                  (cancel, (), "memory:checkpoints/t-1/k"),
@@ -163,35 +153,20 @@ def test_a_busy_memory_backend_names_what_waited() -> None:
             with pytest.raises(StateUnavailableError) as err:
                 call(*args)
             assert err.value.path == path
-    finally:
-        release.set()
-        holder.join(10)
 
 
 def test_an_update_that_finds_the_store_busy_when_writing_names_the_key() -> None:
     backend = MemoryBackend(timeout_secs=0.05)
     store = backend.at("w")
-    held, release = threading.Event(), threading.Event()
+    with ExitStack() as held:
 
-    def hold() -> None:
-        with backend.locked("test"):
-            held.set()
-            release.wait(10)
+        def grab_the_lock_meanwhile(old: Any) -> Any:
+            held.enter_context(memory_backend_held(backend))
+            return 1
 
-    holder = threading.Thread(target=hold)
-
-    def grab_the_lock_meanwhile(old: Any) -> Any:
-        holder.start()
-        assert held.wait(10)
-        return 1
-
-    try:
         with pytest.raises(StateUnavailableError) as err:
             store.update("k", grab_the_lock_meanwhile)
         assert str(err.value) == "state memory:w/k: store busy for 0.05 s"
-    finally:
-        release.set()
-        holder.join(10)
     assert store.get("k") is None
 
 
