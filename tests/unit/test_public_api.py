@@ -52,7 +52,7 @@ PUBLIC: dict[str, list[str]] = {
         "open_zk_store", "state_settings",
     ],
     "stormpy.windowing": [
-        "Count", "Duration", "JoinBolt", "LATE_FIELDS", "Window", "WindowConfig",
+        "Count", "Duration", "IntervalJoinBolt", "JoinBolt", "LATE_FIELDS", "Window", "WindowConfig",
         "WindowConfigError", "WindowManager", "WindowedBolt", "WindowedBoltSpec",
     ],
     "stormpy.transactional": [

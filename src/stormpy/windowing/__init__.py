@@ -7,13 +7,15 @@ Built on the public topology API: ``SomeWindowedBolt.with_window(...)`` is passe
 ``stormpy.windowing.bolt.WindowedBoltExecutor``).
 
 ``JoinBolt`` (Storm's ``org.apache.storm.bolt.JoinBolt``) joins streams by key over such a window
-(:mod:`stormpy.windowing.join`; docs/joins.md).
+(:mod:`stormpy.windowing.join`), ``IntervalJoinBolt`` two keyed streams by event-time interval
+(:mod:`stormpy.windowing.interval_join`); docs/joins.md.
 """
 
 from stormpy.windowing.bolt import LATE_FIELDS, WindowedBolt, WindowedBoltSpec
 from stormpy.windowing.config import Count, Duration, WindowConfig, WindowConfigError
+from stormpy.windowing.interval_join import IntervalJoinBolt
 from stormpy.windowing.join import JoinBolt
 from stormpy.windowing.manager import Window, WindowManager
 
-__all__ = ["LATE_FIELDS", "Count", "Duration", "JoinBolt", "Window", "WindowConfig",
-           "WindowConfigError", "WindowManager", "WindowedBolt", "WindowedBoltSpec"]
+__all__ = ["LATE_FIELDS", "Count", "Duration", "IntervalJoinBolt", "JoinBolt", "Window",
+           "WindowConfig", "WindowConfigError", "WindowManager", "WindowedBolt", "WindowedBoltSpec"]

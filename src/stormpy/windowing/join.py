@@ -41,7 +41,7 @@ import copy
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Self
 
 from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.imports import class_path
@@ -52,8 +52,8 @@ from stormpy.windowing.bolt import WindowedBolt, WindowedBoltExecutor
 from stormpy.windowing.config import Duration, WindowConfig, WindowConfigError
 from stormpy.windowing.manager import Window
 
-__all__ = ["INNER", "LEFT", "SOURCE", "STREAM", "JoinBolt", "JoinBoltExecutor", "JoinPlan",
-           "JoinWindowBolt"]
+__all__ = ["INNER", "LEFT", "SOURCE", "STREAM", "JoinBolt", "JoinBoltExecutor", "JoinDeclaration",
+           "JoinPlan", "JoinWindowBolt", "hash_join", "hashable", "lookup", "project"]
 
 log = logging.getLogger("stormpy.windowing")
 
@@ -177,16 +177,16 @@ def lookup(tup: Tuple | None, path: tuple[str, ...]) -> Any:
     return value
 
 
-def _hashable(value: Any) -> Any:
+def hashable(value: Any) -> Any:
     """A dict key for a join key value (lists and maps, which msgpack carries, made hashable)."""
     try:
         hash(value)
         return value
     except TypeError:
         if isinstance(value, Mapping):
-            return ("$map", tuple(sorted(((_hashable(k), _hashable(v))
+            return ("$map", tuple(sorted(((hashable(k), hashable(v))
                                           for k, v in value.items()), key=repr)))
-        return ("$list", tuple(_hashable(v) for v in value))
+        return ("$list", tuple(hashable(v) for v in value))
 
 
 Row = list[Tuple | None]
@@ -213,7 +213,7 @@ def hash_join(plan: JoinPlan, tuples: Iterable[Tuple],
             continue
         key = lookup(tup, plan.steps[plan.index[name]].key.path)
         if key is not None:
-            table.setdefault(_hashable(key), []).append(tup)
+            table.setdefault(hashable(key), []).append(tup)
     for step in steps[1:]:
         table = builds[step.stream]
         prior = plan.index[step.prior] if step.prior is not None else 0
@@ -222,7 +222,7 @@ def hash_join(plan: JoinPlan, tuples: Iterable[Tuple],
         rows: list[Row] = []
         for row in probe:
             key = lookup(row[prior], prior_key)
-            matches = table.get(_hashable(key)) if key is not None else None
+            matches = table.get(hashable(key)) if key is not None else None
             if matches:
                 rows.extend([*row, match] for match in matches)
             elif left:
@@ -260,7 +260,8 @@ class JoinWindowBolt(WindowedBolt):
         self.plan = JoinPlan(join)
         self.unknown = 0
 
-    def _unknown(self, tup: Tuple) -> None:
+    def note_unknown(self, tup: Tuple) -> None:
+        """Count (and log now and then) a tuple of a stream outside the join."""
         self.unknown += 1
         if self.unknown == 1 or self.unknown % 1000 == 0:
             log.warning("join bolt: %d tuple(s) from %s/%s left out: that %s is not part of the "
@@ -269,16 +270,14 @@ class JoinWindowBolt(WindowedBolt):
     def execute(self, window: Window) -> None:  # type: ignore[override]
         plan = self.plan
         stream = plan.output_stream
-        for row in hash_join(plan, window.get(), self._unknown):
+        for row in hash_join(plan, window.get(), self.note_unknown):
             self.emit(project(plan, row), [t for t in row if t is not None], stream)
 
 
 # -- declaring -------------------------------------------------------------------------------
-class JoinBolt:
-    """Storm's ``JoinBolt`` in Python style: ``JoinBolt(source, key, selector="source")``, then
-    ``join``/``left_join``, ``select``, a window (``with_window``/``with_tumbling_window``) and the
-    windowed bolts' event-time options; pass it to ``TopologyBuilder.set_bolt``. Every method
-    returns a new JoinBolt. See the module doc for the semantics."""
+class JoinDeclaration:
+    """What join declarations share: the streams (``selector``), ``select``, the output stream and
+    the windowed bolts' event-time options. Every method returns a new declaration."""
 
     def __init__(self, source: str, key: str, selector: str = SOURCE) -> None:
         self._selector = selector
@@ -286,17 +285,61 @@ class JoinBolt:
             (source, key, None, None),)
         self._select: tuple[str, ...] = ()
         self._output: str | None = None
-        self._length: Any = None
-        self._slide: Any = None
         self._time: dict[str, Any] = {}
 
-    def _with(self, **changes: Any) -> JoinBolt:
+    def _with(self, **changes: Any) -> Self:
         new = copy.copy(self)
         for name, value in changes.items():
             setattr(new, name, value)
         return new
 
-    # joins and projection
+    def select(self, fields: str | Iterable[str]) -> Self:
+        """The output fields: ``"a, s2:b, c.d"`` or a list of such selectors."""
+        names = fields.split(",") if isinstance(fields, str) else list(fields)
+        return self._with(_select=tuple(names))
+
+    def with_output_stream(self, stream: str) -> Self:
+        """Emit on ``stream`` instead of the default stream."""
+        return self._with(_output=stream)
+
+    def _time_option(self, **option: Any) -> Self:
+        return self._with(_time={**self._time, **option})
+
+    def with_timestamp_field(self, name: str) -> Self:
+        """Event time from field ``name`` (ms) of every joined stream."""
+        return self._time_option(timestamp_field=name)
+
+    def with_timestamp_extractor(self, extractor: Callable[[Tuple], int] | str) -> Self:
+        """Event time from ``extractor(tuple)`` (ms): a module-level function or its path."""
+        path = extractor if isinstance(extractor, str) else class_path(extractor)  # type: ignore[arg-type]
+        return self._time_option(timestamp_extractor=path)
+
+    def with_lag(self, lag: Duration) -> Self:
+        return self._time_option(lag=lag)
+
+    def with_watermark_interval(self, interval: Duration) -> Self:
+        return self._time_option(watermark_interval=interval)
+
+    def with_late_tuple_stream(self, stream: str) -> Self:
+        return self._time_option(late_stream=stream)
+
+    def to_doc(self) -> dict[str, Any]:
+        """The join as plain data (validated by :class:`JoinPlan`)."""
+        return {"selector": self._selector, "streams": [list(s) for s in self._streams],
+                "select": list(self._select), "output_stream": self._output}
+
+
+class JoinBolt(JoinDeclaration):
+    """Storm's ``JoinBolt`` in Python style: ``JoinBolt(source, key, selector="source")``, then
+    ``join``/``left_join``, ``select``, a window (``with_window``/``with_tumbling_window``) and the
+    windowed bolts' event-time options; pass it to ``TopologyBuilder.set_bolt``. Every method
+    returns a new JoinBolt. See the module doc for the semantics."""
+
+    def __init__(self, source: str, key: str, selector: str = SOURCE) -> None:
+        super().__init__(source, key, selector)
+        self._length: Any = None
+        self._slide: Any = None
+
     def join(self, other: str, key: str, prior: str) -> JoinBolt:
         """Inner join: ``other.key == prior.<prior's key>`` (``prior`` already joined)."""
         return self._with(_streams=(*self._streams, (other, key, INNER, prior)))
@@ -305,16 +348,6 @@ class JoinBolt:
         """Left join: like :meth:`join`, keeping the rows without a match in ``other``."""
         return self._with(_streams=(*self._streams, (other, key, LEFT, prior)))
 
-    def select(self, fields: str | Iterable[str]) -> JoinBolt:
-        """The output fields: ``"a, s2:b, c.d"`` or a list of such selectors."""
-        names = fields.split(",") if isinstance(fields, str) else list(fields)
-        return self._with(_select=tuple(names))
-
-    def with_output_stream(self, stream: str) -> JoinBolt:
-        """Emit on ``stream`` instead of the default stream."""
-        return self._with(_output=stream)
-
-    # the window, as for windowed bolts
     def with_window(self, length: Any, sliding_interval: Any | None = None) -> JoinBolt:
         """A sliding window: Count(n) or Duration(...) for each (one tuple by default)."""
         return self._with(_length=length, _slide=sliding_interval)
@@ -322,37 +355,10 @@ class JoinBolt:
     def with_tumbling_window(self, length: Any) -> JoinBolt:
         return self._with(_length=length, _slide=length)
 
-    def _time_option(self, **option: Any) -> JoinBolt:
-        return self._with(_time={**self._time, **option})
-
-    def with_timestamp_field(self, name: str) -> JoinBolt:
-        """Event time from field ``name`` (ms) of every joined stream."""
-        return self._time_option(timestamp_field=name)
-
-    def with_timestamp_extractor(self, extractor: Callable[[Tuple], int] | str) -> JoinBolt:
-        path = extractor if isinstance(extractor, str) else class_path(extractor)  # type: ignore[arg-type]
-        return self._time_option(timestamp_extractor=path)
-
-    def with_lag(self, lag: Duration) -> JoinBolt:
-        return self._time_option(lag=lag)
-
-    def with_watermark_interval(self, interval: Duration) -> JoinBolt:
-        return self._time_option(watermark_interval=interval)
-
-    def with_late_tuple_stream(self, stream: str) -> JoinBolt:
-        return self._time_option(late_stream=stream)
-
-    # what the builder reads
-    def to_doc(self) -> dict[str, Any]:
-        """The join as plain data (validated by :class:`JoinPlan`)."""
-        return {"selector": self._selector, "streams": [list(s) for s in self._streams],
-                "select": list(self._select), "output_stream": self._output}
-
     def window_doc(self) -> dict[str, Any] | None:
         if self._length is None:
             return None
-        cfg = WindowConfig.sliding(self._length, self._slide).with_(**self._time)
-        return cfg.to_doc()
+        return WindowConfig.sliding(self._length, self._slide).with_(**self._time).to_doc()
 
     @property
     def component_class(self) -> type[JoinBoltExecutor]:
@@ -368,14 +374,17 @@ class JoinBoltExecutor(WindowedBoltExecutor):
     """The windowed executor of a :class:`JoinBolt`; adds its build-time checks (a window given,
     the join valid, and, on the finished topology, the join against the bolt's inputs)."""
 
+    #: The keyword arguments the declaration sets (anything else came from set_bolt's kwargs).
+    OWN_KWARGS: frozenset[str] = frozenset({"_window", "_bolt", "join"})
+
     @classmethod
     def _check(cls, kwargs: Mapping[str, Any]) -> JoinPlan:
         if kwargs.get("_window") is None:
             raise WindowConfigError("window", "a JoinBolt needs with_window(...) or "
                                               "with_tumbling_window(...)")
-        extra = sorted(set(kwargs) - {"_window", "_bolt", "join"})
+        extra = sorted(set(kwargs) - cls.OWN_KWARGS)
         if extra:
-            raise WindowConfigError("kwargs", f"a JoinBolt takes no constructor arguments, got "
+            raise WindowConfigError("kwargs", f"a join bolt takes no constructor arguments, got "
                                               f"{extra}")
         return JoinPlan(kwargs["join"])
 
