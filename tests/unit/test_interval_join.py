@@ -112,3 +112,15 @@ def test_an_interval_join_of_an_unsubscribed_stream_is_refused() -> None:
     b.set_bolt("ij", BOLT).shuffle_grouping("clicks")
     with pytest.raises(InvalidTopologyError, match="joined source 'views' is not one of its"):
         b.create_topology()
+
+
+def test_a_tuple_without_a_key_matches_nothing_and_is_acked_at_once() -> None:
+    clicks, views, out, spec = build(BOLT)
+    with LocalCluster(simulated_time=True) as lc:
+        lc.submit_topology("ij", None, spec)
+        clicks.feed([None, "p", 1000], msg_id="c-none")
+        views.feed([None, "ad", 1000], msg_id="v-none")
+        lc.wait_for(lambda: clicks.acked == ["c-none"] and views.acked == ["v-none"],
+                    what="the keyless tuples acked")
+        lc.wait_until_quiet("ij")
+        assert out.values == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from stormpy.state import KeyValueState, StatefulBolt
 from stormpy.testing import Capture, FeederSpout, LocalCluster
 from stormpy.topology import Bolt, TopologyBuilder, Tuple
 from stormpy.windowing import Count, Duration, JoinBolt
@@ -129,3 +130,35 @@ def test_event_time_join_with_watermark_lag_and_late_tuples() -> None:
         assert late.values == [[[13, 1, 8, 4000], 4000]]
         lc.wait_for(lambda: sorted(orders.acked) == ["o10", "o11", "o12", "o13"]
                     and sorted(users.acked) == ["u1", "u2"], what="acks of the closed windows")
+
+
+class Stateful(StatefulBolt):
+    outputs = ["x"]
+
+    def init_state(self, state: KeyValueState) -> None:
+        self.state = state
+
+    def execute(self, tup: Tuple) -> None:
+        self.ack(tup)
+
+
+def test_a_join_in_a_topology_with_checkpointed_state_is_checked_and_runs() -> None:
+    for stateful_first in (True, False):  # the builder's wiring may come before the join's check
+        users, orders, capture = FeederSpout(USERS), FeederSpout(ORDERS), Capture()
+        b = TopologyBuilder()
+        b.set_spout("users", users)
+        b.set_spout("orders", orders)
+        if stateful_first:
+            b.set_bolt("state", Stateful).shuffle_grouping("users")
+        b.set_bolt("join", JOIN.with_tumbling_window(Count(2))).shuffle_grouping(
+            "users").shuffle_grouping("orders")
+        if not stateful_first:
+            b.set_bolt("state", Stateful).shuffle_grouping("users")
+        b.set_bolt("out", capture).shuffle_grouping("join")
+        with LocalCluster(simulated_time=True) as lc:
+            lc.submit_topology("j", None, b.create_topology())
+            users.feed([1, "ann", 0], msg_id="u1")
+            orders.feed([10, 1, 5, 0], msg_id="o10")
+            lc.wait_for(lambda: users.acked == ["u1"] and orders.acked == ["o10"],  # noqa: B023
+                        what="the window's inputs acked")
+            assert capture.values == [[1, "ann", 5]]

@@ -117,7 +117,10 @@ class JoinPlan:
         self.steps: list[JoinStep] = []
         index: dict[str, int] = {}
         for i, (stream, key, kind, prior) in enumerate(doc.get("streams") or ()):
-            what = "JoinBolt" if i == 0 else f"{kind}({stream!r}, {key!r}, {prior!r})"
+            method = {INNER: "join", LEFT: "left_join"}.get(kind, kind)
+            what = "JoinBolt" if i == 0 else f"{method}({stream!r}, {key!r}, {prior!r})"
+            if i and kind not in (INNER, LEFT):
+                raise WindowConfigError(what, f"unknown join kind {kind!r}")
             if not isinstance(stream, str) or not stream:
                 raise WindowConfigError(what, f"a stream must be a non-empty name, got {stream!r}")
             if stream in index:
@@ -201,8 +204,10 @@ def hash_join(plan: JoinPlan, tuples: Iterable[Tuple],
     first = steps[0].stream
     probe: list[Row] = []
     builds: dict[str, dict[Any, list[Tuple]]] = {s.stream: {} for s in steps[1:]}
+    keys = {s.stream: s.key.path for s in steps[1:]}
+    by_source = plan.selector == SOURCE
     for tup in tuples:
-        name = plan.stream_of(tup)
+        name = tup.component if by_source else tup.stream
         if name == first:
             probe.append([tup])
             continue
@@ -211,7 +216,7 @@ def hash_join(plan: JoinPlan, tuples: Iterable[Tuple],
             if unknown is not None:
                 unknown(tup)
             continue
-        key = lookup(tup, plan.steps[plan.index[name]].key.path)
+        key = lookup(tup, keys[name])
         if key is not None:
             table.setdefault(hashable(key), []).append(tup)
     for step in steps[1:]:
