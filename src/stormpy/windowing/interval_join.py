@@ -123,8 +123,9 @@ class IntervalJoinExecutor(JoinBoltExecutor):
         self.expiry: list[tuple[int, int, str, Any, tuple[int, Tuple]]] = []
         self.seq = 0
 
-    def __len__(self) -> int:
-        """Buffered tuples."""
+    @property
+    def buffered(self) -> int:
+        """Tuples held (un-acked) for pairs still to come."""
         return len(self.expiry)
 
     def execute(self, tup: Tuple) -> None:
