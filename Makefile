@@ -95,7 +95,7 @@ test-partitions: $(STAMP) zookeeper java netns-tools
 test: $(STAMP) zookeeper java kafka kinesalite chromium netns-tools
 	$(BIN)/ruff check src tests bench examples tools setup.py
 	$(BIN)/mypy
-	$(BIN)/mkdocs build -q
+	@mkdir -p .build && $(BIN)/mkdocs build > .build/mkdocs.log 2>&1 || { cat .build/mkdocs.log; exit 1; }
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 	@echo "unit tests again on the pure-Python tuple path (STORMPY_PURE=1):"
 	STORMPY_PURE=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/unit
