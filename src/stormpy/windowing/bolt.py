@@ -184,6 +184,15 @@ class WindowedBoltExecutor(Bolt):
     def cleanup(self) -> None:
         self.bolt.cleanup()
 
+    def held_tuples(self) -> int:
+        """The input tuples that wait for a timer to be evaluated: in processing time with a
+        duration interval, those no window took yet (the worker reports them,
+        ``Worker.held_tuples``: a run waiting for its next window is not idle). Tuples waiting
+        for more input (count intervals, event-time watermarks) are not counted."""
+        if self.cfg.event_time or not isinstance(self.cfg.slide, Duration):
+            return 0
+        return self.manager.unevaluated()
+
     # -- emits -----------------------------------------------------------------------------------
     def _anchors(self, anchors: Any) -> Any:
         if anchors is None and self._current is not None:

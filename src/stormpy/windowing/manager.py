@@ -117,6 +117,13 @@ class WindowManager:
     def __len__(self) -> int:
         return len(self.events)
 
+    def unevaluated(self) -> int:
+        """How many held events no window evaluated yet (they arrived after the last one)."""
+        prev = self._prev
+        if prev is None:
+            return len(self.events)
+        return len(self.events) - bisect.bisect_right(self._keys, prev[1])
+
     # -- input -----------------------------------------------------------------------------------
     def add(self, tup: Any, ts: int) -> tuple[list[Window], list[Any]]:
         """Add one tuple with timestamp ``ts`` (ms). In processing time a count trigger may fire
