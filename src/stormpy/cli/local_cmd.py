@@ -96,7 +96,8 @@ def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float
             "not evaluated yet; raise --ttl (or use --idle-stop) to see them", windows)
     if failure is not None:
         error(failure, label="topology failed")
-        for comp, errs in errors.items():
-            for e in errs[-1:]:
-                detail("[red]last error of {}:[/red]", e["error"], comp)
+    for comp, errs in sorted(errors.items()):  # reported errors too (a restarted subprocess)
+        if errs:
+            detail("[red]last error of {}:[/red]", errs[-1]["error"], comp)
+    if failure is not None:
         sys.exit(1)
