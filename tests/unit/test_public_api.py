@@ -69,6 +69,7 @@ PUBLIC: dict[str, list[str]] = {
         "Min", "NON_TRANSACTIONAL", "OPAQUE", "Operation", "ParquetWrite", "QueryFunction",
         "ReducerAggregator", "StateFactory", "StateUpdater", "Stream", "Sum", "TRANSACTIONAL",
         "TridentCollector", "TridentState", "TridentTopology", "TridentTuple", "TupleCollectionGet",
+        "read_state",
     ],
     "stormpy.multilang": [
         "JsonCodec", "MsgpackCodec", "PystormComponent", "ShellBolt", "ShellComponentError",

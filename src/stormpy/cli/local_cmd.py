@@ -75,8 +75,7 @@ def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float
                                 activity=user_activity(worker.task_stats(), pending),
                                 pending=user_pending(pending),
                                 held=sum(worker.held_tuples().values())):
-                    reason = (f"finished: idle for {idle_stop:g} s (--idle-stop), no spout tuple "
-                              "pending and no window waiting")
+                    reason = f"finished: idle for {idle_stop:g} s (--idle-stop)"
                     break
         if signals:
             reason = f"{signals[0]} received"
