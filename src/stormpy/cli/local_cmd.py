@@ -49,8 +49,7 @@ def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float
     def on_signal(signum: int, _frame: Any) -> None:
         signals.append("Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name)
         stop.set()
-    previous = signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     # ZooKeeper settings given with -c make components keep their state there
     cluster = LocalCluster(conf={k: v for k, v in conf.items() if k.startswith("storm.zookeeper.")})
     failure = None
@@ -60,14 +59,14 @@ def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float
             topo_name, f"{ttl:g}")
         deadline = time.monotonic() + ttl
         idle = IdleWatch(idle_stop) if idle_stop is not None else None
-        reason = f"ttl of {ttl:g} s reached"
+        stopped_by, reason = "ttl", f"ttl of {ttl:g} s reached"
         while not stop.is_set():
             if time.monotonic() >= deadline:
                 break
             stop.wait(0.05)
             if worker.failure is not None:
                 failure = worker.failure
-                reason = "a component failed"
+                stopped_by, reason = "failure", "a component failed"
                 break
             if idle is not None:
                 pending = worker.spout_pending()
@@ -75,10 +74,10 @@ def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float
                                 activity=user_activity(worker.task_stats(), pending),
                                 pending=user_pending(pending),
                                 held=sum(worker.held_tuples().values())):
-                    reason = f"finished: idle for {idle_stop:g} s (--idle-stop)"
+                    stopped_by, reason = "idle", f"finished: idle for {idle_stop:g} s (--idle-stop)"
                     break
         if signals:
-            reason = f"{signals[0]} received"
+            stopped_by, reason = "signal", f"{signals[0]} received"
         pending_left = user_pending(worker.spout_pending())
         held = worker.held_tuples()
         stats = worker.stats()
@@ -86,13 +85,14 @@ def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float
         cluster.kill_topology(topo_name)
     finally:
         cluster.shutdown()
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     console.print(stats_table(f"topology {topo_name}", stats))
     say("stopped: {}; {} spout tuple(s) still pending", reason, pending_left)
-    if held and reason.startswith("ttl"):
+    if held and stopped_by == "ttl":
         windows = ", ".join(f"{c!r} ({n} tuple(s))" for c, n in sorted(held.items()))
         say("[yellow]note:[/yellow] the ttl stopped the run while window(s) were still open: {} "
-            "not evaluated yet; raise --ttl (or use --idle-stop) to see them", windows)
+            "not evaluated yet; raise --ttl to let them close", windows)
     if failure is not None:
         error(failure, label="topology failed")
     for comp, errs in sorted(errors.items()):  # reported errors too (a restarted subprocess)
