@@ -21,6 +21,7 @@ from stormpy.cli.dev_cmds import dev_cluster, dev_kafka, dev_spark, dev_zookeepe
 from stormpy.cli.keygen_cmd import curve_keygen
 from stormpy.cli.local_cmd import local
 from stormpy.cli.nimbus_cmd import nimbus
+from stormpy.cli.ops_cmds import logs, logviewer, profile, set_log_level
 from stormpy.cli.supervisor_cmd import supervisor
 from stormpy.cli.ui_cmd import ui
 
@@ -51,6 +52,10 @@ cli.add_command(dev_spark)
 cli.add_command(supervisor)
 cli.add_command(ui)
 cli.add_command(curve_keygen)
+cli.add_command(logs)
+cli.add_command(logviewer)
+cli.add_command(set_log_level)
+cli.add_command(profile)
 
 
 def main() -> None:

@@ -129,6 +129,8 @@ class SupervisorInfo:
     #: counters since the supervisor started (optional field): ``worker_launches`` and
     #: ``worker_restarts`` (workers it stopped or found dead and started again)
     stats: dict[str, float] = field(default_factory=dict)
+    #: port of the host's log server (optional field; None: the supervisor runs none)
+    logviewer_port: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ports", tuple(int(p) for p in self.ports))
@@ -137,7 +139,7 @@ class SupervisorInfo:
         """The msgpack-ready document."""
         return {"v": SCHEMA_VERSION, "supervisor_id": self.supervisor_id, "host": self.host,
                 "ports": list(self.ports), "start_time": self.start_time, "version": self.version,
-                "stats": dict(self.stats)}
+                "stats": dict(self.stats), "logviewer_port": self.logviewer_port}
 
     @classmethod
     def from_doc(cls, doc: Any) -> SupervisorInfo:
@@ -148,7 +150,9 @@ class SupervisorInfo:
                    ports=tuple(_field(d, "ports", _is_list_of(_is_int), "a list of ints")),
                    start_time=float(_field(d, "start_time", _is_num, "a number")),
                    version=_field(d, "version", _is_str, "a string"),
-                   stats=dict(_field(d, "stats", _is_map_of(_is_num), "a map of numbers", {})))
+                   stats=dict(_field(d, "stats", _is_map_of(_is_num), "a map of numbers", {})),
+                   logviewer_port=_field(d, "logviewer_port", lambda v: v is None or _is_int(v),
+                                         "an int or nil", None))
 
 
 @dataclass(frozen=True)

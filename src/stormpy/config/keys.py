@@ -199,6 +199,25 @@ CORE_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("supervisor.worker.shutdown.sleep.secs", 10,
               "Grace period between SIGTERM and SIGKILL when a supervisor stops a worker (Storm "
               "uses 3; longer here so a Spark bolt's cleanup can finish its running job)."),
+    # --- worker logs, log server, run-time operations (docs/operations.md) --------------------
+    ConfigKey("worker.log.max.size.mb", 100,
+              "Size (MB, fractions allowed) at which a worker's log file rotates; 0 never rotates."),
+    ConfigKey("worker.log.backups", 9,
+              "Rotated files kept per worker log (worker-T-P.log.1 ... .N); with the size, the cap "
+              "on one worker's logs."),
+    ConfigKey("worker.control.poll.secs", 1,
+              "How often a worker re-reads its log levels and control requests (ZooKeeper "
+              "watches wake it sooner)."),
+    ConfigKey("worker.profiler.tracemalloc.frames", 0,
+              "When > 0, workers start tracemalloc at launch with this many frames, so heap "
+              "summaries show allocations since launch (costs memory and speed)."),
+    ConfigKey("logviewer.port", 8000,
+              "Port of the per-host log server each supervisor runs (0: a free port; None: no "
+              "log server). Published in the supervisor's ZooKeeper record."),
+    ConfigKey("logviewer.host", None, "Address the log server binds; defaults to supervisor.host."),
+    ConfigKey("logviewer.cleanup.age.mins", 10080,
+              "Logs of workers no longer running, untouched for this long, are deleted."),
+    ConfigKey("logviewer.cleanup.interval.secs", 600, "How often the log server cleans up."),
     # --- ui (`stormpy ui`, docs/operations.md) ------------------------------------------------
     ConfigKey("ui.host", "127.0.0.1",
               "Address the UI binds (Storm binds 0.0.0.0; use that, with ui.auth.token, to serve "

@@ -61,7 +61,7 @@ def supervisor_summary(info: SupervisorInfo, used_slots: int, now: float) -> dic
     return {"id": info.supervisor_id, "host": info.host, "ports": list(info.ports),
             "slots_total": len(info.ports), "slots_used": used_slots,
             "uptime_secs": round(max(0.0, now - info.start_time), 1), "version": info.version,
-            "stats": dict(info.stats)}
+            "stats": dict(info.stats), "logviewer_port": info.logviewer_port}
 
 
 def topology_summary(base: StormBase, assignment: Assignment | None, now: float,
@@ -118,7 +118,8 @@ def topology_info(base: StormBase, assignment: Assignment | None, layout: TaskLa
     if layout is not None:
         for component, tasks in layout.component_tasks.items():
             n_exec = sum(1 for e in layout.executors if e.component == component)
-            components[component] = {"tasks": len(tasks), "executors": n_exec}
+            components[component] = {"tasks": len(tasks), "executors": n_exec,
+                                     "task_ids": sorted(tasks)}
     user = {c: s for c, s in stats.items() if not c.startswith("__")}
     system = {c: s for c, s in stats.items() if c.startswith("__")}
     doc.update({

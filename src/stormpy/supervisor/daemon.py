@@ -8,7 +8,8 @@ Contract of :class:`Supervisor` (see also docs/cluster-contract.md):
   then judged like any other; :mod:`~stormpy.supervisor.adoption`), registers the ephemeral
   ``SupervisorInfo`` and starts three threads: heartbeat (re-registers every
   ``supervisor.heartbeat.frequency.secs``, publishing its ``worker_launches`` and
-  ``worker_restarts`` counters in ``SupervisorInfo.stats``), sync, download. All three are
+  ``worker_restarts`` counters in ``SupervisorInfo.stats`` and the port of the host's log
+  server, :mod:`stormpy.logviewer`, which it runs on ``logviewer.port``), sync, download. All three are
   :class:`~stormpy.host.service.Service` loops (download's is the DownloadQueue's). Slow
   downloads or worker launches never delay the heartbeat.
 * Sync runs on every ZooKeeper change of the assignments and at least every
@@ -56,6 +57,7 @@ from stormpy.cluster.state import ClusterState
 from stormpy.config import SettingError, local_dir, log_dir, merged
 from stormpy.host.daemon import Daemon, log_to_file
 from stormpy.host.service import Service
+from stormpy.logviewer.server import LogviewerServer
 from stormpy.supervisor.adoption import adopt_workers
 from stormpy.supervisor.bundle_return import BundleReturner
 from stormpy.supervisor.cleanup import remove_unused
@@ -122,6 +124,7 @@ class Supervisor(Daemon):
         self._downloads: DownloadQueue | None = None
         self._returner: BundleReturner | None = None
         self._reconciler: WorkerReconciler | None = None
+        self.logviewer: LogviewerServer | None = None
         #: published in the supervisor's ZooKeeper record (SupervisorInfo.stats)
         self.counters: dict[str, float] = {"worker_launches": 0.0, "worker_restarts": 0.0}
         self._heartbeat = Service("supervisor-heartbeat", self._register, interval=self.heartbeat_secs,
@@ -157,6 +160,7 @@ class Supervisor(Daemon):
                 stopping=lambda: self._sync.stopping, env=_worker_env, counters=self.counters)
             self._reconciler.workers.update(
                 adopt_workers(self.dirs, self.ports, self.shutdown_grace, self.log))
+            self._start_logviewer()
             self._register()
         except ClusterStateError as exc:
             self.log.error("supervisor could not start: %s", exc)
@@ -202,6 +206,9 @@ class Supervisor(Daemon):
         self._release()
 
     def _release(self) -> None:
+        if self.logviewer is not None:
+            self.logviewer.stop()
+            self.logviewer = None
         if self.state is not None:
             self.state.close()
             self.state = None
@@ -259,11 +266,27 @@ class Supervisor(Daemon):
         tmp.write_text(yaml.safe_dump(plain, sort_keys=True))
         os.replace(tmp, self.dirs.conf_file)
 
+    def _start_logviewer(self) -> None:
+        """The host's log server (``logviewer.port``; None runs none). A port already taken (a
+        log server of another supervisor of this host, say) is logged, not fatal."""
+        if self.conf.get("logviewer.port") is None:
+            return
+        def running() -> list[tuple[str, int]]:
+            return [(h.topology_id, h.port) for h in self.workers().values()]
+
+        try:
+            self.logviewer = LogviewerServer(self.conf, logs=self.log_dir, running=running,
+                                             logger=self.log).start()
+        except (OSError, RuntimeError) as exc:
+            self.log.error("no log server: cannot serve logviewer.port %s: %s",
+                           self.conf.get("logviewer.port"), exc)
+
     def _register(self) -> None:
         assert self.state is not None and self.supervisor_id is not None
         self.state.register_supervisor(SupervisorInfo(
             supervisor_id=self.supervisor_id, host=self.host, ports=self.ports,
-            start_time=self.start_time, version=stormpy.__version__, stats=dict(self.counters)))
+            start_time=self.start_time, version=stormpy.__version__, stats=dict(self.counters),
+            logviewer_port=self.logviewer.port if self.logviewer is not None else None))
 
     # -- sync ----------------------------------------------------------------------------------
     def _read_assignments(self) -> dict[str, Assignment]:
