@@ -4,12 +4,13 @@
   workers through Nimbus (topology info → workers' host and port → the host's log server, whose
   port the supervisor publishes) and prints each worker's log end (``--grep``: the matching lines,
   through the log servers' search), following them with ``--follow``.
-* ``stormpy set-log-level NAME -l LOGGER=LEVEL[:TIMEOUT_SECS] ... -r LOGGER ...`` stores the
-  topology's run-time log levels in ZooKeeper (:mod:`stormpy.cluster.worker_ops`); its workers
-  apply them within seconds and revert them after the timeout. Without ``-l``/``-r`` it shows them.
+* ``stormpy set-log-level NAME -l LOGGER=LEVEL[:TIMEOUT_SECS] ... -r LOGGER ...`` has Nimbus
+  store the topology's run-time log levels in ZooKeeper (:mod:`stormpy.cluster.worker_ops`); its
+  workers apply them within seconds and revert them after the timeout. Without ``-l``/``-r`` it
+  shows them.
 * ``stormpy profile NAME --worker HOST:PORT --action jstack|cpu|heap [--seconds N]`` asks that
-  worker (its control thread) for a dump or profile, waits for it and prints it (read through the
-  host's log server, where it stays as a file).
+  worker (its control thread, through Nimbus) for a dump or profile, waits for it and prints it
+  (read through the host's log server, where it stays as a file).
 * ``stormpy logviewer`` runs a log server in the foreground (one per host when no supervisor of
   the host runs one).
 
@@ -25,29 +26,34 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
 from typing import Any
 
 import click
 
 from stormpy.cli.client_cmds import EXIT_REFUSED, EXIT_USAGE, client_options, fail, nimbus_client
 from stormpy.cli.output import error, say
-from stormpy.cluster.errors import ClusterStateError
-from stormpy.cluster.state import ClusterState
-from stormpy.cluster.worker_ops import (
-    change_log_config,
-    parse_level_setting,
-    read_log_config,
-    read_request,
-    remove_request,
-    submit_request,
-)
+from stormpy.cluster.worker_ops import parse_level_setting
 from stormpy.config import ConfigError, load_config, parse_overrides
 from stormpy.host.daemon import STOP_SIGNALS
 from stormpy.logviewer.server import LogviewerServer
 from stormpy.ui.security import ui_token
 
 __all__ = ["logs", "logviewer", "profile", "set_log_level"]
+
+
+def _client_options_without_c(func: Any) -> Any:
+    """:func:`client_options` with the config override as ``--conf`` only (``-c`` names the
+    component: ``stormpy logs NAME -c COMPONENT``)."""
+    func = click.option("--timeout", type=float, default=None,
+                        help="Seconds to wait for each Nimbus answer "
+                             "(default: nimbus.rpc.timeout.secs).")(func)
+    func = click.option("--conf", "overrides", multiple=True, metavar="KEY=VALUE",
+                        help="Config override (repeatable).")(func)
+    func = click.option("--config", "config_file", type=click.Path(dir_okay=False),
+                        help="stormpy.yaml to read (default: $STORMPY_CONF or ./stormpy.yaml).")(func)
+    func = click.option("--nimbus", "nimbus_address", metavar="HOST:PORT",
+                        help="Nimbus to talk to (default: nimbus.host:nimbus.thrift.port).")(func)
+    return func
 
 
 def _get_json(url: str, token: str | None) -> Any:
@@ -92,7 +98,7 @@ def _workers(client: Any, name: str, component: str | None) -> tuple[dict[str, A
 @click.option("--grep", "grep", default=None, metavar="TEXT", help="Only lines containing TEXT.")
 @click.option("-n", "--bytes", "tail_bytes", type=click.IntRange(min=0), default=4096, show_default=True,
               help="Bytes of each log's end to print first.")
-@client_options
+@_client_options_without_c
 def logs(name: str, component: str | None, follow: bool, grep: str | None, tail_bytes: int,
          nimbus_address: str | None, config_file: str | None, overrides: tuple[str, ...],
          timeout: float | None) -> None:
@@ -146,13 +152,6 @@ def logs(name: str, component: str | None, follow: bool, grep: str | None, tail_
                     click.echo(f"{label} {line}")
 
 
-def _state(conf: Mapping[str, Any]) -> ClusterState:
-    try:
-        return ClusterState.from_config(conf)
-    except ClusterStateError as exc:
-        fail(f"cannot reach ZooKeeper: {exc}", 3)
-
-
 @click.command("set-log-level")
 @click.argument("name")
 @click.option("-l", "settings", multiple=True, metavar="LOGGER=LEVEL[:TIMEOUT_SECS]",
@@ -162,23 +161,19 @@ def _state(conf: Mapping[str, Any]) -> ClusterState:
 def set_log_level(name: str, settings: tuple[str, ...], resets: tuple[str, ...],
                   nimbus_address: str | None, config_file: str | None, overrides: tuple[str, ...],
                   timeout: float | None) -> None:
-    """Change the log levels of topology NAME's workers at run time (Storm's set_log_level)."""
-    try:
-        parsed = [parse_level_setting(s) for s in settings]
-    except ValueError as exc:
-        fail(str(exc), EXIT_USAGE)
-    conf = _conf(config_file, overrides)
+    """Change the log levels of topology NAME's workers at run time (Storm's set_log_level);
+    without -l or -r, show them."""
+    for setting in settings:
+        try:
+            parse_level_setting(setting)
+        except ValueError as exc:
+            fail(str(exc), EXIT_USAGE)
     with nimbus_client(nimbus_address, config_file, overrides, timeout) as client:
-        topology_id = client.topology_info(name)["id"]
-    state = _state(conf)
-    try:
-        if parsed or resets:
-            config = change_log_config(state, topology_id, parsed, resets)
+        if settings or resets:
+            config = client.call("set_log_config", name=name, settings=list(settings), resets=list(resets))
         else:
-            config = read_log_config(state, topology_id)
-    finally:
-        state.close()
-    click.echo(json.dumps(config.to_storm_json(), indent=2, sort_keys=True))
+            config = client.call("get_log_config", name=name)
+    click.echo(json.dumps(config, indent=2, sort_keys=True))
 
 
 @click.command("profile")
@@ -190,43 +185,37 @@ def set_log_level(name: str, settings: tuple[str, ...], resets: tuple[str, ...],
 @client_options
 def profile(name: str, worker: str, action: str, seconds: int, nimbus_address: str | None,
             config_file: str | None, overrides: tuple[str, ...], timeout: float | None) -> None:
-    """Ask a worker of topology NAME for a stack dump, CPU profile or heap summary and print it."""
+    """Ask a worker of topology NAME for a stack dump (jstack), CPU profile or heap summary and
+    print it; the report stays as a file on the worker's host, served by its log server."""
     conf = _conf(config_file, overrides)
     host, _, port_text = worker.rpartition(":")
     if not host or not port_text.isdigit():
         fail(f"--worker {worker!r} must be HOST:PORT", EXIT_USAGE)
     with nimbus_client(nimbus_address, config_file, overrides, timeout) as client:
-        info, workers = _workers(client, name, None)
-    match = [w for w in workers if w["host"] == host and w["port"] == int(port_text)]
-    if not match:
-        known = ", ".join(f"{w['host']}:{w['port']}" for w in workers)
-        fail(f"topology {name} has no worker {worker} (workers: {known})", EXIT_USAGE)
-    target = match[0]
-    state = _state(conf)
-    try:
-        path = submit_request(state, info["id"], target["node"], target["port"], action,
-                              {"seconds": seconds} if action == "cpu" else {})
-        deadline = time.monotonic() + (seconds if action == "cpu" else 0) + 60
-        answer = read_request(state, path)
-        while answer is not None and answer.status == "pending" and time.monotonic() < deadline:
+        _info, workers = _workers(client, name, None)
+        target = next((w for w in workers if w["host"] == host and w["port"] == int(port_text)), None)
+        request = client.call("request_worker_action", name=name, host=host, port=int(port_text),
+                              action=action, args={"seconds": seconds} if action == "cpu" else {})
+        patience = (seconds if action == "cpu" else 0) + 60.0
+        deadline = time.monotonic() + patience
+        answer = client.call("worker_action_result", name=name, request=request["request"])
+        while answer["status"] == "pending" and time.monotonic() < deadline:
             time.sleep(0.5)
-            answer = read_request(state, path)
-        if answer is None or answer.status == "pending":
-            fail(f"worker {worker} did not answer within {deadline:.0f} s (is it running?)", EXIT_REFUSED)
-        remove_request(state, path)
-    finally:
-        state.close()
-    if answer.status != "done":
-        fail(f"worker {worker}: {answer.error}", EXIT_REFUSED)
-    file = answer.result["file"]
-    say("{} of {}: {} on {}", action, worker, file, target["logviewer"] or "(no log server)", err=True)
-    if target["logviewer"]:
+            answer = client.call("worker_action_result", name=name, request=request["request"])
+    if answer["status"] == "pending":
+        fail(f"worker {worker} did not answer within {patience:.0f} s (is it running?)", EXIT_REFUSED)
+    if answer["status"] != "done":
+        fail(f"worker {worker}: {answer['error']}", EXIT_REFUSED)
+    file = answer["result"]["file"]
+    server = target["logviewer"] if target is not None else None
+    say("{} of {}: {} on {}", action, worker, file, server or "(no log server)", err=True)
+    if server:
         try:
-            doc = _get_json(f"{target['logviewer']}/api/v1/log?" + urllib.parse.urlencode(
+            doc = _get_json(f"{server}/api/v1/log?" + urllib.parse.urlencode(
                 {"file": file, "start": 0, "length": 1 << 20}), ui_token(conf))
             click.echo(doc["content"], nl=False)
         except OSError as exc:
-            error(f"cannot read {file} from {target['logviewer']}: {exc}")
+            error(f"cannot read {file} from {server}: {exc}")
 
 
 @click.command("logviewer")

@@ -26,6 +26,15 @@ from typing import Any, TypeVar
 import msgpack
 
 from stormpy.cluster import Assignment, ClusterStateError, StormBase
+from stormpy.cluster.paths import parse_worker_key
+from stormpy.cluster.worker_ops import (
+    change_log_config,
+    parse_level_setting,
+    read_log_config,
+    read_request,
+    remove_request,
+    submit_request,
+)
 from stormpy.config import DEFAULTS, SettingError, redacted
 from stormpy.nimbus.downloads import DownloadManager
 from stormpy.nimbus.info import cluster_summary, topology_info
@@ -36,7 +45,7 @@ from stormpy.nimbus.topologies import TopologyManager
 from stormpy.nimbus.uploads import UploadManager
 from stormpy.nimbus.validation import validate_topology_conf, validate_topology_name
 from stormpy.rpc import current_client, rpc_method
-from stormpy.rpc.errors import InvalidRequestError, NotLeaderError, TopologyRefusedError
+from stormpy.rpc.errors import InvalidRequestError, NotFoundError, NotLeaderError, TopologyRefusedError
 from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.spec import TopologySpec
 
@@ -261,6 +270,65 @@ class NimbusHandler:
         stored = self.manager.stored(self._topology_id(topology_id))
         return {"spec": stored.spec, "conf": stored.conf, "bundle_key": stored.topology_id,
                 "bundle_sha256": stored.bundle_sha256, "bundle_size": stored.bundle_size}
+
+    # -- run-time operations on workers (stormpy.cluster.worker_ops) ----------------------------
+    @rpc_method
+    def set_log_config(self, name: Any, settings: Any = None, resets: Any = None) -> dict[str, Any]:
+        """Apply ``LOGGER=LEVEL[:TIMEOUT_SECS]`` settings and logger resets to topology ``name``'s
+        run-time log levels; answer the result in Storm's shape (``namedLoggerLevels``)."""
+        tid = self.manager.base_by_name(name).topology_id
+        if not isinstance(settings or [], list) or not isinstance(resets or [], list):
+            raise InvalidRequestError("settings and resets must be lists of strings")
+        try:
+            parsed = [parse_level_setting(str(item)) for item in settings or []]
+        except ValueError as exc:
+            raise InvalidRequestError(str(exc)) from None
+        loggers = [str(r) for r in resets or [] if str(r)]
+        return change_log_config(self.manager.state, tid, parsed, loggers).to_storm_json()
+
+    @rpc_method
+    def get_log_config(self, name: Any) -> dict[str, Any]:
+        """Topology ``name``'s run-time log levels in Storm's shape."""
+        tid = self.manager.base_by_name(name).topology_id
+        return read_log_config(self.manager.state, tid).to_storm_json()
+
+    @rpc_method
+    def request_worker_action(self, name: Any, host: Any, port: Any, action: Any,
+                              args: Any = None) -> dict[str, Any]:
+        """Ask the worker of topology ``name`` on ``host:port`` for ``action`` (``jstack``,
+        ``heap``, ``cpu`` with ``args={"seconds": N}``); answer ``{"request": id}`` for
+        :meth:`worker_action_result`."""
+        tid = self.manager.base_by_name(name).topology_id
+        if not isinstance(action, str) or not action.isidentifier():
+            raise InvalidRequestError(f"action must be a word, got {action!r}")
+        if args is not None and not isinstance(args, dict):
+            raise InvalidRequestError(f"args must be a map, got {args!r}")
+        assignment = self.manager.state.assignment(tid)
+        workers = assignment.workers() if assignment is not None else {}
+        for node, wport in workers:
+            if assignment is not None and assignment.node_host.get(node) == host and wport == port:
+                path = submit_request(self.manager.state, tid, node, wport, action, args)
+                return {"request": path.rsplit("/", 2)[-2] + "/" + path.rsplit("/", 1)[-1]}
+        known = ", ".join(f"{assignment.node_host.get(n, n) if assignment else n}:{p}" for n, p in workers)
+        raise NotFoundError(f"topology {name} has no worker on {host}:{port} (workers: {known or 'none'})")
+
+    @rpc_method
+    def worker_action_result(self, name: Any, request: Any) -> dict[str, Any]:
+        """The state of a request of :meth:`request_worker_action`: ``{"status": "pending"}``,
+        or ``done`` with ``result`` / ``failed`` with ``error`` (the request is then removed)."""
+        tid = self.manager.base_by_name(name).topology_id
+        worker, _, seq = str(request).partition("/")
+        if not seq.startswith("r") or "/" in seq or not worker:
+            raise InvalidRequestError(f"request {request!r} is not a request id")
+        node, port = parse_worker_key(worker)
+        path = f"{self.manager.state.paths.worker_requests(tid, node, port)}/{seq}"
+        answer = read_request(self.manager.state, path)
+        if answer is None:
+            raise NotFoundError(f"no request {request} of topology {name}")
+        if answer.status != "pending":
+            remove_request(self.manager.state, path)
+        return {"status": answer.status, "action": answer.action, "result": answer.result,
+                "error": answer.error}
 
     # -- downloads -------------------------------------------------------------------------------
     @rpc_method

@@ -7,8 +7,9 @@ Contract of :class:`WorkerControl` (docs/architecture.md, "Worker control channe
   Python loop releases every few milliseconds).
 * It watches the topology's LogConfig and this worker's request directory
   (:mod:`stormpy.cluster.worker_ops`); a change wakes it at once, and it polls every
-  ``worker.control.poll.secs`` anyway (lost watches, log-level timeouts). Each round applies the
-  log levels (:class:`~stormpy.worker.log_levels.LogLevels`) and answers every pending request.
+  ``worker.control.poll.secs`` anyway (lost watches, log-level timeouts). Each round rotates the
+  worker's log when stdout output filled it (:func:`~stormpy.host.log_files.rotate_full_logs`),
+  applies the log levels (:class:`~stormpy.worker.log_levels.LogLevels`) and answers every pending request.
 * Actions: ``jstack`` (:func:`~stormpy.worker.profiling.stack_dump`), ``heap``
   (:func:`~stormpy.worker.profiling.heap_summary`), ``cpu`` (``args["seconds"]``, 1 to 600,
   default 10; :func:`~stormpy.worker.profiling.cpu_profile` on a thread of its own, so the
@@ -38,6 +39,7 @@ from stormpy.cluster.worker_ops import (
     pending_requests,
     read_log_config,
 )
+from stormpy.host.log_files import rotate_full_logs
 from stormpy.host.service import Service
 from stormpy.worker.log_levels import LogLevels
 from stormpy.worker.profiling import cpu_profile, heap_summary, stack_dump
@@ -100,6 +102,7 @@ class WorkerControl:
 
     # -- one round -----------------------------------------------------------------------------
     def round(self) -> None:
+        rotate_full_logs()
         now = time.time()
         changed = self.levels.apply(read_log_config(self.state, self.topology_id), now)
         if changed:
