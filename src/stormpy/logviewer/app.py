@@ -16,8 +16,8 @@ Contract:
   missing, 404 no such file; the body is ``{"error": ..., "errorMessage": ...}``.
 * Access: with a token configured (``ui.auth.token``, else ``nimbus.rpc.auth.token``) every
   request of ``/api/v1`` needs ``Authorization: Bearer <token>`` (logs are data, so this does not
-  depend on ``ui.auth.protect.gets``); the page at ``/log`` holds no data and asks for the token as
-  the UI's pages do (the same session storage key, so a token typed in the UI is reused).
+  depend on ``ui.auth.protect.gets``); the page at ``/log`` holds no data and asks for the token
+  when the API answers 401 (kept in the tab's session storage).
 """
 
 from __future__ import annotations
