@@ -118,7 +118,7 @@ def test_the_public_names_of_each_package_are_pinned(package: str) -> None:
 #: unpinned as it was while it was one module (users reach SettingError, ConfigSection and the
 #: readers by name; it has no __all__)
 INTERNAL = ["stormpy.acker", "stormpy.bundle", "stormpy.cli", "stormpy.cluster", "stormpy.config",
-            "stormpy.host", "stormpy.messaging", "stormpy.nimbus", "stormpy.rpc",
+            "stormpy.host", "stormpy.logviewer", "stormpy.messaging", "stormpy.nimbus", "stormpy.rpc",
             "stormpy.supervisor", "stormpy.worker"]
 
 
