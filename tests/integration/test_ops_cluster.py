@@ -144,4 +144,13 @@ def test_stack_dump_of_a_worker_busy_in_user_code(cluster: ProcessCluster, bundl
     assert out.returncode == 0, out.stderr
     assert "spin_in_user_code" in out.stdout and "opstopo.py" in out.stdout
     assert "workers-artifacts" in out.stderr
+    out = run_cli(cluster, "profile", "busy", "--worker", f"{host}:{port}", "--action", "cpu",
+                  "--seconds", "1")
+    assert out.returncode == 0, out.stderr
+    assert "self samples" in out.stdout and "spin_in_user_code" in out.stdout
+    out = run_cli(cluster, "profile", "busy", "--worker", f"{host}:{port}", "--action", "heap")
+    assert out.returncode == 0, out.stderr
+    assert "tracemalloc was off" in out.stdout and "live objects" in out.stdout
+    out = run_cli(cluster, "profile", "busy", "--worker", f"{host}:1", "--action", "jstack")
+    assert out.returncode != 0 and "no worker" in out.stderr
     kill_and_check_gone(cluster, "busy", tid, timeout=60)

@@ -183,9 +183,12 @@ def dev_cluster(supervisors: int, nimbuses: int, slots: int, with_ui: bool, ui_p
         if cluster.ui is not None:
             say("UI serving on {} (REST {}/api/v1/cluster/summary, metrics {}/metrics)",
                 cluster.ui_url, cluster.ui_url, cluster.ui_url)
+        infos = cluster.supervisor_infos()
         for i, ports in enumerate(slot_ports):
-            say("supervisor-{}: slots {}-{} (logs {})", i, ports[0], ports[-1],
-                cluster.supervisors[i].workdir / "logs")
+            lv = infos[i].logviewer_port if i in infos else None
+            say("supervisor-{}: slots {}-{} (logs {}, log server {})", i, ports[0], ports[-1],
+                cluster.supervisors[i].workdir / "logs",
+                f"http://{cluster.host}:{lv}" if lv else "none")
         say("submit with: stormpy jar examples wordcount:topology --nimbus {}\n"
             "Ctrl-C stops the cluster", cluster.nimbus_address)
         reported: set[str] = set()
