@@ -200,11 +200,16 @@ class ControlRequest:
 
 def submit_request(state: ClusterState, topology_id: str, node: str, port: int, action: str,
                    args: Mapping[str, Any] | None = None) -> str:
-    """Create a pending request for worker ``(node, port)``; return its znode path."""
+    """Create a pending request for worker ``(node, port)``; return its znode path. The worker
+    creates its request directory when it starts (so, in a secured cluster, the directory carries
+    the topology's ACL and the worker may answer in it); LookupError while it does not exist."""
     parent = state.paths.worker_requests(topology_id, node, port)
+    if not state.storage.exists(parent):
+        raise LookupError(f"worker {node}:{port} of {topology_id} has no control channel yet "
+                          "(it is starting, or runs a stormpy without one)")
     request = ControlRequest(action, dict(args or {}), time.time())
-    state.storage.ensure_path(parent)
-    return state.storage.create(f"{parent}/r", encode_value(request.to_value()), sequence=True)
+    return state.storage.create(f"{parent}/r", encode_value(request.to_value()), sequence=True,
+                                makepath=False)
 
 
 ANSWER_SUFFIX = ".answer"

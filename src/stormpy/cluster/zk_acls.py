@@ -34,8 +34,9 @@ TOPOLOGY_SCHEME_KEY = "storm.zookeeper.topology.auth.scheme"
 TOPOLOGY_PAYLOAD_KEY = "storm.zookeeper.topology.auth.payload"
 #: Set by worker_conf (not by users): the daemons' digest ACL id (``user:base64(sha1)``), no secret.
 DAEMON_DIGEST_ID_KEY = "storm.zookeeper.auth.digest.id"
-#: Top-level directories where workers create nodes (heartbeats, errors, their state).
-WORKER_DIRECTORIES = ("workerbeats", "errors", "checkpoints", "transactional")
+#: Top-level directories where workers create nodes (heartbeats, errors, their state, their
+#: control-request directories).
+WORKER_DIRECTORIES = ("workerbeats", "errors", "checkpoints", "transactional", "workercontrol")
 
 _WORLD = Id("world", "anyone")
 

@@ -307,7 +307,10 @@ class NimbusHandler:
         workers = assignment.workers() if assignment is not None else {}
         for node, wport in workers:
             if assignment is not None and assignment.node_host.get(node) == host and wport == port:
-                path = submit_request(self.manager.state, tid, node, wport, action, args)
+                try:
+                    path = submit_request(self.manager.state, tid, node, wport, action, args)
+                except LookupError as exc:
+                    raise NotFoundError(str(exc)) from None
                 return {"request": path.rsplit("/", 2)[-2] + "/" + path.rsplit("/", 1)[-1]}
         known = ", ".join(f"{assignment.node_host.get(n, n) if assignment else n}:{p}" for n, p in workers)
         raise NotFoundError(f"topology {name} has no worker on {host}:{port} (workers: {known or 'none'})")

@@ -252,9 +252,10 @@ class WorkerProcess:
                            on_exit=self.request_stop)
         log.info("running executors %s (tasks %s), %s; peers %s", list(executors), tasks_of(executors),
                  "active" if active else "inactive", sorted(peers.addresses.items()))
-        link.start()
+        # the control channel opens before the first heartbeat: a worker seen is a worker asked
         control = WorkerControl(state, topology_id=self.topology_id, node=self.node, port=self.port,
                                 log_dir=self.dirs.logs, conf=conf).start()
+        link.start()
         feed = None
         if MetricsFeed.wanted(conf):
             host = str(conf.get("supervisor.host") or "127.0.0.1")
