@@ -6,7 +6,9 @@ in user code."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -120,6 +122,24 @@ def test_logs_levels_and_refusals(cluster: ProcessCluster, bundle: Path) -> None
     late_debug = urllib.parse.urlencode({"file": log_file, "search-string": "chatty-debug",
                                          "start-byte-offset": after + 200})
     assert get(f"{lv}/api/v1/search?{late_debug}")[1]["matches"] == []
+
+    # --follow prints what the worker logs from now on
+    argv = [sys.executable, "-m", "stormpy.cli", "logs", "chatty", "--follow", "-n", "0",
+            "--nimbus", cluster.nimbus_address]
+    follow = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              stdin=subprocess.DEVNULL, text=True)
+    assert follow.stdout is not None
+    out_stream = follow.stdout
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(out_stream.readline, "")), daemon=True)
+    reader.start()
+    try:
+        wait_for(lambda: any(line.startswith(f"{host}:{port} ") and "chatty-bolt saw" in line
+                             for line in list(lines)), 30, "followed log lines", cluster)
+    finally:
+        follow.terminate()
+        follow.wait(30)
+        reader.join(10)
     kill_and_check_gone(cluster, "chatty", tid)
 
 
