@@ -58,6 +58,11 @@ def test_rest_answers_and_token(logs: LogDir) -> None:
     client = TestClient(create_app(logs, {}))
     found = client.get("/api/v1/searchLogs", params={"topoId": "wc-1-17", "search-string": "line 5 "})
     assert found.status_code == 200 and found.json()["results"][0]["matches"][0]["byteOffset"] > 0
+    deep = client.get("/api/v1/deepSearch/wc-1-17", params={"search-string": "line 7 ", "num-matches": 2})
+    assert deep.status_code == 200
+    assert [(d["port"], len(d["matches"])) for d in deep.json()] == [(6700, 1)]
+    too_long = {"file": "escape.log", "search-string": "x" * 1025}
+    assert client.get("/api/v1/search", params=too_long).status_code == 400
     assert client.get("/api/v1/log", params={"file": "../secret.txt"}).status_code == 400
     assert client.get("/api/v1/log", params={"file": "escape.log"}).status_code == 403
     bad_start = {"file": "worker-wc-1-17-6700.log", "start": "x"}

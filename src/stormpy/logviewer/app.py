@@ -9,6 +9,9 @@ Contract:
   X from byte O (:meth:`~stormpy.logviewer.files.LogDir.search`; ``nextByteOffset`` continues).
 * ``GET /api/v1/searchLogs?topoId=T&search-string=X&num-matches=N`` → ``{topoId, searchString,
   results: [search result per worker log file of T on this host]}`` (files without a match left out).
+* ``GET /api/v1/deepSearch/T?search-string=X&num-matches=N&port=P`` → Storm's cross-worker
+  search: a list with, per worker of T on this host (``port`` ``*`` or absent: all), its port and
+  the search result of its current log file (N matches, default 1).
 * ``GET /api/v1/listLogs?topoId=T[&port=P]`` → ``{logs: [...], artifacts: [...]}`` (file names for
   the calls above; artefacts are dumps and profiles).
 * ``GET /log?file=F`` a page showing the file's end with links to earlier parts, for the UI's links.
@@ -128,6 +131,23 @@ def create_app(log_dir: LogDir, conf: dict[str, Any]) -> Starlette:
                 results.append(found)
         return JSONResponse({"topoId": topo, "searchString": needle, "results": results})
 
+    def deep_search(request: Request) -> Response:
+        topo = request.path_params["topo_id"]
+        q = request.query_params
+        needle = q.get("search-string", "")
+        port = q.get("port") or "*"
+        if port != "*" and not port.isdigit():
+            raise BadRequest(f"parameter 'port' must be a port or '*', got {port!r}")
+        found = []
+        for t, prt, path in log_dir.worker_logs():
+            if t != topo or path.name != f"worker-{t}-{prt}.log":
+                continue  # the current file of each worker, as Storm's default (no archived files)
+            if port != "*" and prt != int(port):
+                continue
+            result = log_dir.search(path.name, needle, 0, _int(request, "num-matches", 1) or 1)
+            found.append({"port": prt, **result})
+        return JSONResponse(found)
+
     def list_logs(request: Request) -> Response:
         topo = request.query_params.get("topoId", "")
         if not topo:
@@ -149,5 +169,6 @@ def create_app(log_dir: LogDir, conf: dict[str, Any]) -> Starlette:
         Route("/api/v1/search", guarded(search)),
         Route("/api/v1/searchLogs", guarded(search_logs)),
         Route("/api/v1/listLogs", guarded(list_logs)),
+        Route("/api/v1/deepSearch/{topo_id}", guarded(deep_search)),
         Route("/log", page),
     ])

@@ -11,7 +11,8 @@ Contract of :class:`LogDir`:
   the default shows the last ``length`` bytes, as Storm's log page does) with the file's size.
 * :meth:`LogDir.search` finds ``needle`` (bytes, case-sensitive) from ``offset``: up to
   ``num_matches`` matches with their byte offsets and the text before and after each (Storm's
-  ``beforeString``/``afterString``, :data:`CONTEXT_BYTES` each), and the offset to continue from.
+  ``beforeString``/``afterString``, :data:`CONTEXT_BYTES` each), and the offset to continue from;
+  ``needle`` is 1 to :data:`MAX_SEARCH_BYTES` UTF-8 bytes (Storm's limit), else BadRequest.
 * :meth:`LogDir.topology_logs` lists the worker log files of a topology (rotated ones included).
 * :func:`clean_up` deletes the logs and artefacts of workers that no longer run and whose files
   were all untouched for ``age_secs``; it returns what it deleted.
@@ -29,6 +30,7 @@ from typing import Any
 __all__ = ["CONTEXT_BYTES", "BadRequest", "Forbidden", "LogDir", "NotFound", "clean_up"]
 
 CONTEXT_BYTES = 128
+MAX_SEARCH_BYTES = 1024
 MAX_READ = 1 << 20
 
 _WORKER_LOG = re.compile(r"^worker-(?P<topo>.+)-(?P<port>\d+)\.log(\.\d+)?$")
@@ -79,8 +81,8 @@ class LogDir:
                 "content": data.decode("utf-8", "replace")}
 
     def search(self, name: str, needle: str, offset: int = 0, num_matches: int = 10) -> dict[str, Any]:
-        if not needle:
-            raise BadRequest("the 'search-string' parameter is required")
+        if not needle or len(needle.encode()) > MAX_SEARCH_BYTES:
+            raise BadRequest(f"the 'search-string' parameter must be 1 to {MAX_SEARCH_BYTES} UTF-8 bytes")
         path = self.resolve(name)
         data = path.read_bytes()
         key = needle.encode()
@@ -99,7 +101,7 @@ class LogDir:
                 "afterString": data[at + len(key):at + len(key) + CONTEXT_BYTES].decode("utf-8", "replace"),
                 "line": data[line_start:line_end if line_end >= 0 else len(data)].decode("utf-8", "replace")})
             pos = at + len(key)
-        return {"fileName": name, "searchString": needle, "startByteOffset": int(offset),
+        return {"fileName": name, "isDaemon": "no", "searchString": needle, "startByteOffset": int(offset),
                 "nextByteOffset": pos if pos < len(data) else None, "matches": matches}
 
     def worker_logs(self) -> list[tuple[str, int, Path]]:

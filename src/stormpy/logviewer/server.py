@@ -6,8 +6,10 @@ on the log directory; every ``logviewer.cleanup.interval.secs`` it deletes the l
 that no longer run, untouched for ``logviewer.cleanup.age.mins``
 (:func:`~stormpy.logviewer.files.clean_up`; ``running`` says which ``(topology, port)`` run: the
 supervisor's workers; a log server of its own, ``stormpy logviewer``, knows none and judges by
-age alone). :meth:`LogviewerServer.stop` stops both. Built on the UI's stack (starlette and uvicorn): the same access rules and one web server
-to know, where a standard-library server would need its own threading, parsing and auth code.
+age alone). :meth:`LogviewerServer.stop` stops both.
+
+Built on the UI's stack (starlette and uvicorn): the same access rules and one web server to
+know, where a standard-library server would need its own threading, parsing and auth code.
 """
 
 from __future__ import annotations
