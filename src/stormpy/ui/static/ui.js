@@ -154,7 +154,7 @@
         const doc = await api("/api/v1/topology/" + encodeURIComponent(t.id));
         for (const w of doc.workers) rows.push(Object.assign({topology: t.name, topologyId: t.id}, w));
       }
-      table("supervisor-workers", [["Supervisor", "supervisorId"], ["Host", "host"], ["Port", "port", {num: 1}], ["Topology", "topology", {link: r => "/topology.html?id=" + encodeURIComponent(r.topologyId)}], ["Uptime", "uptime"], ["Executors", r => r.executors.map(e => "[" + e.join("-") + "]").join(" ")]], rows);
+      table("supervisor-workers", [["Supervisor", "supervisorId"], ["Host", "host"], ["Port", "port", {num: 1}], ["Topology", "topology", {link: r => "/topology.html?id=" + encodeURIComponent(r.topologyId)}], ["Uptime", "uptime"], ["Executors", r => r.executors.map(e => "[" + e.join("-") + "]").join(" ")], logCell], rows);
     },
   };
   function supervisorTable(doc) {
