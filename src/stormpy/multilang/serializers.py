@@ -71,7 +71,7 @@ class _JsonDecoder:
                 self._lines = []
                 try:
                     out.append(json.loads(text))
-                except ValueError:
+                except (ValueError, RecursionError):  # nesting too deep for the parser
                     raise GarbageError(f"not JSON: {_quote(text)}") from None
             else:
                 self._lines.append(line)
@@ -99,8 +99,8 @@ class _MsgpackDecoder:
         self._unpacker.feed(data)
         try:
             return list(self._unpacker)
-        except (ValueError, msgpack.exceptions.ExtraData, msgpack.exceptions.FormatError,
-                msgpack.exceptions.StackError) as exc:
+        except (ValueError, TypeError, msgpack.exceptions.ExtraData, msgpack.exceptions.FormatError,
+                msgpack.exceptions.StackError) as exc:  # TypeError: a map key that is a map or list
             raise GarbageError(f"not msgpack ({exc}): {_quote(data)}") from None
 
 
