@@ -15,6 +15,7 @@ corpus file through its target in the normal suite.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import re
 import subprocess
@@ -33,6 +34,7 @@ MAX_LEN = 8192
 def child(name: str, argv: list[str]) -> None:
     """The atheris process of one target: stormpy is instrumented for coverage."""
     import atheris
+    logging.disable(logging.CRITICAL)  # the receivers log each refusal: not the fuzzer's output
     with atheris.instrument_imports(include=["stormpy"]):
         import fuzz_targets
         target = fuzz_targets.TARGETS[name]
@@ -53,16 +55,19 @@ def run_one(name: str, seconds: int, keep: int) -> dict[str, str]:
                f"-artifact_prefix={FINDINGS}/{name}-"]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             [str(HERE), str(HERE.parents[1] / "src"), os.environ.get("PYTHONPATH", "")])}
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
-        log = proc.stdout + proc.stderr
-        (FINDINGS / f"{name}.log").write_text(log[-200_000:])
-        stats = _stats(log)
+        log_path = FINDINGS / f"{name}.log"
+        # to a file, not through this process's memory: a child starts with its parent's peak RSS,
+        # which is what libFuzzer's memory limit reads
+        with open(log_path, "wb") as out:
+            proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, check=False)
+        stats = _stats(log_path.read_text(errors="replace"))
         stats["exit"] = str(proc.returncode)
         if keep and proc.returncode == 0:
             merged = Path(scratch) / "merged"
             merged.mkdir()
             subprocess.run([sys.executable, str(Path(__file__)), "--child", name, "-merge=1",
-                            str(merged), str(scratch)], capture_output=True, env=env, check=False)
+                            str(merged), str(scratch)], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, env=env, check=False)
             for path in sorted(merged.iterdir(), key=lambda p: p.stat().st_size)[:keep]:
                 (seeds / path.name).write_bytes(path.read_bytes())
     stats["findings"] = " ".join(p.name for p in sorted(FINDINGS.glob(f"{name}-*"))) or "none"

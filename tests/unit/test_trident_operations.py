@@ -88,6 +88,11 @@ def build() -> TridentTopology:
     sink(t.merge(s.filter(Even()), s.filter(["n"], is_odd).name("odd")), "merge")
     sink(t.join(s.each(["n"], Double(), ["d"]), ["n"], s.each(["n"], Square(), ["sq"]), ["n"],
                 ["n", "d", "sq"]), "join")
+    # a join whose inputs the user repartitioned (shuffled; by another field), at parallelism 3:
+    # both sides still meet on the join key
+    sink(t.join(s.shuffle().parallelism_hint(3).each(["n"], Double(), ["d"]), ["n"],
+                parity.partition_by(["p"]).parallelism_hint(3), ["n"], ["n", "d", "p"]),
+         "join_repartitioned")
     return t
 
 
@@ -97,6 +102,7 @@ def ran() -> Iterator[None]:
     with LocalCluster() as cluster:
         cluster.submit_topology("ops", {"topology.max.spout.pending": 1}, build().build())
         cluster.wait_for(lambda: len(seen(P + "chained")) == 3 and len(seen(P + "join")) == 12
+                         and len(seen(P + "join_repartitioned")) == 12
                          and len(seen(P + "first_n")) == 6 and len(seen(P + "z_first_n")) == 6
                          and len(seen(P + "z_max")) == 3 and len(seen(P + "w_min")) == 1,
                          60, "every batch")
@@ -150,6 +156,7 @@ def test_first_n_merge_and_join(ran: None) -> None:
     assert rows("first_n") == sorted([[n] for b in BATCHES for n in sorted(b)[-2:]])
     assert rows("merge") == [[n] for n in ALL]
     assert rows("join") == [[n, 2 * n, n * n] for n in ALL]
+    assert rows("join_repartitioned") == [[n, 2 * n, n % 2] for n in ALL]
 
 
 def test_min_and_max_count_zero_and_empty_values(ran: None) -> None:
