@@ -173,6 +173,16 @@ def test_the_working_directory_stays_inside_the_code_dir(tmp_path: Path) -> None
         ShellSettings(("x",), None, "missing", None, []).directory(conf)
 
 
+def test_a_sibling_dir_whose_name_starts_with_the_code_dirs_is_outside_it(tmp_path: Path) -> None:
+    code = tmp_path / "code"
+    code.mkdir()
+    (tmp_path / "code-x").mkdir()  # "code-x" starts with "code" as a string, not as a path
+    conf = {"worker.code.dir": str(code)}
+    with pytest.raises(ValueError, match="leads out of the topology's code dir"):
+        ShellSettings(("x",), None, "../code-x", None, []).directory(conf)
+    assert ShellSettings(("x",), None, "../code", None, []).directory(conf) == str(code.resolve())
+
+
 def test_pystorm_components_declare_from_streamparse_outputs() -> None:
     b = TopologyBuilder()
     b.set_spout("s", pystorm_component(wordcount.SentenceSpout))
