@@ -4,14 +4,16 @@ document, the timeout settings, and how shell and pystorm components declare the
 
 from __future__ import annotations
 
+import itertools
 import sys
+from collections import deque
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pystorm import Bolt as PystormBolt
 
-from stormpy import Bolt, TopologyBuilder
+from stormpy import Bolt, TopologyBuilder, Tuple
 from stormpy.config import COMPONENT_KEYS, DEFAULTS, KEYS, SettingError, merged
 from stormpy.multilang import ShellBolt, ShellSpout, pystorm_component
 from stormpy.multilang.protocol import (
@@ -24,7 +26,7 @@ from stormpy.multilang.protocol import (
     max_pending,
     subprocess_timeout,
 )
-from stormpy.multilang.serializers import codec_for
+from stormpy.multilang.serializers import JsonCodec, codec_for
 from stormpy.multilang.shell import ShellSettings
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import InvalidTopologyError
@@ -230,3 +232,37 @@ def test_shell_and_pystorm_components_travel_to_a_cluster_as_plain_data() -> Non
                                             "env": {"A": "1"}, "outputs": ["sentence"]}
     assert again.components["count"].class_path == \
         "stormpy.multilang.pystorm_adapter:PystormBolt"
+
+
+class HeldProcess:
+    """A subprocess stand-in whose writer has room only when the test says so."""
+
+    def __init__(self) -> None:
+        self.room = False
+        self.sent: list[Any] = []
+
+    def has_room(self) -> bool:
+        return self.room
+
+    def want_room(self) -> bool:
+        return self.room
+
+    def send(self, msg: Any, counted: bool = False) -> None:
+        self.sent.append(msg["tuple"][0])
+
+
+def test_tuples_waiting_beyond_max_pending_go_before_later_ones_in_arrival_order() -> None:
+    """Room appears before the bolt hands out its waiting tuples: a tuple arriving then still
+    queues behind them (Storm keeps a shell bolt's input order)."""
+    bolt = ShellBolt("x")
+    proc = HeldProcess()
+    bolt._process, bolt._waiting, bolt._pending = proc, deque(), {}  # type: ignore[assignment]
+    bolt._ids, bolt._name, bolt._codec = itertools.count(1), "x:1", JsonCodec()
+    for value in ("a", "b"):
+        bolt.execute(Tuple([value], "default", 1, "feeder", None))
+    assert proc.sent == []
+    proc.room = True  # the writer made room; the bolt has not been told yet
+    bolt.execute(Tuple(["c"], "default", 1, "feeder", None))
+    bolt._on_room()
+    bolt.execute(Tuple(["d"], "default", 1, "feeder", None))
+    assert proc.sent == ["a", "b", "c", "d"]
