@@ -5,7 +5,9 @@ document, the timeout settings, and how shell and pystorm components declare the
 from __future__ import annotations
 
 import itertools
+import logging
 import sys
+import time
 from collections import deque
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,9 @@ from pystorm import Bolt as PystormBolt
 
 from stormpy import Bolt, TopologyBuilder, Tuple
 from stormpy.config import COMPONENT_KEYS, DEFAULTS, KEYS, SettingError, merged
+from stormpy.host.backoff import Backoff
 from stormpy.multilang import ShellBolt, ShellSpout, pystorm_component
+from stormpy.multilang import shell as shell_module
 from stormpy.multilang.protocol import (
     BOLT_COMMANDS,
     SPOUT_COMMANDS,
@@ -266,3 +270,27 @@ def test_tuples_waiting_beyond_max_pending_go_before_later_ones_in_arrival_order
     bolt._on_room()
     bolt.execute(Tuple(["d"], "default", 1, "feeder", None))
     assert proc.sent == ["a", "b", "c", "d"]
+
+
+def test_the_restart_backoff_starts_over_after_a_healthy_run() -> None:
+    """Crashes in a row wait longer and longer; a crash after a healthy run (longer than the
+    stable time) restarts at once, however many crashes came before."""
+    bolt = ShellBolt("x")
+    spawned: list[int] = []
+    bolt._process, bolt._closing, bolt._name, bolt._pending = None, False, "x:1", {}
+    bolt._log = logging.getLogger("test.shell")
+    bolt._backoff = Backoff(0.5, 30.0, free_failures=1)
+    bolt.report_error = lambda error: None  # type: ignore[method-assign]
+    bolt.call_soon_threadsafe = lambda fn: None  # type: ignore[attr-defined]
+    bolt._spawn = lambda: spawned.append(1)  # type: ignore[method-assign]
+    delays = []
+    for healthy in (False, False, False, True, False):
+        bolt._started_at = time.monotonic() - (shell_module._STABLE_SECS + 5 if healthy else 0)
+        bolt._restart_timer = None
+        before = len(spawned)
+        bolt._fault("exited with code 1")
+        timer = bolt._restart_timer
+        if timer is not None:
+            timer.cancel()
+        delays.append(0.0 if len(spawned) > before else timer.interval)  # type: ignore[union-attr]
+    assert delays == [0.0, 0.5, 1.0, 0.0, 0.5]
