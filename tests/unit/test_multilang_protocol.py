@@ -1,12 +1,15 @@
 """The multilang protocol's rules on the host side: which commands are taken, the handshake
 document, the timeout settings, and how shell and pystorm components declare themselves
-(refused clearly when they do not)."""
+(refused clearly when they do not); and the shell components' own rules without a subprocess: the
+order of tuples held back by max pending, the restart backoff, the watchdog's clock, and acks of a
+dead subprocess's message ids."""
 
 from __future__ import annotations
 
 import itertools
 import logging
 import sys
+import threading
 import time
 from collections import deque
 from pathlib import Path
@@ -20,6 +23,7 @@ from stormpy.config import COMPONENT_KEYS, DEFAULTS, KEYS, SettingError, merged
 from stormpy.host.backoff import Backoff
 from stormpy.multilang import ShellBolt, ShellSpout, pystorm_component
 from stormpy.multilang import shell as shell_module
+from stormpy.multilang.process import ShellProcess
 from stormpy.multilang.protocol import (
     BOLT_COMMANDS,
     SPOUT_COMMANDS,
@@ -32,6 +36,7 @@ from stormpy.multilang.protocol import (
 )
 from stormpy.multilang.serializers import JsonCodec, codec_for
 from stormpy.multilang.shell import ShellSettings
+from stormpy.testing import wait_for
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.layout import compute_layout
@@ -252,7 +257,7 @@ class HeldProcess:
         return self.room
 
     def send(self, msg: Any, counted: bool = False) -> None:
-        self.sent.append(msg["tuple"][0])
+        self.sent.append(msg["tuple"][0] if "tuple" in msg else msg)
 
 
 def test_tuples_waiting_beyond_max_pending_go_before_later_ones_in_arrival_order() -> None:
@@ -294,3 +299,63 @@ def test_the_restart_backoff_starts_over_after_a_healthy_run() -> None:
             timer.cancel()
         delays.append(0.0 if len(spawned) > before else timer.interval)  # type: ignore[union-attr]
     assert delays == [0.0, 0.5, 1.0, 0.0, 0.5]
+
+
+def watched(waiting_since_ago: float, last_heard_ago: float) -> list[str]:
+    """The faults a subprocess's watchdog (timeout 30 s) finds over a few rounds when its owner
+    started waiting ``waiting_since_ago`` seconds ago and it last spoke ``last_heard_ago``."""
+    faults: list[str] = []
+    rounds: list[int] = []
+    proc = ShellProcess("t:1", ["x"], ".", {}, JsonCodec(), 30.0, 0.01, lambda fn: None,
+                        lambda msg: None, faults.append, heartbeat=lambda: rounds.append(1))
+    proc._fault = faults.append  # type: ignore[method-assign]
+    proc.pid = 1  # heartbeats (counted as rounds) only go to a started subprocess
+    now = time.monotonic()
+    proc.waiting_since, proc.last_heard = now - waiting_since_ago, now - last_heard_ago
+    watchdog = threading.Thread(target=proc._watch)
+    watchdog.start()
+    wait_for(lambda: len(rounds) >= 5 or faults, 30, "watchdog rounds")
+    proc._stopped.set()
+    watchdog.join(30)
+    return faults
+
+
+def test_a_spout_subprocess_asked_nothing_for_long_is_timed_from_the_command_sent() -> None:
+    """Deactivated (or held by max spout pending) for longer than the timeout, the subprocess is
+    asked a command just now: it is not hung; a command unanswered for the timeout is."""
+    assert watched(waiting_since_ago=0.0, last_heard_ago=100.0) == []
+    hung = watched(waiting_since_ago=100.0, last_heard_ago=100.0)
+    assert len(hung) == 1 and "heartbeat timeout" in hung[0]
+
+
+def test_a_shell_spout_waits_on_its_subprocess_from_each_command_until_its_sync() -> None:
+    spout = ShellSpout("x")
+    proc = HeldProcess()
+    proc.waiting_since = None  # type: ignore[attr-defined]
+    spout._process, spout._ready, spout._busy = proc, True, False  # type: ignore[assignment]
+    spout._commands, spout._generation = deque(), 1
+    before = time.monotonic()
+    spout.next_tuple()
+    assert proc.waiting_since is not None and proc.waiting_since >= before  # type: ignore[attr-defined]
+    spout._on_command({"command": "sync"})
+    assert proc.waiting_since is None  # type: ignore[attr-defined]
+
+
+def test_acks_and_fails_of_a_restarted_spout_subprocess_ids_do_not_reach_the_new_one() -> None:
+    spout = ShellSpout("x")
+    proc = HeldProcess()
+    spout._process, spout._ready, spout._busy = proc, True, False  # type: ignore[assignment]
+    spout._commands, spout._generation, spout._name = deque(), 1, "s:1"
+    spout._log = logging.getLogger("test.shell")
+    emitted: list[Any] = []
+    spout.emit = lambda values, msg_id=None, stream="default": emitted.append(msg_id) or []  # type: ignore
+    spout._on_command({"command": "emit", "tuple": ["a"], "id": "m1", "need_task_ids": False})
+    spout._generation = 2  # the subprocess was restarted
+    spout._on_command({"command": "emit", "tuple": ["b"], "id": "m1", "need_task_ids": False})
+    old, new = emitted
+    assert old != new
+    spout.ack(old)
+    spout.fail(old)
+    assert proc.sent == []
+    spout.ack(new)
+    assert proc.sent == [{"command": "ack", "id": "m1"}]
