@@ -131,6 +131,65 @@ def rpc_frames(data: bytes) -> None:
             pass
 
 
+_NIMBUS_DIR = tempfile.mkdtemp(prefix="stormpy-fuzz-nimbus-")
+
+
+@cache
+def _nimbus_handler() -> tuple[Any, MethodTable]:
+    """A Nimbus handler over the unit tests' fake cluster state (no ZooKeeper), with its real
+    topology manager, bundle store, upload and download managers."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+    from nimbus_fakes import FakeClusterState, SimClock
+
+    from stormpy.nimbus.downloads import DownloadManager
+    from stormpy.nimbus.handler import NimbusHandler
+    from stormpy.nimbus.localdirs import NimbusDirs
+    from stormpy.nimbus.store import BundleStore
+    from stormpy.nimbus.topologies import TopologyManager
+    from stormpy.nimbus.uploads import UploadManager
+    dirs = NimbusDirs(Path(_NIMBUS_DIR) / "local")
+    dirs.ensure()
+    clock = SimClock()
+    manager = TopologyManager(FakeClusterState(), BundleStore(dirs), {}, clock=clock)  # type: ignore[arg-type]
+    uploads = UploadManager(dirs, max_bundle_bytes=1_000_000, expiration_secs=600,
+                            chunk_size=4096, clock=clock, max_sessions=4,
+                            max_sessions_per_client=4, idle_secs=30)
+    downloads = DownloadManager(chunk_size=4096, expiration_secs=600, clock=clock)
+    handler = NimbusHandler(manager, uploads, downloads, nimbus_info=lambda: {"host": "h", "port": 1})
+    return handler, MethodTable(handler)
+
+
+def rpc_calls(data: bytes) -> None:
+    """A call's arguments as a peer sends them, run by the real Nimbus handler: the call
+    answers, or raises an
+    RpcError subclass naming what was wrong (never a TypeError or KeyError, which the server
+    would report as an internal error). ``data`` is ``method name, NUL, msgpack map``; an
+    unknown name picks a method by its bytes."""
+    handler, table = _nimbus_handler()
+    names = table.names
+    head, _, packed = data.partition(b"\x00")
+    method = head.decode("utf-8", "replace")
+    if method not in names:
+        method = names[sum(head) % len(names)]
+    try:
+        args = msgpack.unpackb(packed, raw=False, strict_map_key=False)
+    except Exception:  # noqa: BLE001 - not a msgpack document: the codec's target covers that
+        return
+    if not isinstance(args, dict) or not all(isinstance(k, str) for k in args):
+        return
+    try:
+        call = table.bind(method, args)
+    except InvalidRequestError as exc:
+        _message(exc)
+        return
+    try:
+        call()
+    except RpcError as exc:
+        _message(exc)
+
+
 # -- bundles (bundle/verify.py, bundle/manifest.py) ---------------------------------------------
 
 _BUNDLE_PATH = os.path.join(tempfile.gettempdir(), f"stormpy-fuzz-bundle-{os.getpid()}.zip")
@@ -274,6 +333,7 @@ def ui_rest(data: bytes) -> None:
 TARGETS: dict[str, Target] = {
     "worker_frames": worker_frames,
     "rpc_frames": rpc_frames,
+    "rpc_calls": rpc_calls,
     "bundle": bundle,
     "multilang": multilang,
     "ui_rest": ui_rest,
