@@ -6,8 +6,8 @@
 ``tests/fuzz/corpus/<target>/`` as seeds and a scratch directory for what it finds, under
 ``-rss_limit_mb`` (memory bounded) and ``-timeout`` (a hang is a finding). It prints, per
 target: executions, coverage (libFuzzer's ``cov`` edges and ``ft`` features), corpus size and
-the crash/timeout files written to ``tests/fuzz/findings/``. ``--keep N`` merges up to N new
-inputs (libFuzzer ``-merge=1``, smallest covering set) into the kept corpus. A finding becomes a
+the crash/timeout files written to ``tests/fuzz/findings/``. ``--keep N`` copies the N smallest
+new inputs (each added coverage when found) into the kept corpus. A finding becomes a
 regression test by copying its file into the corpus: ``test_fuzz_regressions.py`` replays every
 corpus file through its target in the normal suite.
 """
@@ -62,13 +62,8 @@ def run_one(name: str, seconds: int, keep: int) -> dict[str, str]:
             proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, check=False)
         stats = _stats(log_path.read_text(errors="replace"))
         stats["exit"] = str(proc.returncode)
-        if keep and proc.returncode == 0:
-            merged = Path(scratch) / "merged"
-            merged.mkdir()
-            subprocess.run([sys.executable, str(Path(__file__)), "--child", name, "-merge=1",
-                            str(merged), str(scratch)], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, env=env, check=False)
-            for path in sorted(merged.iterdir(), key=lambda p: p.stat().st_size)[:keep]:
+        if keep and proc.returncode == 0:  # the scratch corpus holds only inputs that added coverage
+            for path in sorted(Path(scratch).iterdir(), key=lambda p: p.stat().st_size)[:keep]:
                 (seeds / path.name).write_bytes(path.read_bytes())
     stats["findings"] = " ".join(p.name for p in sorted(FINDINGS.glob(f"{name}-*"))) or "none"
     return stats
@@ -97,7 +92,7 @@ def main() -> None:
     parser.add_argument("targets", nargs="*", help=f"of: {', '.join(fuzz_targets.TARGETS)}")
     parser.add_argument("--seconds", type=int, default=int(os.environ.get("FUZZ_SECONDS", 120)))
     parser.add_argument("--keep", type=int, default=0,
-                        help="merge up to N new corpus inputs into tests/fuzz/corpus")
+                        help="copy the N smallest new inputs into tests/fuzz/corpus")
     args = parser.parse_args()
     unknown = [t for t in args.targets if t not in fuzz_targets.TARGETS]
     if unknown:
