@@ -18,8 +18,10 @@ Memory is bounded by the fuzzer (``-rss_limit_mb`` in ``run_fuzz.py``); time per
 
 from __future__ import annotations
 
+import atexit
 import io
 import os
+import shutil
 import tempfile
 import zipfile
 from collections.abc import Callable
@@ -131,17 +133,15 @@ def rpc_frames(data: bytes) -> None:
             pass
 
 
-_NIMBUS_DIR = tempfile.mkdtemp(prefix="stormpy-fuzz-nimbus-")
-
-
 @cache
 def _nimbus_handler() -> tuple[Any, MethodTable]:
     """A Nimbus handler over the unit tests' fake cluster state (no ZooKeeper), with its real
     topology manager, bundle store, upload and download managers."""
     import sys
     from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
-    from nimbus_fakes import FakeClusterState, SimClock
+    tests = Path(__file__).resolve().parents[1]
+    sys.path[:0] = [str(tests / "unit"), str(tests.parent / "examples")]
+    from nimbus_fakes import FakeClusterState, SimClock, staged_bundle
 
     from stormpy.nimbus.downloads import DownloadManager
     from stormpy.nimbus.handler import NimbusHandler
@@ -149,7 +149,10 @@ def _nimbus_handler() -> tuple[Any, MethodTable]:
     from stormpy.nimbus.store import BundleStore
     from stormpy.nimbus.topologies import TopologyManager
     from stormpy.nimbus.uploads import UploadManager
-    dirs = NimbusDirs(Path(_NIMBUS_DIR) / "local")
+    from wordcount import build
+    work = tempfile.mkdtemp(prefix="stormpy-fuzz-nimbus-")
+    atexit.register(shutil.rmtree, work, True)
+    dirs = NimbusDirs(Path(work) / "local")
     dirs.ensure()
     clock = SimClock()
     manager = TopologyManager(FakeClusterState(), BundleStore(dirs), {}, clock=clock)  # type: ignore[arg-type]
@@ -158,6 +161,8 @@ def _nimbus_handler() -> tuple[Any, MethodTable]:
                             max_sessions_per_client=4, idle_secs=30)
     downloads = DownloadManager(chunk_size=4096, expiration_secs=600, clock=clock)
     handler = NimbusHandler(manager, uploads, downloads, nimbus_info=lambda: {"host": "h", "port": 1})
+    # a running topology "wc" for the calls that name one (kill, rebalance, info, files...)
+    manager.submit("wc", staged_bundle(Path(work)), build(2).create_topology(), {})
     return handler, MethodTable(handler)
 
 
@@ -175,10 +180,10 @@ def rpc_calls(data: bytes) -> None:
         method = names[sum(head) % len(names)]
     try:
         args = msgpack.unpackb(packed, raw=False, strict_map_key=False)
-    except Exception:  # noqa: BLE001 - not a msgpack document: the codec's target covers that
-        return
+    except Exception:  # noqa: BLE001 - not a msgpack document: arguments made from the bytes
+        args = None
     if not isinstance(args, dict) or not all(isinstance(k, str) for k in args):
-        return
+        args = _arguments(_parameters(handler, method), packed)
     try:
         call = table.bind(method, args)
     except InvalidRequestError as exc:
@@ -188,6 +193,33 @@ def rpc_calls(data: bytes) -> None:
         call()
     except RpcError as exc:
         _message(exc)
+
+
+def _parameters(handler: Any, method: str) -> list[str]:
+    import inspect
+    for attr in dir(type(handler)):
+        func = getattr(type(handler), attr)
+        if getattr(func, "__stormpy_rpc_name__", None) == method:
+            return [p for p in inspect.signature(func).parameters if p != "self"]
+    return []
+
+
+def _value(kind: int, raw: bytes) -> Any:
+    """A value of the kind a peer might send in an argument's place."""
+    text = raw.decode("utf-8", "replace")
+    number = int.from_bytes(raw[:9] or b"\0", "little", signed=True)
+    return [None, number, -abs(number), float(number) / 7, text, raw, [text, number],
+            {text: number}, True, float("nan"), 2 ** 70, {"components": {text: raw}}][kind % 12]
+
+
+def _arguments(params: list[str], data: bytes) -> dict[str, Any]:
+    """Each parameter given (or left out) a value made from the next piece of ``data``."""
+    args: dict[str, Any] = {}
+    pieces = data.split(b"\x01")
+    for name, piece in zip(params, pieces, strict=False):
+        if piece[:1] != b"\xff":  # left out
+            args[name] = _value(piece[0] if piece else 0, piece[1:])
+    return args
 
 
 # -- bundles (bundle/verify.py, bundle/manifest.py) ---------------------------------------------

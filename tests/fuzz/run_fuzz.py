@@ -49,11 +49,16 @@ def run_one(name: str, seconds: int, keep: int) -> dict[str, str]:
     seeds.mkdir(parents=True, exist_ok=True)
     FINDINGS.mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f"fuzz-{name}-") as scratch:
-        cmd = [sys.executable, str(Path(__file__)), "--child", name, scratch, str(seeds),
+        # the new inputs, and the child's temporary files (libFuzzer ends it without Python's
+        # exit handlers): both go with the scratch directory
+        corpus_dir, tmp = Path(scratch) / "corpus", Path(scratch) / "tmp"
+        corpus_dir.mkdir()
+        tmp.mkdir()
+        cmd = [sys.executable, str(Path(__file__)), "--child", name, str(corpus_dir), str(seeds),
                f"-max_total_time={seconds}", f"-rss_limit_mb={RSS_LIMIT_MB}",
                f"-timeout={INPUT_TIMEOUT_SECS}", f"-max_len={MAX_LEN}", "-print_final_stats=1",
                f"-artifact_prefix={FINDINGS}/{name}-"]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": os.pathsep.join(
             [str(HERE), str(HERE.parents[1] / "src"), os.environ.get("PYTHONPATH", "")])}
         log_path = FINDINGS / f"{name}.log"
         # to a file, not through this process's memory: a child starts with its parent's peak RSS,
@@ -62,8 +67,8 @@ def run_one(name: str, seconds: int, keep: int) -> dict[str, str]:
             proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, check=False)
         stats = _stats(log_path.read_text(errors="replace"))
         stats["exit"] = str(proc.returncode)
-        if keep and proc.returncode == 0:  # the scratch corpus holds only inputs that added coverage
-            for path in sorted(Path(scratch).iterdir(), key=lambda p: p.stat().st_size)[:keep]:
+        if keep and proc.returncode == 0:  # each new input added coverage when it was found
+            for path in sorted(corpus_dir.iterdir(), key=lambda p: p.stat().st_size)[:keep]:
                 (seeds / path.name).write_bytes(path.read_bytes())
     stats["findings"] = " ".join(p.name for p in sorted(FINDINGS.glob(f"{name}-*"))) or "none"
     return stats
