@@ -39,6 +39,7 @@ from stormpy.multilang.serializers import GarbageError, JsonCodec, MsgpackCodec
 from stormpy.rpc.codec import decode_request, decode_response, peek_request_id
 from stormpy.rpc.errors import InvalidRequestError, RpcError
 from stormpy.rpc.methods import MethodTable
+from stormpy.topology.columns import ColumnBatch
 from stormpy.worker import Worker, WorkerConfig
 from stormpy.worker.inbound import Inbound, accepts
 
@@ -90,8 +91,13 @@ def worker_frames(data: bytes) -> None:
     except ValueError as exc:
         _message(exc)
     n = inbound.take([data])
-    if n < 0 or (n == 0 and any(queued)):
-        raise AssertionError(f"take returned {n} for {len(queued)} queued")
+    counted = sum(q.n if isinstance(q, ColumnBatch) else 1 for q in queued)
+    if n != counted:
+        raise AssertionError(f"take returned {n} for {counted} tuples queued")
+    for q in queued:  # only checked tuples: int ids, values a list of the stream's length
+        if not (type(q.root) is int and type(q.edge) is int
+                and (isinstance(q, ColumnBatch) or type(q.values) is list)):
+            raise AssertionError(f"an unchecked tuple was queued: {q!r:.200}")
     mid, src = tasks["mid"][0], tasks["src"][0]
     good = msgpack.packb([[mid, "default", src, 0, 0, None, ["w", 1]]])
     before = len(queued)
