@@ -25,6 +25,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColu
 from rich.table import Table
 
 from stormpy.bundle import BundleError, build_bundle, unpack_bundle
+from stormpy.cli.bundle_report import cluster_dirs, describe_bundle
 from stormpy.cli.output import cell, console, detail, err_console, error, say, stats_table, warning
 from stormpy.cli.topology_loader import TopologyLoadError, load_topology
 from stormpy.config import ConfigError, load_config, parse_override, parse_overrides
@@ -128,14 +129,18 @@ def jar(path: str, target: str, name: str | None, inactive: bool, nimbus_address
         try:
             if source.is_dir():
                 loaded = load_topology(source, target)
-                bundle = build_bundle(source, Path(tmp) / "bundle.zip")
+                own = cluster_dirs(load_config(config_file, parse_overrides(overrides)))
+                bundle = build_bundle(source, Path(tmp) / "bundle.zip", exclude=own)
                 bundle_path, size = bundle.path, bundle.size
+                root = source.resolve()
+                say("{}", describe_bundle(bundle, {d.relative_to(root).as_posix(): key for d, key
+                                                   in own.items() if d.is_relative_to(root)}))
             else:
                 code = Path(tmp) / "code"
                 unpack_bundle(source, code)
                 loaded = load_topology(code, target)
                 bundle_path, size = source, source.stat().st_size
-        except (TopologyLoadError, InvalidTopologyError, BundleError) as exc:
+        except (TopologyLoadError, InvalidTopologyError, BundleError, ConfigError) as exc:
             fail(str(exc), EXIT_USAGE)
         topo_name = name or loaded.module.rsplit(".", 1)[-1]
         conf: dict[str, Any] = {**loaded.config, **topo_overrides}
