@@ -430,3 +430,27 @@ def test_cli_reports_an_unreachable_nimbus(env: Env) -> None:
     result = outcome_of(lambda: cli_run("list", "--nimbus", f"127.0.0.1:{port}"))
     assert result.exit_code == 3
     assert "cannot reach Nimbus" in result.output and f"127.0.0.1:{port}" in result.output
+
+
+def test_cluster_info_lists_every_nimbus_with_its_status_and_uptime(env: Env) -> None:
+    from stormpy.ui.stormdocs import nimbus_summary
+
+    standby = Nimbus({**env.conf, "storm.local.dir": str(env.tmp / "local2")}).start()
+    try:
+        def both() -> list[dict[str, Any]] | None:
+            listed = env.client.cluster_info()["nimbuses"]
+            return listed if len(listed) == 2 else None
+        listed = wait_for(both, 30, "both Nimbus hosts in get_cluster_info")
+        assert [(n["port"], n["status"]) for n in listed] == [(env.nimbus.port, "Leader"),
+                                                              (standby.port, "Not a Leader")]
+        assert all(n["uptime_secs"] >= 0 and n["version"] for n in listed)
+        # the standby answers the same list
+        with NimbusClient("127.0.0.1", standby.port, timeout_secs=10) as other:
+            assert [n["status"] for n in other.cluster_info()["nimbuses"]] == ["Leader", "Not a Leader"]
+        rest = nimbus_summary(env.client.cluster_info())["nimbuses"]
+        assert [(n["port"], n["status"]) for n in rest] == [(env.nimbus.port, "Leader"),
+                                                            (standby.port, "Not a Leader")]
+        assert all(isinstance(n["nimbusUpTimeSeconds"], int) and n["nimbusUpTime"] for n in rest)
+    finally:
+        standby.stop()
+    wait_for(lambda: len(env.client.cluster_info()["nimbuses"]) == 1, 30, "the stopped standby to leave")

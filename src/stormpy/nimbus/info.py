@@ -17,7 +17,8 @@ from typing import Any
 from stormpy.cluster import Assignment, ErrorInfo, StormBase, SupervisorInfo, WorkerHeartbeat
 from stormpy.topology.layout import TaskLayout
 
-__all__ = ["aggregate_stats", "cluster_summary", "supervisor_summary", "topology_info", "topology_summary"]
+__all__ = ["aggregate_stats", "cluster_summary", "nimbus_summaries", "supervisor_summary", "topology_info",
+           "topology_summary"]
 
 _LATENCY = "complete_latency_ms"
 _COUNTERS = ("emitted", "transferred", "executed", "acked", "failed")
@@ -57,6 +58,31 @@ def aggregate_stats(beats: Iterable[WorkerHeartbeat]) -> dict[str, dict[str, Any
     return out
 
 
+def nimbus_summaries(records: Mapping[str, Mapping[str, Any]], this: Mapping[str, Any],
+                     leader_address: str | None, now: float) -> list[dict[str, Any]]:
+    """Every running Nimbus (the records they registered in ZooKeeper, and ``this`` one's own
+    summary whether or not its record is there), leader first: ``id``, ``host``, ``port``,
+    ``version``, ``leader`` (``this`` one's own flag; another's ``host:port`` is
+    ``leader_address``), ``status`` (Storm's
+    ``Leader`` / ``Not a Leader``), ``start_time`` and ``uptime_secs``."""
+    by_id = {nid: dict(doc) for nid, doc in records.items()}
+    if this.get("id"):
+        by_id[str(this["id"])] = {**by_id.get(str(this["id"]), {}), **this}
+    out = []
+    for nid, doc in by_id.items():
+        if nid == this.get("id"):  # this Nimbus knows whether it leads (a record's flag may be stale)
+            leader = bool(this.get("leader"))
+        else:
+            leader = leader_address is not None and f"{doc.get('host')}:{doc.get('port')}" == leader_address
+        started = doc.get("start_time")
+        out.append({"id": nid, "host": doc.get("host"), "port": doc.get("port"),
+                    "version": doc.get("version"), "leader": leader,
+                    "status": "Leader" if leader else "Not a Leader", "start_time": started,
+                    "uptime_secs": round(max(0.0, now - float(started)), 1)
+                    if isinstance(started, int | float) else None})
+    return sorted(out, key=lambda n: (not n["leader"], str(n["host"]), int(n["port"] or 0)))
+
+
 def supervisor_summary(info: SupervisorInfo, used_slots: int, now: float) -> dict[str, Any]:
     return {"id": info.supervisor_id, "host": info.host, "ports": list(info.ports),
             "slots_total": len(info.ports), "slots_used": used_slots,
@@ -77,15 +103,18 @@ def topology_summary(base: StormBase, assignment: Assignment | None, now: float,
 
 def cluster_summary(nimbus: Mapping[str, Any], supervisors: Mapping[str, SupervisorInfo],
                     bases: Mapping[str, StormBase], assignments: Mapping[str, Assignment],
-                    now: float, degraded: Mapping[str, str | None] | None = None) -> dict[str, Any]:
+                    now: float, degraded: Mapping[str, str | None] | None = None,
+                    nimbuses: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The ``get_cluster_info`` document (``degraded``: topology id → reason, see
-    :func:`topology_summary`)."""
+    :func:`topology_summary`; ``nimbuses``: :func:`nimbus_summaries`, this Nimbus alone when
+    not given)."""
     used: dict[str, set[int]] = {}
     for assignment in assignments.values():
         for node, port in assignment.executors.values():
             used.setdefault(node, set()).add(port)
     return {
         "nimbus": dict(nimbus),
+        "nimbuses": nimbuses if nimbuses is not None else nimbus_summaries({}, nimbus, None, now),
         "supervisors": [supervisor_summary(info, len(used.get(sid, ())), now)
                         for sid, info in sorted(supervisors.items())],
         "topologies": [topology_summary(base, assignments.get(tid), now, (degraded or {}).get(tid))

@@ -50,11 +50,19 @@ def _ms(value: float | None) -> str:
 
 
 def nimbus_summary(cluster: Mapping[str, Any]) -> dict[str, Any]:
-    n = cluster.get("nimbus", {})
-    up = float(n.get("uptime_secs") or 0)
-    return {"nimbuses": [{"host": n.get("host"), "port": n.get("port"), "status": "Leader",
-                          "version": n.get("version"), "nimbusUpTime": duration(up),
-                          "nimbusUpTimeSeconds": int(up)}]}
+    """``GET /api/v1/nimbus/summary``: every running Nimbus with its status (``Leader`` / ``Not a
+    Leader``) and uptime (``cluster["nimbuses"]``; the answering Nimbus alone, as the leader, from a
+    Nimbus that does not list them)."""
+    listed = cluster.get("nimbuses")
+    if listed is None:
+        listed = [{**cluster.get("nimbus", {}), "status": "Leader"}]
+    out = []
+    for n in listed:
+        up = float(n.get("uptime_secs") or 0)
+        out.append({"host": n.get("host"), "port": n.get("port"), "status": n.get("status"),
+                    "version": n.get("version"), "nimbusUpTime": duration(up),
+                    "nimbusUpTimeSeconds": int(up)})
+    return {"nimbuses": out}
 
 
 def supervisor_summary(cluster: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,9 +11,13 @@ so a window's figure is the sum of the deltas that arrived in it, whatever happe
   says its counters continue earlier incarnations' (``process["counters_carried"]``, see
   ``stormpy.worker.cluster_link``): then the delta is taken from the last value seen for the same
   task in any worker slot (the task may have moved);
-* the first heartbeat of a worker slot counts towards *all time*; it counts towards the windows
-  only when the worker started after this tracker did (``uptime`` shorter than the tracker's age),
-  otherwise its figures are older than any window could say.
+* counters seen for the first time (the first heartbeat of a worker slot, or a carried task
+  this tracker never saw) count towards *all time*, and towards every window that reaches back to
+  when they started accruing: the worker's start (``time - uptime``), or for carried counters the
+  topology's launch (``launched``; unknown → all time only). So every window of a topology
+  younger than the window equals all time, whenever the UI started; a window shorter than what
+  the first heartbeat covers gets none of it (the split over time is unknown) and is exact from
+  the next heartbeat on.
 
 Buckets are 10 s wide for the 10-minute window and 5 minutes wide for the 3-hour and 1-day
 windows (so those are exact to 5 minutes). The state lives in memory: a restarted UI starts its
@@ -29,7 +33,6 @@ out (``/metrics`` shows them from the latest heartbeat).
 from __future__ import annotations
 
 import threading
-from collections import deque
 from collections.abc import Iterable, Mapping
 
 from stormpy.cluster import WorkerHeartbeat
@@ -95,24 +98,25 @@ def _add(into: dict[TaskKey, Counters], deltas: Mapping[TaskKey, Counters]) -> N
 
 
 class _Buckets:
-    """Deltas filed in fixed-width time buckets, the oldest dropped past ``keep`` seconds."""
+    """Deltas filed in fixed-width time buckets by when they accrued, the oldest dropped past
+    ``keep`` seconds."""
 
     def __init__(self, width: float, keep: float) -> None:
         self.width = width
         self.keep = keep
-        self.buckets: deque[tuple[float, dict[TaskKey, Counters]]] = deque()
+        self.buckets: dict[float, dict[TaskKey, Counters]] = {}
 
-    def add(self, now: float, deltas: Mapping[TaskKey, Counters]) -> None:
-        start = now - now % self.width
-        if not self.buckets or self.buckets[-1][0] != start:
-            self.buckets.append((start, {}))
-        _add(self.buckets[-1][1], deltas)
-        while self.buckets and self.buckets[0][0] < now - self.keep - self.width:
-            self.buckets.popleft()
+    def add(self, at: float, now: float, deltas: Mapping[TaskKey, Counters]) -> None:
+        """File ``deltas`` that accrued at ``at`` (at most ``now``)."""
+        oldest = now - self.keep - self.width
+        if at >= oldest:
+            _add(self.buckets.setdefault(at - at % self.width, {}), deltas)
+        for start in [s for s in self.buckets if s < oldest]:
+            del self.buckets[start]
 
     def total(self, now: float, secs: float) -> dict[TaskKey, Counters]:
         out: dict[TaskKey, Counters] = {}
-        for start, deltas in self.buckets:
+        for start, deltas in sorted(self.buckets.items()):
             if start + self.width > now - secs:
                 _add(out, deltas)
         return out
@@ -121,8 +125,11 @@ class _Buckets:
 class TopologyWindows:
     """The windowed counters of one topology (thread-safe: the sampler writes, requests read)."""
 
-    def __init__(self, now: float) -> None:
+    def __init__(self, now: float, launched: float | None = None) -> None:
+        #: since when the figures reach back (the tracker's start, or older counters' origin)
         self.started = now
+        #: the topology's launch time, when known: where carried counters began
+        self.launched = launched
         self._lock = threading.Lock()
         self._last: dict[tuple[str, int], tuple[float, float, dict[TaskKey, Counters]]] = {}
         self._fine = _Buckets(_FINE_SECS, _FINE_KEEP)
@@ -141,30 +148,42 @@ class TopologyWindows:
                     continue
                 current = beat_counters(beat)
                 restarted = last is not None and beat.uptime < last[1]
+                carried = bool(beat.process.get("counters_carried"))
+                # where counters never seen before began accruing (None: unknown)
+                origin: float | None = min(now, beat.time) - max(0.0, beat.uptime)
                 if last is not None and not restarted:
                     previous = last[2]
-                elif beat.process.get("counters_carried"):
-                    previous = {key: self._by_task.get(key, {}) for key in current}
+                elif carried:
+                    previous = {key: self._by_task[key] for key in current if key in self._by_task}
+                    origin = self.launched
                 else:
                     previous = {}
-                deltas: dict[TaskKey, Counters] = {}
+                recent: dict[TaskKey, Counters] = {}
+                unseen: dict[TaskKey, Counters] = {}
                 for key, counters in current.items():
-                    before = previous.get(key, {})
+                    before = previous.get(key)
                     delta = {}
                     for name, value in counters.items():
-                        old = before.get(name, 0.0)
+                        old = (before or {}).get(name, 0.0)
                         diff = value - old if value >= old else value
                         if diff:
                             delta[name] = diff
                     if delta:
-                        deltas[key] = delta
+                        # a restarted worker's counters accrued since the last beat seen
+                        (unseen if last is None and before is None else recent)[key] = delta
                 self._last[slot] = (beat.time, beat.uptime, current)
                 self._by_task.update(current)
-                _add(self._all, deltas)
-                recent = last is not None or beat.uptime <= now - self.started
-                if recent and deltas:
-                    self._fine.add(now, deltas)
-                    self._coarse.add(now, deltas)
+                _add(self._all, recent)
+                _add(self._all, unseen)
+                if recent:
+                    self._file(now, now, recent)
+                if unseen and origin is not None:
+                    self._file(min(origin, now), now, unseen)
+
+    def _file(self, at: float, now: float, deltas: Mapping[TaskKey, Counters]) -> None:
+        self.started = min(self.started, at)
+        self._fine.add(at, now, deltas)
+        self._coarse.add(at, now, deltas)
 
     def totals(self, window: str, now: float) -> dict[TaskKey, Counters]:
         """Per-task sums of the deltas of ``window`` (one of :data:`WINDOWS`)."""
