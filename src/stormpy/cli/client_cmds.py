@@ -177,14 +177,15 @@ def list_topologies(client: NimbusClient) -> None:
         console.print("No topologies running.")
     else:
         table = Table(title="topologies")
-        for col in ("name", "id", "status", "workers", "executors", "uptime (s)"):
-            numeric = col in ("workers", "executors", "uptime (s)")
+        for col in ("name", "id", "status", "workers", "executors", "uptime (s)", "restarts"):
+            numeric = col in ("workers", "executors", "uptime (s)", "restarts")
             table.add_column(col, justify="right" if numeric else "left", no_wrap=True)
         for t in topologies:
             status = f"{t['status']} (degraded)" if t.get("degraded") else t["status"]
             table.add_row(cell(t["name"]), cell(t["id"]), cell(status),
                           f"{t['num_workers']}/{t['requested_workers']}",
-                          str(t["num_executors"]), f"{t['uptime_secs']:.0f}")
+                          str(t["num_executors"]), f"{t['uptime_secs']:.0f}",
+                          str(t.get("worker_restarts", "")))
         print_wide(table)
         for t in topologies:
             if t.get("degraded"):
@@ -276,12 +277,14 @@ def topology_info(client: NimbusClient, name: str, system: bool) -> None:
     if info.get("degraded"):
         say("[red]degraded:[/red] {}", info["degraded"])
     workers = Table(title="workers")
-    for col in ("host", "port", "node", "executors", "uptime (s)", "heartbeat age (s)"):
-        workers.add_column(col, no_wrap=col != "node", overflow="fold")
+    for col in ("host", "port", "node", "executors", "uptime (s)", "heartbeat age (s)", "restarts",
+                "last exit"):
+        workers.add_column(col, no_wrap=col not in ("node", "last exit"), overflow="fold")
     for w in info["workers"]:
         workers.add_row(cell(w["host"]), str(w["port"]), cell(w["node"]), str(len(w["executors"])),
                         "" if w["uptime_secs"] is None else f"{w['uptime_secs']:.0f}",
-                        "" if w["heartbeat_age_secs"] is None else f"{w['heartbeat_age_secs']:.1f}")
+                        "" if w["heartbeat_age_secs"] is None else f"{w['heartbeat_age_secs']:.1f}",
+                        str(w.get("restarts", "")), cell(w.get("last_exit") or ""))
     print_wide(workers)
     stats: dict[str, dict[str, Any]] = {}
     for comp, desc in info.get("components", {}).items():

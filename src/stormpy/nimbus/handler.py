@@ -256,7 +256,7 @@ class NimbusHandler:
         assignment = state.assignment(tid)
         return topology_info(base, assignment, layout, state.worker_heartbeats(tid),
                              state.all_errors(tid), time.time(),
-                             self._degraded({tid: base}, {tid: assignment}).get(tid))
+                             self._degraded({tid: base}, {tid: assignment}).get(tid), state.supervisors())
 
     @rpc_method
     def get_topology_files(self, topology_id: Any) -> dict[str, Any]:

@@ -78,8 +78,9 @@ def _topology_row(t: Mapping[str, Any], tasks: int | None = None) -> dict[str, A
            "uptime": duration(t["uptime_secs"]), "uptimeSeconds": int(t["uptime_secs"]),
            "workersTotal": t["num_workers"], "executorsTotal": t["num_executors"],
            "requestedWorkers": t.get("requested_workers"), "owner": t.get("owner", ""),
-           # stormpy's own: why the topology cannot be (re)scheduled (None when it can)
-           "degraded": t.get("degraded")}
+           # stormpy's own: restarts of its workers, and why the topology cannot be (re)scheduled
+           # or its workers keep exiting (None when nothing is wrong)
+           "workerRestarts": t.get("worker_restarts"), "degraded": t.get("degraded")}
     if tasks is not None:
         row["tasksTotal"] = tasks
     return row
@@ -233,7 +234,10 @@ def _workers(info: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [{"host": w["host"], "port": w["port"], "supervisorId": w["node"],
              "executors": [list(e) for e in w["executors"]],
              "uptime": duration(w["uptime_secs"]) if w.get("uptime_secs") is not None else None,
-             "uptimeSeconds": int(w["uptime_secs"]) if w.get("uptime_secs") is not None else None}
+             "uptimeSeconds": int(w["uptime_secs"]) if w.get("uptime_secs") is not None else None,
+             # stormpy's own: the slot's restarts and last exit, as its supervisor publishes them
+             "restarts": w.get("restarts"), "lastExit": w.get("last_exit"),
+             "crashLooping": bool(w.get("crash_looping"))}
             for w in info.get("workers", [])]
 
 
