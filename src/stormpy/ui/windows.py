@@ -23,6 +23,11 @@ Buckets are 10 s wide for the 10-minute window and 5 minutes wide for the 3-hour
 windows (so those are exact to 5 minutes). The state lives in memory: a restarted UI starts its
 windows afresh and its all-time figures from the workers' current counters.
 
+The figures of a window are :class:`WindowFigures` (:meth:`TopologyWindows.figures`): per
+component and per executor (:class:`ComponentFigures`: emitted on the user streams, transferred,
+acked, failed, executed, the tuples of every stream, latencies in ms, capacity) and for the whole
+topology (:meth:`WindowFigures.topology`). The REST documents (``stormdocs.py``) only shape them.
+
 Counter keys are flat: ``transferred``, ``executed``, ``acked``, ``failed``, ``latency_sum``
 (seconds), ``latency_count``, the sampled ``execute_latency_*`` and ``process_latency_*`` sums and
 counts, any other numeric counter the worker sends, and ``emitted:<stream>`` per output stream.
@@ -33,12 +38,15 @@ out (``/metrics`` shows them from the latest heartbeat).
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from stormpy.cluster import WorkerHeartbeat
 from stormpy.worker.stats import GAUGES
+from stormpy.worker.stats import capacity as capacity_of
 
-__all__ = ["ALL_TIME", "WINDOWS", "TaskKey", "TopologyWindows", "parse_window", "window_pretty"]
+__all__ = ["ALL_TIME", "WINDOWS", "ComponentFigures", "TaskKey", "TopologyFigures", "TopologyWindows",
+           "WindowFigures", "parse_window", "window_pretty"]
 
 ALL_TIME = ":all-time"
 #: The windows Storm's UI shows, in seconds, plus ``ALL_TIME``.
@@ -199,6 +207,115 @@ class TopologyWindows:
         tracker is younger; at least 1."""
         age = max(1.0, now - self.started)
         return age if window == ALL_TIME else max(1.0, min(float(window), age))
+
+    def figures(self, window: str, now: float,
+                executors: Sequence[tuple[int, int]] = ()) -> WindowFigures:
+        """The figures of ``window`` (one of :data:`WINDOWS`) at ``now``; ``executors``: the
+        topology's executor task ranges ``(start, end)``, for per-executor figures and capacity."""
+        return WindowFigures(window, self.totals(window, now), self.span(window, now), executors)
+
+
+@dataclass(frozen=True)
+class ComponentFigures:
+    """A component's (or one executor's) figures over a window. Latencies are None without a
+    sample; ``capacity`` is an executor's, or for a component its busiest executor's."""
+
+    emitted: int
+    transferred: int
+    acked: int
+    failed: int
+    executed: int
+    #: stream → tuples emitted on it (system streams ``__*`` too)
+    streams: dict[str, int]
+    complete_latency_ms: float | None
+    execute_latency_ms: float | None
+    process_latency_ms: float | None
+    capacity: float | None
+
+    @classmethod
+    def of(cls, counters: Mapping[str, float], span: float,
+           busiest: float | None = None) -> ComponentFigures:
+        """From summed counters over ``span`` seconds; ``capacity`` is ``busiest`` when given,
+        else computed from the counters (one executor's)."""
+        execute = latency_ms(counters, "execute_latency")
+        executed = counters.get("executed", 0.0)
+        return cls(emitted=int(emitted(counters)), transferred=int(counters.get("transferred", 0)),
+                   acked=int(counters.get("acked", 0)), failed=int(counters.get("failed", 0)),
+                   executed=int(executed),
+                   streams={k: int(v) for k, v in stream_counts(counters).items()},
+                   complete_latency_ms=latency_ms(counters), execute_latency_ms=execute,
+                   process_latency_ms=latency_ms(counters, "process_latency"),
+                   capacity=busiest if busiest is not None else capacity_of(executed, execute, span))
+
+
+@dataclass(frozen=True)
+class TopologyFigures:
+    """A topology's figures over a window: its user components' emitted and transferred, its
+    spouts' acked, failed and complete latency (None without a sample)."""
+
+    emitted: int
+    transferred: int
+    acked: int
+    failed: int
+    complete_latency_ms: float | None
+
+
+class WindowFigures:
+    """What the UI shows of one window of one topology (see the module docstring)."""
+
+    def __init__(self, window: str, totals: Mapping[TaskKey, Counters], span: float,
+                 executors: Sequence[tuple[int, int]] = ()) -> None:
+        self.window = window
+        self.pretty = window_pretty(window)
+        #: seconds the figures cover (for rates)
+        self.span = span
+        self._totals = dict(totals)
+        self._executors = [(int(start), int(end)) for start, end in executors]
+        self._components = per_component(totals)
+
+    def _tasks(self, component: str) -> dict[int, Counters]:
+        return {task: c for (comp, task), c in self._totals.items() if comp == component}
+
+    def executor(self, component: str, start: int, end: int) -> ComponentFigures | None:
+        """The figures of ``component``'s executor of tasks ``start..end`` (None: it has none)."""
+        mine = [c for task, c in self._tasks(component).items() if start <= task <= end]
+        if not mine:
+            return None
+        return ComponentFigures.of(per_component({("x", i): c for i, c in enumerate(mine)}).get("x", {}),
+                                   self.span)
+
+    def _executor_counters(self, component: str) -> list[Counters]:
+        """Per executor (its tasks summed); per task for tasks in no known executor."""
+        mine = self._tasks(component)
+        out: list[Counters] = []
+        seen: set[int] = set()
+        for start, end in self._executors:
+            tasks = [task for task in mine if start <= task <= end]
+            if tasks:
+                seen.update(tasks)
+                out.append(per_component({("x", t): mine[t] for t in tasks}).get("x", {}))
+        out.extend(c for task, c in mine.items() if task not in seen)
+        return out
+
+    def component(self, component: str) -> ComponentFigures:
+        """The component's figures; its capacity is its busiest executor's."""
+        caps = [cap for c in self._executor_counters(component)
+                if (cap := capacity_of(c.get("executed", 0.0), latency_ms(c, "execute_latency"),
+                                       self.span)) is not None]
+        return ComponentFigures.of(self._components.get(component, {}), self.span,
+                                   max(caps) if caps else None)
+
+    def topology(self, spouts: Collection[str]) -> TopologyFigures:
+        """The topology's figures; ``spouts``: the names of its spouts."""
+        user = [c for name, c in self._components.items() if not name.startswith("__")]
+        mine = [c for name, c in self._components.items() if name in spouts]
+        lat_sum = sum(c.get("latency_sum", 0.0) for c in mine)
+        lat_n = sum(c.get("latency_count", 0.0) for c in mine)
+        return TopologyFigures(emitted=int(sum(emitted(c) for c in user)),
+                               transferred=int(sum(c.get("transferred", 0) for c in user)),
+                               acked=int(sum(c.get("acked", 0) for c in mine)),
+                               failed=int(sum(c.get("failed", 0) for c in mine)),
+                               complete_latency_ms=1000.0 * lat_sum / lat_n if lat_n else None)
 
 
 def per_component(totals: Mapping[TaskKey, Counters]) -> dict[str, Counters]:
