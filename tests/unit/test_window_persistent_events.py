@@ -17,10 +17,14 @@ from stormpy.topology.state import StateValueError
 from stormpy.topology.tuple import Tuple
 from stormpy.windowing import Count, Duration, Window, WindowConfig, WindowManager
 from stormpy.windowing.persistent import (
+    PARTITION_BYTES,
+    PARTITION_PREFIX,
     EventCodec,
     EventKeys,
     PartitionedEvents,
     UserState,
+    read_chunks,
+    write_chunks,
 )
 
 FIELDS = Fields(["v", "ts"])
@@ -104,7 +108,7 @@ def test_a_window_restored_from_its_checkpoint_goes_on_like_the_original() -> No
     # what the executor writes at PREPARE, then a commit
     events.flush()
     state.put("meta-test", {"events": events.index(), "manager": m.bookkeeping()})
-    gone = codec().pack(m.gone)
+    chunks = write_chunks(state, codec(), m.gone, 0)
     state.prepare_commit(1)
     state.commit(1)
     for i in range(35, 40):  # uncommitted: lost with the task
@@ -116,7 +120,7 @@ def test_a_window_restored_from_its_checkpoint_goes_on_like_the_original() -> No
     m2 = WindowManager(cfg, on_window=lambda w: restored_seen.append(summary(w)))
     m2.use_events(events2, EventKeys(events2))
     events2.restore(doc["events"])
-    m2.restore_bookkeeping(doc["manager"], codec().unpack("gone", gone))
+    m2.restore_bookkeeping(doc["manager"], read_chunks(again, codec(), chunks))
     reference: list[Any] = []
     plain = WindowManager(cfg, on_window=lambda w: reference.append(summary(w)))
     for i in range(35):
@@ -146,3 +150,25 @@ def test_the_user_view_hides_and_refuses_the_window_keys() -> None:
 def _event(i: int) -> Any:
     from stormpy.windowing.manager import Event
     return Event(0, i, tup(i, 0))
+
+
+def test_partitions_of_large_events_stay_within_the_partition_byte_budget() -> None:
+    state = KeyValueState(MemoryBackend().at("big"))
+    events = PartitionedEvents(state, codec(), 10_000)
+    payload = "x" * 4000
+    for i in range(200):
+        events.append(_ev(i, payload))
+    events.flush()
+    blobs = [v for k, v in state.items() if isinstance(k, str) and k.startswith(PARTITION_PREFIX)]
+    assert len(blobs) == events.partitions > 1
+    assert max(len(b) for b in blobs) <= PARTITION_BYTES + 4100
+    assert [e.tup.values[0] for e in events] == list(range(200))
+    chunks = write_chunks(state, codec(), list(events), 0)
+    assert chunks > 1 and [e.seq for e in read_chunks(state, codec(), chunks)] == list(range(200))
+    assert write_chunks(state, codec(), [], chunks) == 0  # the old chunks are deleted
+    assert not [k for k, _ in state.items() if isinstance(k, str) and "gone" in k]
+
+
+def _ev(i: int, payload: str) -> Any:
+    from stormpy.windowing.manager import Event
+    return Event(0, i, Tuple([i, payload], "default", 3, "src", FIELDS))

@@ -42,7 +42,8 @@ from stormpy.topology.tuple import Tuple
 from stormpy.windowing.manager import Event
 
 __all__ = ["DEFAULT_PARTITION_EVENTS", "EventCodec", "EventKeys", "GONE_KEY", "META_KEY",
-           "PARTITION_PREFIX", "PartitionedEvents", "RESERVED_PREFIX", "UserState"]
+           "PARTITION_BYTES", "PARTITION_PREFIX", "PartitionedEvents", "RESERVED_PREFIX",
+           "UserState", "read_chunks", "write_chunks"]
 
 #: Keys of the window in the task's state (a NUL first character: no user key looks like that).
 RESERVED_PREFIX = "\x00window."
@@ -50,8 +51,11 @@ META_KEY = RESERVED_PREFIX + "meta"
 GONE_KEY = RESERVED_PREFIX + "gone"
 PARTITION_PREFIX = RESERVED_PREFIX + "p."
 #: Events per partition (Storm's ``WindowState.MAX_PARTITION_EVENTS``), smaller when the memory
-#: bound asks for it (a partition is at most half of ``max_events``).
+#: bound asks for it (a partition is at most half of ``max_events``) or its events are large (a
+#: partition aims at PARTITION_BYTES, judged from its first event, well below the state layer's
+#: 512 KiB value limit).
 DEFAULT_PARTITION_EVENTS = 1000
+PARTITION_BYTES = 128 * 1024
 
 
 class EventCodec:
@@ -84,14 +88,18 @@ _UNKNOWN: Any = object()
 
 
 class _Part:
-    __slots__ = ("pid", "count", "first", "last")
+    """One partition in the index; ``cap``: how many events it takes (set from the size of its
+    first event, so that a partition stays within PARTITION_BYTES)."""
+
+    __slots__ = ("pid", "count", "first", "last", "cap")
 
     def __init__(self, pid: int, count: int, first: tuple[int, int] | None,
-                 last: tuple[int, int] | None) -> None:
+                 last: tuple[int, int] | None, cap: int) -> None:
         self.pid = pid
         self.count = count
         self.first = first
         self.last = last
+        self.cap = cap
 
 
 class PartitionedEvents:
@@ -137,7 +145,9 @@ class PartitionedEvents:
             self._next_pid = int(doc["next_pid"])
             for pid, count, first, last in doc["parts"]:
                 self._starts.append(self._total)
-                self._parts.append(_Part(int(pid), int(count), _key(first), _key(last)))
+                # a restored partition takes no more events: appends start a new one
+                self._parts.append(_Part(int(pid), int(count), _key(first), _key(last),
+                                         int(count)))
                 self._total += int(count)
         except (KeyError, TypeError, ValueError) as exc:
             raise CorruptStateError(f"{self.state.store.location} key {META_KEY!r}",
@@ -253,10 +263,12 @@ class PartitionedEvents:
         return self._load(k)[i - base].key()
 
     def append(self, ev: Event) -> None:
-        if not self._parts or self._parts[-1].count >= self.partition_size:
+        if not self._parts or self._parts[-1].count >= self._parts[-1].cap:
             self._new_part(len(self._parts), self._total, [])
         k = len(self._parts) - 1
         part = self._parts[k]
+        if not part.count:
+            part.cap = self._cap(ev)
         events = self._load(k)
         self._make_room(1, part.pid)
         events.append(ev)
@@ -274,12 +286,16 @@ class PartitionedEvents:
         for j in range(k + 1, len(self._starts)):
             self._starts[j] += 1
         self._grew(part, events)
-        if part.count > self.partition_size:  # split in two
+        if part.count > max(part.cap, 1) and part.count > 1:  # split in two
             half = part.count // 2
             tail = events[half:]
             del events[half:]
             part.count, part.last = len(events), events[-1].key()
             self._new_part(k + 1, self._starts[k] + part.count, tail)
+
+    def _cap(self, ev: Event) -> int:
+        size = len(self.codec.pack([ev]))
+        return max(1, min(self.partition_size, PARTITION_BYTES // max(size, 1)))
 
     def _grew(self, part: _Part, events: list[Event]) -> None:
         part.count = len(events)
@@ -292,7 +308,8 @@ class PartitionedEvents:
         pid = self._next_pid
         self._next_pid += 1
         self._parts.insert(k, _Part(pid, len(events), events[0].key() if events else None,
-                                    events[-1].key() if events else None))
+                                    events[-1].key() if events else None,
+                                    self._cap(events[0]) if events else self.partition_size))
         self._starts.insert(k, start)
         self._cache[pid] = events  # its events were held already (a split) or are none yet
         self._dirty.add(pid)
@@ -363,6 +380,35 @@ class EventKeys:
 
     def clear(self) -> None:
         pass
+
+
+def write_chunks(state: KeyValueState, codec: EventCodec, events: list[Event],
+                 old_chunks: int) -> int:
+    """Write ``events`` (the last window's departed ones) as chunks ``GONE_KEY.<i>`` of at most
+    DEFAULT_PARTITION_EVENTS events and about PARTITION_BYTES each, deleting chunks of an
+    earlier list beyond them; returns how many chunks were written."""
+    step = max(1, min(DEFAULT_PARTITION_EVENTS,
+                      PARTITION_BYTES // max(1, len(codec.pack(events[:1]))))) if events else 1
+    chunks = 0
+    for i in range(0, len(events), step):
+        state.put(f"{GONE_KEY}.{chunks}", codec.pack(events[i:i + step]))
+        chunks += 1
+    for i in range(chunks, old_chunks):
+        state.delete(f"{GONE_KEY}.{i}")
+    return chunks
+
+
+def read_chunks(state: KeyValueState, codec: EventCodec, chunks: int) -> list[Event]:
+    """The events written by :func:`write_chunks` in ``chunks`` chunks."""
+    out: list[Event] = []
+    for i in range(chunks):
+        key = f"{GONE_KEY}.{i}"
+        blob = state.get(key)
+        if blob is None:
+            raise CorruptStateError(f"{state.store.location} key {key!r}",
+                                    "a chunk of the last window's departed events is missing")
+        out += codec.unpack(f"{state.store.location} key {key!r}", blob)
+    return out
 
 
 def _key(v: Any) -> tuple[int, int] | None:

@@ -50,12 +50,13 @@ from stormpy.windowing.bolt import WindowedBolt, WindowedBoltExecutor, WindowedB
 from stormpy.windowing.config import WindowConfig, WindowConfigError
 from stormpy.windowing.manager import Window, WindowManager
 from stormpy.windowing.persistent import (
-    GONE_KEY,
     META_KEY,
     EventCodec,
     EventKeys,
     PartitionedEvents,
     UserState,
+    read_chunks,
+    write_chunks,
 )
 
 __all__ = ["DEFAULT_MAX_EVENTS_IN_MEMORY", "StatefulWindowedBolt", "StatefulWindowedBoltExecutor",
@@ -187,6 +188,7 @@ class StatefulWindowedBoltExecutor(WindowedBoltExecutor):
         self.kv: KeyValueState | None = None
         self.events: PartitionedEvents | None = None
         self._gone_saved: Any = None
+        self._gone_chunks = 0
 
     # -- setup -----------------------------------------------------------------------------------
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
@@ -254,14 +256,15 @@ class StatefulWindowedBoltExecutor(WindowedBoltExecutor):
     def _save(self) -> None:
         assert self.kv is not None and self.events is not None
         self.events.flush()
-        self.kv.put(META_KEY, {"events": self.events.index(),
-                               "manager": self.manager.bookkeeping(),
-                               "now": self.now, "late_dropped": self.late_dropped,
-                               "max_ts": [[c, s, ts] for (c, s), ts in self.max_ts.items()]})
         gone = self.manager.gone
         if gone is not self._gone_saved:
-            self.kv.put(GONE_KEY, self.events.codec.pack(gone))
+            self._gone_chunks = write_chunks(self.kv, self.events.codec, gone, self._gone_chunks)
             self._gone_saved = gone
+        self.kv.put(META_KEY, {"events": self.events.index(),
+                               "manager": self.manager.bookkeeping(),
+                               "gone_chunks": self._gone_chunks,
+                               "now": self.now, "late_dropped": self.late_dropped,
+                               "max_ts": [[c, s, ts] for (c, s), ts in self.max_ts.items()]})
 
     def _restore(self) -> None:
         """The window as of the last commit (empty for a fresh task)."""
@@ -272,10 +275,9 @@ class StatefulWindowedBoltExecutor(WindowedBoltExecutor):
         manager.use_events(events, EventKeys(events))
         meta = self.kv.get(META_KEY)
         if meta is not None:
-            where = f"{self.kv.store.location} key {META_KEY!r}"
             events.restore(meta.get("events"))
-            blob = self.kv.get(GONE_KEY)
-            gone = codec.unpack(where, blob) if blob is not None else []
+            self._gone_chunks = int(meta.get("gone_chunks", 0))
+            gone = read_chunks(self.kv, codec, self._gone_chunks)
             manager.restore_bookkeeping(meta.get("manager") or {}, gone)
             self.now = int(meta.get("now", 0))
             self.late_dropped = int(meta.get("late_dropped", 0))
@@ -283,7 +285,7 @@ class StatefulWindowedBoltExecutor(WindowedBoltExecutor):
             self._gone_saved = gone
         else:
             self.now, self.late_dropped, self.max_ts = 0, 0, {}
-            self._gone_saved = manager.gone
+            self._gone_saved, self._gone_chunks = manager.gone, 0
         self.events, self.manager = events, manager
 
     # -- input -----------------------------------------------------------------------------------
