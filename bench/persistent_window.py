@@ -4,12 +4,13 @@ tuples in local mode (not part of ``make test``).
 A reliable spout emits 0..n-1; a StatefulWindowedBolt with ``with_persistence()`` and
 ``with_max_events_in_memory`` keeps a running count and sum of a sliding count window (default
 length 200,000, slide 10,000) in its checkpointed state, the window's events in a SQLite state
-store (checkpoint every 200 ms, 20,000 pending inputs: inputs are acked at checkpoints, and
-one checkpoint's changes stay under the 512 KiB document limit). Samples the process's resident set size (the
-whole local cluster runs in this process) and the window's metrics as the stream goes, checks the
-last window's sum, and writes bench/results/persistent_window.json. With ``--in-memory`` the same
-window without persistence, for comparison (every event in memory until it expires, and the
-spout's pending inputs raised to cover the window, which holds its inputs un-acked).
+store (checkpoint every 200 ms, 10,000 pending inputs: inputs are acked at checkpoints, and one
+checkpoint's changes stay under the 512 KiB document limit). Samples the process's resident set
+size (the whole local cluster runs in this process) and the window's metrics as the stream goes,
+checks the last window's sum, and writes bench/results/persistent_window.json. With
+``--in-memory`` the same window without persistence, for comparison (every event in memory until
+it expires, and the spout's pending inputs raised to cover the window, which holds its inputs
+un-acked).
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ def main() -> None:
     parser.add_argument("--length", type=int, default=200_000)
     parser.add_argument("--slide", type=int, default=10_000)
     parser.add_argument("--max-events", type=int, default=20_000)
-    parser.add_argument("--pending", type=int, default=20_000,
+    parser.add_argument("--pending", type=int, default=10_000,
                         help="topology.max.spout.pending (inputs are acked at checkpoints)")
     parser.add_argument("--checkpoint-ms", type=int, default=200)
     parser.add_argument("--in-memory", action="store_true",

@@ -14,7 +14,8 @@ Contract:
   loads only the partitions the search lands in. Dropping the head (``del events[:n]``) deletes
   whole partitions from the state without reading them.
 * In the state each partition is one value under its own key (``PARTITION_PREFIX`` + id: a
-  msgpack blob of ``[ts, seq, task, component, stream, values]`` rows); :meth:`flush` writes every
+  msgpack blob ``[sources, rows]``, each source ``[task, component, stream]`` once, each event a
+  row ``[ts, seq, source index, values]``); :meth:`flush` writes every
   changed partition, and :meth:`index` / :meth:`restore` give and take the partition index, which
   the executor writes with the rest of the window's bookkeeping at each checkpoint's PREPARE, so
   the window and the user's map are committed together. After a rollback the container is
@@ -67,20 +68,34 @@ class EventCodec:
         self._fields: dict[tuple[str, str], Fields | None] = {}
 
     def pack(self, events: Iterable[Event]) -> bytes:
-        return msgpack.packb([[e.ts, e.seq, e.tup.task, e.tup.component, e.tup.stream,
-                               list(e.tup.values)] for e in events], use_bin_type=True)
+        """``[sources, rows]``: each distinct ``[task, component, stream]`` once, each event as
+        ``[ts, seq, source index, values]``."""
+        sources: dict[tuple[int, str, str], int] = {}
+        rows = []
+        for e in events:
+            t = e.tup
+            src = (t.task, t.component, t.stream)
+            idx = sources.get(src)
+            if idx is None:
+                idx = sources[src] = len(sources)
+            rows.append([e.ts, e.seq, idx, list(t.values)])
+        return msgpack.packb([[list(s) for s in sources], rows], use_bin_type=True)
 
     def unpack(self, where: str, blob: Any) -> list[Event]:
         try:
-            rows = msgpack.unpackb(blob, raw=False, strict_map_key=False)
-            out = []
-            for ts, seq, task, component, stream, values in rows:
+            sources, rows = msgpack.unpackb(blob, raw=False, strict_map_key=False)
+            made = []
+            for task, component, stream in sources:
                 fields = self._fields.get((component, stream), _UNKNOWN)
                 if fields is _UNKNOWN:
                     fields = self._fields[(component, stream)] = self._fields_of(component, stream)
+                made.append((task, component, stream, fields))
+            out = []
+            for ts, seq, idx, values in rows:
+                task, component, stream, fields = made[idx]
                 out.append(Event(ts, seq, Tuple(values, stream, task, component, fields)))
             return out
-        except (TypeError, ValueError, msgpack.UnpackException) as exc:
+        except (TypeError, ValueError, IndexError, msgpack.UnpackException) as exc:
             raise CorruptStateError(where, f"not a window partition ({exc})") from None
 
 
