@@ -271,7 +271,7 @@ class StatefulWindowedBoltExecutor(WindowedBoltExecutor):
         assert self.kv is not None
         codec = EventCodec(self._fields)
         events = PartitionedEvents(self.kv, codec, self.max_events)
-        manager = WindowManager(self.cfg, on_window=self._evaluate)
+        manager = WindowManager(self.cfg, on_window=self._evaluate, origin=self.manager.origin)
         manager.use_events(events, EventKeys(events))
         meta = self.kv.get(META_KEY)
         if meta is not None:
@@ -279,12 +279,14 @@ class StatefulWindowedBoltExecutor(WindowedBoltExecutor):
             self._gone_chunks = int(meta.get("gone_chunks", 0))
             gone = read_chunks(self.kv, codec, self._gone_chunks)
             manager.restore_bookkeeping(meta.get("manager") or {}, gone)
-            self.now = int(meta.get("now", 0))
+            # processing time never goes back: a restarted task goes on from the wall clock
+            # (the windows it missed while down are evaluated, the empty ones skipped)
+            self.now = max(self.now, int(meta.get("now", 0)))
             self.late_dropped = int(meta.get("late_dropped", 0))
             self.max_ts = {(c, s): int(ts) for c, s, ts in meta.get("max_ts", [])}
             self._gone_saved = gone
         else:
-            self.now, self.late_dropped, self.max_ts = 0, 0, {}
+            self.late_dropped, self.max_ts = 0, {}
             self._gone_saved, self._gone_chunks = manager.gone, 0
         self.events, self.manager = events, manager
 
