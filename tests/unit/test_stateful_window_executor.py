@@ -19,7 +19,7 @@ from stormpy.topology.layout import Executor, TaskLayout
 from stormpy.topology.spec import BOLT, ComponentSpec, InputSpec, TopologySpec
 from stormpy.topology.streams import Stream
 from stormpy.topology.tuple import Tuple
-from stormpy.windowing import Count, StatefulWindowedBolt, Window
+from stormpy.windowing import Count, Duration, StatefulWindowedBolt, Window
 
 TOPOLOGY = "swin-topology"
 BACKEND = MemoryBackend()
@@ -37,8 +37,10 @@ class Tumbling(StatefulWindowedBolt):
         self.emit([[t["w"] for t in window], n])
 
 
-def build(restart: bool = False) -> tuple[Any, RecordingCollector]:
-    spec = Tumbling.with_tumbling_window(Count(3)).with_persistence().with_max_events_in_memory(2)
+def build(restart: bool = False, spec: Any = None) -> tuple[Any, RecordingCollector]:
+    if spec is None:
+        spec = Tumbling.with_tumbling_window(Count(3)).with_persistence() \
+            .with_max_events_in_memory(2)
     kwargs = {WRAPPED: class_path(spec.component_class), **spec.component_kwargs}
     ex = StatefulBoltExecutor(**kwargs)
     col = RecordingCollector()
@@ -116,4 +118,30 @@ def test_rollback_and_restart_bring_the_window_back_to_the_last_commit() -> None
     assert windows(col2) == [["g", "h", "i"]]  # g came back from the committed window
     assert col2.emitted_values()[-1][1] == 3
     assert again.bolt.held_events() <= 2 + 3
+    again.cleanup()
+
+
+def tick() -> Tuple:
+    return test_tuple([1.0], "__system", "__tick", task=-1, fields=["rate_secs"])
+
+
+def test_a_restarted_duration_window_goes_on_from_the_wall_clock() -> None:
+    """Processing time is epoch milliseconds: a task restarted on its committed window neither
+    goes back in time nor walks from time 0."""
+    spec = Tumbling.with_tumbling_window(Duration(seconds=1)).with_persistence()
+    ex, col = build(spec=spec)
+    ex.execute(barrier(0, INITSTATE))
+    before = ex.bolt.now
+    assert before > 1_000_000_000_000  # wall-clock epoch ms
+    for w in "ab":
+        ex.execute(word(w))
+    ex.execute(barrier(1, PREPARE))
+    ex.execute(barrier(1, COMMIT))
+    ex.cleanup()
+    again, col2 = build(restart=True, spec=spec)
+    again.execute(barrier(1, INITSTATE))
+    assert again.bolt.now >= before and len(again.bolt.manager) == 2
+    again.execute(tick())
+    assert windows(col2) == [["a", "b"]]  # the restored tuples, at the next window end
+    assert col2.emitted_values()[0][1] == 1
     again.cleanup()
