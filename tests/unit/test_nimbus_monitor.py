@@ -179,6 +179,19 @@ def test_rebalance_with_wait_changes_workers_and_restores_status(env: Env) -> No
         env.manager.rebalance("wc", 0, None, {"nope": 2})
 
 
+def test_rebalance_to_more_executors_than_tasks_is_refused_and_changes_nothing(env: Env) -> None:
+    """Storm refuses more executors than tasks (an executor runs at least one task); the count
+    is not clamped to the task count without a word."""
+    tid = env.submit()
+    before = env.state.bases[tid]
+    with pytest.raises(InvalidRequestError, match=r"rebalance of 'wc': component 'count' has 3 "
+                                                  r"tasks, so it cannot run 4 executors"):
+        env.manager.rebalance("wc", 0, None, {"count": 4})
+    assert env.state.bases[tid] == before
+    env.manager.rebalance("wc", 0, None, {"count": 3})  # up to the task count is fine
+    assert env.state.bases[tid].component_executors["count"] == 3
+
+
 def test_orphaned_state_is_cleaned(env: Env) -> None:
     env.state.set_worker_heartbeat(WorkerHeartbeat("gone-1", "sup-a", 6700, 1.0, 1.0))
     env.monitor.tick(raise_errors=True)
@@ -235,8 +248,8 @@ def test_nimbus_refuses_a_window_longer_than_the_message_timeout(env: Env) -> No
     b.set_spout("src", FeederSpout(["v"]))
     b.set_bolt("win", Collect.with_window(Duration(seconds=40), Duration(seconds=5))) \
         .shuffle_grouping("src")
-    with pytest.raises(TopologyRefusedError, match=r"'win' needs topology.message.timeout.secs "
-                                                   r">= 45.0.*sets 30"):
+    with pytest.raises(TopologyRefusedError, match=r"topology.message.timeout.secs: must be >= 45 "
+                                                   r"for component 'win' .*got 30"):
         env.manager.submit("win", staged_bundle(env.tmp, "win"), b.create_topology(), {},
                            "active")
     assert env.state.bases == {}

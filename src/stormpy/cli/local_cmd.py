@@ -9,11 +9,12 @@ import time
 from typing import Any
 
 import click
+from rich.markup import escape
 
 from stormpy.cli.idle_watch import IdleWatch, user_activity, user_pending
 from stormpy.cli.output import console, err_console, stats_table
 from stormpy.cli.topology_loader import TopologyLoadError, load_topology
-from stormpy.config import ConfigError, parse_overrides
+from stormpy.config import ConfigError, parse_config_args
 from stormpy.local import LocalCluster
 from stormpy.topology import InvalidTopologyError
 
@@ -29,17 +30,18 @@ from stormpy.topology import InvalidTopologyError
                    "nothing, or its user components emitted, acked and failed nothing with no "
                    "user spout tuple pending (system spouts such as a stateful topology's "
                    "checkpoints do not count).")
-@click.option("-c", "--config", "overrides", multiple=True, metavar="KEY=VALUE",
-              help="Topology config override (repeatable).")
+@click.option("-c", "--config", "overrides", multiple=True, metavar="KEY=VALUE|FILE",
+              help="Topology config (repeatable): KEY=VALUE, or a YAML/JSON file; KEY=VALUE "
+                   "pairs win over files.")
 def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float | None,
           overrides: tuple[str, ...]) -> None:
     """Run MODULE[:ATTR] from PATH in one process until --ttl passes or Ctrl-C, then print
     per-component stats."""
     try:
         loaded = load_topology(path, target)
-        conf: dict[str, Any] = {**loaded.config, **parse_overrides(overrides)}
+        conf: dict[str, Any] = {**loaded.config, **parse_config_args(overrides).merged()}
     except (TopologyLoadError, InvalidTopologyError, ConfigError) as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         sys.exit(2)
     topo_name = name or loaded.module.rsplit(".", 1)[-1]
     stop = threading.Event()
@@ -49,9 +51,15 @@ def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float
     cluster = LocalCluster(conf={k: v for k, v in conf.items() if k.startswith("storm.zookeeper.")})
     failure = None
     try:
-        worker = cluster.submit_topology(topo_name, conf, loaded.spec)
+        try:
+            worker = cluster.submit_topology(topo_name, conf, loaded.spec)
+        except (ConfigError, InvalidTopologyError) as exc:  # the submit check refused it
+            err_console.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+            sys.exit(2)
         console.print(f"running topology [bold]{topo_name}[/bold] in local mode "
                       f"(ttl {ttl:g}s; Ctrl-C stops)")
+        for warning in cluster.warnings_of(topo_name):
+            err_console.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
         deadline = time.monotonic() + ttl
         idle = IdleWatch(idle_stop) if idle_stop is not None else None
         while not stop.is_set() and time.monotonic() < deadline:

@@ -26,7 +26,8 @@ from typing import Any, TypeVar
 import msgpack
 
 from stormpy.cluster import Assignment, ClusterStateError, StormBase
-from stormpy.config import DEFAULTS, SettingError, redacted
+from stormpy.config import DEFAULTS, SettingError, redacted, setting
+from stormpy.config.validate import SUBMIT_WARNINGS_KEY
 from stormpy.nimbus.downloads import DownloadManager
 from stormpy.nimbus.info import cluster_summary, topology_info
 from stormpy.nimbus.recovery import BundleRecovery, degraded_reason
@@ -36,7 +37,7 @@ from stormpy.nimbus.topologies import TopologyManager
 from stormpy.nimbus.uploads import UploadManager
 from stormpy.nimbus.validation import validate_topology_conf, validate_topology_name
 from stormpy.rpc import current_client, rpc_method
-from stormpy.rpc.errors import InvalidRequestError, NotLeaderError, TopologyRefusedError
+from stormpy.rpc.errors import InvalidRequestError, NotLeaderError, RpcError, TopologyRefusedError
 from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.spec import TopologySpec
 
@@ -150,7 +151,7 @@ class NimbusHandler:
                 self.uploads.restage(staged)
             raise
         self._on_change()
-        return {"topology_id": topology_id, "warnings": warnings}
+        return {"topology_id": topology_id, "warnings": [*self._submit_warnings(topology_id), *warnings]}
 
     @rpc_method
     def kill_topology(self, name: Any, wait_secs: Any = None) -> dict[str, Any]:
@@ -254,7 +255,17 @@ class NimbusHandler:
         assignment = state.assignment(tid)
         return topology_info(base, assignment, layout, state.worker_heartbeats(tid),
                              state.all_errors(tid), time.time(),
-                             self._degraded({tid: base}, {tid: assignment}).get(tid))
+                             self._degraded({tid: base}, {tid: assignment}).get(tid),
+                             warnings=self._submit_warnings(tid))
+
+    def _submit_warnings(self, topology_id: str) -> list[str]:
+        """The submit check's warnings stored with the topology's config (none when its
+        description cannot be read)."""
+        try:
+            _, conf = self.manager.describe(topology_id)
+        except (StoreError, InvalidTopologyError, ValueError, RpcError):
+            return []
+        return list(setting(conf, SUBMIT_WARNINGS_KEY) or [])
 
     @rpc_method
     def get_topology_files(self, topology_id: Any) -> dict[str, Any]:

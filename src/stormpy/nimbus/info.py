@@ -11,7 +11,7 @@ msgpack-ready.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from stormpy.cluster import Assignment, ErrorInfo, StormBase, SupervisorInfo, WorkerHeartbeat
@@ -95,8 +95,10 @@ def cluster_summary(nimbus: Mapping[str, Any], supervisors: Mapping[str, Supervi
 
 def topology_info(base: StormBase, assignment: Assignment | None, layout: TaskLayout | None,
                   beats: Mapping[tuple[str, int], WorkerHeartbeat], errors: Mapping[str, list[ErrorInfo]],
-                  now: float, degraded: str | None = None) -> dict[str, Any]:
-    """The ``get_topology_info`` document."""
+                  now: float, degraded: str | None = None, *,
+                  warnings: Sequence[str] = ()) -> dict[str, Any]:
+    """The ``get_topology_info`` document; ``warnings``: the submit check's, stored with the
+    topology's config."""
     doc = topology_summary(base, assignment, now, degraded)
     workers = []
     assigned_beats = []
@@ -123,6 +125,7 @@ def topology_info(base: StormBase, assignment: Assignment | None, layout: TaskLa
     system = {c: s for c, s in stats.items() if c.startswith("__")}
     doc.update({
         "workers": workers,
+        "warnings": list(warnings),
         "components": components,
         "stats": user,
         "system_components": system,

@@ -25,7 +25,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from stormpy.config import SettingError, message_timeout_secs
+from stormpy.config import SettingError, message_timeout_secs, setting
 from stormpy.topology.component import Bolt
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.imports import class_path, import_object
@@ -159,7 +159,7 @@ class WindowedBoltExecutor(Bolt):
         me = context.component_id
         timeout = message_timeout_secs(conf)
         need = self.cfg.required_timeout_secs()
-        if need and conf.get("topology.enable.message.timeouts", True) and timeout < need:
+        if need and setting(conf, "topology.enable.message.timeouts") and timeout < need:
             raise SettingError("topology.message.timeout.secs",
                                f"windowed bolt {me!r} needs it >= {need}, the topology sets {timeout:g}")
         # data inputs only: '$' streams belong to machinery (checkpoints, transactions)
