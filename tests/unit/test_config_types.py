@@ -75,10 +75,10 @@ def test_a_bad_value_is_one_error_naming_key_value_and_expectation(key: str, val
     assert str(err.value) == f"{key}: must be {expected}, got {value!r}"
 
 
-def test_none_is_unset_only_for_keys_whose_default_is_none() -> None:
-    assert check_topology_config({"topology.max.spout.pending": None}, {}) == []
-    with pytest.raises(SettingError, match=r"^topology.workers: must be an integer >= 1, got None"):
-        check_topology_config({"topology.workers": None}, {})
+def test_none_is_unset_and_the_default_applies() -> None:
+    assert check_topology_config({"topology.max.spout.pending": None, "topology.workers": None,
+                                  "topology.debug": None}, {}) == []
+    assert setting({"topology.workers": None}, "topology.workers") == DEFAULTS["topology.workers"]
 
 
 def test_a_components_own_value_is_checked_and_named() -> None:

@@ -69,7 +69,6 @@ def test_good_and_unset_values_pass_and_defaults_apply() -> None:
 @pytest.mark.parametrize(("conf", "setting", "problem"), [
     ({SERIALIZER: "xml"}, SERIALIZER, "unknown multilang serializer 'xml'"),
     ({SERIALIZER: 3}, SERIALIZER, "must be a serializer name, got 3"),
-    ({PENDING: None}, PENDING, "must be an integer >= 1, got None"),
     ({TIMEOUT: 0}, TIMEOUT, "must be a number of seconds > 0, got 0"),
     ({TIMEOUT: "soon"}, TIMEOUT, "must be a number of seconds > 0, got 'soon'"),
     ({TIMEOUT: float("inf")}, TIMEOUT, "must be a number of seconds > 0"),

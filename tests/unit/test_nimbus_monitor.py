@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from nimbus_fakes import FakeClusterState, SimClock, staged_bundle
@@ -12,7 +13,7 @@ from stormpy.nimbus.localdirs import NimbusDirs
 from stormpy.nimbus.monitor import HeartbeatCache, Monitor
 from stormpy.nimbus.store import BundleStore
 from stormpy.nimbus.topologies import TopologyManager
-from stormpy.rpc.errors import AlreadyExistsError, InvalidRequestError, NotFoundError
+from stormpy.rpc.errors import AlreadyExistsError, InvalidRequestError, NotFoundError, TopologyRefusedError
 from wordcount import build
 
 CONF = {"nimbus.task.timeout.secs": 4, "nimbus.supervisor.timeout.secs": 6, "nimbus.monitor.freq.secs": 1,
@@ -283,3 +284,38 @@ def test_an_executor_its_worker_stops_listing_is_rescheduled_after_the_task_time
     for executor, was in first.executors.items():
         if was != slot:
             assert after.executors[executor] == was  # the other worker stays put
+
+
+def test_nimbus_keeps_the_submit_warnings_and_shows_them_in_the_topology_info(env: Env) -> None:
+    from test_windowing import Collect
+
+    from stormpy.nimbus.handler import NimbusHandler
+    from stormpy.testing import FeederSpout
+    from stormpy.topology import TopologyBuilder
+    from stormpy.windowing import Duration
+
+    class Uploads:
+        restaged: list[str] = []
+
+        def take(self, key: str) -> Any:
+            return staged_bundle(env.tmp, key)
+
+        def restage(self, staged: Any) -> None:  # a refused submit keeps the upload
+            self.restaged.append(staged.bundle_key)
+
+    b = TopologyBuilder()
+    b.set_spout("src", FeederSpout(["v"]))
+    b.set_bolt("win", Collect.with_tumbling_window(Duration(seconds=10))).shuffle_grouping("src")
+    handler = NimbusHandler(env.manager, Uploads(), None, nimbus_info=dict)  # type: ignore[arg-type]
+    answer = handler.submit_topology("win", "bkey", b.create_topology().to_doc(),
+                                     {"topology.max.spout.pending": 200, "topology.wrokers": 2})
+    assert [w.split(";")[0] for w in answer["warnings"]] == [
+        "unknown config key topology.wrokers (did you mean topology.workers?)",
+        "component 'win' holds each tuple un-acked for up to 20 s (its time window)"]
+    assert handler.get_topology_info("win")["warnings"] == answer["warnings"]
+    stored = env.store.load(answer["topology_id"]).conf
+    assert stored["topology.submit.warnings"] == answer["warnings"]
+    with pytest.raises(TopologyRefusedError, match=r"^topology 'bad' refused: topology.workers: "
+                                                   r"must be an integer >= 1, got 0$"):
+        handler.submit_topology("bad", "bkey", b.create_topology().to_doc(), {"topology.workers": 0})
+    assert Uploads.restaged == ["bkey"] and "bad" not in {b.name for b in env.state.bases.values()}

@@ -133,11 +133,11 @@ def setting(conf: Mapping[str, Any], key: str) -> Any:
 
 
 def check_value(key: str, value: Any, component: str | None = None) -> Any:
-    """``value`` when the table's check of ``key`` accepts it (None when the key's default is
-    None; any value for an unknown key or a connector key without check); SettingError naming
-    the key (and ``component``) otherwise."""
+    """``value`` when the table's check of ``key`` accepts it (None, which means unset, as
+    Storm's validators let null through; any value for an unknown key or a connector key without
+    check); SettingError naming the key (and ``component``) otherwise."""
     known = KEYS.get(key)
-    if known is None or known.check is None or (value is None and known.default is None):
+    if known is None or known.check is None or value is None:
         return value
     try:
         return known.check(key, value)

@@ -5,8 +5,7 @@ Contract: a check is called as ``check(key, value)`` and returns ``value`` when 
 else raises :class:`~stormpy.config.errors.SettingError` whose message names the key, says what
 was expected (``expected``, the same text the configuration reference shows) and repeats the
 value given. Checks never convert or clamp a value: what passes is used as written. ``None`` is
-the caller's business (a key whose default is None accepts it, see
-:func:`stormpy.config.validate.check_value`).
+the caller's business (it means unset: :func:`stormpy.config.check_value` lets it through).
 """
 
 from __future__ import annotations

@@ -42,8 +42,8 @@ what was expected and the value given, e.g.
 
 The CLI prints it as one `error:` line (exit code 2); Nimbus answers it as
 `TopologyRefusedError`. Nothing is clamped or converted: a value that passes is used as written.
-A key whose default is *unset* also takes null (YAML `~`, Python `None`) to mean unset; any other
-key refuses null. Keys the table does not know pass unchecked (topologies may carry settings of
+Every key also takes null (YAML `~` or an empty value, Python `None`): unset, so its default
+applies (Storm's validators let null through too). Keys the table does not know pass unchecked (topologies may carry settings of
 their own), but an unknown key under a core prefix (`topology.`, `storm.`, `nimbus.`, ...) gives
 a warning naming the likely key (`topology.max.spout.pendng` → `topology.max.spout.pending`).
 Daemons check their `stormpy.yaml` and `-c` values with the same table when they load them.
