@@ -5,7 +5,9 @@ rebalance beyond a component's tasks is refused."""
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
 import sys
 import textwrap
 import uuid
@@ -97,6 +99,19 @@ def test_local_prints_the_submit_warnings(tmp_path: Path) -> None:
             "with topology.max.spout.pending 1000 (every spout) a spout task stalls at 1000 "
             "pending tuples, so the window sees at most 50 tuples/s per spout task; raise or unset "
             "topology.max.spout.pending if the spouts emit faster") in result.output.splitlines()
+
+
+def test_the_stormpy_command_prints_a_warning_once_not_also_as_a_log_record(
+        tmp_path: Path) -> None:
+    root, module = project(tmp_path)
+    src = Path(__file__).resolve().parents[2] / "src"
+    res = subprocess.run([sys.executable, "-m", "stormpy.cli", "local", str(root), module, "--ttl",
+                          "0.2", "-c", "topology.max.spout.pending=1000"],
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(src), "COLUMNS": "200"})
+    assert res.returncode == 0, res.stderr
+    shown = [line for line in res.stderr.splitlines() if "holds each tuple un-acked" in line]
+    assert len(shown) == 1 and shown[0].startswith("warning: component 'top'"), res.stderr
 
 
 def test_local_a_check_failing_while_the_module_is_imported_is_not_an_import_error(

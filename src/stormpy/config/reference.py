@@ -43,9 +43,10 @@ what was expected and the value given, e.g.
 The CLI prints it as one `error:` line (exit code 2); Nimbus answers it as
 `TopologyRefusedError`. Nothing is clamped or converted: a value that passes is used as written.
 Every key also takes null (YAML `~` or an empty value, Python `None`): unset, so its default
-applies (Storm's validators let null through too). Keys the table does not know pass unchecked (topologies may carry settings of
-their own), but an unknown key under a core prefix (`topology.`, `storm.`, `nimbus.`, ...) gives
-a warning naming the likely key (`topology.max.spout.pendng` → `topology.max.spout.pending`).
+applies (Storm's validators let null through too). Keys the table does not know pass unchecked
+(topologies may carry settings of their own), but an unknown key under a core prefix
+(`topology.`, `storm.`, `nimbus.`, ...) gives a warning naming the likely key
+(`topology.max.spout.pendng` → `topology.max.spout.pending`).
 Daemons check their `stormpy.yaml` and `-c` values with the same table when they load them.
 
 Rules between keys, checked at submit with the cluster's values under the topology's:

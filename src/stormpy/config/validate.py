@@ -34,11 +34,14 @@ from typing import Any, Protocol
 from stormpy.config import CORE_PREFIXES, DEFAULTS, KEYS, check_value, check_values, setting
 from stormpy.config.errors import SettingError
 
-__all__ = ["SUBMIT_WARNINGS_KEY", "ComponentSettings", "check_topology_config", "check_value",
-           "check_values"]
+__all__ = ["SUBMIT_WARNINGS_KEY", "WARNING_LOG_EXTRA", "ComponentSettings", "check_topology_config",
+           "check_value", "check_values"]
 
 #: Where Nimbus and LocalCluster keep the submit check's warnings in a topology's config.
 SUBMIT_WARNINGS_KEY = "topology.submit.warnings"
+#: ``extra`` of the log records of submit warnings (LocalCluster, the Nimbus client): a front end
+#: that prints the warnings itself (the CLI's ``warning:`` lines) leaves these records out.
+WARNING_LOG_EXTRA = {"submit_warning": True}
 
 #: Component config a component sets for the shortest topology.message.timeout.secs it works
 #: with (windowed bolts do); the topology layer names it MIN_MESSAGE_TIMEOUT_KEY.

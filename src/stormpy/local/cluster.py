@@ -35,7 +35,7 @@ from typing import Any
 
 from stormpy.cluster.storage import ZkStorage
 from stormpy.config import merged
-from stormpy.config.validate import SUBMIT_WARNINGS_KEY, check_topology_config
+from stormpy.config.validate import SUBMIT_WARNINGS_KEY, WARNING_LOG_EXTRA, check_topology_config
 from stormpy.host.waiting import wait_for
 from stormpy.messaging.inproc import InprocHub
 from stormpy.nimbus.scheduler import schedule_topology
@@ -122,7 +122,7 @@ class LocalCluster:
         topology.validate()
         warnings = check_topology_config({**self.conf, **(conf or {})}, topology.components, {})
         for warning in warnings:
-            log.warning("topology %s: %s", name, warning)
+            log.warning("topology %s: %s", name, warning, extra=WARNING_LOG_EXTRA)
         full = merged(self.conf, conf, {"topology.name": name})
         if warnings:
             full[SUBMIT_WARNINGS_KEY] = warnings

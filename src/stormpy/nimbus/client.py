@@ -44,7 +44,7 @@ from types import TracebackType
 from typing import Any
 
 from stormpy.config import DEFAULTS, rpc_auth_token
-from stormpy.config.validate import check_topology_config
+from stormpy.config.validate import WARNING_LOG_EXTRA, check_topology_config
 from stormpy.nimbus.leader_memo import remember_leader, remembered_leader
 from stormpy.rpc import RpcClient
 from stormpy.rpc.curve import server_public_key
@@ -323,7 +323,7 @@ class NimbusClient:
                            conf=dict(conf or {}), initial_status="active" if active else "inactive")
         self.warnings = [str(w) for w in result.get("warnings") or []]
         for warning in self.warnings:
-            log.warning("Nimbus: %s", warning)
+            log.warning("Nimbus: %s", warning, extra=WARNING_LOG_EXTRA)
         return str(result["topology_id"])
 
     def submit(self, name: str, bundle_path: str | os.PathLike[str], spec: Mapping[str, Any],
