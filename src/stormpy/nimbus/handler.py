@@ -296,7 +296,7 @@ class NimbusHandler:
         except SettingError as exc:
             raise TopologyRefusedError(f"topology refused: {exc}") from None
         key = "topology.max.replication.wait.time.sec"
-        wait = float(topo_conf.get(key, self.manager.conf.get(key, DEFAULTS[key])))
+        wait = float(setting({**self.manager.conf, **topo_conf}, key))
 
         def hook(topology_id: str) -> None:
             warning = replicate(topology_id, count, wait, strict)
@@ -307,7 +307,7 @@ class NimbusHandler:
 
     def _check_spec_size(self, name: str, spec: Any, conf: Any) -> None:
         key = "nimbus.max.spec.size.bytes"
-        limit = int(self.manager.conf.get(key, DEFAULTS[key]))
+        limit = int(setting(self.manager.conf, key))
         try:
             size = len(msgpack.packb(spec, use_bin_type=True)) + len(msgpack.packb(conf, use_bin_type=True))
         except (TypeError, ValueError, OverflowError) as exc:
