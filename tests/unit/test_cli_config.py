@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from click.testing import CliRunner, Result
 from nimbus_fakes import FakeClusterState, SimClock, staged_bundle
 
 from stormpy.cli.main import cli
+from stormpy.nimbus.info import topology_info
 from stormpy.nimbus.localdirs import NimbusDirs
 from stormpy.nimbus.store import BundleStore
 from stormpy.nimbus.topologies import TopologyManager
@@ -168,6 +170,14 @@ class Nimbus:
         raise RuntimeError("no upload expected")
 
     @rpc_method
+    def get_topology_info(self, name: Any) -> dict[str, Any]:
+        base = self.manager.base_by_name(name)
+        tid = base.topology_id
+        return topology_info(base, self.manager.state.assignment(tid), self.manager.layout(base),
+                             {}, {}, time.time(), warnings=self.manager.describe(tid)[1].get(
+                                 "topology.submit.warnings", []))
+
+    @rpc_method
     def rebalance(self, name: Any, wait_secs: Any = None, num_workers: Any = None,
                   executors: Any = None) -> dict[str, Any]:
         self.manager.rebalance(name, wait_secs, num_workers, executors)
@@ -180,7 +190,8 @@ def nimbus(tmp_path: Path) -> Iterator[Nimbus]:
     state.add_supervisor("sup-a", [6700, 6701])
     manager = TopologyManager(state, BundleStore(NimbusDirs(tmp_path / "nimbus")),  # type: ignore[arg-type]
                               {}, clock=SimClock())
-    manager.submit("wc", staged_bundle(tmp_path, "wc"), build(100).create_topology(), {}, "active")
+    manager.submit("wc", staged_bundle(tmp_path, "wc"), build(100).create_topology(),
+                   {"topology.wrokers": 1, "topology.[red]x": 1}, "active")
     fake = Nimbus(manager)
     with RpcServer("127.0.0.1", 0, fake, name="nimbus") as server:
         fake.address = f"127.0.0.1:{server.port}"
@@ -224,3 +235,11 @@ def test_rebalance_beyond_the_task_count_is_refused_by_nimbus(nimbus: Nimbus,
                  "--config", "nimbus.rpc.timeout.secs=20")
     assert result.exit_code == 0, result.output
     assert "rebalancing topology wc" in result.output
+
+
+def test_info_shows_the_warnings_nimbus_kept(nimbus: Nimbus) -> None:
+    result = run("info", "wc", "--nimbus", nimbus.address)
+    assert result.exit_code == 0, result.output
+    assert ("warning: unknown config key topology.wrokers (did you mean topology.workers?); it is "
+            "passed on but stormpy does not read it") in result.output.splitlines()
+    assert "unknown config key topology.[red]x" in result.output  # shown as written, not as markup
