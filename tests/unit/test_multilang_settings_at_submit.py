@@ -35,7 +35,7 @@ class Part:
         self.config = config
 
 
-def check_multilang_settings(conf: dict[str, Any], comp_confs: dict[str, dict[str, Any]]) -> None:
+def submit_check(conf: dict[str, Any], comp_confs: dict[str, dict[str, Any]]) -> None:
     check_topology_config(conf, {cid: Part(c) for cid, c in comp_confs.items()}, cluster_conf={})
 
 
@@ -58,8 +58,8 @@ def test_storms_and_pystorms_serializer_names_are_taken(value: Any) -> None:
 
 
 def test_good_and_unset_values_pass_and_defaults_apply() -> None:
-    check_multilang_settings(DEFAULTS, {})
-    check_multilang_settings({SERIALIZER: "msgpack", TIMEOUT: 2.5, PENDING: 1},
+    submit_check(DEFAULTS, {})
+    submit_check({SERIALIZER: "msgpack", TIMEOUT: 2.5, PENDING: 1},
                              {"split": {SERIALIZER: "json", PENDING: 7}, "sink": {}})
     assert max_pending_value(DEFAULTS[PENDING]) == 100
     assert max_pending_value(3) == 3
@@ -79,7 +79,7 @@ def test_good_and_unset_values_pass_and_defaults_apply() -> None:
 def test_a_bad_topology_setting_is_refused_naming_it(conf: dict[str, Any], setting: str,
                                                       problem: str) -> None:
     with pytest.raises(SettingError) as err:
-        check_multilang_settings(conf, {})
+        submit_check(conf, {})
     assert err.value.setting == setting
     assert problem in str(err.value)
     assert str(err.value).startswith(f"{setting}: ")
@@ -92,7 +92,7 @@ def test_a_bad_topology_setting_is_refused_naming_it(conf: dict[str, Any], setti
 def test_a_bad_component_setting_is_refused_naming_the_component(
         comp_conf: dict[str, Any], setting: str, problem: str) -> None:
     with pytest.raises(SettingError) as err:
-        check_multilang_settings(DEFAULTS, {"sink": {}, "split": comp_conf})
+        submit_check(DEFAULTS, {"sink": {}, "split": comp_conf})
     assert err.value.setting == setting
     assert str(err.value).startswith(f"{setting}: component 'split': ")
     assert problem in str(err.value)
