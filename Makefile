@@ -4,8 +4,8 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint zookeeper java kafka kinesalite chromium netns-tools test-partitions bench bench-cluster clean mutate mutate-summary mutate-survivors \
-        mutate-recheck
+.PHONY: run test lint docs zookeeper java kafka kinesalite chromium netns-tools test-partitions bench bench-cluster clean mutate mutate-summary mutate-survivors \
+        mutate-recheck fuzz
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "python3.11 is required"; exit 1; }
@@ -18,7 +18,7 @@ NATIVE_SRC := $(shell sed -n 's/^    "stormpy\.\([a-z_.]*\)",$$/\1/p' src/stormp
                 | tr . / | sed 's|^|src/stormpy/|; s|$$|.py|')
 
 $(STAMP): pyproject.toml setup.py $(NATIVE_SRC) | $(BIN)/python
-	$(BIN)/pip install -q -e '.[dev,spark,kafka,kinesis,bench,ui]'
+	$(BIN)/pip install -q -e '.[dev,spark,kafka,kinesis,bench,ui,docs]'
 	touch $(STAMP)
 
 ## run: set up and run the flagship example in embedded local mode
@@ -95,9 +95,17 @@ test-partitions: $(STAMP) zookeeper java netns-tools
 test: $(STAMP) zookeeper java kafka kinesalite chromium netns-tools
 	$(BIN)/ruff check src tests bench examples tools setup.py
 	$(BIN)/mypy
+	@mkdir -p .build && $(BIN)/mkdocs build > .build/mkdocs.log 2>&1 || { cat .build/mkdocs.log; exit 1; }
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 	@echo "unit tests again on the pure-Python tuple path (STORMPY_PURE=1):"
 	STORMPY_PURE=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/unit
+
+## docs: the documentation site (tutorial, how-to guides, the reference generated from the
+## docstrings and the key table, design notes) into .build/site; --strict: a broken link or
+## reference fails it (`make test` builds it too)
+docs: $(STAMP)
+	$(BIN)/mkdocs build
+	@echo "open .build/site/index.html"
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench examples tools setup.py
@@ -137,6 +145,14 @@ mutate-survivors: $(STAMP)
 ## mutate-recheck: run only MODULE's surviving mutants again (after adding tests)
 mutate-recheck: $(STAMP)
 	$(BIN)/python tools/mutate.py recheck $(MODULE)
+
+## fuzz: coverage-guided fuzzing (atheris) of every decoder of outside input, one target after the
+## other for FUZZ_SECONDS each (TARGET=rpc_frames for one); not part of `make test`. See docs/testing.md.
+FUZZ_SECONDS ?= 120
+TARGET ?=
+fuzz: $(STAMP)
+	@$(BIN)/python -c 'import atheris' 2>/dev/null || $(BIN)/pip install -q -e '.[fuzz]'
+	$(BIN)/python tests/fuzz/run_fuzz.py --seconds $(FUZZ_SECONDS) $(TARGET)
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .tools .mutmut

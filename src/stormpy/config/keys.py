@@ -6,8 +6,9 @@ from. Connectors' keys are not here: they register a :class:`~stormpy.config.Con
 Contract: every core key has a ``check`` (:mod:`stormpy.config.checks`) saying what values it
 takes; :func:`stormpy.config.validate.check_topology_config` applies them at submit and
 :func:`stormpy.config.load_config` to daemon files, and the configuration reference
-(docs/configuration.md) shows them. Every key also takes None: unset, so its default applies.
-Everything reading a key's default reads it from here (:func:`stormpy.config.setting`).
+(docs/reference/configuration.md, filled from this table) shows them. Every key also takes None:
+unset, so its default applies. Everything reading a key's default reads it from here
+(:func:`stormpy.config.setting`).
 """
 
 from __future__ import annotations
