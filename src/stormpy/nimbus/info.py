@@ -13,7 +13,7 @@ running is listed with its status (:func:`nimbus_summaries`). Every value is msg
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from stormpy.cluster import Assignment, ErrorInfo, StormBase, SupervisorInfo, WorkerHeartbeat
@@ -163,9 +163,11 @@ def cluster_summary(nimbus: Mapping[str, Any], supervisors: Mapping[str, Supervi
 def topology_info(base: StormBase, assignment: Assignment | None, layout: TaskLayout | None,
                   beats: Mapping[tuple[str, int], WorkerHeartbeat], errors: Mapping[str, list[ErrorInfo]],
                   now: float, degraded: str | None = None,
-                  supervisors: Mapping[str, SupervisorInfo] | None = None) -> dict[str, Any]:
+                  supervisors: Mapping[str, SupervisorInfo] | None = None, *,
+                  warnings: Sequence[str] = ()) -> dict[str, Any]:
     """The ``get_topology_info`` document; each worker with its slot's ``restarts`` and
-    ``last_exit`` (from ``supervisors``' records, see :func:`slot_exits`)."""
+    ``last_exit`` (from ``supervisors``' records, see :func:`slot_exits`); ``warnings``: the
+    submit check's, stored with the topology's config."""
     exits = slot_exits(supervisors or {}, assignment)
     doc = topology_summary(base, assignment, now, degraded, exits)
     workers = []
@@ -196,6 +198,7 @@ def topology_info(base: StormBase, assignment: Assignment | None, layout: TaskLa
     system = {c: s for c, s in stats.items() if c.startswith("__")}
     doc.update({
         "workers": workers,
+        "warnings": list(warnings),
         "components": components,
         "stats": user,
         "system_components": system,

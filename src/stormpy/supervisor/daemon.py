@@ -54,7 +54,7 @@ from stormpy.cluster.errors import ClusterStateError
 from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.cluster.records import Assignment, SupervisorInfo
 from stormpy.cluster.state import ClusterState
-from stormpy.config import SettingError, local_dir, log_dir, merged
+from stormpy.config import SettingError, local_dir, log_dir, merged, setting
 from stormpy.host.daemon import Daemon, log_to_file
 from stormpy.host.service import Service
 from stormpy.supervisor.adoption import adopt_workers
@@ -99,8 +99,8 @@ class Supervisor(Daemon):
     def __init__(self, conf: Mapping[str, Any], *, root_logging: bool = False) -> None:
         super().__init__()
         self.conf = merged(conf)
-        self.host = str(self.conf.get("supervisor.host") or "127.0.0.1")
-        self.ports = _ports(self.conf.get("supervisor.slots.ports") or ())
+        self.host = str(setting(self.conf, "supervisor.host"))
+        self.ports = _ports(setting(self.conf, "supervisor.slots.ports"))
         self.local_dir = local_dir(self.conf).resolve()
         self.log_dir = log_dir(self.conf).resolve()
         self.conf["storm.local.dir"] = str(self.local_dir)

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from stormpy.config import SettingError, message_timeout_secs
+from stormpy.config import SettingError, message_timeout_secs, setting
 from stormpy.topology.component import Bolt
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.imports import class_path, import_object
@@ -188,7 +188,7 @@ class WindowedBoltExecutor(Bolt):
         """Refuse a message timeout shorter than a tuple can stay un-acked in the window."""
         timeout = message_timeout_secs(conf)
         need = self.cfg.required_timeout_secs()
-        if need and conf.get("topology.enable.message.timeouts", True) and timeout < need:
+        if need and setting(conf, "topology.enable.message.timeouts") and timeout < need:
             raise SettingError("topology.message.timeout.secs",
                                f"windowed bolt {me!r} needs it >= {need}, the topology sets {timeout:g}")
 

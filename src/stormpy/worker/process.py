@@ -47,7 +47,7 @@ from stormpy.cluster.errors import ClusterStateError
 from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.cluster.state import ClusterState
 from stormpy.cluster.zk_acls import worker_zk_identity
-from stormpy.config import load_config, merged, read_config_file, topology_prefixes
+from stormpy.config import load_config, merged, read_config_file, setting, topology_prefixes
 from stormpy.host.daemon import log_to_file
 from stormpy.messaging.curve import topology_keys
 from stormpy.messaging.zmq_transport import ZmqTransport
@@ -191,8 +191,8 @@ class WorkerProcess:
         layout = compute_layout(spec, conf, base.component_executors if base else None)
         peers = worker_peers(assignment, self.node, self.port)
         active = base is not None and base.status == "active"
-        host = str(conf.get("supervisor.host") or "127.0.0.1")
-        bind_host = str(conf.get("worker.bind.host") or host)
+        host = setting(conf, "supervisor.host")
+        bind_host = setting(conf, "worker.bind.host") or host
         # the worker's errors carry the supervisor's host, here and in ZooKeeper alike
         reporter = ErrorReporter(state, self.topology_id, host, self.port).start()
         try:
@@ -237,7 +237,7 @@ class WorkerProcess:
         link.start()
         feed = None
         if MetricsFeed.wanted(conf):
-            host = str(conf.get("supervisor.host") or "127.0.0.1")
+            host = setting(conf, "supervisor.host")
             feed = MetricsFeed(conf, ConsumerContext(self.topology_id, host, self.port,
                                                      tuple(tasks_of(executors))),
                                lambda: link.latest_stats).start()
