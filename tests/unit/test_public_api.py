@@ -52,8 +52,9 @@ PUBLIC: dict[str, list[str]] = {
         "open_zk_store", "state_settings",
     ],
     "stormpy.windowing": [
-        "Count", "Duration", "IntervalJoinBolt", "JoinBolt", "LATE_FIELDS", "Window", "WindowConfig",
-        "WindowConfigError", "WindowManager", "WindowedBolt", "WindowedBoltSpec",
+        "Count", "Duration", "IntervalJoinBolt", "JoinBolt", "LATE_FIELDS", "StatefulWindowedBolt",
+        "StatefulWindowedBoltSpec", "Window", "WindowConfig", "WindowConfigError", "WindowManager",
+        "WindowedBolt", "WindowedBoltSpec",
     ],
     "stormpy.transactional": [
         "BatchBolt", "BatchOutputCollector", "Committer", "MemoryTransactionalSpout",

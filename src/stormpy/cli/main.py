@@ -31,7 +31,10 @@ from stormpy.cli.ui_cmd import ui
 @click.option("-v", "--verbose", is_flag=True, help="Log at INFO level to stderr.")
 def cli(verbose: bool) -> None:
     """stormpy: Apache Storm's model, native in Python."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+    handler = logging.StreamHandler()
+    # `local` and `jar` print the submit warnings as `warning:` lines: not twice
+    handler.addFilter(lambda record: not getattr(record, "submit_warning", False))
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler],
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 

@@ -33,7 +33,7 @@ import click
 from stormpy.cli.client_cmds import EXIT_REFUSED, EXIT_USAGE, client_options, fail, nimbus_client
 from stormpy.cli.output import error, say
 from stormpy.cluster.worker_ops import parse_level_setting
-from stormpy.config import ConfigError, load_config, parse_overrides
+from stormpy.config import ConfigError, load_config_args
 from stormpy.host.daemon import STOP_SIGNALS
 from stormpy.logviewer.server import LogviewerServer
 from stormpy.ui.security import ui_token
@@ -47,10 +47,11 @@ def _client_options_without_c(func: Any) -> Any:
     func = click.option("--timeout", type=float, default=None,
                         help="Seconds to wait for each Nimbus answer "
                              "(default: nimbus.rpc.timeout.secs).")(func)
-    func = click.option("--conf", "overrides", multiple=True, metavar="KEY=VALUE",
-                        help="Config override (repeatable).")(func)
-    func = click.option("--config", "config_file", type=click.Path(dir_okay=False),
-                        help="stormpy.yaml to read (default: $STORMPY_CONF or ./stormpy.yaml).")(func)
+    func = click.option("--conf", "overrides", multiple=True, metavar="KEY=VALUE|FILE",
+                        help="Config override (repeatable): KEY=VALUE, or a YAML/JSON file.")(func)
+    func = click.option("--config", "config_file", multiple=True, metavar="FILE|KEY=VALUE",
+                        help="Config file (YAML/JSON; default: $STORMPY_CONF or ./stormpy.yaml), or "
+                             "KEY=VALUE (repeatable). KEY=VALUE pairs win over files.")(func)
     func = click.option("--nimbus", "nimbus_address", metavar="HOST:PORT",
                         help="Nimbus to talk to (default: nimbus.host:nimbus.thrift.port).")(func)
     return func
@@ -62,9 +63,9 @@ def _get_json(url: str, token: str | None) -> Any:
         return json.loads(response.read().decode())
 
 
-def _conf(config_file: str | None, overrides: tuple[str, ...]) -> dict[str, Any]:
+def _conf(config_file: tuple[str, ...], overrides: tuple[str, ...]) -> dict[str, Any]:
     try:
-        return load_config(config_file, parse_overrides(overrides))
+        return load_config_args(config_file, overrides)
     except (ConfigError, ValueError) as exc:
         fail(str(exc), EXIT_USAGE)
 
@@ -100,7 +101,7 @@ def _workers(client: Any, name: str, component: str | None) -> tuple[dict[str, A
               help="Bytes of each log's end to print first.")
 @_client_options_without_c
 def logs(name: str, component: str | None, follow: bool, grep: str | None, tail_bytes: int,
-         nimbus_address: str | None, config_file: str | None, overrides: tuple[str, ...],
+         nimbus_address: str | None, config_file: tuple[str, ...], overrides: tuple[str, ...],
          timeout: float | None) -> None:
     """Print the logs of topology NAME's workers (read from each host's log server)."""
     token = ui_token(_conf(config_file, overrides))
@@ -159,7 +160,7 @@ def logs(name: str, component: str | None, follow: bool, grep: str | None, tail_
 @click.option("-r", "resets", multiple=True, metavar="LOGGER", help="Reset LOGGER now (repeatable).")
 @client_options
 def set_log_level(name: str, settings: tuple[str, ...], resets: tuple[str, ...],
-                  nimbus_address: str | None, config_file: str | None, overrides: tuple[str, ...],
+                  nimbus_address: str | None, config_file: tuple[str, ...], overrides: tuple[str, ...],
                   timeout: float | None) -> None:
     """Change the log levels of topology NAME's workers at run time (Storm's set_log_level);
     without -l or -r, show them."""
@@ -184,7 +185,7 @@ def set_log_level(name: str, settings: tuple[str, ...], resets: tuple[str, ...],
               help="How long the CPU profile samples.")
 @client_options
 def profile(name: str, worker: str, action: str, seconds: int, nimbus_address: str | None,
-            config_file: str | None, overrides: tuple[str, ...], timeout: float | None) -> None:
+            config_file: tuple[str, ...], overrides: tuple[str, ...], timeout: float | None) -> None:
     """Ask a worker of topology NAME for a stack dump (jstack), CPU profile or heap summary and
     print it; the report stays as a file on the worker's host, served by its log server."""
     conf = _conf(config_file, overrides)
@@ -219,10 +220,12 @@ def profile(name: str, worker: str, action: str, seconds: int, nimbus_address: s
 
 
 @click.command("logviewer")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False),
-              help="stormpy.yaml to read (default: $STORMPY_CONF, else ./stormpy.yaml if present).")
-@click.option("-c", "overrides", multiple=True, metavar="KEY=VALUE", help="Config override (repeatable).")
-def logviewer(config_file: str | None, overrides: tuple[str, ...]) -> None:
+@click.option("--config", "config_file", multiple=True, metavar="FILE|KEY=VALUE",
+              help="Config file (YAML/JSON; default: $STORMPY_CONF, else ./stormpy.yaml if present), "
+                   "or KEY=VALUE (repeatable).")
+@click.option("-c", "overrides", multiple=True, metavar="KEY=VALUE|FILE",
+              help="Config override (repeatable).")
+def logviewer(config_file: tuple[str, ...], overrides: tuple[str, ...]) -> None:
     """Run the log server of this host (storm.log.dir on logviewer.port) until SIGTERM or Ctrl-C."""
     import signal
 

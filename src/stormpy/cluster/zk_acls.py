@@ -23,7 +23,7 @@ from typing import Any
 
 from kazoo.security import ACL, OPEN_ACL_UNSAFE, Id, Permissions, make_digest_acl_credential
 
-from stormpy.config import SettingError
+from stormpy.config import SettingError, setting
 
 __all__ = ["DAEMON_DIGEST_ID_KEY", "WORKER_DIRECTORIES", "ZkIdentity", "daemon_digest_id",
            "start_paths", "worker_zk_identity", "zk_identity"]
@@ -126,6 +126,6 @@ def worker_zk_identity(daemon_conf: Mapping[str, Any], topology_conf: Mapping[st
     payload = topology_conf.get(TOPOLOGY_PAYLOAD_KEY)
     if not payload:
         return {}
-    return {TOPOLOGY_SCHEME_KEY: topology_conf.get(TOPOLOGY_SCHEME_KEY) or "digest",
+    return {TOPOLOGY_SCHEME_KEY: setting(topology_conf, TOPOLOGY_SCHEME_KEY),
             TOPOLOGY_PAYLOAD_KEY: payload, DAEMON_PAYLOAD_KEY: None,
             DAEMON_DIGEST_ID_KEY: daemon_digest_id(daemon_conf)}

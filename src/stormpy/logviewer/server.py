@@ -24,7 +24,7 @@ from typing import Any
 
 import uvicorn
 
-from stormpy.config import DEFAULTS, log_dir
+from stormpy.config import log_dir, setting
 from stormpy.host.service import Service
 from stormpy.logviewer.app import create_app
 from stormpy.logviewer.files import LogDir, clean_up
@@ -44,8 +44,8 @@ class LogviewerServer:
         self.log = logger or log
         self.log_dir = LogDir(logs if logs is not None else log_dir(self.conf))
         self.log_dir.root.mkdir(parents=True, exist_ok=True)
-        self.host = str(conf.get("logviewer.host") or conf.get("supervisor.host") or "127.0.0.1")
-        wanted = conf.get("logviewer.port", DEFAULTS["logviewer.port"])
+        self.host = str(setting(conf, "logviewer.host") or setting(conf, "supervisor.host"))
+        wanted = setting(conf, "logviewer.port")
         self._sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -58,11 +58,9 @@ class LogviewerServer:
                                                     log_level="warning", access_log=False,
                                                     lifespan="off"))
         self.running = running or (lambda: ())
-        self.age_secs = 60.0 * float(conf.get("logviewer.cleanup.age.mins",
-                                              DEFAULTS["logviewer.cleanup.age.mins"]))
+        self.age_secs = 60.0 * float(setting(conf, "logviewer.cleanup.age.mins"))
         self.cleanup = Service("logviewer-cleanup", self.clean_up_once,
-                               interval=float(conf.get("logviewer.cleanup.interval.secs",
-                                                       DEFAULTS["logviewer.cleanup.interval.secs"])),
+                               interval=float(setting(conf, "logviewer.cleanup.interval.secs")),
                                log=self.log)
         self._thread: threading.Thread | None = None
 

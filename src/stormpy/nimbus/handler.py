@@ -35,9 +35,10 @@ from stormpy.cluster.worker_ops import (
     remove_request,
     submit_request,
 )
-from stormpy.config import DEFAULTS, SettingError, redacted
+from stormpy.config import DEFAULTS, SettingError, redacted, setting
+from stormpy.config.validate import SUBMIT_WARNINGS_KEY
 from stormpy.nimbus.downloads import DownloadManager
-from stormpy.nimbus.info import cluster_summary, topology_info
+from stormpy.nimbus.info import cluster_summary, nimbus_summaries, topology_info
 from stormpy.nimbus.recovery import BundleRecovery, degraded_reason
 from stormpy.nimbus.replication import replication_target
 from stormpy.nimbus.store import StoreError
@@ -45,7 +46,13 @@ from stormpy.nimbus.topologies import TopologyManager
 from stormpy.nimbus.uploads import UploadManager
 from stormpy.nimbus.validation import validate_topology_conf, validate_topology_name
 from stormpy.rpc import current_client, rpc_method
-from stormpy.rpc.errors import InvalidRequestError, NotFoundError, NotLeaderError, TopologyRefusedError
+from stormpy.rpc.errors import (
+    InvalidRequestError,
+    NotFoundError,
+    NotLeaderError,
+    RpcError,
+    TopologyRefusedError,
+)
 from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.spec import TopologySpec
 
@@ -159,7 +166,7 @@ class NimbusHandler:
                 self.uploads.restage(staged)
             raise
         self._on_change()
-        return {"topology_id": topology_id, "warnings": warnings}
+        return {"topology_id": topology_id, "warnings": [*self._submit_warnings(topology_id), *warnings]}
 
     @rpc_method
     def kill_topology(self, name: Any, wait_secs: Any = None) -> dict[str, Any]:
@@ -232,8 +239,10 @@ class NimbusHandler:
     def get_cluster_info(self) -> dict[str, Any]:
         state = self.manager.state
         bases, assignments = state.storm_bases(), state.assignments()
-        return cluster_summary(self._nimbus_info(), state.supervisors(), bases, assignments, time.time(),
-                               self._degraded(bases, assignments))
+        now, this = time.time(), self._nimbus_info()
+        nimbuses = nimbus_summaries(state.nimbus_records(), this, self._leader_address(), now)
+        return cluster_summary(this, state.supervisors(), bases, assignments, now,
+                               self._degraded(bases, assignments), nimbuses)
 
     @rpc_method
     def get_daemon_stats(self) -> dict[str, Any]:
@@ -263,7 +272,17 @@ class NimbusHandler:
         assignment = state.assignment(tid)
         return topology_info(base, assignment, layout, state.worker_heartbeats(tid),
                              state.all_errors(tid), time.time(),
-                             self._degraded({tid: base}, {tid: assignment}).get(tid))
+                             self._degraded({tid: base}, {tid: assignment}).get(tid), state.supervisors(),
+                             warnings=self._submit_warnings(tid))
+
+    def _submit_warnings(self, topology_id: str) -> list[str]:
+        """The submit check's warnings stored with the topology's config (none when its
+        description cannot be read)."""
+        try:
+            _, conf = self.manager.describe(topology_id)
+        except (StoreError, InvalidTopologyError, ValueError, RpcError):
+            return []
+        return list(setting(conf, SUBMIT_WARNINGS_KEY) or [])
 
     @rpc_method
     def get_topology_files(self, topology_id: Any) -> dict[str, Any]:
@@ -356,7 +375,7 @@ class NimbusHandler:
         except SettingError as exc:
             raise TopologyRefusedError(f"topology refused: {exc}") from None
         key = "topology.max.replication.wait.time.sec"
-        wait = float(topo_conf.get(key, self.manager.conf.get(key, DEFAULTS[key])))
+        wait = float(setting({**self.manager.conf, **topo_conf}, key))
 
         def hook(topology_id: str) -> None:
             warning = replicate(topology_id, count, wait, strict)
@@ -367,7 +386,7 @@ class NimbusHandler:
 
     def _check_spec_size(self, name: str, spec: Any, conf: Any) -> None:
         key = "nimbus.max.spec.size.bytes"
-        limit = int(self.manager.conf.get(key, DEFAULTS[key]))
+        limit = int(setting(self.manager.conf, key))
         try:
             size = len(msgpack.packb(spec, use_bin_type=True)) + len(msgpack.packb(conf, use_bin_type=True))
         except (TypeError, ValueError, OverflowError) as exc:

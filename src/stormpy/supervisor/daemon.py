@@ -7,11 +7,12 @@ Contract of :class:`Supervisor` (see also docs/cluster-contract.md):
   still running from a previous run of this id (pid file + process identity; their heartbeats are
   then judged like any other; :mod:`~stormpy.supervisor.adoption`), registers the ephemeral
   ``SupervisorInfo`` and starts three threads: heartbeat (re-registers every
-  ``supervisor.heartbeat.frequency.secs``, publishing its ``worker_launches`` and
-  ``worker_restarts`` counters in ``SupervisorInfo.stats`` and the port of the host's log
-  server, :mod:`stormpy.logviewer`, which it runs on ``logviewer.port``), sync, download. All three are
-  :class:`~stormpy.host.service.Service` loops (download's is the DownloadQueue's). Slow
-  downloads or worker launches never delay the heartbeat.
+  ``supervisor.heartbeat.frequency.secs``, and at once after a worker restart, publishing its
+  ``worker_launches`` and ``worker_restarts`` counters in ``SupervisorInfo.stats`` and each
+  slot's restarts, last exit reason and crash loop in ``SupervisorInfo.workers``, and the port
+  of the host's log server, :mod:`stormpy.logviewer`, which it runs on ``logviewer.port``), sync,
+  download. All three are :class:`~stormpy.host.service.Service` loops (download's is the
+  DownloadQueue's). Slow downloads or worker launches never delay the heartbeat.
 * Sync runs on every ZooKeeper change of the assignments and at least every
   ``supervisor.monitor.frequency.secs``, and when a worker exits: it queues downloads of missing
   topologies, stops workers no longer assigned (or whose executors changed), restarts workers that
@@ -54,7 +55,7 @@ from stormpy.cluster.errors import ClusterStateError
 from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.cluster.records import Assignment, SupervisorInfo
 from stormpy.cluster.state import ClusterState
-from stormpy.config import SettingError, local_dir, log_dir, merged
+from stormpy.config import SettingError, local_dir, log_dir, merged, setting
 from stormpy.host.daemon import Daemon, log_to_file
 from stormpy.host.service import Service
 from stormpy.logviewer.server import LogviewerServer
@@ -100,8 +101,8 @@ class Supervisor(Daemon):
     def __init__(self, conf: Mapping[str, Any], *, root_logging: bool = False) -> None:
         super().__init__()
         self.conf = merged(conf)
-        self.host = str(self.conf.get("supervisor.host") or "127.0.0.1")
-        self.ports = _ports(self.conf.get("supervisor.slots.ports") or ())
+        self.host = str(setting(self.conf, "supervisor.host"))
+        self.ports = _ports(setting(self.conf, "supervisor.slots.ports"))
         self.local_dir = local_dir(self.conf).resolve()
         self.log_dir = log_dir(self.conf).resolve()
         self.conf["storm.local.dir"] = str(self.local_dir)
@@ -267,9 +268,9 @@ class Supervisor(Daemon):
         os.replace(tmp, self.dirs.conf_file)
 
     def _start_logviewer(self) -> None:
-        """The host's log server (``logviewer.port``; None runs none). A port already taken (a
+        """The host's log server (``logviewer.port``; -1 runs none). A port already taken (a
         log server of another supervisor of this host, say) is logged, not fatal."""
-        if self.conf.get("logviewer.port") is None:
+        if int(setting(self.conf, "logviewer.port")) < 0:
             return
         def running() -> list[tuple[str, int]]:
             return [(h.topology_id, h.port) for h in self.workers().values()]
@@ -279,13 +280,18 @@ class Supervisor(Daemon):
                                              logger=self.log).start()
         except (OSError, RuntimeError) as exc:
             self.log.error("no log server: cannot serve logviewer.port %s: %s",
-                           self.conf.get("logviewer.port"), exc)
+                           setting(self.conf, "logviewer.port"), exc)
 
     def _register(self) -> None:
         assert self.state is not None and self.supervisor_id is not None
+        workers: list[dict[str, Any]] = []
+        if self._reconciler is not None:
+            running = [(port, h.launched_at) for port, h in self._reconciler.snapshot().items()]
+            workers = self._reconciler.exits.records(running, time.time())
         self.state.register_supervisor(SupervisorInfo(
             supervisor_id=self.supervisor_id, host=self.host, ports=self.ports,
             start_time=self.start_time, version=stormpy.__version__, stats=dict(self.counters),
+            workers=tuple(workers),
             logviewer_port=self.logviewer.port if self.logviewer is not None else None))
 
     # -- sync ----------------------------------------------------------------------------------
@@ -309,7 +315,10 @@ class Supervisor(Daemon):
         for topology_id in sorted({la.topology_id for la in desired.values()}):
             if not self.dirs.is_downloaded(topology_id) and self._downloads is not None:
                 self._downloads.request(topology_id)
+        restarts = self.counters["worker_restarts"]
         self._reconciler.replace(desired)
+        if self.counters["worker_restarts"] != restarts:
+            self._heartbeat.wake()  # publish the restart (and why) now, not at the next heartbeat
         if not self._sync.stopping:
             self._reconciler.launch(desired)
         self._clean_up(desired)

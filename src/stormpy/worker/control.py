@@ -39,6 +39,7 @@ from stormpy.cluster.worker_ops import (
     pending_requests,
     read_log_config,
 )
+from stormpy.config import setting
 from stormpy.host.log_files import rotate_full_logs
 from stormpy.host.service import Service
 from stormpy.worker.log_levels import LogLevels
@@ -66,13 +67,13 @@ class WorkerControl:
         self.node = node
         self.port = port
         self.log_dir = Path(log_dir)
-        self.tracemalloc_frames = max(1, int(conf.get("worker.profiler.tracemalloc.frames") or 0))
+        self.tracemalloc_frames = max(1, int(setting(conf, "worker.profiler.tracemalloc.frames")))
         self.levels = LogLevels()
         self._actions: dict[str, Action] = {"jstack": self._jstack, "heap": self._heap}
         self._running: set[str] = set()
         self._watches: list[Any] = []
         self.service = Service(f"worker-control {topology_id}:{port}", self.round,
-                               interval=float(conf.get("worker.control.poll.secs") or 1.0),
+                               interval=float(setting(conf, "worker.control.poll.secs")),
                                expected_errors=(ClusterStateError,))
 
     def register(self, action: str, handler: Action) -> None:

@@ -51,7 +51,7 @@ from stormpy.cluster.errors import ClusterStateError
 from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.cluster.state import ClusterState
 from stormpy.cluster.zk_acls import worker_zk_identity
-from stormpy.config import DEFAULTS, load_config, merged, read_config_file, topology_prefixes
+from stormpy.config import load_config, merged, read_config_file, setting, topology_prefixes
 from stormpy.host.daemon import log_to_file
 from stormpy.host.log_files import CappedLogHandler
 from stormpy.messaging.curve import topology_keys
@@ -123,14 +123,14 @@ def setup_logging(log_file: Path, topology_id: str, port: int, conf: Mapping[str
     rotates at ``worker.log.max.size.mb`` keeping ``worker.log.backups`` files, stdout and stderr
     following it (:class:`~stormpy.host.log_files.CappedLogHandler`). The handler passes every
     level, so a logger set to DEBUG at run time (``stormpy set-log-level``) shows its records."""
-    max_mb = float(conf.get("worker.log.max.size.mb", DEFAULTS["worker.log.max.size.mb"]) or 0)
-    backups = int(conf.get("worker.log.backups", DEFAULTS["worker.log.backups"]) or 1)
+    max_mb = float(setting(conf, "worker.log.max.size.mb"))
+    backups = int(setting(conf, "worker.log.backups"))
     log_to_file(log_file, f"worker {topology_id}:{port} pid %(process)d", replace=True,
                 handler=CappedLogHandler(log_file, int(max_mb * 1024 * 1024), backups,
                                          capture_stdio=True))
     for handler in logging.getLogger().handlers:
         handler.setLevel(logging.NOTSET)
-    frames = int(conf.get("worker.profiler.tracemalloc.frames") or 0)
+    frames = int(setting(conf, "worker.profiler.tracemalloc.frames"))
     if frames > 0:
         tracemalloc.start(frames)
 
@@ -209,8 +209,8 @@ class WorkerProcess:
         layout = compute_layout(spec, conf, base.component_executors if base else None)
         peers = worker_peers(assignment, self.node, self.port)
         active = base is not None and base.status == "active"
-        host = str(conf.get("supervisor.host") or "127.0.0.1")
-        bind_host = str(conf.get("worker.bind.host") or host)
+        host = setting(conf, "supervisor.host")
+        bind_host = setting(conf, "worker.bind.host") or host
         # the worker's errors carry the supervisor's host, here and in ZooKeeper alike
         reporter = ErrorReporter(state, self.topology_id, host, self.port).start()
         try:
@@ -258,7 +258,7 @@ class WorkerProcess:
         link.start()
         feed = None
         if MetricsFeed.wanted(conf):
-            host = str(conf.get("supervisor.host") or "127.0.0.1")
+            host = setting(conf, "supervisor.host")
             feed = MetricsFeed(conf, ConsumerContext(self.topology_id, host, self.port,
                                                      tuple(tasks_of(executors))),
                                lambda: link.latest_stats).start()
