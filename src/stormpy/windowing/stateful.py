@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from stormpy.config import SettingError, message_timeout_secs
+from stormpy.config import SettingError, message_timeout_secs, setting
 from stormpy.state.kv import KeyValueState
 from stormpy.state.settings import state_settings
 from stormpy.state.wiring import add_checkpointing
@@ -203,7 +203,7 @@ class StatefulWindowedBoltExecutor(WindowedBoltExecutor):
                                     lambda: 0 if self.events is None else self.events.loads)
 
     def check_timeout(self, conf: Mapping[str, Any], me: str) -> None:
-        if not conf.get("topology.enable.message.timeouts", True):
+        if not setting(conf, "topology.enable.message.timeouts"):
             return
         timeout = message_timeout_secs(conf)
         interval = state_settings(conf).checkpoint_interval_secs
