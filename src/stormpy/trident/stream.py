@@ -263,9 +263,10 @@ class Stream:
 def _persistent_aggregate(stream: Stream, group: list[str], factory: StateFactory,
                           args: tuple[Any, ...]) -> TridentState:
     inputs, agg, outs = stream._agg_args(args, "persistent_aggregate")
-    if isinstance(factory, StateFactory) and factory.backend == "parquet":
-        raise InvalidTopologyError("persistent_aggregate needs a map state; a Parquet state takes "
-                                   "partition_persist(..., ParquetWrite())")
+    if isinstance(factory, StateFactory) and factory.backend in ("parquet", "external"):
+        raise InvalidTopologyError(f"persistent_aggregate needs a map state; a {factory.backend} "
+                                   "state (Parquet, a Kafka sink...) takes partition_persist with "
+                                   "its updater")
     if len(outs) != 1:
         raise InvalidTopologyError(f"persistent_aggregate: one function field (the stored value), "
                                    f"got {outs}")
