@@ -196,3 +196,21 @@ def test_trident_kafka_to_kafka_word_count_with_a_failure_after_the_kafka_commit
         assert duplicates == 0, "a batch failed after its Kafka commit was written again"
     else:
         assert duplicates > 0, "the at-least-once sink rewrites the failed batch's records"
+
+
+def test_transactional_topology_committer_writes_each_row_once_across_a_failed_commit(
+        kafka_broker: KafkaBroker, kafka_topic: Callable[..., str]) -> None:
+    bootstrap = kafka_broker.bootstrap_servers
+    output = kafka_topic(2)
+    name = f"after-commit-{uuid.uuid4().hex[:8]}"
+    rows = [[f"k{i}", f"v{i}"] for i in range(200)]
+    spec = trident_kafka_eos.build_transactional(bootstrap, output, rows,
+                                                 f"p-{uuid.uuid4().hex[:8]}", name,
+                                                 f"tx-{uuid.uuid4().hex[:8]}")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("kafka-tx", {"topology.max.spout.pending": 2}, spec)
+        cluster.wait_for(lambda: len(read_topic(bootstrap, output)) >= len(rows), 120,
+                         "every row in the output topic")
+    assert trident_kafka_eos.FAILS[name] == 1
+    got = Counter(v for _k, v in read_topic(bootstrap, output))
+    assert got == Counter(f"v{i}".encode() for i in range(200)), "each row exactly once"

@@ -1,6 +1,7 @@
 """The Kafka-to-Kafka Trident word count: KafkaOpaqueSpout → split → opaque SQLite counts → each
 new count written to an output topic by the transactional Kafka sink (or, with
-``exactly_once=False``, its at-least-once mode), key the word, value the count."""
+``exactly_once=False``, its at-least-once mode), key the word, value the count; and a
+transactional topology copying rows to Kafka through ``KafkaTransactionalCommitterBolt``."""
 
 from __future__ import annotations
 
@@ -11,10 +12,13 @@ from typing import Any
 from stormpy.connectors.kafka.opaque import KafkaOpaqueSpout
 from stormpy.connectors.kafka.transactional_sink import KafkaTransactionalConfig
 from stormpy.connectors.kafka.trident_sink import (
+    KafkaTransactionalCommitterBolt,
     KafkaTransactionalStateFactory,
     KafkaTransactionalUpdater,
 )
 from stormpy.topology.spec import TopologySpec
+from stormpy.topology.tuple import Tuple
+from stormpy.transactional import Committer, MemoryTransactionalSpout, TransactionalTopologyBuilder
 from stormpy.trident import OPAQUE, Count, Filter, StateFactory, TridentTopology, TridentTuple
 
 #: failures injected by FailOnceAfterWrite, by name (one process: local mode)
@@ -62,3 +66,35 @@ def build(bootstrap: str, source: str, output: str, database: str, txid: str, pr
     if fail_after_write is not None:
         written.filter(FailOnceAfterWrite(fail_after_write))
     return t.build()
+
+
+class FailOnceAfterCommit(Committer):
+    """Downstream of ``KafkaTransactionalCommitterBolt`` in a transactional topology: fails the
+    commit once (per ``name``) after the sink wrote records to Kafka."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.written = 0
+
+    def execute(self, tup: Tuple) -> None:
+        self.written += tup.values[1]
+
+    def finish_batch(self) -> None:
+        with _lock:
+            if self.written > 0 and FAILS[self.name] == 0:
+                FAILS[self.name] += 1
+                raise RuntimeError("injected failure after the Kafka commit")
+
+
+def build_transactional(bootstrap: str, output: str, rows: list[list[str]], prefix: str,
+                        fail_after_commit: str, tx_id: str) -> TopologySpec:
+    """A transactional topology copying ``rows`` (``[key, message]``, two partitions, 25 per
+    batch) to ``output`` through ``KafkaTransactionalCommitterBolt``."""
+    config = KafkaTransactionalConfig(bootstrap, topic=output, transactional_id_prefix=prefix)
+    spout = MemoryTransactionalSpout({0: rows[::2], 1: rows[1::2]}, ["key", "message"], 25)
+    builder = TransactionalTopologyBuilder(tx_id, "rows", spout, 2)
+    builder.set_bolt("to-kafka", KafkaTransactionalCommitterBolt, 2,
+                     kwargs={"config": config.to_doc()}).fields_grouping("rows", ["key"])
+    builder.set_bolt("check", FailOnceAfterCommit, 1,
+                     kwargs={"name": fail_after_commit}).global_grouping("to-kafka")
+    return builder.create_topology()
