@@ -46,10 +46,14 @@ def _topology_name(conf: Mapping[str, Any], context: TopologyContext) -> str:
 
 def task_sink(config: KafkaTransactionalConfig, conf: Mapping[str, Any],
               context: TopologyContext) -> KafkaTransactionalSink:
-    """The sink of the task ``context`` describes, with its stable transactional.id."""
+    """The sink of the task ``context`` describes, with its stable transactional.id; its counters
+    are the task metric ``kafkaTransactionalSink`` (batches, records, skipped_batches, aborted,
+    opens, last_txid)."""
     tid = transactional_id(config.transactional_id_prefix, _topology_name(conf, context),
                            context.component_id, context.task_index)
-    return KafkaTransactionalSink(config, tid)
+    sink = KafkaTransactionalSink(config, tid)
+    context.register_metric("kafkaTransactionalSink", sink.metrics)
+    return sink
 
 
 class KafkaTransactionalState:
