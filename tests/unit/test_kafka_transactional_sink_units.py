@@ -87,13 +87,15 @@ def test_a_batch_is_one_transaction_with_its_marker_in_the_commit_log() -> None:
     assert sink.last_txid == 1
 
 
-def test_a_txid_at_or_below_the_committed_marker_is_skipped() -> None:
+def test_the_committed_txid_is_skipped_and_a_txid_below_it_is_refused() -> None:
     sink, log, _, reads = make(committed=5)
     assert sink.commit_batch(5, [("out", b"k", b"v")]) is False
-    assert sink.commit_batch(3, [("out", b"k", b"v")]) is False
     assert log == ["init"] and reads == [1]
+    with pytest.raises(KafkaConfigError, match="txid 3 is below the last txid committed by "
+                                               "'p-wc-b-1-0' .5.*started over"):
+        sink.commit_batch(3, [("out", b"k", b"v")])
     assert sink.commit_batch(6, [("out", b"k", b"v")])
-    assert sink.counters["skipped_batches"] == 2 and sink.counters["batches"] == 1
+    assert sink.counters["skipped_batches"] == 1 and sink.counters["batches"] == 1
 
 
 def test_a_failed_commit_aborts_and_the_next_commit_reopens_and_rereads_the_marker() -> None:

@@ -18,9 +18,11 @@ Contract:
   settles the previous incarnation's transaction), then the task's partition of the commit log is
   read with ``isolation.level=read_committed`` up to its high watermark taken after that, so the
   last committed marker is seen even behind other tasks' open transactions.
-* A txid not above the last committed one is skipped (commits come in txid order, a txid commits
-  once): ``commit_batch`` returns False and writes nothing. A batch with no records writes
-  nothing either.
+* The txid of the last committed marker is skipped (the replay of a batch whose Kafka
+  transaction committed): ``commit_batch`` returns False and writes nothing. A txid below it
+  cannot come from a replay (commits come in txid order) and raises KafkaConfigError: the
+  topology's txids started over under a prefix whose markers are still in the commit log. A
+  batch with no records writes nothing.
 * Any error aborts the open transaction (when the client still can) and raises: the batch fails
   and is replayed; the producer is dropped and the next commit reopens (init, marker read), so an
   uncertain outcome (a commit whose reply was lost) is decided by the marker, not guessed.
@@ -322,6 +324,14 @@ class KafkaTransactionalSink:
         if self.producer is None:
             self.open()
         if self.config.exactly_once and self.committed(txid):
+            if txid < self.last_txid:  # type: ignore[operator]
+                raise KafkaConfigError(
+                    "KafkaTransactionalConfig.transactional_id_prefix",
+                    f"txid {txid} is below the last txid committed by {self.tid!r} "
+                    f"({self.last_txid}, in {self.config.commit_log!r}): the topology's "
+                    "transaction ids started over (a new transactional state or txid name) "
+                    "while the commit log keeps this prefix's markers; use a new "
+                    "transactional_id_prefix or commit_log_topic")
             self.counters["skipped_batches"] += 1
             log.info("Kafka transactional sink %s: txid %d already committed in Kafka (last %s); "
                      "skipped", self.tid, txid, self.last_txid)
