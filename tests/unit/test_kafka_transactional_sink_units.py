@@ -169,3 +169,28 @@ def test_records_map_fields_by_name_and_refuse_what_kafka_cannot_carry() -> None
     with pytest.raises(ValueError, match="here"):
         cfg.record_of({"n": object()}.__getitem__, "here")
     assert KafkaTransactionalConfig("h:1", topic_field="t").record_of({"n": 1}.__getitem__, "w") is None
+
+
+def test_the_trident_factory_travels_in_the_spec_and_is_only_for_partition_persist() -> None:
+    from stormpy.connectors.kafka.trident_sink import (
+        KafkaTransactionalStateFactory,
+        KafkaTransactionalUpdater,
+    )
+    from stormpy.topology.errors import InvalidTopologyError
+    from stormpy.trident import Count, FixedBatchSpout, MapGet, StateFactory, TridentTopology
+
+    factory = KafkaTransactionalStateFactory(bootstrap_servers="h:1", topic="out",
+                                             transactional_id_prefix="wc")
+    back = StateFactory.from_doc(factory.doc())
+    assert isinstance(back, KafkaTransactionalStateFactory) and back.config == factory.config
+    assert back.key == factory.key
+    with pytest.raises(KafkaConfigError, match="topic"):
+        KafkaTransactionalStateFactory(bootstrap_servers="h:1")
+    t = TridentTopology()
+    stream = t.new_stream("s", FixedBatchSpout(["key", "message"], 2, [["a", "1"]]))
+    written = stream.partition_persist(factory, ["key", "message"], KafkaTransactionalUpdater(),
+                                       ["written"])
+    with pytest.raises(InvalidTopologyError, match="persistent_aggregate needs a map state"):
+        stream.group_by(["key"]).persistent_aggregate(factory, Count(), ["n"])
+    with pytest.raises(InvalidTopologyError, match="written, not queried"):
+        stream.state_query(written, ["key"], MapGet(), ["v"])

@@ -252,6 +252,9 @@ class Stream:
                                        "returned by persistent_aggregate/partition_persist")
         if not isinstance(function, QueryFunction):
             raise InvalidTopologyError(f"state_query: {function!r:.60} is not a QueryFunction")
+        if state.factory.backend in ("parquet", "external"):
+            raise InvalidTopologyError(f"state_query reads a map state; the {state.factory.backend} "
+                                       f"state {state.factory.name!r} is written, not queried")
         inputs = field_names(input_fields, "state_query")
         outs = field_names(function_fields, "state_query")
         self._check_new(outs, "state_query")
