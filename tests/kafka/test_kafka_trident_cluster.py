@@ -1,6 +1,10 @@
 """The Trident word count from Kafka (KafkaOpaqueSpout, opaque SQLite state) on a real cluster:
 records written while it runs, worker processes killed with SIGKILL several times, the counts
-at the end equal a plain count of the topic's records."""
+at the end equal a plain count of the topic's records.
+
+The Kafka-to-Kafka variant writes each new count to an output topic through the exactly-once
+sink, through three worker kill -9s and a broker kill -9 and restart: read with read_committed,
+every (word, count) record is there exactly once and the last count of each word is exact."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ import signal
 import sys
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +23,7 @@ from stormpy.cluster.zkserver import ZooKeeperServer
 from stormpy.state import SqliteStore
 from stormpy.testing import WaitTimeout, wait_for
 from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
-from stormpy.testing.kafka import KafkaBroker
+from stormpy.testing.kafka import ApacheKafkaBroker, KafkaBroker
 from stormpy.trident import OPAQUE, MapState
 from zookeeper_kit import running_zookeeper
 
@@ -28,6 +32,8 @@ if str(TOPOLOGIES) not in sys.path:
     sys.path.insert(0, str(TOPOLOGIES))
 
 import trident_kafka  # noqa: E402
+import trident_kafka_eos  # noqa: E402
+from test_kafka_transactional_sink import read_topic, word_counts  # noqa: E402
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster,
               pytest.mark.kafka]
@@ -107,3 +113,60 @@ def test_kill9_trident_kafka_word_count_is_exact(cluster: ProcessCluster,
     cluster.client().kill("trident-kafka", 0)
     assert kills == 3
     assert counts(db) == dict(sent)
+
+
+def test_kill9_kafka_to_kafka_word_count_is_written_exactly_once(
+        cluster: ProcessCluster, spare_broker: Callable[..., ApacheKafkaBroker],
+        tmp_path: Path) -> None:
+    from confluent_kafka import Producer
+
+    broker = spare_broker().start()
+    bootstrap = broker.bootstrap_servers
+    source = broker.create_topic(f"eos-in-{uuid.uuid4().hex[:8]}", 4)
+    output = broker.create_topic(f"eos-out-{uuid.uuid4().hex[:8]}", 2)
+    spec = trident_kafka_eos.build(bootstrap, source, output, str(tmp_path / "counts.sqlite"),
+                                   f"eos-{uuid.uuid4().hex[:8]}", f"eos-{uuid.uuid4().hex[:8]}")
+    bundle = build_bundle(TOPOLOGIES, tmp_path / "trident_kafka_eos.zip").path
+    conf = {"topology.workers": 2, "topology.message.timeout.secs": 6,
+            "topology.max.spout.pending": 3,
+            "transactional.zookeeper.root": f"/stormpy-tests/eos-{uuid.uuid4().hex[:8]}"}
+    tid = cluster.client().submit("kafka-eos", bundle, spec.to_doc(), conf)
+    sent: Counter[str] = Counter()
+
+    def send(start: int, count: int) -> None:
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        for i in range(start, start + count):
+            producer.produce(source, value=LINES[i % 4].encode(), partition=i % 4)
+        assert producer.flush(60) == 0
+        sent.update(w for i in range(start, start + count) for w in LINES[i % 4].split())
+
+    def output_records() -> int:
+        return len(read_topic(bootstrap, output))
+
+    send(0, 800)
+    wait_for(lambda: output_records() > 0, 120, "the first committed output", interval=1.0)
+    for round_ in range(3):
+        workers = wait_for(lambda: cluster.worker_processes(tid)
+                           if len(cluster.worker_processes(tid)) == 2 else None,
+                           90, "two worker processes")
+        os.kill(sorted(workers)[round_ % 2][0], signal.SIGKILL)
+        send(800 + 400 * round_, 400)
+        progress = output_records()
+        wait_for(lambda p=progress: output_records() > p, 120, "output after the kill",
+                 interval=1.0)
+    broker.kill()
+    broker.restart()
+    send(2000, 400)
+
+    def exact() -> bool:
+        return word_counts(read_topic(bootstrap, output))[0] == dict(sent)
+    try:
+        wait_for(exact, 180, "the exact counts in the output topic", interval=1.0)
+    except WaitTimeout:
+        got = word_counts(read_topic(bootstrap, output))[0]
+        diff = {w: (got.get(w), sent[w]) for w in sent if got.get(w) != sent[w]}
+        raise AssertionError(f"output counts differ (written, sent): {diff}") from None
+    cluster.client().kill("kafka-eos", 0)
+    last, duplicates = word_counts(read_topic(bootstrap, output))
+    assert last == dict(sent)
+    assert duplicates == 0, f"{duplicates} (word, count) records written more than once"

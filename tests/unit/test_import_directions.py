@@ -21,8 +21,9 @@ ALLOWED: dict[str, set[str]] = {
     # state: the one state layer (memory, SQLite, ZooKeeper backends) behind context.state_store
     "worker": {"topology", "acker", "worker", "messaging", "config", "cluster", "bundle", "host",
                "state"},
+    # trident: the Kafka sink's Trident state (connectors build on Trident's public API too)
     "connectors": {"topology", "connectors", "config", "settings", "cluster", "batching", "host",
-                   "transactional", "state"},
+                   "transactional", "state", "trident"},
     "host": {"host"},
     "config": {"config"},
     "settings": {"settings", "config"},  # the checks of settings classes (SettingError's helpers)

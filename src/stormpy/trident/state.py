@@ -34,6 +34,7 @@ from stormpy.config import SettingError
 from stormpy.state.base import Store
 from stormpy.state.sqlite import SqliteStore
 from stormpy.state.zookeeper import open_zk_store
+from stormpy.topology.imports import import_object
 from stormpy.transactional.state import OpaqueValue, TransactionalValue
 from stormpy.trident.operation import Operation, TridentCollector, TridentTuple
 from stormpy.trident.parquet import ParquetState
@@ -46,7 +47,9 @@ NON_TRANSACTIONAL = "non_transactional"
 TRANSACTIONAL = "transactional"
 OPAQUE = "opaque"
 KINDS = (NON_TRANSACTIONAL, TRANSACTIONAL, OPAQUE)
-BACKENDS = ("memory", "default", "sqlite", "zookeeper", "parquet")
+#: ``external``: a subclass of StateFactory outside this package (e.g. the Kafka sink's) that
+#: builds its own state; its doc carries its import path under ``factory``
+BACKENDS = ("memory", "default", "sqlite", "zookeeper", "parquet", "external")
 
 
 def encode_key(key: Sequence[Any]) -> str:
@@ -153,6 +156,10 @@ class StateFactory:
       by default) at ``<root>/<name>`` (root ``/stormpy/trident``);
     * ``StateFactory.parquet(path)``: a Parquet table written once per committed batch (for
       ``partition_persist`` with ``ParquetWrite``).
+
+    Other states (backend ``external``) subclass it: they override ``doc()`` (adding their
+    fields and ``"factory": "<module>:<class>"``), ``from_doc()`` and ``make_state()``; the
+    returned state has ``begin_commit(txid)``, ``commit(txid)`` and ``close()``.
     """
 
     def __init__(self, backend: str, name: str, kind: str = TRANSACTIONAL, *,
@@ -200,6 +207,12 @@ class StateFactory:
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> StateFactory:
+        if doc.get("factory") and cls is StateFactory:
+            sub = import_object(doc["factory"])
+            if not (isinstance(sub, type) and issubclass(sub, StateFactory)):
+                raise SettingError("trident state factory", f"{doc['factory']!r} is not a "
+                                                            "StateFactory subclass")
+            return sub.from_doc(doc)
         return cls(doc["backend"], doc["name"], doc["kind"], path=doc.get("path"),
                    table=doc.get("table") or "trident_state", servers=doc.get("servers"),
                    root=doc.get("root"))

@@ -252,6 +252,9 @@ class Stream:
                                        "returned by persistent_aggregate/partition_persist")
         if not isinstance(function, QueryFunction):
             raise InvalidTopologyError(f"state_query: {function!r:.60} is not a QueryFunction")
+        if state.factory.backend in ("parquet", "external"):
+            raise InvalidTopologyError(f"state_query reads a map state; the {state.factory.backend} "
+                                       f"state {state.factory.name!r} is written, not queried")
         inputs = field_names(input_fields, "state_query")
         outs = field_names(function_fields, "state_query")
         self._check_new(outs, "state_query")
@@ -263,9 +266,10 @@ class Stream:
 def _persistent_aggregate(stream: Stream, group: list[str], factory: StateFactory,
                           args: tuple[Any, ...]) -> TridentState:
     inputs, agg, outs = stream._agg_args(args, "persistent_aggregate")
-    if isinstance(factory, StateFactory) and factory.backend == "parquet":
-        raise InvalidTopologyError("persistent_aggregate needs a map state; a Parquet state takes "
-                                   "partition_persist(..., ParquetWrite())")
+    if isinstance(factory, StateFactory) and factory.backend in ("parquet", "external"):
+        raise InvalidTopologyError(f"persistent_aggregate needs a map state; a {factory.backend} "
+                                   "state (Parquet, a Kafka sink...) takes partition_persist with "
+                                   "its updater")
     if len(outs) != 1:
         raise InvalidTopologyError(f"persistent_aggregate: one function field (the stored value), "
                                    f"got {outs}")
