@@ -10,21 +10,27 @@ raises :class:`RedisStartError` with its log tail; :meth:`~RedisServer.stop` sen
 after a grace period, reaps it and removes a temporary work directory. The server binds ``host``
 only (127.0.0.1 by default), keeps its data in its work directory (``appendonly`` when
 ``persistent``, so a restart on the same directory finds its keys again; off by default for
-tests), and dies with the thread that started it on Linux. :meth:`~RedisServer.restart` stops and
-starts it on the same port and directory (tests of a Redis that went away and came back).
+tests), and dies with the thread that started it on Linux. :meth:`~RedisServer.kill` crashes it
+and :meth:`~RedisServer.restart` stops it, both keeping port and directory for the next
+:meth:`~RedisServer.start` (tests of a Redis that went away and came back).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from stormpy.host.child_server import ChildServer
+from stormpy.host.daemon import serve_until_stopped
 
 __all__ = ["INSTALL_HINT", "RedisNotFound", "RedisServer", "RedisStartError", "find_redis_server",
-           "redis_ping"]
+           "redis_ping", "run_dev_redis"]
 
 INSTALL_HINT = ("install Redis: `sudo apt-get install redis-server` on Debian/Ubuntu (or `make "
                 "redis`), or set REDIS_SERVER to a redis-server binary")
@@ -96,6 +102,7 @@ class RedisServer(ChildServer):
         self.maxmemory = maxmemory
         self.password = password
         self._binary = ""
+        self._kept_temp: Path | None = None
 
     @property
     def data_dir(self) -> Path | None:
@@ -141,14 +148,61 @@ class RedisServer(ChildServer):
             return True  # a password-protected server; the port bound is ours (below)
         return f"process_id:{self.pid}\r\n".encode() in answer
 
-    def restart(self) -> None:
-        """Stop the server and start it again on the same port and directory."""
+    def kill(self) -> None:
+        """SIGKILL the server (a crash) and reap it, keeping its port and directory: a later
+        :meth:`start` serves the same address with what its append-only file holds."""
         port, work, temp = self.port, self.work_dir, self._temp_dir
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+        self._halt(grace_secs=0)
+        self._requested_port, self._requested_work_dir = port, work
+        # a temporary directory stays this server's (removed by stop), not a start's own
+        self._temp_dir = None
+        self._kept_temp = temp
+
+    def restart(self) -> None:
+        """Stop the server (SIGTERM) and start it again on the same port and directory."""
+        port, work = self.port, self.work_dir
+        temp = self._temp_dir or self._kept_temp
         self._halt()
         self._requested_port, self._requested_work_dir = port, work
         self._temp_dir = None
-        try:
-            self.start()
-        finally:
-            if temp is not None:
-                self._temp_dir = temp  # still removed by stop()
+        self._kept_temp = temp
+        self.start()
+
+    def stop(self, grace_secs: float | None = None) -> None:
+        super().stop(grace_secs)
+        kept = self._kept_temp
+        if kept is not None:
+            shutil.rmtree(kept, ignore_errors=True)
+            self._kept_temp = None
+
+def run_dev_redis(port: int = 6379, data_dir: str | os.PathLike[str] = "stormpy-local/dev-redis", *,
+                  host: str = "127.0.0.1", echo: Callable[[str], Any] = print,
+                  stop_event: threading.Event | None = None,
+                  on_ready: Callable[[RedisServer], Any] | None = None) -> int:
+    """``stormpy dev-redis``: run a Redis on ``host:port`` keeping its data in ``data_dir``
+    (append-only file, so a restart finds the state again) until SIGINT/SIGTERM (handlers installed
+    only on the main thread) or ``stop_event``, then return 0; if it dies on its own, echo its log
+    tail and return its status (1 when unknown). Raises RedisNotFound / RedisStartError when it
+    cannot start."""
+    server = RedisServer(port, host=host, data_dir=data_dir, persistent=True)
+
+    def start() -> None:
+        server.start()
+        echo(f"Redis serving on {server.address} (data {server.data_dir}, log {server.log_path}); "
+             f"topology.state.provider: redis, topology.state.provider.config: "
+             f"{json.dumps(server.provider_config())}; Ctrl-C to stop")
+        if on_ready is not None:
+            on_ready(server)
+
+    def exited() -> int | None:
+        if server.running:
+            return None
+        code = server.returncode
+        echo(f"Redis exited with status {code}; last log lines:\n{server.log_tail()}")
+        return code or 1
+
+    return serve_until_stopped(start, server.stop, exited, stopping="stopping Redis", echo=echo,
+                               stop_event=stop_event)

@@ -6,10 +6,11 @@ Layout in the store (one store per task): ``meta`` → ``{"committed": txid}``; 
 the header ``{"chunks": n, "changes": m}`` and its children ``0`` … ``n-1`` the chunks, each at
 most :data:`CHUNK_BYTES` of msgpack ``[key, present, value]`` entries (so no checkpoint is bound
 by one document's size: ZooKeeper's znode limit, a Redis value). ``prepare_commit`` writes the
-chunks and then the header (one ``put_many``: atomic on memory, SQLite and Redis, in order on
-ZooKeeper); ``commit`` writes ``meta`` (the commit point, one atomic write), then folds the
-changes into the ``d.`` rows (``write_batch`` in slices of :data:`FOLD_BATCH`) and drops
-``p.<txid>``. Loading folds any complete ``p.<t>`` with ``t`` at or below the committed txid (a
+header and then the chunks (one ``put_many``: atomic on memory, SQLite and Redis, in order on
+ZooKeeper, so a prepare cut short there is still found by its header); ``commit`` writes
+``meta`` (the commit point, one atomic write), then folds the changes into the ``d.`` rows
+(``write_batch`` in slices of :data:`FOLD_BATCH`) and drops ``p.<txid>``. Loading folds any
+``p.<t>`` with ``t`` at or below the committed txid (a
 commit interrupted after its commit point) and deletes later ones: their inputs were held by the
 task that prepared them and are acked only after the commit point, so after a restart they are
 never acked and the spout replays them; committing their prepared effect as well would count
@@ -219,7 +220,8 @@ class KeyValueState:
             for index in range(header["chunks"]):
                 chunk = self.store.get(f"{name}/{index}")
                 if chunk is None:
-                    # a chunk is dropped only after the whole fold: this one was done
+                    # chunks are written before the commit point and dropped only after the
+                    # whole fold (children first, on ZooKeeper): this fold was done
                     break
                 self._fold(self._unpack(f"{name}/{index}", chunk))
         self.store.delete(name)
@@ -271,8 +273,11 @@ class KeyValueState:
         self._prepared.update(self._pending)
         self._pending = {}
         chunks = _chunks(self._prepared, self.chunk_bytes)
-        writes: dict[str, Any] = {f"p.{txid}/{i}": chunk for i, chunk in enumerate(chunks)}
-        writes[f"p.{txid}"] = {"chunks": len(chunks), "changes": len(self._prepared)}  # last
+        # the header first: where put_many is not atomic (ZooKeeper) a prepare cut short is
+        # still found by its header, and deleted, at the next load
+        writes: dict[str, Any] = {f"p.{txid}": {"chunks": len(chunks),
+                                                "changes": len(self._prepared)}}
+        writes.update((f"p.{txid}/{i}", chunk) for i, chunk in enumerate(chunks))
         self.store.put_many(writes)
         self._prepared_txid = txid
 

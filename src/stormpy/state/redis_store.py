@@ -57,6 +57,8 @@ T = TypeVar("T")
 DEFAULT_PREFIX = "stormpy"
 #: how many commands ``write_batch`` sends per round trip
 PIPELINE_BATCH = 10_000
+#: how often a command is sent again after its connection was lost
+RETRIES = 2
 #: Jedis's default timeout (ms), used when ``jedisPoolConfig`` names none
 DEFAULT_TIMEOUT_MS = 2000
 INSTALL_HINT = "pip install 'stormpy[redis]' (redis-py with hiredis)"
@@ -152,12 +154,18 @@ class _Connection:
 
     def __init__(self, config: RedisConfig) -> None:
         redis = _redis_module()
+        retry = importlib.import_module("redis.retry")
+        backoff = importlib.import_module("redis.backoff")
         self.config = config
         self.errors = redis.exceptions
         timeout = config.timeout_ms / 1000
+        # a lost connection is retried briefly (every command sent is idempotent or a
+        # transaction); a Redis that stays away fails the call within about the timeout
         self.client = redis.Redis(host=config.host, port=config.port, db=config.database,
                                   password=config.password, socket_timeout=timeout,
-                                  socket_connect_timeout=timeout, health_check_interval=30)
+                                  socket_connect_timeout=timeout, health_check_interval=30,
+                                  retry=retry.Retry(backoff.ExponentialBackoff(cap=0.1, base=0.01),
+                                                    RETRIES))
         self.delete_script = self.client.register_script(_DELETE_SCRIPT)
         self.closed = False
 
