@@ -13,14 +13,26 @@ from typing import Any
 
 import pytest
 from test_state import ReplayingSpout, _Log, word_count
+from trident_kit import FAILS, FailOnWord, forget
 
 from redis_kit import fresh_redis_store, running_redis
+from stormpy.config import SettingError
 from stormpy.host.ports import free_port
 from stormpy.local.redis_server import RedisServer, run_dev_redis
 from stormpy.state import KeyValueState
-from stormpy.state.redis_store import RedisConfig, RedisStore, redis_config
+from stormpy.state.redis_store import RedisConfig, RedisStore, open_redis_store, redis_config
 from stormpy.testing import LocalCluster, registry, wait_for
 from stormpy.topology.state import StateUnavailableError
+from stormpy.trident import (
+    NON_TRANSACTIONAL,
+    OPAQUE,
+    TRANSACTIONAL,
+    Count,
+    FixedBatchSpout,
+    MapState,
+    StateFactory,
+    TridentTopology,
+)
 
 
 def redis_counts(server: RedisServer, prefix: str, name: str) -> Counter[str]:
@@ -172,3 +184,89 @@ def test_dev_redis_serves_until_stopped_and_keeps_its_data(tmp_path: Path) -> No
 
 def assert_equal(got: Any, expected: Any) -> None:
     assert got == expected
+
+
+# -- Trident map states on Redis (Storm's RedisMapState) -----------------------------------------
+def redis_trident_counts(config: dict[str, Any], kind: str) -> dict[str, int]:
+    state = MapState(open_redis_store(redis_config(config), "counts"), kind)
+    try:
+        return {key[0]: value for key, value in state.items()}
+    finally:
+        state.close()
+
+
+TRIDENT_WORDS = [["apple"], ["pear"], ["apple"], ["fig"], ["boom"], ["pear"], ["apple"], ["fig"],
+                 ["kiwi"], ["apple"], ["pear"], ["fig"]]
+
+
+@pytest.mark.parametrize("kind, twice", [
+    (TRANSACTIONAL, []), (OPAQUE, []), (NON_TRANSACTIONAL, ["boom", "pear", "apple", "fig"])])
+def test_a_trident_word_count_on_redis_map_state_replays_by_its_kind(
+        redis_server: RedisServer, kind: str, twice: list[str]) -> None:
+    """The batch holding ``boom`` fails once after its state update: applied once by
+    transactional and opaque state, twice by non-transactional state (as Storm's)."""
+    forget()
+    config = redis_server.provider_config(f"trident-{kind}")
+    t = TridentTopology()
+    t.new_stream("words", FixedBatchSpout(["word"], 4, TRIDENT_WORDS)).group_by(["word"]) \
+        .persistent_aggregate(StateFactory.redis("counts", kind, config), Count(), ["count"]) \
+        .new_values_stream().filter(FailOnWord(f"redis-{kind}", "boom"))
+    with LocalCluster() as cluster:
+        cluster.submit_topology("fail", {"topology.max.spout.pending": 1}, t.build())
+        cluster.wait_for(lambda: redis_trident_counts(config, kind).get("kiwi") == 1, 60,
+                         "the last batch")
+        cluster.wait_until_quiet("fail")
+    assert FAILS[f"redis-{kind}"] == 1
+    exact = Counter(w for (w,) in TRIDENT_WORDS) + Counter(twice)
+    assert redis_trident_counts(config, kind) == dict(exact)
+
+
+def test_trident_redis_state_takes_the_topologys_provider_config(redis_server: RedisServer) -> None:
+    factory = StateFactory.redis("words", OPAQUE)
+    assert StateFactory.from_doc(factory.doc()).key == factory.key
+    conf = {"topology.state.provider": "redis",
+            "topology.state.provider.config": redis_server.provider_config("trident-conf")}
+    state = factory.make_state(conf, None)
+    try:
+        state.begin_commit(1)
+        state.multi_update([["a"], ["b"]], [lambda old: 1, lambda old: 2])
+        state.commit(1)
+        assert state.multi_get([["b"], ["a"], ["c"]]) == [2, 1, None]
+        assert state.store.location.endswith("at trident-conf/words")
+    finally:
+        state.close()
+    with pytest.raises(SettingError) as err:
+        StateFactory.redis("words", OPAQUE, {"jedisPoolConfig": {"port": "x"}})
+    assert err.value.setting == "trident state config"
+
+
+# -- transactional topologies with their coordinator state in Redis -----------------------------
+def test_a_transactional_topology_keeps_its_coordinator_state_in_redis(
+        redis_server: RedisServer, tmp_path: Path) -> None:
+    import transactional_global_count as global_count
+    from stormpy.transactional import SqliteState
+
+    db = tmp_path / "count.sqlite"
+    conf = {"topology.max.spout.pending": 3, "transactional.store": "redis",
+            "topology.state.provider.config": redis_server.provider_config("tx-coord")}
+
+    def stored() -> int | None:
+        if not db.exists():
+            return None
+        state = SqliteState(db)
+        try:
+            value = state.get(global_count.GLOBAL_COUNT_KEY)
+        finally:
+            state.close()
+        return None if value is None else value.value
+
+    with LocalCluster() as cluster:
+        cluster.submit_topology("gc", conf, global_count.build(60, str(db), 7).create_topology())
+        cluster.wait_for(lambda: stored() == 60, 90, "the count to reach 60")
+        cluster.wait_until_quiet("gc")
+    coordinator = RedisStore(redis_config(conf["topology.state.provider.config"]),
+                             ("transactional", "tx:global-count"))
+    try:
+        assert coordinator.children(), "the coordinator's state is in Redis"
+    finally:
+        coordinator.close()
