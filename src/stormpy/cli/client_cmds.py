@@ -269,6 +269,8 @@ def topology_info(client: NimbusClient, name: str, system: bool) -> None:
                   f"{info['num_executors']} executors, up {info['uptime_secs']:.0f} s")
     if info.get("degraded"):
         console.print(f"[red]degraded:[/red] {info['degraded']}", soft_wrap=True)
+    for warning in info.get("warnings") or []:
+        console.print(f"[yellow]warning:[/yellow] {warning}", soft_wrap=True)
     workers = Table(title="workers")
     for col in ("host", "port", "node", "executors", "uptime (s)", "heartbeat age (s)"):
         workers.add_column(col)

@@ -37,6 +37,7 @@ from stormpy.nimbus.uploads import UploadManager
 from stormpy.nimbus.validation import validate_topology_conf, validate_topology_name
 from stormpy.rpc import current_client, rpc_method
 from stormpy.rpc.errors import InvalidRequestError, NotLeaderError, TopologyRefusedError
+from stormpy.state.deployment import host_local_state_warning
 from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.spec import TopologySpec
 
@@ -140,7 +141,7 @@ class NimbusHandler:
             raise TopologyRefusedError(f"topology {name!r} refused: {exc}") from None
         topo_conf = validate_topology_conf(conf)
         staged = self.uploads.take(bundle_key)
-        warnings: list[str] = []
+        warnings = self._state_warnings(name, topology, topo_conf)
         try:
             topology_id = self._as_leader("submit_topology", lambda: self.manager.submit(
                 name, staged, topology, topo_conf, initial_status,
@@ -252,9 +253,21 @@ class NimbusHandler:
         except (StoreError, InvalidTopologyError, ValueError):
             layout = None
         assignment = state.assignment(tid)
-        return topology_info(base, assignment, layout, state.worker_heartbeats(tid),
+        info = topology_info(base, assignment, layout, state.worker_heartbeats(tid),
                              state.all_errors(tid), time.time(),
                              self._degraded({tid: base}, {tid: assignment}).get(tid))
+        try:
+            spec, conf = self.manager.describe(tid)
+        except (StoreError, InvalidTopologyError, ValueError):
+            return info
+        info["warnings"] = self._state_warnings(base.name, spec, conf)
+        return info
+
+    def _state_warnings(self, name: str, spec: TopologySpec, conf: Mapping[str, Any]) -> list[str]:
+        """Where the topology's state lives, when that is a risk on this cluster."""
+        hosts = {s.host for s in self.manager.state.supervisors().values()}
+        warning = host_local_state_warning(name, spec, {**self._conf, **conf}, len(hosts))
+        return [warning] if warning else []
 
     @rpc_method
     def get_topology_files(self, topology_id: Any) -> dict[str, Any]:
