@@ -27,6 +27,7 @@ touches keys the script does not declare).
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -52,6 +53,9 @@ __all__ = ["DEFAULT_PREFIX", "PIPELINE_BATCH", "RedisConfig", "RedisStore", "ope
            "redis_config"]
 
 T = TypeVar("T")
+
+#: a segment whose percent-encoding (encode_segment) only turns "=" into "%3D"
+_PLAIN = re.compile(r"[A-Za-z0-9_.~=-]+")
 
 #: the key prefix when the provider config names none
 DEFAULT_PREFIX = "stormpy"
@@ -188,6 +192,7 @@ class RedisStore(Store):
         self.location = (f"redis {config.address} db {config.database} at "
                          + "/".join((config.prefix, *self._segments)))
         self.timeout_secs = config.timeout_ms / 1000
+        self._own_hash = self._hash(self._encoded)
         # the empty fields marking the store's own node and its parents as nodes
         self._root_markers = [(self._hash(self._encoded[:i - 1]), self._encoded[i - 1])
                               for i in range(1, len(self._encoded) + 1)]
@@ -202,6 +207,10 @@ class RedisStore(Store):
 
     def _field(self, key: str) -> tuple[str, str]:
         """(parent hash, field) holding ``key``'s value."""
+        if key and isinstance(key, str) and "/" not in key and self._encoded:
+            # one segment, the common case (a state row): no split, quoted only when needed
+            plain = _PLAIN.fullmatch(key) and key not in (".", "..")
+            return self._own_hash, (key.replace("=", "%3D") if plain else encode_segment(key))
         path = self._path(key)
         if not path:
             raise StateKeyError(self.where(key), "the Redis backend's root holds no value of its "
@@ -263,7 +272,7 @@ class RedisStore(Store):
         markers: set[tuple[str, str]] = set(self._root_markers)
         for key, value in items.items():
             parent, field = self._field(key)
-            pipe.hset(parent, field, encode_state(self.where(key), value))
+            pipe.hset(parent, field, encode_state(f"{self.location}/{key}", value))
             if "/" in key:
                 markers.update(self._markers(key))
         for parent, field in sorted(markers):
@@ -307,7 +316,7 @@ class RedisStore(Store):
                 pipe.hsetnx(parent, field, b"")
             for key, value in puts.items():
                 parent, field = self._field(key)
-                pipe.hset(parent, field, encode_state(self.where(key), value))
+                pipe.hset(parent, field, encode_state(f"{self.location}/{key}", value))
                 if "/" in key:
                     for m_parent, m_field in self._markers(key):
                         pipe.hsetnx(m_parent, m_field, b"")
