@@ -10,7 +10,8 @@ under ``/``-separated key paths, bounded in time, errors naming the path):
   leaves a prefix of them applied (callers make the batch idempotent and repeat it);
 * ``scan(key, prefix=)``: ``(name, value)`` of the children of ``key`` that hold a value (and whose
   name starts with ``prefix``), streamed page by page: never the whole subtree in memory at once
-  on SQLite and Redis; in no promised order; a child written during the scan may be missed;
+  on SQLite and Redis; in no promised order; a child written during the scan may be missed, and
+  on Redis a child may be yielded twice while Redis resizes the hash (``HSCAN``'s rule);
 * ``count(key)``: how many children ``key`` has (at least those ``scan`` yields);
 * ``update(key, fn)``: compare-and-set: ``fn(current value or None)`` gives the new value, or None
   to leave the key as it is; the write happens only if nobody changed the key meanwhile (else

@@ -11,8 +11,8 @@ value of its own, as a parent znode does). A stateful task's map is therefore on
 ``HLEN``.
 
 Commands are batched: ``put_many``/``delete_many``/``update`` are one ``MULTI``/``EXEC`` each
-(atomic), ``get_many`` one pipeline, ``write_batch`` one ordered pipeline sent
-:data:`PIPELINE_BATCH` commands at a time (not atomic; a connection lost midway leaves a prefix
+(atomic), ``get_many`` one pipeline, ``write_batch`` one ordered pipeline of multi-field
+``HSET``s sent :data:`PIPELINE_BATCH` keys at a time (not atomic; a connection lost midway leaves a prefix
 applied, which the caller's protocol repairs). A recursive delete is one server-side script
 (descendants' hashes removed with their node). ``update`` is compare-and-set with ``WATCH`` on
 the parent hash. ``watch`` is refused (as on SQLite).
@@ -59,8 +59,10 @@ _PLAIN = re.compile(r"[A-Za-z0-9_.~=-]+")
 
 #: the key prefix when the provider config names none
 DEFAULT_PREFIX = "stormpy"
-#: how many commands ``write_batch`` sends per round trip
+#: how many keys ``write_batch`` sends per round trip
 PIPELINE_BATCH = 10_000
+#: how many fields one ``HSET`` of ``write_batch`` sets
+HSET_FIELDS = 500
 #: how often a command is sent again after its connection was lost
 RETRIES = 2
 #: Jedis's default timeout (ms), used when ``jedisPoolConfig`` names none
@@ -314,16 +316,25 @@ class RedisStore(Store):
             queued = 0
             for parent, field in self._root_markers:
                 pipe.hsetnx(parent, field, b"")
+            group: list[Any] = []  # field, value, ... of consecutive puts into one hash
+            group_parent = ""
             for key, value in puts.items():
                 parent, field = self._field(key)
-                pipe.hset(parent, field, encode_state(f"{self.location}/{key}", value))
+                if parent != group_parent or len(group) >= 2 * HSET_FIELDS:
+                    if group:
+                        pipe.hset(group_parent, items=group)
+                        queued += 1
+                    group, group_parent = [], parent
+                group += (field, encode_state(f"{self.location}/{key}", value))
                 if "/" in key:
                     for m_parent, m_field in self._markers(key):
                         pipe.hsetnx(m_parent, m_field, b"")
-                queued += 1
-                if queued >= PIPELINE_BATCH:
+                        queued += 1
+                if queued >= PIPELINE_BATCH // HSET_FIELDS:
                     pipe.execute()
                     queued = 0
+            if group:
+                pipe.hset(group_parent, items=group)
             for start in range(0, len(deleted), PIPELINE_BATCH // 10):
                 args = self._delete_args(deleted[start:start + PIPELINE_BATCH // 10])
                 self._conn.delete_script(args=args, client=pipe)
