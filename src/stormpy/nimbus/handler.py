@@ -141,7 +141,7 @@ class NimbusHandler:
             raise TopologyRefusedError(f"topology {name!r} refused: {exc}") from None
         topo_conf = validate_topology_conf(conf)
         staged = self.uploads.take(bundle_key)
-        warnings = self._state_warnings(name, topology, topo_conf)
+        warnings: list[str] = []
         try:
             topology_id = self._as_leader("submit_topology", lambda: self.manager.submit(
                 name, staged, topology, topo_conf, initial_status,
@@ -151,6 +151,7 @@ class NimbusHandler:
                 self.uploads.restage(staged)
             raise
         self._on_change()
+        warnings += self._state_warnings(name, topology, topo_conf)
         return {"topology_id": topology_id, "warnings": warnings}
 
     @rpc_method
@@ -264,8 +265,12 @@ class NimbusHandler:
         return info
 
     def _state_warnings(self, name: str, spec: TopologySpec, conf: Mapping[str, Any]) -> list[str]:
-        """Where the topology's state lives, when that is a risk on this cluster."""
-        hosts = {s.host for s in self.manager.state.supervisors().values()}
+        """Where the topology's state lives, when that is a risk on this cluster (none when the
+        supervisors cannot be read now: the warning is advice, the submit stands)."""
+        try:
+            hosts = {s.host for s in self.manager.state.supervisors().values()}
+        except ClusterStateError:
+            return []
         warning = host_local_state_warning(name, spec, {**self._conf, **conf}, len(hosts))
         return [warning] if warning else []
 
