@@ -270,3 +270,13 @@ def test_a_transactional_topology_keeps_its_coordinator_state_in_redis(
         assert coordinator.children(), "the coordinator's state is in Redis"
     finally:
         coordinator.close()
+
+
+def test_stormpy_dev_redis_is_a_command() -> None:
+    from click.testing import CliRunner
+
+    from stormpy.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["dev-redis", "--help"])
+    assert result.exit_code == 0, result.output
+    assert "--port" in result.output and "--data-dir" in result.output
