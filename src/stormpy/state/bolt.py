@@ -200,14 +200,18 @@ class StatefulBoltExecutor(CheckpointTupleForwarder):
         elif not self.initialized:
             self.buffered.append(tup)
         else:
-            try:
-                if self.basic:
-                    super().run_user(tup)
-                else:
-                    self.bolt.execute(tup)
-            except StateStoreError as exc:
-                self._store_failed(f"a tuple from {tup.component}", exc)
-                self.fail(tup)
+            self._run_data(tup)
+
+    def _run_data(self, tup: Tuple) -> None:
+        """Run the user's bolt on a data tuple; a store failure fails the tuple (replayed)."""
+        try:
+            if self.basic:
+                super().run_user(tup)
+            else:
+                self.bolt.execute(tup)
+        except StateStoreError as exc:
+            self._store_failed(f"a tuple from {tup.component}", exc)
+            self.fail(tup)
 
     def _store_failed(self, step: str, exc: StateStoreError) -> None:
         """Log (the first failure and every 1000th after) and report a failure of the store."""
@@ -266,5 +270,5 @@ class StatefulBoltExecutor(CheckpointTupleForwarder):
                 self.initialized = True
                 buffered, self.buffered = self.buffered, []
                 for t in buffered:
-                    self.run_user(t)
+                    self._run_data(t)
         return True
