@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint zookeeper redis java kafka kinesalite chromium netns-tools test-partitions bench bench-cluster clean mutate mutate-summary mutate-survivors \
+.PHONY: run test lint docs zookeeper redis java kafka kinesalite chromium netns-tools test-partitions bench bench-cluster clean mutate mutate-summary mutate-survivors \
         mutate-recheck
 
 $(BIN)/python:
@@ -18,7 +18,7 @@ NATIVE_SRC := $(shell sed -n 's/^    "stormpy\.\([a-z_.]*\)",$$/\1/p' src/stormp
                 | tr . / | sed 's|^|src/stormpy/|; s|$$|.py|')
 
 $(STAMP): pyproject.toml setup.py $(NATIVE_SRC) | $(BIN)/python
-	$(BIN)/pip install -q -e '.[dev,spark,kafka,kinesis,redis,bench,ui]'
+	$(BIN)/pip install -q -e '.[dev,spark,kafka,kinesis,redis,bench,ui,docs]'
 	touch $(STAMP)
 
 ## run: set up and run the flagship example in embedded local mode
@@ -104,9 +104,17 @@ test-partitions: $(STAMP) zookeeper java netns-tools
 test: $(STAMP) zookeeper redis java kafka kinesalite chromium netns-tools
 	$(BIN)/ruff check src tests bench examples tools setup.py
 	$(BIN)/mypy
+	@mkdir -p .build && $(BIN)/mkdocs build > .build/mkdocs.log 2>&1 || { cat .build/mkdocs.log; exit 1; }
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 	@echo "unit tests again on the pure-Python tuple path (STORMPY_PURE=1):"
 	STORMPY_PURE=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/unit
+
+## docs: the documentation site (tutorial, how-to guides, the reference generated from the
+## docstrings and the key table, design notes) into .build/site; --strict: a broken link or
+## reference fails it (`make test` builds it too)
+docs: $(STAMP)
+	$(BIN)/mkdocs build
+	@echo "open .build/site/index.html"
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench examples tools setup.py

@@ -377,9 +377,80 @@ def test_cli_jar_prebuilt_bundle_list_info_kill(env: Env) -> None:
     assert gone.exit_code == 1 and "no topology named 'pre'" in gone.output
 
 
+def test_cli_jar_of_a_project_leaves_out_the_cluster_files_and_ignored_ones(
+        env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`stormpy jar .` in a project whose storm.local.dir (the default ./stormpy-local) and dev
+    ZooKeeper live inside it: those, the default skips and what .stormpyignore names stay out,
+    and the command says what it bundled."""
+    project = tmp_path / "project"
+    (project / "data").mkdir(parents=True)
+    shutil.copy(EXAMPLES / "wordcount.py", project / "wordcount.py")
+    (project / "data" / "access.log").write_text("GET /a 200\n" * 2000)
+    (project / "data" / "big.csv").write_text("x" * 10_000)
+    (project / "data" / "keep.csv").write_text("k\n")
+    (project / "notes").mkdir()
+    (project / "notes" / "todo.txt").write_text("later\n")
+    for own in ("stormpy-local/dev-zookeeper/version-2/log.1", "stormpy-local/logs/nimbus.log",
+                "stormpy-local/nimbus/stormdist/x/code/a.py", "__pycache__/wordcount.cpython-311.pyc",
+                ".git/HEAD"):
+        (project / own).parent.mkdir(parents=True, exist_ok=True)
+        (project / own).write_text("cluster's own")
+    (project / ".stormpyignore").write_text("# data we do not ship\ndata/*.csv\n!data/keep.csv\nnotes/\n")
+    monkeypatch.chdir(project)
+    addr = f"127.0.0.1:{env.nimbus.port}"
+    result = cli_run("jar", ".", "wordcount:topology", "--name", "proj", "--inactive", "--nimbus", addr)
+    assert result.exit_code == 0, result.output
+    assert "left out stormpy-local/ (storm.local.dir)" in result.output
+    assert "bundled 4 files" in result.output  # wordcount.py, access.log, keep.csv, .stormpyignore
+    assert "largest: data/access.log 21.5 KiB" in result.output
+    tid = result.output.split(" as ")[1].split()[0]
+    base = env.state.storm_base(tid)
+    assert base is not None
+    files = env.client.topology_files(tid)
+    got = env.client.download_bundle(files["bundle_key"], tmp_path / "got.zip")
+    with zipfile.ZipFile(got) as zf:
+        names = sorted(zf.namelist())
+    assert names == [".stormpyignore", "MANIFEST.json", "data/access.log", "data/keep.csv", "wordcount.py"]
+    env.client.kill("proj", 0)
+
+
+def test_cli_jar_names_an_unreadable_ignore_file(env: Env, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(EXAMPLES / "wordcount.py", project / "wordcount.py")
+    (project / ".stormpyignore").write_bytes(b"\xff\xfe bad")
+    result = cli_run("jar", str(project), "wordcount:topology", "--nimbus", f"127.0.0.1:{env.nimbus.port}")
+    assert result.exit_code == 2
+    assert ".stormpyignore" in result.output and "Traceback" not in result.output
+
+
 def test_cli_reports_an_unreachable_nimbus(env: Env) -> None:
     port = env.nimbus.port
     env.nimbus.stop()
     result = outcome_of(lambda: cli_run("list", "--nimbus", f"127.0.0.1:{port}"))
     assert result.exit_code == 3
     assert "cannot reach Nimbus" in result.output and f"127.0.0.1:{port}" in result.output
+
+
+def test_cluster_info_lists_every_nimbus_with_its_status_and_uptime(env: Env) -> None:
+    from stormpy.ui.stormdocs import nimbus_summary
+
+    standby = Nimbus({**env.conf, "storm.local.dir": str(env.tmp / "local2")}).start()
+    try:
+        def both() -> list[dict[str, Any]] | None:
+            listed = env.client.cluster_info()["nimbuses"]
+            return listed if len(listed) == 2 else None
+        listed = wait_for(both, 30, "both Nimbus hosts in get_cluster_info")
+        assert [(n["port"], n["status"]) for n in listed] == [(env.nimbus.port, "Leader"),
+                                                              (standby.port, "Not a Leader")]
+        assert all(n["uptime_secs"] >= 0 and n["version"] for n in listed)
+        # the standby answers the same list
+        with NimbusClient("127.0.0.1", standby.port, timeout_secs=10) as other:
+            assert [n["status"] for n in other.cluster_info()["nimbuses"]] == ["Leader", "Not a Leader"]
+        rest = nimbus_summary(env.client.cluster_info())["nimbuses"]
+        assert [(n["port"], n["status"]) for n in rest] == [(env.nimbus.port, "Leader"),
+                                                            (standby.port, "Not a Leader")]
+        assert all(isinstance(n["nimbusUpTimeSeconds"], int) and n["nimbusUpTime"] for n in rest)
+    finally:
+        standby.stop()
+    wait_for(lambda: len(env.client.cluster_info()["nimbuses"]) == 1, 30, "the stopped standby to leave")

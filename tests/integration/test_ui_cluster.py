@@ -29,6 +29,7 @@ from ui_kit import (  # noqa: F401 - fixtures
 )
 
 from stormpy.testing.cluster import ProcessCluster, free_ports
+from stormpy.ui.server import UiServer
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster]
 
@@ -220,6 +221,31 @@ def test_pages_in_a_headless_browser(wordcount: Topology, tmp_path: Path) -> Non
         shot = tmp_path / "topology.png"
         assert driver.save_screenshot(str(shot))
         assert png_is_not_blank(shot.read_bytes()), "the topology page screenshot is blank"
+
+        def columns(table: str) -> dict[str, list[str]]:  # header → cells, read in one render
+            rows = driver.find_elements(By.CSS_SELECTOR, f"#{table} tr")
+            header = [th.text for th in rows[0].find_elements(By.TAG_NAME, "th")]
+            cells = [[td.text for td in r.find_elements(By.TAG_NAME, "td")] for r in rows[1:]]
+            return {h: [row[i] for row in cells] for i, h in enumerate(header)}
+
+        def number(text: str) -> int:
+            return int("".join(ch for ch in text if ch.isdigit()))
+        # a UI started after the topology counted tuples: the topology is younger than every
+        # window, so each window row equals "All time", and its spout acked no more than it emitted
+        assert get(c, f"/api/v1/topology/{tid}")["uptimeSeconds"] < 600
+        late = UiServer({**c.ui.conf, "ui.port": 0}, nimbus_address=c.nimbus_address).start()  # type: ignore[union-attr]
+        try:
+            wait_for(lambda: late.backend.samples >= 2, 60, "the late UI to sample the heartbeats", c)
+            driver.get(f"{late.url}/topology.html?id={tid}&window=600")
+            by_window = wait.until(lambda d: (cols := columns("topology-stats"))
+                                   and len(cols.get("Window", [])) == 4 and cols)
+            for key in ("Emitted", "Transferred", "Acked", "Failed"):
+                assert len(set(by_window[key])) == 1, (key, by_window)
+            assert number(by_window["Acked"][0]) > 0, by_window
+            spout = wait.until(lambda d: (cols := columns("spouts-table")) and cols.get("Acked") and cols)
+            assert 0 < number(spout["Acked"][0]) <= number(spout["Emitted"][0]), spout
+        finally:
+            late.stop()
 
         driver.get(f"{c.ui_url}/component.html?topology_id={tid}&id=count&window=:all-time")
         wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#executor-stats tr")) == 3)

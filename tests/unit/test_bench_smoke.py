@@ -114,3 +114,13 @@ def test_the_bench_spouts_start_together_behind_the_start_barrier(tmp_path: Path
     for spout in spouts:
         spout.next_tuple()
     assert [i for i, _ in emitted] == [0, 1] and all(s.first_emit is not None for s in spouts)
+
+
+def test_join_bench_runs_and_checks_its_sides_agree(tmp_path: Path) -> None:
+    args = ["--events", "3000", "--keys", "50", "--output", str(tmp_path / "join.json")]
+    res = subprocess.run([sys.executable, "-m", "bench.join", *args], cwd=ROOT,
+                         capture_output=True, text=True, timeout=180)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads((tmp_path / "join.json").read_text())
+    assert doc["rows"] > 0
+    assert all(r["events_per_sec"] > 0 for r in doc["runs"].values())

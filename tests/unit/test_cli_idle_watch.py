@@ -133,3 +133,15 @@ def test_spout_pending_sums_the_trees_of_every_task_of_a_spout_component() -> No
     assert worker.stats()["hold"]["executed"] == 6
     assert worker.spout_pending() == {"numbers": 6}
 
+
+
+def test_waiting_for_a_window_or_pending_tuples_is_not_idle_even_with_a_quiet_loop() -> None:
+    """Between two ticks of a tumbling window the loop is quiet; its held tuples (or the spout
+    tuples they anchor) keep the run going until the window closed and they completed."""
+    watch = IdleWatch(1.0)
+    assert not any(watch.observe(t / 10, loop_quiet=True, activity=5, pending=0, held=5)
+                   for t in range(100))
+    assert not any(watch.observe(10 + t / 10, loop_quiet=True, activity=5, pending=5)
+                   for t in range(100))
+    assert not watch.observe(20.0, loop_quiet=True, activity=10, pending=0)  # window closed
+    assert watch.observe(21.0, loop_quiet=True, activity=10, pending=0)

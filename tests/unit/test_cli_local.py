@@ -60,3 +60,4 @@ def test_ctrl_c_stops_cleanly_and_prints_stats() -> None:
             proc.wait()
     assert proc.returncode == 0, err
     assert "topology wordcount" in out and "sentences" in out
+    assert "stopped: Ctrl-C received;" in out and "spout tuple(s) still pending" in out

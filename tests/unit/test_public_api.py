@@ -53,8 +53,8 @@ PUBLIC: dict[str, list[str]] = {
         "state_settings",
     ],
     "stormpy.windowing": [
-        "Count", "Duration", "LATE_FIELDS", "Window", "WindowConfig", "WindowConfigError",
-        "WindowManager", "WindowedBolt", "WindowedBoltSpec",
+        "Count", "Duration", "IntervalJoinBolt", "JoinBolt", "LATE_FIELDS", "Window", "WindowConfig",
+        "WindowConfigError", "WindowManager", "WindowedBolt", "WindowedBoltSpec",
     ],
     "stormpy.transactional": [
         "BatchBolt", "BatchOutputCollector", "Committer", "MemoryTransactionalSpout",
@@ -70,6 +70,7 @@ PUBLIC: dict[str, list[str]] = {
         "Min", "NON_TRANSACTIONAL", "OPAQUE", "Operation", "ParquetWrite", "QueryFunction",
         "ReducerAggregator", "StateFactory", "StateUpdater", "Stream", "Sum", "TRANSACTIONAL",
         "TridentCollector", "TridentState", "TridentTopology", "TridentTuple", "TupleCollectionGet",
+        "read_state",
     ],
     "stormpy.multilang": [
         "JsonCodec", "MsgpackCodec", "PystormComponent", "ShellBolt", "ShellComponentError",

@@ -82,12 +82,35 @@ def test_windows_do_not_count_carried_counters_twice() -> None:
 
 
 def test_windows_do_not_count_older_figures_in_recent_windows() -> None:
-    w = TopologyWindows(now=1000.0)
-    w.observe([beat(1001, 500, [task(1, "spout", 100)])], 1001)  # running long before the UI
-    assert w.totals(ALL_TIME, 1001)[("spout", 1)]["acked"] == 100
-    assert w.totals("600", 1001) == {}
-    w.observe([beat(1002, 501, [task(1, "spout", 130)])], 1002)
-    assert w.totals("600", 1002)[("spout", 1)]["acked"] == 30
+    w = TopologyWindows(now=10000.0)
+    w.observe([beat(10001, 5000, [task(1, "spout", 100)])], 10001)  # running long before the UI
+    assert w.totals(ALL_TIME, 10001)[("spout", 1)]["acked"] == 100
+    assert w.totals("600", 10001) == {}  # when in its 5000 s they accrued is unknown
+    assert w.totals("10800", 10001)[("spout", 1)]["acked"] == 100  # but all within 3 hours
+    w.observe([beat(10002, 5001, [task(1, "spout", 130)])], 10002)
+    assert w.totals("600", 10002)[("spout", 1)]["acked"] == 30
+    assert w.span("600", 10002) == 600 and w.span("10800", 10002) == 5001
+
+
+def test_windows_of_a_topology_younger_than_the_window_equal_all_time() -> None:
+    """The tracker is created by the sample that brings the first heartbeats (as UiBackend does),
+    of workers already running: their first figures belong to every window they fit in."""
+    w = TopologyWindows(now=1054.0, launched=1000.0)
+    spout_a = [task(1, "spout", 0, emitted=400)]  # emitted, not acked yet
+    w.observe([beat(1053.5, 53, spout_a), beat(1053.8, 53, [task(2, "spout", 380, emitted=419)], port=6701)],
+              1054.0)
+    w.observe([beat(1055, 54.5, [task(1, "spout", 400, emitted=430)])], 1055.0)
+    # a restarted worker whose counters continue its predecessor's, on a slot not seen before
+    carried = WorkerHeartbeat(topology_id="wc-1", node="sup-b", port=6702, time=1056, uptime=0.5,
+                              tasks=(task(3, "count", 50, executed=50),), process={"counters_carried": 1.0})
+    w.observe([carried], 1056.0)
+    for window in ("600", "10800", "86400"):
+        assert w.totals(window, 1056.0) == w.totals(ALL_TIME, 1056.0), window
+    spouts = w.totals("600", 1056.0)
+    emitted = sum(c["emitted:default"] for (comp, _t), c in spouts.items() if comp == "spout")
+    acked = sum(c["acked"] for (comp, _t), c in spouts.items() if comp == "spout")
+    assert (emitted, acked) == (849, 780)
+    assert w.span("600", 1056.0) == 56.0  # rates over the topology's age, not the tracker's
 
 
 def test_parse_window() -> None:
@@ -444,3 +467,89 @@ def test_every_ui_action_needs_the_token(ui: Ui, action: str) -> None:
     assert writes() == []  # nothing reached Nimbus
     assert client.post(url, headers={"Authorization": "Bearer tok"}).status_code == 200
     assert len(writes()) == 1
+
+
+class SampledState:
+    """What UiBackend.sample reads from ZooKeeper: one topology launched at 1000 and its beats."""
+
+    def __init__(self, beats: list[WorkerHeartbeat]) -> None:
+        self.beats = {(b.node, b.port): b for b in beats}
+
+    def supervisors(self) -> dict[str, Any]:
+        return {}
+
+    def heartbeat_topologies(self) -> list[str]:
+        return ["wc-1"]
+
+    def worker_heartbeats(self, topology_id: str) -> dict[tuple[str, int], WorkerHeartbeat]:
+        return dict(self.beats)
+
+    def topologies(self) -> list[str]:
+        return ["wc-1"]
+
+    def storm_base(self, topology_id: str) -> Any:
+        from stormpy.cluster import StormBase
+        return StormBase(topology_id, "wc", "active", 1, 1000.0, "me")
+
+    def close(self) -> None:
+        pass
+
+
+def test_rest_windows_of_a_young_topology_equal_all_time_and_spouts_ack_no_more_than_emitted() -> None:
+    """A 54 s old topology whose first heartbeats the UI samples after the worker ran a while: the
+    10-minute, 3-hour and 1-day rows equal all time; the spout's acks never exceed its emits."""
+    now = [1054.0]
+    state = SampledState([beat(1053.5, 53, [task(1, "spout", 0, emitted=400),
+                                            task(2, "count", 0, executed=0)])])
+    backend = UiBackend({}, state_factory=lambda: state, clock=lambda: now[0])  # type: ignore[arg-type,return-value]
+    backend.client = FakeClient()  # type: ignore[assignment]
+    backend.sample()
+    now[0] = 1055.0
+    later = beat(1055, 54.5, [task(1, "spout", 400, emitted=430), task(2, "count", 400, executed=400)])
+    state.beats = {(later.node, later.port): later}
+    backend.sample()
+    client = TestClient(create_app(backend, clock=lambda: now[0]))
+    doc = client.get("/api/v1/topology/wc-1", params={"window": "600"}).json()
+    rows = {r["window"]: {k: v for k, v in r.items() if k not in ("window", "windowPretty")}
+            for r in doc["topologyStats"]}
+    assert rows["600"] == rows["10800"] == rows["86400"] == rows[":all-time"]
+    assert rows["600"]["emitted"] == 430
+    spout = doc["spouts"][0]
+    assert (spout["emitted"], spout["acked"]) == (430, 400)
+    backend.close()
+
+
+def test_stormpy_ui_prints_the_address_it_binds() -> None:
+    """`stormpy ui` with ui.host=0.0.0.0 says 0.0.0.0 (and where a browser on this host goes),
+    not 127.0.0.1; SIGTERM stops it."""
+    import signal
+    import socket
+    import threading
+
+    from click.testing import CliRunner
+
+    from stormpy.cli.main import cli
+    from stormpy.testing import wait_for
+    from stormpy.testing.cluster import free_ports
+
+    port, dead = free_ports(2)
+
+    def stop_when_serving() -> None:
+        def accepts() -> bool:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return True
+            except OSError:
+                return False
+        wait_for(accepts, 60, "the UI to accept connections")
+        os.kill(os.getpid(), signal.SIGTERM)  # the command's handler stops it
+    stopper = threading.Thread(target=stop_when_serving, daemon=True)
+    stopper.start()
+    result = CliRunner().invoke(cli, ["ui", "-c", "ui.host=0.0.0.0", "-c", f"ui.port={port}",
+                                      "-c", f"storm.zookeeper.servers=['127.0.0.1:{dead}']",
+                                      "-c", "storm.zookeeper.connection.timeout=500",
+                                      "--nimbus", f"127.0.0.1:{dead}"])
+    stopper.join(timeout=60)
+    assert result.exit_code == 0, result.output
+    assert f"serving on 0.0.0.0:{port} (every interface; http://127.0.0.1:{port} from this host)" \
+        in result.output

@@ -5,6 +5,7 @@ streams, late tuples, anchoring of the user's emits and what the user bolt may n
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -201,7 +202,8 @@ def test_a_count_window_anchors_emits_to_its_tuples_and_acks_them_after() -> Non
     a, b, c = data(1), data(2), data(3)
     for t in (a, b, c):
         ex.execute(t)
-    assert ex.bolt.windows == [([1, 2], 0, 0)]  # type: ignore[attr-defined]
+    t0 = ex.now  # no ticks: every tuple is stamped with the time the bolt started
+    assert ex.bolt.windows == [([1, 2], t0, t0)]  # type: ignore[attr-defined]
     assert [(e.values, e.stream, e.anchors, e.task) for e in col.emitted] == [
         ([3], "default", [a, b], None), ([2], "direct", [a, b], 7)]
     assert col.acked == [a, b] and col.failed == []
@@ -244,9 +246,23 @@ def test_an_error_in_execute_leaves_no_window_behind() -> None:
     assert col.emitted[0].anchors == []
 
 
+def test_processing_timestamps_are_epoch_milliseconds_as_in_storm() -> None:
+    """Storm's TupleWindow end/start timestamps are epoch ms: a window formatted as a time of day
+    is today's, not 00:00:10."""
+    before = int(time.time() * 1000)
+    ex, _ = build(Keep.with_tumbling_window(Duration(seconds=10)))
+    assert before <= ex.now <= int(time.time() * 1000)
+    ex.execute(data(1))
+    ex.execute(tick())
+    assert ex.bolt.windows == [([1], ex.now - 10_000, ex.now)]  # type: ignore[attr-defined]
+    end = ex.bolt.windows[0][2]  # type: ignore[attr-defined]
+    assert before + 10_000 <= end <= int(time.time() * 1000) + 10_000  # epoch ms, 10 s on
+
+
 def test_processing_time_moves_with_ticks_and_stamps_tuples_with_the_period_end() -> None:
     ex, col = build(Keep.with_window(Duration(ms=200), Duration(ms=100)))
     assert ex.tick == 100
+    t0 = ex.now
     ex.execute(data(1))          # stamped 100
     ex.execute(tick())           # now 100: window (-100, 100]
     ex.execute(data(2))          # stamped 200
@@ -254,18 +270,19 @@ def test_processing_time_moves_with_ticks_and_stamps_tuples_with_the_period_end(
     ex.execute(tick())           # now 200: window (0, 200]
     ex.execute(tick())           # now 300: (100, 300]
     ex.execute(tick())           # now 400: empty, skipped
-    assert ex.now == 400
+    assert ex.now == t0 + 400
     assert ex.bolt.windows == [  # type: ignore[attr-defined]
-        ([1], -100, 100), ([1, 2, 3], 0, 200), ([2, 3], 100, 300)]
+        ([1], t0 - 100, t0 + 100), ([1, 2, 3], t0, t0 + 200), ([2, 3], t0 + 100, t0 + 300)]
     assert [t.values[0] for t in col.acked] == [1, 2, 3]
 
 
 def test_a_count_window_takes_no_ticks() -> None:
     ex, _ = build(Keep.with_tumbling_window(Count(2)))
     assert ex.tick == 0
+    t0 = ex.now
     ex.execute(tick())
     ex.execute(data(1))
-    assert ex.now == 0 and ex.manager.events[0].ts == 0
+    assert ex.now == t0 and ex.manager.events[0].ts == t0
 
 
 # -- event time ---------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ A shared service: it never imports daemons. Build with :func:`build_bundle`, che
 :func:`verify_bundle`, extract with :func:`unpack_bundle`; every failure is a :class:`BundleError`.
 """
 
-from stormpy.bundle.build import SKIPPED_DIRS, BundleInfo, build_bundle, iter_bundle_files
+from stormpy.bundle.build import IGNORE_FILE, SKIPPED_DIRS, BundleInfo, build_bundle, iter_bundle_files
 from stormpy.bundle.errors import BundleError
 from stormpy.bundle.hashing import sha256_file, sha256_stream
 from stormpy.bundle.manifest import FORMAT_VERSION, MANIFEST_NAME, Manifest, check_entry_name
@@ -12,6 +12,7 @@ from stormpy.bundle.verify import read_manifest, unpack_bundle, verify_bundle
 
 __all__ = [
     "FORMAT_VERSION",
+    "IGNORE_FILE",
     "MANIFEST_NAME",
     "SKIPPED_DIRS",
     "BundleError",

@@ -25,7 +25,8 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColu
 from rich.table import Table
 
 from stormpy.bundle import BundleError, build_bundle, unpack_bundle
-from stormpy.cli.output import console, err_console, stats_table
+from stormpy.cli.bundle_report import cluster_dirs, describe_bundle
+from stormpy.cli.output import cell, console, detail, err_console, error, say, stats_table, warning
 from stormpy.cli.topology_loader import TopologyLoadError, load_topology
 from stormpy.config import ConfigError, load_config, parse_override, parse_overrides
 from stormpy.nimbus.client import NimbusClient
@@ -54,7 +55,7 @@ def client_options(func: F) -> F:
 
 
 def fail(message: str, code: int) -> NoReturn:
-    err_console.print(f"[red]error:[/red] {message}")
+    error(message)
     sys.exit(code)
 
 
@@ -128,29 +129,33 @@ def jar(path: str, target: str, name: str | None, inactive: bool, nimbus_address
         try:
             if source.is_dir():
                 loaded = load_topology(source, target)
-                bundle = build_bundle(source, Path(tmp) / "bundle.zip")
+                own = cluster_dirs(load_config(config_file, parse_overrides(overrides)))
+                bundle = build_bundle(source, Path(tmp) / "bundle.zip", exclude=own)
                 bundle_path, size = bundle.path, bundle.size
+                root = source.resolve()
+                say("{}", describe_bundle(bundle, {d.relative_to(root).as_posix(): key for d, key
+                                                   in own.items() if d.is_relative_to(root)}))
             else:
                 code = Path(tmp) / "code"
                 unpack_bundle(source, code)
                 loaded = load_topology(code, target)
                 bundle_path, size = source, source.stat().st_size
-        except (TopologyLoadError, InvalidTopologyError, BundleError) as exc:
+        except (TopologyLoadError, InvalidTopologyError, BundleError, ConfigError) as exc:
             fail(str(exc), EXIT_USAGE)
         topo_name = name or loaded.module.rsplit(".", 1)[-1]
         conf: dict[str, Any] = {**loaded.config, **topo_overrides}
         conf.setdefault("topology.submitter.user", _user())
         with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
                       TransferSpeedColumn(), console=err_console, transient=False) as progress:
-            task = progress.add_task(f"uploading {source.name}", total=size)
+            task = progress.add_task(f"uploading {cell(source.name)}", total=size)
             # submit() starts over on the new leader if the Nimbus leader changes meanwhile
             topology_id = client.submit(
                 topo_name, bundle_path, loaded.spec.to_doc(), conf, active=not inactive,
                 progress=lambda sent, _total: progress.update(task, completed=sent))
-        console.print(f"submitted topology [bold]{topo_name}[/bold] as {topology_id}"
-                      f"{' (inactive)' if inactive else ''}")
-        for warning in client.warnings:
-            err_console.print(f"[yellow]warning:[/yellow] {warning}")
+        say("submitted topology [bold]{}[/bold] as {}{}", topo_name, topology_id,
+            " (inactive)" if inactive else "")
+        for text in client.warnings:
+            warning(text)
 
 
 def _user() -> str:
@@ -172,22 +177,24 @@ def list_topologies(client: NimbusClient) -> None:
         console.print("No topologies running.")
     else:
         table = Table(title="topologies")
-        for col in ("name", "id", "status", "workers", "executors", "uptime (s)"):
-            numeric = col in ("workers", "executors", "uptime (s)")
+        for col in ("name", "id", "status", "workers", "executors", "uptime (s)", "restarts"):
+            numeric = col in ("workers", "executors", "uptime (s)", "restarts")
             table.add_column(col, justify="right" if numeric else "left", no_wrap=True)
         for t in topologies:
             status = f"{t['status']} (degraded)" if t.get("degraded") else t["status"]
-            table.add_row(t["name"], t["id"], status, f"{t['num_workers']}/{t['requested_workers']}",
-                          str(t["num_executors"]), f"{t['uptime_secs']:.0f}")
+            table.add_row(cell(t["name"]), cell(t["id"]), cell(status),
+                          f"{t['num_workers']}/{t['requested_workers']}",
+                          str(t["num_executors"]), f"{t['uptime_secs']:.0f}",
+                          str(t.get("worker_restarts", "")))
         print_wide(table)
         for t in topologies:
             if t.get("degraded"):
-                console.print(f"[red]degraded:[/red] {t['name']}: {t['degraded']}", soft_wrap=True)
+                say("[red]degraded:[/red] {}: {}", t["name"], t["degraded"])
     sups = info.get("supervisors", [])
     used = sum(s["slots_used"] for s in sups)
     total = sum(s["slots_total"] for s in sups)
-    console.print(f"{len(sups)} supervisor(s), {used}/{total} slots used; Nimbus "
-                  f"{info.get('nimbus', {}).get('host')}:{info.get('nimbus', {}).get('port')}")
+    say("{} supervisor(s), {}/{} slots used; Nimbus {}:{}", len(sups), used, total,
+        info.get("nimbus", {}).get("host"), info.get("nimbus", {}).get("port"))
 
 
 # -- kill / activate / deactivate / rebalance --------------------------------------------------------
@@ -201,7 +208,7 @@ def kill(client: NimbusClient, name: str, wait_secs: float | None) -> None:
     """Kill topology NAME: deactivate it, wait, then remove its workers and state."""
     client.kill(name, wait_secs)
     wait = "its message timeout" if wait_secs is None else f"{wait_secs:g} s"
-    console.print(f"killing topology [bold]{name}[/bold]; it is removed after {wait}")
+    say("killing topology [bold]{}[/bold]; it is removed after {}", name, wait)
 
 
 @click.command("activate")
@@ -211,7 +218,7 @@ def kill(client: NimbusClient, name: str, wait_secs: float | None) -> None:
 def activate(client: NimbusClient, name: str) -> None:
     """Activate topology NAME (its spouts emit again)."""
     client.activate(name)
-    console.print(f"activated topology [bold]{name}[/bold]")
+    say("activated topology [bold]{}[/bold]", name)
 
 
 @click.command("deactivate")
@@ -221,7 +228,7 @@ def activate(client: NimbusClient, name: str) -> None:
 def deactivate(client: NimbusClient, name: str) -> None:
     """Deactivate topology NAME (its spouts stop emitting; in-flight tuples finish)."""
     client.deactivate(name)
-    console.print(f"deactivated topology [bold]{name}[/bold]")
+    say("deactivated topology [bold]{}[/bold]", name)
 
 
 def _executor_counts(values: tuple[str, ...]) -> dict[str, int]:
@@ -249,7 +256,7 @@ def rebalance(client: NimbusClient, name: str, wait_secs: float | None, num_work
     """Spread topology NAME over a new number of workers and/or executors."""
     executors = _executor_counts(executor_args)
     client.rebalance(name, wait_secs, num_workers, executors or None)
-    console.print(f"rebalancing topology [bold]{name}[/bold]")
+    say("rebalancing topology [bold]{}[/bold]", name)
 
 
 # -- info -------------------------------------------------------------------------------------------
@@ -264,20 +271,22 @@ _ZERO = {"emitted": 0, "transferred": 0, "executed": 0, "acked": 0, "failed": 0}
 def topology_info(client: NimbusClient, name: str, system: bool) -> None:
     """Show topology NAME: status, workers, per-component stats and last errors."""
     info = client.topology_info(name)
-    console.print(f"[bold]{info['name']}[/bold] ({info['id']}): {info['status']}, "
-                  f"{info['num_workers']}/{info['requested_workers']} workers, "
-                  f"{info['num_executors']} executors, up {info['uptime_secs']:.0f} s")
+    say("[bold]{}[/bold] ({}): {}, {}/{} workers, {} executors, up {} s", info["name"], info["id"],
+        info["status"], info["num_workers"], info["requested_workers"], info["num_executors"],
+        f"{info['uptime_secs']:.0f}")
     if info.get("degraded"):
-        console.print(f"[red]degraded:[/red] {info['degraded']}", soft_wrap=True)
-    for warning in info.get("warnings") or []:
-        console.print(f"[yellow]warning:[/yellow] {warning}", soft_wrap=True)
+        say("[red]degraded:[/red] {}", info["degraded"])
+    for text in info.get("warnings") or []:
+        say("[yellow]warning:[/yellow] {}", text)
     workers = Table(title="workers")
-    for col in ("host", "port", "node", "executors", "uptime (s)", "heartbeat age (s)"):
-        workers.add_column(col)
+    for col in ("host", "port", "node", "executors", "uptime (s)", "heartbeat age (s)", "restarts",
+                "last exit"):
+        workers.add_column(col, no_wrap=col not in ("node", "last exit"), overflow="fold")
     for w in info["workers"]:
-        workers.add_row(w["host"], str(w["port"]), w["node"], str(len(w["executors"])),
+        workers.add_row(cell(w["host"]), str(w["port"]), cell(w["node"]), str(len(w["executors"])),
                         "" if w["uptime_secs"] is None else f"{w['uptime_secs']:.0f}",
-                        "" if w["heartbeat_age_secs"] is None else f"{w['heartbeat_age_secs']:.1f}")
+                        "" if w["heartbeat_age_secs"] is None else f"{w['heartbeat_age_secs']:.1f}",
+                        str(w.get("restarts", "")), cell(w.get("last_exit") or ""))
     print_wide(workers)
     stats: dict[str, dict[str, Any]] = {}
     for comp, desc in info.get("components", {}).items():
@@ -291,12 +300,12 @@ def topology_info(client: NimbusClient, name: str, system: bool) -> None:
     for comp, tasks in info.get("metrics", {}).items():
         for task, metrics in tasks.items():
             for metric, value in metrics.items():
-                console.print(f"[bold]{comp}[/bold] task {task} metric [bold]{metric}[/bold]: "
-                              f"{json.dumps(value, sort_keys=True, default=str)}", soft_wrap=True)
+                say("[bold]{}[/bold] task {} metric [bold]{}[/bold]: {}", comp, task, metric,
+                    json.dumps(value, sort_keys=True, default=str))
     for comp, errors in info.get("errors", {}).items():
         last = errors[-1]
-        console.print(f"[red]last error of {comp}[/red] (task {last['task']}, {last['host']}:{last['port']}):"
-                      f"\n{last['message']}")
+        detail("[red]last error of {}[/red] (task {}, {}:{}):", last["message"], comp, last["task"],
+               last["host"], last["port"], err=False)
 
 
 topology_info_alias = click.Command("topology-info", callback=topology_info.callback,

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from stormpy.cli.output import console, err_console
+from stormpy.cli.output import console, error, say
 from stormpy.cluster.devzk import default_dev_data_dir, run_dev_zookeeper
 from stormpy.cluster.zkserver import ZooKeeperNotFound, ZooKeeperServer, ZooKeeperStartError
 from stormpy.config import DEFAULTS, ConfigError, load_config, local_dir, parse_overrides
@@ -32,7 +32,7 @@ def _conf(config_file: str | None, overrides: tuple[str, ...]) -> tuple[dict[str
         extra = parse_overrides(overrides)
         return load_config(config_file, extra), extra
     except ConfigError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
+        error(exc)
         sys.exit(2)
 
 
@@ -50,7 +50,7 @@ def dev_zookeeper(port: int | None, data_dir: str | None, config_file: str | Non
         code = run_dev_zookeeper(port or int(conf["storm.zookeeper.port"]),
                                  data_dir or default_dev_data_dir(conf), echo=click.echo)
     except (ZooKeeperNotFound, ZooKeeperStartError) as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
+        error(exc)
         sys.exit(1)
     sys.exit(code)
 
@@ -77,7 +77,7 @@ def dev_kafka(port: int, log_dir: str | None, broker: str, config_file: str | No
     try:
         code = run_dev_kafka(port, directory, choice=broker, echo=click.echo)
     except (KafkaBrokerNotFound, KafkaBrokerStartError) as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
+        error(exc)
         sys.exit(1)
     sys.exit(code)
 
@@ -97,7 +97,7 @@ def dev_redis(port: int, data_dir: str | None, config_file: str | None,
     try:
         code = run_dev_redis(port, data_dir or local_dir(conf) / "dev-redis", echo=click.echo)
     except (RedisNotFound, RedisStartError) as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
+        error(exc)
         sys.exit(1)
     sys.exit(code)
 
@@ -125,7 +125,7 @@ def dev_spark(workers: int, port: int, cores: int, memory: str, base_dir: str | 
         code = run_dev_spark(workers, directory, master_port=port, worker_cores=cores,
                              worker_memory=memory, echo=click.echo)
     except (SparkClusterNotFound, SparkClusterStartError) as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
+        error(exc)
         sys.exit(1)
     sys.exit(code)
 
@@ -176,10 +176,10 @@ def dev_cluster(supervisors: int, nimbuses: int, slots: int, with_ui: bool, ui_p
             spark.start()
         except (SparkClusterNotFound, SparkClusterStartError) as exc:
             spark.stop()
-            err_console.print(f"[red]error:[/red] {exc}")
+            error(exc)
             sys.exit(1)
-        console.print(f"Spark master serving on {spark.master_url} with {spark_workers} worker(s) "
-                      f"(logs {spark.base_dir})")
+        say("Spark master serving on {} with {} worker(s) (logs {})", spark.master_url,
+            spark_workers, spark.base_dir)
         # The supervisors' conf: workers read spark.* from it unless the topology sets them.
         extra = {"spark.master": spark.master_url, **extra}
     first_port = int(list(conf["supervisor.slots.ports"])[0])
@@ -190,7 +190,7 @@ def dev_cluster(supervisors: int, nimbuses: int, slots: int, with_ui: bool, ui_p
     cluster: ProcessCluster | None = None
     try:
         zookeeper.start()
-        console.print(f"ZooKeeper serving on {zookeeper.connect_string} (data {zookeeper.data_dir})")
+        say("ZooKeeper serving on {} (data {})", zookeeper.connect_string, zookeeper.data_dir)
         cluster = ProcessCluster(zookeeper.connect_string, supervisors=supervisors, base_dir=base,
                                  zk_root=str(conf["storm.zookeeper.root"]), conf=extra,
                                  nimbus_port=int(conf["nimbus.thrift.port"]), slot_ports=slot_ports,
@@ -199,30 +199,31 @@ def dev_cluster(supervisors: int, nimbuses: int, slots: int, with_ui: bool, ui_p
         leader = cluster.leader_index()
         for i, port in enumerate(cluster.nimbus_ports):
             role = "leader" if i == leader else "standby"
-            console.print(f"{cluster.nimbuses[i].name} ({role}) serving on {cluster.host}:{port} (logs "
-                          f"{cluster.nimbuses[i].workdir / 'logs'})")
+            say("{} ({}) serving on {}:{} (logs {})", cluster.nimbuses[i].name, role, cluster.host,
+                port, cluster.nimbuses[i].workdir / "logs")
         if cluster.ui is not None:
-            console.print(f"UI serving on {cluster.ui_url} (REST {cluster.ui_url}/api/v1/cluster/summary, "
-                          f"metrics {cluster.ui_url}/metrics)")
+            say("UI serving on {} (REST {}/api/v1/cluster/summary, metrics {}/metrics)",
+                cluster.ui_url, cluster.ui_url, cluster.ui_url)
         for i, ports in enumerate(slot_ports):
-            console.print(f"supervisor-{i}: slots {ports[0]}-{ports[-1]} (logs "
-                          f"{cluster.supervisors[i].workdir / 'logs'})")
-        console.print("submit with: stormpy jar examples wordcount:topology --nimbus "
-                      f"{cluster.nimbus_address}\nCtrl-C stops the cluster")
+            say("supervisor-{}: slots {}-{} (logs {})", i, ports[0], ports[-1],
+                cluster.supervisors[i].workdir / "logs")
+        say("submit with: stormpy jar examples wordcount:topology --nimbus {}\n"
+            "Ctrl-C stops the cluster", cluster.nimbus_address)
         reported: set[str] = set()
         while not stop.wait(1.0):
             if spark is not None:
                 for name in spark.dead_daemons():
                     if f"spark-{name}" not in reported:
                         reported.add(f"spark-{name}")
-                        err_console.print(f"[red]Spark {name} exited[/red]; see {spark.base_dir}")
+                        say("[red]Spark {} exited[/red]; see {}", name, spark.base_dir, err=True)
             for daemon in cluster.daemons():
                 if not daemon.running and daemon.name not in reported:
                     reported.add(daemon.name)
                     code = daemon.proc.returncode if daemon.proc else "?"
-                    err_console.print(f"[red]{daemon.name} exited[/red] (code {code}); see {daemon.out_path}")
+                    say("[red]{} exited[/red] (code {}); see {}", daemon.name, code, daemon.out_path,
+                        err=True)
     except (ZooKeeperNotFound, ZooKeeperStartError, TimeoutError, RuntimeError) as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
+        error(exc)
         sys.exit(1)
     finally:
         console.print("stopping the dev cluster")

@@ -1,19 +1,23 @@
 """When ``stormpy local --idle-stop N`` stops a topology: the idleness rule, apart from the CLI.
 
-A topology is idle once, for ``N`` seconds without a break, either
+Waiting is not idleness: while a user spout tuple is pending (its tree not complete yet) or a bolt
+holds tuples for a timer (a windowed bolt's next window, ``Worker.held_tuples``), the topology is
+not idle, however quiet its loop is between ticks. Otherwise it is idle once, for ``N`` seconds
+without a break, either
 
 * **the loop is quiet**: the executor loop did nothing for some rounds and no background job or
   callback is pending (``Worker.is_quiet``), as for a plain topology whose spout ran dry; or
-* **the user's work is done**: after the first user activity, no user activity happened and no
-  user spout tuple was pending. User activity is what a Storm user sees their topology do: emits on
-  user streams of user components, and acks and fails of user spouts. System components and
-  streams (names starting with ``__`` or ``$``, e.g. the checkpoint spout of a stateful topology
-  and its ``$checkpoint`` stream) do not count, so a stateful topology whose sentences are all
-  counted and committed stops although its checkpoint spout keeps the loop busy every second.
+* **the user's work is done**: after the first user activity, no user activity happened. User
+  activity is what a Storm user sees their topology do: emits on user streams of user
+  components, and acks and fails of user spouts. System components and streams (names starting
+  with ``__`` or ``$``, e.g. the checkpoint spout of a stateful topology and its ``$checkpoint``
+  stream) do not count, so a stateful topology whose sentences are all counted and committed
+  stops although its checkpoint spout keeps the loop busy every second.
 
 A tuple tree still pending (a micro-batch of a Spark bolt waiting for its tick, a stateful bolt's
-inputs waiting for the next commit) keeps a topology with a reliable spout running; a topology
-that never did any user work stops only by the first rule (or ``--ttl``).
+inputs waiting for the next commit, a tumbling window's tuples waiting for it to close) keeps a
+topology running until it completes or times out; a topology that never did any user work stops
+only by the first rule (or ``--ttl``).
 """
 
 from __future__ import annotations
@@ -64,18 +68,20 @@ class IdleWatch:
         self._user_idle_since: float | None = None
         self._activity: int | None = None
 
-    def observe(self, now: float, *, loop_quiet: bool, activity: int, pending: int) -> bool:
+    def observe(self, now: float, *, loop_quiet: bool, activity: int, pending: int,
+                held: int = 0) -> bool:
         """Record the state at ``now`` (monotonic seconds): whether the loop is quiet, the
-        :func:`user_activity` count and the :func:`user_pending` tuples. True once either rule
-        held for ``idle_secs`` without a break."""
-        if not loop_quiet:
+        :func:`user_activity` count, the :func:`user_pending` tuples and the tuples bolts
+        ``held`` for a timer. True once either rule held for ``idle_secs`` without a break."""
+        waiting = pending > 0 or held > 0
+        if not loop_quiet or waiting:
             self._quiet_since = None
         elif self._quiet_since is None:
             self._quiet_since = now
         if activity != self._activity:  # work just happened: idle from now at the earliest
             self._activity = activity
-            self._user_idle_since = now if activity > 0 and pending == 0 else None
-        elif activity <= 0 or pending > 0:
+            self._user_idle_since = now if activity > 0 and not waiting else None
+        elif activity <= 0 or waiting:
             self._user_idle_since = None
         elif self._user_idle_since is None:
             self._user_idle_since = now

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from stormpy.cli.output import err_console
+from stormpy.cli.output import error
 from stormpy.rpc.curve import write_secret_key_file
 
 
@@ -22,10 +22,10 @@ def curve_keygen(path: Path) -> None:
     try:
         public = write_secret_key_file(path)
     except FileExistsError:
-        err_console.print(f"[red]error:[/red] {path} exists; remove it first to make a new key")
+        error(f"{path} exists; remove it first to make a new key")
         sys.exit(2)
     except OSError as exc:
-        err_console.print(f"[red]error:[/red] cannot write {path}: {exc.strerror or exc}")
+        error(f"cannot write {path}: {exc.strerror or exc}")
         sys.exit(2)
     click.echo(f"nimbus.rpc.curve.secret.key.file: {path}")
     click.echo(f"nimbus.rpc.curve.public.key: {public.decode()}")

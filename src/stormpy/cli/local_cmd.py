@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from stormpy.cli.idle_watch import IdleWatch, user_activity, user_pending
-from stormpy.cli.output import console, err_console, stats_table
+from stormpy.cli.output import console, detail, error, say, stats_table
 from stormpy.cli.topology_loader import TopologyLoadError, load_topology
 from stormpy.config import ConfigError, parse_overrides
 from stormpy.local import LocalCluster
@@ -33,48 +33,70 @@ from stormpy.topology import InvalidTopologyError
               help="Topology config override (repeatable).")
 def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float | None,
           overrides: tuple[str, ...]) -> None:
-    """Run MODULE[:ATTR] from PATH in one process until --ttl passes or Ctrl-C, then print
-    per-component stats."""
+    """Run MODULE[:ATTR] from PATH in one process until --ttl passes, --idle-stop finds it idle
+    or Ctrl-C, then print per-component stats, why the run stopped and how many spout tuples
+    were still pending."""
     try:
         loaded = load_topology(path, target)
         conf: dict[str, Any] = {**loaded.config, **parse_overrides(overrides)}
     except (TopologyLoadError, InvalidTopologyError, ConfigError) as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
+        error(exc)
         sys.exit(2)
     topo_name = name or loaded.module.rsplit(".", 1)[-1]
     stop = threading.Event()
-    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signals: list[str] = []
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        signals.append("Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name)
+        stop.set()
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     # ZooKeeper settings given with -c make components keep their state there
     cluster = LocalCluster(conf={k: v for k, v in conf.items() if k.startswith("storm.zookeeper.")})
     failure = None
     try:
         worker = cluster.submit_topology(topo_name, conf, loaded.spec)
-        console.print(f"running topology [bold]{topo_name}[/bold] in local mode "
-                      f"(ttl {ttl:g}s; Ctrl-C stops)")
+        say("running topology [bold]{}[/bold] in local mode (ttl {}s; Ctrl-C stops)",
+            topo_name, f"{ttl:g}")
         deadline = time.monotonic() + ttl
         idle = IdleWatch(idle_stop) if idle_stop is not None else None
-        while not stop.is_set() and time.monotonic() < deadline:
+        stopped_by, reason = "ttl", f"ttl of {ttl:g} s reached"
+        while not stop.is_set():
+            if time.monotonic() >= deadline:
+                break
             stop.wait(0.05)
             if worker.failure is not None:
                 failure = worker.failure
+                stopped_by, reason = "failure", "a component failed"
                 break
             if idle is not None:
                 pending = worker.spout_pending()
                 if idle.observe(time.monotonic(), loop_quiet=worker.is_quiet(10),
                                 activity=user_activity(worker.task_stats(), pending),
-                                pending=user_pending(pending)):
+                                pending=user_pending(pending),
+                                held=sum(worker.held_tuples().values())):
+                    stopped_by, reason = "idle", f"finished: idle for {idle_stop:g} s (--idle-stop)"
                     break
+        if signals:
+            stopped_by, reason = "signal", f"{signals[0]} received"
+        pending_left = user_pending(worker.spout_pending())
+        held = worker.held_tuples()
         stats = worker.stats()
         errors = {c: list(e) for c, e in worker.errors.items()}
         cluster.kill_topology(topo_name)
     finally:
         cluster.shutdown()
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     console.print(stats_table(f"topology {topo_name}", stats))
+    say("stopped: {}; {} spout tuple(s) still pending", reason, pending_left)
+    if held and stopped_by == "ttl":
+        windows = ", ".join(f"{c!r} ({n} tuple(s))" for c, n in sorted(held.items()))
+        say("[yellow]note:[/yellow] the ttl stopped the run while window(s) were still open: {} "
+            "not evaluated yet; raise --ttl to let them close", windows)
     if failure is not None:
-        err_console.print(f"[red]topology failed:[/red] {failure}")
-        for comp, errs in errors.items():
-            for e in errs[-1:]:
-                err_console.print(f"[red]last error of {comp}:[/red]\n{e['error']}")
+        error(failure, label="topology failed")
+    for comp, errs in sorted(errors.items()):  # reported errors too (a restarted subprocess)
+        if errs:
+            detail("[red]last error of {}:[/red]", errs[-1]["error"], comp)
+    if failure is not None:
         sys.exit(1)

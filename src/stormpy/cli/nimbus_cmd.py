@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from stormpy.cli.output import err_console
+from stormpy.cli.output import error
 from stormpy.config import ConfigError, load_config, parse_overrides
 from stormpy.nimbus import run_nimbus
 
@@ -23,6 +23,6 @@ def nimbus(config_file: str | None, overrides: tuple[str, ...]) -> None:
     try:
         conf = load_config(config_file, parse_overrides(overrides))
     except ConfigError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
+        error(exc)
         sys.exit(2)
     sys.exit(run_nimbus(conf, echo=click.echo))

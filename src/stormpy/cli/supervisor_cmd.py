@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from stormpy.cli.output import err_console
+from stormpy.cli.output import error, say
 from stormpy.cluster.errors import ClusterStateError
 from stormpy.config import ConfigError, load_config, parse_overrides
 from stormpy.supervisor import Supervisor
@@ -23,14 +23,14 @@ def supervisor(config_file: str | None, overrides: tuple[str, ...]) -> None:
     try:
         conf = load_config(config_file, parse_overrides(overrides))
     except ConfigError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
+        error(exc)
         sys.exit(2)
     daemon = Supervisor(conf, root_logging=True)
     try:
         daemon.start()
     except (ClusterStateError, OSError, ValueError) as exc:
-        err_console.print(f"[red]supervisor cannot start:[/red] {exc}")
+        error(exc, label="supervisor cannot start")
         sys.exit(1)
-    err_console.print(f"supervisor {daemon.supervisor_id} running (slots {list(daemon.ports)}); "
-                      f"log: {daemon.log_path}")
+    say("supervisor {} running (slots {}); log: {}", daemon.supervisor_id, list(daemon.ports),
+        daemon.log_path, err=True)
     daemon.run_forever()

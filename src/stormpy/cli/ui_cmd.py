@@ -8,7 +8,7 @@ import threading
 
 import click
 
-from stormpy.cli.output import err_console
+from stormpy.cli.output import error
 from stormpy.config import ConfigError, load_config, parse_overrides
 
 
@@ -26,20 +26,19 @@ def ui(nimbus_address: str | None, config_file: str | None, overrides: tuple[str
     try:
         conf = load_config(config_file, parse_overrides(overrides))
     except ConfigError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
+        error(exc)
         sys.exit(2)
     try:
         from stormpy.ui.server import run_ui
     except ImportError as exc:
-        err_console.print(f"[red]error:[/red] the UI needs the 'ui' extra "
-                          f"(pip install 'stormpy-runtime[ui]'): {exc}")
+        error(f"the UI needs the 'ui' extra (pip install 'stormpy-runtime[ui]'): {exc}")
         sys.exit(2)
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         code = run_ui(conf, nimbus_address=nimbus_address, echo=click.echo, stop=stop)
     except (OSError, ValueError, RuntimeError) as exc:
-        err_console.print(f"[red]error:[/red] cannot start the UI: {exc}")
+        error(f"cannot start the UI: {exc}")
         sys.exit(1)
     finally:
         for sig, handler in previous.items():

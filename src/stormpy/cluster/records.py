@@ -90,6 +90,12 @@ def _is_row(*checks: Callable[[Any], bool]) -> Callable[[Any], bool]:
                       and all(c(x) for c, x in zip(checks, v)))
 
 
+def _is_slot_exits(v: Any) -> bool:
+    """A supervisor's record of one worker slot: str ``topology_id``, int ``port`` and ``restarts``."""
+    return (isinstance(v, Mapping) and _is_str(v.get("topology_id")) and _is_int(v.get("port"))
+            and _is_int(v.get("restarts")))
+
+
 def _is_task_stats(v: Any) -> bool:
     """A heartbeat's task map: int ``task``, str ``component``, ``emitted`` stream → number, and
     numbers for every other key."""
@@ -129,15 +135,20 @@ class SupervisorInfo:
     #: counters since the supervisor started (optional field): ``worker_launches`` and
     #: ``worker_restarts`` (workers it stopped or found dead and started again)
     stats: dict[str, float] = field(default_factory=dict)
+    #: per worker slot that restarted (optional field): ``topology_id``, ``port``, ``restarts``,
+    #: ``last_exit`` (why, or None), ``last_exit_time``, ``quick_exits`` (in a row) and
+    #: ``crash_looping`` (see ``stormpy.supervisor.exits``)
+    workers: tuple[dict[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ports", tuple(int(p) for p in self.ports))
+        object.__setattr__(self, "workers", tuple(dict(w) for w in self.workers))
 
     def to_doc(self) -> dict[str, Any]:
         """The msgpack-ready document."""
         return {"v": SCHEMA_VERSION, "supervisor_id": self.supervisor_id, "host": self.host,
                 "ports": list(self.ports), "start_time": self.start_time, "version": self.version,
-                "stats": dict(self.stats)}
+                "stats": dict(self.stats), "workers": [dict(w) for w in self.workers]}
 
     @classmethod
     def from_doc(cls, doc: Any) -> SupervisorInfo:
@@ -148,7 +159,9 @@ class SupervisorInfo:
                    ports=tuple(_field(d, "ports", _is_list_of(_is_int), "a list of ints")),
                    start_time=float(_field(d, "start_time", _is_num, "a number")),
                    version=_field(d, "version", _is_str, "a string"),
-                   stats=dict(_field(d, "stats", _is_map_of(_is_num), "a map of numbers", {})))
+                   stats=dict(_field(d, "stats", _is_map_of(_is_num), "a map of numbers", {})),
+                   workers=tuple(_field(d, "workers", _is_list_of(_is_slot_exits),
+                                        "a list of worker slot records", [])))
 
 
 @dataclass(frozen=True)

@@ -141,6 +141,27 @@ class ClusterState:
                 found[child] = value
         return found
 
+    # -- nimbus instances ----------------------------------------------------------------------
+    def nimbus_records(self) -> dict[str, dict[str, Any]]:
+        """nimbus id → the document each running Nimbus registered at its start (``host``,
+        ``port``, ``version``, ``start_time``...); an unreadable one is left out."""
+        leader = self.paths.nimbus_leader().rsplit("/", 1)[-1]
+        found: dict[str, dict[str, Any]] = {}
+        for child in self.storage.children(self.paths.nimbuses()):
+            if child == leader:
+                continue
+            path = self.paths.nimbus(child)
+            data = self.storage.get(path)
+            if not data:
+                continue
+            try:
+                doc = decode_value(data, path)
+            except MalformedStateError:
+                continue
+            if isinstance(doc, dict):
+                found[child] = doc
+        return found
+
     # -- supervisors ---------------------------------------------------------------------------
     def register_supervisor(self, info: SupervisorInfo) -> None:
         """Publish ``info`` as this session's ephemeral supervisor node (replacing a stale one)."""

@@ -4,11 +4,18 @@ Apache Kafka (:class:`stormpy.local.apache_kafka.ApacheKafkaBroker`) when Java a
 there (``make kafka``), else tansu (:class:`stormpy.local.kafka_broker.TansuBroker`), always saying
 which and, for tansu, why Apache Kafka was not taken. ``choice`` forces one: ``"kafka"`` or
 ``"tansu"`` (``"auto"`` is the rule above).
+
+Starting a broker takes a while (Apache Kafka: tens of seconds on a busy machine), so
+:func:`starting` says what is being started before it starts, how long it has been waiting every
+:data:`PROGRESS_SECS` and how long it took once it serves: a developer never faces a silent
+terminal.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -16,9 +23,32 @@ from stormpy.host.daemon import serve_until_stopped
 from stormpy.local.apache_kafka import ApacheKafkaBroker, apache_kafka_missing
 from stormpy.local.kafka_broker import KafkaBroker, KafkaBrokerNotFound, TansuBroker
 
-__all__ = ["BROKER_CHOICES", "choose_broker", "run_dev_kafka", "start_broker"]
+__all__ = ["BROKER_CHOICES", "PROGRESS_SECS", "choose_broker", "run_dev_kafka", "start_broker",
+           "starting"]
 
 BROKER_CHOICES = ("auto", "kafka", "tansu")
+#: how often :func:`starting` says the broker is still starting
+PROGRESS_SECS = 5.0
+
+
+def starting(broker: KafkaBroker, address: str, echo: Callable[[str], Any]) -> float:
+    """Start ``broker`` (to serve on ``address``), echoing a line before, one every
+    :data:`PROGRESS_SECS` while it starts; returns the seconds it took. Its errors propagate."""
+    began = time.monotonic()
+    echo(f"starting {broker.kind} on {address}; waiting until it serves...")
+    done = threading.Event()
+
+    def report() -> None:
+        while not done.wait(PROGRESS_SECS):
+            echo(f"still starting {broker.kind}: {time.monotonic() - began:.0f} s so far")
+    reporter = threading.Thread(target=report, name="dev-kafka-progress", daemon=True)
+    reporter.start()
+    try:
+        broker.start()
+    finally:
+        done.set()
+        reporter.join()
+    return time.monotonic() - began
 
 
 def choose_broker(port: int = 0, *, host: str = "127.0.0.1",
@@ -47,8 +77,9 @@ def start_broker(choice: str = "auto", *, port: int = 0, host: str = "127.0.0.1"
     broker, why_not_kafka = choose_broker(port, host=host, log_dir=log_dir, choice=choice)
     if why_not_kafka is not None:
         echo(f"starting tansu instead of Apache Kafka: {why_not_kafka}")
-    broker.start()
-    echo(f"Kafka broker {broker.flavour} serving on {broker.bootstrap_servers} (log {broker.log_path})")
+    took = starting(broker, f"{host}:{port or 'a free port'}", echo)
+    echo(f"Kafka broker {broker.flavour} serving on {broker.bootstrap_servers} (ready after "
+         f"{took:.0f} s; log {broker.log_path})")
     return broker
 
 
@@ -65,11 +96,11 @@ def run_dev_kafka(port: int = 9092, log_dir: str | os.PathLike[str] = "stormpy-l
     def start() -> None:
         if why_not_kafka is not None:
             echo(f"starting tansu instead of Apache Kafka: {why_not_kafka}")
-        broker.start()
+        took = starting(broker, f"{host}:{port}", echo)
         kept = ("data kept across restarts" if isinstance(broker, ApacheKafkaBroker)
                 else "data in memory only")
         echo(f"Kafka broker {broker.flavour} serving on {broker.bootstrap_servers} "
-             f"(log {broker.log_path}; {kept}); Ctrl-C to stop")
+             f"(ready after {took:.0f} s; log {broker.log_path}; {kept}); Ctrl-C to stop")
         if on_ready is not None:
             on_ready(broker)
 

@@ -14,7 +14,9 @@ The loop never waits on the subprocess. Per subprocess three daemon threads do t
   heartbeat message to send (bolts) and reports a hang when the process has been silent for the
   timeout while the owner waits on it.
 
-stderr is read line by line into the log. Faults (the process died, wrote garbage, hung, a pipe
+stderr is read line by line into the log, and its last lines are kept: the fault of a process that
+exited ends with them (``exited (exit code 1); its stderr ended with: ...``), so the error a user
+sees carries the subprocess's own traceback. Faults (the process died, wrote garbage, hung, a pipe
 broke) reach the owner on the loop, in order after the messages read before them, as
 ``on_fault(text)``; after a fault or ``stop`` nothing more is delivered.
 
@@ -47,6 +49,8 @@ log = logging.getLogger("stormpy.multilang")
 _READ_CHUNK = 1 << 16
 #: how long a stopped process gets between SIGTERM and SIGKILL
 _TERM_GRACE = 1.0
+#: the last lines of stderr kept for the fault of an exited process
+STDERR_TAIL_LINES = 20
 
 
 class _Fault:
@@ -106,6 +110,8 @@ class ShellProcess:
         self._proc: subprocess.Popen[bytes] | None = None
         self._pid_dir = ""
         self._threads: list[threading.Thread] = []
+        self._stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+        self._stderr_done = threading.Event()
 
     # --- the loop's side ----------------------------------------------------------------------
 
@@ -260,8 +266,8 @@ class ShellProcess:
                 code = None
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     code = self._proc.wait(_TERM_GRACE)
-                self._fault(f"subprocess exited (exit code {code})" if code is not None
-                            else "subprocess closed its output")
+                self._fault(f"subprocess exited (exit code {code}){self._stderr_ending()}"
+                            if code is not None else "subprocess closed its output")
                 return
             try:
                 msgs = decoder.feed(data)
@@ -303,6 +309,7 @@ class ShellProcess:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     code = self._proc.wait(_TERM_GRACE)
                 self._fault(f"subprocess exited (exit code {code}); writing to it failed: {exc}"
+                            f"{self._stderr_ending()}"
                             if code is not None else f"writing to it failed: {exc}")
                 return
             if counted:
@@ -315,8 +322,24 @@ class ShellProcess:
 
     def _read_stderr(self) -> None:
         assert self._proc is not None and self._proc.stderr is not None
-        for line in iter(self._proc.stderr.readline, b""):
-            log.info("%s stderr: %s", self.name, line.decode("utf-8", "replace").rstrip())
+        try:
+            for line in iter(self._proc.stderr.readline, b""):
+                text = line.decode("utf-8", "replace").rstrip()
+                self._stderr_tail.append(text)
+                log.info("%s stderr: %s", self.name, text)
+        except (OSError, ValueError):  # the pipe was closed by stop()
+            pass
+        finally:
+            self._stderr_done.set()
+
+    def _stderr_ending(self) -> str:
+        """For the fault of an exited process: its last stderr lines (read to the end, waiting
+        up to a grace period), or nothing when it wrote none."""
+        self._stderr_done.wait(_TERM_GRACE)
+        tail = [line for line in list(self._stderr_tail) if line.strip()]
+        if not tail:
+            return ""
+        return "; its stderr ended with:\n" + "\n".join(tail)
 
     def _watch(self) -> None:
         while not self._stopped.wait(self.period):

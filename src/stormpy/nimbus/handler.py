@@ -28,7 +28,7 @@ import msgpack
 from stormpy.cluster import Assignment, ClusterStateError, StormBase
 from stormpy.config import DEFAULTS, SettingError, redacted
 from stormpy.nimbus.downloads import DownloadManager
-from stormpy.nimbus.info import cluster_summary, topology_info
+from stormpy.nimbus.info import cluster_summary, nimbus_summaries, topology_info
 from stormpy.nimbus.recovery import BundleRecovery, degraded_reason
 from stormpy.nimbus.replication import replication_target
 from stormpy.nimbus.store import StoreError
@@ -225,8 +225,10 @@ class NimbusHandler:
     def get_cluster_info(self) -> dict[str, Any]:
         state = self.manager.state
         bases, assignments = state.storm_bases(), state.assignments()
-        return cluster_summary(self._nimbus_info(), state.supervisors(), bases, assignments, time.time(),
-                               self._degraded(bases, assignments))
+        now, this = time.time(), self._nimbus_info()
+        nimbuses = nimbus_summaries(state.nimbus_records(), this, self._leader_address(), now)
+        return cluster_summary(this, state.supervisors(), bases, assignments, now,
+                               self._degraded(bases, assignments), nimbuses)
 
     @rpc_method
     def get_daemon_stats(self) -> dict[str, Any]:
@@ -256,7 +258,7 @@ class NimbusHandler:
         assignment = state.assignment(tid)
         info = topology_info(base, assignment, layout, state.worker_heartbeats(tid),
                              state.all_errors(tid), time.time(),
-                             self._degraded({tid: base}, {tid: assignment}).get(tid))
+                             self._degraded({tid: base}, {tid: assignment}).get(tid), state.supervisors())
         try:
             spec, conf = self.manager.describe(tid)
         except (StoreError, InvalidTopologyError, ValueError):

@@ -5,8 +5,10 @@ Counters are added up; ``latency_sum``/``latency_count`` pairs (when workers sen
 ``complete_latency_ms``; otherwise a worker's ``complete_latency_ms`` is averaged weighted by its
 ``acked`` count. System components (``__acker`` ...) are reported under ``system_components``.
 Metrics components registered (``context.register_metric``) are listed under ``metrics`` as
-component → task id (a string) → metric name → value, from the same heartbeats. Every value is
-msgpack-ready.
+component → task id (a string) → metric name → value, from the same heartbeats. Workers' restarts
+and last exits come from the supervisors' records (``SupervisorInfo.workers``, see
+:func:`slot_exits`); a worker that keeps exiting makes its topology ``degraded``. Every Nimbus
+running is listed with its status (:func:`nimbus_summaries`). Every value is msgpack-ready.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from typing import Any
 from stormpy.cluster import Assignment, ErrorInfo, StormBase, SupervisorInfo, WorkerHeartbeat
 from stormpy.topology.layout import TaskLayout
 
-__all__ = ["aggregate_stats", "cluster_summary", "supervisor_summary", "topology_info", "topology_summary"]
+__all__ = ["aggregate_stats", "cluster_summary", "crash_loops", "nimbus_summaries", "slot_exits",
+           "supervisor_summary", "topology_info", "topology_summary"]
 
 _LATENCY = "complete_latency_ms"
 _COUNTERS = ("emitted", "transferred", "executed", "acked", "failed")
@@ -57,6 +60,31 @@ def aggregate_stats(beats: Iterable[WorkerHeartbeat]) -> dict[str, dict[str, Any
     return out
 
 
+def nimbus_summaries(records: Mapping[str, Mapping[str, Any]], this: Mapping[str, Any],
+                     leader_address: str | None, now: float) -> list[dict[str, Any]]:
+    """Every running Nimbus (the records they registered in ZooKeeper, and ``this`` one's own
+    summary whether or not its record is there), leader first: ``id``, ``host``, ``port``,
+    ``version``, ``leader`` (``this`` one's own flag; another's ``host:port`` is
+    ``leader_address``), ``status`` (Storm's
+    ``Leader`` / ``Not a Leader``), ``start_time`` and ``uptime_secs``."""
+    by_id = {nid: dict(doc) for nid, doc in records.items()}
+    if this.get("id"):
+        by_id[str(this["id"])] = {**by_id.get(str(this["id"]), {}), **this}
+    out = []
+    for nid, doc in by_id.items():
+        if nid == this.get("id"):  # this Nimbus knows whether it leads (a record's flag may be stale)
+            leader = bool(this.get("leader"))
+        else:
+            leader = leader_address is not None and f"{doc.get('host')}:{doc.get('port')}" == leader_address
+        started = doc.get("start_time")
+        out.append({"id": nid, "host": doc.get("host"), "port": doc.get("port"),
+                    "version": doc.get("version"), "leader": leader,
+                    "status": "Leader" if leader else "Not a Leader", "start_time": started,
+                    "uptime_secs": round(max(0.0, now - float(started)), 1)
+                    if isinstance(started, int | float) else None})
+    return sorted(out, key=lambda n: (not n["leader"], str(n["host"]), int(n["port"] or 0)))
+
+
 def supervisor_summary(info: SupervisorInfo, used_slots: int, now: float) -> dict[str, Any]:
     return {"id": info.supervisor_id, "host": info.host, "ports": list(info.ports),
             "slots_total": len(info.ports), "slots_used": used_slots,
@@ -64,51 +92,96 @@ def supervisor_summary(info: SupervisorInfo, used_slots: int, now: float) -> dic
             "stats": dict(info.stats)}
 
 
+SlotExits = Mapping[tuple[str, int], Mapping[str, Any]]
+
+
+def slot_exits(supervisors: Mapping[str, SupervisorInfo], assignment: Assignment | None) -> dict[
+        tuple[str, int], Mapping[str, Any]]:
+    """(node, port) → the supervisor's record of that worker slot (``SupervisorInfo.workers``:
+    restarts, last exit, crash loop) for the slots ``assignment`` gives its topology."""
+    if assignment is None:
+        return {}
+    out: dict[tuple[str, int], Mapping[str, Any]] = {}
+    for node, port in assignment.workers():
+        info = supervisors.get(node)
+        for record in info.workers if info is not None else ():
+            if record.get("port") == port and record.get("topology_id") == assignment.topology_id:
+                out[(node, port)] = record
+    return out
+
+
+def crash_loops(assignment: Assignment | None, exits: SlotExits) -> str | None:
+    """Why the topology's workers do not run: each slot whose worker keeps exiting soon after
+    its launch, with its restarts and last exit reason (None when none does)."""
+    looping = []
+    for (node, port), record in sorted(exits.items()):
+        if record.get("crash_looping"):
+            host = assignment.node_host.get(node, node) if assignment is not None else node
+            looping.append(f"the worker on {host}:{port} keeps exiting (restarted {record.get('restarts')} "
+                           f"times; last: {record.get('last_exit') or 'unknown'})")
+    return "; ".join(looping) or None
+
+
 def topology_summary(base: StormBase, assignment: Assignment | None, now: float,
-                     degraded: str | None = None) -> dict[str, Any]:
-    """One topology's summary; ``degraded`` is why it cannot be (re)scheduled, None when it can."""
+                     degraded: str | None = None, exits: SlotExits | None = None) -> dict[str, Any]:
+    """One topology's summary; ``degraded`` is why it cannot be (re)scheduled (None when it can),
+    to which workers that keep exiting are added (``exits``: :func:`slot_exits`);
+    ``worker_restarts`` sums the restarts of its workers' slots."""
     workers = assignment.workers() if assignment is not None else {}
+    exits = exits or {}
+    degraded = "; ".join(r for r in (degraded, crash_loops(assignment, exits)) if r) or None
     return {"id": base.topology_id, "name": base.name, "status": base.status,
             "num_workers": len(workers), "requested_workers": base.num_workers,
             "num_executors": len(assignment.executors) if assignment is not None else 0,
             "uptime_secs": round(max(0.0, now - base.launch_time), 1), "owner": base.owner,
+            "worker_restarts": sum(int(r.get("restarts") or 0) for r in exits.values()),
             "degraded": degraded}
 
 
 def cluster_summary(nimbus: Mapping[str, Any], supervisors: Mapping[str, SupervisorInfo],
                     bases: Mapping[str, StormBase], assignments: Mapping[str, Assignment],
-                    now: float, degraded: Mapping[str, str | None] | None = None) -> dict[str, Any]:
+                    now: float, degraded: Mapping[str, str | None] | None = None,
+                    nimbuses: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The ``get_cluster_info`` document (``degraded``: topology id → reason, see
-    :func:`topology_summary`)."""
+    :func:`topology_summary`; ``nimbuses``: :func:`nimbus_summaries`, this Nimbus alone when
+    not given)."""
     used: dict[str, set[int]] = {}
     for assignment in assignments.values():
         for node, port in assignment.executors.values():
             used.setdefault(node, set()).add(port)
     return {
         "nimbus": dict(nimbus),
+        "nimbuses": nimbuses if nimbuses is not None else nimbus_summaries({}, nimbus, None, now),
         "supervisors": [supervisor_summary(info, len(used.get(sid, ())), now)
                         for sid, info in sorted(supervisors.items())],
-        "topologies": [topology_summary(base, assignments.get(tid), now, (degraded or {}).get(tid))
+        "topologies": [topology_summary(base, assignments.get(tid), now, (degraded or {}).get(tid),
+                                        slot_exits(supervisors, assignments.get(tid)))
                        for tid, base in sorted(bases.items(), key=lambda kv: kv[1].name)],
     }
 
 
 def topology_info(base: StormBase, assignment: Assignment | None, layout: TaskLayout | None,
                   beats: Mapping[tuple[str, int], WorkerHeartbeat], errors: Mapping[str, list[ErrorInfo]],
-                  now: float, degraded: str | None = None) -> dict[str, Any]:
-    """The ``get_topology_info`` document."""
-    doc = topology_summary(base, assignment, now, degraded)
+                  now: float, degraded: str | None = None,
+                  supervisors: Mapping[str, SupervisorInfo] | None = None) -> dict[str, Any]:
+    """The ``get_topology_info`` document; each worker with its slot's ``restarts`` and
+    ``last_exit`` (from ``supervisors``' records, see :func:`slot_exits`)."""
+    exits = slot_exits(supervisors or {}, assignment)
+    doc = topology_summary(base, assignment, now, degraded, exits)
     workers = []
     assigned_beats = []
     for (node, port), executors in (assignment.workers() if assignment is not None else {}).items():
         beat = beats.get((node, port))
         if beat is not None:
             assigned_beats.append(beat)
+        record = exits.get((node, port), {})
         workers.append({"node": node, "host": assignment.node_host.get(node, "") if assignment else "",
                         "port": port, "executors": [list(e) for e in executors],
                         "uptime_secs": round(beat.uptime, 1) if beat is not None else None,
                         "heartbeat_age_secs": round(max(0.0, now - beat.time), 1) if beat is not None
-                        else None})
+                        else None,
+                        "restarts": int(record.get("restarts") or 0), "last_exit": record.get("last_exit"),
+                        "crash_looping": bool(record.get("crash_looping"))})
     stats = aggregate_stats(assigned_beats)
     metrics: dict[str, dict[str, Any]] = {}
     for beat in assigned_beats:

@@ -7,10 +7,11 @@ Contract of :class:`Supervisor` (see also docs/cluster-contract.md):
   still running from a previous run of this id (pid file + process identity; their heartbeats are
   then judged like any other; :mod:`~stormpy.supervisor.adoption`), registers the ephemeral
   ``SupervisorInfo`` and starts three threads: heartbeat (re-registers every
-  ``supervisor.heartbeat.frequency.secs``, publishing its ``worker_launches`` and
-  ``worker_restarts`` counters in ``SupervisorInfo.stats``), sync, download. All three are
-  :class:`~stormpy.host.service.Service` loops (download's is the DownloadQueue's). Slow
-  downloads or worker launches never delay the heartbeat.
+  ``supervisor.heartbeat.frequency.secs``, and at once after a worker restart, publishing its
+  ``worker_launches`` and ``worker_restarts`` counters in ``SupervisorInfo.stats`` and each
+  slot's restarts, last exit reason and crash loop in ``SupervisorInfo.workers``), sync,
+  download. All three are :class:`~stormpy.host.service.Service` loops (download's is the
+  DownloadQueue's). Slow downloads or worker launches never delay the heartbeat.
 * Sync runs on every ZooKeeper change of the assignments and at least every
   ``supervisor.monitor.frequency.secs``, and when a worker exits: it queues downloads of missing
   topologies, stops workers no longer assigned (or whose executors changed), restarts workers that
@@ -261,9 +262,14 @@ class Supervisor(Daemon):
 
     def _register(self) -> None:
         assert self.state is not None and self.supervisor_id is not None
+        workers: list[dict[str, Any]] = []
+        if self._reconciler is not None:
+            running = [(port, h.launched_at) for port, h in self._reconciler.snapshot().items()]
+            workers = self._reconciler.exits.records(running, time.time())
         self.state.register_supervisor(SupervisorInfo(
             supervisor_id=self.supervisor_id, host=self.host, ports=self.ports,
-            start_time=self.start_time, version=stormpy.__version__, stats=dict(self.counters)))
+            start_time=self.start_time, version=stormpy.__version__, stats=dict(self.counters),
+            workers=tuple(workers)))
 
     # -- sync ----------------------------------------------------------------------------------
     def _read_assignments(self) -> dict[str, Assignment]:
@@ -286,7 +292,10 @@ class Supervisor(Daemon):
         for topology_id in sorted({la.topology_id for la in desired.values()}):
             if not self.dirs.is_downloaded(topology_id) and self._downloads is not None:
                 self._downloads.request(topology_id)
+        restarts = self.counters["worker_restarts"]
         self._reconciler.replace(desired)
+        if self.counters["worker_restarts"] != restarts:
+            self._heartbeat.wake()  # publish the restart (and why) now, not at the next heartbeat
         if not self._sync.stopping:
             self._reconciler.launch(desired)
         self._clean_up(desired)

@@ -3,8 +3,10 @@
 Contract:
 
 * :func:`launch_worker` starts ``sys.executable -m stormpy.worker.process ...`` in its own session
-  (process group = its pid), cwd = its worker directory, stdin closed, stdout/stderr appended to
-  the worker log; it writes the pid file and removes the previous heartbeat first, so a heartbeat
+  (process group = its pid), cwd = the topology's code dir (the unpacked bundle, so a component
+  opens a file shipped in the bundle by its relative path, as shell components do), stdin closed,
+  stdout/stderr appended to the worker log (``log_offset``: where this run's lines begin); it
+  writes the pid file and removes the previous heartbeat first, so a heartbeat
   present afterwards always belongs to this process.
 * :class:`WorkerHandle` covers both workers this supervisor started (a Popen, reaped by it) and
   workers adopted after a restart (only a pid; identity checked by the process's command line,
@@ -70,6 +72,8 @@ class WorkerHandle:
     executors: tuple[tuple[int, int], ...] | None
     proc: subprocess.Popen[bytes] | None = None
     adopted: bool = False
+    #: size of the worker log when this worker was launched (its own lines follow)
+    log_offset: int = 0
 
     def exit_code(self) -> int | None:
         """None while it runs; its exit code (negative: killed by that signal; -1 for an adopted
@@ -114,10 +118,13 @@ def launch_worker(dirs: SupervisorDirs, topology_id: str, port: int,
            "--supervisor-id", dirs.supervisor_id, "--port", str(int(port)),
            "--local-dir", str(dirs.local_dir), "--conf-file", str(dirs.conf_file)]
     with open(log_path, "ab") as out:
+        offset = out.seek(0, os.SEEK_END)
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                cwd=worker_dir, env=env, start_new_session=True, close_fds=True)
+                                cwd=dirs.code_dir(topology_id), env=env, start_new_session=True,
+                                close_fds=True)
     write_pid(dirs.pid_file(topology_id, port), proc.pid)
-    return WorkerHandle(topology_id, int(port), proc.pid, time.time(), tuple(executors), proc)
+    return WorkerHandle(topology_id, int(port), proc.pid, time.time(), tuple(executors), proc,
+                        log_offset=offset)
 
 
 def wait_for_exit(handle: WorkerHandle) -> None:

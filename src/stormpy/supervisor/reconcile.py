@@ -13,8 +13,11 @@
 * :meth:`~WorkerReconciler.launch` starts every missing worker whose code is downloaded and whose
   relaunch is not held back; ``on_exit()`` is called (from a watcher thread) when a launched
   worker exits, unless ``stopping()`` is true by then.
-* ``counters`` counts ``worker_launches`` and ``worker_restarts``; ``workers`` (port → handle) is
-  guarded by ``lock`` (held across a launch, so a snapshot never sees a half-started slot).
+* ``counters`` counts ``worker_launches`` and ``worker_restarts``; ``exits``
+  (:class:`~stormpy.supervisor.exits.WorkerExits`) keeps per slot the restarts of failed workers
+  (exited, or stopped for a stale or missing heartbeat) and the last exit's reason, for the
+  supervisor's ZooKeeper record; ``workers`` (port → handle) is guarded by ``lock`` (held across
+  a launch, so a snapshot never sees a half-started slot).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import time
 from collections.abc import Callable
 
 from stormpy.cluster.local_layout import SupervisorDirs
+from stormpy.supervisor.exits import WorkerExits, last_logged_error
 from stormpy.supervisor.launcher import (
     RelaunchBackoff,
     WorkerHandle,
@@ -60,6 +64,7 @@ class WorkerReconciler:
         self.workers: dict[int, WorkerHandle] = {}
         self.lock = threading.RLock()
         self._relaunch = RelaunchBackoff()
+        self.exits = WorkerExits()
 
     def snapshot(self) -> dict[int, WorkerHandle]:
         """port → handle of every worker run now (a copy)."""
@@ -77,6 +82,7 @@ class WorkerReconciler:
         """Stop workers that are unassigned, reassigned, dead or silent."""
         to_stop: list[tuple[WorkerHandle, bool]] = []
         now = time.time()
+        self.exits.retain({port: want.topology_id for port, want in desired.items()})
         with self.lock:
             for port, handle in list(self.workers.items()):
                 verdict = self._verdict(port, handle, desired.get(port), now)
@@ -111,6 +117,9 @@ class WorkerReconciler:
             del self.workers[port]
             handle.kill_group()
             delay = self._relaunch.note_exit(port, now - handle.launched_at)
+            error = last_logged_error(self.dirs.worker_log(handle.topology_id, port), handle.log_offset)
+            self.exits.exited(handle.topology_id, port, f"exit code {code}" + (f": {error}" if error else ""),
+                              now - handle.launched_at, now)
             self.log.warning("%s exited with code %s; restarting it%s", handle.describe(), code,
                              f" in {delay:g} s" if delay else "")
             return None
@@ -122,6 +131,7 @@ class WorkerReconciler:
         if reason is not None:
             self.log.warning("restarting %s: %s", handle.describe(), reason)
             self.counters["worker_restarts"] += 1
+            self.exits.exited(handle.topology_id, port, reason, now - handle.launched_at, now)
             return False
         return None
 

@@ -1,5 +1,11 @@
 """complete_topology: run a topology on fixed inputs and return everything each component emitted
-(Storm's ``Testing.completeTopology`` with ``MockedSources``)."""
+(Storm's ``Testing.completeTopology`` with ``MockedSources``).
+
+Under simulated time a run ends when every mocked tuple was emitted and its tuple tree completed
+(acked or failed): while some are still pending once the topology is quiet, simulated time moves
+on one second at a time (each step waited out until quiet), so tuples held by a windowed bolt see
+their window close and tuples nobody acks time out, at most
+``topology.message.timeout.secs`` + 1 simulated seconds (none with message timeouts off)."""
 
 from __future__ import annotations
 
@@ -9,10 +15,12 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from stormpy.config import message_timeout_secs
 from stormpy.local.cluster import LocalCluster
 from stormpy.testing import registry
 from stormpy.testing.acks import AckFailMapTracker
 from stormpy.testing.components import FixedTupleSpout
+from stormpy.topology.clock import SimulatedClock
 from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.imports import class_path
 from stormpy.topology.spec import TopologySpec
@@ -131,13 +139,21 @@ def complete_topology(topology: TopologySpec, mock_sources: MockData,
     lc = cluster or LocalCluster(simulated_time=True)
     name = f"complete-{id(spec)}"
     try:
-        lc.submit_topology(name, conf, spec, observer=observe, workers=workers)
+        worker = lc.submit_topology(name, conf, spec, observer=observe, workers=workers)
 
         def all_emitted() -> bool:
             with lock:
                 return all(len(emitted[key]) >= n for key, n in totals.items())
         lc.wait_for(all_emitted, timeout, "mock sources to emit every tuple")
         lc.wait_until_quiet(name, timeout)
+        if isinstance(lc.clock, SimulatedClock):  # wait out windows and timeouts (module doc)
+            total = sum(totals.values())
+            steps = (int(message_timeout_secs(worker.conf)) + 1
+                     if worker.conf.get("topology.enable.message.timeouts", True) else 0)
+            while steps > 0 and sum(len(log.acked) + len(log.failed)
+                                    for log in logs.values()) < total:
+                lc.advance_time(1.0)
+                steps -= 1
         stats = lc.get_stats(name)
         lc.kill_topology(name)
     finally:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import msgpack
@@ -42,6 +44,13 @@ class TopologyContext:
         self._off_loop = off_loop
         self._metrics: dict[str, Callable[[], Any]] = {}
         self._hooks: list[Any] = []
+
+    @property
+    def code_dir(self) -> Path:
+        """The directory of the topology's code: on a cluster, where the supervisor unpacked the
+        bundle (``worker.code.dir``, also the worker's working directory); in local mode, the
+        current directory. A file shipped in the bundle is ``context.code_dir / "its/path"``."""
+        return Path(self.conf.get("worker.code.dir") or os.getcwd())
 
     @property
     def off_loop(self) -> OffLoop:

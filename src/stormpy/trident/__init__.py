@@ -33,6 +33,7 @@ from stormpy.trident.state import (
     StateFactory,
     StateUpdater,
     TupleCollectionGet,
+    read_state,
 )
 from stormpy.trident.stream import ChainedAggregatorDeclarer, GroupedStream, Stream, TridentState
 from stormpy.trident.topology import TridentTopology
@@ -43,5 +44,5 @@ __all__ = [
     "GroupedStream", "MapFunction", "MapGet", "MapPutUpdater", "MapState", "Max", "Min",
     "NON_TRANSACTIONAL", "OPAQUE", "Operation", "ParquetWrite", "QueryFunction", "ReducerAggregator",
     "StateFactory", "StateUpdater", "Stream", "Sum", "TRANSACTIONAL", "TridentCollector",
-    "TridentState", "TridentTopology", "TridentTuple", "TupleCollectionGet",
+    "TridentState", "TridentTopology", "TridentTuple", "TupleCollectionGet", "read_state",
 ]

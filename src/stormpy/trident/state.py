@@ -13,11 +13,16 @@ ZooKeeper, where a replay repairs a partial write):
   applied: commits are in txid order and a transactional spout replays a batch identically);
 * ``opaque``: a key whose stored txid is the batch's is recomputed from ``previous`` (correct even
   when the replayed batch differs, as an opaque spout's may).
+
+:func:`read_state` reads a SQLite or ZooKeeper map state back as plain values (``{("the",):
+1000, ...}``), outside any topology: what a user inspects after a run, instead of the stored
+msgpack documents.
 """
 
 from __future__ import annotations
 
 import base64
+import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -37,7 +42,7 @@ from stormpy.trident.parquet import ParquetState
 
 __all__ = ["KINDS", "MapGet", "MapPutUpdater", "MapState", "NON_TRANSACTIONAL", "OPAQUE",
            "ParquetWrite", "QueryFunction",
-           "StateFactory", "StateUpdater", "TRANSACTIONAL", "TupleCollectionGet"]
+           "StateFactory", "StateUpdater", "TRANSACTIONAL", "TupleCollectionGet", "read_state"]
 
 NON_TRANSACTIONAL = "non_transactional"
 TRANSACTIONAL = "transactional"
@@ -245,6 +250,29 @@ class StateFactory:
             assert self.path is not None
             return ParquetState(self.path, context.task_index)
         return MapState(self.open_store(conf, context), self.kind)
+
+
+def read_state(factory: StateFactory,
+               conf: Mapping[str, Any] | None = None) -> dict[tuple[Any, ...], Any]:
+    """The current value of every key of the map state ``factory`` names, as plain Python:
+    ``{group key as a tuple: value}`` (``()`` is the key of an ungrouped aggregate), e.g.
+    ``read_state(StateFactory.sqlite("trident-wordcount.sqlite", "counts"))`` →
+    ``{("the",): 1000, ...}``. For SQLite and ZooKeeper states (``conf`` gives
+    ``storm.zookeeper.*`` when the factory names no servers); memory and default states live in a
+    running cluster, Parquet ones are read with pyarrow: a SettingError names the backend. A
+    SQLite file that does not exist is a SettingError too (a typo must not create an empty one)."""
+    if factory.backend not in ("sqlite", "zookeeper"):
+        raise SettingError("trident state backend",
+                           f"read_state reads sqlite and zookeeper states, not {factory.backend!r} "
+                           "(memory/default states live in the running cluster; read Parquet "
+                           "with pyarrow)")
+    if factory.backend == "sqlite" and not os.path.isfile(str(factory.path)):
+        raise SettingError("trident state path", f"no SQLite file {factory.path!r}")
+    store = factory.open_store(conf or {}, None)
+    try:
+        return {tuple(key): value for key, value in MapState(store, factory.kind).items()}
+    finally:
+        store.close()
 
 
 class QueryFunction(Operation):

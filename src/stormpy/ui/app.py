@@ -37,6 +37,7 @@ from stormpy.ui.source import ActionRefused, BackendUnavailable, NotFound, UiBac
 from stormpy.ui.stormdocs import (
     cluster_summary,
     component_doc,
+    executor_ranges,
     nimbus_summary,
     spec_tasks,
     supervisor_summary,
@@ -45,7 +46,7 @@ from stormpy.ui.stormdocs import (
     topology_workers,
     visualization,
 )
-from stormpy.ui.windows import WINDOWS, parse_window
+from stormpy.ui.windows import WINDOWS, WindowFigures, parse_window
 
 __all__ = ["BadRequest", "create_app", "parse_rebalance"]
 
@@ -136,10 +137,11 @@ def create_app(backend: UiBackend, *, clock: Callable[[], float] = time.time) ->
         except ValueError as exc:
             raise BadRequest(str(exc)) from None
 
-    def windows_of(topology_id: str) -> dict[str, Any]:
+    def windows_of(info: Mapping[str, Any]) -> dict[str, WindowFigures]:
         now = clock()
-        tracker = backend.window(topology_id)
-        return {w: (tracker.totals(w, now), tracker.span(w, now)) for w in WINDOWS}
+        tracker = backend.window(info["id"])
+        executors = executor_ranges(info)
+        return {w: tracker.figures(w, now, executors) for w in WINDOWS}
 
     def tasks_by_topology(cluster: Mapping[str, Any]) -> dict[str, int]:
         out = {}
@@ -184,7 +186,7 @@ def create_app(backend: UiBackend, *, clock: Callable[[], float] = time.time) ->
         info = backend.topology(request.path_params["id"])
         spec = backend.spec(info["id"])
         return JSONResponse(topology_doc(info, spec, _redacted(backend.topology_conf(info["id"])), window,
-                                         windows_of(info["id"]), clock()))
+                                         windows_of(info), clock()))
 
     @_json_errors
     def workers(request: Request) -> Response:
@@ -204,13 +206,12 @@ def create_app(backend: UiBackend, *, clock: Callable[[], float] = time.time) ->
         get(request)
         window = window_of(request)
         info, spec, name = _component(request)
-        return JSONResponse(component_doc(info, spec, name, window, windows_of(info["id"]), clock()))
+        return JSONResponse(component_doc(info, spec, name, window, windows_of(info), clock()))
 
     def _visualization(request: Request) -> dict[str, Any]:
         window = window_of(request)
         info = backend.topology(request.path_params["id"])
-        totals, span = windows_of(info["id"])[window]
-        return visualization(backend.spec(info["id"]), info, totals, span)
+        return visualization(backend.spec(info["id"]), info, windows_of(info)[window])
 
     @_json_errors
     def vis(request: Request) -> Response:

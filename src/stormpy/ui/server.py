@@ -2,10 +2,10 @@
 :func:`run_ui` (the foreground ``stormpy ui``).
 
 Contract: the server binds ``ui.host``:``ui.port`` (port 0 picks a free one, see
-:attr:`UiServer.port`), starts the heartbeat sampler, and on :meth:`UiServer.stop` (or SIGTERM /
-Ctrl-C for :func:`run_ui`) stops serving, stops the sampler and closes its Nimbus and ZooKeeper
-connections. Neither Nimbus nor ZooKeeper has to be up for the UI to start: until they are, the
-API answers 503.
+:attr:`UiServer.port`; ``stormpy ui`` prints the address it binds, :attr:`UiServer.bound`), starts
+the heartbeat sampler, and on :meth:`UiServer.stop` (or SIGTERM / Ctrl-C for :func:`run_ui`) stops
+serving, stops the sampler and closes its Nimbus and ZooKeeper connections. Neither Nimbus nor
+ZooKeeper has to be up for the UI to start: until they are, the API answers 503.
 """
 
 from __future__ import annotations
@@ -48,8 +48,16 @@ class UiServer:
 
     @property
     def url(self) -> str:
-        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
-        return f"http://{host}:{self.port}"
+        """Where a browser on this host reaches the UI (127.0.0.1 / ::1 when it binds every
+        interface)."""
+        host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(self.host, self.host)
+        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
+
+    @property
+    def bound(self) -> str:
+        """The address the UI actually binds, ``host:port`` (``0.0.0.0:8080`` when it binds every
+        interface)."""
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
 
     def start(self, timeout_secs: float = 20.0) -> UiServer:
         """Start the sampler and serve; return once the server accepts requests."""
@@ -92,8 +100,10 @@ def run_ui(conf: Mapping[str, Any], *, nimbus_address: str | None = None,
     """Serve in the foreground until ``stop`` is set (the CLI sets it on SIGTERM / Ctrl-C)."""
     stop = stop or threading.Event()
     server = UiServer(conf, nimbus_address=nimbus_address).start()
-    echo(f"stormpy UI serving on {server.url} (Nimbus {server.backend.client.address}); "
-         f"metrics on {server.url}/metrics")
+    every = server.host in ("0.0.0.0", "::", "")
+    echo(f"stormpy UI serving on {server.bound}" + (f" (every interface; {server.url} from this host)"
+                                                     if every else f" ({server.url})")
+         + f", Nimbus {server.backend.client.address}; metrics on {server.url}/metrics")
     try:
         server.wait(stop)
     finally:

@@ -166,7 +166,11 @@ class UiBackend:
         for topology_id in state.heartbeat_topologies():
             beats = state.worker_heartbeats(topology_id)
             seen.add(topology_id)
-            self.window(topology_id).observe(beats.values(), now)
+            tracker = self.window(topology_id)
+            if tracker.launched is None:  # where carried counters began (see ui/windows.py)
+                base = state.storm_base(topology_id)
+                tracker.launched = base.launch_time if base is not None else None
+            tracker.observe(beats.values(), now)
             self.latest[topology_id] = dict(beats)
         for gone in set(self.latest) - seen:
             self.latest.pop(gone, None)

@@ -5,11 +5,17 @@ docs/windowing-state.md.
 Built on the public topology API: ``SomeWindowedBolt.with_window(...)`` is passed to
 ``TopologyBuilder.set_bolt`` and runs as an executor wrapping the user's bolt (internal:
 ``stormpy.windowing.bolt.WindowedBoltExecutor``).
+
+``JoinBolt`` (Storm's ``org.apache.storm.bolt.JoinBolt``) joins streams by key over such a window
+(:mod:`stormpy.windowing.join`), ``IntervalJoinBolt`` two keyed streams by event-time interval
+(:mod:`stormpy.windowing.interval_join`); docs/joins.md.
 """
 
 from stormpy.windowing.bolt import LATE_FIELDS, WindowedBolt, WindowedBoltSpec
 from stormpy.windowing.config import Count, Duration, WindowConfig, WindowConfigError
+from stormpy.windowing.interval_join import IntervalJoinBolt
+from stormpy.windowing.join import JoinBolt
 from stormpy.windowing.manager import Window, WindowManager
 
-__all__ = ["LATE_FIELDS", "Count", "Duration", "Window", "WindowConfig", "WindowConfigError",
-           "WindowManager", "WindowedBolt", "WindowedBoltSpec"]
+__all__ = ["LATE_FIELDS", "Count", "Duration", "IntervalJoinBolt", "JoinBolt", "Window",
+           "WindowConfig", "WindowConfigError", "WindowManager", "WindowedBolt", "WindowedBoltSpec"]

@@ -10,9 +10,12 @@ Declaring::
 
 Time: processing time advances with tick tuples (period :meth:`WindowConfig.tick_ms`), so it
 follows ``LocalCluster(simulated_time=True)``; a tuple's processing timestamp is the end of the
-tick period it arrived in. Event time reads each tuple's timestamp (ms) from a field or an
-extractor; every watermark interval the watermark becomes the smallest, over the input streams,
-of the largest timestamp seen, minus the lag, and windows below it are evaluated.
+tick period it arrived in. Processing timestamps are epoch milliseconds (Storm's
+``TupleWindow.getEndTimestamp``): they start from the wall clock when the bolt is prepared; under
+simulated time they start from a simulated epoch 0 at that moment, so tests compute them by hand.
+Event time reads each tuple's timestamp (ms) from a field or an extractor; every watermark interval
+the watermark becomes the smallest, over the input streams, of the largest timestamp seen, minus
+the lag, and windows below it are evaluated.
 
 Acking (Storm's): the executor acks an input once it left every window it can belong to (late
 tuples once routed or dropped); ``emit`` inside ``execute(window)`` anchors to the window's
@@ -22,6 +25,7 @@ tuples unless anchors are given. The user bolt must not ack or fail inputs itsel
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -146,7 +150,7 @@ class WindowedBoltExecutor(Bolt):
         bolt_cls, self.cfg, user = _target({"_window": _window, "_bolt": _bolt, **kwargs})
         self.bolt: WindowedBolt = bolt_cls(**user)
         self.manager = WindowManager(self.cfg, on_window=self._evaluate)
-        self.now = 0  # tick time, ms
+        self.now = 0  # processing time, epoch ms (set at prepare)
         tick = self.cfg.tick_ms()
         self.tick = tick or 0
         self.late_dropped = 0
@@ -157,6 +161,9 @@ class WindowedBoltExecutor(Bolt):
 
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         me = context.component_id
+        # processing time: epoch ms from now on (a simulated epoch 0 when time is simulated)
+        self.now = 0 if context.clock.simulated else int(time.time() * 1000)
+        self.manager.origin = self.now
         timeout = message_timeout_secs(conf)
         need = self.cfg.required_timeout_secs()
         if need and conf.get("topology.enable.message.timeouts", True) and timeout < need:
@@ -183,6 +190,15 @@ class WindowedBoltExecutor(Bolt):
 
     def cleanup(self) -> None:
         self.bolt.cleanup()
+
+    def held_tuples(self) -> int:
+        """The input tuples that wait for a timer to be evaluated: in processing time with a
+        duration interval, those no window took yet (the worker reports them,
+        ``Worker.held_tuples``: a run waiting for its next window is not idle). Tuples waiting
+        for more input (count intervals, event-time watermarks) are not counted."""
+        if self.cfg.event_time or not isinstance(self.cfg.slide, Duration):
+            return 0
+        return self.manager.unevaluated()
 
     # -- emits -----------------------------------------------------------------------------------
     def _anchors(self, anchors: Any) -> Any:

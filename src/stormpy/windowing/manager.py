@@ -47,11 +47,11 @@ class Event:
 class Window:
     """What ``WindowedBolt.execute`` receives: ``get()`` every tuple in the window (oldest first),
     ``get_new()`` those not in the previous window, ``get_expired()`` those of the previous window
-    that left it; ``end_timestamp`` is the reference time (ms: tick time in processing time, event
-    time otherwise) and ``start_timestamp`` ``end - length`` for time windows, the oldest tuple's
-    timestamp for count windows. ``get()`` builds its list when called (so a bolt that only uses
-    ``get_new``/``get_expired`` pays for what changed, not for the whole window); a window is
-    valid during ``execute`` only."""
+    that left it; ``end_timestamp`` is the reference time (ms: epoch ms of processing time, as
+    Storm's ``TupleWindow``, or event time) and ``start_timestamp`` ``end - length`` for time
+    windows, the oldest tuple's timestamp for count windows. ``get()`` builds its list when
+    called (so a bolt that only uses ``get_new``/``get_expired`` pays for what changed, not for
+    the whole window); a window is valid during ``execute`` only."""
 
     __slots__ = ("_events", "_begin", "_stop", "_new", "_expired", "start_timestamp",
                  "end_timestamp")
@@ -97,11 +97,13 @@ class WindowManager:
     evaluate, in order, and the tuples that left every window for good (to ack after)."""
 
     def __init__(self, config: WindowConfig,
-                 on_window: Callable[[Window], None] | None = None) -> None:
+                 on_window: Callable[[Window], None] | None = None, origin: int = 0) -> None:
         """With ``on_window``, each window is handed to it as soon as it is complete (valid during
         the call) and the returned window lists stay empty; without, windows are detached copies
-        returned to the caller."""
+        returned to the caller. ``origin`` (ms) is where processing time starts: duration
+        intervals fire at ``origin + k * interval``."""
         self.cfg = config
+        self.origin = origin
         self.on_window = on_window
         self.events: list[Event] = []
         self._keys: list[tuple[int, int]] = []
@@ -116,6 +118,13 @@ class WindowManager:
 
     def __len__(self) -> int:
         return len(self.events)
+
+    def unevaluated(self) -> int:
+        """How many held events no window evaluated yet (they arrived after the last one)."""
+        prev = self._prev
+        if prev is None:
+            return len(self.events)
+        return len(self.events) - bisect.bisect_right(self._keys, prev[1])
 
     # -- input -----------------------------------------------------------------------------------
     def add(self, tup: Any, ts: int) -> tuple[list[Window], list[Any]]:
@@ -146,7 +155,7 @@ class WindowManager:
             return [], []
         step = self.cfg.slide.ms
         if self._next_end is None:
-            self._next_end = step
+            self._next_end = self.origin + step
         windows: list[Window] = []
         evicted: list[Any] = []
         while self._next_end <= now:

@@ -46,7 +46,7 @@ from stormpy.worker.task_errors import TaskErrors
 from stormpy.worker.task_timers import TaskTimers
 from stormpy.worker.tasks import TaskRunner
 from stormpy.worker.transfer import Transfer
-from stormpy.worker.worker_stats import spout_pending, task_docs
+from stormpy.worker.worker_stats import held_tuples, spout_pending, task_docs
 
 log = logging.getLogger("stormpy.worker")
 
@@ -208,6 +208,11 @@ class Worker:
         """Per spout component (system spouts included), the tuple trees its local tasks wait on
         (emitted with a message id, neither acked nor failed yet; a plain read, any thread)."""
         return spout_pending(self._spouts)
+
+    def held_tuples(self) -> dict[str, int]:
+        """Per bolt component, the input tuples it holds waiting for a timer (a windowed bolt's
+        open windows; ``worker_stats.held_tuples``; a plain read, any thread)."""
+        return held_tuples(self._runners)
 
     # -- the loop ------------------------------------------------------------------------------
     def tune_gc(self) -> None:

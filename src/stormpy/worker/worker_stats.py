@@ -1,5 +1,5 @@
-"""What a worker reports about its tasks (``Worker.task_stats``, ``Worker.spout_pending``):
-plain reads of the task runners' counters, safe from any thread."""
+"""What a worker reports about its tasks (``Worker.task_stats``, ``Worker.spout_pending``,
+``Worker.held_tuples``): plain reads of the task runners' counters, safe from any thread."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from stormpy.worker.spout_task import SpoutTask
 from stormpy.worker.tasks import TaskRunner
 
-__all__ = ["spout_pending", "task_docs"]
+__all__ = ["held_tuples", "spout_pending", "task_docs"]
 
 
 def task_docs(runners: Sequence[TaskRunner], queue_full: Sequence[int],
@@ -33,3 +33,18 @@ def spout_pending(spouts: Sequence[SpoutTask]) -> dict[str, int]:
     for r in spouts:
         pending[r.component_id] = pending.get(r.component_id, 0) + r.n_pending
     return pending
+
+
+def held_tuples(runners: Sequence[TaskRunner]) -> dict[str, int]:
+    """Per bolt component that holds input tuples waiting for a timer, how many it holds now
+    (only components with some). A bolt takes part by defining ``held_tuples() -> int`` (a
+    windowed bolt: the tuples in its open windows); it must be a cheap plain read, callable
+    from any thread."""
+    held: dict[str, int] = {}
+    for r in runners:
+        count = getattr(r.instance, "held_tuples", None)
+        if count is not None and not r.is_spout:
+            n = int(count())
+            if n:
+                held[r.component_id] = held.get(r.component_id, 0) + n
+    return held

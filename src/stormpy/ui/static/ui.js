@@ -80,7 +80,7 @@
         api("/api/v1/topology/summary"), api("/api/v1/supervisor/summary")]);
       kv("cluster-summary", cluster, ["stormVersion", "supervisors", "topologies", "slotsUsed", "slotsFree", "slotsTotal", "executorsTotal", "tasksTotal"]);
       table("nimbus-summary", [["Host", "host"], ["Port", "port", {num: 1}], ["Status", "status"], ["Version", "version"], ["Uptime", "nimbusUpTime"]], nimbus.nimbuses);
-      table("topology-summary", [["Name", "name", {link: r => "/topology.html?id=" + encodeURIComponent(r.id)}], ["Id", "id"], ["Owner", "owner"], ["Status", "status", {cls: statusCls}], ["Uptime", "uptime"], ["Workers", "workersTotal", {num: 1}], ["Executors", "executorsTotal", {num: 1}], ["Tasks", "tasksTotal", {num: 1}], ["Degraded", "degraded", {cls: () => "error"}]], topologies.topologies);
+      table("topology-summary", [["Name", "name", {link: r => "/topology.html?id=" + encodeURIComponent(r.id)}], ["Id", "id"], ["Owner", "owner"], ["Status", "status", {cls: statusCls}], ["Uptime", "uptime"], ["Workers", "workersTotal", {num: 1}], ["Executors", "executorsTotal", {num: 1}], ["Tasks", "tasksTotal", {num: 1}], ["Worker restarts", "workerRestarts", {num: 1}], ["Degraded", "degraded", {cls: () => "error"}]], topologies.topologies);
       supervisorTable(supervisors);
     },
     async topology() {
@@ -90,7 +90,7 @@
         api(base + "?window=" + win()),
         fetch(base + "/graph.svg?window=" + win(), {headers: headers({"Accept": "image/svg+xml"})}).then(r => r.ok ? r.text() : "")]);
       document.getElementById("page-title").textContent = "Topology " + doc.name;
-      table("topology-info", [["Name", "name"], ["Id", "id"], ["Owner", "owner"], ["Status", "status", {cls: statusCls}], ["Uptime", "uptime"], ["Workers", "workersTotal", {num: 1}], ["Executors", "executorsTotal", {num: 1}], ["Tasks", "tasksTotal", {num: 1}], ["Message timeout (s)", "msgTimeout", {num: 1}], ["Degraded", "degraded", {cls: () => "error"}]], [doc]);
+      table("topology-info", [["Name", "name"], ["Id", "id"], ["Owner", "owner"], ["Status", "status", {cls: statusCls}], ["Uptime", "uptime"], ["Workers", "workersTotal", {num: 1}], ["Executors", "executorsTotal", {num: 1}], ["Tasks", "tasksTotal", {num: 1}], ["Message timeout (s)", "msgTimeout", {num: 1}], ["Worker restarts", "workerRestarts", {num: 1}], ["Degraded", "degraded", {cls: () => "error"}]], [doc]);
       if (svg) document.getElementById("topology-graph").innerHTML = svg;
       table("topology-stats", [["Window", "windowPretty"], ["Emitted", "emitted", {num: 1}], ["Transferred", "transferred", {num: 1}], ["Complete latency (ms)", "completeLatency", {num: 1}], ["Acked", "acked", {num: 1}], ["Failed", "failed", {num: 1}]], doc.topologyStats);
       const link = (r, key) => "/component.html?topology_id=" + encodeURIComponent(id) + "&id=" + encodeURIComponent(r[key]);
@@ -98,7 +98,7 @@
       table("bolts-table", [["Id", "boltId", {link: r => link(r, "boltId")}], ["Executors", "executors", {num: 1}], ["Tasks", "tasks", {num: 1}], ...statsCols("bolt"), errorCell], doc.bolts);
       const errors = [...doc.spouts.map(s => Object.assign({component: s.spoutId}, s)), ...doc.bolts.map(b => Object.assign({component: b.boltId}, b))].filter(r => r.lastError);
       table("errors-table", [["Component", "component"], ["Host", "errorHost"], ["Port", "errorPort", {num: 1}], ["Seconds ago", "errorLapsedSecs", {num: 1}], ["Error", "lastError", {cls: () => "error"}]], errors);
-      table("workers-table", [["Host", "host"], ["Port", "port", {num: 1}], ["Supervisor", "supervisorId"], ["Uptime", "uptime"], ["Executors", r => r.executors.map(e => "[" + e.join("-") + "]").join(" ")]], doc.workers);
+      table("workers-table", [["Host", "host"], ["Port", "port", {num: 1}], ["Supervisor", "supervisorId"], ["Uptime", "uptime"], ["Executors", r => r.executors.map(e => "[" + e.join("-") + "]").join(" ")], ["Restarts", "restarts", {num: 1}], ["Last exit", "lastExit", {cls: r => r.crashLooping ? "error" : ""}]], doc.workers);
     },
     async component() {
       const tid = params.get("topology_id"), cid = params.get("id");

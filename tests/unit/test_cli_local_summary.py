@@ -1,0 +1,130 @@
+"""``stormpy local``'s summary through click's runner: waiting for a window is not idle
+(``--idle-stop`` lets a tumbling window close and its tuples complete), the summary says why the
+run stopped and how many spout tuples were still pending, a ttl that cuts an open window says so,
+and a component's traceback is printed as written (``[...]`` is not read as markup)."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from stormpy.cli.main import cli
+
+TOPOLOGIES = '''
+from stormpy.topology import Bolt, Spout, TopologyBuilder
+from stormpy.windowing import Duration, WindowedBolt
+
+
+class Lines(Spout):
+    """Five reliable access-log lines, then nothing."""
+
+    outputs = ["line"]
+
+    def open(self, conf, context):
+        self.left = 5
+
+    def next_tuple(self):
+        if self.left:
+            self.left -= 1
+            self.emit([f"10.0.0.{self.left} /index.html {200 if self.left else 'oops'}"],
+                      msg_id=self.left)
+
+
+class Parse(Bolt):
+    outputs = ["ip", "path", "status"]
+
+    def execute(self, tup):
+        ip, path, status = tup["line"].split()
+        self.emit([ip, path, int(status)])
+        self.ack(tup)
+
+
+class CountWindow(WindowedBolt):
+    outputs = ["n", "end"]
+
+    def execute(self, window):
+        self.emit([len(window), window.end_timestamp])
+
+
+def windowed(seconds):
+    builder = TopologyBuilder()
+    builder.set_spout("lines", Lines)
+    builder.set_bolt("count", CountWindow.with_tumbling_window(Duration(seconds=seconds))
+                     ).shuffle_grouping("lines")
+    return builder.create_topology()
+
+
+short_window = windowed(2)
+long_window = windowed(30)
+
+
+def parsing():
+    builder = TopologyBuilder()
+    builder.set_spout("lines", Lines)
+    builder.set_bolt("parse", Parse).shuffle_grouping("lines")
+    return builder.create_topology()
+
+
+broken = parsing()
+'''
+
+_names = itertools.count()
+
+
+@pytest.fixture
+def module(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    """The topologies above as a fresh module in ``tmp_path`` (its name unique per test)."""
+    name = f"newcomer_topologies_{next(_names)}"
+    (tmp_path / f"{name}.py").write_text(textwrap.dedent(TOPOLOGIES))
+    yield tmp_path, name
+    sys.modules.pop(name, None)
+    if str(tmp_path) in sys.path:
+        sys.path.remove(str(tmp_path))
+
+
+def run_local(module: tuple[Path, str], attr: str, *args: str) -> Result:
+    path, name = module
+    return CliRunner().invoke(cli, ["local", str(path), f"{name}:{attr}", "--name", attr, *args],
+                              env={"COLUMNS": "200"})
+
+
+def row(output: str, component: str) -> list[str]:
+    for line in output.splitlines():
+        cells = [c.strip() for c in line.split("│")]
+        if len(cells) > 6 and cells[1] == component:
+            return cells
+    raise AssertionError(f"no row for {component} in:\n{output}")
+
+
+def test_idle_stop_waits_for_a_tumbling_window_and_says_why_it_stopped(
+        module: tuple[Path, str]) -> None:
+    res = run_local(module, "short_window", "--idle-stop", "1", "--ttl", "120")
+    assert res.exit_code == 0, res.output
+    lines = row(res.output, "lines")
+    assert lines[3] == "5" and lines[6] == "5", res.output  # emitted, acked: the window closed
+    assert row(res.output, "count")[3] == "1"  # one window evaluated
+    assert "stopped: finished: idle for 1 s" in res.output
+    assert "0 spout tuple(s) still pending" in res.output
+
+
+def test_a_ttl_that_cuts_an_open_window_says_so(module: tuple[Path, str]) -> None:
+    res = run_local(module, "long_window", "--ttl", "2",
+                    "-c", "topology.message.timeout.secs=120")
+    assert res.exit_code == 0, res.output
+    assert "stopped: ttl of 2 s reached; 5 spout tuple(s) still pending" in res.output
+    assert "window(s) were still open: 'count' (5 tuple(s)) not evaluated yet" in res.output
+
+
+def test_a_component_traceback_is_printed_as_written(module: tuple[Path, str]) -> None:
+    res = run_local(module, "broken", "--ttl", "120")
+    assert res.exit_code == 1, res.output
+    assert "stopped: a component failed" in res.output
+    assert "last error of parse:" in res.output
+    assert "self.emit([ip, path, int(status)])" in res.output
+    assert "ValueError: invalid literal for int() with base 10: 'oops'" in res.output
