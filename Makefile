@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
 .PHONY: run test lint docs zookeeper redis java kafka kinesalite chromium netns-tools test-partitions bench bench-cluster clean mutate mutate-summary mutate-survivors \
-        mutate-recheck
+        mutate-recheck fuzz
 
 $(BIN)/python:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "python3.11 is required"; exit 1; }
@@ -154,6 +154,14 @@ mutate-survivors: $(STAMP)
 ## mutate-recheck: run only MODULE's surviving mutants again (after adding tests)
 mutate-recheck: $(STAMP)
 	$(BIN)/python tools/mutate.py recheck $(MODULE)
+
+## fuzz: coverage-guided fuzzing (atheris) of every decoder of outside input, one target after the
+## other for FUZZ_SECONDS each (TARGET=rpc_frames for one); not part of `make test`. See docs/testing.md.
+FUZZ_SECONDS ?= 120
+TARGET ?=
+fuzz: $(STAMP)
+	@$(BIN)/python -c 'import atheris' 2>/dev/null || $(BIN)/pip install -q -e '.[fuzz]'
+	$(BIN)/python tests/fuzz/run_fuzz.py --seconds $(FUZZ_SECONDS) $(TARGET)
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .tools .mutmut

@@ -160,6 +160,29 @@ TARGETS: dict[str, Target] = {
                                 for part in ("base", "memory", "sqlite", "settings", "provider")),
                           tests=("tests/unit/test_state*.py", "tests/unit/test_local_state.py",
                                  "tests/unit/test_sqlite_store_open.py")),
+    # multilang: the protocol's checks, the JSON and msgpack framing, the shell components
+    # (restart backoff, max pending, the spout's one-command-at-a-time exchange, the watchdog)
+    # and the in-process pystorm adapter; the subprocess runs themselves are integration tests
+    # (tests/integration/test_multilang_*.py), too slow per mutant
+    "multilang": Target(tuple(f"src/stormpy/multilang/{part}.py"
+                              for part in ("protocol", "serializers", "shell", "shell_bolt",
+                                           "shell_spout", "process", "pystorm_adapter")),
+                        tests=("tests/unit/test_multilang_protocol.py",
+                               "tests/unit/test_multilang_serializers.py",
+                               "tests/unit/test_multilang_pystorm_adapter.py",
+                               "tests/unit/test_multilang_streamparse.py",
+                               "tests/unit/test_multilang_settings_at_submit.py")),
+    # Trident: the built-in operations, the planner (bolts, joins' groupings), the per-batch
+    # processors (aggregations, persistent state) and the map state of the three kinds
+    "trident": Target(tuple(f"src/stormpy/trident/{part}.py"
+                            for part in ("builtin", "planner", "processors", "state", "combine",
+                                         "stream")),
+                      tests=("tests/unit/test_trident_*.py",)),
+    # the Nimbus client: leader discovery over nimbus.seeds, the remembered leader, retries of a
+    # standby's refusals and the failover to the next seed
+    "nimbus-client": Target(("src/stormpy/nimbus/client.py", "src/stormpy/nimbus/leader_memo.py"),
+                            tests=("tests/unit/test_nimbus_client*.py", "tests/unit/test_nimbus_seeds.py",
+                                   "tests/unit/test_nimbus_lost_leadership.py")),
 }
 #: what ``make mutate`` runs when no target is named
 CORE = ("acker", "nimbus", "batching", "spark-bolt", "worker")

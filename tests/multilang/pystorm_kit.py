@@ -21,6 +21,18 @@ class RecordBolt(Bolt):
         self.emit([tup.values[0]])
 
 
+class UnanchoredBolt(Bolt):
+    """``auto_anchor = False``: emits its first value unanchored, except the word "anchored",
+    which it anchors explicitly."""
+
+    outputs = ["word"]
+    auto_anchor = False
+
+    def process(self, tup):
+        word = tup.values[0]
+        self.emit([word], anchors=[tup] if word == "anchored" else None)
+
+
 class TaskIdsBolt(Bolt):
     """Emits asking for task ids, then a direct emit to the first task of 'direct-sink'."""
 

@@ -33,6 +33,9 @@ class FakeClusterState:
         return sorted(self.marks)
 
     # supervisors
+    def nimbus_records(self) -> dict[str, dict[str, Any]]:
+        return {}  # no other Nimbus registered
+
     def supervisors(self, callback: Any = None) -> dict[str, SupervisorInfo]:
         return dict(self.sups)
 

@@ -63,6 +63,46 @@ def test_wake_runs_the_next_poll_before_it_is_due() -> None:
     assert rounds.calls == 2
 
 
+def test_a_wake_during_a_round_runs_one_more_round_at_once() -> None:
+    rounds = Rounds()
+
+    def woken_while_running() -> None:
+        rounds()
+        service.wake()  # as another thread's wake arriving during the round
+
+    service = Service("sim", woken_while_running, interval=10.0)
+    service.poll(now=0.0)
+    assert service.poll(now=1.0) == 11.0 and rounds.calls == 2
+    service2 = Service("sim2", rounds, interval=10.0)
+    service2.poll(now=0.0)
+    assert service2.poll(now=1.0) == 10.0 and rounds.calls == 3  # no wake: not due
+
+
+def test_a_wake_from_another_thread_while_the_round_runs_is_not_lost() -> None:
+    """A topology submitted while the replicator runs its round reaches the standby at once:
+    the wake that arrives mid-round starts the next round right after it, not an hour later."""
+    in_round, release, second = threading.Event(), threading.Event(), threading.Event()
+    calls: list[int] = []
+
+    def tick() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            in_round.set()
+            release.wait(60)
+        else:
+            second.set()
+
+    service = Service("mid-round", tick, interval=3600.0).start()
+    try:
+        wait_for(in_round.is_set, 30, "the first round")
+        service.wake()
+        release.set()
+        wait_for(second.is_set, 30, "the round the mid-round wake asked for")
+    finally:
+        release.set()
+        assert service.stop(timeout=30)
+
+
 def test_run_once_is_the_direct_seam() -> None:
     rounds = Rounds()
     service = Service("direct", rounds, interval=3.0)

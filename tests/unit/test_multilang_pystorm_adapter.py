@@ -56,6 +56,22 @@ def test_tuples_auto_anchoring_and_auto_ack() -> None:
     assert type(first.values).__name__ == "FeederDefaultTuple"  # the source stream's fields
 
 
+def test_a_bolt_without_auto_anchoring_emits_unanchored_unless_it_anchors() -> None:
+    """Both words fail downstream: only the explicitly anchored one fails its spout tuple."""
+    feeder = FeederSpout(["word"])
+    b = TopologyBuilder()
+    b.set_spout("feeder", feeder)
+    b.set_bolt("free", pystorm_component(kit.UnanchoredBolt)).shuffle_grouping("feeder")
+    b.set_bolt("judge", FailSome, kwargs={"fail": ["loose", "anchored"]}).shuffle_grouping("free")
+    with LocalCluster() as cluster:
+        cluster.submit_topology("t", {}, b.create_topology())
+        feeder.feed(["loose"], 1)
+        feeder.feed(["anchored"], 2)
+        wait_for(lambda: feeder.acked == [1] and feeder.failed == [2], 20,
+                 "the unanchored emit's failure not reaching its input, the anchored one's reaching it")
+        assert cluster.errors("t") == []
+
+
 def test_emits_answer_task_ids_and_direct_emits_go_to_the_task() -> None:
     feeder, sink, direct = FeederSpout(["word"]), Capture(), Capture()
     b = TopologyBuilder()

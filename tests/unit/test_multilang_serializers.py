@@ -14,6 +14,7 @@ from pystorm.serializers.json_serializer import JSONSerializer
 from pystorm.serializers.msgpack_serializer import MsgpackSerializer
 
 from stormpy.config import SettingError
+from stormpy.multilang import serializers
 from stormpy.multilang.serializers import (
     SERIALIZER_KEY,
     GarbageError,
@@ -62,6 +63,27 @@ def test_msgpack_garbage_is_named() -> None:
     decoder = MsgpackCodec().decoder()
     with pytest.raises(GarbageError, match="not msgpack"):
         decoder.feed(b"\xc1\xc1\xc1")  # 0xc1 is never used by msgpack
+
+
+def test_a_map_keyed_by_a_map_and_json_nested_past_the_parser_are_garbage() -> None:
+    with pytest.raises(GarbageError, match="not msgpack"):
+        MsgpackCodec().decoder().feed(b"\x81\x81\x01\x02\x03")  # {{1: 2}: 3}
+    with pytest.raises(GarbageError, match="not JSON"):
+        JsonCodec().decoder().feed(b"[" * 100_000 + b"\nend\n")
+
+
+@pytest.mark.parametrize("codec", [JsonCodec(), MsgpackCodec()], ids=["json", "msgpack"])
+def test_a_message_that_grows_past_the_bound_unfinished_is_garbage(
+        codec: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(serializers, "MAX_MESSAGE_BYTES", 1000)
+    decoder = codec.decoder()
+    unfinished = b"[" + b'"x",' * 100 if codec.name == "json" else b"\xdb\x00\x01\x00\x00" + b"x" * 400
+    assert decoder.feed(unfinished) == []
+    with pytest.raises(GarbageError, match="longer than 1000 bytes"):
+        for _ in range(5):
+            decoder.feed(b'"x",\n' * 100 if codec.name == "json" else b"x" * 400)
+    fresh = codec.decoder()  # what the restarted subprocess is read with
+    assert fresh.feed(codec.encode({"command": "sync"})) == [{"command": "sync"}]
 
 
 def _pystorm_reads(serializer_cls: type, data: bytes, count: int) -> list[Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -255,3 +256,34 @@ def test_a_closed_sqlite_store_names_itself_for_several_keys(tmp_path: Path) -> 
     with pytest.raises(StateUnavailableError) as err:
         s.put_many({"a": 1, "b": 2})
     assert str(err.value) == f"state {s.location}: store is closed"
+
+
+def test_concurrent_updates_through_two_connections_lose_no_increment(tmp_path: Path) -> None:
+    """update() is a compare-and-set across connections (two stores on one file, as two
+    processes open it): every read-modify-write lands, none overwrites another's."""
+    path = tmp_path / "cas.sqlite"
+    stores = [SqliteStore(path), SqliteStore(path)]
+    rounds, errors = 40, []
+
+    def bump(old: Any) -> int:
+        time.sleep(0.002)  # widen the read-to-write window another connection could slip into
+        return (old or 0) + 1
+
+    def work(store: SqliteStore) -> None:
+        try:
+            for _ in range(rounds):
+                store.update("n", bump)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in (*stores, *stores)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    try:
+        assert errors == [] and not any(t.is_alive() for t in threads)
+        assert stores[0].get("n") == stores[1].get("n") == rounds * len(threads)
+    finally:
+        for s in stores:
+            s.close()

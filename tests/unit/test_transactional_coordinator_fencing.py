@@ -13,7 +13,7 @@ import pytest
 from tx_coordinator_kit import OPENED, TX, Harness, reset
 from tx_memory import NamedMemoryStore
 
-from stormpy.transactional.coordinator import CURRENT_KEY
+from stormpy.transactional.coordinator import CURRENT_KEY, META_KEY
 from stormpy.transactional.store import StoreUnavailable
 from stormpy.transactional.streams import BATCH_STREAM, COMMIT_STREAM
 
@@ -55,6 +55,30 @@ def test_a_processed_transaction_another_coordinator_committed_meanwhile_gets_no
     assert sorted(resumed) == [3, 4] and [resumed[t][1][2] for t in (3, 4)] == [2, 2]
     h.spout.ack(first[2][0])  # an attempt dropped by the resync: nothing happens
     assert h.take() == [] and store.get(CURRENT_KEY) == 3
+
+
+def test_a_coordinator_resuming_from_the_store_replays_the_stored_metadata_not_its_own() -> None:
+    """Txids 1-3 are in flight (metadata 10, 20, 30) when another coordinator commits 1-3 and
+    starts 4 with metadata of its own (99). Resuming at 4, this coordinator emits 4 with the
+    stored 99 (a transactional spout's replay of 4 must stay identical), not a value derived
+    from its stale copy (40), and leaves the store's 99 alone."""
+    h = Harness({"topology.max.spout.pending": 3})
+    h.spout.next_tuple()
+    first = h.batches()
+    assert [first[t][1][1] for t in (1, 2, 3)] == [10, 20, 30]
+    store = OPENED[0]
+    store.up = False
+    h.spout.ack(first[1][0])
+    store.put(f"{META_KEY}/4", 99)  # the other coordinator's transaction 4
+    for txid in (1, 2, 3):
+        store.delete(f"{META_KEY}/{txid}")  # committed there: cleaned up
+    store.put(CURRENT_KEY, 4)
+    store.up = True
+    h.spout.next_tuple()
+    h.spout.next_tuple()
+    resumed = h.batches()
+    assert 4 in resumed and resumed[4][1][1] == 99
+    assert store.get(f"{META_KEY}/4") == 99
 
 
 def test_a_commit_write_applied_although_its_reply_was_lost_is_found_as_written(

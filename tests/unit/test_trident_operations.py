@@ -39,6 +39,7 @@ pytestmark = pytest.mark.timeout(120)
 BATCHES = [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]]
 ALL = [n for batch in BATCHES for n in batch]
 P = "ops-"
+ZEROS = [[5, 0, 3], [0, -3, -5], [2.5, 0.0, 1.5]]
 
 
 def build() -> TridentTopology:
@@ -77,9 +78,21 @@ def build() -> TridentTopology:
     sink(parity.group_by(["p"]).chained_agg().aggregate(["n"], Min(), ["lo"])
          .aggregate(["n"], Max(), ["hi"]).chain_end(), "group_chained")
     sink(s.apply_assembly(FirstN(2, "n", reverse=True)), "first_n")
+    # values that are falsy: Min/Max must not take 0, 0.0 or '' for "no value yet"
+    z = t.new_stream("zeros", FixedBatchSpout(["v"], 3, [[v] for batch in ZEROS for v in batch]))
+    sink(z.aggregate(["v"], Min(), ["min"]), "z_min")
+    sink(z.aggregate(["v"], Max(), ["max"]), "z_max")
+    sink(z.apply_assembly(FirstN(2)), "z_first_n")
+    w = t.new_stream("words", FixedBatchSpout(["w"], 3, [["b"], [""], ["a"]]))
+    sink(w.aggregate(["w"], Min(), ["min"]), "w_min")
     sink(t.merge(s.filter(Even()), s.filter(["n"], is_odd).name("odd")), "merge")
     sink(t.join(s.each(["n"], Double(), ["d"]), ["n"], s.each(["n"], Square(), ["sq"]), ["n"],
                 ["n", "d", "sq"]), "join")
+    # a join whose inputs the user repartitioned (shuffled; by another field), at parallelism 3:
+    # both sides still meet on the join key
+    sink(t.join(s.shuffle().parallelism_hint(3).each(["n"], Double(), ["d"]), ["n"],
+                parity.partition_by(["p"]).parallelism_hint(3), ["n"], ["n", "d", "p"]),
+         "join_repartitioned")
     return t
 
 
@@ -89,7 +102,10 @@ def ran() -> Iterator[None]:
     with LocalCluster() as cluster:
         cluster.submit_topology("ops", {"topology.max.spout.pending": 1}, build().build())
         cluster.wait_for(lambda: len(seen(P + "chained")) == 3 and len(seen(P + "join")) == 12
-                         and len(seen(P + "first_n")) == 6, 60, "every batch")
+                         and len(seen(P + "join_repartitioned")) == 12
+                         and len(seen(P + "first_n")) == 6 and len(seen(P + "z_first_n")) == 6
+                         and len(seen(P + "z_max")) == 3 and len(seen(P + "w_min")) == 1,
+                         60, "every batch")
         cluster.wait_until_quiet("ops")
         yield
 
@@ -140,3 +156,14 @@ def test_first_n_merge_and_join(ran: None) -> None:
     assert rows("first_n") == sorted([[n] for b in BATCHES for n in sorted(b)[-2:]])
     assert rows("merge") == [[n] for n in ALL]
     assert rows("join") == [[n, 2 * n, n * n] for n in ALL]
+    assert rows("join_repartitioned") == [[n, 2 * n, n % 2] for n in ALL]
+
+
+def test_min_and_max_count_zero_and_empty_values(ran: None) -> None:
+    assert seen(P + "z_min") == [[0], [-5], [0.0]]
+    assert seen(P + "z_max") == [[5], [0], [2.5]]
+    assert seen(P + "w_min") == [[""]]
+
+
+def test_first_n_without_a_sort_field_keeps_the_first_tuples_of_each_batch(ran: None) -> None:
+    assert seen(P + "z_first_n") == [[v] for batch in ZEROS for v in batch[:2]]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from trident_kit import FAILS, Collect, FailOnWord, ShortFirstAttemptSpout, forget, seen
+from trident_kit import FAILS, Collect, FailOnWord, ListOf, ShortFirstAttemptSpout, forget, seen
 
 from stormpy.state import MemoryBackend, SqliteStore
 from stormpy.testing import LocalCluster
@@ -153,7 +153,8 @@ def test_opaque_state_is_exact_when_the_replayed_batch_differs(tmp_path: Path) -
 
 def test_partition_persist_and_tuple_collection_get() -> None:
     t = TridentTopology()
-    rows = [["a", 1], ["b", 2], ["a", 3]]
+    # a batch of several keys: each key stores its own value, not the batch's last one
+    rows = [["a", 1], ["b", 2], ["a", 3], ["c", 4]]
     state = t.new_stream("kv", FixedBatchSpout(["k", "v"], 2, rows)) \
         .partition_persist(StateFactory.memory("kv"), ["k", "v"], MapPutUpdater(), ["k", "v"])
     state.new_values_stream().peek(Collect("kv-new"))
@@ -162,12 +163,38 @@ def test_partition_persist_and_tuple_collection_get() -> None:
         .state_query(state, [], TupleCollectionGet(), ["k", "v"]).peek(Collect("kv-all"))
     with LocalCluster() as cluster:
         cluster.submit_topology("kv", {"topology.max.spout.pending": 1}, t.build())
-        cluster.wait_for(lambda: len(seen("kv-new")) == 3, 60, "the writes")
+        cluster.wait_for(lambda: len(seen("kv-new")) == 4, 60, "the writes")
         queries.feed([["go"]])
-        cluster.wait_for(lambda: len(seen("kv-all")) == 2, 60, "the query")
+        cluster.wait_for(lambda: len(seen("kv-all")) == 3, 60, "the query")
         cluster.wait_until_quiet("kv")
     assert sorted(seen("kv-new")) == sorted(rows)
-    assert sorted(seen("kv-all")) == [["go", "a", 3], ["go", "b", 2]]
+    assert sorted(seen("kv-all")) == [["go", "a", 3], ["go", "b", 2], ["go", "c", 4]]
+
+
+@pytest.mark.parametrize("kind", [TRANSACTIONAL, OPAQUE, NON_TRANSACTIONAL])
+def test_multi_put_stores_each_keys_own_value(kind: str) -> None:
+    state = memory_state(kind)
+    state.begin_commit(1)
+    state.multi_put([["a"], ["b"], ["c"]], [1, 0, 3])
+    state.commit(1)
+    assert state.multi_get([["a"], ["b"], ["c"]]) == [1, 0, 3]
+
+
+def test_global_reducer_persistent_aggregate_answers_an_empty_batch_with_the_initial_value() -> None:
+    """Storm's global persistentAggregate: every batch, an empty one too, updates the one value
+    and emits it on the new-values stream; a reducer never fed reads its ``init()``."""
+    t = TridentTopology()
+    feeder = FeederBatchSpout(f"empty-{uuid.uuid4().hex}", ["n"])
+    t.new_stream("empty", feeder) \
+        .persistent_aggregate(StateFactory.memory("empty"), ["n"], ListOf(), ["l"]) \
+        .new_values_stream().peek(Collect("empty-new"))
+    with LocalCluster() as cluster:
+        cluster.submit_topology("empty", {"topology.max.spout.pending": 1}, t.build())
+        for n, batch in enumerate(([], [[2], [1]], []), start=1):
+            feeder.feed(batch)
+            cluster.wait_for(lambda n=n: len(seen("empty-new")) == n, 60, f"batch {n}")
+        cluster.wait_until_quiet("empty")
+    assert seen("empty-new") == [[[]], [[1, 2]], [[1, 2]]]
 
 
 def test_global_persistent_aggregate_keeps_one_value(tmp_path: Path) -> None:

@@ -7,7 +7,8 @@
 
 An encoder turns one message into bytes; a decoder is fed whatever bytes the pipe gave and
 returns the complete messages so far, keeping a partial one for the next feed. A decoder raises
-:class:`GarbageError` (naming what it could not read) on bytes that are not a message.
+:class:`GarbageError` (naming what it could not read) on bytes that are not a message, and on a
+message that grows past :data:`MAX_MESSAGE_BYTES` unfinished (memory stays bounded).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ __all__ = ["JSON", "MSGPACK", "SERIALIZER_KEY", "Codec", "GarbageError", "JsonCo
 
 #: the longest piece of a bad message quoted in an error
 _QUOTE = 200
+#: the most bytes one message may take (msgpack's own default buffer bound)
+MAX_MESSAGE_BYTES = 100 * 1024 * 1024
 
 
 class GarbageError(ValueError):
@@ -55,6 +58,7 @@ class _JsonDecoder:
     def __init__(self) -> None:
         self._partial = b""
         self._lines: list[bytes] = []
+        self._size = 0  # of self._lines
 
     def feed(self, data: bytes) -> list[Any]:
         out: list[Any] = []
@@ -68,14 +72,18 @@ class _JsonDecoder:
             start = nl + 1
             if line.rstrip(b"\r") == b"end":
                 text = b"\n".join(self._lines)
-                self._lines = []
+                self._lines, self._size = [], 0
                 try:
                     out.append(json.loads(text))
-                except ValueError:
+                except (ValueError, RecursionError):  # nesting too deep for the parser
                     raise GarbageError(f"not JSON: {_quote(text)}") from None
             else:
                 self._lines.append(line)
+                self._size += len(line) + 1
         self._partial = buf[start:]
+        if self._size + len(self._partial) > MAX_MESSAGE_BYTES:
+            raise GarbageError(f"a message longer than {MAX_MESSAGE_BYTES} bytes without its 'end' "
+                               f"line: {_quote(b''.join(self._lines[:1]) or self._partial)}")
         return out
 
 
@@ -93,14 +101,19 @@ class JsonCodec:
 
 class _MsgpackDecoder:
     def __init__(self) -> None:
-        self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False)
+        self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False,
+                                          max_buffer_size=MAX_MESSAGE_BYTES)
 
     def feed(self, data: bytes) -> list[Any]:
-        self._unpacker.feed(data)
+        try:
+            self._unpacker.feed(data)
+        except msgpack.exceptions.BufferFull:
+            raise GarbageError(f"a message longer than {MAX_MESSAGE_BYTES} bytes: "
+                               f"{_quote(data)}") from None
         try:
             return list(self._unpacker)
-        except (ValueError, msgpack.exceptions.ExtraData, msgpack.exceptions.FormatError,
-                msgpack.exceptions.StackError) as exc:
+        except (ValueError, TypeError, msgpack.exceptions.ExtraData, msgpack.exceptions.FormatError,
+                msgpack.exceptions.StackError) as exc:  # TypeError: a map key that is a map or list
             raise GarbageError(f"not msgpack ({exc}): {_quote(data)}") from None
 
 
