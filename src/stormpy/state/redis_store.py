@@ -244,9 +244,6 @@ class RedisStore(Store):
         except errors.RedisError as exc:
             raise StateStoreError(path, f"Redis at {self.config.address} failed: {exc}") from None
 
-    def _decode(self, key: str, data: bytes | None) -> Any:
-        return decode_state(self.where(key), data) if data else None
-
     # -- the store ------------------------------------------------------------------------------
     def get(self, key: str, default: Any = None) -> Any:
         parent, field = self._field(key)
@@ -353,17 +350,17 @@ class RedisStore(Store):
     def scan(self, key: str = "", *, prefix: str = "", page: int = 1000
              ) -> Iterator[tuple[str, Any]]:
         node = self._hash(self._path(key))
+        where = self.where(key)
         match = _glob_escape(encode_segment(prefix)) + "*" if prefix else None
         cursor = 0
         while True:
             at = cursor
-            cursor, found = self._call(self.where(key), lambda: self._conn.client.hscan(
+            cursor, found = self._call(where, lambda: self._conn.client.hscan(
                 node, at, match=match, count=page))  # noqa: B023
             for name, data in found.items():
                 if data:
                     child = decode_segment(name.decode())
-                    yield child, decode_state(self.where(f"{key}/{child}" if key else child),
-                                              data)
+                    yield child, decode_state(f"{where}/{child}", data)
             if not cursor:
                 return
 
