@@ -10,10 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_state import ReplayingSpout, _Log
 
 from redis_kit import fresh_redis_store
-from stormpy.state import KeyValueState, MemoryBackend, SqliteStore, Store
+from stormpy.state import KeyValueState, MemoryBackend, SqliteStore, StatefulBolt, Store
 from stormpy.state import kv as kv_module
+from stormpy.testing import LocalCluster, registry
+from stormpy.topology import TopologyBuilder, Tuple
+from stormpy.topology.state import StateUnavailableError
 
 BACKENDS = ["memory", "sqlite", "redis"]
 
@@ -216,3 +220,91 @@ def test_a_commit_whose_fold_fails_is_committed_and_folded_by_the_next_prepare(
     state.put("b", 2)
     state.prepare_commit(2)  # folds 1 first
     assert store.get("p.1") is None and KeyValueState(store).get("a") == 1
+
+
+# -- a store failing under a running bolt ----------------------------------------------------------
+FLAKY = MemoryBackend()
+FLAKY_FAILS: dict[str, int] = {}
+
+
+class FlakyStore(Store):
+    """A memory store whose reads of a key in FLAKY_FAILS fail that many times."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner, self.location = inner, inner.location
+
+    def get(self, key: str, default: Any = None) -> Any:
+        from stormpy.state.kv import _dec
+
+        if key.startswith("d.") and FLAKY_FAILS.get(_dec(key), 0) > 0:
+            FLAKY_FAILS[_dec(key)] -= 1
+            raise StateUnavailableError(self.where(key), "the store went away (test)")
+        return self.inner.get(key, default)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def put(self, key: str, value: Any) -> None:
+        self.inner.put(key, value)
+
+    def put_many(self, items: Mapping[str, Any]) -> None:
+        self.inner.put_many(items)
+
+    def delete(self, key: str) -> bool:
+        return self.inner.delete(key)
+
+    def delete_many(self, keys: Iterable[str]) -> None:
+        self.inner.delete_many(keys)
+
+    def children(self, key: str = "") -> list[str]:
+        return self.inner.children(key)
+
+    def write_batch(self, puts: Mapping[str, Any], deletes: Iterable[str] = ()) -> None:
+        self.inner.write_batch(puts, deletes)
+
+    def scan(self, key: str = "", *, prefix: str = "", page: int = 1000
+             ) -> Iterator[tuple[str, Any]]:
+        return self.inner.scan(key, prefix=prefix, page=page)
+
+
+def flaky_store(conf: Mapping[str, Any], namespace: str) -> Store:
+    return FlakyStore(FLAKY.at("flaky", *namespace.split("/")))
+
+
+class TwoKeys(StatefulBolt):
+    """Counts each word, then reads the word's "seen" key: a failure there comes after the
+    count's change, which must not be committed for the failed input."""
+
+    def init_state(self, state: KeyValueState) -> None:
+        self.state = state
+
+    def execute(self, tup: Tuple) -> None:
+        word = tup["word"]
+        self.state.put(word, self.state.get(word, 0) + 1)
+        self.state.put(word + "!", self.state.get(word + "!", 0) + 1)
+        self.ack(tup)
+
+
+def test_an_input_that_meets_a_failing_store_is_failed_and_its_partial_changes_dropped() -> None:
+    words = [f"w{i % 5}" for i in range(200)]
+    FLAKY_FAILS.update({f"w{i}!": 3 for i in range(5)})
+    log = _Log(words)
+    key = registry.register(log)
+    b = TopologyBuilder()
+    b.set_spout("words", ReplayingSpout, kwargs={"key": key})
+    b.set_bolt("count", TwoKeys).fields_grouping("words", "word")
+    conf = {"topology.state.provider": f"{__name__}:flaky_store",
+            "topology.state.checkpoint.interval.ms": 50, "topology.state.cache.max.keys": 0,
+            "topology.message.timeout.secs": 30}
+    try:
+        with LocalCluster() as lc:
+            lc.submit_topology("flaky", conf, b.create_topology())
+            lc.wait_for(lambda: len(log.acked) == len(words), 60, "every word acked")
+            task = lc.workers_of("flaky")[0].layout.component_tasks["count"][0]
+            state = KeyValueState(FLAKY.at("flaky", "flaky", f"count-{task}"))
+            counts = dict(state.items())
+    finally:
+        registry.unregister(key)
+    assert log.failed >= 15, "every failing read failed its input"
+    expected = {w: words.count(w) for w in set(words)}
+    assert counts == {**expected, **{f"{w}!": n for w, n in expected.items()}}

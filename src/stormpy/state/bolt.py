@@ -18,7 +18,8 @@ checkpoints; it then forwards it downstream anchored to those, and acks them. A 
 
 A store that fails (unreachable, restarted, out of memory: a
 :class:`~stormpy.topology.state.StateStoreError` naming the provider, its address and the key) never
-makes a task ack: a data tuple whose ``execute`` hit it is failed (replayed); a checkpoint step
+makes a task ack: a data tuple whose ``execute`` hit it is failed (replayed) with the inputs run
+since the last PREPARE, and their uncommitted changes dropped; a checkpoint step
 that hit it fails the checkpoint, so the spout runs recovery (a failed PREPARE rolls back and
 fails the held inputs; a failed COMMIT is sent again until the store answers; a failed
 INITSTATE is retried with the data tuples still buffered). Each failure is logged and reported
@@ -211,7 +212,12 @@ class StatefulBoltExecutor(CheckpointTupleForwarder):
                 self.bolt.execute(tup)
         except StateStoreError as exc:
             self._store_failed(f"a tuple from {tup.component}", exc)
-            self.fail(tup)
+            # the input may have changed the state before it failed: its changes, and those of
+            # the inputs run since the last prepare, are dropped and those inputs failed too
+            self.state.discard_pending()
+            for held in [*self.pending, tup]:
+                self.fail(held)
+            self.pending = []
 
     def _store_failed(self, step: str, exc: StateStoreError) -> None:
         """Log (the first failure and every 1000th after) and report a failure of the store."""

@@ -299,6 +299,11 @@ class KeyValueState:
                         "retried at the next checkpoint", self.store.location, txid, exc)
         return True
 
+    def discard_pending(self) -> None:
+        """Forget the changes made since the last prepare (the prepared ones stay): what an input
+        that failed midway may have changed is not committed with the others."""
+        self._pending = {}
+
     def rollback(self) -> None:
         """Forget every change not committed (in memory and prepared in the store; a prepared
         document that cannot be deleted now is dropped by the next load, or overwritten by the
