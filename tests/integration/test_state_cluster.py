@@ -87,6 +87,11 @@ def test_kill9_stateful_worker_counts_stay_exact(cluster: ProcessCluster, tmp_pa
     if provider == "redis":
         redis = request.getfixturevalue("redis_server")
         provider_config = redis.provider_config("cluster")
+        # the spout's ack log alone in the file: WAL (as a SqliteStore would set), so that the
+        # test's reads never hold the spout's writes (and its executor loop) back
+        conn = sqlite3.connect(db)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.close()
     conf = {"topology.workers": 2, "topology.message.timeout.secs": 6,
             "topology.max.spout.pending": PENDING, "topology.state.checkpoint.interval.ms": 200,
             "topology.state.provider": provider,
