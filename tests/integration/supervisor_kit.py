@@ -149,6 +149,7 @@ class SupervisorEnv:
             "nimbus.thrift.port": self.nimbus.port,
             "supervisor.host": "127.0.0.1",
             "supervisor.slots.ports": ports,
+            "logviewer.port": 0,  # a free port: several supervisors share this host
         }
         conf.update(extra)
         return conf

@@ -4,7 +4,9 @@ stops every one of them (no strays)."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -54,6 +56,10 @@ def test_dev_cluster_starts_everything_and_ctrl_c_stops_everything(tmp_path: Pat
         assert f"UI serving on http://127.0.0.1:{ui_port}" in output
         with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/api/v1/cluster/summary", timeout=30) as r:
             assert b'"supervisors":1' in r.read()
+        served = re.search(r"log server (http://127\.0\.0\.1:\d+)", output)
+        assert served, output  # the supervisor's log server, on a free port
+        with urllib.request.urlopen(f"{served[1]}/api/v1/listLogs?topoId=none", timeout=30) as r:
+            assert json.loads(r.read())["logs"] == []
         assert len(find_processes(str(base))) >= 3 + nimbuses  # ZooKeeper, Nimbus(es), supervisor, UI
         proc.send_signal(signal.SIGINT)
         assert proc.wait(60) == 0, log.read_text()

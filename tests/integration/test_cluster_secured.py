@@ -27,7 +27,7 @@ from stormpy.cluster import ZkStorage
 from stormpy.cluster.zk_acls import zk_identity
 from stormpy.nimbus import NimbusClient
 from stormpy.rpc.curve import write_secret_key_file
-from stormpy.rpc.errors import AuthorizationError
+from stormpy.rpc.errors import AuthorizationError, NotFoundError
 from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.zookeeper, pytest.mark.cluster]
@@ -70,6 +70,15 @@ def anonymous(zookeeper: Any) -> Iterator[KazooClient]:
     finally:
         client.stop()
         client.close()
+
+
+def _request_dump(client: NimbusClient, host: str, port: int) -> str | None:
+    """A jstack request's id, or None while the worker has not opened its control channel."""
+    try:
+        return str(client.rpc.call("request_worker_action", name="secured-wc", host=host, port=port,
+                                   action="jstack")["request"])
+    except NotFoundError:
+        return None
 
 
 def acked(out: Path) -> int:
@@ -142,6 +151,22 @@ def test_a_secured_cluster_runs_the_word_count_and_keeps_strangers_out(
             finally:
                 stranger.close()
         assert tid in [t["id"] for t in client.rpc.call("get_cluster_info")["topologies"]]
+
+        # a secured topology's worker answers a stack dump request written by Nimbus, and takes
+        # run-time log levels; the log servers ask for the token
+        host = c.state.assignment(tid).node_host[node]  # type: ignore[union-attr]
+        request = wait_for(lambda: _request_dump(client, host, port), 60, "the worker's control channel", c)
+        answer = wait_for(lambda: (lambda a: a if a["status"] != "pending" else None)(
+            client.rpc.call("worker_action_result", name="secured-wc", request=request)), 60,
+            "the worker's stack dump", c)
+        assert answer["status"] == "done", answer
+        levels = client.rpc.call("set_log_config", name="secured-wc", settings=["filewc=DEBUG:60"])
+        assert levels["namedLoggerLevels"]["filewc"]["target_level"] == "DEBUG"
+        lv = c.state.supervisor(node).logviewer_port  # type: ignore[union-attr]
+        dump_url = f"http://{host}:{lv}/api/v1/log?file={answer['result']['file']}"
+        assert httpx.get(dump_url, timeout=30).status_code == 401
+        dumped = httpx.get(dump_url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
+        assert dumped.status_code == 200 and "stack dump of pid" in dumped.json()["content"]
 
         # the UI talks to Nimbus over CURVE with the token
         summary = httpx.get(f"{c.ui_url}/api/v1/topology/summary", timeout=30)

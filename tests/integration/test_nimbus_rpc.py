@@ -283,7 +283,9 @@ def test_submit_schedule_status_rebalance_kill(env: Env) -> None:
 
     info = env.client.topology_info("wc")
     assert info["id"] == tid and info["num_workers"] == 2 and len(info["workers"]) == 2
-    assert info["components"]["count"] == {"tasks": 3, "executors": 3}
+    assert info["components"]["count"] == {"tasks": 3, "executors": 3,
+                                           "task_ids": info["components"]["count"]["task_ids"]}
+    assert len(info["components"]["count"]["task_ids"]) == 3
     listed = env.client.cluster_info()
     assert [t["name"] for t in listed["topologies"]] == ["wc"]
     assert sum(s["slots_used"] for s in listed["supervisors"]) == 2

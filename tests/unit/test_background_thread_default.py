@@ -1,5 +1,5 @@
-"""A worker whose ``topology.worker.background.threads`` is unset (None or 0) runs its
-components' background jobs on 4 threads, the documented default."""
+"""A worker whose ``topology.worker.background.threads`` is unset (None) runs its components'
+background jobs on 4 threads, the key table's default; 0 is refused at submit."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def background_threads() -> set[threading.Thread]:
     return {t for t in threading.enumerate() if t.name.startswith("stormpy-bg")}
 
 
-@pytest.mark.parametrize("threads", [None, 0])
+@pytest.mark.parametrize("threads", [None])
 def test_unset_background_threads_default_to_four(threads: Any) -> None:
     STARTED[0], SUBMITTED[0], RELEASE[0] = threading.Semaphore(0), threading.Event(), \
         threading.Event()
@@ -70,3 +70,14 @@ def test_unset_background_threads_default_to_four(threads: Any) -> None:
         worker.stop(30)
     assert not worker.running
     assert bolt.done == 6 * [None]  # all six ran, none failed
+
+
+def test_zero_background_threads_are_refused_at_submit() -> None:
+    from stormpy.config import SettingError
+    from stormpy.testing import LocalCluster
+
+    b = TopologyBuilder()
+    b.set_spout("feed", FeederSpout(["x"]))
+    with LocalCluster() as cluster, pytest.raises(
+            SettingError, match=r"^topology.worker.background.threads: must be an integer >= 1, got 0"):
+        cluster.submit_topology("t", {"topology.worker.background.threads": 0}, b.create_topology())

@@ -56,6 +56,18 @@ def test_windowing_state_bench_runs_and_checks_its_sides_agree(tmp_path: Path) -
     assert doc["window_memory"]["bytes_per_tuple"] > 0
 
 
+def test_persistent_window_bench_runs_and_checks_the_last_window(tmp_path: Path) -> None:
+    args = ["--tuples", "6000", "--length", "2000", "--slide", "500", "--max-events", "400",
+            "--in-memory", "--output", str(tmp_path / "pw.json")]
+    res = subprocess.run([sys.executable, "-m", "bench.persistent_window", *args], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    persistent, in_memory = json.loads((tmp_path / "pw.json").read_text())
+    assert persistent["persistent"] and not in_memory["persistent"]
+    assert persistent["metrics"]["window-events-cached-peak"] <= 400
+    assert persistent["windows"] == in_memory["windows"] == 12
+
+
 def test_bytewax_with_two_processes_counts_the_whole_workload() -> None:
     sys.path.insert(0, str(ROOT))
     try:

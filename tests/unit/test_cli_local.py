@@ -39,7 +39,7 @@ def test_local_reports_a_bad_module_clearly() -> None:
 def test_local_reports_a_bad_override_clearly() -> None:
     res = run_cli("local", "examples", "wordcount:topology", "-c", "novalue")
     assert res.returncode == 2
-    assert "'novalue' must look like key=value" in res.stderr
+    assert "'novalue' is neither an existing file (YAML or JSON) nor KEY=VALUE" in res.stderr
 
 
 def test_ctrl_c_stops_cleanly_and_prints_stats() -> None:

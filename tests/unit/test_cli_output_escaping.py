@@ -62,4 +62,5 @@ def test_info_prints_a_traceback_and_names_as_written(fake_nimbus: None) -> None
 def test_an_error_line_keeps_its_brackets() -> None:
     res = CliRunner().invoke(cli, ["local", str(EXAMPLES), "wordcount:topology", "-c", "[x]"])
     assert res.exit_code == 2
-    assert "error: config override '[x]' must look like key=value" in res.output
+    assert ("error: config argument '[x]' is neither an existing file (YAML or JSON) nor "
+            "KEY=VALUE") in res.output

@@ -119,7 +119,8 @@ def test_layout_matches_the_design() -> None:
     assert set(p.topology_paths("t1")) == {
         "/stormpy/assignments/t1", "/stormpy/workerbeats/t1", "/stormpy/errors/t1",
         "/stormpy/checkpoints/t1", "/stormpy/transactional/t1", "/stormpy/blobstore/t1",
-        "/stormpy/blobstore-wanted/t1", "/stormpy/storms/t1"}
+        "/stormpy/blobstore-wanted/t1", "/stormpy/logconfigs/t1", "/stormpy/workercontrol/t1",
+        "/stormpy/storms/t1"}
     assert p.nimbus_leader() == "/stormpy/nimbuses/leader"
     assert p.replica("t1", "n1") == "/stormpy/blobstore/t1/n1"
     assert p.submitting("t1") == "/stormpy/submitting/t1"

@@ -33,7 +33,10 @@ ALLOWED: dict[str, set[str]] = {
     # state: the submit-time warning about where a topology's state lives (state.deployment)
     "nimbus": {"nimbus", "topology", "config", "cluster", "rpc", "bundle", "messaging", "host",
                "state"},
-    "supervisor": {"supervisor", "topology", "config", "cluster", "rpc", "bundle", "messaging", "host"},
+    "supervisor": {"supervisor", "topology", "config", "cluster", "rpc", "bundle", "messaging", "host",
+                   "logviewer"},
+    # the per-host log server: the log directory, the UI's access rules (ui.security only)
+    "logviewer": {"logviewer", "config", "host", "ui"},
     # local mode (LocalCluster in-process, ProcessCluster as subprocesses): production code that
     # runs workers and talks to Nimbus, but never imports daemon internals beyond the client
     "local": {"local", "topology", "acker", "worker", "messaging", "config", "cluster", "rpc",
@@ -41,7 +44,7 @@ ALLOWED: dict[str, set[str]] = {
     "testing": {"testing", "local", "topology", "acker", "worker", "messaging", "config", "cluster",
                 "rpc", "bundle", "nimbus", "supervisor", "connectors", "host", "state"},
     "cli": {"cli", "local", "topology", "acker", "worker", "messaging", "config", "cluster", "rpc",
-            "bundle", "nimbus", "supervisor", "connectors", "host", "ui"},
+            "bundle", "nimbus", "supervisor", "connectors", "host", "ui", "logviewer"},
     # the UI reads Nimbus through its operator-side client (nimbus.client, as the CLI does) and
     # heartbeats through cluster; it never imports daemon internals
     "ui": {"ui", "topology", "config", "cluster", "rpc", "worker", "nimbus", "host"},

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from stormpy.config import SettingError
 from stormpy.testing import LocalCluster
 from stormpy.topology import Bolt, Spout, TopologyBuilder, TopologyContext, Tuple
-from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.metrics_consumer import (
     ConsumerContext,
     IMetricsConsumer,
@@ -105,18 +105,19 @@ def test_data_points_of_a_task_doc() -> None:
 
 @pytest.mark.parametrize(("value", "message"), [
     ("x", "must be a list"),
-    (["x"], r"\[0\] must be a map"),
-    ([{"class": "nocolon"}], r"\[0\].class must be an import path"),
-    ([{}], r"\[0\].class is missing"),
-    ([{"class": "a:B", "parallelism.hint": 0}], "parallelism.hint must be an int >= 1"),
+    (["x"], r"\[0\]:? must be a map"),
+    ([{"class": "nocolon"}], r"\[0\].class:? must be an import path"),
+    ([{}], r"\[0\].class:? is missing"),
+    ([{"class": "a:B", "parallelism.hint": 0}], "parallelism.hint:? must be an int"),
     ([{"class": "a:B", "argumnet": 1}], r"unknown fields \['argumnet'\]"),
 ])
 def test_bad_registrations_are_refused_naming_the_field(value: Any, message: str) -> None:
+    """The worker's parser and the submit check (the key table's rule) name the same field."""
     with pytest.raises(ValueError, match=message):
         parse_consumer_register(value)
     builder = TopologyBuilder()
     builder.set_spout("numbers", NumberSpout)
-    with LocalCluster() as cluster, pytest.raises(InvalidTopologyError, match=message):
+    with LocalCluster() as cluster, pytest.raises(SettingError, match=message):
         cluster.submit_topology("bad", {"topology.metrics.consumer.register": value},
                                 builder.create_topology())
 

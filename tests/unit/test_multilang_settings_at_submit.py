@@ -1,7 +1,8 @@
 """The multilang settings (``topology.multilang.serializer``, ``topology.subprocess.timeout.secs``,
 ``topology.shellbolt.max.pending``) are checked when a topology is submitted, in its config and
 in each component's own config, and a bad one is refused with a SettingError naming the setting
-(and the component): by LocalCluster, by Nimbus and by the Nimbus client before it calls."""
+(and the component): by the one submit check, which LocalCluster, Nimbus and the Nimbus client
+(before it uploads) run."""
 
 from __future__ import annotations
 
@@ -12,12 +13,8 @@ import pytest
 
 from stormpy import TopologyBuilder
 from stormpy.config import DEFAULTS, SettingError
-from stormpy.config.multilang import (
-    check_multilang_settings,
-    max_pending_value,
-    serializer_kind,
-    subprocess_timeout_value,
-)
+from stormpy.config.multilang import max_pending_value, serializer_kind, subprocess_timeout_value
+from stormpy.config.validate import check_topology_config
 from stormpy.multilang import ShellBolt
 from stormpy.nimbus.client import NimbusClient
 from stormpy.nimbus.submission import prepare_submission
@@ -28,6 +25,18 @@ from stormpy.topology.spec import TopologySpec
 SERIALIZER = "topology.multilang.serializer"
 TIMEOUT = "topology.subprocess.timeout.secs"
 PENDING = "topology.shellbolt.max.pending"
+
+
+class Part:
+    """A component as the submit check reads it."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.kind = "bolt"
+        self.config = config
+
+
+def submit_check(conf: dict[str, Any], comp_confs: dict[str, dict[str, Any]]) -> None:
+    check_topology_config(conf, {cid: Part(c) for cid, c in comp_confs.items()}, cluster_conf={})
 
 
 def shell_topology(component_conf: dict[str, Any] | None = None) -> TopologySpec:
@@ -49,10 +58,10 @@ def test_storms_and_pystorms_serializer_names_are_taken(value: Any) -> None:
 
 
 def test_good_and_unset_values_pass_and_defaults_apply() -> None:
-    check_multilang_settings(DEFAULTS, {})
-    check_multilang_settings({SERIALIZER: "msgpack", TIMEOUT: 2.5, PENDING: 1},
+    submit_check(DEFAULTS, {})
+    submit_check({SERIALIZER: "msgpack", TIMEOUT: 2.5, PENDING: 1},
                              {"split": {SERIALIZER: "json", PENDING: 7}, "sink": {}})
-    assert max_pending_value(None) == 100
+    assert max_pending_value(DEFAULTS[PENDING]) == 100
     assert max_pending_value(3) == 3
     assert subprocess_timeout_value(0.5) == 0.5
 
@@ -70,7 +79,7 @@ def test_good_and_unset_values_pass_and_defaults_apply() -> None:
 def test_a_bad_topology_setting_is_refused_naming_it(conf: dict[str, Any], setting: str,
                                                       problem: str) -> None:
     with pytest.raises(SettingError) as err:
-        check_multilang_settings(conf, {})
+        submit_check(conf, {})
     assert err.value.setting == setting
     assert problem in str(err.value)
     assert str(err.value).startswith(f"{setting}: ")
@@ -83,7 +92,7 @@ def test_a_bad_topology_setting_is_refused_naming_it(conf: dict[str, Any], setti
 def test_a_bad_component_setting_is_refused_naming_the_component(
         comp_conf: dict[str, Any], setting: str, problem: str) -> None:
     with pytest.raises(SettingError) as err:
-        check_multilang_settings(DEFAULTS, {"sink": {}, "split": comp_conf})
+        submit_check(DEFAULTS, {"sink": {}, "split": comp_conf})
     assert err.value.setting == setting
     assert str(err.value).startswith(f"{setting}: component 'split': ")
     assert problem in str(err.value)
@@ -103,15 +112,15 @@ def test_nimbus_refuses_a_bad_setting_naming_it_and_the_component() -> None:
     with pytest.raises(TopologyRefusedError) as err:
         prepare_submission("t", shell_topology({SERIALIZER: "xml"}), {}, {})
     assert f"{SERIALIZER}: component 'split': unknown multilang serializer 'xml'" in str(err.value)
-    with pytest.raises(TopologyRefusedError, match=rf"topology 't': {PENDING}: must be an "):
+    with pytest.raises(TopologyRefusedError, match=rf"topology 't' refused: {PENDING}: must be an "):
         prepare_submission("t", shell_topology(), {PENDING: "lots"}, {})
 
 
-def test_the_nimbus_client_refuses_a_bad_setting_before_calling() -> None:
+def test_the_nimbus_client_refuses_a_bad_setting_before_uploading(tmp_path: Any) -> None:
     doc = shell_topology({PENDING: 0}).to_doc()
+    missing = tmp_path / "never-read.zip"  # the check comes first: the bundle is never opened
     with NimbusClient("127.0.0.1", 9, timeout_secs=1, retries=0) as client:
         with pytest.raises(SettingError, match=rf"^{PENDING}: component 'split'"):
-            client.submit_topology("t", "no-such-bundle", doc, {})
+            client.submit("t", missing, doc, {})
         with pytest.raises(SettingError, match=rf"^{SERIALIZER}: unknown multilang serializer"):
-            client.submit_topology("t", "no-such-bundle", shell_topology().to_doc(),
-                                   {SERIALIZER: "yaml"})
+            client.submit("t", missing, shell_topology().to_doc(), {SERIALIZER: "yaml"})

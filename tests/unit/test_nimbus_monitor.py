@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from nimbus_fakes import FakeClusterState, SimClock, staged_bundle
@@ -12,7 +13,7 @@ from stormpy.nimbus.localdirs import NimbusDirs
 from stormpy.nimbus.monitor import HeartbeatCache, Monitor
 from stormpy.nimbus.store import BundleStore
 from stormpy.nimbus.topologies import TopologyManager
-from stormpy.rpc.errors import AlreadyExistsError, InvalidRequestError, NotFoundError
+from stormpy.rpc.errors import AlreadyExistsError, InvalidRequestError, NotFoundError, TopologyRefusedError
 from wordcount import build
 
 CONF = {"nimbus.task.timeout.secs": 4, "nimbus.supervisor.timeout.secs": 6, "nimbus.monitor.freq.secs": 1,
@@ -179,6 +180,19 @@ def test_rebalance_with_wait_changes_workers_and_restores_status(env: Env) -> No
         env.manager.rebalance("wc", 0, None, {"nope": 2})
 
 
+def test_rebalance_to_more_executors_than_tasks_is_refused_and_changes_nothing(env: Env) -> None:
+    """Storm refuses more executors than tasks (an executor runs at least one task); the count
+    is not clamped to the task count without a word."""
+    tid = env.submit()
+    before = env.state.bases[tid]
+    with pytest.raises(InvalidRequestError, match=r"rebalance of 'wc': component 'count' has 3 "
+                                                  r"tasks, so it cannot run 4 executors"):
+        env.manager.rebalance("wc", 0, None, {"count": 4})
+    assert env.state.bases[tid] == before
+    env.manager.rebalance("wc", 0, None, {"count": 3})  # up to the task count is fine
+    assert env.state.bases[tid].component_executors["count"] == 3
+
+
 def test_orphaned_state_is_cleaned(env: Env) -> None:
     env.state.set_worker_heartbeat(WorkerHeartbeat("gone-1", "sup-a", 6700, 1.0, 1.0))
     env.monitor.tick(raise_errors=True)
@@ -235,8 +249,8 @@ def test_nimbus_refuses_a_window_longer_than_the_message_timeout(env: Env) -> No
     b.set_spout("src", FeederSpout(["v"]))
     b.set_bolt("win", Collect.with_window(Duration(seconds=40), Duration(seconds=5))) \
         .shuffle_grouping("src")
-    with pytest.raises(TopologyRefusedError, match=r"'win' needs topology.message.timeout.secs "
-                                                   r">= 45.0.*sets 30"):
+    with pytest.raises(TopologyRefusedError, match=r"topology.message.timeout.secs: must be >= 45 "
+                                                   r"for component 'win' .*got 30"):
         env.manager.submit("win", staged_bundle(env.tmp, "win"), b.create_topology(), {},
                            "active")
     assert env.state.bases == {}
@@ -270,3 +284,38 @@ def test_an_executor_its_worker_stops_listing_is_rescheduled_after_the_task_time
     for executor, was in first.executors.items():
         if was != slot:
             assert after.executors[executor] == was  # the other worker stays put
+
+
+def test_nimbus_keeps_the_submit_warnings_and_shows_them_in_the_topology_info(env: Env) -> None:
+    from test_windowing import Collect
+
+    from stormpy.nimbus.handler import NimbusHandler
+    from stormpy.testing import FeederSpout
+    from stormpy.topology import TopologyBuilder
+    from stormpy.windowing import Duration
+
+    class Uploads:
+        restaged: list[str] = []
+
+        def take(self, key: str) -> Any:
+            return staged_bundle(env.tmp, key)
+
+        def restage(self, staged: Any) -> None:  # a refused submit keeps the upload
+            self.restaged.append(staged.bundle_key)
+
+    b = TopologyBuilder()
+    b.set_spout("src", FeederSpout(["v"]))
+    b.set_bolt("win", Collect.with_tumbling_window(Duration(seconds=10))).shuffle_grouping("src")
+    handler = NimbusHandler(env.manager, Uploads(), None, nimbus_info=dict)  # type: ignore[arg-type]
+    answer = handler.submit_topology("win", "bkey", b.create_topology().to_doc(),
+                                     {"topology.max.spout.pending": 200, "topology.wrokers": 2})
+    assert [w.split(";")[0] for w in answer["warnings"]] == [
+        "unknown config key topology.wrokers (did you mean topology.workers?)",
+        "component 'win' holds each tuple un-acked for up to 20 s (its time window)"]
+    assert handler.get_topology_info("win")["warnings"] == answer["warnings"]
+    stored = env.store.load(answer["topology_id"]).conf
+    assert stored["topology.submit.warnings"] == answer["warnings"]
+    with pytest.raises(TopologyRefusedError, match=r"^topology 'bad' refused: topology.workers: "
+                                                   r"must be an integer >= 1, got 0$"):
+        handler.submit_topology("bad", "bkey", b.create_topology().to_doc(), {"topology.workers": 0})
+    assert Uploads.restaged == ["bkey"] and "bad" not in {b.name for b in env.state.bases.values()}

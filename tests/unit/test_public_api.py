@@ -53,8 +53,9 @@ PUBLIC: dict[str, list[str]] = {
         "state_settings",
     ],
     "stormpy.windowing": [
-        "Count", "Duration", "IntervalJoinBolt", "JoinBolt", "LATE_FIELDS", "Window", "WindowConfig",
-        "WindowConfigError", "WindowManager", "WindowedBolt", "WindowedBoltSpec",
+        "Count", "Duration", "IntervalJoinBolt", "JoinBolt", "LATE_FIELDS", "StatefulWindowedBolt",
+        "StatefulWindowedBoltSpec", "Window", "WindowConfig", "WindowConfigError", "WindowManager",
+        "WindowedBolt", "WindowedBoltSpec",
     ],
     "stormpy.transactional": [
         "BatchBolt", "BatchOutputCollector", "Committer", "MemoryTransactionalSpout",
@@ -119,7 +120,7 @@ def test_the_public_names_of_each_package_are_pinned(package: str) -> None:
 #: unpinned as it was while it was one module (users reach SettingError, ConfigSection and the
 #: readers by name; it has no __all__)
 INTERNAL = ["stormpy.acker", "stormpy.bundle", "stormpy.cli", "stormpy.cluster", "stormpy.config",
-            "stormpy.host", "stormpy.messaging", "stormpy.nimbus", "stormpy.rpc",
+            "stormpy.host", "stormpy.logviewer", "stormpy.messaging", "stormpy.nimbus", "stormpy.rpc",
             "stormpy.supervisor", "stormpy.worker"]
 
 

@@ -12,6 +12,7 @@ from nimbus_fakes import FakeClusterState
 
 from stormpy.cluster import ZkConnectionError
 from stormpy.nimbus.handler import NimbusHandler
+from stormpy.nimbus.store import StoreError
 from stormpy.nimbus.uploads import StagedBundle
 from stormpy.state import KeyValueState, StatefulBolt
 from stormpy.topology import Spout, TopologyBuilder, Tuple
@@ -57,6 +58,9 @@ class Manager:
 
     def submit(self, name: str, *_: Any, **__: Any) -> str:
         return f"{name}-1"
+
+    def describe(self, topology_id: str) -> Any:
+        raise StoreError(f"{topology_id} is not stored here (test)")
 
 
 class UnreadableSupervisors(FakeClusterState):

@@ -112,7 +112,8 @@ def test_component_config_topology_tasks_gives_that_many_tasks_over_the_executor
     assert len(layout.component_tasks["b"]) == 4
     assert [(e.start_task, e.end_task) for e in layout.executors if e.component == "b"] == \
         [(1, 2), (3, 4)]
-    # a rebalance changes executors up to the task count, never beyond it
+    # a rebalance changes executors up to the task count (Nimbus refuses more, see
+    # test_nimbus_monitor.py); a count beyond it that reached the layout is capped
     again = compute_layout(spec, {"topology.acker.executors": 0}, {"b": 4})
     assert sum(1 for e in again.executors if e.component == "b") == 4
     capped = compute_layout(spec, {"topology.acker.executors": 0}, {"b": 9})

@@ -1,13 +1,16 @@
-"""Defaults the topology layer repeats because it may not import ``stormpy.config`` (the import
-directions) stay equal to the config's own, and take effect when a conf leaves them out."""
+"""Defaults take effect when a conf leaves a key out: the submit check reads the table's, and the
+one default the topology layer repeats (it may not import ``stormpy.config``: the import
+directions) stays equal to the table's."""
 
 from __future__ import annotations
 
 import pytest
 
-from stormpy.config import DEFAULTS, message_timeout_secs
-from stormpy.topology import Bolt, InvalidTopologyError, Spout, TopologyBuilder
-from stormpy.topology.spec import DEFAULT_MESSAGE_TIMEOUT_SECS, MIN_MESSAGE_TIMEOUT_KEY
+from stormpy.config import DEFAULTS, SettingError, message_timeout_secs
+from stormpy.config.validate import check_topology_config
+from stormpy.topology import Bolt, Spout, TopologyBuilder
+from stormpy.topology.layout import acker_count
+from stormpy.topology.spec import MIN_MESSAGE_TIMEOUT_KEY
 from stormpy.topology.tuple import Tuple
 
 
@@ -23,22 +26,27 @@ class Holder(Bolt):
         self.ack(tup)
 
 
-def test_the_message_timeout_default_is_the_configs() -> None:
-    assert DEFAULTS["topology.message.timeout.secs"] == DEFAULT_MESSAGE_TIMEOUT_SECS
-    assert message_timeout_secs({}) == DEFAULT_MESSAGE_TIMEOUT_SECS
+def test_the_message_timeout_default_is_the_tables() -> None:
+    assert message_timeout_secs({}) == DEFAULTS["topology.message.timeout.secs"] == 30
 
 
-@pytest.mark.parametrize("need, refused", [(DEFAULT_MESSAGE_TIMEOUT_SECS, False),
-                                           (DEFAULT_MESSAGE_TIMEOUT_SECS + 1, True)])
-def test_check_conf_applies_the_default_timeout_when_the_conf_has_none(need: int,
-                                                                       refused: bool) -> None:
+def test_one_acker_per_worker_by_default_with_the_tables_worker_count() -> None:
+    assert acker_count({}) == DEFAULTS["topology.workers"]
+    assert acker_count({"topology.workers": 3}) == 3
+
+
+@pytest.mark.parametrize("extra, refused", [(0, False), (1, True)])
+def test_the_submit_check_applies_the_default_timeout_when_the_conf_has_none(
+        extra: int, refused: bool) -> None:
     builder = TopologyBuilder()
     builder.set_spout("nothing", Nothing)
     builder.set_bolt("hold", Holder).shuffle_grouping("nothing") \
-        .add_configuration(MIN_MESSAGE_TIMEOUT_KEY, need)
+        .add_configuration(MIN_MESSAGE_TIMEOUT_KEY, DEFAULTS["topology.message.timeout.secs"] + extra)
     spec = builder.create_topology()
     if refused:
-        with pytest.raises(InvalidTopologyError, match="topology.message.timeout.secs >="):
-            spec.check_conf({})
+        with pytest.raises(SettingError, match="topology.message.timeout.secs: must be >= 31"):
+            check_topology_config({}, spec.components, cluster_conf={})
     else:
-        spec.check_conf({})
+        assert check_topology_config({}, spec.components, cluster_conf={}) == []
+    # a client that does not know the cluster's values leaves the rule to Nimbus
+    assert check_topology_config({}, spec.components) == []

@@ -397,7 +397,9 @@ def test_metrics_export_latency_summaries_queues_and_backpressure(timed: Ui) -> 
 def test_topology_workers_at_storms_path(ui: Ui) -> None:
     client, _backend, _fake = ui
     for path in ("/api/v1/topology-workers/wc-1", "/api/v1/topology/wc-1/topology-workers"):
-        assert client.get(path).json() == {"hostPortList": [{"host": "127.0.0.1", "port": 6700}]}
+        # the fake Nimbus's supervisors publish no log server: no port, no link
+        assert client.get(path).json() == {"hostPortList": [{"host": "127.0.0.1", "port": 6700,
+                                                             "logviewerPort": None, "workerLogLink": None}]}
     missing = client.get("/api/v1/topology-workers/nope")
     assert missing.status_code == 404 and "nope" in missing.json()["errorMessage"]
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from stormpy.config import SettingError
 from stormpy.testing import Capture, FeederSpout, LocalCluster
 from stormpy.topology import Bolt, InvalidTopologyError, TopologyBuilder, Tuple
 from stormpy.windowing import Count, Duration, Window, WindowConfig, WindowedBolt, WindowManager
@@ -292,10 +293,11 @@ def test_refused_window_configurations_name_the_component(window: Any, message: 
 def test_a_message_timeout_shorter_than_the_window_is_refused_at_submit() -> None:
     _f, _c, spec = topology(Collect.with_window(Duration(seconds=20), Duration(seconds=5)), ["v"])
     with LocalCluster(simulated_time=True) as lc:
-        with pytest.raises(InvalidTopologyError, match=r"'win' needs topology.message.timeout"
-                                                       r".secs >= 25"):
+        with pytest.raises(SettingError, match=r"^topology.message.timeout.secs: must be >= 25 "
+                                               r"for component 'win' .*got 10"):
             lc.submit_topology("w", {"topology.message.timeout.secs": 10}, spec)
-        with pytest.raises(InvalidTopologyError, match="'win' needs topology.max.spout.pending"):
+        with pytest.raises(SettingError, match=r"^topology.max.spout.pending: must be >= 60 for "
+                                               r"component 'win' .*got 20"):
             _g, _d, counted = topology(Collect.with_window(Count(50), Count(10)), ["v"])
             lc.submit_topology("c", {"topology.max.spout.pending": 20}, counted)
         lc.submit_topology("ok", {"topology.message.timeout.secs": 30}, spec)

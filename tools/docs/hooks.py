@@ -1,7 +1,8 @@
 """MkDocs hooks of the documentation site (``mkdocs.yml``: ``hooks``).
 
 Contract: ``docs/reference/configuration.md`` holds the marker ``<!-- config-keys -->``; at build
-time it is replaced by one table per group of keys, made from the key table itself
+time it is replaced by one table per group of keys (name, type as its check states it, default,
+meaning), made from the key table itself
 (:data:`stormpy.config.KEYS` after every section registered), so the reference can never drift
 from the code. Nothing else is rewritten.
 """
@@ -23,10 +24,14 @@ def _cell(value: Any) -> str:
 
 
 def _table(keys: list[Any]) -> str:
-    rows = ["| key | default | meaning |", "|---|---|---|"]
+    from stormpy.config import COMPONENT_KEYS
+
+    rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
     for key in keys:
         default = "`" + _cell(repr(key.default)) + "`"
-        rows.append(f"| `{key.name}` | {default} | {_cell(key.doc)} |")
+        kind = _cell(key.check.expected) if key.check is not None else "checked by its settings class"
+        per_component = " *Per component.*" if key.name in COMPONENT_KEYS else ""
+        rows.append(f"| `{key.name}` | {kind} | {default} | {_cell(key.doc)}{per_component} |")
     return "\n".join(rows)
 
 

@@ -1,10 +1,13 @@
 """Client commands talking to Nimbus: jar, list, kill, activate, deactivate, rebalance, info.
 
 Every command takes ``--nimbus host:port`` (default: ``nimbus.host``/``nimbus.thrift.port`` of the
-config), ``--config FILE`` and ``-c key=value``; an unreachable Nimbus is reported in a few seconds
-with exit code 3, a refused request with its typed error and exit code 1, bad input with 2.
-Requests carry the config's ``nimbus.rpc.auth.token``; each answer is awaited ``--timeout``
-seconds (default ``nimbus.rpc.timeout.secs``) with ``nimbus.rpc.retries`` retries.
+config), ``--config`` and ``-c`` (each repeatable, each a YAML/JSON FILE or KEY=VALUE: the files
+first, in order, then the KEY=VALUE pairs over them; ``stormpy.config.ConfigArgs``); an
+unreachable Nimbus is reported in a few seconds with exit code 3, a refused request with its
+typed error and exit code 1, bad input (a config value the submit check refuses included) with 2,
+each as one ``error:`` line. Requests carry the config's ``nimbus.rpc.auth.token``; each answer is
+awaited ``--timeout`` seconds (default ``nimbus.rpc.timeout.secs``) with ``nimbus.rpc.retries``
+retries.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from stormpy.bundle import BundleError, build_bundle, unpack_bundle
 from stormpy.cli.bundle_report import cluster_dirs, describe_bundle
 from stormpy.cli.output import cell, console, detail, err_console, error, say, stats_table, warning
 from stormpy.cli.topology_loader import TopologyLoadError, load_topology
-from stormpy.config import ConfigError, load_config, parse_override, parse_overrides
+from stormpy.config import ConfigError, load_config_args, parse_config_args, topology_prefixes
 from stormpy.nimbus.client import NimbusClient
 from stormpy.rpc.errors import AuthorizationError, RpcError, RpcTimeoutError, UnreachableError
 from stormpy.topology import InvalidTopologyError
@@ -45,10 +48,11 @@ def client_options(func: F) -> F:
     func = click.option("--timeout", type=float, default=None,
                         help="Seconds to wait for each Nimbus answer "
                              "(default: nimbus.rpc.timeout.secs).")(func)
-    func = click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE",
-                        help="Config override (repeatable).")(func)
-    func = click.option("--config", "config_file", type=click.Path(dir_okay=False),
-                        help="stormpy.yaml to read (default: $STORMPY_CONF or ./stormpy.yaml).")(func)
+    func = click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE|FILE",
+                        help="Config override (repeatable): KEY=VALUE, or a YAML/JSON file.")(func)
+    func = click.option("--config", "config_file", multiple=True, metavar="FILE|KEY=VALUE",
+                        help="Config file (YAML/JSON; default: $STORMPY_CONF or ./stormpy.yaml), or "
+                             "KEY=VALUE (repeatable). KEY=VALUE pairs win over files.")(func)
     func = click.option("--nimbus", "nimbus_address", metavar="HOST:PORT",
                         help="Nimbus to talk to (default: nimbus.host:nimbus.thrift.port).")(func)
     return func
@@ -60,12 +64,12 @@ def fail(message: str, code: int) -> NoReturn:
 
 
 @contextmanager
-def nimbus_client(nimbus_address: str | None, config_file: str | None, overrides: tuple[str, ...],
+def nimbus_client(nimbus_address: str | None, config_file: tuple[str, ...], overrides: tuple[str, ...],
                   timeout: float | None) -> Iterator[NimbusClient]:
     """A connected-looking client (timeout, retries and auth token from the config, ``timeout``
     overriding); turns RPC errors into clear messages and exit codes."""
     try:
-        conf = load_config(config_file, parse_overrides(overrides))
+        conf = load_config_args(config_file, overrides)
         client = NimbusClient.from_config(
             conf, nimbus_address, remember=True, **({"timeout_secs": timeout} if timeout is not None else {}))
     except (ConfigError, ValueError) as exc:
@@ -89,7 +93,7 @@ def nimbus_client(nimbus_address: str | None, config_file: str | None, overrides
 
 def _with_client(func: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(func)
-    def wrapper(nimbus_address: str | None, config_file: str | None, overrides: tuple[str, ...],
+    def wrapper(nimbus_address: str | None, config_file: tuple[str, ...], overrides: tuple[str, ...],
                 timeout: float | None, **kwargs: Any) -> None:
         with nimbus_client(nimbus_address, config_file, overrides, timeout) as client:
             func(client, **kwargs)
@@ -113,15 +117,20 @@ def print_wide(renderable: Any) -> None:
               help="Submit inactive: no spout opens and no bolt prepares until activated.")
 @client_options
 def jar(path: str, target: str, name: str | None, inactive: bool, nimbus_address: str | None,
-        config_file: str | None, overrides: tuple[str, ...], timeout: float | None) -> None:
+        config_file: tuple[str, ...], overrides: tuple[str, ...], timeout: float | None) -> None:
     """Bundle PATH (a directory, or a prebuilt bundle .zip), upload it and submit MODULE[:ATTR].
 
-    -c overrides become the topology's config (over the module's ``config`` dict), except
-    nimbus.rpc.auth.token, which only authenticates this command."""
+    KEY=VALUE overrides (-c or --config) become the topology's config (over the module's
+    ``config`` dict), and so do the topology.* keys (and connectors' keys) of config files,
+    except nimbus.rpc.auth.token, which only authenticates this command. The config passes the
+    submit check before the upload; a bad value is one error line."""
     try:
-        topo_overrides = dict(parse_override(o) for o in overrides)
+        given = parse_config_args((*config_file, *overrides))
     except ConfigError as exc:
         fail(str(exc), EXIT_USAGE)
+    prefixes = topology_prefixes()
+    topo_overrides = {**{k: v for k, v in given.files.items() if k.startswith(prefixes)},
+                      **given.pairs}
     topo_overrides.pop("nimbus.rpc.auth.token", None)  # a secret: never stored with the topology
     with nimbus_client(nimbus_address, config_file, overrides, timeout) as client, \
             tempfile.TemporaryDirectory(prefix="stormpy-jar-") as tmp:
@@ -129,7 +138,7 @@ def jar(path: str, target: str, name: str | None, inactive: bool, nimbus_address
         try:
             if source.is_dir():
                 loaded = load_topology(source, target)
-                own = cluster_dirs(load_config(config_file, parse_overrides(overrides)))
+                own = cluster_dirs(load_config_args(config_file, overrides))
                 bundle = build_bundle(source, Path(tmp) / "bundle.zip", exclude=own)
                 bundle_path, size = bundle.path, bundle.size
                 root = source.resolve()
@@ -149,9 +158,13 @@ def jar(path: str, target: str, name: str | None, inactive: bool, nimbus_address
                       TransferSpeedColumn(), console=err_console, transient=False) as progress:
             task = progress.add_task(f"uploading {cell(source.name)}", total=size)
             # submit() starts over on the new leader if the Nimbus leader changes meanwhile
-            topology_id = client.submit(
-                topo_name, bundle_path, loaded.spec.to_doc(), conf, active=not inactive,
-                progress=lambda sent, _total: progress.update(task, completed=sent))
+            try:
+                topology_id = client.submit(
+                    topo_name, bundle_path, loaded.spec.to_doc(), conf, active=not inactive,
+                    progress=lambda sent, _total: progress.update(task, completed=sent))
+            except (ConfigError, InvalidTopologyError) as exc:
+                progress.stop()
+                fail(str(exc), EXIT_USAGE)
         say("submitted topology [bold]{}[/bold] as {}{}", topo_name, topology_id,
             " (inactive)" if inactive else "")
         for text in client.warnings:
@@ -276,8 +289,8 @@ def topology_info(client: NimbusClient, name: str, system: bool) -> None:
         f"{info['uptime_secs']:.0f}")
     if info.get("degraded"):
         say("[red]degraded:[/red] {}", info["degraded"])
-    for text in info.get("warnings") or []:
-        say("[yellow]warning:[/yellow] {}", text)
+    for text in info.get("warnings") or ():
+        warning(text)
     workers = Table(title="workers")
     for col in ("host", "port", "node", "executors", "uptime (s)", "heartbeat age (s)", "restarts",
                 "last exit"):

@@ -11,10 +11,10 @@ from typing import Any
 
 import click
 
-from stormpy.cli.output import console, error, say
+from stormpy.cli.output import CONFIG_HELP, console, error, say
 from stormpy.cluster.devzk import default_dev_data_dir, run_dev_zookeeper
 from stormpy.cluster.zkserver import ZooKeeperNotFound, ZooKeeperServer, ZooKeeperStartError
-from stormpy.config import DEFAULTS, ConfigError, load_config, local_dir, parse_overrides
+from stormpy.config import DEFAULTS, ConfigError, load_config_args, local_dir, parse_config_args
 from stormpy.local import ProcessCluster
 from stormpy.local.dev_kafka import BROKER_CHOICES, run_dev_kafka
 from stormpy.local.kafka_broker import KafkaBrokerNotFound, KafkaBrokerStartError
@@ -27,10 +27,11 @@ from stormpy.local.spark_cluster import (
 )
 
 
-def _conf(config_file: str | None, overrides: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _conf(config_file: tuple[str, ...], overrides: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
     try:
-        extra = parse_overrides(overrides)
-        return load_config(config_file, extra), extra
+        # what the daemons started here get: the files and pairs given (not ./stormpy.yaml)
+        return (load_config_args(config_file, overrides),
+                parse_config_args((*config_file, *overrides)).merged())
     except ConfigError as exc:
         error(exc)
         sys.exit(2)
@@ -40,9 +41,10 @@ def _conf(config_file: str | None, overrides: tuple[str, ...]) -> tuple[dict[str
 @click.option("--port", type=int, default=None, help="Client port (default: storm.zookeeper.port, 2181).")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
               help="Data directory kept across runs (default: <storm.local.dir>/dev-zookeeper).")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="stormpy.yaml to read.")
-@click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE", help="Config override.")
-def dev_zookeeper(port: int | None, data_dir: str | None, config_file: str | None,
+@click.option("--config", "config_file", multiple=True, metavar="FILE|KEY=VALUE",
+              help=CONFIG_HELP)
+@click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE|FILE", help="Config override.")
+def dev_zookeeper(port: int | None, data_dir: str | None, config_file: tuple[str, ...],
                   overrides: tuple[str, ...]) -> None:
     """Run a real Apache ZooKeeper on 127.0.0.1 for development (Ctrl-C stops it)."""
     conf, _ = _conf(config_file, overrides)
@@ -64,9 +66,10 @@ def dev_zookeeper(port: int | None, data_dir: str | None, config_file: str | Non
 @click.option("--broker", type=click.Choice(BROKER_CHOICES), default="auto", show_default=True,
               help="Apache Kafka (`kafka`), tansu, or Apache Kafka when Java and its jars are "
                    "there (`auto`).")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="stormpy.yaml to read.")
-@click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE", help="Config override.")
-def dev_kafka(port: int, log_dir: str | None, broker: str, config_file: str | None,
+@click.option("--config", "config_file", multiple=True, metavar="FILE|KEY=VALUE",
+              help=CONFIG_HELP)
+@click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE|FILE", help="Config override.")
+def dev_kafka(port: int, log_dir: str | None, broker: str, config_file: tuple[str, ...],
               overrides: tuple[str, ...]) -> None:
     """Run a Kafka broker on 127.0.0.1 for development: Apache Kafka (KRaft, one node) when Java and
     its jars are there (`make kafka`), else tansu (a Kafka-protocol broker, in memory); it says which.
@@ -87,9 +90,10 @@ def dev_kafka(port: int, log_dir: str | None, broker: str, config_file: str | No
               help="Port on 127.0.0.1.")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
               help="Data and log directory kept across runs (default: <storm.local.dir>/dev-redis).")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="stormpy.yaml to read.")
-@click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE", help="Config override.")
-def dev_redis(port: int, data_dir: str | None, config_file: str | None,
+@click.option("--config", "config_file", multiple=True, metavar="FILE|KEY=VALUE",
+              help=CONFIG_HELP)
+@click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE|FILE", help="Config override.")
+def dev_redis(port: int, data_dir: str | None, config_file: tuple[str, ...],
               overrides: tuple[str, ...]) -> None:
     """Run a Redis (the `redis` state provider's store) on 127.0.0.1 for development; it prints
     the provider config to use. Ctrl-C or SIGTERM stops it; its data is kept across runs."""
@@ -112,10 +116,11 @@ def dev_redis(port: int, data_dir: str | None, config_file: str | None,
 @click.option("--memory", default="1g", show_default=True, help="Memory each worker offers.")
 @click.option("--base-dir", type=click.Path(file_okay=False), default=None,
               help="Logs and executor work dirs (default: <storm.local.dir>/dev-spark).")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="stormpy.yaml to read.")
-@click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE", help="Config override.")
+@click.option("--config", "config_file", multiple=True, metavar="FILE|KEY=VALUE",
+              help=CONFIG_HELP)
+@click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE|FILE", help="Config override.")
 def dev_spark(workers: int, port: int, cores: int, memory: str, base_dir: str | None,
-              config_file: str | None, overrides: tuple[str, ...]) -> None:
+              config_file: tuple[str, ...], overrides: tuple[str, ...]) -> None:
     """Run a standalone Spark master and N workers from the installed PySpark on 127.0.0.1.
 
     Ctrl-C or SIGTERM stops them (and their executors)."""
@@ -153,11 +158,13 @@ HA_SESSION_TIMEOUT_MS = 6000
 @click.option("--spark", "spark_workers", type=click.IntRange(0, 16), default=None, flag_value=1,
               is_flag=False, help="Also run a standalone Spark master with this many workers "
               "(--spark alone: 1); supervisors' workers get spark.master pointing at it.")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False), help="stormpy.yaml to read.")
-@click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE",
-              help="Config override passed to every daemon (repeatable).")
+@click.option("--config", "config_file", multiple=True, metavar="FILE|KEY=VALUE",
+              help=CONFIG_HELP)
+@click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE|FILE",
+              help="Config override passed to every daemon (repeatable): KEY=VALUE or a "
+                   "YAML/JSON file.")
 def dev_cluster(supervisors: int, nimbuses: int, slots: int, with_ui: bool, ui_port: int | None,
-                spark_workers: int | None, base_dir: str | None, config_file: str | None,
+                spark_workers: int | None, base_dir: str | None, config_file: tuple[str, ...],
                 overrides: tuple[str, ...]) -> None:
     """Run ZooKeeper + Nimbus (or several, --nimbuses) + N supervisors (+ the UI) on this machine
     (the docker-compose layout), with --spark also a standalone Spark cluster.
@@ -204,9 +211,12 @@ def dev_cluster(supervisors: int, nimbuses: int, slots: int, with_ui: bool, ui_p
         if cluster.ui is not None:
             say("UI serving on {} (REST {}/api/v1/cluster/summary, metrics {}/metrics)",
                 cluster.ui_url, cluster.ui_url, cluster.ui_url)
+        infos = cluster.supervisor_infos()
         for i, ports in enumerate(slot_ports):
-            say("supervisor-{}: slots {}-{} (logs {})", i, ports[0], ports[-1],
-                cluster.supervisors[i].workdir / "logs")
+            lv = infos[i].logviewer_port if i in infos else None
+            say("supervisor-{}: slots {}-{} (logs {}, log server {})", i, ports[0], ports[-1],
+                cluster.supervisors[i].workdir / "logs",
+                f"http://{cluster.host}:{lv}" if lv else "none")
         say("submit with: stormpy jar examples wordcount:topology --nimbus {}\n"
             "Ctrl-C stops the cluster", cluster.nimbus_address)
         reported: set[str] = set()

@@ -11,9 +11,9 @@ from typing import Any
 import click
 
 from stormpy.cli.idle_watch import IdleWatch, user_activity, user_pending
-from stormpy.cli.output import console, detail, error, say, stats_table
+from stormpy.cli.output import console, detail, error, say, stats_table, warning
 from stormpy.cli.topology_loader import TopologyLoadError, load_topology
-from stormpy.config import ConfigError, parse_overrides
+from stormpy.config import ConfigError, parse_config_args
 from stormpy.local import LocalCluster
 from stormpy.topology import InvalidTopologyError
 
@@ -29,8 +29,9 @@ from stormpy.topology import InvalidTopologyError
                    "nothing, or its user components emitted, acked and failed nothing with no "
                    "user spout tuple pending (system spouts such as a stateful topology's "
                    "checkpoints do not count).")
-@click.option("-c", "--config", "overrides", multiple=True, metavar="KEY=VALUE",
-              help="Topology config override (repeatable).")
+@click.option("-c", "--config", "overrides", multiple=True, metavar="KEY=VALUE|FILE",
+              help="Topology config (repeatable): KEY=VALUE, or a YAML/JSON file; KEY=VALUE "
+                   "pairs win over files.")
 def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float | None,
           overrides: tuple[str, ...]) -> None:
     """Run MODULE[:ATTR] from PATH in one process until --ttl passes, --idle-stop finds it idle
@@ -38,7 +39,7 @@ def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float
     were still pending."""
     try:
         loaded = load_topology(path, target)
-        conf: dict[str, Any] = {**loaded.config, **parse_overrides(overrides)}
+        conf: dict[str, Any] = {**loaded.config, **parse_config_args(overrides).merged()}
     except (TopologyLoadError, InvalidTopologyError, ConfigError) as exc:
         error(exc)
         sys.exit(2)
@@ -54,9 +55,15 @@ def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float
     cluster = LocalCluster(conf={k: v for k, v in conf.items() if k.startswith("storm.zookeeper.")})
     failure = None
     try:
-        worker = cluster.submit_topology(topo_name, conf, loaded.spec)
+        try:
+            worker = cluster.submit_topology(topo_name, conf, loaded.spec)
+        except (ConfigError, InvalidTopologyError) as exc:  # the submit check refused it
+            error(exc)
+            sys.exit(2)
         say("running topology [bold]{}[/bold] in local mode (ttl {}s; Ctrl-C stops)",
             topo_name, f"{ttl:g}")
+        for text in cluster.warnings_of(topo_name):
+            warning(text)
         deadline = time.monotonic() + ttl
         idle = IdleWatch(idle_stop) if idle_stop is not None else None
         stopped_by, reason = "ttl", f"ttl of {ttl:g} s reached"

@@ -21,6 +21,7 @@ from stormpy.cli.dev_cmds import dev_cluster, dev_kafka, dev_redis, dev_spark, d
 from stormpy.cli.keygen_cmd import curve_keygen
 from stormpy.cli.local_cmd import local
 from stormpy.cli.nimbus_cmd import nimbus
+from stormpy.cli.ops_cmds import logs, logviewer, profile, set_log_level
 from stormpy.cli.supervisor_cmd import supervisor
 from stormpy.cli.ui_cmd import ui
 
@@ -30,7 +31,10 @@ from stormpy.cli.ui_cmd import ui
 @click.option("-v", "--verbose", is_flag=True, help="Log at INFO level to stderr.")
 def cli(verbose: bool) -> None:
     """stormpy: Apache Storm's model, native in Python."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+    handler = logging.StreamHandler()
+    # `local` and `jar` print the submit warnings as `warning:` lines: not twice
+    handler.addFilter(lambda record: not getattr(record, "submit_warning", False))
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler],
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
@@ -52,6 +56,10 @@ cli.add_command(dev_spark)
 cli.add_command(supervisor)
 cli.add_command(ui)
 cli.add_command(curve_keygen)
+cli.add_command(logs)
+cli.add_command(logviewer)
+cli.add_command(set_log_level)
+cli.add_command(profile)
 
 
 def main() -> None:

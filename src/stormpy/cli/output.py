@@ -70,3 +70,8 @@ def stats_table(title: str, stats: Mapping[str, Mapping[str, Any]]) -> Table:
                       str(s["executed"]), str(s["acked"]), str(s["failed"]),
                       "" if lat is None else f"{lat:.2f}")
     return table
+
+
+#: The help of every command's ``--config`` (``-c`` takes the same two forms).
+CONFIG_HELP = ("Config file (YAML/JSON; default: $STORMPY_CONF, else ./stormpy.yaml if present), or "
+               "KEY=VALUE (repeatable). Files apply in order, KEY=VALUE pairs over them.")

@@ -6,22 +6,22 @@ import sys
 
 import click
 
-from stormpy.cli.output import error, say
+from stormpy.cli.output import CONFIG_HELP, error, say
 from stormpy.cluster.errors import ClusterStateError
-from stormpy.config import ConfigError, load_config, parse_overrides
+from stormpy.config import ConfigError, load_config_args
 from stormpy.supervisor import Supervisor
 
 
 @click.command("supervisor")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False),
-              help="stormpy.yaml to read (default: $STORMPY_CONF, else ./stormpy.yaml if present).")
-@click.option("-c", "overrides", multiple=True, metavar="KEY=VALUE",
+@click.option("--config", "config_file", multiple=True, metavar="FILE|KEY=VALUE",
+              help=CONFIG_HELP)
+@click.option("-c", "overrides", multiple=True, metavar="KEY=VALUE|FILE",
               help="Config override (repeatable), e.g. -c supervisor.slots.ports=[6700,6701].")
-def supervisor(config_file: str | None, overrides: tuple[str, ...]) -> None:
+def supervisor(config_file: tuple[str, ...], overrides: tuple[str, ...]) -> None:
     """Run a supervisor until SIGTERM or Ctrl-C: it starts and watches the worker processes that
     Nimbus assigns to this host. Logs go to <storm.log.dir>/supervisor-<id>.log."""
     try:
-        conf = load_config(config_file, parse_overrides(overrides))
+        conf = load_config_args(config_file, overrides)
     except ConfigError as exc:
         error(exc)
         sys.exit(2)

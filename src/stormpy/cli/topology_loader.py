@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stormpy.topology import TopologyBuilder, TopologySpec
+from stormpy.config import ConfigError
+from stormpy.topology import InvalidTopologyError, TopologyBuilder, TopologySpec
 
 
 class TopologyLoadError(Exception):
@@ -26,7 +27,11 @@ class LoadedTopology:
 def load_topology(path: str | Path, target: str) -> LoadedTopology:
     """Import ``MODULE`` with ``path`` first on ``sys.path`` and take ``ATTR`` (default
     ``topology``): a TopologySpec, a TopologyBuilder, or a no-argument callable returning either.
-    A module-level ``config`` dict becomes the topology's base config."""
+    A module-level ``config`` dict becomes the topology's base config.
+
+    TopologyLoadError when the module cannot be imported ("cannot import module ..."), lacks the
+    attribute or it is no topology; an InvalidTopologyError or ConfigError (SettingError) that
+    importing the module raised is passed on as it is, since the import itself worked."""
     root = Path(path).resolve()
     if not root.exists():
         raise TopologyLoadError(f"topology path {str(path)!r} does not exist")
@@ -37,6 +42,8 @@ def load_topology(path: str | Path, target: str) -> LoadedTopology:
         sys.path.insert(0, base)
     try:
         module = importlib.import_module(module_name)
+    except (InvalidTopologyError, ConfigError):
+        raise  # a check the module's code ran (a builder, a settings class): its message says it
     except Exception as exc:
         raise TopologyLoadError(f"cannot import module {module_name!r} from {base}: "
                                 f"{type(exc).__name__}: {exc}") from exc

@@ -8,23 +8,23 @@ import threading
 
 import click
 
-from stormpy.cli.output import error
-from stormpy.config import ConfigError, load_config, parse_overrides
+from stormpy.cli.output import CONFIG_HELP, error
+from stormpy.config import ConfigError, load_config_args
 
 
 @click.command("ui")
 @click.option("--nimbus", "nimbus_address", metavar="HOST:PORT",
               help="Nimbus to read from (default: nimbus.host:nimbus.thrift.port).")
-@click.option("--config", "config_file", type=click.Path(dir_okay=False),
-              help="stormpy.yaml to read (default: $STORMPY_CONF, else ./stormpy.yaml if present).")
-@click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE",
+@click.option("--config", "config_file", multiple=True, metavar="FILE|KEY=VALUE",
+              help=CONFIG_HELP)
+@click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE|FILE",
               help="Config override (repeatable), e.g. -c ui.port=8080.")
-def ui(nimbus_address: str | None, config_file: str | None, overrides: tuple[str, ...]) -> None:
+def ui(nimbus_address: str | None, config_file: tuple[str, ...], overrides: tuple[str, ...]) -> None:
     """Serve the UI on ui.host:ui.port: pages, /api/v1 (Storm's REST API) and /metrics.
 
     Reads Nimbus (RPC) and the workers' heartbeats (ZooKeeper); SIGTERM or Ctrl-C stops it."""
     try:
-        conf = load_config(config_file, parse_overrides(overrides))
+        conf = load_config_args(config_file, overrides)
     except ConfigError as exc:
         error(exc)
         sys.exit(2)

@@ -13,6 +13,10 @@
     <root>/blobstore-wanted/<topology-id>                    the leader lacks this bundle: a
                                                              supervisor holding it sends it back
     <root>/submitting/<topology-id>                          a submission not yet committed
+    <root>/logconfigs/<topology-id>                          LogConfig: run-time logger levels
+                                                             (``stormpy set-log-level``)
+    <root>/workercontrol/<topology-id>/<node>-<port>/r<seq>  ControlRequest to one worker
+                                                             (dumps, profiles), answered in place
     <root>/checkpoints/<topology-id>/<key>/...               a topology's checkpoints area
                                                              (``context.state_store()``: spout
                                                              positions, <spout>/<partition>)
@@ -123,7 +127,8 @@ class ZkPaths:
         """Every top-level directory of the layout."""
         return [self.supervisors(), self.storms(), self.assignments(), self.workerbeats_root(),
                 self.errors_root(), self.nimbuses(), self.checkpoints_root(), self.transactional_root(),
-                self.blobstore_root(), self.bundle_wanted_root(), self.submitting_root()]
+                self.blobstore_root(), self.bundle_wanted_root(), self.submitting_root(),
+                self.logconfigs_root(), self.workercontrol_root()]
 
     # --- supervisors ---------------------------------------------------------------------------
     def supervisors(self) -> str:
@@ -224,6 +229,27 @@ class ZkPaths:
         Nimbus taking over as leader rolls back every topology still marked."""
         return self._join("submitting", _id(topology_id, "topology id"))
 
+    # --- run-time operations on workers ------------------------------------------------------
+    def logconfigs_root(self) -> str:
+        """Parent of every topology's log-level document."""
+        return self._join("logconfigs")
+
+    def logconfig(self, topology_id: str) -> str:
+        """One topology's LogConfig (the logger levels its workers apply at run time)."""
+        return self._join("logconfigs", _id(topology_id, "topology id"))
+
+    def workercontrol_root(self) -> str:
+        """Parent of every topology's worker-control directory."""
+        return self._join("workercontrol")
+
+    def workercontrol(self, topology_id: str) -> str:
+        """One topology's worker-control directory (one child per worker)."""
+        return self._join("workercontrol", _id(topology_id, "topology id"))
+
+    def worker_requests(self, topology_id: str, node: str, port: int) -> str:
+        """One worker's request directory: sequential ``r<seq>`` ControlRequest nodes."""
+        return self._join("workercontrol", _id(topology_id, "topology id"), worker_key(node, port))
+
     # --- spout checkpoints ---------------------------------------------------------------------
     def checkpoints_root(self) -> str:
         """Parent of every topology's checkpoint directory."""
@@ -276,4 +302,5 @@ class ZkPaths:
         (assignment first, so supervisors stop its workers; status last)."""
         return [self.assignment(topology_id), self.workerbeats(topology_id), self.errors(topology_id),
                 self.checkpoints(topology_id), self.transactional(topology_id), self.blobstore(topology_id),
-                self.bundle_wanted(topology_id), self.storm(topology_id)]
+                self.bundle_wanted(topology_id), self.logconfig(topology_id),
+                self.workercontrol(topology_id), self.storm(topology_id)]

@@ -135,6 +135,8 @@ class SupervisorInfo:
     #: counters since the supervisor started (optional field): ``worker_launches`` and
     #: ``worker_restarts`` (workers it stopped or found dead and started again)
     stats: dict[str, float] = field(default_factory=dict)
+    #: port of the host's log server (optional field; None: the supervisor runs none)
+    logviewer_port: int | None = None
     #: per worker slot that restarted (optional field): ``topology_id``, ``port``, ``restarts``,
     #: ``last_exit`` (why, or None), ``last_exit_time``, ``quick_exits`` (in a row) and
     #: ``crash_looping`` (see ``stormpy.supervisor.exits``)
@@ -148,7 +150,8 @@ class SupervisorInfo:
         """The msgpack-ready document."""
         return {"v": SCHEMA_VERSION, "supervisor_id": self.supervisor_id, "host": self.host,
                 "ports": list(self.ports), "start_time": self.start_time, "version": self.version,
-                "stats": dict(self.stats), "workers": [dict(w) for w in self.workers]}
+                "stats": dict(self.stats), "workers": [dict(w) for w in self.workers],
+                "logviewer_port": self.logviewer_port}
 
     @classmethod
     def from_doc(cls, doc: Any) -> SupervisorInfo:
@@ -161,7 +164,9 @@ class SupervisorInfo:
                    version=_field(d, "version", _is_str, "a string"),
                    stats=dict(_field(d, "stats", _is_map_of(_is_num), "a map of numbers", {})),
                    workers=tuple(_field(d, "workers", _is_list_of(_is_slot_exits),
-                                        "a list of worker slot records", [])))
+                                        "a list of worker slot records", [])),
+                   logviewer_port=_field(d, "logviewer_port", lambda v: v is None or _is_int(v),
+                                         "an int or nil", None))
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from typing import Any
 
 from kazoo.security import ACL, OPEN_ACL_UNSAFE, Id, Permissions, make_digest_acl_credential
 
-from stormpy.config import SettingError
+from stormpy.config import SettingError, setting
 
 __all__ = ["DAEMON_DIGEST_ID_KEY", "WORKER_DIRECTORIES", "ZkIdentity", "daemon_digest_id",
            "start_paths", "worker_zk_identity", "zk_identity"]
@@ -34,8 +34,9 @@ TOPOLOGY_SCHEME_KEY = "storm.zookeeper.topology.auth.scheme"
 TOPOLOGY_PAYLOAD_KEY = "storm.zookeeper.topology.auth.payload"
 #: Set by worker_conf (not by users): the daemons' digest ACL id (``user:base64(sha1)``), no secret.
 DAEMON_DIGEST_ID_KEY = "storm.zookeeper.auth.digest.id"
-#: Top-level directories where workers create nodes (heartbeats, errors, their state).
-WORKER_DIRECTORIES = ("workerbeats", "errors", "checkpoints", "transactional")
+#: Top-level directories where workers create nodes (heartbeats, errors, their state, their
+#: control-request directories).
+WORKER_DIRECTORIES = ("workerbeats", "errors", "checkpoints", "transactional", "workercontrol")
 
 _WORLD = Id("world", "anyone")
 
@@ -125,6 +126,6 @@ def worker_zk_identity(daemon_conf: Mapping[str, Any], topology_conf: Mapping[st
     payload = topology_conf.get(TOPOLOGY_PAYLOAD_KEY)
     if not payload:
         return {}
-    return {TOPOLOGY_SCHEME_KEY: topology_conf.get(TOPOLOGY_SCHEME_KEY) or "digest",
+    return {TOPOLOGY_SCHEME_KEY: setting(topology_conf, TOPOLOGY_SCHEME_KEY),
             TOPOLOGY_PAYLOAD_KEY: payload, DAEMON_PAYLOAD_KEY: None,
             DAEMON_DIGEST_ID_KEY: daemon_digest_id(daemon_conf)}

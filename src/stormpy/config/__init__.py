@@ -26,7 +26,15 @@ from typing import Any
 
 import yaml
 
+from stormpy.config.errors import ConfigError, SettingError
 from stormpy.config.keys import CORE_KEYS, ConfigKey
+
+__all__ = ["COMPONENT_KEYS", "CORE_PREFIXES", "DEFAULTS", "KEYS", "ConfigArgs", "ConfigError",
+           "ConfigKey", "ConfigSection", "SettingError", "check_value", "check_values",
+           "load_config", "load_config_args", "local_dir", "log_dir", "merged",
+           "message_timeout_secs", "parse_config_args", "parse_override", "parse_overrides",
+           "parse_value", "read_config_file", "redacted", "register_section", "rpc_auth_token",
+           "sections", "setting", "topology_prefixes"]
 
 #: The core keys (:mod:`stormpy.config.keys`).
 _KEYS: list[ConfigKey] = list(CORE_KEYS)
@@ -114,26 +122,36 @@ COMPONENT_KEYS = frozenset({
 })
 
 
-class ConfigError(ValueError):
-    """A configuration file or value is malformed; the message names the key or file."""
+def setting(conf: Mapping[str, Any], key: str) -> Any:
+    """``conf[key]``, or the key's default from the table when ``conf`` lacks it or holds None.
+
+    The one way to read a known key with its default (a source scan test refuses
+    ``conf.get(key) or 5``): the value itself was checked at submit or load
+    (:mod:`stormpy.config.validate`), so it is used as it is."""
+    value = conf.get(key)
+    return DEFAULTS[key] if value is None else value
 
 
-class SettingError(ConfigError):
-    """One setting of a topology, a connector or a feature is missing or invalid.
+def check_value(key: str, value: Any, component: str | None = None) -> Any:
+    """``value`` when the table's check of ``key`` accepts it (None, which means unset, as
+    Storm's validators let null through; any value for an unknown key or a connector key without
+    check); SettingError naming the key (and ``component``) otherwise."""
+    known = KEYS.get(key)
+    if known is None or known.check is None or value is None:
+        return value
+    try:
+        return known.check(key, value)
+    except SettingError as exc:
+        if component is None:
+            raise
+        raise SettingError(exc.setting, f"component {component!r}: {exc.problem}") from None
 
-    The one error base of every settings check (core keys, Kafka, Kinesis, windowing, state,
-    transactional, Spark): ``setting`` is the name users wrote (``topology.message.timeout.secs``,
-    ``KafkaSpoutConfig.topics``), and the message always starts with it, so an error shown alone
-    still says what to change.
-    """
 
-    def __init__(self, setting: str, problem: str) -> None:
-        self.setting = setting
-        self.problem = problem
-        super().__init__(f"{setting}: {problem}")
-
-    def __reduce__(self) -> tuple[type[SettingError], tuple[str, str]]:
-        return type(self), (self.setting, self.problem)
+def check_values(conf: Mapping[str, Any], component: str | None = None) -> None:
+    """:func:`check_value` for every key of ``conf``, in sorted order (the first bad one is
+    reported)."""
+    for key in sorted(conf):
+        check_value(key, conf[key], component)
 
 
 def parse_value(text: str) -> Any:
@@ -160,6 +178,58 @@ def parse_overrides(args: Iterable[str]) -> dict[str, Any]:
     return dict(parse_override(a) for a in args)
 
 
+@dataclass(frozen=True)
+class ConfigArgs:
+    """The ``--config`` / ``-c`` arguments of a command: each is a path to an existing YAML or
+    JSON file, or ``KEY=VALUE``. ``files`` holds the files' keys (later files win), ``pairs`` the
+    ``KEY=VALUE`` ones (later win); a pair wins over a file."""
+
+    files: dict[str, Any]
+    pairs: dict[str, Any]
+    file_given: bool
+
+    def merged(self) -> dict[str, Any]:
+        """The files' keys, then the pairs over them."""
+        return {**self.files, **self.pairs}
+
+
+def parse_config_args(args: Iterable[str] | str | None) -> ConfigArgs:
+    """Sort ``--config`` / ``-c`` arguments into files and ``KEY=VALUE`` pairs (see
+    :class:`ConfigArgs`): an argument naming an existing file is read as one (YAML, which JSON
+    is), else it must be ``KEY=VALUE``; ConfigError naming the argument or file otherwise."""
+    if args is None:
+        args = ()
+    elif isinstance(args, str):
+        args = (args,)
+    files: dict[str, Any] = {}
+    pairs: dict[str, Any] = {}
+    file_given = False
+    for arg in args:
+        if Path(arg).is_file():
+            files.update(read_config_file(arg))
+            file_given = True
+        elif "=" in arg:
+            key, value = parse_override(arg)
+            pairs[key] = value
+        else:
+            raise ConfigError(f"config argument {arg!r} is neither an existing file (YAML or JSON) "
+                              "nor KEY=VALUE")
+    return ConfigArgs(files, pairs, file_given)
+
+
+def load_config_args(*args: Iterable[str] | str | None) -> dict[str, Any]:
+    """A command's config from its ``--config`` / ``-c`` arguments (:func:`parse_config_args`):
+    the defaults, then the files given (else ``$STORMPY_CONF``, else ``./stormpy.yaml`` if
+    present, as :func:`load_config`), then the ``KEY=VALUE`` pairs; checked like
+    :func:`load_config`."""
+    parsed = [parse_config_args(a) for a in args]
+    files = {k: v for p in parsed for k, v in p.files.items()}
+    pairs = {k: v for p in parsed for k, v in p.pairs.items()}
+    if not any(p.file_given for p in parsed):
+        return load_config(None, pairs)
+    return load_config(None, {**files, **pairs}, default_file=False)
+
+
 def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a ``stormpy.yaml``; raise ConfigError naming the file when it is not a YAML mapping."""
     p = Path(path)
@@ -173,11 +243,13 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def load_config(path: str | os.PathLike[str] | None = None,
-                overrides: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                overrides: Mapping[str, Any] | None = None, *,
+                default_file: bool = True) -> dict[str, Any]:
     """Defaults, then the YAML file (``path``, else ``$STORMPY_CONF``, else ``./stormpy.yaml`` if
-    present), then ``overrides``."""
+    present; neither with ``default_file=False``), then ``overrides``; SettingError naming the
+    first known key whose value is not of its type (:func:`check_values`)."""
     conf = dict(DEFAULTS)
-    if path is None:
+    if path is None and default_file:
         env = os.environ.get("STORMPY_CONF")
         if env:
             path = env
@@ -187,6 +259,7 @@ def load_config(path: str | os.PathLike[str] | None = None,
         conf.update(read_config_file(path))
     if overrides:
         conf.update(overrides)
+    check_values(conf)
     return conf
 
 
@@ -214,7 +287,7 @@ def rpc_auth_token(conf: Mapping[str, Any]) -> str | None:
 
 def local_dir(conf: Mapping[str, Any]) -> Path:
     """``storm.local.dir`` of ``conf``, its default when unset or empty (relative paths stay so)."""
-    return Path(conf.get("storm.local.dir") or DEFAULTS["storm.local.dir"])
+    return Path(setting(conf, "storm.local.dir") or DEFAULTS["storm.local.dir"])
 
 
 def log_dir(conf: Mapping[str, Any]) -> Path:
@@ -225,7 +298,7 @@ def log_dir(conf: Mapping[str, Any]) -> Path:
 
 def message_timeout_secs(conf: Mapping[str, Any]) -> float:
     """``topology.message.timeout.secs`` of ``conf`` in seconds, its default when unset or None."""
-    return float(conf.get("topology.message.timeout.secs") or DEFAULTS["topology.message.timeout.secs"])
+    return float(setting(conf, "topology.message.timeout.secs"))
 
 
 def merged(*layers: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -1,33 +1,29 @@
-"""The checks of the multilang settings (shell components), shared by the submit-time check and
-the shell host that reads them when a task starts.
+"""The multilang settings' values as shell components read them, and the check of the
+serializer name the key table (:mod:`stormpy.config.keys`) applies at submit.
 
 * ``topology.multilang.serializer``: ``json`` / ``msgpack`` (pystorm's names) or a class name as
   Storm's setting holds one (``org.apache.storm.multilang.JsonSerializer``, any
   ``...MsgpackSerializer`` / ``...MessagePackSerializer``); unset means JSON. May be set per
   component.
 * ``topology.subprocess.timeout.secs``: a number of seconds > 0, or unset (None).
-* ``topology.shellbolt.max.pending``: an integer >= 1, or unset (None: Storm's 100). May be set
-  per component.
+* ``topology.shellbolt.max.pending``: an integer >= 1 (Storm's 100 by default). May be set per
+  component.
 
-:func:`check_multilang_settings` checks all three in a topology's config and the two
-per-component ones in each component's config, at submit (``LocalCluster.submit_topology``,
-Nimbus, and the Nimbus client before it sends anything) as Storm validates a topology's config
-when it is submitted, so a bad value is refused then, not when the first shell task starts. Every
-problem is a :class:`~stormpy.config.SettingError` naming the setting (and the component whose
-config holds it).
+All three are checked at submit with every other key, by the one submit check
+(:func:`stormpy.config.validate.check_topology_config`); the readers here raise the same
+:class:`~stormpy.config.SettingError` for a conf that reached a task some other way. This module
+imports only :mod:`stormpy.config.errors`, as the key table imports it.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
-from stormpy.config import DEFAULTS, SettingError
+from stormpy.config.errors import SettingError
 
 __all__ = ["JSON", "MAX_PENDING_KEY", "MSGPACK", "SERIALIZER_KEY", "SUBPROCESS_TIMEOUT_KEY",
-           "check_multilang_settings", "max_pending_value", "serializer_kind",
-           "subprocess_timeout_value"]
+           "max_pending_value", "serializer_kind", "subprocess_timeout_value"]
 
 SERIALIZER_KEY = "topology.multilang.serializer"
 SUBPROCESS_TIMEOUT_KEY = "topology.subprocess.timeout.secs"
@@ -57,10 +53,8 @@ def serializer_kind(value: Any, component: str | None = None) -> str:
 
 
 def max_pending_value(value: Any, component: str | None = None) -> int:
-    """``topology.shellbolt.max.pending`` as an integer >= 1 (Storm's default 100 when None);
-    SettingError otherwise."""
-    if value is None:
-        return int(DEFAULTS[MAX_PENDING_KEY])
+    """``topology.shellbolt.max.pending`` (read with :func:`stormpy.config.setting`, so the
+    table's default when unset) when it is an integer >= 1; SettingError otherwise."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise SettingError(MAX_PENDING_KEY, f"{_where(component)}must be an integer >= 1, got "
                                             f"{value!r}")
@@ -75,19 +69,3 @@ def subprocess_timeout_value(value: Any, key: str = SUBPROCESS_TIMEOUT_KEY) -> f
             or value <= 0):
         raise SettingError(key, f"must be a number of seconds > 0, got {value!r}")
     return float(value)
-
-
-def check_multilang_settings(conf: Mapping[str, Any],
-                             component_configs: Mapping[str, Mapping[str, Any]]) -> None:
-    """SettingError for the first bad multilang setting: in the topology's ``conf`` (all three)
-    or, naming the component, in a component's own config (``component_configs``: component id
-    → its config; the serializer and max pending, which Storm allows per component)."""
-    serializer_kind(conf.get(SERIALIZER_KEY))
-    max_pending_value(conf.get(MAX_PENDING_KEY))
-    if conf.get(SUBPROCESS_TIMEOUT_KEY) is not None:
-        subprocess_timeout_value(conf[SUBPROCESS_TIMEOUT_KEY])
-    for cid, comp_conf in sorted(component_configs.items()):
-        if SERIALIZER_KEY in comp_conf:
-            serializer_kind(comp_conf[SERIALIZER_KEY], cid)
-        if comp_conf.get(MAX_PENDING_KEY) is not None:
-            max_pending_value(comp_conf[MAX_PENDING_KEY], cid)

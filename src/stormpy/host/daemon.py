@@ -29,7 +29,8 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 def log_to_file(path: str | os.PathLike[str], who: str, *, logger: logging.Logger | None = None,
-                replace: bool = False, level: int = logging.INFO) -> logging.Handler:
+                replace: bool = False, level: int = logging.INFO,
+                handler: logging.Handler | None = None) -> logging.Handler:
     """Write log records to the file ``path`` (created with its directory); return its handler.
 
     ``who`` names the process in every line (``"nimbus"``, ``"supervisor <id>"``,
@@ -37,10 +38,11 @@ def log_to_file(path: str | os.PathLike[str], who: str, *, logger: logging.Logge
     goes there: the root logger gets the handler and a level of at most ``level``, handlers it
     already had keep showing what they showed (``stormpy -v`` on stderr), or are removed first when
     ``replace``. With ``logger`` only that logger's records go there (a daemon embedded in another
-    process). The caller removes and closes the handler when it is done.
+    process). ``handler`` replaces the plain FileHandler on ``path`` (a rotating one, say). The
+    caller removes and closes the handler when it is done.
     """
     os.makedirs(os.path.dirname(os.fspath(path)) or ".", exist_ok=True)
-    handler = logging.FileHandler(path)
+    handler = handler if handler is not None else logging.FileHandler(path)
     handler.setLevel(level)
     handler.setFormatter(logging.Formatter(
         f"%(asctime)s %(levelname)s [{who}] %(threadName)s %(name)s: %(message)s"))

@@ -34,8 +34,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from stormpy.cluster.storage import ZkStorage
-from stormpy.config import DEFAULTS, merged
-from stormpy.config.multilang import check_multilang_settings
+from stormpy.config import merged
+from stormpy.config.validate import SUBMIT_WARNINGS_KEY, WARNING_LOG_EXTRA, check_topology_config
 from stormpy.host.waiting import wait_for
 from stormpy.messaging.inproc import InprocHub
 from stormpy.nimbus.scheduler import schedule_topology
@@ -84,6 +84,7 @@ class LocalCluster:
         self._state = state
         self._zk: ZkStorage | None = None
         self._feeds: dict[str, list[MetricsFeed]] = {}
+        self._warnings: dict[str, list[str]] = {}
 
     @property
     def state(self) -> StateBackend:
@@ -108,6 +109,9 @@ class LocalCluster:
                         observer: Callable[[str, str, list[Any], list[int]], None] | None = None
                         ) -> Worker:
         """Start ``topology`` under ``name``; it begins active unless ``active=False``.
+        Its config is checked first (:func:`stormpy.config.validate.check_topology_config`):
+        SettingError naming the key, the value and what was expected; the warnings are logged
+        and kept (:meth:`warnings_of`).
 
         ``workers`` > 1 runs it as that many in-process workers whose executors are spread round
         robin and whose tuples cross between them serialised (Storm's local mode with real
@@ -116,9 +120,12 @@ class LocalCluster:
         if name in self._workers:
             raise ValueError(f"topology {name!r} is already running")
         topology.validate()
+        warnings = check_topology_config({**self.conf, **(conf or {})}, topology.components, {})
+        for warning in warnings:
+            log.warning("topology %s: %s", name, warning, extra=WARNING_LOG_EXTRA)
         full = merged(self.conf, conf, {"topology.name": name})
-        topology.check_conf(merged(DEFAULTS, full))
-        check_multilang_settings(full, {cid: c.config for cid, c in topology.components.items()})
+        if warnings:
+            full[SUBMIT_WARNINGS_KEY] = warnings
         topology_id = f"{name}-{uuid.uuid4().hex[:8]}"
         state = self.state
         if workers <= 1:
@@ -129,6 +136,7 @@ class LocalCluster:
             group = self._worker_group(topology_id, topology, full, workers, active, observer)
         self._workers[name] = group[0]
         self._groups[name] = group
+        self._warnings[name] = warnings
         self._threads[name] = [worker.start(name=f"local-{name}-{i}")
                                for i, worker in enumerate(group)]
         if MetricsFeed.wanted(full):
@@ -164,6 +172,12 @@ class LocalCluster:
                                 observer=observer, state=self.state))
         return group
 
+    def warnings_of(self, name: str) -> list[str]:
+        """The warnings the submit check gave for the running topology (also logged, and in its
+        config as ``topology.submit.warnings``)."""
+        self.worker(name)
+        return list(self._warnings[name])
+
     def workers_of(self, name: str) -> list[Worker]:
         """Every in-process worker of the topology."""
         self.worker(name)
@@ -187,6 +201,7 @@ class LocalCluster:
         self._stop_group(name, group)
         del self._workers[name]
         del self._groups[name]
+        self._warnings.pop(name, None)
         self._drop_state(group[0].topology_id)
 
     def _stop_group(self, name: str, group: list[Worker]) -> None:

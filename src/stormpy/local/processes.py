@@ -198,6 +198,9 @@ class ProcessCluster:
         conf["nimbus.thrift.port"] = nimbus_port or self.nimbus_port
         if ports is not None:
             conf["supervisor.slots.ports"] = list(ports)
+            # several supervisors share this host: each log server takes a free port (published
+            # in its ZooKeeper record) unless the extra conf names one
+            conf.setdefault("logviewer.port", 0)
         return conf
 
     @property

@@ -25,7 +25,7 @@ from typing import Any
 import zmq
 from zmq.utils import z85
 
-from stormpy.config import SettingError
+from stormpy.config import SettingError, setting
 
 __all__ = ["CURVE_ENABLED_KEY", "PUBLIC_KEY", "SECRET_KEY", "ZAP_DOMAIN", "CurveGate", "CurveKeyPair",
            "curve_enabled", "topology_keys"]
@@ -86,7 +86,7 @@ class CurveKeyPair:
 
 def curve_enabled(conf: Mapping[str, Any]) -> bool:
     """``storm.messaging.curve.enabled`` of ``conf`` (a bool; anything else is a SettingError)."""
-    value = conf.get(CURVE_ENABLED_KEY, False)
+    value = setting(conf, CURVE_ENABLED_KEY)
     if value is None:
         return False
     if not isinstance(value, bool):

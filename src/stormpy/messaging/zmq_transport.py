@@ -32,6 +32,7 @@ from typing import Any
 
 import zmq
 
+from stormpy.config import DEFAULTS, setting
 from stormpy.messaging import curve as curve_links
 from stormpy.messaging.curve import CurveGate, CurveKeyPair
 from stormpy.messaging.transport import Transport
@@ -42,7 +43,7 @@ log = logging.getLogger(__name__)
 
 #: Config key: frames queued per peer (send side) and for this worker (receive side).
 TRANSFER_BUFFER_KEY = "topology.transfer.buffer.size"
-DEFAULT_TRANSFER_BUFFER_SIZE = 1000
+DEFAULT_TRANSFER_BUFFER_SIZE: int = DEFAULTS[TRANSFER_BUFFER_KEY]
 #: Milliseconds between reconnect attempts to a peer that is down.
 RECONNECT_IVL_MS = 100
 
@@ -68,7 +69,7 @@ class ZmqTransport(Transport):
                  hwm: int | None = None, context: zmq.Context[Any] | None = None,
                  curve: CurveKeyPair | None = None) -> None:
         if hwm is None:
-            hwm = int((conf or {}).get(TRANSFER_BUFFER_KEY) or DEFAULT_TRANSFER_BUFFER_SIZE)
+            hwm = int(setting(conf or {}, TRANSFER_BUFFER_KEY))
         if hwm < 1:
             raise ValueError(f"{TRANSFER_BUFFER_KEY} must be at least 1, got {hwm}")
         if curve is not None and context is not None:

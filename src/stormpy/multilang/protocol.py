@@ -19,6 +19,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from stormpy.config import setting
 from stormpy.config.multilang import (
     MAX_PENDING_KEY,
     SUBPROCESS_TIMEOUT_KEY,
@@ -33,8 +34,6 @@ __all__ = ["BOLT_COMMANDS", "HEARTBEAT_STREAM", "LOG_LEVELS", "MAX_PENDING_KEY",
 
 HEARTBEAT_STREAM = "__heartbeat"
 WORKER_TIMEOUT_KEY = "supervisor.worker.timeout.secs"
-#: Storm's default for supervisor.worker.timeout.secs
-DEFAULT_TIMEOUT_SECS = 30.0
 
 #: multilang log levels (STORM-414) → Python's
 LOG_LEVELS = {0: 5, 1: logging.DEBUG, 2: logging.INFO, 3: logging.WARNING, 4: logging.ERROR}
@@ -78,14 +77,14 @@ def subprocess_timeout(conf: Mapping[str, Any]) -> float:
     ``supervisor.worker.timeout.secs`` (as Storm); SettingError for a non-positive value."""
     key = SUBPROCESS_TIMEOUT_KEY if conf.get(SUBPROCESS_TIMEOUT_KEY) is not None \
         else WORKER_TIMEOUT_KEY
-    return subprocess_timeout_value(conf.get(key, DEFAULT_TIMEOUT_SECS), key)
+    return subprocess_timeout_value(setting(conf, key), key)
 
 
 def max_pending(conf: Mapping[str, Any]) -> int:
     """``topology.shellbolt.max.pending``: how many tuples a shell bolt task may have queued for
     its subprocess, not yet written to its stdin (Storm's default 100 when unset or None);
     SettingError for anything but an integer >= 1."""
-    return max_pending_value(conf.get(MAX_PENDING_KEY))
+    return max_pending_value(setting(conf, MAX_PENDING_KEY))
 
 
 def heartbeat_period(timeout: float) -> float:

@@ -32,6 +32,7 @@ from collections import namedtuple
 from collections.abc import Mapping
 from typing import Any
 
+from stormpy.config import setting
 from stormpy.multilang.protocol import LOG_LEVELS, handshake
 from stormpy.multilang.shell import ShellComponentError, declared_outputs
 from stormpy.topology.component import Bolt, Spout
@@ -95,10 +96,10 @@ class _Adapter:
         inst.read_command = self._read_command
         inst.read_task_ids = self._read_task_ids
         conf, ctx = self._storm_conf, self._storm_context
-        inst.topology_name = conf.get("topology.name", "")
+        inst.topology_name = setting(conf, "topology.name") or ""
         inst.task_id = ctx["taskid"]
         inst.component_name = ctx["componentid"]
-        inst.debug = conf.get("topology.debug", False)
+        inst.debug = setting(conf, "topology.debug")
         inst.storm_conf = conf
         inst.context = ctx
         inst.logger = logging.getLogger(f"pystorm.component.{inst.component_name}")

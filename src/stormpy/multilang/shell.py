@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Self
 
+from stormpy.config import setting
 from stormpy.host.backoff import Backoff
 from stormpy.multilang.process import ShellProcess
 from stormpy.multilang.protocol import LOG_LEVELS, handshake, heartbeat_period, subprocess_timeout
@@ -129,7 +130,7 @@ class ShellSettings:
         """Where the command runs: ``cwd`` inside the topology's code dir (the worker's
         ``worker.code.dir``; in local mode the current directory). ValueError for a ``cwd``
         leading out of it."""
-        base = os.path.realpath(conf.get("worker.code.dir") or os.getcwd())
+        base = os.path.realpath(setting(conf, "worker.code.dir") or os.getcwd())
         where = os.path.realpath(os.path.join(base, self.cwd)) if self.cwd else base
         if os.path.commonpath([base, where]) != base:
             raise ValueError(f"cwd {self.cwd!r} leads out of the topology's code dir {base}")

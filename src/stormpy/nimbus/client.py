@@ -44,7 +44,7 @@ from types import TracebackType
 from typing import Any
 
 from stormpy.config import DEFAULTS, rpc_auth_token
-from stormpy.config.multilang import check_multilang_settings
+from stormpy.config.validate import WARNING_LOG_EXTRA, check_topology_config
 from stormpy.nimbus.leader_memo import remember_leader, remembered_leader
 from stormpy.rpc import RpcClient
 from stormpy.rpc.curve import server_public_key
@@ -57,7 +57,7 @@ from stormpy.rpc.errors import (
     UnreachableError,
     UploadError,
 )
-from stormpy.topology.spec import refuse_local_classes
+from stormpy.topology.spec import TopologySpec, refuse_local_classes
 
 __all__ = ["CONNECT_TIMEOUT_SECS", "NimbusClient", "find_leader", "parse_address", "seed_addresses"]
 
@@ -76,15 +76,6 @@ def parse_address(address: str, default_port: int = int(DEFAULTS["nimbus.thrift.
     if not port.isdigit() or not 0 < int(port) < 65536:
         raise ValueError(f"Nimbus address {address!r} has no valid port (expected host:port)")
     return host, int(port)
-
-
-def _component_configs(spec: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """Component id → its config, from a spec document (malformed parts left to Nimbus)."""
-    components = spec.get("components")
-    if not isinstance(components, Mapping):
-        return {}
-    return {cid: c["config"] for cid, c in components.items()
-            if isinstance(c, Mapping) and isinstance(c.get("config"), Mapping)}
 
 
 def seed_addresses(conf: Mapping[str, Any]) -> list[str]:
@@ -325,22 +316,24 @@ class NimbusClient:
                         conf: Mapping[str, Any] | None = None, *, active: bool = True) -> str:
         """Submit an uploaded bundle with its spec document; return the topology id.
         InvalidTopologyError (before any call) when the spec names a class defined inside a
-        function, which the cluster's workers could not import; SettingError (before any call)
-        for a bad multilang setting in ``conf`` or a component's config."""
+        function, which the cluster's workers could not import. (:meth:`submit` runs the submit
+        check first; Nimbus runs it in any case.)"""
         refuse_local_classes(spec)
-        check_multilang_settings(conf or {}, _component_configs(spec))
         result = self.call("submit_topology", name=name, bundle_key=bundle_key, spec=dict(spec),
                            conf=dict(conf or {}), initial_status="active" if active else "inactive")
         self.warnings = [str(w) for w in result.get("warnings") or []]
         for warning in self.warnings:
-            log.warning("Nimbus: %s", warning)
+            log.warning("Nimbus: %s", warning, extra=WARNING_LOG_EXTRA)
         return str(result["topology_id"])
 
     def submit(self, name: str, bundle_path: str | os.PathLike[str], spec: Mapping[str, Any],
                conf: Mapping[str, Any] | None = None, *, active: bool = True,
                progress: Progress | None = None) -> str:
         """Upload ``bundle_path`` and submit it; return the topology id. Starts over on the new
-        leader when the leader changes meanwhile (see the module docstring)."""
+        leader when the leader changes meanwhile (see the module docstring). The config passes the
+        submit check before anything is uploaded (SettingError naming the key; InvalidTopologyError
+        for a malformed spec)."""
+        check_topology_config(conf or {}, TopologySpec.from_doc(spec).components)
         deadline = time.monotonic() + self.leader_wait_secs + 2 * self.timeout_secs * (1 + self.retries)
         retried = False
         while True:

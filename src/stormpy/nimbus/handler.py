@@ -26,7 +26,17 @@ from typing import Any, TypeVar
 import msgpack
 
 from stormpy.cluster import Assignment, ClusterStateError, StormBase
-from stormpy.config import DEFAULTS, SettingError, redacted
+from stormpy.cluster.paths import parse_worker_key
+from stormpy.cluster.worker_ops import (
+    change_log_config,
+    parse_level_setting,
+    read_log_config,
+    read_request,
+    remove_request,
+    submit_request,
+)
+from stormpy.config import DEFAULTS, SettingError, redacted, setting
+from stormpy.config.validate import SUBMIT_WARNINGS_KEY
 from stormpy.nimbus.downloads import DownloadManager
 from stormpy.nimbus.info import cluster_summary, nimbus_summaries, topology_info
 from stormpy.nimbus.recovery import BundleRecovery, degraded_reason
@@ -36,7 +46,13 @@ from stormpy.nimbus.topologies import TopologyManager
 from stormpy.nimbus.uploads import UploadManager
 from stormpy.nimbus.validation import validate_topology_conf, validate_topology_name
 from stormpy.rpc import current_client, rpc_method
-from stormpy.rpc.errors import InvalidRequestError, NotLeaderError, TopologyRefusedError
+from stormpy.rpc.errors import (
+    InvalidRequestError,
+    NotFoundError,
+    NotLeaderError,
+    RpcError,
+    TopologyRefusedError,
+)
 from stormpy.state.deployment import host_local_state_warning
 from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.spec import TopologySpec
@@ -151,8 +167,9 @@ class NimbusHandler:
                 self.uploads.restage(staged)
             raise
         self._on_change()
-        warnings += self._state_warnings(name, topology, topo_conf)
-        return {"topology_id": topology_id, "warnings": warnings}
+        return {"topology_id": topology_id,
+                "warnings": [*self._submit_warnings(topology_id), *warnings,
+                             *self._state_warnings(name, topology, topo_conf)]}
 
     @rpc_method
     def kill_topology(self, name: Any, wait_secs: Any = None) -> dict[str, Any]:
@@ -256,15 +273,28 @@ class NimbusHandler:
         except (StoreError, InvalidTopologyError, ValueError):
             layout = None
         assignment = state.assignment(tid)
-        info = topology_info(base, assignment, layout, state.worker_heartbeats(tid),
+        return topology_info(base, assignment, layout, state.worker_heartbeats(tid),
                              state.all_errors(tid), time.time(),
-                             self._degraded({tid: base}, {tid: assignment}).get(tid), state.supervisors())
+                             self._degraded({tid: base}, {tid: assignment}).get(tid), state.supervisors(),
+                             warnings=[*self._submit_warnings(tid), *self._stored_state_warnings(tid)])
+
+    def _submit_warnings(self, topology_id: str) -> list[str]:
+        """The submit check's warnings stored with the topology's config (none when its
+        description cannot be read)."""
         try:
-            spec, conf = self.manager.describe(tid)
-        except (StoreError, InvalidTopologyError, ValueError):
-            return info
-        info["warnings"] = self._state_warnings(base.name, spec, conf)
-        return info
+            _, conf = self.manager.describe(topology_id)
+        except (StoreError, InvalidTopologyError, ValueError, RpcError):
+            return []
+        return list(setting(conf, SUBMIT_WARNINGS_KEY) or [])
+
+    def _stored_state_warnings(self, topology_id: str) -> list[str]:
+        """:meth:`_state_warnings` of a running topology (none when its description cannot be
+        read)."""
+        try:
+            spec, conf = self.manager.describe(topology_id)
+        except (StoreError, InvalidTopologyError, ValueError, RpcError):
+            return []
+        return self._state_warnings(str(conf.get("topology.name") or topology_id), spec, conf)
 
     def _state_warnings(self, name: str, spec: TopologySpec, conf: Mapping[str, Any]) -> list[str]:
         """Where the topology's state lives, when that is a risk on this cluster (none when the
@@ -281,6 +311,68 @@ class NimbusHandler:
         stored = self.manager.stored(self._topology_id(topology_id))
         return {"spec": stored.spec, "conf": stored.conf, "bundle_key": stored.topology_id,
                 "bundle_sha256": stored.bundle_sha256, "bundle_size": stored.bundle_size}
+
+    # -- run-time operations on workers (stormpy.cluster.worker_ops) ----------------------------
+    @rpc_method
+    def set_log_config(self, name: Any, settings: Any = None, resets: Any = None) -> dict[str, Any]:
+        """Apply ``LOGGER=LEVEL[:TIMEOUT_SECS]`` settings and logger resets to topology ``name``'s
+        run-time log levels; answer the result in Storm's shape (``namedLoggerLevels``)."""
+        tid = self.manager.base_by_name(name).topology_id
+        if not isinstance(settings or [], list) or not isinstance(resets or [], list):
+            raise InvalidRequestError("settings and resets must be lists of strings")
+        try:
+            parsed = [parse_level_setting(str(item)) for item in settings or []]
+        except ValueError as exc:
+            raise InvalidRequestError(str(exc)) from None
+        loggers = [str(r) for r in resets or [] if str(r)]
+        return change_log_config(self.manager.state, tid, parsed, loggers).to_storm_json()
+
+    @rpc_method
+    def get_log_config(self, name: Any) -> dict[str, Any]:
+        """Topology ``name``'s run-time log levels in Storm's shape."""
+        tid = self.manager.base_by_name(name).topology_id
+        return read_log_config(self.manager.state, tid).to_storm_json()
+
+    @rpc_method
+    def request_worker_action(self, name: Any, host: Any, port: Any, action: Any,
+                              args: Any = None) -> dict[str, Any]:
+        """Ask the worker of topology ``name`` on ``host:port`` for ``action`` (``jstack``,
+        ``heap``, ``cpu`` with ``args={"seconds": N}``); answer ``{"request": id}`` for
+        :meth:`worker_action_result`."""
+        tid = self.manager.base_by_name(name).topology_id
+        if not isinstance(action, str) or not action.isidentifier():
+            raise InvalidRequestError(f"action must be a word, got {action!r}")
+        if args is not None and not isinstance(args, dict):
+            raise InvalidRequestError(f"args must be a map, got {args!r}")
+        assignment = self.manager.state.assignment(tid)
+        workers = assignment.workers() if assignment is not None else {}
+        for node, wport in workers:
+            if assignment is not None and assignment.node_host.get(node) == host and wport == port:
+                try:
+                    path = submit_request(self.manager.state, tid, node, wport, action, args)
+                except LookupError as exc:
+                    raise NotFoundError(str(exc)) from None
+                return {"request": path.rsplit("/", 2)[-2] + "/" + path.rsplit("/", 1)[-1]}
+        known = ", ".join(f"{assignment.node_host.get(n, n) if assignment else n}:{p}" for n, p in workers)
+        raise NotFoundError(f"topology {name} has no worker on {host}:{port} (workers: {known or 'none'})")
+
+    @rpc_method
+    def worker_action_result(self, name: Any, request: Any) -> dict[str, Any]:
+        """The state of a request of :meth:`request_worker_action`: ``{"status": "pending"}``,
+        or ``done`` with ``result`` / ``failed`` with ``error`` (the request is then removed)."""
+        tid = self.manager.base_by_name(name).topology_id
+        worker, _, seq = str(request).partition("/")
+        if not seq.startswith("r") or "/" in seq or not worker:
+            raise InvalidRequestError(f"request {request!r} is not a request id")
+        node, port = parse_worker_key(worker)
+        path = f"{self.manager.state.paths.worker_requests(tid, node, port)}/{seq}"
+        answer = read_request(self.manager.state, path)
+        if answer is None:
+            raise NotFoundError(f"no request {request} of topology {name}")
+        if answer.status != "pending":
+            remove_request(self.manager.state, path)
+        return {"status": answer.status, "action": answer.action, "result": answer.result,
+                "error": answer.error}
 
     # -- downloads -------------------------------------------------------------------------------
     @rpc_method
@@ -305,7 +397,7 @@ class NimbusHandler:
         except SettingError as exc:
             raise TopologyRefusedError(f"topology refused: {exc}") from None
         key = "topology.max.replication.wait.time.sec"
-        wait = float(topo_conf.get(key, self.manager.conf.get(key, DEFAULTS[key])))
+        wait = float(setting({**self.manager.conf, **topo_conf}, key))
 
         def hook(topology_id: str) -> None:
             warning = replicate(topology_id, count, wait, strict)
@@ -316,7 +408,7 @@ class NimbusHandler:
 
     def _check_spec_size(self, name: str, spec: Any, conf: Any) -> None:
         key = "nimbus.max.spec.size.bytes"
-        limit = int(self.manager.conf.get(key, DEFAULTS[key]))
+        limit = int(setting(self.manager.conf, key))
         try:
             size = len(msgpack.packb(spec, use_bin_type=True)) + len(msgpack.packb(conf, use_bin_type=True))
         except (TypeError, ValueError, OverflowError) as exc:

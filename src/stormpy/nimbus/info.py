@@ -13,7 +13,7 @@ running is listed with its status (:func:`nimbus_summaries`). Every value is msg
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from stormpy.cluster import Assignment, ErrorInfo, StormBase, SupervisorInfo, WorkerHeartbeat
@@ -89,7 +89,7 @@ def supervisor_summary(info: SupervisorInfo, used_slots: int, now: float) -> dic
     return {"id": info.supervisor_id, "host": info.host, "ports": list(info.ports),
             "slots_total": len(info.ports), "slots_used": used_slots,
             "uptime_secs": round(max(0.0, now - info.start_time), 1), "version": info.version,
-            "stats": dict(info.stats)}
+            "stats": dict(info.stats), "logviewer_port": info.logviewer_port}
 
 
 SlotExits = Mapping[tuple[str, int], Mapping[str, Any]]
@@ -163,9 +163,11 @@ def cluster_summary(nimbus: Mapping[str, Any], supervisors: Mapping[str, Supervi
 def topology_info(base: StormBase, assignment: Assignment | None, layout: TaskLayout | None,
                   beats: Mapping[tuple[str, int], WorkerHeartbeat], errors: Mapping[str, list[ErrorInfo]],
                   now: float, degraded: str | None = None,
-                  supervisors: Mapping[str, SupervisorInfo] | None = None) -> dict[str, Any]:
+                  supervisors: Mapping[str, SupervisorInfo] | None = None, *,
+                  warnings: Sequence[str] = ()) -> dict[str, Any]:
     """The ``get_topology_info`` document; each worker with its slot's ``restarts`` and
-    ``last_exit`` (from ``supervisors``' records, see :func:`slot_exits`)."""
+    ``last_exit`` (from ``supervisors``' records, see :func:`slot_exits`); ``warnings``: the
+    submit check's, stored with the topology's config."""
     exits = slot_exits(supervisors or {}, assignment)
     doc = topology_summary(base, assignment, now, degraded, exits)
     workers = []
@@ -191,11 +193,13 @@ def topology_info(base: StormBase, assignment: Assignment | None, layout: TaskLa
     if layout is not None:
         for component, tasks in layout.component_tasks.items():
             n_exec = sum(1 for e in layout.executors if e.component == component)
-            components[component] = {"tasks": len(tasks), "executors": n_exec}
+            components[component] = {"tasks": len(tasks), "executors": n_exec,
+                                     "task_ids": sorted(tasks)}
     user = {c: s for c, s in stats.items() if not c.startswith("__")}
     system = {c: s for c, s in stats.items() if c.startswith("__")}
     doc.update({
         "workers": workers,
+        "warnings": list(warnings),
         "components": components,
         "stats": user,
         "system_components": system,

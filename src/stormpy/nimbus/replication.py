@@ -36,7 +36,7 @@ from typing import Any
 from stormpy.bundle import BundleError, verify_bundle
 from stormpy.cluster import ClusterState, ClusterStateError, Watch
 from stormpy.cluster.records import decode_value
-from stormpy.config import SettingError
+from stormpy.config import SettingError, setting
 from stormpy.host.service import Service
 from stormpy.nimbus.client import NimbusClient, seed_addresses
 from stormpy.nimbus.localdirs import NimbusDirs
@@ -65,7 +65,7 @@ def replication_target(nimbus_conf: Mapping[str, Any], topo_conf: Mapping[str, A
     key = "topology.min.replication.count"
     value = topo_conf.get(key, nimbus_conf.get(key))
     if value is None:
-        seeds = nimbus_conf.get("nimbus.seeds") or []
+        seeds = setting(nimbus_conf, "nimbus.seeds")
         hosts = seed_addresses({"nimbus.thrift.port": nimbus_conf.get("nimbus.thrift.port"),
                                 "nimbus.seeds": [seeds] if isinstance(seeds, str) else seeds,
                                 "nimbus.host": None})

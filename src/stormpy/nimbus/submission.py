@@ -1,6 +1,7 @@
 """Writing a submitted topology, all or nothing.
 
-Contract: :func:`prepare_submission` resolves the topology's config (``topology.name``,
+Contract: :func:`prepare_submission` checks the topology's config (the submit check of
+:mod:`stormpy.config.validate`), resolves it (``topology.name``,
 ``topology.workers``, ``topology.acker.executors``), checks its size limits
 (:func:`~stormpy.nimbus.validation.check_topology_limits`) and lays it out, before anything is
 written. :func:`write_submission` then writes, in this order: the marker ``submitting/<id>``, the
@@ -22,8 +23,8 @@ from typing import Any
 
 from stormpy.cluster import Assignment, ClusterState, StormBase
 from stormpy.cluster.records import encode
-from stormpy.config import DEFAULTS, SettingError
-from stormpy.config.multilang import check_multilang_settings
+from stormpy.config import SettingError, setting
+from stormpy.config.validate import SUBMIT_WARNINGS_KEY, check_topology_config
 from stormpy.nimbus.store import BundleStore
 from stormpy.nimbus.uploads import StagedBundle
 from stormpy.nimbus.validation import check_topology_limits, limit
@@ -49,18 +50,25 @@ def check_znode(nimbus_conf: Mapping[str, Any], record: Any, what: str) -> None:
 
 def prepare_submission(name: str, spec: TopologySpec, conf: Mapping[str, Any],
                        nimbus_conf: Mapping[str, Any]) -> tuple[dict[str, Any], TaskLayout]:
-    """(the topology config as stored, its layout); TopologyRefusedError when it is refused."""
+    """(the topology config as stored, its layout); TopologyRefusedError when it is refused.
+
+    The config passes the submit check first (:func:`~stormpy.config.validate.check_topology_config`,
+    the same as local mode and the submitting client); its warnings are stored with the config as
+    ``topology.submit.warnings`` (``get_topology_info`` shows them)."""
+    try:
+        warnings = check_topology_config(conf, spec.components, nimbus_conf)
+    except SettingError as exc:
+        raise TopologyRefusedError(f"topology {name!r} refused: {exc}") from None
     topo_conf = dict(conf)
     topo_conf["topology.name"] = name
-    topo_conf["topology.workers"] = int(topo_conf.get("topology.workers") or DEFAULTS["topology.workers"])
+    topo_conf["topology.workers"] = setting(topo_conf, "topology.workers")
     topo_conf["topology.acker.executors"] = acker_count(topo_conf)
+    if warnings:
+        topo_conf[SUBMIT_WARNINGS_KEY] = warnings
+        for warning in warnings:
+            log.warning("topology %s: %s", name, warning)
     check_topology_limits(name, spec, topo_conf, nimbus_conf)
     try:
-        check_multilang_settings(topo_conf, {cid: c.config for cid, c in spec.components.items()})
-    except SettingError as exc:
-        raise TopologyRefusedError(f"topology {name!r}: {exc}") from None
-    try:
-        spec.check_conf({**DEFAULTS, **nimbus_conf, **topo_conf})
         layout = compute_layout(spec, topo_conf)
     except (InvalidTopologyError, ValueError) as exc:
         raise TopologyRefusedError(f"cannot lay out topology {name!r}: {exc}") from None
@@ -82,7 +90,7 @@ def write_submission(state: ClusterState, store: BundleStore, nimbus_conf: Mappi
         executors_per_component[executor.component] = executors_per_component.get(executor.component, 0) + 1
     base = StormBase(topology_id=topology_id, name=name, status="inactive",
                      num_workers=int(topo_conf["topology.workers"]), launch_time=now,
-                     owner=str(topo_conf.get("topology.submitter.user") or ""),
+                     owner=str(setting(topo_conf, "topology.submitter.user") or ""),
                      component_executors=executors_per_component)
     check_znode(nimbus_conf, base, f"the StormBase of topology {name!r}")
     state.set_storm_base(base)

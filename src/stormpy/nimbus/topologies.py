@@ -31,7 +31,7 @@ from dataclasses import replace
 from typing import Any
 
 from stormpy.cluster import Assignment, ClusterState, StormBase
-from stormpy.config import DEFAULTS
+from stormpy.config import setting
 from stormpy.nimbus.credentials import add_topology_credentials
 from stormpy.nimbus.pending_actions import KILL, REBALANCE, ActionTimers
 from stormpy.nimbus.scheduler import ExecutorKey, Slot, available_slots, schedule_topology
@@ -186,7 +186,9 @@ class TopologyManager:
 
     def rebalance(self, name: str, wait_secs: float | None, num_workers: int | None,
                   executors: Mapping[str, int] | None) -> str:
-        """Mark the topology rebalancing with new counts; reschedule it after ``wait_secs``."""
+        """Mark the topology rebalancing with new counts; reschedule it after ``wait_secs``.
+        InvalidRequestError when a component is given more executors than it has tasks (Storm
+        refuses that too), NotFoundError for an unknown component."""
         with self.lock:
             base = self.base_by_name(name)
             if base.status == "killed":
@@ -197,6 +199,16 @@ class TopologyManager:
                 if component not in known:
                     raise NotFoundError(f"topology {base.name!r} has no component {component!r} "
                                         f"(components: {', '.join(sorted(known))})")
+            if executors:
+                tasks = self.layout(base).component_tasks
+                for component, n in sorted(executors.items()):
+                    have = len(tasks.get(component, ()))
+                    if n > have:
+                        raise InvalidRequestError(
+                            f"rebalance of {base.name!r}: component {component!r} has {have} "
+                            f"task{'s' if have != 1 else ''}, so it cannot run {n} executors (an "
+                            "executor runs at least one task; the task count is fixed at submit, "
+                            "set it with set_num_tasks / topology.tasks)")
             max_workers = limit(self.conf, "nimbus.slots.perTopology")
             if num_workers is not None and num_workers > max_workers:
                 raise TopologyRefusedError(f"rebalance of {base.name!r}: {num_workers} workers exceed "
@@ -303,7 +315,5 @@ class TopologyManager:
             _, conf = self.describe(topology_id)
         except (StoreError, InvalidTopologyError):
             conf = {}
-        value = conf.get("topology.message.timeout.secs",
-                         self.conf.get("topology.message.timeout.secs",
-                                       DEFAULTS["topology.message.timeout.secs"]))
+        value = setting({**self.conf, **conf}, "topology.message.timeout.secs")
         return float(value)

@@ -11,15 +11,13 @@ from typing import Any
 
 import msgpack
 
-from stormpy.config import DEFAULTS
+from stormpy.config import setting
 from stormpy.rpc.errors import TopologyRefusedError
 from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.layout import acker_count
 from stormpy.topology.spec import TopologySpec, check_name, check_topology_name
 
 __all__ = ["check_topology_limits", "limit", "validate_topology_conf", "validate_topology_name"]
-
-
 
 
 def validate_topology_name(name: Any) -> str:
@@ -31,17 +29,10 @@ def validate_topology_name(name: Any) -> str:
         raise TopologyRefusedError(str(exc)) from None
 
 
-def _positive_int(conf: Mapping[str, Any], key: str, minimum: int) -> int | None:
-    value = conf.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise TopologyRefusedError(f"topology config {key} must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
 def validate_topology_conf(conf: Any) -> dict[str, Any]:
-    """A copy of the submitted topology config; TopologyRefusedError naming the bad key."""
+    """A copy of the submitted topology config when it is plain data (a map of well-formed key
+    names to what msgpack carries); TopologyRefusedError naming the bad key. The values are
+    checked by the submit check (:func:`stormpy.nimbus.submission.prepare_submission`)."""
     if conf is None:
         return {}
     if not isinstance(conf, Mapping) or not all(isinstance(k, str) for k in conf):
@@ -55,19 +46,12 @@ def validate_topology_conf(conf: Any) -> dict[str, Any]:
         msgpack.packb(dict(conf), use_bin_type=True)
     except (TypeError, ValueError, OverflowError) as exc:
         raise TopologyRefusedError(f"topology config must be plain data: {exc}") from None
-    _positive_int(conf, "topology.workers", 1)
-    _positive_int(conf, "topology.acker.executors", 0)
-    timeout = conf.get("topology.message.timeout.secs")
-    if timeout is not None and (not isinstance(timeout, int | float) or isinstance(timeout, bool)
-                                or timeout <= 0):
-        raise TopologyRefusedError(f"topology config topology.message.timeout.secs must be a positive "
-                                   f"number, got {timeout!r}")
     return dict(conf)
 
 
 def limit(conf: Mapping[str, Any], key: str) -> int:
     """The integer setting ``key`` of Nimbus's ``conf`` (its default when unset)."""
-    return int(conf.get(key, DEFAULTS[key]))
+    return int(setting(conf, key))
 
 
 def check_topology_limits(name: str, spec: TopologySpec, topo_conf: Mapping[str, Any],
@@ -75,7 +59,7 @@ def check_topology_limits(name: str, spec: TopologySpec, topo_conf: Mapping[str,
     """TopologyRefusedError when the topology asks for more workers, executors or tasks than
     Nimbus allows (``nimbus.slots.perTopology``, ``nimbus.executors.perTopology``,
     ``nimbus.tasks.perTopology``); computed from the spec, before any layout is built."""
-    workers = int(topo_conf.get("topology.workers") or 1)
+    workers = int(setting(topo_conf, "topology.workers"))
     ackers = acker_count(topo_conf)
     tasks = sum(c.num_tasks for c in spec.components.values()) + ackers
     executors = sum(c.num_executors for c in spec.components.values()) + ackers

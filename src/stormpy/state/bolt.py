@@ -239,6 +239,14 @@ class StatefulBoltExecutor(CheckpointTupleForwarder):
             self.fail(t)
         self.prepared, self.pending = [], []
 
+    def _rolled_back(self) -> None:
+        """Tell a bolt that keeps more than the user's map in the state (``state_rolled_back``,
+        e.g. a stateful windowed bolt's persisted window) that the state is back at the last
+        commit."""
+        hook = getattr(self.bolt, "state_rolled_back", None)
+        if hook is not None:
+            hook()
+
     def handle_checkpoint(self, txid: int, action: str) -> bool:
         try:
             return self._checkpoint(txid, action)
@@ -266,9 +274,12 @@ class StatefulBoltExecutor(CheckpointTupleForwarder):
         elif action == ROLLBACK:
             self.bolt.pre_rollback()
             self.state.rollback()
+            self._rolled_back()
             self._fail_all()
         elif action == INITSTATE:
             self.state.rollback()
+            if self.initialized:
+                self._rolled_back()
             self._fail_all()
             if not self.initialized:
                 self.state.load()

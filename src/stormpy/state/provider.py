@@ -22,7 +22,7 @@ from typing import Any
 
 from stormpy.cluster.paths import encode_segment
 from stormpy.cluster.zk_hosts import hosts_from_config
-from stormpy.config import SettingError
+from stormpy.config import SettingError, setting
 from stormpy.state.base import Store
 from stormpy.state.redis_store import open_redis_store, redis_config
 from stormpy.state.settings import (
@@ -51,7 +51,7 @@ def open_store(conf: Mapping[str, Any], context: TopologyContext, task_key: str)
     misconfigured, a StateStoreError naming the store when it cannot be opened."""
     settings = state_settings(conf)
     kind, config = settings.provider, settings.config
-    name = str(conf.get("topology.name") or context.topology_id)
+    name = str(setting(conf, "topology.name") or context.topology_id)
     if kind == "memory":
         area = context.state_backend.memory.store(CHECKPOINTS, context.topology_id)
         if not isinstance(area, Store):

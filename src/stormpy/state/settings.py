@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from stormpy.config import SettingError
+from stormpy.config import DEFAULTS, SettingError, setting
 from stormpy.state.redis_store import redis_config
 from stormpy.state.sqlite import DEFAULT_TABLE, TABLE_NAME_RULE, is_table_name
 
@@ -73,7 +73,7 @@ def _provider_config(conf: Mapping[str, Any]) -> dict[str, Any]:
 
 def state_settings(conf: Mapping[str, Any]) -> StateSettings:
     """The stateful bolts' settings of ``conf``, checked (SettingError naming the setting)."""
-    provider = conf.get(PROVIDER) or "memory"
+    provider = setting(conf, PROVIDER) or DEFAULTS[PROVIDER]  # "" too: the default
     provider = PROVIDER_ALIASES.get(provider, provider) if isinstance(provider, str) else provider
     if not isinstance(provider, str) or (provider not in PROVIDERS
                                          and "." not in provider and ":" not in provider):

@@ -34,6 +34,7 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 from stormpy.cluster import paths
 from stormpy.cluster.errors import ClusterStateError, ZkConnectionError
 from stormpy.cluster.storage import ZkStorage
+from stormpy.config import setting
 from stormpy.state.base import (
     MAX_UPDATE_ROUNDS,
     Store,
@@ -301,7 +302,7 @@ def open_zk_store(hosts: str, root: str, location: str | None = None, *,
 
 def from_settings(settings: Mapping[str, Any]) -> dict[str, float]:
     """ZkStorage timeouts from ``storm.zookeeper.connection.timeout``/``session.timeout`` (ms)."""
-    return {"connect_timeout_secs": float(settings.get("storm.zookeeper.connection.timeout",
-                                                       15000)) / 1000,
-            "session_timeout_secs": float(settings.get("storm.zookeeper.session.timeout",
-                                                       20000)) / 1000}
+    return {"connect_timeout_secs": float(setting(settings, "storm.zookeeper.connection.timeout"))
+            / 1000,
+            "session_timeout_secs": float(setting(settings, "storm.zookeeper.session.timeout"))
+            / 1000}

@@ -9,7 +9,8 @@ Contract of :class:`Supervisor` (see also docs/cluster-contract.md):
   ``SupervisorInfo`` and starts three threads: heartbeat (re-registers every
   ``supervisor.heartbeat.frequency.secs``, and at once after a worker restart, publishing its
   ``worker_launches`` and ``worker_restarts`` counters in ``SupervisorInfo.stats`` and each
-  slot's restarts, last exit reason and crash loop in ``SupervisorInfo.workers``), sync,
+  slot's restarts, last exit reason and crash loop in ``SupervisorInfo.workers``, and the port
+  of the host's log server, :mod:`stormpy.logviewer`, which it runs on ``logviewer.port``), sync,
   download. All three are :class:`~stormpy.host.service.Service` loops (download's is the
   DownloadQueue's). Slow downloads or worker launches never delay the heartbeat.
 * Sync runs on every ZooKeeper change of the assignments and at least every
@@ -54,9 +55,10 @@ from stormpy.cluster.errors import ClusterStateError
 from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.cluster.records import Assignment, SupervisorInfo
 from stormpy.cluster.state import ClusterState
-from stormpy.config import SettingError, local_dir, log_dir, merged
+from stormpy.config import SettingError, local_dir, log_dir, merged, setting
 from stormpy.host.daemon import Daemon, log_to_file
 from stormpy.host.service import Service
+from stormpy.logviewer.server import LogviewerServer
 from stormpy.supervisor.adoption import adopt_workers
 from stormpy.supervisor.bundle_return import BundleReturner
 from stormpy.supervisor.cleanup import remove_unused
@@ -99,8 +101,8 @@ class Supervisor(Daemon):
     def __init__(self, conf: Mapping[str, Any], *, root_logging: bool = False) -> None:
         super().__init__()
         self.conf = merged(conf)
-        self.host = str(self.conf.get("supervisor.host") or "127.0.0.1")
-        self.ports = _ports(self.conf.get("supervisor.slots.ports") or ())
+        self.host = str(setting(self.conf, "supervisor.host"))
+        self.ports = _ports(setting(self.conf, "supervisor.slots.ports"))
         self.local_dir = local_dir(self.conf).resolve()
         self.log_dir = log_dir(self.conf).resolve()
         self.conf["storm.local.dir"] = str(self.local_dir)
@@ -123,6 +125,7 @@ class Supervisor(Daemon):
         self._downloads: DownloadQueue | None = None
         self._returner: BundleReturner | None = None
         self._reconciler: WorkerReconciler | None = None
+        self.logviewer: LogviewerServer | None = None
         #: published in the supervisor's ZooKeeper record (SupervisorInfo.stats)
         self.counters: dict[str, float] = {"worker_launches": 0.0, "worker_restarts": 0.0}
         self._heartbeat = Service("supervisor-heartbeat", self._register, interval=self.heartbeat_secs,
@@ -158,6 +161,7 @@ class Supervisor(Daemon):
                 stopping=lambda: self._sync.stopping, env=_worker_env, counters=self.counters)
             self._reconciler.workers.update(
                 adopt_workers(self.dirs, self.ports, self.shutdown_grace, self.log))
+            self._start_logviewer()
             self._register()
         except ClusterStateError as exc:
             self.log.error("supervisor could not start: %s", exc)
@@ -203,6 +207,9 @@ class Supervisor(Daemon):
         self._release()
 
     def _release(self) -> None:
+        if self.logviewer is not None:
+            self.logviewer.stop()
+            self.logviewer = None
         if self.state is not None:
             self.state.close()
             self.state = None
@@ -260,6 +267,21 @@ class Supervisor(Daemon):
         tmp.write_text(yaml.safe_dump(plain, sort_keys=True))
         os.replace(tmp, self.dirs.conf_file)
 
+    def _start_logviewer(self) -> None:
+        """The host's log server (``logviewer.port``; -1 runs none). A port already taken (a
+        log server of another supervisor of this host, say) is logged, not fatal."""
+        if int(setting(self.conf, "logviewer.port")) < 0:
+            return
+        def running() -> list[tuple[str, int]]:
+            return [(h.topology_id, h.port) for h in self.workers().values()]
+
+        try:
+            self.logviewer = LogviewerServer(self.conf, logs=self.log_dir, running=running,
+                                             logger=self.log).start()
+        except (OSError, RuntimeError) as exc:
+            self.log.error("no log server: cannot serve logviewer.port %s: %s",
+                           setting(self.conf, "logviewer.port"), exc)
+
     def _register(self) -> None:
         assert self.state is not None and self.supervisor_id is not None
         workers: list[dict[str, Any]] = []
@@ -269,7 +291,8 @@ class Supervisor(Daemon):
         self.state.register_supervisor(SupervisorInfo(
             supervisor_id=self.supervisor_id, host=self.host, ports=self.ports,
             start_time=self.start_time, version=stormpy.__version__, stats=dict(self.counters),
-            workers=tuple(workers)))
+            workers=tuple(workers),
+            logviewer_port=self.logviewer.port if self.logviewer is not None else None))
 
     # -- sync ----------------------------------------------------------------------------------
     def _read_assignments(self) -> dict[str, Assignment]:

@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from stormpy.config import message_timeout_secs
+from stormpy.config import message_timeout_secs, setting
 from stormpy.local.cluster import LocalCluster
 from stormpy.testing import registry
 from stormpy.testing.acks import AckFailMapTracker
@@ -149,7 +149,7 @@ def complete_topology(topology: TopologySpec, mock_sources: MockData,
         if isinstance(lc.clock, SimulatedClock):  # wait out windows and timeouts (module doc)
             total = sum(totals.values())
             steps = (int(message_timeout_secs(worker.conf)) + 1
-                     if worker.conf.get("topology.enable.message.timeouts", True) else 0)
+                     if setting(worker.conf, "topology.enable.message.timeouts") else 0)
             while steps > 0 and sum(len(log.acked) + len(log.failed)
                                     for log in logs.values()) < total:
                 lc.advance_time(1.0)

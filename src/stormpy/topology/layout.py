@@ -90,8 +90,9 @@ def compute_layout(spec: TopologySpec, conf: Mapping[str, Any],
     """The task layout for ``spec`` with ``acker_count(conf)`` acker tasks.
 
     Each component gets ``task_count(component, conf)`` tasks over ``min(parallelism, tasks)``
-    executors. ``executor_overrides`` (component → executors) comes from a rebalance; it is capped
-    at the component's task count like Storm does.
+    executors. ``executor_overrides`` (component → executors) comes from a rebalance, which Nimbus
+    refuses beyond the component's task count (as Storm does); a larger count recorded anyway
+    runs one executor per task.
     """
     counts: dict[str, tuple[int, int]] = {}
     for cid, c in spec.components.items():

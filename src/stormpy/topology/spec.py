@@ -18,7 +18,6 @@ from stormpy.topology import grouping as g
 from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.fields import Fields
 from stormpy.topology.imports import MOVE_TO_MODULE_LEVEL, is_local_path
-from stormpy.topology.metrics_consumer import REGISTER_KEY, parse_consumer_register
 from stormpy.topology.streams import Stream
 from stormpy.topology.tuple import SYSTEM_COMPONENT, SYSTEM_STREAM
 
@@ -62,16 +61,11 @@ MAX_TASK_PARALLELISM_KEY = "topology.max.task.parallelism"
 
 #: Component config a component sets to say the shortest ``topology.message.timeout.secs`` it
 #: works with (a windowed bolt holds tuples un-acked for its length + sliding interval);
-#: :meth:`TopologySpec.check_conf` refuses a shorter timeout at submit.
+#: the submit check (``stormpy.config.validate``) refuses a shorter timeout.
 MIN_MESSAGE_TIMEOUT_KEY = "topology.message.timeout.secs.min"
 #: Likewise the smallest ``topology.max.spout.pending`` (when set) a component needs (a count
 #: window of N tuples never fills when fewer may be pending).
 MIN_SPOUT_PENDING_KEY = "topology.max.spout.pending.min"
-#: ``topology.message.timeout.secs``'s default, for a conf given to :meth:`TopologySpec.check_conf`
-#: without the defaults merged. Repeated from ``stormpy.config`` because the topology layer imports
-#: nothing outside itself (tests/unit/test_import_directions.py); a unit test
-#: (tests/unit/test_topology_defaults.py) keeps the two equal.
-DEFAULT_MESSAGE_TIMEOUT_SECS = 30
 
 
 @dataclass(frozen=True)
@@ -219,31 +213,6 @@ class TopologySpec:
         for cid, path in self.local_classes():
             name = path.partition(":")[2].partition("@")[0]
             raise InvalidTopologyError(f"component {cid!r}: class {name} {MOVE_TO_MODULE_LEVEL}")
-
-    def check_conf(self, conf: Mapping[str, Any]) -> None:
-        """Raise InvalidTopologyError naming the component when the topology config ``conf``
-        (defaults merged) is below what a component declared it needs
-        (:data:`MIN_MESSAGE_TIMEOUT_KEY`, :data:`MIN_SPOUT_PENDING_KEY`). Called at submit."""
-        timeout = conf.get("topology.message.timeout.secs", DEFAULT_MESSAGE_TIMEOUT_SECS)
-        timeouts_on = conf.get("topology.enable.message.timeouts", True)
-        pending = conf.get("topology.max.spout.pending")
-        try:
-            parse_consumer_register(conf.get(REGISTER_KEY))
-        except ValueError as exc:
-            raise InvalidTopologyError(str(exc)) from None
-        for cid, comp in sorted(self.components.items()):
-            need = comp.config.get(MIN_MESSAGE_TIMEOUT_KEY)
-            if need and timeouts_on and timeout is not None and float(timeout) < float(need):
-                raise InvalidTopologyError(
-                    f"component {cid!r} needs topology.message.timeout.secs >= {need} (it holds "
-                    f"tuples un-acked that long), but the topology sets {timeout}; raise the "
-                    "timeout or shorten the window")
-            need_pending = comp.config.get(MIN_SPOUT_PENDING_KEY)
-            if need_pending and pending is not None and int(pending) < int(need_pending):
-                raise InvalidTopologyError(
-                    f"component {cid!r} needs topology.max.spout.pending >= {need_pending} (its "
-                    f"count window holds that many tuples un-acked), but the topology sets "
-                    f"{pending}")
 
     def validate(self) -> None:
         """Raise InvalidTopologyError naming the first problem: no spouts, a reserved or empty

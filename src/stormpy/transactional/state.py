@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stormpy.cluster.paths import DEFAULT_ROOT, ZkPaths
+from stormpy.cluster.paths import ZkPaths
+from stormpy.config import setting
 from stormpy.state.base import Store
 from stormpy.state.sqlite import SqliteStore
 from stormpy.state.zookeeper import open_zk_store
@@ -141,5 +142,5 @@ class ZkState(TransactionalState):
         hosts = zookeeper_hosts(conf)
         if settings.root is not None:
             return cls(hosts, f"{settings.root}/state/{name}")
-        root = str(conf.get("storm.zookeeper.root") or DEFAULT_ROOT)
+        root = str(setting(conf, "storm.zookeeper.root"))
         return cls(hosts, ZkPaths(root).named_state("transactional", "state", name))

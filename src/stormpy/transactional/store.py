@@ -28,8 +28,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from stormpy.cluster.paths import DEFAULT_ROOT, ZkPaths, encode_segment
+from stormpy.cluster.paths import ZkPaths, encode_segment
 from stormpy.cluster.zk_hosts import hosts_from_config
+from stormpy.config import setting
 from stormpy.state.base import Store
 from stormpy.state.redis_store import open_redis_store, redis_config
 from stormpy.state.settings import state_settings
@@ -72,7 +73,7 @@ def open_store(conf: Mapping[str, Any], context: TopologyContext,
     if settings.root is not None:
         root, location = settings.root, f"{settings.root}/{encode_segment(transactional_id)}"
     else:
-        root = str(conf.get("storm.zookeeper.root") or DEFAULT_ROOT)
+        root = str(setting(conf, "storm.zookeeper.root"))
         location = ZkPaths(root).named_state(TRANSACTIONAL, OWNER, transactional_id)
     return open_zk_store(hosts, root, location,
                          operation_timeout_secs=settings.operation_timeout_secs,

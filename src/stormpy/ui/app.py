@@ -32,6 +32,7 @@ from stormpy.config import redacted
 from stormpy.ui import pages
 from stormpy.ui.graph import render_svg
 from stormpy.ui.metrics import make_registry
+from stormpy.ui.operations import add_log_links, operation_routes
 from stormpy.ui.security import Denied, UiAuth
 from stormpy.ui.source import ActionRefused, BackendUnavailable, NotFound, UiBackend
 from stormpy.ui.stormdocs import (
@@ -185,13 +186,15 @@ def create_app(backend: UiBackend, *, clock: Callable[[], float] = time.time) ->
         window = window_of(request)
         info = backend.topology(request.path_params["id"])
         spec = backend.spec(info["id"])
-        return JSONResponse(topology_doc(info, spec, _redacted(backend.topology_conf(info["id"])), window,
-                                         windows_of(info), clock()))
+        doc = topology_doc(info, spec, _redacted(backend.topology_conf(info["id"])), window,
+                           windows_of(info), clock())
+        return JSONResponse(add_log_links(doc, info, backend.cluster_info()))
 
     @_json_errors
     def workers(request: Request) -> Response:
         get(request)
-        return JSONResponse(topology_workers(backend.topology(request.path_params["id"])))
+        info = backend.topology(request.path_params["id"])
+        return JSONResponse(add_log_links(topology_workers(info), info, backend.cluster_info()))
 
     def _component(request: Request) -> tuple[dict[str, Any], dict[str, Any], str]:
         info = backend.topology(request.path_params["id"])
@@ -206,7 +209,8 @@ def create_app(backend: UiBackend, *, clock: Callable[[], float] = time.time) ->
         get(request)
         window = window_of(request)
         info, spec, name = _component(request)
-        return JSONResponse(component_doc(info, spec, name, window, windows_of(info), clock()))
+        doc = component_doc(info, spec, name, window, windows_of(info), clock())
+        return JSONResponse(add_log_links(doc, info, backend.cluster_info()))
 
     def _visualization(request: Request) -> dict[str, Any]:
         window = window_of(request)
@@ -263,6 +267,7 @@ def create_app(backend: UiBackend, *, clock: Callable[[], float] = time.time) ->
         Route("/api/v1/topology/{id}/deactivate", action("deactivate"), methods=["POST"]),
         Route("/api/v1/topology/{id}/rebalance/{wait}", action("rebalance"), methods=["POST"]),
         Route("/api/v1/topology/{id}/kill/{wait}", action("kill"), methods=["POST"]),
+        *operation_routes(backend, auth, _json_errors, BadRequest),
         Route("/metrics", metrics),
         *pages.routes(auth),
         Mount("/static", app=static, name="static"),

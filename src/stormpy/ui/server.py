@@ -19,7 +19,7 @@ from typing import Any
 
 import uvicorn
 
-from stormpy.config import DEFAULTS
+from stormpy.config import setting
 from stormpy.ui.app import create_app
 from stormpy.ui.source import UiBackend
 
@@ -34,8 +34,8 @@ class UiServer:
     def __init__(self, conf: Mapping[str, Any], *, nimbus_address: str | None = None,
                  host: str | None = None, port: int | None = None) -> None:
         self.conf = dict(conf)
-        self.host = str(host or conf.get("ui.host") or DEFAULTS["ui.host"])
-        wanted = port if port is not None else conf.get("ui.port", DEFAULTS["ui.port"])
+        self.host = str(host or setting(conf, "ui.host"))
+        wanted = port if port is not None else setting(conf, "ui.port")
         self.backend = UiBackend(self.conf, nimbus_address=nimbus_address)
         self._sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -24,7 +24,7 @@ from typing import Any
 
 from stormpy.cluster import ClusterState, WorkerHeartbeat
 from stormpy.cluster.errors import ClusterStateError
-from stormpy.config import DEFAULTS
+from stormpy.config import setting
 from stormpy.host.service import Service
 from stormpy.nimbus.client import NimbusClient
 from stormpy.rpc.errors import NotFoundError, RpcError, RpcTimeoutError, UnreachableError
@@ -55,10 +55,10 @@ class UiBackend:
                  state_factory: Callable[[], ClusterState] | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.conf = dict(conf)
-        timeout = float(conf.get("ui.nimbus.timeout.secs") or DEFAULTS["ui.nimbus.timeout.secs"])
+        timeout = float(setting(conf, "ui.nimbus.timeout.secs"))
         self.client = NimbusClient.from_config(conf, nimbus_address, timeout_secs=timeout, retries=0,
                                                connect_timeout_secs=min(3.0, timeout))
-        self.poll_secs = max(0.1, float(conf.get("ui.poll.secs") or DEFAULTS["ui.poll.secs"]))
+        self.poll_secs = float(setting(conf, "ui.poll.secs"))  # >= 0.1, checked at load
         self.clock = clock
         self._state_factory = state_factory or (lambda: ClusterState.from_config(self.conf))
         self._state: ClusterState | None = None

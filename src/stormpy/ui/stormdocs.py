@@ -177,8 +177,8 @@ def topology_doc(info: Mapping[str, Any], spec: Mapping[str, Any], conf: Mapping
 
 
 def topology_workers(info: Mapping[str, Any]) -> dict[str, Any]:
-    """``GET /api/v1/topology-workers/:id``: the topology's workers as ``hostPortList`` (Storm's
-    ``logviewerPort`` is left out: stormpy has no logviewer)."""
+    """``GET /api/v1/topology-workers/:id``: the topology's workers as ``hostPortList`` (the app
+    adds Storm's ``logviewerPort`` and a ``workerLogLink``, :mod:`stormpy.ui.operations`)."""
     return {"hostPortList": [{"host": w["host"], "port": w["port"]} for w in info.get("workers", [])]}
 
 

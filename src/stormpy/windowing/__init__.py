@@ -1,6 +1,7 @@
 """Windowed bolts (Storm 2.x's ``BaseWindowedBolt``): sliding and tumbling windows by count or
-duration, in processing time or event time with watermarks, lag and late tuples. See
-docs/windowing-state.md.
+duration, in processing time or event time with watermarks, lag and late tuples; and stateful
+windowed bolts (``BaseStatefulWindowedBolt``), whose window can be persisted in the state backend
+(``with_persistence()``). See docs/windowing-state.md.
 
 Built on the public topology API: ``SomeWindowedBolt.with_window(...)`` is passed to
 ``TopologyBuilder.set_bolt`` and runs as an executor wrapping the user's bolt (internal:
@@ -16,6 +17,8 @@ from stormpy.windowing.config import Count, Duration, WindowConfig, WindowConfig
 from stormpy.windowing.interval_join import IntervalJoinBolt
 from stormpy.windowing.join import JoinBolt
 from stormpy.windowing.manager import Window, WindowManager
+from stormpy.windowing.stateful import StatefulWindowedBolt, StatefulWindowedBoltSpec
 
-__all__ = ["LATE_FIELDS", "Count", "Duration", "IntervalJoinBolt", "JoinBolt", "Window",
-           "WindowConfig", "WindowConfigError", "WindowManager", "WindowedBolt", "WindowedBoltSpec"]
+__all__ = ["LATE_FIELDS", "Count", "Duration", "IntervalJoinBolt", "JoinBolt",
+           "StatefulWindowedBolt", "StatefulWindowedBoltSpec", "Window", "WindowConfig",
+           "WindowConfigError", "WindowManager", "WindowedBolt", "WindowedBoltSpec"]

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from stormpy.config import SettingError, message_timeout_secs
+from stormpy.config import SettingError, message_timeout_secs, setting
 from stormpy.topology.component import Bolt
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.imports import class_path, import_object
@@ -164,11 +164,7 @@ class WindowedBoltExecutor(Bolt):
         # processing time: epoch ms from now on (a simulated epoch 0 when time is simulated)
         self.now = 0 if context.clock.simulated else int(time.time() * 1000)
         self.manager.origin = self.now
-        timeout = message_timeout_secs(conf)
-        need = self.cfg.required_timeout_secs()
-        if need and conf.get("topology.enable.message.timeouts", True) and timeout < need:
-            raise SettingError("topology.message.timeout.secs",
-                               f"windowed bolt {me!r} needs it >= {need}, the topology sets {timeout:g}")
+        self.check_timeout(conf, me)
         # data inputs only: '$' streams belong to machinery (checkpoints, transactions)
         self.sources = sorted({(i.component, i.stream) for i in context.spec.components[me].inputs
                                if not i.stream.startswith("$")})
@@ -187,6 +183,14 @@ class WindowedBoltExecutor(Bolt):
         bolt.run_in_background = self.run_in_background
         bolt.call_soon_threadsafe = self.call_soon_threadsafe
         bolt.prepare(conf, context)
+
+    def check_timeout(self, conf: Mapping[str, Any], me: str) -> None:
+        """Refuse a message timeout shorter than a tuple can stay un-acked in the window."""
+        timeout = message_timeout_secs(conf)
+        need = self.cfg.required_timeout_secs()
+        if need and setting(conf, "topology.enable.message.timeouts") and timeout < need:
+            raise SettingError("topology.message.timeout.secs",
+                               f"windowed bolt {me!r} needs it >= {need}, the topology sets {timeout:g}")
 
     def cleanup(self) -> None:
         self.bolt.cleanup()
@@ -250,6 +254,11 @@ class WindowedBoltExecutor(Bolt):
         return min(self.max_ts.values()) - self.cfg.lag_ms
 
     def _late(self, tup: Tuple, ts: int) -> None:
+        self.route_late(tup, ts)
+        self.ack(tup)
+
+    def route_late(self, tup: Tuple, ts: int) -> None:
+        """Emit a late tuple on the late stream, or count it as dropped."""
         if self.cfg.late_stream is not None:
             self.emit([list(tup.values), ts], tup, self.cfg.late_stream)
         else:
@@ -258,7 +267,6 @@ class WindowedBoltExecutor(Bolt):
                 log.warning("windowed bolt: %d late tuple(s) dropped (timestamp behind the "
                             "watermark %s); set with_late_tuple_stream to keep them",
                             self.late_dropped, self.manager.watermark)
-        self.ack(tup)
 
     def _evaluate(self, window: Window) -> None:
         self._current, self._current_anchors = window, None

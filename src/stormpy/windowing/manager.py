@@ -84,7 +84,10 @@ class Window:
         return self._stop - self._begin
 
     def __iter__(self) -> Iterator[Any]:
-        return iter(self.get())
+        """Every tuple in the window, oldest first, one at a time (no list of the window built:
+        over persisted events only what is being read is loaded)."""
+        events = self._events
+        return (events[i].tup for i in range(self._begin, self._stop))
 
     def __repr__(self) -> str:
         return (f"Window({self.start_timestamp}..{self.end_timestamp}, {len(self)} tuples, "
@@ -125,6 +128,41 @@ class WindowManager:
         if prev is None:
             return len(self.events)
         return len(self.events) - bisect.bisect_right(self._keys, prev[1])
+
+    # -- persistence hooks (stormpy.windowing.persistent) --------------------------------------
+    def use_events(self, events: Any, keys: Any) -> None:
+        """Keep events in ``events`` (a list-like of :class:`Event` in key order: len, int and
+        slice indexing, append, insert, ``del [:n]``, clear) with ``keys`` its read-only view of
+        event keys (mutations of ``keys`` are ignored: ``events`` keeps them); before any add."""
+        self.events = events
+        self._keys = keys
+
+    def bookkeeping(self) -> dict[str, Any]:
+        """Where the triggers and the last window stand, as plain data (events and the tuples
+        that left at the last evaluation are not included)."""
+        return {"seq": self._seq, "prev": self._prev, "counted": self._counted,
+                "count_pos": self._count_pos, "next_end": self._next_end,
+                "last_end": self._last_end, "watermark": self.watermark}
+
+    def restore_bookkeeping(self, doc: dict[str, Any], gone: list[Event]) -> None:
+        """Undo of :meth:`bookkeeping` (keys given back as lists are accepted), with ``gone`` the
+        events that left the window at the last evaluation."""
+        def key(v: Any) -> tuple[int, int] | None:
+            return None if v is None else (int(v[0]), int(v[1]))
+        prev = doc.get("prev")
+        self._seq = int(doc.get("seq", 0))
+        self._prev = None if prev is None else (key(prev[0]), key(prev[1]))  # type: ignore[assignment]
+        self._counted = int(doc.get("counted", 0))
+        self._count_pos = key(doc.get("count_pos"))
+        self._next_end = doc.get("next_end")
+        self._last_end = doc.get("last_end")
+        self.watermark = doc.get("watermark")
+        self._gone = gone
+
+    @property
+    def gone(self) -> list[Event]:
+        """The events that left the window at the last evaluation (the next window's expired)."""
+        return self._gone
 
     # -- input -----------------------------------------------------------------------------------
     def add(self, tup: Any, ts: int) -> tuple[list[Window], list[Any]]:

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any, Final, cast
 
 from stormpy.acker.streams import ACK_FAIL, ACK_RESET_TIMEOUT
+from stormpy.config import setting
 from stormpy.topology.component import BasicBolt
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import FailedException
@@ -68,7 +69,7 @@ class BoltTask(TaskRunner):
         instance.ack_many = self.ack_many
         instance.fail = self.fail
         instance.reset_timeout = self.reset_timeout
-        self.stats.set_sample_rate(conf.get("topology.stats.sample.rate", 0.05))
+        self.stats.set_sample_rate(setting(conf, "topology.stats.sample.rate"))
         batch = getattr(instance, "execute_batch", None)
         if isinstance(self.instance, BasicBolt):
             if batch is not None:

@@ -51,6 +51,7 @@ from typing import Any
 from stormpy.cluster.errors import ClusterStateError
 from stormpy.cluster.records import WorkerHeartbeat
 from stormpy.cluster.state import ClusterState
+from stormpy.config import setting
 from stormpy.host.service import Service
 from stormpy.messaging.transport import Transport
 from stormpy.topology.layout import ExecutorKey
@@ -89,8 +90,9 @@ class ClusterLink:
         self.active = active
         self.heartbeat_path = heartbeat_path
         self.on_exit = on_exit
-        self.heartbeat_secs = max(0.05, float(conf.get("worker.heartbeat.frequency.secs") or 1))
-        self.resync_secs = max(0.1, float(conf.get("supervisor.monitor.frequency.secs") or 3))
+        # their lower bounds (0.05 s, 0.1 s) are the table's, checked when the supervisor loaded them
+        self.heartbeat_secs = float(setting(conf, "worker.heartbeat.frequency.secs"))
+        self.resync_secs = float(setting(conf, "supervisor.monitor.frequency.secs"))
         self.started = time.monotonic()
         self.heartbeats = 0
         self.local_heartbeats = 0

@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from stormpy.config import merged
+from stormpy.config import merged, setting
 from stormpy.messaging.transport import NoTransport, Transport
 from stormpy.state.memory import MemoryBackend
 from stormpy.topology.clock import Clock
@@ -95,7 +95,7 @@ class Worker:
         self.failure: WorkerError | None = None
         self._callbacks: deque[tuple[str, int, Callable[[], None]]] = deque()
         self._background = BackgroundPool(
-            int(self.conf.get("topology.worker.background.threads") or 4),
+            setting(self.conf, "topology.worker.background.threads"),
             self.call_soon_threadsafe)
         self._active = config.active
         self._stop = threading.Event()
@@ -112,7 +112,7 @@ class Worker:
         #: the round ends
         self._chain_failure: WorkerError | None = None
         install_local_delivery(self.dispatch, self.tasks,
-                               bool(self.conf.get("topology.worker.chaining", True)))
+                               setting(self.conf, "topology.worker.chaining"))
         deliver_batch = self.dispatch.deliver_batch  # columnar bolts' tasks (column_path.py)
         self._inbound = Inbound(accepts(self.spec, self.layout, self.local_tasks),
                                 {t: r.queue.append for t, r in self.tasks.items()},
@@ -217,10 +217,11 @@ class Worker:
     # -- the loop ------------------------------------------------------------------------------
     def tune_gc(self) -> None:
         """Raise the process's generation-0 GC threshold to ``topology.worker.gc.threshold``
-        (process-wide: in local mode, the process hosting the topology)."""
-        wanted = int(self.conf.get("topology.worker.gc.threshold") or 0)
+        (process-wide: in local mode, the process hosting the topology); a collector switched
+        off (threshold 0) stays off."""
+        wanted = setting(self.conf, "topology.worker.gc.threshold")
         gen0, gen1, gen2 = gc.get_threshold()
-        if wanted > gen0:
+        if gen0 and wanted > gen0:  # a threshold of 0 (collection off) is left alone
             gc.set_threshold(wanted, gen1, gen2)
 
     def open(self) -> None:
@@ -249,9 +250,9 @@ class Worker:
         if self._active:
             for sp in self._spouts:
                 sp.set_active(True)
-        timeouts = self.conf.get("topology.enable.message.timeouts", True) and self.acker_tasks
+        timeouts = setting(self.conf, "topology.enable.message.timeouts") and self.acker_tasks
         self._timers.schedule_tasks(
-            self._runners, float(self.conf["topology.message.timeout.secs"]) if timeouts else None,
+            self._runners, float(setting(self.conf, "topology.message.timeout.secs")) if timeouts else None,
             self.clock.now())
 
     def chain_failed(self, component: str, task: int, exc: BaseException) -> WorkerError:

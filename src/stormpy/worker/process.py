@@ -7,7 +7,10 @@
 
 Contract (docs/cluster-contract.md, "Worker process"):
 
-* Logs to ``<storm.log.dir or L/logs>/worker-T-P.log``. ``F`` is the daemon configuration (YAML;
+* Logs to ``<storm.log.dir or L/logs>/worker-T-P.log``, rotated at ``worker.log.max.size.mb``
+  (stdout and stderr follow the current file); a :class:`~stormpy.worker.control.WorkerControl`
+  thread applies run-time log levels and answers dump and profile requests. ``F`` is the daemon
+  configuration (YAML;
   without it ``stormpy.config.load_config()``); the topology's own ``topology.*`` keys and the keys
   of every registered connector section (``spark.*``, ...; see
   :func:`stormpy.config.topology_prefixes`) from ``topology.msgpack`` override the daemon's, every
@@ -36,6 +39,7 @@ import logging
 import os
 import signal
 import sys
+import tracemalloc
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import FrameType
@@ -47,8 +51,9 @@ from stormpy.cluster.errors import ClusterStateError
 from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.cluster.state import ClusterState
 from stormpy.cluster.zk_acls import worker_zk_identity
-from stormpy.config import load_config, merged, read_config_file, topology_prefixes
+from stormpy.config import load_config, merged, read_config_file, setting, topology_prefixes
 from stormpy.host.daemon import log_to_file
+from stormpy.host.log_files import CappedLogHandler
 from stormpy.messaging.curve import topology_keys
 from stormpy.messaging.zmq_transport import ZmqTransport
 from stormpy.state.zookeeper import ZkBackend
@@ -57,6 +62,7 @@ from stormpy.topology.layout import TaskLayout, compute_layout
 from stormpy.topology.metrics_consumer import ConsumerContext
 from stormpy.topology.spec import TopologySpec
 from stormpy.worker.cluster_link import ClusterLink
+from stormpy.worker.control import WorkerControl
 from stormpy.worker.error_reporter import ErrorReporter
 from stormpy.worker.errors import WorkerError
 from stormpy.worker.factory import WorkerConfig
@@ -112,9 +118,21 @@ def read_topology_file(path: Path) -> tuple[TopologySpec, dict[str, Any]]:
         raise StartupError(f"cannot read {path}: {type(exc).__name__}: {exc}") from exc
 
 
-def setup_logging(log_file: Path, topology_id: str, port: int) -> None:
-    """Log INFO and up to ``log_file`` only, with the worker's identity in every line."""
-    log_to_file(log_file, f"worker {topology_id}:{port} pid %(process)d", replace=True)
+def setup_logging(log_file: Path, topology_id: str, port: int, conf: Mapping[str, Any]) -> None:
+    """Log INFO and up to ``log_file`` only, with the worker's identity in every line; the file
+    rotates at ``worker.log.max.size.mb`` keeping ``worker.log.backups`` files, stdout and stderr
+    following it (:class:`~stormpy.host.log_files.CappedLogHandler`). The handler passes every
+    level, so a logger set to DEBUG at run time (``stormpy set-log-level``) shows its records."""
+    max_mb = float(setting(conf, "worker.log.max.size.mb"))
+    backups = int(setting(conf, "worker.log.backups"))
+    log_to_file(log_file, f"worker {topology_id}:{port} pid %(process)d", replace=True,
+                handler=CappedLogHandler(log_file, int(max_mb * 1024 * 1024), backups,
+                                         capture_stdio=True))
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(logging.NOTSET)
+    frames = int(setting(conf, "worker.profiler.tracemalloc.frames"))
+    if frames > 0:
+        tracemalloc.start(frames)
 
 
 class WorkerProcess:
@@ -191,8 +209,8 @@ class WorkerProcess:
         layout = compute_layout(spec, conf, base.component_executors if base else None)
         peers = worker_peers(assignment, self.node, self.port)
         active = base is not None and base.status == "active"
-        host = str(conf.get("supervisor.host") or "127.0.0.1")
-        bind_host = str(conf.get("worker.bind.host") or host)
+        host = setting(conf, "supervisor.host")
+        bind_host = setting(conf, "worker.bind.host") or host
         # the worker's errors carry the supervisor's host, here and in ZooKeeper alike
         reporter = ErrorReporter(state, self.topology_id, host, self.port).start()
         try:
@@ -234,10 +252,13 @@ class WorkerProcess:
                            on_exit=self.request_stop)
         log.info("running executors %s (tasks %s), %s; peers %s", list(executors), tasks_of(executors),
                  "active" if active else "inactive", sorted(peers.addresses.items()))
+        # the control channel opens before the first heartbeat: a worker seen is a worker asked
+        control = WorkerControl(state, topology_id=self.topology_id, node=self.node, port=self.port,
+                                log_dir=self.dirs.logs, conf=conf).start()
         link.start()
         feed = None
         if MetricsFeed.wanted(conf):
-            host = str(conf.get("supervisor.host") or "127.0.0.1")
+            host = setting(conf, "supervisor.host")
             feed = MetricsFeed(conf, ConsumerContext(self.topology_id, host, self.port,
                                                      tuple(tasks_of(executors))),
                                lambda: link.latest_stats).start()
@@ -250,6 +271,7 @@ class WorkerProcess:
             # From here on ZooKeeper is written only while reachable (last errors, the link's
             # heartbeat): an outage must not hold up the exit.
             state.begin_shutdown()
+            control.stop()
             link.stop()
             if feed is not None:
                 feed.stop()
@@ -278,7 +300,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"stormpy worker: cannot read configuration: {exc}", file=sys.stderr)
         return EXIT_STARTUP_FAILED
     process = WorkerProcess(args, daemon_conf)
-    setup_logging(process.dirs.worker_log(args.topology_id, args.port), args.topology_id, args.port)
+    setup_logging(process.dirs.worker_log(args.topology_id, args.port), args.topology_id, args.port,
+                  merged(daemon_conf))
     try:
         return process.run()
     except StartupError as exc:

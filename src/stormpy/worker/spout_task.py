@@ -19,6 +19,7 @@ from typing import Any, Final, cast
 
 from stormpy.acker.rotating import RotatingMap
 from stormpy.acker.streams import ACK_ACK, ACK_FAIL, ACK_RESET_TIMEOUT
+from stormpy.config import setting
 from stormpy.topology.component import Spout
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import EmitError
@@ -73,9 +74,8 @@ class SpoutTask(TaskRunner):
         self.pending: RotatingMap[int, tuple[Any, float]] = RotatingMap(TIMEOUT_BUCKETS)
         self.n_pending = 0
         self.emit_count = 0
-        max_pending = conf.get("topology.max.spout.pending")
-        self.max_pending = int(max_pending) if max_pending else 0
-        self.batch = max(1, int(conf.get("topology.spout.max.batch.size") or 1))
+        self.max_pending = setting(conf, "topology.max.spout.pending") or 0  # 0: unlimited
+        self.batch = setting(conf, "topology.spout.max.batch.size")
         #: message ids (or SpoutBatches) emitted without acker tasks: acked at the round's end
         self.immediate_acks: deque[Any] = deque()
         #: the roots of this task's tuple trees and their acker inits

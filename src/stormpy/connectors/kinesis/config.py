@@ -15,7 +15,7 @@ from typing import Any
 
 from stormpy.cluster.paths import normalize_root
 from stormpy.cluster.zk_hosts import hosts_from_config
-from stormpy.config import SettingError
+from stormpy.config import SettingError, setting
 from stormpy.settings import check_int, check_number, check_text, settings_from_doc
 
 INITIAL_POSITIONS = ("TRIM_HORIZON", "LATEST", "AT_TIMESTAMP")
@@ -129,4 +129,4 @@ class KinesisSpoutConfig:
 
     def zookeeper_root(self, conf: Mapping[str, Any]) -> str:
         """The ZooKeeper root: this config's prefix, else the topology's ``storm.zookeeper.root``."""
-        return normalize_root(self.zookeeper_prefix or conf.get("storm.zookeeper.root") or "/stormpy")
+        return normalize_root(self.zookeeper_prefix or setting(conf, "storm.zookeeper.root"))

@@ -75,7 +75,7 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from stormpy.batching import Batch, BatchCollector, BatchSource
-from stormpy.config import message_timeout_secs
+from stormpy.config import message_timeout_secs, setting
 from stormpy.connectors.spark import switching
 from stormpy.connectors.spark.ahead import AheadDataFrame, ignore_outcome
 from stormpy.connectors.spark.arrow import batch_dataframe
@@ -214,8 +214,8 @@ class SparkBatchBolt(Bolt):
         self._task_index = context.task_index
         self._seq = self.first_batch_seq()
         self._closing = False
-        tracking = conf.get("topology.acker.executors") != 0 and conf.get(
-            "topology.enable.message.timeouts", True)
+        tracking = conf.get("topology.acker.executors") != 0 and setting(
+            conf, "topology.enable.message.timeouts")
         self._reset_after = message_timeout_secs(conf) / 2 if tracking and self.keep_alive else None
         self._batch_timeout = batch_timeout_secs(conf)
         self.batches_ok = 0

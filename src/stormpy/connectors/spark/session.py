@@ -49,6 +49,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from stormpy.config import setting
 from stormpy.connectors.spark.code import code_dir_of, probe_master, zip_code
 from stormpy.connectors.spark.errors import require_spark
 from stormpy.connectors.spark.settings import DEFAULT_MASTER, OWN_PREFIX, probe_secs
@@ -99,7 +100,7 @@ def spark_settings(conf: Mapping[str, Any] | None) -> dict[str, str]:
     for key, value in conf.items():
         if key.startswith("spark.") and not key.startswith(OWN_PREFIX) and value is not None:
             settings[key] = _as_setting(value)
-    settings.setdefault("spark.app.name", str(conf.get("topology.name") or "stormpy"))
+    settings.setdefault("spark.app.name", str(setting(conf, "topology.name") or "stormpy"))
     if not settings["spark.master"].startswith("local"):
         for key, value in CLUSTER_DRIVER_DEFAULTS.items():
             settings.setdefault(key, value)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from stormpy.config import ConfigKey, ConfigSection, SettingError, register_section
+from stormpy.config import ConfigKey, ConfigSection, SettingError, register_section, setting
 from stormpy.settings import check_int, check_number
 
 __all__ = ["BATCH_TIMEOUT_KEY", "CODE_DIR_KEY", "DEFAULT_MASTER", "OWN_PREFIX", "PROBE_KEY",
@@ -145,7 +145,7 @@ def tick_config(component_config: Mapping[str, Any], kwargs: Mapping[str, Any]) 
     """A Spark bolt's component config: ``component_config`` with a tick often enough for its
     time limits (a quarter of ``batch_seconds``, half of ``idle_seconds``), between 0.05 s and
     the class's own tick (0.5 s when it sets none)."""
-    default = float(component_config.get(TICK_KEY) or 0.5)
+    default = float(setting(component_config, TICK_KEY) or 0.5)
     limits = [float(kwargs.get("batch_seconds", 2.0)) / 4]
     if kwargs.get("idle_seconds") is not None:
         limits.append(float(kwargs["idle_seconds"]) / 2)
@@ -156,7 +156,7 @@ def tick_secs(conf: Mapping[str, Any], who: str) -> float:
     """The tick period in force for the bolt ``who``; SettingError naming the key when there is
     none (the bolt closes batches on tick tuples)."""
     try:
-        tick = float(conf.get(TICK_KEY) or 0)
+        tick = float(setting(conf, TICK_KEY) or 0)
     except (TypeError, ValueError):
         tick = 0
     if not tick > 0:

@@ -71,6 +71,40 @@
     ? [["Emitted", "emitted", {num: 1}], ["Transferred", "transferred", {num: 1}], ["Complete latency (ms)", "completeLatency", {num: 1}], ["Acked", "acked", {num: 1}], ["Failed", "failed", {num: 1}]]
     : [["Emitted", "emitted", {num: 1}], ["Transferred", "transferred", {num: 1}], ["Capacity", "capacity", {num: 1, cls: capClass}], ["Execute latency (ms)", "executeLatency", {num: 1}], ["Executed", "executed", {num: 1}], ["Process latency (ms)", "processLatency", {num: 1}], ["Acked", "acked", {num: 1}], ["Failed", "failed", {num: 1}]];
   const errorCell = ["Last error", "lastError", {cls: () => "error"}];
+  // the worker's log on its host's log server (absent when its supervisor runs none)
+  const logCell = ["Log", r => r.workerLogLink ? "log" : null, {link: r => r.workerLogLink}];
+  // Storm's profiling actions: a stack dump or heap summary of one worker, shown by its log server
+  function profileButtons(id, tid, rows) {
+    const t = document.getElementById(id);
+    if (!t) return;
+    const trs = t.querySelectorAll("tr");
+    if (trs.length) trs[0].appendChild(el("th", {}, "Profile"));
+    rows.forEach((row, i) => {
+      const td = el("td");
+      for (const [label, kind] of [["jstack", "dumpjstack"], ["heap", "dumpheap"]]) {
+        const b = el("button", {"data-profile": kind, type: "button"}, label);
+        b.addEventListener("click", async () => {
+          const hostPort = row.host + ":" + row.port;
+          b.disabled = true;
+          try {
+            const doc = await api("/api/v1/topology/" + encodeURIComponent(tid) + "/profiling/" + kind + "/" + encodeURIComponent(hostPort),
+                                  {method: "POST", body: "", headers: headers({"X-CSRF-Token": csrf})});
+            const result = document.getElementById("action-result");
+            if (result) {
+              result.replaceChildren(label + " of " + hostPort + ": ");
+              if (doc.logLink) result.appendChild(el("a", {href: doc.logLink, id: "profile-link"}, doc.file));
+              else result.append(doc.file || doc.status);
+            }
+          } catch (e) {
+            const result = document.getElementById("action-result");
+            if (result) result.textContent = label + " failed: " + e.message;
+          } finally { b.disabled = false; }
+        });
+        td.appendChild(b);
+      }
+      if (trs[i + 1]) trs[i + 1].appendChild(td);
+    });
+  }
   const statusCls = (r) => "status-" + r.status;
 
   const renderers = {
@@ -98,7 +132,8 @@
       table("bolts-table", [["Id", "boltId", {link: r => link(r, "boltId")}], ["Executors", "executors", {num: 1}], ["Tasks", "tasks", {num: 1}], ...statsCols("bolt"), errorCell], doc.bolts);
       const errors = [...doc.spouts.map(s => Object.assign({component: s.spoutId}, s)), ...doc.bolts.map(b => Object.assign({component: b.boltId}, b))].filter(r => r.lastError);
       table("errors-table", [["Component", "component"], ["Host", "errorHost"], ["Port", "errorPort", {num: 1}], ["Seconds ago", "errorLapsedSecs", {num: 1}], ["Error", "lastError", {cls: () => "error"}]], errors);
-      table("workers-table", [["Host", "host"], ["Port", "port", {num: 1}], ["Supervisor", "supervisorId"], ["Uptime", "uptime"], ["Executors", r => r.executors.map(e => "[" + e.join("-") + "]").join(" ")], ["Restarts", "restarts", {num: 1}], ["Last exit", "lastExit", {cls: r => r.crashLooping ? "error" : ""}]], doc.workers);
+      table("workers-table", [["Host", "host"], ["Port", "port", {num: 1}], ["Supervisor", "supervisorId"], ["Uptime", "uptime"], ["Executors", r => r.executors.map(e => "[" + e.join("-") + "]").join(" ")], ["Restarts", "restarts", {num: 1}], ["Last exit", "lastExit", {cls: r => r.crashLooping ? "error" : ""}], logCell], doc.workers);
+      profileButtons("workers-table", id, doc.workers);
     },
     async component() {
       const tid = params.get("topology_id"), cid = params.get("id");
@@ -108,7 +143,7 @@
       table("component-stats", [["Window", "windowPretty"], ...statsCols(doc.componentType)], doc.spoutSummary || doc.boltStats);
       table("output-stats", [["Stream", "stream"], ["Emitted", "emitted", {num: 1}], ["Transferred", "transferred", {num: 1}]], doc.outputStats);
       table("input-stats", [["Component", "component"], ["Stream", "stream"], ["Grouping", "grouping"]], doc.inputStats || []);
-      table("executor-stats", [["Id", "id"], ["Host", "host"], ["Port", "port", {num: 1}], ["Uptime", "uptime"], ...statsCols(doc.componentType)], doc.executorStats);
+      table("executor-stats", [["Id", "id"], ["Host", "host"], ["Port", "port", {num: 1}], ["Uptime", "uptime"], ...statsCols(doc.componentType), logCell], doc.executorStats);
       table("component-errors", [["Seconds ago", "errorLapsedSecs", {num: 1}], ["Task", "task", {num: 1}], ["Host", "errorHost"], ["Port", "errorPort", {num: 1}], ["Error", "error", {cls: () => "error"}]], doc.componentErrors);
     },
     async supervisor() {
@@ -119,7 +154,7 @@
         const doc = await api("/api/v1/topology/" + encodeURIComponent(t.id));
         for (const w of doc.workers) rows.push(Object.assign({topology: t.name, topologyId: t.id}, w));
       }
-      table("supervisor-workers", [["Supervisor", "supervisorId"], ["Host", "host"], ["Port", "port", {num: 1}], ["Topology", "topology", {link: r => "/topology.html?id=" + encodeURIComponent(r.topologyId)}], ["Uptime", "uptime"], ["Executors", r => r.executors.map(e => "[" + e.join("-") + "]").join(" ")]], rows);
+      table("supervisor-workers", [["Supervisor", "supervisorId"], ["Host", "host"], ["Port", "port", {num: 1}], ["Topology", "topology", {link: r => "/topology.html?id=" + encodeURIComponent(r.topologyId)}], ["Uptime", "uptime"], ["Executors", r => r.executors.map(e => "[" + e.join("-") + "]").join(" ")], logCell], rows);
     },
   };
   function supervisorTable(doc) {

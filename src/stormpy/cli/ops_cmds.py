@@ -1,0 +1,245 @@
+"""On-call commands for a running topology: logs, log levels, dumps and profiles, the log server.
+
+* ``stormpy logs NAME [-c COMPONENT] [--follow] [--grep TEXT] [-n BYTES]`` finds the topology's
+  workers through Nimbus (topology info → workers' host and port → the host's log server, whose
+  port the supervisor publishes) and prints each worker's log end (``--grep``: the matching lines,
+  through the log servers' search), following them with ``--follow``.
+* ``stormpy set-log-level NAME -l LOGGER=LEVEL[:TIMEOUT_SECS] ... -r LOGGER ...`` has Nimbus
+  store the topology's run-time log levels in ZooKeeper (:mod:`stormpy.cluster.worker_ops`); its
+  workers apply them within seconds and revert them after the timeout. Without ``-l``/``-r`` it
+  shows them.
+* ``stormpy profile NAME --worker HOST:PORT --action jstack|cpu|heap [--seconds N]`` asks that
+  worker (its control thread, through Nimbus) for a dump or profile, waits for it and prints it
+  (read through the host's log server, where it stays as a file).
+* ``stormpy logviewer`` runs a log server in the foreground (one per host when no supervisor of
+  the host runs one).
+
+Requests to log servers carry the UI token (``ui.auth.token``, else ``nimbus.rpc.auth.token``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+import click
+
+from stormpy.cli.client_cmds import EXIT_REFUSED, EXIT_USAGE, client_options, fail, nimbus_client
+from stormpy.cli.output import error, say
+from stormpy.cluster.worker_ops import parse_level_setting
+from stormpy.config import ConfigError, load_config_args
+from stormpy.host.daemon import STOP_SIGNALS
+from stormpy.logviewer.server import LogviewerServer
+from stormpy.ui.security import ui_token
+
+__all__ = ["logs", "logviewer", "profile", "set_log_level"]
+
+
+def _client_options_without_c(func: Any) -> Any:
+    """:func:`client_options` with the config override as ``--conf`` only (``-c`` names the
+    component: ``stormpy logs NAME -c COMPONENT``)."""
+    func = click.option("--timeout", type=float, default=None,
+                        help="Seconds to wait for each Nimbus answer "
+                             "(default: nimbus.rpc.timeout.secs).")(func)
+    func = click.option("--conf", "overrides", multiple=True, metavar="KEY=VALUE|FILE",
+                        help="Config override (repeatable): KEY=VALUE, or a YAML/JSON file.")(func)
+    func = click.option("--config", "config_file", multiple=True, metavar="FILE|KEY=VALUE",
+                        help="Config file (YAML/JSON; default: $STORMPY_CONF or ./stormpy.yaml), or "
+                             "KEY=VALUE (repeatable). KEY=VALUE pairs win over files.")(func)
+    func = click.option("--nimbus", "nimbus_address", metavar="HOST:PORT",
+                        help="Nimbus to talk to (default: nimbus.host:nimbus.thrift.port).")(func)
+    return func
+
+
+def _get_json(url: str, token: str | None) -> Any:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read().decode())
+
+
+def _conf(config_file: tuple[str, ...], overrides: tuple[str, ...]) -> dict[str, Any]:
+    try:
+        return load_config_args(config_file, overrides)
+    except (ConfigError, ValueError) as exc:
+        fail(str(exc), EXIT_USAGE)
+
+
+def _workers(client: Any, name: str, component: str | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Topology info and its workers (running ``component``'s tasks), each with ``logviewer``
+    (``http://host:port`` of its host's log server, None when the host runs none)."""
+    info = client.topology_info(name)
+    servers = {s["id"]: s.get("logviewer_port") for s in client.cluster_info()["supervisors"]}
+    tasks: set[int] | None = None
+    if component is not None:
+        comp = info.get("components", {}).get(component)
+        if comp is None:
+            fail(f"topology {name} has no component {component!r} (components: "
+                 f"{', '.join(sorted(info.get('components', {})))})", EXIT_USAGE)
+        tasks = set(comp.get("task_ids", []))
+    found = []
+    for w in info["workers"]:
+        if tasks is not None and not any(s <= t <= e for s, e in w["executors"] for t in tasks):
+            continue
+        port = servers.get(w["node"])
+        found.append({**w, "logviewer": f"http://{w['host']}:{port}" if port else None,
+                      "file": f"worker-{info['id']}-{w['port']}.log"})
+    return info, found
+
+
+@click.command("logs")
+@click.argument("name")
+@click.option("-c", "--component", default=None, help="Only the workers running this component.")
+@click.option("-f", "--follow", is_flag=True, help="Keep printing what the workers log.")
+@click.option("--grep", "grep", default=None, metavar="TEXT", help="Only lines containing TEXT.")
+@click.option("-n", "--bytes", "tail_bytes", type=click.IntRange(min=0), default=4096, show_default=True,
+              help="Bytes of each log's end to print first.")
+@_client_options_without_c
+def logs(name: str, component: str | None, follow: bool, grep: str | None, tail_bytes: int,
+         nimbus_address: str | None, config_file: tuple[str, ...], overrides: tuple[str, ...],
+         timeout: float | None) -> None:
+    """Print the logs of topology NAME's workers (read from each host's log server)."""
+    token = ui_token(_conf(config_file, overrides))
+    with nimbus_client(nimbus_address, config_file, overrides, timeout) as client:
+        _info, workers = _workers(client, name, component)
+    if not workers:
+        fail(f"topology {name} has no running workers{' of ' + component if component else ''}", EXIT_REFUSED)
+    offsets: dict[str, int] = {}
+    missing = [w for w in workers if w["logviewer"] is None]
+    for w in missing:
+        error(f"{w['host']}:{w['port']}: its supervisor runs no log server (logviewer.port)")
+    workers = [w for w in workers if w["logviewer"] is not None]
+    for w in workers:
+        label = f"{w['host']}:{w['port']}"
+        try:
+            if grep is not None:
+                found = _get_json(f"{w['logviewer']}/api/v1/search?" + urllib.parse.urlencode(
+                    {"file": w["file"], "search-string": grep, "num-matches": 1000}), token)
+                for m in found["matches"]:
+                    click.echo(f"{label} {m['line']}")
+                doc = _get_json(f"{w['logviewer']}/api/v1/log?" + urllib.parse.urlencode(
+                    {"file": w["file"], "length": 0}), token)
+                offsets[label] = doc["size"]
+            else:
+                doc = _get_json(f"{w['logviewer']}/api/v1/log?" + urllib.parse.urlencode(
+                    {"file": w["file"], "length": tail_bytes}), token)
+                say("[bold]== {} ({}) ==[/bold]", label, w["file"])
+                click.echo(doc["content"], nl=False)
+                offsets[label] = doc["start"] + doc["length"]
+        except urllib.error.HTTPError as exc:
+            error(f"{label}: log server answered {exc.code}: {exc.read().decode(errors='replace')}")
+        except OSError as exc:
+            error(f"{label}: cannot reach its log server {w['logviewer']}: {exc}")
+    while follow:
+        time.sleep(1.0)
+        for w in workers:
+            label = f"{w['host']}:{w['port']}"
+            try:
+                doc = _get_json(f"{w['logviewer']}/api/v1/log?" + urllib.parse.urlencode(
+                    {"file": w["file"], "start": offsets.get(label, 0), "length": 1 << 20}), token)
+            except (OSError, urllib.error.HTTPError):
+                continue
+            if doc["size"] < offsets.get(label, 0):  # rotated: start over on the new file
+                offsets[label] = 0
+                continue
+            offsets[label] = doc["start"] + doc["length"]
+            for line in doc["content"].splitlines():
+                if grep is None or grep in line:
+                    click.echo(f"{label} {line}")
+
+
+@click.command("set-log-level")
+@click.argument("name")
+@click.option("-l", "settings", multiple=True, metavar="LOGGER=LEVEL[:TIMEOUT_SECS]",
+              help="Set LOGGER (ROOT: the root logger) to LEVEL, for TIMEOUT_SECS if given (repeatable).")
+@click.option("-r", "resets", multiple=True, metavar="LOGGER", help="Reset LOGGER now (repeatable).")
+@client_options
+def set_log_level(name: str, settings: tuple[str, ...], resets: tuple[str, ...],
+                  nimbus_address: str | None, config_file: tuple[str, ...], overrides: tuple[str, ...],
+                  timeout: float | None) -> None:
+    """Change the log levels of topology NAME's workers at run time (Storm's set_log_level);
+    without -l or -r, show them."""
+    for setting in settings:
+        try:
+            parse_level_setting(setting)
+        except ValueError as exc:
+            fail(str(exc), EXIT_USAGE)
+    with nimbus_client(nimbus_address, config_file, overrides, timeout) as client:
+        if settings or resets:
+            config = client.call("set_log_config", name=name, settings=list(settings), resets=list(resets))
+        else:
+            config = client.call("get_log_config", name=name)
+    click.echo(json.dumps(config, indent=2, sort_keys=True))
+
+
+@click.command("profile")
+@click.argument("name")
+@click.option("--worker", "worker", required=True, metavar="HOST:PORT", help="The worker to ask.")
+@click.option("--action", type=click.Choice(["jstack", "cpu", "heap"]), default="jstack", show_default=True)
+@click.option("--seconds", type=click.IntRange(1, 600), default=10, show_default=True,
+              help="How long the CPU profile samples.")
+@client_options
+def profile(name: str, worker: str, action: str, seconds: int, nimbus_address: str | None,
+            config_file: tuple[str, ...], overrides: tuple[str, ...], timeout: float | None) -> None:
+    """Ask a worker of topology NAME for a stack dump (jstack), CPU profile or heap summary and
+    print it; the report stays as a file on the worker's host, served by its log server."""
+    conf = _conf(config_file, overrides)
+    host, _, port_text = worker.rpartition(":")
+    if not host or not port_text.isdigit():
+        fail(f"--worker {worker!r} must be HOST:PORT", EXIT_USAGE)
+    with nimbus_client(nimbus_address, config_file, overrides, timeout) as client:
+        _info, workers = _workers(client, name, None)
+        target = next((w for w in workers if w["host"] == host and w["port"] == int(port_text)), None)
+        request = client.call("request_worker_action", name=name, host=host, port=int(port_text),
+                              action=action, args={"seconds": seconds} if action == "cpu" else {})
+        patience = (seconds if action == "cpu" else 0) + 60.0
+        deadline = time.monotonic() + patience
+        answer = client.call("worker_action_result", name=name, request=request["request"])
+        while answer["status"] == "pending" and time.monotonic() < deadline:
+            time.sleep(0.5)
+            answer = client.call("worker_action_result", name=name, request=request["request"])
+    if answer["status"] == "pending":
+        fail(f"worker {worker} did not answer within {patience:.0f} s (is it running?)", EXIT_REFUSED)
+    if answer["status"] != "done":
+        fail(f"worker {worker}: {answer['error']}", EXIT_REFUSED)
+    file = answer["result"]["file"]
+    server = target["logviewer"] if target is not None else None
+    say("{} of {}: {} on {}", action, worker, file, server or "(no log server)", err=True)
+    if server:
+        try:
+            doc = _get_json(f"{server}/api/v1/log?" + urllib.parse.urlencode(
+                {"file": file, "start": 0, "length": 1 << 20}), ui_token(conf))
+            click.echo(doc["content"], nl=False)
+        except OSError as exc:
+            error(f"cannot read {file} from {server}: {exc}")
+
+
+@click.command("logviewer")
+@click.option("--config", "config_file", multiple=True, metavar="FILE|KEY=VALUE",
+              help="Config file (YAML/JSON; default: $STORMPY_CONF, else ./stormpy.yaml if present), "
+                   "or KEY=VALUE (repeatable).")
+@click.option("-c", "overrides", multiple=True, metavar="KEY=VALUE|FILE",
+              help="Config override (repeatable).")
+def logviewer(config_file: tuple[str, ...], overrides: tuple[str, ...]) -> None:
+    """Run the log server of this host (storm.log.dir on logviewer.port) until SIGTERM or Ctrl-C."""
+    import signal
+
+    conf = _conf(config_file, overrides)
+    try:
+        server = LogviewerServer(conf).start()
+    except (OSError, RuntimeError) as exc:
+        error(exc, label="logviewer cannot start")
+        sys.exit(1)
+    stop = threading.Event()
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, lambda *_: stop.set())
+    say("log server on {} serving {}", server.url, server.log_dir.root, err=True)
+    try:
+        server.wait(stop)
+    finally:
+        server.stop()
