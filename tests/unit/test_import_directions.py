@@ -31,7 +31,9 @@ ALLOWED: dict[str, set[str]] = {
     "cluster": {"cluster", "config", "topology", "host"},  # topology: the plain-data layout types
     "rpc": {"rpc", "config"},
     "bundle": {"bundle", "config"},
-    "nimbus": {"nimbus", "topology", "config", "cluster", "rpc", "bundle", "messaging", "host"},
+    # state: the submit-time warning about where a topology's state lives (state.deployment)
+    "nimbus": {"nimbus", "topology", "config", "cluster", "rpc", "bundle", "messaging", "host",
+               "state"},
     "supervisor": {"supervisor", "topology", "config", "cluster", "rpc", "bundle", "messaging", "host",
                    "logviewer"},
     # the per-host log server: the log directory, the UI's access rules (ui.security only)

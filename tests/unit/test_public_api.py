@@ -47,9 +47,10 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "stormpy.state": [
         "CHECKPOINT_COMPONENT", "CHECKPOINT_STREAM", "CheckpointSpout", "DocStore", "KeyValueState",
-        "MemoryBackend", "MemoryStore", "SqliteDocStore", "SqliteStore", "StateSettings",
-        "StatefulBolt", "Store", "ZkBackend", "ZkStore", "add_checkpointing", "open_store",
-        "open_zk_store", "state_settings",
+        "MemoryBackend", "MemoryStore", "RedisConfig", "RedisStore", "SqliteDocStore",
+        "SqliteStore", "StateSettings", "StatefulBolt", "Store", "ZkBackend", "ZkStore",
+        "add_checkpointing", "open_redis_store", "open_store", "open_zk_store", "redis_config",
+        "state_settings",
     ],
     "stormpy.windowing": [
         "Count", "Duration", "IntervalJoinBolt", "JoinBolt", "LATE_FIELDS", "StatefulWindowedBolt",
