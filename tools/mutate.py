@@ -108,7 +108,7 @@ TARGETS: dict[str, Target] = {
     "worker-small": Target(tuple(f"src/stormpy/worker/{part}.py"
                                  for part in ("stats", "values", "offloop", "factory")),
                            pytest_args=WORKER_PYTEST_ARGS),
-    "nimbus": Target(("src/stormpy/nimbus/uploads.py", "src/stormpy/nimbus/scheduler.py")),
+    "nimbus": Target(("src/stormpy/nimbus/uploads.py", "src/stormpy/scheduler/even.py")),
     # micro-batching (stormpy/batching.py) and the Spark bolt's batch records
     "batching": Target(("src/stormpy/*batching.py",)),
     # the Spark bolt's own logic, against a fake Spark (tests/unit/test_spark_bolt_logic.py;

@@ -14,8 +14,9 @@ import pytest
 
 from stormpy.bundle import build_bundle
 from stormpy.cli.topology_loader import load_topology
+from stormpy.client import NimbusClient
 from stormpy.cluster import ClusterState, StormBase, SupervisorInfo
-from stormpy.nimbus import Nimbus, NimbusClient
+from stormpy.nimbus import Nimbus
 from stormpy.rpc.errors import InvalidRequestError, NotLeaderError
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.zookeeper]

@@ -19,8 +19,9 @@ import zmq
 
 from stormpy.bundle import build_bundle
 from stormpy.cli.topology_loader import load_topology
+from stormpy.client import NimbusClient
 from stormpy.cluster import ClusterState, SupervisorInfo
-from stormpy.nimbus import Nimbus, NimbusClient
+from stormpy.nimbus import Nimbus
 from stormpy.nimbus.uploads import UNPACKED_LIMIT_FACTOR
 from stormpy.rpc.codec import decode_response
 from stormpy.rpc.errors import (

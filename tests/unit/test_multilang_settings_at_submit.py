@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from stormpy import TopologyBuilder
+from stormpy.client import NimbusClient
 from stormpy.config import DEFAULTS, SettingError
 from stormpy.config.multilang import (
     check_multilang_settings,
@@ -19,7 +20,6 @@ from stormpy.config.multilang import (
     subprocess_timeout_value,
 )
 from stormpy.multilang import ShellBolt
-from stormpy.nimbus.client import NimbusClient
 from stormpy.nimbus.submission import prepare_submission
 from stormpy.rpc.errors import TopologyRefusedError
 from stormpy.testing import FeederSpout, LocalCluster

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from stormpy.nimbus import NimbusClient
-from stormpy.nimbus.leader_memo import remember_leader, remembered_leader
+from stormpy.client import NimbusClient
+from stormpy.client.leader_memo import remember_leader, remembered_leader
 from stormpy.rpc import RpcClient, RpcServer, rpc_method
 from stormpy.rpc.errors import UnreachableError
 from stormpy.testing import free_ports
@@ -70,7 +70,7 @@ def test_a_client_leaves_a_dead_seed_for_the_leader_and_remembers_it() -> None:
 
 
 def test_the_remembered_leader_survives_the_process_in_a_file(tmp_path: Path) -> None:
-    import stormpy.nimbus.leader_memo as memo
+    import stormpy.client.leader_memo as memo
 
     seeds = ["10.0.0.1:6627", "10.0.0.2:6627"]
     remember_leader(seeds, "10.0.0.2:6627", to_file=True)

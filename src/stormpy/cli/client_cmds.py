@@ -27,8 +27,8 @@ from rich.table import Table
 from stormpy.bundle import BundleError, build_bundle, unpack_bundle
 from stormpy.cli.output import console, err_console, stats_table
 from stormpy.cli.topology_loader import TopologyLoadError, load_topology
+from stormpy.client import NimbusClient
 from stormpy.config import ConfigError, load_config, parse_override, parse_overrides
-from stormpy.nimbus.client import NimbusClient
 from stormpy.rpc.errors import AuthorizationError, RpcError, RpcTimeoutError, UnreachableError
 from stormpy.topology import InvalidTopologyError
 

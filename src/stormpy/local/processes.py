@@ -43,12 +43,12 @@ from typing import Any
 import psutil
 import yaml
 
+from stormpy.client import NimbusClient
 from stormpy.cluster import ClusterState, SupervisorInfo
 from stormpy.config import rpc_auth_token
 from stormpy.host.ports import free_ports
 from stormpy.host.processes import live_process, terminate
 from stormpy.host.waiting import WaitTimeout, wait_for
-from stormpy.nimbus.client import NimbusClient
 from stormpy.rpc.curve import server_public_key
 
 __all__ = ["DaemonProcess", "ProcessCluster", "end_processes", "find_processes", "free_ports"]

@@ -34,11 +34,11 @@ from pathlib import Path
 from typing import Any
 
 from stormpy.bundle import BundleError, verify_bundle
+from stormpy.client import NimbusClient, seed_addresses
 from stormpy.cluster import ClusterState, ClusterStateError, Watch
 from stormpy.cluster.records import decode_value
 from stormpy.config import SettingError
 from stormpy.host.service import Service
-from stormpy.nimbus.client import NimbusClient, seed_addresses
 from stormpy.nimbus.localdirs import NimbusDirs
 from stormpy.nimbus.store import BundleStore, StoreError
 from stormpy.nimbus.uploads import StagedBundle
