@@ -109,6 +109,11 @@ TARGETS: dict[str, Target] = {
                                  for part in ("stats", "values", "offloop", "factory")),
                            pytest_args=WORKER_PYTEST_ARGS),
     "nimbus": Target(("src/stormpy/nimbus/uploads.py", "src/stormpy/scheduler/even.py")),
+    # the client side of the Nimbus protocol: seeds, leader discovery and memo, the bundle
+    # transfer, failover (stand-in Nimbus servers on loopback; no ZooKeeper)
+    "client": Target(("src/stormpy/client/*.py",),
+                     tests=("tests/unit/test_client_*.py", "tests/unit/test_nimbus_client_*.py",
+                            "tests/unit/test_rpc_config.py")),
     # micro-batching (stormpy/batching.py) and the Spark bolt's batch records
     "batching": Target(("src/stormpy/*batching.py",)),
     # the Spark bolt's own logic, against a fake Spark (tests/unit/test_spark_bolt_logic.py;
