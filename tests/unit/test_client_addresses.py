@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from stormpy.client import NimbusClient, parse_address, seed_addresses
+from stormpy.client.addresses import connectable
 from stormpy.rpc.errors import NotLeaderError, error_from_wire
 
 
@@ -22,6 +23,8 @@ def test_a_bind_all_host_means_this_host_wherever_it_is_named(bind_all: str) -> 
     connects to 127.0.0.1 for it, in ``nimbus.host`` and in ``nimbus.seeds`` alike."""
     assert seed_addresses({"nimbus.host": bind_all, "nimbus.seeds": "x"}) == ["127.0.0.1:6627", "x:6627"]
     assert seed_addresses({"nimbus.seeds": [f"{bind_all}:7001", "127.0.0.1:7001"]}) == ["127.0.0.1:7001"]
+    assert connectable(f"{bind_all}:7001") == "127.0.0.1:7001"  # a leader a Nimbus names, too
+    assert connectable("n1") == "n1:6627"
 
 
 def test_malformed_addresses_are_refused_naming_them() -> None:

@@ -10,6 +10,8 @@ Contract:
   neither gets the default ``nimbus.host`` on its ``nimbus.thrift.port``. A bind-all host
   (``0.0.0.0`` or ``*``: what a Nimbus listens on, not where to connect) means this host,
   ``127.0.0.1``.
+* :func:`connectable` applies the same rule to one address a Nimbus named (the leader a standby
+  names, or a refusal names), so every address a client connects to follows it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 
 from stormpy.config import DEFAULTS
 
-__all__ = ["BIND_ALL_HOSTS", "CONNECT_TIMEOUT_SECS", "parse_address", "seed_addresses"]
+__all__ = ["BIND_ALL_HOSTS", "CONNECT_TIMEOUT_SECS", "connectable", "parse_address", "seed_addresses"]
 
 #: Seconds a client waits for the TCP connection to a Nimbus before it counts it as dead.
 CONNECT_TIMEOUT_SECS = 2.0
@@ -40,6 +42,13 @@ def parse_address(address: str, default_port: int = int(DEFAULTS["nimbus.thrift.
     return host, int(port)
 
 
+def connectable(address: str, default_port: int = int(DEFAULTS["nimbus.thrift.port"])) -> str:
+    """``host:port`` to connect to for ``address``: a bind-all host becomes ``127.0.0.1``;
+    ValueError naming a malformed address."""
+    host, port = parse_address(address, default_port)
+    return f"{'127.0.0.1' if host in BIND_ALL_HOSTS else host}:{port}"
+
+
 def seed_addresses(conf: Mapping[str, Any]) -> list[str]:
     """``host:port`` of ``nimbus.host`` then every ``nimbus.seeds`` entry (see the module
     docstring); ValueError naming a malformed entry."""
@@ -52,9 +61,7 @@ def seed_addresses(conf: Mapping[str, Any]) -> list[str]:
     for entry in entries:
         if not entry:
             continue
-        host, p = parse_address(str(entry), port)
-        if host in BIND_ALL_HOSTS:
-            host = "127.0.0.1"
-        if f"{host}:{p}" not in out:
-            out.append(f"{host}:{p}")
+        address = connectable(str(entry), port)
+        if address not in out:
+            out.append(address)
     return out

@@ -2,11 +2,11 @@
 
 Contract: :func:`find_leader` asks each seed in turn ``get_leader``; the first answer naming a
 leader wins: the seed itself when it says it leads, else the leader it names (a standby knows the
-leader from ZooKeeper). A seed that accepts no connection within ``connect_timeout_secs``, or
-answers with an error, is skipped; None when no seed names a leader. The answer does not depend
-on the order of the seeds as long as the seeds agree on the leader. :func:`leader_first` orders
-seeds so the leader is asked first and the others stay in their order (a standby still serves
-what it replicated).
+leader from ZooKeeper; a bind-all host it names becomes 127.0.0.1, as in the seeds). A seed that
+accepts no connection within ``connect_timeout_secs``, or answers with an error, is skipped; None
+when no seed names a leader. The answer does not depend on the order of the seeds as long as the
+seeds agree on the leader. :func:`leader_first` orders seeds so the leader is asked first and the
+others stay in their order (a standby still serves what it replicated).
 
 The last leader found for a set of seeds is kept by :mod:`stormpy.client.leader_memo`.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from stormpy.client.addresses import CONNECT_TIMEOUT_SECS, parse_address
+from stormpy.client.addresses import CONNECT_TIMEOUT_SECS, connectable, parse_address
 from stormpy.rpc import RpcClient
 from stormpy.rpc.errors import AuthorizationError, RpcError
 
@@ -69,10 +69,9 @@ def _named_leader(seed: str, answer: Any) -> str | None:
     leader = answer.get("leader")
     if isinstance(leader, str) and leader:
         try:
-            parse_address(leader)
+            return connectable(leader)
         except ValueError:
             return None
-        return leader
     return None
 
 

@@ -48,7 +48,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from stormpy.client.addresses import CONNECT_TIMEOUT_SECS, parse_address, seed_addresses
+from stormpy.client.addresses import CONNECT_TIMEOUT_SECS, connectable, parse_address, seed_addresses
 from stormpy.client.leader import find_leader
 from stormpy.client.leader_memo import remember_leader, remembered_leader
 from stormpy.client.settings import rpc_settings
@@ -75,6 +75,16 @@ log = logging.getLogger(__name__)
 LEADER_PAUSE_FIRST_SECS = 0.05
 #: ... doubling (with jitter) up to this; the call gives up after ``leader_wait_secs``.
 LEADER_PAUSE_CAP_SECS = 1.0
+
+
+def _connectable(address: str | None) -> str | None:
+    """The address to connect to for a leader a Nimbus named (None: none, or malformed)."""
+    if address is None:
+        return None
+    try:
+        return connectable(address)
+    except ValueError:
+        return None
 
 
 def _component_configs(spec: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
@@ -182,12 +192,12 @@ class NimbusClient:
                 return self.rpc.call(method, **args)
             except NotLeaderError as exc:
                 deadline = deadline or time.monotonic() + self.leader_wait_secs
-                named = exc.leader is not None and exc.leader != self.address
-                if (switched or not named) and time.monotonic() >= deadline:
+                named = _connectable(exc.leader)
+                if (switched or named in (None, self.address)) and time.monotonic() >= deadline:
                     raise
                 # it names no leader (cut off from ZooKeeper), or itself (a stale leader node):
                 # another seed may know better
-                leader = exc.leader if named else self._ask_seeds(
+                leader = named if named not in (None, self.address) else self._ask_seeds(
                     [s for s in self.seeds if s != self.address])
             except RpcTimeoutError:  # UnreachableError included
                 deadline = deadline or time.monotonic() + self.leader_wait_secs
