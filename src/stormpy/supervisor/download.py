@@ -49,6 +49,7 @@ from stormpy.client import (
     leader_first,
     parse_address,
     rpc_client,
+    rpc_settings,
     seed_addresses,
 )
 from stormpy.cluster.local_layout import SupervisorDirs
@@ -58,6 +59,8 @@ from stormpy.rpc import AuthorizationError, RpcClient, RpcError, RpcTimeoutError
 
 __all__ = ["BundleDownloader", "DownloadError", "DownloadQueue"]
 
+#: Longest wait for a Nimbus to say who leads before the next seed is asked.
+LEADER_ASK_TIMEOUT_SECS = 5.0
 #: Back-off after a failed download of a topology: the first retry waits this long ...
 RETRY_MIN_SECS = 1.0
 #: ... and each further failure doubles it, up to this.
@@ -84,9 +87,16 @@ class BundleDownloader:
         self.log = log or logging.getLogger(__name__)
         self.max_bundle_bytes = int(conf.get("nimbus.max.bundle.size.bytes") or 256 * 1024 * 1024)
         self._client_factory = client_factory or self._default_client
+        self._ask_factory = client_factory or self._asking_client
 
     def _default_client(self, host: str, port: int) -> RpcClient:
         return rpc_client(self.conf, f"{host}:{port}")
+
+    def _asking_client(self, host: str, port: int) -> RpcClient:
+        """For ``get_leader``: a hung Nimbus costs at most LEADER_ASK_TIMEOUT_SECS, no retry."""
+        settings = rpc_settings(self.conf)
+        return rpc_client(self.conf, f"{host}:{port}", retries=0,
+                          timeout_secs=min(settings["timeout_secs"], LEADER_ASK_TIMEOUT_SECS))
 
     def _client(self, address: str) -> RpcClient:
         return self._client_factory(*parse_address(address))
@@ -95,7 +105,8 @@ class BundleDownloader:
         """The seeds, the leader first (a refusal of this supervisor's token is a DownloadError)."""
         seeds = seed_addresses(self.conf)
         try:
-            leader = find_leader(seeds, client_factory=self._client, raise_refusal=True)
+            leader = find_leader(seeds, client_factory=lambda a: self._ask_factory(*parse_address(a)),
+                                 raise_refusal=True)
         except AuthorizationError as exc:
             raise DownloadError(f"Nimbus refused this supervisor: {exc.message} "
                                 "(nimbus.rpc.auth.token must match Nimbus's)") from exc
