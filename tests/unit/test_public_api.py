@@ -104,6 +104,12 @@ PUBLIC: dict[str, list[str]] = {
         "stop_spark",
     ],
     "stormpy.ui": [],
+    # the client side of the Nimbus protocol (Storm's storm-client holds NimbusClient)
+    "stormpy.client": [
+        "BundleDigest", "CONNECT_TIMEOUT_SECS", "NimbusClient", "download_bundle", "find_leader",
+        "leader_first", "parse_address", "rpc_client", "rpc_settings", "seed_addresses",
+        "upload_bundle",
+    ],
 }
 
 
@@ -121,6 +127,7 @@ def test_the_public_names_of_each_package_are_pinned(package: str) -> None:
 #: readers by name; it has no __all__)
 INTERNAL = ["stormpy.acker", "stormpy.bundle", "stormpy.cli", "stormpy.cluster", "stormpy.config",
             "stormpy.host", "stormpy.logviewer", "stormpy.messaging", "stormpy.nimbus", "stormpy.rpc",
+            "stormpy.scheduler",
             "stormpy.supervisor", "stormpy.worker"]
 
 

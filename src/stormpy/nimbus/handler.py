@@ -294,7 +294,7 @@ class NimbusHandler:
             spec, conf = self.manager.describe(topology_id)
         except (StoreError, InvalidTopologyError, ValueError, RpcError):
             return []
-        return self._state_warnings(str(conf.get("topology.name") or topology_id), spec, conf)
+        return self._state_warnings(str(setting(conf, "topology.name") or topology_id), spec, conf)
 
     def _state_warnings(self, name: str, spec: TopologySpec, conf: Mapping[str, Any]) -> list[str]:
         """Where the topology's state lives, when that is a risk on this cluster (none when the

@@ -99,9 +99,7 @@ def state_settings(conf: Mapping[str, Any]) -> StateSettings:
     if provider == "redis":
         redis_config(config, PROVIDER_CONFIG)
     interval = positive_number(INTERVAL, conf.get(INTERVAL), 1000.0) / 1000
-    cache = conf.get(CACHE_MAX_KEYS, DEFAULT_CACHE_MAX_KEYS)
-    if cache is None:
-        cache = DEFAULT_CACHE_MAX_KEYS
+    cache = setting(conf, CACHE_MAX_KEYS)
     if isinstance(cache, bool) or not isinstance(cache, int) or cache < 0:
         raise SettingError(CACHE_MAX_KEYS, f"must be a number of keys >= 0, got {cache!r}")
     return StateSettings(provider, config, interval, cache)
