@@ -20,6 +20,7 @@ from stormpy.cli.client_cmds import (
 from stormpy.cli.dev_cmds import dev_cluster, dev_kafka, dev_spark, dev_zookeeper
 from stormpy.cli.keygen_cmd import curve_keygen
 from stormpy.cli.local_cmd import local
+from stormpy.cli.monitor_cmd import monitor
 from stormpy.cli.nimbus_cmd import nimbus
 from stormpy.cli.supervisor_cmd import supervisor
 from stormpy.cli.ui_cmd import ui
@@ -44,6 +45,7 @@ cli.add_command(deactivate)
 cli.add_command(rebalance)
 cli.add_command(topology_info)
 cli.add_command(topology_info_alias)
+cli.add_command(monitor)
 cli.add_command(dev_zookeeper)
 cli.add_command(dev_kafka)
 cli.add_command(dev_cluster)

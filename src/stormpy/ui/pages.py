@@ -55,7 +55,8 @@ window</p></section>
 <section><h2>Output streams</h2><table id="output-stats"></table></section>
 <section><h2>Inputs</h2><table id="input-stats"></table></section>
 <section><h2>Executors</h2><table id="executor-stats"></table></section>
-<section><h2>Errors</h2><table id="component-errors"></table></section>""",
+<section><h2>Errors</h2><table id="component-errors"></table></section>
+<section><h2>Metrics</h2><table id="component-metrics"></table></section>""",
     "supervisor": """
 <section><h2>Supervisors</h2><table id="supervisor-summary"></table></section>
 <section><h2>Workers</h2><table id="supervisor-workers"></table></section>""",

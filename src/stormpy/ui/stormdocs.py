@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stormpy.config import DEFAULTS
+from stormpy.topology.user_metrics import KINDS
 from stormpy.ui.windows import WINDOWS, ComponentFigures, WindowFigures
 
 #: window → its figures
@@ -21,7 +22,7 @@ PerWindow = Mapping[str, WindowFigures]
 
 __all__ = ["cluster_summary", "component_doc", "component_stats", "duration", "executor_ranges",
            "nimbus_summary", "supervisor_summary", "topology_doc", "topology_summary",
-           "topology_workers", "visualization"]
+           "topology_workers", "user_metric_rows", "visualization"]
 
 
 def duration(secs: float | None) -> str:
@@ -220,7 +221,24 @@ def component_doc(info: Mapping[str, Any], spec: Mapping[str, Any], component: s
                                "errorPort": e["port"], "error": e["message"], "task": e["task"],
                                "errorLapsedSecs": int(max(0.0, now - float(e["time"])))}
                               for e in reversed(info.get("errors", {}).get(component, []))]
+    doc["userMetrics"] = user_metric_rows(info, component)
     return doc
+
+
+def user_metric_rows(info: Mapping[str, Any], component: str) -> list[dict[str, Any]]:
+    """The component's metrics, one row per task and metric, ordered by task then name: the
+    snapshot's fields as Storm's metric reporters name them (``count``, ``value``, ``p99``,
+    ``m1_rate`` ..., see :mod:`stormpy.topology.user_metrics`) with ``task``, ``name`` and
+    ``type``; a ``register_metric`` value is a row of ``type`` ``"metric"`` with its ``value``."""
+    rows = []
+    by_task = info.get("metrics", {}).get(component, {})
+    for task in sorted(by_task, key=lambda t: int(t) if str(t).isdigit() else 0):
+        for name, value in sorted(by_task[task].items()):
+            if isinstance(value, dict) and value.get("type") in KINDS:
+                rows.append({"task": int(task), "name": name, **value})
+            else:
+                rows.append({"task": int(task), "name": name, "type": "metric", "value": value})
+    return rows
 
 
 def _executor_rows(info: Mapping[str, Any], kind: str, component: str,

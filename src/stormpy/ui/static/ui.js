@@ -110,6 +110,9 @@
       table("input-stats", [["Component", "component"], ["Stream", "stream"], ["Grouping", "grouping"]], doc.inputStats || []);
       table("executor-stats", [["Id", "id"], ["Host", "host"], ["Port", "port", {num: 1}], ["Uptime", "uptime"], ...statsCols(doc.componentType)], doc.executorStats);
       table("component-errors", [["Seconds ago", "errorLapsedSecs", {num: 1}], ["Task", "task", {num: 1}], ["Host", "errorHost"], ["Port", "errorPort", {num: 1}], ["Error", "error", {cls: () => "error"}]], doc.componentErrors);
+      const fig = (v) => typeof v === "number" && !Number.isInteger(v) ? v.toFixed(3) : (typeof v === "object" && v !== null ? JSON.stringify(v) : v);
+      const metricValue = (r) => r.type === "counter" || r.type === "meter" ? r.count : r.type === "gauge" || r.type === "metric" ? fig(r.value) : r.count;
+      table("component-metrics", [["Task", "task", {num: 1}], ["Name", "name"], ["Type", "type"], ["Count / value", metricValue, {num: 1}], ["Mean", r => fig(r.mean)], ["p50", r => fig(r.p50)], ["p99", r => fig(r.p99)], ["Max", r => fig(r.max)], ["1m rate", r => fig(r.m1_rate)]], doc.userMetrics || []);
     },
     async supervisor() {
       const [supervisors, topologies] = await Promise.all([api("/api/v1/supervisor/summary"), api("/api/v1/topology/summary")]);
