@@ -17,6 +17,7 @@ from stormpy.cli.client_cmds import (
     topology_info,
     topology_info_alias,
 )
+from stormpy.cli.debug_cmd import debug
 from stormpy.cli.dev_cmds import dev_cluster, dev_kafka, dev_spark, dev_zookeeper
 from stormpy.cli.keygen_cmd import curve_keygen
 from stormpy.cli.local_cmd import local
@@ -46,6 +47,7 @@ cli.add_command(rebalance)
 cli.add_command(topology_info)
 cli.add_command(topology_info_alias)
 cli.add_command(monitor)
+cli.add_command(debug)
 cli.add_command(dev_zookeeper)
 cli.add_command(dev_kafka)
 cli.add_command(dev_cluster)

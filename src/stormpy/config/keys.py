@@ -36,6 +36,9 @@ CORE_KEYS: tuple[ConfigKey, ...] = (
               "Send a tick tuple to every bolt task this often (seconds, fractions allowed); may be "
               "set per component."),
     ConfigKey("topology.debug", False, "Log every emitted tuple (slow; for debugging only)."),
+    ConfigKey("topology.eventlogger.executors", None,
+              "Event logger (sampled tuples, stormpy debug); None or a number >= 1: each worker "
+              "logs its own sampled tuples to its events log; 0: no event logger."),
     ConfigKey("topology.executor.receive.buffer.size", 32768,
               "Tuples queued for one task before spouts in the worker stop emitting (backpressure)."),
     ConfigKey("topology.stats.sample.rate", 0.05,

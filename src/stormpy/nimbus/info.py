@@ -6,7 +6,8 @@ Counters are added up; ``latency_sum``/``latency_count`` pairs (when workers sen
 ``acked`` count. System components (``__acker`` ...) are reported under ``system_components``.
 Metrics components registered (``context.register_metric``) are listed under ``metrics`` as
 component → task id (a string) → metric name → value, from the same heartbeats; tuples emitted
-per stream under ``streams`` (component → stream → tuples, system streams included). Workers' restarts
+per stream under ``streams`` (component → stream → tuples, system streams included); the
+sampled-tuple settings (StormBase ``component_debug``) under ``debug``. Workers' restarts
 and last exits come from the supervisors' records (``SupervisorInfo.workers``, see
 :func:`slot_exits`); a worker that keeps exiting makes its topology ``degraded``. Every Nimbus
 running is listed with its status (:func:`nimbus_summaries`). Every value is msgpack-ready.
@@ -209,6 +210,7 @@ def topology_info(base: StormBase, assignment: Assignment | None, layout: TaskLa
         "stats": user,
         "system_components": system,
         "streams": {c: dict(sorted(s.items())) for c, s in sorted(streams.items())},
+        "debug": {k: dict(v) for k, v in base.component_debug.items()},
         "metrics": {c: dict(sorted(t.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0))
                     for c, t in sorted(metrics.items())},
         "errors": {component: [{"time": e.time, "task": e.task, "host": e.host, "port": e.port,

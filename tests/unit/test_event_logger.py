@@ -1,0 +1,96 @@
+"""The event logger (sampled tuples): which components sample, the wrappers it puts on a task's
+collector methods and takes off again (nothing left on the tuple path when off), the events log
+lines, the heartbeat's recent events and the StormBase setting."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from stormpy.cluster import StormBase, WorkerHeartbeat
+from stormpy.testing import wait_for
+from stormpy.topology.event_log import RECENT_EVENTS, event_doc, sampling_pct
+from stormpy.worker.event_logger import EventLogger
+
+
+class Instance:
+    """A component with its collector methods bound, as a task runner binds them."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[Any, ...]] = []
+        self.emit = lambda values, second=None, stream="default": self.sent.append((values, stream)) or [9]
+        self.emit_direct = lambda task, values, second=None, stream="default": self.sent.append((values,))
+        self.emit_many = lambda values_list, second=None, stream="default": self.sent.append((values_list,))
+
+
+class Runner:
+    def __init__(self, component: str, task: int, spout: bool = False) -> None:
+        self.component_id = component
+        self.task_id = task
+        self.is_spout = spout
+        self.instance = Instance()
+
+
+def test_sampling_pct_component_entry_wins_over_the_topology() -> None:
+    debug = {"t-1": {"enable": True, "samplingpct": 20.0}, "count": {"enable": False, "samplingpct": 5.0}}
+    assert sampling_pct(debug, "t-1", "split") == 20.0
+    assert sampling_pct(debug, "t-1", "count") is None
+    assert sampling_pct({"count": {"enable": True, "samplingpct": 5.0}}, "t-1", "count") == 5.0
+    assert sampling_pct({}, "t-1", "split") is None
+
+
+def test_the_logger_wraps_sampling_tasks_only_and_restores_them(tmp_path: Path) -> None:
+    path = tmp_path / "logs" / "worker-t-1-6700-events.log"
+    logger = EventLogger(path, "t-1").start()
+    spout, split, acker = Runner("words", 1, spout=True), Runner("split", 2), Runner("__acker", 3)
+    bound = {r.task_id: dict(r.instance.__dict__) for r in (spout, split, acker)}
+    try:
+        logger.apply([spout, split, acker], {"words": {"enable": True, "samplingpct": 100.0}})
+        assert spout.instance.emit is not bound[1]["emit"]
+        assert split.instance.emit is bound[2]["emit"] and acker.instance.emit is bound[3]["emit"]
+        assert spout.instance.emit(["a", 1], "id-7") == [9]  # the original still runs
+        spout.instance.emit_many([["b", 2], ["c", 3]], ["id-8", object()], "other")
+        wait_for(lambda: logger.written == 3, 30, "three sampled tuples written")
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        assert [(e["component"], e["task"], e["stream"], e["values"]) for e in lines] == [
+            ("words", 1, "default", ["a", 1]), ("words", 1, "other", ["b", 2]),
+            ("words", 1, "other", ["c", 3])]
+        assert lines[0]["message_id"] == "id-7" and lines[2]["message_id"].startswith("<object")
+        assert lines[0]["time"].endswith("Z") and lines[0]["ts"] > 0
+        assert logger.recent() == lines
+        logger.apply([spout, split, acker], {"words": {"enable": False, "samplingpct": 100.0}})
+        for r in (spout, split, acker):  # the tuple path is exactly what it was
+            assert r.instance.__dict__ == bound[r.task_id]
+        spout.instance.emit(["d", 4])
+        assert logger.sampling == {}
+    finally:
+        logger.stop()
+    assert len(path.read_text().splitlines()) == 3
+
+
+def test_a_method_rebound_on_top_stays_and_the_wrapper_stops_sampling(tmp_path: Path) -> None:
+    logger = EventLogger(tmp_path / "events.log", "t-1")
+    bolt = Runner("split", 2)
+    logger.apply([bolt], {"t-1": {"enable": True, "samplingpct": 100.0}})
+    wrapper = bolt.instance.emit
+    bolt.instance.emit = lambda values, second=None, stream="default": wrapper(values, second, stream)
+    rebound = bolt.instance.emit
+    logger.apply([bolt], {})
+    assert bolt.instance.emit is rebound
+    bolt.instance.emit(["x"])
+    logger.stop()
+    assert logger.written == 0 and not (tmp_path / "events.log").exists()
+
+
+def test_debug_settings_and_events_travel_in_zookeeper_documents() -> None:
+    base = StormBase("t-1", "wc", "active", 2, 1.0, "me",
+                     component_debug={"t-1": {"enable": True, "samplingpct": 12.5}})
+    assert StormBase.from_doc(base.to_doc()) == base
+    assert StormBase.from_doc({k: v for k, v in base.to_doc().items() if k != "component_debug"}
+                              ).component_debug == {}
+    events = tuple(event_doc(1767225600.5, "split", 2, "default", ["a", {1, 2}]) for _ in range(2))
+    assert events[0]["time"] == "2026-01-01T00:00:00.500Z" and events[0]["values"][1] == "{1, 2}"
+    beat = WorkerHeartbeat("t-1", "n1", 6700, 2.0, 1.0, events=events)
+    assert WorkerHeartbeat.from_doc(beat.to_doc()).events == events
+    assert RECENT_EVENTS >= 10
