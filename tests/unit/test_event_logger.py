@@ -19,7 +19,8 @@ class Instance:
 
     def __init__(self) -> None:
         self.sent: list[tuple[Any, ...]] = []
-        self.emit = lambda values, second=None, stream="default": self.sent.append((values, stream)) or [9]
+        self.emit = lambda values, second=None, stream="default": \
+            self.sent.append((values, second, stream)) or [9]
         self.emit_direct = lambda task, values, second=None, stream="default": self.sent.append((values,))
         self.emit_many = lambda values_list, second=None, stream="default": self.sent.append((values_list,))
 
@@ -49,8 +50,9 @@ def test_the_logger_wraps_sampling_tasks_only_and_restores_them(tmp_path: Path) 
         logger.apply([spout, split, acker], {"words": {"enable": True, "samplingpct": 100.0}})
         assert spout.instance.emit is not bound[1]["emit"]
         assert split.instance.emit is bound[2]["emit"] and acker.instance.emit is bound[3]["emit"]
-        assert spout.instance.emit(["a", 1], "id-7") == [9]  # the original still runs
-        spout.instance.emit_many([["b", 2], ["c", 3]], ["id-8", object()], "other")
+        assert spout.instance.emit(["a", 1], msg_id="id-7") == [9]  # the original still runs
+        assert spout.instance.sent == [(["a", 1], "id-7", "default")]
+        spout.instance.emit_many([["b", 2], ["c", 3]], msg_ids=["id-8", object()], stream="other")
         wait_for(lambda: logger.written == 3, 30, "three sampled tuples written")
         lines = [json.loads(line) for line in path.read_text().splitlines()]
         assert [(e["component"], e["task"], e["stream"], e["values"]) for e in lines] == [
@@ -74,13 +76,15 @@ def test_a_method_rebound_on_top_stays_and_the_wrapper_stops_sampling(tmp_path: 
     bolt = Runner("split", 2)
     logger.apply([bolt], {"t-1": {"enable": True, "samplingpct": 100.0}})
     wrapper = bolt.instance.emit
-    bolt.instance.emit = lambda values, second=None, stream="default": wrapper(values, second, stream)
+    bolt.instance.emit(["w"], anchors=None, stream="default")  # the bolt's own parameter names
+    bolt.instance.emit = lambda values, anchors=None, stream="default": wrapper(values, anchors, stream)
     rebound = bolt.instance.emit
     logger.apply([bolt], {})
     assert bolt.instance.emit is rebound
     bolt.instance.emit(["x"])
     logger.stop()
-    assert logger.written == 0 and not (tmp_path / "events.log").exists()
+    lines = (tmp_path / "events.log").read_text().splitlines()
+    assert [json.loads(line)["values"] for line in lines] == [["w"]]
 
 
 def test_debug_settings_and_events_travel_in_zookeeper_documents() -> None:

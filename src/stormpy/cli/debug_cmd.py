@@ -5,16 +5,16 @@ Contract: asks Nimbus (``debug``) to store the setting in the topology's StormBa
 apply it within seconds and write P percent of the component's emits to their events logs
 (:mod:`stormpy.topology.event_log`). ``--disable`` without ``-c`` turns every component off.
 An unknown topology or component, or a topology with ``topology.eventlogger.executors`` 0, is
-refused with Nimbus's message (exit 1).
+refused with Nimbus's message (exit 1). ``-c`` names the component (as Storm's ``-c``), so
+config overrides are given with ``--conf KEY=VALUE`` here.
 """
 
 from __future__ import annotations
 
 import click
 
-from stormpy.cli.client_cmds import _with_client, client_options
+from stormpy.cli.client_cmds import nimbus_client
 from stormpy.cli.output import say
-from stormpy.nimbus.client import NimbusClient
 
 __all__ = ["debug"]
 
@@ -25,11 +25,19 @@ __all__ = ["debug"]
 @click.option("--enable/--disable", required=True, help="Turn sampling on or off.")
 @click.option("--sampling-pct", type=click.FloatRange(min=0, max=100, min_open=True), default=10.0,
               show_default=True, help="Percentage of the emitted tuples to sample.")
-@client_options
-@_with_client
-def debug(client: NimbusClient, name: str, component: str | None, enable: bool, sampling_pct: float) -> None:
+@click.option("--nimbus", "nimbus_address", metavar="HOST:PORT",
+              help="Nimbus to talk to (default: nimbus.host:nimbus.thrift.port).")
+@click.option("--config", "config_file", type=click.Path(dir_okay=False),
+              help="stormpy.yaml to read (default: $STORMPY_CONF or ./stormpy.yaml).")
+@click.option("--conf", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Config override (repeatable).")
+@click.option("--timeout", type=float, default=None,
+              help="Seconds to wait for each Nimbus answer (default: nimbus.rpc.timeout.secs).")
+def debug(name: str, component: str | None, enable: bool, sampling_pct: float, nimbus_address: str | None,
+          config_file: str | None, overrides: tuple[str, ...], timeout: float | None) -> None:
     """Turn sampled tuples of topology NAME on or off (Storm's event logger)."""
-    client.debug(name, component, enable, sampling_pct)
+    with nimbus_client(nimbus_address, config_file, overrides, timeout) as client:
+        client.debug(name, component, enable, sampling_pct)
     what = f"component {component}" if component else "every component"
     if enable:
         say("sampling {}% of the tuples of {} of {}; see the workers' events logs or the UI's "

@@ -59,35 +59,64 @@ class _Sampler:
             self.wrappers[name] = wrapper
             setattr(self.instance, name, wrapper)
 
-    def _take(self, values: Any, second: Any, stream: Any) -> None:
+    def _take(self, values: Any, message_id: Any, stream: Any) -> None:
         if self.pct > 0 and random.random() * 100.0 < self.pct:
-            self.sink.append((time.time(), self.component, self.task, stream, list(values),
-                              second if self.spout else None))
+            self.sink.append((time.time(), self.component, self.task, stream, list(values), message_id))
 
+    # the wrappers take the collector's own parameter names (a spout's msg_id/msg_ids, a
+    # bolt's anchors), so that calls by keyword keep working
     def _wrap_emit(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def emit(values: Any, second: Any = None, stream: Any = DEFAULT_STREAM) -> Any:
-            targets = original(values, second, stream)
-            self._take(values, second, stream)
+        take = self._take
+        if self.spout:
+            def spout_emit(values: Any, msg_id: Any = None, stream: Any = DEFAULT_STREAM) -> Any:
+                targets = original(values, msg_id, stream)
+                take(values, msg_id, stream)
+                return targets
+            return spout_emit
+
+        def bolt_emit(values: Any, anchors: Any = None, stream: Any = DEFAULT_STREAM) -> Any:
+            targets = original(values, anchors, stream)
+            take(values, None, stream)
             return targets
-        return emit
+        return bolt_emit
 
     def _wrap_emit_direct(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def emit_direct(task: Any, values: Any, second: Any = None, stream: Any = DEFAULT_STREAM) -> Any:
-            result = original(task, values, second, stream)
-            self._take(values, second, stream)
+        take = self._take
+        if self.spout:
+            def spout_emit_direct(task: Any, values: Any, msg_id: Any = None,
+                                  stream: Any = DEFAULT_STREAM) -> Any:
+                result = original(task, values, msg_id, stream)
+                take(values, msg_id, stream)
+                return result
+            return spout_emit_direct
+
+        def bolt_emit_direct(task: Any, values: Any, anchors: Any = None,
+                             stream: Any = DEFAULT_STREAM) -> Any:
+            result = original(task, values, anchors, stream)
+            take(values, None, stream)
             return result
-        return emit_direct
+        return bolt_emit_direct
 
     def _wrap_many(self, original: Callable[..., Any]) -> Callable[..., Any]:
-        def emit_many(values_list: Any, second: Any = None, stream: Any = DEFAULT_STREAM) -> Any:
+        take = self._take
+        if self.spout:
+            def spout_emit_many(values_list: Any, msg_ids: Any = None,
+                                stream: Any = DEFAULT_STREAM) -> Any:
+                values_list = values_list if type(values_list) is list else list(values_list)
+                ids = None if msg_ids is None else list(msg_ids)
+                result = original(values_list, ids, stream)
+                for i, values in enumerate(values_list):
+                    take(values, None if ids is None else ids[i], stream)
+                return result
+            return spout_emit_many
+
+        def bolt_emit_many(values_list: Any, anchors: Any = None, stream: Any = DEFAULT_STREAM) -> Any:
             values_list = values_list if type(values_list) is list else list(values_list)
-            result = original(values_list, second, stream)
-            ids = list(second) if self.spout and second is not None else None
-            for i, values in enumerate(values_list):
-                self._take(values, ids[i] if ids is not None else (None if self.spout else second),
-                           stream)
+            result = original(values_list, anchors, stream)
+            for values in values_list:
+                take(values, None, stream)
             return result
-        return emit_many
+        return bolt_emit_many
 
     _wrap_emit_many = _wrap_many
     _wrap_emit_batch = _wrap_many
