@@ -5,8 +5,11 @@ lines, the heartbeat's recent events and the StormBase setting."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from stormpy.cluster import StormBase, WorkerHeartbeat
 from stormpy.testing import wait_for
@@ -98,3 +101,17 @@ def test_debug_settings_and_events_travel_in_zookeeper_documents() -> None:
     beat = WorkerHeartbeat("t-1", "n1", 6700, 2.0, 1.0, events=events)
     assert WorkerHeartbeat.from_doc(beat.to_doc()).events == events
     assert RECENT_EVENTS >= 10
+
+
+def test_storms_debug_paths_are_parsed_and_bad_ones_named() -> None:
+    if os.environ.get("CI", "").lower() != "true":  # in CI the [ui] extra is installed: no skip
+        pytest.importorskip("starlette")
+    from stormpy.ui.app import BadRequest, parse_debug
+
+    assert parse_debug("enable", "12.5") == (True, 12.5)
+    assert parse_debug("disable", "x") == (False, 10.0)
+    with pytest.raises(BadRequest, match="'pause'"):
+        parse_debug("pause", "10")
+    for bad in ("0", "101", "nan", "ten"):
+        with pytest.raises(BadRequest, match="sampling percentage"):
+            parse_debug("enable", bad)
