@@ -115,3 +115,32 @@ def test_storms_debug_paths_are_parsed_and_bad_ones_named() -> None:
     for bad in ("0", "101", "nan", "ten"):
         with pytest.raises(BadRequest, match="sampling percentage"):
             parse_debug("enable", bad)
+
+
+def test_nimbus_stores_debug_settings_and_refuses_what_it_cannot_do(tmp_path: Path) -> None:
+    from nimbus_fakes import FakeClusterState, SimClock, staged_bundle
+
+    from stormpy.nimbus.localdirs import NimbusDirs
+    from stormpy.nimbus.store import BundleStore
+    from stormpy.nimbus.topologies import TopologyManager
+    from stormpy.rpc.errors import InvalidRequestError, NotFoundError
+    from wordcount import build
+
+    state = FakeClusterState()
+    state.add_supervisor("sup-a", [6700, 6701])
+    manager = TopologyManager(state, BundleStore(NimbusDirs(tmp_path / "nimbus")), {},  # type: ignore[arg-type]
+                              clock=SimClock())
+    tid = manager.submit("wc", staged_bundle(tmp_path), build(10).create_topology(), {})
+    manager.set_debug("wc", "split", True, 100.0)
+    manager.set_debug("wc", None, True, 5.0)
+    assert state.storm_base(tid).component_debug == {  # type: ignore[union-attr]
+        "split": {"enable": True, "samplingpct": 100.0}, tid: {"enable": True, "samplingpct": 5.0}}
+    manager.set_debug("wc", None, False, 5.0)  # every component off
+    assert not any(v["enable"] for v in state.storm_base(tid).component_debug.values())  # type: ignore[union-attr]
+    with pytest.raises(NotFoundError, match="no component 'nope'.*split"):
+        manager.set_debug("wc", "nope", True, 10.0)
+    quiet = manager.submit("quiet", staged_bundle(tmp_path), build(10).create_topology(),
+                           {"topology.eventlogger.executors": 0})
+    with pytest.raises(InvalidRequestError, match="topology.eventlogger.executors"):
+        manager.set_debug("quiet", None, True, 10.0)
+    assert state.storm_base(quiet).component_debug == {}  # type: ignore[union-attr]
