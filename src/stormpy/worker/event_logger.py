@@ -51,8 +51,14 @@ class _Sampler:
         self.spout = bool(runner.is_spout)
         self.instance = runner.instance
         self.sink = sink
-        self.originals: dict[str, Callable[..., Any]] = {
-            name: self.instance.__dict__[name] for name in _METHODS if name in self.instance.__dict__}
+        # the collector methods the runner bound onto the instance (bound to the runner, not to
+        # the instance). Never read ``instance.__dict__``: on CPython that materialises the
+        # instance's dict and every attribute read of the component gets slower for good.
+        self.originals: dict[str, Callable[..., Any]] = {}
+        for name in _METHODS:
+            bound = getattr(self.instance, name, None)
+            if bound is not None and getattr(bound, "__self__", None) is not self.instance:
+                self.originals[name] = bound
         self.wrappers: dict[str, Callable[..., Any]] = {}
         for name, original in self.originals.items():
             wrapper = getattr(self, f"_wrap_{name}")(original)
@@ -125,7 +131,7 @@ class _Sampler:
         """Put the originals back (a method rebound since keeps its binding; this one stops)."""
         self.pct = 0.0
         for name, wrapper in self.wrappers.items():
-            if self.instance.__dict__.get(name) is wrapper:
+            if getattr(self.instance, name, None) is wrapper:
                 setattr(self.instance, name, self.originals[name])
 
 
