@@ -14,7 +14,7 @@ import pytest
 from stormpy.cluster import StormBase, WorkerHeartbeat
 from stormpy.testing import wait_for
 from stormpy.topology.event_log import RECENT_EVENTS, event_doc, sampling_pct
-from stormpy.worker.event_logger import EventLogger
+from stormpy.worker.event_logger import RECENT_CHARS, EventLogger
 
 
 class Instance:
@@ -64,6 +64,11 @@ def test_the_logger_wraps_sampling_tasks_only_and_restores_them(tmp_path: Path) 
         assert lines[0]["message_id"] == "id-7" and lines[2]["message_id"].startswith("<object")
         assert lines[0]["time"].endswith("Z") and lines[0]["ts"] > 0
         assert logger.recent() == lines
+        spout.instance.emit(["x" * 5000])  # a big tuple: whole in the log, cut in the heartbeat
+        wait_for(lambda: logger.written == 4, 30, "the big tuple written")
+        assert json.loads(path.read_text().splitlines()[-1])["values"] == ["x" * 5000]
+        big = logger.recent()[-1]
+        assert big["truncated"] is True and len(big["values"][0]) == RECENT_CHARS
         logger.apply([spout, split, acker], {"words": {"enable": False, "samplingpct": 100.0}})
         for r in (spout, split, acker):  # the tuple path is exactly what it was
             assert r.instance.__dict__ == bound[r.task_id]
@@ -71,7 +76,7 @@ def test_the_logger_wraps_sampling_tasks_only_and_restores_them(tmp_path: Path) 
         assert logger.sampling == {}
     finally:
         logger.stop()
-    assert len(path.read_text().splitlines()) == 3
+    assert len(path.read_text().splitlines()) == 4
 
 
 def test_a_method_rebound_on_top_stays_and_the_wrapper_stops_sampling(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ side thread of the worker, never by the executor loop. A line (:func:`event_doc`
 (a value JSON cannot carry is written as its ``repr``), ``message_id`` a spout's message id (its
 ``repr`` when JSON cannot carry it; null for bolts and unanchored spout tuples). The newest
 sampled tuples of each worker also travel in its heartbeat (``WorkerHeartbeat.events``, at most
-:data:`RECENT_EVENTS`), which the UI's events page lists.
+:data:`RECENT_EVENTS`, a long one cut short), which the UI's events page lists.
 """
 
 from __future__ import annotations

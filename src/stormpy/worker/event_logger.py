@@ -11,13 +11,15 @@ Contract:
   as it is and the wrapper only stops sampling.
 * A sampled emit costs a random draw and an append to a bounded queue on the loop; a side thread
   (``stormpy-event-logger``) turns the queue into lines of the events log and keeps the newest
-  :data:`~stormpy.topology.event_log.RECENT_EVENTS` for the heartbeat (:meth:`recent`). When the
+  :data:`~stormpy.topology.event_log.RECENT_EVENTS` for the heartbeat (:meth:`recent`; a tuple
+  of more than :data:`RECENT_CHARS` characters travels there cut short, ``"truncated": true``). When the
   thread falls behind by more than :data:`PENDING_LIMIT` emits the oldest are dropped (counted in
   ``dropped``). The file is opened at the first sampled tuple, appended to, never truncated.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import time
@@ -30,12 +32,15 @@ from stormpy.host.service import Service
 from stormpy.topology.event_log import RECENT_EVENTS, event_doc, event_line, sampling_pct
 from stormpy.topology.tuple import DEFAULT_STREAM
 
-__all__ = ["PENDING_LIMIT", "EventLogger"]
+__all__ = ["PENDING_LIMIT", "RECENT_CHARS", "EventLogger"]
 
 log = logging.getLogger(__name__)
 
 #: sampled emits waiting for the writer thread, at most
 PENDING_LIMIT = 10_000
+#: a sampled tuple whose line is longer travels in the heartbeat with its values cut to this
+#: many characters of their JSON (``"truncated": true``); the events log has it whole
+RECENT_CHARS = 1_000
 _METHODS = ("emit", "emit_many", "emit_direct", "emit_batch")
 #: (time, component, task, stream, values, message id)
 _Event = tuple[float, str, int, Any, Any, Any]
@@ -201,8 +206,13 @@ class EventLogger:
         while pending:
             ts, component, task, stream, values, message_id = pending.popleft()
             doc = event_doc(ts, component, task, stream, values, message_id)
+            line = event_line(doc)
+            lines.append(line)
+            if len(line) > RECENT_CHARS:  # heartbeats stay small, whatever the tuples hold
+                doc = {**doc, "values": [json.dumps(doc["values"])[:RECENT_CHARS]],
+                       "message_id": None if doc["message_id"] is None else str(doc["message_id"])[:100],
+                       "truncated": True}
             self._recent.append(doc)
-            lines.append(event_line(doc))
         try:
             if self._file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
