@@ -16,6 +16,14 @@ of one build varied by a few tens of instructions per word).
 per word without the workload's generation, imports or start-up, which the difference above
 still includes in part (generating the sentences grows with their number).
 
+``--ops registered|counter|eventlogger`` (per-tuple form) measures what the operations features
+cost on the tuple path: ``registered``, every task registers one user metric of each kind
+(counter, gauge, histogram, meter, timer) and updates none; ``counter``, the count bolt also
+increments a user counter per word (``bench_wordcount.BenchCountMetered``); ``eventlogger``,
+an event logger samples every task (100%) and is then turned off before the run (the wrappers
+put on and taken off, as ``stormpy debug --enable`` then ``--disable`` do). Compare each with the
+run without ``--ops``.
+
 ``--framework`` measures, the same two-run way, the plain Python loop doing the same split and
 count (``bench.runners.plain_loop``), Bytewax (``bench.bytewax_flows``, one worker, ``run_main``)
 and stormpy's per-tuple form (the README's code; ``--acking`` for acking on), and prints each
@@ -35,7 +43,8 @@ import sys
 from bench.runners import TOPOLOGIES  # noqa: F401 - puts bench/topologies on sys.path
 
 
-def run(n: int, workload: str, acking: bool, batch: bool, columns: bool | str = False) -> int:
+def run(n: int, workload: str, acking: bool, batch: bool, columns: bool | str = False,
+        ops: str | None = None) -> int:
     from bench_wordcount import build
     from bench_workload import sentences
 
@@ -50,10 +59,30 @@ def run(n: int, workload: str, acking: bool, batch: bool, columns: bool | str = 
     conf = {"topology.acker.executors": 1 if acking else 0,
             "topology.max.spout.pending": 5000 if acking else None,
             "topology.message.timeout.secs": 3600}
-    worker = Worker(WorkerConfig("instructions", build(n, acking, workload=workload, batch=batch,
-                                                       columns=columns), conf))
+    spec = build(n, acking, workload=workload, batch=batch, columns=columns)
+    if ops == "counter":
+        spec.components["count"].class_path = "bench_wordcount:BenchCountMetered"
+    worker = Worker(WorkerConfig("instructions", spec, conf))
     worker.tune_gc()
+    if ops == "registered":
+        for runner in worker.tasks.values():
+            ctx = runner.context
+            ctx.register_counter("c")
+            ctx.register_gauge("g", lambda: 1)
+            ctx.register_histogram("h")
+            ctx.register_meter("m")
+            ctx.register_timer("t")
     worker.open()
+    if ops == "eventlogger":
+        import tempfile
+        from pathlib import Path
+
+        from stormpy.worker.event_logger import EventLogger
+
+        logger = EventLogger(Path(tempfile.mkdtemp()) / "events.log", "instructions")
+        logger.apply(worker.tasks.values(), {"instructions": {"enable": True, "samplingpct": 100.0}})
+        logger.apply(worker.tasks.values(), {})
+        logger.stop()
     last = "sink" if workload == "running" else "count"
     instance = next(r.instance for r in worker.tasks.values() if r.component_id == last)
     spout = next(r.instance for r in worker.tasks.values() if r.component_id == "sentences")
@@ -70,6 +99,7 @@ def count(n: int, args: argparse.Namespace) -> tuple[int, int]:
             args.workload]
     cmd += ["--acking"] * args.acking + ["--batch"] * args.batch + ["--columns"] * args.columns
     cmd += ["--per-sentence"] * args.per_sentence
+    cmd += ["--ops", args.ops] if getattr(args, "ops", None) else []
     out = subprocess.run(cmd, capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONHASHSEED": "0"})
     m = re.search(r"Collected : (\d+)", out.stderr)
@@ -89,6 +119,9 @@ def main() -> None:
     parser.add_argument("--per-sentence", action="store_true",
                         help="with --columns: one batch per sentence (per-tuple replay "
                              "granularity)")
+    parser.add_argument("--ops", choices=["registered", "counter", "eventlogger"], default=None,
+                        help="with a user metric of each kind registered, a user counter "
+                             "incremented per word, or the event logger turned on then off")
     parser.add_argument("--small", type=int, default=3000)
     parser.add_argument("--large", type=int, default=9000)
     parser.add_argument("--loop", action="store_true",
@@ -109,7 +142,7 @@ def main() -> None:
         return
     if args.run:
         columns: bool | str = "sentence" if args.columns and args.per_sentence else args.columns
-        print("words", run(args.run, args.workload, args.acking, args.batch, columns))
+        print("words", run(args.run, args.workload, args.acking, args.batch, columns, args.ops))
         return
     import stormpy._native as native
 
@@ -127,7 +160,7 @@ def main() -> None:
 
     (i1, w1), (i2, w2) = count(args.small, args), count(args.large, args)
     print(f"{args.workload}, acking {'on' if args.acking else 'off'}, "
-          f"{form}, "
+          f"{form}{', ops ' + args.ops if args.ops else ''}, "
           f"{'compiled' if native.COMPILED else 'pure'}: {(i2 - i1) / (w2 - w1):,.0f} "
           "instructions per word")
 

@@ -297,6 +297,31 @@ class BenchCount(_Reporting):
         self.ack(tup)
 
 
+class BenchCountMetered(BenchCount):
+    """BenchCount with a user counter (``context.register_counter``) incremented per word
+    (``python -m bench.instructions --ops counter``): what one ``inc`` costs on the tuple path."""
+
+    def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        super().prepare(conf, context)
+        self.words = context.register_counter("words")
+
+    def execute(self, tup: Tuple) -> None:
+        if tup.is_tick():
+            self.report()
+            return
+        word = tup.values[0]
+        counts = self.counts
+        c = counts.get(word, 0) + 1
+        counts[word] = c
+        self.n += 1
+        self.words.inc()
+        if self.emits:
+            self.emit([word, c], tup)
+        if self.report_dir is not None:
+            self.stamp()
+        self.ack(tup)
+
+
 class BenchCountBatch(BenchCount):
     """BenchCount in the batch form."""
 

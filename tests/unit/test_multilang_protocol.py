@@ -9,7 +9,6 @@ from __future__ import annotations
 import itertools
 import logging
 import sys
-import threading
 import time
 from collections import deque
 from pathlib import Path
@@ -36,7 +35,6 @@ from stormpy.multilang.protocol import (
 )
 from stormpy.multilang.serializers import JsonCodec, codec_for
 from stormpy.multilang.shell import ShellSettings
-from stormpy.testing import wait_for
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.layout import compute_layout
@@ -312,11 +310,10 @@ def watched(waiting_since_ago: float, last_heard_ago: float) -> list[str]:
     proc.pid = 1  # heartbeats (counted as rounds) only go to a started subprocess
     now = time.monotonic()
     proc.waiting_since, proc.last_heard = now - waiting_since_ago, now - last_heard_ago
-    watchdog = threading.Thread(target=proc._watch)
-    watchdog.start()
-    wait_for(lambda: len(rounds) >= 5 or faults, 30, "watchdog rounds")
-    proc._stopped.set()
-    watchdog.join(30)
+    for _ in range(5):  # five watchdog rounds (the Service calls _watch once per period)
+        proc._watch()
+        if faults:
+            break
     return faults
 
 

@@ -58,6 +58,22 @@ def client_options(func: F) -> F:
     return func
 
 
+def client_options_without_c(func: F) -> F:
+    """:func:`client_options` with the config override as ``--conf`` only (``-c`` names the
+    component: ``stormpy logs NAME -c COMPONENT``)."""
+    func = click.option("--timeout", type=float, default=None,
+                        help="Seconds to wait for each Nimbus answer "
+                             "(default: nimbus.rpc.timeout.secs).")(func)
+    func = click.option("--conf", "overrides", multiple=True, metavar="KEY=VALUE|FILE",
+                        help="Config override (repeatable): KEY=VALUE, or a YAML/JSON file.")(func)
+    func = click.option("--config", "config_file", multiple=True, metavar="FILE|KEY=VALUE",
+                        help="Config file (YAML/JSON; default: $STORMPY_CONF or ./stormpy.yaml), or "
+                             "KEY=VALUE (repeatable). KEY=VALUE pairs win over files.")(func)
+    func = click.option("--nimbus", "nimbus_address", metavar="HOST:PORT",
+                        help="Nimbus to talk to (default: nimbus.host:nimbus.thrift.port).")(func)
+    return func
+
+
 def fail(message: str, code: int) -> NoReturn:
     error(message)
     sys.exit(code)

@@ -17,9 +17,11 @@ from stormpy.cli.client_cmds import (
     topology_info,
     topology_info_alias,
 )
+from stormpy.cli.debug_cmd import debug
 from stormpy.cli.dev_cmds import dev_cluster, dev_kafka, dev_redis, dev_spark, dev_zookeeper
 from stormpy.cli.keygen_cmd import curve_keygen
 from stormpy.cli.local_cmd import local
+from stormpy.cli.monitor_cmd import monitor
 from stormpy.cli.nimbus_cmd import nimbus
 from stormpy.cli.ops_cmds import logs, logviewer, profile, set_log_level
 from stormpy.cli.supervisor_cmd import supervisor
@@ -48,6 +50,8 @@ cli.add_command(deactivate)
 cli.add_command(rebalance)
 cli.add_command(topology_info)
 cli.add_command(topology_info_alias)
+cli.add_command(monitor)
+cli.add_command(debug)
 cli.add_command(dev_zookeeper)
 cli.add_command(dev_kafka)
 cli.add_command(dev_redis)

@@ -30,7 +30,14 @@ from typing import Any
 
 import click
 
-from stormpy.cli.client_cmds import EXIT_REFUSED, EXIT_USAGE, client_options, fail, nimbus_client
+from stormpy.cli.client_cmds import (
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    client_options,
+    client_options_without_c,
+    fail,
+    nimbus_client,
+)
 from stormpy.cli.output import error, say
 from stormpy.cluster.worker_ops import parse_level_setting
 from stormpy.config import ConfigError, load_config_args
@@ -39,22 +46,6 @@ from stormpy.logviewer.server import LogviewerServer
 from stormpy.ui.security import ui_token
 
 __all__ = ["logs", "logviewer", "profile", "set_log_level"]
-
-
-def _client_options_without_c(func: Any) -> Any:
-    """:func:`client_options` with the config override as ``--conf`` only (``-c`` names the
-    component: ``stormpy logs NAME -c COMPONENT``)."""
-    func = click.option("--timeout", type=float, default=None,
-                        help="Seconds to wait for each Nimbus answer "
-                             "(default: nimbus.rpc.timeout.secs).")(func)
-    func = click.option("--conf", "overrides", multiple=True, metavar="KEY=VALUE|FILE",
-                        help="Config override (repeatable): KEY=VALUE, or a YAML/JSON file.")(func)
-    func = click.option("--config", "config_file", multiple=True, metavar="FILE|KEY=VALUE",
-                        help="Config file (YAML/JSON; default: $STORMPY_CONF or ./stormpy.yaml), or "
-                             "KEY=VALUE (repeatable). KEY=VALUE pairs win over files.")(func)
-    func = click.option("--nimbus", "nimbus_address", metavar="HOST:PORT",
-                        help="Nimbus to talk to (default: nimbus.host:nimbus.thrift.port).")(func)
-    return func
 
 
 def _get_json(url: str, token: str | None) -> Any:
@@ -99,7 +90,7 @@ def _workers(client: Any, name: str, component: str | None) -> tuple[dict[str, A
 @click.option("--grep", "grep", default=None, metavar="TEXT", help="Only lines containing TEXT.")
 @click.option("-n", "--bytes", "tail_bytes", type=click.IntRange(min=0), default=4096, show_default=True,
               help="Bytes of each log's end to print first.")
-@_client_options_without_c
+@client_options_without_c
 def logs(name: str, component: str | None, follow: bool, grep: str | None, tail_bytes: int,
          nimbus_address: str | None, config_file: tuple[str, ...], overrides: tuple[str, ...],
          timeout: float | None) -> None:

@@ -284,6 +284,11 @@ class NimbusClient:
     def deactivate(self, name: str) -> None:
         self.call("deactivate", name=name)
 
+    def debug(self, name: str, component: str | None = None, enable: bool = True,
+              sampling_pct: float = 10.0) -> None:
+        """Sampled tuples on or off for the topology or one of its components."""
+        self.call("debug", name=name, component=component, enable=enable, sampling_pct=sampling_pct)
+
     def rebalance(self, name: str, wait_secs: float | None = None, num_workers: int | None = None,
                   executors: Mapping[str, int] | None = None) -> None:
         self.call("rebalance", name=name, wait_secs=wait_secs, num_workers=num_workers,

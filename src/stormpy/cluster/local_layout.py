@@ -76,6 +76,10 @@ class SupervisorDirs:
     def worker_log(self, topology_id: str, port: int) -> Path:
         return self.logs / f"worker-{topology_id}-{int(port)}.log"
 
+    def worker_events_log(self, topology_id: str, port: int) -> Path:
+        """The worker's sampled tuples (``stormpy.topology.event_log``), beside its log."""
+        return self.logs / f"worker-{topology_id}-{int(port)}-events.log"
+
     @property
     def supervisor_log(self) -> Path:
         return self.logs / f"supervisor-{self.supervisor_id}.log"

@@ -184,6 +184,9 @@ class StormBase:
     component_executors: dict[str, int] = field(default_factory=dict)
     kill_wait_secs: float | None = None
     prev_status: str | None = None
+    #: sampled tuples (Storm's ``component_debug``): the topology id (every component) or a
+    #: component → ``{"enable": bool, "samplingpct": float}``
+    component_debug: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.status not in STORM_STATUSES:
@@ -196,7 +199,8 @@ class StormBase:
         return {"v": SCHEMA_VERSION, "topology_id": self.topology_id, "name": self.name,
                 "status": self.status, "num_workers": self.num_workers, "launch_time": self.launch_time,
                 "owner": self.owner, "component_executors": dict(self.component_executors),
-                "kill_wait_secs": self.kill_wait_secs, "prev_status": self.prev_status}
+                "kill_wait_secs": self.kill_wait_secs, "prev_status": self.prev_status,
+                "component_debug": {k: dict(v) for k, v in self.component_debug.items()}}
 
     @classmethod
     def from_doc(cls, doc: Any) -> StormBase:
@@ -215,7 +219,16 @@ class StormBase:
                    component_executors=dict(_field(d, "component_executors", _is_map_of(_is_int),
                                                    "a map of component → int", {})),
                    kill_wait_secs=float(kill_wait) if kill_wait is not None else None,
-                   prev_status=_field(d, "prev_status", opt_str, "a string or nil", None))
+                   prev_status=_field(d, "prev_status", opt_str, "a string or nil", None),
+                   component_debug={k: {"enable": bool(v.get("enable")),
+                                        "samplingpct": float(v.get("samplingpct") or 0.0)}
+                                    for k, v in _field(d, "component_debug", _is_map_of(_is_debug),
+                                                       "a map of name → {enable, samplingpct}", {}).items()})
+
+
+def _is_debug(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("enable"), bool) and \
+        _is_num(value.get("samplingpct"))
 
 
 @dataclass(frozen=True)
@@ -285,6 +298,8 @@ class WorkerHeartbeat:
     the worker started, like ``stats``; the UI and its Prometheus exporter read them. ``metrics``
     maps component → task id (a string) → metric name → value: what tasks registered with
     ``context.register_metric`` (plain msgpack data; optional, absent in older heartbeats).
+    ``events`` (optional) holds the worker's newest sampled tuples, oldest first, as the events
+    log writes them (:func:`stormpy.topology.event_log.event_doc`).
     """
 
     topology_id: str
@@ -297,10 +312,12 @@ class WorkerHeartbeat:
     tasks: tuple[dict[str, Any], ...] = ()
     process: dict[str, float] = field(default_factory=dict)
     metrics: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    events: tuple[dict[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "executors", tuple(_executor(e) for e in self.executors))
         object.__setattr__(self, "tasks", tuple(self.tasks))
+        object.__setattr__(self, "events", tuple(self.events))
 
     def to_doc(self) -> dict[str, Any]:
         """The msgpack-ready document."""
@@ -309,7 +326,8 @@ class WorkerHeartbeat:
                 "executors": [list(e) for e in self.executors],
                 "stats": {c: dict(s) for c, s in self.stats.items()},
                 "tasks": [dict(t) for t in self.tasks], "process": dict(self.process),
-                "metrics": {c: {t: dict(m) for t, m in tasks.items()} for c, tasks in self.metrics.items()}}
+                "metrics": {c: {t: dict(m) for t, m in tasks.items()} for c, tasks in self.metrics.items()},
+                "events": [dict(e) for e in self.events]}
 
     @classmethod
     def from_doc(cls, doc: Any) -> WorkerHeartbeat:
@@ -333,7 +351,13 @@ class WorkerHeartbeat:
                                        "a map of counter → number", {})),
                    metrics={c: {t: dict(m) for t, m in tasks.items()} for c, tasks in _field(
                        d, "metrics", _is_map_of(_is_map_of(_is_map_of(lambda _v: True))),
-                       "a map of component → map of task → map of metric → value", {}).items()})
+                       "a map of component → map of task → map of metric → value", {}).items()},
+                   events=tuple(dict(e) for e in _field(d, "events", _is_list_of(_is_str_map),
+                                                         "a list of sampled tuple maps", [])))
+
+
+def _is_str_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) for k in value)
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,10 @@ CORE_KEYS: tuple[ConfigKey, ...] = (
               SECONDS),
     ConfigKey("topology.debug", False, "Log every emitted tuple (slow; for debugging only).",
               Flag()),
+    ConfigKey("topology.eventlogger.executors", None,
+              "Event logger (sampled tuples, stormpy debug); None or a number >= 1: each worker "
+              "logs its own sampled tuples to its events log; 0: no event logger.",
+              Int(0)),
     ConfigKey("topology.executor.receive.buffer.size", 32768,
               "Tuples queued for one task before spouts in the worker stop emitting (backpressure).",
               Int(1)),

@@ -192,6 +192,24 @@ class NimbusHandler:
         return {}
 
     @rpc_method
+    def debug(self, name: Any, component: Any = None, enable: Any = True,
+              sampling_pct: Any = 10.0) -> dict[str, Any]:
+        """Sampled tuples on or off (Storm's ``debug``): ``component`` None for every component,
+        ``sampling_pct`` in (0, 100]."""
+        self._require_leader("debug")
+        if component is not None and (not isinstance(component, str) or not component):
+            raise InvalidRequestError(f"debug: component must be a non-empty string, got {component!r}")
+        if not isinstance(enable, bool):
+            raise InvalidRequestError(f"debug: enable must be true or false, got {enable!r}")
+        if not isinstance(sampling_pct, int | float) or isinstance(sampling_pct, bool) or \
+                not 0 < sampling_pct <= 100:
+            raise InvalidRequestError("debug: sampling_pct must be a number in (0, 100], "
+                                      f"got {sampling_pct!r}")
+        self._as_leader("debug", lambda: self.manager.set_debug(name, component, enable,
+                                                                float(sampling_pct)))
+        return {}
+
+    @rpc_method
     def rebalance(self, name: Any, wait_secs: Any = None, num_workers: Any = None,
                   executors: Any = None) -> dict[str, Any]:
         self._require_leader("rebalance")

@@ -5,7 +5,9 @@ Counters are added up; ``latency_sum``/``latency_count`` pairs (when workers sen
 ``complete_latency_ms``; otherwise a worker's ``complete_latency_ms`` is averaged weighted by its
 ``acked`` count. System components (``__acker`` ...) are reported under ``system_components``.
 Metrics components registered (``context.register_metric``) are listed under ``metrics`` as
-component → task id (a string) → metric name → value, from the same heartbeats. Workers' restarts
+component → task id (a string) → metric name → value, from the same heartbeats; tuples emitted
+per stream under ``streams`` (component → stream → tuples, system streams included); the
+sampled-tuple settings (StormBase ``component_debug``) under ``debug``. Workers' restarts
 and last exits come from the supervisors' records (``SupervisorInfo.workers``, see
 :func:`slot_exits`); a worker that keeps exiting makes its topology ``degraded``. Every Nimbus
 running is listed with its status (:func:`nimbus_summaries`). Every value is msgpack-ready.
@@ -186,9 +188,17 @@ def topology_info(base: StormBase, assignment: Assignment | None, layout: TaskLa
                         "crash_looping": bool(record.get("crash_looping"))})
     stats = aggregate_stats(assigned_beats)
     metrics: dict[str, dict[str, Any]] = {}
+    streams: dict[str, dict[str, int]] = {}
     for beat in assigned_beats:
         for component, by_task in beat.metrics.items():
             metrics.setdefault(component, {}).update(by_task)
+        for entry in beat.tasks:
+            emitted = entry.get("emitted") if isinstance(entry, dict) else None
+            if isinstance(emitted, dict) and isinstance(entry.get("component"), str):
+                per_stream = streams.setdefault(entry["component"], {})
+                for stream, n in emitted.items():
+                    if isinstance(n, int):
+                        per_stream[stream] = per_stream.get(stream, 0) + n
     components: dict[str, Any] = {}
     if layout is not None:
         for component, tasks in layout.component_tasks.items():
@@ -203,6 +213,8 @@ def topology_info(base: StormBase, assignment: Assignment | None, layout: TaskLa
         "components": components,
         "stats": user,
         "system_components": system,
+        "streams": {c: dict(sorted(s.items())) for c, s in sorted(streams.items())},
+        "debug": {k: dict(v) for k, v in base.component_debug.items()},
         "metrics": {c: dict(sorted(t.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0))
                     for c, t in sorted(metrics.items())},
         "errors": {component: [{"time": e.time, "task": e.task, "host": e.host, "port": e.port,

@@ -41,6 +41,7 @@ from stormpy.nimbus.validation import limit
 from stormpy.rpc.errors import AlreadyExistsError, InvalidRequestError, NotFoundError, TopologyRefusedError
 from stormpy.scheduler.even import ExecutorKey, Slot, available_slots, schedule_topology
 from stormpy.topology.errors import InvalidTopologyError
+from stormpy.topology.event_log import EVENTLOGGER_EXECUTORS
 from stormpy.topology.layout import ACKER_COMPONENT, TaskLayout, compute_layout
 from stormpy.topology.spec import TopologySpec
 
@@ -182,6 +183,33 @@ class TopologyManager:
             elif base.status != status:
                 self.state.set_storm_base(replace(base, status=status))
             log.info("topology %s %s", base.topology_id, "activated" if active else "deactivated")
+            return base.topology_id
+
+    def set_debug(self, name: str, component: str | None, enable: bool, sampling_pct: float) -> str:
+        """Turn sampled tuples (the event logger) on or off for the topology (``component``
+        None: every component; turning it off so also turns off each component's own setting) or
+        one component, in its StormBase's ``component_debug`` (Storm's ``debug``), which its
+        workers watch. NotFoundError for an unknown component; InvalidRequestError when the
+        topology has no event logger (``topology.eventlogger.executors`` 0)."""
+        with self.lock:
+            base = self.base_by_name(name)
+            if base.status == "killed":
+                raise InvalidRequestError(f"topology {base.name!r} is being killed")
+            spec, conf = self._describe_or_fail(base.topology_id)
+            if component is not None and component not in spec.components:
+                raise NotFoundError(f"topology {base.name!r} has no component {component!r} "
+                                    f"(components: {', '.join(sorted(spec.components))})")
+            loggers = setting(conf, EVENTLOGGER_EXECUTORS)
+            if enable and loggers == 0:
+                raise InvalidRequestError(f"topology {base.name!r} has no event logger "
+                                          f"({EVENTLOGGER_EXECUTORS} is 0): nothing can be sampled")
+            debug = dict(base.component_debug)
+            if component is None and not enable:
+                debug = {key: {**value, "enable": False} for key, value in debug.items()}
+            debug[component or base.topology_id] = {"enable": enable, "samplingpct": float(sampling_pct)}
+            self.state.set_storm_base(replace(base, component_debug=debug))
+            log.info("topology %s: sampled tuples %s for %s (%s%%)", base.topology_id,
+                     "on" if enable else "off", component or "every component", sampling_pct)
             return base.topology_id
 
     def rebalance(self, name: str, wait_secs: float | None, num_workers: int | None,

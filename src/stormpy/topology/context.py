@@ -16,6 +16,7 @@ from stormpy.topology.layout import TaskLayout
 from stormpy.topology.offloop import OffLoop
 from stormpy.topology.spec import TopologySpec
 from stormpy.topology.state import CHECKPOINTS, StateBackend, StateStore
+from stormpy.topology.user_metrics import Counter, Gauge, Histogram, Meter, Timer, UserMetric
 
 log = logging.getLogger("stormpy.topology")
 
@@ -43,6 +44,8 @@ class TopologyContext:
         self._state = state
         self._off_loop = off_loop
         self._metrics: dict[str, Callable[[], Any]] = {}
+        self._user_metrics: dict[str, UserMetric] = {}
+        self._failed_metrics: set[str] = set()
         self._hooks: list[Any] = []
 
     @property
@@ -114,15 +117,66 @@ class TopologyContext:
 
         The runtime samples every registered metric once per worker heartbeat, on the executor
         loop (never on the tuple path), and carries the values in the heartbeat to topology info
-        (``stormpy info``; ``LocalCluster.get_metrics`` in local mode). ``fn`` must be cheap,
-        must not block, and must return plain data msgpack can carry (numbers, strings, lists,
-        maps with string keys). An exception from ``fn`` is logged and published as
-        ``{"error": text}``; it never stops the task. Registering a name again replaces it."""
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"metric name must be a non-empty string, got {name!r}")
+        (``stormpy info``; ``LocalCluster.get_metrics`` in local mode), the UI and the metrics
+        consumers. ``fn`` must be cheap, must not block, and must return plain data msgpack can
+        carry (numbers, strings, lists, maps with string keys). A metric whose ``fn`` raises or
+        returns something msgpack cannot carry is logged once, by name, and left out of that
+        sample; it never stops the task. Registering a name again replaces it."""
+        self._check_name(name)
         if not callable(fn):
             raise TypeError(f"metric {name!r}: expected a function returning the value, got {fn!r}")
+        self._user_metrics.pop(name, None)
         self._metrics[name] = fn
+
+    # -- metrics v2 (Storm's registerCounter ... registerTimer), see stormpy.topology.user_metrics
+    def register_counter(self, name: str) -> Counter:
+        """This task's counter ``name`` (Storm's ``registerCounter``): ``inc(n)``, ``dec(n)``."""
+        return self._register(name, Counter)
+
+    def register_gauge(self, name: str, gauge: Callable[[], Any]) -> Gauge:
+        """Publish ``gauge()`` as this task's gauge ``name`` (Storm's ``registerGauge``)."""
+        self._check_name(name)
+        metric = Gauge(gauge)
+        self._metrics.pop(name, None)
+        return self._adopt(name, metric)
+
+    def register_histogram(self, name: str) -> Histogram:
+        """This task's histogram ``name`` (Storm's ``registerHistogram``): ``update(value)``."""
+        return self._register(name, Histogram)
+
+    def register_meter(self, name: str) -> Meter:
+        """This task's meter ``name`` (Storm's ``registerMeter``): ``mark(n)``."""
+        return self._register(name, Meter)
+
+    def register_timer(self, name: str) -> Timer:
+        """This task's timer ``name`` (Storm's ``registerTimer``): ``update(seconds)`` or
+        ``with timer.time(): ...``."""
+        return self._register(name, Timer)
+
+    def _register(self, name: str, kind: type[Any]) -> Any:
+        """The metric ``name`` of ``kind``: the one registered before (as Storm's registry does),
+        else a new one. ValueError naming it when ``name`` is taken by another kind."""
+        self._check_name(name)
+        existing = self._user_metrics.get(name)
+        if existing is not None:
+            if isinstance(existing, kind):
+                return existing
+            raise ValueError(f"metric {name!r} of {self.component_id}:{self.task_id} is already "
+                             f"a {existing.kind}, not a {kind.kind}")
+        if name in self._metrics:
+            raise ValueError(f"metric {name!r} of {self.component_id}:{self.task_id} is already "
+                             "registered with register_metric")
+        return self._adopt(name, kind())
+
+    def _adopt(self, name: str, metric: Any) -> Any:
+        self._user_metrics[name] = metric
+        self._metrics[name] = metric.snapshot
+        return metric
+
+    @staticmethod
+    def _check_name(name: Any) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"metric name must be a non-empty string, got {name!r}")
 
     def add_task_hook(self, hook: Any) -> None:
         """Register a task hook (Storm's ``addTaskHook``): a ``stormpy.topology.hooks.TaskHook``
@@ -148,13 +202,21 @@ class TopologyContext:
     def metric_values(self) -> dict[str, Any]:
         """Each registered metric's current value (called by the runtime at heartbeats)."""
         out: dict[str, Any] = {}
-        for name, fn in self._metrics.items():
+        for name, fn in list(self._metrics.items()):
             try:  # the round trip proves the value travels (string map keys, plain data)
                 out[name] = msgpack.unpackb(msgpack.packb(fn(), use_bin_type=True), raw=False)
             except Exception as exc:
-                log.warning("metric %r of %s:%s failed: %r", name, self.component_id, self.task_id, exc)
-                out[name] = {"error": repr(exc)}
+                if name not in self._failed_metrics:  # reported once, by name; then skipped
+                    self._failed_metrics.add(name)
+                    log.warning("metric %r of %s:%s is left out: it raised or returned a value "
+                                "msgpack cannot carry: %r", name, self.component_id, self.task_id, exc)
         return out
+
+    @property
+    def failed_metrics(self) -> list[str]:
+        """The names of the metrics that raised or returned an unserialisable value (reported
+        once each, and left out of the samples where they failed)."""
+        return sorted(self._failed_metrics)
 
     def __repr__(self) -> str:
         return f"TopologyContext({self.topology_id!r}, {self.component_id!r}, task={self.task_id})"

@@ -38,6 +38,7 @@ from stormpy.ui.source import ActionRefused, BackendUnavailable, NotFound, UiBac
 from stormpy.ui.stormdocs import (
     cluster_summary,
     component_doc,
+    events_doc,
     executor_ranges,
     nimbus_summary,
     spec_tasks,
@@ -49,7 +50,7 @@ from stormpy.ui.stormdocs import (
 )
 from stormpy.ui.windows import WINDOWS, WindowFigures, parse_window
 
-__all__ = ["BadRequest", "create_app", "parse_rebalance"]
+__all__ = ["BadRequest", "create_app", "parse_debug", "parse_rebalance"]
 
 
 class BadRequest(Exception):
@@ -118,6 +119,22 @@ def _wait_time(text: str) -> float:
     if not math.isfinite(value) or value < 0:
         raise BadRequest(f"wait-time must be a number of seconds >= 0, got {text!r}")
     return value
+
+
+def parse_debug(action: str, spct: str) -> tuple[bool, float]:
+    """``enable|disable`` and the sampling percentage of Storm's debug paths; BadRequest naming
+    what is wrong. A disable's percentage is not checked (Storm's UI sends one anyway)."""
+    if action not in ("enable", "disable"):
+        raise BadRequest(f"debug action must be 'enable' or 'disable', got {action!r}")
+    try:
+        pct = float(spct)
+    except ValueError:
+        pct = -1.0
+    if action == "disable":
+        return False, pct if 0 < pct <= 100 else 10.0
+    if not math.isfinite(pct) or not 0 < pct <= 100:
+        raise BadRequest(f"sampling percentage must be a number in (0, 100], got {spct!r}")
+    return True, pct
 
 
 def _redacted(conf: Mapping[str, Any]) -> dict[str, Any]:
@@ -237,6 +254,10 @@ def create_app(backend: UiBackend, *, clock: Callable[[], float] = time.time) ->
                 args["wait_secs"] = _wait_time(request.path_params["wait"])
             if name == "rebalance":
                 args["num_workers"], args["executors"] = parse_rebalance(body)
+            if name == "debug":
+                args["component"] = request.path_params.get("component")
+                args["enable"], args["sampling_pct"] = parse_debug(request.path_params["action"],
+                                                                   request.path_params["spct"])
             backend.action(name, topology_id, **args)
             return JSONResponse({"topologyOperation": name, "topologyId": topology_id, "status": "success"})
 
@@ -244,6 +265,13 @@ def create_app(backend: UiBackend, *, clock: Callable[[], float] = time.time) ->
             body = await request.body()
             return await run_in_threadpool(act, request, body)
         return endpoint
+
+    @_json_errors
+    def events(request: Request) -> Response:
+        get(request)
+        info = backend.topology(request.path_params["id"])
+        component = request.query_params.get("component") or None
+        return JSONResponse(events_doc(info, backend.latest.get(info["id"], {}), component))
 
     @_json_errors
     def metrics(request: Request) -> Response:
@@ -268,6 +296,10 @@ def create_app(backend: UiBackend, *, clock: Callable[[], float] = time.time) ->
         Route("/api/v1/topology/{id}/rebalance/{wait}", action("rebalance"), methods=["POST"]),
         Route("/api/v1/topology/{id}/kill/{wait}", action("kill"), methods=["POST"]),
         *operation_routes(backend, auth, _json_errors, BadRequest),
+        Route("/api/v1/topology/{id}/debug/{action}/{spct}", action("debug"), methods=["POST"]),
+        Route("/api/v1/topology/{id}/component/{component}/debug/{action}/{spct}", action("debug"),
+              methods=["POST"]),
+        Route("/api/v1/topology/{id}/events", events),
         Route("/metrics", metrics),
         *pages.routes(auth),
         Mount("/static", app=static, name="static"),

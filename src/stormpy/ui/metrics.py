@@ -30,6 +30,16 @@ ZooKeeper records), ``stormpy_nimbus_{uploads,upload_bytes,uploads_failed}_total
 ``stormpy_nimbus_rpc_{calls,errors}_total{host,port,method}`` and
 ``stormpy_nimbus_rpc_refused_total{host,port}`` (Nimbus's ``get_daemon_stats``),
 ``stormpy_ui_heartbeat_samples_total``. The UI's own process: ``stormpy_ui_process_*``.
+
+Users' metrics (``context.register_counter`` ... ``register_timer``, see
+:mod:`stormpy.topology.user_metrics`), one family per kind, labels ``topology``, ``component``,
+``task``, ``worker`` (``host:port``) and ``metric`` (the registered name):
+``stormpy_user_counter`` (a gauge: a counter may go down), ``stormpy_user_gauge`` (numeric
+values only), ``stormpy_user_histogram`` (a summary: quantiles 0.5 ... 0.999 of the latest
+updates, ``_sum`` and ``_count`` of all), ``stormpy_user_meter_total`` (events) with
+``stormpy_user_meter_rate{window="1m|5m|15m|mean"}`` (events per second) and
+``stormpy_user_timer_seconds`` (a summary of durations). ``context.register_metric`` values are
+not exported (they are free-form).
 """
 
 from __future__ import annotations
@@ -49,6 +59,9 @@ __all__ = ["StormCollector", "make_registry"]
 _TASK_LABELS = ["topology", "component", "task", "host", "port"]
 _WORKER_LABELS = ["topology", "host", "port"]
 _COUNTERS = ("transferred", "executed", "acked", "failed")
+_USER_LABELS = ["topology", "component", "task", "worker"]
+_QUANTILE_KEYS = (("p50", "0.5"), ("p75", "0.75"), ("p95", "0.95"), ("p98", "0.98"), ("p99", "0.99"),
+                  ("p999", "0.999"))
 
 
 class StormCollector(Collector):
@@ -59,6 +72,7 @@ class StormCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         yield from self._task_metrics()
+        yield from self._user_metrics()
         yield from self._worker_metrics()
         yield from self._daemon_metrics()
 
@@ -108,6 +122,37 @@ class StormCollector(Collector):
         yield complete
         yield from sampled.values()
         yield from (queue, full)
+
+    def _user_metrics(self) -> Iterator[Metric]:
+        labels = [*_USER_LABELS, "metric"]
+        counter = GaugeMetricFamily("stormpy_user_counter", "A task's counter (register_counter)",
+                                    labels=labels)
+        gauge = GaugeMetricFamily("stormpy_user_gauge", "A task's gauge (register_gauge)", labels=labels)
+        meter = CounterMetricFamily("stormpy_user_meter", "Events a task's meter marked (register_meter)",
+                                    labels=labels)
+        rate = GaugeMetricFamily("stormpy_user_meter_rate", "A task's meter or timer rate, per second",
+                                 labels=[*labels, "window"])
+        summaries = {"histogram": Metric("stormpy_user_histogram",
+                                         "A task's histogram (register_histogram)", "summary"),
+                     "timer": Metric("stormpy_user_timer_seconds", "A task's timer (register_timer)",
+                                     "summary")}
+        for topology_id, host, port, beat in self._beats():
+            for component, task, name, value in _named_metrics(beat.metrics):
+                kind = value.get("type") if isinstance(value, dict) else None
+                values = [topology_id, component, task, f"{host}:{port}", name]
+                if kind == "counter" and _is_number(value.get("count")):
+                    counter.add_metric(values, float(value["count"]))
+                elif kind == "gauge" and _is_number(value.get("value")):
+                    gauge.add_metric(values, float(value["value"]))
+                elif kind == "meter" and _is_number(value.get("count")):
+                    meter.add_metric(values, float(value["count"]))
+                    _add_rates(rate, values, value)
+                elif kind in summaries and _is_number(value.get("count")):
+                    scale = 0.001 if kind == "timer" else 1.0  # timers report milliseconds
+                    _add_summary(summaries[kind], dict(zip(labels, values)), value, scale)
+                    if kind == "timer":
+                        _add_rates(rate, values, value)
+        yield from (counter, gauge, meter, rate, *summaries.values())
 
     def _worker_metrics(self) -> Iterator[Metric]:
         cpu = CounterMetricFamily("stormpy_worker_cpu_seconds", "CPU time of the worker process",
@@ -225,6 +270,35 @@ class StormCollector(Collector):
                                       labels=labels)
         refused.add_metric(where, float(rpc.get("refused", 0)))
         yield from (calls, errors, refused)
+
+
+def _named_metrics(metrics: Any) -> Iterator[tuple[str, str, str, Any]]:
+    """(component, task, name, value) of a heartbeat's ``metrics`` (component → task → name →
+    value), skipping what is not of that shape."""
+    if not isinstance(metrics, dict):
+        return
+    for component, by_task in sorted(metrics.items()):
+        for task, named in sorted(by_task.items()) if isinstance(by_task, dict) else ():
+            for name, value in sorted(named.items()) if isinstance(named, dict) else ():
+                yield str(component), str(task), str(name), value
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _add_rates(family: GaugeMetricFamily, labels: list[str], value: dict[str, Any]) -> None:
+    for window, key in (("1m", "m1_rate"), ("5m", "m5_rate"), ("15m", "m15_rate"), ("mean", "mean_rate")):
+        if _is_number(value.get(key)):
+            family.add_metric([*labels, window], float(value[key]))
+
+
+def _add_summary(family: Metric, labels: dict[str, str], value: dict[str, Any], scale: float) -> None:
+    for key, quantile in _QUANTILE_KEYS:
+        if _is_number(value.get(key)):
+            family.add_sample(family.name, {**labels, "quantile": quantile}, float(value[key]) * scale)
+    family.add_sample(family.name + "_count", labels, float(value["count"]))
+    family.add_sample(family.name + "_sum", labels, float(value.get("sum", 0.0)) * scale)
 
 
 def make_registry(backend: UiBackend) -> CollectorRegistry:

@@ -22,7 +22,17 @@ from stormpy.ui.security import CSRF_COOKIE, UiAuth
 
 __all__ = ["routes"]
 
-_TITLES = {"index": "Cluster", "topology": "Topology", "component": "Component", "supervisor": "Supervisors"}
+_TITLES = {"index": "Cluster", "topology": "Topology", "component": "Component", "supervisor": "Supervisors",
+           "events": "Sampled tuples"}
+
+_DEBUG = """
+<div class="actions debug">
+  <button data-debug="enable">Debug</button>
+  <button data-debug="disable">Stop Debug</button>
+  <a id="events-link" href="#">Sampled tuples</a>
+  <span id="debug-state"></span>
+  <span id="debug-result" role="status"></span>
+</div>"""
 
 _BODIES = {
     "index": """
@@ -39,7 +49,7 @@ _BODIES = {
   <button data-action="kill" class="danger">Kill</button>
   <label>wait (s) <input id="wait-time" type="number" min="0" value="30" size="4"></label>
   <span id="action-result" role="status"></span>
-</div></section>
+</div>""" + _DEBUG + """</section>
 <section><h2>Topology graph</h2><div id="topology-graph" class="graph"></div>
 <p class="legend">capacity: <span class="cap low">&lt; 0.5</span> <span class="cap mid">&lt; 0.8</span>
 <span class="cap high">&ge; 0.8</span> <span class="cap none">not measured</span>; edges: tuples/s over the
@@ -50,12 +60,19 @@ window</p></section>
 <section><h2>Last errors</h2><table id="errors-table"></table></section>
 <section><h2>Workers</h2><table id="workers-table"></table></section>""",
     "component": """
-<section><h2>Component summary</h2><table id="component-info"></table></section>
+<section><h2>Component summary</h2><table id="component-info"></table>""" + _DEBUG + """</section>
 <section><h2>Stats by window</h2><table id="component-stats"></table></section>
 <section><h2>Output streams</h2><table id="output-stats"></table></section>
 <section><h2>Inputs</h2><table id="input-stats"></table></section>
 <section><h2>Executors</h2><table id="executor-stats"></table></section>
-<section><h2>Errors</h2><table id="component-errors"></table></section>""",
+<section><h2>Errors</h2><table id="component-errors"></table></section>
+<section><h2>Metrics</h2><table id="component-metrics"></table></section>""",
+    "events": """
+<section><h2>Recent sampled tuples</h2>
+<p>The newest tuples the event logger sampled (<code>stormpy debug</code>, the Debug button), as the
+workers' heartbeats carry them; every sampled tuple is in the worker's events log.
+<a id="topology-link" href="#">Back to the topology</a></p>
+<table id="events-table"></table></section>""",
     "supervisor": """
 <section><h2>Supervisors</h2><table id="supervisor-summary"></table></section>
 <section><h2>Workers</h2><table id="supervisor-workers"></table></section>""",
@@ -93,7 +110,7 @@ def render(page: str, csrf: str, auth_required: bool, refresh: float) -> str:
 
 
 def routes(auth: UiAuth, refresh_secs: float = 3.0) -> list[Route]:
-    """Routes of the four pages (and ``/`` → ``/index.html``)."""
+    """Routes of the pages (and ``/`` → ``/index.html``)."""
 
     def page(name: str) -> Callable[[Request], Response]:
         def endpoint(request: Request) -> Response:

@@ -14,14 +14,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from stormpy.config import DEFAULTS
+from stormpy.topology.user_metrics import KINDS
 from stormpy.ui.windows import WINDOWS, ComponentFigures, WindowFigures
 
 #: window → its figures
 PerWindow = Mapping[str, WindowFigures]
 
 __all__ = ["cluster_summary", "component_doc", "component_stats", "duration", "executor_ranges",
-           "nimbus_summary", "supervisor_summary", "topology_doc", "topology_summary",
-           "topology_workers", "visualization"]
+           "events_doc", "nimbus_summary", "supervisor_summary", "topology_doc", "topology_summary",
+           "topology_workers", "user_metric_rows", "visualization"]
 
 
 def duration(secs: float | None) -> str:
@@ -163,7 +164,8 @@ def topology_doc(info: Mapping[str, Any], spec: Mapping[str, Any], conf: Mapping
     doc.update({"window": window, "windowHint": figures.pretty,
                 "msgTimeout": conf.get("topology.message.timeout.secs"),
                 "topologyStats": topology_stats(spec, per_window), "spouts": [], "bolts": [],
-                "configuration": dict(conf), "workers": _workers(info)})
+                "configuration": dict(conf), "workers": _workers(info),
+                **_debug_fields(info, info["id"])})
     errors = info.get("errors", {})
     for name, kind in sorted(_kinds(spec).items()):
         row = {"executors": info.get("components", {}).get(name, {}).get("executors"),
@@ -203,6 +205,7 @@ def component_doc(info: Mapping[str, Any], spec: Mapping[str, Any], component: s
         "encodedTopologyId": info["id"], "topologyStatus": info["status"].upper(), "window": window,
         "windowHint": figures.pretty, "tasks": spec_tasks(spec).get(component),
         "executors": info.get("components", {}).get(component, {}).get("executors"),
+        **_debug_fields(info, component),
     }
     doc["spoutSummary" if kind == "spout" else "boltStats"] = [
         {"window": w, "windowPretty": per_window[w].pretty,
@@ -220,7 +223,49 @@ def component_doc(info: Mapping[str, Any], spec: Mapping[str, Any], component: s
                                "errorPort": e["port"], "error": e["message"], "task": e["task"],
                                "errorLapsedSecs": int(max(0.0, now - float(e["time"])))}
                               for e in reversed(info.get("errors", {}).get(component, []))]
+    doc["userMetrics"] = user_metric_rows(info, component)
     return doc
+
+
+def _debug_fields(info: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """Storm's ``debug`` (sampling on for the topology, or for the component ``key``) and
+    ``samplingPct``."""
+    debug = info.get("debug", {})
+    entry = debug.get(key) or (debug.get(info["id"]) if key != info["id"] else None) or {}
+    return {"debug": bool(entry.get("enable")), "samplingPct": entry.get("samplingpct", 10)}
+
+
+def events_doc(info: Mapping[str, Any], beats: Mapping[tuple[str, int], Any],
+               component: str | None) -> dict[str, Any]:
+    """``GET /api/v1/topology/:id/events`` (stormpy's own): the newest sampled tuples the
+    topology's workers carry in their heartbeats (``WorkerHeartbeat.events``), newest first, each
+    with the worker's ``host`` and ``port`` (only ``component``'s when given); ``debug`` is the
+    topology's sampling settings (``component_debug``, from topology info)."""
+    hosts = {w["node"]: w["host"] for w in info.get("workers", [])}
+    rows = []
+    for (node, port), beat in beats.items():
+        for event in getattr(beat, "events", ()):
+            if component is None or event.get("component") == component:
+                rows.append({**event, "host": hosts.get(node, node), "port": port})
+    rows.sort(key=lambda e: float(e.get("ts") or 0.0), reverse=True)
+    return {"topologyId": info["id"], "name": info["name"], "debug": info.get("debug", {}),
+            "events": rows}
+
+
+def user_metric_rows(info: Mapping[str, Any], component: str) -> list[dict[str, Any]]:
+    """The component's metrics, one row per task and metric, ordered by task then name: the
+    snapshot's fields as Storm's metric reporters name them (``count``, ``value``, ``p99``,
+    ``m1_rate`` ..., see :mod:`stormpy.topology.user_metrics`) with ``task``, ``name`` and
+    ``type``; a ``register_metric`` value is a row of ``type`` ``"metric"`` with its ``value``."""
+    rows = []
+    by_task = info.get("metrics", {}).get(component, {})
+    for task in sorted(by_task, key=lambda t: int(t) if str(t).isdigit() else 0):
+        for name, value in sorted(by_task[task].items()):
+            if isinstance(value, dict) and value.get("type") in KINDS:
+                rows.append({"task": int(task), "name": name, **value})
+            else:
+                rows.append({"task": int(task), "name": name, "type": "metric", "value": value})
+    return rows
 
 
 def _executor_rows(info: Mapping[str, Any], kind: str, component: str,

@@ -31,6 +31,9 @@
   start from zero.
 * ``latest_stats`` holds the newest statistics with the carried counters added (what the
   metrics consumers receive, :mod:`stormpy.worker.metrics_consumers`).
+* Sampled tuples: when the StormBase's ``component_debug`` changes, the worker's
+  :class:`~stormpy.worker.event_logger.EventLogger` (if it has one) applies it on the loop
+  thread; each ZooKeeper heartbeat carries the logger's newest sampled tuples (``events``).
 * ZooKeeper failures are logged and retried on the next round; they never stop the worker.
   Both threads are :class:`~stormpy.host.service.Service` loops: an unexpected error in a round
   is logged with the worker's name and the round is run again at its interval.
@@ -55,6 +58,7 @@ from stormpy.config import setting
 from stormpy.host.service import Service
 from stormpy.messaging.transport import Transport
 from stormpy.topology.layout import ExecutorKey
+from stormpy.worker.event_logger import EventLogger
 from stormpy.worker.heartbeats import (
     add_base,
     carried_counters,
@@ -78,8 +82,11 @@ class ClusterLink:
     def __init__(self, state: ClusterState, worker: Worker, transport: Transport, *,
                  topology_id: str, node: str, port: int, executors: tuple[ExecutorKey, ...],
                  peers: WorkerPeers, active: bool, conf: Mapping[str, Any],
-                 heartbeat_path: Path, on_exit: Callable[[str], None]) -> None:
+                 heartbeat_path: Path, on_exit: Callable[[str], None],
+                 event_logger: EventLogger | None = None) -> None:
         self.state = state
+        self.event_logger = event_logger
+        self._debug_applied: dict[str, Any] = {}
         self.worker = worker
         self.transport = transport
         self.topology_id = topology_id
@@ -186,6 +193,11 @@ class ClusterLink:
             log.info("peers of %s:%s changed: %s", self.node, self.port, sorted(peers.addresses.items()))
             self.peers = peers
             self.worker.call_soon_threadsafe(partial(self._apply_peers, peers))
+        debug = dict(base.component_debug) if base is not None else {}
+        if self.event_logger is not None and debug != self._debug_applied:
+            self._debug_applied = debug
+            self.worker.call_soon_threadsafe(partial(self.event_logger.apply,
+                                                     list(self.worker.tasks.values()), debug))
         active = base is not None and base.status == "active"
         if active != self.active:
             log.info("topology %s is now %s", self.topology_id,
@@ -273,7 +285,8 @@ class ClusterLink:
         beat = WorkerHeartbeat(topology_id=self.topology_id, node=self.node, port=self.port, time=now,
                                uptime=time.monotonic() - self.started, executors=self.executors,
                                stats=component_stats(docs), tasks=tuple(task_entries(docs)),
-                               process=process, metrics=task_metrics(docs))
+                               process=process, metrics=task_metrics(docs),
+                               events=tuple(self.event_logger.recent()) if self.event_logger else ())
         try:
             self.state.set_worker_heartbeat(beat)
         except ClusterStateError as exc:

@@ -57,6 +57,7 @@ from stormpy.host.log_files import CappedLogHandler
 from stormpy.messaging.curve import topology_keys
 from stormpy.messaging.zmq_transport import ZmqTransport
 from stormpy.state.zookeeper import ZkBackend
+from stormpy.topology.event_log import EVENTLOGGER_EXECUTORS
 from stormpy.topology.imports import import_object
 from stormpy.topology.layout import TaskLayout, compute_layout
 from stormpy.topology.metrics_consumer import ConsumerContext
@@ -65,6 +66,7 @@ from stormpy.worker.cluster_link import ClusterLink
 from stormpy.worker.control import WorkerControl
 from stormpy.worker.error_reporter import ErrorReporter
 from stormpy.worker.errors import WorkerError
+from stormpy.worker.event_logger import EventLogger
 from stormpy.worker.factory import WorkerConfig
 from stormpy.worker.loop import Worker
 from stormpy.worker.metrics_consumers import MetricsFeed
@@ -246,10 +248,12 @@ class WorkerProcess:
         if self.exit_reason is not None:
             log.info("stopping before start: %s", self.exit_reason)
             return EXIT_OK
+        events = None if conf.get(EVENTLOGGER_EXECUTORS) == 0 else EventLogger(
+            self.dirs.worker_events_log(self.topology_id, self.port), self.topology_id).start()
         link = ClusterLink(state, worker, transport, topology_id=self.topology_id, node=self.node,
                            port=self.port, executors=executors, peers=peers, active=active, conf=conf,
                            heartbeat_path=self.dirs.heartbeat_file(self.topology_id, self.port),
-                           on_exit=self.request_stop)
+                           on_exit=self.request_stop, event_logger=events)
         log.info("running executors %s (tasks %s), %s; peers %s", list(executors), tasks_of(executors),
                  "active" if active else "inactive", sorted(peers.addresses.items()))
         # the control channel opens before the first heartbeat: a worker seen is a worker asked
@@ -275,6 +279,8 @@ class WorkerProcess:
             link.stop()
             if feed is not None:
                 feed.stop()
+            if events is not None:
+                events.stop()
         log.info("worker stopped cleanly: %s", self.exit_reason or "stop requested")
         return EXIT_OK
 

@@ -8,6 +8,9 @@ Every file lives in ``out_dir``:
   ``kill -9`` loses nothing (duplicates allowed);
 * ``counts-<count task id>.txt`` — ``<word> <running count> <unix time>`` per counted word.
 
+The count bolt registers users' metrics of every kind (``words`` counter, ``distinct_words``
+gauge, ``word_length`` histogram, ``tuples`` meter, ``execute`` timer) for the operations tests.
+
 ``rate`` caps emits per second per spout task (never blocking ``next_tuple``); ``count`` may be
 ``0`` for an endless stream. ``topology()`` reads ``FILEWC_OUT`` / ``FILEWC_COUNT`` /
 ``FILEWC_RATE`` / ``FILEWC_WORKERS`` from the environment (for ``stormpy jar``).
@@ -109,9 +112,21 @@ class FileWordCount(Bolt):
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         self.counts: Counter[str] = Counter()
         self.file = open(self.out_dir / f"counts-{context.task_id}.txt", "a", buffering=1)  # noqa: SIM115
+        self.words = context.register_counter("words")
+        context.register_gauge("distinct_words", lambda: len(self.counts))
+        self.lengths = context.register_histogram("word_length")
+        self.tuples = context.register_meter("tuples")
+        self.timer = context.register_timer("execute")
 
     def execute(self, tup: Tuple) -> None:
+        with self.timer.time():
+            self._count(tup)
+
+    def _count(self, tup: Tuple) -> None:
         word = tup.values[0]
+        self.words.inc()
+        self.lengths.update(len(word))
+        self.tuples.mark()
         self.counts[word] += 1
         self.file.write(f"{word} {self.counts[word]} {time.time():.6f}\n")
         self.emit([word, self.counts[word]], anchors=tup)

@@ -126,6 +126,7 @@
       document.getElementById("page-title").textContent = "Topology " + doc.name;
       table("topology-info", [["Name", "name"], ["Id", "id"], ["Owner", "owner"], ["Status", "status", {cls: statusCls}], ["Uptime", "uptime"], ["Workers", "workersTotal", {num: 1}], ["Executors", "executorsTotal", {num: 1}], ["Tasks", "tasksTotal", {num: 1}], ["Message timeout (s)", "msgTimeout", {num: 1}], ["Worker restarts", "workerRestarts", {num: 1}], ["Degraded", "degraded", {cls: () => "error"}]], [doc]);
       if (svg) document.getElementById("topology-graph").innerHTML = svg;
+      document.getElementById("debug-state").textContent = doc.debug ? "sampling " + doc.samplingPct + "%" : "not sampling";
       table("topology-stats", [["Window", "windowPretty"], ["Emitted", "emitted", {num: 1}], ["Transferred", "transferred", {num: 1}], ["Complete latency (ms)", "completeLatency", {num: 1}], ["Acked", "acked", {num: 1}], ["Failed", "failed", {num: 1}]], doc.topologyStats);
       const link = (r, key) => "/component.html?topology_id=" + encodeURIComponent(id) + "&id=" + encodeURIComponent(r[key]);
       table("spouts-table", [["Id", "spoutId", {link: r => link(r, "spoutId")}], ["Executors", "executors", {num: 1}], ["Tasks", "tasks", {num: 1}], ...statsCols("spout"), errorCell], doc.spouts);
@@ -140,11 +141,22 @@
       const doc = await api("/api/v1/topology/" + encodeURIComponent(tid) + "/component/" + encodeURIComponent(cid) + "?window=" + win());
       document.getElementById("page-title").textContent = doc.componentType + " " + doc.id + " of " + doc.name;
       table("component-info", [["Id", "id"], ["Topology", "name", {link: () => "/topology.html?id=" + encodeURIComponent(tid)}], ["Type", "componentType"], ["Status", "topologyStatus"], ["Executors", "executors", {num: 1}], ["Tasks", "tasks", {num: 1}]], [doc]);
+      document.getElementById("debug-state").textContent = doc.debug ? "sampling " + doc.samplingPct + "%" : "not sampling";
       table("component-stats", [["Window", "windowPretty"], ...statsCols(doc.componentType)], doc.spoutSummary || doc.boltStats);
       table("output-stats", [["Stream", "stream"], ["Emitted", "emitted", {num: 1}], ["Transferred", "transferred", {num: 1}]], doc.outputStats);
       table("input-stats", [["Component", "component"], ["Stream", "stream"], ["Grouping", "grouping"]], doc.inputStats || []);
       table("executor-stats", [["Id", "id"], ["Host", "host"], ["Port", "port", {num: 1}], ["Uptime", "uptime"], ...statsCols(doc.componentType), logCell], doc.executorStats);
       table("component-errors", [["Seconds ago", "errorLapsedSecs", {num: 1}], ["Task", "task", {num: 1}], ["Host", "errorHost"], ["Port", "errorPort", {num: 1}], ["Error", "error", {cls: () => "error"}]], doc.componentErrors);
+      const fig = (v) => typeof v === "number" && !Number.isInteger(v) ? v.toFixed(3) : (typeof v === "object" && v !== null ? JSON.stringify(v) : v);
+      const metricValue = (r) => r.type === "counter" || r.type === "meter" ? r.count : r.type === "gauge" || r.type === "metric" ? fig(r.value) : r.count;
+      table("component-metrics", [["Task", "task", {num: 1}], ["Name", "name"], ["Type", "type"], ["Count / value", metricValue, {num: 1}], ["Mean", r => fig(r.mean)], ["p50", r => fig(r.p50)], ["p99", r => fig(r.p99)], ["Max", r => fig(r.max)], ["1m rate", r => fig(r.m1_rate)]], doc.userMetrics || []);
+    },
+    async events() {
+      const tid = params.get("id"), cid = params.get("component");
+      const doc = await api("/api/v1/topology/" + encodeURIComponent(tid) + "/events" + (cid ? "?component=" + encodeURIComponent(cid) : ""));
+      document.getElementById("page-title").textContent = "Sampled tuples of " + doc.name + (cid ? " (" + cid + ")" : "");
+      document.getElementById("topology-link").setAttribute("href", "/topology.html?id=" + encodeURIComponent(tid));
+      table("events-table", [["Time (UTC)", "time"], ["Component", "component"], ["Stream", "stream"], ["Task", "task", {num: 1}], ["Values", r => JSON.stringify(r.values)], ["Message id", r => r.message_id === null ? "" : JSON.stringify(r.message_id)], ["Host", "host"], ["Port", "port", {num: 1}]], doc.events);
     },
     async supervisor() {
       const [supervisors, topologies] = await Promise.all([api("/api/v1/supervisor/summary"), api("/api/v1/topology/summary")]);
@@ -197,6 +209,35 @@
         result.textContent = action + ": done";
       } catch (e) {
         result.textContent = action + " failed: " + e.message;
+      }
+      refresh();
+    });
+  });
+  // the Debug buttons of the topology and component pages (Storm's event logger)
+  const debugTarget = () => page === "component"
+    ? {tid: params.get("topology_id"), cid: params.get("id")}
+    : {tid: params.get("id"), cid: null};
+  const eventsLink = document.getElementById("events-link");
+  if (eventsLink) {
+    const {tid, cid} = debugTarget();
+    eventsLink.setAttribute("href", "/events.html?id=" + encodeURIComponent(tid) + (cid ? "&component=" + encodeURIComponent(cid) : ""));
+  }
+  document.querySelectorAll("button[data-debug]").forEach(button => {
+    button.addEventListener("click", async () => {
+      const action = button.dataset.debug;
+      const {tid, cid} = debugTarget();
+      let pct = "10";
+      if (action === "enable") {
+        pct = prompt("Sampling percentage of the emitted tuples (0-100]", "10");
+        if (pct === null) return;
+      }
+      const path = "/api/v1/topology/" + encodeURIComponent(tid) + (cid ? "/component/" + encodeURIComponent(cid) : "") + "/debug/" + action + "/" + encodeURIComponent(pct);
+      const result = document.getElementById("debug-result");
+      try {
+        await api(path, {method: "POST", body: "", headers: headers({"X-CSRF-Token": csrf, "Content-Type": "application/json"})});
+        result.textContent = "debug " + action + ": done";
+      } catch (e) {
+        result.textContent = "debug " + action + " failed: " + e.message;
       }
       refresh();
     });
