@@ -43,6 +43,10 @@ CORE_KEYS: tuple[ConfigKey, ...] = (
               "sampling: an unsampled tuple costs no clock call). 0 times none."),
     ConfigKey("topology.transfer.batch.size", 500,
               "Tuples packed into one message for a remote worker before it is sent."),
+    ConfigKey("topology.batch.flush.interval.millis", 0,
+              "Longest time a message for a remote worker that is not full waits; 0 sends it "
+              "at the end of every executor loop round (lowest latency). More: fewer, larger "
+              "messages, at up to that much latency per hop."),
     ConfigKey("topology.transfer.buffer.size", 1000,
               "Frames queued per peer worker (ZeroMQ high-water mark) before spouts pause."),
     ConfigKey("topology.tasks", None,

@@ -7,6 +7,13 @@ one spout tuple's tree carries that tree's ``root`` id (64-bit) and its ``edge``
 A columnar batch (``stormpy.topology.columns.ColumnBatch``: tuples of one stream sharing one
 tree node) is ONE record of 8 items, ``[dest_task, stream, src_task, root, edge, anchors,
 columns, n]``: its values as one list per field, each of its ``n`` tuples' values in order.
+A run (``RUN_ITEMS`` items) is several tuples of one (destination task, stream, source task),
+each in at most one tree, in emit order: ``[dest_task, stream, src_task, roots, edges, rows]``,
+``roots`` and ``edges`` one int per tuple (0 and 0: untracked), ``rows`` each tuple's values
+list. The ids go as columns (two lists of ints, packed and unpacked in C); the values stay rows,
+since the receiver hands every tuple its own values list anyway. A sender writes the tuples of
+one source task to one destination task as runs (a tuple in several trees as a single tuple),
+so their order is the order of the records and, within a run, of its rows.
 A frame is ONE msgpack array of such records, all for the same destination worker: packed by one
 C call per batch and unpacked by one C call per frame.
 """
@@ -18,6 +25,11 @@ from typing import Any
 import msgpack
 
 WireTuple = list[Any]
+
+#: items of a record: a single tuple, a run of tuples, a columnar batch
+TUPLE_ITEMS = 7
+RUN_ITEMS = 6
+BATCH_ITEMS = 8
 
 
 class FrameEncoder:
@@ -43,3 +55,18 @@ def decode_frame(frame: bytes) -> list[WireTuple]:
     if type(batch) is not list:
         raise ValueError(f"frame is a {type(batch).__name__}, not an array of tuples")
     return batch
+
+
+def wire_tuples(records: list[WireTuple]) -> list[WireTuple]:
+    """``records`` with every run expanded into its single-tuple records (``[dest_task, stream,
+    src_task, root, edge, None, values]``), in order; other records as they are. For tests and
+    inspection: the receiver reads runs as they come."""
+    out: list[WireTuple] = []
+    for record in records:
+        if len(record) == RUN_ITEMS:
+            dest, stream, src, roots, edges, rows = record
+            out.extend([dest, stream, src, root, edge, None, values]
+                       for root, edge, values in zip(roots, edges, rows))
+        else:
+            out.append(record)
+    return out

@@ -13,6 +13,12 @@ against a table built once from the topology (``accepts``):
   pairs; a reply to a spout: one int root; the acker core checks its values itself);
 * ``root`` and ``edge`` are ints, ``anchors`` nil or a map of int → int.
 
+A run (``[dest_task, stream, src_task, roots, edges, rows]``: tuples of one destination,
+stream and source) is checked once for its destination, stream and source, then each of its
+tuples for its values and its two int ids as above; ``roots``, ``edges`` and ``rows`` must be
+lists of one length (else the whole run is dropped, counted once as a "malformed run"). A
+tuple that fails its check is dropped and counted; the run's other tuples are queued, in order.
+
 A columnar batch record (``[dest_task, stream, src_task, root, edge, anchors, columns, n]``) is
 checked the same way, and besides: its destination takes batches (a columnar bolt's task),
 ``n`` is a positive int and ``columns`` holds one list of ``n`` values per declared field. It is
@@ -130,11 +136,14 @@ class Inbound:
                 continue
             for item in batch:
                 try:
+                    if type(item) is list and len(item) == 6:
+                        n += self._take_run(item, frame)
+                        continue
                     if type(item) is list and len(item) == 8:
                         n += self._take_batch(item, frame)
                         continue
                     if type(item) is not list or len(item) != 7:
-                        self._reject("not a wire tuple", "not an array of 7 items", frame, None)
+                        self._reject("not a wire tuple", "not an array of 6, 7 or 8 items", frame, None)
                         continue
                     dest, stream, src, root, edge, anchors, values = item
                     by_src = table.get(dest)
@@ -166,6 +175,50 @@ class Inbound:
                 except (TypeError, ValueError) as exc:  # an unhashable key, an odd type
                     self._reject("malformed tuple", f"{type(exc).__name__}: {exc}", frame, None)
         return n
+
+    def _take_run(self, item: list[Any], frame: Any) -> int:
+        """Queue the tuples of a run record (see the module docstring); returns how many were
+        queued. The destination, stream and source are checked once for the run, each tuple's
+        values and ids on their own."""
+        dest, stream, src, roots, edges, rows = item
+        by_src = self._table.get(dest)
+        if by_src is None:
+            self._reject("unknown destination task", f"task {dest!r}", frame, src)
+            return 0
+        streams = by_src.get(src)
+        want = streams.get(stream) if streams is not None else None
+        if want is None:
+            self._reject("unexpected stream", f"stream {stream!r} from task {src!r} to "
+                         f"task {dest}", frame, src)
+            return 0
+        if type(rows) is not list or type(roots) is not list or type(edges) is not list or \
+                len(roots) != len(rows) or len(edges) != len(rows):
+            self._reject("malformed run", f"rows {_short(rows)}, roots {_short(roots)}, edges "
+                         f"{_short(edges)}: three lists of one length expected", frame, src)
+            return 0
+        count: int = want[0]
+        component: str = want[1]
+        fields = want[2]
+        append = self._appenders[dest]
+        taken = 0
+        for i in range(len(rows)):
+            values = rows[i]
+            root = roots[i]
+            edge = edges[i]
+            if type(values) is not list or not (
+                    len(values) == count if count >= 0 else
+                    (len(values) >= 2 and len(values) % 2 == 0) if count == PAIRS else
+                    (len(values) == 1 and type(values[0]) is int)):
+                self._reject("wrong values", f"stream {stream!r} to task {dest} expects "
+                             f"{_expected(count)}, got {_short(values)}", frame, src)
+                continue
+            if type(root) is not int or type(edge) is not int:
+                self._reject("bad tuple ids", f"root {_short(root)}, edge {_short(edge)}",
+                             frame, src)
+                continue
+            append(Tuple(values, stream, src, component, fields, root, edge, None))
+            taken += 1
+        return taken
 
     def _take_batch(self, item: list[Any], frame: Any) -> int:
         """Queue a columnar batch record (see the module docstring); returns its tuples, or 0
