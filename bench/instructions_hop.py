@@ -7,8 +7,8 @@ count (one spout, one split, one count task; ``running``: one sink too) twice in
 - ``two workers``: the same tasks in two ``Worker``s exchanging real msgpack frames through an
   ``InprocHub`` (``messaging/inproc.py``: the frames LocalCluster's workers and ZeroMQ carry,
   handed over in a deque instead of a socket), the spout, split (and acker) in worker A, the count
-  task (and the sink) in worker B, so EVERY word crosses once (``running``: the count's
-  ``[word, count]`` crosses back to the sink... no: the sink sits with the count, so again once),
+  task (and the sink) in worker B, so EVERY word crosses once (``running``: the sink sits with
+  the count, so still once),
   and with acking on the count's acks cross back to the acker in A once per loop round.
 
 Both loops are driven on the main thread (A's round, then B's), seeded as in
@@ -99,21 +99,22 @@ def per_word(small: int, large: int, extra: list[str]) -> float:
     return (i2 - i1) / (w2 - w1)
 
 
-#: the hop's parts: name → patterns of the (compiled or C) functions whose inclusive counts
-#: make it up; the first matching symbol of each pattern counts
+#: the hop's parts: name → patterns of the compiled (``CPyDef_``) or C functions whose inclusive
+#: counts make it up (the transports' ``send``/``receive`` are interpreted: one call per frame)
 PARTS: dict[str, list[str]] = {
-    "sender: routing and appending to the peer's outbox (deliver)":
-        [r"CPyL?Py?_?transfer___(deliver|_deliver)\w*_obj_____call__$",
-         r"CPyDef_transfer___(deliver|column_deliver|run_deliver)\w*_obj_____call__$"],
-    "sender: packing the frame (msgpack)": [r"Packer_\d*pack$"],
-    "receiver: unpacking the frame (msgpack)": [r"_cmsgpack_\d*unpackb$"],
-    "receiver: inbound checks, Tuple, queueing (Inbound.take, unpacking excluded)":
-        [r"CPyDef_inbound___Inbound___take$"],
-    "receiver: Tuple construction (inside the above)": [r"CPyDef_tuple___Tuple_____init__$",
-                                                        r"CPyDef_tuple___Tuple_____mypyc_defaults_setup$"],
-    "receiver: the count bolt's queue run (dispatch; user execute included)":
-        [r"CPyDef_loop___Worker___run_once$"],
-    "acker messages (Dispatch.flush_acks, both workers)": [r"CPyDef_dispatch___Dispatch___flush_acks$"],
+    "sender: appending to the peer's outbox": [
+        r"^CPyDef_transfer___deliver__deliverer_Transfer_obj_____call__$",   # before runs
+        r"^CPyDef_transfer___deliver_many__many_deliverer_Transfer_obj_____call__$",
+        r"^CPyDef_transfer___TaskWriter___put$", r"^CPyDef_transfer___TaskWriter___put_many$"],
+    "sender: packing the frames (msgpack)": [r"^__pyx_pw_7msgpack_9_cmsgpack_6Packer_\d+pack$"],
+    "receiver: unpacking the frames (msgpack)": [r"^__pyx_pw_7msgpack_9_cmsgpack_\d+unpackb$"],
+    "receiver: Inbound.take (checks, Tuple, queueing; unpacking included)": [
+        r"^CPyDef_inbound___Inbound___take$"],
+    "  of it, Tuple.__init__ (every Tuple of the run, the sender's too)": [
+        r"^CPyDef_tuple___Tuple_____init__$"],
+    "receiver: queue pops (deque.popleft, every queue)": [r"^deque_popleft$"],
+    "acker messages (Dispatch.flush_acks, both workers)": [
+        r"^CPyDef_dispatch___Dispatch___flush_acks$"],
 }
 
 
@@ -130,8 +131,7 @@ def breakdown(args: argparse.Namespace) -> None:
                               capture_output=True, text=True, check=True).stdout
     counts: list[tuple[int, str]] = []
     for line in text.splitlines():
-        m = re.match(r"\s*([\d,]+)\s+\([^)]*\)\s+\S*?:?(\S+)", line) or \
-            re.match(r"\s*([\d,]+)\s+(?:\S+:)?(\S+)", line)
+        m = re.match(r"\s*([\d,]+)\s+(?:\([^)]*\)\s+)?(\S+)", line)
         if m:
             counts.append((int(m.group(1).replace(",", "")), m.group(2).split(":")[-1]))
     print(f"two workers, {args.workload}, acking {'on' if args.acking else 'off'}, compiled: "
@@ -145,6 +145,7 @@ def breakdown(args: argparse.Namespace) -> None:
                 if re.search(pattern, name):
                     total += count
                     names.append(name)
+                    break  # the first (largest) line of a symbol: its inclusive count
         print(f"  {part}: {total / words:,.0f}  [{', '.join(sorted(set(names))) or 'none'}]")
     if args.symbols:
         for count, name in counts[:args.symbols]:

@@ -47,6 +47,10 @@ CORE_KEYS: tuple[ConfigKey, ...] = (
               "Longest time a message for a remote worker that is not full waits; 0 sends it "
               "at the end of every executor loop round (lowest latency). More: fewer, larger "
               "messages, at up to that much latency per hop."),
+    ConfigKey("topology.producer.batch.size", 1024,
+              "Tuples a spout task's loop round may emit (a batch counting its rows) before the "
+              "round moves on to the bolts and sends what is waiting; smaller: lower latency, "
+              "more rounds per tuple. May be set per component."),
     ConfigKey("topology.transfer.buffer.size", 1000,
               "Frames queued per peer worker (ZeroMQ high-water mark) before spouts pause."),
     ConfigKey("topology.tasks", None,
