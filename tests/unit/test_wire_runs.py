@@ -19,18 +19,21 @@ from stormpy import Bolt, Spout, TopologyBuilder
 from stormpy.messaging.codec import RUN_ITEMS, decode_frame
 from stormpy.messaging.inproc import InprocHub
 from stormpy.topology.columns import ColumnBatch
+from stormpy.topology.fields import Fields
 from stormpy.topology.tuple import Tuple
 from stormpy.worker import Worker, WorkerConfig
 from stormpy.worker.dispatch import Dispatch
-from stormpy.worker.inbound import PAIRS
 from stormpy.worker.transfer import Transfer
 
 COMPONENTS = {1: "spout", 2: "bolt", 3: "bolt", 4: "far", 5: "far", 6: "other"}
 
 
+ONE = Fields(["v"])
+
+
 def tup(value: object, stream: str = "default", src: int = 1, root: int = 0, edge: int = 0,
-        anchors: dict[int, int] | None = None) -> Tuple:
-    return Tuple([value], stream, src, COMPONENTS[src], None, root, edge, anchors)
+        anchors: dict[int, int] | None = None, fields: Fields | None = ONE) -> Tuple:
+    return Tuple([value], stream, src, COMPONENTS[src], fields, root, edge, anchors)
 
 
 def test_tuples_for_one_task_go_as_runs_of_one_stream_and_source_in_emit_order() -> None:
@@ -44,16 +47,21 @@ def test_tuples_for_one_task_go_as_runs_of_one_stream_and_source_in_emit_order()
     d4(tup("e", anchors={1: 2, 3: 4}))  # several trees: a single tuple record
     d4(tup("f"))                      # a new run after it
     d4(tup("g", stream="s"))          # another stream: a new run
+    d4(tup("h", stream="s", root=5, edge=6))  # tracked after untracked: a new run
+    d4(tup("i", stream="__ack_ack", fields=None))  # no declared fields (acker): single
+    d4(tup("j", stream="s", root=5, edge=7))
     transfer.flush()
     (peer, frame), = transport.sent
     raw = decode_frame(frame)
     assert [len(r) for r in raw] == [RUN_ITEMS, RUN_ITEMS, RUN_ITEMS, RUN_ITEMS, 7, RUN_ITEMS,
-                                     RUN_ITEMS]
-    assert raw[0] == [4, "default", 1, [7, 7], [8, 9], [["a"], ["b"]]]
-    assert raw[1] == [5, "default", 1, [0], [0], [["x"]]]
-    to4 = [(r[2], r[1], r[6][0]) for p, r in records(transport) if r[0] == 4]
-    assert to4 == [(1, "default", "a"), (1, "default", "b"), (2, "default", "c"),
-                   (1, "default", "d"), (1, "default", "e"), (1, "default", "f"), (1, "s", "g")]
+                                     RUN_ITEMS, RUN_ITEMS, 7, RUN_ITEMS]
+    assert raw[0] == [4, "default", 1, 2, [7, 8, 7, 9], [["a", "b"]]]
+    assert raw[1] == [5, "default", 1, 1, None, [["x"]]]
+    to4 = [(r[2], r[1], r[6][0], r[3], r[4]) for p, r in records(transport) if r[0] == 4]
+    assert to4 == [(1, "default", "a", 7, 8), (1, "default", "b", 7, 9), (2, "default", "c", 0, 0),
+                   (1, "default", "d", 0, 0), (1, "default", "e", 0, 0),
+                   (1, "default", "f", 0, 0), (1, "s", "g", 0, 0), (1, "s", "h", 5, 6),
+                   (1, "__ack_ack", "i", 0, 0), (1, "s", "j", 5, 7)]
     assert peer == "b"
 
 
@@ -68,8 +76,8 @@ def test_a_batch_record_closes_the_run_and_a_full_box_closes_every_run() -> None
     transfer.flush()
     first, second = (decode_frame(f) for _p, f in transport.sent)
     assert [len(r) for r in first] == [RUN_ITEMS, 8, RUN_ITEMS]
-    assert first[2][5] == [["b"], ["c"]]
-    assert second == [[4, "default", 1, [0], [0], [["d"]]]]
+    assert first[2][3:] == [2, None, [["b", "c"]]]
+    assert second == [[4, "default", 1, 1, None, [["d"]]]]
 
 
 def test_a_list_of_tuples_fills_one_run_and_the_box_counts_tuples() -> None:
@@ -77,41 +85,60 @@ def test_a_list_of_tuples_fills_one_run_and_the_box_counts_tuples() -> None:
     dispatch.deliver_many[4]([tup(i) for i in range(5)])
     transfer.flush()
     assert [decode_frame(f) for _p, f in transport.sent] == [
-        [[4, "default", 1, [0, 0, 0], [0, 0, 0], [[0], [1], [2]]]],
-        [[4, "default", 1, [0, 0], [0, 0], [[3], [4]]]]]
+        [[4, "default", 1, 3, None, [[0, 1, 2]]]],
+        [[4, "default", 1, 2, None, [[3, 4]]]]]
+
+
+def test_a_run_of_several_fields_carries_one_column_per_field() -> None:
+    transfer, transport, dispatch, _qs = make()
+    two = Fields(["w", "n"])
+    for i in range(3):
+        dispatch.deliver[4](Tuple([f"w{i}", i], "default", 1, "spout", two, 9, 10 + i))
+    transfer.flush()
+    (_p, frame), = transport.sent
+    assert decode_frame(frame) == [[4, "default", 1, 3, [9, 10, 9, 11, 9, 12],
+                                    [["w0", "w1", "w2"], [0, 1, 2]]]]
 
 
 def test_a_run_is_checked_once_and_its_rows_queued_in_order() -> None:
     h = Harness()
-    n = h.take([10, "default", 1, [11, 0], [12, 0], [["a", 1], ["b", 2]]],
-               [30, "__ack_ack", 1, [0], [0], [[5, 6, 7, 8]]])
+    n = h.take([10, "default", 1, 2, [11, 12, 13, 14], [["a", "b"], [1, 2]]],
+               [10, "default", 1, 1, None, [["c"], [3]]])
     assert n == 3 and h.inbound.rejected == {}
-    a, b = h.queued[10]
+    a, b, c = h.queued[10]
     assert (a.values, a.stream, a.task, a.component, a.fields, a.root, a.edge, a.anchors) == \
         (["a", 1], "default", 1, "src", FIELDS, 11, 12, None)
-    assert (b.values, b.root, b.edge) == (["b", 2], 0, 0)
-    assert [t.values for t in h.queued[30]] == [[5, 6, 7, 8]]
-    assert PAIRS < 0
+    assert (b.values, b.root, b.edge) == (["b", 2], 13, 14)
+    assert (c.values, c.root, c.edge) == (["c", 3], 0, 0)
+
+
+def test_a_run_of_one_field_and_of_no_field_is_read() -> None:
+    h = Harness()
+    n = h.take([10, "empty", 1, 2, None, []], [10, "empty", 1, 1, [3, 4], []])
+    assert n == 3 and h.inbound.rejected == {}
+    assert [(t.values, t.root, t.edge) for t in h.queued[10]] == [([], 0, 0), ([], 0, 0),
+                                                                  ([], 3, 4)]
 
 
 GOOD = [10, "default", 1, 0, 0, None, ["ok", 1]]
 
 
 @pytest.mark.parametrize("run, reason, queued", [
-    ([99, "default", 1, [0], [0], [["w", 1]]], "unknown destination task", 0),
-    ([10, "other", 1, [0], [0], [["w", 1]]], "unexpected stream", 0),
-    ([10, "default", 2, [0], [0], [["w", 1]]], "unexpected stream", 0),
-    ([10, "default", 1, 0, [0], [["w", 1]]], "malformed run", 0),
-    ([10, "default", 1, [0], [0], "rows"], "malformed run", 0),
-    ([10, "default", 1, [0, 0], [0], [["w", 1], ["v", 2]]], "malformed run", 0),
-    ([10, "default", 1, [0], [0, 0], [["w", 1]]], "malformed run", 0),
-    ([10, "default", 1, [0, 0], [0, 0], [["w", 1], ["v"]]], "wrong values", 1),
-    ([10, "default", 1, [0, 0], [0, 0], [None, ["v", 2]]], "wrong values", 1),
-    ([10, "default", 1, ["r", 0], [0, 0], [["w", 1], ["v", 2]]], "bad tuple ids", 1),
-    ([10, "default", 1, [0, 0], [0, 1.5], [["w", 1], ["v", 2]]], "bad tuple ids", 1),
-    ([30, "__ack_ack", 1, [0], [0], [[1, 2, 3]]], "wrong values", 0),
-    ([20, "__ack_ack", 5, [0], [0], [["r"]]], "wrong values", 0),
-    ([[10], "default", 1, [0], [0], [["w", 1]]], "malformed tuple", 0),
+    ([99, "default", 1, 1, None, [["w"], [1]]], "unknown destination task", 0),
+    ([10, "other", 1, 1, None, [["w"], [1]]], "unexpected stream", 0),
+    ([10, "default", 2, 1, None, [["w"], [1]]], "unexpected stream", 0),
+    ([30, "__ack_ack", 1, 1, None, [[1, 2]]], "unexpected stream", 0),  # acker streams: single
+    ([10, "default", 1, 0, None, [[], []]], "malformed run", 0),
+    ([10, "default", 1, "1", None, [["w"], [1]]], "malformed run", 0),
+    ([10, "default", 1, 1, None, "cols"], "malformed run", 0),
+    ([10, "default", 1, 1, None, [["w"]]], "malformed run", 0),
+    ([10, "default", 1, 2, None, [["w", "v"], [1]]], "malformed run", 0),
+    ([10, "default", 1, 1, None, [["w"], 1]], "malformed run", 0),
+    ([10, "default", 1, 1, [1], [["w"], [1]]], "malformed run", 0),
+    ([10, "default", 1, 1, "ids", [["w"], [1]]], "malformed run", 0),
+    ([10, "default", 1, 2, ["r", 0, 3, 4], [["w", "v"], [1, 2]]], "bad tuple ids", 1),
+    ([10, "default", 1, 2, [1, 2, 3, 4.5], [["w", "v"], [1, 2]]], "bad tuple ids", 1),
+    ([[10], "default", 1, 1, None, [["w"], [1]]], "malformed tuple", 0),
 ])
 def test_a_malformed_run_or_row_is_dropped_counted_and_the_rest_of_the_frame_kept(
         run: list[Any], reason: str, queued: int) -> None:
@@ -121,7 +148,7 @@ def test_a_malformed_run_or_row_is_dropped_counted_and_the_rest_of_the_frame_kep
     assert n == 2 + queued
     values = [t.values for t in h.queued[10]]
     assert values[0] == ["ok", 1] and values[-1] == ["ok", 1] and len(values) == 2 + queued
-    if queued:  # the run's good row, in its place between the two good tuples
+    if queued:  # the run's good tuple, in its place between the two good ones
         assert values[1] in (["w", 1], ["v", 2])
 
 
@@ -227,7 +254,7 @@ def test_a_flush_interval_holds_an_outbox_that_is_not_full_until_it_has_passed()
     now[0] = 0.0021
     transfer.flush()
     (_p, frame), = transport.sent
-    assert decode_frame(frame) == [[4, "default", 1, [0, 0], [0, 0], [["a"], ["b"]]]]
+    assert decode_frame(frame) == [[4, "default", 1, 2, None, [["a", "b"]]]]
     for v in "cde":                    # a full box goes at once, interval or not
         dispatch.deliver[5](tup(v))
     assert len(transport.sent) == 2

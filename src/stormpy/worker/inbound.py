@@ -13,11 +13,13 @@ against a table built once from the topology (``accepts``):
   pairs; a reply to a spout: one int root; the acker core checks its values itself);
 * ``root`` and ``edge`` are ints, ``anchors`` nil or a map of int → int.
 
-A run (``[dest_task, stream, src_task, roots, edges, rows]``: tuples of one destination,
-stream and source) is checked once for its destination, stream and source, then each of its
-tuples for its values and its two int ids as above; ``roots``, ``edges`` and ``rows`` must be
-lists of one length (else the whole run is dropped, counted once as a "malformed run"). A
-tuple that fails its check is dropped and counted; the run's other tuples are queued, in order.
+A run (``[dest_task, stream, src_task, n, ids, columns]``: n tuples of one destination, stream
+and source, see ``messaging/codec.py``) is checked once for its destination, its stream (one
+with declared fields the destination takes from that source) and its shape: ``n`` a positive
+int, one column of ``n`` values per declared field, ``ids`` nil or ``2 n`` items (else the
+whole run is dropped, counted once as a "malformed run"); then each tracked tuple's two ids
+are checked as ints (a tuple failing that is dropped and counted, the run's others are queued,
+in order).
 
 A columnar batch record (``[dest_task, stream, src_task, root, edge, anchors, columns, n]``) is
 checked the same way, and besides: its destination takes batches (a columnar bolt's task),
@@ -178,45 +180,52 @@ class Inbound:
 
     def _take_run(self, item: list[Any], frame: Any) -> int:
         """Queue the tuples of a run record (see the module docstring); returns how many were
-        queued. The destination, stream and source are checked once for the run, each tuple's
-        values and ids on their own."""
-        dest, stream, src, roots, edges, rows = item
+        queued. Its destination, stream, source, count and shape are checked once, each
+        tuple's ids on their own."""
+        dest, stream, src, n, ids, columns = item
         by_src = self._table.get(dest)
         if by_src is None:
             self._reject("unknown destination task", f"task {dest!r}", frame, src)
             return 0
         streams = by_src.get(src)
         want = streams.get(stream) if streams is not None else None
-        if want is None:
+        if want is None or want[0] < 0:
             self._reject("unexpected stream", f"stream {stream!r} from task {src!r} to "
                          f"task {dest}", frame, src)
             return 0
-        if type(rows) is not list or type(roots) is not list or type(edges) is not list or \
-                len(roots) != len(rows) or len(edges) != len(rows):
-            self._reject("malformed run", f"rows {_short(rows)}, roots {_short(roots)}, edges "
-                         f"{_short(edges)}: three lists of one length expected", frame, src)
-            return 0
         count: int = want[0]
+        if type(n) is not int or n <= 0 or type(columns) is not list or \
+                len(columns) != count or not all(type(c) is list and len(c) == n
+                                                 for c in columns) or \
+                (ids is not None and (type(ids) is not list or len(ids) != 2 * n)):
+            self._reject("malformed run", f"stream {stream!r} to task {dest} expects n > 0, "
+                         f"{_expected(count)} as columns of n values and nil or 2 n ids, got "
+                         f"n {_short(n)}, columns {_short(columns)}, ids {_short(ids)}",
+                         frame, src)
+            return 0
         component: str = want[1]
         fields = want[2]
         append = self._appenders[dest]
+        if ids is None:  # untracked: no ids to check
+            if count == 1:
+                column = columns[0]
+                for i in range(n):
+                    append(Tuple([column[i]], stream, src, component, fields, 0, 0, None))
+            else:
+                for i in range(n):
+                    append(Tuple([c[i] for c in columns], stream, src, component, fields, 0, 0,
+                                 None))
+            return cast(int, n)
         taken = 0
-        for i in range(len(rows)):
-            values = rows[i]
-            root = roots[i]
-            edge = edges[i]
-            if type(values) is not list or not (
-                    len(values) == count if count >= 0 else
-                    (len(values) >= 2 and len(values) % 2 == 0) if count == PAIRS else
-                    (len(values) == 1 and type(values[0]) is int)):
-                self._reject("wrong values", f"stream {stream!r} to task {dest} expects "
-                             f"{_expected(count)}, got {_short(values)}", frame, src)
-                continue
+        for i in range(n):
+            root = ids[2 * i]
+            edge = ids[2 * i + 1]
             if type(root) is not int or type(edge) is not int:
                 self._reject("bad tuple ids", f"root {_short(root)}, edge {_short(edge)}",
                              frame, src)
                 continue
-            append(Tuple(values, stream, src, component, fields, root, edge, None))
+            append(Tuple([c[i] for c in columns] if count != 1 else [columns[0][i]], stream,
+                         src, component, fields, root, edge, None))
             taken += 1
         return taken
 

@@ -115,10 +115,10 @@ class Transfer:
 
     def _unpackable(self, box: list[WireTuple], exc: Exception) -> EmitError:
         """Name the component and stream of the first tuple msgpack refused."""
-        for item in box:  # a tuple, a run (its rows) or a batch record (its columns)
+        for item in box:  # a tuple, a run or a batch record (their columns)
             dest, stream, src = item[0], item[1], item[2]
             values: Any = item[5] if len(item) == 6 else item[6]
-            anchors: Any = None if len(item) == 6 else item[5]
+            anchors: Any = item[4] if len(item) == 6 else item[5]
             try:
                 self._encoder.encode([values, anchors])
             except (TypeError, ValueError, OverflowError) as err:
@@ -206,39 +206,50 @@ class Outbox:
         self.size = 0
         self.since = -1.0
         for writer in self.open:
-            writer.rows = None
+            writer.record = None
         self.open = []
 
 
 class TaskWriter:
     """Appends what is delivered to one task of another worker to its peer's ``Outbox``.
 
-    A tuple in at most one tree joins the task's open run when it has the run's stream and
-    source task, else opens a new run (``[dest, stream, src, roots, edges, rows]``); a tuple in
-    several trees is a single record and a batch a batch record, both closing the run. So the
-    records of one (source task, destination task) pair stay in emit order."""
+    A tuple of a user stream (declared fields) joins the task's open run when it has the run's
+    stream, source task, value count and tracking (tracked: a root id; untracked: none), else
+    opens a new run (``[dest, stream, src, n, ids, columns]``, ``messaging/codec.py``); any
+    other tuple (several trees, the acker's streams) is a single record and a batch a batch
+    record, both closing the run. So the records of one (source task, destination task) pair
+    stay in emit order."""
 
     def __init__(self, box: Outbox, dest: int) -> None:
         self.box = box
         self.dest = dest
-        #: the open run's columns (None: no open run) and its stream and source task
-        self.rows: list[Any] | None = None
-        self.roots: list[int] = []
-        self.edges: list[int] = []
+        #: the open run (None: none): its record, columns, ids (None: untracked), stream,
+        #: source task and value count
+        self.record: list[Any] | None = None
+        self.columns: list[list[Any]] = []
+        self.ids: list[int] | None = None
         self.stream = ""
         self.src = -1
+        self.k = 0
 
     def put(self, tup: Tuple) -> None:
         box = self.box
-        rows = self.rows
-        if tup.anchors is not None:
+        record = self.record
+        values = tup.values
+        if tup.anchors is not None or tup.fields is None:
             box.records.append([self.dest, tup.stream, tup.task, tup.root, tup.edge,
-                                tup.anchors, tup.values])
-            self.rows = None
-        elif rows is not None and tup.task == self.src and tup.stream == self.stream:
-            rows.append(tup.values)
-            self.roots.append(tup.root)
-            self.edges.append(tup.edge)
+                                tup.anchors, values])
+            self.record = None
+        elif record is not None and tup.task == self.src and tup.stream == self.stream and \
+                len(values) == self.k and (tup.root != 0) == (self.ids is not None):
+            record[3] += 1
+            columns = self.columns
+            for j in range(self.k):
+                columns[j].append(values[j])
+            ids = self.ids
+            if ids is not None:
+                ids.append(tup.root)
+                ids.append(tup.edge)
         else:
             self._open(tup)
         box.size += 1
@@ -247,15 +258,18 @@ class TaskWriter:
 
     def _open(self, tup: Tuple) -> None:
         box = self.box
-        rows: list[Any] = [tup.values]
-        roots = [tup.root]
-        edges = [tup.edge]
-        box.records.append([self.dest, tup.stream, tup.task, roots, edges, rows])
-        self.rows = rows
-        self.roots = roots
-        self.edges = edges
+        values = tup.values
+        k = len(values)
+        columns: list[list[Any]] = [[values[j]] for j in range(k)]
+        ids: list[int] | None = [tup.root, tup.edge] if tup.root != 0 else None
+        record: list[Any] = [self.dest, tup.stream, tup.task, 1, ids, columns]
+        box.records.append(record)
+        self.record = record
+        self.columns = columns
+        self.ids = ids
         self.stream = tup.stream
         self.src = tup.task
+        self.k = k
         box.open.append(self)
 
     def put_many(self, tuples: list[Tuple]) -> None:
@@ -268,7 +282,7 @@ class TaskWriter:
         box = self.box
         box.records.append([self.dest, b.stream, b.task, b.root, b.edge, b.anchors,
                             b.columns(), b.n])
-        self.rows = None
+        self.record = None
         box.size += 1
         if box.size >= box.batch_size:
             box.flush(box)
