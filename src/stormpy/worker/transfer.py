@@ -1,10 +1,13 @@
 """Transfer: the outbound side of a worker (Storm's worker transfer) and its backpressure.
 
-Tuples for tasks of other workers are appended, in wire form, to their peer's outbox; an outbox is
-packed with msgpack into ONE frame (one C call, by the worker's own Packer) and sent when it
-reaches ``topology.transfer.batch.size`` tuples or at the end of the loop round. A columnar
-batch (``ColumnBatch``) is ONE wire record in the outbox, its values packed as columns
-(``messaging/codec.py``). A frame the
+Tuples for tasks of other workers are written, in wire form (``messaging/codec.py``), to their
+peer's ``Outbox`` by the ``TaskWriter`` of their destination task: the tuples of one stream and
+source task in a row share one run record (values as columns, ids only when tracked); an
+outbox is packed with msgpack into ONE frame (one C call, by the worker's own Packer) and sent
+when it holds ``topology.transfer.batch.size`` tuples or at the end of the loop round (with
+``topology.batch.flush.interval.millis``: once that long has passed since a round end found it
+waiting). A columnar batch (``ColumnBatch``) is ONE wire record in the outbox, its values
+packed as columns. A frame the
 transport cannot take is kept, in order, and retried every round: nothing is dropped, and the
 spouts are held back until it is sent. ``backpressured()`` — a refused frame waits, or a local
 task queue holds ``topology.executor.receive.buffer.size`` tuples (a queued batch counts its
