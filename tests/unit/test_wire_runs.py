@@ -19,6 +19,7 @@ from stormpy import Bolt, Spout, TopologyBuilder
 from stormpy.messaging.codec import RUN_ITEMS, decode_frame
 from stormpy.messaging.inproc import InprocHub
 from stormpy.topology.columns import ColumnBatch
+from stormpy.topology.errors import EmitError
 from stormpy.topology.fields import Fields
 from stormpy.topology.tuple import Tuple
 from stormpy.worker import Worker, WorkerConfig
@@ -260,3 +261,12 @@ def test_a_flush_interval_holds_an_outbox_that_is_not_full_until_it_has_passed()
     assert len(transport.sent) == 2
     transfer.flush()
     assert len(transport.sent) == 2
+
+
+def test_a_run_whose_values_cannot_be_packed_is_named_by_component_and_stream() -> None:
+    transfer, _transport, dispatch, _qs = make()
+    dispatch.deliver[4](tup("fine", src=2, stream="words"))
+    dispatch.deliver[4](tup(object(), src=2, stream="words"))
+    with pytest.raises(EmitError, match="^component 'bolt', stream 'words': cannot serialise "
+                                        "values for task 4"):
+        transfer.flush()
