@@ -21,6 +21,11 @@ count (``bench.runners.plain_loop``), Bytewax (``bench.bytewax_flows``, one work
 and stormpy's per-tuple form (the README's code; ``--acking`` for acking on), and prints each
 framework's instructions per word beyond the plain loop's: what the framework costs per word,
 measured the same way for both (the workload's generation cancels in the subtraction).
+
+``--hop [--acking] [--breakdown]`` counts what a tuple costs to cross between two workers,
+sender plus receiver (``bench/instructions_hop.py``): the same count on two in-process workers
+exchanging real frames, minus one worker, per crossing word; ``--breakdown`` splits it into
+the outbox writes, msgpack's packing and unpacking, the inbound checks and the acker messages.
 """
 
 from __future__ import annotations
