@@ -11,7 +11,9 @@ import struct
 from collections import deque
 from typing import Any
 
+import msgpack
 import pytest
+from test_remote_routing import half_worker
 from test_transfer_edges import make, records
 from test_worker_inbound_table import FIELDS, Harness
 from transport_fakes import ScriptedTransport
@@ -19,6 +21,7 @@ from transport_fakes import ScriptedTransport
 from stormpy import Bolt, Spout, TopologyBuilder
 from stormpy.messaging.codec import RUN_ITEMS, decode_frame
 from stormpy.messaging.inproc import InprocHub
+from stormpy.testing import Capture, FeederSpout
 from stormpy.topology.columns import ColumnBatch
 from stormpy.topology.errors import EmitError
 from stormpy.topology.fields import Fields
@@ -276,3 +279,22 @@ def test_a_run_whose_values_cannot_be_packed_is_named_by_component_and_stream() 
     with pytest.raises(EmitError, match="^component 'bolt', stream 'words': cannot serialise "
                                         "values for task 4"):
         transfer.flush()
+
+
+def test_a_worker_fed_malformed_runs_keeps_running_and_delivers_the_good_ones() -> None:
+    feeder, capture = FeederSpout(["v", "meta"]), Capture()
+    worker, transport, tasks = half_worker(feeder, capture, {"topology.acker.executors": 1})
+    f, sink = tasks["f"][0], tasks["sink"][0]
+    transport.inbox += [
+        msgpack.packb([[sink, "default", f, 2, None, [["a", "b"], [1, 2]]],
+                       [sink, "default", f, 2, None, [["x"], [1, 2]]],        # short column
+                       [sink, "default", f, 1, b"\x00" * 15, [["x"], [1]]],   # ids cut short
+                       [sink, "nope", f, 1, None, [["x"], [1]]],              # unknown stream
+                       [sink, "default", f, 1, ids(5, 6), [["c"], [3]]]]),
+        msgpack.packb([[sink, "default", f, -1, None, []]]),                  # n < 1
+    ]
+    for _ in range(3):
+        worker.run_once()
+    assert worker.failure is None
+    assert capture.values == [["a", 1], ["b", 2], ["c", 3]]
+    assert worker.rejected == {"malformed run": 3, "unexpected stream": 1}
