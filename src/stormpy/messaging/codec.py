@@ -10,12 +10,11 @@ columns, n]``: its values as one list per field, each of its ``n`` tuples' value
 A run (``RUN_ITEMS`` items) is ``n`` tuples of one (destination task, stream, source task), all
 of a stream with declared fields, each in at most one tree, in emit order: ``[dest_task,
 stream, src_task, n, ids, columns]``. ``ids`` is nil when none of them is tracked (root and
-edge 0), else the ``2 n`` ids ``root1, edge1, root2, edge2, ...`` as ONE binary of unsigned
-64-bit little-endian words (``16 n`` bytes); ``columns`` holds one list of ``n`` values per
-field (the i-th tuple's values are the i-th item of each). Stream, source and destination
-travel once per run, and every tuple costs msgpack its values alone: msgpack's packing costs
-about the same per object whatever it is, so a per-tuple array of seven, a values array and
-two ids per tuple cost several times a run's share.
+edge 0), else the ``2 n`` ints ``root1, edge1, root2, edge2, ...``; ``columns`` holds one list
+of ``n`` values per field (the i-th tuple's values are the i-th item of each). Stream, source
+and destination travel once per run, and every tuple costs msgpack its values alone (untracked)
+or its values and two ints: msgpack's packing costs about the same per object whatever it is,
+so a per-tuple array of seven and a values array per tuple cost several times a run's share.
 A sender writes the tuples of one source task to one destination task as runs (a tuple in
 several trees, or of the acker's streams, as a single tuple), so their order is the order of
 the records and, within a run, of its rows.
@@ -25,7 +24,6 @@ C call per batch and unpacked by one C call per frame.
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 import msgpack
@@ -71,9 +69,8 @@ def wire_tuples(records: list[WireTuple]) -> list[WireTuple]:
     for record in records:
         if len(record) == RUN_ITEMS:
             dest, stream, src, n, ids, columns = record
-            words = struct.unpack(f"<{2 * n}Q", ids) if ids is not None else None
             for i in range(n):
-                root, edge = (words[2 * i], words[2 * i + 1]) if words is not None else (0, 0)
+                root, edge = (ids[2 * i], ids[2 * i + 1]) if ids is not None else (0, 0)
                 out.append([dest, stream, src, root, edge, None, [c[i] for c in columns]])
         else:
             out.append(record)

@@ -16,9 +16,10 @@ against a table built once from the topology (``accepts``):
 A run (``[dest_task, stream, src_task, n, ids, columns]``: n tuples of one destination, stream
 and source, see ``messaging/codec.py``) is checked once for its destination, its stream (one
 with declared fields the destination takes from that source) and its shape: ``n`` a positive
-int, one column of ``n`` values per declared field, ``ids`` nil or ``16 n`` bytes (``2 n``
-64-bit words; else the whole run is dropped, counted once as a "malformed run"); its tuples
-are then queued in order (their ids are ints by construction).
+int, one column of ``n`` values per declared field, ``ids`` nil or ``2 n`` items (else the
+whole run is dropped, counted once as a "malformed run"); then each tracked tuple's two ids
+are checked as ints (a tuple failing that is dropped and counted, the run's others are queued,
+in order).
 
 A columnar batch record (``[dest_task, stream, src_task, root, edge, anchors, columns, n]``) is
 checked the same way, and besides: its destination takes batches (a columnar bolt's task),
@@ -35,9 +36,7 @@ Runs on the loop thread.
 from __future__ import annotations
 
 import logging
-import sys
 import time
-from array import array
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, cast
 
@@ -53,8 +52,6 @@ __all__ = ["LOG_INTERVAL", "Inbound", "accepts"]
 
 log = logging.getLogger("stormpy.worker")
 
-#: a run's ids are little-endian 64-bit words
-_BIG_ENDIAN: Final = sys.byteorder == "big"
 #: Seconds between two log lines about dropped input.
 LOG_INTERVAL: Final = 10.0
 #: Value counts with a meaning beyond "exactly n": root/xor pairs; one int root.
@@ -200,9 +197,9 @@ class Inbound:
         if type(n) is not int or n <= 0 or type(columns) is not list or \
                 len(columns) != count or not all(type(c) is list and len(c) == n
                                                  for c in columns) or \
-                (ids is not None and (type(ids) is not bytes or len(ids) != 16 * n)):
+                (ids is not None and (type(ids) is not list or len(ids) != 2 * n)):
             self._reject("malformed run", f"stream {stream!r} to task {dest} expects n > 0, "
-                         f"{_expected(count)} as columns of n values and nil or 2 n 64-bit ids, got "
+                         f"{_expected(count)} as columns of n values and nil or 2 n ids, got "
                          f"n {_short(n)}, columns {_short(columns)}, ids {_short(ids)}",
                          frame, src)
             return 0
@@ -219,13 +216,18 @@ class Inbound:
                     append(Tuple([c[i] for c in columns], stream, src, component, fields, 0, 0,
                                  None))
             return cast(int, n)
-        words = array("Q", ids)
-        if _BIG_ENDIAN:
-            words.byteswap()
+        taken = 0
         for i in range(n):
+            root = ids[2 * i]
+            edge = ids[2 * i + 1]
+            if type(root) is not int or type(edge) is not int:
+                self._reject("bad tuple ids", f"root {_short(root)}, edge {_short(edge)}",
+                             frame, src)
+                continue
             append(Tuple([c[i] for c in columns] if count != 1 else [columns[0][i]], stream,
-                         src, component, fields, words[2 * i], words[2 * i + 1], None))
-        return cast(int, n)
+                         src, component, fields, root, edge, None))
+            taken += 1
+        return taken
 
     def _take_batch(self, item: list[Any], frame: Any) -> int:
         """Queue a columnar batch record (see the module docstring); returns its tuples, or 0

@@ -23,8 +23,6 @@ Runs on the loop thread.
 
 from __future__ import annotations
 
-import sys
-from array import array
 from collections import deque
 from collections.abc import Callable, Container, Mapping, Sequence
 from time import perf_counter
@@ -106,11 +104,6 @@ class Transfer:
     def _flush_peer(self, box: Outbox) -> None:
         records = box.records
         try:
-            for record in box.tracked:  # a tracked run's ids: one column of 64-bit words
-                ids = array("Q", record[4])
-                if _BIG_ENDIAN:
-                    ids.byteswap()
-                record[4] = ids.tobytes()
             frame = self._encoder.encode(records)
         except (TypeError, ValueError, OverflowError) as exc:
             raise caused_by(self._unpackable(records, exc), None)  # noqa: B904
@@ -195,10 +188,6 @@ class Transfer:
                 "backpressure_secs": self.backpressure_secs}
 
 
-#: ids go little-endian on the wire
-_BIG_ENDIAN = sys.byteorder == "big"
-
-
 class Outbox:
     """The records waiting for one peer worker (``messaging/codec.py``); ``size`` counts the
     tuples in them (a columnar batch record counts one). At ``batch_size`` the writer calls
@@ -212,8 +201,6 @@ class Outbox:
         self.flush = flush
         #: the writers whose run record is in ``records`` (closed when it is sent)
         self.open: list[TaskWriter] = []
-        #: the tracked runs in ``records`` (their ids become bytes when they are sent)
-        self.tracked: list[list[Any]] = []
         #: the first round end that found it waiting (-1: none; with a flush interval)
         self.since = -1.0
 
@@ -224,7 +211,6 @@ class Outbox:
         for writer in self.open:
             writer.record = None
         self.open = []
-        self.tracked = []
 
 
 class TaskWriter:
@@ -281,8 +267,6 @@ class TaskWriter:
         ids: list[int] | None = [tup.root, tup.edge] if tup.root != 0 else None
         record: list[Any] = [self.dest, tup.stream, tup.task, 1, ids, columns]
         box.records.append(record)
-        if ids is not None:
-            box.tracked.append(record)
         self.record = record
         self.columns = columns
         self.ids = ids
