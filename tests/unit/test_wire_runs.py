@@ -282,9 +282,9 @@ def test_a_worker_fed_malformed_runs_keeps_running_and_delivers_the_good_ones() 
     transport.inbox += [
         msgpack.packb([[sink, "default", f, 2, None, [["a", "b"], [1, 2]]],
                        [sink, "default", f, 2, None, [["x"], [1, 2]]],        # short column
-                       [sink, "default", f, 1, b"\x00" * 15, [["x"], [1]]],   # ids cut short
+                       [sink, "default", f, 1, [5], [["x"], [1]]],             # one id for one tuple
                        [sink, "nope", f, 1, None, [["x"], [1]]],              # unknown stream
-                       [sink, "default", f, 1, ids(5, 6), [["c"], [3]]]]),
+                       [sink, "default", f, 1, [5, 6], [["c"], [3]]]]),
         msgpack.packb([[sink, "default", f, -1, None, []]]),                  # n < 1
     ]
     for _ in range(3):
