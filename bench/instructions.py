@@ -29,6 +29,11 @@ count (``bench.runners.plain_loop``), Bytewax (``bench.bytewax_flows``, one work
 and stormpy's per-tuple form (the README's code; ``--acking`` for acking on), and prints each
 framework's instructions per word beyond the plain loop's: what the framework costs per word,
 measured the same way for both (the workload's generation cancels in the subtraction).
+
+``--hop [--acking] [--breakdown]`` counts what a tuple costs to cross between two workers,
+sender plus receiver (``bench/instructions_hop.py``): the same count on two in-process workers
+exchanging real frames, minus one worker, per crossing word; ``--breakdown`` splits it into
+the outbox writes, msgpack's packing and unpacking, the inbound checks and the acker messages.
 """
 
 from __future__ import annotations
@@ -130,10 +135,20 @@ def main() -> None:
     parser.add_argument("--framework", action="store_true",
                         help="the plain loop, Bytewax and stormpy's per-tuple form, and each "
                              "framework's instructions per word beyond the plain loop's")
+    parser.add_argument("--hop", action="store_true",
+                        help="instructions per tuple that crosses workers, sender plus receiver "
+                             "(bench/instructions_hop.py): two workers minus one")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="with --hop (compiled path): the hop's parts per crossing word")
+    parser.add_argument("--symbols", type=int, default=0,
+                        help="with --breakdown: also print the N costliest functions (inclusive)")
     parser.add_argument("--runner", default="stormpy", choices=["stormpy", "bytewax", "plain"],
                         help=argparse.SUPPRESS)
     parser.add_argument("--run", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.hop:
+        hop(args, parser)
+        return
     if args.run and args.runner != "stormpy":
         print("words", run_peer(args.runner, args.run, args.workload))
         return
@@ -163,6 +178,26 @@ def main() -> None:
           f"{form}{', ops ' + args.ops if args.ops else ''}, "
           f"{'compiled' if native.COMPILED else 'pure'}: {(i2 - i1) / (w2 - w1):,.0f} "
           "instructions per word")
+
+
+def hop(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """``--hop``: see bench/instructions_hop.py."""
+    from bench import instructions_hop
+
+    if args.run:
+        print("words", instructions_hop.run_two(args.run, args.workload, args.acking))
+        return
+    if args.breakdown:
+        instructions_hop.breakdown(args)
+        return
+    import stormpy._native as native
+
+    extra = ["--workload", args.workload] + ["--acking"] * args.acking
+    one = instructions_hop.per_word(args.small, args.large, extra)
+    two = instructions_hop.per_word(args.small, args.large, ["--hop", *extra])
+    print(f"{args.workload}, acking {'on' if args.acking else 'off'}, per-tuple, "
+          f"{'compiled' if native.COMPILED else 'pure'}: one worker {one:,.0f}, two workers "
+          f"{two:,.0f} instructions per word; the hop: {two - one:,.0f} per crossing word")
 
 
 def run_peer(runner: str, n: int, workload: str) -> int:

@@ -14,7 +14,7 @@ import pytest
 from transport_fakes import ScriptedTransport
 
 from stormpy import Bolt, TopologyBuilder, TopologyContext, Tuple
-from stormpy.messaging.codec import decode_frame
+from stormpy.messaging.codec import decode_frame, wire_tuples
 from stormpy.testing import FeederSpout, LocalCluster
 from stormpy.topology.columns import ColumnBatch
 from stormpy.topology.fields import Fields
@@ -74,7 +74,7 @@ def test_a_batch_is_one_wire_record_and_arrives_as_the_same_batch() -> None:
     dispatch.deliver_batch[2](batch([["c", 3]], anchors={5: 6, 7: 8}))
     transfer.flush()
     (peer, frame), = transport.sent
-    records = decode_frame(frame)
+    records = wire_tuples(decode_frame(frame))
     assert peer == "b" and records == [
         [2, "default", 1, 11, 22, None, [["a", "b"], [1, 2]], 2],
         [2, "default", 1, 0, 0, {5: 6, 7: 8}, [["c"], [3]], 1]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from transport_fakes import ScriptedTransport
 
 from stormpy import TopologyBuilder
-from stormpy.messaging.codec import decode_frame
+from stormpy.messaging.codec import decode_frame, wire_tuples
 from stormpy.testing import Capture, FeederSpout
 from stormpy.worker import Worker, WorkerConfig
 
@@ -41,7 +41,7 @@ def test_local_or_shuffle_prefers_local_tasks_and_remote_tuples_are_encoded() ->
     for _ in range(5):
         worker.run_once()
     assert capture.values == [["x", {"nested": [1, 2.5, None, b"\x00"]}]]
-    decoded = [t for _peer, frame in transport.sent for t in decode_frame(frame)]
+    decoded = [t for _peer, frame in transport.sent for t in wire_tuples(decode_frame(frame))]
     # the remote "all" task got the tuple, anchored to one root with a nonzero edge
     (dest, stream, src, root, edge, anchors, values), = decoded
     assert dest == tasks["all"][1] and stream == "default" and src == tasks["f"][0]
@@ -91,7 +91,7 @@ def test_refused_frames_are_kept_and_spouts_pause() -> None:
     transport.accept = True
     for _ in range(10):
         worker.run_once()
-    frames = [t for _p, f in transport.sent for t in decode_frame(f)]
+    frames = [t for _p, f in transport.sent for t in wire_tuples(decode_frame(f))]
     assert [v[0] for *_x, v in frames] == [0, 1, 2]  # nothing lost, order kept
 
 
@@ -121,6 +121,6 @@ def test_spout_roots_are_tracked_by_an_acker_in_the_spouts_own_worker() -> None:
     local_acker = worker.dispatch.acker_cores[0]
     assert local_acker is not None and worker.dispatch.acker_cores[1:] == [None, None]
     # every init went to the local acker: no acker message crossed to the peer worker
-    sent = [t for _p, f in transport.sent for t in decode_frame(f)]
+    sent = [t for _p, f in transport.sent for t in wire_tuples(decode_frame(f))]
     assert {stream for _d, stream, *_rest in sent} == {"default"}
     assert len(local_acker.ledger) == 50  # pending: the remote "all" tasks have not acked

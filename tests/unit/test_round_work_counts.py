@@ -92,7 +92,9 @@ def test_a_dropped_frame_is_logged_with_the_peer_it_came_from(
 
 
 class ChangesItsValues(Spout):
-    """Emits a list, then puts an object into it before the batch is sent (a misuse)."""
+    """Emits a list holding a list, then puts an object into the inner one before the batch is
+    sent (a misuse; the transfer reads the emitted list's items at emit, so only a value the
+    list holds can still change before packing)."""
 
     outputs = [Stream(["v"])]
 
@@ -102,9 +104,9 @@ class ChangesItsValues(Spout):
     def next_tuple(self) -> None:
         if not self.done:
             self.done = True
-            values: list[object] = ["x"]
-            self.emit(values)
-            values[0] = object()
+            inner: list[object] = ["x"]
+            self.emit([inner])
+            inner[0] = object()
 
 
 def test_values_changed_after_their_emit_name_the_component_when_they_cannot_be_sent() -> None:

@@ -11,7 +11,7 @@ import pytest
 from transport_fakes import ScriptedTransport
 
 import stormpy._native as native
-from stormpy.messaging.codec import decode_frame
+from stormpy.messaging.codec import decode_frame, wire_tuples
 from stormpy.topology.errors import EmitError
 from stormpy.topology.tuple import Tuple
 from stormpy.worker.dispatch import Dispatch
@@ -39,7 +39,7 @@ def tup(value: object, stream: str = "default", src: int = 1, root: int = 0, edg
 
 def sent_values(transport: ScriptedTransport) -> list[tuple[str, int, object]]:
     """(peer, destination task, first value) of every tuple sent, in order."""
-    return [(peer, t[0], t[6][0]) for peer, frame in transport.sent for t in decode_frame(frame)]
+    return [(peer, t[0], t[6][0]) for peer, frame in transport.sent for t in wire_tuples(decode_frame(frame))]
 
 
 def test_remote_tuples_go_out_in_wire_form_at_the_end_of_the_round() -> None:
@@ -48,7 +48,7 @@ def test_remote_tuples_go_out_in_wire_form_at_the_end_of_the_round() -> None:
     dispatch.deliver[6](tup("b", anchors={5: 6}))
     assert transport.sent == []
     transfer.flush()
-    frames = {peer: decode_frame(frame) for peer, frame in transport.sent}
+    frames = {peer: wire_tuples(decode_frame(frame)) for peer, frame in transport.sent}
     assert frames == {"b": [[4, "s", 2, 11, 22, None, ["a"]]],
                       "c": [[6, "default", 1, 0, 0, {5: 6}, ["b"]]]}
     transfer.flush()  # empty outboxes send nothing
@@ -232,7 +232,7 @@ def test_a_list_of_tuples_for_a_remote_task_fills_the_outbox_in_order_and_sends_
     dispatch.deliver_many[6]([tup("c", root=7, edge=8)])
     transfer.flush()
     assert sent_values(transport)[3:] == [("b", 5, 2), ("b", 5, 3), ("c", 6, "c")]
-    assert [t for peer, f in transport.sent if peer == "c" for t in decode_frame(f)] == \
+    assert [t for peer, f in transport.sent if peer == "c" for t in wire_tuples(decode_frame(f))] == \
         [[6, "default", 1, 7, 8, None, ["c"]]]
 
 

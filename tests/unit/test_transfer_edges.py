@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from transport_fakes import ScriptedTransport
 
-from stormpy.messaging.codec import decode_frame
+from stormpy.messaging.codec import decode_frame, wire_tuples
 from stormpy.topology.columns import ColumnBatch
 from stormpy.topology.errors import EmitError
 from stormpy.topology.fields import Fields
@@ -57,7 +57,7 @@ def tup(value: object, stream: str = "default", src: int = 1,
 
 
 def records(transport: ScriptedTransport) -> list[tuple[str, list[Any]]]:
-    return [(peer, r) for peer, frame in transport.sent for r in decode_frame(frame)]
+    return [(peer, r) for peer, frame in transport.sent for r in wire_tuples(decode_frame(frame))]
 
 
 def test_an_outbox_filled_by_batch_records_goes_to_its_peer_at_once() -> None:

@@ -35,7 +35,7 @@ def test_invalid_frames_and_tuples_are_dropped_counted_and_the_rest_delivered() 
     transport.inbox += [
         b"\xc1 not msgpack",
         msgpack.packb({"a": 1}),
-        pack([sink, "default", f, 0, 0, ["ok", 1]]),              # 6 items
+        pack([sink, "default", f, 0, ["ok", 1]]),                 # 5 items
         pack([999, "default", f, 0, 0, None, ["x", 1]]),          # unknown destination task
         pack([sink, "nope", f, 0, 0, None, ["x", 1]]),            # unknown stream
         pack([sink, "default", sink, 0, 0, None, ["x", 1]]),      # a stream sink does not emit

@@ -57,14 +57,15 @@ class ManyAtOnce(Spout):
             self.sent += k
 
 
-def many_to_sink(total: int, per_call: int) -> tuple[Any, Capture, Worker]:
+def many_to_sink(total: int, per_call: int,
+                 conf: dict[str, Any] | None = None) -> tuple[Any, Capture, Worker]:
     sink = Capture()
     b = TopologyBuilder()
     b.set_spout("many", ManyAtOnce, kwargs={"total": total, "per_call": per_call})
     b.set_bolt("sink", sink).shuffle_grouping("many")
     # queued tuples only (no chaining): these tests count what each round queues and runs
     worker = opened(b.create_topology(), {"topology.acker.executors": 0,
-                                          "topology.worker.chaining": False})
+                                          "topology.worker.chaining": False, **(conf or {})})
     spout = next(r.instance for r in worker.tasks.values() if r.component_id == "many")
     return spout, sink, worker
 
@@ -99,6 +100,15 @@ def test_a_spout_round_ends_once_it_emitted_the_round_s_tuples() -> None:
     worker.run_once()
     assert spout.calls == 64 and spout.sent == 64
     assert SPOUT_ROUND_TUPLES == 1024
+
+
+def test_topology_producer_batch_size_sets_the_tuples_a_spout_round_may_emit() -> None:
+    spout, sink, worker = many_to_sink(10_000, 5, {"topology.producer.batch.size": 12})
+    worker.run_once()  # 5, 10, 15: the call that reaches 12 ends the round
+    assert spout.calls == 3 and spout.sent == 15
+    spout, sink, worker = many_to_sink(10_000, 1, {"topology.producer.batch.size": 1})
+    worker.run_once()  # Storm's default (1): one tuple per round
+    assert spout.calls == 1 and spout.sent == 1
 
 
 def test_executed_counts_bolt_tuples_not_the_acker_replies_a_spout_consumes() -> None:

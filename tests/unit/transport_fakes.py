@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from stormpy.messaging.codec import decode_frame
+from stormpy.messaging.codec import decode_frame, wire_tuples
 from stormpy.messaging.transport import Transport
 
 
@@ -36,7 +36,7 @@ class ScriptedTransport(Transport):
 
     def sent_tasks(self) -> list[tuple[str, int]]:
         """(peer, destination task) of every tuple in the accepted frames, in order."""
-        return [(peer, t[0]) for peer, frame in self.sent for t in decode_frame(frame)]
+        return [(peer, t[0]) for peer, frame in self.sent for t in wire_tuples(decode_frame(frame))]
 
     def receive(self, max_frames: int) -> list[bytes]:
         out, self.inbox = self.inbox[:max_frames], self.inbox[max_frames:]

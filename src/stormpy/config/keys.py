@@ -108,6 +108,16 @@ CORE_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("topology.transfer.batch.size", 500,
               "Tuples packed into one message for a remote worker before it is sent.",
               Int(1)),
+    ConfigKey("topology.batch.flush.interval.millis", 0,
+              "Longest time a message for a remote worker that is not full waits; 0 sends it "
+              "at the end of every executor loop round (lowest latency). More: fewer, larger "
+              "messages, at up to that much latency per hop.",
+              Number(0)),
+    ConfigKey("topology.producer.batch.size", 1024,
+              "Tuples a spout task's loop round may emit (a batch counting its rows) before the "
+              "round moves on to the bolts and sends what is waiting; smaller: lower latency, "
+              "more rounds per tuple. May be set per component.",
+              Int(1)),
     ConfigKey("topology.transfer.buffer.size", 1000,
               "Frames queued per peer worker (ZeroMQ high-water mark) before spouts pause.",
               Int(1)),

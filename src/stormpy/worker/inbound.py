@@ -13,6 +13,14 @@ against a table built once from the topology (``accepts``):
   pairs; a reply to a spout: one int root; the acker core checks its values itself);
 * ``root`` and ``edge`` are ints, ``anchors`` nil or a map of int → int.
 
+A run (``[dest_task, stream, src_task, n, ids, columns]``: n tuples of one destination, stream
+and source, see ``messaging/codec.py``) is checked once for its destination, its stream (one
+with declared fields the destination takes from that source) and its shape: ``n`` a positive
+int, one column of ``n`` values per declared field, ``ids`` nil or ``2 n`` items (else the
+whole run is dropped, counted once as a "malformed run"); then each tracked tuple's two ids
+are checked as ints (a tuple failing that is dropped and counted, the run's others are queued,
+in order).
+
 A columnar batch record (``[dest_task, stream, src_task, root, edge, anchors, columns, n]``) is
 checked the same way, and besides: its destination takes batches (a columnar bolt's task),
 ``n`` is a positive int and ``columns`` holds one list of ``n`` values per declared field. It is
@@ -130,11 +138,14 @@ class Inbound:
                 continue
             for item in batch:
                 try:
+                    if type(item) is list and len(item) == 6:
+                        n += self._take_run(item, frame)
+                        continue
                     if type(item) is list and len(item) == 8:
                         n += self._take_batch(item, frame)
                         continue
                     if type(item) is not list or len(item) != 7:
-                        self._reject("not a wire tuple", "not an array of 7 items", frame, None)
+                        self._reject("not a wire tuple", "not an array of 6, 7 or 8 items", frame, None)
                         continue
                     dest, stream, src, root, edge, anchors, values = item
                     by_src = table.get(dest)
@@ -166,6 +177,57 @@ class Inbound:
                 except (TypeError, ValueError) as exc:  # an unhashable key, an odd type
                     self._reject("malformed tuple", f"{type(exc).__name__}: {exc}", frame, None)
         return n
+
+    def _take_run(self, item: list[Any], frame: Any) -> int:
+        """Queue the tuples of a run record (see the module docstring); returns how many were
+        queued. Its destination, stream, source, count and shape are checked once, each
+        tuple's ids on their own."""
+        dest, stream, src, n, ids, columns = item
+        by_src = self._table.get(dest)
+        if by_src is None:
+            self._reject("unknown destination task", f"task {dest!r}", frame, src)
+            return 0
+        streams = by_src.get(src)
+        want = streams.get(stream) if streams is not None else None
+        if want is None or want[0] < 0:
+            self._reject("unexpected stream", f"stream {stream!r} from task {src!r} to "
+                         f"task {dest}", frame, src)
+            return 0
+        count: int = want[0]
+        if type(n) is not int or n <= 0 or type(columns) is not list or \
+                len(columns) != count or not all(type(c) is list and len(c) == n
+                                                 for c in columns) or \
+                (ids is not None and (type(ids) is not list or len(ids) != 2 * n)):
+            self._reject("malformed run", f"stream {stream!r} to task {dest} expects n > 0, "
+                         f"{_expected(count)} as columns of n values and nil or 2 n ids, got "
+                         f"n {_short(n)}, columns {_short(columns)}, ids {_short(ids)}",
+                         frame, src)
+            return 0
+        component: str = want[1]
+        fields = want[2]
+        append = self._appenders[dest]
+        if ids is None:  # untracked: no ids to check
+            if count == 1:
+                column = columns[0]
+                for i in range(n):
+                    append(Tuple([column[i]], stream, src, component, fields, 0, 0, None))
+            else:
+                for i in range(n):
+                    append(Tuple([c[i] for c in columns], stream, src, component, fields, 0, 0,
+                                 None))
+            return cast(int, n)
+        taken = 0
+        for i in range(n):
+            root = ids[2 * i]
+            edge = ids[2 * i + 1]
+            if type(root) is not int or type(edge) is not int:
+                self._reject("bad tuple ids", f"root {_short(root)}, edge {_short(edge)}",
+                             frame, src)
+                continue
+            append(Tuple([c[i] for c in columns] if count != 1 else [columns[0][i]], stream,
+                         src, component, fields, root, edge, None))
+            taken += 1
+        return taken
 
     def _take_batch(self, item: list[Any], frame: Any) -> int:
         """Queue a columnar batch record (see the module docstring); returns its tuples, or 0

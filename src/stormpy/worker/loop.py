@@ -124,7 +124,9 @@ class Worker:
                                   int(self.conf["topology.transfer.batch.size"]),
                                   self.layout.task_component, [r.queue for r in self._runners],
                                   int(self.conf["topology.executor.receive.buffer.size"]),
-                                  queue_tasks=[r.task_id for r in self._runners])
+                                  queue_tasks=[r.task_id for r in self._runners],
+                                  flush_interval=float(setting(
+                                      self.conf, "topology.batch.flush.interval.millis")) / 1000.0)
         if config.task_peers:
             self._transfer.route(config.task_peers, self.tasks)
         self._execute_order = execution_order(self.spec, self._runners)

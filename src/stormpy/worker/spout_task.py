@@ -38,7 +38,8 @@ __all__ = ["SPOUT_ROUND_TUPLES", "TIMEOUT_BUCKETS", "SpoutBatch", "SpoutTask"]
 TIMEOUT_BUCKETS: Final = 3
 #: a spout's loop round ends once it has emitted this many tuples (a batch counts its rows), so a
 #: spout that emits hundreds per ``next_tuple`` (``emit_batch``, Kafka polls) hands the bolts of
-#: its worker work after a call or two instead of queueing 64 calls' worth first
+#: its worker work after a call or two instead of queueing 64 calls' worth first; the default of
+#: ``topology.producer.batch.size``, which sets it per spout
 SPOUT_ROUND_TUPLES: Final = 1024
 
 
@@ -76,6 +77,8 @@ class SpoutTask(TaskRunner):
         self.emit_count = 0
         self.max_pending = setting(conf, "topology.max.spout.pending") or 0  # 0: unlimited
         self.batch = setting(conf, "topology.spout.max.batch.size")
+        #: tuples a round may emit before it ends (``topology.producer.batch.size``)
+        self.round_tuples = int(setting(conf, "topology.producer.batch.size"))
         #: message ids (or SpoutBatches) emitted without acker tasks: acked at the round's end
         self.immediate_acks: deque[Any] = deque()
         #: the roots of this task's tuple trees and their acker inits
@@ -165,9 +168,10 @@ class SpoutTask(TaskRunner):
     # -- loop hooks --------------------------------------------------------------------------
     def run_round(self) -> int:
         """Call ``next_tuple`` up to the batch size while it emits, pending allows it and fewer
-        than ``SPOUT_ROUND_TUPLES`` tuples were emitted in the round; returns how many tuples
-        were emitted."""
+        than ``round_tuples`` tuples were emitted in the round; returns how many tuples were
+        emitted."""
         start = self.emit_count
+        round_tuples = self.round_tuples
         next_tuple = self.instance.next_tuple
         max_pending = self.max_pending
         for _ in range(self.batch):
@@ -176,7 +180,7 @@ class SpoutTask(TaskRunner):
             before = self.emit_count
             next_tuple()
             after = self.emit_count
-            if after == before or after - start >= SPOUT_ROUND_TUPLES:
+            if after == before or after - start >= round_tuples:
                 break
         if self.immediate_acks:
             acks = self.immediate_acks

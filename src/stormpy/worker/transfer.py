@@ -1,10 +1,13 @@
 """Transfer: the outbound side of a worker (Storm's worker transfer) and its backpressure.
 
-Tuples for tasks of other workers are appended, in wire form, to their peer's outbox; an outbox is
-packed with msgpack into ONE frame (one C call, by the worker's own Packer) and sent when it
-reaches ``topology.transfer.batch.size`` tuples or at the end of the loop round. A columnar
-batch (``ColumnBatch``) is ONE wire record in the outbox, its values packed as columns
-(``messaging/codec.py``). A frame the
+Tuples for tasks of other workers are written, in wire form (``messaging/codec.py``), to their
+peer's ``Outbox`` by the ``TaskWriter`` of their destination task: the tuples of one stream and
+source task in a row share one run record (values as columns, ids only when tracked); an
+outbox is packed with msgpack into ONE frame (one C call, by the worker's own Packer) and sent
+when it holds ``topology.transfer.batch.size`` tuples or at the end of the loop round (with
+``topology.batch.flush.interval.millis``: once that long has passed since a round end found it
+waiting). A columnar batch (``ColumnBatch``) is ONE wire record in the outbox, its values
+packed as columns. A frame the
 transport cannot take is kept, in order, and retried every round: nothing is dropped, and the
 spouts are held back until it is sent. ``backpressured()`` — a refused frame waits, or a local
 task queue holds ``topology.executor.receive.buffer.size`` tuples (a queued batch counts its
@@ -23,6 +26,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Container, Mapping, Sequence
 from time import perf_counter
+from typing import Any
 
 from stormpy.messaging.codec import FrameEncoder, WireTuple
 from stormpy.messaging.transport import Transport
@@ -40,10 +44,13 @@ class Transfer:
     def __init__(self, transport: Transport, dispatch: Dispatch, batch_size: int,
                  task_component: Mapping[int, str], queues: Sequence[deque[Tuple]],
                  queue_cap: int, clock: Callable[[], float] = perf_counter,
-                 queue_tasks: Sequence[int] = ()) -> None:
+                 queue_tasks: Sequence[int] = (), flush_interval: float = 0.0) -> None:
         """``queues``: the local task queues, full at ``queue_cap`` tuples; ``clock`` (seconds)
-        times the backpressure; ``queue_tasks``: the task id of each queue, whose queued batch
-        rows (``Dispatch.queued_rows``) count too (none counted when not given)."""
+        times the backpressure and the flush interval; ``queue_tasks``: the task id of each
+        queue, whose queued batch rows (``Dispatch.queued_rows``) count too (none counted when
+        not given); ``flush_interval`` (seconds, ``topology.batch.flush.interval.millis``): 0
+        sends every outbox at the end of every round, more holds an outbox that is not full
+        until that long after the first round end that found it waiting."""
         self.transport = transport
         self._queues = list(queues)
         #: per queue: the dispatch's queued rows of its task, or -1 (not counted)
@@ -53,7 +60,7 @@ class Transfer:
         self._dispatch = dispatch
         self._batch_size = max(1, batch_size)
         self._task_component = task_component
-        self._outbox: dict[str, list[WireTuple]] = {}
+        self._outbox: dict[str, Outbox] = {}
         self._blocked: dict[str, deque[bytes]] = {}
         self._encoder = FrameEncoder()
         self._clock = clock
@@ -67,6 +74,7 @@ class Transfer:
         self.backpressure_rounds = 0
         self.backpressure_secs = 0.0
         self._held_since = -1.0
+        self._flush_interval = max(0.0, flush_interval)
 
     def route(self, task_peers: Mapping[int, str], local_tasks: Container[int]) -> None:
         """Point every task not in ``local_tasks`` at its peer in ``task_peers`` (undeliverable
@@ -85,56 +93,22 @@ class Transfer:
         for task, peer in task_peers.items():
             if task in local_tasks:
                 continue
-            box = self._outbox.setdefault(peer, [])
-            deliver[task] = self._deliverer(peer, task, box)
-            deliver_many[task] = self._many_deliverer(peer, task, box)
-            deliver_batch[task] = self._batch_deliverer(peer, task, box)
+            box = self._outbox.get(peer)
+            if box is None:
+                box = self._outbox[peer] = Outbox(peer, self._batch_size, self._flush_peer)
+            writer = TaskWriter(box, task)
+            deliver[task] = writer.put
+            deliver_many[task] = writer.put_many
+            deliver_batch[task] = writer.put_batch
 
-    def _deliverer(self, peer: str, dest: int, box: list[WireTuple]) -> Callable[[Tuple], None]:
-        """Append the wire form of a tuple to ``peer``'s outbox (packed as one frame when the box
-        is full or at the end of the round)."""
-        batch = self._batch_size
-        flush = self._flush_peer
-
-        def deliver(tup: Tuple) -> None:
-            box.append([dest, tup.stream, tup.task, tup.root, tup.edge, tup.anchors, tup.values])
-            if len(box) >= batch:
-                flush(peer, box)
-        return deliver
-
-    def _many_deliverer(self, peer: str, dest: int,
-                        box: list[WireTuple]) -> Callable[[list[Tuple]], None]:
-        """``_deliverer`` for a list of tuples at once."""
-        batch = self._batch_size
-        flush = self._flush_peer
-
-        def deliver_many(tuples: list[Tuple]) -> None:
-            for tup in tuples:
-                box.append([dest, tup.stream, tup.task, tup.root, tup.edge, tup.anchors,
-                            tup.values])
-                if len(box) >= batch:
-                    flush(peer, box)
-        return deliver_many
-
-    def _batch_deliverer(self, peer: str, dest: int,
-                         box: list[WireTuple]) -> Callable[[ColumnBatch], None]:
-        """``_deliverer`` for a columnar batch: ONE record, ``[dest, stream, src, root, edge,
-        anchors, columns, n]``."""
-        batch_size = self._batch_size
-        flush = self._flush_peer
-
-        def deliver_batch(b: ColumnBatch) -> None:
-            box.append([dest, b.stream, b.task, b.root, b.edge, b.anchors, b.columns(), b.n])
-            if len(box) >= batch_size:
-                flush(peer, box)
-        return deliver_batch
-
-    def _flush_peer(self, peer: str, box: list[WireTuple]) -> None:
+    def _flush_peer(self, box: Outbox) -> None:
+        records = box.records
         try:
-            frame = self._encoder.encode(box)
+            frame = self._encoder.encode(records)
         except (TypeError, ValueError, OverflowError) as exc:
-            raise caused_by(self._unpackable(box, exc), None)  # noqa: B904
+            raise caused_by(self._unpackable(records, exc), None)  # noqa: B904
         box.clear()
+        peer = box.peer
         blocked = self._blocked.get(peer)
         if blocked or not self.transport.send(peer, frame):
             if not blocked:
@@ -144,8 +118,10 @@ class Transfer:
 
     def _unpackable(self, box: list[WireTuple], exc: Exception) -> EmitError:
         """Name the component and stream of the first tuple msgpack refused."""
-        for item in box:  # a tuple, or a batch record (its columns where a tuple has values)
-            dest, stream, src, anchors, values = item[0], item[1], item[2], item[5], item[6]
+        for item in box:  # a tuple, a run or a batch record (their columns)
+            dest, stream, src = item[0], item[1], item[2]
+            values: Any = item[5] if len(item) == 6 else item[6]
+            anchors: Any = item[4] if len(item) == 6 else item[5]
             try:
                 self._encoder.encode([values, anchors])
             except (TypeError, ValueError, OverflowError) as err:
@@ -155,7 +131,8 @@ class Transfer:
         return EmitError(f"cannot serialise a batch of tuples: {exc}")
 
     def flush(self) -> None:
-        """Retry refused frames in order, then pack and send every non-empty outbox."""
+        """Retry refused frames in order, then pack and send every non-empty outbox (with a
+        flush interval: those waiting for it since an earlier round)."""
         for peer, blocked in self._blocked.items():
             while blocked:
                 if not self.transport.send(peer, blocked[0]):
@@ -163,9 +140,19 @@ class Transfer:
                     break
                 blocked.popleft()
                 self.frames_held -= 1
-        for peer, box in self._outbox.items():
-            if box:
-                self._flush_peer(peer, box)
+        interval = self._flush_interval
+        if interval > 0.0:  # one clock read per round, none per tuple
+            now = self._clock()
+            for box in self._outbox.values():
+                if box.records:
+                    if box.since < 0.0:
+                        box.since = now
+                    elif now - box.since >= interval:
+                        self._flush_peer(box)
+            return
+        for box in self._outbox.values():
+            if box.records:
+                self._flush_peer(box)
 
     def backpressured(self) -> bool:
         """True while a local task queue is full or a frame the transport refused is waiting
@@ -199,3 +186,106 @@ class Transfer:
                 "frames_held": float(self.frames_held),
                 "backpressure_rounds": float(self.backpressure_rounds),
                 "backpressure_secs": self.backpressure_secs}
+
+
+class Outbox:
+    """The records waiting for one peer worker (``messaging/codec.py``); ``size`` counts the
+    tuples in them (a columnar batch record counts one). At ``batch_size`` the writer calls
+    ``flush(self)``, which packs and sends them as one frame and calls ``clear``."""
+
+    def __init__(self, peer: str, batch_size: int, flush: Callable[[Outbox], None]) -> None:
+        self.peer = peer
+        self.records: list[WireTuple] = []
+        self.size = 0
+        self.batch_size = max(1, batch_size)
+        self.flush = flush
+        #: the writers whose run record is in ``records`` (closed when it is sent)
+        self.open: list[TaskWriter] = []
+        #: the first round end that found it waiting (-1: none; with a flush interval)
+        self.since = -1.0
+
+    def clear(self) -> None:
+        self.records = []
+        self.size = 0
+        self.since = -1.0
+        for writer in self.open:
+            writer.record = None
+        self.open = []
+
+
+class TaskWriter:
+    """Appends what is delivered to one task of another worker to its peer's ``Outbox``.
+
+    A tuple of a user stream (declared fields) joins the task's open run when it has the run's
+    stream, source task, value count and tracking (tracked: a root id; untracked: none), else
+    opens a new run (``[dest, stream, src, n, ids, columns]``, ``messaging/codec.py``); any
+    other tuple (several trees, the acker's streams) is a single record and a batch a batch
+    record, both closing the run. So the records of one (source task, destination task) pair
+    stay in emit order."""
+
+    def __init__(self, box: Outbox, dest: int) -> None:
+        self.box = box
+        self.dest = dest
+        #: the open run (None: none): its record, columns, ids (None: untracked), stream,
+        #: source task and value count
+        self.record: list[Any] | None = None
+        self.columns: list[list[Any]] = []
+        self.ids: list[int] | None = None
+        self.stream = ""
+        self.src = -1
+        self.k = 0
+
+    def put(self, tup: Tuple) -> None:
+        box = self.box
+        record = self.record
+        values = tup.values
+        if tup.anchors is not None or tup.fields is None:
+            box.records.append([self.dest, tup.stream, tup.task, tup.root, tup.edge,
+                                tup.anchors, values])
+            self.record = None
+        elif record is not None and tup.task == self.src and tup.stream == self.stream and \
+                len(values) == self.k and (tup.root != 0) == (self.ids is not None):
+            record[3] += 1
+            columns = self.columns
+            for j in range(self.k):
+                columns[j].append(values[j])
+            ids = self.ids
+            if ids is not None:
+                ids.append(tup.root)
+                ids.append(tup.edge)
+        else:
+            self._open(tup)
+        box.size += 1
+        if box.size >= box.batch_size:
+            box.flush(box)
+
+    def _open(self, tup: Tuple) -> None:
+        box = self.box
+        values = tup.values
+        k = len(values)
+        columns: list[list[Any]] = [[values[j]] for j in range(k)]
+        ids: list[int] | None = [tup.root, tup.edge] if tup.root != 0 else None
+        record: list[Any] = [self.dest, tup.stream, tup.task, 1, ids, columns]
+        box.records.append(record)
+        self.record = record
+        self.columns = columns
+        self.ids = ids
+        self.stream = tup.stream
+        self.src = tup.task
+        self.k = k
+        box.open.append(self)
+
+    def put_many(self, tuples: list[Tuple]) -> None:
+        for tup in tuples:
+            self.put(tup)
+
+    def put_batch(self, b: ColumnBatch) -> None:
+        """A columnar batch: ONE record, ``[dest, stream, src, root, edge, anchors, columns,
+        n]``."""
+        box = self.box
+        box.records.append([self.dest, b.stream, b.task, b.root, b.edge, b.anchors,
+                            b.columns(), b.n])
+        self.record = None
+        box.size += 1
+        if box.size >= box.batch_size:
+            box.flush(box)
