@@ -129,6 +129,16 @@ bench: $(STAMP)
 bench-cluster: $(STAMP) zookeeper
 	$(BIN)/python -m bench.cluster_bench
 
+## soak: a reliable word count on ZooKeeper + Nimbus + 2 supervisors at a steady rate, one worker
+## kill -9 every 10 minutes, every process's RSS/fds/threads and the znode count sampled each
+## minute and checked flat; lost ids must be 0 (SOAK_MINUTES, default 120; kept out of `make test`).
+## Writes soak-out/samples.csv, soak.png, summary.json. See docs/testing.md, "Soak".
+SOAK_MINUTES ?= 120
+.PHONY: soak
+soak: $(STAMP) zookeeper
+	$(BIN)/pip install -q matplotlib
+	SOAK_MINUTES=$(SOAK_MINUTES) $(BIN)/python -m bench.soak --out soak-out
+
 ## bench-peers: Apache Storm itself beside stormpy and Bytewax in one run: the README's word count
 ## in Java on Storm's LocalCluster and with a multilang Python split bolt (bench/peers/storm,
 ## built with Maven into its target/ when java and mvn are on PATH; without them the Storm rows
