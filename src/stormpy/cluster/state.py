@@ -135,6 +135,12 @@ class ClusterState:
         children = self._children(parent, slot)
         if slot:
             self._hooks.retain(slot, parent, children)
+        if slot is None:  # no watches to set: ask for every node at once
+            paths = [f"{parent}/{child}" for child in children]
+            for child, path, data in zip(children, paths, self.storage.get_many(paths), strict=True):
+                if data is not None:
+                    found[child] = decode(cls, data, path)
+            return found
         for child in children:
             value = self._read(cls, f"{parent}/{child}", slot)
             if value is not None:
