@@ -199,6 +199,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             victim_tid = tids[0]
             victim = sorted({n for n, _ in state.assignment(victim_tid).executors.values()})[0]  # type: ignore[union-attr]
             cuts[ids.index(victim) % args.processes].put(victim)
+            while state.supervisor(victim) is not None:  # timed from when its node is gone
+                time.sleep(0.05)
             t_cut = time.monotonic()
 
             def moved() -> bool:
