@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import re
 import statistics
 import sys
 import tempfile
@@ -98,12 +99,22 @@ def _fakes(zk: str, ids: list[str], slots: int, sup_secs: float, beat_secs: floa
 
 
 def _mntr(zk: ZooKeeperServer) -> dict[str, str]:
-    host, port = zk.connect_string.rsplit(",", 1)[0].split(":")
+    host, port = zk.connect_string.split(",")[0].split(":")
     out = {}
     for line in four_letter_word(host, int(port), "mntr").splitlines():
         key, _, value = line.partition("\t")
         out[key] = value
     return out
+
+
+def zk_counters(zk: ZooKeeperServer) -> dict[str, int]:
+    """``zxid`` (the last transaction id: every write advances it, so its delta counts the writes
+    of every client) and ``znodes`` (``mntr``'s ``zk_znode_count``) of the server."""
+    host, port = zk.connect_string.split(",")[0].split(":")
+    srvr = four_letter_word(host, int(port), "srvr")
+    match = re.search(r"Zxid: (0x[0-9a-fA-F]+)", srvr)
+    zxid = int(match.group(1), 16) & 0xFFFFFFFF if match else 0  # the counter (low 32 bits)
+    return {"zxid": zxid, "znodes": int(_mntr(zk).get("zk_znode_count", 0))}
 
 
 def _percentiles(values: list[float]) -> dict[str, float]:
@@ -163,6 +174,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             tids = [client.submit(f"idle-{i}", bundle, spec, {"topology.workers": args.workers})
                     for i in range(args.topologies)]
             result["submit_secs"] = round(time.monotonic() - t_submit, 2)
+            result["workers"] = args.topologies * args.workers
 
             def all_running() -> bool:
                 assignments = state.assignments()
@@ -177,10 +189,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 time.sleep(1.0)
             result["submit_to_running_secs"] = round(time.monotonic() - t_submit, 2)
             rounds.clear()
-            cpu0, w0, t0 = sum(me.cpu_times()[:2]), writes.value, time.monotonic()
+            cpu0, w0, t0, c0 = sum(me.cpu_times()[:2]), writes.value, time.monotonic(), zk_counters(zk)
             time.sleep(args.steady_secs)
             elapsed = time.monotonic() - t0
-            result["zk_writes_per_sec"] = round((writes.value - w0) / elapsed, 1)
+            result["zk_writes_per_sec"] = round((zk_counters(zk)["zxid"] - c0["zxid"]) / elapsed, 1)
+            result["fake_writes_per_sec"] = round((writes.value - w0) / elapsed, 1)
+            result["fake_writes_per_sec_due"] = round(
+                args.supervisors / args.supervisor_secs + result["workers"] / args.beat_secs, 1)
             result["nimbus_cpu_per_sec"] = round((sum(me.cpu_times()[:2]) - cpu0) / elapsed, 3)
             result["monitor_round_secs"] = _percentiles(rounds)
             mntr = _mntr(zk)
