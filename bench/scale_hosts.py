@@ -154,6 +154,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             result["load_at_end"] = [round(x, 1) for x in psutil.getloadavg()]
         finally:
             cluster.stop()
+        result["leftover_workers"] = len(cluster.worker_processes())
     return result
 
 

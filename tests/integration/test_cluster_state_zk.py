@@ -303,3 +303,14 @@ def test_every_heartbeat_of_a_topology_is_read_in_one_batch(cluster_state: Clust
     cluster_state.storage.set(cluster_state.paths.workerbeat(TID, "sup-0", 6700), b"\xc1not msgpack")
     with pytest.raises(MalformedStateError, match="sup-0"):
         cluster_state.worker_heartbeats(TID)
+
+
+def test_heartbeats_of_many_topologies_read_in_two_batches(cluster_state: ClusterState) -> None:
+    tids = [f"t{i}-1-1700000000" for i in range(30)]
+    for i, tid in enumerate(tids):
+        for port in range(6700, 6700 + i % 4):
+            cluster_state.set_worker_heartbeat(heartbeat(tid=tid, port=port))
+    found = cluster_state.heartbeats_of([*tids, "never-beat-1-1"])
+    assert found == {**{tid: cluster_state.worker_heartbeats(tid) for tid in tids}, "never-beat-1-1": {}}
+    assert [len(found[tid]) for tid in tids] == [i % 4 for i in range(30)]
+    assert cluster_state.storage.children_many([]) == []

@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from stormpy.cluster import Assignment, ClusterStateError, SupervisorInfo, WorkerHeartbeat
+from stormpy.cluster import Assignment, ClusterStateError, StormBase, SupervisorInfo, WorkerHeartbeat
 from stormpy.config import DEFAULTS
 from stormpy.host.service import Service
 from stormpy.nimbus.downloads import DownloadManager
@@ -225,29 +225,28 @@ class Monitor:
         for node in {n for a in assignments.values() for n, _ in a.executors.values()} - set(supervisors):
             self._missing_since.setdefault(node, now)
         self._counting = [0, 0]
-        for topology_id, base in sorted(state.storm_bases().items()):
-            if base.status not in ("active", "inactive"):
-                continue
+        running = {tid: base for tid, base in state.storm_bases().items()
+                   if base.status in ("active", "inactive")}
+        beats = state.heartbeats_of(sorted(tid for tid in running if tid in assignments))
+        for topology_id, base in sorted(running.items()):
             self._counting[0] += 1
             if not self.manager.store.exists(topology_id):
                 if self._on_missing_bundle is not None:  # no code to schedule: ask for it back
                     self._guard(raise_errors, f"asking for the code of {topology_id}",
                                 self._on_missing_bundle, topology_id)
                 continue
-            self._guard(raise_errors, f"scheduling {topology_id}", self._check_topology, topology_id,
-                        assignments.get(topology_id), supervisors, now)
+            self._guard(raise_errors, f"scheduling {topology_id}", self._check_topology, base,
+                        assignments.get(topology_id), beats.get(topology_id, {}), supervisors, now)
         self._last_counts = (self._counting[0], self._counting[1])
 
-    def _check_topology(self, topology_id: str, assignment: Assignment | None,
-                        supervisors: Mapping[str, SupervisorInfo], now: float) -> None:
-        base = self.manager.state.storm_base(topology_id)
-        if base is None:
-            return
+    def _check_topology(self, base: StormBase, assignment: Assignment | None,
+                        beats: Mapping[Slot, WorkerHeartbeat], supervisors: Mapping[str, SupervisorInfo],
+                        now: float) -> None:
+        topology_id = base.topology_id
         expected = {e.key for e in self.manager.layout(base).executors}
         if assignment is None:
             self.manager.reschedule(topology_id, {})
             return
-        beats = self.manager.state.worker_heartbeats(topology_id)
         self._counting[1] += len(beats)
         changed = {slot: self.heartbeats.observe(topology_id, slot, beat.time, now, beat.executors)
                    for slot, beat in beats.items()}
