@@ -121,7 +121,7 @@ bench-cluster: $(STAMP) zookeeper
 	$(BIN)/python -m bench.cluster_bench
 
 ## scale: the many-host run (ZooKeeper, two Nimbuses, the UI and 100 supervisor processes, each
-## on its own loopback address, running 50 idle topologies of 1 to 4 workers; ~6 GB, ~20 minutes
+## on its own loopback address, running 50 idle topologies of 1 to 4 workers; ~9 GB, ~20 minutes
 ## on 2 cores: kept out of `make test`, whose short version runs 10 hosts under the `scale`
 ## marker). scale-sim: one real Nimbus and ZooKeeper with 1,000 fake supervisors and 5,000 fake
 ## workers (the daemons' own ZooKeeper code paths, no tuples). See docs/operations.md, "Sizing a
