@@ -101,7 +101,7 @@ def _fakes(zk: str, ids: list[str], slots: int, sup_secs: float, beat_secs: floa
 def _mntr(zk: ZooKeeperServer) -> dict[str, str]:
     host, port = zk.connect_string.split(",")[0].split(":")
     out = {}
-    for line in four_letter_word(host, int(port), "mntr").splitlines():
+    for line in four_letter_word(host, int(port), "mntr", timeout_secs=30.0).splitlines():
         key, _, value = line.partition("\t")
         out[key] = value
     return out
@@ -111,7 +111,7 @@ def zk_counters(zk: ZooKeeperServer) -> dict[str, int]:
     """``zxid`` (the last transaction id: every write advances it, so its delta counts the writes
     of every client) and ``znodes`` (``mntr``'s ``zk_znode_count``) of the server."""
     host, port = zk.connect_string.split(",")[0].split(":")
-    srvr = four_letter_word(host, int(port), "srvr")
+    srvr = four_letter_word(host, int(port), "srvr", timeout_secs=30.0)
     match = re.search(r"Zxid: (0x[0-9a-fA-F]+)", srvr)
     zxid = int(match.group(1), 16) & 0xFFFFFFFF if match else 0  # the counter (low 32 bits)
     return {"zxid": zxid, "znodes": int(_mntr(zk).get("zk_znode_count", 0))}
