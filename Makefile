@@ -139,6 +139,19 @@ soak: $(STAMP) zookeeper
 	$(BIN)/pip install -q matplotlib
 	SOAK_MINUTES=$(SOAK_MINUTES) $(BIN)/python -m bench.soak --out soak-out
 
+## scale: the many-host run (ZooKeeper, two Nimbuses, the UI and 100 supervisor processes, each
+## on its own loopback address, running 50 idle topologies of 1 to 4 workers; ~9 GB, ~20 minutes
+## on 2 cores: kept out of `make test`, whose short version runs 10 hosts under the `scale`
+## marker). scale-sim: one real Nimbus and ZooKeeper with 1,000 fake supervisors and 5,000 fake
+## workers (the daemons' own ZooKeeper code paths, no tuples). See docs/operations.md, "Sizing a
+## cluster".
+.PHONY: scale scale-sim
+scale: $(STAMP) zookeeper
+	$(BIN)/python -m bench.scale_hosts --supervisors 100 --topologies 50
+
+scale-sim: $(STAMP) zookeeper
+	$(BIN)/python -m bench.scale_sim --supervisors 1000 --slots 5 --topologies 250 --workers 20
+
 ## bench-peers: Apache Storm itself beside stormpy and Bytewax in one run: the README's word count
 ## in Java on Storm's LocalCluster and with a multilang Python split bolt (bench/peers/storm,
 ## built with Maven into its target/ when java and mvn are on PATH; without them the Storm rows

@@ -48,6 +48,7 @@ FAST = {
     "supervisor.worker.start.timeout.secs": 30,
     "supervisor.worker.shutdown.sleep.secs": 3,
     "worker.heartbeat.frequency.secs": 0.5,
+    "task.heartbeat.frequency.secs": 0.5,
     "storm.zookeeper.session.timeout": 8000,
 }
 

@@ -279,3 +279,38 @@ def test_connect_timeout_names_the_hosts() -> None:
     hosts = f"127.0.0.1:{port}"
     with pytest.raises(ZkConnectionError, match=f"could not connect to ZooKeeper at {hosts} within 1 s"):
         ZkStorage(hosts, "/x", connect_timeout_secs=1).start()
+
+
+def test_get_many_reads_every_node_in_order_with_missing_ones_as_none(cluster_state: ClusterState) -> None:
+    storage = cluster_state.storage
+    paths = [f"{storage.root}/many/n{i:03d}" for i in range(300)]
+    for i, path in enumerate(paths):
+        if i % 7:
+            storage.set(path, str(i).encode())
+    found = storage.get_many(paths)
+    assert found == [None if i % 7 == 0 else str(i).encode() for i in range(300)]
+    assert storage.get_many([]) == []
+    with pytest.raises(ValueError, match="outside this storage's root"):
+        storage.get_many(["/elsewhere"])
+
+
+def test_every_heartbeat_of_a_topology_is_read_in_one_batch(cluster_state: ClusterState) -> None:
+    beats = {(f"sup-{i % 40}", 6700 + i // 40): heartbeat(node=f"sup-{i % 40}", port=6700 + i // 40)
+             for i in range(200)}
+    for beat in beats.values():
+        cluster_state.set_worker_heartbeat(beat)
+    assert cluster_state.worker_heartbeats(TID) == beats
+    cluster_state.storage.set(cluster_state.paths.workerbeat(TID, "sup-0", 6700), b"\xc1not msgpack")
+    with pytest.raises(MalformedStateError, match="sup-0"):
+        cluster_state.worker_heartbeats(TID)
+
+
+def test_heartbeats_of_many_topologies_read_in_two_batches(cluster_state: ClusterState) -> None:
+    tids = [f"t{i}-1-1700000000" for i in range(30)]
+    for i, tid in enumerate(tids):
+        for port in range(6700, 6700 + i % 4):
+            cluster_state.set_worker_heartbeat(heartbeat(tid=tid, port=port))
+    found = cluster_state.heartbeats_of([*tids, "never-beat-1-1"])
+    assert found == {**{tid: cluster_state.worker_heartbeats(tid) for tid in tids}, "never-beat-1-1": {}}
+    assert [len(found[tid]) for tid in tids] == [i % 4 for i in range(30)]
+    assert cluster_state.storage.children_many([]) == []

@@ -75,6 +75,9 @@ class FakeClusterState:
     def worker_heartbeats(self, tid: str) -> dict[tuple[str, int], WorkerHeartbeat]:
         return dict(self.beats.get(tid, {}))
 
+    def heartbeats_of(self, tids: list[str]) -> dict[str, dict[tuple[str, int], WorkerHeartbeat]]:
+        return {tid: self.worker_heartbeats(tid) for tid in tids}
+
     def remove_worker_heartbeat(self, tid: str, node: str, port: int) -> None:
         self.beats.get(tid, {}).pop((node, port), None)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,7 @@ from nimbus_fakes import FakeClusterState, SimClock, staged_bundle
 
 from stormpy.cluster import WorkerHeartbeat
 from stormpy.nimbus.localdirs import NimbusDirs
-from stormpy.nimbus.monitor import HeartbeatCache, Monitor
+from stormpy.nimbus.monitor import ROUND_SUMMARY_SECS, HeartbeatCache, Monitor
 from stormpy.nimbus.store import BundleStore
 from stormpy.nimbus.topologies import TopologyManager
 from stormpy.rpc.errors import AlreadyExistsError, InvalidRequestError, NotFoundError, TopologyRefusedError
@@ -319,3 +320,17 @@ def test_nimbus_keeps_the_submit_warnings_and_shows_them_in_the_topology_info(en
                                                    r"must be an integer >= 1, got 0$"):
         handler.submit_topology("bad", "bkey", b.create_topology().to_doc(), {"topology.workers": 0})
     assert Uploads.restaged == ["bkey"] and "bad" not in {b.name for b in env.state.bases.values()}
+
+
+def test_rounds_are_timed_and_summed_up_in_the_log(env: Env, caplog: pytest.LogCaptureFixture) -> None:
+    tid = env.submit()
+    env.beat(tid)
+    caplog.set_level(logging.INFO, logger="stormpy.nimbus.monitor")
+    env.monitor._summary_at -= ROUND_SUMMARY_SECS  # a summary is due at the end of the next round
+    env.monitor._round()
+    lines = [r.getMessage() for r in caplog.records if "monitor round took" in r.getMessage()]
+    assert len(lines) == 1 and "median of 1 rounds" in lines[0]
+    assert lines[0].endswith("1 topologies, 2 worker heartbeats read")
+    caplog.clear()
+    env.monitor._round()  # the next summary waits ROUND_SUMMARY_SECS
+    assert not [r for r in caplog.records if "monitor round took" in r.getMessage()]

@@ -90,10 +90,11 @@ class StalledState:
         self.written.append(beat)
 
 
-def make_link(state: StalledState, tmp_path: Path) -> ClusterLink:
+def make_link(state: StalledState, tmp_path: Path, zk_beat_secs: float = 0.05) -> ClusterLink:
     return ClusterLink(state, LoopStub(), None, topology_id="t-1", node="node",  # type: ignore[arg-type]
                        port=6700, executors=EXECUTORS, peers=WorkerPeers({}, {}), active=True,
                        conf={"worker.heartbeat.frequency.secs": 0.05,
+                             "task.heartbeat.frequency.secs": zk_beat_secs,
                              "supervisor.monitor.frequency.secs": 0.1},
                        heartbeat_path=tmp_path / "heartbeat", on_exit=lambda reason: None)
 
@@ -122,6 +123,20 @@ def test_local_heartbeat_goes_on_while_zookeeper_is_stalled(tmp_path: Path) -> N
     assert beat.stats["spout"]["acked"] > 0 and "counters_carried" not in beat.process
     # the worker's backpressure figures ride in the process map
     assert beat.process["frames_refused"] == 2.0 and beat.process["backpressure_secs"] == 0.5
+
+
+def test_the_zookeeper_heartbeat_is_written_once_per_task_heartbeat_period(tmp_path: Path) -> None:
+    state = StalledState([])
+    state.healthy = True
+    state.resume.set()
+    link = make_link(state, tmp_path, zk_beat_secs=3600).start()
+    try:
+        wait_for(lambda: link.heartbeats == 1, 10, "the first ZooKeeper heartbeat, at once")
+        wait_for(lambda: link.local_heartbeats >= 20, 10, "local heartbeats going on")
+    finally:
+        link.stop()
+    assert len(state.written) == 1  # the ZooKeeper write load is workers / task.heartbeat.frequency.secs
+    assert link.zk_heartbeat_secs == 3600
 
 
 def test_zookeeper_heartbeat_continues_the_counters_of_earlier_incarnations(tmp_path: Path) -> None:
@@ -168,6 +183,9 @@ def test_timeouts_keep_storms_ordering(name: str) -> None:
     # several worker heartbeats fit in the supervisor's timeout, which ends before Nimbus's:
     # the supervisor restarts a silent worker before Nimbus reassigns its executors
     assert 3 * beat <= worker_timeout <= task_timeout, (name, beat, worker_timeout, task_timeout)
+    # Nimbus sees several ZooKeeper heartbeats within its task timeout
+    zk_beat = max(beat, float(conf["task.heartbeat.frequency.secs"]))
+    assert 3 * zk_beat <= task_timeout, (name, zk_beat, task_timeout)
     supervisor_beat = float(conf["supervisor.heartbeat.frequency.secs"])
     assert 2 * supervisor_beat <= float(conf["nimbus.supervisor.timeout.secs"]), name
     assert float(conf["supervisor.monitor.frequency.secs"]) < worker_timeout, name

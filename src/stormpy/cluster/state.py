@@ -135,6 +135,12 @@ class ClusterState:
         children = self._children(parent, slot)
         if slot:
             self._hooks.retain(slot, parent, children)
+        if slot is None:  # no watches to set: ask for every node at once
+            paths = [f"{parent}/{child}" for child in children]
+            for child, path, data in zip(children, paths, self.storage.get_many(paths), strict=True):
+                if data is not None:
+                    found[child] = decode(cls, data, path)
+            return found
         for child in children:
             value = self._read(cls, f"{parent}/{child}", slot)
             if value is not None:
@@ -261,6 +267,27 @@ class ClusterState:
             except ValueError as exc:
                 raise MalformedStateError(f"{parent}/{key}", str(exc)) from exc
         return beats
+
+    def heartbeats_of(self, topology_ids: list[str]) -> dict[str, dict[tuple[str, int], WorkerHeartbeat]]:
+        """topology id → :meth:`worker_heartbeats` for each of ``topology_ids``, read in two
+        batches (every heartbeat directory, then every heartbeat, each batch's requests sent at
+        once): what Nimbus's monitor reads every round, in two round trips however many
+        topologies and workers there are."""
+        parents = [self.paths.workerbeats(tid) for tid in topology_ids]
+        keys = [(tid, parent, child) for tid, parent, children
+                in zip(topology_ids, parents, self.storage.children_many(parents), strict=True)
+                for child in children]
+        datas = self.storage.get_many([f"{parent}/{child}" for _, parent, child in keys])
+        found: dict[str, dict[tuple[str, int], WorkerHeartbeat]] = {tid: {} for tid in topology_ids}
+        for (tid, parent, child), data in zip(keys, datas, strict=True):
+            if data is None:
+                continue
+            try:
+                slot = parse_worker_key(child)
+            except ValueError as exc:
+                raise MalformedStateError(f"{parent}/{child}", str(exc)) from exc
+            found[tid][slot] = decode(WorkerHeartbeat, data, f"{parent}/{child}")
+        return found
 
     def remove_worker_heartbeat(self, topology_id: str, node: str, port: int) -> None:
         """Delete one worker's heartbeat (missing is fine)."""

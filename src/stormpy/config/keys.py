@@ -341,6 +341,12 @@ CORE_KEYS: tuple[ConfigKey, ...] = (
               SECONDS),
     ConfigKey("worker.heartbeat.frequency.secs", 1, "How often a worker heartbeats.",
               Number(0.05, unit="seconds")),
+    ConfigKey("task.heartbeat.frequency.secs", 3,
+              "How often a worker writes its heartbeat (executors and task statistics) to "
+              "ZooKeeper, which Nimbus's liveness check and the UI read; never more often than "
+              "worker.heartbeat.frequency.secs, the local heartbeat the supervisor watches. "
+              "ZooKeeper takes workers / this many writes per second.",
+              Number(0.05, unit="seconds")),
     ConfigKey("worker.bind.host", None, "Address workers bind; defaults to supervisor.host.",
               Text()),
     ConfigKey("worker.code.dir", None,

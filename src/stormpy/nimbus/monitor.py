@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from stormpy.cluster import Assignment, ClusterStateError, SupervisorInfo, WorkerHeartbeat
+from stormpy.cluster import Assignment, ClusterStateError, StormBase, SupervisorInfo, WorkerHeartbeat
 from stormpy.config import DEFAULTS
 from stormpy.host.service import Service
 from stormpy.nimbus.downloads import DownloadManager
@@ -47,7 +47,10 @@ from stormpy.nimbus.topologies import TopologyManager
 from stormpy.nimbus.uploads import UploadManager
 from stormpy.scheduler.even import ExecutorKey, Slot, available_slots
 
-__all__ = ["HeartbeatCache", "Liveness", "Monitor", "executor_liveness"]
+__all__ = ["ROUND_SUMMARY_SECS", "HeartbeatCache", "Liveness", "Monitor", "executor_liveness"]
+
+#: how often (seconds) the monitor logs the duration of its rounds
+ROUND_SUMMARY_SECS = 60.0
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +172,10 @@ class Monitor:
         self.heartbeats = HeartbeatCache()
         self._missing_since: dict[str, float] = {}
         self._known_supervisors: set[str] = set()
+        self._round_secs: list[float] = []  # durations since the last summary line
+        self._summary_at = time.perf_counter()
+        self._last_counts = (0, 0)  # (topologies, worker heartbeats) of the last round
+        self._counting = [0, 0]
         self._service = Service("nimbus-monitor", self._round, interval=self.freq_secs, log=log,
                                 on_stop=lambda: log.info("monitor stopped"))
 
@@ -217,27 +224,30 @@ class Monitor:
         assignments = state.assignments()
         for node in {n for a in assignments.values() for n, _ in a.executors.values()} - set(supervisors):
             self._missing_since.setdefault(node, now)
-        for topology_id, base in sorted(state.storm_bases().items()):
-            if base.status not in ("active", "inactive"):
-                continue
+        self._counting = [0, 0]
+        running = {tid: base for tid, base in state.storm_bases().items()
+                   if base.status in ("active", "inactive")}
+        beats = state.heartbeats_of(sorted(tid for tid in running if tid in assignments))
+        for topology_id, base in sorted(running.items()):
+            self._counting[0] += 1
             if not self.manager.store.exists(topology_id):
                 if self._on_missing_bundle is not None:  # no code to schedule: ask for it back
                     self._guard(raise_errors, f"asking for the code of {topology_id}",
                                 self._on_missing_bundle, topology_id)
                 continue
-            self._guard(raise_errors, f"scheduling {topology_id}", self._check_topology, topology_id,
-                        assignments.get(topology_id), supervisors, now)
+            self._guard(raise_errors, f"scheduling {topology_id}", self._check_topology, base,
+                        assignments.get(topology_id), beats.get(topology_id, {}), supervisors, now)
+        self._last_counts = (self._counting[0], self._counting[1])
 
-    def _check_topology(self, topology_id: str, assignment: Assignment | None,
-                        supervisors: Mapping[str, SupervisorInfo], now: float) -> None:
-        base = self.manager.state.storm_base(topology_id)
-        if base is None:
-            return
+    def _check_topology(self, base: StormBase, assignment: Assignment | None,
+                        beats: Mapping[Slot, WorkerHeartbeat], supervisors: Mapping[str, SupervisorInfo],
+                        now: float) -> None:
+        topology_id = base.topology_id
         expected = {e.key for e in self.manager.layout(base).executors}
         if assignment is None:
             self.manager.reschedule(topology_id, {})
             return
-        beats = self.manager.state.worker_heartbeats(topology_id)
+        self._counting[1] += len(beats)
         changed = {slot: self.heartbeats.observe(topology_id, slot, beat.time, now, beat.executors)
                    for slot, beat in beats.items()}
         self.heartbeats.forget(topology_id, keep=set(beats))
@@ -281,8 +291,26 @@ class Monitor:
 
     # -- background thread -----------------------------------------------------------------------
     def _round(self) -> float:
-        """One :meth:`tick`; the delay until the next: ``freq_secs``, sooner when a wait is due."""
+        """One :meth:`tick`; the delay until the next: ``freq_secs``, sooner when a wait is due.
+
+        Each round is timed: one longer than ``freq_secs`` is a warning, and every
+        :data:`ROUND_SUMMARY_SECS` an INFO line gives the rounds' median and longest duration with
+        the topologies and worker heartbeats of the last round (what a round's work grows with)."""
+        started = time.perf_counter()
         self.tick()
+        took = time.perf_counter() - started
+        self._round_secs.append(took)
+        if took > self.freq_secs:
+            log.warning("monitor round took %.2f s, longer than nimbus.monitor.freq.secs (%g s): "
+                        "%d topologies, %d worker heartbeats read", took, self.freq_secs,
+                        self._last_counts[0], self._last_counts[1])
+        if started - self._summary_at >= ROUND_SUMMARY_SECS:
+            rounds = sorted(self._round_secs)
+            log.info("monitor round took %.3f s (median of %d rounds in %.0f s; longest %.3f s): "
+                     "%d topologies, %d worker heartbeats read", rounds[len(rounds) // 2], len(rounds),
+                     started - self._summary_at, rounds[-1], *self._last_counts)
+            self._round_secs.clear()
+            self._summary_at = started
         delay = self.freq_secs
         deadline = self.manager.timers.next_deadline()
         if deadline is not None:

@@ -22,5 +22,6 @@ FAST_TIMEOUTS: dict[str, Any] = {
     "supervisor.worker.timeout.secs": 3,
     "supervisor.worker.start.timeout.secs": 20,
     "worker.heartbeat.frequency.secs": 0.5,
+    "task.heartbeat.frequency.secs": 0.5,
     "storm.zookeeper.session.timeout": 8000,
 }

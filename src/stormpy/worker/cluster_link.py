@@ -19,7 +19,9 @@
   writes no local heartbeat, so its supervisor restarts it after ``supervisor.worker.timeout.secs``.
 * The *link* thread syncs (above) and writes the newest statistics as the ZooKeeper
   WorkerHeartbeat (per-component sums, per-task counters and the process's CPU/RSS/GC figures,
-  which ``stormpy info``, the UI and its Prometheus exporter read). While ZooKeeper blocks it, only
+  which ``stormpy info``, the UI and its Prometheus exporter read), at most once per
+  ``task.heartbeat.frequency.secs`` (the ZooKeeper write load of a cluster is workers / that
+  period). While ZooKeeper blocks it, only
   it waits; statistics taken meanwhile are superseded by newer ones, never queued. The executor
   loop never waits for either thread.
 * Statistics survive restarts: before its first ZooKeeper heartbeat the link reads the topology's
@@ -100,6 +102,10 @@ class ClusterLink:
         # their lower bounds (0.05 s, 0.1 s) are the table's, checked when the supervisor loaded them
         self.heartbeat_secs = float(setting(conf, "worker.heartbeat.frequency.secs"))
         self.resync_secs = float(setting(conf, "supervisor.monitor.frequency.secs"))
+        #: the ZooKeeper heartbeat's period (never shorter than the local heartbeat's)
+        self.zk_heartbeat_secs = max(self.heartbeat_secs,
+                                     float(setting(conf, "task.heartbeat.frequency.secs")))
+        self._next_zk_beat = 0.0  # time.monotonic() when the next ZooKeeper heartbeat is due
         self.started = time.monotonic()
         self.heartbeats = 0
         self.local_heartbeats = 0
@@ -264,7 +270,11 @@ class ClusterLink:
 
     def zk_heartbeat(self) -> None:
         """Write the newest statistics the local heartbeat left (if any) to ZooKeeper, on top
-        of the counters carried from previous incarnations."""
+        of the counters carried from previous incarnations; at most once per
+        ``task.heartbeat.frequency.secs`` (until then the newest statistics wait, replaced by
+        each local heartbeat)."""
+        if time.monotonic() < self._next_zk_beat:
+            return
         with self._pending_lock:
             pending, self._pending_beat = self._pending_beat, None
         if pending is None:
@@ -294,6 +304,7 @@ class ClusterLink:
             self._requeue(pending)
             return
         self.heartbeats += 1
+        self._next_zk_beat = time.monotonic() + self.zk_heartbeat_secs
 
     def _requeue(self, pending: tuple[float, list[dict[str, Any]]]) -> None:
         """Keep ``pending`` for the next try unless the local heartbeat left newer statistics."""
