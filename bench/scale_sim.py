@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from stormpy.nimbus.client import NimbusClient
 
 import stormpy
 from stormpy.bundle import build_bundle
+from stormpy.client import NimbusClient
 from stormpy.cluster import ClusterState, SupervisorInfo, WorkerHeartbeat
 from stormpy.cluster.zkserver import ZooKeeperServer, four_letter_word
 from stormpy.local.processes import free_ports
