@@ -61,3 +61,46 @@ def test_ctrl_c_stops_cleanly_and_prints_stats() -> None:
     assert proc.returncode == 0, err
     assert "topology wordcount" in out and "sentences" in out
     assert "stopped: Ctrl-C received;" in out and "spout tuple(s) still pending" in out
+
+
+def test_context_code_dir_names_the_path_given_to_local(tmp_path: Path) -> None:
+    """A spout opening a shipped file through ``context.code_dir`` finds it in local mode too,
+    whatever directory the command runs in (on a cluster it names the unpacked bundle)."""
+    code = tmp_path / "proj"
+    (code / "data").mkdir(parents=True)
+    (code / "data" / "lines.txt").write_text("a\nb\nc\n")
+    (code / "shipped.py").write_text('''
+from stormpy import Bolt, Spout, TopologyBuilder
+
+
+class FileSpout(Spout):
+    outputs = ["line"]
+
+    def open(self, conf, context):
+        self.lines = (context.code_dir / "data" / "lines.txt").read_text().split()
+
+    def next_tuple(self):
+        if self.lines:
+            line = self.lines.pop(0)
+            self.emit([line], msg_id=line)
+
+
+class Sink(Bolt):
+    def execute(self, tup):
+        print("got", tup["line"], flush=True)
+        self.ack(tup)
+
+
+builder = TopologyBuilder()
+builder.set_spout("lines", FileSpout)
+builder.set_bolt("sink", Sink).shuffle_grouping("lines")
+topology = builder.create_topology()
+''')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    res = subprocess.run([*STORMPY, "local", str(code), "shipped:topology", "--idle-stop", "0.5"],
+                         cwd=elsewhere, capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "COLUMNS": "200"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert [line for line in res.stdout.splitlines() if line.startswith("got ")] == [
+        "got a", "got b", "got c"]

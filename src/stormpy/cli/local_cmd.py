@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -40,6 +41,9 @@ def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float
     try:
         loaded = load_topology(path, target)
         conf: dict[str, Any] = {**loaded.config, **parse_config_args(overrides).merged()}
+        # context.code_dir names PATH, as it names the unpacked bundle on a cluster
+        code_dir = os.path.abspath(path if os.path.isdir(path) else os.path.dirname(path) or ".")
+        conf.setdefault("worker.code.dir", code_dir)
     except (TopologyLoadError, InvalidTopologyError, ConfigError) as exc:
         error(exc)
         sys.exit(2)

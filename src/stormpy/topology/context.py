@@ -51,8 +51,10 @@ class TopologyContext:
     @property
     def code_dir(self) -> Path:
         """The directory of the topology's code: on a cluster, where the supervisor unpacked the
-        bundle (``worker.code.dir``, also the worker's working directory); in local mode, the
-        current directory. A file shipped in the bundle is ``context.code_dir / "its/path"``."""
+        bundle (``worker.code.dir``, also the worker's working directory); under ``stormpy local
+        PATH``, PATH (the working directory stays the one the command was run in); in a
+        ``LocalCluster`` of your own, ``worker.code.dir`` when its conf sets it, else the current
+        directory. A file shipped in the bundle is ``context.code_dir / "its/path"`` everywhere."""
         return Path(self.conf.get("worker.code.dir") or os.getcwd())
 
     @property
