@@ -156,13 +156,15 @@ def compose_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Compos
         cluster.compose("down", "-v", "--remove-orphans", "-t", "10", check=False)
 
 
-def wait_acked(cluster: ComposeCluster, name: str, spout: str, count: int, timeout: float) -> dict[str, Any]:
-    """Wait until the UI shows ``count`` tuples acked (all time) by ``spout`` of topology ``name``."""
+def wait_acked(cluster: ComposeCluster, name: str, spout: str, count: int, timeout: float,
+               window: str = ":all-time") -> dict[str, Any]:
+    """Wait until the UI shows ``count`` tuples acked (in ``window``) by ``spout`` of topology
+    ``name``; return the spout's row."""
     def figures() -> dict[str, Any] | None:
         tops = [t for t in cluster.api("/api/v1/topology/summary")["topologies"] if t["name"] == name]
         if not tops:
             return None
-        doc = cluster.api(f"/api/v1/topology/{tops[0]['id']}?window=:all-time")
+        doc = cluster.api(f"/api/v1/topology/{tops[0]['id']}?window={window}")
         row = next(s for s in doc["spouts"] if s["spoutId"] == spout)
         return row if int(row["acked"]) >= count else None
     found = wait_for(figures, timeout, f"{count} tuples of {name}/{spout} acked", interval=1,

@@ -60,6 +60,8 @@ def test_every_nimbus_listed_and_the_ui_answers(cluster: ComposeCluster) -> None
     assert sorted(r["status"] for r in rows) == ["Leader", "Not a Leader"]
     supervisors = cluster.api("/api/v1/supervisor/summary")["supervisors"]
     assert sorted(s["host"] for s in supervisors) == ["supervisor1", "supervisor2"]
+    ui_log = cluster.compose("logs", "--no-color", "ui").stdout
+    assert "serving on 0.0.0.0:8080" in ui_log, ui_log[-2000:]
 
 
 def test_word_count_from_the_host_has_every_tuple_acked(cluster: ComposeCluster,
@@ -67,6 +69,9 @@ def test_word_count_from_the_host_has_every_tuple_acked(cluster: ComposeCluster,
     cluster.stormpy("jar", str(bundle), "wordcount:topology", "--nimbus", cluster.nimbus("nimbus"))
     row = wait_acked(cluster, "wordcount", "sentences", 10_000, 600)
     assert int(row["acked"]) == 10_000 and int(row["failed"]) == 0
+    # the 10-minute window of a young topology counts the same tuples as "All time"
+    recent = wait_acked(cluster, "wordcount", "sentences", 10_000, 120, window="600")
+    assert int(recent["acked"]) == 10_000
     cluster.stormpy("kill", "wordcount", "-w", "0", "--nimbus", cluster.nimbus("nimbus"))
 
 
