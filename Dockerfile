@@ -2,17 +2,39 @@
 # Spark master and worker, which run the installed PySpark's launcher: Spark executors need the
 # same Python environment as the stormpy workers whose Spark bolts use them).
 # The entry point is the `stormpy` command: `docker run stormpy:latest list --nimbus HOST:6627`.
-FROM python:3.11-slim
+#
+# BASE_IMAGE: python:3.11-slim where a registry is reachable; where none is, `make images` builds
+# a local base from Debian packages (docker/base/build-base-images.sh: Python 3.11 with headers,
+# gcc, a JRE, the machine's CA certificates) and passes it here. Either way Python runs in the
+# virtualenv /opt/venv, as the non-root user `stormpy`.
+ARG BASE_IMAGE=python:3.11-slim
+FROM ${BASE_IMAGE}
 
 WORKDIR /opt/stormpy
-# gcc compiles the tuple path (mypyc, see setup.py); without it the install is pure Python
-# a Java runtime for Spark (drivers in stormpy workers, the Spark master, worker and executors)
-RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
-        openjdk-17-jre-headless procps \
-    && rm -rf /var/lib/apt/lists/*
-COPY pyproject.toml setup.py README.md ./
+# gcc compiles the tuple path (mypyc, see setup.py); a Java runtime for Spark (drivers in stormpy
+# workers, the Spark master, worker and executors). Installed only when the base lacks them.
+RUN if ! command -v java >/dev/null || ! command -v gcc >/dev/null || ! command -v ps >/dev/null; then \
+        apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
+            openjdk-17-jre-headless procps && rm -rf /var/lib/apt/lists/*; \
+    fi \
+    && python3.11 -m venv /opt/venv \
+    && useradd --system --uid 10001 --user-group --home-dir /var/lib/stormpy --shell /usr/sbin/nologin stormpy \
+    && mkdir -p /var/lib/stormpy /var/lib/spark \
+    && chown stormpy:stormpy /var/lib/stormpy /var/lib/spark
+ENV PATH=/opt/venv/bin:$PATH \
+    PIP_CERT=/etc/ssl/certs/ca-certificates.crt
+# Dependencies first, in a layer of their own (rebuilt only when pyproject.toml changes): a new
+# stormpy source tree rebuilds only the small layer below.
+COPY pyproject.toml ./
+RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb')); \
+print('\n'.join(p['build-system']['requires'] + p['project']['dependencies'] \
+                + p['project']['optional-dependencies']['spark'] \
+                + p['project']['optional-dependencies']['ui']))" > /tmp/requirements.txt \
+    && pip install --no-cache-dir -r /tmp/requirements.txt && rm /tmp/requirements.txt
+COPY setup.py README.md ./
 COPY src ./src
-RUN STORMPY_MYPYC=1 pip install --no-cache-dir '.[spark,ui]' && mkdir -p /var/lib/stormpy \
+RUN STORMPY_MYPYC=1 pip install --no-cache-dir --no-build-isolation --no-deps '.[spark,ui]' \
+    && rm -rf build \
     && ln -s "$(python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')" /opt/spark
 COPY examples ./examples
 COPY docker/stormpy.yaml /etc/stormpy/stormpy.yaml
@@ -20,7 +42,10 @@ COPY docker/stormpy.yaml /etc/stormpy/stormpy.yaml
 ENV STORMPY_CONF=/etc/stormpy/stormpy.yaml \
     PYTHONUNBUFFERED=1 \
     SPARK_HOME=/opt/spark \
-    PYSPARK_PYTHON=/usr/local/bin/python
+    PYSPARK_PYTHON=/opt/venv/bin/python
+USER stormpy
+# /var/lib/stormpy: the local state and the daemons' logs (storm.local.dir, logs in its logs/);
+# docker-compose.yml mounts a named volume there for each service
 # 8080: the stormpy UI (the Spark master's own web UI is moved to 8081 in docker-compose.yml)
 EXPOSE 6627 6700 6701 6702 6703 8080
 ENTRYPOINT ["stormpy"]

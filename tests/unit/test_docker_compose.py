@@ -39,10 +39,15 @@ def entrypoint() -> list[str]:
     return list(json.loads(match.group(1)))
 
 
+def defaults(text: str) -> str:
+    """``text`` with every ``${VAR:-default}`` as docker-compose reads it when VAR is unset."""
+    return re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", text)
+
+
 def published(service: str) -> dict[int, int]:
     out = {}
     for spec in SERVICES[service].get("ports", []):
-        host, _, container = str(spec).rpartition(":")
+        host, _, container = defaults(str(spec)).rpartition(":")
         out[int(container)] = int(host.rpartition(":")[2])  # "127.0.0.1:8080:8080" too
     return out
 
@@ -57,10 +62,15 @@ def exposed(service: str) -> list[int]:
 
 def test_services_are_zookeeper_two_nimbuses_two_supervisors_the_ui_and_spark() -> None:
     assert set(SERVICES) == {"zookeeper", *DAEMONS, *SPARK}
-    assert SERVICES["zookeeper"]["image"].startswith("zookeeper:")
+    zookeeper = SERVICES["zookeeper"]
+    assert zookeeper["build"]["context"] == "docker/zookeeper"
+    assert defaults(zookeeper["build"]["args"]["BASE_IMAGE"]).startswith("zookeeper:")
+    assert defaults(SERVICES["nimbus"]["build"]["args"]["BASE_IMAGE"]) == "python:3.11-slim"
+    assert SERVICES["nimbus"]["build"]["context"] == "."
     for name in DAEMONS:
         assert SERVICES[name]["image"] == SERVICES["nimbus"]["image"], "daemons share one image"
-        assert SERVICES[name].get("build") == "."
+        if name != "nimbus":
+            assert "build" not in SERVICES[name], "the image is built once (by nimbus)"
     for name in ("nimbus", "nimbus2"):
         assert "zookeeper" in SERVICES[name]["depends_on"]
     for name in ("supervisor1", "supervisor2"):
@@ -162,3 +172,31 @@ def test_spark_services_run_the_images_pyspark_launcher() -> None:
     assert webui != DEFAULTS["ui.port"]
     assert published("spark-master") == {port: port, webui: webui}
     assert DEFAULTS["ui.port"] not in published("spark-master").values()
+
+
+@pytest.mark.parametrize("service", sorted(SERVICES))
+def test_every_service_has_a_health_check(service: str) -> None:
+    check = SERVICES[service]["healthcheck"]
+    assert check["test"][0] in ("CMD", "CMD-SHELL") and len(check["test"]) > 1
+    assert check["interval"] and check["start_period"]
+
+
+def test_the_image_runs_as_a_user_and_keeps_its_state_on_volumes() -> None:
+    users = re.findall(r"^USER\s+(\S+)\s*$", DOCKERFILE, re.M)
+    assert users and users[-1] not in ("root", "0"), "the daemons must not run as root"
+    assert re.search(r"^ARG BASE_IMAGE=python:3\.11-slim$", DOCKERFILE, re.M)
+    assert re.search(r"^FROM \$\{BASE_IMAGE\}$", DOCKERFILE, re.M)
+    local = image_conf()["storm.local.dir"]
+    declared = set(COMPOSE["volumes"])
+    for name in [*DAEMONS, "spark-worker", "zookeeper"]:
+        mounts = [str(v).split(":") for v in SERVICES[name]["volumes"]]
+        assert all(source in declared for source, _ in mounts), f"{name}: named volumes only"
+        if name in DAEMONS:
+            assert [target for _, target in mounts] == [local]
+
+
+def test_published_ports_can_be_moved_by_environment_variables() -> None:
+    for name, service in SERVICES.items():
+        for spec in service.get("ports", []):
+            host_part = str(spec).rsplit(":", 1)[0]
+            assert re.search(r"\$\{STORMPY_\w+_PORT:-\d+\}", host_part), f"{name}: {spec}"

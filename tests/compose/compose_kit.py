@@ -1,0 +1,178 @@
+"""The docker-compose cluster of ``docker-compose.yml`` for the tests in this directory: one
+``docker-compose up`` per test run (project ``stormpy-test-<pid>``, published ports chosen free
+through the compose file's ``STORMPY_*_PORT`` variables), torn down with ``down -v``.
+
+Docker (Debian's docker.io and docker-compose, a running dockerd) is installed and started by
+``docker/ensure-docker.sh`` and the images built by ``make images`` when missing; when that is not
+possible the tests skip, and fail under ``CI=true``.
+
+A test override (written to the run's temp dir) mounts one host directory at the same path in both
+supervisors and the Spark worker (``STORMPY_SHARED_DIR``): the ledger topology's SQLite ledger and
+the flagship's output live there, readable by the test on the host."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stormpy.host.waiting import wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVICES = ["zookeeper", "nimbus", "nimbus2", "supervisor1", "supervisor2", "ui", "spark-master",
+            "spark-worker"]
+PORTS = ["STORMPY_ZOOKEEPER_PORT", "STORMPY_NIMBUS_PORT", "STORMPY_NIMBUS2_PORT", "STORMPY_UI_PORT",
+         "STORMPY_SPARK_MASTER_PORT", "STORMPY_SPARK_UI_PORT"]
+SHARED = ["supervisor1", "supervisor2", "spark-worker"]
+
+
+def _unavailable(why: str) -> None:
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"the docker-compose cluster is required in CI: {why}", pytrace=False)
+    pytest.skip(why)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run(*argv: str, env: dict[str, str] | None = None, check: bool = True,
+        timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(list(argv), cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(argv)} exited {proc.returncode}:\n{proc.stdout[-3000:]}"
+                             f"\n{proc.stderr[-3000:]}")
+    return proc
+
+
+@dataclass
+class ComposeCluster:
+    """A running project of docker-compose.yml and how the host reaches it."""
+
+    project: str
+    env: dict[str, str]
+    files: list[str]
+    shared: Path
+
+    def compose(self, *args: str, check: bool = True,
+                timeout: float = 600) -> subprocess.CompletedProcess[str]:
+        flags = [arg for f in self.files for arg in ("-f", f)]
+        return run("docker-compose", "-p", self.project, *flags, *args, env=self.env, check=check,
+                   timeout=timeout)
+
+    def container(self, service: str) -> str:
+        return self.compose("ps", "-q", service).stdout.strip()
+
+    def port(self, variable: str) -> int:
+        return int(self.env[variable])
+
+    def nimbus(self, service: str) -> str:
+        port = {"nimbus": "STORMPY_NIMBUS_PORT", "nimbus2": "STORMPY_NIMBUS2_PORT"}[service]
+        return f"127.0.0.1:{self.port(port)}"
+
+    def api(self, path: str) -> Any:
+        url = f"http://127.0.0.1:{self.port('STORMPY_UI_PORT')}{path}"
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return json.load(response)
+
+    def stormpy(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        env = {**self.env, "STORMPY_CONF": str(self.shared / "client.yaml")}
+        return run(sys.executable, "-m", "stormpy.cli", *args, env=env,
+                   timeout=timeout)
+
+    def health(self) -> dict[str, str]:
+        """Service → its container's health status (one ``docker ps``: cheap on a busy host)."""
+        out = dict.fromkeys(SERVICES, "missing")
+        listed = run("docker", "ps", "-a", "--filter", f"label=com.docker.compose.project={self.project}",
+                     "--format", '{{.Label "com.docker.compose.service"}} {{.Status}}')
+        for line in listed.stdout.splitlines():
+            service, _, status = line.partition(" ")
+            out[service] = ("healthy" if "(healthy)" in status else
+                            "unhealthy" if "(unhealthy)" in status else "starting")
+        return out
+
+    def project_leftovers(self) -> dict[str, list[str]]:
+        label = f"label=com.docker.compose.project={self.project}"
+        return {kind: run("docker", *cmd, "-q", "--filter", label).stdout.split()
+                for kind, cmd in (("containers", ["ps", "-a"]), ("networks", ["network", "ls"]),
+                                  ("volumes", ["volume", "ls"]))}
+
+
+def _images_ready(env: dict[str, str]) -> None:
+    ensure = run(str(ROOT / "docker" / "ensure-docker.sh"), check=False, timeout=900)
+    if ensure.returncode != 0:
+        _unavailable(f"Docker could not be installed or started: {ensure.stdout[-500:]}"
+                     f"{ensure.stderr[-500:]}")
+    images = [env.get("STORMPY_IMAGE", "stormpy:latest"),
+              env.get("ZOOKEEPER_IMAGE", "stormpy-zookeeper:latest")]
+    if all(run("docker", "image", "inspect", i, check=False).returncode == 0 for i in images):
+        return
+    built = run("make", "images", check=False, timeout=3600)
+    if built.returncode != 0:
+        _unavailable(f"`make images` failed: {built.stdout[-1500:]}{built.stderr[-1500:]}")
+
+
+def _override(shared: Path) -> str:
+    lines = ["services:"]
+    for service in SHARED:
+        lines += [f"  {service}:", "    volumes:", f"      - {shared}:{shared}"]
+    path = shared.parent / "compose-test.yml"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def compose_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ComposeCluster]:
+    if shutil.which("make") is None:
+        _unavailable("make is required to build the images")
+    base = tmp_path_factory.mktemp("compose")
+    shared = base / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)  # the containers' user (stormpy, uid 10001) writes there
+    env = {**os.environ, **{name: str(_free_port()) for name in PORTS},
+           "COMPOSE_HTTP_TIMEOUT": "600",  # docker-compose's 60 s default is short on a busy host
+           "STORMPY_SHARED_DIR": str(shared)}
+    _images_ready(env)
+    cluster = ComposeCluster(f"stormpy-test-{os.getpid()}", env,
+                             [str(ROOT / "docker-compose.yml"), _override(shared)], shared)
+    (shared / "client.yaml").write_text("{}\n")  # the host's CLI: --nimbus says where
+    try:
+        cluster.compose("up", "-d", "--no-build", timeout=900)
+        wait_for(lambda: set(cluster.health().values()) == {"healthy"}, 600,
+                 "every service of the compose cluster healthy", interval=2)
+        yield cluster
+    finally:
+        logs = cluster.compose("logs", "--no-color", "--tail", "200", check=False)
+        (base / "compose.log").write_text(logs.stdout + logs.stderr)
+        cluster.compose("down", "-v", "--remove-orphans", "-t", "10", check=False)
+
+
+def wait_acked(cluster: ComposeCluster, name: str, spout: str, count: int, timeout: float,
+               window: str = ":all-time") -> dict[str, Any]:
+    """Wait until the UI shows ``count`` tuples acked (in ``window``) by ``spout`` of topology
+    ``name``; return the spout's row."""
+    def figures() -> dict[str, Any] | None:
+        tops = [t for t in cluster.api("/api/v1/topology/summary")["topologies"] if t["name"] == name]
+        if not tops:
+            return None
+        doc = cluster.api(f"/api/v1/topology/{tops[0]['id']}?window={window}")
+        row = next(s for s in doc["spouts"] if s["spoutId"] == spout)
+        return row if int(row["acked"]) >= count else None
+    found = wait_for(figures, timeout, f"{count} tuples of {name}/{spout} acked", interval=1,
+                     ignore=(OSError, KeyError, StopIteration))
+    assert found is not None
+    return found
+
