@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVICES = ["zookeeper", "nimbus", "nimbus2", "supervisor1", "supervisor2", "ui", "spark-master",
             "spark-worker"]
 PORTS = ["STORMPY_ZOOKEEPER_PORT", "STORMPY_NIMBUS_PORT", "STORMPY_NIMBUS2_PORT", "STORMPY_UI_PORT",
-         "STORMPY_SPARK_MASTER_PORT", "STORMPY_SPARK_UI_PORT"]
+         "STORMPY_SPARK_MASTER_PORT", "STORMPY_SPARK_UI_PORT", "STORMPY_LOGVIEWER1_PORT",
+         "STORMPY_LOGVIEWER2_PORT"]
 SHARED = ["supervisor1", "supervisor2", "spark-worker"]
 
 
