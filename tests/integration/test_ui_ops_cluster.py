@@ -77,7 +77,7 @@ def test_log_links_logconfig_and_profiling_rest(wordcount: Topology) -> None:
     assert missing.status_code == 404
 
 
-def test_log_link_and_jstack_button_in_a_browser(wordcount: Topology, tmp_path: Path) -> None:
+def test_log_link_jstack_and_cpu_buttons_in_a_browser(wordcount: Topology, tmp_path: Path) -> None:
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
@@ -97,6 +97,14 @@ def test_log_link_and_jstack_button_in_a_browser(wordcount: Topology, tmp_path: 
         href = wait.until(lambda d: d.find_element(By.ID, "profile-link").get_attribute("href"))
         driver.get(href)
         wait.until(lambda d: "stack dump of pid" in d.find_element(By.ID, "log").text)
+        driver.get(f"{c.ui_url}/topology.html?id={tid}&refresh=30")
+        cpu = '#workers-table button[data-profile="cpu"]'
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, cpu))
+        driver.find_element(By.CSS_SELECTOR, cpu).click()  # a 10 s profile, its result polled
+        href = wait.until(lambda d: d.find_element(By.ID, "profile-link").get_attribute("href"))
+        assert "cpu-" in href
+        driver.get(href)
+        wait.until(lambda d: "samples" in d.find_element(By.ID, "log").text)
         driver.get(log_links[0])
         wait.until(lambda d: "running executors" in d.find_element(By.ID, "log").text)
     finally:

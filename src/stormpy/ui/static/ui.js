@@ -73,7 +73,20 @@
   const errorCell = ["Last error", "lastError", {cls: () => "error"}];
   // the worker's log on its host's log server (absent when its supervisor runs none)
   const logCell = ["Log", r => r.workerLogLink ? "log" : null, {link: r => r.workerLogLink}];
-  // Storm's profiling actions: a stack dump or heap summary of one worker, shown by its log server
+  // Storm's profiling actions: a stack dump, heap summary or sampled CPU profile of one worker,
+  // shown by its log server. The CPU profile is started, then its result polled until it is done.
+  const CPU_PROFILE_SECS = 10;
+  async function profileOf(tid, kind, hostPort) {
+    const base = "/api/v1/topology/" + encodeURIComponent(tid) + "/profiling/";
+    const post = {method: "POST", body: "", headers: headers({"X-CSRF-Token": csrf})};
+    if (kind !== "cpu") return api(base + kind + "/" + encodeURIComponent(hostPort), post);
+    const started = await api(base + "start/" + encodeURIComponent(hostPort) + "/" + CPU_PROFILE_SECS, post);
+    for (;;) {
+      await new Promise(r => setTimeout(r, 1000));
+      const doc = await api(base + "result/" + encodeURIComponent(started.request));
+      if (doc.status !== "pending") return doc;
+    }
+  }
   function profileButtons(id, tid, rows) {
     const t = document.getElementById(id);
     if (!t) return;
@@ -81,14 +94,13 @@
     if (trs.length) trs[0].appendChild(el("th", {}, "Profile"));
     rows.forEach((row, i) => {
       const td = el("td");
-      for (const [label, kind] of [["jstack", "dumpjstack"], ["heap", "dumpheap"]]) {
+      for (const [label, kind] of [["jstack", "dumpjstack"], ["heap", "dumpheap"], ["cpu " + CPU_PROFILE_SECS + " s", "cpu"]]) {
         const b = el("button", {"data-profile": kind, type: "button"}, label);
         b.addEventListener("click", async () => {
           const hostPort = row.host + ":" + row.port;
           b.disabled = true;
           try {
-            const doc = await api("/api/v1/topology/" + encodeURIComponent(tid) + "/profiling/" + kind + "/" + encodeURIComponent(hostPort),
-                                  {method: "POST", body: "", headers: headers({"X-CSRF-Token": csrf})});
+            const doc = await profileOf(tid, kind, hostPort);
             const result = document.getElementById("action-result");
             if (result) {
               result.replaceChildren(label + " of " + hostPort + ": ");
