@@ -67,3 +67,9 @@ def test_a_config_naming_no_nimbus_host_uses_the_default_host_on_its_own_port() 
         assert client.address == "127.0.0.1:7123"
     finally:
         client.close()
+
+
+def test_a_free_port_setting_of_zero_names_the_default_port_for_seeds() -> None:
+    """A daemon configured with ``nimbus.thrift.port: 0`` (bind a free port) still gets
+    connectable seed addresses: 0 is no port to connect to, so the default applies."""
+    assert seed_addresses({"nimbus.thrift.port": 0, "nimbus.host": "127.0.0.1"}) == ["127.0.0.1:6627"]

@@ -52,7 +52,8 @@ def connectable(address: str, default_port: int = int(DEFAULTS["nimbus.thrift.po
 def seed_addresses(conf: Mapping[str, Any]) -> list[str]:
     """``host:port`` of ``nimbus.host`` then every ``nimbus.seeds`` entry (see the module
     docstring); ValueError naming a malformed entry."""
-    port = int(setting(conf, "nimbus.thrift.port"))
+    # 0 (a daemon binding a free port, as tests do) names no port to connect to: the default
+    port = int(setting(conf, "nimbus.thrift.port")) or int(DEFAULTS["nimbus.thrift.port"])
     # the seeds and host as given, not the table's defaults: a config naming only nimbus.host
     # must not gain the default seed; neither given falls back to the default host below
     seeds = conf.get("nimbus.seeds")
