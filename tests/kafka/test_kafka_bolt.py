@@ -140,7 +140,12 @@ def test_an_unreachable_broker_fails_tuples_and_replays_are_delivered_once_it_is
         worker = cluster.submit_topology("late", {}, topology(key, 20, config, batches))
         cluster.wait_for(lambda: seen.fails >= 40, what="tuples failed while no broker listens")
         assert not seen.acked  # nothing acked without a broker confirming it
-        assert any("delivery failed" in e["error"] for e in worker.errors.get("to-kafka", ()))
+        # reported through the task's one throttle (Storm's per-task limit): the newest errors kept
+        # may be the client's repeated connection failures rather than the delivery failures, so
+        # either names what is wrong
+        address = late.bootstrap_servers.split(",")[0]
+        assert any("delivery failed" in e["error"] or address in e["error"]
+                   for e in worker.errors.get("to-kafka", ()))
         # the topic is created by the replayed produces (the broker auto-creates topics, as
         # Kafka does by default): creating it here as well would race with them
         late.start()
