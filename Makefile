@@ -4,10 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-## test: set up (venv, ZooKeeper, Redis, Java, Apache Kafka, kinesalite, Chromium) and run every test
-## except the docker-compose test (tests/compose, `make test-compose`: not yet proven end to end,
-## see docs/testing.md)
-test: $(STAMP) zookeeper redis java kafka kinesalite chromium netns-tools
+.PHONY: run test lint docs zookeeper redis java kafka kinesalite chromium netns-tools docker images test-compose test-partitions bench bench-cluster clean mutate mutate-summary mutate-survivors \
         mutate-recheck fuzz
 
 $(BIN)/python:
