@@ -43,35 +43,30 @@ EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
 
 
-def client_options(func: F) -> F:
-    """--nimbus, --config, -c and --timeout for a client command."""
-    func = click.option("--timeout", type=float, default=None,
-                        help="Seconds to wait for each Nimbus answer "
-                             "(default: nimbus.rpc.timeout.secs).")(func)
-    func = click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE|FILE",
-                        help="Config override (repeatable): KEY=VALUE, or a YAML/JSON file.")(func)
-    func = click.option("--config", "config_file", multiple=True, metavar="FILE|KEY=VALUE",
-                        help="Config file (YAML/JSON; default: $STORMPY_CONF or ./stormpy.yaml), or "
-                             "KEY=VALUE (repeatable). KEY=VALUE pairs win over files.")(func)
-    func = click.option("--nimbus", "nimbus_address", metavar="HOST:PORT",
-                        help="Nimbus to talk to (default: nimbus.host:nimbus.thrift.port).")(func)
-    return func
+def _client_option_set(*override_flags: str) -> Callable[[F], F]:
+    """--nimbus, --config, the config override under ``override_flags`` and --timeout."""
+    def decorate(func: F) -> F:
+        func = click.option("--timeout", type=float, default=None,
+                            help="Seconds to wait for each Nimbus answer "
+                                 "(default: nimbus.rpc.timeout.secs).")(func)
+        func = click.option(*override_flags, "overrides", multiple=True, metavar="KEY=VALUE|FILE",
+                            help="Config override (repeatable): KEY=VALUE, or a YAML/JSON "
+                                 "file.")(func)
+        func = click.option("--config", "config_file", multiple=True, metavar="FILE|KEY=VALUE",
+                            help="Config file (YAML/JSON; default: $STORMPY_CONF or "
+                                 "./stormpy.yaml), or KEY=VALUE (repeatable). KEY=VALUE pairs "
+                                 "win over files.")(func)
+        func = click.option("--nimbus", "nimbus_address", metavar="HOST:PORT",
+                            help="Nimbus to talk to (default: nimbus.host:nimbus.thrift.port).")(func)
+        return func
+    return decorate
 
 
-def client_options_without_c(func: F) -> F:
-    """:func:`client_options` with the config override as ``--conf`` only (``-c`` names the
-    component: ``stormpy logs NAME -c COMPONENT``)."""
-    func = click.option("--timeout", type=float, default=None,
-                        help="Seconds to wait for each Nimbus answer "
-                             "(default: nimbus.rpc.timeout.secs).")(func)
-    func = click.option("--conf", "overrides", multiple=True, metavar="KEY=VALUE|FILE",
-                        help="Config override (repeatable): KEY=VALUE, or a YAML/JSON file.")(func)
-    func = click.option("--config", "config_file", multiple=True, metavar="FILE|KEY=VALUE",
-                        help="Config file (YAML/JSON; default: $STORMPY_CONF or ./stormpy.yaml), or "
-                             "KEY=VALUE (repeatable). KEY=VALUE pairs win over files.")(func)
-    func = click.option("--nimbus", "nimbus_address", metavar="HOST:PORT",
-                        help="Nimbus to talk to (default: nimbus.host:nimbus.thrift.port).")(func)
-    return func
+#: --nimbus, --config, -c/--conf and --timeout for a client command
+client_options = _client_option_set("-c", "--conf")
+#: the same with the config override as ``--conf`` only, for commands whose ``-c`` names a
+#: component (``stormpy logs NAME -c COMPONENT``, ``stormpy debug``)
+client_options_without_c = _client_option_set("--conf")
 
 
 def fail(message: str, code: int) -> NoReturn:
