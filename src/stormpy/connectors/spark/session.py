@@ -6,10 +6,7 @@ Contract:
   second caller waits for the first to finish starting the JVM). The first caller's config wins;
   later callers get the same session whatever their config says.
 * Holders ``retain_spark()`` while they may use the session and ``release_spark()`` when done; the
-  release of the last holder stops the session. ``retain_spark`` never waits for a session being
-  started (a component's ``prepare`` calls it on the executor loop, which nothing may block: the
-  holder count has a lock of its own, never held while Spark starts). ``spark_session(conf)`` does
-  both around a ``with``
+  release of the last holder stops the session. ``spark_session(conf)`` does both around a ``with``
   block (tests pin one session for a whole run this way, so topologies started and stopped
   meanwhile reuse it).
 * At interpreter exit whatever is still running is stopped, and then the JVM PySpark launched,
@@ -80,8 +77,7 @@ JVM_EXIT_WAIT_SECS = 10.0
 #: Driver defaults when the master is a cluster (executors on other hosts must reach the driver).
 CLUSTER_DRIVER_DEFAULTS: dict[str, str] = {"spark.driver.bindAddress": "0.0.0.0"}
 
-_lock = threading.RLock()  # held while the session starts or stops (seconds)
-_holders_lock = threading.Lock()  # held only to count holders (never while Spark works)
+_lock = threading.RLock()
 _session: SparkSession | None = None
 _holders = 0
 _atexit_registered = False
@@ -232,25 +228,19 @@ def reset_spark(session: SparkSession) -> None:
 
 
 def retain_spark() -> None:
-    """Declare one more holder of the process's session (does not start it, nor wait for a
-    session being started: safe on the executor loop)."""
+    """Declare one more holder of the process's session (does not start it)."""
     global _holders
-    with _holders_lock:
+    with _lock:
         _holders += 1
 
 
 def release_spark() -> None:
     """Drop one holder; the last release stops the session if it was started."""
     global _holders
-    with _holders_lock:
+    with _lock:
         _holders = max(0, _holders - 1)
-        last = _holders == 0
-    if last:
-        with _lock:
-            with _holders_lock:
-                last = _holders == 0  # nobody retained it meanwhile
-            if last:
-                stop_spark()
+        if _holders == 0:
+            stop_spark()
 
 
 def stop_spark() -> None:
