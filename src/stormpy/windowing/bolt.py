@@ -233,18 +233,27 @@ class WindowedBoltExecutor(Bolt):
         if self._extract is None:
             self._run(*self.manager.add(tup, self.now + self.tick))
             return
+        ts = self._accept_event(tup, "windowed bolt")
+        if ts is not None:
+            self._run(*self.manager.add(tup, ts))
+
+    def _accept_event(self, tup: Tuple, what: str) -> int | None:
+        """An event-time tuple's timestamp, its source's highest timestamp raised to it; None
+        (and the tuple routed as late) when the watermark has passed it. ValueError naming
+        ``what`` and the tuple's source when it has no timestamp."""
+        assert self._extract is not None
         try:
             ts = int(self._extract(tup))
         except (KeyError, IndexError, TypeError, ValueError) as exc:
-            raise ValueError(f"windowed bolt: no timestamp in tuple from {tup.component}/"
+            raise ValueError(f"{what}: no timestamp in tuple from {tup.component}/"
                              f"{tup.stream} ({exc})") from None
         if self.manager.is_late(ts):
             self._late(tup, ts)
-            return
+            return None
         src = (tup.component, tup.stream)
         if ts > self.max_ts.get(src, ts - 1):
             self.max_ts[src] = ts
-        self._run(*self.manager.add(tup, ts))
+        return ts
 
     def _watermark(self) -> int | None:
         """Smallest over the input streams of the largest timestamp seen, minus the lag; None

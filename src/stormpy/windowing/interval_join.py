@@ -136,18 +136,9 @@ class IntervalJoinExecutor(JoinBoltExecutor):
                 self.manager.watermark = watermark
                 self._expire(watermark)
             return
-        assert self._extract is not None  # event time is required
-        try:
-            ts = int(self._extract(tup))
-        except (KeyError, IndexError, TypeError, ValueError) as exc:
-            raise ValueError(f"interval join: no timestamp in tuple from {tup.component}/"
-                             f"{tup.stream} ({exc})") from None
-        if self.manager.is_late(ts):
-            self._late(tup, ts)
+        ts = self._accept_event(tup, "interval join")  # event time is required
+        if ts is None:
             return
-        src = (tup.component, tup.stream)
-        if ts > self.max_ts.get(src, ts - 1):
-            self.max_ts[src] = ts
         side = self.plan.stream_of(tup)
         if side not in self.buffers:
             self.bolt.note_unknown(tup)  # type: ignore[attr-defined]
