@@ -15,7 +15,7 @@ from typing import Any
 
 from stormpy.cluster.zkserver import ZooKeeperServer
 from stormpy.config import DEFAULTS, local_dir
-from stormpy.host.daemon import serve_until_stopped
+from stormpy.host.daemon import child_exit_watch, serve_until_stopped
 
 __all__ = ["default_dev_data_dir", "run_dev_zookeeper"]
 
@@ -52,12 +52,6 @@ def run_dev_zookeeper(port: int | None = None, data_dir: str | os.PathLike[str] 
         if on_ready is not None:
             on_ready(server)
 
-    def exited() -> int | None:
-        if server.running:
-            return None
-        code = server.returncode
-        echo(f"ZooKeeper exited with status {code}; last log lines:\n{server.log_tail()}")
-        return code or 1
-
+    exited = child_exit_watch(server, "ZooKeeper", echo)
     return serve_until_stopped(start, server.stop, exited, stopping="stopping ZooKeeper", echo=echo,
                                stop_event=stop_event)

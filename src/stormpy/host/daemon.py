@@ -20,7 +20,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol
 
 __all__ = ["STOP_SIGNALS", "Daemon", "log_to_file"]
 
@@ -142,3 +142,29 @@ def serve_until_stopped(start: Callable[[], None], stop: Callable[[], None],
         stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+class _ChildServer(Protocol):
+    """What :func:`child_exit_watch` reads of a child server (``host.child_server.ChildServer``)."""
+
+    @property
+    def running(self) -> bool: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def log_tail(self) -> str: ...
+
+
+def child_exit_watch(server: _ChildServer, name: str,
+                     echo: Callable[[str], Any]) -> Callable[[], int | None]:
+    """The ``exited`` of :func:`serve_until_stopped` for a child server: None while it runs;
+    once it died, echoes ``"<name> exited with status N; last log lines: ..."`` and returns its
+    status (1 when that is unknown or 0)."""
+    def exited() -> int | None:
+        if server.running:
+            return None
+        code = server.returncode
+        echo(f"{name} exited with status {code}; last log lines:\n{server.log_tail()}")
+        return code or 1
+    return exited

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from stormpy.host.daemon import serve_until_stopped
+from stormpy.host.daemon import child_exit_watch, serve_until_stopped
 from stormpy.local.apache_kafka import ApacheKafkaBroker, apache_kafka_missing
 from stormpy.local.kafka_broker import KafkaBroker, KafkaBrokerNotFound, TansuBroker
 
@@ -104,12 +104,6 @@ def run_dev_kafka(port: int = 9092, log_dir: str | os.PathLike[str] = "stormpy-l
         if on_ready is not None:
             on_ready(broker)
 
-    def exited() -> int | None:
-        if broker.running:
-            return None
-        code = broker.returncode
-        echo(f"the Kafka broker exited with status {code}; last log lines:\n{broker.log_tail()}")
-        return code or 1
-
+    exited = child_exit_watch(broker, "the Kafka broker", echo)
     return serve_until_stopped(start, broker.stop, exited, stopping="stopping the Kafka broker",
                                echo=echo, stop_event=stop_event)

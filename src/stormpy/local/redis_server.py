@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from stormpy.host.child_server import ChildServer
-from stormpy.host.daemon import serve_until_stopped
+from stormpy.host.daemon import child_exit_watch, serve_until_stopped
 
 __all__ = ["INSTALL_HINT", "RedisNotFound", "RedisServer", "RedisStartError", "find_redis_server",
            "redis_ping", "run_dev_redis"]
@@ -197,12 +197,6 @@ def run_dev_redis(port: int = 6379, data_dir: str | os.PathLike[str] = "stormpy-
         if on_ready is not None:
             on_ready(server)
 
-    def exited() -> int | None:
-        if server.running:
-            return None
-        code = server.returncode
-        echo(f"Redis exited with status {code}; last log lines:\n{server.log_tail()}")
-        return code or 1
-
+    exited = child_exit_watch(server, "Redis", echo)
     return serve_until_stopped(start, server.stop, exited, stopping="stopping Redis", echo=echo,
                                stop_event=stop_event)
