@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ import uvicorn
 
 from stormpy.config import log_dir, setting
 from stormpy.host.service import Service
+from stormpy.host.waiting import WaitTimeout, wait_for
 from stormpy.logviewer.app import create_app
 from stormpy.logviewer.files import LogDir, clean_up
 
@@ -77,12 +77,18 @@ class LogviewerServer:
         self._thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self._sock]},
                                         name="stormpy-logviewer", daemon=True)
         self._thread.start()
-        deadline = time.monotonic() + timeout_secs
-        while not self.server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the log server did not start on {self.url}")
-            time.sleep(0.05)
+        thread = self._thread
+
+        def check() -> None:
+            if not thread.is_alive():
+                raise WaitTimeout("the log server's thread ended")
+
+        try:
+            wait_for(lambda: self.server.started, timeout_secs,
+                     f"the log server to serve on {self.url}", interval=0.05, check=check)
+        except WaitTimeout as exc:
+            self.stop()
+            raise RuntimeError(f"the log server did not start on {self.url} ({exc})") from None
         self.cleanup.start()
         self.log.info("log server on %s serving %s", self.url, self.log_dir.root)
         return self
