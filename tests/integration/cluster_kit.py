@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import filewc
 import pytest
 
 from stormpy.bundle import build_bundle
@@ -24,10 +25,7 @@ from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
 
 HERE = Path(__file__).resolve().parent
 TOPOLOGIES = HERE / "nimbus_topologies"
-if str(TOPOLOGIES) not in sys.path:
-    sys.path.insert(0, str(TOPOLOGIES))
 
-import filewc  # noqa: E402
 
 TIMINGS: dict[str, float] = {}
 

@@ -22,7 +22,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import kafka_fault
 import pytest
+from test_kafka_spout_local import committed as committed_offsets
 
 from stormpy.bundle import build_bundle
 from stormpy.cluster.zkserver import ZooKeeperServer
@@ -32,11 +34,7 @@ from zookeeper_kit import running_zookeeper
 
 HERE = Path(__file__).resolve().parent
 TOPOLOGIES = HERE / "cluster_topologies"
-if str(TOPOLOGIES) not in sys.path:
-    sys.path.insert(0, str(TOPOLOGIES))
 
-import kafka_fault  # noqa: E402
-from test_kafka_spout_local import committed as committed_offsets  # noqa: E402
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster, pytest.mark.kafka]
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import trident_kafka
+import trident_kafka_eos
+from test_kafka_transactional_sink import read_topic, word_counts
 
 from stormpy.bundle import build_bundle
 from stormpy.cluster.zkserver import ZooKeeperServer
@@ -28,12 +30,7 @@ from stormpy.trident import OPAQUE, MapState
 from zookeeper_kit import running_zookeeper
 
 TOPOLOGIES = Path(__file__).resolve().parent / "cluster_topologies"
-if str(TOPOLOGIES) not in sys.path:
-    sys.path.insert(0, str(TOPOLOGIES))
 
-import trident_kafka  # noqa: E402
-import trident_kafka_eos  # noqa: E402
-from test_kafka_transactional_sink import read_topic, word_counts  # noqa: E402
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster,
               pytest.mark.kafka]
