@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint docs zookeeper java kafka kinesalite chromium netns-tools test-partitions bench bench-cluster clean mutate mutate-summary mutate-survivors \
+.PHONY: run test lint docs zookeeper redis java kafka kinesalite chromium netns-tools test-partitions bench bench-cluster clean mutate mutate-summary mutate-survivors \
         mutate-recheck fuzz
 
 $(BIN)/python:
@@ -18,7 +18,7 @@ NATIVE_SRC := $(shell sed -n 's/^    "stormpy\.\([a-z_.]*\)",$$/\1/p' src/stormp
                 | tr . / | sed 's|^|src/stormpy/|; s|$$|.py|')
 
 $(STAMP): pyproject.toml setup.py $(NATIVE_SRC) | $(BIN)/python
-	$(BIN)/pip install -q -e '.[dev,spark,kafka,kinesis,bench,ui,docs]'
+	$(BIN)/pip install -q -e '.[dev,spark,kafka,kinesis,redis,bench,ui,docs]'
 	touch $(STAMP)
 
 ## run: set up and run the flagship example in embedded local mode
@@ -39,6 +39,15 @@ zookeeper:
 	  echo "installing Apache ZooKeeper (Debian package zookeeper)"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q zookeeper; \
+	fi
+
+## redis: install Redis (Debian package redis-server) when redis-server is missing: the redis state
+## provider's tests and `stormpy dev-redis` start it (never as a system service)
+redis:
+	@if [ -z "$$REDIS_SERVER" ] && ! command -v redis-server >/dev/null 2>&1; then \
+	  echo "installing Redis (Debian package redis-server)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q redis-server; \
 	fi
 
 ## kafka: Apache Kafka (KRaft) for the Kafka tests and `stormpy dev-kafka`, in .tools/kafka: Maven copies
@@ -91,8 +100,8 @@ netns-tools:
 test-partitions: $(STAMP) zookeeper java netns-tools
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/partitions
 
-## test: set up (venv, ZooKeeper, Java, Apache Kafka, kinesalite, Chromium) and run every test
-test: $(STAMP) zookeeper java kafka kinesalite chromium netns-tools
+## test: set up (venv, ZooKeeper, Redis, Java, Apache Kafka, kinesalite, Chromium) and run every test
+test: $(STAMP) zookeeper redis java kafka kinesalite chromium netns-tools
 	$(BIN)/ruff check src tests bench examples tools setup.py
 	$(BIN)/mypy
 	@mkdir -p .build && $(BIN)/mkdocs build > .build/mkdocs.log 2>&1 || { cat .build/mkdocs.log; exit 1; }

@@ -100,6 +100,16 @@ def spark_standalone(spark_required: None, tmp_path_factory: pytest.TempPathFact
         assert left == [], f"Spark executor JVMs left: {left}"
 
 
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[Any]:
+    """One real ``redis-server`` for the test session, on a free port (tests keep their keys apart
+    by key prefix); skipped when Redis is not installed, a failure in CI (``CI=true``)."""
+    from redis_kit import running_redis
+
+    with running_redis() as server:
+        yield server
+
+
 @pytest.fixture(scope="session", autouse=True)
 def private_leader_memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The CLI remembers the Nimbus leader in ``$STORMPY_CACHE_DIR``: tests (and the CLI

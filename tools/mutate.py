@@ -110,7 +110,13 @@ TARGETS: dict[str, Target] = {
     "worker-small": Target(tuple(f"src/stormpy/worker/{part}.py"
                                  for part in ("stats", "values", "offloop", "factory")),
                            pytest_args=WORKER_PYTEST_ARGS),
-    "nimbus": Target(("src/stormpy/nimbus/uploads.py", "src/stormpy/nimbus/scheduler.py")),
+    "nimbus": Target(("src/stormpy/nimbus/uploads.py", "src/stormpy/scheduler/even.py")),
+    # the client side of the Nimbus protocol: seeds, leader discovery and memo, the bundle
+    # transfer, failover (stand-in Nimbus servers on loopback; no ZooKeeper)
+    "client": Target(("src/stormpy/client/*.py",),
+                     tests=("tests/unit/client/test_client_*.py", "tests/unit/**/test_nimbus_client_*.py",
+                            "tests/unit/nimbus/test_nimbus_lost_leadership.py",
+                            "tests/unit/rpc/test_rpc_config.py")),
     # micro-batching (stormpy/batching.py) and the Spark bolt's batch records
     "batching": Target(("src/stormpy/*batching.py",)),
     # the Spark bolt's own logic, against a fake Spark (tests/unit/connectors/spark/test_spark_bolt_logic.py;
@@ -181,12 +187,6 @@ TARGETS: dict[str, Target] = {
                             for part in ("builtin", "planner", "processors", "state", "combine",
                                          "stream")),
                       tests=("tests/unit/trident/test_trident_*.py",)),
-    # the Nimbus client: leader discovery over nimbus.seeds, the remembered leader, retries of a
-    # standby's refusals and the failover to the next seed
-    "nimbus-client": Target(("src/stormpy/nimbus/client.py", "src/stormpy/nimbus/leader_memo.py"),
-                            tests=("tests/unit/**/test_nimbus_client*.py",
-                                   "tests/unit/nimbus/test_nimbus_seeds.py",
-                                   "tests/unit/nimbus/test_nimbus_lost_leadership.py")),
 }
 #: what ``make mutate`` runs when no target is named
 CORE = ("acker", "nimbus", "batching", "spark-bolt", "worker")

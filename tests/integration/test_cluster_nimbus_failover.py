@@ -31,7 +31,7 @@ from cluster_kit import (  # noqa: F401 - fixtures
     wait_for,
 )
 
-from stormpy.nimbus import NimbusClient
+from stormpy.client import NimbusClient
 from stormpy.rpc.errors import RpcError
 from stormpy.testing.cluster import ProcessCluster
 

@@ -23,9 +23,9 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 
 from stormpy.bundle import build_bundle
+from stormpy.client import NimbusClient
 from stormpy.cluster import ZkStorage
 from stormpy.cluster.zk_acls import zk_identity
-from stormpy.nimbus import NimbusClient
 from stormpy.rpc.curve import write_secret_key_file
 from stormpy.rpc.errors import AuthorizationError, NotFoundError
 from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster

@@ -18,10 +18,11 @@ from click.testing import CliRunner
 from stormpy.bundle import build_bundle
 from stormpy.cli.main import cli
 from stormpy.cli.topology_loader import load_topology
+from stormpy.client import NimbusClient
 from stormpy.cluster import ClusterState, SupervisorInfo
 from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.config import DEFAULTS
-from stormpy.nimbus import Nimbus, NimbusClient
+from stormpy.nimbus import Nimbus
 from stormpy.nimbus.recovery import NO_CODE
 from stormpy.nimbus.replication import replication_target
 from stormpy.rpc.errors import InvalidRequestError
@@ -131,6 +132,7 @@ def test_lost_code_is_reported_and_taken_back_from_a_supervisor(one: OneNimbus) 
         assert client.cluster_info()["topologies"][0]["degraded"] is None
         assert client.topology_files(tid)["bundle_sha256"] == recorded.decode()
     assert returner.send(tid) is False  # nothing asked any more
+    assert returner.stop()
 
 
 def test_the_default_replication_count_follows_the_nimbus_seeds() -> None:

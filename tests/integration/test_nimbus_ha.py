@@ -10,13 +10,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgpack
 import pytest
 
 from stormpy.bundle import build_bundle
 from stormpy.cli.topology_loader import load_topology
+from stormpy.client import NimbusClient
 from stormpy.cluster import ClusterState, StormBase, SupervisorInfo
-from stormpy.nimbus import Nimbus, NimbusClient
+from stormpy.cluster.local_layout import SupervisorDirs
+from stormpy.config import DEFAULTS
+from stormpy.nimbus import Nimbus
 from stormpy.rpc.errors import InvalidRequestError, NotLeaderError
+from stormpy.supervisor.bundle_return import BundleReturner
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.zookeeper]
 
@@ -144,3 +149,25 @@ def test_standby_takes_over_resumes_topologies_and_rolls_back_half_submissions(h
         assert client.address == standby.address
     wait_until(lambda: tid not in ha.state.topologies(), what="the topology to be removed")
     assert standby.manager is not None and not standby.manager.store.exists(tid)
+
+
+def test_a_bundle_sent_back_goes_to_the_leader_when_the_first_seed_is_a_standby(ha: HA) -> None:
+    """A supervisor whose first seed is a standby still sends a lost bundle to the leader: only
+    the leader takes bundles back (a standby refuses ``restore_bundle`` with NotLeaderError)."""
+    leader, standby = ha.leader(), ha.standby()
+    with ha.client(leader) as client:
+        tid = client.submit("wc", ha.bundle.path, ha.spec, {"topology.workers": 1})
+    dirs = SupervisorDirs(ha.tmp / "supervisor", "sup-a", ha.tmp / "supervisor-logs")
+    dirs.code_dir(tid).mkdir(parents=True)
+    shutil.copy(ha.bundle.path, dirs.bundle_file(tid))
+    dirs.topology_file(tid).write_bytes(msgpack.packb({"spec": ha.spec, "conf": {"topology.workers": 1}}))
+    wanted = ha.state.paths.bundle_wanted(tid)
+    ha.state.storage.ensure_path(wanted)  # the leader asks for the code back
+    conf = {**DEFAULTS, "storm.zookeeper.servers": [ha.zk], "storm.zookeeper.root": ha.root,
+            "nimbus.host": None, "nimbus.seeds": [standby.address, leader.address],
+            "nimbus.rpc.timeout.secs": 10, "nimbus.rpc.retries": 0}
+    returner = BundleReturner(conf, dirs, ha.state)
+    # the leader still holds the code, so it takes the copy without installing it (False) and
+    # withdraws its request; sent to the standby, the call would raise NotLeaderError
+    assert returner.send(tid) is False
+    assert not ha.state.storage.exists(wanted)

@@ -16,8 +16,9 @@ from click.testing import CliRunner
 from stormpy.bundle import build_bundle
 from stormpy.cli.main import cli
 from stormpy.cli.topology_loader import load_topology
+from stormpy.client import NimbusClient
 from stormpy.config import merged
-from stormpy.nimbus import Nimbus, NimbusClient
+from stormpy.nimbus import Nimbus
 from stormpy.rpc.errors import AuthorizationError
 from stormpy.supervisor import SupervisorDirs
 from stormpy.supervisor.download import BundleDownloader, DownloadError

@@ -1,5 +1,6 @@
 """Checkpointed state on real processes: a stateful word count on a Nimbus + supervisors cluster,
-the worker of a counting task killed with SIGKILL mid-stream; after the rollback and the replay
+its state in SQLite or in Redis (the provider for a cluster), the worker of a counting task
+killed with SIGKILL mid-stream; after the rollback and the replay
 the committed state has lost no input, and counts an input twice only where the guarantee
 allows it (docs/windowing-state.md: an input whose effect was committed but whose ack did not
 reach the spout before the kill is replayed)."""
@@ -22,7 +23,9 @@ from cluster_kit import (  # noqa: F401 - fixtures
 )
 
 from stormpy.bundle import build_bundle
+from stormpy.local.redis_server import RedisServer
 from stormpy.state import KeyValueState, SqliteDocStore
+from stormpy.state.redis_store import open_redis_store, redis_config
 from stormpy.testing.cluster import ProcessCluster
 from stormpy.topology.layout import compute_layout
 
@@ -54,10 +57,13 @@ def failed_ids(db: Path) -> Counter[int]:
         conn.close()
 
 
-def committed_counts(db: Path, tasks: list[int]) -> Counter[str]:
+def committed_counts(db: Path, tasks: list[int], redis: RedisServer | None = None
+                     ) -> Counter[str]:
     total: Counter[str] = Counter()
     for task in tasks:
-        store = SqliteDocStore(db, prefix=f"statecount/count-{task}/")
+        store = (SqliteDocStore(db, prefix=f"statecount/count-{task}/") if redis is None else
+                 open_redis_store(redis_config(redis.provider_config("cluster")), "statecount",
+                                  f"count-{task}"))
         try:
             total.update(dict(KeyValueState(store).items()))
         finally:
@@ -65,15 +71,28 @@ def committed_counts(db: Path, tasks: list[int]) -> Counter[str]:
     return total
 
 
-def test_kill9_stateful_worker_counts_stay_exact(cluster: ProcessCluster, tmp_path: Path) -> None:
+@pytest.mark.parametrize("provider", ["sqlite", "redis"])
+def test_kill9_stateful_worker_counts_stay_exact(cluster: ProcessCluster, tmp_path: Path,
+                                                 provider: str,
+                                                 request: pytest.FixtureRequest) -> None:
     n = 3000
     db = tmp_path / "state.sqlite"
     spec = statecount.build(str(db), n)
     bundle = build_bundle(HERE, tmp_path / "statecount.zip").path
+    redis: RedisServer | None = None
+    provider_config: dict[str, object] = {"path": str(db)}
+    if provider == "redis":
+        redis = request.getfixturevalue("redis_server")
+        provider_config = redis.provider_config("cluster")
+        # the spout's ack log alone in the file: WAL (as a SqliteStore would set), so that the
+        # test's reads never hold the spout's writes (and its executor loop) back
+        conn = sqlite3.connect(db)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.close()
     conf = {"topology.workers": 2, "topology.message.timeout.secs": 6,
             "topology.max.spout.pending": PENDING, "topology.state.checkpoint.interval.ms": 200,
-            "topology.state.provider": "sqlite",
-            "topology.state.provider.config": {"path": str(db)}}
+            "topology.state.provider": provider,
+            "topology.state.provider.config": provider_config}
     tid = cluster.client().submit("statecount", bundle, spec.to_doc(), conf)
     layout = compute_layout(spec, conf)
     count_tasks = layout.component_tasks["count"]
@@ -103,7 +122,7 @@ def test_kill9_stateful_worker_counts_stay_exact(cluster: ProcessCluster, tmp_pa
     wait_for(lambda: acked(db) >= n, 180, f"all {n} words acked", cluster)
     kill_and_check_gone(cluster, "statecount", tid)
     expected = Counter(statecount.word(i).lower() for i in range(n))
-    counted = committed_counts(db, count_tasks)
+    counted = committed_counts(db, count_tasks, redis)
     lost = expected - counted
     assert not lost, f"inputs lost from the committed state: {dict(lost)}"
     # a duplicate needs a replay of an input of that word (each replay follows one fail)
@@ -115,5 +134,5 @@ def test_kill9_stateful_worker_counts_stay_exact(cluster: ProcessCluster, tmp_pa
                                  f"with replays {dict(replays)}")
     # one commit's inputs are at most the spout's pending tuples
     assert sum(twice.values()) <= PENDING, dict(twice)
-    print(f"stateful kill -9: {n} inputs, {sum(replays.values())} replayed, "
+    print(f"stateful kill -9 ({provider}): {n} inputs, {sum(replays.values())} replayed, "
           f"{sum(twice.values())} counted twice")

@@ -39,3 +39,26 @@ def test_key_value_state_on_zookeeper(zookeeper: Any, zk_root: str) -> None:
         assert store.location == f"{zk_root}/wc/count-3"
     finally:
         store.close()
+
+
+def test_a_checkpoint_larger_than_a_znode_commits_in_chunks(zookeeper: Any, zk_root: str) -> None:
+    """About 1.2 MB of changes in one checkpoint: more than one znode may hold (512 KiB here,
+    jute.maxbuffer's 1 MiB by default), written as chunks and committed."""
+    conf = {"topology.state.provider": "zookeeper", "topology.name": "big",
+            "topology.state.provider.config": {"servers": ["127.0.0.1"],
+                                               "port": zookeeper.port, "root": zk_root}}
+    store = open_store(conf, CONTEXT, "count-1")
+    try:
+        state = KeyValueState(store, cache_max_keys=10)
+        for i in range(3000):
+            state.put(f"word-{i}", "x" * 400)
+        state.prepare_commit(1)
+        assert store.get("p.1")["chunks"] >= 5
+        assert state.commit(1)
+        again = KeyValueState(open_store(conf, CONTEXT, "count-1"), cache_max_keys=10)
+        try:
+            assert len(again) == 3000 and again.get("word-2999") == "x" * 400
+        finally:
+            again.store.close()
+    finally:
+        store.close()

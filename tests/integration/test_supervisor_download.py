@@ -23,7 +23,6 @@ from supervisor_kit import (
 from stormpy.bundle import build_bundle
 from stormpy.rpc import RpcClient
 from stormpy.supervisor import BundleDownloader, DownloadError, SupervisorDirs
-from stormpy.supervisor.download import nimbus_addresses
 from stormpy.testing import free_ports
 
 pytest_plugins = ["supervisor_fixtures"]
@@ -85,12 +84,6 @@ def test_unknown_topology_and_unreachable_nimbus(nimbus: FakeNimbus, tmp_path: P
         downloader(nimbus, tmp_path, port=dead_port).download("wc-7")
 
 
-def test_nimbus_addresses() -> None:
-    assert nimbus_addresses({"nimbus.host": "a", "nimbus.seeds": ["a", "b"], "nimbus.thrift.port": 7}) \
-        == [("a", 7), ("b", 7)]
-    assert nimbus_addresses({"nimbus.seeds": "c"}) == [("c", 6627)]
-
-
 @pytest.mark.zookeeper
 @pytest.mark.timeout(90)
 def test_supervisor_retries_a_failed_download(supervisor_env: SupervisorEnv) -> None:
@@ -101,7 +94,7 @@ def test_supervisor_retries_a_failed_download(supervisor_env: SupervisorEnv) -> 
     good = env.nimbus.topologies["retry-1"]
     env.nimbus.topologies["retry-1"] = dataclasses.replace(good, sha256="f" * 64)
     assert sup.log_path is not None
-    wait_for(lambda: "does not match" in sup.log_path.read_text(), 20, "a failed download")
+    wait_for(lambda: "sha256 mismatch" in sup.log_path.read_text(), 20, "a failed download")
     assert sup.workers() == {}
     env.nimbus.topologies["retry-1"] = good
     wait_for(lambda: env.total("retry-1", "sink", "acked") > 5, 40, "the retried download to run")

@@ -23,8 +23,8 @@ from typing import Any
 
 from netns import HostNetwork
 
+from stormpy.client import NimbusClient
 from stormpy.config import rpc_auth_token
-from stormpy.nimbus.client import NimbusClient
 from stormpy.testing.cluster import ProcessCluster
 from stormpy.testing.zookeeper import ZooKeeperServer
 

@@ -18,7 +18,7 @@ import pytest
 from partition_cluster import NIMBUS_PORT, NetnsCluster
 from partition_kit import feed_and_wait, record, settle_and_audit, submit_ledger
 
-from stormpy.nimbus.client import NimbusClient
+from stormpy.client import NimbusClient
 from stormpy.rpc.errors import NotLeaderError
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster, pytest.mark.partitions]

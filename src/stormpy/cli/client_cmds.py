@@ -31,8 +31,8 @@ from stormpy.bundle import BundleError, build_bundle, unpack_bundle
 from stormpy.cli.bundle_report import cluster_dirs, describe_bundle
 from stormpy.cli.output import cell, console, detail, err_console, error, say, stats_table, warning
 from stormpy.cli.topology_loader import TopologyLoadError, load_topology
+from stormpy.client import NimbusClient
 from stormpy.config import ConfigError, load_config_args, parse_config_args, topology_prefixes
-from stormpy.nimbus.client import NimbusClient
 from stormpy.rpc.errors import AuthorizationError, RpcError, RpcTimeoutError, UnreachableError
 from stormpy.topology import InvalidTopologyError
 

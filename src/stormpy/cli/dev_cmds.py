@@ -1,5 +1,5 @@
-"""``stormpy dev-zookeeper``, ``stormpy dev-kafka``, ``stormpy dev-spark`` and ``stormpy dev-cluster``:
-a development cluster on this machine."""
+"""``stormpy dev-zookeeper``, ``stormpy dev-kafka``, ``stormpy dev-redis``, ``stormpy dev-spark``
+and ``stormpy dev-cluster``: a development cluster on this machine."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from stormpy.config import DEFAULTS, ConfigError, load_config_args, local_dir, p
 from stormpy.local import ProcessCluster
 from stormpy.local.dev_kafka import BROKER_CHOICES, run_dev_kafka
 from stormpy.local.kafka_broker import KafkaBrokerNotFound, KafkaBrokerStartError
+from stormpy.local.redis_server import RedisNotFound, RedisStartError, run_dev_redis
 from stormpy.local.spark_cluster import (
     SparkClusterNotFound,
     SparkClusterStartError,
@@ -79,6 +80,27 @@ def dev_kafka(port: int, log_dir: str | None, broker: str, config_file: tuple[st
     try:
         code = run_dev_kafka(port, directory, choice=broker, echo=click.echo)
     except (KafkaBrokerNotFound, KafkaBrokerStartError) as exc:
+        error(exc)
+        sys.exit(1)
+    sys.exit(code)
+
+
+@click.command("dev-redis")
+@click.option("--port", type=click.IntRange(1, 65535), default=6379, show_default=True,
+              help="Port on 127.0.0.1.")
+@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
+              help="Data and log directory kept across runs (default: <storm.local.dir>/dev-redis).")
+@click.option("--config", "config_file", multiple=True, metavar="FILE|KEY=VALUE",
+              help=CONFIG_HELP)
+@click.option("-c", "--conf", "overrides", multiple=True, metavar="KEY=VALUE|FILE", help="Config override.")
+def dev_redis(port: int, data_dir: str | None, config_file: tuple[str, ...],
+              overrides: tuple[str, ...]) -> None:
+    """Run a Redis (the `redis` state provider's store) on 127.0.0.1 for development; it prints
+    the provider config to use. Ctrl-C or SIGTERM stops it; its data is kept across runs."""
+    conf, _ = _conf(config_file, overrides)
+    try:
+        code = run_dev_redis(port, data_dir or local_dir(conf) / "dev-redis", echo=click.echo)
+    except (RedisNotFound, RedisStartError) as exc:
         error(exc)
         sys.exit(1)
     sys.exit(code)

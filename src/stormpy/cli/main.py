@@ -17,7 +17,7 @@ from stormpy.cli.client_cmds import (
     topology_info,
     topology_info_alias,
 )
-from stormpy.cli.dev_cmds import dev_cluster, dev_kafka, dev_spark, dev_zookeeper
+from stormpy.cli.dev_cmds import dev_cluster, dev_kafka, dev_redis, dev_spark, dev_zookeeper
 from stormpy.cli.keygen_cmd import curve_keygen
 from stormpy.cli.local_cmd import local
 from stormpy.cli.nimbus_cmd import nimbus
@@ -50,6 +50,7 @@ cli.add_command(topology_info)
 cli.add_command(topology_info_alias)
 cli.add_command(dev_zookeeper)
 cli.add_command(dev_kafka)
+cli.add_command(dev_redis)
 cli.add_command(dev_cluster)
 cli.add_command(dev_spark)
 cli.add_command(supervisor)

@@ -142,14 +142,22 @@ CORE_KEYS: tuple[ConfigKey, ...] = (
               Int(1)),
     ConfigKey("topology.state.provider", "memory",
               "Where stateful bolts keep their state: 'memory' (the LocalCluster's, or the "
-              "worker process's), 'sqlite', 'zookeeper' (small state), or the import path of a "
-              "function (conf, namespace) -> stormpy.state.Store.",
-              AnyOf((Choice(("memory", "sqlite", "zookeeper")), IMPORT_PATH))),
+              "worker process's), 'sqlite', 'zookeeper' (small state), 'redis' (or Storm's "
+              "org.apache.storm.redis.state.RedisKeyValueStateProvider: a cluster, large "
+              "state), or the import path of a function (conf, namespace) -> stormpy.state.Store.",
+              AnyOf((Choice(("memory", "sqlite", "zookeeper", "redis")), IMPORT_PATH))),
     ConfigKey("topology.state.provider.config", None,
               "The provider's settings, a map or a JSON string: sqlite {\"path\": file, "
               "\"table\": name}; zookeeper {\"servers\": [...], \"port\": 2181, \"root\": "
-              "\"/stormpy/state\"} (default: storm.zookeeper.*).",
+              "\"/stormpy/state\"} (default: storm.zookeeper.*); redis {\"jedisPoolConfig\": "
+              "{\"host\", \"port\", \"timeout\", \"password\", \"database\"}, \"keyPrefix\": "
+              "\"stormpy\"}.",
               AnyOf((Map(), Text(expected="a JSON string")))),
+    ConfigKey("topology.state.cache.max.keys", 100000,
+              "How many committed keys a stateful bolt task's KeyValueState keeps in memory "
+              "(an LRU cache; reads of other keys go to the store): bounds a task's memory "
+              "whatever the size of its state.",
+              Int(0)),
     ConfigKey("topology.message.timeout.secs.min", None,
               "Set by a component in its own config (windowed bolts do): the shortest "
               "topology.message.timeout.secs it works with; a shorter one is refused at submit.",

@@ -19,12 +19,10 @@ A subclass names itself (``kind``, used in errors), says how to start (:meth:`co
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import subprocess
 import tempfile
-import time
 import weakref
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,6 +31,7 @@ from typing import IO, Any, ClassVar, TypeVar
 
 from stormpy.host.ports import free_port
 from stormpy.host.processes import parent_death_signal, terminate_popen
+from stormpy.host.waiting import WaitTimeout, wait_for
 
 __all__ = ["ChildServer", "log_tail"]
 
@@ -175,21 +174,22 @@ class ChildServer:
         self._finalizer = weakref.finalize(self, terminate_popen, self._proc, 5.0)
 
     def _wait_until_serving(self) -> None:
-        assert self._proc is not None
-        deadline = time.monotonic() + self.startup_timeout_secs
-        while True:
-            code = self._proc.poll()
+        proc = self._proc
+        assert proc is not None
+
+        def exited() -> None:
+            code = proc.poll()
             if code is not None:
                 raise self.start_error(f"{self.kind} exited with status {code} during startup "
                                        f"(log {self.log_path}):\n{self.log_tail()}")
-            with contextlib.suppress(OSError):
-                if self.serving():
-                    return
-            if time.monotonic() >= deadline:
-                raise self.start_error(f"{self.kind} on {self.address} did not start serving within "
-                                       f"{self.startup_timeout_secs:g} s (log {self.log_path}):\n"
-                                       f"{self.log_tail()}")
-            time.sleep(self.poll_secs)
+
+        try:
+            wait_for(self.serving, self.startup_timeout_secs, f"{self.kind} to serve",
+                     interval=self.poll_secs, ignore=(OSError,), check=exited)
+        except WaitTimeout:
+            raise self.start_error(f"{self.kind} on {self.address} did not start serving within "
+                                   f"{self.startup_timeout_secs:g} s (log {self.log_path}):\n"
+                                   f"{self.log_tail()}") from None
 
     def log_tail(self, lines: int = 40) -> str:
         """The last ``lines`` lines of the server's log (empty when there is none yet)."""

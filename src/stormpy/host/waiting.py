@@ -1,8 +1,9 @@
-"""Waiting on conditions in tests: the one polling helper of the test kit.
+"""Waiting on conditions: the one polling helper of stormpy, for tests and daemons alike.
 
 * :func:`wait_for` polls a condition until it holds and returns its (truthy) value, or raises
   :class:`WaitTimeout` naming what was awaited. Tests wait on what they need, never on a fixed
-  sleep.
+  sleep; daemons and local parts that wait for a server to serve, a leader to settle or replicas
+  to appear use it too, turning a ``WaitTimeout`` into their own error.
 * :func:`stays_unchanged` checks that something keeps its value for a while (the only honest use
   of elapsed time in a test: "nothing happens"), naming what it watches when it changes.
 

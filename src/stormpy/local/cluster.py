@@ -38,7 +38,7 @@ from stormpy.config import merged
 from stormpy.config.validate import SUBMIT_WARNINGS_KEY, WARNING_LOG_EXTRA, check_topology_config
 from stormpy.host.waiting import wait_for
 from stormpy.messaging.inproc import InprocHub
-from stormpy.nimbus.scheduler import schedule_topology
+from stormpy.scheduler.even import schedule_topology
 from stormpy.state.memory import MemoryBackend
 from stormpy.state.zookeeper import ZkBackend
 from stormpy.topology.clock import Clock, SimulatedClock, enter_simulation, leave_simulation, simulating

@@ -36,12 +36,12 @@ import contextlib
 import os
 import shutil
 import socket
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from stormpy.host.child_server import ChildServer
+from stormpy.host.waiting import WaitTimeout, wait_for
 
 __all__ = ["BROKER_ENV", "TANSU_INSTALL_HINT", "KafkaBroker", "KafkaBrokerNotFound", "KafkaBrokerStartError",
            "TansuBroker", "create_partitions", "create_topic", "find_broker_binary"]
@@ -118,16 +118,15 @@ def create_partitions(bootstrap_servers: str, name: str, total: int, timeout_sec
 
 
 def _wait_for_partitions(client: Any, name: str, partitions: int, timeout_secs: float) -> None:
-    deadline = time.monotonic() + timeout_secs
-    while True:
-        meta = client.list_topics(name, timeout=timeout_secs)
-        topic = meta.topics.get(name)
-        if topic is not None and topic.error is None and len(topic.partitions) == partitions:
-            return
-        if time.monotonic() >= deadline:
-            raise TimeoutError(f"topic {name!r} did not show {partitions} partitions within "
-                               f"{timeout_secs:g} s")
-        time.sleep(0.05)
+    def shown() -> bool:
+        topic = client.list_topics(name, timeout=timeout_secs).topics.get(name)
+        return topic is not None and topic.error is None and len(topic.partitions) == partitions
+
+    try:
+        wait_for(shown, timeout_secs, f"topic {name!r} to show {partitions} partitions", interval=0.05)
+    except WaitTimeout:
+        raise TimeoutError(f"topic {name!r} did not show {partitions} partitions within "
+                           f"{timeout_secs:g} s") from None
 
 
 class KafkaBroker(ChildServer):

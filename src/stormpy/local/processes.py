@@ -43,13 +43,11 @@ from typing import Any
 import psutil
 import yaml
 
+from stormpy.client import NimbusClient, rpc_client
 from stormpy.cluster import ClusterState, SupervisorInfo
-from stormpy.config import rpc_auth_token
 from stormpy.host.ports import free_ports
 from stormpy.host.processes import live_process, terminate
 from stormpy.host.waiting import WaitTimeout, wait_for
-from stormpy.nimbus.client import NimbusClient
-from stormpy.rpc.curve import server_public_key
 
 __all__ = ["DaemonProcess", "ProcessCluster", "end_processes", "find_processes", "free_ports"]
 
@@ -237,9 +235,8 @@ class ProcessCluster:
     def start_nimbus(self, timeout_secs: float = 60.0, *, index: int = 0) -> None:
         """Start (or restart) Nimbus ``index`` and wait until it answers."""
         self.nimbuses[index].start()
-        probe = NimbusClient(self.host, self.nimbus_ports[index], timeout_secs=1.0, retries=0,
-                             auth_token=rpc_auth_token(self.extra_conf),
-                             curve_server_key=server_public_key(self.extra_conf))
+        probe = rpc_client(self.extra_conf, f"{self.host}:{self.nimbus_ports[index]}", timeout_secs=1.0,
+                           retries=0)
         try:
             self.wait_for(lambda: probe.ping(1.0), timeout_secs, f"{self.nimbuses[index].name} to answer",
                           check_daemons=False)
@@ -271,11 +268,9 @@ class ProcessCluster:
         for i, port in enumerate(self.nimbus_ports):
             if not self.nimbuses[i].running:
                 continue
-            probe = NimbusClient(self.host, port, timeout_secs=1.0, retries=0,
-                                 auth_token=rpc_auth_token(self.extra_conf), leader_wait_secs=0,
-                                 curve_server_key=server_public_key(self.extra_conf))
+            probe = rpc_client(self.extra_conf, f"{self.host}:{port}", timeout_secs=1.0, retries=0)
             try:
-                if probe.rpc.call("get_leader").get("is_leader"):
+                if probe.call("get_leader").get("is_leader"):
                     return i
             except Exception:  # noqa: BLE001 - a Nimbus starting or stopping
                 continue
@@ -325,10 +320,9 @@ class ProcessCluster:
     def client(self, timeout_secs: float = 10.0, retries: int = 1) -> NimbusClient:
         """A NimbusClient for this cluster (closed by :meth:`stop`), sending the cluster conf's
         ``nimbus.rpc.auth.token``; with several Nimbus hosts it follows the leader."""
-        client = NimbusClient(self.host, self.nimbus_port, timeout_secs=timeout_secs, retries=retries,
-                              auth_token=rpc_auth_token(self.extra_conf),
-                              curve_server_key=server_public_key(self.extra_conf),
-                              seeds=[f"{self.host}:{p}" for p in self.nimbus_ports])
+        client = NimbusClient.from_config(self.extra_conf, f"{self.host}:{self.nimbus_port}",
+                                          timeout_secs=timeout_secs, retries=retries,
+                                          seeds=[f"{self.host}:{p}" for p in self.nimbus_ports])
         self._clients.append(client)
         return client
 

@@ -37,7 +37,6 @@ import signal
 import subprocess
 import tempfile
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -47,6 +46,7 @@ from stormpy.host.daemon import serve_until_stopped
 from stormpy.host.java import find_java, missing_java_reason
 from stormpy.host.ports import free_ports
 from stormpy.host.processes import parent_death_signal, terminate_popen
+from stormpy.host.waiting import WaitTimeout, wait_for
 from stormpy.local.processes import end_processes, find_processes
 
 __all__ = ["SparkClusterNotFound", "SparkClusterStartError", "SparkStandalone", "run_dev_spark",
@@ -224,17 +224,19 @@ class SparkStandalone:
         return self
 
     def _wait_ready(self, daemon: _Daemon) -> None:
-        deadline = time.monotonic() + self.startup_timeout_secs
-        while not daemon.is_ready():
+        def exited() -> None:
             if not daemon.running:
                 code = daemon.proc.returncode if daemon.proc is not None else None
                 raise SparkClusterStartError(f"Spark {daemon.name} exited with status {code} "
                                              f"(log {daemon.log_path}):\n{_log_tail(daemon.log_path)}")
-            if time.monotonic() >= deadline:
-                raise SparkClusterStartError(
-                    f"Spark {daemon.name} was not ready within {self.startup_timeout_secs:g} s "
-                    f"(log {daemon.log_path}):\n{_log_tail(daemon.log_path)}")
-            time.sleep(0.1)
+
+        try:
+            wait_for(daemon.is_ready, self.startup_timeout_secs, f"Spark {daemon.name} to be ready",
+                     interval=0.1, check=exited)
+        except WaitTimeout:
+            raise SparkClusterStartError(
+                f"Spark {daemon.name} was not ready within {self.startup_timeout_secs:g} s "
+                f"(log {daemon.log_path}):\n{_log_tail(daemon.log_path)}") from None
 
     def start_master(self) -> None:
         """Start (or restart) the master on its port and wait until it is ALIVE."""
@@ -265,17 +267,19 @@ class SparkStandalone:
         master = self.master
         if master is None:
             raise RuntimeError("SparkStandalone.start() first")
-        deadline = time.monotonic() + timeout_secs
         wanted = sum(w.running for w in self.workers)
-        while True:
-            with contextlib.suppress(OSError), open(master.log_path, "rb") as f:
+
+        def registered() -> bool:
+            with open(master.log_path, "rb") as f:
                 f.seek(master._offset)
-                if f.read().count(b"Registering worker") >= wanted:
-                    return
-            if time.monotonic() >= deadline:
-                raise SparkClusterStartError(f"{wanted} Spark workers did not register within "
-                                             f"{timeout_secs:g} s:\n{_log_tail(master.log_path)}")
-            time.sleep(0.2)
+                return f.read().count(b"Registering worker") >= wanted
+
+        try:
+            wait_for(registered, timeout_secs, f"{wanted} Spark workers to register", interval=0.2,
+                     ignore=(OSError,))
+        except WaitTimeout:
+            raise SparkClusterStartError(f"{wanted} Spark workers did not register within "
+                                         f"{timeout_secs:g} s:\n{_log_tail(master.log_path)}") from None
 
     def executor_processes(self, index: int | None = None) -> list[tuple[int, list[str]]]:
         """(pid, argv) of the executor JVMs launched by worker ``index`` (all workers: None)."""

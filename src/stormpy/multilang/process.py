@@ -1,6 +1,7 @@
 """ShellProcess: one subprocess speaking the multilang protocol, driven from the executor loop.
 
-The loop never waits on the subprocess. Per subprocess three daemon threads do the waiting:
+The loop never waits on the subprocess. Per subprocess three daemon threads and a service do the
+waiting:
 
 * the reader reads its stdout, decodes messages (:mod:`.serializers`) and hands them to the loop:
   they queue in an inbox and ONE ``call_soon`` (the task's off-loop seam) is pending at a time to
@@ -10,9 +11,10 @@ The loop never waits on the subprocess. Per subprocess three daemon threads do t
   are counted until written (:attr:`tuples_queued`): the owner keeps the count under
   ``max_pending`` (Storm's ``topology.shellbolt.max.pending``) and, when it is reached, calls
   :meth:`want_room` to get ``on_room()`` on the loop once the writer has written some;
-* the watchdog wakes every heartbeat period (1 s, or a third of the timeout), asks the owner for a
+* the watchdog (a :class:`~stormpy.host.service.Service` named ``multilang-watchdog-<name>``)
+  runs a round every heartbeat period (1 s, or a third of the timeout): it asks the owner for a
   heartbeat message to send (bolts) and reports a hang when the process has been silent for the
-  timeout while the owner waits on it.
+  timeout while the owner waits on it, then stops.
 
 stderr is read line by line into the log, and its last lines are kept: the fault of a process that
 exited ends with them (``exited (exit code 1); its stderr ended with: ...``), so the error a user
@@ -40,6 +42,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from stormpy.host.service import Service
 from stormpy.multilang.serializers import Codec, GarbageError
 
 __all__ = ["ShellProcess"]
@@ -112,6 +115,8 @@ class ShellProcess:
         self._threads: list[threading.Thread] = []
         self._stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
         self._stderr_done = threading.Event()
+        self._watchdog = Service(f"multilang-watchdog-{name}", self._watch, interval=period,
+                                 first_delay=period, log=log)
 
     # --- the loop's side ----------------------------------------------------------------------
 
@@ -127,10 +132,11 @@ class ShellProcess:
             raise
         self.waiting_since = time.monotonic()  # until the pid arrives
         for target, what in ((self._read, "reader"), (self._write, "writer"),
-                             (self._read_stderr, "stderr"), (self._watch, "watchdog")):
+                             (self._read_stderr, "stderr")):
             t = threading.Thread(target=target, name=f"multilang-{what}-{self.name}", daemon=True)
             t.start()
             self._threads.append(t)
+        self._watchdog.start()
         self.send(dict(handshake(self._pid_dir)))
 
     def send(self, msg: Any, counted: bool = False) -> None:
@@ -184,6 +190,7 @@ class ShellProcess:
         if self._stopped.is_set():
             return
         self._stopped.set()
+        self._watchdog.request_stop()
         self._out.put(None)
         if wait:
             self._reap()
@@ -214,6 +221,7 @@ class ShellProcess:
         for t in self._threads:
             if t is not threading.current_thread():
                 t.join(_TERM_GRACE)
+        self._watchdog.stop(_TERM_GRACE)
         shutil.rmtree(self._pid_dir, ignore_errors=True)
 
     def _drain(self) -> None:
@@ -342,16 +350,20 @@ class ShellProcess:
         return "; its stderr ended with:\n" + "\n".join(tail)
 
     def _watch(self) -> None:
-        while not self._stopped.wait(self.period):
-            now = time.monotonic()
-            since = self.waiting_since
-            if self.always_watched or since is not None:
-                quiet_from = max(self.last_heard, since) if since is not None else self.last_heard
-                if now - quiet_from > self.timeout:
-                    self._fault(f"subprocess heartbeat timeout: nothing heard for "
-                                f"{now - quiet_from:.1f} s (timeout {self.timeout:g} s)")
-                    return
-            if self._heartbeat is not None and self.pid is not None:
-                msg = self._heartbeat()
-                if msg is not None:
-                    self.send(msg)
+        """One watchdog round (see the module docstring)."""
+        if self._stopped.is_set():
+            self._watchdog.request_stop()
+            return
+        now = time.monotonic()
+        since = self.waiting_since
+        if self.always_watched or since is not None:
+            quiet_from = max(self.last_heard, since) if since is not None else self.last_heard
+            if now - quiet_from > self.timeout:
+                self._watchdog.request_stop()
+                self._fault(f"subprocess heartbeat timeout: nothing heard for "
+                            f"{now - quiet_from:.1f} s (timeout {self.timeout:g} s)")
+                return
+        if self._heartbeat is not None and self.pid is not None:
+            msg = self._heartbeat()
+            if msg is not None:
+                self.send(msg)

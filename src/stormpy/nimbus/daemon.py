@@ -32,11 +32,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from stormpy import __version__
+from stormpy.client import NimbusClient
 from stormpy.cluster import ClusterState
 from stormpy.cluster.records import encode_value
 from stormpy.config import DEFAULTS, log_dir, rpc_auth_token
 from stormpy.host.daemon import Daemon, log_to_file
-from stormpy.nimbus.client import NimbusClient
 from stormpy.nimbus.downloads import DownloadManager
 from stormpy.nimbus.handler import NimbusHandler
 from stormpy.nimbus.leadership import Leadership

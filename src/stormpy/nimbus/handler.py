@@ -53,6 +53,7 @@ from stormpy.rpc.errors import (
     RpcError,
     TopologyRefusedError,
 )
+from stormpy.state.deployment import host_local_state_warning
 from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.spec import TopologySpec
 
@@ -166,7 +167,9 @@ class NimbusHandler:
                 self.uploads.restage(staged)
             raise
         self._on_change()
-        return {"topology_id": topology_id, "warnings": [*self._submit_warnings(topology_id), *warnings]}
+        return {"topology_id": topology_id,
+                "warnings": [*self._submit_warnings(topology_id), *warnings,
+                             *self._state_warnings(name, topology, topo_conf)]}
 
     @rpc_method
     def kill_topology(self, name: Any, wait_secs: Any = None) -> dict[str, Any]:
@@ -273,7 +276,7 @@ class NimbusHandler:
         return topology_info(base, assignment, layout, state.worker_heartbeats(tid),
                              state.all_errors(tid), time.time(),
                              self._degraded({tid: base}, {tid: assignment}).get(tid), state.supervisors(),
-                             warnings=self._submit_warnings(tid))
+                             warnings=[*self._submit_warnings(tid), *self._stored_state_warnings(tid)])
 
     def _submit_warnings(self, topology_id: str) -> list[str]:
         """The submit check's warnings stored with the topology's config (none when its
@@ -283,6 +286,25 @@ class NimbusHandler:
         except (StoreError, InvalidTopologyError, ValueError, RpcError):
             return []
         return list(setting(conf, SUBMIT_WARNINGS_KEY) or [])
+
+    def _stored_state_warnings(self, topology_id: str) -> list[str]:
+        """:meth:`_state_warnings` of a running topology (none when its description cannot be
+        read)."""
+        try:
+            spec, conf = self.manager.describe(topology_id)
+        except (StoreError, InvalidTopologyError, ValueError, RpcError):
+            return []
+        return self._state_warnings(str(setting(conf, "topology.name") or topology_id), spec, conf)
+
+    def _state_warnings(self, name: str, spec: TopologySpec, conf: Mapping[str, Any]) -> list[str]:
+        """Where the topology's state lives, when that is a risk on this cluster (none when the
+        supervisors cannot be read now: the warning is advice, the submit stands)."""
+        try:
+            hosts = {s.host for s in self.manager.state.supervisors().values()}
+        except ClusterStateError:
+            return []
+        warning = host_local_state_warning(name, spec, {**self._conf, **conf}, len(hosts))
+        return [warning] if warning else []
 
     @rpc_method
     def get_topology_files(self, topology_id: Any) -> dict[str, Any]:

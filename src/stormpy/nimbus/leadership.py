@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 
 from kazoo.exceptions import KazooException
@@ -32,6 +31,7 @@ from kazoo.recipe.lock import Lock
 from stormpy.cluster import ZkStorage
 from stormpy.cluster.errors import ClusterStateError
 from stormpy.host.service import Service
+from stormpy.host.waiting import WaitTimeout, wait_for
 
 __all__ = ["Leadership"]
 
@@ -76,16 +76,24 @@ class Leadership:
 
     def wait_settled(self, timeout_secs: float) -> bool:
         """Wait until this Nimbus leads or another one is known to; True when settled in time."""
-        deadline = time.monotonic() + timeout_secs
-        while (time.monotonic() < deadline and not self._service.stopping
-               and not self.storage.shutting_down):
+        class Stopping(Exception):
+            pass
+
+        def settled() -> bool:
             if self.is_leader():
                 return True
             leader = self.leader_address()
-            if leader is not None and leader != self.address:
-                return True
-            time.sleep(0.05)
-        return False
+            return leader is not None and leader != self.address
+
+        def check() -> None:
+            if self._service.stopping or self.storage.shutting_down:
+                raise Stopping
+
+        try:
+            return wait_for(settled, timeout_secs, "the leadership to settle", interval=0.05,
+                            check=check)
+        except (WaitTimeout, Stopping):
+            return False
 
     # -- queries -----------------------------------------------------------------------------------
     def is_leader(self) -> bool:

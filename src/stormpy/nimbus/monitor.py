@@ -18,7 +18,7 @@ Every ``nimbus.monitor.freq.secs`` :meth:`Monitor.tick` does, in this order:
    are scheduled as soon as slots are free. A topology running on fewer workers than it asked for
    (its executors were packed onto surviving slots) is rescheduled when free slots appear, so it
    spreads back to ``min(topology.workers, executors)`` workers; workers whose executors fit the
-   even spread keep running (see :mod:`stormpy.nimbus.scheduler`). A topology whose bundle this
+   even spread keep running (see :mod:`stormpy.scheduler.even`). A topology whose bundle this
    Nimbus lacks is not scheduled; ``on_missing_bundle(topology_id)`` asks for it back
    (:mod:`stormpy.nimbus.recovery`);
 3. removes ZooKeeper state (assignments, heartbeats, errors) of topologies without a StormBase,
@@ -42,10 +42,10 @@ from stormpy.config import DEFAULTS
 from stormpy.host.service import Service
 from stormpy.nimbus.downloads import DownloadManager
 from stormpy.nimbus.pending_actions import KILL, REBALANCE
-from stormpy.nimbus.scheduler import ExecutorKey, Slot, available_slots
 from stormpy.nimbus.store import StoreError
 from stormpy.nimbus.topologies import TopologyManager
 from stormpy.nimbus.uploads import UploadManager
+from stormpy.scheduler.even import ExecutorKey, Slot, available_slots
 
 __all__ = ["HeartbeatCache", "Liveness", "Monitor", "executor_liveness"]
 

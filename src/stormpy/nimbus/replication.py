@@ -34,11 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from stormpy.bundle import BundleError, verify_bundle
+from stormpy.client import NimbusClient, seed_addresses
 from stormpy.cluster import ClusterState, ClusterStateError, Watch
 from stormpy.cluster.records import decode_value
 from stormpy.config import SettingError, setting
 from stormpy.host.service import Service
-from stormpy.nimbus.client import NimbusClient, seed_addresses
+from stormpy.host.waiting import WaitTimeout, wait_for
 from stormpy.nimbus.localdirs import NimbusDirs
 from stormpy.nimbus.store import BundleStore, StoreError
 from stormpy.nimbus.uploads import StagedBundle
@@ -157,22 +158,23 @@ class Replicator:
                 running = "1 Nimbus host is" if live == 1 else f"{live} Nimbus hosts are"
                 return self._short(topology_id, len(self.holders(topology_id)), count,
                                    f"only {running} running")
-        deadline = time.monotonic() + timeout_secs
-        while True:
-            have = len(self.holders(topology_id))
-            if have >= count:
-                return None
-            if time.monotonic() >= deadline:
-                why = (f"no more copies after {timeout_secs:g} s (topology.max.replication.wait.time.sec); "
-                       "are the standby Nimbus hosts running?")
-                if strict:
-                    raise ReplicationError(
-                        f"topology {topology_id}: only {have} of the {count} Nimbus hosts required by "
-                        f"topology.min.replication.count hold its bundle: {why}")
-                return self._short(topology_id, have, count, why)
+        def stopping() -> None:
             if self._service.stopping:
                 raise ReplicationError(f"topology {topology_id}: this Nimbus is stopping")
-            time.sleep(0.05)
+
+        try:
+            wait_for(lambda: len(self.holders(topology_id)) >= count, timeout_secs,
+                     f"{count} copies of {topology_id}", interval=0.05, check=stopping)
+            return None
+        except WaitTimeout:
+            have = len(self.holders(topology_id))
+        why = (f"no more copies after {timeout_secs:g} s (topology.max.replication.wait.time.sec); "
+               "are the standby Nimbus hosts running?")
+        if strict:
+            raise ReplicationError(
+                f"topology {topology_id}: only {have} of the {count} Nimbus hosts required by "
+                f"topology.min.replication.count hold its bundle: {why}")
+        return self._short(topology_id, have, count, why)
 
     @staticmethod
     def _short(topology_id: str, have: int, count: int, why: str) -> str:

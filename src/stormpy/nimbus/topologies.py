@@ -34,12 +34,12 @@ from stormpy.cluster import Assignment, ClusterState, StormBase
 from stormpy.config import setting
 from stormpy.nimbus.credentials import add_topology_credentials
 from stormpy.nimbus.pending_actions import KILL, REBALANCE, ActionTimers
-from stormpy.nimbus.scheduler import ExecutorKey, Slot, available_slots, schedule_topology
 from stormpy.nimbus.store import BundleStore, StoredTopology, StoreError
 from stormpy.nimbus.submission import check_znode, prepare_submission, roll_back_submission, write_submission
 from stormpy.nimbus.uploads import StagedBundle
 from stormpy.nimbus.validation import limit
 from stormpy.rpc.errors import AlreadyExistsError, InvalidRequestError, NotFoundError, TopologyRefusedError
+from stormpy.scheduler.even import ExecutorKey, Slot, available_slots, schedule_topology
 from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.layout import ACKER_COMPONENT, TaskLayout, compute_layout
 from stormpy.topology.spec import TopologySpec

@@ -1,15 +1,16 @@
 """The state layer, and stateful bolts on it.
 
-One state-store layer (:mod:`stormpy.state.base`) with three backends: memory
+One state-store layer (:mod:`stormpy.state.base`) with four backends: memory
 (:class:`MemoryBackend`, owned by a LocalCluster instance or a worker process), SQLite
-(:class:`SqliteStore`, a file) and ZooKeeper (:class:`ZkBackend`/:class:`ZkStore`, through the one
-ZooKeeper client of :mod:`stormpy.cluster.storage`). It is what ``context.state_store`` and
-``context.state_backend`` give components, and what stateful bolts, transactional topologies and
-the Kinesis spout's checkpoints keep their state in.
+(:class:`SqliteStore`, a file), ZooKeeper (:class:`ZkBackend`/:class:`ZkStore`, through the one
+ZooKeeper client of :mod:`stormpy.cluster.storage`) and Redis (:class:`RedisStore`, redis-py).
+It is what ``context.state_store`` and ``context.state_backend`` give components, and what
+stateful bolts, transactional topologies, Trident map states and the Kinesis spout's checkpoints
+keep their state in.
 
 Stateful bolts (Storm 2.x's ``IStatefulBolt``, ``KeyValueState`` and checkpoint protocol): a
 topology with a :class:`StatefulBolt` built by ``TopologyBuilder`` gets the checkpoint spout and
-executors automatically; ``topology.state.provider`` picks the store (memory, sqlite, zookeeper).
+executors automatically; ``topology.state.provider`` picks the store (memory, sqlite, zookeeper, redis).
 See docs/windowing-state.md.
 
 Renamed in this release: ``DocStore`` is :class:`Store` and ``SqliteDocStore`` is
@@ -25,6 +26,7 @@ from stormpy.state.checkpoint import CHECKPOINT_COMPONENT, CHECKPOINT_STREAM, Ch
 from stormpy.state.kv import KeyValueState
 from stormpy.state.memory import MemoryBackend, MemoryStore
 from stormpy.state.provider import open_store
+from stormpy.state.redis_store import RedisConfig, RedisStore, open_redis_store, redis_config
 from stormpy.state.settings import StateSettings, state_settings
 from stormpy.state.sqlite import SqliteStore
 from stormpy.state.wiring import add_checkpointing
@@ -37,6 +39,7 @@ SqliteDocStore = SqliteStore
 # the executors that run stateful bolts (stormpy.state.bolt) are internal: add_checkpointing
 # wires them in
 __all__ = ["CHECKPOINT_COMPONENT", "CHECKPOINT_STREAM", "CheckpointSpout", "DocStore",
-           "KeyValueState", "MemoryBackend", "MemoryStore", "SqliteDocStore", "SqliteStore",
-           "StateSettings", "StatefulBolt", "Store", "ZkBackend", "ZkStore", "add_checkpointing",
-           "open_store", "open_zk_store", "state_settings"]
+           "KeyValueState", "MemoryBackend", "MemoryStore", "RedisConfig", "RedisStore",
+           "SqliteDocStore", "SqliteStore", "StateSettings", "StatefulBolt", "Store", "ZkBackend",
+           "ZkStore", "add_checkpointing", "open_redis_store", "open_store", "open_zk_store",
+           "redis_config", "state_settings"]

@@ -2,8 +2,17 @@
 :class:`~stormpy.topology.state.StateStore` contract (get, put, delete, children of msgpack values
 under ``/``-separated key paths, bounded in time, errors naming the path):
 
-* ``put_many``/``delete_many``: several keys at once (atomic as a whole on memory and SQLite, key
-  by key on ZooKeeper);
+* ``put_many``/``delete_many``: several keys at once (atomic as a whole on memory, SQLite and
+  Redis, key by key in order on ZooKeeper);
+* ``get_many(keys)``: the values of those keys that hold one (one round trip on Redis);
+* ``write_batch(puts, deletes)``: puts then deletes, applied in that order, for large checkpoint
+  steps: atomic on memory and SQLite; on ZooKeeper and Redis sent in batches, so an interruption
+  leaves a prefix of them applied (callers make the batch idempotent and repeat it);
+* ``scan(key, prefix=)``: ``(name, value)`` of the children of ``key`` that hold a value (and whose
+  name starts with ``prefix``), streamed page by page: never the whole subtree in memory at once
+  on SQLite and Redis; in no promised order; a child written during the scan may be missed, and
+  on Redis a child may be yielded twice while Redis resizes the hash (``HSCAN``'s rule);
+* ``count(key)``: how many children ``key`` has (at least those ``scan`` yields);
 * ``update(key, fn)``: compare-and-set: ``fn(current value or None)`` gives the new value, or None
   to leave the key as it is; the write happens only if nobody changed the key meanwhile (else
   ``fn`` runs again on the newer value); True when it wrote;
@@ -22,7 +31,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from stormpy.topology.state import StateKeyError, StateStoreError, key_segments
@@ -33,6 +42,7 @@ __all__ = ["MAX_UPDATE_ROUNDS", "Store", "check_segments", "contention_pause", "
 #: (StateUnavailableError: try again later); between rounds it waits a little, at random.
 MAX_UPDATE_ROUNDS = 100
 UPDATE_BACKOFF_SECS = 0.002
+_ABSENT = object()
 
 
 def contention_pause(round_: int) -> None:
@@ -87,6 +97,33 @@ class Store:
     def delete_many(self, keys: Iterable[str]) -> None:
         for key in keys:
             self.delete(key)
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
+        """The values of those of ``keys`` that hold one."""
+        found: dict[str, Any] = {}
+        for key in keys:
+            value = self.get(key, _ABSENT)
+            if value is not _ABSENT:
+                found[key] = value
+        return found
+
+    def write_batch(self, puts: Mapping[str, Any], deletes: Iterable[str] = ()) -> None:
+        """Apply ``puts``, then ``deletes``, in that order (see the module contract)."""
+        self.put_many(puts)
+        self.delete_many(deletes)
+
+    def scan(self, key: str = "", *, prefix: str = "", page: int = 1000
+             ) -> Iterator[tuple[str, Any]]:
+        """Stream ``(name, value)`` of ``key``'s children that hold a value (module contract)."""
+        for name in self.children(key):
+            if name.startswith(prefix):
+                value = self.get(f"{key}/{name}" if key else name, _ABSENT)
+                if value is not _ABSENT:
+                    yield name, value
+
+    def count(self, key: str = "") -> int:
+        """How many children ``key`` has."""
+        return len(self.children(key))
 
     def watch(self, key: str, callback: Callable[[Any], None]) -> Callable[[], None]:
         """Watch ``key`` (see the module contract); returns the function that cancels it."""

@@ -15,6 +15,15 @@ checkpoints; it then forwards it downstream anchored to those, and acks them. A 
   PREPARE commits nothing: its inputs died unacked with it and are replayed); ROLLBACK: back to
   the last committed state, inputs failed; INITSTATE(t): back to the last committed state, then
   ``init_state`` (first time) and the buffered tuples.
+
+A store that fails (unreachable, restarted, out of memory: a
+:class:`~stormpy.topology.state.StateStoreError` naming the provider, its address and the key) never
+makes a task ack: a data tuple whose ``execute`` hit it is failed (replayed) with the inputs run
+since the last PREPARE, and their uncommitted changes dropped; a checkpoint step
+that hit it fails the checkpoint, so the spout runs recovery (a failed PREPARE rolls back and
+fails the held inputs; a failed COMMIT is sent again until the store answers; a failed
+INITSTATE is retried with the data tuples still buffered). Each failure is logged and reported
+(``report_error``) naming the component and task.
 """
 
 from __future__ import annotations
@@ -33,10 +42,12 @@ from stormpy.state.checkpoint import (
 )
 from stormpy.state.kv import KeyValueState
 from stormpy.state.provider import open_store
+from stormpy.state.settings import state_settings
 from stormpy.topology.component import BasicBolt, Bolt
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import FailedException
 from stormpy.topology.imports import import_object
+from stormpy.topology.state import StateStoreError
 from stormpy.topology.streams import Stream
 from stormpy.topology.tuple import Tuple
 
@@ -162,8 +173,10 @@ class StatefulBoltExecutor(CheckpointTupleForwarder):
         super().prepare(conf, context)
         # loading a state that cannot be read raises here, naming store and key: the bolt then
         # never processes a tuple with an unknown state
-        self.state = KeyValueState(open_store(conf, context,
-                                              f"{context.component_id}-{context.task_id}"))
+        self.task_name = f"{context.component_id}-{context.task_id}"
+        self.state = KeyValueState(open_store(conf, context, self.task_name),
+                                   state_settings(conf).cache_max_keys)
+        self.store_failures = 0
         self.initialized = False
         self.buffered: list[Tuple] = []
         self.pending: list[Tuple] = []   # acked by the user since the last prepare
@@ -187,10 +200,33 @@ class StatefulBoltExecutor(CheckpointTupleForwarder):
             self._barrier(tup)
         elif not self.initialized:
             self.buffered.append(tup)
-        elif self.basic:
-            super().run_user(tup)
         else:
-            self.bolt.execute(tup)
+            self._run_data(tup)
+
+    def _run_data(self, tup: Tuple) -> None:
+        """Run the user's bolt on a data tuple; a store failure fails the tuple (replayed)."""
+        try:
+            if self.basic:
+                super().run_user(tup)
+            else:
+                self.bolt.execute(tup)
+        except StateStoreError as exc:
+            self._store_failed(f"a tuple from {tup.component}", exc)
+            # the input may have changed the state before it failed: its changes, and those of
+            # the inputs run since the last prepare, are dropped and those inputs failed too
+            self.state.discard_pending()
+            for held in [*self.pending, tup]:
+                self.fail(held)
+            self.pending = []
+
+    def _store_failed(self, step: str, exc: StateStoreError) -> None:
+        """Log (the first failure and every 1000th after) and report a failure of the store."""
+        self.store_failures += 1
+        if self.store_failures == 1 or self.store_failures % 1000 == 0:
+            log.error("component %s: %s failed on its state store (%d failures so far; the "
+                      "inputs are failed and replayed, nothing is acked): %s", self.task_name,
+                      step, self.store_failures, exc)
+            self.report_error(exc)
 
     def run_user(self, tup: Tuple) -> None:
         if not self.initialized:
@@ -212,6 +248,13 @@ class StatefulBoltExecutor(CheckpointTupleForwarder):
             hook()
 
     def handle_checkpoint(self, txid: int, action: str) -> bool:
+        try:
+            return self._checkpoint(txid, action)
+        except StateStoreError as exc:
+            self._store_failed(f"checkpoint {action.upper()} {txid}", exc)
+            return False
+
+    def _checkpoint(self, txid: int, action: str) -> bool:
         if action == PREPARE:
             if not self.initialized:
                 log.info("%s: PREPARE %d before the state was initialised; failing it to "
@@ -244,5 +287,5 @@ class StatefulBoltExecutor(CheckpointTupleForwarder):
                 self.initialized = True
                 buffered, self.buffered = self.buffered, []
                 for t in buffered:
-                    self.run_user(t)
+                    self._run_data(t)
         return True

@@ -9,10 +9,17 @@ state ``(txid, COMMITTED | PREPARING | COMMITTING)`` is saved in the state store
 * a failed (or timed-out) checkpoint, or a (re)start, enters recovery: PREPARING(t) → ROLLBACK(t)
   (acked: COMMITTED(t-1)); COMMITTING(t) → COMMIT(t) again; COMMITTED(t) → INITSTATE(t), whose ack
   ends recovery.
+
+A save that fails (the store unreachable: a
+:class:`~stormpy.topology.state.StateStoreError`) emits nothing and enters recovery from the last
+state known to be saved; every recovery step is safe whichever of the two states the store
+holds, so the protocol resumes once the store answers. Failures are logged (the first and every
+100th) and reported.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -21,6 +28,7 @@ from stormpy.state.provider import open_store
 from stormpy.state.settings import state_settings
 from stormpy.topology.component import Spout
 from stormpy.topology.context import TopologyContext
+from stormpy.topology.state import StateStoreError
 from stormpy.topology.streams import Stream
 
 __all__ = ["CHECKPOINT_COMPONENT", "CHECKPOINT_FIELDS", "CHECKPOINT_STREAM", "COMMIT",
@@ -31,6 +39,8 @@ CHECKPOINT_COMPONENT = "$checkpointspout"
 CHECKPOINT_FIELDS = ("txid", "action")
 PREPARE, COMMIT, ROLLBACK, INITSTATE = "prepare", "commit", "rollback", "initstate"
 COMMITTED, PREPARING, COMMITTING = "committed", "preparing", "committing"
+
+log = logging.getLogger("stormpy.state")
 
 
 class CheckpointSpout(Spout):
@@ -50,13 +60,26 @@ class CheckpointSpout(Spout):
         self.recovering = True
         self.in_flight = False
         self.last = time.monotonic()
+        self.save_failures = 0
 
     def close(self) -> None:
         self.store.close()
 
-    def _save(self, txid: int, phase: str) -> None:
-        self.store.put("txstate", [txid, phase])  # one atomic write
+    def _save(self, txid: int, phase: str) -> bool:
+        """Save ``(txid, phase)`` (one atomic write); False, and recovery, when the store fails."""
+        try:
+            self.store.put("txstate", [txid, phase])
+        except StateStoreError as exc:
+            self.save_failures += 1
+            if self.save_failures == 1 or self.save_failures % 100 == 0:
+                log.error("%s: cannot save the checkpoint state %s(%d) (%d failures so far); "
+                          "recovering once the store answers: %s", CHECKPOINT_COMPONENT,
+                          phase.upper(), txid, self.save_failures, exc)
+                self.report_error(exc)
+            self.recovering = True
+            return False
         self.txid, self.phase = txid, phase
+        return True
 
     def _emit(self, txid: int, action: str) -> None:
         self.in_flight = True
@@ -72,8 +95,8 @@ class CheckpointSpout(Spout):
             self._emit(self.txid, COMMIT)
         elif time.monotonic() - self.last >= self.interval:
             self.last = time.monotonic()
-            self._save(self.txid + 1, PREPARING)
-            self._emit(self.txid, PREPARE)
+            if self._save(self.txid + 1, PREPARING):
+                self._emit(self.txid, PREPARE)
 
     def ack(self, msg_id: Any) -> None:
         txid, action = msg_id

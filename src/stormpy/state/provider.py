@@ -7,6 +7,9 @@
 * ``sqlite``: the file of ``{"path": ..., "table": ...}`` under ``<topology name>/<component>-<task>``;
 * ``zookeeper``: its own connection to ``{"servers", "port", "root", "timeout.secs"}`` (default
   ``storm.zookeeper.*``, root ``/stormpy/state``), node ``<root>/<topology name>/<component>-<task>``;
+* ``redis`` (or Storm's ``org.apache.storm.redis.state.RedisKeyValueStateProvider``): its own
+  connection pool to ``{"jedisPoolConfig": {"host", "port", "timeout", "password", "database"},
+  "keyPrefix": "stormpy"}``, hash ``<prefix>/<topology name>/<component>-<task>``;
 * an import path: ``factory(conf, namespace)`` returning a :class:`~stormpy.state.base.Store`.
 
 Durable stores are named by topology name, so a redeployed topology continues from its state.
@@ -21,6 +24,7 @@ from stormpy.cluster.paths import encode_segment
 from stormpy.cluster.zk_hosts import hosts_from_config
 from stormpy.config import SettingError, setting
 from stormpy.state.base import Store
+from stormpy.state.redis_store import open_redis_store, redis_config
 from stormpy.state.settings import (
     PROVIDER,
     PROVIDER_CONFIG,
@@ -66,6 +70,8 @@ def open_store(conf: Mapping[str, Any], context: TopologyContext, task_key: str)
                                                     encode_segment(task_key))),
                              operation_timeout_secs=float(config.get("timeout.secs") or ZK_TIMEOUT_SECS),
                              **from_settings(conf))
+    if kind == "redis":
+        return open_redis_store(redis_config(config, PROVIDER_CONFIG), name, task_key)
     factory = import_object(kind)
     store = factory(conf, f"{name}/{task_key}")
     if not isinstance(store, Store):

@@ -9,16 +9,26 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stormpy.config import DEFAULTS, SettingError, setting
+from stormpy.state.redis_store import redis_config
 from stormpy.state.sqlite import DEFAULT_TABLE, TABLE_NAME_RULE, is_table_name
 
-__all__ = ["PROVIDERS", "ZK_ROOT", "ZK_TIMEOUT_SECS", "StateSettings", "positive_number",
-           "state_settings"]
+__all__ = ["HOST_LOCAL_PROVIDERS", "PROVIDERS", "PROVIDER_ALIASES", "ZK_ROOT", "ZK_TIMEOUT_SECS",
+           "StateSettings", "positive_number", "state_settings"]
 
-PROVIDERS = ("memory", "sqlite", "zookeeper")
+PROVIDERS = ("memory", "sqlite", "zookeeper", "redis")
+#: Storm's provider class names, and the provider each stands for here
+PROVIDER_ALIASES = {
+    "org.apache.storm.redis.state.RedisKeyValueStateProvider": "redis",
+    "org.apache.storm.state.InMemoryKeyValueStateProvider": "memory",
+}
+#: the providers whose state stays on the host (or in the process) of the task that wrote it
+HOST_LOCAL_PROVIDERS = ("memory", "sqlite")
 
 PROVIDER = "topology.state.provider"
 PROVIDER_CONFIG = "topology.state.provider.config"
 INTERVAL = "topology.state.checkpoint.interval.ms"
+CACHE_MAX_KEYS = "topology.state.cache.max.keys"
+DEFAULT_CACHE_MAX_KEYS = 100_000
 #: the zookeeper provider's defaults: its root znode and its operation timeout
 ZK_ROOT = "/stormpy/state"
 ZK_TIMEOUT_SECS = 10.0
@@ -26,12 +36,15 @@ ZK_TIMEOUT_SECS = 10.0
 
 @dataclass(frozen=True)
 class StateSettings:
-    """``provider``: one of :data:`PROVIDERS` or a factory's import path; ``config``: the
-    provider's settings; ``checkpoint_interval_secs``: how often a checkpoint starts."""
+    """``provider``: one of :data:`PROVIDERS` (Storm's class names mapped by
+    :data:`PROVIDER_ALIASES`) or a factory's import path; ``config``: the provider's settings;
+    ``checkpoint_interval_secs``: how often a checkpoint starts; ``cache_max_keys``: committed
+    keys a KeyValueState keeps in memory."""
 
     provider: str = "memory"
     config: dict[str, Any] = field(default_factory=dict)
     checkpoint_interval_secs: float = 1.0
+    cache_max_keys: int = DEFAULT_CACHE_MAX_KEYS
 
 
 def positive_number(setting: str, value: Any, default: float) -> float:
@@ -61,6 +74,7 @@ def _provider_config(conf: Mapping[str, Any]) -> dict[str, Any]:
 def state_settings(conf: Mapping[str, Any]) -> StateSettings:
     """The stateful bolts' settings of ``conf``, checked (SettingError naming the setting)."""
     provider = setting(conf, PROVIDER) or DEFAULTS[PROVIDER]  # "" too: the default
+    provider = PROVIDER_ALIASES.get(provider, provider) if isinstance(provider, str) else provider
     if not isinstance(provider, str) or (provider not in PROVIDERS
                                          and "." not in provider and ":" not in provider):
         raise SettingError(PROVIDER, f"must be one of {', '.join(PROVIDERS)} or the import path "
@@ -82,5 +96,10 @@ def state_settings(conf: Mapping[str, Any]) -> StateSettings:
             raise SettingError(PROVIDER_CONFIG, f"'root' must be an absolute znode path, got "
                                                 f"{root!r}")
         positive_number(f"{PROVIDER_CONFIG} timeout.secs", config.get("timeout.secs"), ZK_TIMEOUT_SECS)
+    if provider == "redis":
+        redis_config(config, PROVIDER_CONFIG)
     interval = positive_number(INTERVAL, conf.get(INTERVAL), 1000.0) / 1000
-    return StateSettings(provider, config, interval)
+    cache = setting(conf, CACHE_MAX_KEYS)
+    if isinstance(cache, bool) or not isinstance(cache, int) or cache < 0:
+        raise SettingError(CACHE_MAX_KEYS, f"must be a number of keys >= 0, got {cache!r}")
+    return StateSettings(provider, config, interval, cache)

@@ -17,9 +17,10 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from stormpy.cluster.paths import decode_segment, encode_segment
 from stormpy.state.base import Store, check_segments, root_or_segments
@@ -188,6 +189,30 @@ class SqliteStore(Store):
             f"SELECT key FROM {self._sql_table} WHERE key >= ? AND key < ?", (low, high)).fetchall())
         start = len(low)
         return sorted({decode_segment(r[0][start:].split("/", 1)[0]) for r in found})
+
+    def scan(self, key: str = "", *, prefix: str = "", page: int = 1000
+             ) -> Iterator[tuple[str, Any]]:
+        """``key``'s children with values, ``page`` rows per query in key order (never the
+        whole table in memory)."""
+        row = self._row(key)
+        low, high = self._below(row)
+        start = low + quote(prefix, safe="")
+        end = start + "\U0010ffff" if prefix else high
+        after = ""
+        query = (f"SELECT key, doc FROM {self._sql_table} WHERE key >= ? AND key < ? AND key > ? "
+                 "ORDER BY key LIMIT ?")
+        while True:
+            bounds = (start, end, after, page)
+            rows: list[tuple[str, bytes]] = self._run(
+                self.where(key), lambda c: c.execute(query, bounds).fetchall())  # noqa: B023
+            for name, doc in rows:
+                child = name[len(low):]
+                if "/" not in child:
+                    decoded = decode_segment(child)
+                    yield decoded, decode_state(f"{self.where(key)}/{decoded}", doc)
+            if len(rows) < page:
+                return
+            after = rows[-1][0]
 
     def update(self, key: str, fn: Callable[[Any], Any]) -> bool:
         row, path = self._row(key), self.where(key)

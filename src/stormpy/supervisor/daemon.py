@@ -190,6 +190,8 @@ class Supervisor(Daemon):
             self.state.begin_shutdown()  # threads blocked on an unreachable ZooKeeper return now
         if self._downloads is not None:
             self._downloads.stop(self.shutdown_grace + 10.0)
+        if self._returner is not None:
+            self._returner.stop(self.shutdown_grace + 10.0)
         for service in (self._heartbeat, self._sync):
             service.stop(self.shutdown_grace + 10.0)
         if stop_workers and self._reconciler is not None:

@@ -15,14 +15,15 @@ raises :class:`DownloadError` naming the topology and leaves nothing behind.
 at most once at a time, and after a failed download it is not queued again
 before its back-off has passed (1 s, doubling up to 60 s; a success resets it).
 
-Nimbus HA: the candidates are ``nimbus.host`` and every ``nimbus.seeds`` entry (``host`` or
-``host:port``). The first that answers a ping is asked ``get_leader``; the leader is tried first,
-then the others (a standby serves the bundles it has replicated), so downloads keep working across
-a change of leader. A download fails only when no candidate could serve it.
+Nimbus HA: the candidates are the config's seeds (:func:`stormpy.client.seed_addresses`); the
+leader (:func:`stormpy.client.find_leader`) is tried first, then the others (a standby serves the
+bundles it has replicated), so downloads keep working across a change of leader. A dead candidate
+costs its connect timeout only. A download fails only when no candidate could serve it.
 
-RPC calls to Nimbus carry ``nimbus.rpc.auth.token`` and wait ``nimbus.rpc.timeout.secs`` per
-attempt with ``nimbus.rpc.retries`` retries; a Nimbus refusing the token is a DownloadError that
-says so (it is not mistaken for an unreachable Nimbus).
+The transfer and its checks are :func:`stormpy.client.download_bundle`'s; the RPC clients are
+:func:`stormpy.client.rpc_client`'s (``nimbus.rpc.auth.token``, ``nimbus.rpc.timeout.secs``,
+``nimbus.rpc.retries``). A Nimbus refusing the token is a DownloadError that says so (it is not
+mistaken for an unreachable Nimbus).
 """
 
 from __future__ import annotations
@@ -40,21 +41,27 @@ from typing import Any
 
 import msgpack
 
-from stormpy.bundle import BundleError, sha256_file, unpack_bundle, verify_bundle
+from stormpy.bundle import BundleError, unpack_bundle, verify_bundle
+from stormpy.client import (
+    BundleDigest,
+    download_bundle,
+    find_leader,
+    leader_first,
+    parse_address,
+    rpc_client,
+    rpc_settings,
+    seed_addresses,
+)
 from stormpy.cluster.local_layout import SupervisorDirs
-from stormpy.config import DEFAULTS, rpc_auth_token
+from stormpy.config import setting
 from stormpy.host.backoff import Backoff
 from stormpy.host.service import Service
-from stormpy.rpc import AuthorizationError, RpcClient, RpcError, UnreachableError
-from stormpy.rpc.curve import server_public_key
+from stormpy.rpc import AuthorizationError, RpcClient, RpcError, RpcTimeoutError, UnreachableError
 
-__all__ = ["BundleDownloader", "DownloadError", "DownloadQueue", "nimbus_addresses"]
+__all__ = ["BundleDownloader", "DownloadError", "DownloadQueue"]
 
-#: Longest wait for Nimbus to answer the ping that picks the Nimbus candidate.
-PING_TIMEOUT_SECS = 5.0
-#: Longest wait for the TCP connection to a Nimbus: a dead one is skipped after this, not after
-#: the RPC timeout.
-CONNECT_TIMEOUT_SECS = 2.0
+#: Longest wait for a Nimbus to say who leads before the next seed is asked.
+LEADER_ASK_TIMEOUT_SECS = 5.0
 #: Back-off after a failed download of a topology: the first retry waits this long ...
 RETRY_MIN_SECS = 1.0
 #: ... and each further failure doubles it, up to this.
@@ -65,27 +72,6 @@ _IDLE_SECS = 60.0
 
 class DownloadError(RuntimeError):
     """A topology's code could not be downloaded; the message names the topology and the cause."""
-
-
-def _split(entry: str, default_port: int) -> tuple[str, int]:
-    host, sep, port = entry.rpartition(":")
-    if sep and host and port.isdigit():
-        return host, int(port)
-    return entry, default_port
-
-
-def nimbus_addresses(conf: Mapping[str, Any]) -> list[tuple[str, int]]:
-    """Where to look for Nimbus: ``nimbus.host``, then every ``nimbus.seeds`` entry (``host`` on
-    ``nimbus.thrift.port``, or ``host:port``), duplicates removed, order kept."""
-    port = int(conf.get("nimbus.thrift.port") or 6627)
-    hosts = [conf.get("nimbus.host")]
-    seeds = conf.get("nimbus.seeds") or []
-    hosts.extend([seeds] if isinstance(seeds, str) else seeds)
-    seen: list[tuple[str, int]] = []
-    for host in hosts:
-        if host and _split(str(host), port) not in seen:
-            seen.append(_split(str(host), port))
-    return seen
 
 
 ClientFactory = Callable[[str, int], RpcClient]
@@ -100,50 +86,32 @@ class BundleDownloader:
         self.conf = conf
         self.dirs = dirs
         self.log = log or logging.getLogger(__name__)
-        self.max_bundle_bytes = int(conf.get("nimbus.max.bundle.size.bytes") or 256 * 1024 * 1024)
+        self.max_bundle_bytes = int(setting(conf, "nimbus.max.bundle.size.bytes"))
         self._client_factory = client_factory or self._default_client
+        self._ask_factory = client_factory or self._asking_client
 
     def _default_client(self, host: str, port: int) -> RpcClient:
-        conf = self.conf
-        return RpcClient(
-            host, port,
-            timeout_secs=float(conf.get("nimbus.rpc.timeout.secs", DEFAULTS["nimbus.rpc.timeout.secs"])),
-            retries=int(conf.get("nimbus.rpc.retries", DEFAULTS["nimbus.rpc.retries"])),
-            auth_token=rpc_auth_token(conf), service="Nimbus", connect_timeout_secs=CONNECT_TIMEOUT_SECS,
-            curve_server_key=server_public_key(conf))
+        return rpc_client(self.conf, f"{host}:{port}")
 
-    def _candidates(self) -> list[RpcClient]:
-        """Clients for the Nimbus candidates that answer a ping, the leader first."""
-        answering: list[RpcClient] = []
-        tried = []
-        for host, port in nimbus_addresses(self.conf):
-            client = self._client_factory(host, port)
-            try:
-                if client.ping(timeout_secs=min(client.timeout_secs, PING_TIMEOUT_SECS)):
-                    answering.append(client)
-                    continue
-            except AuthorizationError as exc:
-                client.close()
-                for other in answering:
-                    other.close()
-                raise DownloadError(f"Nimbus at {host}:{port} refused this supervisor: {exc.message} "
-                                    "(nimbus.rpc.auth.token must match Nimbus's)") from exc
-            except RpcError:
-                pass
-            client.close()
-            tried.append(f"{host}:{port}")
-        if not answering:
-            raise DownloadError(f"no Nimbus answered at {', '.join(tried) or 'no configured address'}")
-        leader = self._leader(answering[0])
-        return sorted(answering, key=lambda c: f"{c.host}:{c.port}" != leader)
+    def _asking_client(self, host: str, port: int) -> RpcClient:
+        """For ``get_leader``: a hung Nimbus costs at most LEADER_ASK_TIMEOUT_SECS, no retry."""
+        settings = rpc_settings(self.conf)
+        return rpc_client(self.conf, f"{host}:{port}", retries=0,
+                          timeout_secs=min(settings["timeout_secs"], LEADER_ASK_TIMEOUT_SECS))
 
-    @staticmethod
-    def _leader(client: RpcClient) -> str | None:
+    def _client(self, address: str) -> RpcClient:
+        return self._client_factory(*parse_address(address))
+
+    def _candidates(self) -> list[str]:
+        """The seeds, the leader first (a refusal of this supervisor's token is a DownloadError)."""
+        seeds = seed_addresses(self.conf)
         try:
-            answer = client.call("get_leader")
-        except RpcError:
-            return None  # a Nimbus without HA support: it is the only one
-        return answer.get("leader") if isinstance(answer, dict) else None
+            leader = find_leader(seeds, client_factory=lambda a: self._ask_factory(*parse_address(a)),
+                                 raise_refusal=True)
+        except AuthorizationError as exc:
+            raise DownloadError(f"Nimbus refused this supervisor: {exc.message} "
+                                "(nimbus.rpc.auth.token must match Nimbus's)") from exc
+        return leader_first(seeds, leader)
 
     def download(self, topology_id: str) -> Path:
         """Download, verify and unpack ``topology_id``; return its stormdist directory."""
@@ -170,56 +138,39 @@ class BundleDownloader:
 
     def _fetch_from_any(self, topology_id: str, tmp: Path) -> None:
         """Fetch from the first candidate that can serve ``topology_id``; raise the last failure."""
-        clients = self._candidates()
-        try:
-            for i, client in enumerate(clients):
-                try:
-                    self._fetch(client, topology_id, tmp)
-                    return
-                except (RpcError, DownloadError, BundleError) as exc:
-                    if isinstance(exc, AuthorizationError) or i == len(clients) - 1:
-                        raise
-                    self.log.info("Nimbus %s:%s cannot serve topology %s (%s); trying the next one",
-                                  client.host, client.port, topology_id, exc)
-                    for child in tmp.iterdir():
-                        if child.is_dir():
-                            shutil.rmtree(child)
-                        else:
-                            child.unlink()
-        finally:
-            for client in clients:
+        candidates = self._candidates()
+        failures: list[str] = []
+        unreachable = True
+        for address in candidates:
+            client = self._client(address)
+            try:
+                self._fetch(client, topology_id, tmp)
+                return
+            except AuthorizationError as exc:
+                raise DownloadError(f"Nimbus at {address} refused this supervisor: {exc.message} "
+                                    "(nimbus.rpc.auth.token must match Nimbus's)") from exc
+            except (RpcError, DownloadError, BundleError) as exc:
+                failures.append(f"{address}: {type(exc).__name__}: {exc}")
+                unreachable = unreachable and isinstance(exc, RpcTimeoutError)
+                self.log.info("Nimbus %s cannot serve topology %s (%s)", address, topology_id, exc)
+                for child in tmp.iterdir():
+                    if child.is_dir():
+                        shutil.rmtree(child)
+                    else:
+                        child.unlink()
+            finally:
                 client.close()
+        if unreachable:
+            raise DownloadError(f"cannot download topology {topology_id}: no Nimbus answered at "
+                                f"{', '.join(candidates)}")
+        raise DownloadError(f"cannot download topology {topology_id}: " + "; ".join(failures))
 
     def _fetch(self, client: RpcClient, topology_id: str, tmp: Path) -> None:
         files = client.call("get_topology_files", topology_id=topology_id)
-        size = int(files["bundle_size"])
-        if size > self.max_bundle_bytes:
-            raise DownloadError(f"topology {topology_id}: bundle of {size} bytes exceeds "
-                                f"nimbus.max.bundle.size.bytes ({self.max_bundle_bytes})")
-        session = client.call("begin_download", bundle_key=files["bundle_key"])
-        if int(session["size"]) != size or session["sha256"] != files["bundle_sha256"]:
-            raise DownloadError(f"topology {topology_id}: Nimbus announced two different bundles "
-                                f"({size} bytes/{files['bundle_sha256']} vs "
-                                f"{session['size']} bytes/{session['sha256']})")
+        announced = BundleDigest(int(files["bundle_size"]), str(files["bundle_sha256"]))
         bundle = tmp / "bundle.zip"
-        received = 0
-        with open(bundle, "wb") as out:
-            while True:
-                data = client.call("download_chunk", download_id=session["download_id"],
-                                   offset=received)["data"]
-                if not data:
-                    break
-                received += len(data)
-                if received > size:
-                    raise DownloadError(f"topology {topology_id}: Nimbus sent more than the "
-                                        f"announced {size} bytes")
-                out.write(data)
-        if received != size:
-            raise DownloadError(f"topology {topology_id}: received {received} of {size} bytes")
-        digest = sha256_file(bundle)
-        if digest != files["bundle_sha256"]:
-            raise DownloadError(f"topology {topology_id}: bundle sha256 {digest} does not match "
-                                f"the announced {files['bundle_sha256']}")
+        download_bundle(client.call, str(files["bundle_key"]), bundle, expected=announced,
+                        max_bytes=self.max_bundle_bytes)
         verify_bundle(bundle)
         unpack_bundle(bundle, tmp / "code")
         doc = {"spec": files["spec"], "conf": files["conf"]}
@@ -228,7 +179,7 @@ class BundleDownloader:
         with os.fdopen(fd, "wb") as out_file:
             out_file.write(msgpack.packb(doc, use_bin_type=True))
         self.log.info("downloaded topology %s: bundle %s (%d bytes, sha256 %s)", topology_id,
-                      files["bundle_key"], size, digest)
+                      files["bundle_key"], announced.size, announced.sha256)
 
 
 class DownloadQueue:

@@ -14,7 +14,7 @@ from stormpy.state.settings import positive_number
 __all__ = ["STORES", "TRANSACTIONAL_CONFIG", "TransactionalSettings", "transactional_settings"]
 
 #: The values of ``transactional.store`` (None: the topology's state backend).
-STORES = ("memory", "zookeeper")
+STORES = ("memory", "zookeeper", "redis")
 
 TRANSACTIONAL_CONFIG = register_section(ConfigSection(
     name="transactional",
@@ -28,7 +28,8 @@ TRANSACTIONAL_CONFIG = register_section(ConfigSection(
                   "a cluster ZooKeeper at <storm.zookeeper.root>/transactional/tx:<transactional "
                   "id>. 'memory': the memory of the LocalCluster (or worker process), lost with "
                   "it. 'zookeeper': a connection of its own to the transactional ZooKeeper "
-                  "servers below."),
+                  "servers below. 'redis': the Redis of topology.state.provider.config "
+                  "(jedisPoolConfig), hash <keyPrefix>/transactional/tx:<transactional id>."),
         ConfigKey("transactional.zookeeper.root", None,
                   "Znode under which transactional topologies keep their coordinator and emitter "
                   "state (one child per transactional id) on the transactional servers; setting "

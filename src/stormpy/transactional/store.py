@@ -10,6 +10,9 @@ continues where it stopped.
   other (or the ZooKeeper its conf names); on a cluster ZooKeeper at
   ``<storm.zookeeper.root>/transactional/tx:<id>``, on the worker's connection;
 * ``transactional.store: memory``: the memory of the LocalCluster (or worker process);
+* ``transactional.store: redis``: the Redis of ``topology.state.provider.config`` (Storm's
+  ``jedisPoolConfig`` shape), hash ``<keyPrefix>/transactional/tx:<id>``, on a connection pool of
+  its own;
 * ``transactional.store: zookeeper``, or ``transactional.zookeeper.servers``/``.root`` set: a
   connection of its own to those servers (default ``storm.zookeeper.*``), at
   ``<transactional.zookeeper.root>/<id>`` when the root is set, else at the default place above;
@@ -29,6 +32,8 @@ from stormpy.cluster.paths import ZkPaths, encode_segment
 from stormpy.cluster.zk_hosts import hosts_from_config
 from stormpy.config import setting
 from stormpy.state.base import Store
+from stormpy.state.redis_store import open_redis_store, redis_config
+from stormpy.state.settings import state_settings
 from stormpy.state.zookeeper import from_settings, open_zk_store
 from stormpy.topology.context import TopologyContext
 from stormpy.topology.state import TRANSACTIONAL, StateStore, StateUnavailableError
@@ -61,6 +66,9 @@ def open_store(conf: Mapping[str, Any], context: TopologyContext,
         return context.state_backend.memory.named_store(TRANSACTIONAL, OWNER, transactional_id)
     if settings.store is None:
         return context.state_backend.named_store(TRANSACTIONAL, OWNER, transactional_id)
+    if settings.store == "redis":
+        return open_redis_store(redis_config(state_settings(conf).config),
+                                TRANSACTIONAL, f"{OWNER}:{transactional_id}")
     hosts = zookeeper_hosts(conf)
     if settings.root is not None:
         root, location = settings.root, f"{settings.root}/{encode_segment(transactional_id)}"

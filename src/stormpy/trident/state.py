@@ -32,6 +32,8 @@ from stormpy.cluster.paths import encode_segment
 from stormpy.cluster.zk_hosts import hosts_from_config
 from stormpy.config import SettingError
 from stormpy.state.base import Store
+from stormpy.state.redis_store import open_redis_store, redis_config
+from stormpy.state.settings import state_settings
 from stormpy.state.sqlite import SqliteStore
 from stormpy.state.zookeeper import open_zk_store
 from stormpy.topology.imports import import_object
@@ -49,7 +51,7 @@ OPAQUE = "opaque"
 KINDS = (NON_TRANSACTIONAL, TRANSACTIONAL, OPAQUE)
 #: ``external``: a subclass of StateFactory outside this package (e.g. the Kafka sink's) that
 #: builds its own state; its doc carries its import path under ``factory``
-BACKENDS = ("memory", "default", "sqlite", "zookeeper", "parquet", "external")
+BACKENDS = ("memory", "default", "sqlite", "zookeeper", "redis", "parquet", "external")
 
 
 def encode_key(key: Sequence[Any]) -> str:
@@ -78,11 +80,9 @@ class MapState:
         self.txid = None
 
     def _docs(self, keys: Sequence[Sequence[Any]]) -> list[list[Any] | None]:
-        out = []
-        for key in keys:
-            doc = self.store.get(encode_key(key))
-            out.append(None if doc is None else list(doc))
-        return out
+        names = [encode_key(key) for key in keys]
+        found = self.store.get_many(names)  # one round trip on Redis
+        return [None if found.get(n) is None else list(found[n]) for n in names]
 
     def multi_get(self, keys: Sequence[Sequence[Any]]) -> list[Any]:
         """The current value of each key (None when absent)."""
@@ -134,8 +134,7 @@ class MapState:
 
     def items(self) -> Iterator[tuple[list[Any], Any]]:
         """Every ``(key, current value)``."""
-        for name in self.store.children():
-            doc = self.store.get(name)
+        for name, doc in self.store.scan():  # streamed from the store
             if doc is not None:
                 yield decode_key(name), doc[2]
 
@@ -154,6 +153,9 @@ class StateFactory:
     * ``StateFactory.sqlite(path, name, kind, table=)``: a SQLite file;
     * ``StateFactory.zookeeper(name, kind, servers=, root=)``: ZooKeeper (``storm.zookeeper.*``
       by default) at ``<root>/<name>`` (root ``/stormpy/trident``);
+    * ``StateFactory.redis(name, kind, config=)``: Redis (Storm's ``RedisMapState``), one hash
+      ``<keyPrefix>/<name>`` with one field per key; ``config`` in the shape of
+      ``topology.state.provider.config`` for ``redis`` (None: the topology's own);
     * ``StateFactory.parquet(path)``: a Parquet table written once per committed batch (for
       ``partition_persist`` with ``ParquetWrite``).
 
@@ -164,7 +166,8 @@ class StateFactory:
 
     def __init__(self, backend: str, name: str, kind: str = TRANSACTIONAL, *,
                  path: str | None = None, table: str = "trident_state",
-                 servers: str | None = None, root: str | None = None) -> None:
+                 servers: str | None = None, root: str | None = None,
+                 config: Mapping[str, Any] | None = None) -> None:
         if backend not in BACKENDS:
             raise SettingError("trident state backend", f"{backend!r} is not one of "
                                                          f"{', '.join(BACKENDS)}")
@@ -176,6 +179,9 @@ class StateFactory:
             raise SettingError("trident state path", f"a {backend} state needs its path")
         self.backend, self.name, self.kind = backend, name, kind
         self.path, self.table, self.servers, self.root = path, table, servers, root
+        self.config = dict(config) if config is not None else None
+        if backend == "redis" and self.config is not None:
+            redis_config(self.config, "trident state config")
 
     @classmethod
     def memory(cls, name: str, kind: str = TRANSACTIONAL) -> StateFactory:
@@ -201,9 +207,15 @@ class StateFactory:
                   root: str | None = None) -> StateFactory:
         return cls("zookeeper", name, kind, servers=servers, root=root)
 
+    @classmethod
+    def redis(cls, name: str, kind: str = TRANSACTIONAL,
+              config: Mapping[str, Any] | None = None) -> StateFactory:
+        return cls("redis", name, kind, config=config)
+
     def doc(self) -> dict[str, Any]:
         return {"backend": self.backend, "name": self.name, "kind": self.kind, "path": self.path,
-                "table": self.table, "servers": self.servers, "root": self.root}
+                "table": self.table, "servers": self.servers, "root": self.root,
+                "config": self.config}
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> StateFactory:
@@ -215,12 +227,13 @@ class StateFactory:
             return sub.from_doc(doc)
         return cls(doc["backend"], doc["name"], doc["kind"], path=doc.get("path"),
                    table=doc.get("table") or "trident_state", servers=doc.get("servers"),
-                   root=doc.get("root"))
+                   root=doc.get("root"), config=doc.get("config"))
 
     @property
     def key(self) -> tuple[Any, ...]:
         """Identity of the state (two factories with the same key are the same state)."""
-        return (self.backend, self.name, self.path, self.table, self.servers, self.root)
+        config = None if self.config is None else repr(sorted(self.config.items()))
+        return (self.backend, self.name, self.path, self.table, self.servers, self.root, config)
 
     def open_store(self, conf: Mapping[str, Any], context: Any) -> Store:
         if self.backend == "memory":
@@ -230,6 +243,11 @@ class StateFactory:
         elif self.backend == "sqlite":
             assert self.path is not None
             store = SqliteStore(self.path, self.table, segments=(self.name,))
+        elif self.backend == "redis":
+            config = self.config
+            if config is None:
+                config = state_settings(conf).config  # the topology's provider config
+            store = open_redis_store(redis_config(config, "trident state config"), self.name)
         else:
             root = (self.root or "/stormpy/trident").rstrip("/") or "/"
             hosts = hosts_from_config(conf, servers=self.servers)

@@ -13,13 +13,13 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import uvicorn
 
 from stormpy.config import setting
+from stormpy.host.waiting import WaitTimeout, wait_for
 from stormpy.ui.app import create_app
 from stormpy.ui.source import UiBackend
 
@@ -65,12 +65,18 @@ class UiServer:
         self._thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self._sock]},
                                         name="stormpy-ui", daemon=True)
         self._thread.start()
-        deadline = time.monotonic() + timeout_secs
-        while not self.server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"the UI did not start on {self.url}")
-            time.sleep(0.05)
+        thread = self._thread
+
+        def check() -> None:
+            if not thread.is_alive():
+                raise WaitTimeout("the UI's server thread ended")
+
+        try:
+            wait_for(lambda: self.server.started, timeout_secs, f"the UI to serve on {self.url}",
+                     interval=0.05, check=check)
+        except WaitTimeout as exc:
+            self.stop()
+            raise RuntimeError(f"the UI did not start on {self.url} ({exc})") from None
         return self
 
     def wait(self, stop: threading.Event) -> None:

@@ -22,11 +22,11 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from stormpy.client import NimbusClient
 from stormpy.cluster import ClusterState, WorkerHeartbeat
 from stormpy.cluster.errors import ClusterStateError
 from stormpy.config import setting
 from stormpy.host.service import Service
-from stormpy.nimbus.client import NimbusClient
 from stormpy.rpc.errors import NotFoundError, RpcError, RpcTimeoutError, UnreachableError
 from stormpy.ui.windows import TopologyWindows
 

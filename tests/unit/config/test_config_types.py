@@ -57,8 +57,8 @@ def test_every_core_key_has_a_check_its_default_passes(key: Any) -> None:
     ("topology.spout.max.batch.size", 0, "an integer >= 1"),
     ("topology.stats.sample.rate", 1.5, "a number in 0..1"),
     ("topology.debug", "yes", "true or false"),
-    ("topology.state.provider", "redis",
-     "one of memory, sqlite, zookeeper or an import path like 'package.module:Name'"),
+    ("topology.state.provider", "rediss",
+     "one of memory, sqlite, zookeeper, redis or an import path like 'package.module:Name'"),
     ("topology.auto.task.hooks", "a.b:C",
      "a list of items, each an import path like 'package.module:Name'"),
     ("supervisor.slots.ports", [6700, 70000], "a list of items, each an integer in 1..65535"),
@@ -220,9 +220,6 @@ EXEMPT = {
     # repeats is pinned to the table's by tests/unit/test_topology_defaults.py (the others are
     # "when set" checks and the code dir of a process outside a worker)
     "topology/": "import directions",
-    # the Nimbus address and seed parsing, due to move to one shared client package
-    "nimbus/client.py": "seed parsing moves to the client package",
-    "supervisor/download.py": "seed parsing moves to the client package",
 }
 
 

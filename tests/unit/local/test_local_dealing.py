@@ -1,10 +1,10 @@
 """LocalCluster with several in-process workers deals executors to them the way Nimbus's even
-scheduler deals them to worker slots (``nimbus.scheduler.schedule_topology``, called by both)."""
+scheduler deals them to worker slots (``scheduler.even.schedule_topology``, called by both)."""
 
 from __future__ import annotations
 
 from stormpy.local import LocalCluster
-from stormpy.nimbus.scheduler import schedule_topology
+from stormpy.scheduler.even import schedule_topology
 from stormpy.testing import FeederSpout
 from stormpy.topology import BasicBolt, TopologyBuilder, Tuple
 

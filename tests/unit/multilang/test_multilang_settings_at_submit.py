@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from stormpy import TopologyBuilder
+from stormpy.client import NimbusClient
 from stormpy.config import DEFAULTS, SettingError
 from stormpy.config.multilang import max_pending_value, serializer_kind, subprocess_timeout_value
 from stormpy.config.validate import check_topology_config
 from stormpy.multilang import ShellBolt
-from stormpy.nimbus.client import NimbusClient
 from stormpy.nimbus.submission import prepare_submission
 from stormpy.rpc.errors import TopologyRefusedError
 from stormpy.testing import FeederSpout, LocalCluster

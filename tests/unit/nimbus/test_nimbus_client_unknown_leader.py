@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from stormpy.nimbus import NimbusClient
+from stormpy.client import NimbusClient
 from stormpy.rpc import RpcServer, rpc_method
 from stormpy.rpc.curve import write_secret_key_file
 from stormpy.rpc.errors import NotLeaderError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from stormpy.nimbus.scheduler import available_slots, schedule_topology, sort_slots
+from stormpy.scheduler.even import available_slots, schedule_topology, sort_slots
 from stormpy.topology.layout import compute_layout
 from wordcount import build
 

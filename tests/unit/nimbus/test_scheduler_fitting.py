@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stormpy.nimbus.scheduler import _fitting_slots, schedule_topology
+from stormpy.scheduler.even import _fitting_slots, schedule_topology
 
 
 def kept(**counts: int) -> dict[Any, list[tuple[int, int]]]:

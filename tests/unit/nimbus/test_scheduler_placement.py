@@ -3,7 +3,7 @@ fewest of the topology's workers, and which workers it keeps when the worker cou
 
 from __future__ import annotations
 
-from stormpy.nimbus.scheduler import schedule_topology, sort_slots
+from stormpy.scheduler.even import schedule_topology, sort_slots
 
 
 def test_a_new_worker_goes_to_the_supervisor_hosting_fewest_of_the_topologys_workers() -> None:

@@ -1,9 +1,11 @@
 """Pins the import directions (docs/architecture.md, "Packages and import directions"):
 topology ← acker/worker/connectors ← nimbus/supervisor/local ← cli; shared services never import
-daemons; the worker never imports nimbus or supervisor; connectors never import worker internals;
-production code never imports the test kit (``stormpy.testing``); ``host`` (process plumbing:
-daemon base, psutil, Java) sits below every other package and imports none of them; and no two
-modules import each other, directly or through others, not even under ``TYPE_CHECKING``."""
+daemons (``client``, the client side of the Nimbus protocol, is one: daemons, local mode, the UI
+and the CLI reach Nimbus through it; ``scheduler``, the pure scheduler, is another); the worker
+never imports nimbus or supervisor; connectors never import worker internals; production code
+never imports the test kit (``stormpy.testing``); ``host`` (process plumbing: daemon base,
+psutil, Java) sits below every other package and imports none of them; and no two modules import
+each other, directly or through others, not even under ``TYPE_CHECKING``."""
 
 from __future__ import annotations
 
@@ -31,22 +33,30 @@ ALLOWED: dict[str, set[str]] = {
     "cluster": {"cluster", "config", "topology", "host"},  # topology: the plain-data layout types
     "rpc": {"rpc", "config"},
     "bundle": {"bundle", "config"},
-    "nimbus": {"nimbus", "topology", "config", "cluster", "rpc", "bundle", "messaging", "host"},
+    # the client side of the Nimbus protocol (NimbusClient, seeds, leader discovery, bundle
+    # transfer): a shared service that never imports a daemon
+    "client": {"client", "topology", "config", "cluster", "rpc", "bundle", "host"},
+    # the pure scheduler, shared by Nimbus and local mode
+    "scheduler": {"scheduler", "topology"},
+    # state: the submit-time warning about where a topology's state lives (state.deployment)
+    "nimbus": {"nimbus", "topology", "config", "cluster", "rpc", "bundle", "messaging", "host",
+               "client", "scheduler", "state"},
     "supervisor": {"supervisor", "topology", "config", "cluster", "rpc", "bundle", "messaging", "host",
-                   "logviewer"},
+                   "client", "logviewer"},
     # the per-host log server: the log directory, the UI's access rules (ui.security only)
     "logviewer": {"logviewer", "config", "host", "ui"},
     # local mode (LocalCluster in-process, ProcessCluster as subprocesses): production code that
-    # runs workers and talks to Nimbus, but never imports daemon internals beyond the client
+    # runs workers and talks to Nimbus through the client, never through daemon internals
     "local": {"local", "topology", "acker", "worker", "messaging", "config", "cluster", "rpc",
-              "bundle", "nimbus", "host", "state"},
+              "bundle", "client", "scheduler", "host", "state"},
     "testing": {"testing", "local", "topology", "acker", "worker", "messaging", "config", "cluster",
-                "rpc", "bundle", "nimbus", "supervisor", "connectors", "host", "state"},
+                "rpc", "bundle", "client", "scheduler", "nimbus", "supervisor", "connectors", "host",
+                "state"},
     "cli": {"cli", "local", "topology", "acker", "worker", "messaging", "config", "cluster", "rpc",
-            "bundle", "nimbus", "supervisor", "connectors", "host", "ui", "logviewer"},
-    # the UI reads Nimbus through its operator-side client (nimbus.client, as the CLI does) and
-    # heartbeats through cluster; it never imports daemon internals
-    "ui": {"ui", "topology", "config", "cluster", "rpc", "worker", "nimbus", "host"},
+            "bundle", "client", "nimbus", "supervisor", "connectors", "host", "ui", "logviewer"},
+    # the UI reads Nimbus through the client (as the CLI does) and heartbeats through cluster; it
+    # never imports daemon internals
+    "ui": {"ui", "topology", "config", "cluster", "rpc", "worker", "client", "host"},
     "transactional": {"transactional", "state", "topology", "config", "settings", "cluster",
                       "batching", "host"},
     # windowed and stateful bolts: built on the public topology API like transactional

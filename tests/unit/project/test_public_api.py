@@ -47,9 +47,10 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "stormpy.state": [
         "CHECKPOINT_COMPONENT", "CHECKPOINT_STREAM", "CheckpointSpout", "DocStore", "KeyValueState",
-        "MemoryBackend", "MemoryStore", "SqliteDocStore", "SqliteStore", "StateSettings",
-        "StatefulBolt", "Store", "ZkBackend", "ZkStore", "add_checkpointing", "open_store",
-        "open_zk_store", "state_settings",
+        "MemoryBackend", "MemoryStore", "RedisConfig", "RedisStore", "SqliteDocStore",
+        "SqliteStore", "StateSettings", "StatefulBolt", "Store", "ZkBackend", "ZkStore",
+        "add_checkpointing", "open_redis_store", "open_store", "open_zk_store", "redis_config",
+        "state_settings",
     ],
     "stormpy.windowing": [
         "Count", "Duration", "IntervalJoinBolt", "JoinBolt", "LATE_FIELDS", "StatefulWindowedBolt",
@@ -103,6 +104,12 @@ PUBLIC: dict[str, list[str]] = {
         "stop_spark",
     ],
     "stormpy.ui": [],
+    # the client side of the Nimbus protocol (Storm's storm-client holds NimbusClient)
+    "stormpy.client": [
+        "BundleDigest", "CONNECT_TIMEOUT_SECS", "NimbusClient", "download_bundle", "find_leader",
+        "leader_first", "parse_address", "rpc_client", "rpc_settings", "seed_addresses",
+        "upload_bundle",
+    ],
 }
 
 
@@ -120,6 +127,7 @@ def test_the_public_names_of_each_package_are_pinned(package: str) -> None:
 #: readers by name; it has no __all__)
 INTERNAL = ["stormpy.acker", "stormpy.bundle", "stormpy.cli", "stormpy.cluster", "stormpy.config",
             "stormpy.host", "stormpy.logviewer", "stormpy.messaging", "stormpy.nimbus", "stormpy.rpc",
+            "stormpy.scheduler",
             "stormpy.supervisor", "stormpy.worker"]
 
 

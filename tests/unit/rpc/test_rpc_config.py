@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from stormpy.client import NimbusClient
 from stormpy.config import DEFAULTS, merged, parse_overrides, rpc_auth_token
-from stormpy.nimbus import NimbusClient
 from stormpy.supervisor import SupervisorDirs
 from stormpy.supervisor.download import BundleDownloader
 

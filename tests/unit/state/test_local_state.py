@@ -68,7 +68,7 @@ def test_two_local_clusters_do_not_share_transactional_state(tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize(("conf", "setting", "problem"), [
-    ({"transactional.store": "redis"}, "transactional.store", "must be one of"),
+    ({"transactional.store": "rediss"}, "transactional.store", "must be one of"),
     ({"transactional.zookeeper.servers": 5}, "transactional.zookeeper.servers", "host name"),
     ({"transactional.zookeeper.servers": []}, "transactional.zookeeper.servers", "host name"),
     ({"transactional.zookeeper.port": 0}, "transactional.zookeeper.port", "TCP port"),
@@ -100,7 +100,7 @@ def test_where_transactional_state_goes() -> None:
 
 def test_a_bad_transactional_setting_fails_the_coordinator_naming_it() -> None:
     with LocalCluster() as cluster:
-        cluster.submit_topology("bad", {"transactional.store": "redis"},
+        cluster.submit_topology("bad", {"transactional.store": "rediss"},
                                 global_count.build(10, ":memory:", 5).create_topology())
         with pytest.raises(Exception, match="SettingError: transactional.store: must be one of"):
             cluster.wait_for(lambda: False, 60, "the coordinator to fail")

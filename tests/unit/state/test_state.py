@@ -244,7 +244,7 @@ def test_a_stateful_bolt_over_a_corrupt_store_never_runs_and_names_store_and_key
 
 @pytest.mark.parametrize(("conf", "setting", "problem"), [
     ({"topology.state.provider": "sqlite"}, "topology.state.provider.config", "needs 'path'"),
-    ({"topology.state.provider": "redis"}, "topology.state.provider", "must be one of"),
+    ({"topology.state.provider": "rediss"}, "topology.state.provider", "must be one of"),
     ({"topology.state.provider": "sqlite", "topology.state.provider.config": "{path"},
      "topology.state.provider.config", "not valid JSON"),
     ({"topology.state.provider.config": [1]}, "topology.state.provider.config", "must be a map"),
@@ -299,4 +299,4 @@ def test_an_event_time_window_inside_a_stateful_topology() -> None:
         lc.wait_for(lambda: len(feeder.acked) == len(words), 30, "every word acked")
         task = worker.layout.component_tasks["count"][0]
         state = KeyValueState(memory_state(lc, worker.topology_id, f"count-{task}"))
-    assert dict(state.items()) == dict(Counter(words))
+        assert dict(state.items()) == dict(Counter(words))  # read through, while it exists

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from redis_kit import fresh_redis_store
 from stormpy.state import MemoryBackend, SqliteStore, Store
 from stormpy.state import base as base_module
 from stormpy.state import memory as memory_module
@@ -25,8 +26,13 @@ from stormpy.topology.state import (
 )
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    if request.param == "redis":
+        r = fresh_redis_store(request.getfixturevalue("redis_server"), "edges")
+        yield r
+        r.close()
+        return
     if request.param == "memory":
         yield MemoryBackend().at("edges")
         return

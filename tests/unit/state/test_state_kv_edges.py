@@ -9,7 +9,7 @@ from itertools import count
 import pytest
 
 from stormpy.state import KeyValueState, MemoryBackend, MemoryStore
-from stormpy.state.kv import _enc
+from stormpy.state.kv import _enc, _unpack_all
 from stormpy.topology.state import CorruptStateError, StateValueError
 
 _names = count()
@@ -67,14 +67,15 @@ def test_the_store_layout_after_prepare_commit_and_rollback() -> None:
     state.put("k", "v")
     state.put("gone", 1)
     state.prepare_commit(1)
-    assert store.get("p.1") == [["k", True, "v"], ["gone", True, 1]]
+    assert store.get("p.1") == {"chunks": 1, "changes": 2}  # the header, over its chunks
+    assert _unpack_all(store.get("p.1/0")) == [["k", True, "v"], ["gone", True, 1]]
     assert store.get("meta") is None
     assert state.commit(1)
     assert store.get("meta") == {"committed": 1} and "p.1" not in store.names()
     assert store.get(_enc("k")) == "v"
     state.delete("gone")
     state.prepare_commit(2)
-    assert store.get("p.2") == [["gone", False, None]]
+    assert _unpack_all(store.get("p.2/0")) == [["gone", False, None]]
     state.commit(2)
     assert _enc("gone") not in store.names() and state.committed_txid == 2
     state.put("x", 1)
@@ -150,7 +151,7 @@ def test_an_unreadable_key_or_prepared_document_is_named() -> None:
     store = fresh()
     store.put("d.!!!", 1)
     with pytest.raises(CorruptStateError) as err:
-        KeyValueState(store)
+        dict(KeyValueState(store).items())  # read through: found when iterated
     assert str(err.value).startswith(f"state {store.location} key 'd.!!!': not a state key (")
     other = fresh()
     other.put("meta", {"committed": 2})

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from redis_kit import fresh_redis_store
 from stormpy.connectors.kinesis import Checkpoint, CheckpointError, ShardInfo
 from stormpy.connectors.kinesis.checkpoints import StateCheckpointStore
 from stormpy.state import MemoryBackend, SqliteStore, Store
@@ -18,8 +19,13 @@ from stormpy.testing.state import check_state_store
 from stormpy.topology.state import CHECKPOINTS, TRANSACTIONAL, StateKeyError
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    if request.param == "redis":
+        r = fresh_redis_store(request.getfixturevalue("redis_server"), "layer")
+        yield r
+        r.close()
+        return
     if request.param == "memory":
         yield MemoryBackend().named_store(TRANSACTIONAL, "tx", "layer")
         return

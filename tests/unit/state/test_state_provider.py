@@ -84,10 +84,17 @@ def test_the_provider_is_a_known_name_or_an_import_path() -> None:
     assert state_settings({PROVIDER: "my.factory"}).provider == "my.factory"
     # a top-level module's factory ("module:name") is an import path too
     assert state_settings({PROVIDER: "factories:make_store"}).provider == "factories:make_store"
-    for bad in ("redis", "Memory", 3, ["memory"]):
+    # Storm's class names stand for the providers they name
+    assert state_settings({PROVIDER: "redis"}).provider == "redis"
+    assert state_settings({PROVIDER: "org.apache.storm.redis.state.RedisKeyValueStateProvider"}
+                          ).provider == "redis"
+    assert state_settings({PROVIDER: "org.apache.storm.state.InMemoryKeyValueStateProvider"}
+                          ).provider == "memory"
+    for bad in ("rediss", "Memory", 3, ["memory"]):
         err = setting_error({PROVIDER: bad})
         assert err.setting == PROVIDER
-        assert err.problem == ("must be one of memory, sqlite, zookeeper or the import path of a "
+        assert err.problem == ("must be one of memory, sqlite, zookeeper, redis or the import path "
+                               "of a "
                                f"factory (conf, namespace) -> store, got {bad!r}")
 
 
@@ -325,3 +332,39 @@ def test_an_import_path_provider_that_returns_no_store_is_a_setting_error() -> N
         open_store({PROVIDER: path}, Context(), "count-3")
     assert err.value.setting == PROVIDER
     assert err.value.problem == f"{path!r} returned {{'not': 'a store'}}, not a stormpy.state.Store"
+
+
+def test_redis_takes_storms_jedis_pool_config_and_a_key_prefix() -> None:
+    from stormpy.state.redis_store import RedisConfig, redis_config
+
+    assert redis_config({}) == RedisConfig()
+    config = {"jedisPoolConfig": {"host": "r1", "port": 6380, "timeout": 500, "password": "pw",
+                                  "database": 3}, "keyPrefix": "wc"}
+    assert state_settings({PROVIDER: "redis", CONFIG: config}).config == config
+    assert redis_config(config) == RedisConfig("r1", 6380, 500, "pw", 3, "wc")
+    for bad, problem in (
+            ({"jedisPoolConfig": {"port": 0}}, "jedisPoolConfig.port must be a TCP port, got 0"),
+            ({"jedisPoolConfig": {"host": ""}}, "jedisPoolConfig.host must be a host name, got ''"),
+            ({"jedisPoolConfig": {"timeout": -1}},
+             "jedisPoolConfig.timeout must be a positive number of ms, got -1"),
+            ({"jedisPoolConfig": {"database": "1"}},
+             "jedisPoolConfig.database must be an index >= 0, got '1'"),
+            ({"jedisPoolConfig": {"hots": "r1"}},
+             "jedisPoolConfig: unknown entries ['hots'] (host, port, timeout, password, database)"),
+            ({"jedisPoolConfig": [1]}, "jedisPoolConfig must be a map, got [1]"),
+            ({"keyPrefix": ""}, "keyPrefix must be a non-empty string, got ''"),
+            ({"jedisClusterConfig": {"nodes": ["r1:6379"]}},
+             "jedisClusterConfig: Redis Cluster is not supported by the redis provider; give "
+             "jedisPoolConfig (one Redis server)")):
+        err = setting_error({PROVIDER: "redis", CONFIG: bad})
+        assert (err.setting, err.problem) == (CONFIG, problem)
+
+
+def test_the_cache_bound_is_a_number_of_keys() -> None:
+    assert state_settings({}).cache_max_keys == 100_000
+    assert state_settings({"topology.state.cache.max.keys": 5}).cache_max_keys == 5
+    assert state_settings({"topology.state.cache.max.keys": 0}).cache_max_keys == 0
+    for bad in (-1, "5", 1.5, True):
+        err = setting_error({"topology.state.cache.max.keys": bad})
+        assert (err.setting, err.problem) == ("topology.state.cache.max.keys",
+                                              f"must be a number of keys >= 0, got {bad!r}")

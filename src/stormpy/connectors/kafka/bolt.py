@@ -102,7 +102,6 @@ class KafkaBolt(DeliveryReportingBolt):
         #: held for queue space: (the tuple, or the row's batch delivery), topic, key, value
         self._backlog: deque[tuple[Tuple | BatchDelivery, str, bytes | None, bytes | None]] = deque()
         self._polling = False
-        self._reported: dict[str, float] = {}
         self.in_flight = 0
         self.counters = {"produced": 0, "delivered": 0, "delivery_failures": 0, "bad_tuples": 0,
                          "no_topic": 0, "queue_full": 0, "backlog_overflow": 0}
@@ -165,7 +164,7 @@ class KafkaBolt(DeliveryReportingBolt):
                     value = to_bytes(value, "message")
             except Exception as exc:
                 self.counters["bad_tuples"] += 1
-                self._report("bad_tuple", f"tuple from {tup.component}/{tup.stream} not written: {exc}")
+                self._report(f"tuple from {tup.component}/{tup.stream} not written: {exc}")
                 self.fail(tup)
                 continue
             if backlog:  # behind tuples waiting for queue space: keep the order
@@ -199,7 +198,7 @@ class KafkaBolt(DeliveryReportingBolt):
                                                  self._tuple_record)
         except Exception as exc:
             self.counters["bad_tuples"] += 1
-            self._report("bad_tuple", f"batch of {batch.n} tuples from {batch.component}/{batch.stream} "
+            self._report(f"batch of {batch.n} tuples from {batch.component}/{batch.stream} "
                                       f"not written: {exc}")
             self.fail(batch)
             return
@@ -243,7 +242,7 @@ class KafkaBolt(DeliveryReportingBolt):
 
     def _no_topic_row(self, batch: ColumnBatch) -> None:
         self.counters["no_topic"] += 1
-        self._report("no_topic", f"no topic for a tuple of the batch from {batch.component}/{batch.stream} "
+        self._report(f"no topic for a tuple of the batch from {batch.component}/{batch.stream} "
                                  f"(field {self._topic_field!r} missing or None, no "
                                  "default_topic); skipped")
 
@@ -256,7 +255,7 @@ class KafkaBolt(DeliveryReportingBolt):
 
     def _no_topic(self, tup: Tuple) -> None:
         self.counters["no_topic"] += 1
-        self._report("no_topic", f"no topic for tuple from {tup.component}/{tup.stream} "
+        self._report(f"no topic for tuple from {tup.component}/{tup.stream} "
                                  f"(field {self._topic_field!r} missing or None, no "
                                  "default_topic); acked and skipped")
 
@@ -302,19 +301,19 @@ class KafkaBolt(DeliveryReportingBolt):
     def _produce_failed(self, item: Tuple | BatchDelivery, topic: str, exc: Exception) -> None:
         self.counters["delivery_failures"] += 1
         if type(item) is BatchDelivery:
-            self._report("produce", f"producing to {topic!r} failed: {exc}; its batch of "
+            self._report(f"producing to {topic!r} failed: {exc}; its batch of "
                                     f"{item.batch.n} tuples failed")
             item.error = exc
             self._settle(item)
         else:
-            self._report("produce", f"producing to {topic!r} failed: {exc}; tuple failed")
+            self._report(f"producing to {topic!r} failed: {exc}; tuple failed")
             self.fail(item)
 
     def _hold(self, item: Tuple | BatchDelivery, topic: str, key: bytes | None,
               value: bytes | None) -> None:
         if len(self._backlog) >= self.cfg.max_backlog:
             self.counters["backlog_overflow"] += 1
-            self._report("backlog", f"the producer's local queue is full and {len(self._backlog)} "
+            self._report(f"the producer's local queue is full and {len(self._backlog)} "
                                     "records wait (KafkaBoltConfig.max_backlog); tuple failed")
             if type(item) is BatchDelivery:
                 if item.error is None:

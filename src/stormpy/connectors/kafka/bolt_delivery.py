@@ -6,8 +6,8 @@ a job collected (appended by the client's delivery callbacks on the poll thread)
 the loop when it finishes: one ``ack_many`` for the delivered tuples, fails, the rows of columnar
 batches counted into their batches (each batch settled once: acked when nothing of it waits,
 failed once at its first error), client errors reported; then the held records are produced again
-in order while the client's queue takes them. Errors are reported at most once per
-``REPORT_INTERVAL_SECS`` per kind.
+in order while the client's queue takes them. Errors go to the task's ``report_error``
+(:func:`stormpy.connectors.reporting.report_to_task`), which logs and throttles them once.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any
 
 from stormpy.connectors.kafka.bolt_batches import BatchDelivery
 from stormpy.connectors.kafka.bolt_config import KafkaBoltConfig
-from stormpy.connectors.kafka.reporting import REPORT_INTERVAL_SECS, report_throttled
+from stormpy.connectors.reporting import report_to_task
 from stormpy.topology import Bolt, TopologyContext, Tuple
 
-__all__ = ["DELIVERY_POLL_SECS", "REPORT_INTERVAL_SECS", "DeliveryReportingBolt"]
+__all__ = ["DELIVERY_POLL_SECS", "DeliveryReportingBolt"]
 
 log = logging.getLogger("stormpy.connectors.kafka")
 
@@ -49,7 +49,6 @@ class DeliveryReportingBolt(Bolt):
     #: held for queue space: (the tuple, or the row's batch delivery), topic, key, value
     _backlog: deque[tuple[Tuple | BatchDelivery, str, bytes | None, bytes | None]]
     _polling: bool
-    _reported: dict[str, float]
     in_flight: int
     counters: dict[str, int]
 
@@ -83,7 +82,7 @@ class DeliveryReportingBolt(Bolt):
     def _on_polled(self, _served: Any, error: BaseException | None) -> None:
         self._polling = False
         if error is not None:
-            self._report("poll", f"polling delivery reports failed: {error!r}; retried")
+            self._report(f"polling delivery reports failed: {error!r}; retried")
         self._apply_reports()
         while self._backlog:
             tup, topic, key, value = self._backlog[0]
@@ -111,13 +110,13 @@ class DeliveryReportingBolt(Bolt):
             self.ack_many(done)
         lost = self._drain(self._failed, "delivery_failures")
         if lost:
-            self._report("delivery", f"delivery failed: {lost[-1][1]}; tuple failed")
+            self._report(f"delivery failed: {lost[-1][1]}; tuple failed")
             if not fire_and_forget:
                 for tup, _err in lost:
                     self.fail(tup)
         self._apply_row_reports()
         while self._client_errors:
-            self._report("client", self._client_errors.popleft())
+            self._report(self._client_errors.popleft())
 
     def _apply_row_reports(self) -> None:
         """On the loop: count the reports of batch rows into their batches; settle those done."""
@@ -131,14 +130,13 @@ class DeliveryReportingBolt(Bolt):
             self._settle(last)
         lost_rows = self._drain(self._failed_rows, "delivery_failures")
         if lost_rows:
-            self._report("delivery", f"delivery failed: {lost_rows[-1][1]}; its batch failed")
+            self._report(f"delivery failed: {lost_rows[-1][1]}; its batch failed")
         for delivery, err in lost_rows:
             delivery.in_flight -= 1
             if delivery.error is None:
                 delivery.error = err
             self._settle(delivery)
 
-    def _report(self, kind: str, text: str) -> None:
-        """Log and report an error, at most once per REPORT_INTERVAL_SECS per kind."""
-        report_throttled(self, self._reported, self.clock(), kind, log, "Kafka bolt", "KafkaBolt",
-                         text)
+    def _report(self, text: str) -> None:
+        """Report an error to the task (logged and throttled there, once)."""
+        report_to_task(self, "KafkaBolt", text)

@@ -181,7 +181,7 @@ class RecordEmitter(PartitionsAndCommits):
         if self.cfg.fail_fast:
             raise KafkaRecordError(f"{where} (fail_fast is on): {exc!r}") from exc
         self.counters["bad_records"] += 1
-        self._report("bad_record", f"{where} ({exc!r}); acked past it "
+        self._report(f"{where} ({exc!r}); acked past it "
                                    f"({self.counters['bad_records']} bad records so far)")
         if om is not None and mid is not None:
             self._ack_directly(om, mid)

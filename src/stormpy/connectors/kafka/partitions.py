@@ -18,12 +18,12 @@ from stormpy.connectors.kafka import assignment as asg
 from stormpy.connectors.kafka.config import KafkaSpoutConfig, ProcessingGuarantee
 from stormpy.connectors.kafka.messages import KafkaSpoutMessageId, OffsetAndMetadata, TopicPartition
 from stormpy.connectors.kafka.offset_manager import OffsetManager
-from stormpy.connectors.kafka.reporting import REPORT_INTERVAL_SECS, report_throttled
 from stormpy.connectors.kafka.retry import RetryExponentialBackoff
 from stormpy.connectors.kafka.translator import KafkaTupleListener, PolledRecord
+from stormpy.connectors.reporting import report_to_task
 from stormpy.topology import Spout, TopologyContext
 
-__all__ = ["CLIENT_TIMEOUT_SECS", "CLOSE_TIMEOUT_SECS", "REPORT_INTERVAL_SECS", "PartitionsAndCommits"]
+__all__ = ["CLIENT_TIMEOUT_SECS", "CLOSE_TIMEOUT_SECS", "PartitionsAndCommits"]
 
 log = logging.getLogger("stormpy.connectors.kafka")
 
@@ -56,7 +56,6 @@ class PartitionsAndCommits(Spout):
     _paused: set[TopicPartition]
     _commits_in_flight: int
     _refreshing: bool
-    _reported: dict[str, float]
 
     def _bounded(self, fn: Callable[[], Any], what: str) -> None:
         errors: list[BaseException] = []
@@ -75,11 +74,10 @@ class PartitionsAndCommits(Spout):
                         f"failed: {errors[0]}" if errors else f"did not finish in {CLOSE_TIMEOUT_SECS} s")
 
     # -- errors ------------------------------------------------------------------------------
-    def _report(self, kind: str, text: str) -> None:
-        """Log and report an error, at most once per REPORT_INTERVAL_SECS per kind."""
+    def _report(self, text: str) -> None:
+        """Count an error and report it to the task (logged and throttled there, once)."""
         self.counters["errors"] += 1
-        report_throttled(self, self._reported, self.clock(), kind, log, "Kafka spout",
-                         "KafkaSpout", text)
+        report_to_task(self, "KafkaSpout", text)
 
     # -- assignment ----------------------------------------------------------------------------
     def _fetch_assignment(self, assigned: frozenset[TopicPartition], timeout: float) -> tuple[Any, ...]:
@@ -102,11 +100,11 @@ class PartitionsAndCommits(Spout):
     def _on_refreshed(self, result: Any, error: BaseException | None) -> None:
         self._refreshing = False
         if error is not None:
-            self._report("metadata", f"partition refresh failed ({error}); retrying")
+            self._report(f"partition refresh failed ({error}); retrying")
             return
         mine, committed, missing, _ = result
         if missing:
-            self._report("topics", f"topic(s) {missing} of KafkaSpoutConfig.topics not found")
+            self._report(f"topic(s) {missing} of KafkaSpoutConfig.topics not found")
         self._apply_assignment(mine, committed)
 
     def _apply_assignment(self, mine: list[TopicPartition],
@@ -210,14 +208,14 @@ class PartitionsAndCommits(Spout):
         self._commits_in_flight -= 1
         if error is not None:
             self.counters["commit_failures"] += 1
-            self._report("commit", f"committing {dict(offsets)} failed ({error}); acked offsets stay "
+            self._report(f"committing {dict(offsets)} failed ({error}); acked offsets stay "
                                    "uncommitted and the commit is retried")
             return
         self.counters["commits"] += 1
         for tp, oam in offsets.items():
             if failed and tp in failed:
                 self.counters["commit_failures"] += 1
-                self._report("commit", f"committing {tp} at {oam.offset} failed: {failed[tp]}")
+                self._report(f"committing {tp} at {oam.offset} failed: {failed[tp]}")
                 continue
             om = self.managers.get(tp)
             if om is None:
@@ -235,13 +233,13 @@ class PartitionsAndCommits(Spout):
         try:
             self.consumer.seek(tp, offset)
         except Exception as exc:
-            self._report("seek", f"seek of {tp} to {offset} failed ({exc}); retried on the next poll")
+            self._report(f"seek of {tp} to {offset} failed ({exc}); retried on the next poll")
 
     def _commit_then_emit(self, records: list[PolledRecord]) -> None:
         """AT_MOST_ONCE: commit the position (off the loop), emit the records once it is done."""
         offsets = self._position_offsets()
         if not offsets:  # no position known (cannot happen after records were consumed)
-            self._report("commit", "no consumer position to commit before emitting; polled again")
+            self._report("no consumer position to commit before emitting; polled again")
             for tp in {TopicPartition(r[0], r[1]) for r in records}:
                 self._seek(tp, min(r[2] for r in records if (r[0], r[1]) == tp))
             return
@@ -255,7 +253,7 @@ class PartitionsAndCommits(Spout):
         bad = set(offsets) if error is not None else set(failed or ())
         if bad:
             self.counters["commit_failures"] += 1
-            self._report("commit", f"committing {sorted(map(str, bad))} before emitting failed "
+            self._report(f"committing {sorted(map(str, bad))} before emitting failed "
                                    f"({error or failed}); the records are polled again")
             for tp in bad:
                 first = next((r[2] for r in records if (r[0], r[1]) == tp), None)

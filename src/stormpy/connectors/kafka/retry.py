@@ -11,9 +11,13 @@ A message that failed more than ``max_retries`` times is not scheduled (``schedu
 False): the spout then acks it, reports it to ``on_max_retry_reached`` and commits past it, so a
 record that always fails is never retried forever. ``max_retries=None`` retries without limit.
 
-Delays are seconds (floats). Time comes from ``clock`` (default ``time.monotonic``): tests pass a
-simulated clock. One instance per spout task, not thread-safe. Each call that asks what is ready
-looks at every scheduled message (there are few: they are the failed ones in flight).
+The delays after the first failure are :class:`~stormpy.host.backoff.Backoff`'s pure rule
+(:meth:`~stormpy.host.backoff.Backoff.delay`: first ``2 * delay_period``, doubling, capped at
+``max_delay``, the first failure free), so the project has one backoff; the first failure waits
+``initial_delay``. Delays are seconds (floats). Time comes from ``clock`` (default
+``time.monotonic``): tests pass a simulated clock. One instance per spout task, not thread-safe.
+Each call that asks what is ready looks at every scheduled message (there are few: they are the
+failed ones in flight).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from stormpy.connectors.kafka.messages import KafkaSpoutMessageId, TopicPartition
+from stormpy.host.backoff import Backoff
 from stormpy.settings import check_int, check_number
 
 __all__ = ["RetryExponentialBackoff"]
@@ -47,6 +52,10 @@ class RetryExponentialBackoff:
             check_int("RetryExponentialBackoff.max_retries", max_retries, 0)
         self.max_retries = max_retries
         self.clock = clock
+        # Storm's delay_period * 2 ** (n - 1) for n > 1, as Backoff's rule (None: no delay period)
+        first = 2.0 * self.delay_period
+        self._backoff = (Backoff(first, max(first, self.max_delay), factor=2.0, free_failures=1)
+                         if first > 0 else None)
         # (topic, partition, offset) -> (the scheduled message id, its retry time)
         self._schedules: dict[Any, tuple[KafkaSpoutMessageId, float]] = {}
 
@@ -63,7 +72,10 @@ class RetryExponentialBackoff:
         if fails < 1:
             raise ValueError(f"{msg_id!r} has not failed; only failed messages are scheduled")
         now = self.clock()
-        delay = self.initial_delay if fails == 1 else self.delay_period * 2.0 ** min(fails - 1, 1000)
+        if fails == 1:
+            delay = self.initial_delay
+        else:
+            delay = self._backoff.delay(fails) if self._backoff is not None else 0.0
         return now + min(delay, self.max_delay)
 
     def schedule(self, msg_id: KafkaSpoutMessageId) -> bool:

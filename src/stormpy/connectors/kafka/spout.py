@@ -147,7 +147,6 @@ class KafkaSpout(RecordEmitter):
         self._refreshing = False
         self._busy_since: float | None = None
         self._last_marks: dict[TopicPartition, tuple[int, int] | None] = {}
-        self._reported: dict[str, float] = {}
         self.counters = {"bad_records": 0, "max_retries_reached": 0, "commit_failures": 0,
                          "errors": 0, "commits": 0}
         self._poll_secs = min(cfg.poll_timeout_ms, MAX_LOOP_POLL_MS) / 1000.0
@@ -157,15 +156,15 @@ class KafkaSpout(RecordEmitter):
                        "enable.auto.commit": False, "enable.auto.offset.store": False,
                        "client.id": f"stormpy-{context.topology_id}-{context.task_id}",
                        **CONSUMER_DEFAULTS, **cfg.consumer_props}
-        self.consumer = self.client_factory(client_conf, lambda text: self._report("client", text),
-                                            lambda text: self._report("commit", text))
+        self.consumer = self.client_factory(client_conf, self._report,
+                                            self._report)
         now = self.clock()
         self._commit_due = now + TIMER_DELAY_SECS
         self._refresh_due = now + cfg.partition_refresh_period_ms / 1000.0
         try:
             found = self._fetch_assignment(frozenset(), OPEN_METADATA_TIMEOUT_SECS)
         except Exception as exc:  # broker unreachable: keep going, refresh off the loop
-            self._report("metadata", f"partition metadata from {cfg.bootstrap_servers} unavailable "
+            self._report(f"partition metadata from {cfg.bootstrap_servers} unavailable "
                                      f"({exc}); retrying every {cfg.partition_refresh_period_ms} ms")
             self._refresh_due = now
             return
@@ -233,7 +232,7 @@ class KafkaSpout(RecordEmitter):
             self._busy_since = now
         elif now - self._busy_since >= STALL_REPORT_SECS:
             what = "partition refresh" if self._refreshing else "offset commit"
-            self._report("stalled", f"the {what} on {self.cfg.bootstrap_servers} has not finished "
+            self._report(f"the {what} on {self.cfg.bootstrap_servers} has not finished "
                                     f"after {now - self._busy_since:.0f} s (broker unreachable?); "
                                     "polling waits for it")
 
@@ -276,7 +275,7 @@ class KafkaSpout(RecordEmitter):
         else:
             records, errors = self.consumer.consume(self.cfg.max_poll_records, self._poll_secs)
         for text in errors:
-            self._report("fetch", text)
+            self._report(text)
         if not records:
             return
         if retriable:

@@ -103,11 +103,12 @@ class KafkaTransactionalStateFactory(StateFactory):
         elif settings:
             raise TypeError("KafkaTransactionalStateFactory: give a config or its settings, "
                             "not both")
-        self.config = config.validate()
         super().__init__("external", f"kafka:{config.transactional_id_prefix}")
+        #: the sink's settings (the base class's ``config`` is a Redis state's provider config)
+        self.kafka = config.validate()
 
     def doc(self) -> dict[str, Any]:
-        return {**super().doc(), "factory": _FACTORY_PATH, "kafka": self.config.to_doc()}
+        return {**super().doc(), "factory": _FACTORY_PATH, "kafka": self.kafka.to_doc()}
 
     @classmethod
     def from_doc(cls, doc: Mapping[str, Any]) -> KafkaTransactionalStateFactory:
@@ -115,12 +116,12 @@ class KafkaTransactionalStateFactory(StateFactory):
 
     @property
     def key(self) -> tuple[Any, ...]:
-        cfg = self.config
+        cfg = self.kafka
         return ("kafka", cfg.bootstrap_servers, cfg.topic, cfg.topic_field,
                 cfg.transactional_id_prefix, cfg.commit_log)
 
     def make_state(self, conf: Mapping[str, Any], context: Any) -> KafkaTransactionalState:
-        return KafkaTransactionalState(task_sink(self.config, conf, context))
+        return KafkaTransactionalState(task_sink(self.kafka, conf, context))
 
 
 class KafkaTransactionalUpdater(StateUpdater):

@@ -39,6 +39,7 @@ from stormpy.connectors.kinesis.config import KinesisSpoutConfig
 from stormpy.connectors.kinesis.records import message_id, parse_message_id
 from stormpy.connectors.kinesis.scheme import load_scheme
 from stormpy.connectors.kinesis.state import StateManager
+from stormpy.connectors.reporting import report_to_task
 from stormpy.host.backoff import Backoff
 from stormpy.topology.component import Spout
 from stormpy.topology.context import TopologyContext
@@ -49,8 +50,6 @@ log = logging.getLogger(__name__)
 
 #: first wait before setting up again after a failure (doubling up to setup_retry_max_ms)
 SETUP_RETRY_MIN_S = 0.5
-#: the same kind of error is reported (topology info) at most this often; always logged
-REPORT_INTERVAL_S = 10.0
 
 
 class _Handle:
@@ -100,7 +99,6 @@ class KinesisSpout(Spout):
         self._setting_up = False
         high = self.config.setup_retry_max_ms / 1000.0
         self._setup_backoff = Backoff(min(SETUP_RETRY_MIN_S, high), high)
-        self._reported: dict[str, float] = {}
         self.setup_attempts = 0
         self.errors = 0
         self.last_error: str | None = None
@@ -146,7 +144,7 @@ class KinesisSpout(Spout):
         self._setting_up = False
         if error is not None:
             self._setup_backoff.failed_at(self.clock())
-            self._report("setup", f"cannot start reading ({error}); retrying in "
+            self._report(f"cannot start reading ({error}); retrying in "
                                   f"{self._setup_backoff.last_delay:g}s")
             return
         manager, store, shards = result
@@ -159,24 +157,15 @@ class KinesisSpout(Spout):
 
     def _background_error(self, error: BaseException) -> None:
         """An error of background work while running (on the loop): reported, then retried."""
-        self._report(type(error).__name__, str(error))
+        self._report(f"{type(error).__name__}: {error}")
 
-    def _report(self, kind: str, text: str) -> None:
-        """Log and report an error through the component error path (topology info), at most
-        once per REPORT_INTERVAL_S per kind."""
+    def _report(self, text: str) -> None:
+        """Count an error and report it to the task (topology info; logged and throttled there,
+        once)."""
         self.errors += 1
-        message = f"KinesisSpout {self.config.name!r}: {text}"
-        self.last_error = message
-        now = self.clock()
-        if now - self._reported.get(kind, -1e18) < REPORT_INTERVAL_S:
-            log.debug("%s", message)
-            return
-        self._reported[kind] = now
-        log.warning("%s", message)
-        try:
-            self.report_error(message)
-        except RuntimeError:  # not bound: no runtime (unit tests)
-            pass
+        label = f"KinesisSpout {self.config.name!r}"
+        self.last_error = f"{label}: {text}"
+        report_to_task(self, label, text)
 
     def deactivate(self) -> None:
         if self.manager is not None:

@@ -33,6 +33,10 @@ def test_schedule_follows_the_exponential_formula_capped_by_max_delay() -> None:
     assert retry.next_time(failed(0, 10_000)) == pytest.approx(101.0)
     with pytest.raises(ValueError, match="has not failed"):
         retry.next_time(failed(0, 0))
+    no_period = RetryExponentialBackoff(0.0, 0.0, None, 10.0, clock=clock)
+    assert no_period.next_time(failed(0, 3)) == pytest.approx(100.0)  # delay_period 0: at once
+    small_cap = RetryExponentialBackoff(0.0, 1.0, None, 0.5, clock=clock)
+    assert small_cap.next_time(failed(0, 2)) == pytest.approx(100.5)  # max_delay below 2 * period
 
 
 def test_ready_only_when_its_time_has_come() -> None:

@@ -182,7 +182,7 @@ def test_the_trident_factory_travels_in_the_spec_and_is_only_for_partition_persi
     factory = KafkaTransactionalStateFactory(bootstrap_servers="h:1", topic="out",
                                              transactional_id_prefix="wc")
     back = StateFactory.from_doc(factory.doc())
-    assert isinstance(back, KafkaTransactionalStateFactory) and back.config == factory.config
+    assert isinstance(back, KafkaTransactionalStateFactory) and back.kafka == factory.kafka
     assert back.key == factory.key
     with pytest.raises(KafkaConfigError, match="topic"):
         KafkaTransactionalStateFactory(bootstrap_servers="h:1")

@@ -1,18 +1,40 @@
-"""Finding Nimbus hosts: ``nimbus.seeds`` entries with and without ports, and the leader named by a
-standby's NotLeaderError."""
+"""stormpy.client.addresses: the one seed list (``nimbus.host`` and ``nimbus.seeds`` entries with
+and without ports, a bind-all host, the default host), the address parser, and the leader named by
+a standby's NotLeaderError."""
 
 from __future__ import annotations
 
-from stormpy.nimbus.client import NimbusClient, seed_addresses
+import pytest
+
+from stormpy.client import NimbusClient, parse_address, seed_addresses
+from stormpy.client.addresses import connectable
 from stormpy.rpc.errors import NotLeaderError, error_from_wire
-from stormpy.supervisor.download import nimbus_addresses
 
 
 def test_seeds_take_host_or_host_port_and_keep_order() -> None:
     conf = {"nimbus.host": "n1", "nimbus.thrift.port": 7000, "nimbus.seeds": ["n1", "n2:7001", "n3"]}
     assert seed_addresses(conf) == ["n1:7000", "n2:7001", "n3:7000"]
-    assert nimbus_addresses(conf) == [("n1", 7000), ("n2", 7001), ("n3", 7000)]
-    assert seed_addresses({"nimbus.host": "0.0.0.0", "nimbus.seeds": "x"}) == ["127.0.0.1:6627", "x:6627"]
+    assert seed_addresses({"nimbus.seeds": "c"}) == ["c:6627"]  # one seed as a plain string
+
+
+@pytest.mark.parametrize("bind_all", ["0.0.0.0", "*"])
+def test_a_bind_all_host_means_this_host_wherever_it_is_named(bind_all: str) -> None:
+    """``nimbus.host: 0.0.0.0`` is where Nimbus listens; every client (submitter, supervisor, UI)
+    connects to 127.0.0.1 for it, in ``nimbus.host`` and in ``nimbus.seeds`` alike."""
+    assert seed_addresses({"nimbus.host": bind_all, "nimbus.seeds": "x"}) == ["127.0.0.1:6627", "x:6627"]
+    assert seed_addresses({"nimbus.seeds": [f"{bind_all}:7001", "127.0.0.1:7001"]}) == ["127.0.0.1:7001"]
+    assert connectable(f"{bind_all}:7001") == "127.0.0.1:7001"  # a leader a Nimbus names, too
+    assert connectable("n1") == "n1:6627"
+
+
+def test_malformed_addresses_are_refused_naming_them() -> None:
+    assert parse_address("n1") == ("n1", 6627)
+    assert parse_address("n1:7000") == ("n1", 7000)
+    for bad in (":7000", "n1:x", "n1:0", "n1:70000"):
+        with pytest.raises(ValueError, match=bad):
+            parse_address(bad)
+    with pytest.raises(ValueError, match="n2:port"):
+        seed_addresses({"nimbus.seeds": ["n1", "n2:port"]})
 
 
 def test_client_from_config_starts_at_the_first_seed_and_knows_them_all() -> None:

@@ -1,4 +1,4 @@
-"""NimbusClient: the operator/submitter side of the Nimbus RPC (used by the CLI and tests).
+"""NimbusClient: the submitter/operator side of the Nimbus RPC (the CLI, the UI, local mode, tests).
 
 Every call goes through :class:`~stormpy.rpc.RpcClient`: each attempt waits at most
 ``timeout_secs`` and a call makes ``1 + retries`` attempts (retries are answered from the server's
@@ -8,122 +8,83 @@ instead of a hang. :meth:`NimbusClient.check_reachable` answers within ``connect
 whether anything listens on Nimbus's port at all. Server-side refusals arrive as the typed errors
 of :mod:`stormpy.rpc.errors`; a Nimbus that requires ``nimbus.rpc.auth.token`` answers every call
 without the same ``auth_token`` with :class:`~stormpy.rpc.errors.AuthorizationError`.
-:meth:`NimbusClient.from_config` takes the timeout, retries and token from the config.
+:meth:`NimbusClient.from_config` takes the timeout, retries, token, CURVE key and seeds from the
+config (:func:`~stormpy.client.settings.rpc_settings`,
+:func:`~stormpy.client.addresses.seed_addresses`).
 
 Nimbus HA: a client knows a list of seed addresses (``nimbus.seeds``; an explicit address is the
 only seed). A standby answers writes with :class:`~stormpy.rpc.errors.NotLeaderError` naming the
 leader, and the client switches to it and calls again; one that names no leader (none elected
-yet, or it is cut off from ZooKeeper) makes the client ask the other seeds who leads, for up to
-``leader_wait_secs``. When the Nimbus it talks to stops answering
-and it has other seeds, it asks them (``get_leader``) who leads now and switches, for up to
-``leader_wait_secs`` (``nimbus.leader.wait.secs``); a switch to another Nimbus sends the call with a
-new request id there. :meth:`NimbusClient.submit` restarts the whole upload and submit on the new
-leader when the leader changed during it (an upload session lives on one Nimbus only); if the
-lost leader had already accepted the submit, the topology found under that name is the answer.
+yet, or it is cut off from ZooKeeper), or names itself although it refuses (its old leader node
+lingers after a restart), makes the client ask the other seeds who leads, pausing between rounds
+(a :class:`~stormpy.host.backoff.Backoff` from 50 ms up to 1 s), for up to ``leader_wait_secs``.
+When the Nimbus it talks to stops answering and it has other seeds, it asks them (``get_leader``)
+who leads now and switches, for up to ``leader_wait_secs`` (``nimbus.leader.wait.secs``); the
+first switch of a call goes at once, later rounds pause the same way; a switch to another Nimbus
+sends the call with a new request id there. :meth:`NimbusClient.submit` restarts the whole upload
+and submit on the new leader when the leader changed during it (an upload session lives on one
+Nimbus only); if the lost leader had already accepted the submit, the topology found under that
+name is the answer.
 With a single seed a dead Nimbus is an error at once, as before.
 
 A dead Nimbus is found at connect time: every RPC client of this module waits at most
 ``connect_timeout_secs`` for the TCP connection (a refused one fails at once), so a client whose
 Nimbus died costs that, not ``timeout_secs`` per attempt, before it asks the seeds; asking
-continues every half second until a seed names a live leader, so a write issued during a failover
-completes about half a second after the standby took over. The last leader found for a set of
-seeds is remembered for the process (and, with ``remember=True``, in a small file under
-``$STORMPY_CACHE_DIR`` or ``~/.cache/stormpy``, so the next CLI command starts there).
+continues, with the same growing pause, until a seed names a live leader. The last leader found
+for a set of seeds is remembered for the process, whatever the order of the seeds (and, with
+``remember=True``, in a small file under ``$STORMPY_CACHE_DIR`` or ``~/.cache/stormpy``, so the
+next CLI command starts there; :mod:`stormpy.client.leader_memo`). Bundles travel through
+:mod:`stormpy.client.transfer`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from stormpy.config import DEFAULTS, rpc_auth_token
+from stormpy.client.addresses import CONNECT_TIMEOUT_SECS, connectable, parse_address, seed_addresses
+from stormpy.client.leader import find_leader
+from stormpy.client.leader_memo import remember_leader, remembered_leader
+from stormpy.client.settings import rpc_settings
+from stormpy.client.transfer import Progress, download_bundle, upload_bundle
+from stormpy.config import DEFAULTS
 from stormpy.config.validate import WARNING_LOG_EXTRA, check_topology_config
-from stormpy.nimbus.leader_memo import remember_leader, remembered_leader
+from stormpy.host.backoff import Backoff
 from stormpy.rpc import RpcClient
-from stormpy.rpc.curve import server_public_key
 from stormpy.rpc.errors import (
     AlreadyExistsError,
     NotFoundError,
     NotLeaderError,
-    RpcError,
     RpcTimeoutError,
     UnreachableError,
     UploadError,
 )
 from stormpy.topology.spec import TopologySpec, refuse_local_classes
 
-__all__ = ["CONNECT_TIMEOUT_SECS", "NimbusClient", "find_leader", "parse_address", "seed_addresses"]
+__all__ = ["LEADER_PAUSE_CAP_SECS", "LEADER_PAUSE_FIRST_SECS", "NimbusClient"]
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[int, int], Any]
+#: The first pause between two rounds of asking for the leader within one call ...
+LEADER_PAUSE_FIRST_SECS = 0.05
+#: ... doubling (with jitter) up to this; the call gives up after ``leader_wait_secs``.
+LEADER_PAUSE_CAP_SECS = 1.0
 
 
-def parse_address(address: str, default_port: int = int(DEFAULTS["nimbus.thrift.port"])) -> tuple[str, int]:
-    """``"host:port"`` (or ``"host"``) → ``(host, port)``; ValueError naming the bad part."""
-    host, sep, port = address.rpartition(":")
-    if not sep:
-        host, port = address, str(default_port)
-    if not host:
-        raise ValueError(f"Nimbus address {address!r} has no host (expected host:port)")
-    if not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"Nimbus address {address!r} has no valid port (expected host:port)")
-    return host, int(port)
-
-
-def seed_addresses(conf: Mapping[str, Any]) -> list[str]:
-    """``host:port`` of ``nimbus.host`` then every ``nimbus.seeds`` entry (``host`` or
-    ``host:port``; the port defaults to ``nimbus.thrift.port``), duplicates removed, order kept.
-    A config naming neither gets the default host on its ``nimbus.thrift.port``."""
-    port = int(conf.get("nimbus.thrift.port") or DEFAULTS["nimbus.thrift.port"])
-    seeds = conf.get("nimbus.seeds") or []
-    entries = [conf.get("nimbus.host"), *([seeds] if isinstance(seeds, str) else seeds)]
-    if not any(entries):
-        entries = [DEFAULTS["nimbus.host"]]
-    out: list[str] = []
-    for entry in entries:
-        if not entry:
-            continue
-        host, p = parse_address(str(entry), port)
-        if host in ("0.0.0.0", "*"):
-            host = "127.0.0.1"
-        if f"{host}:{p}" not in out:
-            out.append(f"{host}:{p}")
-    return out
-
-
-#: Seconds a client waits for the TCP connection to a Nimbus before it counts it as dead.
-CONNECT_TIMEOUT_SECS = 2.0
-
-def find_leader(seeds: Sequence[str], *, auth_token: str | None = None,
-                timeout_secs: float = 2.0, connect_timeout_secs: float = CONNECT_TIMEOUT_SECS,
-                curve_server_key: bytes | None = None) -> str | None:
-    """Ask each seed in turn who leads; the first answer naming a leader wins (None: nobody knows).
-    A seed that accepts no connection within ``connect_timeout_secs`` is skipped."""
-    for seed in seeds:
-        host, port = parse_address(seed)
-        client = RpcClient(host, port, timeout_secs=timeout_secs, retries=0, auth_token=auth_token,
-                           service="Nimbus", connect_timeout_secs=connect_timeout_secs,
-                           curve_server_key=curve_server_key)
-        try:
-            answer = client.call("get_leader")
-        except RpcError:
-            continue
-        finally:
-            client.close()
-        if isinstance(answer, Mapping):
-            if answer.get("is_leader"):
-                return seed
-            if isinstance(answer.get("leader"), str):
-                return str(answer["leader"])
-    return None
+def _connectable(address: str | None) -> str | None:
+    """The address to connect to for a leader a Nimbus named (None: none, or malformed)."""
+    if address is None:
+        return None
+    try:
+        return connectable(address)
+    except ValueError:
+        return None
 
 
 class NimbusClient:
@@ -160,17 +121,14 @@ class NimbusClient:
 
     @classmethod
     def from_config(cls, conf: Mapping[str, Any], address: str | None = None, **kwargs: Any) -> NimbusClient:
-        """A client for ``address`` (``host:port``), else ``nimbus.host``/``nimbus.thrift.port``.
+        """A client for ``address`` (``host:port``), else for the seeds of ``conf``
+        (:func:`~stormpy.client.addresses.seed_addresses`), starting at the first.
 
-        ``timeout_secs``, ``retries`` and ``auth_token`` default to ``nimbus.rpc.timeout.secs``,
-        ``nimbus.rpc.retries`` and ``nimbus.rpc.auth.token``, ``curve_server_key`` to
-        ``nimbus.rpc.curve.public.key``; keyword arguments override them.
+        ``timeout_secs``, ``retries``, ``auth_token``, ``curve_server_key`` and
+        ``connect_timeout_secs`` come from :func:`~stormpy.client.settings.rpc_settings`,
+        ``leader_wait_secs`` from ``nimbus.leader.wait.secs``; keyword arguments override them.
         """
-        kwargs.setdefault("timeout_secs",
-                          float(conf.get("nimbus.rpc.timeout.secs", DEFAULTS["nimbus.rpc.timeout.secs"])))
-        kwargs.setdefault("retries", int(conf.get("nimbus.rpc.retries", DEFAULTS["nimbus.rpc.retries"])))
-        kwargs.setdefault("auth_token", rpc_auth_token(conf))
-        kwargs.setdefault("curve_server_key", server_public_key(conf))
+        kwargs = rpc_settings(conf, **kwargs)
         kwargs.setdefault("leader_wait_secs",
                           float(conf.get("nimbus.leader.wait.secs", DEFAULTS["nimbus.leader.wait.secs"])))
         if address:
@@ -216,37 +174,38 @@ class NimbusClient:
 
     def call(self, method: str, /, **args: Any) -> Any:
         """Any RPC method by name, sent to the leader (following a change of leader for up to
-        ``leader_wait_secs`` after the first failure)."""
+        ``leader_wait_secs`` after the first failure, pausing between rounds of asking)."""
         deadline: float | None = None
+        pause = Backoff(LEADER_PAUSE_FIRST_SECS, LEADER_PAUSE_CAP_SECS, jitter=0.2)
+        switched = False  # the first switch of a call goes at once, later rounds pause
         while True:
             try:
                 return self.rpc.call(method, **args)
             except NotLeaderError as exc:
-                if exc.leader is not None and exc.leader != self.address:
-                    self._switch(exc.leader)
-                    continue
                 deadline = deadline or time.monotonic() + self.leader_wait_secs
-                if time.monotonic() >= deadline:
+                named = _connectable(exc.leader)
+                if (switched or named in (None, self.address)) and time.monotonic() >= deadline:
                     raise
-                # it knows no leader (e.g. it is cut off from ZooKeeper): another seed may
-                leader = find_leader([s for s in self.seeds if s != self.address], auth_token=self.auth_token,
-                                     connect_timeout_secs=self.connect_timeout_secs,
-                                     curve_server_key=self.curve_server_key)
-                if leader is not None and leader != self.address:
-                    self._switch(leader)
-                else:
-                    time.sleep(0.5)
+                # it names no leader (cut off from ZooKeeper), or itself (a stale leader node):
+                # another seed may know better
+                leader = named if named not in (None, self.address) else self._ask_seeds(
+                    [s for s in self.seeds if s != self.address])
             except RpcTimeoutError:  # UnreachableError included
                 deadline = deadline or time.monotonic() + self.leader_wait_secs
                 if len(self.seeds) < 2 or time.monotonic() >= deadline:
                     raise
-                leader = find_leader(self.seeds, auth_token=self.auth_token,
-                                     connect_timeout_secs=self.connect_timeout_secs,
-                                     curve_server_key=self.curve_server_key)
-                if leader is not None and leader != self.address:
-                    self._switch(leader)
-                else:
-                    time.sleep(0.5)
+                leader = self._ask_seeds(self.seeds)
+            if leader is not None and leader != self.address:
+                self._switch(leader)
+                if not switched:
+                    switched = True
+                    continue
+            time.sleep(min(pause.failed(), max(0.0, deadline - time.monotonic())))
+
+    def _ask_seeds(self, seeds: Sequence[str]) -> str | None:
+        return find_leader(seeds, auth_token=self.auth_token,
+                           connect_timeout_secs=self.connect_timeout_secs,
+                           curve_server_key=self.curve_server_key)
 
     def _switch(self, address: str) -> None:
         """Talk to the Nimbus at ``address`` from now on."""
@@ -261,55 +220,18 @@ class NimbusClient:
 
     def leader(self) -> str | None:
         """``host:port`` of the leading Nimbus as the seeds see it (None: none known)."""
-        return find_leader(self.seeds, auth_token=self.auth_token,
-                           connect_timeout_secs=self.connect_timeout_secs,
-                           curve_server_key=self.curve_server_key)
+        return self._ask_seeds(self.seeds)
 
     # -- uploads ---------------------------------------------------------------------------------
     def upload_bundle(self, path: str | os.PathLike[str], progress: Progress | None = None) -> str:
         """Upload the bundle file in chunks; return its bundle key. ``progress(sent, total)``."""
-        file = Path(path)
-        size = file.stat().st_size
-        digest = hashlib.sha256()
-        begun = self.call("begin_upload", size=size)
-        upload_id, chunk_size = begun["upload_id"], int(begun["chunk_size"])
-        sent = 0
-        with open(file, "rb") as stream:
-            while chunk := stream.read(chunk_size):
-                digest.update(chunk)
-                answer = self.call("upload_chunk", upload_id=upload_id, data=chunk, offset=sent)
-                sent += len(chunk)
-                if answer.get("received") != sent:
-                    raise UploadError(f"Nimbus acknowledged {answer.get('received')} bytes, expected {sent}")
-                if progress is not None:
-                    progress(sent, size)
-        result = self.call("finish_upload", upload_id=upload_id, sha256=digest.hexdigest())
-        return str(result["bundle_key"])
+        return upload_bundle(self.call, path, progress)
 
     def download_bundle(self, bundle_key: str, dest: str | os.PathLike[str],
                         progress: Progress | None = None) -> Path:
         """Download a topology's bundle to ``dest`` and check its sha256; return ``dest``."""
-        begun = self.call("begin_download", bundle_key=bundle_key)
-        size, expected = int(begun["size"]), str(begun["sha256"])
-        out = Path(dest)
-        digest = hashlib.sha256()
-        received = 0
-        with open(out, "wb") as stream:
-            while True:
-                data = self.call("download_chunk", download_id=begun["download_id"],
-                                     offset=received)["data"]
-                if not data:
-                    break
-                stream.write(data)
-                digest.update(data)
-                received += len(data)
-                if progress is not None:
-                    progress(received, size)
-        if received != size or digest.hexdigest() != expected:
-            out.unlink(missing_ok=True)
-            raise UploadError(f"download of {bundle_key} is corrupt ({received}/{size} bytes, "
-                              "sha256 mismatch)")
-        return out
+        download_bundle(self.call, bundle_key, dest, progress=progress)
+        return Path(dest)
 
     # -- lifecycle -------------------------------------------------------------------------------
     def submit_topology(self, name: str, bundle_key: str, spec: Mapping[str, Any],

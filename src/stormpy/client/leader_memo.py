@@ -1,6 +1,7 @@
 """The last Nimbus leader a client found for a set of seeds, so the next client starts there.
 
-Kept per process (every :class:`~stormpy.nimbus.client.NimbusClient` of the process shares it) and,
+Kept per process (every :class:`~stormpy.client.NimbusClient` of the process shares it), keyed by
+the set of seeds (their order does not matter), and,
 when asked, in ``nimbus-leaders.json`` under ``$STORMPY_CACHE_DIR`` (default ``~/.cache/stormpy``),
 so one CLI command benefits from what the previous one found. The file is best effort: a missing,
 unreadable or foreign file is the same as no memory, and a remembered leader that is not among
