@@ -25,7 +25,6 @@ from kazoo.client import KazooClient
 
 from stormpy.cluster.zkserver import ZooKeeperServer
 from stormpy.connectors.spark.errors import SparkUnavailableError, require_spark
-from zookeeper_kit import running_zookeeper
 
 TEST_ROOT = "/stormpy-tests"
 
@@ -145,6 +144,8 @@ def private_leader_memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 @pytest.fixture(scope="session")
 def zookeeper() -> Iterator[ZooKeeperServer]:
     """One real ZooKeeper server for the whole test session."""
+    from zookeeper_kit import running_zookeeper  # a kit on pytest's pythonpath
+
     with running_zookeeper(heap_mb=256) as server:
         yield server
 

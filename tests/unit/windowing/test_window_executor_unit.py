@@ -154,7 +154,8 @@ def test_the_spec_carries_the_configuration_to_the_executor() -> None:
 
 def test_only_windowed_bolts_can_be_wrapped() -> None:
     window = Keep.with_tumbling_window(Count(2)).config.to_doc()
-    for path in ("stormpy.testing.components.Capture", "tests.unit.test_window_executor_unit.ts_field"):
+    for path in ("stormpy.testing.components.Capture",
+                 "tests.unit.windowing.test_window_executor_unit.ts_field"):
         with pytest.raises(WindowConfigError, match="is not a WindowedBolt subclass") as err:
             WindowedBoltExecutor(_window=window, _bolt=path)
         assert err.value.setting == "WindowedBolt"  # the error names what was expected
