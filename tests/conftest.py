@@ -1,16 +1,32 @@
-"""Fixtures shared by every test directory."""
+"""Fixtures shared by every test directory: one per real part.
+
+* ``zookeeper`` (session): a running :class:`stormpy.cluster.zkserver.ZooKeeperServer`
+  (``-Xmx256m``, 127.0.0.1, free port, temp data dir); use ``zookeeper.connect_string``. When
+  ZooKeeper or Java is missing, tests using it are skipped, or fail with the install hint when the
+  environment variable ``CI`` is ``true``. A process cluster on it: ``cluster_kit.running_cluster``
+  (the ``cluster`` fixture of tests/integration and tests/kafka).
+* ``zk_root`` (function): a unique, empty znode path for this test (``/stormpy-tests/<test>-<id>``),
+  deleted after the test. Pass it as the ``root`` of ZkStorage / ClusterState.
+* ``spark_required`` / ``spark_standalone`` (session): a local Spark, or a standalone master.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from hypothesis import Phase, settings
+from kazoo.client import KazooClient
 
+from stormpy.cluster.zkserver import ZooKeeperServer
 from stormpy.connectors.spark.errors import SparkUnavailableError, require_spark
+
+TEST_ROOT = "/stormpy-tests"
 
 # Mutation runs (tools/mutate.py sets STORMPY_HYPOTHESIS_PROFILE=mutation): a property test only
 # has to fail, not to find the smallest failing example, so shrinking is skipped; every test keeps
@@ -123,3 +139,32 @@ def private_leader_memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             os.environ.pop("STORMPY_CACHE_DIR", None)
         else:
             os.environ["STORMPY_CACHE_DIR"] = previous
+
+
+@pytest.fixture(scope="session")
+def zookeeper() -> Iterator[ZooKeeperServer]:
+    """One real ZooKeeper server for the whole test session."""
+    from zookeeper_kit import running_zookeeper  # a kit on pytest's pythonpath
+
+    with running_zookeeper(heap_mb=256) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def _zk_admin(zookeeper: ZooKeeperServer) -> Iterator[KazooClient]:
+    client = KazooClient(hosts=zookeeper.connect_string, timeout=10.0)
+    client.start(timeout=30)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+@pytest.fixture
+def zk_root(request: pytest.FixtureRequest, _zk_admin: KazooClient) -> Iterator[str]:
+    """A unique, empty ZooKeeper path for this test, removed afterwards."""
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name)[:80]
+    root = f"{TEST_ROOT}/{name}-{uuid.uuid4().hex[:8]}"
+    yield root
+    _zk_admin.delete(root, recursive=True)

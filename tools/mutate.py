@@ -43,9 +43,9 @@ WORK = ROOT / ".mutmut"
 FAST = ("tests/unit",)
 #: tests left out everywhere: they start fresh interpreters (the compiled-extension checks, the
 #: CLI, the bench, hashing in other processes), which import the installed package, not the mutants
-ALWAYS_IGNORE = ("--ignore=tests/unit/test_native.py", "--ignore=tests/unit/test_cli_local.py",
-                 "--ignore=tests/unit/test_bench_smoke.py",
-                 "--deselect=tests/unit/test_groupings.py::test_fields_hash_is_the_same_in_every_process")
+ALWAYS_IGNORE = ("--ignore=tests/unit/topology/test_native.py", "--ignore=tests/unit/cli/test_cli_local.py",
+                 "--ignore=tests/unit/project/test_bench_smoke.py",
+                 "--deselect=tests/unit/worker/test_groupings.py::test_fields_hash_is_the_same_in_every_process")
 #: source lines never mutated: log calls (their wording is not behaviour; the whole call, however
 #: many lines it spans, is left alone)
 NO_MUTATE_LINES = (r"^\s*(log|logger)\.(debug|info|warning|error|exception)\(",)
@@ -62,7 +62,7 @@ class Target:
     mutate: tuple[str, ...]
     skip: tuple[str, ...] = ()
     tests: tuple[str, ...] = FAST
-    #: pytest arguments, e.g. ``("--deselect", "tests/unit/test_x.py::test_slow")``
+    #: pytest arguments, e.g. ``("--deselect", "tests/unit/**/test_x.py::test_slow")``
     pytest_args: tuple[str, ...] = ()
     #: ``fork`` (fastest) or ``forkserver`` (for tests whose setup is not fork-safe)
     isolation: str = "fork"
@@ -72,7 +72,8 @@ class Target:
 #: the worker targets leave out the inbound frame fuzz (a Hypothesis test that reaches the loop's
 #: hot functions and took most of the survivors' test time): `test_worker_inbound_table.py`'s
 #: example tests kill every inbound mutant without it (docs/testing.md); it stays in `make test`
-WORKER_PYTEST_ARGS = ("--deselect", "tests/unit/test_worker_inbound.py::test_no_frame_crashes_the_worker")
+WORKER_PYTEST_ARGS = ("--deselect",
+                      "tests/unit/worker/test_worker_inbound.py::test_no_frame_crashes_the_worker")
 #: worker files that are features beside the executor loop, tasks and routing (not in the core set)
 WORKER_FEATURES = ("src/stormpy/worker/hooks.py", "src/stormpy/worker/metrics_consumers.py")
 
@@ -91,11 +92,12 @@ TARGETS: dict[str, Target] = {
                      pytest_args=WORKER_PYTEST_ARGS),
     # Storm's task hooks and metrics consumers, with the unit tests that cover them
     "worker-features": Target(WORKER_FEATURES,
-                              tests=("tests/unit/test_task_hook*.py", "tests/unit/test_spout_batches.py",
-                                     "tests/unit/test_task_construction.py",
-                                     "tests/unit/test_metrics_consumer.py",
-                                     "tests/unit/test_metrics_feed_parts.py",
-                                     "tests/unit/test_stat_documents.py")),
+                              tests=("tests/unit/**/test_task_hook*.py",
+                                     "tests/unit/topology/test_spout_batches.py",
+                                     "tests/unit/topology/test_task_construction.py",
+                                     "tests/unit/topology/test_metrics_consumer.py",
+                                     "tests/unit/worker/test_metrics_feed_parts.py",
+                                     "tests/unit/worker/test_stat_documents.py")),
     # the worker one file at a time (each is a fraction of the worker's run, so a file's tests can
     # be worked through without re-running the whole worker; same mutants, same tests)
     **{f"worker-{part}": Target((f"src/stormpy/worker/{part}.py",), pytest_args=WORKER_PYTEST_ARGS)
@@ -112,11 +114,12 @@ TARGETS: dict[str, Target] = {
     # the client side of the Nimbus protocol: seeds, leader discovery and memo, the bundle
     # transfer, failover (stand-in Nimbus servers on loopback; no ZooKeeper)
     "client": Target(("src/stormpy/client/*.py",),
-                     tests=("tests/unit/test_client_*.py", "tests/unit/test_nimbus_client_*.py",
-                            "tests/unit/test_nimbus_lost_leadership.py", "tests/unit/test_rpc_config.py")),
+                     tests=("tests/unit/client/test_client_*.py", "tests/unit/**/test_nimbus_client_*.py",
+                            "tests/unit/nimbus/test_nimbus_lost_leadership.py",
+                            "tests/unit/rpc/test_rpc_config.py")),
     # micro-batching (stormpy/batching.py) and the Spark bolt's batch records
     "batching": Target(("src/stormpy/*batching.py",)),
-    # the Spark bolt's own logic, against a fake Spark (tests/unit/test_spark_bolt_logic.py;
+    # the Spark bolt's own logic, against a fake Spark (tests/unit/connectors/spark/test_spark_bolt_logic.py;
     # tests/spark runs it against a real local Spark, one JVM per run: too slow per mutant)
     # (settings.py holds the bolt's argument and tick checks since the split of bolt.py)
     "spark-bolt": Target(("src/stormpy/connectors/spark/bolt.py",
@@ -124,14 +127,14 @@ TARGETS: dict[str, Target] = {
                           "src/stormpy/connectors/spark/in_spark.py",
                           "src/stormpy/connectors/spark/ahead.py",
                           "src/stormpy/connectors/spark/switching.py"),
-                         tests=("tests/unit/test_spark_bolt_logic.py",
-                                "tests/unit/test_spark_ahead.py",
-                                "tests/unit/test_spark_switching.py",
-                                "tests/unit/test_settings_checks.py")),
+                         tests=("tests/unit/connectors/spark/test_spark_bolt_logic.py",
+                                "tests/unit/connectors/spark/test_spark_ahead.py",
+                                "tests/unit/connectors/spark/test_spark_switching.py",
+                                "tests/unit/config/test_settings_checks.py")),
     # Kafka: the acked-prefix tracker shared by connectors, the OffsetManager and the retry service
     "kafka": Target(("src/stormpy/connectors/offsets.py", "src/stormpy/connectors/kafka/offset_manager.py",
                      "src/stormpy/connectors/kafka/retry.py"),
-                    tests=("tests/unit/test_kafka_*.py",)),
+                    tests=("tests/unit/connectors/kafka/test_kafka_*.py",)),
     # Kinesis: the InflightRecordTracker, the shards (assignment by the connectors' shared
     # round-robin share, a shard's checkpoint), the state manager (resharding order, checkpoint
     # writes) and the buffered GetRecords reader; the checkpoint store, the boto3 client wrapper
@@ -139,32 +142,33 @@ TARGETS: dict[str, Target] = {
     "kinesis": Target((*(f"src/stormpy/connectors/kinesis/{part}.py"
                          for part in ("tracker", "shards", "state", "getter")),
                        "src/stormpy/connectors/partitions.py"),
-                      tests=("tests/unit/test_kinesis_parts.py", "tests/unit/test_kinesis_tracker*.py",
-                             "tests/unit/test_kinesis_getter*.py", "tests/unit/test_kinesis_shard*.py",
-                             "tests/unit/test_connector_partitions.py")),
+                      tests=("tests/unit/connectors/kinesis/test_kinesis_parts.py",
+                             "tests/unit/**/test_kinesis_tracker*.py",
+                             "tests/unit/**/test_kinesis_getter*.py", "tests/unit/**/test_kinesis_shard*.py",
+                             "tests/unit/connectors/test_connector_partitions.py")),
     # transactional topologies: the coordinator spout, the coordinated (batch/committer) bolt with
     # its per-batch tracking and counting collector (batch_track.py) and the exactly-once values
     # committers apply; the ZooKeeper store and the builder's wiring
     # are left out (integration tests, validation)
     "transactional": Target(tuple(f"src/stormpy/transactional/{part}.py"
                                   for part in ("coordinator", "coordinated", "batch_track", "state")),
-                            tests=("tests/unit/test_transactional_*.py",)),
+                            tests=("tests/unit/transactional/test_transactional_*.py",)),
     # windowing: the window manager (count/duration, event time, watermarks), its config and bolt
     "windowing": Target(("src/stormpy/windowing/*.py",),
-                        tests=("tests/unit/test_window*.py", "tests/unit/test_state.py")),
+                        tests=("tests/unit/windowing/test_window*.py", "tests/unit/state/test_state.py")),
     # stateful bolts: the checkpoint spout's protocol, the executors that run it around bolts,
     # the key-value state's prepare/commit/rollback and the wiring
     "state": Target(tuple(f"src/stormpy/state/{part}.py" for part in ("checkpoint", "bolt", "kv", "wiring")),
-                    tests=("tests/unit/test_state.py", "tests/unit/test_state_*.py",
-                           "tests/unit/test_transactional_state.py")),
+                    tests=("tests/unit/state/test_state.py", "tests/unit/**/test_state_*.py",
+                           "tests/unit/transactional/test_transactional_state.py")),
     # the state layer under them all (stateful bolts, transactional topologies, Kinesis
     # checkpoints, context.state_store): the store contract's shared parts, the memory and SQLite
     # backends, the settings and the provider that opens a task's store; the ZooKeeper backend
     # (state/zookeeper.py) needs a real ZooKeeper and is left to the integration tests
     "state-layer": Target(tuple(f"src/stormpy/state/{part}.py"
                                 for part in ("base", "memory", "sqlite", "settings", "provider")),
-                          tests=("tests/unit/test_state*.py", "tests/unit/test_local_state.py",
-                                 "tests/unit/test_sqlite_store_open.py")),
+                          tests=("tests/unit/**/test_state*.py", "tests/unit/state/test_local_state.py",
+                                 "tests/unit/state/test_sqlite_store_open.py")),
     # multilang: the protocol's checks, the JSON and msgpack framing, the shell components
     # (restart backoff, max pending, the spout's one-command-at-a-time exchange, the watchdog)
     # and the in-process pystorm adapter; the subprocess runs themselves are integration tests
@@ -172,17 +176,17 @@ TARGETS: dict[str, Target] = {
     "multilang": Target(tuple(f"src/stormpy/multilang/{part}.py"
                               for part in ("protocol", "serializers", "shell", "shell_bolt",
                                            "shell_spout", "process", "pystorm_adapter")),
-                        tests=("tests/unit/test_multilang_protocol.py",
-                               "tests/unit/test_multilang_serializers.py",
-                               "tests/unit/test_multilang_pystorm_adapter.py",
-                               "tests/unit/test_multilang_streamparse.py",
-                               "tests/unit/test_multilang_settings_at_submit.py")),
+                        tests=("tests/unit/multilang/test_multilang_protocol.py",
+                               "tests/unit/multilang/test_multilang_serializers.py",
+                               "tests/unit/multilang/test_multilang_pystorm_adapter.py",
+                               "tests/unit/multilang/test_multilang_streamparse.py",
+                               "tests/unit/multilang/test_multilang_settings_at_submit.py")),
     # Trident: the built-in operations, the planner (bolts, joins' groupings), the per-batch
     # processors (aggregations, persistent state) and the map state of the three kinds
     "trident": Target(tuple(f"src/stormpy/trident/{part}.py"
                             for part in ("builtin", "planner", "processors", "state", "combine",
                                          "stream")),
-                      tests=("tests/unit/test_trident_*.py",)),
+                      tests=("tests/unit/trident/test_trident_*.py",)),
 }
 #: what ``make mutate`` runs when no target is named
 CORE = ("acker", "nimbus", "batching", "spark-bolt", "worker")

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import filewc
 import pytest
 
 from stormpy.bundle import build_bundle
@@ -24,10 +25,7 @@ from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
 
 HERE = Path(__file__).resolve().parent
 TOPOLOGIES = HERE / "nimbus_topologies"
-if str(TOPOLOGIES) not in sys.path:
-    sys.path.insert(0, str(TOPOLOGIES))
 
-import filewc  # noqa: E402
 
 TIMINGS: dict[str, float] = {}
 
@@ -61,15 +59,16 @@ class _LogDump:
 
 @contextlib.contextmanager
 def running_cluster(zookeeper: Any, base: Path, name: str, *, supervisors: int = 2,
-                    slots: int = 2, nimbuses: int = 1,
-                    conf: Mapping[str, Any] | None = None) -> Iterator[ProcessCluster]:
+                    slots: int = 2, nimbuses: int = 1, conf: Mapping[str, Any] | None = None,
+                    ui: bool = False) -> Iterator[ProcessCluster]:
     """A started ProcessCluster (``nimbuses`` + ``supervisors`` with ``slots`` each,
-    FAST_TIMEOUTS under ``conf``) in ``base`` on a fresh ZooKeeper root named after ``name``;
-    stopped on exit, when no worker process may be left."""
+    FAST_TIMEOUTS under ``conf``, the UI too when ``ui``) in ``base`` on a fresh ZooKeeper root
+    named after ``name``; stopped on exit, when no worker process may be left. The one way every
+    test directory (integration, kafka...) starts a process cluster."""
     c = ProcessCluster(zookeeper.connect_string, supervisors=supervisors, slots_per_supervisor=slots,
                        nimbuses=nimbuses, base_dir=base,
                        zk_root=f"/stormpy-tests/{name}-{uuid.uuid4().hex[:8]}",
-                       conf={**FAST_TIMEOUTS, **(conf or {})})
+                       conf={**FAST_TIMEOUTS, **(conf or {})}, ui=ui)
     c.start(timeout_secs=90)
     try:
         yield c

@@ -15,7 +15,6 @@ import hashlib
 import os
 import shutil
 import signal
-import sys
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -247,32 +246,24 @@ def prepare_node(env: SupervisorEnv, node: str, topology_id: str) -> SupervisorD
 
 
 def wordcount_spec(sentences: int) -> TopologySpec:
-    if str(EXAMPLES) not in sys.path:
-        sys.path.insert(0, str(EXAMPLES))
     import wordcount  # noqa: PLC0415
 
     return wordcount.build(sentences).create_topology()
 
 
 def paced_spec(rate: float = 100.0) -> TopologySpec:
-    if str(TOPOLOGIES) not in sys.path:
-        sys.path.insert(0, str(TOPOLOGIES))
     import sup_paced  # noqa: PLC0415
 
     return sup_paced.paced(rate)
 
 
 def failing_spec() -> TopologySpec:
-    if str(TOPOLOGIES) not in sys.path:
-        sys.path.insert(0, str(TOPOLOGIES))
     import sup_paced  # noqa: PLC0415
 
     return sup_paced.failing()
 
 
 def stuck_spec() -> TopologySpec:
-    if str(TOPOLOGIES) not in sys.path:
-        sys.path.insert(0, str(TOPOLOGIES))
     import sup_paced  # noqa: PLC0415
 
     return sup_paced.stuck()
@@ -284,8 +275,6 @@ KEYED_FILES = [TOPOLOGIES / "keyed.py"]
 
 
 def keyed_spec(out_dir: str, keys: int = 40) -> TopologySpec:
-    if str(TOPOLOGIES) not in sys.path:
-        sys.path.insert(0, str(TOPOLOGIES))
     import keyed  # noqa: PLC0415
 
     return keyed.keyed(out_dir, keys)

@@ -9,7 +9,6 @@ whose file is missing makes its worker exit at once, again and again, and `storm
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from click.testing import CliRunner
-from cluster_kit import wait_for
+from cluster_kit import running_cluster, wait_for
 from ui_kit import UI_CONF, chrome_driver, need_ui_stack
 
 from stormpy.cli.main import cli
@@ -84,15 +83,9 @@ def cli_run(*args: str, env: dict[str, str] | None = None) -> Any:
 @pytest.fixture(name="cluster", scope="module")
 def cluster_fixture(zookeeper: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
     need_ui_stack()
-    c = ProcessCluster(zookeeper.connect_string, supervisors=1, slots_per_supervisor=2,
-                       base_dir=tmp_path_factory.mktemp("code-dir-cluster"),
-                       zk_root=f"/stormpy-tests/code-dir-{uuid.uuid4().hex[:8]}", conf=UI_CONF, ui=True)
-    c.start(timeout_secs=90)
-    try:
+    with running_cluster(zookeeper, tmp_path_factory.mktemp("code-dir-cluster"), "code-dir",
+                         supervisors=1, conf=UI_CONF, ui=True) as c:
         yield c
-    finally:
-        c.stop()
-        assert c.worker_processes() == [], "stray worker processes"
 
 
 @pytest.fixture(name="project")

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import kinesis_recorder
 import pytest
 from cluster_kit import (  # noqa: F401 - fixtures
     attach_cluster_logs,
@@ -34,10 +35,7 @@ from stormpy.topology.layout import compute_layout
 from stormpy.topology.state import decode_state
 
 TOPOLOGIES = Path(__file__).resolve().parent / "kinesis_topologies"
-if str(TOPOLOGIES) not in sys.path:
-    sys.path.insert(0, str(TOPOLOGIES))
 
-import kinesis_recorder  # noqa: E402
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster]
 

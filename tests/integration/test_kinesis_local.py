@@ -410,12 +410,7 @@ def test_split_and_merge_while_running_keep_every_record_and_key_order(
 def test_example_click_topology_counts_every_click(moto_kinesis: KinesisEndpoint, zookeeper: Any,
                                                    zk_root: str) -> None:
     import json
-    import sys
-    from pathlib import Path
 
-    examples = str(Path(__file__).resolve().parents[2] / "examples")
-    if examples not in sys.path:
-        sys.path.insert(0, examples)
     import kinesis_clicks
 
     stream = moto_kinesis.create_stream(4)

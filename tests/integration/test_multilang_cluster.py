@@ -4,10 +4,10 @@ kill ends every subprocess with the workers."""
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from pathlib import Path
 
+import cluster_wc
 import psutil
 import pytest
 from cluster_kit import (  # noqa: F401 - fixtures
@@ -21,10 +21,7 @@ from stormpy.bundle import build_bundle
 from stormpy.testing.cluster import ProcessCluster
 
 HERE = Path(__file__).resolve().parents[1] / "multilang"
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
 
-import cluster_wc  # noqa: E402
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.zookeeper, pytest.mark.cluster]
 

@@ -12,16 +12,13 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+import pystorm_wordcount as wordcount
 import pytest
+from mlkit import conf, no_subprocess_left_behind
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "multilang"))
-
-import pystorm_wordcount as wordcount  # noqa: E402
-from mlkit import conf, no_subprocess_left_behind  # noqa: E402
-
-from stormpy import TopologyBuilder  # noqa: E402
-from stormpy.multilang import ShellBolt, ShellSpout, pystorm_component  # noqa: E402
-from stormpy.testing import Capture, FeederSpout, LocalCluster, wait_for  # noqa: E402
+from stormpy import TopologyBuilder
+from stormpy.multilang import ShellBolt, ShellSpout, pystorm_component
+from stormpy.testing import Capture, FeederSpout, LocalCluster, wait_for
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -10,18 +10,14 @@ the answers.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mlkit import FailSome, conf, no_subprocess_left_behind, replay_bolt, replay_spout, verdicts
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "multilang"))
-
-from mlkit import FailSome, conf, no_subprocess_left_behind, replay_bolt, replay_spout, verdicts  # noqa: E402
-
-from stormpy import TopologyBuilder  # noqa: E402
-from stormpy.testing import Capture, FeederSpout, LocalCluster, wait_for  # noqa: E402
+from stormpy import TopologyBuilder
+from stormpy.testing import Capture, FeederSpout, LocalCluster, wait_for
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -10,14 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mlkit import Replayer, conf, no_subprocess_left_behind
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "multilang"))
-
-from mlkit import Replayer, conf, no_subprocess_left_behind  # noqa: E402
-
-from stormpy import TopologyBuilder  # noqa: E402
-from stormpy.multilang import ShellBolt  # noqa: E402
-from stormpy.testing import Capture, FeederSpout, LocalCluster, wait_for  # noqa: E402
+from stormpy import TopologyBuilder
+from stormpy.multilang import ShellBolt
+from stormpy.testing import Capture, FeederSpout, LocalCluster, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 

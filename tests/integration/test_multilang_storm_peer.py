@@ -12,20 +12,15 @@ the test is skipped, and under ``CI=true`` it fails.
 from __future__ import annotations
 
 import os
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from bench.peers import storm_peer, storm_shell
+from mlkit import no_subprocess_left_behind
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "multilang"))
-sys.path.insert(0, str(ROOT))
-from bench.peers import storm_peer, storm_shell  # noqa: E402
-from mlkit import no_subprocess_left_behind  # noqa: E402
-
-sys.path.remove(str(ROOT))
 
 pytestmark = pytest.mark.timeout(900)
 

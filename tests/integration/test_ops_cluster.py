@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import opstopo
 import pytest
 from cluster_kit import attach_cluster_logs, kill_and_check_gone, run_cli, running_cluster, wait_for
 
@@ -25,10 +26,7 @@ from stormpy.testing.cluster import ProcessCluster
 __all__ = ["attach_cluster_logs"]
 
 TOPOLOGIES = Path(__file__).resolve().parent / "ops_topologies"
-if str(TOPOLOGIES) not in sys.path:
-    sys.path.insert(0, str(TOPOLOGIES))
 
-import opstopo  # noqa: E402
 
 CAP_BYTES = 64 * 1024
 

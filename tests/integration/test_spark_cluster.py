@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sparkagg
 from cluster_kit import (  # noqa: F401 - fixtures
     HERE,
     attach_cluster_logs,
@@ -34,10 +34,7 @@ from stormpy.bundle import build_bundle
 from stormpy.testing.cluster import ProcessCluster, find_processes
 
 SPARK_TOPOLOGIES = HERE / "spark_topologies"
-if str(SPARK_TOPOLOGIES) not in sys.path:
-    sys.path.insert(0, str(SPARK_TOPOLOGIES))
 
-import sparkagg  # noqa: E402
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster,
               pytest.mark.spark]

@@ -24,7 +24,6 @@ import json
 import os
 import shutil
 import signal
-import sys
 import time
 import uuid
 from collections import Counter
@@ -33,6 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sparkagg
+import sparktx
+import trafficudf
 from cluster_kit import (  # noqa: F401 - fixtures
     HERE,
     attach_cluster_logs,
@@ -41,6 +43,8 @@ from cluster_kit import (  # noqa: F401 - fixtures
     wait_for,
 )
 
+from accesslogs.generator import generate_lines
+from accesslogs.report import accounting_ok, expected_aggregates
 from stormpy.bundle import build_bundle
 from stormpy.local.spark_cluster import SparkStandalone
 from stormpy.testing import WaitTimeout
@@ -49,16 +53,8 @@ from stormpy.testing.cluster import ProcessCluster
 SPARK_TOPOLOGIES = HERE / "spark_topologies"
 FLAGSHIP_TOPOLOGIES = HERE / "flagship_topologies"
 EXAMPLES = HERE.parents[1] / "examples"
-for _path in (SPARK_TOPOLOGIES, FLAGSHIP_TOPOLOGIES, EXAMPLES):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
 
-import sparkagg  # noqa: E402
-import sparktx  # noqa: E402
-import trafficudf  # noqa: E402
 
-from accesslogs.generator import generate_lines  # noqa: E402
-from accesslogs.report import accounting_ok, expected_aggregates  # noqa: E402
 
 pytestmark = [pytest.mark.timeout(900), pytest.mark.zookeeper, pytest.mark.cluster,
               pytest.mark.spark]

@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+import statecount
 from cluster_kit import (  # noqa: F401 - fixtures
     attach_cluster_logs,
     cluster_fixture,
@@ -30,10 +30,7 @@ from stormpy.testing.cluster import ProcessCluster
 from stormpy.topology.layout import compute_layout
 
 HERE = Path(__file__).resolve().parent / "state_topologies"
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
 
-import statecount  # noqa: E402
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster]
 

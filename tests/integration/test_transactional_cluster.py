@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+import txcount
 from cluster_kit import (  # noqa: F401 - fixtures
     attach_cluster_logs,
     cluster_fixture,
@@ -25,10 +25,7 @@ from stormpy.topology.layout import compute_layout
 from stormpy.transactional import SqliteState
 
 HERE = Path(__file__).resolve().parent / "transactional_topologies"
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
 
-import txcount  # noqa: E402
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster]
 

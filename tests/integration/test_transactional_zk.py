@@ -5,13 +5,13 @@ topology and a ZooKeeper outage."""
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import transactional_global_count as global_count
 from stormpy.cluster.zkserver import ZooKeeperNotFound, ZooKeeperServer
 from stormpy.testing import LocalCluster
 from stormpy.transactional import SqliteState, TransactionalTopologyBuilder
@@ -25,10 +25,7 @@ from transactional_kit import (
 )
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-if str(EXAMPLES) not in sys.path:
-    sys.path.insert(0, str(EXAMPLES))
 
-import transactional_global_count as global_count  # noqa: E402
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(120)]
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import uuid
 from collections import Counter
 from pathlib import Path
 
 import pytest
+import tridentcount
 from cluster_kit import (  # noqa: F401 - fixtures
     attach_cluster_logs,
     cluster_fixture,
@@ -26,10 +26,7 @@ from stormpy.topology.layout import compute_layout
 from stormpy.trident import OPAQUE, TRANSACTIONAL, MapState
 
 HERE = Path(__file__).resolve().parent / "trident_topologies"
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
 
-import tridentcount  # noqa: E402
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster]
 

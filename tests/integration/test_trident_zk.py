@@ -3,11 +3,11 @@ failed after its state update in the commit, counts exact in ZooKeeper."""
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from trident_kit import FAILS, FailOnWord
 
 from stormpy.cluster.zkserver import ZooKeeperServer
 from stormpy.state import open_zk_store
@@ -23,10 +23,7 @@ from stormpy.trident import (
 )
 
 UNIT = Path(__file__).resolve().parents[1] / "unit"
-if str(UNIT) not in sys.path:
-    sys.path.insert(0, str(UNIT))
 
-from trident_kit import FAILS, FailOnWord  # noqa: E402
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(120)]
 WORDS = [[w] for w in ["a", "b", "a", "c", "boom", "b", "a", "c", "d", "a", "b", "c"]]

@@ -7,14 +7,13 @@ from __future__ import annotations
 import os
 import shutil
 import struct
-import uuid
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_kit import filewc, submit
+from cluster_kit import filewc, running_cluster, submit
 
 from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
 
@@ -51,15 +50,9 @@ class Topology:
 def ui_cluster_fixture(zookeeper: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
     """Nimbus + two supervisors + the UI, short timeouts, shared by a test module."""
     need_ui_stack()
-    root = f"/stormpy-tests/ui-{uuid.uuid4().hex[:8]}"
-    c = ProcessCluster(zookeeper.connect_string, supervisors=2, slots_per_supervisor=2,
-                       base_dir=tmp_path_factory.mktemp("ui-cluster"), zk_root=root, conf=UI_CONF, ui=True)
-    c.start(timeout_secs=90)
-    try:
+    with running_cluster(zookeeper, tmp_path_factory.mktemp("ui-cluster"), "ui", conf=UI_CONF,
+                         ui=True) as c:
         yield c
-    finally:
-        c.stop()
-        assert c.worker_processes() == [], "stray worker processes"
 
 
 @pytest.fixture(scope="module", name="wordcount")

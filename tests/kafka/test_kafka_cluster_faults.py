@@ -22,21 +22,19 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import kafka_fault
 import pytest
+from cluster_kit import running_cluster
+from test_kafka_spout_local import committed as committed_offsets
 
 from stormpy.bundle import build_bundle
 from stormpy.cluster.zkserver import ZooKeeperServer
-from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
+from stormpy.testing.cluster import ProcessCluster
 from stormpy.testing.kafka import KafkaBroker
-from zookeeper_kit import running_zookeeper
 
 HERE = Path(__file__).resolve().parent
 TOPOLOGIES = HERE / "cluster_topologies"
-if str(TOPOLOGIES) not in sys.path:
-    sys.path.insert(0, str(TOPOLOGIES))
 
-import kafka_fault  # noqa: E402
-from test_kafka_spout_local import committed as committed_offsets  # noqa: E402
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster, pytest.mark.kafka]
 
@@ -45,23 +43,10 @@ RECORDS = 3000
 
 
 @pytest.fixture(scope="module")
-def zookeeper() -> Iterator[ZooKeeperServer]:
-    with running_zookeeper(heap_mb=256) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def cluster(zookeeper: ZooKeeperServer, kafka_broker: KafkaBroker,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
-    c = ProcessCluster(zookeeper.connect_string, supervisors=2, slots_per_supervisor=2,
-                       base_dir=tmp_path_factory.mktemp("kafka-cluster"),
-                       zk_root=f"/stormpy-tests/kafka-{uuid.uuid4().hex[:8]}", conf=FAST_TIMEOUTS)
-    c.start(timeout_secs=90)
-    try:
+    with running_cluster(zookeeper, tmp_path_factory.mktemp("kafka-cluster"), "kafka") as c:
         yield c
-    finally:
-        c.stop()
-        assert c.worker_processes() == [], "stray worker processes"
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ after the sink's commit is not written twice, while the at-least-once mode write
 
 from __future__ import annotations
 
-import sys
 import time
 import uuid
 from collections import Counter
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trident_kafka_eos
 
 from stormpy.connectors.kafka.transactional_sink import (
     KafkaTransactionalConfig,
@@ -26,10 +26,7 @@ from stormpy.testing import LocalCluster
 from stormpy.testing.kafka import KafkaBroker
 
 TOPOLOGIES = Path(__file__).resolve().parent / "cluster_topologies"
-if str(TOPOLOGIES) not in sys.path:
-    sys.path.insert(0, str(TOPOLOGIES))
 
-import trident_kafka_eos  # noqa: E402
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(240)]
 LINES = ["the cow jumped over the moon", "four score and seven years ago",

@@ -4,13 +4,13 @@ update in the commit, and records produced while the topology runs."""
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from trident_kit import FAILS, FailOnWord, split_value
 
 from stormpy.connectors.kafka.opaque import KafkaOpaqueSpout
 from stormpy.state import SqliteStore
@@ -19,10 +19,7 @@ from stormpy.testing.kafka import KafkaBroker
 from stormpy.trident import OPAQUE, Count, MapState, StateFactory, TridentTopology
 
 UNIT = Path(__file__).resolve().parents[1] / "unit"
-if str(UNIT) not in sys.path:
-    sys.path.insert(0, str(UNIT))
 
-from trident_kit import FAILS, FailOnWord, split_value  # noqa: E402
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(180)]
 LINES = ["the cow jumped over the moon", "four score and seven years ago", "boom goes the drum",

@@ -10,30 +10,27 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import trident_kafka
+import trident_kafka_eos
+from cluster_kit import running_cluster
+from test_kafka_transactional_sink import read_topic, word_counts
 
 from stormpy.bundle import build_bundle
 from stormpy.cluster.zkserver import ZooKeeperServer
 from stormpy.state import SqliteStore
 from stormpy.testing import WaitTimeout, wait_for
-from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
+from stormpy.testing.cluster import ProcessCluster
 from stormpy.testing.kafka import ApacheKafkaBroker, KafkaBroker
 from stormpy.trident import OPAQUE, MapState
-from zookeeper_kit import running_zookeeper
 
 TOPOLOGIES = Path(__file__).resolve().parent / "cluster_topologies"
-if str(TOPOLOGIES) not in sys.path:
-    sys.path.insert(0, str(TOPOLOGIES))
 
-import trident_kafka  # noqa: E402
-import trident_kafka_eos  # noqa: E402
-from test_kafka_transactional_sink import read_topic, word_counts  # noqa: E402
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster,
               pytest.mark.kafka]
@@ -42,23 +39,10 @@ LINES = ["the cow jumped over the moon", "four score and seven years ago",
 
 
 @pytest.fixture(scope="module")
-def zookeeper() -> Iterator[ZooKeeperServer]:
-    with running_zookeeper(heap_mb=256) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def cluster(zookeeper: ZooKeeperServer, kafka_broker: KafkaBroker,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
-    c = ProcessCluster(zookeeper.connect_string, supervisors=2, slots_per_supervisor=2,
-                       base_dir=tmp_path_factory.mktemp("trident-kafka"),
-                       zk_root=f"/stormpy-tests/tk-{uuid.uuid4().hex[:8]}", conf=FAST_TIMEOUTS)
-    c.start(timeout_secs=90)
-    try:
+    with running_cluster(zookeeper, tmp_path_factory.mktemp("trident-kafka"), "tk") as c:
         yield c
-    finally:
-        c.stop()
-        assert c.worker_processes() == [], "stray worker processes"
 
 
 def counts(db: Path) -> dict[str, int]:

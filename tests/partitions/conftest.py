@@ -27,19 +27,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from netns import HostNetwork, missing_tools, remove_stale_namespaces
+from partition_cluster import HOSTS, NetnsCluster
+
+from stormpy.bundle import build_bundle
+from stormpy.testing.cluster import FAST_TIMEOUTS
+from stormpy.testing.zookeeper import INSTALL_HINT, zookeeper_available
 
 HERE = Path(__file__).resolve().parent
 TOPOLOGY_DIR = HERE / "ledger_topology"
-for p in (str(HERE), str(TOPOLOGY_DIR)):
-    if p not in sys.path:
-        sys.path.insert(0, p)
-
-from netns import HostNetwork, missing_tools, remove_stale_namespaces  # noqa: E402
-from partition_cluster import HOSTS, NetnsCluster  # noqa: E402
-
-from stormpy.bundle import build_bundle  # noqa: E402
-from stormpy.testing.cluster import FAST_TIMEOUTS  # noqa: E402
-from stormpy.testing.zookeeper import INSTALL_HINT, zookeeper_available  # noqa: E402
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 _CLUSTER = pytest.StashKey[NetnsCluster]()

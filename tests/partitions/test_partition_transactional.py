@@ -5,13 +5,13 @@ every transaction applied once, in order (the old workers stop)."""
 
 from __future__ import annotations
 
-import sys
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import txcount
 from partition_cluster import NetnsCluster
 from partition_kit import record, worker_hosts
 
@@ -22,10 +22,7 @@ from stormpy.transactional import SqliteState
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster, pytest.mark.partitions]
 
 TOPOLOGIES = Path(__file__).resolve().parent.parent / "integration" / "transactional_topologies"
-if str(TOPOLOGIES) not in sys.path:
-    sys.path.insert(0, str(TOPOLOGIES))
 
-import txcount  # noqa: E402
 
 
 def stored(db: Path) -> dict[str, list[list[int]] | int]:

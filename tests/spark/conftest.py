@@ -6,12 +6,11 @@
 * ``registry_list`` (function): a list shared with components through the testing registry
   (its key is ``registry_list.key``).
 
-``examples/`` is put on sys.path so the flagship's ``accesslogs`` package imports.
+``examples/`` is on pytest's pythonpath, so the flagship's ``accesslogs`` package imports.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,8 +21,6 @@ from stormpy.connectors.spark import spark_session
 from stormpy.testing import registry
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-if str(EXAMPLES) not in sys.path:
-    sys.path.insert(0, str(EXAMPLES))
 
 
 @pytest.fixture(scope="session")

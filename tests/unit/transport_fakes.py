@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from stormpy import TopologyBuilder
 from stormpy.messaging.codec import decode_frame, wire_tuples
 from stormpy.messaging.transport import Transport
+from stormpy.testing import Capture, FeederSpout
+from stormpy.topology.spec import TopologySpec
+from stormpy.worker import Worker, WorkerConfig
 
 
 class ScriptedTransport(Transport):
@@ -50,3 +54,28 @@ class ScriptedTransport(Transport):
 
     def close(self) -> None:
         pass
+
+
+def two_worker_topology(feeder: FeederSpout, capture: Capture) -> TopologySpec:
+    """Spout "f" feeding "sink" (local-or-shuffle, 2 tasks) and "all" (all grouping, 2 tasks)."""
+    b = TopologyBuilder()
+    b.set_spout("f", feeder)
+    b.set_bolt("sink", capture, 2).local_or_shuffle_grouping("f")
+    b.set_bolt("all", Capture(), 2).all_grouping("f")
+    return b.create_topology()
+
+
+def half_worker(feeder: FeederSpout, capture: Capture, conf: dict | None = None,
+                transport: ScriptedTransport | None = None) -> tuple[Worker, ScriptedTransport,
+                                                                     dict[str, list[int]]]:
+    """A worker holding the first task of every component (the rest on peer "b"), opened."""
+    spec = two_worker_topology(feeder, capture)
+    probe = Worker(WorkerConfig("t", spec, conf or {}, local_tasks=[]))
+    tasks = probe.layout.component_tasks
+    here = [tasks["f"][0], tasks["sink"][0], tasks["all"][0], tasks["__acker"][0]]
+    remote = {t: "b" for t in probe.layout.task_component if t not in here}
+    transport = transport or ScriptedTransport()
+    worker = Worker(WorkerConfig("t", spec, conf or {}, local_tasks=here, task_peers=remote),
+                    transport=transport)
+    worker.open()
+    return worker, transport, tasks
