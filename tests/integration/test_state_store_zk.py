@@ -36,7 +36,7 @@ def test_the_zookeeper_store_keeps_the_contract(zk_storage: ZkStorage) -> None:
 
 def test_the_layers_additions_on_zookeeper(zk_storage: ZkStorage) -> None:
     """Namespaces, the store's own node, compare-and-set under concurrent writers, watches and
-    named state, on the real server (memory and SQLite: tests/unit/test_state_layer.py)."""
+    named state, on the real server (memory and SQLite: tests/unit/state/test_state_layer.py)."""
     import threading
 
     backend = ZkBackend(zk_storage)

@@ -1,5 +1,5 @@
 """Arrow conversion and Spark settings without a Spark session (the batches themselves are
-tested in tests/unit/test_batching.py)."""
+tested in tests/unit/worker/test_batching.py)."""
 
 from __future__ import annotations
 

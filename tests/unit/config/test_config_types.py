@@ -217,7 +217,7 @@ def test_the_default_file_is_read_only_when_no_file_is_named(tmp_path: Path,
 #: Files whose reads are exempt, with the reason.
 EXEMPT = {
     # the topology layer may not import stormpy.config (import directions); the one default it
-    # repeats is pinned to the table's by tests/unit/test_topology_defaults.py (the others are
+    # repeats is pinned to the table's by tests/unit/topology/test_topology_defaults.py (the others are
     # "when set" checks and the code dir of a process outside a worker)
     "topology/": "import directions",
 }

@@ -54,7 +54,7 @@ def test_the_configuration_reference_lists_every_key_with_its_default() -> None:
         row = next((line for line in text.splitlines() if line.startswith(f"| `{name}` |")), None)
         assert row is not None, f"{name} is missing from the configuration reference"
         assert repr(key.default).replace("|", "\\|") in row
-        if key.check is not None:  # every core key has one (tests/unit/test_config_types.py)
+        if key.check is not None:  # every core key has one (tests/unit/config/test_config_types.py)
             assert f"| {key.check.expected.replace('|', chr(92) + '|')} |" in row
 
 

@@ -116,7 +116,7 @@ def test_a_round_runs_tasks_by_their_longest_distance_from_a_spout() -> None:
     """``z`` feeds ``m`` feeds ``a``, which the spout also feeds directly: ``a`` is two steps
     further than its direct input, so one round takes the spout tuple through ``z`` and ``m``
     before ``a`` runs both its inputs, and the acker (last) completes the tree. (Queued
-    tuples only: with chaining, tests/unit/test_chaining.py.)"""
+    tuples only: with chaining, tests/unit/worker/test_chaining.py.)"""
     ORDER.clear()
     feeder = FeederSpout(["n"])
     b = TopologyBuilder()

@@ -7,48 +7,13 @@ packed named like one whose values cannot."""
 
 from __future__ import annotations
 
-from collections import deque
-from typing import Any
-
 import pytest
-from transport_fakes import ScriptedTransport
+from transfer_kit import COMPONENTS, make_transfer, sent_records
 
-from stormpy.messaging.codec import decode_frame, wire_tuples
 from stormpy.topology.columns import ColumnBatch
 from stormpy.topology.errors import EmitError
 from stormpy.topology.fields import Fields
 from stormpy.topology.tuple import Tuple
-from stormpy.worker.dispatch import Dispatch
-from stormpy.worker.transfer import Transfer
-
-COMPONENTS = {1: "spout", 2: "bolt", 3: "bolt", 4: "far", 5: "far", 6: "other"}
-PEERS = {4: "b", 5: "b", 6: "c"}
-
-
-class PeerTransport(ScriptedTransport):
-    """Refuses every frame for the peers in ``refusing`` (and follows ``accept`` for the
-    others)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.refusing: set[str] = set()
-
-    def send(self, peer: str, frame: bytes) -> bool:
-        if peer in self.refusing:
-            self.refused += 1
-            return False
-        return super().send(peer, frame)
-
-
-def make(batch: int = 100, queue_cap: int = 10, clock: Any = None,
-         queues: int = 2) -> tuple[Transfer, PeerTransport, Dispatch, list[deque[Any]]]:
-    transport = PeerTransport()
-    dispatch = Dispatch(6, [])
-    qs: list[deque[Any]] = [deque() for _ in range(queues)]
-    extra = {"clock": clock} if clock is not None else {}
-    transfer = Transfer(transport, dispatch, batch, COMPONENTS, qs, queue_cap, **extra)
-    transfer.route(PEERS, frozenset({1, 2, 3}))
-    return transfer, transport, dispatch, qs
 
 
 def tup(value: object, stream: str = "default", src: int = 1,
@@ -56,23 +21,19 @@ def tup(value: object, stream: str = "default", src: int = 1,
     return Tuple([value], stream, src, COMPONENTS[src], None, 0, 0, anchors)
 
 
-def records(transport: ScriptedTransport) -> list[tuple[str, list[Any]]]:
-    return [(peer, r) for peer, frame in transport.sent for r in wire_tuples(decode_frame(frame))]
-
-
 def test_an_outbox_filled_by_batch_records_goes_to_its_peer_at_once() -> None:
-    _transfer, transport, dispatch, _qs = make(batch=2)
+    _transfer, transport, dispatch, _qs = make_transfer(batch=2)
     fields = Fields(["w"])
     dispatch.deliver_batch[4](ColumnBatch([["a"], ["b"]], "default", 1, "spout", fields))
     assert transport.sent == []
     dispatch.deliver_batch[5](ColumnBatch([["c"]], "default", 1, "spout", fields, root=7, edge=8))
-    assert records(transport) == [("b", [4, "default", 1, 0, 0, None, [["a", "b"]], 2]),
+    assert sent_records(transport) == [("b", [4, "default", 1, 0, 0, None, [["a", "b"]], 2]),
                                   ("b", [5, "default", 1, 7, 8, None, [["c"]], 1])]
     assert len(transport.sent) == 1  # one frame, sent when the box was full
 
 
 def test_every_refused_offer_counts_and_a_frame_queued_behind_one_does_not() -> None:
-    transfer, transport, dispatch, _qs = make(batch=1)
+    transfer, transport, dispatch, _qs = make_transfer(batch=1)
     transport.accept = False
     dispatch.deliver[4](tup("to b"))
     dispatch.deliver[6](tup("to c"))
@@ -83,7 +44,7 @@ def test_every_refused_offer_counts_and_a_frame_queued_behind_one_does_not() -> 
 
 
 def test_a_refused_retry_holds_up_neither_other_peers_nor_the_outboxes() -> None:
-    transfer, transport, dispatch, _qs = make()
+    transfer, transport, dispatch, _qs = make_transfer()
     transport.accept = False
     dispatch.deliver[4](tup("b first"))
     dispatch.deliver[6](tup("c first"))
@@ -93,14 +54,14 @@ def test_a_refused_retry_holds_up_neither_other_peers_nor_the_outboxes() -> None
     transport.refusing = {"b"}
     dispatch.deliver[6](tup("c second"))
     transfer.flush()
-    assert [(peer, r[6][0]) for peer, r in records(transport)] == \
+    assert [(peer, r[6][0]) for peer, r in sent_records(transport)] == \
         [("c", "c first"), ("c", "c second")]
     assert transfer.frames_held == 1 and transfer.frames_refused == 3
 
 
 def test_a_backpressure_spell_starting_at_clock_zero_is_timed_whole() -> None:
     now = [0.0]
-    transfer, transport, dispatch, _qs = make(batch=1, clock=lambda: now[0])
+    transfer, transport, dispatch, _qs = make_transfer(batch=1, clock=lambda: now[0])
     transport.accept = False
     dispatch.deliver[4](tup(0))
     assert transfer.backpressured()  # the spell starts at 0.0
@@ -115,7 +76,7 @@ def test_a_backpressure_spell_starting_at_clock_zero_is_timed_whole() -> None:
 
 
 def test_a_full_queue_counts_every_round_it_holds_the_spouts() -> None:
-    transfer, _transport, _dispatch, qs = make(queue_cap=1)
+    transfer, _transport, _dispatch, qs = make_transfer(queue_cap=1)
     qs[1].append(tup(1))
     for _ in range(3):
         assert transfer.backpressured()
@@ -123,7 +84,7 @@ def test_a_full_queue_counts_every_round_it_holds_the_spouts() -> None:
 
 
 def test_without_queue_tasks_queued_batch_rows_are_not_counted() -> None:
-    transfer, _transport, dispatch, qs = make(queue_cap=2)
+    transfer, _transport, dispatch, qs = make_transfer(queue_cap=2)
     for task in range(len(dispatch.queued_rows)):
         dispatch.queued_rows[task] = 10
     qs[0].append(tup(1))
@@ -132,7 +93,7 @@ def test_without_queue_tasks_queued_batch_rows_are_not_counted() -> None:
 
 
 def test_unpackable_anchors_name_the_component_stream_and_task() -> None:
-    transfer, transport, dispatch, _qs = make()
+    transfer, transport, dispatch, _qs = make_transfer()
     dispatch.deliver[4](tup("fine"))
     dispatch.deliver[5](tup("fine too", stream="events", src=2, anchors={2 ** 70: 1}))
     with pytest.raises(EmitError, match="^component 'bolt', stream 'events': cannot serialise "

@@ -164,7 +164,7 @@ class Counting(Spout):
 @pytest.mark.parametrize("batch, per_round", [(None, 10), (1, 1), (3, 3)])
 def test_a_spout_round_emits_up_to_the_batch_size(batch: Any, per_round: int) -> None:
     """``topology.spout.max.batch.size`` next_tuple calls per round (the table's 64 when unset;
-    values below one are refused at submit, tests/unit/test_config_types.py)."""
+    values below one are refused at submit, tests/unit/config/test_config_types.py)."""
     b = TopologyBuilder()
     b.set_spout("counting", Counting, kwargs={"n": 10})
     b.set_bolt("sink", Capture()).shuffle_grouping("counting")

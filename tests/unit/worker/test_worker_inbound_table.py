@@ -10,6 +10,7 @@ from typing import Any
 
 import msgpack
 import pytest
+from inbound_kit import FIELDS, TABLE, InboundHarness
 
 from stormpy import Bolt, Spout, Stream, TopologyBuilder, Tuple
 from stormpy.topology.columns import ColumnBatch
@@ -68,38 +69,8 @@ def test_accepts_lists_per_destination_and_source_task_the_streams_it_takes() ->
     assert list(only) == [mid[0]]
 
 
-FIELDS = Fields(["word", "n"])
-#: dest 10 (a bolt) takes "default" (2 values) from task 1 of "src"; dest 20 (a spout) takes
-#: replies from acker 5; dest 30 (an acker) takes acks from task 1; dest 40 (columnar) takes
-#: batches of "default" from task 1
-#: and a stream of no fields ("empty"); 40 is also (wrongly) said to take acks, to show a batch
-#: on an acker stream is refused
-NONE = Fields([])
-TABLE: dict[int, dict[int, Any]] = {
-    10: {1: {"default": (2, "src", FIELDS), "empty": (0, "src", NONE)}},
-    20: {5: {"__ack_ack": (ONE_ROOT, "__acker", None)}},
-    30: {1: {"__ack_ack": (PAIRS, "src", None), "__ack_fail": (1, "src", None)}},
-    40: {1: {"default": (2, "src", FIELDS), "empty": (0, "src", NONE),
-             "__ack_ack": (PAIRS, "src", None)}},
-}
-
-
-class Harness:
-    def __init__(self) -> None:
-        self.queued: dict[int, list[Any]] = {10: [], 20: [], 30: [], 40: []}
-        #: the sender of a frame: named after the frame itself, so a log line shows which
-        self.inbound = Inbound(TABLE, {t: q.append for t, q in self.queued.items()},
-                               lambda frame: f"tcp://peer:{len(frame)}", "w-1",
-                               batch_appenders={40: self.queued[40].append})
-        self.last_frame = b""
-
-    def take(self, *items: Any) -> int:
-        self.last_frame = msgpack.packb(list(items), use_bin_type=True)
-        return self.inbound.take([self.last_frame])
-
-
 def test_valid_tuples_are_queued_with_every_field_and_counted() -> None:
-    h = Harness()
+    h = InboundHarness()
     n = h.take([10, "default", 1, 7, 8, {7: 9}, ["w", 3]],
                [20, "__ack_ack", 5, 0, 0, None, [99]],
                [30, "__ack_ack", 1, 0, 0, None, [1, 2, 3, 4]],
@@ -170,7 +141,7 @@ def test_valid_tuples_are_queued_with_every_field_and_counted() -> None:
 def test_each_bad_item_is_dropped_under_its_reason_and_logged_with_what_was_wrong(
         item: Any, reason: str, detail: str, caplog: pytest.LogCaptureFixture,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    h = Harness()
+    h = InboundHarness()
     good = [10, "default", 1, 0, 0, None, ["ok", 1]]
     with caplog.at_level(logging.WARNING, logger="stormpy.worker"):
         n = h.take(good, item, good)
@@ -195,7 +166,7 @@ def test_each_bad_item_is_dropped_under_its_reason_and_logged_with_what_was_wron
 ])
 def test_undecodable_frames_count_once_and_the_next_frame_is_read(
         frame: bytes, detail: str, caplog: pytest.LogCaptureFixture) -> None:
-    h = Harness()
+    h = InboundHarness()
     good = msgpack.packb([[10, "default", 1, 0, 0, None, ["ok", 1]]])
     with caplog.at_level(logging.WARNING, logger="stormpy.worker"):
         assert h.inbound.take([frame, good, frame]) == 1
@@ -209,7 +180,7 @@ def test_log_lines_are_at_most_one_per_interval_and_count_what_came_since(
         caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     now = [1000.0]
     monkeypatch.setattr(inbound_module.time, "monotonic", lambda: now[0])
-    h = Harness()
+    h = InboundHarness()
     bad = [99, "default", 1, 0, 0, None, ["w", 3]]
     with caplog.at_level(logging.WARNING, logger="stormpy.worker"):
         h.take(bad)
@@ -230,7 +201,7 @@ def test_log_lines_are_at_most_one_per_interval_and_count_what_came_since(
 def test_the_first_drop_is_logged_whatever_the_clock_says(caplog: pytest.LogCaptureFixture,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(inbound_module.time, "monotonic", lambda: 0.0)
-    h = Harness()
+    h = InboundHarness()
     with caplog.at_level(logging.WARNING, logger="stormpy.worker"):
         h.take([99, "default", 1, 0, 0, None, ["w", 3]])
     assert len(caplog.records) == 1
@@ -253,7 +224,7 @@ def test_a_value_repr_of_80_characters_is_kept_whole_and_of_81_cut(
         caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     now = [1000.0]
     monkeypatch.setattr(inbound_module.time, "monotonic", lambda: now[0])
-    h = Harness()
+    h = InboundHarness()
     with caplog.at_level(logging.WARNING, logger="stormpy.worker"):
         h.take([10, "default", 1, 0, 0, None, "y" * 78])  # repr adds two quotes: 80 characters
         now[0] += LOG_INTERVAL

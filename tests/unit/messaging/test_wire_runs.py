@@ -12,10 +12,9 @@ from typing import Any
 
 import msgpack
 import pytest
-from test_remote_routing import half_worker
-from test_transfer_edges import make, records
-from test_worker_inbound_table import FIELDS, Harness
-from transport_fakes import ScriptedTransport
+from inbound_kit import FIELDS, InboundHarness
+from transfer_kit import COMPONENTS, make_transfer, sent_records
+from transport_fakes import ScriptedTransport, half_worker
 
 from stormpy import Bolt, Spout, TopologyBuilder
 from stormpy.messaging.codec import RUN_ITEMS, decode_frame
@@ -29,9 +28,6 @@ from stormpy.worker import Worker, WorkerConfig
 from stormpy.worker.dispatch import Dispatch
 from stormpy.worker.transfer import Transfer
 
-COMPONENTS = {1: "spout", 2: "bolt", 3: "bolt", 4: "far", 5: "far", 6: "other"}
-
-
 ONE = Fields(["v"])
 
 
@@ -41,7 +37,7 @@ def tup(value: object, stream: str = "default", src: int = 1, root: int = 0, edg
 
 
 def test_tuples_for_one_task_go_as_runs_of_one_stream_and_source_in_emit_order() -> None:
-    transfer, transport, dispatch, _qs = make()
+    transfer, transport, dispatch, _qs = make_transfer()
     d4, d5 = dispatch.deliver[4], dispatch.deliver[5]
     d4(tup("a", root=7, edge=8))
     d5(tup("x"))
@@ -61,7 +57,7 @@ def test_tuples_for_one_task_go_as_runs_of_one_stream_and_source_in_emit_order()
                                      RUN_ITEMS, RUN_ITEMS, 7, RUN_ITEMS]
     assert raw[0] == [4, "default", 1, 2, [7, 8, 7, 9], [["a", "b"]]]
     assert raw[1] == [5, "default", 1, 1, None, [["x"]]]
-    to4 = [(r[2], r[1], r[6][0], r[3], r[4]) for p, r in records(transport) if r[0] == 4]
+    to4 = [(r[2], r[1], r[6][0], r[3], r[4]) for p, r in sent_records(transport) if r[0] == 4]
     assert to4 == [(1, "default", "a", 7, 8), (1, "default", "b", 7, 9), (2, "default", "c", 0, 0),
                    (1, "default", "d", 0, 0), (1, "default", "e", 0, 0),
                    (1, "default", "f", 0, 0), (1, "s", "g", 0, 0), (1, "s", "h", 5, 6),
@@ -70,7 +66,7 @@ def test_tuples_for_one_task_go_as_runs_of_one_stream_and_source_in_emit_order()
 
 
 def test_a_batch_record_closes_the_run_and_a_full_box_closes_every_run() -> None:
-    transfer, transport, dispatch, _qs = make(batch=4)
+    transfer, transport, dispatch, _qs = make_transfer(batch=4)
     dispatch.deliver[4](tup("a"))
     dispatch.deliver_batch[4](ColumnBatch(None, "default", 1, "spout", FIELDS, 0, 0, None,
                                           [["w"], [1]], 1))
@@ -85,7 +81,7 @@ def test_a_batch_record_closes_the_run_and_a_full_box_closes_every_run() -> None
 
 
 def test_a_list_of_tuples_fills_one_run_and_the_box_counts_tuples() -> None:
-    transfer, transport, dispatch, _qs = make(batch=3)
+    transfer, transport, dispatch, _qs = make_transfer(batch=3)
     dispatch.deliver_many[4]([tup(i) for i in range(5)])
     transfer.flush()
     assert [decode_frame(f) for _p, f in transport.sent] == [
@@ -94,7 +90,7 @@ def test_a_list_of_tuples_fills_one_run_and_the_box_counts_tuples() -> None:
 
 
 def test_a_run_of_several_fields_carries_one_column_per_field() -> None:
-    transfer, transport, dispatch, _qs = make()
+    transfer, transport, dispatch, _qs = make_transfer()
     two = Fields(["w", "n"])
     for i in range(3):
         dispatch.deliver[4](Tuple([f"w{i}", i], "default", 1, "spout", two, 9, 10 + i))
@@ -105,7 +101,7 @@ def test_a_run_of_several_fields_carries_one_column_per_field() -> None:
 
 
 def test_a_run_is_checked_once_and_its_rows_queued_in_order() -> None:
-    h = Harness()
+    h = InboundHarness()
     n = h.take([10, "default", 1, 2, [11, 12, 13, 14], [["a", "b"], [1, 2]]],
                [10, "default", 1, 1, None, [["c"], [3]]])
     assert n == 3 and h.inbound.rejected == {}
@@ -117,7 +113,7 @@ def test_a_run_is_checked_once_and_its_rows_queued_in_order() -> None:
 
 
 def test_a_run_of_one_field_and_of_no_field_is_read() -> None:
-    h = Harness()
+    h = InboundHarness()
     n = h.take([10, "empty", 1, 2, None, []], [10, "empty", 1, 1, [3, 4], []])
     assert n == 3 and h.inbound.rejected == {}
     assert [(t.values, t.root, t.edge) for t in h.queued[10]] == [([], 0, 0), ([], 0, 0),
@@ -146,7 +142,7 @@ GOOD = [10, "default", 1, 0, 0, None, ["ok", 1]]
 ])
 def test_a_malformed_run_or_row_is_dropped_counted_and_the_rest_of_the_frame_kept(
         run: list[Any], reason: str, queued: int) -> None:
-    h = Harness()
+    h = InboundHarness()
     n = h.take(GOOD, run, GOOD)
     assert h.inbound.rejected == {reason: 1}
     assert n == 2 + queued
@@ -267,7 +263,7 @@ def test_a_flush_interval_holds_an_outbox_that_is_not_full_until_it_has_passed()
 
 
 def test_a_run_whose_values_cannot_be_packed_is_named_by_component_and_stream() -> None:
-    transfer, _transport, dispatch, _qs = make()
+    transfer, _transport, dispatch, _qs = make_transfer()
     dispatch.deliver[4](tup("fine", src=2, stream="words"))
     dispatch.deliver[4](tup(object(), src=2, stream="words"))
     with pytest.raises(EmitError, match="^component 'bolt', stream 'words': cannot serialise "
