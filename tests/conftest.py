@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -124,6 +125,22 @@ def redis_server() -> Iterator[Any]:
 
     with running_redis() as server:
         yield server
+
+
+@pytest.fixture
+def own_import_path(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """For a test that runs a user's code in this process (``stormpy local``, which puts the
+    code directory first on the import path as a worker does, or a user's own test): the import
+    path is this test's, and the modules imported from a directory the test added are forgotten
+    afterwards, so the next test imports its own module of the same name."""
+    before = list(sys.path)
+    modules = set(sys.modules)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    yield
+    added = tuple(os.path.join(str(p), "") for p in sys.path if p not in before and p)
+    for name, module in list(sys.modules.items()):
+        if name not in modules and str(getattr(module, "__file__", None) or "").startswith(added):
+            del sys.modules[name]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import ledger  # the partition tests' ledger topology, on pytest's pythonpath
 import pytest
 from compose_kit import ROOT, ComposeCluster, wait_acked
 
@@ -25,8 +25,6 @@ from stormpy.host.waiting import wait_for
 pytestmark = [pytest.mark.compose, pytest.mark.timeout(1800)]
 
 LEDGER = ROOT / "tests" / "partitions" / "ledger_topology"
-sys.path.insert(0, str(LEDGER))
-import ledger  # noqa: E402 - the partition tests' ledger topology, shared
 
 LEDGER_IDS = 400
 FLAGSHIP_LINES = 6000  # compose_flagship.LINES

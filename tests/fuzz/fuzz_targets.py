@@ -143,10 +143,8 @@ def rpc_frames(data: bytes) -> None:
 def _nimbus_handler() -> tuple[Any, MethodTable]:
     """A Nimbus handler over the unit tests' fake cluster state (no ZooKeeper), with its real
     topology manager, bundle store, upload and download managers."""
-    import sys
     from pathlib import Path
-    tests = Path(__file__).resolve().parents[1]
-    sys.path[:0] = [str(tests / "unit"), str(tests.parent / "examples")]
+
     from nimbus_fakes import FakeClusterState, SimClock, staged_bundle
 
     from stormpy.nimbus.downloads import DownloadManager

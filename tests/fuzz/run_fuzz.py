@@ -58,8 +58,10 @@ def run_one(name: str, seconds: int, keep: int) -> dict[str, str]:
                f"-max_total_time={seconds}", f"-rss_limit_mb={RSS_LIMIT_MB}",
                f"-timeout={INPUT_TIMEOUT_SECS}", f"-max_len={MAX_LEN}", "-print_final_stats=1",
                f"-artifact_prefix={FINDINGS}/{name}-"]
+        # the targets' imports: this directory, the sources, the unit tests' fakes, the examples
         env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": os.pathsep.join(
-            [str(HERE), str(HERE.parents[1] / "src"), os.environ.get("PYTHONPATH", "")])}
+            [str(HERE), str(HERE.parents[1] / "src"), str(HERE.parent / "unit"),
+             str(HERE.parents[1] / "examples"), os.environ.get("PYTHONPATH", "")])}
         log_path = FINDINGS / f"{name}.log"
         # to a file, not through this process's memory: a child starts with its parent's peak RSS,
         # which is what libFuzzer's memory limit reads
@@ -88,11 +90,9 @@ def _stats(log: str) -> dict[str, str]:
 
 def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
-        sys.path.insert(0, str(HERE))
         child(sys.argv[2], sys.argv[3:])
         return
-    sys.path.insert(0, str(HERE))
-    import fuzz_targets
+    import fuzz_targets  # next to this script, first on the import path
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("targets", nargs="*", help=f"of: {', '.join(fuzz_targets.TARGETS)}")
     parser.add_argument("--seconds", type=int, default=int(os.environ.get("FUZZ_SECONDS", 120)))

@@ -54,9 +54,9 @@ def topology():
 
 
 @pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """sys.path, the signal handlers `local` installs, and the leader memo stay this test's."""
-    monkeypatch.setattr(sys, "path", list(sys.path))
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, own_import_path: None) -> Iterator[None]:
+    """The import path, the signal handlers `local` installs, and the leader memo stay this
+    test's."""
     monkeypatch.setenv("STORMPY_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("STORMPY_CONF", raising=False)
     monkeypatch.chdir(tmp_path)

@@ -6,9 +6,7 @@ and a component's traceback is printed as written (``[...]`` is not read as mark
 from __future__ import annotations
 
 import itertools
-import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -78,14 +76,11 @@ _names = itertools.count()
 
 
 @pytest.fixture
-def module(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+def module(tmp_path: Path, own_import_path: None) -> tuple[Path, str]:
     """The topologies above as a fresh module in ``tmp_path`` (its name unique per test)."""
     name = f"newcomer_topologies_{next(_names)}"
     (tmp_path / f"{name}.py").write_text(textwrap.dedent(TOPOLOGIES))
-    yield tmp_path, name
-    sys.modules.pop(name, None)
-    if str(tmp_path) in sys.path:
-        sys.path.remove(str(tmp_path))
+    return tmp_path, name
 
 
 def run_local(module: tuple[Path, str], attr: str, *args: str) -> Result:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import importlib
 import re
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,18 +24,14 @@ def guide_block(lang: str, starts: str) -> str:
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, own_import_path: None) -> Path:
     """The guide's project directory, the current directory as in the guide."""
     code = tmp_path / "first_topology"
     code.mkdir()
     (code / "toppaths.py").write_text(guide_block("python", '"""The top paths'))
     (code / "test_toppaths.py").write_text(guide_block("python", "from stormpy.testing"))
     monkeypatch.chdir(tmp_path)
-    yield code
-    for name in ("toppaths", "test_toppaths"):
-        sys.modules.pop(name, None)
-    while str(code) in sys.path:
-        sys.path.remove(str(code))
+    return code
 
 
 def test_the_guide_local_command_prints_the_top_paths(project: Path) -> None:
@@ -53,6 +47,6 @@ def test_the_guide_local_command_prints_the_top_paths(project: Path) -> None:
         in res.output
 
 
-def test_the_guide_test_passes(project: Path) -> None:
-    sys.path.insert(0, str(project))  # what pytest does for a test file outside a package
+def test_the_guide_test_passes(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(project)  # what pytest does for a test file outside a package
     importlib.import_module("test_toppaths").test_lines_are_parsed_and_the_top_paths_counted()

@@ -95,18 +95,13 @@ topology = builder.create_topology()
 
 
 def test_stormpy_local_reports_a_crashing_shell_bolt_with_the_tail_of_its_stderr(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, own_import_path: None) -> None:
     (tmp_path / "upper.py").write_text(doc_program("upper.py"))
     (tmp_path / "crashing_shell.py").write_text(
         f"PYTHON = {sys.executable!r}\n" + textwrap.dedent(CRASHING))
     monkeypatch.chdir(tmp_path)  # stormpy local runs shell components in the current directory
-    try:
-        res = CliRunner().invoke(cli, ["local", str(tmp_path), "crashing_shell:topology",
-                                       "--ttl", "4"], env={"COLUMNS": "200"})
-    finally:
-        sys.modules.pop("crashing_shell", None)
-        if str(tmp_path) in sys.path:
-            sys.path.remove(str(tmp_path))
+    res = CliRunner().invoke(cli, ["local", str(tmp_path), "crashing_shell:topology",
+                                   "--ttl", "4"], env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
     assert "last error of upper:" in res.output
     assert "subprocess exited (exit code 1); its stderr ended with:" in res.output
