@@ -91,12 +91,12 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 @pytest.fixture(scope="session")
 def spark_required() -> None:
     """Skip when PySpark or Java is missing; in CI (``CI=true``) that is a failure instead."""
+    from parts_kit import unavailable  # a kit on pytest's pythonpath
+
     try:
         require_spark()
     except SparkUnavailableError as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"Spark is required in CI: {exc}", pytrace=False)
-        pytest.skip(str(exc))
+        unavailable("Spark", str(exc))
 
 
 @pytest.fixture(scope="session")
@@ -121,7 +121,7 @@ def spark_standalone(spark_required: None, tmp_path_factory: pytest.TempPathFact
 def redis_server() -> Iterator[Any]:
     """One real ``redis-server`` for the test session, on a free port (tests keep their keys apart
     by key prefix); skipped when Redis is not installed, a failure in CI (``CI=true``)."""
-    from redis_kit import running_redis
+    from parts_kit import running_redis  # a kit on pytest's pythonpath
 
     with running_redis() as server:
         yield server
@@ -161,7 +161,7 @@ def private_leader_memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 @pytest.fixture(scope="session")
 def zookeeper() -> Iterator[ZooKeeperServer]:
     """One real ZooKeeper server for the whole test session."""
-    from zookeeper_kit import running_zookeeper  # a kit on pytest's pythonpath
+    from parts_kit import running_zookeeper  # a kit on pytest's pythonpath
 
     with running_zookeeper(heap_mb=256) as server:
         yield server

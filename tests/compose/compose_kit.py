@@ -22,10 +22,11 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
+from parts_kit import unavailable
 from stormpy.host.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,10 +38,8 @@ PORTS = ["STORMPY_ZOOKEEPER_PORT", "STORMPY_NIMBUS_PORT", "STORMPY_NIMBUS2_PORT"
 SHARED = ["supervisor1", "supervisor2", "spark-worker"]
 
 
-def _unavailable(why: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"the docker-compose cluster is required in CI: {why}", pytrace=False)
-    pytest.skip(why)
+def _unavailable(why: str) -> NoReturn:
+    unavailable("the docker-compose cluster", why)
 
 
 def _free_port() -> int:

@@ -24,19 +24,19 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
+
+from parts_kit import unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 KINESALITE_CLI = ROOT / ".tools" / "kinesalite" / "node_modules" / "kinesalite" / "cli.js"
 REGION = "us-east-1"
 
 
-def _missing(what: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{what} is required in CI", pytrace=False)
-    pytest.skip(f"{what} is not installed")
+def _missing(what: str) -> NoReturn:
+    unavailable(what, "not installed")
 
 
 def free_port() -> int:

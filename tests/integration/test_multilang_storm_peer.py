@@ -20,6 +20,8 @@ import pytest
 from bench.peers import storm_peer, storm_shell
 from mlkit import no_subprocess_left_behind
 
+from parts_kit import unavailable
+
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.timeout(900)
@@ -34,10 +36,7 @@ def _no_subprocess_left_behind() -> Iterator[None]:
 def storm_project() -> None:
     missing = storm_peer.missing_tools()
     if missing:
-        why = f"Apache Storm's LocalCluster needs {' and '.join(missing)} on PATH"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(why, pytrace=False)
-        pytest.skip(why)
+        unavailable("Apache Storm's LocalCluster", f"it needs {' and '.join(missing)} on PATH")
     storm_peer.build()
 
 

@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from kazoo.client import KazooClient
 
+from parts_kit import running_zookeeper
 from stormpy.cluster.zkserver import ZooKeeperServer
 from stormpy.nimbus import Nimbus
 from stormpy.rpc import RpcClient
 from stormpy.rpc.errors import NotFoundError, NotLeaderError
 from stormpy.testing import wait_for
-from zookeeper_kit import running_zookeeper
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.timeout(120)]
 

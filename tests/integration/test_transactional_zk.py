@@ -4,7 +4,6 @@ topology and a ZooKeeper outage."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,8 @@ from typing import Any
 import pytest
 
 import transactional_global_count as global_count
-from stormpy.cluster.zkserver import ZooKeeperNotFound, ZooKeeperServer
+from parts_kit import unavailable
+from stormpy.cluster.zkserver import INSTALL_HINT, ZooKeeperNotFound, ZooKeeperServer
 from stormpy.testing import LocalCluster
 from stormpy.transactional import SqliteState, TransactionalTopologyBuilder
 from transactional_kit import (
@@ -165,9 +165,7 @@ def test_zookeeper_outage_pauses_and_resumes_without_gap_or_repeat(tmp_path: Pat
     try:
         server.start()
     except ZooKeeperNotFound as exc:  # the shared fixture's policy: a failure in CI
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"ZooKeeper is required in CI: {exc}", pytrace=False)
-        pytest.skip(f"ZooKeeper not installed: {exc}")
+        unavailable("ZooKeeper", str(exc), INSTALL_HINT)
     port = server.port
     try:
         spec = sized_topology(log, db, sizes)

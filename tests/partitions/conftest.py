@@ -24,12 +24,13 @@ import tempfile
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 from netns import HostNetwork, missing_tools, remove_stale_namespaces
 from partition_cluster import HOSTS, NetnsCluster
 
+from parts_kit import unavailable
 from stormpy.bundle import build_bundle
 from stormpy.testing.cluster import FAST_TIMEOUTS
 from stormpy.testing.zookeeper import INSTALL_HINT, zookeeper_available
@@ -37,14 +38,11 @@ from stormpy.testing.zookeeper import INSTALL_HINT, zookeeper_available
 HERE = Path(__file__).resolve().parent
 TOPOLOGY_DIR = HERE / "ledger_topology"
 
-IN_CI = os.environ.get("CI", "").lower() == "true"
 _CLUSTER = pytest.StashKey[NetnsCluster]()
 
 
-def _unavailable(reason: str) -> None:
-    if IN_CI:
-        pytest.fail(f"the partition tests must run in CI: {reason}", pytrace=False)
-    pytest.skip(reason)
+def _unavailable(reason: str) -> NoReturn:
+    unavailable("the network-partition harness", reason)
 
 
 def require_netns() -> None:

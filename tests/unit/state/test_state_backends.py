@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from redis_kit import fresh_redis_store
+from parts_kit import fresh_redis_store
 from stormpy.state import MemoryBackend, SqliteStore, Store
 from stormpy.state import base as base_module
 from stormpy.state import memory as memory_module

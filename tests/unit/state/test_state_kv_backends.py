@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from test_state import ReplayingSpout, _Log
 
-from redis_kit import fresh_redis_store
+from parts_kit import fresh_redis_store
 from stormpy.state import KeyValueState, MemoryBackend, SqliteStore, StatefulBolt, Store
 from stormpy.state import kv as kv_module
 from stormpy.testing import LocalCluster, registry

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from redis_kit import fresh_redis_store
+from parts_kit import fresh_redis_store
 from stormpy.connectors.kinesis import Checkpoint, CheckpointError, ShardInfo
 from stormpy.connectors.kinesis.checkpoints import StateCheckpointStore
 from stormpy.state import MemoryBackend, SqliteStore, Store

@@ -15,7 +15,7 @@ import pytest
 from test_state import ReplayingSpout, _Log, word_count
 from trident_kit import FAILS, FailOnWord, forget
 
-from redis_kit import fresh_redis_store, running_redis
+from parts_kit import fresh_redis_store, running_redis
 from stormpy.config import SettingError
 from stormpy.host.ports import free_port
 from stormpy.local.redis_server import RedisServer, run_dev_redis
