@@ -128,6 +128,25 @@ def worker_count(cluster: ProcessCluster, topology_id: str) -> int:
     return len(a.workers()) if a is not None else 0
 
 
+def task_port(cluster: ProcessCluster, topology_id: str, task: int) -> int | None:
+    """The port of the worker running ``task`` in the topology's assignment (None before one)."""
+    a = assignment(cluster, topology_id)
+    if a is None:
+        return None
+    for (start, end), (_node, port) in a.executors.items():
+        if start <= task <= end:
+            return int(port)
+    return None
+
+
+def worker_pids_by_port(cluster: ProcessCluster, topology_id: str, count: int = 2) -> dict[int, int]:
+    """Port -> pid of the topology's worker processes, once there are ``count`` of them."""
+    workers = wait_for(lambda: cluster.worker_processes(topology_id)
+                       if len(cluster.worker_processes(topology_id)) == count else None,
+                       60, f"{count} worker processes", cluster)
+    return {int(argv[argv.index("--port") + 1]): pid for pid, argv in workers}
+
+
 def kill_and_check_gone(cluster: ProcessCluster, name: str, topology_id: str, timeout: float = 40) -> None:
     """Kill with no wait, then wait until its workers and its ZooKeeper state are gone."""
     cluster.client().kill(name, 0)

@@ -7,20 +7,14 @@ reach the spout before the kill is replayed)."""
 
 from __future__ import annotations
 
-import os
-import signal
 import sqlite3
 from collections import Counter
 from pathlib import Path
 
 import pytest
 import statecount
-from cluster_kit import (  # noqa: F401 - fixtures
-    attach_cluster_logs,
-    cluster_fixture,
-    kill_and_check_gone,
-    wait_for,
-)
+from cluster_kit import attach_cluster_logs, cluster_fixture  # noqa: F401 - fixtures
+from killed_worker_kit import TOPOLOGIES, failed_ids, kill_a_worker_mid_stream
 
 from stormpy.bundle import build_bundle
 from stormpy.local.redis_server import RedisServer
@@ -29,32 +23,9 @@ from stormpy.state.redis_store import open_redis_store, redis_config
 from stormpy.testing.cluster import ProcessCluster
 from stormpy.topology.layout import compute_layout
 
-HERE = Path(__file__).resolve().parent / "state_topologies"
-
-
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster]
 
 PENDING = 40  # topology.max.spout.pending
-
-
-def acked(db: Path) -> int:
-    if not db.exists():
-        return 0
-    conn = sqlite3.connect(db, timeout=30)
-    try:
-        return int(conn.execute("SELECT count(*) FROM acked").fetchone()[0])
-    except sqlite3.OperationalError:
-        return 0
-    finally:
-        conn.close()
-
-
-def failed_ids(db: Path) -> Counter[int]:
-    conn = sqlite3.connect(db, timeout=30)
-    try:
-        return Counter(r[0] for r in conn.execute("SELECT id FROM failed"))
-    finally:
-        conn.close()
 
 
 def committed_counts(db: Path, tasks: list[int], redis: RedisServer | None = None
@@ -78,7 +49,7 @@ def test_kill9_stateful_worker_counts_stay_exact(cluster: ProcessCluster, tmp_pa
     n = 3000
     db = tmp_path / "state.sqlite"
     spec = statecount.build(str(db), n)
-    bundle = build_bundle(HERE, tmp_path / "statecount.zip").path
+    bundle = build_bundle(TOPOLOGIES, tmp_path / "statecount.zip").path
     redis: RedisServer | None = None
     provider_config: dict[str, object] = {"path": str(db)}
     if provider == "redis":
@@ -96,31 +67,9 @@ def test_kill9_stateful_worker_counts_stay_exact(cluster: ProcessCluster, tmp_pa
     tid = cluster.client().submit("statecount", bundle, spec.to_doc(), conf)
     layout = compute_layout(spec, conf)
     count_tasks = layout.component_tasks["count"]
-    spout_task = layout.component_tasks["words"][0]
-
-    def port_of(task: int) -> int | None:
-        a = cluster.state.assignment(tid)
-        if a is None:
-            return None
-        for (start, end), (_node, port) in a.executors.items():
-            if start <= task <= end:
-                return int(port)
-        return None
-
-    wait_for(lambda: acked(db) > 200, 90, "the first committed words", cluster)
-    workers = wait_for(lambda: cluster.worker_processes(tid)
-                       if len(cluster.worker_processes(tid)) == 2 else None,
-                       60, "two worker processes", cluster)
-    ports = {int(argv[argv.index("--port") + 1]): pid for pid, argv in workers}
-    candidates = [p for p in {port_of(t) for t in count_tasks} if p != port_of(spout_task)]
-    assert candidates, "every counting task shares the spout's worker"
-    progress = acked(db)
-    assert progress < n, "the stream ended before the kill"
-    os.kill(ports[candidates[0]], signal.SIGKILL)
-    wait_for(lambda: acked(db) > progress + 100 or acked(db) >= n, 120,
-             "progress after the kill", cluster)
-    wait_for(lambda: acked(db) >= n, 180, f"all {n} words acked", cluster)
-    kill_and_check_gone(cluster, "statecount", tid)
+    kill_a_worker_mid_stream(cluster, "statecount", tid, tasks=count_tasks,
+                             spout_task=layout.component_tasks["words"][0], db=db, n=n, first=200,
+                             what="words")
     expected = Counter(statecount.word(i).lower() for i in range(n))
     counted = committed_counts(db, count_tasks, redis)
     lost = expected - counted

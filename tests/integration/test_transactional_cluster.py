@@ -16,7 +16,9 @@ from cluster_kit import (  # noqa: F401 - fixtures
     attach_cluster_logs,
     cluster_fixture,
     kill_and_check_gone,
+    task_port,
     wait_for,
+    worker_pids_by_port,
 )
 
 from stormpy.bundle import build_bundle
@@ -57,21 +59,12 @@ def test_kill9_workers_global_count_is_exact(cluster: ProcessCluster, tmp_path: 
     coordinator_task = compute_layout(spec, conf).component_tasks["numbers-coordinator"][0]
 
     def coordinator_port() -> int | None:
-        a = cluster.state.assignment(tid)
-        if a is None:
-            return None
-        for (start, end), (_node, port) in a.executors.items():
-            if start <= coordinator_task <= end:
-                return int(port)
-        return None
+        return task_port(cluster, tid, coordinator_task)
 
     wait_for(lambda: count(db) > 0, 90, "the first commit", cluster)
     killed: list[int] = []
     for round_ in range(4):
-        workers = wait_for(lambda: cluster.worker_processes(tid)
-                           if len(cluster.worker_processes(tid)) == 2 else None,
-                           60, "two worker processes", cluster)
-        ports = {int(argv[argv.index("--port") + 1]): pid for pid, argv in workers}
+        ports = worker_pids_by_port(cluster, tid)
         target = coordinator_port() if round_ == 0 else sorted(ports)[round_ % 2]
         assert target in ports
         progress = count(db)

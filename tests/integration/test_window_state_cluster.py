@@ -7,20 +7,13 @@ the spout replayed (docs/windowing-state.md: the gap between a commit and its ac
 
 from __future__ import annotations
 
-import os
-import signal
-import sqlite3
 from collections import Counter
 from pathlib import Path
 
 import pytest
 import wincount
-from cluster_kit import (  # noqa: F401 - fixtures
-    attach_cluster_logs,
-    cluster_fixture,
-    kill_and_check_gone,
-    wait_for,
-)
+from cluster_kit import attach_cluster_logs, cluster_fixture  # noqa: F401 - fixtures
+from killed_worker_kit import TOPOLOGIES, failed_ids, kill_a_worker_mid_stream
 
 from stormpy.bundle import build_bundle
 from stormpy.state import KeyValueState, SqliteDocStore
@@ -28,32 +21,9 @@ from stormpy.testing.cluster import ProcessCluster
 from stormpy.topology.layout import compute_layout
 from stormpy.windowing.persistent import UserState
 
-HERE = Path(__file__).resolve().parent / "state_topologies"
-
-
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster]
 
 PENDING = 40  # topology.max.spout.pending
-
-
-def acked(db: Path) -> int:
-    if not db.exists():
-        return 0
-    conn = sqlite3.connect(db, timeout=30)
-    try:
-        return int(conn.execute("SELECT count(*) FROM acked").fetchone()[0])
-    except sqlite3.OperationalError:
-        return 0
-    finally:
-        conn.close()
-
-
-def failed_ids(db: Path) -> Counter[int]:
-    conn = sqlite3.connect(db, timeout=30)
-    try:
-        return Counter(r[0] for r in conn.execute("SELECT id FROM failed"))
-    finally:
-        conn.close()
 
 
 def committed(db: Path, tasks: list[int]) -> tuple[Counter[int], int, int]:
@@ -80,7 +50,7 @@ def test_kill9_persistent_window_worker_resumes_windows_exactly(cluster: Process
     n = 3000
     db = tmp_path / "state.sqlite"
     spec = wincount.build(str(db), n)
-    bundle = build_bundle(HERE, tmp_path / "wincount.zip").path
+    bundle = build_bundle(TOPOLOGIES, tmp_path / "wincount.zip").path
     conf = {"topology.workers": 2, "topology.message.timeout.secs": 6,
             "topology.max.spout.pending": PENDING, "topology.state.checkpoint.interval.ms": 200,
             "topology.state.provider": "sqlite",
@@ -88,31 +58,9 @@ def test_kill9_persistent_window_worker_resumes_windows_exactly(cluster: Process
     tid = cluster.client().submit("wincount", bundle, spec.to_doc(), conf)
     layout = compute_layout(spec, conf)
     win_tasks = layout.component_tasks["win"]
-    spout_task = layout.component_tasks["numbers"][0]
-
-    def port_of(task: int) -> int | None:
-        a = cluster.state.assignment(tid)
-        if a is None:
-            return None
-        for (start, end), (_node, port) in a.executors.items():
-            if start <= task <= end:
-                return int(port)
-        return None
-
-    wait_for(lambda: acked(db) > 300, 90, "the first committed inputs", cluster)
-    workers = wait_for(lambda: cluster.worker_processes(tid)
-                       if len(cluster.worker_processes(tid)) == 2 else None,
-                       60, "two worker processes", cluster)
-    ports = {int(argv[argv.index("--port") + 1]): pid for pid, argv in workers}
-    candidates = [p for p in {port_of(t) for t in win_tasks} if p != port_of(spout_task)]
-    assert candidates, "every window task shares the spout's worker"
-    progress = acked(db)
-    assert progress < n, "the stream ended before the kill"
-    os.kill(ports[candidates[0]], signal.SIGKILL)
-    wait_for(lambda: acked(db) > progress + 100 or acked(db) >= n, 120,
-             "progress after the kill", cluster)
-    wait_for(lambda: acked(db) >= n, 180, f"all {n} inputs acked", cluster)
-    kill_and_check_gone(cluster, "wincount", tid)
+    kill_a_worker_mid_stream(cluster, "wincount", tid, tasks=win_tasks,
+                             spout_task=layout.component_tasks["numbers"][0], db=db, n=n,
+                             first=300, what="inputs")
     seen, windows, short = committed(db, win_tasks)
     lost = set(range(n)) - set(seen)
     assert not lost, f"inputs in no committed window: {sorted(lost)[:20]} ({len(lost)})"

@@ -1,0 +1,69 @@
+"""Test kit for the cluster tests that kill a worker mid-stream (test_state_cluster.py,
+test_window_state_cluster.py, test_join_cluster.py) over the topologies of
+``durable_topologies/``: their durable spout's ack and fail log read back from SQLite, and the
+kill itself.
+
+Contract: :func:`kill_a_worker_mid_stream` waits for the first ``first`` acked ids, kills with
+SIGKILL a worker that runs one of ``tasks`` but not the spout (the test fails when every such
+task shares the spout's worker), then waits for progress after the kill and for all ``n`` ids to
+be acked, and kills the topology, checking that its workers and its ZooKeeper state are gone."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from cluster_kit import kill_and_check_gone, task_port, wait_for, worker_pids_by_port
+
+from stormpy.testing.cluster import ProcessCluster
+
+#: the folder bundled for the topologies (statecount, wincount, joinpairs and their spout)
+TOPOLOGIES = Path(__file__).resolve().parent / "durable_topologies"
+
+
+def query(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    """The rows of ``sql`` on the SQLite file ``db`` (none before the file or its table exist)."""
+    if not db.exists():
+        return []
+    conn = sqlite3.connect(db, timeout=30)
+    try:
+        return list(conn.execute(sql))
+    except sqlite3.OperationalError:  # table not created yet
+        return []
+    finally:
+        conn.close()
+
+
+def acked(db: Path) -> int:
+    """How many ids the durable spout saw acked."""
+    rows = query(db, "SELECT count(*) FROM acked")
+    return int(rows[0][0]) if rows else 0
+
+
+def failed_ids(db: Path) -> Counter[int]:
+    """How often the durable spout saw each id fail (each replay follows one fail)."""
+    return Counter(r[0] for r in query(db, "SELECT id FROM failed"))
+
+
+def kill_a_worker_mid_stream(cluster: ProcessCluster, name: str, topology_id: str, *,
+                             tasks: list[int], spout_task: int, db: Path, n: int, first: int,
+                             what: str) -> None:
+    """Kill the worker of one of ``tasks`` (not the spout's) once ``first`` of ``what`` are
+    acked; return when all ``n`` are acked and the topology is gone."""
+    wait_for(lambda: acked(db) > first, 90, f"the first {what}", cluster)
+    ports = worker_pids_by_port(cluster, topology_id)
+    spout_port = task_port(cluster, topology_id, spout_task)
+    candidates = [p for p in {task_port(cluster, topology_id, t) for t in tasks}
+                  if p is not None and p != spout_port]
+    assert candidates, f"every task of {tasks} shares the spout's worker"
+    progress = acked(db)
+    assert progress < n, "the stream ended before the kill"
+    os.kill(ports[candidates[0]], signal.SIGKILL)
+    wait_for(lambda: acked(db) > progress + 100 or acked(db) >= n, 120,
+             "progress after the kill", cluster)
+    wait_for(lambda: acked(db) >= n, 180, f"all {n} {what} acked", cluster)
+    kill_and_check_gone(cluster, name, topology_id)
