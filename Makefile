@@ -127,7 +127,7 @@ test: $(STAMP) zookeeper redis java kafka kinesalite chromium netns-tools
 	$(BIN)/ruff check src tests bench examples tools setup.py
 	$(BIN)/mypy
 	@mkdir -p .build && $(BIN)/mkdocs build > .build/mkdocs.log 2>&1 || { cat .build/mkdocs.log; exit 1; }
-	$(BIN)/python -m pytest -q -p no:cacheprovider --ignore=tests/compose
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=30 --ignore=tests/compose
 	@echo "unit tests again on the pure-Python tuple path (STORMPY_PURE=1):"
 	STORMPY_PURE=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/unit
 

@@ -125,6 +125,7 @@ def test_debug_samples_tuples_until_disabled_and_the_ui_shows_them(wordcount: To
                                                                     tmp_path: Path) -> None:
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
     c, tid = wordcount.cluster, wordcount.id
@@ -139,8 +140,10 @@ def test_debug_samples_tuples_until_disabled_and_the_ui_shows_them(wordcount: To
         assert "not sampling" in driver.find_element(By.ID, "debug-state").text
         # the Debug button of the split component's page, 100 percent
         driver.get(f"{c.ui_url}/component.html?topology_id={tid}&id=split&refresh=1")
+        # the page has loaded its state (and wired its buttons) once it says it is not sampling
+        wait.until(lambda d: "not sampling" in d.find_element(By.ID, "debug-state").text)
         driver.find_element(By.CSS_SELECTOR, 'button[data-debug="enable"]').click()
-        prompt = wait.until(lambda d: d.switch_to.alert)
+        prompt = wait.until(expected_conditions.alert_is_present())
         prompt.send_keys("100")
         prompt.accept()
         wait.until(lambda d: "sampling 100" in d.find_element(By.ID, "debug-state").text)

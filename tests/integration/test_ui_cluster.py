@@ -179,6 +179,7 @@ def test_metrics_parse_and_counters_grow(wordcount: Topology) -> None:
 def test_pages_in_a_headless_browser(wordcount: Topology, tmp_path: Path) -> None:
     from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
     c, tid = wordcount.cluster, wordcount.id
@@ -189,8 +190,8 @@ def test_pages_in_a_headless_browser(wordcount: Topology, tmp_path: Path) -> Non
                              ignored_exceptions=[StaleElementReferenceException, ValueError, IndexError])
         driver.get(f"{c.ui_url}/index.html?refresh=1")
         wait.until(lambda d: "wordcount" in d.find_element(By.ID, "topology-summary").text)
-        assert "Leader" in driver.find_element(By.ID, "nimbus-summary").text
-        assert len(driver.find_elements(By.CSS_SELECTOR, "#supervisor-summary tr")) == 3
+        wait.until(lambda d: "Leader" in d.find_element(By.ID, "nimbus-summary").text)
+        wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#supervisor-summary tr")) == 3)
 
         driver.get(f"{c.ui_url}/topology.html?id={tid}&window=:all-time&refresh=1")
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#topology-graph svg g.edge"))
@@ -215,9 +216,9 @@ def test_pages_in_a_headless_browser(wordcount: Topology, tmp_path: Path) -> Non
         driver.save_screenshot(str(tmp_path / "topology-active.png"))
 
         driver.find_element(By.CSS_SELECTOR, 'button[data-action="deactivate"]').click()
-        wait.until(lambda d: d.switch_to.alert).accept()
+        wait.until(expected_conditions.alert_is_present()).accept()
         wait.until(lambda d: "INACTIVE" in d.find_element(By.ID, "topology-info").text)
-        assert "deactivate: done" in driver.find_element(By.ID, "action-result").text
+        wait.until(lambda d: "deactivate: done" in d.find_element(By.ID, "action-result").text)
         shot = tmp_path / "topology.png"
         assert driver.save_screenshot(str(shot))
         assert png_is_not_blank(shot.read_bytes()), "the topology page screenshot is blank"

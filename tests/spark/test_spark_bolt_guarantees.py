@@ -72,7 +72,7 @@ def advance_while_spark_runs(cluster: LocalCluster, state: dict[str, Any], secon
     for _ in range(round(seconds / TICK)):
         seen = state["ticks"]
         clock.advance(TICK)
-        wait_for(lambda seen=seen: state["ticks"] > seen, 10, "the Spark bolt to execute the next tick",
+        wait_for(lambda seen=seen: state["ticks"] > seen, 60, "the Spark bolt to execute the next tick",
                  interval=0.001)
 
 
@@ -167,13 +167,13 @@ def test_the_executor_loop_releases_the_gil_while_a_batch_is_in_spark(
                                                        batch_seconds=2, max_in_flight=1))
         for i in range(20):  # Spark idle: no release
             feeder.feed(["a", i], msg_id=i)
-        cluster.wait_for(lambda: state["seen"] == 20, 10, "the first tuples executed")
+        cluster.wait_for(lambda: state["seen"] == 20, 60, "the first tuples executed")
         assert released == []
         advance_while_spark_runs(cluster, state, 2)  # the batch comes due and starts in Spark
         wait_for(lambda: state["batches"], 60, "the first batch's Spark job to start")
         for i in range(20, 53):  # 33 added while it runs: released after the 16th and the 32nd
             feeder.feed(["a", i], msg_id=i)
-        cluster.wait_for(lambda: state["seen"] == 53, 10, "the tuples added while the batch runs executed")
+        cluster.wait_for(lambda: state["seen"] == 53, 60, "the tuples added while the batch runs executed")
         assert released == [1, 1]
         state["gate"].set()
         wait_for(lambda: len(state["batches"]) == 2 or advance_while_spark_runs(cluster, state, TICK),

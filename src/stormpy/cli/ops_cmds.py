@@ -45,7 +45,7 @@ from stormpy.host.daemon import STOP_SIGNALS
 from stormpy.logviewer.server import LogviewerServer
 from stormpy.ui.security import ui_token
 
-__all__ = ["logs", "logviewer", "profile", "set_log_level"]
+__all__ = ["WorkerLogReader", "logs", "logviewer", "profile", "set_log_level"]
 
 
 def _get_json(url: str, token: str | None) -> Any:
@@ -100,48 +100,114 @@ def logs(name: str, component: str | None, follow: bool, grep: str | None, tail_
         _info, workers = _workers(client, name, component)
     if not workers:
         fail(f"topology {name} has no running workers{' of ' + component if component else ''}", EXIT_REFUSED)
-    offsets: dict[str, int] = {}
     missing = [w for w in workers if w["logviewer"] is None]
     for w in missing:
         error(f"{w['host']}:{w['port']}: its supervisor runs no log server (logviewer.port)")
-    workers = [w for w in workers if w["logviewer"] is not None]
-    for w in workers:
-        label = f"{w['host']}:{w['port']}"
+    readers = [WorkerLogReader(w, token) for w in workers if w["logviewer"] is not None]
+    for reader in readers:
         try:
             if grep is not None:
-                found = _get_json(f"{w['logviewer']}/api/v1/search?" + urllib.parse.urlencode(
-                    {"file": w["file"], "search-string": grep, "num-matches": 1000}), token)
-                for m in found["matches"]:
-                    click.echo(f"{label} {m['line']}")
-                doc = _get_json(f"{w['logviewer']}/api/v1/log?" + urllib.parse.urlencode(
-                    {"file": w["file"], "length": 0}), token)
-                offsets[label] = doc["size"]
+                for line in reader.grep(grep):
+                    click.echo(f"{reader.label} {line}")
+                reader.skip_to_end()
             else:
-                doc = _get_json(f"{w['logviewer']}/api/v1/log?" + urllib.parse.urlencode(
-                    {"file": w["file"], "length": tail_bytes}), token)
-                say("[bold]== {} ({}) ==[/bold]", label, w["file"])
-                click.echo(doc["content"], nl=False)
-                offsets[label] = doc["start"] + doc["length"]
+                say("[bold]== {} ({}) ==[/bold]", reader.label, reader.file)
+                click.echo(reader.tail(tail_bytes), nl=False)
         except urllib.error.HTTPError as exc:
-            error(f"{label}: log server answered {exc.code}: {exc.read().decode(errors='replace')}")
+            error(f"{reader.label}: log server answered {exc.code}: {exc.read().decode(errors='replace')}")
         except OSError as exc:
-            error(f"{label}: cannot reach its log server {w['logviewer']}: {exc}")
+            error(f"{reader.label}: cannot reach its log server {reader.server}: {exc}")
     while follow:
         time.sleep(1.0)
-        for w in workers:
-            label = f"{w['host']}:{w['port']}"
+        for reader in readers:
             try:
-                doc = _get_json(f"{w['logviewer']}/api/v1/log?" + urllib.parse.urlencode(
-                    {"file": w["file"], "start": offsets.get(label, 0), "length": 1 << 20}), token)
+                text = reader.read_new()
             except (OSError, urllib.error.HTTPError):
                 continue
-            if doc["size"] < offsets.get(label, 0):  # rotated: start over on the new file
-                offsets[label] = 0
-                continue
-            offsets[label] = doc["start"] + doc["length"]
-            for line in doc["content"].splitlines():
+            for line in text.splitlines():
                 if grep is None or grep in line:
-                    click.echo(f"{label} {line}")
+                    click.echo(f"{reader.label} {line}")
+
+
+class WorkerLogReader:
+    """One worker's log read through its host's log server, rotated files included.
+
+    Contract: :meth:`grep` returns the matching lines of every file of the worker, the oldest
+    rotated file (``.N``) first, the current one last. :meth:`tail` returns the current file's
+    last ``n`` bytes and remembers where it ended; :meth:`read_new` returns what was written since
+    (after a rotation: the rest of the file that became ``.1``, then the new file from its start),
+    so following a log across a rotation loses nothing that is still on the host. A rotation is
+    noticed by the current file being shorter than what was read of it (polled every second, a
+    file rotates at ``worker.log.max.size.mb``, so the new file has not outgrown the old offset).
+    """
+
+    def __init__(self, worker: dict[str, Any], token: str | None) -> None:
+        self.server = str(worker["logviewer"])
+        self.file = str(worker["file"])
+        self.topology_id = self.file[len("worker-"):-len(f"-{worker['port']}.log")]
+        self.port = int(worker["port"])
+        self.label = f"{worker['host']}:{worker['port']}"
+        self.token = token
+        self.offset = 0
+
+    def _get(self, path: str, **query: Any) -> Any:
+        return _get_json(f"{self.server}/api/v1/{path}?" + urllib.parse.urlencode(query), self.token)
+
+    def _read(self, file: str, start: int) -> dict[str, Any]:
+        return dict(self._get("log", file=file, start=start, length=1 << 20))
+
+    def files(self) -> list[str]:
+        """The worker's log files, oldest first."""
+        listed = self._get("listLogs", topoId=self.topology_id, port=self.port)["logs"]
+        mine = [f for f in listed if f == self.file or f.startswith(self.file + ".")]
+        return sorted(mine, key=lambda f: -int(f.rsplit(".", 1)[1]) if f != self.file else 1)
+
+    def grep(self, needle: str) -> list[str]:
+        lines: list[str] = []
+        for file in self.files():
+            start = 0
+            while True:
+                found = self._get("search", file=file, **{"search-string": needle,
+                                                           "start-byte-offset": start,
+                                                           "num-matches": 1000})
+                lines.extend(m["line"] for m in found["matches"])
+                following = found.get("nextByteOffset")
+                if not found["matches"] or following is None or following <= start:
+                    break
+                start = following
+        return lines
+
+    def skip_to_end(self) -> None:
+        self.offset = int(self._get("log", file=self.file, length=0)["size"])
+
+    def tail(self, n: int) -> str:
+        doc = self._get("log", file=self.file, length=n)
+        self.offset = int(doc["start"]) + int(doc["length"])
+        return str(doc["content"]) if n else ""
+
+    def read_new(self) -> str:
+        text = ""
+        doc = self._read(self.file, self.offset)
+        if doc["size"] < self.offset:  # rotated: the rest of the old file is now .1
+            try:
+                text += self._read_all(self.file + ".1", self.offset)
+            except urllib.error.HTTPError as exc:
+                if exc.code != 404:
+                    raise
+            self.offset = 0
+            doc = self._read(self.file, 0)
+        text += str(doc["content"])
+        self.offset = int(doc["start"]) + int(doc["length"])
+        return text
+
+    def _read_all(self, file: str, start: int) -> str:
+        parts = []
+        while True:
+            doc = self._read(file, start)
+            parts.append(str(doc["content"]))
+            start = int(doc["start"]) + int(doc["length"])
+            if not doc["length"] or start >= int(doc["size"]):
+                return "".join(parts)
 
 
 @click.command("set-log-level")

@@ -233,7 +233,9 @@ CORE_KEYS: tuple[ConfigKey, ...] = (
               "Nimbus hosts (``host`` or ``host:port``; the port defaults to nimbus.thrift.port). "
               "Clients ask them which one leads; every Nimbus of an HA cluster is listed here.",
               HOSTS),
-    ConfigKey("nimbus.host", "127.0.0.1", "Address Nimbus binds and clients connect to.",
+    ConfigKey("nimbus.host", "127.0.0.1",
+              "Address Nimbus binds and clients connect to. Binding every interface (0.0.0.0 or "
+              "*), Nimbus names itself by storm.local.hostname, else this machine's host name.",
               Text()),
     ConfigKey("nimbus.thrift.port", 6627, "Nimbus RPC port (Storm's name kept).",
               Port()),
@@ -443,6 +445,10 @@ CORE_KEYS: tuple[ConfigKey, ...] = (
               Text()),
     ConfigKey("topology.messaging.curve.secret.key", None,
               "Set by Nimbus (not by users): the topology's CURVE secret key (Z85).",
+              Text()),
+    ConfigKey("storm.local.hostname", None,
+              "The host name a daemon gives others to reach it when it binds every interface "
+              "(unset: this machine's host name, as Storm's InetAddress.getLocalHost).",
               Text()),
     ConfigKey("storm.local.dir", "stormpy-local", "Directory for daemon state (bundles, pids, logs).",
               Text()),

@@ -33,9 +33,10 @@ from typing import Any
 
 from stormpy import __version__
 from stormpy.client import NimbusClient
+from stormpy.client.addresses import BIND_ALL_HOSTS
 from stormpy.cluster import ClusterState
 from stormpy.cluster.records import encode_value
-from stormpy.config import DEFAULTS, log_dir, rpc_auth_token
+from stormpy.config import DEFAULTS, log_dir, rpc_auth_token, setting
 from stormpy.host.daemon import Daemon, log_to_file
 from stormpy.nimbus.downloads import DownloadManager
 from stormpy.nimbus.handler import NimbusHandler
@@ -51,7 +52,7 @@ from stormpy.nimbus.uploads import UploadManager
 from stormpy.rpc import RpcServer
 from stormpy.rpc.curve import server_secret_key
 
-__all__ = ["Nimbus", "bind_address", "run_nimbus"]
+__all__ = ["Nimbus", "advertised_host", "bind_address", "run_nimbus"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,18 @@ def bind_address(host: str) -> str:
         return socket.gethostbyname(host)
 
 
+def advertised_host(conf: Mapping[str, Any]) -> str:
+    """The host name clients are given for this Nimbus (its leader record, its summary):
+    ``nimbus.host`` as it is, unless it binds every interface (``0.0.0.0``, ``*``, empty); then
+    ``storm.local.hostname``, else this machine's host name. ``0.0.0.0`` names no host a remote
+    client can reach."""
+    host = str(setting(conf, "nimbus.host"))
+    if host not in BIND_ALL_HOSTS and host:
+        return host
+    name = setting(conf, "storm.local.hostname")
+    return str(name) if name else socket.gethostname()
+
+
 class Nimbus(Daemon):
     """One Nimbus daemon (see the module docstring)."""
 
@@ -79,6 +92,7 @@ class Nimbus(Daemon):
         self.clock = clock
         self.dirs = NimbusDirs.from_config(self.conf)
         self.host = str(self.conf["nimbus.host"])
+        self.advertised_host = advertised_host(self.conf)
         self.state: ClusterState | None = None
         self.manager: TopologyManager | None = None
         self.monitor: Monitor | None = None
@@ -207,8 +221,8 @@ class Nimbus(Daemon):
 
     @property
     def address(self) -> str:
-        """``host:port`` clients use."""
-        return f"{self.host}:{self.port}"
+        """``host:port`` clients use (:func:`advertised_host`)."""
+        return f"{self.advertised_host}:{self.port}"
 
     # -- leadership ------------------------------------------------------------------------------
     def is_leader(self) -> bool:
@@ -271,7 +285,7 @@ class Nimbus(Daemon):
     def info(self) -> dict[str, Any]:
         """This Nimbus's summary (the ``nimbus`` part of ``get_cluster_info``)."""
         port = self.server.port if self.server is not None else int(self.conf["nimbus.thrift.port"])
-        return {"id": self.nimbus_id, "host": self.host, "port": port, "version": __version__,
+        return {"id": self.nimbus_id, "host": self.advertised_host, "port": port, "version": __version__,
                 "leader": self.is_leader(),
                 "start_time": self.started_at, "uptime_secs": round(self.clock() - self.started_at, 1)}
 

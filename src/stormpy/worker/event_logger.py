@@ -14,7 +14,10 @@ Contract:
   :data:`~stormpy.topology.event_log.RECENT_EVENTS` for the heartbeat (:meth:`recent`; a tuple
   of more than :data:`RECENT_CHARS` characters travels there cut short, ``"truncated": true``). When the
   thread falls behind by more than :data:`PENDING_LIMIT` emits the oldest are dropped (counted in
-  ``dropped``). The file is opened at the first sampled tuple, appended to, never truncated.
+  ``dropped``). The file is opened at the first sampled tuple and appended to; it rotates as the
+  worker's log does (:class:`~stormpy.host.log_files.CappedLogHandler`: ``max_bytes`` per file,
+  ``backups`` older files ``path.1`` … ``path.N``, the oldest dropped; ``max_bytes`` 0: never), so
+  a component sampled for days cannot fill the disk.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from stormpy.host.log_files import CappedLogHandler
 from stormpy.host.service import Service
 from stormpy.topology.event_log import RECENT_EVENTS, event_doc, event_line, sampling_pct
 from stormpy.topology.tuple import DEFAULT_STREAM
@@ -143,15 +147,17 @@ class _Sampler:
 class EventLogger:
     """The event logger of one worker, writing to ``path``."""
 
-    def __init__(self, path: Path, topology_id: str) -> None:
+    def __init__(self, path: Path, topology_id: str, *, max_bytes: int = 0, backups: int = 1) -> None:
         self.path = path
         self.topology_id = topology_id
+        self.max_bytes = max_bytes
+        self.backups = backups
         self.dropped = 0
         self.written = 0
         self._pending: deque[_Event] = deque(maxlen=PENDING_LIMIT)
         self._recent: deque[dict[str, Any]] = deque(maxlen=RECENT_EVENTS)
         self._samplers: dict[int, _Sampler] = {}
-        self._file: Any = None
+        self._file: CappedLogHandler | None = None
         self._service = Service("stormpy-event-logger", self._drain, interval=0.2, log=log)
 
     def start(self) -> EventLogger:
@@ -215,10 +221,17 @@ class EventLogger:
             self._recent.append(doc)
         try:
             if self._file is None:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in stop()
-            self._file.write("".join(lines))
-            self._file.flush()
+                self._file = CappedLogHandler(self.path, self.max_bytes, self.backups)
+                self._file.terminator = ""  # each line ends with its own newline
+            record = logging.LogRecord("stormpy.events", logging.INFO, str(self.path), 0,
+                                       "".join(lines), None, None)
+            if self._file.shouldRollover(record):
+                self._file.doRollover()
+            stream = self._file.stream
+            if stream is None:  # a rollover that could not reopen the file
+                stream = self._file.stream = self._file._open()
+            stream.write(record.msg)
+            stream.flush()
             self.written += len(lines)
         except OSError as exc:
             log.warning("cannot write sampled tuples to %s: %s", self.path, exc)

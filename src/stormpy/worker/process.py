@@ -249,7 +249,9 @@ class WorkerProcess:
             log.info("stopping before start: %s", self.exit_reason)
             return EXIT_OK
         events = None if conf.get(EVENTLOGGER_EXECUTORS) == 0 else EventLogger(
-            self.dirs.worker_events_log(self.topology_id, self.port), self.topology_id).start()
+            self.dirs.worker_events_log(self.topology_id, self.port), self.topology_id,
+            max_bytes=int(float(setting(conf, "worker.log.max.size.mb")) * 1024 * 1024),
+            backups=int(setting(conf, "worker.log.backups"))).start()
         link = ClusterLink(state, worker, transport, topology_id=self.topology_id, node=self.node,
                            port=self.port, executors=executors, peers=peers, active=active, conf=conf,
                            heartbeat_path=self.dirs.heartbeat_file(self.topology_id, self.port),

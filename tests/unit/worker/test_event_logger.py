@@ -149,3 +149,38 @@ def test_nimbus_stores_debug_settings_and_refuses_what_it_cannot_do(tmp_path: Pa
     with pytest.raises(InvalidRequestError, match="topology.eventlogger.executors"):
         manager.set_debug("quiet", None, True, 10.0)
     assert state.storm_base(quiet).component_debug == {}  # type: ignore[union-attr]
+
+
+def test_the_events_log_rotates_at_its_cap_keeping_its_backups(tmp_path: Path) -> None:
+    path = tmp_path / "logs" / "worker-t-1-6700-events.log"
+    logger = EventLogger(path, "t-1", max_bytes=2_000, backups=2).start()
+    spout = Runner("words", 1, spout=True)
+    try:
+        logger.apply([spout], {"words": {"enable": True, "samplingpct": 100.0}})
+        for i in range(60):
+            spout.instance.emit([f"sentence {i:03d} " + "x" * 80], msg_id=i)
+            if i % 10 == 9:  # several writes, so that the cap is crossed between them
+                wait_for(lambda n=i + 1: logger.written == n, 30, f"{i + 1} sampled tuples written")
+    finally:
+        logger.stop()
+    files = sorted(path.parent.iterdir())
+    assert [f.name for f in files] == [path.name, path.name + ".1", path.name + ".2"]
+    kept = [json.loads(line)["values"][0][:12] for f in (files[2], files[1], files[0])
+            for line in f.read_text().splitlines()]
+    assert kept == sorted(kept) and kept[-1] == "sentence 059"  # oldest dropped, order kept
+    assert all(f.stat().st_size <= 2_000 + 10 * 200 for f in files)  # one write's lines past the cap
+
+
+def test_a_zero_cap_never_rotates(tmp_path: Path) -> None:
+    path = tmp_path / "worker-t-1-6700-events.log"
+    logger = EventLogger(path, "t-1", max_bytes=0).start()
+    spout = Runner("words", 1, spout=True)
+    try:
+        logger.apply([spout], {"words": {"enable": True, "samplingpct": 100.0}})
+        for i in range(30):
+            spout.instance.emit(["y" * 200], msg_id=i)
+        wait_for(lambda: logger.written == 30, 30, "30 sampled tuples written")
+    finally:
+        logger.stop()
+    assert [f.name for f in tmp_path.iterdir()] == [path.name]
+    assert len(path.read_text().splitlines()) == 30
