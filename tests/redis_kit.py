@@ -19,11 +19,13 @@ __all__ = ["fresh_redis_store", "running_redis"]
 
 
 @contextlib.contextmanager
-def running_redis(**kwargs: Any) -> Iterator[RedisServer]:
-    """A started :class:`RedisServer` (``kwargs`` go to it) on a free port, stopped on exit
-    (resumed first, should a test have paused it with SIGSTOP). Skips the test when Redis is not
-    installed; fails it instead in CI (``CI=true``), naming how to install it."""
-    server = RedisServer(**kwargs)
+def running_redis(server: RedisServer | None = None, **kwargs: Any) -> Iterator[RedisServer]:
+    """``server`` started (by default a :class:`RedisServer` on a free port, ``kwargs`` going to
+    it; a subclass, e.g. one run inside a network namespace, where a test needs it), stopped on
+    exit (resumed first, should a test have paused it with SIGSTOP). Skips the test when Redis
+    is not installed; fails it instead in CI (``CI=true``), naming how to install it."""
+    if server is None:
+        server = RedisServer(**kwargs)
     try:
         server.start()
     except RedisNotFound as exc:

@@ -71,9 +71,10 @@ class WordCount(StatefulBolt):
         self.ack(tup)
 
 
-def build(database: str, n: int) -> TopologySpec:
+def build(database: str, n: int, counters: int = 2) -> TopologySpec:
+    """``n`` words, counted by ``counters`` stateful tasks."""
     b = TopologyBuilder()
     b.set_spout("words", DurableWords, kwargs={"database": database, "n": n})
     b.set_bolt("lower", Lower, 2).shuffle_grouping("words")
-    b.set_bolt("count", WordCount, 2).fields_grouping("lower", "word")
+    b.set_bolt("count", WordCount, counters).fields_grouping("lower", "word")
     return b.create_topology()
