@@ -3,7 +3,9 @@ supervisor hosts with its state in Redis, which runs on a host of its own (with 
 Nimbus on two more). Every process on the host that runs the counting task (its supervisor and
 its workers) is killed with SIGKILL mid-stream: Nimbus moves the task to the other supervisor
 host, where it resumes from the state committed in Redis and the spout replays what was not
-acked. The committed counts are exact: no input lost, none counted twice."""
+acked. The committed counts are exact: no input lost, none counted twice, except an input of the
+killed task's last commit whose ack died with the host (at-least-once's one gap, counted and
+reported; at most one commit's inputs)."""
 
 from __future__ import annotations
 
@@ -54,6 +56,15 @@ def replays(db: Path) -> int:
         conn.close()
 
 
+def committed_txid(provider_config: dict[str, object], task: int) -> int:
+    store = open_redis_store(redis_config(provider_config), "statecount", f"count-{task}")
+    try:
+        meta = store.get("meta") or {}
+        return int(meta.get("committed", 0))
+    finally:
+        store.close()
+
+
 def test_host_of_stateful_task_killed_resumes_from_redis(netns_cluster: Callable[..., NetnsCluster],
                                                           tmp_path: Path) -> None:
     cluster = netns_cluster()
@@ -93,6 +104,8 @@ def test_host_of_stateful_task_killed_resumes_from_redis(netns_cluster: Callable
         killed = cluster.net.kill_host(victim)
         killed_at = time.monotonic()
         assert killed, f"nothing ran on {victim}"
+        # the killed task's last commit (nobody commits for it until it runs again elsewhere)
+        last_commit = committed_txid(provider_config, count_task)
         cluster.wait_for(lambda: count_host() == survivor, 60,
                          f"Nimbus to move the counting task from {victim} to {survivor}")
         moved_secs = time.monotonic() - killed_at
@@ -104,15 +117,24 @@ def test_host_of_stateful_task_killed_resumes_from_redis(netns_cluster: Callable
 
         store = open_redis_store(redis_config(provider_config), "statecount", f"count-{count_task}")
         try:
-            counted = Counter(dict(KeyValueState(store).items()))
+            words, txids = statecount.split_state(dict(KeyValueState(store).items()))
         finally:
             store.close()
+    counted = Counter(words)
     expected = Counter(statecount.word(i).lower() for i in range(N))
+    again = {i: t for i, t in txids.items() if len(t) > 1}
+    # at-least-once's one gap (docs/windowing-state.md, Guarantee): an input committed by the
+    # killed task's last commit whose ack died with the host is replayed and counted again
+    acks_lost = {i for i, t in again.items() if t[0] == last_commit and len(t) == 2}
+    expected.update(statecount.word(i).lower() for i in acks_lost)
     lost, twice = expected - counted, counted - expected
     summary = (f"{N} words, killed {victim} ({len(killed)} processes) after {before} acks, task on "
                f"{survivor} after {moved_secs:.0f} s, {replays(db)} replayed, "
-               f"{sum(lost.values())} lost, {sum(twice.values())} counted twice")
+               f"{sum(lost.values())} lost, {sum(twice.values())} counted twice, "
+               f"{len(acks_lost)} counted again after the last commit before the kill")
     record("stateful task's host killed (Redis state)", summary)
     print(summary)
     assert not lost, f"inputs lost from the committed state: {dict(lost)}"
-    assert not twice, f"inputs counted twice in the committed state: {dict(twice)}"
+    assert not twice, f"inputs counted twice in the committed state: {dict(twice)} ({again})"
+    assert sorted(txids) == list(range(N))
+    assert set(again) == acks_lost, f"inputs counted in two checkpoints: {again}"

@@ -1,7 +1,10 @@
-"""A stateful word count as a cluster topology (bundled by test_state_cluster.py): a durable spout
-(acked message ids recorded in SQLite, so a restarted spout only emits what was never acked; each
-failed id recorded too, as every replay follows a fail), a plain bolt and a stateful counting bolt
-whose state lives in the same SQLite file."""
+"""A stateful word count as a cluster topology (bundled by test_state_cluster.py and
+test_partition_stateful_host.py): a durable spout (acked message ids recorded in SQLite, so a
+restarted spout only emits what was never acked; each failed id recorded too, as every replay
+follows a fail) emitting ``[word, id]``, a plain bolt and a stateful counting bolt. Beside the
+word counts the counting bolt keeps, in the same state, the checkpoints that counted each input
+(key ``i<id>``: the txids, one per time it was counted), so a test tells an input counted twice
+in one checkpoint from one counted again after its commit (a replay of a committed input)."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ def word(i: int) -> str:
 
 
 class DurableWords(Spout):
-    outputs = ["word"]
+    outputs = ["word", "id"]
 
     def __init__(self, database: str, n: int) -> None:
         self.database = database
@@ -37,7 +40,7 @@ class DurableWords(Spout):
     def next_tuple(self) -> None:
         if self.todo:
             i = self.todo.pop()
-            self.emit([word(i)], msg_id=i)
+            self.emit([word(i), i], msg_id=i)
 
     def ack(self, msg_id: Any) -> None:
         self.db.execute("INSERT OR IGNORE INTO acked (id) VALUES (?)", (msg_id,))
@@ -51,10 +54,10 @@ class DurableWords(Spout):
 
 
 class Lower(BasicBolt):
-    outputs = ["word"]
+    outputs = ["word", "id"]
 
     def process(self, tup: Tuple) -> None:
-        self.emit([tup["word"].lower()])
+        self.emit([tup["word"].lower(), tup["id"]])
 
 
 class WordCount(StatefulBolt):
@@ -62,13 +65,39 @@ class WordCount(StatefulBolt):
 
     def init_state(self, state: KeyValueState) -> None:
         self.counts = state
+        self.since: list[int] = []  # ids counted since the last prepare
 
     def execute(self, tup: Tuple) -> None:
         w = tup["word"]
         n = self.counts.get(w, 0) + 1
         self.counts.put(w, n)
+        self.since.append(tup["id"])
         self.emit([w, n], anchors=tup)
         self.ack(tup)
+
+    def pre_prepare(self, txid: int) -> None:
+        for i in self.since:
+            key = id_key(i)
+            self.counts.put(key, [*self.counts.get(key, []), txid])
+        self.since = []
+
+    def pre_rollback(self) -> None:
+        self.since = []
+
+    def state_rolled_back(self) -> None:
+        self.since = []
+
+
+def id_key(i: int) -> str:
+    """The state key of input ``i``'s checkpoints."""
+    return f"i{i}"
+
+
+def split_state(items: dict[str, Any]) -> tuple[dict[str, int], dict[int, list[int]]]:
+    """A counting task's state as (word counts, input id -> txids that counted it)."""
+    words = {k: v for k, v in items.items() if not k.startswith("i")}
+    ids = {int(k[1:]): v for k, v in items.items() if k.startswith("i")}
+    return words, ids
 
 
 def build(database: str, n: int, counters: int = 2) -> TopologySpec:
