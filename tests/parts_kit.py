@@ -80,9 +80,12 @@ def running_zookeeper(heap_mb: int, **kwargs: Any) -> contextlib.AbstractContext
                           ZooKeeperNotFound, ZOOKEEPER_INSTALL_HINT)
 
 
-def running_redis(**kwargs: Any) -> contextlib.AbstractContextManager[RedisServer]:
-    """A started :class:`RedisServer` on a free port (``kwargs`` go to it)."""
-    return running_server(RedisServer(**kwargs), "Redis", RedisNotFound, REDIS_INSTALL_HINT)
+def running_redis(server: RedisServer | None = None,
+                  **kwargs: Any) -> contextlib.AbstractContextManager[RedisServer]:
+    """``server`` started (by default a :class:`RedisServer` on a free port, ``kwargs`` going to
+    it; a subclass, e.g. one run inside a network namespace, where a test needs it)."""
+    return running_server(server if server is not None else RedisServer(**kwargs), "Redis",
+                          RedisNotFound, REDIS_INSTALL_HINT)
 
 
 _stores = itertools.count()

@@ -17,6 +17,7 @@
 * :meth:`~HostNetwork.argv` prefixes a command with ``ip netns exec <namespace>``; processes keep
   the namespace across ``exec`` and pass it to their children (a supervisor's workers run on its
   host). :meth:`~HostNetwork.python_wrapper` writes a script that runs Python there.
+  :meth:`~HostNetwork.kill_host` SIGKILLs every process inside a host (a host that lost power).
 * :meth:`~HostNetwork.destroy` kills every process still inside a namespace, then deletes the
   namespaces (which removes every veth and the bridge); it is idempotent, and
   :func:`remove_stale_namespaces` removes namespaces of earlier runs whose process is gone.
@@ -222,6 +223,11 @@ class HostNetwork:
         return str(path)
 
     # -- faults ----------------------------------------------------------------------------------
+    def kill_host(self, host: str) -> list[int]:
+        """SIGKILL every process running on ``host`` (its daemons and their children at once, as
+        when the host loses power); return their pids, reaped or not."""
+        return _kill_inside(self.ns(host))
+
     def _drop(self, host: str, source: str, *, on: bool) -> None:
         verb = "add" if on else "delete"
         run("ip", "netns", "exec", self.ns(host), "nft", verb, "element", "inet", _TABLE, "cut",

@@ -12,6 +12,10 @@ supervisors, each on a host of its own (:class:`~netns.HostNetwork`).
 * The test process reaches every host over the observer link: :meth:`client`,
   :meth:`leader_index`, :attr:`state` work as on a one-host ProcessCluster.
 * :meth:`stop` stops the daemons (ProcessCluster's stop), then ZooKeeper.
+
+:class:`NetnsRedis`: a :class:`~stormpy.local.redis_server.RedisServer` run on one host of a
+HostNetwork, bound to that host's address on ``REDIS_PORT`` (every host and the observer reach
+it; its ``provider_config`` names that address).
 """
 
 from __future__ import annotations
@@ -25,15 +29,18 @@ from netns import HostNetwork
 
 from stormpy.client import NimbusClient
 from stormpy.config import rpc_auth_token
+from stormpy.local.redis_server import RedisServer
 from stormpy.testing.cluster import ProcessCluster
 from stormpy.testing.zookeeper import ZooKeeperServer
 
-__all__ = ["HOSTS", "NIMBUS_PORT", "NetnsCluster", "NetnsZooKeeper", "ZK_PORT"]
+__all__ = ["HOSTS", "NIMBUS_PORT", "REDIS_PORT", "NetnsCluster", "NetnsRedis", "NetnsZooKeeper",
+           "ZK_PORT"]
 
 HOSTS = ["zk", "nimbus0", "nimbus1", "sup0", "sup1"]
 ZK_PORT = 2181
 NIMBUS_PORT = 6627
 SLOT_BASE = 6700
+REDIS_PORT = 6379
 
 
 class NetnsZooKeeper(ZooKeeperServer):
@@ -41,6 +48,18 @@ class NetnsZooKeeper(ZooKeeperServer):
 
     def __init__(self, net: HostNetwork, host: str, data_dir: Path) -> None:
         super().__init__(ZK_PORT, host=net.address(host), data_dir=data_dir, heap_mb=256)
+        self.net = net
+        self.netns_host = host
+
+    def command(self) -> list[str]:
+        return self.net.argv(self.netns_host, *super().command())
+
+
+class NetnsRedis(RedisServer):
+    """A RedisServer run on one host of a HostNetwork (bound to that host's address)."""
+
+    def __init__(self, net: HostNetwork, host: str) -> None:
+        super().__init__(REDIS_PORT, host=net.address(host))
         self.net = net
         self.netns_host = host
 

@@ -19,7 +19,8 @@ under ``/``-separated key paths, bounded in time, errors naming the path):
 * ``sub(*segments)``: the same store seen from a node below it down (a namespace; no copy, no
   I/O); each argument is ONE segment, any non-empty string (a ``/`` in it is part of the name);
 * ``watch(key, callback)``: ``callback(value or None)`` now and after every change of the key
-  until the returned function is called (memory and ZooKeeper; a SQLite store refuses);
+  until the returned function is called (memory and ZooKeeper; Redis by polling; a SQLite
+  store refuses);
 * ``available()``: False while the backing service is known to be unreachable;
 * ``close()``: release what the store owns (a connection it opened); idempotent.
 

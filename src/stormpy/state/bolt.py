@@ -4,17 +4,33 @@ around bolts: :class:`CheckpointTupleForwarder` for ordinary bolts (barriers pas
 builder puts them in place (:mod:`stormpy.state.wiring`).
 
 A task acts on a checkpoint ``(txid, action)`` once it received it from every task that sends it
-checkpoints; it then forwards it downstream anchored to those, and acks them. A stateful task:
+checkpoints; it then forwards it downstream anchored to those, and acks them. The copies are
+counted per sending task: the checkpoint spout sends a timed-out checkpoint again with the same
+``(txid, action)``, and a copy of the earlier attempt still held (its other copies died with a
+worker) is replaced by the newer one from the same task and failed, so the checkpoint completes
+with one copy of the current attempt from every sender (counting copies instead completed each
+attempt with the stale copy and left one of the current attempt waiting: the recovery after a
+kill could then resend that checkpoint forever). A stateful task:
 
-* buffers data tuples until its state is initialised (INITSTATE), then runs them;
+* buffers data tuples until its state is initialised (INITSTATE); then it fails the tracked
+  ones (their spouts replay them, and the replays run) and runs the untracked ones. A task waits
+  for its state through a recovery that can outlast the message timeout (a restarted task waits
+  for the failed checkpoint to time out, a rollback, then INITSTATE), so a buffered input's spout
+  tuple may have timed out and been replayed meanwhile, its replay buffered beside it: running
+  every copy would count that input twice in the state, although none of them was committed;
 * defers the user's acks: inputs are acked when the state that includes their effect is
   committed, and failed when it is rolled back (so the spout replays them);
 * PREPARE(t): ``pre_prepare``, the state's changes are written as prepared for t (a task that was
   restarted and has no state yet fails the checkpoint, which starts recovery);
-* COMMIT(t): the state is committed as t, then the inputs acked (a task restarted since its
-  PREPARE commits nothing: its inputs died unacked with it and are replayed); ROLLBACK: back to
-  the last committed state, inputs failed; INITSTATE(t): back to the last committed state, then
-  ``init_state`` (first time) and the buffered tuples.
+* COMMIT(t): the state is committed as t (its commit point written), then the inputs acked,
+  then the committed changes folded into the map (a task restarted since its PREPARE commits
+  nothing: its inputs died unacked with it and are replayed). An input whose effect is committed
+  but whose ack is lost (the worker, or the acker tracking its tuple tree, killed between the
+  commit point and the ack reaching the spout) is replayed and counted again: Storm's
+  at-least-once guarantee for stateful bolts, the one case where the state reflects an input
+  twice;
+* ROLLBACK: back to the last committed state, inputs failed; INITSTATE(t): back to the last
+  committed state, then ``init_state`` (first time) and the buffered tuples (see above).
 
 A store that fails (unreachable, restarted, out of memory: a
 :class:`~stormpy.topology.state.StateStoreError` naming the provider, its address and the key) never
@@ -85,7 +101,8 @@ class CheckpointTupleForwarder(Bolt):
         bolt_cls, user = _split({WRAPPED: _checkpointed, **kwargs})
         self.bolt: Any = bolt_cls(**user)
         self.basic = isinstance(self.bolt, BasicBolt)
-        self._seen: dict[tuple[int, str], list[Tuple]] = {}
+        #: (txid, action) -> sending task -> the copy it delivered
+        self._seen: dict[tuple[int, str], dict[int, Tuple]] = {}
 
     def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         me = context.component_id
@@ -145,20 +162,24 @@ class CheckpointTupleForwarder(Bolt):
 
     def _barrier(self, tup: Tuple) -> None:
         txid, action = int(tup.values[0]), str(tup.values[1])
-        held = self._seen.setdefault((txid, action), [])
-        held.append(tup)
+        held = self._seen.setdefault((txid, action), {})
+        earlier = held.get(tup.task)
+        held[tup.task] = tup
+        if earlier is not None:  # a copy of an earlier attempt of this checkpoint (timed out)
+            self.fail(earlier)
         if len(held) < self.expected:
             return
         del self._seen[(txid, action)]
         for stale in [k for k in self._seen if k[0] <= txid]:  # superseded checkpoints
-            for old in self._seen.pop(stale):
+            for old in self._seen.pop(stale).values():
                 self.fail(old)
+        anchors = list(held.values())
         if self.handle_checkpoint(txid, action):
-            self.emit([txid, action], held, CHECKPOINT_STREAM)
-            for t in held:
+            self.emit([txid, action], anchors, CHECKPOINT_STREAM)
+            for t in anchors:
                 self.ack(t)
         else:
-            for t in held:
+            for t in anchors:
                 self.fail(t)
 
     def handle_checkpoint(self, txid: int, action: str) -> bool:
@@ -267,10 +288,14 @@ class StatefulBoltExecutor(CheckpointTupleForwarder):
         elif action == COMMIT:
             if self.initialized:  # a restarted task has no prepared changes and no user state
                 self.bolt.pre_commit(txid)
-            self.state.commit(txid)
+            # the inputs are acked as soon as the commit point is written, the fold after: an
+            # input committed whose ack dies with the worker is replayed (see the module doc),
+            # so that window is kept as short as the commit itself
+            self.state.commit(txid, fold=False)
             for t in self.prepared:
                 self.ack(t)
             self.prepared = []
+            self.state.fold()
         elif action == ROLLBACK:
             self.bolt.pre_rollback()
             self.state.rollback()
@@ -287,5 +312,8 @@ class StatefulBoltExecutor(CheckpointTupleForwarder):
                 self.initialized = True
                 buffered, self.buffered = self.buffered, []
                 for t in buffered:
-                    self._run_data(t)
+                    if t.root or t.anchors:
+                        self.fail(t)  # tracked: replayed by its spout, and run then
+                    else:
+                        self._run_data(t)
         return True

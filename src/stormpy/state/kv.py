@@ -281,23 +281,32 @@ class KeyValueState:
         self.store.put_many(writes)
         self._prepared_txid = txid
 
-    def commit(self, txid: int) -> bool:
+    def commit(self, txid: int, *, fold: bool = True) -> bool:
         """Commit ``txid``'s prepared changes; True when something was committed (False: already
         committed, or nothing prepared for it by this instance, e.g. a task restarted after
         preparing ``txid``, whose inputs are replayed). A failure writing the commit point
-        raises (nothing committed); a failure folding after it is logged and retried later."""
+        raises (nothing committed); a failure folding after it is logged and retried later.
+        ``fold=False`` writes the commit point only (the caller acks the inputs at once, then
+        calls :meth:`fold`)."""
         if txid <= self.committed_txid or self._prepared_txid != txid:
             return False
         self.store.put("meta", {"committed": txid})
         self.committed_txid = txid
         self._unfolded, self._unfolded_txid = self._prepared, txid
         self._prepared, self._prepared_txid = {}, None
+        if fold:
+            self.fold()
+        return True
+
+    def fold(self) -> None:
+        """Fold the last commit's changes into the committed map now (a failure is logged; the
+        next prepare, or loading, retries it)."""
+        txid = self._unfolded_txid
         try:
             self._finish_fold()
         except StateStoreError as exc:
-            log.warning("%s: checkpoint %d is committed; folding its changes failed (%s): "
+            log.warning("%s: checkpoint %s is committed; folding its changes failed (%s): "
                         "retried at the next checkpoint", self.store.location, txid, exc)
-        return True
 
     def discard_pending(self) -> None:
         """Forget the changes made since the last prepare (the prepared ones stay): what an input

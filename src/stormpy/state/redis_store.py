@@ -15,7 +15,11 @@ Commands are batched: ``put_many``/``delete_many``/``update`` are one ``MULTI``/
 ``HSET``s sent :data:`PIPELINE_BATCH` keys at a time (not atomic; a connection lost midway leaves a prefix
 applied, which the caller's protocol repairs). A recursive delete is one server-side script
 (descendants' hashes removed with their node). ``update`` is compare-and-set with ``WATCH`` on
-the parent hash. ``watch`` is refused (as on SQLite).
+the parent hash. ``watch`` polls: Redis has no watch of a hash field that survives a lost
+connection, so a watched key is read every :data:`WATCH_POLL_SECS` on a thread of the watch's
+own (:class:`~stormpy.host.service.Service`) and the callback runs on that thread when the value
+read differs from the last one it was given; a read that fails is logged and tried again at the
+next poll (a change is seen within about one poll period of Redis answering).
 
 Errors: Redis unreachable, timing out, loading, refusing the password or out of memory (``OOM``
 under ``maxmemory``) raise :class:`~stormpy.topology.state.StateUnavailableError`, any other Redis
@@ -34,6 +38,7 @@ from typing import Any, TypeVar
 
 from stormpy.cluster.paths import decode_segment, encode_segment
 from stormpy.config import SettingError
+from stormpy.host.service import Service
 from stormpy.state.base import (
     MAX_UPDATE_ROUNDS,
     Store,
@@ -49,8 +54,8 @@ from stormpy.topology.state import (
     encode_state,
 )
 
-__all__ = ["DEFAULT_PREFIX", "PIPELINE_BATCH", "RedisConfig", "RedisStore", "open_redis_store",
-           "redis_config"]
+__all__ = ["DEFAULT_PREFIX", "PIPELINE_BATCH", "WATCH_POLL_SECS", "RedisConfig", "RedisStore",
+           "open_redis_store", "redis_config"]
 
 T = TypeVar("T")
 
@@ -65,6 +70,8 @@ PIPELINE_BATCH = 10_000
 HSET_FIELDS = 500
 #: how often a command is sent again after its connection was lost
 RETRIES = 2
+#: how often a watched key is read (seconds)
+WATCH_POLL_SECS = 1.0
 #: Jedis's default timeout (ms), used when ``jedisPoolConfig`` names none
 DEFAULT_TIMEOUT_MS = 2000
 INSTALL_HINT = "pip install 'stormpy[redis]' (redis-py with hiredis)"
@@ -409,6 +416,30 @@ class RedisStore(Store):
     def where(self, key: str) -> str:
         segments = root_or_segments(self.location, key)
         return "/".join((self.location, *segments))
+
+    def watch(self, key: str, callback: Callable[[Any], None], *,
+              poll_secs: float = WATCH_POLL_SECS) -> Callable[[], None]:
+        """``callback(value or None)`` now (a failure to read raises, as ``get``), then on the
+        watch's thread whenever a poll reads a different value; returns the function that stops
+        the polls (see the module doc)."""
+        last = [self.get(key)]
+        callback(last[0])
+
+        def poll() -> None:
+            if self._conn.closed:  # the store was closed without cancelling the watch
+                service.request_stop()
+                return
+            value = self.get(key)
+            if value != last[0]:
+                last[0] = value
+                callback(value)
+
+        service = Service(f"redis watch {self.where(key)}", poll, interval=poll_secs,
+                          first_delay=poll_secs, expected_errors=(StateStoreError,)).start()
+
+        def cancel() -> None:
+            service.request_stop()
+        return cancel
 
     def available(self) -> bool:
         try:

@@ -148,6 +148,13 @@ def word(w: str) -> Tuple:
     return test_tuple([w], "up", fields=["w"])
 
 
+def tracked(w: str, root: int) -> Tuple:
+    """``w`` as a tuple in spout tuple ``root``'s tree (its spout replays it when it fails)."""
+    t = word(w)
+    t.root, t.edge = root, root + 1
+    return t
+
+
 def barrier(txid: int, action: str, task: int = 1) -> Tuple:
     return test_tuple([txid, action], "up", CHECKPOINT_STREAM, task=task, fields=["txid", "action"])
 
@@ -195,6 +202,23 @@ def test_a_newer_checkpoint_fails_the_unfinished_older_ones() -> None:
     assert checkpoints(col) == [([2, "prepare"], done)]
     ex.execute(barrier(3, "prepare", 2))
     assert [v for v, _ in checkpoints(col)] == [[2, "prepare"], [3, "prepare"]]
+
+
+def test_a_checkpoint_sent_again_completes_with_one_copy_of_it_from_every_sender() -> None:
+    """The spout resends a timed-out checkpoint with the same (txid, action): a copy of the
+    earlier attempt still held (the other sender's copy died with its worker) is replaced by the
+    same sender's newer copy, and the checkpoint completes only when every sender's copy of the
+    current attempt arrived."""
+    ex, col = build(CheckpointTupleForwarder, Upper, upstream_tasks=2)
+    first = barrier(9, "commit", 1)  # attempt 1: task 2's copy was lost
+    ex.execute(first)
+    again = barrier(9, "commit", 1)  # attempt 2
+    ex.execute(again)
+    assert checkpoints(col) == [] and col.failed == [first]
+    other = barrier(9, "commit", 2)
+    ex.execute(other)
+    assert checkpoints(col) == [([9, "commit"], [again, other])]
+    assert col.acked == [again, other] and ex._seen == {}
 
 
 def test_a_basic_bolt_under_the_forwarder_anchors_acks_and_fails_as_usual() -> None:
@@ -400,3 +424,25 @@ def test_a_task_restarted_after_its_prepare_commits_nothing_and_the_replays_coun
     again.execute(barrier(2, "commit", 1))
     again.execute(barrier(2, "commit", 2))
     assert dict(KeyValueState(store).items()) == {"a": 1, "b": 1}
+
+
+def test_a_replay_buffered_beside_its_timed_out_copy_counts_once() -> None:
+    """A restarted task buffers inputs until INITSTATE, through a recovery that can outlast the
+    message timeout: a replay of an input whose spout tuple timed out in the buffer is buffered
+    beside it. Every tracked input buffered is failed at INITSTATE (replayed once more, and run
+    then); the untracked ones (never replayed) run."""
+    ex, col = build(StatefulBoltExecutor, Counter, name="buffered-replay")
+    first, replay = tracked("a", 100), tracked("a", 200)  # the same spout tuple, emitted twice
+    loose = word("b")
+    for t in (first, replay, loose):
+        ex.execute(t)
+    init(ex)
+    assert col.failed == [first, replay]
+    assert dict(ex.state.items()) == {"b": 1} and ex.pending == [loose]
+    last = tracked("a", 300)  # the spout's replay after the fails: runs at once
+    ex.execute(last)
+    for action in ("prepare", "commit"):
+        ex.execute(barrier(1, action, 1))
+        ex.execute(barrier(1, action, 2))
+    assert [t for t in col.acked if t.stream != CHECKPOINT_STREAM] == [loose, last]
+    assert dict(KeyValueState(task_store()).items()) == {"a": 1, "b": 1}

@@ -13,7 +13,8 @@ kill removes: a config name equal to some topology id cannot lose its checkpoint
 the topology's state backend (``context.state_backend.named_store("checkpoints", "kinesis",
 name)``: the cluster's ZooKeeper on a cluster, the LocalCluster's own memory in local mode) unless
 the config names ZooKeeper servers or a root of its own (:meth:`ZkCheckpointStore.connect`, on a
-ZkStorage of its own).
+ZkStorage of its own), or ``checkpoint_store: redis`` (:meth:`StateCheckpointStore.on_redis`:
+the same layout in Redis, below its key prefix; the shard list is watched by polling).
 
 A checkpoint is ``{"sequence_number": "<seq>" or null, "shard_end": bool}`` (a state document of
 :func:`~stormpy.topology.state.encode_state`): every record of the shard up to
@@ -35,6 +36,7 @@ from stormpy.connectors.kinesis.client import ShardInfo
 from stormpy.connectors.kinesis.errors import CheckpointError
 from stormpy.connectors.kinesis.records import sequence_key
 from stormpy.state.base import Store
+from stormpy.state.redis_store import RedisConfig, open_redis_store
 from stormpy.state.zookeeper import ZkStore, open_zk_store
 from stormpy.topology.state import (
     CHECKPOINTS,
@@ -145,6 +147,12 @@ class StateCheckpointStore:
             raise CheckpointError(f"the state backend {backend.description} is not one of the "
                                   "state layer's")
         return cls(store, stream)
+
+    @classmethod
+    def on_redis(cls, config: RedisConfig, name: str, stream: str) -> StateCheckpointStore:
+        """The checkpoints of config ``name`` in the Redis of ``config`` (a connection of its
+        own, closed with the store; made on first use)."""
+        return cls(open_redis_store(config, CHECKPOINTS, f"{CONNECTOR}:{name}"), stream)
 
     def path(self, shard_id: str) -> str:
         return self.stream.where(shard_id)

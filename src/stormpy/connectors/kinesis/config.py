@@ -17,6 +17,10 @@ from stormpy.cluster.paths import normalize_root
 from stormpy.cluster.zk_hosts import hosts_from_config
 from stormpy.config import SettingError, setting
 from stormpy.settings import check_int, check_number, check_text, settings_from_doc
+from stormpy.state.redis_store import RedisConfig, redis_config
+
+#: where the checkpoints and the shard list live (``checkpoint_store``)
+CHECKPOINT_STORES = ("zookeeper", "redis")
 
 INITIAL_POSITIONS = ("TRIM_HORIZON", "LATEST", "AT_TIMESTAMP")
 DEFAULT_SCHEME = "stormpy.connectors.kinesis.scheme:DefaultRecordScheme"
@@ -55,6 +59,13 @@ class KinesisSpoutConfig:
     * ``zookeeper_timeout_ms``: how long one attempt to connect to ZooKeeper waits.
     * ``setup_retry_max_ms``: the longest wait between attempts to set the spout up (connect to
       Kinesis and ZooKeeper, load the shard list) after a failure; the first wait is 0.5 s.
+    * ``checkpoint_store``: ``"zookeeper"`` (the default: the settings above) or ``"redis"``:
+      the checkpoints and shard list in Redis, a hash ``<keyPrefix>/checkpoints/kinesis:<name>/
+      <stream>`` with one field per shard, through the state layer's Redis backend.
+      ``redis_config``: where, in the shape of ``topology.state.provider.config`` for the
+      ``redis`` provider (``{"jedisPoolConfig": {"host", "port", "timeout", "password",
+      "database"}, "keyPrefix": ...}``); ``None``: the topology's own provider config (the
+      topology's ``topology.state.provider`` must then be ``redis``).
     """
 
     name: str
@@ -76,6 +87,8 @@ class KinesisSpoutConfig:
     client_retries: int = 2
     zookeeper_timeout_ms: int = 10000
     setup_retry_max_ms: int = 30000
+    checkpoint_store: str = "zookeeper"
+    redis_config: dict[str, Any] | None = None
 
     def validate(self) -> KinesisSpoutConfig:
         """Self, or SettingError naming the first bad setting."""
@@ -109,6 +122,18 @@ class KinesisSpoutConfig:
                 normalize_root(self.zookeeper_prefix)
             except ValueError as exc:
                 raise SettingError(name + "zookeeper_prefix", str(exc)) from None
+        if self.checkpoint_store not in CHECKPOINT_STORES:
+            raise SettingError(name + "checkpoint_store", f"{self.checkpoint_store!r} must be one "
+                                                          f"of {', '.join(CHECKPOINT_STORES)}")
+        if self.redis_config is not None:
+            if self.checkpoint_store != "redis":
+                raise SettingError(name + "redis_config", "given, but checkpoint_store is "
+                                                          f"{self.checkpoint_store!r}, not 'redis'")
+            if not isinstance(self.redis_config, Mapping):
+                raise SettingError(name + "redis_config",
+                                   f"must be a map like topology.state.provider.config, got "
+                                   f"{self.redis_config!r}")
+            redis_config(self.redis_config, name + "redis_config")
         return self
 
     def to_doc(self) -> dict[str, Any]:
@@ -126,6 +151,19 @@ class KinesisSpoutConfig:
         ``storm.zookeeper.servers``; a server without a port gets ``storm.zookeeper.port``."""
         return hosts_from_config(conf, servers=self.zookeeper_servers,
                                  servers_setting="KinesisSpoutConfig.zookeeper_servers")
+
+    def redis(self, conf: Mapping[str, Any]) -> RedisConfig:
+        """Where a ``checkpoint_store: redis`` spout keeps its checkpoints: ``redis_config``,
+        else the topology's provider config; SettingError naming the setting when neither
+        names a Redis."""
+        if self.redis_config is not None:
+            return redis_config(self.redis_config, "KinesisSpoutConfig.redis_config")
+        provider = setting(conf, "topology.state.provider")
+        if provider not in ("redis", "org.apache.storm.redis.state.RedisKeyValueStateProvider"):
+            raise SettingError("KinesisSpoutConfig.redis_config",
+                               "not given, and the topology's topology.state.provider is "
+                               f"{provider!r}, not redis: name the Redis of the checkpoints")
+        return redis_config(setting(conf, "topology.state.provider.config") or {})
 
     def zookeeper_root(self, conf: Mapping[str, Any]) -> str:
         """The ZooKeeper root: this config's prefix, else the topology's ``storm.zookeeper.root``."""

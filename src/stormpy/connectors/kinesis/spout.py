@@ -117,7 +117,10 @@ class KinesisSpout(Spout):
             except Exception as exc:
                 raise describe(exc, config, "DescribeStreamSummary") from exc
             store: StateCheckpointStore
-            if (self._state is not None and config.zookeeper_servers is None
+            if config.checkpoint_store == "redis":
+                store = StateCheckpointStore.on_redis(config.redis(conf), config.name,
+                                                      config.stream)
+            elif (self._state is not None and config.zookeeper_servers is None
                     and config.zookeeper_prefix is None):
                 # the topology's state: the worker's ZooKeeper, a LocalCluster's own memory
                 store = StateCheckpointStore.on_backend(self._state, config.name, config.stream)
