@@ -63,22 +63,24 @@ log = logging.getLogger(__name__)
 
 class HeartbeatCache:
     """When (on Nimbus's clock) each worker's heartbeat last changed, and when each executor was
-    last listed in a changed heartbeat of its worker."""
+    last listed in a changed heartbeat of its worker (kept per topology, so a round's work on one
+    topology does not grow with the others)."""
 
     def __init__(self) -> None:
-        self._seen: dict[tuple[str, Slot], tuple[float, float]] = {}
-        self._listed: dict[tuple[str, ExecutorKey], float] = {}
+        self._seen: dict[str, dict[Slot, tuple[float, float]]] = {}
+        self._listed: dict[str, dict[ExecutorKey, float]] = {}
 
     def observe(self, topology_id: str, slot: Slot, beat_time: float, now: float,
                 executors: Iterable[ExecutorKey] = ()) -> float:
         """Record the heartbeat's ``time`` field (and the ``executors`` it lists); return when it
         last changed (Nimbus time)."""
-        key = (topology_id, slot)
-        previous = self._seen.get(key)
+        seen = self._seen.setdefault(topology_id, {})
+        previous = seen.get(slot)
         if previous is None or previous[0] != beat_time:
-            self._seen[key] = (beat_time, now)
+            seen[slot] = (beat_time, now)
+            listed = self._listed.setdefault(topology_id, {})
             for executor in executors:
-                self._listed[(topology_id, executor)] = now
+                listed[executor] = now
             return now
         return previous[1]
 
@@ -86,19 +88,22 @@ class HeartbeatCache:
                   now: float) -> dict[ExecutorKey, float]:
         """executor → when a changed heartbeat last listed it; an executor never listed counts from
         ``now``, the first time it is asked about (so it gets the task timeout too)."""
-        return {e: self._listed.setdefault((topology_id, e), now) for e in executors}
+        listed = self._listed.setdefault(topology_id, {})
+        return {e: listed.setdefault(e, now) for e in executors}
 
     def forget(self, topology_id: str, keep: set[Slot] | None = None) -> None:
         """Drop the topology's entries (except slots in ``keep``; executor entries go only with
         the whole topology)."""
-        for key in [k for k in self._seen if k[0] == topology_id and (keep is None or k[1] not in keep)]:
-            del self._seen[key]
         if keep is None:
-            for listed in [k for k in self._listed if k[0] == topology_id]:
-                del self._listed[listed]
+            self._seen.pop(topology_id, None)
+            self._listed.pop(topology_id, None)
+            return
+        seen = self._seen.get(topology_id, {})
+        for slot in [s for s in seen if s not in keep]:
+            del seen[slot]
 
     def topologies(self) -> set[str]:
-        return {k[0] for k in self._seen}
+        return {tid for tid, seen in self._seen.items() if seen}
 
 
 class Liveness:
