@@ -261,16 +261,19 @@ class Monitor:
                                 self._on_missing_bundle, topology_id)
                 continue
             self._guard(raise_errors, f"scheduling {topology_id}", self._check_topology, base,
-                        assignments.get(topology_id), beats.get(topology_id, {}), supervisors, now)
+                        assignments, beats.get(topology_id, {}), supervisors, now)
         self._last_counts = (self._counting[0], self._counting[1])
 
-    def _check_topology(self, base: StormBase, assignment: Assignment | None,
+    def _check_topology(self, base: StormBase, assignments: dict[str, Assignment],
                         beats: Mapping[Slot, WorkerHeartbeat], supervisors: Mapping[str, SupervisorInfo],
                         now: float) -> None:
+        """One topology of a round; ``assignments`` (the round's, read once) is kept current
+        with what the round writes, so each reschedule reads no supervisor or assignment."""
         topology_id = base.topology_id
         expected = {e.key for e in self.manager.layout(base).executors}
+        assignment = assignments.get(topology_id)
         if assignment is None:
-            self.manager.reschedule(topology_id, {})
+            self.manager.reschedule(topology_id, {}, supervisors=supervisors, assignments=assignments)
             return
         self._counting[1] += len(beats)
         changed = {slot: self.heartbeats.observe(topology_id, slot, beat.time, now, beat.executors)
@@ -284,25 +287,26 @@ class Monitor:
             judge_heartbeats=self.judge_from is not None and now >= self.judge_from)
         alive = {e: s for e, s in liveness.alive.items() if e in expected and s not in liveness.dead_slots}
         if set(alive) == expected and set(assignment.executors) == expected:
-            if self._can_spread(topology_id, base.num_workers, len(expected), assignment, supervisors):
+            if self._can_spread(topology_id, base.num_workers, len(expected), assignments, supervisors):
                 log.info("topology %s runs on %d of its %d workers and free slots exist; spreading it",
                          topology_id, len(set(assignment.executors.values())), base.num_workers)
-                self.manager.reschedule(topology_id, alive)
+                self.manager.reschedule(topology_id, alive, supervisors=supervisors, assignments=assignments)
             return
         if liveness.dead_slots:
             log.warning("topology %s: workers %s are dead (no heartbeat within nimbus.task.timeout.secs, "
                         "supervisor gone, or executors their heartbeat stopped listing); reassigning their "
                         "dead executors", topology_id,
                         ", ".join(f"{n}:{p}" for n, p in sorted(liveness.dead_slots)))
-        self.manager.reschedule(topology_id, alive, avoid=liveness.dead_slots)
+        self.manager.reschedule(topology_id, alive, avoid=liveness.dead_slots, supervisors=supervisors,
+                                assignments=assignments)
 
-    def _can_spread(self, topology_id: str, num_workers: int, n_execs: int, assignment: Assignment,
-                    supervisors: Mapping[str, SupervisorInfo]) -> bool:
+    def _can_spread(self, topology_id: str, num_workers: int, n_execs: int,
+                    assignments: Mapping[str, Assignment], supervisors: Mapping[str, SupervisorInfo]) -> bool:
         """True when the topology uses fewer slots than it could and a live slot is free."""
-        used = set(assignment.executors.values())
+        used = set(assignments[topology_id].executors.values())
         if len(used) >= min(num_workers, n_execs):
             return False
-        others = [a.executors for tid, a in self.manager.state.assignments().items() if tid != topology_id]
+        others = [a.executors for tid, a in assignments.items() if tid != topology_id]
         free = available_slots({sid: info.ports for sid, info in supervisors.items()}, others)
         return any((node, port) not in used for node, ports in free.items() for port in ports)
 
