@@ -310,10 +310,7 @@ class TopologyManager:
             self.state.set_assignment(assignment)
             if known is not None:
                 known[topology_id] = assignment
-            kept_slots = set(new.values())
-            for slot in set(old.executors.values()) if old is not None else set():
-                if slot not in kept_slots:
-                    self.state.remove_worker_heartbeat(topology_id, slot[0], slot[1])
+            kept_slots = set(new.values())  # heartbeats of the slots left go with the next round
             log.info("assigned topology %s to %d workers: %s", topology_id, len(kept_slots),
                      ", ".join(f"{n}:{p}" for n, p in sorted(kept_slots)))
             return assignment
