@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
             def all_running() -> bool:
                 assignments = state.assignments()
-                return all(tid in assignments and len(state.worker_heartbeats(tid))
+                return all(tid in assignments and len(cluster.worker_heartbeats(tid))
                            >= len(set(assignments[tid].executors.values())) for tid in tids)
             cluster.wait_for(all_running, args.running_timeout, "every worker of every topology to heartbeat",
                              interval=2.0)

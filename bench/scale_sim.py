@@ -4,16 +4,17 @@ workers (``python -m bench.scale_sim --supervisors 1000 --slots 5 --topologies 2
 
 Contract: the fakes run in ``--processes`` child processes and use the daemons' own code paths
 with no tuples: a fake supervisor publishes ``SupervisorInfo`` through
-``ClusterState.register_supervisor`` every ``supervisor.heartbeat.frequency.secs`` and finds its
-slots with the supervisor's ``assigned_slots`` over ``ClusterState.assignments``; a fake worker
-writes a ``WorkerHeartbeat`` (its executors and ``process_stats()``) through
-``ClusterState.set_worker_heartbeat`` every ``task.heartbeat.frequency.secs``. Nimbus runs in
+``ClusterState.register_supervisor`` every ``supervisor.heartbeat.frequency.secs``, finds its
+slots with the supervisor's ``assigned_slots`` over ``ClusterState.assignments``, and sends its
+fake workers' ``WorkerHeartbeat`` s (their executors and ``process_stats()``) to Nimbus in one
+``NimbusClient.send_worker_heartbeats`` call (the RPC of the supervisor's heartbeat relay,
+``send_supervisor_worker_heartbeats``) every ``task.heartbeat.frequency.secs``. Nimbus runs in
 this process (its monitor's rounds are timed); topologies of ``bench/topologies/bench_idle.py``
-are submitted through ``NimbusClient``. Printed as one JSON document: ZooKeeper writes/s (the
-fakes' writes) and znode count (``mntr``), Nimbus CPU per second, monitor round durations,
-submit → every executor assigned and heartbeating, the reschedule time after one supervisor is
-cut off, ``get_cluster_info``/``get_topology_info`` response times (what the UI and REST call),
-and each process's RSS.
+are submitted through ``NimbusClient``. Printed as one JSON document: ZooKeeper writes/s (every
+client's, from the server's zxid) and znode count (``mntr``), heartbeat RPC calls/s to Nimbus,
+Nimbus CPU per second, monitor round durations (wall, and the round thread's CPU time), submit →
+every executor assigned and heartbeating, the reschedule time after one supervisor is cut off,
+``get_cluster_info``/``get_topology_info`` response times (what the UI and REST call), and each process's RSS.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import re
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -49,16 +51,27 @@ ROOT = "/stormpy-scale"
 FIRST_PORT = 6700
 
 
-def _fakes(zk: str, ids: list[str], slots: int, sup_secs: float, beat_secs: float,
-           stop: Any, cut: Any, writes: Any) -> None:
+def _fakes(zk: str, nimbus_port: int, ids: list[str], slots: int, sup_secs: float, beat_secs: float,
+           stop: Any, cut: Any, writes: Any, calls: Any) -> None:
     """One child process: the supervisors ``ids`` and their workers (see the module docstring)."""
     ports = tuple(range(FIRST_PORT, FIRST_PORT + slots))
     state = ClusterState.connect(zk, ROOT, session_timeout_secs=30.0)
     started = time.time()
     pool = ThreadPoolExecutor(8)
+    local = threading.local()
+    clients: list[NimbusClient] = []
+
+    def send(sid: str, beats: list[WorkerHeartbeat]) -> int:
+        client = getattr(local, "client", None)
+        if client is None:  # one client per thread: an RpcClient serialises its calls
+            client = local.client = NimbusClient("127.0.0.1", nimbus_port, timeout_secs=60)
+            clients.append(client)
+        return client.send_worker_heartbeats(sid, beats)
+
     live = set(ids)
     next_sup = 0.0
     count = 0
+    sent = 0
     proc = process_stats()
     try:
         while not stop.is_set():
@@ -76,25 +89,37 @@ def _fakes(zk: str, ids: list[str], slots: int, sup_secs: float, beat_secs: floa
                                           version=stormpy.__version__)
                     jobs.append(pool.submit(state.register_supervisor, info))
             assignments = state.assignments()
+            rpcs = []
             for sid in sorted(live):
                 desired, _ = assigned_slots(assignments, sid, ports)
-                for port, local in desired.items():
-                    beat = WorkerHeartbeat(topology_id=local.topology_id, node=sid, port=port, time=now,
-                                           uptime=now - started, executors=local.executors, stats={},
-                                           tasks=(), process=proc, metrics={})
-                    jobs.append(pool.submit(state.set_worker_heartbeat, beat))
+                beats = [WorkerHeartbeat(topology_id=la.topology_id, node=sid, port=port, time=now,
+                                         uptime=now - started, executors=la.executors, stats={},
+                                         tasks=(), process=proc, metrics={})
+                         for port, la in desired.items()]
+                if beats:
+                    rpcs.append(pool.submit(send, sid, beats))
             for job in jobs:
                 try:
                     job.result()
                     count += 1
                 except Exception as exc:  # noqa: BLE001 - a failed write is counted, not fatal
                     print(f"fake write failed: {exc}", file=sys.stderr)
+            for job in rpcs:
+                try:
+                    job.result()
+                    sent += 1
+                except Exception as exc:  # noqa: BLE001 - a failed call is counted, not fatal
+                    print(f"fake heartbeat call failed: {exc}", file=sys.stderr)
             with writes.get_lock():
                 writes.value += count
-            count = 0
+            with calls.get_lock():
+                calls.value += sent
+            count = sent = 0
             stop.wait(max(0.0, beat_secs - (time.time() - now)))
     finally:
         pool.shutdown()
+        for client in clients:
+            client.close()
         state.close()
 
 
@@ -141,21 +166,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 "nimbus.supervisor.timeout.secs": args.supervisor_timeout,
                 "nimbus.task.timeout.secs": 30, "topology.min.replication.count": 1}
         rounds: list[float] = []
+        round_cpu: list[float] = []
         tick = Monitor.tick
 
         def timed_tick(self: Monitor, *a: Any, **kw: Any) -> None:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             tick(self, *a, **kw)
             rounds.append(time.perf_counter() - t0)
+            round_cpu.append(time.thread_time() - c0)
         Monitor.tick = timed_tick  # type: ignore[method-assign]
         nimbus = Nimbus(conf).start()
         ctx = mp.get_context("spawn")
-        stop, writes = ctx.Event(), ctx.Value("q", 0)
+        stop, writes, calls = ctx.Event(), ctx.Value("q", 0), ctx.Value("q", 0)
         ids = [f"sim-{i:05d}" for i in range(args.supervisors)]
         cuts = [ctx.Queue() for _ in range(args.processes)]
         shares = [ids[i::args.processes] for i in range(args.processes)]
-        procs = [ctx.Process(target=_fakes, args=(zk.connect_string, share, args.slots, args.supervisor_secs,
-                                                  args.beat_secs, stop, cut, writes), daemon=True)
+        procs = [ctx.Process(target=_fakes, args=(zk.connect_string, port, share, args.slots,
+                                                  args.supervisor_secs, args.beat_secs, stop, cut, writes,
+                                                  calls), daemon=True)
                  for share, cut in zip(shares, cuts, strict=True)]
         for p in procs:
             p.start()
@@ -182,22 +210,30 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     return False
                 for tid in tids:
                     slots = set(assignments[tid].executors.values())
-                    if len(state.worker_heartbeats(tid)) < len(slots):
+                    if len(nimbus.worker_beats.topology(tid)) < len(slots):
                         return False
                 return True
             while not all_running() and time.monotonic() < t_submit + 900:
                 time.sleep(1.0)
             result["submit_to_running_secs"] = round(time.monotonic() - t_submit, 2)
             rounds.clear()
+            round_cpu.clear()
             cpu0, w0, t0, c0 = sum(me.cpu_times()[:2]), writes.value, time.monotonic(), zk_counters(zk)
+            r0, b0 = calls.value, nimbus.worker_beats.received
             time.sleep(args.steady_secs)
             elapsed = time.monotonic() - t0
             result["zk_writes_per_sec"] = round((zk_counters(zk)["zxid"] - c0["zxid"]) / elapsed, 1)
-            result["fake_writes_per_sec"] = round((writes.value - w0) / elapsed, 1)
-            result["fake_writes_per_sec_due"] = round(
-                args.supervisors / args.supervisor_secs + result["workers"] / args.beat_secs, 1)
+            result["fake_zk_writes_per_sec"] = round((writes.value - w0) / elapsed, 1)
+            result["fake_zk_writes_per_sec_due"] = round(args.supervisors / args.supervisor_secs, 1)
+            result["heartbeat_calls_per_sec"] = round((calls.value - r0) / elapsed, 1)
+            result["heartbeat_calls_per_sec_due"] = round(args.supervisors / args.beat_secs, 1)
+            result["worker_heartbeats_per_sec"] = round((nimbus.worker_beats.received - b0) / elapsed, 1)
+            result["worker_heartbeats_per_sec_due"] = round(result["workers"] / args.beat_secs, 1)
             result["nimbus_cpu_per_sec"] = round((sum(me.cpu_times()[:2]) - cpu0) / elapsed, 3)
             result["monitor_round_secs"] = _percentiles(rounds)
+            # the round's own CPU time (its thread's): what a round costs on an idle machine, where
+            # its wall time is this plus its ZooKeeper reads' round trips
+            result["monitor_round_cpu_secs"] = _percentiles(round_cpu)
             mntr = _mntr(zk)
             result["zk_znode_count"] = int(mntr.get("zk_znode_count", 0))
             result["zk_approximate_data_size"] = int(mntr.get("zk_approximate_data_size", 0))

@@ -1,7 +1,9 @@
 """Helpers for the supervisor and worker-process tests (fixtures: ``supervisor_fixtures``).
 
 * :class:`FakeNimbus`: a real RpcServer serving ``get_topology_files``/``begin_download``/
-  ``download_chunk`` for bundles built here (no Nimbus needed).
+  ``download_chunk`` for bundles built here, and taking the workers' heartbeats supervisors send
+  (``send_supervisor_worker_heartbeats``, read back with ``get_worker_heartbeats``) as the
+  leading Nimbus does (no Nimbus needed).
 * :class:`SupervisorEnv` (the ``supervisor_env`` fixture of ``supervisor_fixtures``): ZooKeeper
   state, a temp dir, a fake Nimbus, helpers to publish topologies and to run supervisors
   in-process; :meth:`SupervisorEnv.close` stops every supervisor and kills every process started
@@ -26,8 +28,11 @@ import msgpack
 import yaml
 
 from stormpy.bundle import build_bundle
-from stormpy.cluster import Assignment, ClusterState, StormBase, WorkerHeartbeat
+from stormpy.cluster import Assignment, ClusterState, MalformedStateError, StormBase, WorkerHeartbeat
+from stormpy.cluster.local_layout import NIMBUS_HEARTBEAT_FILE
+from stormpy.cluster.records import decode
 from stormpy.host.processes import command_line, live_process, processes_mentioning
+from stormpy.nimbus.worker_beats import WorkerBeats
 from stormpy.rpc import NotFoundError, RpcServer, UploadError, rpc_method
 from stormpy.supervisor import BundleDownloader, Supervisor, SupervisorDirs
 from stormpy.supervisor.launcher import WORKER_MODULE
@@ -84,6 +89,9 @@ class FakeNimbus:
         self.topologies: dict[str, PublishedBundle] = {}
         self.downloads: dict[str, PublishedBundle] = {}
         self.download_count = 0
+        self.beats = WorkerBeats()
+        #: what get_worker_heartbeats answers (SupervisorEnv.heartbeats once an env owns it)
+        self.heartbeats_of: Callable[[str], Mapping[tuple[str, int], WorkerHeartbeat]] = self.beats.topology
         self.server = RpcServer("127.0.0.1", 0, self, name="fake-nimbus").start()
 
     @property
@@ -97,6 +105,14 @@ class FakeNimbus:
             raise NotFoundError(f"no topology {topology_id}")
         return {"spec": t.spec, "conf": t.conf, "bundle_key": topology_id,
                 "bundle_sha256": t.sha256, "bundle_size": t.size}
+
+    @rpc_method
+    def send_supervisor_worker_heartbeats(self, supervisor_id: str, heartbeats: list[Any]) -> dict[str, Any]:
+        return {"recorded": self.beats.record(WorkerHeartbeat.from_doc(doc) for doc in heartbeats)}
+
+    @rpc_method
+    def get_worker_heartbeats(self, topology_id: str) -> dict[str, Any]:
+        return {"heartbeats": [b.to_doc() for b in self.heartbeats_of(topology_id).values()]}
 
     @rpc_method
     def begin_download(self, bundle_key: str) -> dict[str, Any]:
@@ -130,6 +146,7 @@ class SupervisorEnv:
         self.zk_root = zk_root
         self.base = base
         self.nimbus = FakeNimbus()
+        self.nimbus.heartbeats_of = self.heartbeats
         self.state = ClusterState.connect(zk_connect, zk_root, connect_timeout_secs=30)
         self.supervisors: list[Supervisor] = []
         self.log_dir = base / "logs"
@@ -194,7 +211,19 @@ class SupervisorEnv:
 
     # -- observation --------------------------------------------------------------------------
     def heartbeats(self, topology_id: str) -> dict[tuple[str, int], WorkerHeartbeat]:
-        return self.state.worker_heartbeats(topology_id)
+        """The newest heartbeat of each worker of the topology: what supervisors sent the fake
+        Nimbus, or, for workers a test launched without a supervisor (no relay), what the worker
+        published in its ``nimbus-heartbeat`` file, whichever is newer."""
+        beats = dict(self.nimbus.beats.topology(topology_id))
+        for path in self.base.rglob(NIMBUS_HEARTBEAT_FILE):
+            try:
+                beat = decode(WorkerHeartbeat, path.read_bytes(), str(path))
+            except (OSError, MalformedStateError):
+                continue
+            slot = (beat.node, beat.port)
+            if beat.topology_id == topology_id and (slot not in beats or beats[slot].time < beat.time):
+                beats[slot] = beat
+        return beats
 
     def total(self, topology_id: str, component: str, counter: str) -> float:
         return sum(hb.stats.get(component, {}).get(counter, 0)

@@ -54,7 +54,7 @@ def test_kill9_worker_is_restarted_and_nothing_is_lost(cluster: ProcessCluster, 
     wait_for(replacement, 60, f"the supervisor to restart the worker on port {port}", cluster)
 
     def restarted_heartbeat() -> bool:
-        beat = cluster.state.worker_heartbeat(tid, node, port)
+        beat = cluster.worker_heartbeat(tid, node, port)
         return beat is not None and beat.time > killed_at and beat.uptime < time.time() - killed_at
 
     wait_for(restarted_heartbeat, 60, "the restarted worker's first heartbeat", cluster, interval=0.05)

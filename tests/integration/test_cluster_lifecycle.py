@@ -72,7 +72,7 @@ def test_inactive_submit_then_activate_and_deactivate(cluster: ProcessCluster, t
     out = tmp_path / "out"
     tid = submit(cluster, bundle_path, "switch", out, count=0, rate=20, workers=1, active=False)
     wait_for(lambda: cluster.worker_processes(tid), 60, "the worker to start", cluster)
-    wait_for(lambda: cluster.state.worker_heartbeats(tid), 60, "the worker's first heartbeat", cluster)
+    wait_for(lambda: cluster.worker_heartbeats(tid), 60, "the worker's first heartbeat", cluster)
     def lines() -> int:
         return filewc.emitted_lines(out)
 

@@ -132,10 +132,8 @@ def test_a_secured_cluster_runs_the_word_count_and_keeps_strangers_out(
         assert anonymous.exists(paths.assignment(tid))
         with pytest.raises(NoAuthError):
             anonymous.set(paths.assignment(tid), b"forged")
-        beats = anonymous.get_children(f"{paths.workerbeats_root()}/{tid}")
-        assert beats  # written by the workers under the topology's own identity
-        with pytest.raises(NoAuthError):
-            anonymous.set(f"{paths.workerbeats_root()}/{tid}/{beats[0]}", b"forged")
+        # workers' heartbeats go to the leading Nimbus over RPC (CURVE, token), not to ZooKeeper
+        assert not anonymous.exists(f"{paths.workerbeats_root()}/{tid}")
 
         # Nimbus: a wrong token, a missing or wrong CURVE key are refused; Nimbus keeps serving
         public = str(c.extra_conf["nimbus.rpc.curve.public.key"]).encode()
@@ -156,6 +154,11 @@ def test_a_secured_cluster_runs_the_word_count_and_keeps_strangers_out(
         # run-time log levels; the log servers ask for the token
         host = c.state.assignment(tid).node_host[node]  # type: ignore[union-attr]
         request = wait_for(lambda: _request_dump(client, host, port), 60, "the worker's control channel", c)
+        requests = paths.worker_requests(tid, node, port)
+        answered = wait_for(lambda: next((n for n in anonymous.get_children(requests)
+                                          if n.endswith(".answer")), None), 60, "the worker's answer node", c)
+        with pytest.raises(NoAuthError):  # written by the worker under the topology's own identity
+            anonymous.set(f"{requests}/{answered}", b"forged")
         answer = wait_for(lambda: (lambda a: a if a["status"] != "pending" else None)(
             client.rpc.call("worker_action_result", name="secured-wc", request=request)), 60,
             "the worker's stack dump", c)

@@ -63,7 +63,7 @@ def submit(cluster: ProcessCluster, bundle: Path, name: str, kind: str) -> str:
 def worker_of(cluster: ProcessCluster, topology_id: str) -> tuple[str, int, str, str]:
     """``(host, port, node, log server url)`` of the topology's one worker once it heartbeats."""
     def found() -> Any:
-        beats = cluster.state.worker_heartbeats(topology_id)
+        beats = cluster.worker_heartbeats(topology_id)
         a = cluster.state.assignment(topology_id)
         return bool(beats) and a is not None and next(iter(beats))
     node, port = wait_for(found, 60, f"a heartbeat of {topology_id}", cluster)

@@ -66,10 +66,10 @@ def test_supervisor_and_worker_sessions_expire_and_recover(netns_cluster: Callab
         assert not fresh & old_sessions[who], f"the {who}'s session should have expired"
 
     def heartbeat_resumed() -> bool:
-        beat = cluster.state.worker_heartbeat(tid, node, worker_port)
+        beat = cluster.worker_heartbeat(tid, node, worker_port)
         return beat is not None and beat.time > healed_wall
 
-    cluster.wait_for(heartbeat_resumed, 60, "the worker's ZooKeeper heartbeats to resume")
+    cluster.wait_for(heartbeat_resumed, 60, "the worker's heartbeats to resume")
     ledger.add_ids(tmp_path, range(340, 400))
     result = settle_and_audit(cluster, tid, tmp_path, timeout=120)
     assert cluster.state.assignment(tid) == before, "an expired session alone must not reassign"

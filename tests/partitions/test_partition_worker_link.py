@@ -25,12 +25,12 @@ PAD = 8192
 
 def process_figure(cluster: NetnsCluster, topology_id: str, name: str) -> float:
     """Sum of one ``process`` figure over the topology's latest worker heartbeats."""
-    return sum(b.process.get(name, 0.0) for b in cluster.state.worker_heartbeats(topology_id).values())
+    return sum(b.process.get(name, 0.0) for b in cluster.worker_heartbeats(topology_id).values())
 
 
 def spout_failed(cluster: NetnsCluster, topology_id: str) -> float:
     return sum(b.stats.get("source", {}).get("failed", 0.0)
-               for b in cluster.state.worker_heartbeats(topology_id).values())
+               for b in cluster.worker_heartbeats(topology_id).values())
 
 
 def test_worker_link_cut_replays_and_resumes(netns_cluster: Callable[..., NetnsCluster], tmp_path: Path,

@@ -53,6 +53,7 @@ from stormpy.client.leader import find_leader
 from stormpy.client.leader_memo import remember_leader, remembered_leader
 from stormpy.client.settings import rpc_settings
 from stormpy.client.transfer import Progress, download_bundle, upload_bundle
+from stormpy.cluster.records import WorkerHeartbeat
 from stormpy.config import DEFAULTS
 from stormpy.config.validate import WARNING_LOG_EXTRA, check_topology_config
 from stormpy.host.backoff import Backoff
@@ -307,6 +308,21 @@ class NimbusClient:
 
     def topology_files(self, topology_id: str) -> dict[str, Any]:
         return dict(self.call("get_topology_files", topology_id=topology_id))
+
+    # -- worker heartbeats (held by the leader, in memory) ---------------------------------------
+    def send_worker_heartbeats(self, supervisor_id: str, heartbeats: Sequence[WorkerHeartbeat]) -> int:
+        """Send a supervisor's workers' heartbeats to the leader (``send_supervisor_worker_heartbeats``);
+        the number it kept."""
+        answer = self.call("send_supervisor_worker_heartbeats", supervisor_id=supervisor_id,
+                           heartbeats=[beat.to_doc() for beat in heartbeats])
+        return int(answer.get("recorded", 0))
+
+    def worker_heartbeats(self, topology_id: str) -> dict[tuple[str, int], WorkerHeartbeat]:
+        """(node, port) → the newest heartbeat the leader holds of each worker of ``topology_id``
+        (``get_worker_heartbeats``)."""
+        answer = self.call("get_worker_heartbeats", topology_id=topology_id)
+        beats = [WorkerHeartbeat.from_doc(doc) for doc in answer.get("heartbeats", [])]
+        return {(beat.node, beat.port): beat for beat in beats}
 
     def ping(self, timeout_secs: float | None = None) -> bool:
         return self.rpc.ping(timeout_secs)

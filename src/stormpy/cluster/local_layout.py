@@ -17,12 +17,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["CONF_FILE", "HEARTBEAT_FILE", "IDENTITY_FILE", "LOCK_FILE", "PID_FILE", "SupervisorDirs"]
+__all__ = ["CONF_FILE", "HEARTBEAT_FILE", "IDENTITY_FILE", "LOCK_FILE", "NIMBUS_HEARTBEAT_FILE", "PID_FILE",
+           "SupervisorDirs"]
 
 IDENTITY_FILE = "identity.json"
 LOCK_FILE = "supervisor.lock"
 CONF_FILE = "conf.yaml"
 HEARTBEAT_FILE = "heartbeat"
+NIMBUS_HEARTBEAT_FILE = "nimbus-heartbeat"
 PID_FILE = "pid"
 
 
@@ -69,6 +71,10 @@ class SupervisorDirs:
 
     def heartbeat_file(self, topology_id: str, port: int) -> Path:
         return self.worker_dir(topology_id, port) / HEARTBEAT_FILE
+
+    def nimbus_heartbeat_file(self, topology_id: str, port: int) -> Path:
+        """The worker's WorkerHeartbeat, which its supervisor sends to the leading Nimbus."""
+        return self.worker_dir(topology_id, port) / NIMBUS_HEARTBEAT_FILE
 
     def pid_file(self, topology_id: str, port: int) -> Path:
         return self.worker_dir(topology_id, port) / PID_FILE

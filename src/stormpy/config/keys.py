@@ -240,7 +240,9 @@ CORE_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("nimbus.thrift.port", 6627, "Nimbus RPC port (Storm's name kept).",
               Port()),
     ConfigKey("nimbus.task.timeout.secs", 30,
-              "Seconds without a worker heartbeat before Nimbus reassigns its executors.",
+              "Seconds without a worker heartbeat before Nimbus reassigns its executors; a Nimbus "
+              "that becomes leader also waits this long before judging heartbeats (it holds "
+              "them in memory only).",
               SECONDS),
     ConfigKey("nimbus.supervisor.timeout.secs", 60,
               "Seconds without a supervisor before Nimbus moves its executors elsewhere.",
@@ -344,10 +346,11 @@ CORE_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("worker.heartbeat.frequency.secs", 1, "How often a worker heartbeats.",
               Number(0.05, unit="seconds")),
     ConfigKey("task.heartbeat.frequency.secs", 3,
-              "How often a worker writes its heartbeat (executors and task statistics) to "
-              "ZooKeeper, which Nimbus's liveness check and the UI read; never more often than "
-              "worker.heartbeat.frequency.secs, the local heartbeat the supervisor watches. "
-              "ZooKeeper takes workers / this many writes per second.",
+              "How often a worker publishes its heartbeat (executors and task statistics) and "
+              "its supervisor sends its workers' heartbeats to the leading Nimbus over RPC, which "
+              "Nimbus's liveness check and the UI read (none go to ZooKeeper); never more often "
+              "than worker.heartbeat.frequency.secs, the local heartbeat the supervisor watches. "
+              "Nimbus takes supervisors / this many heartbeat calls per second.",
               Number(0.05, unit="seconds")),
     ConfigKey("worker.bind.host", None, "Address workers bind; defaults to supervisor.host.",
               Text()),

@@ -44,10 +44,11 @@ import psutil
 import yaml
 
 from stormpy.client import NimbusClient, rpc_client
-from stormpy.cluster import ClusterState, SupervisorInfo
+from stormpy.cluster import ClusterState, SupervisorInfo, WorkerHeartbeat
 from stormpy.host.ports import free_ports
 from stormpy.host.processes import live_process, terminate
 from stormpy.host.waiting import WaitTimeout, wait_for
+from stormpy.rpc.errors import RpcError
 
 __all__ = ["DaemonProcess", "ProcessCluster", "end_processes", "find_processes", "free_ports"]
 
@@ -173,6 +174,7 @@ class ProcessCluster:
                                     {**self._conf("ui"), "ui.host": host, "ui.port": self.ui_port}, python)
         self._state: ClusterState | None = None
         self._clients: list[NimbusClient] = []
+        self._beats_client: NimbusClient | None = None
         self._stopped = False
 
     # -- configuration ---------------------------------------------------------------------------
@@ -325,6 +327,22 @@ class ProcessCluster:
                                           seeds=[f"{self.host}:{p}" for p in self.nimbus_ports])
         self._clients.append(client)
         return client
+
+    def worker_heartbeats(self, topology_id: str) -> dict[tuple[str, int], WorkerHeartbeat]:
+        """(node, port) → the newest heartbeat of each worker of the topology, as the leading
+        Nimbus holds them (supervisors send them there; none are in ZooKeeper); empty while no
+        leader answers."""
+        if self._beats_client is None:
+            self._beats_client = self.client(timeout_secs=5.0, retries=0)
+        try:
+            return self._beats_client.worker_heartbeats(topology_id)
+        except RpcError:
+            return {}
+
+    def worker_heartbeat(self, topology_id: str, node: str, port: int) -> WorkerHeartbeat | None:
+        """The newest heartbeat of the worker ``node:port`` of the topology (see
+        :meth:`worker_heartbeats`), or None."""
+        return self.worker_heartbeats(topology_id).get((node, port))
 
     @property
     def state(self) -> ClusterState:

@@ -49,6 +49,7 @@ from stormpy.nimbus.replication import Replicator
 from stormpy.nimbus.store import BundleStore
 from stormpy.nimbus.topologies import TopologyManager
 from stormpy.nimbus.uploads import UploadManager
+from stormpy.nimbus.worker_beats import WorkerBeats
 from stormpy.rpc import RpcServer
 from stormpy.rpc.curve import server_secret_key
 
@@ -96,6 +97,8 @@ class Nimbus(Daemon):
         self.state: ClusterState | None = None
         self.manager: TopologyManager | None = None
         self.monitor: Monitor | None = None
+        #: the workers' heartbeats supervisors send while this Nimbus leads (in memory only)
+        self.worker_beats = WorkerBeats()
         self.uploads: UploadManager | None = None
         self.downloads: DownloadManager | None = None
         self.server: RpcServer | None = None
@@ -138,7 +141,7 @@ class Nimbus(Daemon):
         handler = NimbusHandler(self.manager, self.uploads, self.downloads, nimbus_info=self.info,
                                 on_change=self._wake_monitor, is_leader=self.is_leader,
                                 leader_address=self.leader_address, replicate=self._await_replicas,
-                                conf=conf)
+                                conf=conf, worker_beats=self.worker_beats)
         max_bytes = max(64 * 1024 * 1024, 4 * chunk)
         threads = int(conf["nimbus.rpc.handler.threads"])
         if threads < 1:
@@ -248,8 +251,9 @@ class Nimbus(Daemon):
             recovery = self.recovery
             if recovery is not None:
                 recovery.request_missing(dict.fromkeys(resumed))
+            self.worker_beats.clear()  # what an earlier term received is stale
             self.monitor = Monitor(manager, self.conf, uploads=self.uploads, downloads=self.downloads,
-                                   clock=self.clock,
+                                   clock=self.clock, beats=self.worker_beats,
                                    on_missing_bundle=recovery.request if recovery is not None else None)
             self.monitor.start()
 

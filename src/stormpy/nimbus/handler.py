@@ -8,7 +8,10 @@ components, ``AlreadyExistsError`` for a name in use). The server keeps serving 
 Nimbus HA: methods that change cluster state (uploads, submit, kill, activate, deactivate,
 rebalance) run only on the leader; a standby refuses them with
 :class:`~stormpy.rpc.errors.NotLeaderError` ``not the leader, leader is host:port``. Reads and
-bundle downloads are served by every Nimbus (a standby serves the bundles it replicated).
+bundle downloads are served by every Nimbus (a standby serves the bundles it replicated), except
+the workers' heartbeats: supervisors send them to the leader only
+(``send_supervisor_worker_heartbeats``), which holds them in memory, so ``get_worker_heartbeats``
+is the leader's and a standby's ``get_topology_info`` has no worker figures.
 ``get_leader`` tells any caller who leads. A leader that loses ZooKeeper during a write
 (submit, kill, activate, deactivate, rebalance) answers it with NotLeaderError too, once it
 noticed, so clients follow the new leader instead of seeing an InternalError. A submit is answered only once
@@ -25,8 +28,9 @@ from typing import Any, TypeVar
 
 import msgpack
 
-from stormpy.cluster import Assignment, ClusterStateError, StormBase
+from stormpy.cluster import Assignment, ClusterStateError, StormBase, WorkerHeartbeat
 from stormpy.cluster.paths import parse_worker_key
+from stormpy.cluster.records import DocumentError
 from stormpy.cluster.worker_ops import (
     change_log_config,
     parse_level_setting,
@@ -45,6 +49,7 @@ from stormpy.nimbus.store import StoreError
 from stormpy.nimbus.topologies import TopologyManager
 from stormpy.nimbus.uploads import UploadManager
 from stormpy.nimbus.validation import validate_topology_conf, validate_topology_name
+from stormpy.nimbus.worker_beats import WorkerBeats
 from stormpy.rpc import current_client, rpc_method
 from stormpy.rpc.errors import (
     InvalidRequestError,
@@ -57,7 +62,10 @@ from stormpy.state.deployment import host_local_state_warning
 from stormpy.topology.errors import InvalidTopologyError
 from stormpy.topology.spec import TopologySpec
 
-__all__ = ["NimbusHandler"]
+__all__ = ["MAX_HEARTBEATS_PER_CALL", "NimbusHandler"]
+
+#: the most worker heartbeats one ``send_supervisor_worker_heartbeats`` call may carry
+MAX_HEARTBEATS_PER_CALL = 4096
 
 T = TypeVar("T")
 
@@ -80,8 +88,11 @@ class NimbusHandler:
                  leader_address: Callable[[], str | None] | None = None,
                  replicate: Callable[[str, int, float, bool], str | None] | None = None,
                  recovery: BundleRecovery | None = None,
-                 conf: Mapping[str, Any] | None = None) -> None:
+                 conf: Mapping[str, Any] | None = None,
+                 worker_beats: WorkerBeats | None = None) -> None:
         self.manager = manager
+        #: the workers' heartbeats supervisors send (:mod:`stormpy.nimbus.worker_beats`)
+        self.worker_beats = worker_beats if worker_beats is not None else WorkerBeats()
         self.recovery = recovery
         #: this Nimbus's configuration, as ``get_nimbus_conf`` shows it (secrets hidden)
         self._conf = redacted(conf or {})
@@ -247,6 +258,43 @@ class NimbusHandler:
         self._on_change()
         return {"restored": restored}
 
+    # -- worker heartbeats (stormpy.nimbus.worker_beats) -----------------------------------------
+    @rpc_method
+    def send_supervisor_worker_heartbeats(self, supervisor_id: Any, heartbeats: Any) -> dict[str, Any]:
+        """A supervisor's workers' heartbeats (Storm's ``sendSupervisorWorkerHeartbeats``): a list
+        of :class:`~stormpy.cluster.records.WorkerHeartbeat` documents, each of a worker of that
+        supervisor (its ``node``); only the leader takes them. Answers ``{"recorded": n}``."""
+        if not self._is_leader():
+            raise self._not_leader("send_supervisor_worker_heartbeats",
+                                   "is taken only by the leader Nimbus, which judges the workers")
+        if not isinstance(supervisor_id, str) or not supervisor_id:
+            raise InvalidRequestError("send_supervisor_worker_heartbeats: supervisor_id must be a "
+                                      f"non-empty string, got {supervisor_id!r}")
+        if not isinstance(heartbeats, list) or len(heartbeats) > MAX_HEARTBEATS_PER_CALL:
+            raise InvalidRequestError(f"send_supervisor_worker_heartbeats from {supervisor_id}: heartbeats "
+                                      f"must be a list of at most {MAX_HEARTBEATS_PER_CALL} heartbeat maps")
+        beats = []
+        for i, doc in enumerate(heartbeats):
+            try:
+                beat = WorkerHeartbeat.from_doc(doc)
+            except DocumentError as exc:
+                raise InvalidRequestError(f"send_supervisor_worker_heartbeats from {supervisor_id}: "
+                                          f"heartbeat {i}: {exc}") from None
+            if beat.node != supervisor_id:
+                raise InvalidRequestError(f"send_supervisor_worker_heartbeats from {supervisor_id}: "
+                                          f"heartbeat {i} is of a worker of {beat.node!r}")
+            beats.append(beat)
+        return {"recorded": self.worker_beats.record(beats)}
+
+    @rpc_method
+    def get_worker_heartbeats(self, topology_id: Any) -> dict[str, Any]:
+        """The newest heartbeat of each worker of ``topology_id`` the leader received
+        (``{"heartbeats": [WorkerHeartbeat document, ...]}``); a standby refuses (it holds none)."""
+        if not self._is_leader():
+            raise self._not_leader("get_worker_heartbeats", "reads heartbeats only the leader Nimbus holds")
+        tid = self._topology_id(topology_id)
+        return {"heartbeats": [beat.to_doc() for _, beat in sorted(self.worker_beats.topology(tid).items())]}
+
     # -- information -----------------------------------------------------------------------------
     def _degraded(self, bases: Mapping[str, StormBase],
                   assignments: Mapping[str, Assignment | None]) -> dict[str, str | None]:
@@ -291,7 +339,7 @@ class NimbusHandler:
         except (StoreError, InvalidTopologyError, ValueError):
             layout = None
         assignment = state.assignment(tid)
-        return topology_info(base, assignment, layout, state.worker_heartbeats(tid),
+        return topology_info(base, assignment, layout, self.worker_beats.topology(tid),
                              state.all_errors(tid), time.time(),
                              self._degraded({tid: base}, {tid: assignment}).get(tid), state.supervisors(),
                              warnings=[*self._submit_warnings(tid), *self._stored_state_warnings(tid)])

@@ -12,7 +12,12 @@ Every ``nimbus.monitor.freq.secs`` :meth:`Monitor.tick` does, in this order:
    ``nimbus.task.timeout.secs`` ago (an executor the worker stopped listing dies after the task
    timeout even while the worker keeps heartbeating). Changes
    are timed with Nimbus's own clock (like Storm's heartbeat cache), so worker clock skew does not
-   matter; a heartbeat first seen after a Nimbus restart counts as fresh. A worker with a dead
+   matter; a heartbeat first seen after a Nimbus restart counts as fresh. The heartbeats are the
+   ones supervisors sent this Nimbus over RPC (:class:`~stormpy.nimbus.worker_beats.WorkerBeats`,
+   in memory; none are in ZooKeeper), so a monitor that just started (a Nimbus that just became
+   leader) judges no executor by its heartbeats for ``nimbus.task.timeout.secs`` after its first
+   round: until then every supervisor has sent its workers' heartbeats at least once, and only a
+   vanished supervisor or a port it no longer offers makes a worker dead. A worker with a dead
    executor is rescheduled as a whole, away from its slot (its process would not run the executor
    again on the same assignment). Topologies without an assignment, or with unassigned executors,
    are scheduled as soon as slots are free. A topology running on fewer workers than it asked for
@@ -21,8 +26,8 @@ Every ``nimbus.monitor.freq.secs`` :meth:`Monitor.tick` does, in this order:
    even spread keep running (see :mod:`stormpy.scheduler.even`). A topology whose bundle this
    Nimbus lacks is not scheduled; ``on_missing_bundle(topology_id)`` asks for it back
    (:mod:`stormpy.nimbus.recovery`);
-3. removes ZooKeeper state (assignments, heartbeats, errors) of topologies without a StormBase,
-   e.g. heartbeats a dying worker wrote after its topology was killed;
+3. drops the heartbeats of slots no running topology's assignment holds, and removes ZooKeeper
+   state (assignments, errors, ...) of topologies without a StormBase;
 4. expires abandoned uploads and download sessions.
 
 ``now`` comes from the clock given to the monitor, so tests drive it with simulated time. Failures
@@ -45,6 +50,7 @@ from stormpy.nimbus.pending_actions import KILL, REBALANCE
 from stormpy.nimbus.store import StoreError
 from stormpy.nimbus.topologies import TopologyManager
 from stormpy.nimbus.uploads import UploadManager
+from stormpy.nimbus.worker_beats import WorkerBeats
 from stormpy.scheduler.even import ExecutorKey, Slot, available_slots
 
 __all__ = ["ROUND_SUMMARY_SECS", "HeartbeatCache", "Liveness", "Monitor", "executor_liveness"]
@@ -57,22 +63,24 @@ log = logging.getLogger(__name__)
 
 class HeartbeatCache:
     """When (on Nimbus's clock) each worker's heartbeat last changed, and when each executor was
-    last listed in a changed heartbeat of its worker."""
+    last listed in a changed heartbeat of its worker (kept per topology, so a round's work on one
+    topology does not grow with the others)."""
 
     def __init__(self) -> None:
-        self._seen: dict[tuple[str, Slot], tuple[float, float]] = {}
-        self._listed: dict[tuple[str, ExecutorKey], float] = {}
+        self._seen: dict[str, dict[Slot, tuple[float, float]]] = {}
+        self._listed: dict[str, dict[ExecutorKey, float]] = {}
 
     def observe(self, topology_id: str, slot: Slot, beat_time: float, now: float,
                 executors: Iterable[ExecutorKey] = ()) -> float:
         """Record the heartbeat's ``time`` field (and the ``executors`` it lists); return when it
         last changed (Nimbus time)."""
-        key = (topology_id, slot)
-        previous = self._seen.get(key)
+        seen = self._seen.setdefault(topology_id, {})
+        previous = seen.get(slot)
         if previous is None or previous[0] != beat_time:
-            self._seen[key] = (beat_time, now)
+            seen[slot] = (beat_time, now)
+            listed = self._listed.setdefault(topology_id, {})
             for executor in executors:
-                self._listed[(topology_id, executor)] = now
+                listed[executor] = now
             return now
         return previous[1]
 
@@ -80,19 +88,22 @@ class HeartbeatCache:
                   now: float) -> dict[ExecutorKey, float]:
         """executor → when a changed heartbeat last listed it; an executor never listed counts from
         ``now``, the first time it is asked about (so it gets the task timeout too)."""
-        return {e: self._listed.setdefault((topology_id, e), now) for e in executors}
+        listed = self._listed.setdefault(topology_id, {})
+        return {e: listed.setdefault(e, now) for e in executors}
 
     def forget(self, topology_id: str, keep: set[Slot] | None = None) -> None:
         """Drop the topology's entries (except slots in ``keep``; executor entries go only with
         the whole topology)."""
-        for key in [k for k in self._seen if k[0] == topology_id and (keep is None or k[1] not in keep)]:
-            del self._seen[key]
         if keep is None:
-            for listed in [k for k in self._listed if k[0] == topology_id]:
-                del self._listed[listed]
+            self._seen.pop(topology_id, None)
+            self._listed.pop(topology_id, None)
+            return
+        seen = self._seen.get(topology_id, {})
+        for slot in [s for s in seen if s not in keep]:
+            del seen[slot]
 
     def topologies(self) -> set[str]:
-        return {k[0] for k in self._seen}
+        return {tid for tid, seen in self._seen.items() if seen}
 
 
 class Liveness:
@@ -107,13 +118,15 @@ def executor_liveness(assignment: Assignment, heartbeats: Mapping[Slot, WorkerHe
                       supervisors: Mapping[str, SupervisorInfo], *, now: float,
                       changed_at: Mapping[Slot, float], missing_since: Mapping[str, float],
                       task_timeout: float, launch_secs: float, supervisor_timeout: float,
-                      listed_at: Mapping[ExecutorKey, float] | None = None) -> Liveness:
+                      listed_at: Mapping[ExecutorKey, float] | None = None,
+                      judge_heartbeats: bool = True) -> Liveness:
     """Which executors of ``assignment`` are alive (rules in the module docstring).
 
     ``changed_at``: slot → Nimbus time its heartbeat last changed; ``missing_since``: node → Nimbus
     time it was first missed (only for nodes that are not live); ``listed_at``: executor → Nimbus
     time a changed heartbeat last listed it (without it, an executor the current heartbeat does not
-    list is dead at once).
+    list is dead at once); ``judge_heartbeats`` False (a new leader's grace period): heartbeats
+    are not judged, only the supervisor rules apply.
     """
     alive: dict[ExecutorKey, Slot] = {}
     dead: set[Slot] = set()
@@ -129,7 +142,7 @@ def executor_liveness(assignment: Assignment, heartbeats: Mapping[Slot, WorkerHe
             dead.add(slot)
             continue
         started = assignment.executor_start_times.get(executor, 0.0)
-        if now - started < launch_secs:
+        if now - started < launch_secs or not judge_heartbeats:
             alive[executor] = slot
             continue
         beat = heartbeats.get(slot)
@@ -155,8 +168,13 @@ class Monitor:
     def __init__(self, manager: TopologyManager, conf: Mapping[str, Any], *,
                  uploads: UploadManager | None = None, downloads: DownloadManager | None = None,
                  clock: Callable[[], float] | None = None,
-                 on_missing_bundle: Callable[[str], None] | None = None) -> None:
+                 on_missing_bundle: Callable[[str], None] | None = None,
+                 beats: WorkerBeats | None = None) -> None:
         self.manager = manager
+        #: the heartbeats supervisors send this Nimbus (see :mod:`stormpy.nimbus.worker_beats`)
+        self.beats = beats if beats is not None else WorkerBeats()
+        #: when heartbeats start to be judged (``nimbus.task.timeout.secs`` after the first round)
+        self.judge_from: float | None = None
         self._on_missing_bundle = on_missing_bundle
         self.uploads = uploads
         self.downloads = downloads
@@ -183,6 +201,11 @@ class Monitor:
     def tick(self, now: float | None = None, *, raise_errors: bool = False) -> None:
         """Run one monitoring round at ``now`` (default: the clock)."""
         now = self.clock() if now is None else now
+        if self.judge_from is None:
+            self.judge_from = now + self.task_timeout
+            log.info("monitor: workers are judged by their heartbeats in %g s "
+                     "(nimbus.task.timeout.secs), once every supervisor has sent them to this Nimbus",
+                     self.task_timeout)
         with self.manager.lock:
             for action in self.manager.timers.due(now):
                 self._guard(raise_errors, f"{action.kind} of {action.topology_id}", self._fire, action.kind,
@@ -227,7 +250,9 @@ class Monitor:
         self._counting = [0, 0]
         running = {tid: base for tid, base in state.storm_bases().items()
                    if base.status in ("active", "inactive")}
-        beats = state.heartbeats_of(sorted(tid for tid in running if tid in assignments))
+        self.beats.retain({tid: set(a.executors.values()) for tid, a in assignments.items()
+                           if tid in running})
+        beats = self.beats.of(sorted(tid for tid in running if tid in assignments))
         for topology_id, base in sorted(running.items()):
             self._counting[0] += 1
             if not self.manager.store.exists(topology_id):
@@ -236,16 +261,19 @@ class Monitor:
                                 self._on_missing_bundle, topology_id)
                 continue
             self._guard(raise_errors, f"scheduling {topology_id}", self._check_topology, base,
-                        assignments.get(topology_id), beats.get(topology_id, {}), supervisors, now)
+                        assignments, beats.get(topology_id, {}), supervisors, now)
         self._last_counts = (self._counting[0], self._counting[1])
 
-    def _check_topology(self, base: StormBase, assignment: Assignment | None,
+    def _check_topology(self, base: StormBase, assignments: dict[str, Assignment],
                         beats: Mapping[Slot, WorkerHeartbeat], supervisors: Mapping[str, SupervisorInfo],
                         now: float) -> None:
+        """One topology of a round; ``assignments`` (the round's, read once) is kept current
+        with what the round writes, so each reschedule reads no supervisor or assignment."""
         topology_id = base.topology_id
         expected = {e.key for e in self.manager.layout(base).executors}
+        assignment = assignments.get(topology_id)
         if assignment is None:
-            self.manager.reschedule(topology_id, {})
+            self.manager.reschedule(topology_id, {}, supervisors=supervisors, assignments=assignments)
             return
         self._counting[1] += len(beats)
         changed = {slot: self.heartbeats.observe(topology_id, slot, beat.time, now, beat.executors)
@@ -255,28 +283,30 @@ class Monitor:
             assignment, beats, supervisors, now=now, changed_at=changed, missing_since=self._missing_since,
             task_timeout=self.task_timeout, launch_secs=self.launch_secs,
             supervisor_timeout=self.supervisor_timeout,
-            listed_at=self.heartbeats.listed_at(topology_id, assignment.executors, now))
+            listed_at=self.heartbeats.listed_at(topology_id, assignment.executors, now),
+            judge_heartbeats=self.judge_from is not None and now >= self.judge_from)
         alive = {e: s for e, s in liveness.alive.items() if e in expected and s not in liveness.dead_slots}
         if set(alive) == expected and set(assignment.executors) == expected:
-            if self._can_spread(topology_id, base.num_workers, len(expected), assignment, supervisors):
+            if self._can_spread(topology_id, base.num_workers, len(expected), assignments, supervisors):
                 log.info("topology %s runs on %d of its %d workers and free slots exist; spreading it",
                          topology_id, len(set(assignment.executors.values())), base.num_workers)
-                self.manager.reschedule(topology_id, alive)
+                self.manager.reschedule(topology_id, alive, supervisors=supervisors, assignments=assignments)
             return
         if liveness.dead_slots:
             log.warning("topology %s: workers %s are dead (no heartbeat within nimbus.task.timeout.secs, "
                         "supervisor gone, or executors their heartbeat stopped listing); reassigning their "
                         "dead executors", topology_id,
                         ", ".join(f"{n}:{p}" for n, p in sorted(liveness.dead_slots)))
-        self.manager.reschedule(topology_id, alive, avoid=liveness.dead_slots)
+        self.manager.reschedule(topology_id, alive, avoid=liveness.dead_slots, supervisors=supervisors,
+                                assignments=assignments)
 
-    def _can_spread(self, topology_id: str, num_workers: int, n_execs: int, assignment: Assignment,
-                    supervisors: Mapping[str, SupervisorInfo]) -> bool:
+    def _can_spread(self, topology_id: str, num_workers: int, n_execs: int,
+                    assignments: Mapping[str, Assignment], supervisors: Mapping[str, SupervisorInfo]) -> bool:
         """True when the topology uses fewer slots than it could and a live slot is free."""
-        used = set(assignment.executors.values())
+        used = set(assignments[topology_id].executors.values())
         if len(used) >= min(num_workers, n_execs):
             return False
-        others = [a.executors for tid, a in self.manager.state.assignments().items() if tid != topology_id]
+        others = [a.executors for tid, a in assignments.items() if tid != topology_id]
         free = available_slots({sid: info.ports for sid, info in supervisors.items()}, others)
         return any((node, port) not in used for node, ports in free.items() for port in ports)
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from typing import Any
 
-from stormpy.cluster import Assignment, ClusterState, StormBase
+from stormpy.cluster import Assignment, ClusterState, StormBase, SupervisorInfo
 from stormpy.config import setting
 from stormpy.nimbus.credentials import add_topology_credentials
 from stormpy.nimbus.pending_actions import KILL, REBALANCE, ActionTimers
@@ -271,16 +271,25 @@ class TopologyManager:
 
     # -- scheduling ------------------------------------------------------------------------------
     def reschedule(self, topology_id: str, alive: Mapping[ExecutorKey, Slot],
-                   avoid: Collection[Slot] = ()) -> Assignment | None:
+                   avoid: Collection[Slot] = (), *,
+                   supervisors: Mapping[str, SupervisorInfo] | None = None,
+                   assignments: dict[str, Assignment] | None = None) -> Assignment | None:
         """Schedule the topology keeping ``alive`` executors in place; write and return the
-        assignment (None when no slot is free or the topology is gone)."""
+        assignment (None when no slot is free or the topology is gone).
+
+        ``supervisors`` and ``assignments``: what the caller read this round (the monitor
+        reschedules many topologies per round, and reading every supervisor per topology made a
+        round of a large cluster take minutes); ``assignments`` is updated with the assignment
+        written, so the next topology of the round sees the slots taken. Read from ZooKeeper when
+        not given."""
         with self.lock:
             base = self.state.storm_base(topology_id)
             if base is None:
                 return None
             layout = self.layout(base)
-            supervisors = self.state.supervisors()
-            assignments = self.state.assignments()
+            supervisors = self.state.supervisors() if supervisors is None else supervisors
+            known = assignments
+            assignments = self.state.assignments() if known is None else known
             free = available_slots({sid: info.ports for sid, info in supervisors.items()},
                                    [a.executors for tid, a in assignments.items() if tid != topology_id])
             new = schedule_topology([e.key for e in layout.executors], free, base.num_workers, alive,
@@ -299,10 +308,9 @@ class TopologyManager:
                 return old
             check_znode(self.conf, assignment, f"the assignment of topology {base.name!r}")
             self.state.set_assignment(assignment)
-            kept_slots = set(new.values())
-            for slot in set(old.executors.values()) if old is not None else set():
-                if slot not in kept_slots:
-                    self.state.remove_worker_heartbeat(topology_id, slot[0], slot[1])
+            if known is not None:
+                known[topology_id] = assignment
+            kept_slots = set(new.values())  # heartbeats of the slots left go with the next round
             log.info("assigned topology %s to %d workers: %s", topology_id, len(kept_slots),
                      ", ".join(f"{n}:{p}" for n, p in sorted(kept_slots)))
             return assignment

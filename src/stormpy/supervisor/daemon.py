@@ -11,8 +11,11 @@ Contract of :class:`Supervisor` (see also docs/cluster-contract.md):
   ``worker_launches`` and ``worker_restarts`` counters in ``SupervisorInfo.stats`` and each
   slot's restarts, last exit reason and crash loop in ``SupervisorInfo.workers``, and the port
   of the host's log server, :mod:`stormpy.logviewer`, which it runs on ``logviewer.port``), sync,
-  download. All three are :class:`~stormpy.host.service.Service` loops (download's is the
-  DownloadQueue's). Slow downloads or worker launches never delay the heartbeat.
+  download, and the relay of its workers' heartbeats to the leading Nimbus over RPC every
+  ``task.heartbeat.frequency.secs`` (:mod:`~stormpy.supervisor.heartbeat_relay`; workers write
+  no heartbeat to ZooKeeper). All are :class:`~stormpy.host.service.Service` loops (download's
+  is the DownloadQueue's). Slow downloads, worker launches or a slow Nimbus never delay the
+  heartbeat.
 * Sync runs on every ZooKeeper change of the assignments and at least every
   ``supervisor.monitor.frequency.secs``, and when a worker exits: it queues downloads of missing
   topologies, stops workers no longer assigned (or whose executors changed), restarts workers that
@@ -63,6 +66,7 @@ from stormpy.supervisor.adoption import adopt_workers
 from stormpy.supervisor.bundle_return import BundleReturner
 from stormpy.supervisor.cleanup import remove_unused
 from stormpy.supervisor.download import BundleDownloader, DownloadQueue
+from stormpy.supervisor.heartbeat_relay import HeartbeatRelay
 from stormpy.supervisor.launcher import WorkerHandle, terminate_workers
 from stormpy.supervisor.local_state import claim_supervisor_id
 from stormpy.supervisor.reconcile import WorkerReconciler
@@ -125,6 +129,7 @@ class Supervisor(Daemon):
         self._downloads: DownloadQueue | None = None
         self._returner: BundleReturner | None = None
         self._reconciler: WorkerReconciler | None = None
+        self._relay: HeartbeatRelay | None = None
         self.logviewer: LogviewerServer | None = None
         #: published in the supervisor's ZooKeeper record (SupervisorInfo.stats)
         self.counters: dict[str, float] = {"worker_launches": 0.0, "worker_restarts": 0.0}
@@ -163,6 +168,10 @@ class Supervisor(Daemon):
                 adopt_workers(self.dirs, self.ports, self.shutdown_grace, self.log))
             self._start_logviewer()
             self._register()
+            reconciler = self._reconciler
+            self._relay = HeartbeatRelay(
+                self.conf, self.dirs, self.supervisor_id, log=self.log,
+                running=lambda: {port: h.topology_id for port, h in reconciler.snapshot().items()})
         except ClusterStateError as exc:
             self.log.error("supervisor could not start: %s", exc)
             self._release()
@@ -172,6 +181,7 @@ class Supervisor(Daemon):
             self._release()
             raise
         self._downloads.start()
+        self._relay.start()
         for service in (self._heartbeat, self._sync):
             service.log = self.log
             service.start()
@@ -192,6 +202,8 @@ class Supervisor(Daemon):
             self._downloads.stop(self.shutdown_grace + 10.0)
         if self._returner is not None:
             self._returner.stop(self.shutdown_grace + 10.0)
+        if self._relay is not None:
+            self._relay.stop(self.shutdown_grace + 10.0)
         for service in (self._heartbeat, self._sync):
             service.stop(self.shutdown_grace + 10.0)
         if stop_workers and self._reconciler is not None:

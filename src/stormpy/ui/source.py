@@ -1,4 +1,4 @@
-"""Where the UI's figures come from: Nimbus (RPC) and the workers' heartbeats (ZooKeeper).
+"""Where the UI's figures come from: Nimbus (RPC), and the workers' heartbeats the leader holds.
 
 :class:`UiBackend` contract:
 
@@ -7,10 +7,12 @@
   actions go to Nimbus too. A Nimbus that does not accept connections or does not answer in
   ``ui.nimbus.timeout.secs`` raises :class:`BackendUnavailable` (the HTTP layer answers 503); an
   unknown topology raises :class:`NotFound`.
-* A sampler thread reads every topology's worker heartbeats from ZooKeeper every ``ui.poll.secs``
-  and feeds a :class:`~stormpy.ui.windows.TopologyWindows` per topology (windowed statistics that
-  survive worker restarts) and keeps the latest heartbeats for ``/metrics``. A ZooKeeper outage is
-  logged and retried; it never stops the UI.
+* A sampler thread reads every topology's worker heartbeats every ``ui.poll.secs`` (the
+  topologies from ZooKeeper, the heartbeats from the leading Nimbus, ``get_worker_heartbeats``:
+  supervisors send them there, none are in ZooKeeper) and feeds a
+  :class:`~stormpy.ui.windows.TopologyWindows` per topology (windowed statistics that survive
+  worker restarts) and keeps the latest heartbeats for ``/metrics``. A ZooKeeper or Nimbus outage
+  is logged and retried; it never stops the UI.
 * Every method blocks (RPC or ZooKeeper); the HTTP layer calls them off its event loop.
 """
 
@@ -72,7 +74,7 @@ class UiBackend:
         #: the sampler thread; a ZooKeeper outage is warned about on the first failure in a row
         #: and every 20th, anything else logged with its traceback
         self.sampler = Service("stormpy-ui-sampler", self.sample, interval=self.poll_secs,
-                               expected_errors=(ClusterStateError, OSError), log=log)
+                               expected_errors=(ClusterStateError, OSError, RpcError), log=log)
 
     # -- Nimbus ------------------------------------------------------------------------------------
     def call(self, method: str, /, **args: Any) -> Any:
@@ -163,8 +165,11 @@ class UiBackend:
         now = self.clock()
         self.hosts = {sid: info.host for sid, info in state.supervisors().items()}
         seen = set()
-        for topology_id in state.heartbeat_topologies():
-            beats = state.worker_heartbeats(topology_id)
+        live = set(state.topologies())
+        for topology_id in sorted(live):
+            beats = self.client.worker_heartbeats(topology_id)
+            if not beats:
+                continue
             seen.add(topology_id)
             tracker = self.window(topology_id)
             if tracker.launched is None:  # where carried counters began (see ui/windows.py)
@@ -174,7 +179,6 @@ class UiBackend:
             self.latest[topology_id] = dict(beats)
         for gone in set(self.latest) - seen:
             self.latest.pop(gone, None)
-        live = set(state.topologies())
         with self._lock:
             for gone in set(self.windows) - seen - live:
                 del self.windows[gone]

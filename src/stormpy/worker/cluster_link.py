@@ -1,4 +1,4 @@
-"""Keeping a running cluster worker in step with ZooKeeper, from one side thread.
+"""Keeping a running cluster worker in step with ZooKeeper and Nimbus, from side threads.
 
 :class:`ClusterLink` contract:
 
@@ -14,20 +14,23 @@
 * Liveness and ZooKeeper are two threads. The *local heartbeat* thread asks the loop for
   ``task_stats()`` every ``worker.heartbeat.frequency.secs`` and, when the loop answers, writes the
   local heartbeat file (the supervisor's only liveness signal) and hands the statistics to the
-  link thread. It never touches ZooKeeper, so a stalled or unreachable ZooKeeper cannot make a
-  supervisor restart a worker whose loop runs. A loop that does not answer (stuck in a component)
-  writes no local heartbeat, so its supervisor restarts it after ``supervisor.worker.timeout.secs``.
-* The *link* thread syncs (above) and writes the newest statistics as the ZooKeeper
+  link thread. It never touches ZooKeeper or Nimbus, so a stalled or unreachable ZooKeeper cannot
+  make a supervisor restart a worker whose loop runs. A loop that does not answer (stuck in a
+  component) writes no local heartbeat, so its supervisor restarts it after
+  ``supervisor.worker.timeout.secs``.
+* The *link* thread syncs (above) and publishes the newest statistics as the worker's
   WorkerHeartbeat (per-component sums, per-task counters and the process's CPU/RSS/GC figures,
-  which ``stormpy info``, the UI and its Prometheus exporter read), at most once per
-  ``task.heartbeat.frequency.secs`` (the ZooKeeper write load of a cluster is workers / that
-  period). While ZooKeeper blocks it, only
-  it waits; statistics taken meanwhile are superseded by newer ones, never queued. The executor
-  loop never waits for either thread.
-* Statistics survive restarts: before its first ZooKeeper heartbeat the link reads the topology's
-  worker heartbeats and, for each of its tasks, takes the counters of the newest heartbeat that
-  holds the task (a previous incarnation of this worker, or the worker the task moved from) as a
-  base added to every heartbeat it writes (:func:`~stormpy.worker.heartbeats.add_base`). Such
+  which Nimbus's monitor, ``stormpy info``, the UI and its Prometheus exporter read) through the
+  ``heartbeats`` channel, at most once per ``task.heartbeat.frequency.secs``. In a cluster worker
+  the channel is :class:`~stormpy.worker.heartbeat_channel.SupervisorRelay`: the heartbeat goes to
+  a file the supervisor sends to the leading Nimbus over RPC, never to ZooKeeper. While the
+  channel blocks, only the link thread waits; statistics taken meanwhile are superseded by newer
+  ones, never queued. The executor loop never waits for either thread.
+* Statistics survive restarts: before its first heartbeat the link reads the topology's
+  worker heartbeats (from the channel: the leader's) and, for each of its tasks, takes the
+  counters of the newest heartbeat that holds the task (a previous incarnation of this worker,
+  or the worker the task moved from) as a base added to every heartbeat it writes
+  (:func:`~stormpy.worker.heartbeats.add_base`). Such
   heartbeats say so (``process["counters_carried"] = 1``) so that readers of deltas (the UI's
   windows) do not count the carried totals twice. Without a readable heartbeat the counters
   start from zero.
@@ -35,8 +38,9 @@
   metrics consumers receive, :mod:`stormpy.worker.metrics_consumers`).
 * Sampled tuples: when the StormBase's ``component_debug`` changes, the worker's
   :class:`~stormpy.worker.event_logger.EventLogger` (if it has one) applies it on the loop
-  thread; each ZooKeeper heartbeat carries the logger's newest sampled tuples (``events``).
-* ZooKeeper failures are logged and retried on the next round; they never stop the worker.
+  thread; each published heartbeat carries the logger's newest sampled tuples (``events``).
+* ZooKeeper and channel failures are logged and retried on the next round; they never stop the
+  worker.
   Both threads are :class:`~stormpy.host.service.Service` loops: an unexpected error in a round
   is logged with the worker's name and the round is run again at its interval.
 """
@@ -51,7 +55,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from stormpy.cluster.errors import ClusterStateError
 from stormpy.cluster.records import WorkerHeartbeat
@@ -73,9 +77,18 @@ from stormpy.worker.heartbeats import (
 from stormpy.worker.loop import Worker
 from stormpy.worker.peers import WorkerPeers, local_executors, tasks_of, worker_peers
 
-__all__ = ["ClusterLink"]
+__all__ = ["ClusterLink", "HeartbeatChannel"]
 
 log = logging.getLogger(__name__)
+
+
+class HeartbeatChannel(Protocol):
+    """Where a worker publishes its heartbeat and reads earlier ones of its topology (both may
+    raise OSError or ClusterStateError, retried on the next round)."""
+
+    def set_worker_heartbeat(self, beat: WorkerHeartbeat) -> None: ...
+
+    def worker_heartbeats(self, topology_id: str) -> Mapping[tuple[str, int], WorkerHeartbeat]: ...
 
 
 class ClusterLink:
@@ -85,8 +98,10 @@ class ClusterLink:
                  topology_id: str, node: str, port: int, executors: tuple[ExecutorKey, ...],
                  peers: WorkerPeers, active: bool, conf: Mapping[str, Any],
                  heartbeat_path: Path, on_exit: Callable[[str], None],
-                 event_logger: EventLogger | None = None) -> None:
+                 heartbeats: HeartbeatChannel, event_logger: EventLogger | None = None) -> None:
         self.state = state
+        #: where the WorkerHeartbeat goes and earlier ones come from
+        self.channel = heartbeats
         self.event_logger = event_logger
         self._debug_applied: dict[str, Any] = {}
         self.worker = worker
@@ -102,10 +117,10 @@ class ClusterLink:
         # their lower bounds (0.05 s, 0.1 s) are the table's, checked when the supervisor loaded them
         self.heartbeat_secs = float(setting(conf, "worker.heartbeat.frequency.secs"))
         self.resync_secs = float(setting(conf, "supervisor.monitor.frequency.secs"))
-        #: the ZooKeeper heartbeat's period (never shorter than the local heartbeat's)
-        self.zk_heartbeat_secs = max(self.heartbeat_secs,
-                                     float(setting(conf, "task.heartbeat.frequency.secs")))
-        self._next_zk_beat = 0.0  # time.monotonic() when the next ZooKeeper heartbeat is due
+        #: the published heartbeat's period (never shorter than the local heartbeat's)
+        self.task_heartbeat_secs = max(self.heartbeat_secs,
+                                       float(setting(conf, "task.heartbeat.frequency.secs")))
+        self._next_beat = 0.0  # time.monotonic() when the next published heartbeat is due
         self.started = time.monotonic()
         self.heartbeats = 0
         self.local_heartbeats = 0
@@ -114,18 +129,18 @@ class ClusterLink:
         self._exiting = False
         self._stats_request: Future[list[dict[str, Any]]] | None = None
         self._who = f"worker {node}:{port}"
-        #: the link thread: sync when due or changed, then the ZooKeeper heartbeat
+        #: the link thread: sync when due or changed, then the published heartbeat
         self.link = Service("stormpy-cluster-link", self._link_round, interval=self.resync_secs,
                             log=log)
         #: the local heartbeat thread
         self.beat = Service("stormpy-local-heartbeat", self._beat_round,
                             interval=self.heartbeat_secs, log=log)
         self._missed_beats = 0
-        #: the newest (time, task stats) taken by the local heartbeat thread, not yet written to
-        #: ZooKeeper (replaced, never queued, while ZooKeeper is slow)
+        #: the newest (time, task stats) taken by the local heartbeat thread, not yet published
+        #: (replaced, never queued, while the channel is slow)
         self._pending_beat: tuple[float, list[dict[str, Any]]] | None = None
         self._pending_lock = threading.Lock()
-        #: per-task counters of previous incarnations (None until read from ZooKeeper)
+        #: per-task counters of previous incarnations (None until read from the channel)
         self._base: dict[int, dict[str, Any]] | None = None
         #: the statistics of the newest heartbeat, carried counters included (replaced, never
         #: changed; read by the metrics consumers' thread)
@@ -153,7 +168,7 @@ class ClusterLink:
 
     def _link_round(self) -> float:
         """One round of the link thread: sync when ZooKeeper reported a change or the periodic
-        sync is due, then write the pending ZooKeeper heartbeat; the seconds until the next sync."""
+        sync is due, then publish the pending heartbeat; the seconds until the next sync."""
         if self._changed.is_set() or time.monotonic() >= self._next_sync:
             self._changed.clear()
             self._next_sync = time.monotonic() + self.resync_secs
@@ -162,7 +177,7 @@ class ClusterLink:
             except Exception:  # noqa: BLE001 - a failed sync must not hold the heartbeat back
                 log.exception("%s: sync failed", self._who)
         if not self._exiting:
-            self.zk_heartbeat()
+            self.publish_heartbeat()
         return max(0.0, self._next_sync - time.monotonic())
 
     def _beat_round(self) -> None:
@@ -234,8 +249,8 @@ class ClusterLink:
             return None
 
     def local_heartbeat(self) -> None:
-        """One local heartbeat (no ZooKeeper involved): take the loop's statistics, write the
-        local heartbeat file, and leave the statistics for the link thread's ZooKeeper
+        """One local heartbeat (no ZooKeeper or Nimbus involved): take the loop's statistics,
+        write the local heartbeat file, and leave the statistics for the link thread's published
         heartbeat. A loop that does not answer gets no heartbeat."""
         docs = self._loop_stats(max(1.0, 2 * self.heartbeat_secs))
         if docs is None:
@@ -261,19 +276,19 @@ class ClusterLink:
         """The counters previous incarnations published for this worker's tasks (read once)."""
         if self._base is None:
             tasks = tasks_of(self.executors)
-            beats = self.state.worker_heartbeats(self.topology_id)  # ClusterStateError: retried
+            beats = self.channel.worker_heartbeats(self.topology_id)  # OSError: retried
             self._base = carried_counters(beats.values(), tasks)
             if self._base:
                 log.info("worker %s:%s continues the counters of tasks %s from earlier heartbeats",
                          self.node, self.port, sorted(self._base))
         return self._base
 
-    def zk_heartbeat(self) -> None:
-        """Write the newest statistics the local heartbeat left (if any) to ZooKeeper, on top
-        of the counters carried from previous incarnations; at most once per
+    def publish_heartbeat(self) -> None:
+        """Publish the newest statistics the local heartbeat left (if any) through the channel,
+        on top of the counters carried from previous incarnations; at most once per
         ``task.heartbeat.frequency.secs`` (until then the newest statistics wait, replaced by
         each local heartbeat)."""
-        if time.monotonic() < self._next_zk_beat:
+        if time.monotonic() < self._next_beat:
             return
         with self._pending_lock:
             pending, self._pending_beat = self._pending_beat, None
@@ -282,7 +297,7 @@ class ClusterLink:
         now, docs = pending
         try:
             base = self._load_base()
-        except ClusterStateError as exc:
+        except (ClusterStateError, OSError) as exc:
             log.warning("cannot read earlier heartbeats of %s (will retry): %s", self.topology_id, exc)
             self._requeue(pending)
             return
@@ -298,13 +313,13 @@ class ClusterLink:
                                process=process, metrics=task_metrics(docs),
                                events=tuple(self.event_logger.recent()) if self.event_logger else ())
         try:
-            self.state.set_worker_heartbeat(beat)
-        except ClusterStateError as exc:
-            log.warning("cannot write the heartbeat of %s:%s to ZooKeeper: %s", self.node, self.port, exc)
+            self.channel.set_worker_heartbeat(beat)
+        except (ClusterStateError, OSError) as exc:
+            log.warning("cannot publish the heartbeat of %s:%s: %s", self.node, self.port, exc)
             self._requeue(pending)
             return
         self.heartbeats += 1
-        self._next_zk_beat = time.monotonic() + self.zk_heartbeat_secs
+        self._next_beat = time.monotonic() + self.task_heartbeat_secs
 
     def _requeue(self, pending: tuple[float, list[dict[str, Any]]]) -> None:
         """Keep ``pending`` for the next try unless the local heartbeat left newer statistics."""

@@ -68,6 +68,7 @@ from stormpy.worker.error_reporter import ErrorReporter
 from stormpy.worker.errors import WorkerError
 from stormpy.worker.event_logger import EventLogger
 from stormpy.worker.factory import WorkerConfig
+from stormpy.worker.heartbeat_channel import SupervisorRelay
 from stormpy.worker.loop import Worker
 from stormpy.worker.metrics_consumers import MetricsFeed
 from stormpy.worker.peers import WorkerPeers, local_executors, tasks_of, worker_peers
@@ -255,7 +256,9 @@ class WorkerProcess:
         link = ClusterLink(state, worker, transport, topology_id=self.topology_id, node=self.node,
                            port=self.port, executors=executors, peers=peers, active=active, conf=conf,
                            heartbeat_path=self.dirs.heartbeat_file(self.topology_id, self.port),
-                           on_exit=self.request_stop, event_logger=events)
+                           on_exit=self.request_stop, event_logger=events,
+                           heartbeats=SupervisorRelay(
+                               self.dirs.nimbus_heartbeat_file(self.topology_id, self.port), conf))
         log.info("running executors %s (tasks %s), %s; peers %s", list(executors), tasks_of(executors),
                  "active" if active else "inactive", sorted(peers.addresses.items()))
         # the control channel opens before the first heartbeat: a worker seen is a worker asked

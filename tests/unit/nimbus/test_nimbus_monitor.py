@@ -32,6 +32,10 @@ class Env:
         self.state.add_supervisor("sup-a", [6700, 6701])
         self.state.add_supervisor("sup-b", [6700, 6701])
 
+    def send(self, beat: WorkerHeartbeat) -> None:
+        """A supervisor sends this heartbeat to Nimbus (``send_supervisor_worker_heartbeats``)."""
+        self.monitor.beats.record([beat])
+
     def submit(self, name: str = "wc", workers: int = 2, status: str = "active") -> str:
         spec = build(100).create_topology()
         return self.manager.submit(name, staged_bundle(self.tmp, name), spec,
@@ -41,7 +45,7 @@ class Env:
         """Every assigned worker heartbeats now (with a fresh time value)."""
         assignment = self.state.assigns[tid]
         for (node, port), execs in assignment.workers().items():
-            self.state.set_worker_heartbeat(WorkerHeartbeat(tid, node, port, self.clock(), 1.0, execs))
+            self.send(WorkerHeartbeat(tid, node, port, self.clock(), 1.0, execs))
 
     def run(self, secs: float, beating: set[tuple[str, int]] | None = None, tid: str | None = None) -> None:
         """Advance time second by second, ticking the monitor; the slots in ``beating`` heartbeat."""
@@ -51,7 +55,7 @@ class Env:
                 assignment = self.state.assigns[tid]
                 for slot, execs in assignment.workers().items():
                     if slot in beating:
-                        self.state.set_worker_heartbeat(
+                        self.send(
                             WorkerHeartbeat(tid, slot[0], slot[1], self.clock(), 1.0, execs))
             self.monitor.tick(raise_errors=True)
 
@@ -273,7 +277,7 @@ def test_an_executor_its_worker_stops_listing_is_rescheduled_after_the_task_time
             env.clock.advance(1)
             for (node, port), execs in first.workers().items():
                 listed = [e for e in execs if e != dropped]
-                env.state.set_worker_heartbeat(WorkerHeartbeat(tid, node, port, env.clock(), 1.0, listed))
+                env.send(WorkerHeartbeat(tid, node, port, env.clock(), 1.0, listed))
             env.monitor.tick(raise_errors=True)
 
     run_without_dropped(3)  # under the task timeout: nothing moves although the worker beats

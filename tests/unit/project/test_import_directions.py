@@ -21,8 +21,9 @@ ALLOWED: dict[str, set[str]] = {
     "batching": {"topology", "batching"},
     "acker": {"topology", "acker"},
     # state: the one state layer (memory, SQLite, ZooKeeper backends) behind context.state_store
+    # client/rpc: a cluster worker reads its topology's earlier heartbeats from the leader
     "worker": {"topology", "acker", "worker", "messaging", "config", "cluster", "bundle", "host",
-               "state"},
+               "state", "client", "rpc"},
     # trident: the Kafka sink's Trident state (connectors build on Trident's public API too)
     "connectors": {"topology", "connectors", "config", "settings", "cluster", "batching", "host",
                    "transactional", "state", "trident"},

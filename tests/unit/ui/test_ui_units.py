@@ -204,6 +204,13 @@ class FakeClient:
         self.down = False
         self.old_nimbus = False
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        #: what ``get_worker_heartbeats`` answers (the leader's heartbeats of a topology)
+        self.heartbeats: Any = lambda topology_id: {}
+
+    def worker_heartbeats(self, topology_id: str) -> dict[tuple[str, int], WorkerHeartbeat]:
+        if self.down:
+            raise UnreachableError("connection refused")
+        return dict(self.heartbeats(topology_id))
 
     def call(self, method: str, **args: Any) -> Any:
         if self.down:
@@ -472,19 +479,14 @@ def test_every_ui_action_needs_the_token(ui: Ui, action: str) -> None:
 
 
 class SampledState:
-    """What UiBackend.sample reads from ZooKeeper: one topology launched at 1000 and its beats."""
+    """What UiBackend.sample reads: one topology launched at 1000 (ZooKeeper) and its beats (the
+    leader, through the fake client)."""
 
     def __init__(self, beats: list[WorkerHeartbeat]) -> None:
         self.beats = {(b.node, b.port): b for b in beats}
 
     def supervisors(self) -> dict[str, Any]:
         return {}
-
-    def heartbeat_topologies(self) -> list[str]:
-        return ["wc-1"]
-
-    def worker_heartbeats(self, topology_id: str) -> dict[tuple[str, int], WorkerHeartbeat]:
-        return dict(self.beats)
 
     def topologies(self) -> list[str]:
         return ["wc-1"]
@@ -504,7 +506,9 @@ def test_rest_windows_of_a_young_topology_equal_all_time_and_spouts_ack_no_more_
     state = SampledState([beat(1053.5, 53, [task(1, "spout", 0, emitted=400),
                                             task(2, "count", 0, executed=0)])])
     backend = UiBackend({}, state_factory=lambda: state, clock=lambda: now[0])  # type: ignore[arg-type,return-value]
-    backend.client = FakeClient()  # type: ignore[assignment]
+    fake = FakeClient()
+    fake.heartbeats = lambda topology_id: state.beats
+    backend.client = fake  # type: ignore[assignment]
     backend.sample()
     now[0] = 1055.0
     later = beat(1055, 54.5, [task(1, "spout", 400, emitted=430), task(2, "count", 400, executed=400)])

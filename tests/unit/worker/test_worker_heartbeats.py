@@ -1,6 +1,7 @@
-"""The worker's heartbeats: the local one (supervisor liveness) never waits for ZooKeeper, the
-ZooKeeper one carries the counters of earlier incarnations, and the configured timeouts keep
-Storm's ordering (worker heartbeat < supervisor's worker timeout <= Nimbus's task timeout)."""
+"""The worker's heartbeats: the local one (supervisor liveness) never waits for its heartbeat
+channel (ZooKeeper syncs, Nimbus), the published one carries the counters of earlier incarnations,
+and the configured timeouts keep Storm's ordering (worker heartbeat < supervisor's worker timeout
+<= Nimbus's task timeout)."""
 
 from __future__ import annotations
 
@@ -93,7 +94,8 @@ def make_link(state: StalledState, tmp_path: Path, zk_beat_secs: float = 0.05) -
                        conf={"worker.heartbeat.frequency.secs": 0.05,
                              "task.heartbeat.frequency.secs": zk_beat_secs,
                              "supervisor.monitor.frequency.secs": 0.1},
-                       heartbeat_path=tmp_path / "heartbeat", on_exit=lambda reason: None)
+                       heartbeat_path=tmp_path / "heartbeat", on_exit=lambda reason: None,
+                       heartbeats=state)
 
 
 def local_beat_time(path: Path) -> float:
@@ -133,7 +135,7 @@ def test_the_zookeeper_heartbeat_is_written_once_per_task_heartbeat_period(tmp_p
     finally:
         link.stop()
     assert len(state.written) == 1  # the ZooKeeper write load is workers / task.heartbeat.frequency.secs
-    assert link.zk_heartbeat_secs == 3600
+    assert link.task_heartbeat_secs == 3600
 
 
 def test_zookeeper_heartbeat_continues_the_counters_of_earlier_incarnations(tmp_path: Path) -> None:
@@ -180,7 +182,8 @@ def test_timeouts_keep_storms_ordering(name: str) -> None:
     # several worker heartbeats fit in the supervisor's timeout, which ends before Nimbus's:
     # the supervisor restarts a silent worker before Nimbus reassigns its executors
     assert 3 * beat <= worker_timeout <= task_timeout, (name, beat, worker_timeout, task_timeout)
-    # Nimbus sees several ZooKeeper heartbeats within its task timeout
+    # Nimbus sees several heartbeats within its task timeout (each reaches it within two periods:
+    # the worker's publication, then its supervisor's relay)
     zk_beat = max(beat, float(conf["task.heartbeat.frequency.secs"]))
     assert 3 * zk_beat <= task_timeout, (name, zk_beat, task_timeout)
     supervisor_beat = float(conf["supervisor.heartbeat.frequency.secs"])
