@@ -5,9 +5,10 @@ from __future__ import annotations
 from transport_fakes import ScriptedTransport
 
 from stormpy import TopologyBuilder
-from stormpy.messaging.codec import decode_frame, wire_tuples
+from stormpy.messaging.codec import decode_frame
 from stormpy.testing import Capture, FeederSpout
 from stormpy.worker import Worker, WorkerConfig
+from stormpy.worker.inbound import wire_tuples
 
 
 def two_worker_topology(feeder: FeederSpout, capture: Capture):

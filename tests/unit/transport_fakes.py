@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from stormpy.messaging.codec import decode_frame, wire_tuples
+from stormpy.messaging.codec import decode_frame
 from stormpy.messaging.transport import Transport
+from stormpy.worker.inbound import wire_tuples
 
 
 class ScriptedTransport(Transport):
