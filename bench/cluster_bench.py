@@ -87,10 +87,15 @@ def main() -> None:
                         help="spout sentences/s for the complete-latency run (0: skip it)")
     parser.add_argument("--latency-seconds", type=float, default=10.0)
     parser.add_argument("--latency-rounds", type=int, default=2)
+    parser.add_argument("--latency-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a topology setting for the latency runs (repeatable; VALUE read "
+                             "as JSON, else a string), e.g. topology.batch.flush.interval.millis=1"
+                             " to see what the batching settings trade")
     parser.add_argument("--tx-batches", type=int, nargs="*", default=[1000, 10_000],
                         help="sentences per transaction for the transactional runs")
     parser.add_argument("--output", type=Path, default=RESULTS / "cluster.json")
     args = parser.parse_args()
+    latency_conf = _settings(parser, args.latency_conf)
     n = args.sentences
     console = Console(width=150)
     sentences(n)  # generated (and cached) before any clock starts
@@ -116,7 +121,8 @@ def main() -> None:
                 with tempfile.TemporaryDirectory(prefix="stormpy-bench-probe-") as tmp, \
                         CpuProbe(Path(tmp) / "units.json") as probe:
                     r = cluster_runner.run_topology(cluster, bundle, f"bench-latency-{i}", count,
-                                                    True, rate=args.latency_rate)
+                                                    True, rate=args.latency_rate,
+                                                    conf=latency_conf)
                 r["load"] = os.getloadavg()[0]
                 r["machine"] = cpu_probe.summary(probe.units, r["slow_spans"])
                 latency_runs.append(r)
@@ -137,6 +143,8 @@ def main() -> None:
         if r["words_per_cpu_sec"] and bw["words_per_cpu_sec"]:
             r["vs_bytewax_per_cpu"] = round(r["words_per_cpu_sec"] / bw["words_per_cpu_sec"], 3)
     latency = _latency(latency_runs, args.latency_rate)
+    if latency is not None:
+        latency["conf"] = latency_conf
     _print(console, n, args.rounds, results, latency, loads)
     for batch, t in tx.items():
         console.print(f"transactional, {int(batch):,} sentences per transaction: "
@@ -151,6 +159,20 @@ def main() -> None:
            "transactional": tx}
     args.output.write_text(json.dumps(doc, indent=2))
     console.print(f"results written to {args.output}")
+
+
+def _settings(parser: argparse.ArgumentParser, items: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` items as a topology config (VALUE as JSON when it parses, else a string)."""
+    conf: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            parser.error(f"--latency-conf {item!r}: expected KEY=VALUE")
+        try:
+            conf[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            conf[key.strip()] = value
+    return conf
 
 
 def _latency(runs: list[dict[str, Any]], rate: float) -> dict[str, Any] | None:
@@ -190,6 +212,8 @@ def _print(console: Console, n: int, rounds: int, results: dict[str, Any],
                       mem)
     console.print(table)
     if latency:
+        if latency.get("conf"):
+            console.print(f"latency runs with {latency['conf']}")
         for r in latency["rounds"]:
             console.print(f"complete latency at {latency['rate']:,.0f} sentences/s (achieved "
                           f"{r['achieved_rate']:,.0f}): p50 {r['p50_ms']} ms, p95 {r['p95_ms']} "

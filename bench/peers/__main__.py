@@ -99,6 +99,9 @@ def main() -> None:
     parser.add_argument("--workloads", nargs="*", default=list(runners.WORKLOADS),
                         choices=runners.WORKLOADS)
     parser.add_argument("--no-storm", action="store_true", help="leave the Storm rows out")
+    parser.add_argument("--storm-workers", type=int, default=1, choices=[1, 2],
+                        help="2: Storm's topologies on two workers of its LocalCluster, "
+                             "exchanging tuples over Netty (one JVM still)")
     parser.add_argument("--output", type=Path, default=RESULTS / "peers.json")
     args = parser.parse_args()
     n, console = args.sentences, Console(width=max(Console().width, 150))
@@ -116,6 +119,8 @@ def main() -> None:
         except RuntimeError as e:
             storm_note = f"left out: {e}"
     version = storm_peer.storm_version()
+    if args.storm_workers == 2:
+        version += ", 2 workers over Netty"
     runs: dict[str, Callable[[], tuple[int, float]]] = {}
     meta: dict[str, dict[str, Any]] = {}
     storm_memory: dict[str, list[dict[str, Any]]] = {}
@@ -124,7 +129,7 @@ def main() -> None:
         if storm_note is None:
             path = Path(tmp) / "sentences.txt"
             storm_peer.write_sentences(lines, path)
-            peer = storm_peer.StormPeer(path)
+            peer = storm_peer.StormPeer(path, workers=args.storm_workers)
             if peer.ready["words"] != words:
                 raise RuntimeError(f"the JVM read {peer.ready['words']} words, not {words}")
         try:

@@ -163,9 +163,13 @@ class StormPeer(JvmRounds):
     ShellBolt runs ``python`` (default: this interpreter). Use as a context manager."""
 
     def __init__(self, sentences_file: Path, python: str = sys.executable,
-                 jvm_opts: Sequence[str] = JVM_OPTS) -> None:
-        super().__init__(MAIN, [str(sentences_file), python], log_prefix="stormpy-storm-peer-",
-                         jvm_opts=jvm_opts)
+                 jvm_opts: Sequence[str] = JVM_OPTS, workers: int = 1) -> None:
+        """``workers`` 2: the LocalCluster runs each topology on two workers exchanging tuples
+        over Storm's Netty transport (still in one JVM; see ``WordCountBench.java``)."""
+        if workers not in (1, 2):
+            raise ValueError(f"workers {workers!r}: 1 or 2")
+        super().__init__(MAIN, [str(sentences_file), python, *(["2"] if workers == 2 else [])],
+                         log_prefix="stormpy-storm-peer-", jvm_opts=jvm_opts)
 
     def run(self, workload: str, acking: bool, split: str, sentences: int) -> dict[str, Any]:
         """One round on the first ``sentences`` sentences: ``seconds`` from the first emit to

@@ -9,8 +9,9 @@ from typing import Any
 
 from transport_fakes import ScriptedTransport
 
-from stormpy.messaging.codec import decode_frame, wire_tuples
+from stormpy.messaging.codec import decode_frame
 from stormpy.worker.dispatch import Dispatch
+from stormpy.worker.inbound import wire_tuples
 from stormpy.worker.transfer import Transfer
 
 COMPONENTS = {1: "spout", 2: "bolt", 3: "bolt", 4: "far", 5: "far", 6: "other"}

@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from stormpy import TopologyBuilder
-from stormpy.messaging.codec import decode_frame, wire_tuples
+from stormpy.messaging.codec import decode_frame
 from stormpy.messaging.transport import Transport
 from stormpy.testing import Capture, FeederSpout
 from stormpy.topology.spec import TopologySpec
 from stormpy.worker import Worker, WorkerConfig
+from stormpy.worker.inbound import wire_tuples
 
 
 class ScriptedTransport(Transport):

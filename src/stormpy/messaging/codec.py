@@ -10,11 +10,16 @@ columns, n]``: its values as one list per field, each of its ``n`` tuples' value
 A run (``RUN_ITEMS`` items) is ``n`` tuples of one (destination task, stream, source task), all
 of a stream with declared fields, each in at most one tree, in emit order: ``[dest_task,
 stream, src_task, n, ids, columns]``. ``ids`` is nil when none of them is tracked (root and
-edge 0), else the ``2 n`` ints ``root1, edge1, root2, edge2, ...``; ``columns`` holds one list
-of ``n`` values per field (the i-th tuple's values are the i-th item of each). Stream, source
-and destination travel once per run, and every tuple costs msgpack its values alone (untracked)
-or its values and two ints: msgpack's packing costs about the same per object whatever it is,
-so a per-tuple array of seven and a values array per tuple cost several times a run's share.
+edge 0), else ``[x, c, root1, k1, root2, k2, ...]``: the tuples' edge ids are the next ``n``
+draws of the sender's edge id generator for the destination task from the state ``(x, c)``
+(``stormpy.worker.edges``: two ints below 2**30), and their roots are run-length coded (the
+first ``k1`` tuples have ``root1``, the next ``k2`` ``root2``, ...; the counts add up to ``n``).
+``columns`` holds one list of ``n`` values per field (the i-th tuple's values are the i-th item
+of each). Stream, source and destination travel once per run, and every tuple costs msgpack its
+values alone (a sentence's words, one root, add two objects between them): msgpack's packing
+costs about the same per object whatever it is, so a per-tuple array of seven, a values array
+and two ids per tuple cost several times a run's share. A tracked tuple whose edge is not the
+generator's next draw goes as a single tuple.
 A sender writes the tuples of one source task to one destination task as runs (a tuple in
 several trees, or of the acker's streams, as a single tuple), so their order is the order of
 the records and, within a run, of its rows.
@@ -59,19 +64,3 @@ def decode_frame(frame: bytes) -> list[WireTuple]:
     if type(batch) is not list:
         raise ValueError(f"frame is a {type(batch).__name__}, not an array of tuples")
     return batch
-
-
-def wire_tuples(records: list[WireTuple]) -> list[WireTuple]:
-    """``records`` with every run expanded into its single-tuple records (``[dest_task, stream,
-    src_task, root, edge, None, values]``), in order; other records as they are. For tests and
-    inspection: the receiver reads runs as they come."""
-    out: list[WireTuple] = []
-    for record in records:
-        if len(record) == RUN_ITEMS:
-            dest, stream, src, n, ids, columns = record
-            for i in range(n):
-                root, edge = (ids[2 * i], ids[2 * i + 1]) if ids is not None else (0, 0)
-                out.append([dest, stream, src, root, edge, None, [c[i] for c in columns]])
-        else:
-            out.append(record)
-    return out

@@ -167,12 +167,14 @@ class BoltTask(TaskRunner):
             fields = router.fields
             edges = self._edges
             for t in targets:
-                edge = edges.next()  # 62-bit: see edges.py
-                anchor.ack_val ^= edge
                 taker = takers[t]
                 if taker is not None:
+                    edge = edges.next()  # 62-bit: see edges.py
+                    anchor.ack_val ^= edge
                     taker.take(Tuple(values, stream, task, comp, fields, root, edge))
-                else:
+                else:  # drawn from the target's own generator (dispatch.edges_for)
+                    edge = self._edges_for[t].next()
+                    anchor.ack_val ^= edge
                     deliver[t](Tuple(values, stream, task, comp, fields, root, edge))
         elif anchors is None or not cast(Tuple, anchors).anchors:  # untracked
             self.stats.transferred += len(targets)
@@ -246,11 +248,11 @@ class BoltTask(TaskRunner):
             anchor = cast(Tuple, anchors)
             root = anchor.root
             ack_val = anchor.ack_val
-            edges = self._edges
+            edges_for = self._edges_for
             for i in range(len(values_list)):
                 values = values_list[i]
                 for t in targets_list[i]:
-                    edge = edges.next()
+                    edge = edges_for[t].next()
                     ack_val ^= edge
                     group = groups[t]
                     if not group:
@@ -287,7 +289,7 @@ class BoltTask(TaskRunner):
                 deliver[t](tup)
             return
         for t in targets:
-            edge = self._edges.next()
+            edge = self._edges_for[t].next()
             amap: dict[int, int] = {}
             for a in anchors:
                 anchor = cast(Tuple, a)

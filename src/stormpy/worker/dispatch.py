@@ -21,7 +21,11 @@ emit), the transfer (which installs the entries of tasks in other workers) and t
 - ``chain_depth``: how many chained executes (``BoltTask.take``) are running inside each
   other (a delivery at ``MAX_CHAIN_DEPTH`` is queued instead), and ``chained``: how many ran
   since the loop last added them to its round's work.
-- ``edges``: the worker's source of random edge and root ids (``edges.EdgeIds``).
+- ``edges``: the worker's source of random edge and root ids (``edges.EdgeIds``), and
+  ``edges_for``: per task id, where the edges of tuples for that task come from: ``edges`` for
+  a task of this worker, its own ``EdgeIds`` for a task of another worker (installed by the
+  transfer), drawn in the order the tuples are written to the wire, so a run of them carries
+  one generator state instead of an id per tuple (``transfer.py``).
 - ``acker_tasks`` and ``acker_cores``: the acker task of each acker index, and its ``AckerCore``
   when that acker runs in this worker (called directly, no tuple, no queue), else None.
 
@@ -65,6 +69,8 @@ class Dispatch:
         self.acker_tasks: list[int] = list(acker_tasks)
         #: the worker's random edge and root ids (``edges.py``)
         self.edges = EdgeIds()
+        #: per task: the generator of the edges of tuples for it (see the module docstring)
+        self.edges_for: list[EdgeIds] = [self.edges] * (max_task + 1)
         self.acker_cores: list[AckerCore | None] = [None] * len(self.acker_tasks)
 
     def undeliverable(self, tup: Tuple) -> None:

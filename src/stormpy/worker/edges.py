@@ -9,7 +9,9 @@ the XOR of a proper subset of its edges is 0, which for uniform random ids has p
 ~585,000 years). Root ids (one per spout tuple, unique among the pending ones) are drawn the same
 way: 62-bit, so the acker's ledger and the spout's pending map key on unboxed integers too.
 
-The ids come from ``EdgeIds``, one per worker (``Dispatch.edges``), seeded from ``random``: a
+The ids come from ``EdgeIds``, one per worker (``Dispatch.edges``) and one per task of another
+worker the worker sends to (``Dispatch.edges_for``: the edges of the tuples for that task, drawn
+in the order they are written to the wire), each seeded from ``random``: a
 multiply-with-carry generator (Marsaglia) of 30-bit digits whose multiplier ``a`` (below 2**30)
 makes ``a * 2**30 - 1`` a safe prime, so its period is about 2**59; an id is three consecutive
 digits (30 + 30 + 2 bits). Every operand stays below 2**30 and every intermediate value below
@@ -20,6 +22,10 @@ call, a heap integer, its conversion) and the same generator on tagged integers 
 Multiply-with-carry is not linear over GF(2) (its carries mix the bits), so no fixed set of
 outputs XORs to zero the way it would for an xorshift generator: XOR-cancellation among a tree's
 edges, what would make the acker miss a tuple, stays as unlikely as chance.
+
+A generator's state, ``(x, c)``, is two ints below 2**30 (``STATE_LIMITS``): the ids a run of
+tuples carries to another worker are its next draws from a state the run names once
+(``messaging/codec.py``); the receiver draws them again from that state (``restart``).
 """
 
 from __future__ import annotations
@@ -37,6 +43,9 @@ EDGE_BITS: Final = 62
 #: the multiplier: a * 2**30 - 1 and (a * 2**30 - 2) / 2 are prime
 _A: Final = 1073741172
 _DIGIT: Final = 2 ** 30 - 1
+#: a state (x, c) is valid with 0 <= x <= STATE_LIMITS[0] and 0 <= c <= STATE_LIMITS[1]: every
+#: intermediate value of a draw then stays below 2**60
+STATE_LIMITS: Final = (_DIGIT, _A - 1)
 
 
 class EdgeIds:
@@ -49,6 +58,18 @@ class EdgeIds:
         # the two fixed points (0, 0) and (2**30 - 1, a - 1)
         self.x: i64 = i64(1 + (s & _DIGIT) % (_DIGIT - 1))
         self.c: i64 = i64(1 + (s >> 30) % (_A - 2))
+
+    def restart(self, x: int, c: int) -> None:
+        """Continue from the state ``(x, c)`` (see ``STATE_LIMITS``; ValueError outside)."""
+        if not (0 <= x <= _DIGIT and 0 <= c < _A):
+            raise ValueError(f"edge id state ({x}, {c}) out of range")
+        self.x = i64(x)
+        self.c = i64(c)
+
+    def follow(self, other: EdgeIds) -> None:
+        """Take ``other``'s state: the next draws of both are the same."""
+        self.x = other.x
+        self.c = other.c
 
     def next(self) -> int:
         """The next id: 62 random bits (0 <= id < 2**62)."""

@@ -16,10 +16,11 @@ against a table built once from the topology (``accepts``):
 A run (``[dest_task, stream, src_task, n, ids, columns]``: n tuples of one destination, stream
 and source, see ``messaging/codec.py``) is checked once for its destination, its stream (one
 with declared fields the destination takes from that source) and its shape: ``n`` a positive
-int, one column of ``n`` values per declared field, ``ids`` nil or ``2 n`` items (else the
-whole run is dropped, counted once as a "malformed run"); then each tracked tuple's two ids
-are checked as ints (a tuple failing that is dropped and counted, the run's others are queued,
-in order).
+int, one column of ``n`` values per declared field, ``ids`` nil or a list ``[x, c, root1,
+k1, root2, k2, ...]``: an edge id generator's state (two ints within ``edges.STATE_LIMITS``)
+and int roots with positive int counts adding up to ``n`` (else the whole run is dropped,
+counted once as a "malformed run"). The tuples are queued in order, the i-th tracked one with
+its segment's root and the i-th draw from the state as its edge (``edges.EdgeIds.restart``).
 
 A columnar batch record (``[dest_task, stream, src_task, root, edge, anchors, columns, n]``) is
 checked the same way, and besides: its destination takes batches (a columnar bolt's task),
@@ -41,14 +42,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, cast
 
 from stormpy.acker.streams import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET_TIMEOUT
-from stormpy.messaging.codec import decode_frame
+from stormpy.messaging.codec import RUN_ITEMS, decode_frame
 from stormpy.topology.columns import ColumnBatch
 from stormpy.topology.fields import Fields
 from stormpy.topology.layout import ACKER_COMPONENT, TaskLayout
 from stormpy.topology.spec import SPOUT, TopologySpec
 from stormpy.topology.tuple import SYSTEM_COMPONENT, Tuple
+from stormpy.worker.edges import STATE_LIMITS, EdgeIds
 
-__all__ = ["LOG_INTERVAL", "Inbound", "accepts"]
+__all__ = ["LOG_INTERVAL", "Inbound", "accepts", "wire_tuples"]
 
 log = logging.getLogger("stormpy.worker")
 
@@ -118,6 +120,8 @@ class Inbound:
         self.rejected: dict[str, int] = {}
         self._unlogged = 0
         self._next_log = 0.0
+        #: draws a tracked run's edges again from the state it names
+        self._replay = EdgeIds(0)
 
     @property
     def rejected_total(self) -> int:
@@ -197,9 +201,10 @@ class Inbound:
         if type(n) is not int or n <= 0 or type(columns) is not list or \
                 len(columns) != count or not all(type(c) is list and len(c) == n
                                                  for c in columns) or \
-                (ids is not None and (type(ids) is not list or len(ids) != 2 * n)):
+                (ids is not None and not _run_ids(ids, n)):
             self._reject("malformed run", f"stream {stream!r} to task {dest} expects n > 0, "
-                         f"{_expected(count)} as columns of n values and nil or 2 n ids, got "
+                         f"{_expected(count)} as columns of n values and nil or [x, c, root, "
+                         f"count, ...] ids (an id state, roots with counts adding up to n), got "
                          f"n {_short(n)}, columns {_short(columns)}, ids {_short(ids)}",
                          frame, src)
             return 0
@@ -216,18 +221,16 @@ class Inbound:
                     append(Tuple([c[i] for c in columns], stream, src, component, fields, 0, 0,
                                  None))
             return cast(int, n)
-        taken = 0
-        for i in range(n):
-            root = ids[2 * i]
-            edge = ids[2 * i + 1]
-            if type(root) is not int or type(edge) is not int:
-                self._reject("bad tuple ids", f"root {_short(root)}, edge {_short(edge)}",
-                             frame, src)
-                continue
-            append(Tuple([c[i] for c in columns] if count != 1 else [columns[0][i]], stream,
-                         src, component, fields, root, edge, None))
-            taken += 1
-        return taken
+        replay = self._replay
+        replay.restart(ids[0], ids[1])
+        i = 0
+        for s in range(2, len(ids), 2):
+            root: int = ids[s]
+            for _ in range(ids[s + 1]):
+                append(Tuple([c[i] for c in columns] if count != 1 else [columns[0][i]],
+                             stream, src, component, fields, root, replay.next(), None))
+                i += 1
+        return cast(int, n)
 
     def _take_batch(self, item: list[Any], frame: Any) -> int:
         """Queue a columnar batch record (see the module docstring); returns its tuples, or 0
@@ -277,6 +280,24 @@ class Inbound:
         self._unlogged = 0
 
 
+def _run_ids(ids: Any, n: int) -> bool:
+    """Whether ``ids`` are a tracked run's ids for ``n`` tuples (see the module docstring)."""
+    if type(ids) is not list or len(ids) < 4 or len(ids) % 2:
+        return False
+    x = ids[0]
+    c = ids[1]
+    if type(x) is not int or type(c) is not int or not (
+            0 <= x <= STATE_LIMITS[0] and 0 <= c <= STATE_LIMITS[1]):
+        return False
+    total = 0
+    for s in range(2, len(ids), 2):
+        k = ids[s + 1]
+        if type(ids[s]) is not int or type(k) is not int or k <= 0:
+            return False
+        total += k
+    return total == n
+
+
 def _int_map(anchors: Any) -> bool:
     if type(anchors) is not dict:
         return False
@@ -295,3 +316,29 @@ def _short(value: Any) -> str:
     """``repr`` cut to 80 characters (the values come from anyone)."""
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def wire_tuples(records: list[Any]) -> list[list[Any]]:
+    """``records`` (a decoded frame, ``messaging/codec.py``) with every run expanded into its
+    single-tuple records (``[dest_task, stream, src_task, root, edge, None, values]``, a tracked
+    run's edges drawn again from its state), in order; other records as they are. For tests and
+    inspection: the receiver reads runs as they come."""
+    out: list[list[Any]] = []
+    for record in records:
+        if len(record) == RUN_ITEMS:
+            dest, stream, src, n, ids, columns = record
+            if ids is None:
+                for i in range(n):
+                    out.append([dest, stream, src, 0, 0, None, [c[i] for c in columns]])
+                continue
+            replay = EdgeIds(0)
+            replay.restart(ids[0], ids[1])
+            i = 0
+            for s in range(2, len(ids), 2):
+                for _ in range(ids[s + 1]):
+                    out.append([dest, stream, src, ids[s], replay.next(), None,
+                                [c[i] for c in columns]])
+                    i += 1
+        else:
+            out.append(record)
+    return out

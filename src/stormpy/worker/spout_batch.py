@@ -53,6 +53,7 @@ class BatchEmitter:
         self._deliver_batch = dispatch.deliver_batch
         self._n_ackers = len(dispatch.acker_tasks)
         self._edges = dispatch.edges
+        self._edges_for = dispatch.edges_for
         #: per target task: the rows (columnar) or tuples of the batch being built; the tasks
         #: filled (all empty again between calls)
         self._rows: list[list[Any]] = [[] for _ in dispatch.deliver]
@@ -93,6 +94,7 @@ class BatchEmitter:
         tracked = ids is not None and self._n_ackers > 0
         root = runner.roots.fresh() if tracked else 0
         edges = self._edges
+        edges_for = self._edges_for
         fields = router.fields
         groups = self._rows
         touched = self._touched
@@ -125,7 +127,7 @@ class BatchEmitter:
                     targets = targets_list[i]
                     if root:
                         for t in targets:
-                            edge = edges.next()
+                            edge = edges_for[t].next()
                             xor ^= edge
                             group = groups[t]
                             if not group:

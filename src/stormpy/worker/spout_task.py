@@ -156,9 +156,9 @@ class SpoutTask(TaskRunner):
         roots = self.roots
         root = roots.fresh()
         xor = 0
-        edges = self._edges
+        edges_for = self._edges_for
         for t in targets:
-            edge = edges.next()
+            edge = edges_for[t].next()
             xor ^= edge
             deliver[t](Tuple(values, stream, task, comp, fields, root, edge))
         self.pending.put_new(root, (msg_id, perf_counter()))  # a fresh random root

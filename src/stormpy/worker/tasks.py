@@ -67,6 +67,7 @@ class TaskRunner:
         self._n_ackers = len(dispatch.acker_tasks)
         self._acker_direct = dispatch.acker_cores
         self._edges = dispatch.edges
+        self._edges_for = dispatch.edges_for
         self.stats.routers = routers
         self.execute_batch = None
         self.run_columns = None

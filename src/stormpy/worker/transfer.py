@@ -2,7 +2,8 @@
 
 Tuples for tasks of other workers are written, in wire form (``messaging/codec.py``), to their
 peer's ``Outbox`` by the ``TaskWriter`` of their destination task: the tuples of one stream and
-source task in a row share one run record (values as columns, ids only when tracked); an
+source task in a row share one run record (values as columns; when tracked, the state their
+edges were drawn from and their roots run-length coded: no id per tuple); an
 outbox is packed with msgpack into ONE frame (one C call, by the worker's own Packer) and sent
 when it holds ``topology.transfer.batch.size`` tuples or at the end of the loop round (with
 ``topology.batch.flush.interval.millis``: once that long has passed since a round end found it
@@ -34,6 +35,7 @@ from stormpy.topology.columns import ColumnBatch
 from stormpy.topology.errors import EmitError
 from stormpy.topology.tuple import SYSTEM_COMPONENT, Tuple
 from stormpy.worker.dispatch import Dispatch
+from stormpy.worker.edges import EdgeIds
 from stormpy.worker.errors import caused_by
 
 
@@ -85,7 +87,9 @@ class Transfer:
         undeliverable_many = self._dispatch.undeliverable_many
         deliver_batch = self._dispatch.deliver_batch
         undeliverable_batch = self._dispatch.undeliverable_batch
+        edges_for = self._dispatch.edges_for
         for task in range(len(deliver)):
+            edges_for[task] = self._dispatch.edges
             if task not in local_tasks:
                 deliver[task] = undeliverable
                 deliver_many[task] = undeliverable_many
@@ -97,6 +101,7 @@ class Transfer:
             if box is None:
                 box = self._outbox[peer] = Outbox(peer, self._batch_size, self._flush_peer)
             writer = TaskWriter(box, task)
+            edges_for[task] = writer.edges
             deliver[task] = writer.put
             deliver_many[task] = writer.put_many
             deliver_batch[task] = writer.put_batch
@@ -217,11 +222,19 @@ class TaskWriter:
     """Appends what is delivered to one task of another worker to its peer's ``Outbox``.
 
     A tuple of a user stream (declared fields) joins the task's open run when it has the run's
-    stream, source task, value count and tracking (tracked: a root id; untracked: none), else
-    opens a new run (``[dest, stream, src, n, ids, columns]``, ``messaging/codec.py``); any
-    other tuple (several trees, the acker's streams) is a single record and a batch a batch
-    record, both closing the run. So the records of one (source task, destination task) pair
-    stay in emit order."""
+    stream, source task, value count and tracking, else opens a new run (``[dest, stream, src,
+    n, ids, columns]``, ``messaging/codec.py``); any other tuple (several trees, the acker's
+    streams) is a single record and a batch a batch record, both closing the run. So the
+    records of one (source task, destination task) pair stay in emit order.
+
+    The edges of tracked tuples for this task are drawn from the writer's own generator,
+    ``edges`` (installed as ``Dispatch.edges_for[dest]``), by the emit that delivers them here
+    right after; ``replay`` follows it draw for draw. A tracked tuple whose edge is
+    ``replay``'s next draw joins (or opens, naming ``replay``'s state before that draw) a run
+    whose ids are that state and its roots run-length coded: its edges travel as nothing, and
+    the receiver draws them again. A tracked tuple whose edge is not (drawn elsewhere) goes
+    as a single record with its ids, and ``replay`` takes ``edges``' state again. Which edges
+    compress never changes what the acker sees: a run names only edges its state reproduces."""
 
     def __init__(self, box: Outbox, dest: int) -> None:
         self.box = box
@@ -234,37 +247,69 @@ class TaskWriter:
         self.stream = ""
         self.src = -1
         self.k = 0
+        #: the root of the open run's last tuple (its count is the last item of ``ids``)
+        self.root = 0
+        #: the edges of tracked tuples for ``dest`` (drawn by the emits), and its replay
+        self.edges = EdgeIds()
+        self.replay = EdgeIds(0)
+        self.replay.follow(self.edges)
 
     def put(self, tup: Tuple) -> None:
         box = self.box
         record = self.record
         values = tup.values
+        root = tup.root
         if tup.anchors is not None or tup.fields is None:
-            box.records.append([self.dest, tup.stream, tup.task, tup.root, tup.edge,
-                                tup.anchors, values])
-            self.record = None
+            self._single(tup)
         elif record is not None and tup.task == self.src and tup.stream == self.stream and \
-                len(values) == self.k and (tup.root != 0) == (self.ids is not None):
+                len(values) == self.k and (root != 0) == (self.ids is not None):
+            ids = self.ids
+            if ids is not None:
+                if self.replay.next() != tup.edge:  # not drawn here: its ids travel with it
+                    self._single(tup)
+                    box.size += 1
+                    if box.size >= box.batch_size:
+                        box.flush(box)
+                    return
+                if root == self.root:
+                    ids[-1] += 1
+                else:
+                    ids.append(root)
+                    ids.append(1)
+                    self.root = root
             record[3] += 1
             columns = self.columns
             for j in range(self.k):
                 columns[j].append(values[j])
-            ids = self.ids
-            if ids is not None:
-                ids.append(tup.root)
-                ids.append(tup.edge)
         else:
             self._open(tup)
         box.size += 1
         if box.size >= box.batch_size:
             box.flush(box)
 
+    def _single(self, tup: Tuple) -> None:
+        """``tup`` as a single record; the open run closes and ``replay`` takes ``edges``'
+        state (the single tuple's edge, if any, was its last draw)."""
+        self.box.records.append([self.dest, tup.stream, tup.task, tup.root, tup.edge,
+                                 tup.anchors, tup.values])
+        self.record = None
+        self.replay.follow(self.edges)
+
     def _open(self, tup: Tuple) -> None:
         box = self.box
         values = tup.values
+        root = tup.root
+        ids: list[int] | None = None
+        if root != 0:
+            replay = self.replay
+            x = replay.x
+            c = replay.c
+            if replay.next() != tup.edge:
+                self._single(tup)
+                return
+            ids = [int(x), int(c), root, 1]
         k = len(values)
         columns: list[list[Any]] = [[values[j]] for j in range(k)]
-        ids: list[int] | None = [tup.root, tup.edge] if tup.root != 0 else None
         record: list[Any] = [self.dest, tup.stream, tup.task, 1, ids, columns]
         box.records.append(record)
         self.record = record
@@ -273,6 +318,7 @@ class TaskWriter:
         self.stream = tup.stream
         self.src = tup.task
         self.k = k
+        self.root = root
         box.open.append(self)
 
     def put_many(self, tuples: list[Tuple]) -> None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from transport_fakes import ScriptedTransport, half_worker, two_worker_topology
 
-from stormpy.messaging.codec import decode_frame, wire_tuples
+from stormpy.messaging.codec import decode_frame
 from stormpy.testing import Capture, FeederSpout
 from stormpy.worker import Worker, WorkerConfig
+from stormpy.worker.inbound import wire_tuples
 
 
 def test_local_or_shuffle_prefers_local_tasks_and_remote_tuples_are_encoded() -> None:

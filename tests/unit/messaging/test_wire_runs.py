@@ -26,6 +26,7 @@ from stormpy.topology.fields import Fields
 from stormpy.topology.tuple import Tuple
 from stormpy.worker import Worker, WorkerConfig
 from stormpy.worker.dispatch import Dispatch
+from stormpy.worker.edges import EdgeIds
 from stormpy.worker.transfer import Transfer
 
 ONE = Fields(["v"])
@@ -36,32 +37,49 @@ def tup(value: object, stream: str = "default", src: int = 1, root: int = 0, edg
     return Tuple([value], stream, src, COMPONENTS[src], fields, root, edge, anchors)
 
 
+def draws(x: int, c: int, n: int) -> list[int]:
+    """The next ``n`` edge ids of a generator at state ``(x, c)``."""
+    ids = EdgeIds(0)
+    ids.restart(x, c)
+    return [ids.next() for _ in range(n)]
+
+
 def test_tuples_for_one_task_go_as_runs_of_one_stream_and_source_in_emit_order() -> None:
     transfer, transport, dispatch, _qs = make_transfer()
     d4, d5 = dispatch.deliver[4], dispatch.deliver[5]
-    d4(tup("a", root=7, edge=8))
+    edges = dispatch.edges_for[4]     # what the emits draw a tuple for task 4's edge from
+    assert edges is not dispatch.edges and dispatch.edges_for[1] is dispatch.edges
+    x, c = edges.x, edges.c
+    ea, eb, eh, ej, ek, em = draws(x, c, 6)
+    d4(tup("a", root=7, edge=edges.next()))
     d5(tup("x"))
-    d4(tup("b", root=7, edge=9))      # joins the run of "a" (task 5's run sits between)
+    d4(tup("b", root=7, edge=edges.next()))  # joins the run of "a" (task 5's run sits between)
     d4(tup("c", src=2))               # another source: a new run
     d4(tup("d"))                      # back to source 1: a new run after "c"
     d4(tup("e", anchors={1: 2, 3: 4}))  # several trees: a single tuple record
     d4(tup("f"))                      # a new run after it
     d4(tup("g", stream="s"))          # another stream: a new run
-    d4(tup("h", stream="s", root=5, edge=6))  # tracked after untracked: a new run
+    d4(tup("h", stream="s", root=5, edge=edges.next()))  # tracked after untracked: a new run
     d4(tup("i", stream="__ack_ack", fields=None))  # no declared fields (acker): single
-    d4(tup("j", stream="s", root=5, edge=7))
+    d4(tup("j", stream="s", root=5, edge=edges.next()))
+    d4(tup("k", stream="s", root=6, edge=edges.next()))  # another root: the same run
+    d4(tup("l", stream="s", root=6, edge=99))  # an edge not drawn for task 4: single
+    d4(tup("m", stream="s", root=6, edge=edges.next()))  # a new run after it
     transfer.flush()
     (peer, frame), = transport.sent
     raw = decode_frame(frame)
     assert [len(r) for r in raw] == [RUN_ITEMS, RUN_ITEMS, RUN_ITEMS, RUN_ITEMS, 7, RUN_ITEMS,
-                                     RUN_ITEMS, RUN_ITEMS, 7, RUN_ITEMS]
-    assert raw[0] == [4, "default", 1, 2, [7, 8, 7, 9], [["a", "b"]]]
+                                     RUN_ITEMS, RUN_ITEMS, 7, RUN_ITEMS, 7, RUN_ITEMS]
+    # the edges travel as the state they were drawn from; the roots run-length coded
+    assert raw[0] == [4, "default", 1, 2, [x, c, 7, 2], [["a", "b"]]]
     assert raw[1] == [5, "default", 1, 1, None, [["x"]]]
+    assert (raw[9][3], raw[9][4][2:], raw[9][5]) == (2, [5, 1, 6, 1], [["j", "k"]])
     to4 = [(r[2], r[1], r[6][0], r[3], r[4]) for p, r in sent_records(transport) if r[0] == 4]
-    assert to4 == [(1, "default", "a", 7, 8), (1, "default", "b", 7, 9), (2, "default", "c", 0, 0),
-                   (1, "default", "d", 0, 0), (1, "default", "e", 0, 0),
-                   (1, "default", "f", 0, 0), (1, "s", "g", 0, 0), (1, "s", "h", 5, 6),
-                   (1, "__ack_ack", "i", 0, 0), (1, "s", "j", 5, 7)]
+    assert to4 == [(1, "default", "a", 7, ea), (1, "default", "b", 7, eb),
+                   (2, "default", "c", 0, 0), (1, "default", "d", 0, 0),
+                   (1, "default", "e", 0, 0), (1, "default", "f", 0, 0), (1, "s", "g", 0, 0),
+                   (1, "s", "h", 5, eh), (1, "__ack_ack", "i", 0, 0), (1, "s", "j", 5, ej),
+                   (1, "s", "k", 6, ek), (1, "s", "l", 6, 99), (1, "s", "m", 6, em)]
     assert peer == "b"
 
 
@@ -92,32 +110,36 @@ def test_a_list_of_tuples_fills_one_run_and_the_box_counts_tuples() -> None:
 def test_a_run_of_several_fields_carries_one_column_per_field() -> None:
     transfer, transport, dispatch, _qs = make_transfer()
     two = Fields(["w", "n"])
+    edges = dispatch.edges_for[4]
+    x, c = edges.x, edges.c
     for i in range(3):
-        dispatch.deliver[4](Tuple([f"w{i}", i], "default", 1, "spout", two, 9, 10 + i))
+        dispatch.deliver[4](Tuple([f"w{i}", i], "default", 1, "spout", two, 9, edges.next()))
     transfer.flush()
     (_p, frame), = transport.sent
-    assert decode_frame(frame) == [[4, "default", 1, 3, [9, 10, 9, 11, 9, 12],
+    assert decode_frame(frame) == [[4, "default", 1, 3, [x, c, 9, 3],
                                     [["w0", "w1", "w2"], [0, 1, 2]]]]
 
 
 def test_a_run_is_checked_once_and_its_rows_queued_in_order() -> None:
     h = InboundHarness()
-    n = h.take([10, "default", 1, 2, [11, 12, 13, 14], [["a", "b"], [1, 2]]],
+    n = h.take([10, "default", 1, 3, [5, 6, 11, 1, 13, 2], [["a", "b", "d"], [1, 2, 4]]],
                [10, "default", 1, 1, None, [["c"], [3]]])
-    assert n == 3 and h.inbound.rejected == {}
-    a, b, c = h.queued[10]
+    assert n == 4 and h.inbound.rejected == {}
+    a, b, d, c = h.queued[10]
+    ea, eb, ed = draws(5, 6, 3)
     assert (a.values, a.stream, a.task, a.component, a.fields, a.root, a.edge, a.anchors) == \
-        (["a", 1], "default", 1, "src", FIELDS, 11, 12, None)
-    assert (b.values, b.root, b.edge) == (["b", 2], 13, 14)
+        (["a", 1], "default", 1, "src", FIELDS, 11, ea, None)
+    assert (b.values, b.root, b.edge) == (["b", 2], 13, eb)
+    assert (d.values, d.root, d.edge) == (["d", 4], 13, ed)
     assert (c.values, c.root, c.edge) == (["c", 3], 0, 0)
 
 
 def test_a_run_of_one_field_and_of_no_field_is_read() -> None:
     h = InboundHarness()
-    n = h.take([10, "empty", 1, 2, None, []], [10, "empty", 1, 1, [3, 4], []])
+    n = h.take([10, "empty", 1, 2, None, []], [10, "empty", 1, 1, [1, 2, 3, 1], []])
     assert n == 3 and h.inbound.rejected == {}
     assert [(t.values, t.root, t.edge) for t in h.queued[10]] == [([], 0, 0), ([], 0, 0),
-                                                                  ([], 3, 4)]
+                                                                  ([], 3, draws(1, 2, 1)[0])]
 
 
 GOOD = [10, "default", 1, 0, 0, None, ["ok", 1]]
@@ -136,8 +158,15 @@ GOOD = [10, "default", 1, 0, 0, None, ["ok", 1]]
     ([10, "default", 1, 1, None, [["w"], 1]], "malformed run", 0),
     ([10, "default", 1, 1, [1], [["w"], [1]]], "malformed run", 0),
     ([10, "default", 1, 1, "ids", [["w"], [1]]], "malformed run", 0),
-    ([10, "default", 1, 2, ["r", 0, 3, 4], [["w", "v"], [1, 2]]], "bad tuple ids", 1),
-    ([10, "default", 1, 2, [1, 2, 3, 4.5], [["w", "v"], [1, 2]]], "bad tuple ids", 1),
+    ([10, "default", 1, 1, [1, 2, 3], [["w"], [1]]], "malformed run", 0),
+    ([10, "default", 1, 2, [1, 2, "r", 2], [["w", "v"], [1, 2]]], "malformed run", 0),
+    ([10, "default", 1, 2, [1, 2, 3, 2.0], [["w", "v"], [1, 2]]], "malformed run", 0),
+    ([10, "default", 1, 2, [1, 2, 3, 1], [["w", "v"], [1, 2]]], "malformed run", 0),
+    ([10, "default", 1, 2, [1, 2, 3, 0, 4, 2], [["w", "v"], [1, 2]]], "malformed run", 0),
+    ([10, "default", 1, 2, [1, 2, 3, 3, 4, -1], [["w", "v"], [1, 2]]], "malformed run", 0),
+    ([10, "default", 1, 2, [2 ** 30, 2, 3, 2], [["w", "v"], [1, 2]]], "malformed run", 0),
+    ([10, "default", 1, 2, [1, -1, 3, 2], [["w", "v"], [1, 2]]], "malformed run", 0),
+    ([10, "default", 1, 2, [1.5, 2, 3, 2], [["w", "v"], [1, 2]]], "malformed run", 0),
     ([[10], "default", 1, 1, None, [["w"], [1]]], "malformed tuple", 0),
 ])
 def test_a_malformed_run_or_row_is_dropped_counted_and_the_rest_of_the_frame_kept(
@@ -280,7 +309,7 @@ def test_a_worker_fed_malformed_runs_keeps_running_and_delivers_the_good_ones() 
                        [sink, "default", f, 2, None, [["x"], [1, 2]]],        # short column
                        [sink, "default", f, 1, [5], [["x"], [1]]],             # one id for one tuple
                        [sink, "nope", f, 1, None, [["x"], [1]]],              # unknown stream
-                       [sink, "default", f, 1, [5, 6], [["c"], [3]]]]),
+                       [sink, "default", f, 1, [5, 6, 7, 1], [["c"], [3]]]]),
         msgpack.packb([[sink, "default", f, -1, None, []]]),                  # n < 1
     ]
     for _ in range(3):

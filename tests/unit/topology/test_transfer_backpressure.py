@@ -11,10 +11,11 @@ import pytest
 from transport_fakes import ScriptedTransport
 
 import stormpy._native as native
-from stormpy.messaging.codec import decode_frame, wire_tuples
+from stormpy.messaging.codec import decode_frame
 from stormpy.topology.errors import EmitError
 from stormpy.topology.tuple import Tuple
 from stormpy.worker.dispatch import Dispatch
+from stormpy.worker.inbound import wire_tuples
 from stormpy.worker.transfer import Transfer
 
 COMPONENTS = {1: "spout", 2: "bolt", 3: "bolt", 4: "far", 5: "far", 6: "other"}

@@ -28,7 +28,8 @@ import org.apache.storm.tuple.Tuple;
 import org.apache.storm.tuple.Values;
 
 /**
- * The bench's word count (the README's topology) on Apache Storm's LocalCluster, in one JVM.
+ * The bench's word count (the README's topology) on Apache Storm's LocalCluster, in one JVM
+ * (with a third argument 2: on two workers exchanging tuples over Netty, see main).
  *
  * <p>Usage: {@code java ... stormpy.bench.WordCountBench SENTENCES_FILE PYTHON}. The sentences
  * (one per line) are the file the Python bench writes from its own generator. Commands on stdin,
@@ -177,20 +178,24 @@ public final class WordCountBench {
         }
     }
 
+    /** The topology; with {@code workers} 2 the split, count (and sink) have a task in each
+     * worker, the split takes its worker's sentences (local or shuffle) and the words go to the
+     * count tasks by field, so about half of them cross to the other worker. */
     static StormTopology topology(boolean running, boolean acking, boolean pythonSplit,
-                                  String python) {
+                                  String python, int workers) {
         TopologyBuilder b = new TopologyBuilder();
         b.setSpout("sentences", new SentenceSpout(acking), 1);
         IRichBolt split = null;
         if (pythonSplit) {
             split = new PythonSplitSentence(python);
-            b.setBolt("split", split, 1).shuffleGrouping("sentences");
+            b.setBolt("split", split, workers).localOrShuffleGrouping("sentences");
         } else {
-            b.setBolt("split", new SplitSentence(), 1).shuffleGrouping("sentences");
+            b.setBolt("split", new SplitSentence(), workers).localOrShuffleGrouping("sentences");
         }
-        b.setBolt("count", new WordCount(running), 1).fieldsGrouping("split", new Fields("word"));
+        b.setBolt("count", new WordCount(running), workers)
+                .fieldsGrouping("split", new Fields("word"));
         if (running) {
-            b.setBolt("sink", new Sink(), 1).fieldsGrouping("count", new Fields("word"));
+            b.setBolt("sink", new Sink(), workers).fieldsGrouping("count", new Fields("word"));
         }
         return b.createTopology();
     }
@@ -225,7 +230,8 @@ public final class WordCountBench {
     }
 
     static String run(LocalCluster cluster, int round, String workload, boolean acking,
-                      boolean pythonSplit, String python, int limit) throws Exception {
+                      boolean pythonSplit, String python, int limit, int workers)
+            throws Exception {
         boolean running = workload.equals("running");
         sentences = java.util.Arrays.copyOf(all, Math.min(limit, all.length));
         long words = 0;
@@ -239,14 +245,14 @@ public final class WordCountBench {
         lastCounted = 0;
         lastAcked = 0;
         Config conf = new Config();
-        conf.setNumWorkers(1);
+        conf.setNumWorkers(workers);
         conf.setNumAckers(acking ? 1 : 0);
         if (acking) {
             conf.setMaxSpoutPending(5000);
         }
         String name = "wordcount-" + round;
         long submitted = System.nanoTime();
-        cluster.submitTopology(name, conf, topology(running, acking, pythonSplit, python));
+        cluster.submitTopology(name, conf, topology(running, acking, pythonSplit, python, workers));
         long deadline = submitted + 600_000_000_000L;
         while (lastCounted == 0 || (acking && lastAcked == 0)) {
             if (System.nanoTime() > deadline) {
@@ -268,7 +274,8 @@ public final class WordCountBench {
             Thread.sleep(50);
         }
         return String.format(
-                "{\"workload\": \"%s\", \"acking\": %b, \"split\": \"%s\", \"words\": %d, "
+                "{\"workload\": \"%s\", \"acking\": %b, \"split\": \"%s\", \"workers\": "
+                        + workers + ", \"words\": %d, "
                         + "\"sentences\": %d, \"seconds\": %.6f, \"start_seconds\": %.3f, "
                         + "\"jvm_rss_kb\": %d, \"jvm_hwm_kb\": %d, \"python_hwm_kb\": %d}",
                 workload, acking, pythonSplit ? "python" : "java", COUNTED.get(),
@@ -277,10 +284,14 @@ public final class WordCountBench {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 2) {
-            System.err.println("usage: WordCountBench SENTENCES_FILE PYTHON");
+        if (args.length != 2 && args.length != 3) {
+            System.err.println("usage: WordCountBench SENTENCES_FILE PYTHON [WORKERS]");
             System.exit(2);
         }
+        // WORKERS 2: two workers in the LocalCluster (two supervisors of one slot each) that
+        // exchange tuples over Storm's Netty transport (storm.local.mode.zmq, as Storm's own
+        // integration tests run it), not its in-JVM queues; still one JVM
+        int workers = args.length == 3 ? Integer.parseInt(args[2]) : 1;
         Path file = Paths.get(args[0]);
         List<String> lines = Files.readAllLines(file, StandardCharsets.UTF_8);
         all = lines.toArray(new String[0]);
@@ -291,7 +302,10 @@ public final class WordCountBench {
         String python = args[1];
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in,
                 StandardCharsets.UTF_8));
-        try (LocalCluster cluster = new LocalCluster()) {
+        try (LocalCluster cluster = workers > 1
+                ? new LocalCluster.Builder().withSupervisors(workers).withPortsPerSupervisor(1)
+                        .withDaemonConf("storm.local.mode.zmq", true).build()
+                : new LocalCluster()) {
             System.out.println("{\"ready\": true, \"sentences\": " + all.length
                     + ", \"words\": " + words + "}");
             System.out.flush();
@@ -312,7 +326,7 @@ public final class WordCountBench {
                     continue;
                 }
                 System.out.println(run(cluster, round++, cmd[1], cmd[2].equals("on"),
-                        cmd[3].equals("python"), python, Integer.parseInt(cmd[4])));
+                        cmd[3].equals("python"), python, Integer.parseInt(cmd[4]), workers));
                 System.out.flush();
             }
         }
