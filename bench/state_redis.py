@@ -5,8 +5,9 @@ redis-py pipeline doing the same writes in the same run (not part of ``make test
    task, ``topology.state.provider: redis``, ``topology.state.cache.max.keys`` bounding the task's
    cache) in a LocalCluster of its own process: keys/s from submit until every input is acked
    (acks come only with the commit that holds the key, so this is committed keys/s), the
-   process's peak RSS against the bound ``--rss-bound-mib``, and CPU seconds (the process's and
-   the Redis server's). Run at N/5 and N to show that the RSS does not grow with the state.
+   process's peak RSS against the bound ``--rss-bound-mib`` and its RSS at every tenth of the
+   run, and CPU seconds (the process's and the Redis server's). Run at N/5 (unless
+   ``--no-small``) and N to show that the RSS does not grow with the state.
 2. The same N keys written by a plain redis-py pipeline (hiredis) as ``HSET``s into one hash, the
    values encoded as the state layer encodes them, in batches of 10,000: the ceiling.
 3. One checkpoint that changed one million keys (``--commit-keys``): ``prepare_commit`` and
@@ -116,6 +117,14 @@ class _Cpu:
                 "redis_cpu_secs": round(server - self.start[1], 2)}
 
 
+def _rss_mib() -> float:
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
 def _rates(keys: int, secs: float, cpu: dict[str, float]) -> dict[str, Any]:
     total = cpu["cpu_secs"] + cpu["redis_cpu_secs"]
     return {"keys": keys, "secs": round(secs, 2), "keys_per_sec": round(keys / secs),
@@ -140,7 +149,10 @@ def child_stateful(port: int, redis_pid: int, keys: int, cache: int, pending: in
             cpu = _Cpu(redis_pid)
             t0 = time.perf_counter()
             lc.submit_topology("state-bench", conf, b.create_topology())
+            rss: list[list[float]] = []  # [committed keys, RSS MiB] at every tenth of the run
             while progress.acked < keys:
+                if progress.acked >= len(rss) * keys / 10:
+                    rss.append([progress.acked, _rss_mib()])
                 time.sleep(0.05)
             secs = time.perf_counter() - t0
             spent = cpu.spent()
@@ -148,7 +160,7 @@ def child_stateful(port: int, redis_pid: int, keys: int, cache: int, pending: in
         registry.unregister(token)
     rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {**_rates(keys, secs, spent), "peak_rss_mib": round(rss_kb / 1024, 1),
-            "cache_max_keys": cache, "max_spout_pending": pending,
+            "rss_mib_by_progress": rss, "cache_max_keys": cache, "max_spout_pending": pending,
             "checkpoint_interval_ms": interval_ms}
 
 
