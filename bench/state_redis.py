@@ -259,9 +259,12 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(children[args.child](args.port, *args.values)))
         return
 
+    from redis.utils import HIREDIS_AVAILABLE
+
     from stormpy.local.redis_server import RedisServer
 
     results: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                               "hiredis": HIREDIS_AVAILABLE,
                                "keys": args.keys, "cache_max_keys": args.cache,
                                "rss_bound_mib": args.rss_bound_mib,
                                "load_average_at_start": os.getloadavg()}
