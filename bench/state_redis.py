@@ -248,6 +248,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--commit-keys", type=int, default=1_000_000,
                         help="changed keys of the one large checkpoint (0: skip)")
     parser.add_argument("--no-small", action="store_true", help="skip the N/5 stateful run")
+    parser.add_argument("--no-pipeline", action="store_true",
+                        help="skip the plain pipeline (its figure from another run)")
     parser.add_argument("--output", type=Path, default=RESULTS / "state_redis.json")
     parser.add_argument("--child", choices=("stateful", "pipeline", "commit"),
                         help=argparse.SUPPRESS)
@@ -277,15 +279,17 @@ def main(argv: list[str] | None = None) -> None:
             results["stateful_small"] = _child("stateful", *stateful, small, args.cache,
                                                args.pending, args.interval_ms)
             print("stateful bolt", small, "keys:", results["stateful_small"], flush=True)
-        results["pipeline"] = _child("pipeline", server.port, pid, args.keys)
-        print("plain redis-py pipeline:", results["pipeline"], flush=True)
+        if not args.no_pipeline:
+            results["pipeline"] = _child("pipeline", server.port, pid, args.keys)
+            print("plain redis-py pipeline:", results["pipeline"], flush=True)
         results["stateful"] = _child("stateful", *stateful, args.keys, args.cache, args.pending,
                                      args.interval_ms)
         print("stateful bolt", args.keys, "keys:", results["stateful"], flush=True)
-        results["ratio_wall"] = round(results["stateful"]["keys_per_sec"]
-                                      / results["pipeline"]["keys_per_sec"], 3)
-        results["ratio_cpu"] = round(results["stateful"]["keys_per_cpu_sec"]
-                                     / results["pipeline"]["keys_per_cpu_sec"], 3)
+        if not args.no_pipeline:
+            results["ratio_wall"] = round(results["stateful"]["keys_per_sec"]
+                                          / results["pipeline"]["keys_per_sec"], 3)
+            results["ratio_cpu"] = round(results["stateful"]["keys_per_cpu_sec"]
+                                         / results["pipeline"]["keys_per_cpu_sec"], 3)
         results["rss_within_bound"] = results["stateful"]["peak_rss_mib"] <= args.rss_bound_mib
         if args.commit_keys:
             results["commit"] = _child("commit", server.port, pid, args.commit_keys)
