@@ -171,7 +171,7 @@ def child_pipeline(port: int, redis_pid: int, keys: int) -> dict[str, Any]:
     from stormpy.state.kv import _enc
     from stormpy.topology.state import encode_state
 
-    client = redis.Redis(port=port)
+    client = redis.Redis(port=port, socket_timeout=600)  # a starved Redis on a busy machine
     hash_key = f"plain-{keys}"
     cpu = _Cpu(redis_pid)
     t0 = time.perf_counter()
