@@ -8,6 +8,10 @@ under ``/``-separated key paths, bounded in time, errors naming the path):
 * ``write_batch(puts, deletes)``: puts then deletes, applied in that order, for large checkpoint
   steps: atomic on memory and SQLite; on ZooKeeper and Redis sent in batches, so an interruption
   leaves a prefix of them applied (callers make the batch idempotent and repeat it);
+* ``write_encoded(puts, deletes)``: ``write_batch`` with the values given already encoded as
+  state documents (``(key, document)`` pairs, :func:`encode_packed` or
+  :func:`~stormpy.topology.state.encode_state` bytes): the same effect, without packing the
+  values again (a checkpoint's fold writes the bytes its prepare packed);
 * ``scan(key, prefix=)``: ``(name, value)`` of the children of ``key`` that hold a value (and whose
   name starts with ``prefix``), streamed page by page: never the whole subtree in memory at once
   on SQLite and Redis; in no promised order; a child written during the scan may be missed, and
@@ -35,9 +39,34 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from stormpy.topology.state import StateKeyError, StateStoreError, key_segments
+import msgpack
 
-__all__ = ["MAX_UPDATE_ROUNDS", "Store", "check_segments", "contention_pause", "root_or_segments"]
+from stormpy.topology.state import (
+    MAX_VALUE_BYTES,
+    STATE_VERSION,
+    StateKeyError,
+    StateStoreError,
+    StateValueError,
+    decode_state,
+    key_segments,
+)
+
+__all__ = ["MAX_UPDATE_ROUNDS", "Store", "check_segments", "contention_pause", "encode_packed",
+           "root_or_segments"]
+
+#: a state document's bytes before its packed value (``encode_state``'s map, its value last)
+_DOC_HEAD = msgpack.packb({"v": STATE_VERSION, "value": None}, use_bin_type=True)[:-1]
+
+
+def encode_packed(path: str, packed: bytes) -> bytes:
+    """The state document of a value already packed (``msgpack.packb(value,
+    use_bin_type=True)``): the bytes ``encode_state(path, value)`` gives, without packing the
+    value again; StateValueError naming ``path`` when over the size limit."""
+    data = _DOC_HEAD + packed
+    if len(data) > MAX_VALUE_BYTES:
+        raise StateValueError(path, f"value is {len(data)} bytes encoded; the limit is "
+                                    f"{MAX_VALUE_BYTES} (keep large data elsewhere)")
+    return data
 
 #: How often ``update`` re-reads a key that concurrent writers keep changing before it gives up
 #: (StateUnavailableError: try again later); between rounds it waits a little, at random.
@@ -112,6 +141,12 @@ class Store:
         """Apply ``puts``, then ``deletes``, in that order (see the module contract)."""
         self.put_many(puts)
         self.delete_many(deletes)
+
+    def write_encoded(self, puts: Iterable[tuple[str, bytes]], deletes: Iterable[str] = ()
+                      ) -> None:
+        """``write_batch`` of ``(key, state document)`` pairs (see the module contract)."""
+        self.write_batch({key: decode_state(self.where(key), data) for key, data in puts},
+                         deletes)
 
     def scan(self, key: str = "", *, prefix: str = "", page: int = 1000
              ) -> Iterator[tuple[str, Any]]:

@@ -31,6 +31,7 @@ Keys are hashable msgpack scalars (str, int, bytes, float, bool, None); values a
 from __future__ import annotations
 
 import base64
+import binascii
 import logging
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -38,7 +39,7 @@ from typing import Any
 
 import msgpack
 
-from stormpy.state.base import Store
+from stormpy.state.base import Store, encode_packed
 from stormpy.topology.state import CorruptStateError, StateStoreError, StateValueError
 
 __all__ = ["CHUNK_BYTES", "DEFAULT_CACHE_MAX_KEYS", "FOLD_BATCH", "KeyValueState"]
@@ -58,31 +59,59 @@ _MISSING = object()
 _KEY_TYPES = (str, int, bytes, float, bool, type(None))
 
 
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
+_DELETED_TAIL = b"\xc2\xc0"  # a deletion's entry after its key: false, nil
+
+
 def _enc(key: Any) -> str:
-    return "d." + base64.urlsafe_b64encode(msgpack.packb(key)).decode()
+    return _enc_packed(msgpack.packb(key))
+
+
+def _enc_packed(packed_key: bytes) -> str:
+    """The ``d.`` row name of the key packed as ``packed_key`` (base64url of its msgpack)."""
+    return "d." + binascii.b2a_base64(packed_key, newline=False).translate(_URLSAFE).decode()
 
 
 def _dec(name: str) -> Any:
     return msgpack.unpackb(base64.urlsafe_b64decode(name[2:]), raw=False, strict_map_key=False)
 
 
-def _chunks(changes: dict[Any, Any], limit: int) -> list[bytes]:
-    """``changes`` as packed ``[key, present, value]`` entries, in chunks of at most ``limit``
-    bytes (an entry larger than ``limit`` alone)."""
-    packer = msgpack.Packer(use_bin_type=True)
-    chunks: list[bytes] = []
-    parts: list[bytes] = []
-    size = 0
-    for key, value in changes.items():
-        entry = packer.pack([key, value is not _DELETED, None if value is _DELETED else value])
-        if parts and size + len(entry) > limit:
-            chunks.append(b"".join(parts))
-            parts, size = [], 0
-        parts.append(entry)
-        size += len(entry)
-    if parts:
-        chunks.append(b"".join(parts))
-    return chunks
+class _Encoded:
+    """A checkpoint's changes packed once: the chunks of ``p.<txid>`` (packed ``[key, present,
+    value]`` entries, at most ``limit`` bytes each; an entry larger than ``limit`` alone) and
+    the ``d.`` rows the fold writes (name and state document, from the same packed bytes) and
+    deletes."""
+
+    __slots__ = ("chunks", "deletes", "puts")
+
+    def __init__(self, location: str, changes: dict[Any, Any], limit: int) -> None:
+        packb = msgpack.Packer(use_bin_type=True).pack
+        self.chunks: list[bytes] = []
+        self.puts: list[tuple[str, bytes]] = []
+        self.deletes: list[str] = []
+        parts: list[bytes] = []
+        size = 0
+        for key, value in changes.items():
+            pk = packb(key)
+            name = _enc_packed(pk)
+            if value is _DELETED:
+                entry = b"\x93" + pk + _DELETED_TAIL
+                self.deletes.append(name)
+            else:
+                try:
+                    pv = packb(value)
+                except (TypeError, ValueError, OverflowError) as exc:
+                    raise StateValueError(f"{location} key {key!r}", "value must be "
+                                          f"msgpack-serialisable plain data: {exc}") from None
+                entry = b"\x93" + pk + b"\xc3" + pv
+                self.puts.append((name, encode_packed(f"{location} key {key!r}", pv)))
+            if parts and size + len(entry) > limit:
+                self.chunks.append(b"".join(parts))
+                parts, size = [], 0
+            parts.append(entry)
+            size += len(entry)
+        if parts:
+            self.chunks.append(b"".join(parts))
 
 
 class KeyValueState:
@@ -103,10 +132,13 @@ class KeyValueState:
         self._cache: OrderedDict[Any, Any] = OrderedDict()
         self._prepared: dict[Any, Any] = {}
         self._prepared_txid: int | None = None
+        #: the prepared changes packed (chunks written by the prepare, rows for the fold)
+        self._prepared_rows: _Encoded | None = None
         self._pending: dict[Any, Any] = {}
         #: committed changes whose fold into the ``d.`` rows is still to be done
         self._unfolded: dict[Any, Any] = {}
         self._unfolded_txid: int | None = None
+        self._unfolded_rows: _Encoded | None = None
         self.committed_txid = 0
         self.load()
 
@@ -196,6 +228,7 @@ class KeyValueState:
             raise CorruptStateError(f"{self.store.location} key 'meta'",
                                     f"not a state meta document: {meta!r}")
         self._prepared, self._prepared_txid, self._pending = {}, None, {}
+        self._prepared_rows = self._unfolded_rows = None
         self._unfolded, self._unfolded_txid = {}, None
         self._cache.clear()
         self.committed_txid = int(meta.get("committed", 0))
@@ -244,25 +277,29 @@ class KeyValueState:
                                     f"not a chunk of packed entries ({exc})") from None
         return self._entries(name, entries)
 
-    def _fold(self, changes: dict[Any, Any]) -> None:
-        """Write committed ``changes`` into the ``d.`` rows (idempotent), in slices."""
-        items = list(changes.items())
-        for start in range(0, len(items), FOLD_BATCH):
-            part = items[start:start + FOLD_BATCH]
-            self.store.write_batch({_enc(k): v for k, v in part if v is not _DELETED},
-                                   [_enc(k) for k, v in part if v is _DELETED])
+    def _fold(self, changes: dict[Any, Any], rows: _Encoded | None = None) -> None:
+        """Write committed ``changes`` (packed as ``rows`` when given) into the ``d.`` rows
+        (idempotent), in slices of :data:`FOLD_BATCH` keys."""
+        if rows is None:
+            rows = _Encoded(self.store.location, changes, self.chunk_bytes)
+        for start in range(0, len(rows.puts), FOLD_BATCH):
+            self.store.write_encoded(rows.puts[start:start + FOLD_BATCH])
+        for start in range(0, len(rows.deletes), FOLD_BATCH):
+            self.store.write_encoded((), rows.deletes[start:start + FOLD_BATCH])
 
     def _finish_fold(self) -> None:
         """Fold the changes of a commit whose fold has not been done yet, then drop its
         ``p.<txid>``; the cache learns the committed values."""
         if self._unfolded_txid is None:
             return
-        self._fold(self._unfolded)
+        self._fold(self._unfolded, self._unfolded_rows)
         self.store.delete(f"p.{self._unfolded_txid}")
-        for key, value in self._unfolded.items():
-            if key in self._cache:
-                self._cache[key] = value
-        self._unfolded, self._unfolded_txid = {}, None
+        cache = self._cache
+        if cache:
+            for key, value in self._unfolded.items():
+                if key in cache:
+                    cache[key] = value
+        self._unfolded, self._unfolded_txid, self._unfolded_rows = {}, None, None
 
     def prepare_commit(self, txid: int) -> None:
         """Make the changes so far durable as ``txid``'s, not yet visible after a restart."""
@@ -272,14 +309,16 @@ class KeyValueState:
         self._finish_fold()
         self._prepared.update(self._pending)
         self._pending = {}
-        chunks = _chunks(self._prepared, self.chunk_bytes)
+        # packed once: the chunks written now are the rows the commit's fold writes
+        rows = _Encoded(self.store.location, self._prepared, self.chunk_bytes)
         # the header first: where put_many is not atomic (ZooKeeper) a prepare cut short is
         # still found by its header, and deleted, at the next load
-        writes: dict[str, Any] = {f"p.{txid}": {"chunks": len(chunks),
+        writes: dict[str, Any] = {f"p.{txid}": {"chunks": len(rows.chunks),
                                                 "changes": len(self._prepared)}}
-        writes.update((f"p.{txid}/{i}", chunk) for i, chunk in enumerate(chunks))
+        writes.update((f"p.{txid}/{i}", chunk) for i, chunk in enumerate(rows.chunks))
+        rows.chunks = []
         self.store.put_many(writes)
-        self._prepared_txid = txid
+        self._prepared_txid, self._prepared_rows = txid, rows
 
     def commit(self, txid: int, *, fold: bool = True) -> bool:
         """Commit ``txid``'s prepared changes; True when something was committed (False: already
@@ -293,7 +332,8 @@ class KeyValueState:
         self.store.put("meta", {"committed": txid})
         self.committed_txid = txid
         self._unfolded, self._unfolded_txid = self._prepared, txid
-        self._prepared, self._prepared_txid = {}, None
+        self._unfolded_rows = self._prepared_rows
+        self._prepared, self._prepared_txid, self._prepared_rows = {}, None, None
         if fold:
             self.fold()
         return True
@@ -319,6 +359,7 @@ class KeyValueState:
         next prepare of its txid)."""
         txid = self._prepared_txid
         self._prepared, self._prepared_txid, self._pending = {}, None, {}
+        self._prepared_rows = None
         if txid is not None:
             try:
                 self.store.delete(f"p.{txid}")

@@ -313,7 +313,17 @@ class RedisStore(Store):
     def write_batch(self, puts: Mapping[str, Any], deletes: Iterable[str] = ()) -> None:
         """Puts, then deletes, in order, in one pipeline sent :data:`PIPELINE_BATCH` commands at
         a time (not atomic: see the module doc)."""
+        self._write_rows(((key, encode_state(f"{self.location}/{key}", value))
+                          for key, value in puts.items()), deletes)
+
+    def write_encoded(self, puts: Iterable[tuple[str, bytes]], deletes: Iterable[str] = ()
+                      ) -> None:
+        """``write_batch`` of documents already encoded: no value packed again."""
+        self._write_rows(puts, deletes)
+
+    def _write_rows(self, rows: Iterable[tuple[str, bytes]], deletes: Iterable[str]) -> None:
         deleted = list(deletes)
+        own_hash, plain, at_root = self._own_hash, _PLAIN.fullmatch, not self._encoded
 
         def run() -> None:
             pipe = self._conn.client.pipeline(transaction=False)
@@ -322,18 +332,20 @@ class RedisStore(Store):
                 pipe.hsetnx(parent, field, b"")
             group: list[Any] = []  # field, value, ... of consecutive puts into one hash
             group_parent = ""
-            for key, value in puts.items():
-                parent, field = self._field(key)
+            for key, data in rows:
+                if at_root or "/" in key or not plain(key) or key in (".", ".."):
+                    parent, field = self._field(key)
+                    for m_parent, m_field in (self._markers(key) if "/" in key else ()):
+                        pipe.hsetnx(m_parent, m_field, b"")
+                        queued += 1
+                else:  # one plain segment below the store (a state row): _field's fast path
+                    parent, field = own_hash, key.replace("=", "%3D")
                 if parent != group_parent or len(group) >= 2 * HSET_FIELDS:
                     if group:
                         pipe.hset(group_parent, items=group)
                         queued += 1
                     group, group_parent = [], parent
-                group += (field, encode_state(f"{self.location}/{key}", value))
-                if "/" in key:
-                    for m_parent, m_field in self._markers(key):
-                        pipe.hsetnx(m_parent, m_field, b"")
-                        queued += 1
+                group += (field, data)
                 if queued >= PIPELINE_BATCH // HSET_FIELDS:
                     pipe.execute()
                     queued = 0

@@ -7,8 +7,9 @@ is the store's base path and the key's segments, each percent-encoded
 (:func:`~stormpy.cluster.paths.encode_segment`) and joined by ``/``, so ``children`` and recursive
 ``delete`` are range queries (every path below ``p`` sorts between ``p/`` and ``p0``). Several
 stores may share a table under different bases. Safe across processes (WAL, busy timeout);
-``put_many``/``delete_many`` and ``update`` are one transaction each. A file that cannot be opened
-because it is locked raises :class:`~stormpy.topology.state.StateUnavailableError`, a damaged one
+``put_many``/``delete_many``, ``write_batch``/``write_encoded`` and ``update`` are one
+transaction each. A file that cannot be opened because it is locked raises
+:class:`~stormpy.topology.state.StateUnavailableError`, a damaged one
 :class:`~stormpy.topology.state.CorruptStateError`; both name the file.
 """
 
@@ -181,6 +182,25 @@ class SqliteStore(Store):
         rows = [self._row(k) for k in keys]
         if rows:
             self._transaction(self.location, lambda c: [self._delete(c, r) for r in rows])
+
+    def write_batch(self, puts: Mapping[str, Any], deletes: Iterable[str] = ()) -> None:
+        """Puts, then deletes, in one transaction."""
+        self.write_encoded([(k, encode_state(self.where(k), v)) for k, v in puts.items()],
+                           deletes)
+
+    def write_encoded(self, puts: Iterable[tuple[str, bytes]], deletes: Iterable[str] = ()
+                      ) -> None:
+        """``write_batch`` of documents already encoded, in one transaction."""
+        rows = [(self._row(k), data) for k, data in puts]
+        gone = [self._row(k) for k in deletes]
+
+        def work(conn: sqlite3.Connection) -> None:
+            conn.executemany(f"INSERT OR REPLACE INTO {self._sql_table} (key, doc) VALUES (?, ?)",
+                             rows)
+            for row in gone:
+                self._delete(conn, row)
+        if rows or gone:
+            self._transaction(self.location, work)
 
     def children(self, key: str = "") -> list[str]:
         row = self._row(key)

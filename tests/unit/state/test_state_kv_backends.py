@@ -208,15 +208,15 @@ def test_a_commit_whose_fold_fails_is_committed_and_folded_by_the_next_prepare(
     state = KeyValueState(store)
     state.put("a", 1)
     state.prepare_commit(1)
-    real = store.write_batch
+    real = store.write_encoded
 
-    def down(puts: Mapping[str, Any], deletes: Iterable[str] = ()) -> None:
+    def down(puts: Iterable[tuple[str, bytes]], deletes: Iterable[str] = ()) -> None:
         raise StateUnavailableError(store.location, "gone")
 
-    monkeypatch.setattr(store, "write_batch", down)
+    monkeypatch.setattr(store, "write_encoded", down)
     assert state.commit(1)  # the commit point is written: committed
     assert state.get("a") == 1 and dict(state.items()) == {"a": 1}
-    monkeypatch.setattr(store, "write_batch", real)
+    monkeypatch.setattr(store, "write_encoded", real)
     state.put("b", 2)
     state.prepare_commit(2)  # folds 1 first
     assert store.get("p.1") is None and KeyValueState(store).get("a") == 1
