@@ -41,9 +41,11 @@ PUBLIC: dict[str, list[str]] = {
         "free_port", "free_ports", "simulated_time", "stays_unchanged", "test_tuple",
         "tracked_wait", "wait_for",
     ],
+    # local mode and the development servers users start; how their processes are found and
+    # ended is internal (free_ports is the test kit's)
     "stormpy.local": [
-        "DaemonProcess", "LocalCluster", "ProcessCluster", "TopologyNotFound", "end_processes",
-        "find_processes", "free_ports",
+        "KafkaBroker", "LocalCluster", "ProcessCluster", "RedisServer", "SparkStandalone",
+        "TopologyNotFound", "start_broker",
     ],
     "stormpy.state": [
         "CHECKPOINT_COMPONENT", "CHECKPOINT_STREAM", "CheckpointSpout", "DocStore", "KeyValueState",
