@@ -124,7 +124,8 @@ def imported_modules(path: Path) -> frozenset[str]:
 def package_key(name: str) -> str:
     """The key of ``ALLOWED`` for a top-level name: an internal top-level module (``_batching``)
     counts as its public-looking name (``batching``) unless it has a key of its own (``_native``)."""
-    return name[1:] if name.startswith("_") and name not in ALLOWED else name
+    internal = name.startswith("_") and not name.startswith("__")
+    return name[1:] if internal and name not in ALLOWED else name
 
 
 def stormpy_imports(path: Path) -> set[str]:
