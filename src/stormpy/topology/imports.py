@@ -7,8 +7,8 @@ the class is kept in this process's registry of local classes, so the in-process
 one are refused on the way to a cluster (:func:`is_local_path`, ``TopologySpec.from_doc``).
 
 A path into stormpy written before its internal modules took their ``_`` prefix
-(``stormpy.windowing.join:JoinBolt`` for ``stormpy.windowing._join:JoinBolt``: a spec stored by
-an older Nimbus, a path in a user's config) still resolves: when a ``stormpy.`` module is missing,
+(``stormpy.pkg.mod:Class`` for what is now ``stormpy.pkg._mod:Class``: a spec stored by an older
+Nimbus, a path in a user's config) still resolves: when a ``stormpy.`` module is missing,
 :func:`import_object` tries the same module with a ``_`` before its last part.
 """
 

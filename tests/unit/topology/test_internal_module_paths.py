@@ -1,5 +1,6 @@
 """A component path into stormpy written before its internal modules took their ``_`` prefix
-still resolves (a spec stored by an older Nimbus names ``stormpy.windowing.join:JoinBolt``);
+still resolves (a spec stored by an older Nimbus names ``stormpy.pkg.mod:Class`` for
+``stormpy.pkg._mod:Class``);
 other missing modules still fail naming the path."""
 
 from __future__ import annotations
