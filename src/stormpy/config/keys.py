@@ -199,7 +199,7 @@ CORE_KEYS: tuple[ConfigKey, ...] = (
               "Chaining: a tuple emitted on a worker's executor loop to a bolt task of the same "
               "worker runs that task's execute at once, inside the emit, when nothing is queued "
               "before it, the task is not already running and the chain is less than 16 deep; "
-              "otherwise it is queued (docs/architecture.md, \"Chaining\"). false always "
+              "otherwise it is queued (docs/performance.md, \"Chaining\"). false always "
               "queues.",
               Flag()),
     # --- multilang (stormpy.multilang's shell components; Storm's keys and defaults) -------

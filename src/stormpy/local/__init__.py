@@ -1,13 +1,20 @@
-"""Local mode: a whole topology inside this process (:class:`LocalCluster`, ``stormpy local``) or
+"""Local mode: a whole topology inside this process (:class:`LocalCluster`, ``stormpy local``),
 Nimbus and supervisors as subprocesses on this machine (:class:`ProcessCluster`,
-``stormpy dev-cluster``).
+``stormpy dev-cluster``), and the development servers a topology may need beside them:
+:class:`RedisServer` (``stormpy dev-redis``), :class:`SparkStandalone` (``stormpy dev-spark``)
+and a Kafka broker (:func:`start_broker` picks one, ``stormpy dev-kafka``).
 
 Production code (the CLI runs it), built on the worker and the Nimbus client like a cluster is;
-the public test kit :mod:`stormpy.testing` re-exports it.
+the public test kit :mod:`stormpy.testing` re-exports :class:`LocalCluster`. How these processes
+are found and ended (the process table, SIGTERM then SIGKILL) is internal.
 """
 
 from stormpy.local.cluster import LocalCluster, TopologyNotFound
-from stormpy.local.processes import DaemonProcess, ProcessCluster, end_processes, find_processes, free_ports
+from stormpy.local.dev_kafka import start_broker
+from stormpy.local.kafka_broker import KafkaBroker
+from stormpy.local.processes import ProcessCluster
+from stormpy.local.redis_server import RedisServer
+from stormpy.local.spark_cluster import SparkStandalone
 
-__all__ = ["DaemonProcess", "LocalCluster", "ProcessCluster", "TopologyNotFound", "end_processes",
-           "find_processes", "free_ports"]
+__all__ = ["KafkaBroker", "LocalCluster", "ProcessCluster", "RedisServer", "SparkStandalone",
+           "TopologyNotFound", "start_broker"]

@@ -16,6 +16,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+__all__: list[str] = []  # a command (``python -m``), part of every shell component's spec: nothing to import
+
 SERIALIZER_ENV = "STORMPY_MULTILANG_SERIALIZER"
 
 

@@ -8,7 +8,10 @@ given) is reported as an error of the task (``report_error``: ``stormpy info``, 
 what the subprocess held (a bolt fails its pending tuples, so reliable spouts replay them) and
 the SUBPROCESS is restarted (not the worker: its other tasks keep running), at once after the
 first fault, then with an exponential backoff (0.5 s doubling up to 30 s) while faults follow each
-other within 30 s.
+other within 30 s. A delayed restart is kept by one :class:`~stormpy.host.service.Service` per
+task (``multilang-restart-<component>:<task>``, started at the first delayed restart), which
+hands the restart to the executor loop when the backoff's delay is over; stopping the component
+stops that service and cancels a restart still due.
 """
 
 from __future__ import annotations
@@ -16,13 +19,13 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Self
 
 from stormpy.config import setting
 from stormpy.host.backoff import Backoff
+from stormpy.host.service import Service
 from stormpy.multilang.process import ShellProcess
 from stormpy.multilang.protocol import LOG_LEVELS, handshake, heartbeat_period, subprocess_timeout
 from stormpy.multilang.serializers import SERIALIZER_KEY, Codec, codec_for, codec_named
@@ -38,6 +41,8 @@ SERIALIZER_ENV = "STORMPY_MULTILANG_SERIALIZER"
 QUEUED_METRIC = "multilangQueued"
 #: a subprocess that ran this long before its fault restarts at once again
 _STABLE_SECS = 30.0
+#: the restart service's round when no restart is due (a wake runs it early)
+_RESTART_IDLE_SECS = 3600.0
 
 
 class ShellComponentError(RuntimeError):
@@ -196,7 +201,9 @@ class ShellHost:
         self._env = env
         self._metric_values: dict[str, Any] = {}
         self._backoff = Backoff(0.5, 30.0, free_failures=1)
-        self._restart_timer: threading.Timer | None = None
+        self._restart_due = False  # a delayed restart waits for the backoff's next_attempt
+        self._restarter = Service(f"multilang-restart-{self._name}", self._restart_round,
+                                  interval=_RESTART_IDLE_SECS, log=self._log)
         self._closing = False
         self._generation = 0
         self._started_at = 0.0
@@ -208,8 +215,19 @@ class ShellHost:
         proc = self._process
         return proc.queued if proc is not None else 0
 
+    def _restart_round(self) -> float | None:
+        """The restart service's round: hand a due restart to the loop; else sleep until due."""
+        if not self._restart_due:
+            return None
+        now = time.monotonic()
+        if not self._backoff.ready(now):
+            return self._backoff.next_attempt - now
+        self._restart_due = False
+        self.call_soon_threadsafe(self._spawn)  # type: ignore[attr-defined]
+        return None
+
     def _spawn(self) -> None:
-        self._restart_timer = None
+        self._restart_due = False
         if self._closing:
             return
         self._generation += 1
@@ -252,16 +270,15 @@ class ShellHost:
         self._on_fault_dropped()
         if time.monotonic() - self._started_at > _STABLE_SECS:
             self._backoff.reset()
-        delay = self._backoff.failed()
-        if delay <= 0:
+        now = time.monotonic()
+        due = self._backoff.failed_at(now)
+        if due <= now:
             self._spawn()
             return
-        self._log.warning("restarting the shell process of %s in %.1f s", self._name, delay)
-        timer = threading.Timer(delay, self.call_soon_threadsafe,  # type: ignore[attr-defined]
-                                (self._spawn,))
-        timer.daemon = True
-        self._restart_timer = timer
-        timer.start()
+        self._log.warning("restarting the shell process of %s in %.1f s", self._name, due - now)
+        self._restart_due = True
+        self._restarter.start()
+        self._restarter.wake()
 
     def _common_command(self, command: str, msg: Mapping[str, Any]) -> None:
         """``log``, ``error`` and ``metrics``, the same for bolts and spouts."""
@@ -282,8 +299,8 @@ class ShellHost:
 
     def _stop_shell(self) -> None:
         self._closing = True
-        if self._restart_timer is not None:
-            self._restart_timer.cancel()
+        self._restart_due = False
+        self._restarter.stop()
         proc, self._process = self._process, None
         if proc is not None:
             proc.stop(wait=True)

@@ -34,13 +34,13 @@ store is rooted at (a namespace's own value, e.g. a Kinesis stream's shard list 
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import msgpack
 
+from stormpy.host.backoff import Backoff
 from stormpy.topology.state import (
     MAX_VALUE_BYTES,
     STATE_VERSION,
@@ -52,7 +52,7 @@ from stormpy.topology.state import (
 )
 
 __all__ = ["MAX_UPDATE_ROUNDS", "Store", "check_segments", "contention_pause", "encode_packed",
-           "root_or_segments"]
+           "root_or_segments", "update_rounds"]
 
 #: a state document's bytes before its packed value (``encode_state``'s map, its value last)
 _DOC_HEAD = msgpack.packb({"v": STATE_VERSION, "value": None}, use_bin_type=True)[:-1]
@@ -71,13 +71,28 @@ def encode_packed(path: str, packed: bytes) -> bytes:
 #: How often ``update`` re-reads a key that concurrent writers keep changing before it gives up
 #: (StateUnavailableError: try again later); between rounds it waits a little, at random.
 MAX_UPDATE_ROUNDS = 100
+#: the pause before the second round is at most this long; it doubles per round up to the cap
 UPDATE_BACKOFF_SECS = 0.002
+UPDATE_BACKOFF_CAP_SECS = 0.02
 _ABSENT = object()
 
 
-def contention_pause(round_: int) -> None:
-    """The random wait before ``update``'s round ``round_`` + 1 (writers that collided spread)."""
-    time.sleep(random.uniform(0, UPDATE_BACKOFF_SECS * min(round_ + 1, 10)))
+def update_rounds() -> Iterator[int]:
+    """The rounds of one ``update`` (0 … ``MAX_UPDATE_ROUNDS`` - 1), with a contention pause
+    before every round but the first: the one :class:`~stormpy.host.backoff.Backoff` with full
+    jitter (up to 2 ms, doubling to at most 20 ms), so writers that collided spread out. The
+    caller stops iterating when a round wrote (or decided not to) and raises
+    ``StateUnavailableError`` when the rounds run out."""
+    backoff = Backoff(UPDATE_BACKOFF_SECS, UPDATE_BACKOFF_CAP_SECS, jitter=1.0)
+    for round_ in range(MAX_UPDATE_ROUNDS):
+        if round_:
+            contention_pause(backoff)
+        yield round_
+
+
+def contention_pause(backoff: Backoff) -> None:
+    """Wait out the delay ``backoff`` gives for one more failed round."""
+    time.sleep(backoff.failed())
 
 
 def root_or_segments(location: str, key: str) -> tuple[str, ...]:

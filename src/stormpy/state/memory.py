@@ -22,8 +22,8 @@ from stormpy.state.base import (
     MAX_UPDATE_ROUNDS,
     Store,
     check_segments,
-    contention_pause,
     root_or_segments,
+    update_rounds,
 )
 from stormpy.topology.state import (
     AREAS,
@@ -92,9 +92,7 @@ class MemoryStore(Store):
 
     def update(self, key: str, fn: Callable[[Any], Any]) -> bool:
         node, path = self._key(key), self.where(key)
-        for round_ in range(MAX_UPDATE_ROUNDS):
-            if round_:
-                contention_pause(round_)
+        for _round in update_rounds():
             with self._backend.locked(path):
                 data = self._backend.nodes.get(node)
             old = decode_state(path, data) if data else None

@@ -43,8 +43,8 @@ from stormpy.state.base import (
     MAX_UPDATE_ROUNDS,
     Store,
     check_segments,
-    contention_pause,
     root_or_segments,
+    update_rounds,
 )
 from stormpy.topology.state import (
     StateKeyError,
@@ -408,9 +408,7 @@ class RedisStore(Store):
                     return None
                 return True
 
-        for round_ in range(MAX_UPDATE_ROUNDS):
-            if round_:
-                contention_pause(round_)
+        for _round in update_rounds():
             done = self._call(path, attempt)
             if done is not None:
                 return done

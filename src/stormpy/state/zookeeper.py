@@ -39,8 +39,8 @@ from stormpy.state.base import (
     MAX_UPDATE_ROUNDS,
     Store,
     check_segments,
-    contention_pause,
     root_or_segments,
+    update_rounds,
 )
 from stormpy.state.memory import MemoryBackend
 from stormpy.topology.state import (
@@ -126,9 +126,7 @@ def compare_and_set(storage: ZkStorage, path: str, fn: Callable[[bytes | None], 
 
     def attempt(wait: Callable[[Any], Any]) -> bool:
         nonlocal sent
-        for round_ in range(MAX_UPDATE_ROUNDS):
-            if round_:
-                contention_pause(round_)
+        for _round in update_rounds():
             try:
                 data, stat = wait(client.get_async(path))
             except NoNodeError:

@@ -7,6 +7,8 @@ from stormpy.topology.context import TopologyContext
 from stormpy.topology.errors import EmitError, FailedException, InvalidTopologyError
 from stormpy.topology.fields import Fields
 from stormpy.topology.grouping import Grouping
+from stormpy.topology.hooks import TaskHook
+from stormpy.topology.metrics_consumer import IMetricsConsumer
 from stormpy.topology.offloop import BackgroundJob, OffLoop
 from stormpy.topology.spec import TopologySpec
 from stormpy.topology.streams import Stream
@@ -15,6 +17,6 @@ from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
 __all__ = [
     "BackgroundJob", "BasicBolt", "Bolt", "BoltDeclarer", "ColumnBatch", "Component", "ComponentDeclarer",
     "CustomStreamGrouping", "DEFAULT_STREAM", "EmitError", "FailedException", "Fields", "Grouping",
-    "InvalidTopologyError", "OffLoop", "Spout", "Stream", "TopologyBuilder", "TopologyContext",
-    "TopologySpec", "Tuple",
+    "IMetricsConsumer", "InvalidTopologyError", "OffLoop", "Spout", "Stream", "TaskHook",
+    "TopologyBuilder", "TopologyContext", "TopologySpec", "Tuple",
 ]

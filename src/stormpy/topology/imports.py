@@ -5,6 +5,11 @@ path names it with the ``<locals>`` marker and its identity (``module:fn.<locals
 the class is kept in this process's registry of local classes, so the in-process runtime
 (LocalCluster, complete_topology) resolves it; any other process cannot, and topologies naming
 one are refused on the way to a cluster (:func:`is_local_path`, ``TopologySpec.from_doc``).
+
+A path into stormpy written before its internal modules took their ``_`` prefix
+(``stormpy.pkg.mod:Class`` for what is now ``stormpy.pkg._mod:Class``: a spec stored by an older
+Nimbus, a path in a user's config) still resolves: when a ``stormpy.`` module is missing,
+:func:`import_object` tries the same module with a ``_`` before its last part.
 """
 
 from __future__ import annotations
@@ -39,6 +44,21 @@ def class_path(cls: type) -> str:
     return path
 
 
+def import_module(name: str) -> Any:
+    """``importlib.import_module(name)``; a missing ``stormpy.a.b`` is looked for as
+    ``stormpy.a._b`` (the module's internal name) before the first error is raised."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        package, _, last = name.rpartition(".")
+        if exc.name != name or not package.startswith("stormpy") or last.startswith("_"):
+            raise
+        try:
+            return importlib.import_module(f"{package}._{last}")
+        except ModuleNotFoundError:
+            raise exc from None
+
+
 def import_object(path: str) -> Any:
     """Import ``module:attr.sub`` (or ``module.attr``), or find a registered local class;
     ImportError names the path on failure."""
@@ -55,7 +75,7 @@ def import_object(path: str) -> Any:
     if not module_name or not attr:
         raise ImportError(f"{path!r} is not an import path like 'package.module:Name'")
     try:
-        obj: Any = importlib.import_module(module_name)
+        obj: Any = import_module(module_name)
     except ImportError as exc:
         raise ImportError(f"cannot import module {module_name!r} (from {path!r}): {exc}") from exc
     for part in attr.split("."):

@@ -1,6 +1,6 @@
 """The worker's control thread: run-time log levels and requests (dumps, profiles) from ZooKeeper.
 
-Contract of :class:`WorkerControl` (docs/architecture.md, "Worker control channel"):
+Contract of :class:`WorkerControl` (docs/performance.md, "Worker control channel"):
 
 * One :class:`~stormpy.host.service.Service` thread, never the executor loop: a worker whose
   components are busy in user code still answers (the thread needs only the GIL, which a busy

@@ -1,5 +1,5 @@
-"""Worker: the tasks of one worker driven by a single executor loop (docs/architecture.md, "The
-worker and its executor loop"): drain inbound frames into task queues, fire timers, run each
+"""Worker: the tasks of one worker driven by a single executor loop (docs/performance.md, "The
+executor loop in detail"): drain inbound frames into task queues, fire timers, run each
 task's queued tuples, let spouts emit when the topology is active and nothing downstream is
 full, flush outbound batches, wait briefly when there was no work. A tuple for a task of this
 worker is handed over as the object (its queue, or its ``execute`` at once: chaining,

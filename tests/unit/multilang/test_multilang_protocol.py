@@ -10,6 +10,7 @@ import itertools
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ from pystorm import Bolt as PystormBolt
 from stormpy import Bolt, TopologyBuilder, Tuple
 from stormpy.config import COMPONENT_KEYS, DEFAULTS, KEYS, SettingError, merged
 from stormpy.host.backoff import Backoff
+from stormpy.host.service import Service
+from stormpy.host.waiting import wait_for
 from stormpy.multilang import ShellBolt, ShellSpout, pystorm_component
 from stormpy.multilang import shell as shell_module
 from stormpy.multilang.process import ShellProcess
@@ -271,28 +274,84 @@ def test_tuples_waiting_beyond_max_pending_go_before_later_ones_in_arrival_order
     assert proc.sent == ["a", "b", "c", "d"]
 
 
-def test_the_restart_backoff_starts_over_after_a_healthy_run() -> None:
-    """Crashes in a row wait longer and longer; a crash after a healthy run (longer than the
-    stable time) restarts at once, however many crashes came before."""
+def faulting_bolt(loop: list[Callable[[], None]], spawned: list[int]) -> ShellBolt:
+    """A ShellBolt whose subprocess never starts: ``_spawn`` counts, the loop's
+    ``call_soon_threadsafe`` queues into ``loop``, the restart service is the component's own."""
     bolt = ShellBolt("x")
-    spawned: list[int] = []
     bolt._process, bolt._closing, bolt._name, bolt._pending = None, False, "x:1", {}
     bolt._log = logging.getLogger("test.shell")
     bolt._backoff = Backoff(0.5, 30.0, free_failures=1)
+    bolt._restart_due = False
+    bolt._restarter = Service("multilang-restart-x:1", bolt._restart_round,
+                              interval=shell_module._RESTART_IDLE_SECS)
     bolt.report_error = lambda error: None  # type: ignore[method-assign]
-    bolt.call_soon_threadsafe = lambda fn: None  # type: ignore[attr-defined]
-    bolt._spawn = lambda: spawned.append(1)  # type: ignore[method-assign]
+    bolt.call_soon_threadsafe = loop.append  # type: ignore[attr-defined]
+    bolt._spawn = lambda: (spawned.append(1), setattr(bolt, "_restart_due", False))  # type: ignore[method-assign]
+    bolt._started_at = time.monotonic()
+    return bolt
+
+
+def test_the_restart_backoff_starts_over_after_a_healthy_run() -> None:
+    """Crashes in a row wait longer and longer; a crash after a healthy run (longer than the
+    stable time) restarts at once, however many crashes came before."""
+    loop: list[Callable[[], None]] = []
+    spawned: list[int] = []
+    bolt = faulting_bolt(loop, spawned)
+    bolt._restarter.start = lambda: bolt._restarter  # type: ignore[method-assign]  # no thread here
     delays = []
-    for healthy in (False, False, False, True, False):
-        bolt._started_at = time.monotonic() - (shell_module._STABLE_SECS + 5 if healthy else 0)
-        bolt._restart_timer = None
-        before = len(spawned)
+    try:
+        for healthy in (False, False, False, True, False):
+            bolt._started_at = time.monotonic() - (shell_module._STABLE_SECS + 5 if healthy else 0)
+            bolt._restart_due = False
+            before = len(spawned)
+            now = time.monotonic()
+            bolt._fault("exited with code 1")
+            immediate = len(spawned) > before
+            assert bolt._restart_due is not immediate
+            delays.append(0.0 if immediate else round(bolt._backoff.next_attempt - now, 1))
+        assert delays == [0.0, 0.5, 1.0, 0.0, 0.5]
+    finally:
+        bolt._restarter.stop()
+
+
+def test_a_delayed_restart_reaches_the_loop_through_the_restart_service_once_due() -> None:
+    """The second fault in a row waits the backoff's 0.5 s: the component's restart service (the
+    one background loop, host.Service) hands the restart to the executor loop when it is due,
+    once; the loop runs it, and the service stays idle after."""
+    loop: list[Callable[[], None]] = []
+    spawned: list[int] = []
+    bolt = faulting_bolt(loop, spawned)
+    try:
         bolt._fault("exited with code 1")
-        timer = bolt._restart_timer
-        if timer is not None:
-            timer.cancel()
-        delays.append(0.0 if len(spawned) > before else timer.interval)  # type: ignore[union-attr]
-    assert delays == [0.0, 0.5, 1.0, 0.0, 0.5]
+        assert spawned == [1] and loop == [] and not bolt._restarter.running  # at once, on the loop
+        bolt._fault("exited with code 1")
+        assert bolt._restart_due and bolt._restarter.running
+        wait_for(lambda: loop, 30, "the restart handed to the loop")
+        assert len(loop) == 1 and not bolt._restart_due
+        assert time.monotonic() >= bolt._backoff.next_attempt  # never before the backoff's delay
+        loop.pop()()
+        assert spawned == [1, 1]
+        rounds = bolt._restarter.rounds
+        bolt._restarter.wake()  # a round with nothing due hands nothing over
+        wait_for(lambda: bolt._restarter.rounds > rounds, 30, "one more round")
+        assert loop == []
+    finally:
+        assert bolt._restarter.stop(timeout=30)
+
+
+def test_stopping_the_component_cancels_a_restart_still_due() -> None:
+    loop: list[Callable[[], None]] = []
+    spawned: list[int] = []
+    bolt = faulting_bolt(loop, spawned)
+    bolt._backoff = Backoff(30.0, 60.0, free_failures=0)  # the restart is due in 30 s
+    bolt._fault("exited with code 1")
+    assert bolt._restart_due and bolt._restarter.running and spawned == []
+    bolt._stop_shell()
+    assert not bolt._restart_due and bolt._restarter.stopping
+    assert not bolt._restarter._thread.is_alive()  # type: ignore[union-attr]  # joined
+    assert loop == [] and spawned == []
+    bolt._fault("exited with code 1")  # a fault while closing restarts nothing
+    assert loop == [] and spawned == [] and not bolt._restart_due
 
 
 def watched(waiting_since_ago: float, last_heard_ago: float) -> list[str]:

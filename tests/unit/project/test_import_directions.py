@@ -122,14 +122,21 @@ def imported_modules(path: Path) -> frozenset[str]:
     return frozenset(n for n in out if n == "stormpy" or n.startswith("stormpy."))
 
 
+def package_key(name: str) -> str:
+    """The key of ``ALLOWED`` for a top-level name: an internal top-level module (``_batching``)
+    counts as its public-looking name (``batching``) unless it has a key of its own (``_native``)."""
+    internal = name.startswith("_") and not name.startswith("__")
+    return name[1:] if internal and name not in ALLOWED else name
+
+
 def stormpy_imports(path: Path) -> set[str]:
     """The top-level stormpy packages (``worker``, ``config``, ...) this file imports."""
-    return {n.split(".")[1] for n in imported_modules(path) if "." in n}
+    return {package_key(n.split(".")[1]) for n in imported_modules(path) if "." in n}
 
 
 def package_of(path: Path) -> str:
     rel = path.relative_to(SRC)
-    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+    return package_key(rel.parts[0] if len(rel.parts) > 1 else rel.stem)
 
 
 def module_graph() -> dict[str, set[str]]:

@@ -28,8 +28,9 @@ PUBLIC: dict[str, list[str]] = {
     "stormpy.topology": [
         "BackgroundJob", "BasicBolt", "Bolt", "BoltDeclarer", "ColumnBatch", "Component",
         "ComponentDeclarer", "CustomStreamGrouping", "DEFAULT_STREAM", "EmitError",
-        "FailedException", "Fields", "Grouping", "InvalidTopologyError", "OffLoop", "Spout",
-        "Stream", "TopologyBuilder", "TopologyContext", "TopologySpec", "Tuple",
+        "FailedException", "Fields", "Grouping", "IMetricsConsumer", "InvalidTopologyError",
+        "OffLoop", "Spout", "Stream", "TaskHook", "TopologyBuilder", "TopologyContext",
+        "TopologySpec", "Tuple",
     ],
     "stormpy.topology.clock": [
         "Clock", "SimulatedClock", "current_clock", "now", "simulated_time", "simulating", "sleep",
@@ -41,9 +42,11 @@ PUBLIC: dict[str, list[str]] = {
         "free_port", "free_ports", "simulated_time", "stays_unchanged", "test_tuple",
         "tracked_wait", "wait_for",
     ],
+    # local mode and the development servers users start; how their processes are found and
+    # ended is internal (free_ports is the test kit's)
     "stormpy.local": [
-        "DaemonProcess", "LocalCluster", "ProcessCluster", "TopologyNotFound", "end_processes",
-        "find_processes", "free_ports",
+        "KafkaBroker", "LocalCluster", "ProcessCluster", "RedisServer", "SparkStandalone",
+        "TopologyNotFound", "start_broker",
     ],
     "stormpy.state": [
         "CHECKPOINT_COMPONENT", "CHECKPOINT_STREAM", "CheckpointSpout", "DocStore", "KeyValueState",
@@ -77,11 +80,20 @@ PUBLIC: dict[str, list[str]] = {
         "JsonCodec", "MsgpackCodec", "PystormComponent", "ShellBolt", "ShellComponentError",
         "ShellSpout", "codec_named", "pystorm_component",
     ],
+    # streamparse's names for a streamparse project (``from stormpy.multilang.streamparse import``)
+    "stormpy.multilang.streamparse": [
+        "BatchingBolt", "Bolt", "ComponentSpec", "Grouping", "ReliableSpout", "Spout", "Stream",
+        "TicklessBatchingBolt", "Topology", "spec",
+    ],
+    # a shell component's command: ``python -m stormpy.multilang.pystorm_run module:Class``
+    "stormpy.multilang.pystorm_run": [],
     "stormpy.connectors": [],
     "stormpy.connectors.kafka": [
         "DefaultRecordTranslator", "FieldNameBasedTupleToKafkaMapper", "FirstPollOffsetStrategy",
-        "KAFKA_EXTRA", "KafkaBolt", "KafkaBoltConfig", "KafkaConfigError", "KafkaRecord",
-        "KafkaRecordError", "KafkaSpout", "KafkaSpoutConfig", "KafkaSpoutMessageId", "KafkaTuple",
+        "KAFKA_EXTRA", "KafkaBolt", "KafkaBoltConfig", "KafkaConfigError", "KafkaOpaqueSpout",
+        "KafkaRecord", "KafkaRecordError", "KafkaSpout", "KafkaSpoutConfig", "KafkaSpoutMessageId",
+        "KafkaTransactionalCommitterBolt", "KafkaTransactionalConfig",
+        "KafkaTransactionalStateFactory", "KafkaTransactionalUpdater", "KafkaTuple",
         "KafkaTupleListener", "KafkaUnavailableError", "OffsetAndMetadata", "OffsetManager",
         "ProcessingGuarantee", "RecordTranslator", "RetryExponentialBackoff",
         "StringRecordTranslator", "TopicPartition", "TupleToKafkaMapper", "assign_round_robin",

@@ -11,8 +11,8 @@ from typing import Any
 
 import msgpack
 import pytest
-from parts_kit import fresh_redis_store
 
+from parts_kit import fresh_redis_store
 from stormpy.state import KeyValueState, MemoryBackend, SqliteStore, Store
 from stormpy.state.base import encode_packed
 from stormpy.state.kv import _DELETED, _enc, _Encoded, _unpack_all

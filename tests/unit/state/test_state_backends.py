@@ -8,16 +8,23 @@ test_state_memory.py, the SQLite backend's in test_state_sqlite.py."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from parts_kit import fresh_redis_store
+from stormpy.host.backoff import Backoff
 from stormpy.state import MemoryBackend, SqliteStore, Store
 from stormpy.state import base as base_module
-from stormpy.state import memory as memory_module
-from stormpy.state.base import MAX_UPDATE_ROUNDS, check_segments, contention_pause, root_or_segments
+from stormpy.state.base import (
+    MAX_UPDATE_ROUNDS,
+    check_segments,
+    contention_pause,
+    root_or_segments,
+    update_rounds,
+)
 from stormpy.topology.state import (
     StateKeyError,
     StateStoreError,
@@ -97,17 +104,24 @@ def test_the_base_leaves_the_rest_to_its_subclasses() -> None:
     assert (s.location, s.timeout_secs) == ("store", 10.0)
 
 
-def test_the_pause_between_update_rounds_grows_with_the_round_up_to_ten_steps(
+def test_the_pause_between_update_rounds_is_the_one_backoff_with_full_jitter(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    drawn: list[tuple[float, float]] = []
+    """No pause before the first round; then host.backoff's delays (2 ms doubling up to the 20 ms
+    cap), each shortened by a random fraction of up to all of itself."""
     slept: list[float] = []
-    monkeypatch.setattr(base_module.random, "uniform", lambda a, b: drawn.append((a, b)) or b)
     monkeypatch.setattr(base_module.time, "sleep", slept.append)
-    for round_ in (0, 1, 4, 9, 10, 50):
-        contention_pause(round_)
-    step = base_module.UPDATE_BACKOFF_SECS
-    bounds = [step * n for n in (1, 2, 5, 10, 10, 10)]
-    assert drawn == [(0, b) for b in bounds] and slept == bounds
+    rounds = update_rounds()
+    assert next(rounds) == 0 and slept == []
+    for _ in range(6):
+        next(rounds)
+    step, cap = base_module.UPDATE_BACKOFF_SECS, base_module.UPDATE_BACKOFF_CAP_SECS
+    bounds = [min(cap, step * 2 ** n) for n in range(6)]
+    assert len(slept) == 6 and all(0 <= s <= b for s, b in zip(slept, bounds, strict=True))
+    assert bounds[-1] == cap
+    backoff = Backoff(step, cap, jitter=1.0, rng=random.Random(7))
+    contention_pause(backoff)
+    assert backoff.failures == 1 and slept[-1] == backoff.last_delay <= step
+    assert list(update_rounds())[-1] == MAX_UPDATE_ROUNDS - 1
 
 
 def test_keys_and_namespace_segments_are_checked_naming_the_store() -> None:
@@ -149,8 +163,8 @@ def test_update_runs_again_on_the_newer_value_after_a_concurrent_write(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # (a SQLite update is one transaction: nobody writes in between)
     store = MemoryBackend().at("cas")
-    pauses: list[int] = []
-    monkeypatch.setattr(memory_module, "contention_pause", pauses.append)
+    pauses: list[Backoff] = []
+    monkeypatch.setattr(base_module, "contention_pause", pauses.append)
     store.put("n", 1)
     seen: list[Any] = []
 
@@ -161,12 +175,12 @@ def test_update_runs_again_on_the_newer_value_after_a_concurrent_write(
         return old + 1
 
     assert store.update("n", bump) is True
-    assert seen == [1, 10] and store.get("n") == 11 and pauses == [1]
+    assert seen == [1, 10] and store.get("n") == 11 and len(pauses) == 1
 
 
 def test_update_gives_up_when_others_keep_changing_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    pauses: list[int] = []
-    monkeypatch.setattr(memory_module, "contention_pause", pauses.append)
+    pauses: list[Backoff] = []
+    monkeypatch.setattr(base_module, "contention_pause", pauses.append)
     store = MemoryBackend().at("busy")
     calls = [0]
 
@@ -178,7 +192,8 @@ def test_update_gives_up_when_others_keep_changing_the_key(monkeypatch: pytest.M
     with pytest.raises(StateUnavailableError) as err:
         store.update("n", always_beaten)
     assert str(err.value) == f"state memory:busy/n: changed by others {MAX_UPDATE_ROUNDS} times in a row"
-    assert calls[0] == MAX_UPDATE_ROUNDS and pauses == list(range(1, MAX_UPDATE_ROUNDS))
+    assert calls[0] == MAX_UPDATE_ROUNDS and len(pauses) == MAX_UPDATE_ROUNDS - 1
+    assert len({id(p) for p in pauses}) == 1  # one backoff for the whole update: the pause grows
     assert store.get("n") == MAX_UPDATE_ROUNDS
 
 

@@ -32,8 +32,10 @@ from stormpy.connectors.kafka.config import (
 )
 from stormpy.connectors.kafka.messages import KafkaSpoutMessageId, OffsetAndMetadata, TopicPartition
 from stormpy.connectors.kafka.offset_manager import OffsetManager
+from stormpy.connectors.kafka.opaque import KafkaOpaqueSpout
 from stormpy.connectors.kafka.retry import RetryExponentialBackoff
 from stormpy.connectors.kafka.spout import KafkaRecordError, KafkaSpout
+from stormpy.connectors.kafka.transactional_sink import KafkaTransactionalConfig
 from stormpy.connectors.kafka.translator import (
     DefaultRecordTranslator,
     KafkaRecord,
@@ -42,11 +44,18 @@ from stormpy.connectors.kafka.translator import (
     RecordTranslator,
     StringRecordTranslator,
 )
+from stormpy.connectors.kafka.trident_sink import (
+    KafkaTransactionalCommitterBolt,
+    KafkaTransactionalStateFactory,
+    KafkaTransactionalUpdater,
+)
 
 __all__ = [
     "KAFKA_EXTRA", "DefaultRecordTranslator", "FieldNameBasedTupleToKafkaMapper",
     "FirstPollOffsetStrategy", "KafkaBolt", "KafkaBoltConfig", "KafkaConfigError",
-    "KafkaRecord", "KafkaRecordError", "KafkaSpout", "KafkaSpoutConfig",
+    "KafkaOpaqueSpout", "KafkaRecord", "KafkaRecordError", "KafkaSpout", "KafkaSpoutConfig",
+    "KafkaTransactionalCommitterBolt", "KafkaTransactionalConfig",
+    "KafkaTransactionalStateFactory", "KafkaTransactionalUpdater",
     "KafkaSpoutMessageId", "KafkaTuple", "KafkaTupleListener", "KafkaUnavailableError",
     "OffsetAndMetadata", "OffsetManager", "ProcessingGuarantee", "RecordTranslator",
     "RetryExponentialBackoff", "StringRecordTranslator", "TopicPartition", "TupleToKafkaMapper",
