@@ -3,8 +3,9 @@
 through the compose file's ``STORMPY_*_PORT`` variables), torn down with ``down -v``.
 
 Docker (Debian's docker.io and docker-compose, a running dockerd) is installed and started by
-``docker/ensure-docker.sh`` and the images built by ``make images`` when missing; when that is not
-possible the tests skip, and fail under ``CI=true``.
+``docker/ensure-docker.sh`` and the images built by ``make images`` (on every run, so they are of
+this tree; Docker's layer cache keeps that short); when that is not possible the tests skip, and
+fail under ``CI=true``.
 
 A test override (written to the run's temp dir) mounts one host directory at the same path in both
 supervisors and the Spark worker (``STORMPY_SHARED_DIR``): the ledger topology's SQLite ledger and
@@ -111,15 +112,13 @@ class ComposeCluster:
                                   ("volumes", ["volume", "ls"]))}
 
 
-def _images_ready(env: dict[str, str]) -> None:
+def _images_ready() -> None:
     ensure = run(str(ROOT / "docker" / "ensure-docker.sh"), check=False, timeout=900)
     if ensure.returncode != 0:
         _unavailable(f"Docker could not be installed or started: {ensure.stdout[-500:]}"
                      f"{ensure.stderr[-500:]}")
-    images = [env.get("STORMPY_IMAGE", "stormpy:latest"),
-              env.get("ZOOKEEPER_IMAGE", "stormpy-zookeeper:latest")]
-    if all(run("docker", "image", "inspect", i, check=False).returncode == 0 for i in images):
-        return
+    # always built: an image left from an older tree would test old code; Docker's layer cache
+    # makes this a few seconds when nothing changed (`make test-compose` has just built them)
     built = run("make", "images", check=False, timeout=3600)
     if built.returncode != 0:
         _unavailable(f"`make images` failed: {built.stdout[-1500:]}{built.stderr[-1500:]}")
@@ -134,6 +133,21 @@ def _override(shared: Path) -> str:
     return str(path)
 
 
+def _up_on_free_ports(cluster: ComposeCluster, attempts: int = 3) -> None:
+    """``up -d`` with every published port free when chosen; a port taken meanwhile by another
+    process of the host (the error names the address in use) gets the project down and up again
+    on new ports."""
+    for attempt in range(1, attempts + 1):
+        cluster.env.update({name: str(_free_port()) for name in PORTS})
+        up = cluster.compose("up", "-d", "--no-build", timeout=900, check=False)
+        if up.returncode == 0:
+            return
+        taken = "address already in use" in up.stderr or "port is already allocated" in up.stderr
+        if not taken or attempt == attempts:
+            raise AssertionError(f"docker-compose up exited {up.returncode}:\n{up.stderr[-3000:]}")
+        cluster.compose("down", "-v", "--remove-orphans", "-t", "10", check=False)
+
+
 @pytest.fixture(scope="session")
 def compose_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ComposeCluster]:
     if shutil.which("make") is None:
@@ -142,16 +156,17 @@ def compose_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Compos
     shared = base / "shared"
     shared.mkdir()
     shared.chmod(0o777)  # the containers' user (stormpy, uid 10001) writes there
-    env = {**os.environ, **{name: str(_free_port()) for name in PORTS},
+    _images_ready()  # first: building takes minutes, long enough for a chosen port to be taken
+    env = {**os.environ,
            "COMPOSE_HTTP_TIMEOUT": "600",  # docker-compose's 60 s default is short on a busy host
            "STORMPY_SHARED_DIR": str(shared)}
-    _images_ready(env)
     cluster = ComposeCluster(f"stormpy-test-{os.getpid()}", env,
                              [str(ROOT / "docker-compose.yml"), _override(shared)], shared)
     (shared / "client.yaml").write_text("{}\n")  # the host's CLI: --nimbus says where
     try:
-        cluster.compose("up", "-d", "--no-build", timeout=900)
-        wait_for(lambda: set(cluster.health().values()) == {"healthy"}, 600,
+        _up_on_free_ports(cluster)
+        # generous: on a loaded 2-core host a Spark daemon's JVM has taken minutes to start
+        wait_for(lambda: set(cluster.health().values()) == {"healthy"}, 1200,
                  "every service of the compose cluster healthy", interval=2)
         yield cluster
     finally:

@@ -6,9 +6,13 @@ Contract:
   second caller waits for the first to finish starting the JVM). The first caller's config wins;
   later callers get the same session whatever their config says.
 * Holders ``retain_spark()`` while they may use the session and ``release_spark()`` when done; the
-  release of the last holder stops the session. ``spark_session(conf)`` does both around a ``with``
-  block (tests pin one session for a whole run this way, so topologies started and stopped
-  meanwhile reuse it).
+  release of the last holder stops the session. Neither waits for a session being started (a
+  component's ``prepare`` and ``cleanup`` call them on the executor loop, which nothing may block):
+  the holder count has a lock of its own, never held while Spark starts or stops, and a last
+  release that meets a start under way leaves the stop to a thread of its own, which stops the
+  session once the start is over unless a holder came meanwhile. ``spark_session(conf)`` does
+  both around a ``with`` block (tests pin one session for a whole run this way, so topologies
+  started and stopped meanwhile reuse it).
 * At interpreter exit whatever is still running is stopped, and then the JVM PySpark launched,
   which it keeps for the life of the process even after the session stops: the JVM is told to exit
   and waited for (up to ``JVM_EXIT_WAIT_SECS``), so its shutdown hooks — which delete Spark's
@@ -77,7 +81,8 @@ JVM_EXIT_WAIT_SECS = 10.0
 #: Driver defaults when the master is a cluster (executors on other hosts must reach the driver).
 CLUSTER_DRIVER_DEFAULTS: dict[str, str] = {"spark.driver.bindAddress": "0.0.0.0"}
 
-_lock = threading.RLock()
+_lock = threading.RLock()  # held while the session starts or stops (seconds)
+_holders_lock = threading.Lock()  # held only to count holders (never while Spark works)
 _session: SparkSession | None = None
 _holders = 0
 _atexit_registered = False
@@ -228,19 +233,41 @@ def reset_spark(session: SparkSession) -> None:
 
 
 def retain_spark() -> None:
-    """Declare one more holder of the process's session (does not start it)."""
+    """Declare one more holder of the process's session (does not start it, nor wait for a
+    session being started or stopped: safe on the executor loop)."""
     global _holders
-    with _lock:
+    with _holders_lock:
         _holders += 1
 
 
 def release_spark() -> None:
-    """Drop one holder; the last release stops the session if it was started."""
+    """Drop one holder; the last release stops the session if it was started. Never waits for a
+    session being started: then the stop is left to a thread of its own (see module contract)."""
     global _holders
-    with _lock:
+    with _holders_lock:
         _holders = max(0, _holders - 1)
-        if _holders == 0:
-            stop_spark()
+        if _holders:
+            return
+    if _lock.acquire(blocking=False):
+        try:
+            _stop_unless_held()
+        finally:
+            _lock.release()
+    else:
+        threading.Thread(target=_stop_after_start, name="stormpy-spark-stop", daemon=True).start()
+
+
+def _stop_unless_held() -> None:
+    """Stop the session when nobody holds it (the caller holds ``_lock``)."""
+    with _holders_lock:
+        held = _holders > 0
+    if not held:
+        stop_spark()
+
+
+def _stop_after_start() -> None:
+    with _lock:
+        _stop_unless_held()
 
 
 def stop_spark() -> None:
