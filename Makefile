@@ -52,7 +52,7 @@ redis:
 
 ## kafka: Apache Kafka (KRaft) for the Kafka tests and `stormpy dev-kafka`, in .tools/kafka: Maven copies
 ## org.apache.kafka:kafka_2.13 and its runtime dependencies (tools/kafka/pom.xml) into libs/, and the
-## broker's log4j2 configuration goes to config/ (stormpy.local.apache_kafka starts it)
+## broker's log4j2 configuration goes to config/ (stormpy.local._apache_kafka starts it)
 KAFKA_HOME  := .tools/kafka
 KAFKA_STAMP := $(KAFKA_HOME)/libs/.installed
 kafka: java $(KAFKA_STAMP) $(KAFKA_HOME)/config/log4j2.properties

@@ -15,7 +15,7 @@ from typing import Any
 from bench.runners import TOPOLOGIES, build, sentences
 from stormpy.bundle import build_bundle
 from stormpy.cluster.zkserver import ZooKeeperServer
-from stormpy.testing.cluster import ProcessCluster
+from stormpy.testing._cluster import ProcessCluster
 
 CLUSTER_CONF = {
     "nimbus.monitor.freq.secs": 1,

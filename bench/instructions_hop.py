@@ -41,7 +41,7 @@ def run_two(n: int, workload: str, acking: bool) -> int:
     from bench_workload import sentences
 
     from stormpy.messaging.inproc import InprocHub
-    from stormpy.topology.layout import compute_layout
+    from stormpy.topology._layout import compute_layout
     from stormpy.worker.factory import WorkerConfig
     from stormpy.worker.loop import Worker
 

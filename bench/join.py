@@ -27,7 +27,8 @@ if str(TOPOLOGIES) not in sys.path:
 
 from bench_join import Event, build_join, events  # noqa: E402
 
-from stormpy.testing import LocalCluster, registry  # noqa: E402
+from stormpy.testing import LocalCluster  # noqa: E402
+from stormpy.testing import _registry as registry  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 Rows = list[tuple[str, int, int]]

@@ -49,8 +49,9 @@ from pathlib import Path
 from typing import Any
 
 from stormpy.connectors.kafka import KafkaBolt, KafkaBoltConfig
-from stormpy.testing import LocalCluster, registry
-from stormpy.testing.kafka import BROKER_CHOICES, create_topic, start_broker
+from stormpy.testing import LocalCluster
+from stormpy.testing import _registry as registry
+from stormpy.testing._kafka import BROKER_CHOICES, create_topic, start_broker
 from stormpy.topology import Spout, TopologyBuilder, TopologyContext
 
 RESULTS = Path(__file__).parent / "results"

@@ -126,8 +126,8 @@ def run(case: str, n: int) -> tuple[int, float]:
     from bench.kafka_bolt import Acks, RecordSpout
     from bench.kafka_spout import ColumnCountingBolt, Counter, CountingBolt
     from stormpy.connectors.kafka import KafkaBolt, KafkaBoltConfig, KafkaSpout, KafkaSpoutConfig
-    from stormpy.connectors.kafka import client as kclient
-    from stormpy.testing import registry
+    from stormpy.connectors.kafka import _client as kclient
+    from stormpy.testing import _registry as registry
     from stormpy.topology import TopologyBuilder
     from stormpy.worker.factory import WorkerConfig
     from stormpy.worker.loop import Worker

@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.kafka_bolt import VALUE, bolt_run
-from stormpy.connectors.kafka.transactional_sink import KafkaTransactionalConfig, KafkaTransactionalSink
-from stormpy.testing.kafka import BROKER_CHOICES, create_topic, start_broker
+from stormpy.connectors.kafka._transactional_sink import KafkaTransactionalConfig, KafkaTransactionalSink
+from stormpy.testing._kafka import BROKER_CHOICES, create_topic, start_broker
 
 RESULTS = Path(__file__).parent / "results"
 EOS = "transactional sink (a Kafka transaction per batch)"

@@ -68,10 +68,11 @@ from pathlib import Path
 from typing import Any
 
 from stormpy.connectors.kafka import KafkaSpout, KafkaSpoutConfig
-from stormpy.testing import LocalCluster, registry
-from stormpy.testing.kafka import BROKER_CHOICES, create_topic, start_broker
+from stormpy.testing import LocalCluster
+from stormpy.testing import _registry as registry
+from stormpy.testing._kafka import BROKER_CHOICES, create_topic, start_broker
 from stormpy.topology import Bolt, TopologyBuilder, TopologyContext, Tuple
-from stormpy.topology.columns import ColumnBatch
+from stormpy.topology._columns import ColumnBatch
 
 RESULTS = Path(__file__).parent / "results"
 CONSUMER_PROPS = {"fetch.wait.max.ms": 10, "queued.min.messages": 100_000, "fetch.queue.backoff.ms": 10}

@@ -28,7 +28,7 @@ from bench_kinesis import CountRecords  # noqa: E402
 
 from stormpy.connectors.kinesis import KinesisSpout, KinesisSpoutConfig  # noqa: E402
 from stormpy.testing import LocalCluster  # noqa: E402
-from stormpy.testing.zookeeper import ZooKeeperServer  # noqa: E402
+from stormpy.testing._zookeeper import ZooKeeperServer  # noqa: E402
 from stormpy.topology import TopologyBuilder  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"

@@ -49,10 +49,11 @@ from pystorm import Bolt as PystormBolt
 from bench.peers.storm_peer import missing_tools
 from stormpy import Bolt, Spout, TopologyBuilder, Tuple
 from stormpy.multilang import pystorm_component
-from stormpy.multilang.pystorm_spec import RUNNER
-from stormpy.multilang.shell import python_command
-from stormpy.testing import LocalCluster, WaitTimeout, registry, wait_for
-from stormpy.topology.context import TopologyContext
+from stormpy.multilang._pystorm_spec import RUNNER
+from stormpy.multilang._shell import python_command
+from stormpy.testing import LocalCluster, WaitTimeout, wait_for
+from stormpy.testing import _registry as registry
+from stormpy.topology._context import TopologyContext
 
 RESULTS = Path(__file__).parent / "results"
 WORDS = ("the", "cow", "jumped", "over", "moon", "an", "apple", "a", "day", "keeps", "doctor",

@@ -48,7 +48,8 @@ if str(TOPOLOGIES) not in sys.path:
 
 from bench_persistent_window import _log_db, build, build_killable  # noqa: E402
 
-from stormpy.testing import LocalCluster, registry  # noqa: E402
+from stormpy.testing import LocalCluster  # noqa: E402
+from stormpy.testing import _registry as registry  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -80,7 +81,7 @@ def run(n: int, length: int, slide: int, max_events: int, persistent: bool,
             "topology.max.spout.pending": pending, "topology.message.timeout.secs": 120}
     spec = build(key, n, length, slide, max_events)
     if not persistent:  # the same bolt and window, events in memory
-        from stormpy.windowing.stateful import PERSIST
+        from stormpy.windowing._stateful import PERSIST
         spec.components["window"].kwargs[PERSIST] = {"persistent": False, "max_events": None}
     samples: list[dict[str, Any]] = []
     try:
@@ -255,7 +256,7 @@ def main() -> None:
     with contextlib.ExitStack() as stack:
         redis_port = None
         if args.provider == "redis":
-            from stormpy.local.redis_server import RedisServer
+            from stormpy.local._redis_server import RedisServer
 
             redis_port = stack.enter_context(RedisServer()).port
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory()))

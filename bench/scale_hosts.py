@@ -32,8 +32,8 @@ import psutil
 from bench.scale_sim import TOPOLOGIES, zk_counters
 from stormpy.bundle import build_bundle
 from stormpy.cluster.zkserver import ZooKeeperServer
-from stormpy.local.processes import end_processes
-from stormpy.testing.cluster import ProcessCluster
+from stormpy.local._processes import end_processes
+from stormpy.testing._cluster import ProcessCluster
 
 CONF = {"nimbus.monitor.freq.secs": 2, "nimbus.supervisor.timeout.secs": 15,
         "nimbus.task.timeout.secs": 30, "nimbus.task.launch.secs": 240,

@@ -39,7 +39,7 @@ from stormpy.bundle import build_bundle
 from stormpy.client import NimbusClient
 from stormpy.cluster import ClusterState, SupervisorInfo, WorkerHeartbeat
 from stormpy.cluster.zkserver import ZooKeeperServer, four_letter_word
-from stormpy.local.processes import free_ports
+from stormpy.local._processes import free_ports
 from stormpy.nimbus.daemon import Nimbus
 from stormpy.nimbus.monitor import Monitor
 from stormpy.supervisor.sync import assigned_slots

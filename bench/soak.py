@@ -46,7 +46,7 @@ from kazoo.client import KazooClient
 from stormpy.bundle import build_bundle
 from stormpy.cluster.zkserver import ZooKeeperServer
 from stormpy.host.waiting import WaitTimeout, wait_for
-from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
+from stormpy.testing._cluster import FAST_TIMEOUTS, ProcessCluster
 
 TOPOLOGIES = Path(__file__).resolve().parent.parent / "tests" / "integration" / "nimbus_topologies"
 

@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from stormpy.connectors.spark import BatchInfo, SparkBatchBolt, spark_session
-from stormpy.testing import LocalCluster, registry
+from stormpy.testing import LocalCluster
+from stormpy.testing import _registry as registry
 from stormpy.topology import Spout, TopologyBuilder, TopologyContext
 
 RESULTS = Path(__file__).parent / "results"

@@ -57,8 +57,9 @@ from stormpy.connectors.spark import (
     rows_to_arrow,
     stop_spark,
 )
-from stormpy.connectors.spark.arrow import arrow_to_dataframe
-from stormpy.testing import LocalCluster, registry
+from stormpy.connectors.spark._arrow import arrow_to_dataframe
+from stormpy.testing import LocalCluster
+from stormpy.testing import _registry as registry
 from stormpy.topology import TopologyBuilder, TopologyContext
 
 
@@ -193,7 +194,7 @@ def compare(tuples: int, sizes: list[int], cluster: bool = True,
     for mode, standalone in modes:
         spark_cluster = None
         if standalone:
-            from stormpy.local.spark_cluster import SparkStandalone
+            from stormpy.local._spark_cluster import SparkStandalone
 
             spark_cluster = SparkStandalone(1, worker_cores=2, worker_memory="1g").start()
             conf = {"spark.master": spark_cluster.master_url, "spark.executor.memory": "768m",

@@ -47,7 +47,8 @@ from typing import Any
 import psutil
 
 from stormpy.state import KeyValueState, StatefulBolt
-from stormpy.testing import LocalCluster, registry
+from stormpy.testing import LocalCluster
+from stormpy.testing import _registry as registry
 from stormpy.topology import Spout, TopologyBuilder, TopologyContext, Tuple
 
 RESULTS = Path(__file__).parent / "results"
@@ -168,8 +169,8 @@ def child_stateful(port: int, redis_pid: int, keys: int, cache: int, pending: in
 def child_pipeline(port: int, redis_pid: int, keys: int) -> dict[str, Any]:
     import redis
 
-    from stormpy.state.kv import _enc
-    from stormpy.topology.state import encode_state
+    from stormpy.state._kv import _enc
+    from stormpy.topology._state import encode_state
 
     client = redis.Redis(port=port, socket_timeout=600)  # a starved Redis on a busy machine
     hash_key = f"plain-{keys}"
@@ -192,7 +193,7 @@ def child_pipeline(port: int, redis_pid: int, keys: int) -> dict[str, Any]:
 # -- one large checkpoint (child process) ---------------------------------------------------------
 def child_commit(port: int, redis_pid: int, keys: int) -> dict[str, Any]:
     from stormpy.state import KeyValueState, SqliteStore
-    from stormpy.state.redis_store import RedisConfig, RedisStore
+    from stormpy.state._redis_store import RedisConfig, RedisStore
 
     out: dict[str, Any] = {"keys": keys}
     with tempfile.TemporaryDirectory() as tmp:
@@ -263,7 +264,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from redis.utils import HIREDIS_AVAILABLE
 
-    from stormpy.local.redis_server import RedisServer
+    from stormpy.local._redis_server import RedisServer
 
     results: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                                "hiredis": HIREDIS_AVAILABLE,

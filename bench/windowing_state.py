@@ -33,8 +33,9 @@ from bench_windowing import build_stateful, build_window, events  # noqa: E402
 from bench_workload import sentences  # noqa: E402
 
 from bench import runners  # noqa: E402
-from stormpy.testing import LocalCluster, registry  # noqa: E402
-from stormpy.topology.tuple import Tuple  # noqa: E402
+from stormpy.testing import LocalCluster  # noqa: E402
+from stormpy.testing import _registry as registry  # noqa: E402
+from stormpy.topology._tuple import Tuple  # noqa: E402
 from stormpy.windowing import Duration, WindowConfig, WindowManager  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"

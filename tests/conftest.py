@@ -25,7 +25,7 @@ from hypothesis import Phase, settings
 from kazoo.client import KazooClient
 
 from stormpy.cluster.zkserver import ZooKeeperServer
-from stormpy.connectors.spark.errors import SparkUnavailableError, require_spark
+from stormpy.connectors.spark._errors import SparkUnavailableError, require_spark
 
 TEST_ROOT = "/stormpy-tests"
 
@@ -44,7 +44,7 @@ def _cap_local_waits(cap: float) -> None:
     wait the test's whole timeout (10-30 s) before failing; an unmutated suite meets every such
     condition within milliseconds, and mutmut's clean run checks it with the cap in place."""
     import stormpy.host.waiting as waiting
-    import stormpy.local.cluster as local_cluster
+    import stormpy.local._cluster as local_cluster
     import stormpy.testing as testing
 
     plain_wait_for = waiting.wait_for
@@ -102,9 +102,9 @@ def spark_required() -> None:
 @pytest.fixture(scope="session")
 def spark_standalone(spark_required: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A real standalone Spark master + 1 worker (1 core, 1 GB) for the test session, started
-    from the installed PySpark (:class:`stormpy.local.spark_cluster.SparkStandalone`); logs in a
+    from the installed PySpark (:class:`stormpy.local._spark_cluster.SparkStandalone`); logs in a
     session temp dir. Skipped when PySpark or Java is missing, a failure in CI (``CI=true``)."""
-    from stormpy.local.spark_cluster import SparkStandalone
+    from stormpy.local._spark_cluster import SparkStandalone
 
     cluster = SparkStandalone(1, base_dir=tmp_path_factory.mktemp("spark-standalone"),
                               worker_cores=1, worker_memory="1g", startup_timeout_secs=180)

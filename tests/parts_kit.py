@@ -23,9 +23,9 @@ import pytest
 
 from stormpy.cluster.zkserver import INSTALL_HINT as ZOOKEEPER_INSTALL_HINT
 from stormpy.cluster.zkserver import ZooKeeperNotFound, ZooKeeperServer
-from stormpy.local.redis_server import INSTALL_HINT as REDIS_INSTALL_HINT
-from stormpy.local.redis_server import RedisNotFound, RedisServer
-from stormpy.state.redis_store import RedisConfig, RedisStore
+from stormpy.local._redis_server import INSTALL_HINT as REDIS_INSTALL_HINT
+from stormpy.local._redis_server import RedisNotFound, RedisServer
+from stormpy.state._redis_store import RedisConfig, RedisStore
 
 __all__ = ["fresh_redis_store", "in_ci", "running_redis", "running_server", "running_zookeeper",
            "unavailable"]

@@ -12,7 +12,7 @@ from typing import Any
 from stormpy import Spout, TopologyBuilder, TopologyContext
 from stormpy.state import MemoryBackend
 from stormpy.testing import Capture
-from stormpy.topology.state import CHECKPOINTS, TRANSACTIONAL
+from stormpy.topology._state import CHECKPOINTS, TRANSACTIONAL
 
 __all__ = ["CountingSpout", "counting_topology", "memory_backend_held"]
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from stormpy import BasicBolt, Stream, TopologyContext, Tuple
 from stormpy.connectors.spark import SparkCommitterBolt
-from stormpy.topology.errors import FailedException
+from stormpy.topology._errors import FailedException
 from stormpy.transactional import (
     BatchBolt,
     BatchOutputCollector,

@@ -117,23 +117,23 @@ TARGETS: dict[str, Target] = {
                      tests=("tests/unit/client/test_client_*.py", "tests/unit/**/test_nimbus_client_*.py",
                             "tests/unit/nimbus/test_nimbus_lost_leadership.py",
                             "tests/unit/rpc/test_rpc_config.py")),
-    # micro-batching (stormpy/batching.py) and the Spark bolt's batch records
+    # micro-batching (stormpy/_batching.py) and the Spark bolt's batch records
     "batching": Target(("src/stormpy/*batching.py",)),
     # the Spark bolt's own logic, against a fake Spark (tests/unit/connectors/spark/test_spark_bolt_logic.py;
     # tests/spark runs it against a real local Spark, one JVM per run: too slow per mutant)
     # (settings.py holds the bolt's argument and tick checks since the split of bolt.py)
-    "spark-bolt": Target(("src/stormpy/connectors/spark/bolt.py",
-                          "src/stormpy/connectors/spark/settings.py",
-                          "src/stormpy/connectors/spark/in_spark.py",
-                          "src/stormpy/connectors/spark/ahead.py",
-                          "src/stormpy/connectors/spark/switching.py"),
+    "spark-bolt": Target(("src/stormpy/connectors/spark/_bolt.py",
+                          "src/stormpy/connectors/spark/_settings.py",
+                          "src/stormpy/connectors/spark/_in_spark.py",
+                          "src/stormpy/connectors/spark/_ahead.py",
+                          "src/stormpy/connectors/spark/_switching.py"),
                          tests=("tests/unit/connectors/spark/test_spark_bolt_logic.py",
                                 "tests/unit/connectors/spark/test_spark_ahead.py",
                                 "tests/unit/connectors/spark/test_spark_switching.py",
                                 "tests/unit/config/test_settings_checks.py")),
     # Kafka: the acked-prefix tracker shared by connectors, the OffsetManager and the retry service
-    "kafka": Target(("src/stormpy/connectors/offsets.py", "src/stormpy/connectors/kafka/offset_manager.py",
-                     "src/stormpy/connectors/kafka/retry.py"),
+    "kafka": Target(("src/stormpy/connectors/_offsets.py", "src/stormpy/connectors/kafka/_offset_manager.py",
+                     "src/stormpy/connectors/kafka/_retry.py"),
                     tests=("tests/unit/connectors/kafka/test_kafka_*.py",)),
     # Kinesis: the InflightRecordTracker, the shards (assignment by the connectors' shared
     # round-robin share, a shard's checkpoint), the state manager (resharding order, checkpoint
@@ -141,7 +141,7 @@ TARGETS: dict[str, Target] = {
     # and the spout shell are covered by the integration tests (kinesalite)
     "kinesis": Target((*(f"src/stormpy/connectors/kinesis/{part}.py"
                          for part in ("tracker", "shards", "state", "getter")),
-                       "src/stormpy/connectors/partitions.py"),
+                       "src/stormpy/connectors/_partitions.py"),
                       tests=("tests/unit/connectors/kinesis/test_kinesis_parts.py",
                              "tests/unit/**/test_kinesis_tracker*.py",
                              "tests/unit/**/test_kinesis_getter*.py", "tests/unit/**/test_kinesis_shard*.py",
@@ -164,7 +164,7 @@ TARGETS: dict[str, Target] = {
     # the state layer under them all (stateful bolts, transactional topologies, Kinesis
     # checkpoints, context.state_store): the store contract's shared parts, the memory and SQLite
     # backends, the settings and the provider that opens a task's store; the ZooKeeper backend
-    # (state/zookeeper.py) needs a real ZooKeeper and is left to the integration tests
+    # (state/_zookeeper.py) needs a real ZooKeeper and is left to the integration tests
     "state-layer": Target(tuple(f"src/stormpy/state/{part}.py"
                                 for part in ("base", "memory", "sqlite", "settings", "provider")),
                           tests=("tests/unit/**/test_state*.py", "tests/unit/state/test_local_state.py",

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stormpy import Bolt, Spout, TopologyBuilder, TopologyContext, Tuple
-from stormpy.topology.spec import TopologySpec
+from stormpy.topology._spec import TopologySpec
 
 #: seconds between two tuples of one spout task
 EMIT_EVERY_SECS = 5.0

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from stormpy import Bolt, Spout, TopologyBuilder, TopologyContext, Tuple
-from stormpy.testing import registry
-from stormpy.topology.streams import Stream
+from stormpy.testing import _registry as registry
+from stormpy.topology._streams import Stream
 from stormpy.windowing import Duration, JoinBolt
 
 SENTINEL = "~end"

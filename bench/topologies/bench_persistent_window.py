@@ -12,7 +12,7 @@ from typing import Any
 
 from stormpy import Spout, TopologyBuilder, TopologyContext
 from stormpy.state import KeyValueState
-from stormpy.testing import registry
+from stormpy.testing import _registry as registry
 from stormpy.windowing import Count, StatefulWindowedBolt, Window
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from bench_workload import sentences
 
 from stormpy import BasicBolt, TopologyContext, Tuple
-from stormpy.topology.spec import TopologySpec
+from stormpy.topology._spec import TopologySpec
 from stormpy.transactional import (
     BatchOutputCollector,
     Committer,

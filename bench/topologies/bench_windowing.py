@@ -17,7 +17,7 @@ from bench_wordcount import BenchSentenceSpout, BenchSplit
 
 from stormpy import Bolt, Spout, TopologyBuilder, TopologyContext, Tuple
 from stormpy.state import KeyValueState, StatefulBolt
-from stormpy.testing import registry
+from stormpy.testing import _registry as registry
 from stormpy.windowing import Duration, Window, WindowedBolt
 
 SENTINEL = "~end"

@@ -30,8 +30,8 @@ from types import ModuleType
 
 #: the tuple path: per-tuple code of the executor loop, collectors, routers, acker ledger
 COMPILED_MODULES: tuple[str, ...] = (
-    "stormpy.topology.tuple",
-    "stormpy.topology.columns",
+    "stormpy.topology._tuple",
+    "stormpy.topology._columns",
     "stormpy.worker.routing",
     "stormpy.worker.stats",
     "stormpy.worker.values",

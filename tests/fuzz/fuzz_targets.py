@@ -34,12 +34,12 @@ from stormpy import Bolt, Spout, Stream, TopologyBuilder
 from stormpy.bundle import BundleError, Manifest, read_manifest, verify_bundle
 from stormpy.bundle.manifest import MANIFEST_NAME
 from stormpy.messaging.codec import decode_frame
-from stormpy.multilang.protocol import BOLT_COMMANDS, SPOUT_COMMANDS, ProtocolError, check_command
-from stormpy.multilang.serializers import GarbageError, JsonCodec, MsgpackCodec
+from stormpy.multilang._protocol import BOLT_COMMANDS, SPOUT_COMMANDS, ProtocolError, check_command
+from stormpy.multilang._serializers import GarbageError, JsonCodec, MsgpackCodec
 from stormpy.rpc.codec import decode_request, decode_response, peek_request_id
 from stormpy.rpc.errors import InvalidRequestError, RpcError
 from stormpy.rpc.methods import MethodTable
-from stormpy.topology.columns import ColumnBatch
+from stormpy.topology._columns import ColumnBatch
 from stormpy.worker import Worker, WorkerConfig
 from stormpy.worker.inbound import Inbound, accepts
 
@@ -264,7 +264,7 @@ def bundle(data: bytes) -> None:
         _message(exc)
 
 
-# -- multilang (multilang/serializers.py, multilang/protocol.py) --------------------------------
+# -- multilang (multilang/_serializers.py, multilang/_protocol.py) --------------------------------
 
 def _commands(decoder_messages: list[Any]) -> None:
     for msg in decoder_messages:
@@ -293,7 +293,7 @@ def multilang(data: bytes) -> None:
             raise AssertionError(f"a fresh {codec.name} decoder did not read a valid message")
 
 
-# -- the UI's REST inputs (ui/app.py, ui/windows.py) --------------------------------------------
+# -- the UI's REST inputs (ui/_app.py, ui/_windows.py) --------------------------------------------
 
 _UI_PATHS = ("/api/v1/topology/{a}", "/api/v1/topology/{a}/component/{b}",
              "/api/v1/topology/{a}/visualization", "/api/v1/topology/{a}/graph.svg",
@@ -332,8 +332,8 @@ class _FakeNimbus:
 def _ui_client() -> Any:
     from starlette.testclient import TestClient
 
-    from stormpy.ui.app import create_app
-    from stormpy.ui.source import UiBackend
+    from stormpy.ui._app import create_app
+    from stormpy.ui._source import UiBackend
     backend = UiBackend({"nimbus.rpc.auth.token": _TOKEN}, state_factory=lambda: None)  # type: ignore
     backend.client = _FakeNimbus()  # type: ignore[assignment]
     return TestClient(create_app(backend, clock=lambda: 10.0), raise_server_exceptions=True)

@@ -21,7 +21,7 @@ import pytest
 from stormpy.bundle import build_bundle
 from stormpy.cluster import Assignment
 from stormpy.testing import wait_for as kit_wait_for
-from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
+from stormpy.testing._cluster import FAST_TIMEOUTS, ProcessCluster
 
 HERE = Path(__file__).resolve().parent
 TOPOLOGIES = HERE / "nimbus_topologies"

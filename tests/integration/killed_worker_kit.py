@@ -19,7 +19,7 @@ from typing import Any
 
 from cluster_kit import kill_and_check_gone, task_port, wait_for, worker_pids_by_port
 
-from stormpy.testing.cluster import ProcessCluster
+from stormpy.testing._cluster import ProcessCluster
 
 #: the folder bundled for the topologies (statecount, wincount, joinpairs and their spout)
 TOPOLOGIES = Path(__file__).resolve().parent / "durable_topologies"

@@ -38,8 +38,8 @@ from stormpy.supervisor import BundleDownloader, Supervisor, SupervisorDirs
 from stormpy.supervisor.launcher import WORKER_MODULE
 from stormpy.testing import WaitTimeout
 from stormpy.testing import wait_for as kit_wait_for
-from stormpy.topology.layout import compute_layout
-from stormpy.topology.spec import TopologySpec
+from stormpy.topology._layout import compute_layout
+from stormpy.topology._spec import TopologySpec
 
 HERE = Path(__file__).resolve().parent
 TOPOLOGIES = HERE / "supervisor_topologies"

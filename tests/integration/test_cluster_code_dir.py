@@ -20,7 +20,7 @@ from cluster_kit import running_cluster, wait_for
 from ui_kit import UI_CONF, chrome_driver, need_ui_stack
 
 from stormpy.cli.main import cli
-from stormpy.testing.cluster import ProcessCluster
+from stormpy.testing._cluster import ProcessCluster
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster]
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from stormpy.testing import WaitTimeout, wait_for
-from stormpy.testing.cluster import find_processes, free_ports
-from stormpy.testing.zookeeper import zookeeper_available
+from stormpy.testing._cluster import find_processes, free_ports
+from stormpy.testing._zookeeper import zookeeper_available
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.cluster]
 

@@ -22,7 +22,7 @@ from cluster_kit import (  # noqa: F401 - fixtures
 )
 
 from stormpy.testing import stays_unchanged
-from stormpy.testing.cluster import ProcessCluster
+from stormpy.testing._cluster import ProcessCluster
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.zookeeper, pytest.mark.cluster]
 

@@ -33,7 +33,7 @@ from cluster_kit import (  # noqa: F401 - fixtures
 
 from stormpy.client import NimbusClient
 from stormpy.rpc.errors import RpcError
-from stormpy.testing.cluster import ProcessCluster
+from stormpy.testing._cluster import ProcessCluster
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.zookeeper, pytest.mark.cluster]
 

@@ -25,7 +25,7 @@ from cluster_kit import (  # noqa: F401 - fixtures
     wait_for,
 )
 
-from stormpy.testing.cluster import ProcessCluster
+from stormpy.testing._cluster import ProcessCluster
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.zookeeper, pytest.mark.cluster]
 

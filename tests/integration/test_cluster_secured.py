@@ -28,7 +28,7 @@ from stormpy.cluster import ZkStorage
 from stormpy.cluster.zk_acls import zk_identity
 from stormpy.rpc.curve import write_secret_key_file
 from stormpy.rpc.errors import AuthorizationError, NotFoundError
-from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
+from stormpy.testing._cluster import FAST_TIMEOUTS, ProcessCluster
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.zookeeper, pytest.mark.cluster]
 

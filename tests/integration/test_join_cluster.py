@@ -15,8 +15,8 @@ from cluster_kit import attach_cluster_logs, cluster_fixture  # noqa: F401 - fix
 from killed_worker_kit import TOPOLOGIES, failed_ids, kill_a_worker_mid_stream, query
 
 from stormpy.bundle import build_bundle
-from stormpy.testing.cluster import ProcessCluster
-from stormpy.topology.layout import compute_layout
+from stormpy.testing._cluster import ProcessCluster
+from stormpy.topology._layout import compute_layout
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster]
 

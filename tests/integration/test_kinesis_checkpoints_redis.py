@@ -24,9 +24,9 @@ from stormpy.connectors.kinesis import (
     KinesisSpoutConfig,
     ShardInfo,
 )
-from stormpy.connectors.kinesis.checkpoints import StateCheckpointStore
-from stormpy.local.redis_server import RedisServer
-from stormpy.state.redis_store import redis_config
+from stormpy.connectors.kinesis._checkpoints import StateCheckpointStore
+from stormpy.local._redis_server import RedisServer
+from stormpy.state._redis_store import redis_config
 from stormpy.testing import Capture, LocalCluster
 from stormpy.topology import TopologyBuilder
 

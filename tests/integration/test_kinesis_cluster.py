@@ -30,9 +30,9 @@ from kinesis_kit import KinesisEndpoint, aws_env_fixture, moto_fixture  # noqa: 
 from stormpy.bundle import build_bundle
 from stormpy.cluster import paths
 from stormpy.connectors.kinesis import KinesisSpoutConfig
-from stormpy.testing.cluster import ProcessCluster
-from stormpy.topology.layout import compute_layout
-from stormpy.topology.state import decode_state
+from stormpy.testing._cluster import ProcessCluster
+from stormpy.topology._layout import compute_layout
+from stormpy.topology._state import decode_state
 
 TOPOLOGIES = Path(__file__).resolve().parent / "kinesis_topologies"
 

@@ -21,7 +21,8 @@ from kinesis_kit import (  # noqa: F401 - fixtures
 
 from stormpy.cluster import paths
 from stormpy.connectors.kinesis import KinesisSpout, KinesisSpoutConfig
-from stormpy.testing import Capture, LocalCluster, registry
+from stormpy.testing import Capture, LocalCluster
+from stormpy.testing import _registry as registry
 from stormpy.topology import Bolt, TopologyBuilder, Tuple
 
 pytestmark = pytest.mark.zookeeper
@@ -72,7 +73,7 @@ def stored_checkpoints(zookeeper: Any, config: KinesisSpoutConfig) -> dict[str, 
 class KinesisCheckpointDoc:
     @staticmethod
     def parse(data: bytes) -> str | None:
-        from stormpy.topology.state import decode_state
+        from stormpy.topology._state import decode_state
 
         seq = decode_state("checkpoint", data)["sequence_number"]
         return str(seq) if seq is not None else None

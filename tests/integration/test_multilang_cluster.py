@@ -18,7 +18,7 @@ from cluster_kit import (  # noqa: F401 - fixtures
 )
 
 from stormpy.bundle import build_bundle
-from stormpy.testing.cluster import ProcessCluster
+from stormpy.testing._cluster import ProcessCluster
 
 HERE = Path(__file__).resolve().parents[1] / "multilang"
 

@@ -59,8 +59,8 @@ def test_the_bench_row_runs_the_pystorm_split_bolt_under_apache_storm(storm_proj
     from bench.multilang_bench import sentences
     from bench.peers.storm_shell_split import StormShellSplit
 
-    from stormpy.multilang.pystorm_spec import RUNNER
-    from stormpy.multilang.shell import python_command
+    from stormpy.multilang._pystorm_spec import RUNNER
+    from stormpy.multilang._shell import python_command
 
     rows = sentences(40)
     storm_peer.write_sentences(rows, tmp_path / "sentences.txt")

@@ -446,7 +446,7 @@ def test_cli_reports_an_unreachable_nimbus(env: Env) -> None:
 
 
 def test_cluster_info_lists_every_nimbus_with_its_status_and_uptime(env: Env) -> None:
-    from stormpy.ui.stormdocs import nimbus_summary
+    from stormpy.ui._stormdocs import nimbus_summary
 
     standby = Nimbus({**env.conf, "storm.local.dir": str(env.tmp / "local2")}).start()
     try:

@@ -21,7 +21,7 @@ import pytest
 from cluster_kit import attach_cluster_logs, kill_and_check_gone, run_cli, running_cluster, wait_for
 
 from stormpy.bundle import build_bundle
-from stormpy.testing.cluster import ProcessCluster
+from stormpy.testing._cluster import ProcessCluster
 
 __all__ = ["attach_cluster_logs"]
 

@@ -28,7 +28,7 @@ from ui_kit import (  # noqa: F401 - fixtures
 )
 
 from stormpy.cli.main import cli
-from stormpy.testing.cluster import ProcessCluster
+from stormpy.testing._cluster import ProcessCluster
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster]
 

@@ -31,7 +31,7 @@ from cluster_kit import (  # noqa: F401 - fixtures
 )
 
 from stormpy.bundle import build_bundle
-from stormpy.testing.cluster import ProcessCluster, find_processes
+from stormpy.testing._cluster import ProcessCluster, find_processes
 
 SPARK_TOPOLOGIES = HERE / "spark_topologies"
 

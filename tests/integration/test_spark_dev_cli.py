@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from stormpy.connectors.spark.code import probe_master
-from stormpy.local.processes import find_processes
-from stormpy.local.spark_cluster import MASTER_CLASS, WORKER_CLASS
+from stormpy.connectors.spark._code import probe_master
+from stormpy.local._processes import find_processes
+from stormpy.local._spark_cluster import MASTER_CLASS, WORKER_CLASS
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.spark]
 

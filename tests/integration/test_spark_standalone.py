@@ -46,9 +46,9 @@ from cluster_kit import (  # noqa: F401 - fixtures
 from accesslogs.generator import generate_lines
 from accesslogs.report import accounting_ok, expected_aggregates
 from stormpy.bundle import build_bundle
-from stormpy.local.spark_cluster import SparkStandalone
+from stormpy.local._spark_cluster import SparkStandalone
 from stormpy.testing import WaitTimeout
-from stormpy.testing.cluster import ProcessCluster
+from stormpy.testing._cluster import ProcessCluster
 
 SPARK_TOPOLOGIES = HERE / "spark_topologies"
 FLAGSHIP_TOPOLOGIES = HERE / "flagship_topologies"

@@ -18,11 +18,11 @@ from cluster_kit import attach_cluster_logs, cluster_fixture  # noqa: F401 - fix
 from killed_worker_kit import TOPOLOGIES, failed_ids, kill_a_worker_mid_stream
 
 from stormpy.bundle import build_bundle
-from stormpy.local.redis_server import RedisServer
+from stormpy.local._redis_server import RedisServer
 from stormpy.state import KeyValueState, SqliteDocStore
-from stormpy.state.redis_store import open_redis_store, redis_config
-from stormpy.testing.cluster import ProcessCluster
-from stormpy.topology.layout import compute_layout
+from stormpy.state._redis_store import open_redis_store, redis_config
+from stormpy.testing._cluster import ProcessCluster
+from stormpy.topology._layout import compute_layout
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster]
 

@@ -15,8 +15,8 @@ from stormpy.cluster.paths import ZkPaths
 from stormpy.cluster.zkserver import ZooKeeperServer
 from stormpy.state import ZkBackend
 from stormpy.testing import Capture, LocalCluster
-from stormpy.testing.state import check_state_store
-from stormpy.topology.state import (
+from stormpy.testing._state import check_state_store
+from stormpy.topology._state import (
     CHECKPOINTS,
     TRANSACTIONAL,
     CorruptStateError,

@@ -22,8 +22,8 @@ from cluster_kit import (  # noqa: F401 - fixtures
 )
 
 from stormpy.bundle import build_bundle
-from stormpy.testing.cluster import ProcessCluster
-from stormpy.topology.layout import compute_layout
+from stormpy.testing._cluster import ProcessCluster
+from stormpy.topology._layout import compute_layout
 from stormpy.transactional import SqliteState
 
 HERE = Path(__file__).resolve().parent / "transactional_topologies"

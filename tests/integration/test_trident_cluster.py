@@ -24,11 +24,11 @@ from cluster_kit import (  # noqa: F401 - fixtures
 )
 
 from stormpy.bundle import build_bundle
-from stormpy.local.redis_server import RedisServer
+from stormpy.local._redis_server import RedisServer
 from stormpy.state import SqliteStore
-from stormpy.state.redis_store import open_redis_store, redis_config
-from stormpy.testing.cluster import ProcessCluster
-from stormpy.topology.layout import compute_layout
+from stormpy.state._redis_store import open_redis_store, redis_config
+from stormpy.testing._cluster import ProcessCluster
+from stormpy.topology._layout import compute_layout
 from stormpy.trident import OPAQUE, TRANSACTIONAL, MapState
 
 HERE = Path(__file__).resolve().parent / "trident_topologies"

@@ -28,8 +28,8 @@ from ui_kit import (  # noqa: F401 - fixtures
     wordcount_fixture,
 )
 
-from stormpy.testing.cluster import ProcessCluster, free_ports
-from stormpy.ui.server import UiServer
+from stormpy.testing._cluster import ProcessCluster, free_ports
+from stormpy.ui._server import UiServer
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster]
 
@@ -368,7 +368,7 @@ def test_metrics_consumer_and_daemon_counters_on_the_cluster(ui_cluster: Process
 
 
 def test_auth_not_found_bad_input_and_nimbus_down(ui_cluster: ProcessCluster) -> None:
-    from stormpy.ui.server import UiServer
+    from stormpy.ui._server import UiServer
 
     c = ui_cluster
     conf = {**UI_CONF, "storm.zookeeper.servers": [h.split(":")[0] for h in c.zk_connect.split(",")],

@@ -17,9 +17,9 @@ from killed_worker_kit import TOPOLOGIES, failed_ids, kill_a_worker_mid_stream
 
 from stormpy.bundle import build_bundle
 from stormpy.state import KeyValueState, SqliteDocStore
-from stormpy.testing.cluster import ProcessCluster
-from stormpy.topology.layout import compute_layout
-from stormpy.windowing.persistent import UserState
+from stormpy.testing._cluster import ProcessCluster
+from stormpy.topology._layout import compute_layout
+from stormpy.windowing._persistent import UserState
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster]
 

@@ -24,7 +24,7 @@ from stormpy.supervisor import SupervisorDirs
 from stormpy.supervisor.launcher import WorkerHandle, launch_worker
 from stormpy.supervisor.local_state import read_local_heartbeat
 from stormpy.testing import free_ports
-from stormpy.topology.state import decode_state
+from stormpy.topology._state import decode_state
 
 pytest_plugins = ["supervisor_fixtures"]
 pytestmark = [pytest.mark.zookeeper, pytest.mark.cluster, pytest.mark.timeout(120)]

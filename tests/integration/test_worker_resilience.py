@@ -13,7 +13,7 @@ import zmq
 from supervisor_kit import PACED_FILES, SupervisorEnv, paced_spec, wait_for
 
 from stormpy.testing import free_ports
-from stormpy.topology.layout import compute_layout
+from stormpy.topology._layout import compute_layout
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.cluster, pytest.mark.timeout(120)]
 pytest_plugins = ["supervisor_fixtures"]

@@ -33,7 +33,7 @@ from stormpy.cluster import ZkConnectionError, ZkStorage
 from stormpy.cluster.zkserver import ZooKeeperServer
 from stormpy.nimbus.leadership import Leadership
 from stormpy.testing import free_ports, stays_unchanged
-from stormpy.testing.cluster import FAST_TIMEOUTS
+from stormpy.testing._cluster import FAST_TIMEOUTS
 
 pytestmark = [pytest.mark.zookeeper, pytest.mark.cluster, pytest.mark.timeout(90)]
 

@@ -15,7 +15,7 @@ import pytest
 from cluster_kit import filewc, running_cluster, submit
 
 from parts_kit import unavailable
-from stormpy.testing.cluster import FAST_TIMEOUTS, ProcessCluster
+from stormpy.testing._cluster import FAST_TIMEOUTS, ProcessCluster
 
 UI_CONF = {**FAST_TIMEOUTS, "ui.poll.secs": 0.3}
 

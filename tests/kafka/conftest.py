@@ -1,6 +1,6 @@
 """Fixtures for the Kafka connector tests: one real Apache Kafka broker per test session.
 
-* ``kafka_broker`` (session): a running :class:`stormpy.testing.kafka.ApacheKafkaBroker` (a
+* ``kafka_broker`` (session): a running :class:`stormpy.testing._kafka.ApacheKafkaBroker` (a
   single-node KRaft broker on 127.0.0.1, free ports, data in a temp dir, the quick-start JVM
   options; ``make kafka`` installs it into ``.tools/kafka``). When Java, the Kafka jars or
   confluent-kafka are missing, tests using it are skipped, or FAIL with the install hint when the
@@ -26,7 +26,7 @@ from typing import Any, NoReturn
 import pytest
 
 from parts_kit import unavailable
-from stormpy.testing.kafka import (
+from stormpy.testing._kafka import (
     KAFKA_INSTALL_HINT,
     QUICK_START_JVM_OPTIONS,
     ApacheKafkaBroker,

@@ -18,8 +18,9 @@ import pytest
 
 from stormpy.connectors.kafka import KafkaBolt, KafkaBoltConfig
 from stormpy.host.ports import free_port
-from stormpy.testing import LocalCluster, registry
-from stormpy.testing.kafka import ApacheKafkaBroker, KafkaBroker
+from stormpy.testing import LocalCluster
+from stormpy.testing import _registry as registry
+from stormpy.testing._kafka import ApacheKafkaBroker, KafkaBroker
 from stormpy.topology import Spout, TopologyBuilder, TopologyContext
 
 pytestmark = pytest.mark.kafka

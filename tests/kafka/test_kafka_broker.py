@@ -20,7 +20,7 @@ import pytest
 from parts_kit import unavailable
 from stormpy.host.ports import free_port
 from stormpy.testing import wait_for
-from stormpy.testing.kafka import (
+from stormpy.testing._kafka import (
     BROKER_ENV,
     KAFKA_HOME_ENV,
     KafkaBroker,

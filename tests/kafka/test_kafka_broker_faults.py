@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 from test_kafka_spout_local import Board, committed, group_name, spout_config, topology
 
-from stormpy.testing import LocalCluster, registry
-from stormpy.testing.kafka import ApacheKafkaBroker, KafkaBroker
+from stormpy.testing import LocalCluster
+from stormpy.testing import _registry as registry
+from stormpy.testing._kafka import ApacheKafkaBroker, KafkaBroker
 
 pytestmark = pytest.mark.kafka
 

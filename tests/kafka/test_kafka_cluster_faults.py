@@ -29,8 +29,8 @@ from test_kafka_spout_local import committed as committed_offsets
 
 from stormpy.bundle import build_bundle
 from stormpy.cluster.zkserver import ZooKeeperServer
-from stormpy.testing.cluster import ProcessCluster
-from stormpy.testing.kafka import KafkaBroker
+from stormpy.testing._cluster import ProcessCluster
+from stormpy.testing._kafka import KafkaBroker
 
 HERE = Path(__file__).resolve().parent
 TOPOLOGIES = HERE / "cluster_topologies"

@@ -18,7 +18,7 @@ import pytest
 
 from stormpy.connectors.kafka import KafkaSpout, KafkaSpoutConfig
 from stormpy.testing import wait_for
-from stormpy.testing.kafka import KafkaBroker
+from stormpy.testing._kafka import KafkaBroker
 
 pytestmark = pytest.mark.kafka
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from stormpy.testing.kafka import KafkaBroker
+from stormpy.testing._kafka import KafkaBroker
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.kafka

@@ -11,10 +11,11 @@ import pytest
 from test_kafka_spout_local import Board, committed, group_name, records, spout_config
 
 from stormpy.connectors.kafka import KafkaSpout
-from stormpy.testing import LocalCluster, registry
-from stormpy.testing.kafka import KafkaBroker
+from stormpy.testing import LocalCluster
+from stormpy.testing import _registry as registry
+from stormpy.testing._kafka import KafkaBroker
 from stormpy.topology import Bolt, TopologyBuilder, TopologyContext, Tuple
-from stormpy.topology.columns import ColumnBatch
+from stormpy.topology._columns import ColumnBatch
 
 pytestmark = pytest.mark.kafka
 

@@ -15,8 +15,9 @@ import pytest
 
 from stormpy.connectors.kafka import KafkaSpout, KafkaSpoutConfig
 from stormpy.host.ports import free_port
-from stormpy.testing import LocalCluster, registry, wait_for
-from stormpy.testing.kafka import ApacheKafkaBroker, KafkaBroker
+from stormpy.testing import LocalCluster, wait_for
+from stormpy.testing import _registry as registry
+from stormpy.testing._kafka import ApacheKafkaBroker, KafkaBroker
 from stormpy.topology import Bolt, TopologyBuilder, TopologyContext, Tuple
 
 pytestmark = pytest.mark.kafka

@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 import trident_kafka_eos
 
-from stormpy.connectors.kafka.transactional_sink import (
+from stormpy.connectors.kafka._transactional_sink import (
     KafkaTransactionalConfig,
     KafkaTransactionalSink,
     read_committed_txid,
     transactional_id,
 )
 from stormpy.testing import LocalCluster
-from stormpy.testing.kafka import KafkaBroker
+from stormpy.testing._kafka import KafkaBroker
 
 TOPOLOGIES = Path(__file__).resolve().parent / "cluster_topologies"
 

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from trident_kit import FAILS, FailOnWord, split_value
 
-from stormpy.connectors.kafka.opaque import KafkaOpaqueSpout
+from stormpy.connectors.kafka._opaque import KafkaOpaqueSpout
 from stormpy.state import SqliteStore
 from stormpy.testing import LocalCluster
-from stormpy.testing.kafka import KafkaBroker
+from stormpy.testing._kafka import KafkaBroker
 from stormpy.trident import OPAQUE, Count, MapState, StateFactory, TridentTopology
 
 UNIT = Path(__file__).resolve().parents[1] / "unit"

@@ -25,8 +25,8 @@ from stormpy.bundle import build_bundle
 from stormpy.cluster.zkserver import ZooKeeperServer
 from stormpy.state import SqliteStore
 from stormpy.testing import WaitTimeout, wait_for
-from stormpy.testing.cluster import ProcessCluster
-from stormpy.testing.kafka import ApacheKafkaBroker, KafkaBroker
+from stormpy.testing._cluster import ProcessCluster
+from stormpy.testing._kafka import ApacheKafkaBroker, KafkaBroker
 from stormpy.trident import OPAQUE, MapState
 
 TOPOLOGIES = Path(__file__).resolve().parent / "cluster_topologies"

@@ -14,7 +14,7 @@ import pystorm_wordcount as wordcount
 
 from stormpy import Bolt, TopologyBuilder, TopologySpec, Tuple
 from stormpy.multilang import ShellBolt, ShellSpout, pystorm_component
-from stormpy.topology.context import TopologyContext
+from stormpy.topology._context import TopologyContext
 
 
 class FileSink(Bolt):

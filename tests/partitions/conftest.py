@@ -32,8 +32,8 @@ from partition_cluster import HOSTS, NetnsCluster
 
 from parts_kit import unavailable
 from stormpy.bundle import build_bundle
-from stormpy.testing.cluster import FAST_TIMEOUTS
-from stormpy.testing.zookeeper import INSTALL_HINT, zookeeper_available
+from stormpy.testing._cluster import FAST_TIMEOUTS
+from stormpy.testing._zookeeper import INSTALL_HINT, zookeeper_available
 
 HERE = Path(__file__).resolve().parent
 TOPOLOGY_DIR = HERE / "ledger_topology"

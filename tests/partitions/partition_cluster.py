@@ -1,7 +1,7 @@
 """A stormpy cluster spread over network namespaces: ZooKeeper, two Nimbus hosts (HA) and two
 supervisors, each on a host of its own (:class:`~netns.HostNetwork`).
 
-:class:`NetnsCluster` contract (a :class:`~stormpy.testing.cluster.ProcessCluster`):
+:class:`NetnsCluster` contract (a :class:`~stormpy.testing._cluster.ProcessCluster`):
 
 * Hosts ``zk``, ``nimbus0``, ``nimbus1``, ``sup0``, ``sup1``. ZooKeeper serves on
   ``<zk>:2181``; Nimbus ``i`` on ``<nimbusi>:6627``; supervisor ``i`` on ``<supi>`` with slots
@@ -13,7 +13,7 @@ supervisors, each on a host of its own (:class:`~netns.HostNetwork`).
   :meth:`leader_index`, :attr:`state` work as on a one-host ProcessCluster.
 * :meth:`stop` stops the daemons (ProcessCluster's stop), then ZooKeeper.
 
-:class:`NetnsRedis`: a :class:`~stormpy.local.redis_server.RedisServer` run on one host of a
+:class:`NetnsRedis`: a :class:`~stormpy.local._redis_server.RedisServer` run on one host of a
 HostNetwork, bound to that host's address on ``REDIS_PORT`` (every host and the observer reach
 it; its ``provider_config`` names that address).
 """
@@ -29,9 +29,9 @@ from netns import HostNetwork
 
 from stormpy.client import NimbusClient
 from stormpy.config import rpc_auth_token
-from stormpy.local.redis_server import RedisServer
-from stormpy.testing.cluster import ProcessCluster
-from stormpy.testing.zookeeper import ZooKeeperServer
+from stormpy.local._redis_server import RedisServer
+from stormpy.testing._cluster import ProcessCluster
+from stormpy.testing._zookeeper import ZooKeeperServer
 
 __all__ = ["HOSTS", "NIMBUS_PORT", "REDIS_PORT", "NetnsCluster", "NetnsRedis", "NetnsZooKeeper",
            "ZK_PORT"]

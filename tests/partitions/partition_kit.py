@@ -14,7 +14,7 @@ import ledger
 from partition_cluster import ZK_PORT, NetnsCluster
 
 from stormpy.testing import wait_for
-from stormpy.testing.zookeeper import four_letter_word
+from stormpy.testing._zookeeper import four_letter_word
 
 __all__ = ["RESULTS", "final_workers", "record", "running_workers", "settle_and_audit", "submit_ledger",
            "worker_hosts", "zk_sessions"]

@@ -23,8 +23,8 @@ from partition_kit import record, worker_hosts
 from parts_kit import running_redis
 from stormpy.bundle import build_bundle
 from stormpy.state import KeyValueState
-from stormpy.state.redis_store import open_redis_store, redis_config
-from stormpy.topology.layout import compute_layout
+from stormpy.state._redis_store import open_redis_store, redis_config
+from stormpy.topology._layout import compute_layout
 
 TOPOLOGY_DIR = Path(__file__).resolve().parents[1] / "integration" / "durable_topologies"
 

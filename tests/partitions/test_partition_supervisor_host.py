@@ -22,7 +22,7 @@ from partition_kit import (
     worker_hosts,
 )
 
-from stormpy.testing.cluster import FAST_TIMEOUTS
+from stormpy.testing._cluster import FAST_TIMEOUTS
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster, pytest.mark.partitions]
 

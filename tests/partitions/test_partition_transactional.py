@@ -16,7 +16,7 @@ from partition_cluster import NetnsCluster
 from partition_kit import record, worker_hosts
 
 from stormpy.bundle import build_bundle
-from stormpy.topology.layout import compute_layout
+from stormpy.topology._layout import compute_layout
 from stormpy.transactional import SqliteState
 
 pytestmark = [pytest.mark.timeout(300), pytest.mark.zookeeper, pytest.mark.cluster, pytest.mark.partitions]

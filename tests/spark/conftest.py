@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from stormpy.connectors.spark import spark_session
-from stormpy.testing import registry
+from stormpy.testing import _registry as registry
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

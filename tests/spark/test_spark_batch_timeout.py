@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
-import stormpy.connectors.spark.in_spark as in_spark
+import stormpy.connectors.spark._in_spark as in_spark
 from stormpy.connectors.spark import SparkBatchBolt
-from stormpy.connectors.spark.arrow import batch_dataframe
-from stormpy.testing import FeederSpout, LocalCluster, registry
+from stormpy.connectors.spark._arrow import batch_dataframe
+from stormpy.testing import FeederSpout, LocalCluster
+from stormpy.testing import _registry as registry
 from stormpy.topology import TopologyBuilder
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("spark")]

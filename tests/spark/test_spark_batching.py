@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from stormpy.connectors.spark import spark_settings
-from stormpy.connectors.spark.arrow import BatchConversionError, result_rows, rows_to_arrow
+from stormpy.connectors.spark._arrow import BatchConversionError, result_rows, rows_to_arrow
 
 
 def test_rows_to_arrow_infers_types_and_names_bad_fields() -> None:

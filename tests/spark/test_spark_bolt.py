@@ -17,7 +17,8 @@ from stormpy.connectors.spark import (
     BatchSource,
     SparkBatchBolt,
 )
-from stormpy.testing import Capture, FeederSpout, LocalCluster, registry
+from stormpy.testing import Capture, FeederSpout, LocalCluster
+from stormpy.testing import _registry as registry
 from stormpy.topology import Spout, TopologyBuilder, TopologyContext
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("spark")]

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from stormpy.connectors.spark import SparkBatchBolt
-from stormpy.testing import Capture, FeederSpout, LocalCluster, SimulatedClock, registry, wait_for
+from stormpy.testing import Capture, FeederSpout, LocalCluster, SimulatedClock, wait_for
+from stormpy.testing import _registry as registry
 from stormpy.topology import Bolt, TopologyBuilder, TopologyContext, Tuple
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("spark")]
@@ -157,7 +158,7 @@ def test_the_executor_loop_releases_the_gil_while_a_batch_is_in_spark(
         state: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """While a batch is in Spark the bolt gives the GIL up every 16 tuples it adds (so the
     batch's py4j calls need not wait out the switch interval); never while Spark is idle."""
-    import stormpy.connectors.spark.bolt as bolt_module
+    import stormpy.connectors.spark._bolt as bolt_module
 
     released: list[int] = []
     monkeypatch.setattr(bolt_module, "_release_gil", lambda: released.append(len(state["batches"])))

@@ -8,7 +8,7 @@ from typing import Any
 
 import msgpack
 
-from stormpy.topology.fields import Fields
+from stormpy.topology._fields import Fields
 from stormpy.worker.inbound import ONE_ROOT, PAIRS, Inbound
 
 FIELDS = Fields(["word", "n"])

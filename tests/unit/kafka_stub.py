@@ -17,7 +17,7 @@ from stormpy.connectors.kafka import (
     OffsetAndMetadata,
     TopicPartition,
 )
-from stormpy.connectors.kafka.assignment import OFFSET_BEGINNING, OFFSET_END
+from stormpy.connectors.kafka._assignment import OFFSET_BEGINNING, OFFSET_END
 
 
 class Cluster:

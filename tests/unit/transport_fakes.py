@@ -9,7 +9,7 @@ from stormpy import TopologyBuilder
 from stormpy.messaging.codec import decode_frame
 from stormpy.messaging.transport import Transport
 from stormpy.testing import Capture, FeederSpout
-from stormpy.topology.spec import TopologySpec
+from stormpy.topology._spec import TopologySpec
 from stormpy.worker import Worker, WorkerConfig
 from stormpy.worker.inbound import wire_tuples
 

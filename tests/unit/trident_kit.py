@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from stormpy.topology.streams import Stream
+from stormpy.topology._streams import Stream
 from stormpy.transactional import OpaquePartitionedTransactionalSpout
 from stormpy.trident import (
     Aggregator,

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from tx_memory import CONTEXT, NamedMemoryStore
 
-from stormpy.topology.imports import class_path
+from stormpy.topology._imports import class_path
 from stormpy.transactional import TransactionAttempt
-from stormpy.transactional.api import OpaquePartitionedTransactionalSpout, TransactionalSpout
-from stormpy.transactional.coordinator import META_KEY, CoordinatorSpout
-from stormpy.transactional.store import StoreUnavailable
-from stormpy.transactional.streams import BATCH_STREAM, COMMIT_STREAM
+from stormpy.transactional._api import OpaquePartitionedTransactionalSpout, TransactionalSpout
+from stormpy.transactional._coordinator import META_KEY, CoordinatorSpout
+from stormpy.transactional._store import StoreUnavailable
+from stormpy.transactional._streams import BATCH_STREAM, COMMIT_STREAM
 
 READY: list[bool] = []  # answers of is_ready, popped one by one (True when empty)
 ASKED: list[Any] = []
@@ -108,7 +108,7 @@ def reset(monkeypatch: pytest.MonkeyPatch) -> None:
     OPENED.clear()
     OPEN_FAILS[0] = 0
     NamedMemoryStore.forget(TX)
-    monkeypatch.setattr("stormpy.transactional.coordinator.open_store", open_store)
+    monkeypatch.setattr("stormpy.transactional._coordinator.open_store", open_store)
 
 class EmitRecorder:
     """A coordinator spout opened with ``conf`` and its emits recorded (``take``)."""

@@ -14,7 +14,7 @@ from typing import Any
 
 MARKER = "<!-- config-keys -->"
 #: packages whose import registers a configuration section
-SECTION_PACKAGES = ("stormpy.transactional.settings", "stormpy.connectors.spark.settings")
+SECTION_PACKAGES = ("stormpy.transactional._settings", "stormpy.connectors.spark._settings")
 
 
 def _cell(value: Any) -> str:

@@ -3,7 +3,7 @@
 
 Contract: asks Nimbus (``debug``) to store the setting in the topology's StormBase; the workers
 apply it within seconds and write P percent of the component's emits to their events logs
-(:mod:`stormpy.topology.event_log`). ``--disable`` without ``-c`` turns every component off.
+(:mod:`stormpy.topology._event_log`). ``--disable`` without ``-c`` turns every component off.
 An unknown topology or component, or a topology with ``topology.eventlogger.executors`` 0, is
 refused with Nimbus's message (exit 1). ``-c`` names the component (as Storm's ``-c``), so
 config overrides are given with ``--conf KEY=VALUE`` here.

@@ -16,10 +16,10 @@ from stormpy.cluster.devzk import default_dev_data_dir, run_dev_zookeeper
 from stormpy.cluster.zkserver import ZooKeeperNotFound, ZooKeeperServer, ZooKeeperStartError
 from stormpy.config import DEFAULTS, ConfigError, load_config_args, local_dir, parse_config_args
 from stormpy.local import ProcessCluster
-from stormpy.local.dev_kafka import BROKER_CHOICES, run_dev_kafka
-from stormpy.local.kafka_broker import KafkaBrokerNotFound, KafkaBrokerStartError
-from stormpy.local.redis_server import RedisNotFound, RedisStartError, run_dev_redis
-from stormpy.local.spark_cluster import (
+from stormpy.local._dev_kafka import BROKER_CHOICES, run_dev_kafka
+from stormpy.local._kafka_broker import KafkaBrokerNotFound, KafkaBrokerStartError
+from stormpy.local._redis_server import RedisNotFound, RedisStartError, run_dev_redis
+from stormpy.local._spark_cluster import (
     SparkClusterNotFound,
     SparkClusterStartError,
     SparkStandalone,

@@ -43,7 +43,7 @@ from stormpy.cluster.worker_ops import parse_level_setting
 from stormpy.config import ConfigError, load_config_args
 from stormpy.host.daemon import STOP_SIGNALS
 from stormpy.logviewer.server import LogviewerServer
-from stormpy.ui.security import ui_token
+from stormpy.ui._security import ui_token
 
 __all__ = ["WorkerLogReader", "logs", "logviewer", "profile", "set_log_level"]
 

@@ -29,7 +29,7 @@ def ui(nimbus_address: str | None, config_file: tuple[str, ...], overrides: tupl
         error(exc)
         sys.exit(2)
     try:
-        from stormpy.ui.server import run_ui
+        from stormpy.ui._server import run_ui
     except ImportError as exc:
         error(f"the UI needs the 'ui' extra (pip install 'stormpy-runtime[ui]'): {exc}")
         sys.exit(2)

@@ -14,11 +14,11 @@ A shared service: it imports rpc, bundle, config, cluster, host and the topology
 never a daemon; the daemons, local mode, the UI and the CLI import it.
 """
 
-from stormpy.client.addresses import CONNECT_TIMEOUT_SECS, parse_address, seed_addresses
-from stormpy.client.leader import find_leader, leader_first
-from stormpy.client.nimbus import NimbusClient
-from stormpy.client.settings import rpc_client, rpc_settings
-from stormpy.client.transfer import BundleDigest, download_bundle, upload_bundle
+from stormpy.client._addresses import CONNECT_TIMEOUT_SECS, parse_address, seed_addresses
+from stormpy.client._leader import find_leader, leader_first
+from stormpy.client._nimbus import NimbusClient
+from stormpy.client._settings import rpc_client, rpc_settings
+from stormpy.client._transfer import BundleDigest, download_bundle, upload_bundle
 
 __all__ = [
     "CONNECT_TIMEOUT_SECS",

@@ -83,7 +83,7 @@ class SupervisorDirs:
         return self.logs / f"worker-{topology_id}-{int(port)}.log"
 
     def worker_events_log(self, topology_id: str, port: int) -> Path:
-        """The worker's sampled tuples (``stormpy.topology.event_log``), beside its log."""
+        """The worker's sampled tuples (``stormpy.topology._event_log``), beside its log."""
         return self.logs / f"worker-{topology_id}-{int(port)}-events.log"
 
     @property

@@ -5,8 +5,8 @@ Readers ignore unknown fields (so a newer writer may add optional ones) and refu
 version. ``from_doc`` raises :class:`DocumentError` naming the field; :func:`decode` turns that
 (and undecodable bytes) into :class:`~stormpy.cluster.errors.MalformedStateError` naming the znode.
 
-Executors are :data:`~stormpy.topology.layout.ExecutorKey` ``(start_task, end_task)`` pairs
-(inclusive), the keys of :class:`~stormpy.topology.layout.Executor`. msgpack has no tuples or
+Executors are :data:`~stormpy.topology._layout.ExecutorKey` ``(start_task, end_task)`` pairs
+(inclusive), the keys of :class:`~stormpy.topology._layout.Executor`. msgpack has no tuples or
 non-string map keys, so maps keyed by executor are stored as lists of rows, e.g.
 ``[[start, end, node, port], ...]``.
 The objects are frozen: derive changed copies with :func:`dataclasses.replace`.
@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 import msgpack
 
 from stormpy.cluster.errors import MalformedStateError
-from stormpy.topology.layout import ExecutorKey
+from stormpy.topology._layout import ExecutorKey
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -299,7 +299,7 @@ class WorkerHeartbeat:
     maps component → task id (a string) → metric name → value: what tasks registered with
     ``context.register_metric`` (plain msgpack data; optional, absent in older heartbeats).
     ``events`` (optional) holds the worker's newest sampled tuples, oldest first, as the events
-    log writes them (:func:`stormpy.topology.event_log.event_doc`).
+    log writes them (:func:`stormpy.topology._event_log.event_doc`).
     """
 
     topology_id: str

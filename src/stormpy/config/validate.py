@@ -53,7 +53,7 @@ PENDING = "topology.max.spout.pending"
 
 
 class ComponentSettings(Protocol):
-    """What the submit check reads of a component (``stormpy.topology.spec.ComponentSpec``)."""
+    """What the submit check reads of a component (``stormpy.topology._spec.ComponentSpec``)."""
 
     @property
     def kind(self) -> str: ...

@@ -11,7 +11,7 @@ lazily; using a connector without its extra raises an error naming the ``pip ins
 
 Shared by the log spouts: ``partitions`` (which partitions or shards a spout task reads) and
 ``offsets`` (the acked prefix the Kafka spout commits; the Kinesis tracker differs on purpose, see
-both). Each connector's settings classes follow the one style of :mod:`stormpy.settings`.
+both). Each connector's settings classes follow the one style of :mod:`stormpy._settings`.
 """
 
 __all__: list[str] = []  # each connector is imported from its own subpackage

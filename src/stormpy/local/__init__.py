@@ -9,12 +9,12 @@ the public test kit :mod:`stormpy.testing` re-exports :class:`LocalCluster`. How
 are found and ended (the process table, SIGTERM then SIGKILL) is internal.
 """
 
-from stormpy.local.cluster import LocalCluster, TopologyNotFound
-from stormpy.local.dev_kafka import start_broker
-from stormpy.local.kafka_broker import KafkaBroker
-from stormpy.local.processes import ProcessCluster
-from stormpy.local.redis_server import RedisServer
-from stormpy.local.spark_cluster import SparkStandalone
+from stormpy.local._cluster import LocalCluster, TopologyNotFound
+from stormpy.local._dev_kafka import start_broker
+from stormpy.local._kafka_broker import KafkaBroker
+from stormpy.local._processes import ProcessCluster
+from stormpy.local._redis_server import RedisServer
+from stormpy.local._spark_cluster import SparkStandalone
 
 __all__ = ["KafkaBroker", "LocalCluster", "ProcessCluster", "RedisServer", "SparkStandalone",
            "TopologyNotFound", "start_broker"]

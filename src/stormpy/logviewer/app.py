@@ -35,7 +35,7 @@ from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Respon
 from starlette.routing import Route
 
 from stormpy.logviewer.files import BadRequest, Forbidden, LogDir, NotFound
-from stormpy.ui.security import Denied, UiAuth
+from stormpy.ui._security import Denied, UiAuth
 
 __all__ = ["DEFAULT_LENGTH", "create_app"]
 

@@ -4,7 +4,7 @@ A tuple is the array ``[dest_task, stream, src_task, root, edge, anchors, values
 one spout tuple's tree carries that tree's ``root`` id (64-bit) and its ``edge`` id (62-bit,
 ``worker/edges.py``) and nil ``anchors``; a tuple in several trees has ``root`` 0 and
 ``anchors`` mapping root id → edge id; an untracked tuple has ``root`` 0 and nil ``anchors``.
-A columnar batch (``stormpy.topology.columns.ColumnBatch``: tuples of one stream sharing one
+A columnar batch (``stormpy.topology._columns.ColumnBatch``: tuples of one stream sharing one
 tree node) is ONE record of 8 items, ``[dest_task, stream, src_task, root, edge, anchors,
 columns, n]``: its values as one list per field, each of its ``n`` tuples' values in order.
 A run (``RUN_ITEMS`` items) is ``n`` tuples of one (destination task, stream, source task), all

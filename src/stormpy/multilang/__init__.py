@@ -5,11 +5,11 @@ Built on the public topology API and its documented seams only (the off-loop sea
 ``call_soon_threadsafe`` hands subprocess output back to the executor loop).
 """
 
-from stormpy.multilang.pystorm_spec import PystormComponent, pystorm_component
-from stormpy.multilang.serializers import JsonCodec, MsgpackCodec, codec_named
-from stormpy.multilang.shell import ShellComponentError
-from stormpy.multilang.shell_bolt import ShellBolt
-from stormpy.multilang.shell_spout import ShellSpout
+from stormpy.multilang._pystorm_spec import PystormComponent, pystorm_component
+from stormpy.multilang._serializers import JsonCodec, MsgpackCodec, codec_named
+from stormpy.multilang._shell import ShellComponentError
+from stormpy.multilang._shell_bolt import ShellBolt
+from stormpy.multilang._shell_spout import ShellSpout
 
 __all__ = ["JsonCodec", "MsgpackCodec", "PystormComponent", "ShellBolt", "ShellComponentError",
            "ShellSpout", "codec_named", "pystorm_component"]

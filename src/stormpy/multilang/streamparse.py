@@ -38,11 +38,11 @@ except ImportError as exc:  # pragma: no cover - the extra is installed in tests
     raise ImportError("stormpy.multilang.streamparse needs the pystorm package: pip install "
                       "'stormpy[multilang]'") from exc
 
-from stormpy.multilang.pystorm_spec import pystorm_component
-from stormpy.topology.builder import BoltDeclarer, TopologyBuilder
-from stormpy.topology.spec import TopologySpec
-from stormpy.topology.streams import Stream
-from stormpy.topology.tuple import DEFAULT_STREAM
+from stormpy.multilang._pystorm_spec import pystorm_component
+from stormpy.topology._builder import BoltDeclarer, TopologyBuilder
+from stormpy.topology._spec import TopologySpec
+from stormpy.topology._streams import Stream
+from stormpy.topology._tuple import DEFAULT_STREAM
 
 __all__ = ["BatchingBolt", "Bolt", "ComponentSpec", "Grouping", "ReliableSpout", "Spout",
            "Stream", "TicklessBatchingBolt", "Topology", "spec"]

@@ -22,7 +22,7 @@ from typing import Any
 from stormpy.cluster.zk_acls import TOPOLOGY_PAYLOAD_KEY, daemon_digest_id
 from stormpy.config import SettingError
 from stormpy.messaging.curve import PUBLIC_KEY, SECRET_KEY, CurveKeyPair, curve_enabled
-from stormpy.topology.errors import InvalidTopologyError
+from stormpy.topology._errors import InvalidTopologyError
 
 __all__ = ["add_topology_credentials", "topology_credentials"]
 

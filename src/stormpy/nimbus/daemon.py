@@ -33,7 +33,7 @@ from typing import Any
 
 from stormpy import __version__
 from stormpy.client import NimbusClient
-from stormpy.client.addresses import BIND_ALL_HOSTS
+from stormpy.client._addresses import BIND_ALL_HOSTS
 from stormpy.cluster import ClusterState
 from stormpy.cluster.records import encode_value
 from stormpy.config import DEFAULTS, log_dir, rpc_auth_token, setting

@@ -58,9 +58,9 @@ from stormpy.rpc.errors import (
     RpcError,
     TopologyRefusedError,
 )
-from stormpy.state.deployment import host_local_state_warning
-from stormpy.topology.errors import InvalidTopologyError
-from stormpy.topology.spec import TopologySpec
+from stormpy.state._deployment import host_local_state_warning
+from stormpy.topology._errors import InvalidTopologyError
+from stormpy.topology._spec import TopologySpec
 
 __all__ = ["MAX_HEARTBEATS_PER_CALL", "NimbusHandler"]
 

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from stormpy.cluster import Assignment, ErrorInfo, StormBase, SupervisorInfo, WorkerHeartbeat
-from stormpy.topology.layout import TaskLayout
+from stormpy.topology._layout import TaskLayout
 
 __all__ = ["aggregate_stats", "cluster_summary", "crash_loops", "nimbus_summaries", "slot_exits",
            "supervisor_summary", "topology_info", "topology_summary"]

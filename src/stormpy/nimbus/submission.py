@@ -29,9 +29,9 @@ from stormpy.nimbus.store import BundleStore
 from stormpy.nimbus.uploads import StagedBundle
 from stormpy.nimbus.validation import check_topology_limits, limit
 from stormpy.rpc.errors import TopologyRefusedError
-from stormpy.topology.errors import InvalidTopologyError
-from stormpy.topology.layout import TaskLayout, acker_count, compute_layout
-from stormpy.topology.spec import TopologySpec
+from stormpy.topology._errors import InvalidTopologyError
+from stormpy.topology._layout import TaskLayout, acker_count, compute_layout
+from stormpy.topology._spec import TopologySpec
 
 __all__ = ["check_znode", "prepare_submission", "roll_back_submission", "write_submission"]
 

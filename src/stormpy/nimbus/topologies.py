@@ -40,10 +40,10 @@ from stormpy.nimbus.uploads import StagedBundle
 from stormpy.nimbus.validation import limit
 from stormpy.rpc.errors import AlreadyExistsError, InvalidRequestError, NotFoundError, TopologyRefusedError
 from stormpy.scheduler.even import ExecutorKey, Slot, available_slots, schedule_topology
-from stormpy.topology.errors import InvalidTopologyError
-from stormpy.topology.event_log import EVENTLOGGER_EXECUTORS
-from stormpy.topology.layout import ACKER_COMPONENT, TaskLayout, compute_layout
-from stormpy.topology.spec import TopologySpec
+from stormpy.topology._errors import InvalidTopologyError
+from stormpy.topology._event_log import EVENTLOGGER_EXECUTORS
+from stormpy.topology._layout import ACKER_COMPONENT, TaskLayout, compute_layout
+from stormpy.topology._spec import TopologySpec
 
 __all__ = ["TopologyManager"]
 

@@ -13,15 +13,15 @@ import msgpack
 
 from stormpy.config import setting
 from stormpy.rpc.errors import TopologyRefusedError
-from stormpy.topology.errors import InvalidTopologyError
-from stormpy.topology.layout import acker_count
-from stormpy.topology.spec import TopologySpec, check_name, check_topology_name
+from stormpy.topology._errors import InvalidTopologyError
+from stormpy.topology._layout import acker_count
+from stormpy.topology._spec import TopologySpec, check_name, check_topology_name
 
 __all__ = ["check_topology_limits", "limit", "validate_topology_conf", "validate_topology_name"]
 
 
 def validate_topology_name(name: Any) -> str:
-    """``name`` when it is a usable topology name (:func:`stormpy.topology.spec.check_topology_name`);
+    """``name`` when it is a usable topology name (:func:`stormpy.topology._spec.check_topology_name`);
     TopologyRefusedError otherwise."""
     try:
         return check_topology_name(name)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
-from stormpy.topology.layout import ExecutorKey
+from stormpy.topology._layout import ExecutorKey
 
 __all__ = ["ExecutorKey", "Slot", "available_slots", "schedule_topology", "sort_slots"]
 

@@ -1,6 +1,6 @@
 """The state layer, and stateful bolts on it.
 
-One state-store layer (:mod:`stormpy.state.base`) with four backends: memory
+One state-store layer (:mod:`stormpy.state._base`) with four backends: memory
 (:class:`MemoryBackend`, owned by a LocalCluster instance or a worker process), SQLite
 (:class:`SqliteStore`, a file), ZooKeeper (:class:`ZkBackend`/:class:`ZkStore`, through the one
 ZooKeeper client of :mod:`stormpy.cluster.storage`) and Redis (:class:`RedisStore`, redis-py).
@@ -16,27 +16,27 @@ See docs/windowing-state.md.
 Renamed in this release: ``DocStore`` is :class:`Store` and ``SqliteDocStore`` is
 :class:`SqliteStore` (the old names still work); ``MemoryDocStore`` (shared by the whole process)
 is gone: memory state belongs to a :class:`MemoryBackend`; ``ZkDocStore(hosts, root)`` is
-:func:`open_zk_store`; ``stormpy.topology.state.MemoryStateBackend`` is :class:`MemoryBackend`;
+:func:`open_zk_store`; ``stormpy.topology._state.MemoryStateBackend`` is :class:`MemoryBackend`;
 ``stormpy.cluster.statestore.ZkStateBackend`` is :class:`ZkBackend`.
 """
 
-from stormpy.state.api import StatefulBolt
-from stormpy.state.base import Store
-from stormpy.state.checkpoint import CHECKPOINT_COMPONENT, CHECKPOINT_STREAM, CheckpointSpout
-from stormpy.state.kv import KeyValueState
-from stormpy.state.memory import MemoryBackend, MemoryStore
-from stormpy.state.provider import open_store
-from stormpy.state.redis_store import RedisConfig, RedisStore, open_redis_store, redis_config
-from stormpy.state.settings import StateSettings, state_settings
-from stormpy.state.sqlite import SqliteStore
-from stormpy.state.wiring import add_checkpointing
-from stormpy.state.zookeeper import ZkBackend, ZkStore, open_zk_store
+from stormpy.state._api import StatefulBolt
+from stormpy.state._base import Store
+from stormpy.state._checkpoint import CHECKPOINT_COMPONENT, CHECKPOINT_STREAM, CheckpointSpout
+from stormpy.state._kv import KeyValueState
+from stormpy.state._memory import MemoryBackend, MemoryStore
+from stormpy.state._provider import open_store
+from stormpy.state._redis_store import RedisConfig, RedisStore, open_redis_store, redis_config
+from stormpy.state._settings import StateSettings, state_settings
+from stormpy.state._sqlite import SqliteStore
+from stormpy.state._wiring import add_checkpointing
+from stormpy.state._zookeeper import ZkBackend, ZkStore, open_zk_store
 
 #: Earlier names (see the module doc).
 DocStore = Store
 SqliteDocStore = SqliteStore
 
-# the executors that run stateful bolts (stormpy.state.bolt) are internal: add_checkpointing
+# the executors that run stateful bolts (stormpy.state._bolt) are internal: add_checkpointing
 # wires them in
 __all__ = ["CHECKPOINT_COMPONENT", "CHECKPOINT_STREAM", "CheckpointSpout", "DocStore",
            "KeyValueState", "MemoryBackend", "MemoryStore", "RedisConfig", "RedisStore",

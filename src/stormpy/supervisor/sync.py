@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from stormpy.cluster.records import Assignment
 from stormpy.host.backoff import Backoff
-from stormpy.topology.layout import ExecutorKey
+from stormpy.topology._layout import ExecutorKey
 
 __all__ = ["QUICK_EXIT_SECS", "LocalAssignment", "assigned_slots", "relaunch_backoff", "relaunch_delay",
            "worker_health"]

@@ -5,12 +5,12 @@ bolts, tracked topologies and ack trackers, simulated time, unit-testing one com
 
 from stormpy.host.ports import free_port, free_ports
 from stormpy.host.waiting import WaitTimeout, stays_unchanged, wait_for
-from stormpy.local.cluster import LocalCluster, TopologyNotFound
-from stormpy.testing.acks import AckFailMapTracker
-from stormpy.testing.complete import CompleteResult, MockedSources, complete_topology
-from stormpy.testing.components import Capture, FeederSpout, FixedTupleSpout
-from stormpy.testing.tracking import AckTracker, TrackedTopology, TrackingSpout, tracked_wait
-from stormpy.testing.unit import Emitted, RecordingCollector, test_tuple
+from stormpy.local._cluster import LocalCluster, TopologyNotFound
+from stormpy.testing._acks import AckFailMapTracker
+from stormpy.testing._complete import CompleteResult, MockedSources, complete_topology
+from stormpy.testing._components import Capture, FeederSpout, FixedTupleSpout
+from stormpy.testing._tracking import AckTracker, TrackedTopology, TrackingSpout, tracked_wait
+from stormpy.testing._unit import Emitted, RecordingCollector, test_tuple
 from stormpy.topology.clock import SimulatedClock, simulated_time
 
 __all__ = ["AckFailMapTracker", "AckTracker", "Capture", "CompleteResult", "Emitted",

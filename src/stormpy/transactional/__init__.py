@@ -14,7 +14,7 @@ in the memory of the LocalCluster (or worker process), and a store of the state 
 for it in tests (``stormpy.state.MemoryBackend().named_store("transactional", "tx", id)``).
 """
 
-from stormpy.transactional.api import (
+from stormpy.transactional._api import (
     BatchBolt,
     BatchOutputCollector,
     Committer,
@@ -22,18 +22,18 @@ from stormpy.transactional.api import (
     PartitionedTransactionalSpout,
     TransactionalSpout,
 )
-from stormpy.transactional.attempt import TransactionAttempt
-from stormpy.transactional.builder import TransactionalTopologyBuilder
-from stormpy.transactional.memory import MemoryTransactionalSpout
-from stormpy.transactional.settings import TRANSACTIONAL_CONFIG
-from stormpy.transactional.state import (
+from stormpy.transactional._attempt import TransactionAttempt
+from stormpy.transactional._builder import TransactionalTopologyBuilder
+from stormpy.transactional._memory import MemoryTransactionalSpout
+from stormpy.transactional._settings import TRANSACTIONAL_CONFIG
+from stormpy.transactional._state import (
     OpaqueValue,
     SqliteState,
     TransactionalState,
     TransactionalValue,
     ZkState,
 )
-from stormpy.transactional.store import StoreUnavailable
+from stormpy.transactional._store import StoreUnavailable
 
 __all__ = [
     "BatchBolt", "BatchOutputCollector", "Committer", "MemoryTransactionalSpout",

@@ -6,8 +6,8 @@ with exactly-once state, on :mod:`stormpy.transactional` and :mod:`stormpy.state
 state, and ``build()`` returns an ordinary ``TopologySpec``. See docs/trident.md.
 """
 
-from stormpy.trident.builtin import Count, Debug, FirstN, Max, Min, Sum
-from stormpy.trident.operation import (
+from stormpy.trident._builtin import Count, Debug, FirstN, Max, Min, Sum
+from stormpy.trident._operation import (
     Aggregator,
     CombinerAggregator,
     Consumer,
@@ -20,8 +20,8 @@ from stormpy.trident.operation import (
     TridentCollector,
     TridentTuple,
 )
-from stormpy.trident.spout import FeederBatchSpout, FixedBatchSpout
-from stormpy.trident.state import (
+from stormpy.trident._spout import FeederBatchSpout, FixedBatchSpout
+from stormpy.trident._state import (
     NON_TRANSACTIONAL,
     OPAQUE,
     TRANSACTIONAL,
@@ -35,8 +35,8 @@ from stormpy.trident.state import (
     TupleCollectionGet,
     read_state,
 )
-from stormpy.trident.stream import ChainedAggregatorDeclarer, GroupedStream, Stream, TridentState
-from stormpy.trident.topology import TridentTopology
+from stormpy.trident._stream import ChainedAggregatorDeclarer, GroupedStream, Stream, TridentState
+from stormpy.trident._topology import TridentTopology
 
 __all__ = [
     "Aggregator", "ChainedAggregatorDeclarer", "CombinerAggregator", "Consumer", "Count", "Debug",

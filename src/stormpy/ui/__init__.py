@@ -1,6 +1,6 @@
 """stormpy's web UI: Storm's REST API (``/api/v1``), the pages and Prometheus ``/metrics``.
 
-``stormpy ui`` runs :func:`~stormpy.ui.server.run_ui`; docs/operations.md is the operator's guide.
+``stormpy ui`` runs :func:`~stormpy.ui._server.run_ui`; docs/operations.md is the operator's guide.
 Needs the ``ui`` extra (Starlette, uvicorn, prometheus_client).
 """
 

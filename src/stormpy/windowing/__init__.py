@@ -5,19 +5,19 @@ windowed bolts (``BaseStatefulWindowedBolt``), whose window can be persisted in 
 
 Built on the public topology API: ``SomeWindowedBolt.with_window(...)`` is passed to
 ``TopologyBuilder.set_bolt`` and runs as an executor wrapping the user's bolt (internal:
-``stormpy.windowing.bolt.WindowedBoltExecutor``).
+``stormpy.windowing._bolt.WindowedBoltExecutor``).
 
 ``JoinBolt`` (Storm's ``org.apache.storm.bolt.JoinBolt``) joins streams by key over such a window
-(:mod:`stormpy.windowing.join`), ``IntervalJoinBolt`` two keyed streams by event-time interval
-(:mod:`stormpy.windowing.interval_join`); docs/joins.md.
+(:mod:`stormpy.windowing._join`), ``IntervalJoinBolt`` two keyed streams by event-time interval
+(:mod:`stormpy.windowing._interval_join`); docs/joins.md.
 """
 
-from stormpy.windowing.bolt import LATE_FIELDS, WindowedBolt, WindowedBoltSpec
-from stormpy.windowing.config import Count, Duration, WindowConfig, WindowConfigError
-from stormpy.windowing.interval_join import IntervalJoinBolt
-from stormpy.windowing.join import JoinBolt
-from stormpy.windowing.manager import Window, WindowManager
-from stormpy.windowing.stateful import StatefulWindowedBolt, StatefulWindowedBoltSpec
+from stormpy.windowing._bolt import LATE_FIELDS, WindowedBolt, WindowedBoltSpec
+from stormpy.windowing._config import Count, Duration, WindowConfig, WindowConfigError
+from stormpy.windowing._interval_join import IntervalJoinBolt
+from stormpy.windowing._join import JoinBolt
+from stormpy.windowing._manager import Window, WindowManager
+from stormpy.windowing._stateful import StatefulWindowedBolt, StatefulWindowedBoltSpec
 
 __all__ = ["LATE_FIELDS", "Count", "Duration", "IntervalJoinBolt", "JoinBolt",
            "StatefulWindowedBolt", "StatefulWindowedBoltSpec", "Window", "WindowConfig",

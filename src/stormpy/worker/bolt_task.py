@@ -25,11 +25,11 @@ from typing import Any, Final, cast
 
 from stormpy.acker.streams import ACK_FAIL, ACK_RESET_TIMEOUT
 from stormpy.config import setting
-from stormpy.topology.component import BasicBolt
-from stormpy.topology.context import TopologyContext
-from stormpy.topology.errors import FailedException
-from stormpy.topology.fields import Fields
-from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
+from stormpy.topology._component import BasicBolt
+from stormpy.topology._context import TopologyContext
+from stormpy.topology._errors import FailedException
+from stormpy.topology._fields import Fields
+from stormpy.topology._tuple import DEFAULT_STREAM, Tuple
 from stormpy.worker.emit_checks import checked_router, checked_values_list, direct_target
 from stormpy.worker.errors import WorkerError
 from stormpy.worker.routing import StreamRouter

@@ -63,7 +63,7 @@ from stormpy.cluster.state import ClusterState
 from stormpy.config import setting
 from stormpy.host.service import Service
 from stormpy.messaging.transport import Transport
-from stormpy.topology.layout import ExecutorKey
+from stormpy.topology._layout import ExecutorKey
 from stormpy.worker.event_logger import EventLogger
 from stormpy.worker.heartbeats import (
     add_base,

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from stormpy.topology.columns import ColumnBatch
-from stormpy.topology.tuple import Tuple
+from stormpy.topology._columns import ColumnBatch
+from stormpy.topology._tuple import Tuple
 from stormpy.worker.edges import EdgeIds
 
 __all__ = ["StandIns", "anchor_batch", "fold", "stand_ins", "tree_nodes"]

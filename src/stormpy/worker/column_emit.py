@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from stormpy.topology.columns import ColumnBatch, column_lists, rows_of
-from stormpy.topology.errors import EmitError
-from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
+from stormpy.topology._columns import ColumnBatch, column_lists, rows_of
+from stormpy.topology._errors import EmitError
+from stormpy.topology._tuple import DEFAULT_STREAM, Tuple
 from stormpy.worker.bolt_task import BoltTask
 from stormpy.worker.column_anchors import anchor_batch, fold, stand_ins, tree_nodes
 from stormpy.worker.emit_checks import check_emit, checked_values_list

@@ -32,9 +32,9 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from stormpy.acker.streams import ACK_FAIL, ACK_RESET_TIMEOUT
-from stormpy.topology.columns import ColumnBatch
-from stormpy.topology.component import BasicBolt
-from stormpy.topology.tuple import Tuple
+from stormpy.topology._columns import ColumnBatch
+from stormpy.topology._component import BasicBolt
+from stormpy.topology._tuple import Tuple
 from stormpy.worker.bolt_task import BoltTask
 from stormpy.worker.column_emit import ColumnEmitter
 

@@ -39,8 +39,8 @@ from collections.abc import Callable, Sequence
 
 from stormpy.acker.core import AckerCore
 from stormpy.acker.streams import ACK_ACK
-from stormpy.topology.columns import ColumnBatch
-from stormpy.topology.tuple import SYSTEM_COMPONENT, Tuple
+from stormpy.topology._columns import ColumnBatch
+from stormpy.topology._tuple import SYSTEM_COMPONENT, Tuple
 from stormpy.worker.edges import EdgeIds
 
 

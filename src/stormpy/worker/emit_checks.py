@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NoReturn, cast
 
-from stormpy.topology.errors import EmitError
+from stormpy.topology._errors import EmitError
 from stormpy.worker.routing import StreamRouter
 from stormpy.worker.values import SHORT_INT_MAX, SHORT_INT_MIN, check_values
 

@@ -1,5 +1,5 @@
 """A cluster worker's event logger: samples the emits of the components being debugged and writes
-them to the worker's events log (format and settings: :mod:`stormpy.topology.event_log`).
+them to the worker's events log (format and settings: :mod:`stormpy.topology._event_log`).
 
 Contract:
 
@@ -11,7 +11,7 @@ Contract:
   as it is and the wrapper only stops sampling.
 * A sampled emit costs a random draw and an append to a bounded queue on the loop; a side thread
   (``stormpy-event-logger``) turns the queue into lines of the events log and keeps the newest
-  :data:`~stormpy.topology.event_log.RECENT_EVENTS` for the heartbeat (:meth:`recent`; a tuple
+  :data:`~stormpy.topology._event_log.RECENT_EVENTS` for the heartbeat (:meth:`recent`; a tuple
   of more than :data:`RECENT_CHARS` characters travels there cut short, ``"truncated": true``). When the
   thread falls behind by more than :data:`PENDING_LIMIT` emits the oldest are dropped (counted in
   ``dropped``). The file is opened at the first sampled tuple and appended to; it rotates as the
@@ -33,8 +33,8 @@ from typing import Any
 
 from stormpy.host.log_files import CappedLogHandler
 from stormpy.host.service import Service
-from stormpy.topology.event_log import RECENT_EVENTS, event_doc, event_line, sampling_pct
-from stormpy.topology.tuple import DEFAULT_STREAM
+from stormpy.topology._event_log import RECENT_EVENTS, event_doc, event_line, sampling_pct
+from stormpy.topology._tuple import DEFAULT_STREAM
 
 __all__ = ["PENDING_LIMIT", "RECENT_CHARS", "EventLogger"]
 

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stormpy.acker.bolt import AckerBolt
-from stormpy.topology.context import TopologyContext
-from stormpy.topology.hooks import AUTO_TASK_HOOKS
-from stormpy.topology.imports import import_object
-from stormpy.topology.layout import ACKER_COMPONENT, TaskLayout
-from stormpy.topology.spec import SPOUT, SYSTEM_STREAM_SPEC, TopologySpec
-from stormpy.topology.state import StateBackend
-from stormpy.topology.tuple import SYSTEM_STREAM
+from stormpy.topology._context import TopologyContext
+from stormpy.topology._hooks import AUTO_TASK_HOOKS
+from stormpy.topology._imports import import_object
+from stormpy.topology._layout import ACKER_COMPONENT, TaskLayout
+from stormpy.topology._spec import SPOUT, SYSTEM_STREAM_SPEC, TopologySpec
+from stormpy.topology._state import StateBackend
+from stormpy.topology._tuple import SYSTEM_STREAM
 from stormpy.worker.bolt_task import BoltTask
 from stormpy.worker.column_path import attach as attach_columns
 from stormpy.worker.column_path import takes_columns

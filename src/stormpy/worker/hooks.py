@@ -5,7 +5,7 @@ with hooks (``context.hooks`` non-empty once the component is opened) ``install`
 task only, the collector methods bound onto the component (``emit``, ``emit_direct``, a spout's
 ``emit_batch``, ``ack``, ``fail`` and a spout's own ``ack_many``/``fail_many``) and the runner's
 ``execute`` (a bolt's input, a spout's acker replies), and calls the
-hooks after each event (see ``stormpy.topology.hooks`` for the contract). The emit hook sees the
+hooks after each event (see ``stormpy.topology._hooks`` for the contract). The emit hook sees the
 component's own emits only: acks reach the ackers folded per worker and round, not as a message
 per ack, so unlike Storm no acking message is reported as an emit (docs/storm-semantics.md §5).
 ``auto_hooks`` builds
@@ -21,8 +21,8 @@ from time import perf_counter
 from typing import Any
 
 from stormpy.acker.streams import ACK_ACK, ACK_FAIL
-from stormpy.topology.component import BasicBolt
-from stormpy.topology.hooks import (
+from stormpy.topology._component import BasicBolt
+from stormpy.topology._hooks import (
     AUTO_TASK_HOOKS,
     BoltAckInfo,
     BoltExecuteInfo,
@@ -31,8 +31,8 @@ from stormpy.topology.hooks import (
     SpoutAckInfo,
     SpoutFailInfo,
 )
-from stormpy.topology.imports import import_object
-from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
+from stormpy.topology._imports import import_object
+from stormpy.topology._tuple import DEFAULT_STREAM, Tuple
 from stormpy.worker.spout_task import SpoutBatch, SpoutTask
 from stormpy.worker.tasks import TaskRunner
 

@@ -43,11 +43,11 @@ from typing import Any, Final, cast
 
 from stormpy.acker.streams import ACK_ACK, ACK_FAIL, ACK_INIT, ACK_RESET_TIMEOUT
 from stormpy.messaging.codec import RUN_ITEMS, decode_frame
-from stormpy.topology.columns import ColumnBatch
-from stormpy.topology.fields import Fields
-from stormpy.topology.layout import ACKER_COMPONENT, TaskLayout
-from stormpy.topology.spec import SPOUT, TopologySpec
-from stormpy.topology.tuple import SYSTEM_COMPONENT, Tuple
+from stormpy.topology._columns import ColumnBatch
+from stormpy.topology._fields import Fields
+from stormpy.topology._layout import ACKER_COMPONENT, TaskLayout
+from stormpy.topology._spec import SPOUT, TopologySpec
+from stormpy.topology._tuple import SYSTEM_COMPONENT, Tuple
 from stormpy.worker.edges import STATE_LIMITS, EdgeIds
 
 __all__ = ["LOG_INTERVAL", "Inbound", "accepts", "wire_tuples"]

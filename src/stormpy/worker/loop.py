@@ -21,11 +21,11 @@ from typing import Any, Final
 
 from stormpy.config import merged, setting
 from stormpy.messaging.transport import NoTransport, Transport
-from stormpy.state.memory import MemoryBackend
+from stormpy.state._memory import MemoryBackend
+from stormpy.topology._layout import compute_layout
+from stormpy.topology._state import StateBackend
+from stormpy.topology._tuple import SYSTEM_COMPONENT, SYSTEM_STREAM
 from stormpy.topology.clock import Clock
-from stormpy.topology.layout import compute_layout
-from stormpy.topology.state import StateBackend
-from stormpy.topology.tuple import SYSTEM_COMPONENT, SYSTEM_STREAM
 from stormpy.worker import hooks as task_hooks
 from stormpy.worker.bolt_task import BoltTask
 from stormpy.worker.dispatch import Dispatch

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from stormpy.host.service import Service
-from stormpy.topology.imports import import_object
-from stormpy.topology.metrics_consumer import (
+from stormpy.topology._imports import import_object
+from stormpy.topology._metrics_consumer import (
     REGISTER_KEY,
     ConsumerContext,
     IMetricsConsumer,

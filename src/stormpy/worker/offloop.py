@@ -1,4 +1,4 @@
-"""The worker's side of the off-loop seam (``stormpy.topology.offloop``).
+"""The worker's side of the off-loop seam (``stormpy.topology._offloop``).
 
 ``BackgroundPool`` is one per worker: a thread pool of ``topology.worker.background.threads``
 threads (started on first use) and the count of pending jobs the loop's quiet check reads.
@@ -16,14 +16,14 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
-from stormpy.topology.offloop import OnDone
+from stormpy.topology._offloop import OnDone
 
 #: post(fn, component, task): run ``fn`` on the loop thread; its errors are the task's
 Post = Callable[[Callable[[], None], str, int], None]
 
 
 class BackgroundJob:
-    """A submitted job (implements ``stormpy.topology.offloop.BackgroundJob``)."""
+    """A submitted job (implements ``stormpy.topology._offloop.BackgroundJob``)."""
 
     __slots__ = ("_future",)
 
@@ -85,7 +85,7 @@ class BackgroundPool:
 
 
 class TaskOffLoop:
-    """One task's ``OffLoop`` (see ``stormpy.topology.offloop`` for the contract)."""
+    """One task's ``OffLoop`` (see ``stormpy.topology._offloop`` for the contract)."""
 
     def __init__(self, pool: BackgroundPool, post: Post, component: str, task: int) -> None:
         self._pool = pool

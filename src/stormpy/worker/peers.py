@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 
 from stormpy.cluster.records import Assignment
-from stormpy.topology.layout import ExecutorKey
+from stormpy.topology._layout import ExecutorKey
 
 __all__ = ["WorkerPeers", "local_executors", "peer_key", "tasks_of", "worker_peers"]
 

@@ -56,12 +56,12 @@ from stormpy.host.daemon import log_to_file
 from stormpy.host.log_files import CappedLogHandler
 from stormpy.messaging.curve import topology_keys
 from stormpy.messaging.zmq_transport import ZmqTransport
-from stormpy.state.zookeeper import ZkBackend
-from stormpy.topology.event_log import EVENTLOGGER_EXECUTORS
-from stormpy.topology.imports import import_object
-from stormpy.topology.layout import TaskLayout, compute_layout
-from stormpy.topology.metrics_consumer import ConsumerContext
-from stormpy.topology.spec import TopologySpec
+from stormpy.state._zookeeper import ZkBackend
+from stormpy.topology._event_log import EVENTLOGGER_EXECUTORS
+from stormpy.topology._imports import import_object
+from stormpy.topology._layout import TaskLayout, compute_layout
+from stormpy.topology._metrics_consumer import ConsumerContext
+from stormpy.topology._spec import TopologySpec
 from stormpy.worker.cluster_link import ClusterLink
 from stormpy.worker.control import WorkerControl
 from stormpy.worker.error_reporter import ErrorReporter

@@ -16,9 +16,9 @@ from typing import Any, cast
 
 import msgpack
 
-from stormpy.topology import grouping as g
-from stormpy.topology.fields import Fields
-from stormpy.topology.imports import import_object
+from stormpy.topology import _grouping as g
+from stormpy.topology._fields import Fields
+from stormpy.topology._imports import import_object
 
 #: Most distinct keys a fields router remembers before it starts over.
 KEY_CACHE_SIZE = 100_000

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from time import perf_counter
 from typing import Any
 
-from stormpy.topology.tuple import Tuple
+from stormpy.topology._tuple import Tuple
 from stormpy.worker.stats import TaskStats
 
 __all__ = ["LatencySampler"]

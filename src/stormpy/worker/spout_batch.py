@@ -26,9 +26,9 @@ from __future__ import annotations
 from time import perf_counter
 from typing import Any
 
-from stormpy.topology.columns import ColumnBatch
-from stormpy.topology.errors import EmitError
-from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
+from stormpy.topology._columns import ColumnBatch
+from stormpy.topology._errors import EmitError
+from stormpy.topology._tuple import DEFAULT_STREAM, Tuple
 from stormpy.worker.emit_checks import bad_stream, checked_values_list
 from stormpy.worker.spout_task import SpoutBatch, SpoutTask
 

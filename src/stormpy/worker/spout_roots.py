@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Final
 
 from stormpy.acker.streams import ACK_INIT
-from stormpy.topology.tuple import Tuple
+from stormpy.topology._tuple import Tuple
 from stormpy.worker.dispatch import Dispatch
 
 __all__ = ["SpoutRoots"]

@@ -20,10 +20,10 @@ from typing import Any, Final, cast
 from stormpy.acker.rotating import RotatingMap
 from stormpy.acker.streams import ACK_ACK, ACK_FAIL, ACK_RESET_TIMEOUT
 from stormpy.config import setting
-from stormpy.topology.component import Spout
-from stormpy.topology.context import TopologyContext
-from stormpy.topology.errors import EmitError
-from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
+from stormpy.topology._component import Spout
+from stormpy.topology._context import TopologyContext
+from stormpy.topology._errors import EmitError
+from stormpy.topology._tuple import DEFAULT_STREAM, Tuple
 from stormpy.worker.emit_checks import checked_router, checked_values_list, direct_target
 from stormpy.worker.routing import StreamRouter
 from stormpy.worker.spout_roots import SpoutRoots

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from stormpy.topology.layout import ACKER_COMPONENT
-from stormpy.topology.tuple import SYSTEM_COMPONENT, TICK_STREAM, Tuple
+from stormpy.topology._layout import ACKER_COMPONENT
+from stormpy.topology._tuple import SYSTEM_COMPONENT, TICK_STREAM, Tuple
 from stormpy.worker.spout_task import TIMEOUT_BUCKETS, SpoutTask
 from stormpy.worker.tasks import TaskRunner
 

@@ -6,7 +6,7 @@ share: identity, routers, the task's queue and stats, acker access and error rep
 sees its worker only as a ``WorkerView`` (``worker_view.py``): tuples and acks go through the
 worker's ``Dispatch`` tables, errors and debug output through its methods. The component's
 ``run_in_background`` and ``call_soon_threadsafe`` are its task's off-loop seam
-(``context.off_loop``, see ``stormpy.topology.offloop``). Everything here runs on the worker's
+(``context.off_loop``, see ``stormpy.topology._offloop``). Everything here runs on the worker's
 executor loop thread.
 """
 
@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 from stormpy.config import message_timeout_secs
-from stormpy.topology.context import TopologyContext
-from stormpy.topology.tuple import DEFAULT_STREAM, Tuple
+from stormpy.topology._context import TopologyContext
+from stormpy.topology._tuple import DEFAULT_STREAM, Tuple
 from stormpy.worker.emit_checks import bad_stream, check_emit
 from stormpy.worker.routing import StreamRouter
 from stormpy.worker.sampling import LatencySampler

@@ -31,9 +31,9 @@ from typing import Any
 
 from stormpy.messaging.codec import FrameEncoder, WireTuple
 from stormpy.messaging.transport import Transport
-from stormpy.topology.columns import ColumnBatch
-from stormpy.topology.errors import EmitError
-from stormpy.topology.tuple import SYSTEM_COMPONENT, Tuple
+from stormpy.topology._columns import ColumnBatch
+from stormpy.topology._errors import EmitError
+from stormpy.topology._tuple import SYSTEM_COMPONENT, Tuple
 from stormpy.worker.dispatch import Dispatch
 from stormpy.worker.edges import EdgeIds
 from stormpy.worker.errors import caused_by

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from stormpy.topology.errors import EmitError
+from stormpy.topology._errors import EmitError
 
 _MIN_INT64: Final = -(2 ** 63)
 _MAX_UINT64: Final = 2 ** 64

@@ -13,7 +13,7 @@ from durable import DurableSpout, connect
 
 from stormpy import TopologyContext, Tuple
 from stormpy.topology import Bolt, TopologyBuilder
-from stormpy.topology.spec import TopologySpec
+from stormpy.topology._spec import TopologySpec
 from stormpy.windowing import Duration, JoinBolt
 
 

@@ -14,7 +14,7 @@ from durable import DurableSpout
 from stormpy import Tuple
 from stormpy.state import KeyValueState, StatefulBolt
 from stormpy.topology import BasicBolt, TopologyBuilder
-from stormpy.topology.spec import TopologySpec
+from stormpy.topology._spec import TopologySpec
 
 
 def word(i: int) -> str:

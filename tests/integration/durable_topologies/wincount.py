@@ -12,7 +12,7 @@ from durable import DurableSpout
 
 from stormpy.state import KeyValueState
 from stormpy.topology import TopologyBuilder
-from stormpy.topology.spec import TopologySpec
+from stormpy.topology._spec import TopologySpec
 from stormpy.windowing import Count, StatefulWindowedBolt, Window
 
 WINDOW = 50

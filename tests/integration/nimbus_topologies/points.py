@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from stormpy.topology.metrics_consumer import ConsumerContext, IMetricsConsumer, TaskInfo
+from stormpy.topology._metrics_consumer import ConsumerContext, IMetricsConsumer, TaskInfo
 
 
 class FileConsumer(IMetricsConsumer):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from stormpy.connectors.spark import SparkCommitterBolt
-from stormpy.topology.spec import TopologySpec
+from stormpy.topology._spec import TopologySpec
 from stormpy.transactional import MemoryTransactionalSpout, TransactionalTopologyBuilder
 
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stormpy import TopologyContext, Tuple
-from stormpy.topology.spec import TopologySpec
+from stormpy.topology._spec import TopologySpec
 from stormpy.transactional import (
     BatchBolt,
     BatchOutputCollector,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from stormpy.connectors.kafka.opaque import KafkaOpaqueSpout
-from stormpy.topology.spec import TopologySpec
+from stormpy.connectors.kafka._opaque import KafkaOpaqueSpout
+from stormpy.topology._spec import TopologySpec
 from stormpy.trident import OPAQUE, Count, StateFactory, TridentTopology
 
 

@@ -9,15 +9,15 @@ import threading
 from collections import defaultdict
 from typing import Any
 
-from stormpy.connectors.kafka.opaque import KafkaOpaqueSpout
-from stormpy.connectors.kafka.transactional_sink import KafkaTransactionalConfig
-from stormpy.connectors.kafka.trident_sink import (
+from stormpy.connectors.kafka._opaque import KafkaOpaqueSpout
+from stormpy.connectors.kafka._transactional_sink import KafkaTransactionalConfig
+from stormpy.connectors.kafka._trident_sink import (
     KafkaTransactionalCommitterBolt,
     KafkaTransactionalStateFactory,
     KafkaTransactionalUpdater,
 )
-from stormpy.topology.spec import TopologySpec
-from stormpy.topology.tuple import Tuple
+from stormpy.topology._spec import TopologySpec
+from stormpy.topology._tuple import Tuple
 from stormpy.transactional import Committer, MemoryTransactionalSpout, TransactionalTopologyBuilder
 from stormpy.trident import OPAQUE, Count, Filter, StateFactory, TridentTopology, TridentTuple
 

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from stormpy import BasicBolt, Bolt, FailedException, Spout, TopologyBuilder, TopologyContext, Tuple
-from stormpy.testing import Capture, FeederSpout, LocalCluster, registry
+from stormpy.testing import Capture, FeederSpout, LocalCluster
+from stormpy.testing import _registry as registry
 
 TIMEOUT_SECS = 10
 TIMEOUT = {"topology.message.timeout.secs": TIMEOUT_SECS}

@@ -11,7 +11,7 @@ from typing import Any
 from stormpy import Bolt, Spout, TopologyBuilder, Tuple
 from stormpy.acker.streams import ACK_ACK, ACK_FAIL
 from stormpy.testing import LocalCluster
-from stormpy.topology.columns import ColumnBatch
+from stormpy.topology._columns import ColumnBatch
 
 TIMEOUT = {"topology.message.timeout.secs": 10}
 LOG: dict[str, list[Any]] = {"acked": [], "failed": []}

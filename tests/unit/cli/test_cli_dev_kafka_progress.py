@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from stormpy.cli import dev_cmds
 from stormpy.cli.main import cli
-from stormpy.local import dev_kafka
+from stormpy.local import _dev_kafka as dev_kafka
 from stormpy.testing import wait_for
 
 

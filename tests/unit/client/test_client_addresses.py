@@ -1,4 +1,4 @@
-"""stormpy.client.addresses: the one seed list (``nimbus.host`` and ``nimbus.seeds`` entries with
+"""stormpy.client._addresses: the one seed list (``nimbus.host`` and ``nimbus.seeds`` entries with
 and without ports, a bind-all host, the default host), the address parser, and the leader named by
 a standby's NotLeaderError."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from stormpy.client import NimbusClient, parse_address, seed_addresses
-from stormpy.client.addresses import connectable
+from stormpy.client._addresses import connectable
 from stormpy.rpc.errors import NotLeaderError, error_from_wire
 
 

@@ -1,4 +1,4 @@
-"""stormpy.client.leader and leader_memo: the leader is found, and found again from memory,
+"""stormpy.client._leader and leader_memo: the leader is found, and found again from memory,
 whatever the order of the seeds (a dead seed, a standby naming the leader, the leader itself)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from stormpy.client import NimbusClient, find_leader, leader_first
-from stormpy.client.leader_memo import remember_leader, remembered_leader
+from stormpy.client._leader_memo import remember_leader, remembered_leader
 from stormpy.rpc import RpcServer, rpc_method
 from stormpy.testing import free_ports
 
@@ -76,7 +76,7 @@ def test_the_remembered_leader_is_found_again_whatever_the_order_of_the_seeds(
         with NimbusClient.from_config({"nimbus.seeds": list(order)}, retries=0) as again:
             assert again.address == leader, order  # ... and the next clients start at the leader
     remember_leader([dead, standby, leader], leader, to_file=True)
-    import stormpy.client.leader_memo as memo
+    import stormpy.client._leader_memo as memo
 
     memo._last_leader.clear()  # as in a new process
     for order in itertools.permutations(seeds):
@@ -111,7 +111,7 @@ def test_the_memo_file_keeps_every_set_of_seeds_in_the_cache_dir(tmp_path: Path,
     $STORMPY_CACHE_DIR or else ~/.cache/stormpy; a foreign file is replaced, never trusted."""
     import json
 
-    import stormpy.client.leader_memo as memo
+    import stormpy.client._leader_memo as memo
 
     cache = tmp_path / "deep" / "cache"
     monkeypatch.setenv("STORMPY_CACHE_DIR", str(cache))

@@ -1,4 +1,4 @@
-"""stormpy.client.transfer: the one chunked bundle transfer checks what it moves. A download whose
+"""stormpy.client._transfer: the one chunked bundle transfer checks what it moves. A download whose
 bytes do not match the announced sha256 or size, or whose announcement differs from what the
 caller was told, fails naming the bundle and leaves no file; an upload whose chunks Nimbus counts
 differently fails; a good transfer round-trips the bytes in the chunk size Nimbus asks for."""

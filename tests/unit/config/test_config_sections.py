@@ -10,7 +10,7 @@ import pytest
 
 from stormpy import config
 from stormpy.config import ConfigError, ConfigKey, ConfigSection, register_section
-from stormpy.topology.spec import SPOUT, ComponentSpec, TopologySpec
+from stormpy.topology._spec import SPOUT, ComponentSpec, TopologySpec
 from stormpy.worker.process import import_components, worker_conf
 
 

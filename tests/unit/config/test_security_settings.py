@@ -11,7 +11,7 @@ from stormpy.cluster.zk_acls import DAEMON_DIGEST_ID_KEY, daemon_digest_id, zk_i
 from stormpy.config import SettingError, redacted
 from stormpy.messaging.curve import CurveKeyPair, curve_enabled, topology_keys
 from stormpy.nimbus.credentials import add_topology_credentials
-from stormpy.topology.errors import InvalidTopologyError
+from stormpy.topology._errors import InvalidTopologyError
 from stormpy.worker.process import worker_conf
 
 DAEMONS = {"storm.zookeeper.auth.payload": "stormpy:cluster-secret"}

@@ -1,4 +1,4 @@
-"""The one style of settings classes (``stormpy.settings``): every check raises a SettingError
+"""The one style of settings classes (``stormpy._settings``): every check raises a SettingError
 (or the connector's subclass of it) whose ``setting`` names what to change and whose message
 starts with it; a few bad values per settings class; the config readers of defaults."""
 
@@ -9,6 +9,15 @@ from typing import Any
 
 import pytest
 
+from stormpy._settings import (
+    check_flag,
+    check_import_path,
+    check_int,
+    check_mapping,
+    check_number,
+    check_text,
+    settings_from_doc,
+)
 from stormpy.config import (
     DEFAULTS,
     ConfigError,
@@ -19,16 +28,7 @@ from stormpy.config import (
 )
 from stormpy.connectors.kafka import KafkaBoltConfig, KafkaConfigError, KafkaSpoutConfig
 from stormpy.connectors.kinesis import KinesisSpoutConfig
-from stormpy.connectors.spark.settings import batch_timeout_secs, probe_secs, switch_interval_secs
-from stormpy.settings import (
-    check_flag,
-    check_import_path,
-    check_int,
-    check_mapping,
-    check_number,
-    check_text,
-    settings_from_doc,
-)
+from stormpy.connectors.spark._settings import batch_timeout_secs, probe_secs, switch_interval_secs
 from stormpy.windowing import Count, Duration, WindowConfig, WindowConfigError
 
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from kafka_stub import Cluster, Harness
 
+from stormpy.connectors._reporting import report_to_task
 from stormpy.connectors.kinesis import KinesisSpout, KinesisSpoutConfig
-from stormpy.connectors.reporting import report_to_task
 from stormpy.worker.task_errors import TaskErrors
 
 PER_INTERVAL = 3

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stormpy.connectors.partitions import round_robin_share
+from stormpy.connectors._partitions import round_robin_share
 
 
 def test_every_item_goes_to_exactly_one_task_in_sorted_order() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from stormpy.config import SettingError
 from stormpy.connectors.kinesis import KinesisSpoutConfig
-from stormpy.state.redis_store import RedisConfig
+from stormpy.state._redis_store import RedisConfig
 
 POOL = {"jedisPoolConfig": {"host": "redis.example", "port": 6380}, "keyPrefix": "kin"}
 

@@ -15,7 +15,7 @@ import yaml
 import stormpy.connectors.spark  # noqa: F401 - registers the spark.* config section
 from stormpy.cli.main import cli
 from stormpy.config import DEFAULTS
-from stormpy.local.spark_cluster import MASTER_CLASS, WORKER_CLASS
+from stormpy.local._spark_cluster import MASTER_CLASS, WORKER_CLASS
 
 ROOT = Path(__file__).resolve().parents[3]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())

@@ -20,10 +20,10 @@ from stormpy import Bolt, Spout, TopologyBuilder
 from stormpy.messaging.codec import RUN_ITEMS, decode_frame
 from stormpy.messaging.inproc import InprocHub
 from stormpy.testing import Capture, FeederSpout
-from stormpy.topology.columns import ColumnBatch
-from stormpy.topology.errors import EmitError
-from stormpy.topology.fields import Fields
-from stormpy.topology.tuple import Tuple
+from stormpy.topology._columns import ColumnBatch
+from stormpy.topology._errors import EmitError
+from stormpy.topology._fields import Fields
+from stormpy.topology._tuple import Tuple
 from stormpy.worker import Worker, WorkerConfig
 from stormpy.worker.dispatch import Dispatch
 from stormpy.worker.edges import EdgeIds

@@ -24,9 +24,9 @@ from stormpy.host.backoff import Backoff
 from stormpy.host.service import Service
 from stormpy.host.waiting import wait_for
 from stormpy.multilang import ShellBolt, ShellSpout, pystorm_component
-from stormpy.multilang import shell as shell_module
-from stormpy.multilang.process import ShellProcess
-from stormpy.multilang.protocol import (
+from stormpy.multilang import _shell as shell_module
+from stormpy.multilang._process import ShellProcess
+from stormpy.multilang._protocol import (
     BOLT_COMMANDS,
     SPOUT_COMMANDS,
     ProtocolError,
@@ -36,11 +36,11 @@ from stormpy.multilang.protocol import (
     max_pending,
     subprocess_timeout,
 )
-from stormpy.multilang.serializers import JsonCodec, codec_for
-from stormpy.multilang.shell import ShellSettings
-from stormpy.topology.context import TopologyContext
-from stormpy.topology.errors import InvalidTopologyError
-from stormpy.topology.layout import compute_layout
+from stormpy.multilang._serializers import JsonCodec, codec_for
+from stormpy.multilang._shell import ShellSettings
+from stormpy.topology._context import TopologyContext
+from stormpy.topology._errors import InvalidTopologyError
+from stormpy.topology._layout import compute_layout
 
 
 @pytest.mark.parametrize("msg", [
@@ -220,7 +220,7 @@ def test_pystorm_components_are_refused_clearly() -> None:
 def test_shell_and_pystorm_components_travel_to_a_cluster_as_plain_data() -> None:
     import msgpack
 
-    from stormpy.topology.spec import TopologySpec
+    from stormpy.topology._spec import TopologySpec
 
     b = TopologyBuilder()
     b.set_spout("s", ShellSpout("node", "s.js", cwd="resources", env={"A": "1"})
@@ -237,7 +237,7 @@ def test_shell_and_pystorm_components_travel_to_a_cluster_as_plain_data() -> Non
     assert again.components["s"].kwargs == {"command": ["node", "s.js"], "cwd": "resources",
                                             "env": {"A": "1"}, "outputs": ["sentence"]}
     assert again.components["count"].class_path == \
-        "stormpy.multilang.pystorm_adapter:PystormBolt"
+        "stormpy.multilang._pystorm_adapter:PystormBolt"
 
 
 class HeldProcess:

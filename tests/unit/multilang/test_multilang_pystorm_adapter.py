@@ -1,4 +1,4 @@
-"""pystorm components in-process (stormpy.multilang.pystorm_adapter): pystorm's own classes keep
+"""pystorm components in-process (stormpy.multilang._pystorm_adapter): pystorm's own classes keep
 their semantics with no subprocess: Tuple fields, auto-anchoring, auto-ack, auto-fail and the
 error on an exception (and a rebuilt instance where pystorm would exit), task ids of emits,
 direct emits, log / metrics / raise_exception, batching bolts' group keys and ticks, spouts'

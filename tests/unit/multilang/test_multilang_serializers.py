@@ -14,8 +14,8 @@ from pystorm.serializers.json_serializer import JSONSerializer
 from pystorm.serializers.msgpack_serializer import MsgpackSerializer
 
 from stormpy.config import SettingError
-from stormpy.multilang import serializers
-from stormpy.multilang.serializers import (
+from stormpy.multilang import _serializers as serializers
+from stormpy.multilang._serializers import (
     SERIALIZER_KEY,
     GarbageError,
     JsonCodec,

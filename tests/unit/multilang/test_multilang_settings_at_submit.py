@@ -20,7 +20,7 @@ from stormpy.multilang import ShellBolt
 from stormpy.nimbus.submission import prepare_submission
 from stormpy.rpc.errors import TopologyRefusedError
 from stormpy.testing import FeederSpout, LocalCluster
-from stormpy.topology.spec import TopologySpec
+from stormpy.topology._spec import TopologySpec
 
 SERIALIZER = "topology.multilang.serializer"
 TIMEOUT = "topology.subprocess.timeout.secs"

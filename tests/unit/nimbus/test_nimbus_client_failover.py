@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from stormpy.client import NimbusClient
-from stormpy.client.leader_memo import remember_leader, remembered_leader
+from stormpy.client._leader_memo import remember_leader, remembered_leader
 from stormpy.rpc import RpcClient, RpcServer, rpc_method
 from stormpy.rpc.errors import NotLeaderError, UnreachableError
 from stormpy.testing import free_ports
@@ -73,7 +73,7 @@ def test_a_client_leaves_a_dead_seed_for_the_leader_and_remembers_it() -> None:
 
 
 def test_the_remembered_leader_survives_the_process_in_a_file(tmp_path: Path) -> None:
-    import stormpy.client.leader_memo as memo
+    import stormpy.client._leader_memo as memo
 
     seeds = ["10.0.0.1:6627", "10.0.0.2:6627"]
     remember_leader(seeds, "10.0.0.2:6627", to_file=True)

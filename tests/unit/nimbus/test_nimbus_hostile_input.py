@@ -21,7 +21,7 @@ from stormpy.nimbus.uploads import UploadManager
 from stormpy.nimbus.validation import validate_topology_conf, validate_topology_name
 from stormpy.rpc.errors import TopologyRefusedError, UploadError
 from stormpy.rpc.refusals import RefusalLog, shorten
-from stormpy.topology.spec import TopologySpec
+from stormpy.topology._spec import TopologySpec
 from wordcount import build
 
 

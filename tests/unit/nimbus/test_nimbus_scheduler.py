@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from stormpy.scheduler.even import available_slots, schedule_topology, sort_slots
-from stormpy.topology.layout import compute_layout
+from stormpy.topology._layout import compute_layout
 from wordcount import build
 
 SLOTS = {"sup-a": [6700, 6701, 6702], "sup-b": [6700, 6701, 6702]}

@@ -184,13 +184,13 @@ import importlib.util, sys
 spec = importlib.util.spec_from_file_location("capped_conftest", sys.argv[1])
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
-import stormpy.host.waiting, stormpy.local.cluster, stormpy.testing
-for wait_for in (stormpy.testing.wait_for, stormpy.host.waiting.wait_for, stormpy.local.cluster.wait_for):
+import stormpy.host.waiting, stormpy.local._cluster, stormpy.testing
+for wait_for in (stormpy.testing.wait_for, stormpy.host.waiting.wait_for, stormpy.local._cluster.wait_for):
     try:
         wait_for(lambda: False, 30, "nothing")
     except stormpy.testing.WaitTimeout as exc:
         print(exc)
-print(stormpy.local.cluster.LocalCluster.wait_until_quiet.__qualname__)
+print(stormpy.local._cluster.LocalCluster.wait_until_quiet.__qualname__)
 """
     env = {**os.environ, "STORMPY_TEST_WAIT_CAP": "0.05"}
     out = subprocess.run([sys.executable, "-c", script, str(ROOT / "tests" / "conftest.py")], env=env,

@@ -2,9 +2,9 @@
 
 Adding a name to a public package's ``__all__``, or taking one out, fails this test until the
 list here changes with it, so a change to what users may import is a visible decision. Internal
-machinery stays importable from its own module (``stormpy.windowing.bolt.WindowedBoltExecutor``,
-``stormpy.state.bolt.StatefulBoltExecutor``, ``stormpy.connectors.kinesis.state.StateManager``,
-``stormpy.connectors.kafka.client.KafkaConsumerClient``) without being public.
+machinery stays importable from its own module (``stormpy.windowing._bolt.WindowedBoltExecutor``,
+``stormpy.state._bolt.StatefulBoltExecutor``, ``stormpy.connectors.kinesis._state.StateManager``,
+``stormpy.connectors.kafka._client.KafkaConsumerClient``) without being public.
 """
 
 from __future__ import annotations

@@ -14,9 +14,9 @@ import pytest
 
 from parts_kit import fresh_redis_store
 from stormpy.state import KeyValueState, MemoryBackend, SqliteStore, Store
-from stormpy.state.base import encode_packed
-from stormpy.state.kv import _DELETED, _enc, _Encoded, _unpack_all
-from stormpy.topology.state import MAX_VALUE_BYTES, StateValueError, encode_state
+from stormpy.state._base import encode_packed
+from stormpy.state._kv import _DELETED, _enc, _Encoded, _unpack_all
+from stormpy.topology._state import MAX_VALUE_BYTES, StateValueError, encode_state
 
 VALUES = [0, -1, 2**40, 1.5, "text", b"\x00bytes", None, True, [1, "a", [2.0]],
           {"k": {"nested": [1, 2]}}, "x" * 70_000]

@@ -20,10 +20,10 @@ import transactional_global_count as global_count
 from stormpy.config import SettingError
 from stormpy.state import KeyValueState, MemoryBackend, SqliteStore
 from stormpy.testing import LocalCluster
-from stormpy.topology.state import TRANSACTIONAL
+from stormpy.topology._state import TRANSACTIONAL
 from stormpy.transactional import SqliteState
-from stormpy.transactional.settings import transactional_settings
-from stormpy.transactional.store import OWNER, open_store
+from stormpy.transactional._settings import transactional_settings
+from stormpy.transactional._store import OWNER, open_store
 
 pytestmark = pytest.mark.timeout(180)
 

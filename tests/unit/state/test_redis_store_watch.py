@@ -8,8 +8,8 @@ import threading
 from typing import Any
 
 from parts_kit import fresh_redis_store
-from stormpy.local.redis_server import RedisServer
-from stormpy.state.redis_store import RedisStore
+from stormpy.local._redis_server import RedisServer
+from stormpy.state._redis_store import RedisStore
 from stormpy.testing import wait_for
 
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from stormpy.state import sqlite as stores
-from stormpy.state.sqlite import SqliteStore
-from stormpy.topology.state import CorruptStateError, StateUnavailableError
+from stormpy.state import _sqlite as stores
+from stormpy.state._sqlite import SqliteStore
+from stormpy.topology._state import CorruptStateError, StateUnavailableError
 
 
 class LockedThenFine:

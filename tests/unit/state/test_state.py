@@ -25,10 +25,11 @@ from stormpy.state import (
     open_store,
     open_zk_store,
 )
-from stormpy.state.settings import state_settings
-from stormpy.testing import FeederSpout, LocalCluster, registry
+from stormpy.state._settings import state_settings
+from stormpy.testing import FeederSpout, LocalCluster
+from stormpy.testing import _registry as registry
 from stormpy.topology import BasicBolt, Spout, TopologyBuilder, TopologyContext, Tuple
-from stormpy.topology.state import CHECKPOINTS, CorruptStateError, StateUnavailableError
+from stormpy.topology._state import CHECKPOINTS, CorruptStateError, StateUnavailableError
 from stormpy.windowing import Duration, Window, WindowedBolt
 
 

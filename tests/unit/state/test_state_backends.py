@@ -1,4 +1,4 @@
-"""What every store of the state layer inherits from ``stormpy.state.base`` (several keys at once,
+"""What every store of the state layer inherits from ``stormpy.state._base`` (several keys at once,
 names, where a key is, ``repr``, the refused watch, the pause between compare-and-set rounds,
 the checks of keys and namespace segments) and what the memory and SQLite backends do alike at
 their edges: ``update`` run again on the newer value, giving up after ``MAX_UPDATE_ROUNDS``,
@@ -17,15 +17,15 @@ import pytest
 from parts_kit import fresh_redis_store
 from stormpy.host.backoff import Backoff
 from stormpy.state import MemoryBackend, SqliteStore, Store
-from stormpy.state import base as base_module
-from stormpy.state.base import (
+from stormpy.state import _base as base_module
+from stormpy.state._base import (
     MAX_UPDATE_ROUNDS,
     check_segments,
     contention_pause,
     root_or_segments,
     update_rounds,
 )
-from stormpy.topology.state import (
+from stormpy.topology._state import (
     StateKeyError,
     StateStoreError,
     StateUnavailableError,

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from stormpy.state import CHECKPOINT_STREAM, MemoryBackend, Store
-from stormpy.state import checkpoint as cp
-from stormpy.state.checkpoint import CheckpointSpout
+from stormpy.state import _checkpoint as cp
+from stormpy.state._checkpoint import CheckpointSpout
 from stormpy.testing import RecordingCollector
 
 TOPOLOGY = "test-topology"  # RecordingCollector's topology id
@@ -40,7 +40,7 @@ def backend(monkeypatch: pytest.MonkeyPatch) -> MemoryBackend:
     """One memory backend per test, the one every context of RecordingCollector gets (the
     LocalCluster's role), so a spout opened again finds what it saved."""
     BACKEND[:] = [MemoryBackend()]
-    monkeypatch.setattr("stormpy.testing.unit.MemoryBackend", lambda: BACKEND[0])
+    monkeypatch.setattr("stormpy.testing._unit.MemoryBackend", lambda: BACKEND[0])
     return BACKEND[0]
 
 

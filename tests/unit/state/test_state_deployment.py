@@ -1,4 +1,4 @@
-"""The submit-time warning about state kept on one host (stormpy.state.deployment): given for
+"""The submit-time warning about state kept on one host (stormpy.state._deployment): given for
 stateful bolts on the memory or SQLite provider in a cluster of several supervisor hosts, naming
 the topology, the provider, the hosts and the risk; not for shared providers, one host, or a
 topology without stateful bolts."""
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from stormpy.state import KeyValueState, StatefulBolt
-from stormpy.state.deployment import host_local_state_warning
+from stormpy.state._deployment import host_local_state_warning
 from stormpy.testing import FeederSpout
 from stormpy.topology import Bolt, TopologyBuilder, Tuple
 

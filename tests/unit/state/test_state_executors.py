@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 
 from stormpy.state import CHECKPOINT_STREAM, KeyValueState, MemoryBackend, StatefulBolt, Store
-from stormpy.state.bolt import WRAPPED, CheckpointTupleForwarder, StatefulBoltExecutor
+from stormpy.state._bolt import WRAPPED, CheckpointTupleForwarder, StatefulBoltExecutor
 from stormpy.testing import RecordingCollector, test_tuple
 from stormpy.topology import BasicBolt, Bolt, FailedException, Tuple
-from stormpy.topology.context import TopologyContext
-from stormpy.topology.grouping import ALL, SHUFFLE, Grouping
-from stormpy.topology.imports import class_path
-from stormpy.topology.layout import Executor, TaskLayout
-from stormpy.topology.spec import BOLT, ComponentSpec, InputSpec, TopologySpec
-from stormpy.topology.streams import Stream
+from stormpy.topology._context import TopologyContext
+from stormpy.topology._grouping import ALL, SHUFFLE, Grouping
+from stormpy.topology._imports import class_path
+from stormpy.topology._layout import Executor, TaskLayout
+from stormpy.topology._spec import BOLT, ComponentSpec, InputSpec, TopologySpec
+from stormpy.topology._streams import Stream
 
 TOPOLOGY = "exec-topology"
 

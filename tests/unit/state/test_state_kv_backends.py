@@ -14,10 +14,11 @@ from test_state import ReplayingSpout, _Log
 
 from parts_kit import fresh_redis_store
 from stormpy.state import KeyValueState, MemoryBackend, SqliteStore, StatefulBolt, Store
-from stormpy.state import kv as kv_module
-from stormpy.testing import LocalCluster, registry
+from stormpy.state import _kv as kv_module
+from stormpy.testing import LocalCluster
+from stormpy.testing import _registry as registry
 from stormpy.topology import TopologyBuilder, Tuple
-from stormpy.topology.state import StateUnavailableError
+from stormpy.topology._state import StateUnavailableError
 
 BACKENDS = ["memory", "sqlite", "redis"]
 
@@ -202,7 +203,7 @@ def test_iteration_merges_the_stored_map_with_the_changes_not_committed(
 
 def test_a_commit_whose_fold_fails_is_committed_and_folded_by_the_next_prepare(
         make_store: Callable[[], Store], monkeypatch: pytest.MonkeyPatch) -> None:
-    from stormpy.topology.state import StateUnavailableError
+    from stormpy.topology._state import StateUnavailableError
 
     store = make_store()
     state = KeyValueState(store)
@@ -234,7 +235,7 @@ class FlakyStore(Store):
         self.inner, self.location = inner, inner.location
 
     def get(self, key: str, default: Any = None) -> Any:
-        from stormpy.state.kv import _dec
+        from stormpy.state._kv import _dec
 
         if key.startswith("d.") and FLAKY_FAILS.get(_dec(key), 0) > 0:
             FLAKY_FAILS[_dec(key)] -= 1

@@ -9,8 +9,8 @@ from itertools import count
 import pytest
 
 from stormpy.state import KeyValueState, MemoryBackend, MemoryStore
-from stormpy.state.kv import _enc, _unpack_all
-from stormpy.topology.state import CorruptStateError, StateValueError
+from stormpy.state._kv import _enc, _unpack_all
+from stormpy.topology._state import CorruptStateError, StateValueError
 
 _names = count()
 

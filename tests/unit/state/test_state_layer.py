@@ -13,10 +13,10 @@ import pytest
 
 from parts_kit import fresh_redis_store
 from stormpy.connectors.kinesis import Checkpoint, CheckpointError, ShardInfo
-from stormpy.connectors.kinesis.checkpoints import StateCheckpointStore
+from stormpy.connectors.kinesis._checkpoints import StateCheckpointStore
 from stormpy.state import MemoryBackend, SqliteStore, Store
-from stormpy.testing.state import check_state_store
-from stormpy.topology.state import CHECKPOINTS, TRANSACTIONAL, StateKeyError
+from stormpy.testing._state import check_state_store
+from stormpy.topology._state import CHECKPOINTS, TRANSACTIONAL, StateKeyError
 
 
 @pytest.fixture(params=["memory", "sqlite", "redis"])

@@ -14,7 +14,7 @@ import pytest
 
 from state_store_kit import memory_backend_held
 from stormpy.state import MemoryBackend
-from stormpy.topology.state import (
+from stormpy.topology._state import (
     AREAS,
     CHECKPOINTS,
     TRANSACTIONAL,

@@ -1,5 +1,5 @@
-"""Opening a stateful task's store from the topology's settings (``stormpy.state.provider``) and
-reading those settings (``stormpy.state.settings``): which backend each provider gives, where in
+"""Opening a stateful task's store from the topology's settings (``stormpy.state._provider``) and
+reading those settings (``stormpy.state._settings``): which backend each provider gives, where in
 it the task's keys go (the topology's name and the task's key), the provider's own settings and
 their defaults, and each misconfiguration as a SettingError naming the setting, with the value it
 was given. ZooKeeper is replaced by a recorder of what the provider asks of it (the real one is
@@ -15,10 +15,10 @@ import pytest
 
 from stormpy.config import SettingError
 from stormpy.state import MemoryBackend, SqliteStore, Store
-from stormpy.state import provider as provider_module
-from stormpy.state.provider import open_store
-from stormpy.state.settings import StateSettings, positive_number, state_settings
-from stormpy.topology.state import CHECKPOINTS, StateStoreError
+from stormpy.state import _provider as provider_module
+from stormpy.state._provider import open_store
+from stormpy.state._settings import StateSettings, positive_number, state_settings
+from stormpy.topology._state import CHECKPOINTS, StateStoreError
 
 PROVIDER = "topology.state.provider"
 CONFIG = "topology.state.provider.config"
@@ -335,7 +335,7 @@ def test_an_import_path_provider_that_returns_no_store_is_a_setting_error() -> N
 
 
 def test_redis_takes_storms_jedis_pool_config_and_a_key_prefix() -> None:
-    from stormpy.state.redis_store import RedisConfig, redis_config
+    from stormpy.state._redis_store import RedisConfig, redis_config
 
     assert redis_config({}) == RedisConfig()
     config = {"jedisPoolConfig": {"host": "r1", "port": 6380, "timeout": 500, "password": "pw",

@@ -18,11 +18,12 @@ from trident_kit import FAILS, FailOnWord, forget
 from parts_kit import fresh_redis_store, running_redis
 from stormpy.config import SettingError
 from stormpy.host.ports import free_port
-from stormpy.local.redis_server import RedisServer, run_dev_redis
+from stormpy.local._redis_server import RedisServer, run_dev_redis
 from stormpy.state import KeyValueState
-from stormpy.state.redis_store import RedisConfig, RedisStore, open_redis_store, redis_config
-from stormpy.testing import LocalCluster, registry, wait_for
-from stormpy.topology.state import StateUnavailableError
+from stormpy.state._redis_store import RedisConfig, RedisStore, open_redis_store, redis_config
+from stormpy.testing import LocalCluster, wait_for
+from stormpy.testing import _registry as registry
+from stormpy.topology._state import StateUnavailableError
 from stormpy.trident import (
     NON_TRANSACTIONAL,
     OPAQUE,

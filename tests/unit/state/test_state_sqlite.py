@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from stormpy.state import SqliteStore
-from stormpy.state import sqlite as sqlite_module
-from stormpy.topology.state import (
+from stormpy.state import _sqlite as sqlite_module
+from stormpy.topology._state import (
     CorruptStateError,
     StateKeyError,
     StateUnavailableError,

@@ -12,8 +12,8 @@ from state_store_kit import CountingSpout, counting_topology, memory_backend_hel
 from stormpy import TopologyBuilder, TopologyContext
 from stormpy.state import MemoryBackend
 from stormpy.testing import Capture, LocalCluster
-from stormpy.testing.state import check_state_store
-from stormpy.topology.state import (
+from stormpy.testing._state import check_state_store
+from stormpy.topology._state import (
     CHECKPOINTS,
     TRANSACTIONAL,
     CorruptStateError,
@@ -73,7 +73,7 @@ def test_state_documents_round_trip_and_corrupt_ones_name_their_path() -> None:
 
 
 def test_a_context_without_state_says_so() -> None:
-    from stormpy.topology.layout import compute_layout
+    from stormpy.topology._layout import compute_layout
 
     b = TopologyBuilder()
     b.set_spout("s", CountingSpout)

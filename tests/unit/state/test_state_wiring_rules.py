@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 
 from stormpy.state import CHECKPOINT_COMPONENT, CHECKPOINT_STREAM, KeyValueState, StatefulBolt
-from stormpy.state.bolt import WRAPPED, CheckpointTupleForwarder, StatefulBoltExecutor
-from stormpy.state.checkpoint import CheckpointSpout
-from stormpy.state.wiring import add_checkpointing
+from stormpy.state._bolt import WRAPPED, CheckpointTupleForwarder, StatefulBoltExecutor
+from stormpy.state._checkpoint import CheckpointSpout
+from stormpy.state._wiring import add_checkpointing
 from stormpy.testing import FeederSpout
 from stormpy.topology import BasicBolt, InvalidTopologyError, TopologyBuilder, Tuple
-from stormpy.topology.grouping import ALL, SHUFFLE, Grouping
-from stormpy.topology.imports import class_path
-from stormpy.topology.spec import BOLT, SPOUT, ComponentSpec, InputSpec, TopologySpec
-from stormpy.topology.streams import Stream
+from stormpy.topology._grouping import ALL, SHUFFLE, Grouping
+from stormpy.topology._imports import class_path
+from stormpy.topology._spec import BOLT, SPOUT, ComponentSpec, InputSpec, TopologySpec
+from stormpy.topology._streams import Stream
 
 
 class Pass(BasicBolt):

@@ -14,8 +14,8 @@ from kazoo.exceptions import BadVersionError, ConnectionLoss, NodeExistsError, N
 from kazoo.retry import KazooRetry
 
 from stormpy.cluster.storage import ZkStorage
-from stormpy.state.zookeeper import ZkStore
-from stormpy.topology.state import StateUnavailableError, decode_state, encode_state
+from stormpy.state._zookeeper import ZkStore
+from stormpy.topology._state import StateUnavailableError, decode_state, encode_state
 
 ROOT = "/stormpy"
 KEY_PATH = f"{ROOT}/state/n"

@@ -21,7 +21,7 @@ from stormpy.testing import (
     complete_topology,
     tracked_wait,
 )
-from stormpy.topology.errors import InvalidTopologyError
+from stormpy.topology._errors import InvalidTopologyError
 
 TIMEOUT = {"topology.message.timeout.secs": 10}
 

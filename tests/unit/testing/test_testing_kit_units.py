@@ -31,7 +31,7 @@ from stormpy.testing import (
     test_tuple,
 )
 from stormpy.topology import clock
-from stormpy.topology.errors import EmitError
+from stormpy.topology._errors import EmitError
 
 
 class Sleepy(Bolt):

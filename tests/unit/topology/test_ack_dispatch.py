@@ -7,7 +7,7 @@ import pytest
 
 import stormpy._native as native
 from stormpy.acker.streams import ACK_ACK
-from stormpy.topology.tuple import SYSTEM_COMPONENT, Tuple
+from stormpy.topology._tuple import SYSTEM_COMPONENT, Tuple
 from stormpy.worker.dispatch import Dispatch
 
 

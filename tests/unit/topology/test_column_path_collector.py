@@ -11,8 +11,8 @@ import pytest
 
 from stormpy import BasicBolt, Bolt, Stream, TopologyBuilder, Tuple
 from stormpy.testing import FeederSpout
+from stormpy.topology._columns import ColumnBatch
 from stormpy.topology.clock import SimulatedClock
-from stormpy.topology.columns import ColumnBatch
 from stormpy.worker import Worker, WorkerConfig
 
 TIMEOUT = 10

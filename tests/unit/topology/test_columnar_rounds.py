@@ -9,9 +9,9 @@ import pytest
 
 from stormpy import Bolt, TopologyBuilder, Tuple
 from stormpy.testing import FeederSpout
+from stormpy.topology._columns import ColumnBatch
+from stormpy.topology._fields import Fields
 from stormpy.topology.clock import SimulatedClock
-from stormpy.topology.columns import ColumnBatch
-from stormpy.topology.fields import Fields
 from stormpy.worker import Worker, WorkerConfig, WorkerError
 from stormpy.worker.loop import EXECUTE_BUDGET
 

@@ -8,9 +8,9 @@ import dataclasses
 
 from stormpy import Bolt, TopologyBuilder, Tuple
 from stormpy.testing import FeederSpout
+from stormpy.topology._columns import ColumnBatch
+from stormpy.topology._spec import TopologySpec
 from stormpy.topology.clock import SimulatedClock
-from stormpy.topology.columns import ColumnBatch
-from stormpy.topology.spec import TopologySpec
 from stormpy.worker import Worker, WorkerConfig
 
 

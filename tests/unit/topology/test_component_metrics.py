@@ -12,7 +12,7 @@ from stormpy.cluster import Assignment, StormBase, WorkerHeartbeat
 from stormpy.nimbus.info import topology_info
 from stormpy.testing import LocalCluster
 from stormpy.topology import Bolt, Spout, TopologyBuilder, TopologyContext, Tuple
-from stormpy.topology.layout import compute_layout
+from stormpy.topology._layout import compute_layout
 from stormpy.worker.heartbeats import task_metrics
 
 

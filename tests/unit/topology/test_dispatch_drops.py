@@ -3,8 +3,8 @@ tuples, and the count adds up across single tuples, lists and columnar batches."
 
 from __future__ import annotations
 
-from stormpy.topology.columns import ColumnBatch
-from stormpy.topology.tuple import Tuple
+from stormpy.topology._columns import ColumnBatch
+from stormpy.topology._tuple import Tuple
 from stormpy.worker.dispatch import Dispatch
 
 

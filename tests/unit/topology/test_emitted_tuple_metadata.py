@@ -11,8 +11,8 @@ import pytest
 
 from stormpy import Bolt, EmitError, Stream, TopologyBuilder, Tuple
 from stormpy.testing import Capture, FeederSpout
+from stormpy.topology._fields import Fields
 from stormpy.topology.clock import SimulatedClock
-from stormpy.topology.fields import Fields
 from stormpy.worker import Worker, WorkerConfig, WorkerError
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from stormpy import Bolt, Stream, TopologyBuilder, TopologyContext
 from stormpy.testing import FeederSpout
+from stormpy.topology._component import CustomStreamGrouping
 from stormpy.topology.clock import SimulatedClock
-from stormpy.topology.component import CustomStreamGrouping
 from stormpy.worker import Worker, WorkerConfig
 
 PREPARED: list[tuple[str, int, str, list[int]]] = []

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 import stormpy._native
-from stormpy.topology.imports import import_object
+from stormpy.topology._imports import import_object
 
 
 def test_a_path_to_a_stormpy_module_without_its_underscore_finds_the_internal_module() -> None:

@@ -12,7 +12,7 @@ import pytest
 from stormpy.config import SettingError
 from stormpy.testing import LocalCluster
 from stormpy.topology import Bolt, Spout, TopologyBuilder, TopologyContext, Tuple
-from stormpy.topology.metrics_consumer import (
+from stormpy.topology._metrics_consumer import (
     ConsumerContext,
     IMetricsConsumer,
     TaskInfo,

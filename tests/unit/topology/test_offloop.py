@@ -11,8 +11,8 @@ import pytest
 
 from stormpy import Bolt, TopologyBuilder, TopologyContext, Tuple
 from stormpy.testing import FeederSpout, LocalCluster
-from stormpy.topology.layout import compute_layout
-from stormpy.topology.offloop import BackgroundJob
+from stormpy.topology._layout import compute_layout
+from stormpy.topology._offloop import BackgroundJob
 
 RELEASE = threading.Event()
 EVENTS: list[Any] = []

@@ -17,9 +17,9 @@ import msgpack
 import pytest
 
 from stormpy import CustomStreamGrouping
-from stormpy.topology import grouping as g
-from stormpy.topology.fields import Fields
-from stormpy.topology.imports import class_path
+from stormpy.topology import _grouping as g
+from stormpy.topology._fields import Fields
+from stormpy.topology._imports import class_path
 from stormpy.worker import routing
 from stormpy.worker.routing import (
     FieldsRouter,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from stormpy.topology import CustomStreamGrouping, Fields
-from stormpy.topology import grouping as g
+from stormpy.topology import _grouping as g
 from stormpy.worker.routing import (
     KEY_CACHE_SIZE,
     CustomRouter,

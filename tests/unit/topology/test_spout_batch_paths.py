@@ -17,8 +17,8 @@ from test_spout_roots_and_latency import ROOT_CASES, check_home_roots
 
 from stormpy import Bolt, Spout, Stream, TopologyBuilder, Tuple
 from stormpy.testing import Capture, LocalCluster
+from stormpy.topology._errors import EmitError
 from stormpy.topology.clock import SimulatedClock
-from stormpy.topology.errors import EmitError
 from stormpy.worker import Worker, WorkerConfig
 
 TIMEOUT = {"topology.message.timeout.secs": 10}

@@ -13,10 +13,10 @@ import pytest
 
 from stormpy import Bolt, Spout, TopologyBuilder, Tuple
 from stormpy.testing import LocalCluster
-from stormpy.testing.unit import RecordingCollector
-from stormpy.topology.columns import ColumnBatch
-from stormpy.topology.errors import EmitError
-from stormpy.topology.hooks import EmitInfo, SpoutAckInfo, SpoutFailInfo, TaskHook
+from stormpy.testing._unit import RecordingCollector
+from stormpy.topology._columns import ColumnBatch
+from stormpy.topology._errors import EmitError
+from stormpy.topology._hooks import EmitInfo, SpoutAckInfo, SpoutFailInfo, TaskHook
 
 TIMEOUT = {"topology.message.timeout.secs": 10}
 #: shared with the components of the running test (cleared before each)

@@ -15,8 +15,8 @@ import pytest
 
 from stormpy import Spout, Stream, TopologyBuilder
 from stormpy.testing import Capture, FeederSpout
+from stormpy.topology._fields import Fields
 from stormpy.topology.clock import SimulatedClock
-from stormpy.topology.fields import Fields
 from stormpy.worker import Worker, WorkerConfig, spout_task
 
 

@@ -12,9 +12,9 @@ import pytest
 
 from stormpy import BasicBolt, Bolt, InvalidTopologyError, Spout, TopologyBuilder
 from stormpy.testing import Capture, FeederSpout, LocalCluster, complete_topology
-from stormpy.topology.context import TopologyContext
-from stormpy.topology.layout import compute_layout
-from stormpy.topology.tuple import Tuple
+from stormpy.topology._context import TopologyContext
+from stormpy.topology._layout import compute_layout
+from stormpy.topology._tuple import Tuple
 
 OPENED: list[str] = []
 _LOCK = threading.Lock()

@@ -13,9 +13,9 @@ import pytest
 
 from stormpy import BasicBolt, Bolt, FailedException, Spout, Stream, TopologyBuilder
 from stormpy.testing import FeederSpout, LocalCluster
-from stormpy.topology.context import TopologyContext
-from stormpy.topology.hooks import TaskHook
-from stormpy.topology.tuple import Tuple
+from stormpy.topology._context import TopologyContext
+from stormpy.topology._hooks import TaskHook
+from stormpy.topology._tuple import Tuple
 
 INFOS: list[tuple[str, str, dict[str, Any]]] = []
 _LOCK = threading.Lock()

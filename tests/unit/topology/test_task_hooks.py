@@ -11,9 +11,9 @@ import pytest
 
 from stormpy import BasicBolt, Bolt, FailedException, TopologyBuilder
 from stormpy.testing import FeederSpout, LocalCluster
-from stormpy.topology.context import TopologyContext
-from stormpy.topology.hooks import TaskHook
-from stormpy.topology.tuple import Tuple
+from stormpy.topology._context import TopologyContext
+from stormpy.topology._hooks import TaskHook
+from stormpy.topology._tuple import Tuple
 from stormpy.worker.errors import WorkerError
 
 EVENTS: list[tuple[str, str, Any]] = []
@@ -177,7 +177,7 @@ def test_add_task_hook_refuses_what_is_not_a_hook() -> None:
 
 
 def _context() -> TopologyContext:
-    from stormpy.topology.layout import compute_layout
+    from stormpy.topology._layout import compute_layout
     b = TopologyBuilder()
     b.set_spout("feed", FeederSpout(["word"]))
     spec = b.create_topology()

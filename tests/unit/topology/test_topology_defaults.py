@@ -9,9 +9,9 @@ import pytest
 from stormpy.config import DEFAULTS, SettingError, message_timeout_secs
 from stormpy.config.validate import check_topology_config
 from stormpy.topology import Bolt, Spout, TopologyBuilder
-from stormpy.topology.layout import acker_count
-from stormpy.topology.spec import MIN_MESSAGE_TIMEOUT_KEY
-from stormpy.topology.tuple import Tuple
+from stormpy.topology._layout import acker_count
+from stormpy.topology._spec import MIN_MESSAGE_TIMEOUT_KEY
+from stormpy.topology._tuple import Tuple
 
 
 class Nothing(Spout):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from stormpy import BasicBolt, Bolt, InvalidTopologyError, Spout, Stream, TopologyBuilder, TopologySpec
-from stormpy.topology.imports import import_object
-from stormpy.topology.spec import refuse_local_classes
+from stormpy.topology._imports import import_object
+from stormpy.topology._spec import refuse_local_classes
 
 
 class Words(Spout):
@@ -148,8 +148,8 @@ def test_declarer_settings_land_in_the_spec() -> None:
 
 
 def test_context_describes_the_task_and_the_topology() -> None:
-    from stormpy.topology.context import TopologyContext
-    from stormpy.topology.layout import compute_layout
+    from stormpy.topology._context import TopologyContext
+    from stormpy.topology._layout import compute_layout
 
     b = builder()
     b.set_bolt("echo", Echo, 2, tasks=3).shuffle_grouping("words")

@@ -12,8 +12,8 @@ from transport_fakes import ScriptedTransport
 
 import stormpy._native as native
 from stormpy.messaging.codec import decode_frame
-from stormpy.topology.errors import EmitError
-from stormpy.topology.tuple import Tuple
+from stormpy.topology._errors import EmitError
+from stormpy.topology._tuple import Tuple
 from stormpy.worker.dispatch import Dispatch
 from stormpy.worker.inbound import wire_tuples
 from stormpy.worker.transfer import Transfer

@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 from transfer_kit import COMPONENTS, make_transfer, sent_records
 
-from stormpy.topology.columns import ColumnBatch
-from stormpy.topology.errors import EmitError
-from stormpy.topology.fields import Fields
-from stormpy.topology.tuple import Tuple
+from stormpy.topology._columns import ColumnBatch
+from stormpy.topology._errors import EmitError
+from stormpy.topology._fields import Fields
+from stormpy.topology._tuple import Tuple
 
 
 def tup(value: object, stream: str = "default", src: int = 1,

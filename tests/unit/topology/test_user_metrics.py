@@ -12,8 +12,8 @@ import msgpack
 import pytest
 
 from stormpy.topology import Bolt, Spout, TopologyBuilder, TopologyContext, Tuple
-from stormpy.topology.layout import compute_layout
-from stormpy.topology.user_metrics import RESERVOIR, Counter, Gauge, Histogram, Meter, Timer
+from stormpy.topology._layout import compute_layout
+from stormpy.topology._user_metrics import RESERVOIR, Counter, Gauge, Histogram, Meter, Timer
 
 
 class Source(Spout):
@@ -105,8 +105,8 @@ def ui_client(metrics: Mapping[str, Any]) -> Any:
     from starlette.testclient import TestClient
 
     from stormpy.cluster import WorkerHeartbeat
-    from stormpy.ui.app import create_app
-    from stormpy.ui.source import UiBackend
+    from stormpy.ui._app import create_app
+    from stormpy.ui._source import UiBackend
 
     class Nimbus:
         address = "127.0.0.1:1"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from stormpy import Bolt, InvalidTopologyError, Spout, TopologySpec
-from stormpy.topology.grouping import ALL, DIRECT
+from stormpy.topology._grouping import ALL, DIRECT
 from stormpy.transactional import MemoryTransactionalSpout, TransactionalTopologyBuilder
 from transactional_kit import CountingBolt, SizedSpout, Splitter, SumCommitter
 

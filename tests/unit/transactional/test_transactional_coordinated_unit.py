@@ -14,20 +14,20 @@ import pytest
 from stormpy.state import MemoryBackend
 from stormpy.testing import RecordingCollector, test_tuple
 from stormpy.topology import BasicBolt, FailedException, Tuple
-from stormpy.topology.context import TopologyContext
-from stormpy.topology.fields import Fields
-from stormpy.topology.grouping import DIRECT, SHUFFLE, Grouping
-from stormpy.topology.imports import class_path
-from stormpy.topology.layout import Executor, TaskLayout
-from stormpy.topology.spec import BOLT, ComponentSpec, InputSpec, TopologySpec
-from stormpy.topology.state import TRANSACTIONAL, StateUnavailableError
-from stormpy.topology.streams import Stream
-from stormpy.topology.tuple import SYSTEM_COMPONENT, TICK_STREAM
+from stormpy.topology._context import TopologyContext
+from stormpy.topology._fields import Fields
+from stormpy.topology._grouping import DIRECT, SHUFFLE, Grouping
+from stormpy.topology._imports import class_path
+from stormpy.topology._layout import Executor, TaskLayout
+from stormpy.topology._spec import BOLT, ComponentSpec, InputSpec, TopologySpec
+from stormpy.topology._state import TRANSACTIONAL, StateUnavailableError
+from stormpy.topology._streams import Stream
+from stormpy.topology._tuple import SYSTEM_COMPONENT, TICK_STREAM
 from stormpy.transactional import BatchBolt, TransactionAttempt
-from stormpy.transactional.coordinated import CoordinatedBolt
-from stormpy.transactional.coordinator import CURRENT_KEY
-from stormpy.transactional.store import OWNER
-from stormpy.transactional.streams import COMMIT_STREAM, COORD_STREAM, TICK_SECS
+from stormpy.transactional._coordinated import CoordinatedBolt
+from stormpy.transactional._coordinator import CURRENT_KEY
+from stormpy.transactional._store import OWNER
+from stormpy.transactional._streams import COMMIT_STREAM, COORD_STREAM, TICK_SECS
 
 EVENTS: list[Any] = []
 
@@ -399,8 +399,8 @@ def test_declarations_and_roles() -> None:
         CoordinatedBolt.declare_outputs({"role": "batch", "target": class_path(Reserved)})
     assert str(reserved.value) == ("Reserved: stream names starting with '$' are reserved in "
                                    "transactional topologies ('$mine')")
-    from stormpy.transactional.coordinator import CoordinatorSpout
-    from stormpy.transactional.streams import BATCH_STREAM
+    from stormpy.transactional._coordinator import CoordinatorSpout
+    from stormpy.transactional._streams import BATCH_STREAM
     spout_streams = CoordinatorSpout.declare_outputs({})
     assert [(k, v.name, list(v.fields)) for k, v in spout_streams.items()] == [
         (BATCH_STREAM, BATCH_STREAM, ["id", "meta", "committed"]),

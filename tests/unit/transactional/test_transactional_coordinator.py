@@ -9,11 +9,11 @@ import pytest
 from tx_coordinator_kit import EmitRecorder
 from tx_memory import NamedMemoryStore
 
-from stormpy.topology.imports import class_path
+from stormpy.topology._imports import class_path
 from stormpy.transactional import MemoryTransactionalSpout, TransactionAttempt
-from stormpy.transactional.coordinator import CoordinatorSpout
-from stormpy.transactional.store import StoreUnavailable
-from stormpy.transactional.streams import BATCH_STREAM, COMMIT_STREAM
+from stormpy.transactional._coordinator import CoordinatorSpout
+from stormpy.transactional._store import StoreUnavailable
+from stormpy.transactional._streams import BATCH_STREAM, COMMIT_STREAM
 
 DATA = [[[i] for i in range(20)], [[i] for i in range(20)]]
 
@@ -109,7 +109,7 @@ class FlakyStore(NamedMemoryStore):
 def test_unreachable_store_stops_new_batches_and_commit_resumes_after(tx_id: str,
                                                                      monkeypatch: Any) -> None:
     store = FlakyStore(tx_id)
-    monkeypatch.setattr("stormpy.transactional.coordinator.open_store", lambda conf, context, name: store)
+    monkeypatch.setattr("stormpy.transactional._coordinator.open_store", lambda conf, context, name: store)
     h = Harness(tx_id, pending=2)
     h.spout.next_tuple()
     first = h.batches()

@@ -14,8 +14,8 @@ from tx_coordinator_kit import ASKED, OPEN_FAILS, OPENED, READY, TX, Harness, Op
 from tx_memory import NamedMemoryStore
 
 from stormpy.transactional import TransactionAttempt
-from stormpy.transactional.coordinator import CURRENT_KEY, META_KEY
-from stormpy.transactional.streams import BATCH_STREAM, COMMIT_STREAM
+from stormpy.transactional._coordinator import CURRENT_KEY, META_KEY
+from stormpy.transactional._streams import BATCH_STREAM, COMMIT_STREAM
 
 
 @pytest.fixture(autouse=True)
@@ -114,7 +114,7 @@ def test_a_store_whose_first_read_fails_is_closed_and_opened_again(
         store.fail_gets = 1 if not stores else 0
         stores.append(store)
         return store
-    monkeypatch.setattr("stormpy.transactional.coordinator.open_store", flaky_open)
+    monkeypatch.setattr("stormpy.transactional._coordinator.open_store", flaky_open)
     NamedMemoryStore(TX).put(CURRENT_KEY, 5)  # a previous run committed up to 4
     h = Harness()
     h.spout.next_tuple()
@@ -227,7 +227,7 @@ def test_an_opaque_spout_starts_transactions_without_metadata_when_its_coordinat
 
 def test_attempt_ids_are_random_non_negative_64_bit_signed_integers(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("stormpy.transactional.coordinator.random.getrandbits",
+    monkeypatch.setattr("stormpy.transactional._coordinator.random.getrandbits",
                         lambda k: (1 << k) - 1)  # the highest id the coordinator can draw
     h = Harness({"topology.max.spout.pending": 2})
     h.spout.next_tuple()

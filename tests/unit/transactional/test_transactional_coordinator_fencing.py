@@ -13,9 +13,9 @@ import pytest
 from tx_coordinator_kit import OPENED, TX, Harness, reset
 from tx_memory import NamedMemoryStore
 
-from stormpy.transactional.coordinator import CURRENT_KEY, META_KEY
-from stormpy.transactional.store import StoreUnavailable
-from stormpy.transactional.streams import BATCH_STREAM, COMMIT_STREAM
+from stormpy.transactional._coordinator import CURRENT_KEY, META_KEY
+from stormpy.transactional._store import StoreUnavailable
+from stormpy.transactional._streams import BATCH_STREAM, COMMIT_STREAM
 
 
 @pytest.fixture(autouse=True)
@@ -138,7 +138,7 @@ class PlainStore:
 @pytest.fixture
 def plain(monkeypatch: pytest.MonkeyPatch) -> PlainStore:
     store = PlainStore()
-    monkeypatch.setattr("stormpy.transactional.coordinator.open_store",
+    monkeypatch.setattr("stormpy.transactional._coordinator.open_store",
                         lambda conf, context, name: store)
     return store
 

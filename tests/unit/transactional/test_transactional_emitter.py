@@ -10,11 +10,11 @@ from typing import Any, cast
 import pytest
 from tx_memory import NamedMemoryStore
 
-from stormpy.topology.context import TopologyContext
+from stormpy.topology._context import TopologyContext
 from stormpy.transactional import MemoryTransactionalSpout, TransactionAttempt
-from stormpy.transactional.api import BatchOutputCollector
-from stormpy.transactional.emitter import EmitterExecutor, make_executor
-from stormpy.transactional.store import StoreUnavailable, TransactionalStore
+from stormpy.transactional._api import BatchOutputCollector
+from stormpy.transactional._emitter import EmitterExecutor, make_executor
+from stormpy.transactional._store import StoreUnavailable, TransactionalStore
 
 ROWS = 40  # one partition, 10 rows per batch
 

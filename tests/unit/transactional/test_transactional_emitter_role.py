@@ -16,22 +16,22 @@ from tx_memory import NamedMemoryStore
 from stormpy.state import MemoryBackend
 from stormpy.testing import RecordingCollector, test_tuple
 from stormpy.topology import FailedException, Tuple
-from stormpy.topology.context import TopologyContext
-from stormpy.topology.errors import EmitError
-from stormpy.topology.grouping import ALL, DIRECT, Grouping
-from stormpy.topology.imports import class_path
-from stormpy.topology.layout import Executor, TaskLayout
-from stormpy.topology.spec import BOLT, SPOUT, ComponentSpec, InputSpec, TopologySpec
-from stormpy.topology.streams import Stream
+from stormpy.topology._context import TopologyContext
+from stormpy.topology._errors import EmitError
+from stormpy.topology._grouping import ALL, DIRECT, Grouping
+from stormpy.topology._imports import class_path
+from stormpy.topology._layout import Executor, TaskLayout
+from stormpy.topology._spec import BOLT, SPOUT, ComponentSpec, InputSpec, TopologySpec
+from stormpy.topology._streams import Stream
 from stormpy.transactional import TransactionAttempt
-from stormpy.transactional.api import (
+from stormpy.transactional._api import (
     BatchOutputCollector,
     OpaquePartitionedTransactionalSpout,
     TransactionalSpout,
 )
-from stormpy.transactional.coordinated import CoordinatedBolt
-from stormpy.transactional.store import StoreUnavailable
-from stormpy.transactional.streams import BATCH_STREAM, COMMIT_STREAM, COORD_STREAM
+from stormpy.transactional._coordinated import CoordinatedBolt
+from stormpy.transactional._store import StoreUnavailable
+from stormpy.transactional._streams import BATCH_STREAM, COMMIT_STREAM, COORD_STREAM
 
 CALLS: list[Any] = []
 TX = "tx-emitter-role"
@@ -109,7 +109,7 @@ def _reset(monkeypatch: pytest.MonkeyPatch) -> Any:
     Rows.raise_in = {}
     BrokenStore.error = None
     NamedMemoryStore.forget(TX)
-    monkeypatch.setattr("stormpy.transactional.coordinated.open_store",
+    monkeypatch.setattr("stormpy.transactional._coordinated.open_store",
                         lambda conf, context, name: BrokenStore(name))
     yield
     NamedMemoryStore.forget(TX)

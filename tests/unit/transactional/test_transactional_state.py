@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from stormpy.transactional import OpaqueValue, SqliteState, TransactionalValue
-from stormpy.transactional.attempt import TransactionAttempt
+from stormpy.transactional._attempt import TransactionAttempt
 
 
 def test_update_applies_each_txid_once(tmp_path: Path) -> None:

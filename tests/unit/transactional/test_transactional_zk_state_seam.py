@@ -37,7 +37,7 @@ OPENED: list[DocsStandIn] = []
 @pytest.fixture(autouse=True)
 def docs(monkeypatch: pytest.MonkeyPatch) -> Any:
     OPENED.clear()
-    monkeypatch.setattr("stormpy.transactional.state.open_zk_store", DocsStandIn)
+    monkeypatch.setattr("stormpy.transactional._state.open_zk_store", DocsStandIn)
     return OPENED
 
 

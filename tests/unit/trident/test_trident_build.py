@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from trident_kit import CountAndSum, Double, Split
 
-from stormpy.topology.errors import InvalidTopologyError
+from stormpy.topology._errors import InvalidTopologyError
 from stormpy.trident import (
     Count,
     FixedBatchSpout,
@@ -20,8 +20,8 @@ from stormpy.trident import (
     TridentTopology,
     TridentTuple,
 )
-from stormpy.trident.builtin import FirstNAgg
-from stormpy.trident.operation import TridentCollector, op_doc, op_from_doc
+from stormpy.trident._builtin import FirstNAgg
+from stormpy.trident._operation import TridentCollector, op_doc, op_from_doc
 
 
 def stream(t: TridentTopology, txid: str = "s") -> Stream:
@@ -30,7 +30,7 @@ def stream(t: TridentTopology, txid: str = "s") -> Stream:
 
 def test_operations_travel_as_import_paths_with_their_arguments() -> None:
     doc = op_doc(Max("n"), "x")
-    assert doc == {"cls": "stormpy.trident.builtin:Max", "args": ["n"], "kwargs": {}}
+    assert doc == {"cls": "stormpy.trident._builtin:Max", "args": ["n"], "kwargs": {}}
     again = op_from_doc(doc)
     assert isinstance(again, Max) and again.field == "n"
     with pytest.raises(InvalidTopologyError, match="lambda"):

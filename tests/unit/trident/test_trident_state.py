@@ -17,7 +17,7 @@ from trident_kit import FAILS, Collect, FailOnWord, ListOf, ShortFirstAttemptSpo
 
 from stormpy.state import MemoryBackend, SqliteStore
 from stormpy.testing import LocalCluster
-from stormpy.topology.errors import InvalidTopologyError
+from stormpy.topology._errors import InvalidTopologyError
 from stormpy.transactional import TransactionalState
 from stormpy.trident import (
     NON_TRANSACTIONAL,
@@ -34,7 +34,7 @@ from stormpy.trident import (
     TridentTopology,
     TupleCollectionGet,
 )
-from stormpy.trident.state import encode_key
+from stormpy.trident._state import encode_key
 
 pytestmark = pytest.mark.timeout(120)
 

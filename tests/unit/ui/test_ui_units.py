@@ -18,11 +18,11 @@ from stormpy.cluster.records import DocumentError  # noqa: E402
 from stormpy.config import DEFAULTS  # noqa: E402
 from stormpy.nimbus.handler import NimbusHandler  # noqa: E402
 from stormpy.rpc.errors import NotFoundError, RpcError, UnreachableError  # noqa: E402
-from stormpy.ui.app import BadRequest, create_app, parse_rebalance  # noqa: E402
-from stormpy.ui.graph import render_svg  # noqa: E402
-from stormpy.ui.security import CSRF_COOKIE, Denied, UiAuth  # noqa: E402
-from stormpy.ui.source import UiBackend  # noqa: E402
-from stormpy.ui.windows import ALL_TIME, TopologyWindows, parse_window  # noqa: E402
+from stormpy.ui._app import BadRequest, create_app, parse_rebalance  # noqa: E402
+from stormpy.ui._graph import render_svg  # noqa: E402
+from stormpy.ui._security import CSRF_COOKIE, Denied, UiAuth  # noqa: E402
+from stormpy.ui._source import UiBackend  # noqa: E402
+from stormpy.ui._windows import ALL_TIME, TopologyWindows, parse_window  # noqa: E402
 from stormpy.worker.heartbeats import process_stats, task_entries  # noqa: E402
 
 
@@ -536,7 +536,7 @@ def test_stormpy_ui_prints_the_address_it_binds() -> None:
 
     from stormpy.cli.main import cli
     from stormpy.testing import wait_for
-    from stormpy.testing.cluster import free_ports
+    from stormpy.testing._cluster import free_ports
 
     port, dead = free_ports(2)
 

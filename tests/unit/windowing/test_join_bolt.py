@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from stormpy.testing import FeederSpout
-from stormpy.testing.unit import RecordingCollector, test_tuple
+from stormpy.testing._unit import RecordingCollector, test_tuple
 from stormpy.topology import InvalidTopologyError, TopologyBuilder, Tuple
 from stormpy.windowing import Count, Duration, JoinBolt
-from stormpy.windowing.join import JoinWindowBolt
-from stormpy.windowing.manager import Event, Window
+from stormpy.windowing._join import JoinWindowBolt
+from stormpy.windowing._manager import Event, Window
 
 USER_FIELDS = ["userId", "name", "city"]
 USERS = [[1, "roshan", "san jose"], [2, "harsha", "santa clara"], [3, "siva", "dublin"],

@@ -9,16 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 from stormpy.state import CHECKPOINT_STREAM, KeyValueState, MemoryBackend
-from stormpy.state.bolt import WRAPPED, StatefulBoltExecutor
-from stormpy.state.checkpoint import COMMIT, INITSTATE, PREPARE, ROLLBACK
+from stormpy.state._bolt import WRAPPED, StatefulBoltExecutor
+from stormpy.state._checkpoint import COMMIT, INITSTATE, PREPARE, ROLLBACK
 from stormpy.testing import RecordingCollector, test_tuple
-from stormpy.topology.context import TopologyContext
-from stormpy.topology.grouping import ALL, SHUFFLE, Grouping
-from stormpy.topology.imports import class_path
-from stormpy.topology.layout import Executor, TaskLayout
-from stormpy.topology.spec import BOLT, ComponentSpec, InputSpec, TopologySpec
-from stormpy.topology.streams import Stream
-from stormpy.topology.tuple import Tuple
+from stormpy.topology._context import TopologyContext
+from stormpy.topology._grouping import ALL, SHUFFLE, Grouping
+from stormpy.topology._imports import class_path
+from stormpy.topology._layout import Executor, TaskLayout
+from stormpy.topology._spec import BOLT, ComponentSpec, InputSpec, TopologySpec
+from stormpy.topology._streams import Stream
+from stormpy.topology._tuple import Tuple
 from stormpy.windowing import Count, Duration, StatefulWindowedBolt, Window
 
 TOPOLOGY = "swin-topology"

@@ -16,8 +16,8 @@ import pytest
 from stormpy import TopologyBuilder
 from stormpy.state import KeyValueState
 from stormpy.testing import Capture, FeederSpout, LocalCluster
-from stormpy.topology.errors import InvalidTopologyError
-from stormpy.topology.state import CHECKPOINTS
+from stormpy.topology._errors import InvalidTopologyError
+from stormpy.topology._state import CHECKPOINTS
 from stormpy.windowing import (
     Count,
     Duration,
@@ -26,7 +26,7 @@ from stormpy.windowing import (
     WindowConfig,
     WindowManager,
 )
-from stormpy.windowing.persistent import UserState
+from stormpy.windowing._persistent import UserState
 
 CONF = {"topology.state.checkpoint.interval.ms": 50, "topology.message.timeout.secs": 30}
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from stormpy.windowing import Count, Duration, WindowConfig
-from stormpy.windowing.config import WindowConfigError, size_from_doc, size_to_doc
+from stormpy.windowing._config import WindowConfigError, size_from_doc, size_to_doc
 
 EVENT = {"timestamp_field": "ts"}
 

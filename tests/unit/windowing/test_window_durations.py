@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from stormpy.windowing import Duration
-from stormpy.windowing.config import WindowConfigError
+from stormpy.windowing._config import WindowConfigError
 
 
 def test_every_unit_becomes_whole_milliseconds() -> None:

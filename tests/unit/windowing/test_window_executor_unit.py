@@ -15,12 +15,12 @@ from stormpy.config import SettingError
 from stormpy.state import MemoryBackend
 from stormpy.testing import RecordingCollector, test_tuple
 from stormpy.topology import Tuple
-from stormpy.topology.context import TopologyContext
-from stormpy.topology.fields import Fields
-from stormpy.topology.grouping import SHUFFLE, Grouping
-from stormpy.topology.imports import class_path
-from stormpy.topology.layout import Executor, TaskLayout
-from stormpy.topology.spec import (
+from stormpy.topology._context import TopologyContext
+from stormpy.topology._fields import Fields
+from stormpy.topology._grouping import SHUFFLE, Grouping
+from stormpy.topology._imports import class_path
+from stormpy.topology._layout import Executor, TaskLayout
+from stormpy.topology._spec import (
     BOLT,
     MIN_MESSAGE_TIMEOUT_KEY,
     MIN_SPOUT_PENDING_KEY,
@@ -28,8 +28,8 @@ from stormpy.topology.spec import (
     InputSpec,
     TopologySpec,
 )
-from stormpy.topology.streams import Stream
-from stormpy.topology.tuple import SYSTEM_COMPONENT, TICK_STREAM
+from stormpy.topology._streams import Stream
+from stormpy.topology._tuple import SYSTEM_COMPONENT, TICK_STREAM
 from stormpy.windowing import (
     LATE_FIELDS,
     Count,
@@ -39,7 +39,7 @@ from stormpy.windowing import (
     WindowedBolt,
     WindowedBoltSpec,
 )
-from stormpy.windowing.bolt import WindowedBoltExecutor
+from stormpy.windowing._bolt import WindowedBoltExecutor
 
 
 class Keep(WindowedBolt):
@@ -154,7 +154,7 @@ def test_the_spec_carries_the_configuration_to_the_executor() -> None:
 
 def test_only_windowed_bolts_can_be_wrapped() -> None:
     window = Keep.with_tumbling_window(Count(2)).config.to_doc()
-    for path in ("stormpy.testing.components.Capture",
+    for path in ("stormpy.testing._components.Capture",
                  "tests.unit.windowing.test_window_executor_unit.ts_field"):
         with pytest.raises(WindowConfigError, match="is not a WindowedBolt subclass") as err:
             WindowedBoltExecutor(_window=window, _bolt=path)

@@ -1,4 +1,4 @@
-"""The persisted window's event container (stormpy.windowing.persistent): a window manager over
+"""The persisted window's event container (stormpy.windowing._persistent): a window manager over
 partitions in a KeyValueState evaluates exactly the windows of the in-memory manager, in
 processing and event time, with out-of-order events, while never holding more than
 max_events_in_memory events in its partition cache; the partitions and the index written at a
@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from stormpy.state import KeyValueState, MemoryBackend
-from stormpy.topology.fields import Fields
-from stormpy.topology.state import StateValueError
-from stormpy.topology.tuple import Tuple
+from stormpy.topology._fields import Fields
+from stormpy.topology._state import StateValueError
+from stormpy.topology._tuple import Tuple
 from stormpy.windowing import Count, Duration, Window, WindowConfig, WindowManager
-from stormpy.windowing.persistent import (
+from stormpy.windowing._persistent import (
     PARTITION_BYTES,
     PARTITION_PREFIX,
     EventCodec,
@@ -148,7 +148,7 @@ def test_the_user_view_hides_and_refuses_the_window_keys() -> None:
 
 
 def _event(i: int) -> Any:
-    from stormpy.windowing.manager import Event
+    from stormpy.windowing._manager import Event
     return Event(0, i, tup(i, 0))
 
 
@@ -170,5 +170,5 @@ def test_partitions_of_large_events_stay_within_the_partition_byte_budget() -> N
 
 
 def _ev(i: int, payload: str) -> Any:
-    from stormpy.windowing.manager import Event
+    from stormpy.windowing._manager import Event
     return Event(0, i, Tuple([i, payload], "default", 3, "src", FIELDS))

@@ -13,8 +13,8 @@ import pytest
 
 from stormpy import Bolt, TopologyBuilder, Tuple
 from stormpy.testing import FeederSpout
+from stormpy.topology._fields import Fields
 from stormpy.topology.clock import SimulatedClock
-from stormpy.topology.fields import Fields
 from stormpy.worker import Worker, WorkerConfig
 from stormpy.worker.stats import GAP_TABLE
 

@@ -12,8 +12,8 @@ from transport_fakes import ScriptedTransport
 from stormpy import BasicBolt, Bolt, Spout, Stream, TopologyBuilder, Tuple
 from stormpy.messaging.codec import decode_frame
 from stormpy.testing import Capture, FeederSpout
+from stormpy.topology._fields import Fields
 from stormpy.topology.clock import SimulatedClock
-from stormpy.topology.fields import Fields
 from stormpy.worker import Worker, WorkerConfig
 from stormpy.worker.spout_task import SpoutTask
 

@@ -213,7 +213,7 @@ def test_a_basic_bolt_with_execute_batch_is_refused() -> None:
 
 
 def test_choose_many_routes_a_batch_as_choose_routes_each_values() -> None:
-    from stormpy.topology.fields import Fields
+    from stormpy.topology._fields import Fields
     from stormpy.worker.routing import FieldsRouter, ShuffleRouter
 
     batch = [["a", 1], ["b", 2], [3, 3], ["a", 4], [1.5, 5], ["c", 6], ["b", 7]]
@@ -227,7 +227,7 @@ def test_choose_many_routes_a_batch_as_choose_routes_each_values() -> None:
 
 
 def test_the_recording_collector_records_emit_many_and_ack_many() -> None:
-    from stormpy.testing.unit import RecordingCollector, test_tuple
+    from stormpy.testing._unit import RecordingCollector, test_tuple
 
     collector = RecordingCollector()
     bolt = collector.prepare(BatchSplit())

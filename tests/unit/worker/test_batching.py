@@ -1,10 +1,10 @@
-"""BatchCollector (stormpy.batching): batches per input stream, closed by count, age or idleness."""
+"""BatchCollector (stormpy._batching): batches per input stream, closed by count, age or idleness."""
 
 from __future__ import annotations
 
 import pytest
 
-from stormpy.batching import CLOSED_BY_COUNT, CLOSED_BY_IDLE, CLOSED_BY_TIME, BatchCollector
+from stormpy._batching import CLOSED_BY_COUNT, CLOSED_BY_IDLE, CLOSED_BY_TIME, BatchCollector
 from stormpy.topology import ColumnBatch, Fields, Tuple
 
 

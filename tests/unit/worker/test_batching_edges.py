@@ -1,4 +1,4 @@
-"""Micro-batch bookkeeping (stormpy.batching) at its edges: which settings are refused, age measured from
+"""Micro-batch bookkeeping (stormpy._batching) at its edges: which settings are refused, age measured from
 when a batch opened, oldest-first closing under a limit, draining at shutdown, and what a batch's
 ``BatchInfo`` reports."""
 
@@ -8,7 +8,7 @@ from time import perf_counter
 
 import pytest
 
-from stormpy.batching import CLOSED_BY_COUNT, CLOSED_BY_TIME, BatchCollector, BatchSource
+from stormpy._batching import CLOSED_BY_COUNT, CLOSED_BY_TIME, BatchCollector, BatchSource
 from stormpy.connectors.spark import BatchInfo
 from stormpy.topology import Fields, Tuple
 

@@ -15,8 +15,8 @@ from chain_kit import SEEN, Relay, depth, line, runner_of, worker_of
 
 from stormpy import BasicBolt, Bolt, TopologyBuilder, TopologyContext, Tuple
 from stormpy.testing import Capture, FeederSpout
+from stormpy.topology._hooks import TaskHook
 from stormpy.topology.clock import SimulatedClock
-from stormpy.topology.hooks import TaskHook
 from stormpy.worker import Worker, WorkerError
 from stormpy.worker.bolt_task import MAX_CHAIN_DEPTH, BoltTask
 

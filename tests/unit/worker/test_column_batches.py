@@ -13,7 +13,7 @@ import pytest
 
 from stormpy import BasicBolt, Bolt, Spout, TopologyBuilder, TopologyContext, Tuple
 from stormpy.testing import FeederSpout, LocalCluster
-from stormpy.topology.columns import ColumnBatch
+from stormpy.topology._columns import ColumnBatch
 
 TIMEOUT = {"topology.message.timeout.secs": 10}
 #: what the columnar bolts saw: (component, task, tuples) per batch; counted words per task

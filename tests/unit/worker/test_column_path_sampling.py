@@ -12,8 +12,8 @@ from typing import Any
 from sampling_kit import sampled_runner
 
 from stormpy import Bolt, Tuple
-from stormpy.topology.columns import ColumnBatch
-from stormpy.topology.fields import Fields
+from stormpy.topology._columns import ColumnBatch
+from stormpy.topology._fields import Fields
 from stormpy.worker import Worker
 from stormpy.worker.tasks import TaskRunner
 

@@ -15,8 +15,8 @@ import pytest
 
 from stormpy import Bolt, EmitError, Stream, TopologyBuilder, Tuple
 from stormpy.testing import FeederSpout
+from stormpy.topology._columns import ColumnBatch
 from stormpy.topology.clock import SimulatedClock
-from stormpy.topology.columns import ColumnBatch
 from stormpy.worker import Worker, WorkerConfig
 from stormpy.worker.column_path import takes_columns
 

@@ -16,8 +16,8 @@ from transport_fakes import ScriptedTransport
 from stormpy import Bolt, TopologyBuilder, TopologyContext, Tuple
 from stormpy.messaging.codec import decode_frame
 from stormpy.testing import FeederSpout, LocalCluster
-from stormpy.topology.columns import ColumnBatch
-from stormpy.topology.fields import Fields
+from stormpy.topology._columns import ColumnBatch
+from stormpy.topology._fields import Fields
 from stormpy.worker.dispatch import Dispatch
 from stormpy.worker.inbound import Inbound, wire_tuples
 from stormpy.worker.transfer import Transfer

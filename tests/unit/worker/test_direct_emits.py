@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from stormpy import Bolt, Spout, Stream, TopologyBuilder, TopologyContext, Tuple
-from stormpy.testing import Capture, FeederSpout, LocalCluster, registry
+from stormpy.testing import Capture, FeederSpout, LocalCluster
+from stormpy.testing import _registry as registry
 
 SENT = 3
 

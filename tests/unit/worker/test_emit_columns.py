@@ -14,7 +14,7 @@ import pytest
 
 from stormpy import BasicBolt, Bolt, Stream, TopologyBuilder, TopologyContext, Tuple
 from stormpy.testing import FeederSpout, LocalCluster
-from stormpy.topology.columns import ColumnBatch
+from stormpy.topology._columns import ColumnBatch
 
 TIMEOUT = {"topology.message.timeout.secs": 10}
 #: per count task: words counted; batches seen as (task, size, from a task of another worker)

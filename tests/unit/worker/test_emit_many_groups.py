@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from stormpy import BasicBolt, Bolt, Spout, Stream, TopologyBuilder, Tuple
+from stormpy.topology._fields import Fields
 from stormpy.topology.clock import SimulatedClock
-from stormpy.topology.fields import Fields
 from stormpy.worker import Worker, WorkerConfig
 from stormpy.worker.errors import WorkerError
 

@@ -13,7 +13,7 @@ import pytest
 
 from stormpy.cluster import StormBase, WorkerHeartbeat
 from stormpy.testing import wait_for
-from stormpy.topology.event_log import RECENT_EVENTS, event_doc, sampling_pct
+from stormpy.topology._event_log import RECENT_EVENTS, event_doc, sampling_pct
 from stormpy.worker.event_logger import RECENT_CHARS, EventLogger
 
 
@@ -111,7 +111,7 @@ def test_debug_settings_and_events_travel_in_zookeeper_documents() -> None:
 def test_storms_debug_paths_are_parsed_and_bad_ones_named() -> None:
     if os.environ.get("CI", "").lower() != "true":  # in CI the [ui] extra is installed: no skip
         pytest.importorskip("starlette")
-    from stormpy.ui.app import BadRequest, parse_debug
+    from stormpy.ui._app import BadRequest, parse_debug
 
     assert parse_debug("enable", "12.5") == (True, 12.5)
     assert parse_debug("disable", "x") == (False, 10.0)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from stormpy import Bolt, TopologyBuilder
 from stormpy.testing import FeederSpout
-from stormpy.topology.spec import TopologySpec
+from stormpy.topology._spec import TopologySpec
 from stormpy.worker.factory import _depths, execution_order
 
 

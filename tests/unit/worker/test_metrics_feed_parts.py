@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from stormpy.testing import wait_for
-from stormpy.topology.metrics_consumer import ConsumerContext, IMetricsConsumer, TaskInfo
+from stormpy.topology._metrics_consumer import ConsumerContext, IMetricsConsumer, TaskInfo
 from stormpy.worker.metrics_consumers import MetricsFeed, data_points, feed_interval
 
 CONTEXT = ConsumerContext("topo-1", "host-a", 6701, (3, 4))

@@ -9,7 +9,7 @@ from stormpy import Bolt, TopologyBuilder
 from stormpy.cluster import ErrorInfo, StormBase
 from stormpy.nimbus.info import topology_info
 from stormpy.testing import FeederSpout, LocalCluster
-from stormpy.topology.tuple import Tuple
+from stormpy.topology._tuple import Tuple
 from stormpy.worker.errors import WorkerError
 
 

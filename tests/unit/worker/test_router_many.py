@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stormpy.topology.fields import Fields
+from stormpy.topology._fields import Fields
 from stormpy.worker.routing import FieldsRouter, FixedRouter, PartialKeyRouter, StreamRouter
 
 TASKS = [7, 3, 11, 5]

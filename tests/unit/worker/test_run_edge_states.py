@@ -11,7 +11,7 @@ from typing import Any
 from stormpy import Bolt, Spout, TopologyBuilder
 from stormpy.messaging.codec import RUN_ITEMS, TUPLE_ITEMS, decode_frame
 from stormpy.messaging.inproc import InprocHub
-from stormpy.topology.tuple import Tuple
+from stormpy.topology._tuple import Tuple
 from stormpy.worker import Worker, WorkerConfig
 from stormpy.worker.inbound import wire_tuples
 

@@ -16,7 +16,7 @@ import pytest
 from sampling_kit import sampled_runner
 
 from stormpy import Bolt, Tuple
-from stormpy.topology.fields import Fields
+from stormpy.topology._fields import Fields
 from stormpy.worker import Worker
 from stormpy.worker.loop import EXECUTE_BUDGET
 from stormpy.worker.tasks import TaskRunner

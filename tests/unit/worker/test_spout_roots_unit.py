@@ -5,7 +5,7 @@ its component on the acker-init stream."""
 from __future__ import annotations
 
 from stormpy.acker.streams import ACK_INIT
-from stormpy.topology.tuple import Tuple
+from stormpy.topology._tuple import Tuple
 from stormpy.worker.dispatch import Dispatch
 from stormpy.worker.edges import EdgeIds
 from stormpy.worker.spout_roots import SpoutRoots

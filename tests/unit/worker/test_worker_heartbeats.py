@@ -18,7 +18,7 @@ from stormpy.cluster.errors import ClusterStateError
 from stormpy.cluster.records import Assignment, StormBase, WorkerHeartbeat
 from stormpy.config import DEFAULTS
 from stormpy.testing import wait_for
-from stormpy.testing.cluster import FAST_TIMEOUTS
+from stormpy.testing._cluster import FAST_TIMEOUTS
 from stormpy.worker.cluster_link import ClusterLink
 from stormpy.worker.heartbeats import add_base, carried_counters, component_stats
 from stormpy.worker.peers import WorkerPeers
@@ -169,7 +169,7 @@ def test_carried_counters_take_the_newest_entry_and_ignore_malformed_ones() -> N
     assert docs[1] == doc(2, "b", 4, 0)
 
 
-PRESETS = {"defaults": DEFAULTS, "stormpy.testing.cluster.FAST_TIMEOUTS": {**DEFAULTS, **FAST_TIMEOUTS},
+PRESETS = {"defaults": DEFAULTS, "stormpy.testing._cluster.FAST_TIMEOUTS": {**DEFAULTS, **FAST_TIMEOUTS},
            "supervisor_kit.FAST": {**DEFAULTS, **SUPERVISOR_KIT_FAST}}
 
 

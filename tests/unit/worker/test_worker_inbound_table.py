@@ -13,8 +13,8 @@ import pytest
 from inbound_kit import FIELDS, TABLE, InboundHarness
 
 from stormpy import Bolt, Spout, Stream, TopologyBuilder, Tuple
-from stormpy.topology.columns import ColumnBatch
-from stormpy.topology.fields import Fields
+from stormpy.topology._columns import ColumnBatch
+from stormpy.topology._fields import Fields
 from stormpy.worker import Worker, WorkerConfig
 from stormpy.worker import inbound as inbound_module
 from stormpy.worker.inbound import LOG_INTERVAL, ONE_ROOT, PAIRS, Inbound, accepts

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from stormpy.cluster import Assignment
 from stormpy.config import merged
-from stormpy.connectors.spark.settings import SPARK_CONFIG
+from stormpy.connectors.spark._settings import SPARK_CONFIG
 from stormpy.worker.heartbeats import component_stats
 from stormpy.worker.peers import local_executors, peer_key, tasks_of, worker_peers
 from stormpy.worker.process import parse_args, worker_conf

@@ -13,8 +13,8 @@ from transport_fakes import ScriptedTransport
 
 from stormpy import Bolt, Spout, TopologyBuilder, TopologyContext, Tuple
 from stormpy.testing import Capture, FeederSpout
+from stormpy.topology._fields import Fields
 from stormpy.topology.clock import SimulatedClock
-from stormpy.topology.fields import Fields
 from stormpy.worker import Worker, WorkerConfig, WorkerError
 from stormpy.worker.loop import EXECUTE_BUDGET
 from stormpy.worker.spout_task import SPOUT_ROUND_TUPLES

@@ -12,31 +12,31 @@ confluent-kafka is imported only when a spout opens (a bolt prepares); without i
 ``pip install 'stormpy-runtime[kafka]'``. See docs/kafka.md.
 """
 
-from stormpy.connectors.kafka.assignment import assign_round_robin, commit_metadata, start_offset
-from stormpy.connectors.kafka.bolt import KafkaBolt
-from stormpy.connectors.kafka.bolt_config import (
+from stormpy.connectors.kafka._assignment import assign_round_robin, commit_metadata, start_offset
+from stormpy.connectors.kafka._bolt import KafkaBolt
+from stormpy.connectors.kafka._bolt_config import (
     FieldNameBasedTupleToKafkaMapper,
     KafkaBoltConfig,
     TupleToKafkaMapper,
 )
-from stormpy.connectors.kafka.client import (
+from stormpy.connectors.kafka._client import (
     KAFKA_EXTRA,
     KafkaUnavailableError,
     require_confluent_kafka,
 )
-from stormpy.connectors.kafka.config import (
+from stormpy.connectors.kafka._config import (
     FirstPollOffsetStrategy,
     KafkaConfigError,
     KafkaSpoutConfig,
     ProcessingGuarantee,
 )
-from stormpy.connectors.kafka.messages import KafkaSpoutMessageId, OffsetAndMetadata, TopicPartition
-from stormpy.connectors.kafka.offset_manager import OffsetManager
-from stormpy.connectors.kafka.opaque import KafkaOpaqueSpout
-from stormpy.connectors.kafka.retry import RetryExponentialBackoff
-from stormpy.connectors.kafka.spout import KafkaRecordError, KafkaSpout
-from stormpy.connectors.kafka.transactional_sink import KafkaTransactionalConfig
-from stormpy.connectors.kafka.translator import (
+from stormpy.connectors.kafka._messages import KafkaSpoutMessageId, OffsetAndMetadata, TopicPartition
+from stormpy.connectors.kafka._offset_manager import OffsetManager
+from stormpy.connectors.kafka._opaque import KafkaOpaqueSpout
+from stormpy.connectors.kafka._retry import RetryExponentialBackoff
+from stormpy.connectors.kafka._spout import KafkaRecordError, KafkaSpout
+from stormpy.connectors.kafka._transactional_sink import KafkaTransactionalConfig
+from stormpy.connectors.kafka._translator import (
     DefaultRecordTranslator,
     KafkaRecord,
     KafkaTuple,
@@ -44,7 +44,7 @@ from stormpy.connectors.kafka.translator import (
     RecordTranslator,
     StringRecordTranslator,
 )
-from stormpy.connectors.kafka.trident_sink import (
+from stormpy.connectors.kafka._trident_sink import (
     KafkaTransactionalCommitterBolt,
     KafkaTransactionalStateFactory,
     KafkaTransactionalUpdater,

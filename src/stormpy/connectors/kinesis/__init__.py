@@ -6,26 +6,26 @@ without it raises KinesisUnavailableError naming ``stormpy-runtime[kinesis]``.
 See docs/kinesis.md.
 """
 
-from stormpy.connectors.kinesis.checkpoints import (
+from stormpy.connectors.kinesis._checkpoints import (
     Checkpoint,
     CheckpointStore,
     CheckpointUnavailable,
     ZkCheckpointStore,
 )
-from stormpy.connectors.kinesis.client import ShardInfo, require_boto3
-from stormpy.connectors.kinesis.config import INITIAL_POSITIONS, KinesisSpoutConfig
-from stormpy.connectors.kinesis.errors import (
+from stormpy.connectors.kinesis._client import ShardInfo, require_boto3
+from stormpy.connectors.kinesis._config import INITIAL_POSITIONS, KinesisSpoutConfig
+from stormpy.connectors.kinesis._errors import (
     KINESIS_EXTRA,
     CheckpointError,
     KinesisError,
     KinesisStreamError,
     KinesisUnavailableError,
 )
-from stormpy.connectors.kinesis.getter import BufferedGetter, Position, ShardGetter
-from stormpy.connectors.kinesis.records import KinesisRecord, message_id, parse_message_id
-from stormpy.connectors.kinesis.scheme import DefaultRecordScheme
-from stormpy.connectors.kinesis.spout import KinesisSpout
-from stormpy.connectors.kinesis.tracker import InflightRecordTracker
+from stormpy.connectors.kinesis._getter import BufferedGetter, Position, ShardGetter
+from stormpy.connectors.kinesis._records import KinesisRecord, message_id, parse_message_id
+from stormpy.connectors.kinesis._scheme import DefaultRecordScheme
+from stormpy.connectors.kinesis._spout import KinesisSpout
+from stormpy.connectors.kinesis._tracker import InflightRecordTracker
 
 __all__ = [
     "INITIAL_POSITIONS", "KINESIS_EXTRA", "BufferedGetter", "Checkpoint", "CheckpointError",

@@ -12,19 +12,19 @@ shipped to the executors and a stuck batch is bounded by ``spark.stormpy.batch.t
 (docs/spark.md).
 """
 
-from stormpy.batching import CLOSED_BY_COUNT, CLOSED_BY_IDLE, CLOSED_BY_TIME, BatchSource
-from stormpy.connectors.spark.arrow import BatchConversionError, batch_dataframe, rows_to_arrow
-from stormpy.connectors.spark.batching import BatchInfo
-from stormpy.connectors.spark.bolt import SparkBatchBolt
-from stormpy.connectors.spark.committer import SparkCommitterBolt
-from stormpy.connectors.spark.errors import (
+from stormpy._batching import CLOSED_BY_COUNT, CLOSED_BY_IDLE, CLOSED_BY_TIME, BatchSource
+from stormpy.connectors.spark._arrow import BatchConversionError, batch_dataframe, rows_to_arrow
+from stormpy.connectors.spark._batching import BatchInfo
+from stormpy.connectors.spark._bolt import SparkBatchBolt
+from stormpy.connectors.spark._committer import SparkCommitterBolt
+from stormpy.connectors.spark._errors import (
     SPARK_EXTRA,
     SparkBatchTimeout,
     SparkMasterUnreachable,
     SparkUnavailableError,
     require_spark,
 )
-from stormpy.connectors.spark.session import (
+from stormpy.connectors.spark._session import (
     get_spark,
     release_spark,
     reset_spark,
@@ -35,7 +35,7 @@ from stormpy.connectors.spark.session import (
     spark_settings,
     stop_spark,
 )
-from stormpy.connectors.spark.settings import SPARK_CONFIG
+from stormpy.connectors.spark._settings import SPARK_CONFIG
 
 __all__ = [
     "CLOSED_BY_COUNT", "CLOSED_BY_IDLE", "CLOSED_BY_TIME", "SPARK_CONFIG", "SPARK_EXTRA",

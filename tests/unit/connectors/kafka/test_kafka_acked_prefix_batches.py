@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from stormpy.connectors._offsets import AckedPrefix
 from stormpy.connectors.kafka import OffsetManager, TopicPartition
-from stormpy.connectors.offsets import AckedPrefix
 
 
 def state(prefix: AckedPrefix) -> tuple[Any, ...]:

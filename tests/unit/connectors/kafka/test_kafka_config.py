@@ -19,7 +19,7 @@ from stormpy.connectors.kafka import (
     commit_metadata,
     start_offset,
 )
-from stormpy.connectors.kafka.assignment import (
+from stormpy.connectors.kafka._assignment import (
     OFFSET_BEGINNING,
     OFFSET_END,
     committed_by_topology,

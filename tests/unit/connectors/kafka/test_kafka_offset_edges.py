@@ -8,13 +8,13 @@ from types import SimpleNamespace
 import pytest
 
 from stormpy.config import SettingError
+from stormpy.connectors._offsets import AckedPrefix
 from stormpy.connectors.kafka import (
     KafkaSpoutMessageId,
     OffsetManager,
     RetryExponentialBackoff,
     TopicPartition,
 )
-from stormpy.connectors.offsets import AckedPrefix
 
 TP = TopicPartition("t", 0)
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stormpy.connectors._offsets import AckedPrefix
 from stormpy.connectors.kafka import KafkaSpoutMessageId, OffsetAndMetadata, OffsetManager, TopicPartition
-from stormpy.connectors.offsets import AckedPrefix
 
 TP = TopicPartition("t", 0)
 

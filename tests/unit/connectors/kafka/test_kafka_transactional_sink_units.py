@@ -11,7 +11,7 @@ import confluent_kafka  # the [kafka] extra, installed with the dev extras
 import pytest
 
 from stormpy.connectors.kafka import KafkaConfigError
-from stormpy.connectors.kafka.transactional_sink import (
+from stormpy.connectors.kafka._transactional_sink import (
     KafkaTransactionalConfig,
     KafkaTransactionalSink,
     transactional_id,
@@ -172,11 +172,11 @@ def test_records_map_fields_by_name_and_refuse_what_kafka_cannot_carry() -> None
 
 
 def test_the_trident_factory_travels_in_the_spec_and_is_only_for_partition_persist() -> None:
-    from stormpy.connectors.kafka.trident_sink import (
+    from stormpy.connectors.kafka._trident_sink import (
         KafkaTransactionalStateFactory,
         KafkaTransactionalUpdater,
     )
-    from stormpy.topology.errors import InvalidTopologyError
+    from stormpy.topology._errors import InvalidTopologyError
     from stormpy.trident import Count, FixedBatchSpout, MapGet, StateFactory, TridentTopology
 
     factory = KafkaTransactionalStateFactory(bootstrap_servers="h:1", topic="out",

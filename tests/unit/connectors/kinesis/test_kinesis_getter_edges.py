@@ -16,7 +16,7 @@ from stormpy.connectors.kinesis import (
     Position,
     ShardGetter,
 )
-from stormpy.connectors.kinesis.getter import MAX_BACKOFF_S, MIN_BACKOFF_S, RetryLater
+from stormpy.connectors.kinesis._getter import MAX_BACKOFF_S, MIN_BACKOFF_S, RetryLater
 
 
 def gets(client: FakeKinesis) -> int:

@@ -11,7 +11,7 @@ import pytest
 from test_kinesis_parts import ClientError, cfg
 
 from stormpy.connectors.kinesis import KinesisStreamError, Position, ShardGetter
-from stormpy.connectors.kinesis.getter import RetryLater
+from stormpy.connectors.kinesis._getter import RetryLater
 
 
 class Scripted:

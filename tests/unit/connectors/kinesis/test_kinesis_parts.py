@@ -31,10 +31,10 @@ from stormpy.connectors.kinesis import (
     parse_message_id,
     require_boto3,
 )
-from stormpy.connectors.kinesis.scheme import load_scheme
-from stormpy.connectors.kinesis.state import StateManager, assign
+from stormpy.connectors.kinesis._scheme import load_scheme
+from stormpy.connectors.kinesis._state import StateManager, assign
 from stormpy.topology import TopologyBuilder
-from stormpy.topology.spec import TopologySpec
+from stormpy.topology._spec import TopologySpec
 
 
 def cfg(**kw: Any) -> KinesisSpoutConfig:
@@ -110,7 +110,7 @@ def test_schemes_load_by_path_and_bad_ones_are_named() -> None:
     with pytest.raises(SettingError, match=r"^KinesisSpoutConfig.record_scheme: .*no.such.module"):
         load_scheme("no.such.module:Scheme")
     with pytest.raises(SettingError, match=r"^KinesisSpoutConfig.record_scheme: .*deserialize"):
-        load_scheme("stormpy.connectors.kinesis.records:sequence_key")
+        load_scheme("stormpy.connectors.kinesis._records:sequence_key")
 
 
 def test_missing_boto3_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -529,7 +529,7 @@ def test_background_errors_go_to_on_error_and_are_retried() -> None:
 
 def test_connector_checkpoints_sit_apart_from_every_topology_id() -> None:
     from stormpy.cluster.paths import ZkPaths
-    from stormpy.topology.spec import TOPOLOGY_NAME_PATTERN
+    from stormpy.topology._spec import TOPOLOGY_NAME_PATTERN
 
     p = ZkPaths("/stormpy")
     assert p.connector_checkpoints("kinesis", "clicks", "my/stream", "shardId-1") == \

@@ -12,7 +12,7 @@ import pytest
 from test_kinesis_parts import DeferredPool, FakeKinesis, MemoryStore, cfg
 
 from stormpy.connectors.kinesis import Checkpoint, ShardInfo
-from stormpy.connectors.kinesis.state import StateManager
+from stormpy.connectors.kinesis._state import StateManager
 
 
 def deferred(client: FakeKinesis, store: MemoryStore, clock: list[float], task: int = 0,
@@ -101,7 +101,7 @@ def test_background_errors_without_a_handler_are_logged(caplog: pytest.LogCaptur
     store, clock = MemoryStore(), [0.0]
     store.read = lambda shard_id: (_ for _ in ()).throw(ValueError(f"bad node {shard_id}"))  # type: ignore[method-assign]
     m = StateManager(cfg(), client, store, 0, 1, lambda: clock[0])
-    with caplog.at_level(logging.ERROR, logger="stormpy.connectors.kinesis.state"):
+    with caplog.at_level(logging.ERROR, logger="stormpy.connectors.kinesis._state"):
         m.start()
     assert [r.getMessage() for r in caplog.records] == ["stream events: bad node s0"]
 

@@ -7,7 +7,7 @@ import pytest
 from test_kinesis_parts import FakeKinesis, MemoryStore, cfg, emit_all, manager
 
 from stormpy.connectors.kinesis import Checkpoint, KinesisStreamError, ShardInfo
-from stormpy.connectors.kinesis.state import StateManager
+from stormpy.connectors.kinesis._state import StateManager
 
 
 def test_metrics_per_shard_before_and_after_a_checkpoint() -> None:

@@ -1,4 +1,4 @@
-"""AheadDataFrame (connectors/spark/ahead.py): a batch's DataFrame built ahead on one thread and
+"""AheadDataFrame (connectors/spark/_ahead.py): a batch's DataFrame built ahead on one thread and
 taken by the batch's own run on another, without a batch ever waiting on a build not started."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from stormpy.connectors.spark.ahead import AheadDataFrame
+from stormpy.connectors.spark._ahead import AheadDataFrame
 
 
 def test_a_build_under_way_is_waited_for_and_its_dataframe_taken_once() -> None:

@@ -1,7 +1,7 @@
 """SparkBatchBolt's own logic without a JVM: Spark is replaced by a fake session (``get_spark``,
 ``batch_dataframe`` and the session helpers of ``bolt.py`` and ``in_spark.py`` are swapped here),
 the off-loop seam by a queue the test runs, time by tick tuples and a fake ``perf_counter``. What
-is checked is what the bolt promises (``connectors/spark/bolt.py``'s contract, with
+is checked is what the bolt promises (``connectors/spark/_bolt.py``'s contract, with
 ``in_spark.py``): batches close on size, age and idleness (in tick time), ids ``seq * tasks +
 task_index``, at most ``max_in_flight`` in Spark with a due batch collecting meanwhile, results
 emitted anchored to the batch's tuples before the tuples are acked, failures failing every tuple
@@ -20,16 +20,16 @@ from typing import Any, ClassVar
 
 import pytest
 
-from stormpy.batching import BatchSource
+from stormpy._batching import BatchSource
 from stormpy.config import SettingError
-from stormpy.connectors.spark import bolt as bolt_module
-from stormpy.connectors.spark import in_spark
-from stormpy.connectors.spark.bolt import SparkBatchBolt
-from stormpy.connectors.spark.errors import SparkBatchTimeout, SparkMasterUnreachable
-from stormpy.connectors.spark.settings import SWITCH_INTERVAL_KEY
+from stormpy.connectors.spark import _bolt as bolt_module
+from stormpy.connectors.spark import _in_spark as in_spark
+from stormpy.connectors.spark._bolt import SparkBatchBolt
+from stormpy.connectors.spark._errors import SparkBatchTimeout, SparkMasterUnreachable
+from stormpy.connectors.spark._settings import SWITCH_INTERVAL_KEY
 from stormpy.testing import wait_for
 from stormpy.topology import ColumnBatch, Stream, Tuple
-from stormpy.topology.fields import Fields
+from stormpy.topology._fields import Fields
 
 FIELDS = Fields(["word", "n"])
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from stormpy.connectors.spark import SparkMasterUnreachable, spark_settings
-from stormpy.connectors.spark.code import code_dir_of, probe_master, zip_code
-from stormpy.local.spark_cluster import SparkStandalone
+from stormpy.connectors.spark._code import code_dir_of, probe_master, zip_code
+from stormpy.local._spark_cluster import SparkStandalone
 
 
 def make_code(root: Path) -> Path:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from stormpy.connectors.spark import session as spark_session
+from stormpy.connectors.spark import _session as spark_session
 from stormpy.host.waiting import wait_for
 
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from stormpy.config import SettingError
-from stormpy.connectors.spark import switching
-from stormpy.connectors.spark.settings import SWITCH_INTERVAL_KEY
+from stormpy.connectors.spark import _switching as switching
+from stormpy.connectors.spark._settings import SWITCH_INTERVAL_KEY
 
 
 @pytest.fixture(autouse=True)
@@ -90,7 +90,7 @@ class _Context:
 
 def test_the_spark_committer_holds_the_interval_per_task_and_its_cleanup_restores_it(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from stormpy.connectors.spark import committer
+    from stormpy.connectors.spark import _committer as committer
 
     held = [0]
     monkeypatch.setattr(committer, "require_spark", lambda: None)

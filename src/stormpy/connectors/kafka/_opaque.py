@@ -1,0 +1,171 @@
+"""KafkaOpaqueSpout: a Kafka topic as an opaque partitioned transactional spout (Storm's
+``OpaqueTridentKafkaSpout``), for transactional topologies and Trident's ``new_stream``.
+
+Each transaction takes, per partition, the records from the offset after the partition's last
+committed batch (its metadata ``{"offset": first, "next": after last}``) up to
+``max_batch_records``; a replay starts at the same offset but may take a different number of
+records (those not taken come in a later batch), so every record is in exactly one committed
+batch. Offsets live in the transactional metadata, not in the consumer group (nothing is
+committed to Kafka). Pair it with opaque state for exactly-once counts. A replay waits (up to
+5 s) for at least the records the task's earlier attempt took, and a partition's first batch on
+a task (or after a replay moved it) waits as long for its first records, so a replay rewrites
+every key the failed attempt wrote whenever the records are there.
+
+Tuples: ``[attempt, partition, offset, key, value]`` (key and value decoded with ``encoding``,
+or bytes when it is None). One consumer per partition an emitter task serves.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from stormpy.connectors.kafka._assignment import OFFSET_BEGINNING
+from stormpy.connectors.kafka._client import KafkaConsumerClient
+from stormpy.connectors.kafka._messages import TopicPartition
+from stormpy.topology._context import TopologyContext
+from stormpy.topology._streams import Stream
+from stormpy.transactional._api import BatchOutputCollector, OpaquePartitionedTransactionalSpout
+from stormpy.transactional._attempt import TransactionAttempt
+
+__all__ = ["KafkaOpaqueSpout"]
+
+#: How long a replay waits for the records its earlier attempt took.
+REPLAY_WAIT_SECS = 5.0
+
+
+class KafkaOpaqueSpout(OpaquePartitionedTransactionalSpout):
+    """``KafkaOpaqueSpout(bootstrap_servers, topic, max_batch_records=1000)``; pass the instance
+    to ``TransactionalTopologyBuilder`` or ``TridentTopology.new_stream``.
+
+    ``poll_timeout_secs`` bounds each wait for records (a batch takes what arrived meanwhile);
+    ``consumer_config``: extra librdkafka settings."""
+
+    def __init__(self, bootstrap_servers: str, topic: str, max_batch_records: int = 1000, *,
+                 poll_timeout_secs: float = 0.2, encoding: str | None = "utf-8",
+                 consumer_config: Mapping[str, Any] | None = None) -> None:
+        if not isinstance(max_batch_records, int) or max_batch_records < 1:
+            raise ValueError(f"max_batch_records must be an integer >= 1, got {max_batch_records!r}")
+        if not topic or not bootstrap_servers:
+            raise ValueError("KafkaOpaqueSpout needs bootstrap_servers and a topic")
+        self.bootstrap_servers = bootstrap_servers
+        self.topic = topic
+        self.max_batch_records = max_batch_records
+        self.poll_timeout_secs = float(poll_timeout_secs)
+        self.encoding = encoding
+        self.consumer_config = dict(consumer_config or {})
+
+    @property
+    def component_class(self) -> type:
+        return type(self)
+
+    @property
+    def component_kwargs(self) -> dict[str, Any]:
+        return {"bootstrap_servers": self.bootstrap_servers, "topic": self.topic,
+                "max_batch_records": self.max_batch_records,
+                "poll_timeout_secs": self.poll_timeout_secs, "encoding": self.encoding,
+                "consumer_config": self.consumer_config}
+
+    @classmethod
+    def declare_outputs(cls, kwargs: Mapping[str, Any]) -> dict[str, Stream]:
+        return {"default": Stream(["tx", "partition", "offset", "key", "value"])}
+
+    def get_emitter(self, conf: Mapping[str, Any], context: TopologyContext) -> KafkaOpaqueEmitter:
+        return KafkaOpaqueEmitter(self, context)
+
+
+class KafkaOpaqueEmitter(OpaquePartitionedTransactionalSpout.Emitter):
+    """Reads batches of one partition at a time, each partition with its own consumer."""
+
+    def __init__(self, spout: KafkaOpaqueSpout, context: TopologyContext) -> None:
+        self.spout = spout
+        self.context = context
+        self.consumers: dict[int, KafkaConsumerClient] = {}
+        self.positions: dict[int, int | None] = {}
+        self.errors: list[str] = []
+        #: (txid, partition) -> (start, next) of the latest attempt's batch
+        self.taken: dict[tuple[int, int], tuple[int | None, int]] = {}
+        self._partitions: int | None = None
+
+    def _conf(self) -> dict[str, Any]:
+        return {"bootstrap.servers": self.spout.bootstrap_servers,
+                "group.id": f"stormpy-opaque-{uuid.uuid4().hex[:12]}",
+                "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                "enable.partition.eof": False, **self.spout.consumer_config}
+
+    def _consumer(self, partition: int) -> KafkaConsumerClient:
+        consumer = self.consumers.get(partition)
+        if consumer is None:
+            consumer = self.consumers[partition] = KafkaConsumerClient(
+                self._conf(), self.errors.append, self.errors.append)
+            self.positions[partition] = None
+        return consumer
+
+    def num_partitions(self) -> int:
+        if self._partitions is None:
+            consumer = self._consumer(0)
+            topics = consumer.topics(10.0)
+            if self.spout.topic not in topics:
+                raise RuntimeError(f"Kafka topic {self.spout.topic!r} not found on "
+                                   f"{self.spout.bootstrap_servers}")
+            self._partitions = topics[self.spout.topic]
+        return self._partitions
+
+    def emit_partition_batch(self, attempt: TransactionAttempt, collector: BatchOutputCollector,
+                             partition: int, last_meta: Any) -> Any:
+        start = int(last_meta["next"]) if last_meta else None
+        consumer = self._consumer(partition)
+        tp = TopicPartition(self.spout.topic, partition)
+        at = start if start is not None else OFFSET_BEGINNING
+        fresh = self.positions[partition] != at
+        if fresh:  # a replay, or the first batch of the partition here
+            if self.positions[partition] is not None:
+                consumer.unassign([tp])
+            consumer.assign({tp: at})
+            self.positions[partition] = at
+        wanted = self.spout.max_batch_records
+        # a replay takes at least what the earlier attempt took when it can: opaque state is
+        # exact when a replay writes again every key the failed attempt wrote
+        earlier = self.taken.get((attempt.transaction_id, partition))
+        target = earlier[1] if earlier is not None and earlier[0] == start else None
+        records: list[Any] = []
+        # after a (re)assignment the first fetch takes a while: wait longer for it, so a replay
+        # after a worker restart does not come out empty for want of patience
+        wait = REPLAY_WAIT_SECS if fresh or target is not None else self.spout.poll_timeout_secs
+        deadline = time.monotonic() + wait
+        while len(records) < wanted:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            got, _errors = consumer.consume(wanted - len(records), min(left, 0.1))
+            records.extend(r for r in got if start is None or r.offset >= start)
+            if target is not None:
+                if records and records[-1].offset + 1 >= target:
+                    break
+            elif records and not got:
+                break  # what was ready is taken; the rest comes with the next batch
+        if not records:
+            return last_meta if last_meta else None
+        enc = self.spout.encoding
+        for r in records:
+            key, value = r.key, r.value
+            if enc is not None:
+                key = key.decode(enc) if key is not None else None
+                value = value.decode(enc) if value is not None else None
+            collector.emit([attempt, partition, r.offset, key, value])
+        first, nxt = records[0].offset, records[-1].offset + 1
+        self.positions[partition] = nxt
+        self.taken[(attempt.transaction_id, partition)] = (start, nxt)
+        while len(self.taken) > 1000:
+            self.taken.pop(next(iter(self.taken)))
+        return {"offset": first, "next": nxt}
+
+    def close(self) -> None:
+        for consumer in self.consumers.values():
+            try:
+                consumer.close()
+            except Exception:  # noqa: BLE001 - closing at shutdown: nothing left to do with it
+                pass
+        self.consumers.clear()
