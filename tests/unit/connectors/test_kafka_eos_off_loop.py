@@ -165,3 +165,46 @@ def test_the_waits_of_one_batch_share_one_budget_over_the_tasks_partitions(
     for p in range(4):
         emitter.emit_partition_batch(replay, collector, p, {"offset": 0, "next": 5})
     assert REPLAY_WAIT_SECS <= clock[0] - start <= REPLAY_WAIT_SECS + 4 * spout.poll_timeout_secs + 1e-6
+
+
+class SlowInitProducer(StubProducer):
+    """``init_transactions`` times out (retriable) ``slow`` times before it completes."""
+
+    def __init__(self, calls: list[str], slow: int, fatal: bool = False) -> None:
+        super().__init__(calls)
+        self.slow = slow
+        self.fatal = fatal
+
+    def init_transactions(self, timeout: float) -> None:
+        from confluent_kafka import KafkaError, KafkaException
+
+        self.calls.append("init_transactions")
+        if self.slow > 0:
+            self.slow -= 1
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "coordinator not available",
+                                             retriable=not self.fatal, fatal=self.fatal))
+
+
+@pytest.mark.parametrize("fatal", [False, True], ids=["retriable", "fatal"])
+def test_an_init_transactions_that_timed_out_is_called_again_on_the_same_producer(
+        fatal: bool) -> None:
+    calls: list[str] = []
+    made: list[SlowInitProducer] = []
+
+    def factory(_conf: Mapping[str, Any]) -> SlowInitProducer:
+        made.append(SlowInitProducer(calls, slow=1 if not made else 0, fatal=fatal))
+        return made[-1]
+
+    config = KafkaTransactionalConfig("127.0.0.1:9", topic="out")
+    sink = KafkaTransactionalSink(config, "p-wc-b-1-0", producer_factory=factory,
+                                  read_txid=lambda _sink: 3)
+    with pytest.raises(Exception, match="coordinator not available"):
+        sink.commit_batch(4, [("out", b"k", b"v")])
+    assert sink.producer is None and sink.counters["opens"] == 0
+    assert sink.commit_batch(4, [("out", b"k", b"v")])
+    # retriable: the first producer's initialisation is still under way in the client, so it is
+    # completed, not raced by a second producer of the same transactional.id (which it would
+    # fence); fatal: that producer is unusable and a new one is made
+    assert len(made) == (2 if fatal else 1)
+    assert sink.producer is made[-1] and sink.last_txid == 4
+    assert calls.count("init_transactions") == 2
