@@ -38,10 +38,17 @@ LINES = ["the cow jumped over the moon", "four score and seven years ago",
          "snow white and the seven dwarfs", "an apple a day keeps the doctor away"]
 
 
+#: FAST_TIMEOUTS, but a worker whose loop stalls a few seconds on a loaded host (a worker's
+#: start opens ZooKeeper, SQLite and Kafka clients) is not restarted for it: the kills these
+#: tests make are SIGKILLs, which the supervisor sees at once, not missed heartbeats
+CONF = {"supervisor.worker.timeout.secs": 10, "nimbus.task.timeout.secs": 15,
+        "nimbus.supervisor.timeout.secs": 15}
+
+
 @pytest.fixture(scope="module")
 def cluster(zookeeper: ZooKeeperServer, kafka_broker: KafkaBroker,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProcessCluster]:
-    with running_cluster(zookeeper, tmp_path_factory.mktemp("trident-kafka"), "tk") as c:
+    with running_cluster(zookeeper, tmp_path_factory.mktemp("trident-kafka"), "tk", conf=CONF) as c:
         yield c
 
 
@@ -99,6 +106,7 @@ def test_kill9_trident_kafka_word_count_is_exact(cluster: ProcessCluster,
     assert counts(db) == dict(sent)
 
 
+@pytest.mark.timeout(720)  # its waits (cluster start, three kills, a broker restart) add up
 def test_kill9_kafka_to_kafka_word_count_is_written_exactly_once(
         cluster: ProcessCluster, spare_broker: Callable[..., ApacheKafkaBroker],
         tmp_path: Path) -> None:
@@ -150,11 +158,11 @@ def test_kill9_kafka_to_kafka_word_count_is_written_exactly_once(
         got, duplicates = word_counts(read_topic(bootstrap, output))
         assert duplicates == 0, f"{duplicates} (word, count) records written more than once"
         diff = {w: (got.get(w), sent[w]) for w in sent if got.get(w) != sent[w]}
-        # Known defect (docs/kafka.md, "Known limits"): the records sent after the broker's
-        # kill -9 and restart are not always written within the wait (seen on a loaded host):
-        # nothing is duplicated, but the last counts may be missing. Recorded, not hidden.
+        # Known defect (docs/kafka.md, "Known defect"): after a kill that lands between the
+        # sinks' Kafka commit and the coordinator's, the output may stop growing (nothing is
+        # duplicated, the last counts are missing). Recorded, not hidden.
         cluster.client().kill("kafka-eos", 0)
-        pytest.xfail(f"output after the broker restart incomplete (written, sent): {diff}")
+        pytest.xfail(f"output incomplete (written, sent): {diff}")
     cluster.client().kill("kafka-eos", 0)
     last, duplicates = word_counts(read_topic(bootstrap, output))
     assert last == dict(sent)

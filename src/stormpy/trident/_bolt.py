@@ -1,6 +1,11 @@
 """SubtopologyBolt: one bolt of a Trident topology running a fused chain (a tree) of operations
 (Storm's ``SubtopologyBolt``), as a batch bolt of the transactional layer.
 
+The commit of a state that offers ``commit_later(txid)`` (a blocking remote commit) runs with
+``finish_in_background`` after the batch's operations: off the executor loop, the batch finished
+on the task only when it returned (it fails the batch when it raises); other states commit on
+the loop in ``finish_batch``.
+
 Its keyword arguments are the plan's data: ``nodes`` (in plan order: ``id``, ``parents`` in this
 bolt, ``in_fields``, ``spec``), ``entries`` (``"<component>|<stream>"`` → ``[[node id, side]]``:
 which nodes get the tuples of an input stream) and ``exits`` (node id → the stream its output
@@ -142,6 +147,15 @@ class SubtopologyBolt(BatchBolt):
     def finish_batch(self) -> None:
         for proc in self.order:
             proc.finish()
+        commits = [proc.background for proc in self.order
+                   if isinstance(proc, Persist) and proc.background is not None]
+        if commits:
+            def commit_all() -> None:
+                for commit in commits:
+                    commit()
+            # a state's blocking commit (a remote transaction) runs off the executor loop: the
+            # batch completes on this task once it returned, and fails if it raised
+            self.collector.finish_in_background(commit_all)
 
 
 class TridentCommitterBolt(SubtopologyBolt):

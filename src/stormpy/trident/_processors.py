@@ -245,7 +245,11 @@ class Join(Processor):
 
 class Persist(Processor):
     """The committer end of ``persistent_aggregate`` and ``partition_persist``: gathers the
-    batch, then (in the commit phase) updates the map state once and emits the new values."""
+    batch, then (in the commit phase) updates the map state once and emits the new values.
+
+    A state with ``commit_later(txid)`` (one whose commit blocks on a remote system, such as the
+    Kafka transactional sink) is not committed here: ``finish`` leaves the callable it returns in
+    ``background`` and the bolt runs it off the executor loop before the batch completes."""
 
     def __init__(self, spec: dict[str, Any], ops: Sequence[Any], in_fields: Sequence[str],
                  state: MapState, txid: int) -> None:
@@ -257,6 +261,8 @@ class Persist(Processor):
         self.group: list[int] = spec.get("group") or []
         self.tuples: list[TridentTuple] = []
         self.keyed: dict[Any, tuple[list[Any], list[TridentTuple]]] = {}
+        #: the state's blocking commit, left by ``finish`` for the bolt to run off the loop
+        self.background: Callable[[], None] | None = None
 
     def execute(self, values: list[Any], side: int = 0) -> None:
         tup = _tuple(values, self.idx, self.fields)
@@ -279,7 +285,11 @@ class Persist(Processor):
                 keys, fns = [[]], [self._updater(op, [])]
             for key, value in zip(keys, self.state.multi_update(keys, fns), strict=True):
                 self.emit([*key, value])
-        self.state.commit(self.txid)
+        commit_later = getattr(self.state, "commit_later", None)
+        if commit_later is not None:
+            self.background = commit_later(self.txid)
+        else:
+            self.state.commit(self.txid)
 
     def _updater(self, op: Any, tuples: list[TridentTuple]) -> Callable[[Any], Any]:
         if isinstance(op, CombinerAggregator):

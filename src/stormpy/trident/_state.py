@@ -161,7 +161,9 @@ class StateFactory:
 
     Other states (backend ``external``) subclass it: they override ``doc()`` (adding their
     fields and ``"factory": "<module>:<class>"``), ``from_doc()`` and ``make_state()``; the
-    returned state has ``begin_commit(txid)``, ``commit(txid)`` and ``close()``.
+    returned state has ``begin_commit(txid)``, ``commit(txid)`` and ``close()``; a state whose
+    commit blocks on a remote system also has ``commit_later(txid)``, returning that commit as a
+    callable, which the bolt runs off the executor loop (instead of ``commit``).
     """
 
     def __init__(self, backend: str, name: str, kind: str = TRANSACTIONAL, *,

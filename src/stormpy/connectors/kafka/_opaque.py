@@ -6,10 +6,14 @@ committed batch (its metadata ``{"offset": first, "next": after last}``) up to
 ``max_batch_records``; a replay starts at the same offset but may take a different number of
 records (those not taken come in a later batch), so every record is in exactly one committed
 batch. Offsets live in the transactional metadata, not in the consumer group (nothing is
-committed to Kafka). Pair it with opaque state for exactly-once counts. A replay waits (up to
-5 s) for at least the records the task's earlier attempt took, and a partition's first batch on
-a task (or after a replay moved it) waits as long for its first records, so a replay rewrites
-every key the failed attempt wrote whenever the records are there.
+committed to Kafka). Pair it with opaque state for exactly-once counts. A replay waits for at
+least the records the task's earlier attempt took, and a partition's first batch on a task (or
+after a replay moved it) waits for its first records, so a replay rewrites every key the failed
+attempt wrote whenever the records are there. Those waits run on the executor loop, so they
+share one budget per batch and task (``REPLAY_WAIT_SECS`` over all its partitions, each partition
+still polled for ``poll_timeout_secs``): a loop blocked for longer would miss its heartbeats and
+the supervisor would restart the worker (``supervisor.worker.timeout.secs``), whose fresh
+consumers would wait again. What a batch does not get in time comes with a later one.
 
 Tuples: ``[attempt, partition, offset, key, value]`` (key and value decoded with ``encoding``,
 or bytes when it is None). One consumer per partition an emitter task serves.
@@ -32,8 +36,10 @@ from stormpy.transactional._attempt import TransactionAttempt
 
 __all__ = ["KafkaOpaqueSpout"]
 
-#: How long a replay waits for the records its earlier attempt took.
-REPLAY_WAIT_SECS = 5.0
+#: How long one batch of an emitter task waits in all (over its partitions) for the records a
+#: replay's earlier attempt took or a fresh assignment's first records: the executor loop is
+#: blocked meanwhile, so well under the supervisor's worker timeout.
+REPLAY_WAIT_SECS = 1.5
 
 
 class KafkaOpaqueSpout(OpaquePartitionedTransactionalSpout):
@@ -88,6 +94,8 @@ class KafkaOpaqueEmitter(OpaquePartitionedTransactionalSpout.Emitter):
         #: (txid, partition) -> (start, next) of the latest attempt's batch
         self.taken: dict[tuple[int, int], tuple[int | None, int]] = {}
         self._partitions: int | None = None
+        #: the attempt whose batch is being emitted and the end of its shared wait budget
+        self._waiting: tuple[TransactionAttempt | None, float] = (None, 0.0)
 
     def _conf(self) -> dict[str, Any]:
         return {"bootstrap.servers": self.spout.bootstrap_servers,
@@ -133,8 +141,11 @@ class KafkaOpaqueEmitter(OpaquePartitionedTransactionalSpout.Emitter):
         records: list[Any] = []
         # after a (re)assignment the first fetch takes a while: wait longer for it, so a replay
         # after a worker restart does not come out empty for want of patience
-        wait = REPLAY_WAIT_SECS if fresh or target is not None else self.spout.poll_timeout_secs
-        deadline = time.monotonic() + wait
+        now = time.monotonic()
+        if self._waiting[0] != attempt:  # the attempt's first partition on this task
+            self._waiting = (attempt, now + REPLAY_WAIT_SECS)
+        poll = self.spout.poll_timeout_secs
+        deadline = max(self._waiting[1], now + poll) if fresh or target is not None else now + poll
         while len(records) < wanted:
             left = deadline - time.monotonic()
             if left <= 0:

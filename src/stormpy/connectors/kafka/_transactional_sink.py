@@ -17,7 +17,14 @@ Contract:
 * Opening (on the first commit, and again after any failed one): ``init_transactions`` first (it
   settles the previous incarnation's transaction), then the task's partition of the commit log is
   read with ``isolation.level=read_committed`` up to its high watermark taken after that, so the
-  last committed marker is seen even behind other tasks' open transactions.
+  last committed marker is seen even behind other tasks' open transactions. An
+  ``init_transactions`` that failed with a retriable error (a timeout: the broker's transaction
+  coordinator still loading, or aborting the previous incarnation's transaction) is still in
+  progress in the client: the next opening calls it again on the same producer, as librdkafka
+  requires, instead of starting another producer whose initialisation would race it (the one
+  that completes last fences the other, and the sink would fence itself over and over). Only a
+  fatal or non-retriable error gets a new producer. A producer whose initialisation completed is
+  kept when the marker read fails; the next opening only reads again.
 * The txid of the last committed marker is skipped (the replay of a batch whose Kafka
   transaction committed): ``commit_batch`` returns False and writes nothing. A txid below it
   cannot come from a replay (commits come in txid order) and raises KafkaConfigError: the
@@ -177,6 +184,14 @@ def _marker_partition(tid: str, partitions: int) -> int:
     return zlib.crc32(tid.encode()) % partitions
 
 
+def _retriable(exc: BaseException) -> bool:
+    """Whether a client call that raised ``exc`` may be called again (a retriable KafkaError
+    that is not fatal)."""
+    err: Any = exc.args[0] if exc.args else None
+    return bool(hasattr(err, "retriable") and err.retriable()
+                and not (hasattr(err, "fatal") and err.fatal()))
+
+
 def _raise_if_error(ck: Any, err: Any, what: str) -> None:
     if err is not None and err.code() != ck.KafkaError._PARTITION_EOF:
         raise ck.KafkaException(err)
@@ -242,6 +257,9 @@ class KafkaTransactionalSink:
         self._factory = producer_factory
         self._read_txid = read_txid
         self.producer: Any = None
+        #: a producer being opened: its init_transactions not completed yet (False) or completed
+        #: with the marker still to be read (True); kept across failed openings
+        self._opening: tuple[Any, bool] | None = None
         #: the last txid whose records are committed in Kafka (None: none or not read yet)
         self.last_txid: int | None = None
         self._marker_partition = 0
@@ -302,14 +320,26 @@ class KafkaTransactionalSink:
         """Create the producer; in exactly-once mode ``init_transactions`` (fencing earlier
         incarnations) and read the last committed txid."""
         cfg = self.config
-        producer = self._new_producer()
-        if cfg.exactly_once:
-            if self._read_txid is None:
-                self._marker_partition = _marker_partition(self.tid, self._ensure_commit_log())
-            producer.init_transactions(cfg.timeout_secs)
-            self.last_txid = (self._read_txid(self) if self._read_txid is not None else
-                              read_committed_txid(cfg.bootstrap_servers, cfg.commit_log, self.tid,
-                                                  cfg.timeout_secs))
+        if not cfg.exactly_once:
+            self.producer = self._new_producer()
+            self.counters["opens"] += 1
+            return
+        if self._read_txid is None:
+            self._marker_partition = _marker_partition(self.tid, self._ensure_commit_log())
+        producer, initialized = self._opening or (self._new_producer(), False)
+        self._opening = producer, initialized
+        if not initialized:
+            try:
+                producer.init_transactions(cfg.timeout_secs)
+            except Exception as exc:
+                if not _retriable(exc):  # fatal (fenced ...): the next opening starts anew
+                    self._opening = None
+                raise
+            self._opening = producer, True
+        self.last_txid = (self._read_txid(self) if self._read_txid is not None else
+                          read_committed_txid(cfg.bootstrap_servers, cfg.commit_log, self.tid,
+                                              cfg.timeout_secs))
+        self._opening = None
         self.producer = producer
         self.counters["opens"] += 1
         log.info("Kafka transactional sink %s open (last committed txid %s)", self.tid,

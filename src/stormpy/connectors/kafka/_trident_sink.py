@@ -11,13 +11,17 @@
 Contract: a batch's records on a task are written in one Kafka transaction when the batch
 commits; a txid whose transaction committed before (a replay after any crash, also one between
 the Kafka commit and the topology's commit record) writes nothing; an attempt that fails leaves
-nothing visible to ``read_committed`` consumers. The updater emits ``[records written]`` on the
-new-values stream (0 for a skipped replay).
+nothing visible to ``read_committed`` consumers. No call to Kafka runs on the executor loop: the
+Trident state's commit (which opens the sink when needed: ``init_transactions``, the marker read)
+is its ``commit_later`` and runs in the background, as the committer bolt's
+``finish_in_background`` does. The updater emits ``[records]`` on the new-values stream: the
+records of the batch, 0 for a replay the open sink knows committed (a sink still to be opened
+learns it in the commit, which then writes nothing).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from stormpy.connectors.kafka._transactional_sink import (
@@ -58,7 +62,9 @@ def task_sink(config: KafkaTransactionalConfig, conf: Mapping[str, Any],
 
 class KafkaTransactionalState:
     """A task's Trident state over a :class:`KafkaTransactionalSink`: ``write(records)`` between
-    ``begin_commit(txid)`` and ``commit(txid)``, which commits them as txid's transaction."""
+    ``begin_commit(txid)`` and ``commit(txid)``, which commits them as txid's transaction;
+    ``commit_later(txid)`` takes the batch's records and returns that commit as a callable (the
+    bolt runs it off the executor loop)."""
 
     def __init__(self, sink: KafkaTransactionalSink) -> None:
         self.sink = sink
@@ -77,16 +83,25 @@ class KafkaTransactionalState:
         self.records.extend(records)
 
     def already_committed(self) -> bool:
-        """Whether the txid being committed is in Kafka already (opens the sink if needed)."""
+        """Whether the txid being committed is known, without a call to Kafka, to be in Kafka
+        already: only an open sink knows; an unopened one answers False and its commit decides
+        (it opens, reads the marker and skips a committed txid)."""
         if self.txid is None:
             return False
-        if self.sink.producer is None:
-            self.sink.open()
-        return self.sink.config.exactly_once and self.sink.committed(self.txid)
+        sink = self.sink
+        return sink.config.exactly_once and sink.producer is not None and sink.committed(self.txid)
+
+    def commit_later(self, txid: int) -> Callable[[], None]:
+        """The batch's commit, to run off the executor loop: the records written so far go into
+        txid's Kafka transaction (or nothing, for a committed txid)."""
+        records, self.records, self.txid = self.records, [], None
+
+        def commit() -> None:
+            self.written = len(records) if self.sink.commit_batch(txid, records) else 0
+        return commit
 
     def commit(self, txid: int) -> None:
-        records, self.records, self.txid = self.records, [], None
-        self.written = len(records) if self.sink.commit_batch(txid, records) else 0
+        self.commit_later(txid)()
 
     def close(self) -> None:
         self.sink.close()
@@ -126,7 +141,8 @@ class KafkaTransactionalStateFactory(StateFactory):
 
 class KafkaTransactionalUpdater(StateUpdater):
     """Maps each tuple to a record by the config's fields (``key_field``, ``message_field``,
-    ``topic_field``) and writes the partition's batch; emits ``[records written]``."""
+    ``topic_field``) and writes the partition's batch; emits ``[records]`` (0 for a replay the
+    open sink knows committed)."""
 
     def update_state(self, state: Any, tuples: list[TridentTuple],
                      collector: TridentCollector) -> None:
