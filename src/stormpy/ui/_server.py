@@ -11,15 +11,12 @@ ZooKeeper has to be up for the UI to start: until they are, the API answers 503.
 from __future__ import annotations
 
 import logging
-import socket
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import uvicorn
-
 from stormpy.config import setting
-from stormpy.host.waiting import WaitTimeout, wait_for
+from stormpy.host.web_thread import WebThread
 from stormpy.ui._app import create_app
 from stormpy.ui._source import UiBackend
 
@@ -37,21 +34,15 @@ class UiServer:
         self.host = str(host or setting(conf, "ui.host"))
         wanted = port if port is not None else setting(conf, "ui.port")
         self.backend = UiBackend(self.conf, nimbus_address=nimbus_address)
-        self._sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind((self.host, int(wanted)))
-        self.port = int(self._sock.getsockname()[1])
-        config = uvicorn.Config(create_app(self.backend), log_level="warning", access_log=False,
-                                lifespan="off")
-        self.server = uvicorn.Server(config)
-        self._thread: threading.Thread | None = None
+        self.web = WebThread(create_app(self.backend), self.host, int(wanted), name="stormpy-ui",
+                             what="UI")
+        self.port = self.web.port
 
     @property
     def url(self) -> str:
         """Where a browser on this host reaches the UI (127.0.0.1 / ::1 when it binds every
         interface)."""
-        host = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1"}.get(self.host, self.host)
-        return f"http://[{host}]:{self.port}" if ":" in host else f"http://{host}:{self.port}"
+        return self.web.url
 
     @property
     def bound(self) -> str:
@@ -62,37 +53,21 @@ class UiServer:
     def start(self, timeout_secs: float = 20.0) -> UiServer:
         """Start the sampler and serve; return once the server accepts requests."""
         self.backend.start()
-        self._thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self._sock]},
-                                        name="stormpy-ui", daemon=True)
-        self._thread.start()
-        thread = self._thread
-
-        def check() -> None:
-            if not thread.is_alive():
-                raise WaitTimeout("the UI's server thread ended")
-
         try:
-            wait_for(lambda: self.server.started, timeout_secs, f"the UI to serve on {self.url}",
-                     interval=0.05, check=check)
-        except WaitTimeout as exc:
-            self.stop()
-            raise RuntimeError(f"the UI did not start on {self.url} ({exc})") from None
+            self.web.start(timeout_secs)
+        except RuntimeError:
+            self.backend.close()
+            raise
         return self
 
     def wait(self, stop: threading.Event) -> None:
         """Block until ``stop`` is set or the server ends."""
-        while not stop.wait(0.5):
-            if self._thread is None or not self._thread.is_alive():
-                return
+        self.web.wait(stop)
 
     def stop(self) -> None:
         """Stop serving and close everything (idempotent)."""
-        self.server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=15)
-            self._thread = None
+        self.web.stop()
         self.backend.close()
-        self._sock.close()
 
     def __enter__(self) -> UiServer:
         return self.start()

@@ -19,7 +19,7 @@ def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]
 
 
 def test_local_runs_word_count_to_completion_and_prints_stats() -> None:
-    res = run_cli("local", "examples", "wordcount:topology", "--idle-stop", "0.5",
+    res = run_cli("local", "examples", "wordcount:topology", "--idle-stop", "3",
                   "-c", "topology.max.spout.pending=500")
     assert res.returncode == 0, res.stderr
     lines = {line.split("│")[1].strip(): line for line in res.stdout.splitlines()
@@ -98,7 +98,7 @@ topology = builder.create_topology()
 ''')
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    res = subprocess.run([*STORMPY, "local", str(code), "shipped:topology", "--idle-stop", "0.5"],
+    res = subprocess.run([*STORMPY, "local", str(code), "shipped:topology", "--idle-stop", "3"],
                          cwd=elsewhere, capture_output=True, text=True, timeout=60,
                          env={**os.environ, "COLUMNS": "200"})
     assert res.returncode == 0, res.stdout + res.stderr
