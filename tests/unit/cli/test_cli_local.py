@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[3]
 STORMPY = [sys.executable, "-m", "stormpy.cli"]
 
 
-def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*STORMPY, *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout, env={**os.environ, "COLUMNS": "200"})
 
@@ -99,7 +99,7 @@ topology = builder.create_topology()
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     res = subprocess.run([*STORMPY, "local", str(code), "shipped:topology", "--idle-stop", "3"],
-                         cwd=elsewhere, capture_output=True, text=True, timeout=60,
+                         cwd=elsewhere, capture_output=True, text=True, timeout=120,
                          env={**os.environ, "COLUMNS": "200"})
     assert res.returncode == 0, res.stdout + res.stderr
     assert [line for line in res.stdout.splitlines() if line.startswith("got ")] == [
