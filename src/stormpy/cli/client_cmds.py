@@ -132,9 +132,12 @@ def jar(path: str, target: str, name: str | None, inactive: bool, nimbus_address
     """Bundle PATH (a directory, or a prebuilt bundle .zip), upload it and submit MODULE[:ATTR].
 
     KEY=VALUE overrides (-c or --config) become the topology's config (over the module's
-    ``config`` dict), and so do the topology.* keys (and connectors' keys) of config files,
-    except nimbus.rpc.auth.token, which only authenticates this command. The config passes the
-    submit check before the upload; a bad value is one error line."""
+    ``config`` dict), and so do the topology.* keys (and connectors' keys) of the config files
+    given with -c or --config, except nimbus.rpc.auth.token, which only authenticates this
+    command. The default file ($STORMPY_CONF or ./stormpy.yaml) only configures this command
+    (which Nimbus, its token), as Storm's storm.yaml does for `storm jar`: give it with --config
+    to submit its topology.* keys too. The config passes the submit check before the upload; a
+    bad value is one error line."""
     try:
         given = parse_config_args((*config_file, *overrides))
     except ConfigError as exc:

@@ -217,7 +217,8 @@ def dev_cluster(supervisors: int, nimbuses: int, slots: int, with_ui: bool, ui_p
             say("supervisor-{}: slots {}-{} (logs {}, log server {})", i, ports[0], ports[-1],
                 cluster.supervisors[i].workdir / "logs",
                 f"http://{cluster.host}:{lv}" if lv else "none")
-        say("submit with: stormpy jar examples wordcount:topology --nimbus {}\n"
+        say("submit with: stormpy jar DIR MODULE:ATTR --nimbus {} (DIR holds your code; from "
+            "the stormpy repository: stormpy jar examples wordcount:topology)\n"
             "Ctrl-C stops the cluster", cluster.nimbus_address)
         reported: set[str] = set()
         while not stop.wait(1.0):

@@ -5,7 +5,11 @@ at a time, with the checkpoint as message id so it learns when every bolt handle
 state ``(txid, COMMITTED | PREPARING | COMMITTING)`` is saved in the state store before it acts:
 
 * normal run: COMMITTED(t) --interval--> save PREPARING(t+1), emit PREPARE(t+1); its ack → save
-  COMMITTING(t+1), emit COMMIT(t+1) at once; its ack → save COMMITTED(t+1);
+  COMMITTING(t+1), emit COMMIT(t+1) at once; its ack → save COMMITTED(t+1). The interval runs on
+  the wall clock (as Storm's) and, under the testing kit's simulated time, also on
+  ``context.clock``: whichever passes it first starts the checkpoint, so a test that moves
+  simulated time on sees its stateful bolts commit (``complete_topology``), and one that waits
+  in real time does too;
 * a failed (or timed-out) checkpoint, or a (re)start, enters recovery: PREPARING(t) → ROLLBACK(t)
   (acked: COMMITTED(t-1)); COMMITTING(t) → COMMIT(t) again; COMMITTED(t) → INITSTATE(t), whose ack
   ends recovery.
@@ -59,11 +63,21 @@ class CheckpointSpout(Spout):
         self.txid, self.phase = int(txid), str(phase)
         self.recovering = True
         self.in_flight = False
-        self.last = time.monotonic()
+        self.clock = context.clock
+        self._restart_interval()
         self.save_failures = 0
 
     def close(self) -> None:
         self.store.close()
+
+    def _restart_interval(self) -> None:
+        self.last, self.last_on_clock = time.monotonic(), self.clock.now()
+
+    def _interval_passed(self) -> bool:
+        """The checkpoint interval passed on the wall clock or on the topology's clock (the same
+        clock unless time is simulated; see the module doc)."""
+        return (time.monotonic() - self.last >= self.interval
+                or self.clock.now() - self.last_on_clock >= self.interval)
 
     def _save(self, txid: int, phase: str) -> bool:
         """Save ``(txid, phase)`` (one atomic write); False, and recovery, when the store fails."""
@@ -93,8 +107,8 @@ class CheckpointSpout(Spout):
             self._emit(self.txid, action)
         elif self.phase == COMMITTING:
             self._emit(self.txid, COMMIT)
-        elif time.monotonic() - self.last >= self.interval:
-            self.last = time.monotonic()
+        elif self._interval_passed():
+            self._restart_interval()
             if self._save(self.txid + 1, PREPARING):
                 self._emit(self.txid, PREPARE)
 
@@ -109,7 +123,7 @@ class CheckpointSpout(Spout):
             self._save(txid - 1, COMMITTED)
         elif action == INITSTATE:
             self.recovering = False
-            self.last = time.monotonic()
+            self._restart_interval()
 
     def fail(self, msg_id: Any) -> None:
         self.in_flight = False

@@ -99,6 +99,13 @@ return result
 """
 
 
+#: The entries of a Redis provider config: stormpy's, and Storm's (its serialisation entries are
+#: accepted for configs written for Storm and ignored: keys and values are msgpack here)
+PROVIDER_CONFIG_ENTRIES = frozenset({"jedisPoolConfig", "jedisClusterConfig", "keyPrefix",
+                                     "keyClass", "valueClass", "keySerializerClass",
+                                     "valueSerializerClass"})
+
+
 @dataclass(frozen=True)
 class RedisConfig:
     """Where the Redis backend connects (Storm's ``jedisPoolConfig``) and its key prefix."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stormpy.config import DEFAULTS, SettingError, setting
+from stormpy.state._redis_store import PROVIDER_CONFIG_ENTRIES as REDIS_CONFIG_ENTRIES
 from stormpy.state._redis_store import redis_config
 from stormpy.state._sqlite import DEFAULT_TABLE, TABLE_NAME_RULE, is_table_name
 
@@ -57,6 +58,15 @@ def positive_number(setting: str, value: Any, default: float) -> float:
     return float(value)
 
 
+#: The entries of ``topology.state.provider.config`` each built-in provider reads; one config may
+#: serve several (the stateful bolts' provider, a Trident or transactional Redis), so an entry
+#: none of them reads (a misspelt one) is what gets refused
+CONFIG_ENTRIES = {"sqlite": ("path", "table"),
+                  "zookeeper": ("servers", "port", "root", "timeout.secs"),
+                  "redis": tuple(sorted(REDIS_CONFIG_ENTRIES))}
+KNOWN_CONFIG_ENTRIES = frozenset(entry for entries in CONFIG_ENTRIES.values() for entry in entries)
+
+
 def _provider_config(conf: Mapping[str, Any]) -> dict[str, Any]:
     raw = conf.get(PROVIDER_CONFIG)
     if raw is None or raw == "":
@@ -80,6 +90,10 @@ def state_settings(conf: Mapping[str, Any]) -> StateSettings:
         raise SettingError(PROVIDER, f"must be one of {', '.join(PROVIDERS)} or the import path "
                                      f"of a factory (conf, namespace) -> store, got {provider!r}")
     config = _provider_config(conf)
+    unknown = sorted(str(key) for key in set(config) - KNOWN_CONFIG_ENTRIES)
+    if unknown and provider in PROVIDERS:  # an import-path provider's config is its own
+        known = "; ".join(f"{name}: {', '.join(entries)}" for name, entries in CONFIG_ENTRIES.items())
+        raise SettingError(PROVIDER_CONFIG, f"unknown entries {unknown} (the providers take {known})")
     if provider == "sqlite":
         if not config.get("path") or not isinstance(config["path"], str):
             raise SettingError(PROVIDER_CONFIG, "provider 'sqlite' needs 'path' (the SQLite "

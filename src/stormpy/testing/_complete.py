@@ -4,12 +4,14 @@
 Under simulated time a run ends when every mocked tuple was emitted and its tuple tree completed
 (acked or failed): while some are still pending once the topology is quiet, simulated time moves
 on one second at a time (each step waited out until quiet), so tuples held by a windowed bolt see
-their window close and tuples nobody acks time out, at most
-``topology.message.timeout.secs`` + 1 simulated seconds (none with message timeouts off)."""
+their window close, stateful bolts' checkpoints commit (and ack their inputs) and tuples nobody
+acks time out, at most 1.5 × ``topology.message.timeout.secs`` + 1 simulated seconds (a spout
+tuple times out between 1 and 1.5 timeouts; none with message timeouts off)."""
 
 from __future__ import annotations
 
 import copy
+import math
 import threading
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -25,6 +27,7 @@ from stormpy.topology._imports import class_path
 from stormpy.topology._spec import TopologySpec
 from stormpy.topology._tuple import DEFAULT_STREAM
 from stormpy.topology.clock import SimulatedClock
+from stormpy.worker.spout_task import TIMEOUT_BUCKETS
 
 __all__ = ["CompleteResult", "MockedSources", "complete_topology"]
 
@@ -112,6 +115,13 @@ def _mock_spouts(spec: TopologySpec, sources: MockedSources,
     return keys, totals
 
 
+def timeout_bound_secs(timeout_secs: float) -> int:
+    """Whole seconds by which a spout tuple pending since now has surely timed out: its pending
+    map rotates every ``timeout / (TIMEOUT_BUCKETS - 1)`` and drops a tuple after
+    ``TIMEOUT_BUCKETS`` rotations at most (1.5 × the timeout), plus one second."""
+    return math.ceil(timeout_secs * TIMEOUT_BUCKETS / (TIMEOUT_BUCKETS - 1)) + 1
+
+
 def complete_topology(topology: TopologySpec, mock_sources: MockData,
                       conf: Mapping[str, Any] | None = None, *, timeout: float = 60.0,
                       cluster: LocalCluster | None = None, workers: int = 1) -> CompleteResult:
@@ -148,7 +158,7 @@ def complete_topology(topology: TopologySpec, mock_sources: MockData,
         lc.wait_until_quiet(name, timeout)
         if isinstance(lc.clock, SimulatedClock):  # wait out windows and timeouts (module doc)
             total = sum(totals.values())
-            steps = (int(message_timeout_secs(worker.conf)) + 1
+            steps = (timeout_bound_secs(message_timeout_secs(worker.conf))
                      if setting(worker.conf, "topology.enable.message.timeouts") else 0)
             while steps > 0 and sum(len(log.acked) + len(log.failed)
                                     for log in logs.values()) < total:

@@ -168,6 +168,25 @@ def test_provider_checks_apply_only_to_their_provider() -> None:
     assert zk.config == {"servers": "zk", "table": "a b"}
 
 
+def test_an_entry_no_provider_reads_is_refused_with_the_entries_they_take() -> None:
+    # a misspelt entry would otherwise be ignored and the provider run on its defaults
+    for provider in ("redis", "sqlite", "zookeeper", "memory"):
+        err = setting_error({PROVIDER: provider,
+                             CONFIG: {"jedisPool": {"host": "r1"}, "path": "s.db", "servers": "zk"}})
+        assert err.setting == CONFIG
+        assert err.problem.startswith("unknown entries ['jedisPool'] (the providers take sqlite: "
+                                      "path, table; zookeeper: servers, port, root, timeout.secs; "
+                                      "redis: jedisClusterConfig, jedisPoolConfig, keyClass, ")
+    # one config may serve the stateful bolts' provider and a Redis (Trident, transactional), and
+    # Storm's serialisation entries of a Redis config are accepted (and ignored)
+    shared = {"path": "s.db", "jedisPoolConfig": {"host": "r1"}, "keyClass": "java.lang.String",
+              "valueSerializerClass": "org.apache.storm.state.DefaultStateSerializer"}
+    assert state_settings({PROVIDER: "sqlite", CONFIG: shared}).config == shared
+    # an import-path provider's config is its own
+    own = {"anything": 1}
+    assert state_settings({PROVIDER: "my.stores:factory", CONFIG: own}).config == own
+
+
 # -- opening a task's store ------------------------------------------------------------------------
 
 def test_the_memory_provider_keeps_a_tasks_state_in_the_runtimes_checkpoints_area() -> None:
