@@ -3,10 +3,11 @@ test_window_state_cluster.py, test_join_cluster.py) over the topologies of
 ``durable_topologies/``: their durable spout's ack and fail log read back from SQLite, and the
 kill itself.
 
-Contract: :func:`kill_a_worker_mid_stream` waits for the first ``first`` acked ids, kills with
-SIGKILL a worker that runs one of ``tasks`` but not the spout (the test fails when every such
-task shares the spout's worker), then waits for progress after the kill and for all ``n`` ids to
-be acked, and kills the topology, checking that its workers and its ZooKeeper state are gone."""
+Contract: :func:`kill_a_worker_mid_stream` waits for the first ``first`` acked ids, then for
+``FLOWING`` more (acks flowing right before the kill), kills with SIGKILL a worker that runs one
+of ``tasks`` but not the spout (the test fails when every such task shares the spout's worker),
+then waits for progress after the kill and for all ``n`` ids to be acked, and kills the
+topology, checking that its workers and its ZooKeeper state are gone."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ from typing import Any
 from cluster_kit import kill_and_check_gone, task_port, wait_for, worker_pids_by_port
 
 from stormpy.testing._cluster import ProcessCluster
+
+#: acks seen just before the kill, so it lands while the stream flows
+FLOWING = 10
 
 #: the folder bundled for the topologies (statecount, wincount, joinpairs and their spout)
 TOPOLOGIES = Path(__file__).resolve().parent / "durable_topologies"
@@ -60,6 +64,10 @@ def kill_a_worker_mid_stream(cluster: ProcessCluster, name: str, topology_id: st
     candidates = [p for p in {task_port(cluster, topology_id, t) for t in tasks}
                   if p is not None and p != spout_port]
     assert candidates, f"every task of {tasks} shares the spout's worker"
+    # kill while acks flow: a worker stalled by a loaded machine holds the stream back upstream
+    # (queued for the target, which then holds nothing), and the kill would lose nothing
+    flowing = acked(db)
+    wait_for(lambda: acked(db) >= min(flowing + FLOWING, n), 90, f"{what} acked again", cluster)
     progress = acked(db)
     assert progress < n, "the stream ended before the kill"
     os.kill(ports[candidates[0]], signal.SIGKILL)
