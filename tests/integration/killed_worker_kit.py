@@ -59,7 +59,6 @@ def kill_a_worker_mid_stream(cluster: ProcessCluster, name: str, topology_id: st
     """Kill the worker of one of ``tasks`` (not the spout's) once ``first`` of ``what`` are
     acked; return when all ``n`` are acked and the topology is gone."""
     wait_for(lambda: acked(db) > first, 90, f"the first {what}", cluster)
-    ports = worker_pids_by_port(cluster, topology_id)
     spout_port = task_port(cluster, topology_id, spout_task)
     candidates = [p for p in {task_port(cluster, topology_id, t) for t in tasks}
                   if p is not None and p != spout_port]
@@ -70,7 +69,13 @@ def kill_a_worker_mid_stream(cluster: ProcessCluster, name: str, topology_id: st
     wait_for(lambda: acked(db) >= min(flowing + FLOWING, n), 90, f"{what} acked again", cluster)
     progress = acked(db)
     assert progress < n, "the stream ended before the kill"
-    os.kill(ports[candidates[0]], signal.SIGKILL)
+    for attempt in range(3):  # a worker its supervisor restarted meanwhile has a new pid
+        try:
+            os.kill(worker_pids_by_port(cluster, topology_id)[candidates[0]], signal.SIGKILL)
+            break
+        except ProcessLookupError:
+            if attempt == 2:
+                raise
     wait_for(lambda: acked(db) > progress + 100 or acked(db) >= n, 120,
              "progress after the kill", cluster)
     wait_for(lambda: acked(db) >= n, 180, f"all {n} {what} acked", cluster)

@@ -1,10 +1,11 @@
-"""A windowed JoinBolt on real processes (Nimbus, supervisors, workers on ZooKeeper): the worker
-of a join task killed with SIGKILL mid-stream. The guarantee of docs/joins.md ("Acking and
-failures"), record by record: every acked record has its row written (a row is anchored to both
-halves of its record, so a row lost with the killed worker, in its join's windows or queued for
-a sink task there, holds its record un-acked until it times out and the spout replays it); its
-two halves reach the join task together, so they share a window; and a record yields more rows
-than its windows give (two for a 1 s window sliding by 0.5 s) only when it was replayed."""
+"""A windowed JoinBolt on real processes (Nimbus, supervisors, workers on ZooKeeper) feeding a
+sink slower than its output: the worker of a join task killed with SIGKILL mid-stream. The
+guarantee of docs/joins.md ("Acking and failures"), record by record: every acked record has
+its row written (a row is anchored to both halves of its record, so a row lost with the killed
+worker, in its join's windows or queued for a sink task there, holds its record un-acked until
+it times out and the spout replays it); its two halves reach the join task together, so they
+share a window; and a record yields more rows than its windows give (two for a 1 s window
+sliding by 0.5 s) only when it was replayed."""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ WINDOWS_PER_RECORD = 2  # a 1 s window sliding by 0.5 s holds a pair in one or t
 def test_kill9_join_worker_loses_no_row(cluster: ProcessCluster, tmp_path: Path) -> None:
     n = 1500
     spout_db, sink_db = tmp_path / "spout.sqlite", tmp_path / "sink.sqlite"
-    spec = joinpairs.build(str(spout_db), str(sink_db), n)
+    # a sink slower than the join's output: rows queue up at it, also on an idle machine, so
+    # killing its worker loses rows whose inputs already left their windows
+    spec = joinpairs.build(str(spout_db), str(sink_db), n, row_secs=0.003)
     bundle = build_bundle(TOPOLOGIES, tmp_path / "joinpairs.zip").path
     conf = {"topology.workers": 2, "topology.message.timeout.secs": 6,
             "topology.max.spout.pending": 300}

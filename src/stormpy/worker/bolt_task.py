@@ -5,12 +5,13 @@ tuples, ``ack``, ``ack_many``, ``fail``, ``reset_timeout``. A ``BasicBolt`` is a
 is processing.
 
 Anchoring: each emitted tuple gets, per target and per anchor that is in a tree, a fresh 62-bit
-edge id (``edges.py``), XORed into that anchor (its ``ack_val``) and into the new tuple's tree ids
-(Storm's: a tuple anchored to two tuples of one tree holds that tree until it is acked); ``ack`` folds
-a tuple's edge and its children's edges into its roots' entries of the round's ack buffer
-(``Dispatch.ack_buffer``, sent once per round; consecutive acks of one root go through the
-dispatch's open run first: ``Dispatch.fold_run``). The acker runs as a ``BoltTask`` too (its core is
-called directly, see ``factory.py``). This module is compiled with the rest of the tuple path.
+edge id (``edges.py``), XORed into that anchor (its ``ack_val``) and into the new tuple's tree
+ids (Storm's: a tuple anchored to two tuples of one tree holds that tree until it is acked);
+``ack`` folds a tuple's edge and its children's edges into its roots' entries of the round's
+ack buffer (``Dispatch.ack_buffer``, sent once per round; consecutive acks of one root go
+through the dispatch's open run first: ``Dispatch.fold_run``). The acker runs as a ``BoltTask``
+too (its core is called directly, see ``factory.py``). This module is compiled with the rest of
+the tuple path.
 
 Chaining (``take``, installed in the delivery table by the loop for bolt tasks that run one tuple
 at a time): a tuple emitted on the worker's loop to such a task runs its ``execute`` at once,

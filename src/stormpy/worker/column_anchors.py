@@ -3,10 +3,10 @@
 ``ack_val`` its children's edges are XORed into).
 
 ``tree_nodes`` picks the anchors that are in a tree (tuples and batches); ``anchor_batch`` makes
-a new batch their child (a fresh edge per anchor). ``stand_ins`` lets the task's per-tuple methods anchor
-to batches: each batch is replaced by a ``Tuple`` carrying its tree ids, and ``fold`` adds what
-was XORed into each stand-in to its batch. This module is compiled with the rest of the tuple
-path.
+a new batch their child (a fresh edge per anchor). ``stand_ins`` lets the task's per-tuple
+methods anchor to batches: each batch is replaced by a ``Tuple`` carrying its tree ids, and
+``fold`` adds what was XORed into each stand-in to its batch. This module is compiled with the
+rest of the tuple path.
 """
 
 from __future__ import annotations
