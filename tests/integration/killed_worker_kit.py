@@ -59,24 +59,35 @@ def kill_a_worker_mid_stream(cluster: ProcessCluster, name: str, topology_id: st
     """Kill the worker of one of ``tasks`` (not the spout's) once ``first`` of ``what`` are
     acked; return when all ``n`` are acked and the topology is gone."""
     wait_for(lambda: acked(db) > first, 90, f"the first {what}", cluster)
-    spout_port = task_port(cluster, topology_id, spout_task)
-    candidates = [p for p in {task_port(cluster, topology_id, t) for t in tasks}
-                  if p is not None and p != spout_port]
-    assert candidates, f"every task of {tasks} shares the spout's worker"
     # kill while acks flow: a worker stalled by a loaded machine holds the stream back upstream
     # (queued for the target, which then holds nothing), and the kill would lose nothing
     flowing = acked(db)
     wait_for(lambda: acked(db) >= min(flowing + FLOWING, n), 90, f"{what} acked again", cluster)
     progress = acked(db)
     assert progress < n, "the stream ended before the kill"
-    for attempt in range(3):  # a worker its supervisor restarted meanwhile has a new pid
-        try:
-            os.kill(worker_pids_by_port(cluster, topology_id)[candidates[0]], signal.SIGKILL)
-            break
-        except ProcessLookupError:
-            if attempt == 2:
-                raise
+    # the target is looked up right before the kill, and again when its supervisor restarted or
+    # Nimbus moved it meanwhile (a loaded machine misses heartbeats)
+    wait_for(lambda: _kill_target(cluster, topology_id, tasks, spout_task), 60,
+             f"a worker of tasks {tasks} (not the spout's) killed", cluster)
     wait_for(lambda: acked(db) > progress + 100 or acked(db) >= n, 120,
              "progress after the kill", cluster)
     wait_for(lambda: acked(db) >= n, 180, f"all {n} {what} acked", cluster)
     kill_and_check_gone(cluster, name, topology_id)
+
+
+def _kill_target(cluster: ProcessCluster, topology_id: str, tasks: list[int],
+                 spout_task: int) -> bool:
+    """SIGKILL the worker of one of ``tasks`` that does not run the spout; False when the
+    assignment or the processes changed under the lookup (try again)."""
+    spout_port = task_port(cluster, topology_id, spout_task)
+    candidates = sorted(p for p in {task_port(cluster, topology_id, t) for t in tasks}
+                        if p is not None and p != spout_port)
+    assert candidates, f"every task of {tasks} shares the spout's worker"
+    pid = worker_pids_by_port(cluster, topology_id).get(candidates[0])
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return False
+    return True
