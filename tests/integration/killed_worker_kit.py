@@ -3,10 +3,11 @@ test_window_state_cluster.py, test_join_cluster.py) over the topologies of
 ``durable_topologies/``: their durable spout's ack and fail log read back from SQLite, and the
 kill itself.
 
-Contract: :func:`kill_a_worker_mid_stream` waits for the first ``first`` acked ids, kills with
-SIGKILL a worker that runs one of ``tasks`` but not the spout (the test fails when every such
-task shares the spout's worker), then waits for progress after the kill and for all ``n`` ids to
-be acked, and kills the topology, checking that its workers and its ZooKeeper state are gone."""
+Contract: :func:`kill_a_worker_mid_stream` waits for the first ``first`` acked ids, then for
+``FLOWING`` more (acks flowing right before the kill), kills with SIGKILL a worker that runs one
+of ``tasks`` but not the spout (the test fails when every such task shares the spout's worker),
+then waits for progress after the kill and for all ``n`` ids to be acked, and kills the
+topology, checking that its workers and its ZooKeeper state are gone."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ from typing import Any
 from cluster_kit import kill_and_check_gone, task_port, wait_for, worker_pids_by_port
 
 from stormpy.testing._cluster import ProcessCluster
+
+#: acks seen just before the kill, so it lands while the stream flows
+FLOWING = 10
 
 #: the folder bundled for the topologies (statecount, wincount, joinpairs and their spout)
 TOPOLOGIES = Path(__file__).resolve().parent / "durable_topologies"
@@ -55,15 +59,35 @@ def kill_a_worker_mid_stream(cluster: ProcessCluster, name: str, topology_id: st
     """Kill the worker of one of ``tasks`` (not the spout's) once ``first`` of ``what`` are
     acked; return when all ``n`` are acked and the topology is gone."""
     wait_for(lambda: acked(db) > first, 90, f"the first {what}", cluster)
-    ports = worker_pids_by_port(cluster, topology_id)
-    spout_port = task_port(cluster, topology_id, spout_task)
-    candidates = [p for p in {task_port(cluster, topology_id, t) for t in tasks}
-                  if p is not None and p != spout_port]
-    assert candidates, f"every task of {tasks} shares the spout's worker"
+    # kill while acks flow: a worker stalled by a loaded machine holds the stream back upstream
+    # (queued for the target, which then holds nothing), and the kill would lose nothing
+    flowing = acked(db)
+    wait_for(lambda: acked(db) >= min(flowing + FLOWING, n), 90, f"{what} acked again", cluster)
     progress = acked(db)
     assert progress < n, "the stream ended before the kill"
-    os.kill(ports[candidates[0]], signal.SIGKILL)
+    # the target is looked up right before the kill, and again when its supervisor restarted or
+    # Nimbus moved it meanwhile (a loaded machine misses heartbeats)
+    wait_for(lambda: _kill_target(cluster, topology_id, tasks, spout_task), 60,
+             f"a worker of tasks {tasks} (not the spout's) killed", cluster)
     wait_for(lambda: acked(db) > progress + 100 or acked(db) >= n, 120,
              "progress after the kill", cluster)
     wait_for(lambda: acked(db) >= n, 180, f"all {n} {what} acked", cluster)
     kill_and_check_gone(cluster, name, topology_id)
+
+
+def _kill_target(cluster: ProcessCluster, topology_id: str, tasks: list[int],
+                 spout_task: int) -> bool:
+    """SIGKILL the worker of one of ``tasks`` that does not run the spout; False when the
+    assignment or the processes changed under the lookup (try again)."""
+    spout_port = task_port(cluster, topology_id, spout_task)
+    candidates = sorted(p for p in {task_port(cluster, topology_id, t) for t in tasks}
+                        if p is not None and p != spout_port)
+    assert candidates, f"every task of {tasks} shares the spout's worker"
+    pid = worker_pids_by_port(cluster, topology_id).get(candidates[0])
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return False
+    return True

@@ -4,12 +4,14 @@ tuples, ``ack``, ``ack_many``, ``fail``, ``reset_timeout``. A ``BasicBolt`` is a
 ``process`` returns (failed on ``FailedException``) and its emits are anchored to the tuple it
 is processing.
 
-Anchoring: each emitted tuple gets a fresh 62-bit edge id per target (``edges.py``), XORed into
-every anchor that is in a tree (its ``ack_val``) and into the new tuple's tree ids; ``ack`` folds
-a tuple's edge and its children's edges into its roots' entries of the round's ack buffer
-(``Dispatch.ack_buffer``, sent once per round; consecutive acks of one root go through the
-dispatch's open run first: ``Dispatch.fold_run``). The acker runs as a ``BoltTask`` too (its core is
-called directly, see ``factory.py``). This module is compiled with the rest of the tuple path.
+Anchoring: each emitted tuple gets, per target and per anchor that is in a tree, a fresh 62-bit
+edge id (``edges.py``), XORed into that anchor (its ``ack_val``) and into the new tuple's tree
+ids (Storm's: a tuple anchored to two tuples of one tree holds that tree until it is acked);
+``ack`` folds a tuple's edge and its children's edges into its roots' entries of the round's
+ack buffer (``Dispatch.ack_buffer``, sent once per round; consecutive acks of one root go
+through the dispatch's open run first: ``Dispatch.fold_run``). The acker runs as a ``BoltTask``
+too (its core is called directly, see ``factory.py``). This module is compiled with the rest of
+the tuple path.
 
 Chaining (``take``, installed in the delivery table by the loop for bolt tasks that run one tuple
 at a time): a tuple emitted on the worker's loop to such a task runs its ``execute`` at once,
@@ -272,8 +274,8 @@ class BoltTask(TaskRunner):
     def _send(self, targets: list[Any], values: Any, anchors: Any, stream: Any,
               router: StreamRouter) -> None:
         """Every emit case: ``anchors`` is None, one Tuple or a list (or tuple) of Tuples, each
-        in any number of trees. Each target gets a fresh edge, XORed into every anchor that is
-        in a tree (once per anchor) and into each of its roots (once per anchor in that tree)."""
+        in any number of trees. Each target gets, per anchor that is in a tree, a fresh edge XORed
+        into that anchor and into each of its roots (Storm's)."""
         self.stats.transferred += len(targets)
         deliver = self._deliver
         task = self.task_id
@@ -289,14 +291,19 @@ class BoltTask(TaskRunner):
                 deliver[t](tup)
             return
         for t in targets:
-            edge = self._edges_for[t].next()
+            edges = self._edges_for[t]
             amap: dict[int, int] = {}
             for a in anchors:
+                # a fresh edge per anchor (Storm's): two anchors in one tree add two different
+                # edges to it, so the tree waits for the new tuple (one shared edge would cancel
+                # out there and leave the new tuple untracked)
                 anchor = cast(Tuple, a)
                 if anchor.root:
+                    edge = edges.next()
                     anchor.ack_val ^= edge
                     amap[anchor.root] = amap.get(anchor.root, 0) ^ edge
                 elif anchor.anchors:
+                    edge = edges.next()
                     anchor.ack_val ^= edge
                     for r in anchor.anchors:
                         amap[r] = amap.get(r, 0) ^ edge

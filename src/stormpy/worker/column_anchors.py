@@ -3,10 +3,10 @@
 ``ack_val`` its children's edges are XORed into).
 
 ``tree_nodes`` picks the anchors that are in a tree (tuples and batches); ``anchor_batch`` makes
-a new batch their child (one fresh edge). ``stand_ins`` lets the task's per-tuple methods anchor
-to batches: each batch is replaced by a ``Tuple`` carrying its tree ids, and ``fold`` adds what
-was XORed into each stand-in to its batch. This module is compiled with the rest of the tuple
-path.
+a new batch their child (a fresh edge per anchor). ``stand_ins`` lets the task's per-tuple
+methods anchor to batches: each batch is replaced by a ``Tuple`` carrying its tree ids, and
+``fold`` adds what was XORed into each stand-in to its batch. This module is compiled with the
+rest of the tuple path.
 """
 
 from __future__ import annotations
@@ -62,11 +62,12 @@ def fold(pairs: StandIns) -> None:
 
 
 def anchor_batch(batch: ColumnBatch, nodes: list[Any], edges: EdgeIds) -> None:
-    """Make ``batch`` a child of every node of ``nodes`` (tuples and batches in a tree): one fresh
-    edge from ``edges``, XORed into each node's ``ack_val`` and, per root, into the batch's tree
-    ids (as ``BoltTask._send`` does for a tuple)."""
-    edge = edges.next()  # 62-bit: see edges.py
+    """Make ``batch`` a child of every node of ``nodes`` (tuples and batches in a tree): per node
+    a fresh edge from ``edges``, XORed into that node's ``ack_val`` and into the batch's tree id
+    of each of the node's roots (as ``BoltTask._send`` does for a tuple, and Storm: two nodes of
+    one tree add two different edges to it, so the tree waits for the batch)."""
     if len(nodes) == 1 and type(nodes[0]) is Tuple and cast(Tuple, nodes[0]).root:
+        edge = edges.next()  # 62-bit: see edges.py
         tup = cast(Tuple, nodes[0])  # the common case: one anchor in one tree
         tup.ack_val ^= edge
         batch.root = tup.root
@@ -74,6 +75,7 @@ def anchor_batch(batch: ColumnBatch, nodes: list[Any], edges: EdgeIds) -> None:
         return
     amap: dict[int, int] = {}
     for node in nodes:  # Tuples and ColumnBatches carry the same tree ids
+        edge = edges.next()
         node.ack_val ^= edge
         if node.root:
             amap[node.root] = amap.get(node.root, 0) ^ edge

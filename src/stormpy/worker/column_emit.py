@@ -4,7 +4,7 @@
 anchors may be batches.
 
 The values are checked first and routed in one pass; each target's batch is one node of the
-tuple tree (``column_anchors.anchor_batch``: one fresh edge, XORed once into each anchor) and
+tuple tree (``column_anchors.anchor_batch``: a fresh edge per anchor, XORed into it) and
 goes out through ``Dispatch.deliver_batch`` (the target task's queue as one item, or one wire
 record for another worker). Counters count tuples. Bound onto the instance by
 ``column_path.attach``. This module is compiled with the rest of the tuple path.

@@ -4,7 +4,7 @@ A bolt opts in by defining ``execute_columns(batch)``. When a bolt emits with ``
 stream whose every subscriber is such a bolt (``StreamRouter.columns``, set by the factory), the
 values are routed in one pass as today, then grouped per target task into ONE
 ``ColumnBatch`` each (instead of a ``Tuple`` per values and target). A batch is one node of the
-tuple tree: one fresh edge id per target batch, XORed once into each anchor, acked or failed as a
+tuple tree: per target batch one fresh edge id per anchor, XORed into it, acked or failed as a
 whole by the receiving bolt (``ack(batch)``, ``fail(batch)``); tuples emitted anchored to a batch
 join every tree it is in. At-least-once holds: a failed or timed-out batch fails every spout
 tuple it belongs to; replay granularity is the batch.

@@ -162,3 +162,50 @@ def test_a_join_in_a_topology_with_checkpointed_state_is_checked_and_runs() -> N
             lc.wait_for(lambda: users.acked == ["u1"] and orders.acked == ["o10"],  # noqa: B023
                         what="the window's inputs acked")
             assert capture.values == [[1, "ann", 5]]
+
+
+class SplitRecord(Bolt):
+    """One record (one spout tuple) split into its two joined halves, as in the cluster test."""
+
+    outputs = {"users": ["userId", "name"], "orders": ["userId", "price"]}
+
+    def execute(self, tup: Tuple) -> None:
+        i = tup["id"]
+        self.emit([i, f"user{i}"], tup, "users")
+        self.emit([i, i * 10], tup, "orders")
+        self.ack(tup)
+
+
+HELD: list[list[Any]] = []
+
+
+class HoldRows(Bolt):
+    """Keeps every row un-acked (a sink that has not written it yet, or died before)."""
+
+    def execute(self, tup: Tuple) -> None:
+        HELD.append(list(tup.values))
+
+
+def test_a_row_joining_two_halves_of_one_record_holds_the_record_until_it_is_acked() -> None:
+    """Both halves of the row are in one tuple tree: the row holds that tree after the join
+    acked the halves (it left the window), so a row lost downstream fails the record (replayed)
+    instead of the record being acked without its row."""
+    HELD.clear()
+    records = FeederSpout(["id"])
+    b = TopologyBuilder()
+    b.set_spout("records", records)
+    b.set_bolt("split", SplitRecord).shuffle_grouping("records")
+    join = (JoinBolt("users", "userId", selector="stream").join("orders", "userId", "users")
+            .select("userId, name, price").with_tumbling_window(Count(2)))
+    b.set_bolt("join", join).fields_grouping("split", "userId", "users").fields_grouping(
+        "split", "userId", "orders")
+    b.set_bolt("sink", HoldRows).shuffle_grouping("join")
+    with LocalCluster(simulated_time=True) as lc:
+        lc.submit_topology("j", {"topology.message.timeout.secs": 30}, b.create_topology())
+        records.feed([7], msg_id="r7")
+        lc.wait_for(lambda: HELD == [[7, "user7", 70]], what="the joined row at the sink")
+        lc.wait_until_quiet("j")  # the join evaluated the window and acked both halves
+        assert records.acked == [] and records.failed == []
+        lc.advance_time(46)  # past the message timeout (1x to 1.5x of it)
+        lc.wait_for(lambda: records.failed == ["r7"], what="the record failed by its lost row")
+        assert records.acked == []

@@ -138,26 +138,30 @@ def _held(kind: type) -> list[Any]:
     return [h for h in HELD if type(h) is kind]
 
 
-def test_a_batch_anchored_to_two_tuples_of_one_tree_adds_its_edge_to_that_tree_twice() -> None:
-    """As for a tuple (and in Storm): the child's edge is XORed into the tree once per anchor,
-    so with two anchors in one tree it cancels out there, and the tree completes when the
-    anchors are acked (the anchors' own ``ack_val`` carry the edge twice too)."""
-    worker, spouts, hold, sink = _setup()
-    spouts.words.feed(["a b"], msg_id=1)
-    _rounds(worker)
-    a, b = _held(Tuple)
-    assert a.root == b.root  # one tree
-    hold.emit_many([["x"], ["y"]], [a, b], "cols")
-    _rounds(worker)
-    (child,) = SUNK
-    assert child.column(0) == ["x", "y"] and child.tree_edges() == {a.root: 0}
-    assert spouts.words.acked == []
-    hold.ack_many([a, b])
-    _rounds(worker)
-    assert spouts.words.acked == [1] and spouts.words.failed == []
-    sink.ack(child)
-    _rounds(worker)
-    assert spouts.words.acked == [1] and spouts.words.failed == []
+def test_a_batch_anchored_to_two_tuples_of_one_tree_holds_that_tree() -> None:
+    """As for a tuple (and in Storm): each anchor gets its own fresh edge, so two anchors in one
+    tree add two different edges to it (they do not cancel out) and the tree waits for the
+    child after its anchors were acked."""
+    for outcome in ("ack", "fail"):
+        worker, spouts, hold, sink = _setup()
+        spouts.words.feed(["a b"], msg_id=1)
+        _rounds(worker)
+        a, b = _held(Tuple)
+        assert a.root == b.root  # one tree
+        hold.emit_many([["x"], ["y"]], [a, b], "cols")
+        _rounds(worker)
+        (child,) = SUNK
+        assert child.column(0) == ["x", "y"] and list(child.tree_edges()) == [a.root]
+        assert child.tree_edges()[a.root] != 0
+        hold.ack_many([a, b])
+        _rounds(worker)
+        assert spouts.words.acked == [] and spouts.words.failed == []  # the child holds it
+        getattr(sink, outcome)(child)
+        _rounds(worker)
+        if outcome == "ack":
+            assert spouts.words.acked == [1] and spouts.words.failed == []
+        else:
+            assert spouts.words.failed == [1] and spouts.words.acked == []
 
 
 def test_a_batch_anchored_to_a_batch_in_one_tree_is_in_that_tree() -> None:
@@ -181,9 +185,9 @@ def test_a_batch_anchored_to_a_batch_in_one_tree_is_in_that_tree() -> None:
 
 
 def test_batches_anchored_to_batches_in_several_trees_complete_or_fail_every_tree() -> None:
-    """One child of one batch in two trees holds both trees until it is acked or failed; a
-    child of two batches that are both in the same two trees has each tree's edge XORed twice
-    (as above: it does not hold them)."""
+    """One child of one batch in two trees holds both trees until it is acked or failed; so
+    does a child of two batches that are both in the same two trees (a fresh edge per anchor:
+    each tree gets two different edges)."""
     for outcome in ("ack", "fail"):
         worker, spouts, hold, sink = _setup()
         spouts.many.feed(["x twice"], msg_id=3)
@@ -201,10 +205,14 @@ def test_batches_anchored_to_batches_in_several_trees_complete_or_fail_every_tre
         assert of_one.column(0) == ["p"] and sorted(of_one.tree_edges()) == \
             sorted(first.tree_edges())
         assert of_two.column(0) == ["q"] and \
-            of_two.tree_edges() == {root: 0 for root in first.tree_edges()}
+            sorted(of_two.tree_edges()) == sorted(first.tree_edges()) and \
+            all(of_two.tree_edges().values())
         getattr(sink, outcome)(of_one)
         _rounds(worker)
         if outcome == "ack":
+            assert spouts.many.acked == [] and spouts.many.failed == []  # of_two holds them
+            sink.ack(of_two)
+            _rounds(worker)
             assert sorted(spouts.many.acked) == [3, 4] and spouts.many.failed == []
         else:
             assert sorted(spouts.many.failed) == [3, 4] and spouts.many.acked == []
