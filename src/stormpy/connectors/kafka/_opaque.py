@@ -1,22 +1,22 @@
 """KafkaOpaqueSpout: a Kafka topic as an opaque partitioned transactional spout (Storm's
 ``OpaqueTridentKafkaSpout``), for transactional topologies and Trident's ``new_stream``.
 
-Each transaction takes, per partition, the records from the offset after the partition's last
-committed batch (its metadata ``{"offset": first, "next": after last}``) up to
-``max_batch_records``; a replay starts at the same offset but may take a different number of
-records (those not taken come in a later batch), so every record is in exactly one committed
-batch. Offsets live in the transactional metadata, not in the consumer group (nothing is committed
-to Kafka). Pair it with opaque state for exactly-once counts. A replay that starts at the same
-offset as an earlier attempt of its transaction (recorded in the transactional store, so across
-restarts too) takes exactly the records that attempt took: the committers may have committed that
-attempt's values before the coordinator recorded the commit, and opaque state is exact only when
-the replay rewrites every key the earlier attempt wrote; when those records cannot be read in time
-the batch fails and is tried again, rather than going out smaller. A partition's first batch on a
-task (or after a replay moved it) waits for its first records. Those waits run on the executor
-loop, so they share one budget per batch and task (``REPLAY_WAIT_SECS`` over all its partitions,
-each partition still polled for ``poll_timeout_secs``): a loop blocked for longer would miss its
-heartbeats and the supervisor would restart the worker (``supervisor.worker.timeout.secs``), whose
-fresh consumers would wait again. What a batch does not get in time comes with a later one.
+Each transaction takes, per partition, the records from the offset after the previous
+transaction's batch (its metadata ``{"offset": first, "next": after last}``: the latest attempt's
+on this task, else the committed one) up to ``max_batch_records``, so every record is in exactly
+one committed batch. Offsets live in the transactional metadata, not in the consumer group
+(nothing is committed to Kafka). Pair it with opaque state for exactly-once counts. A replay that
+starts at the same offset as an earlier attempt of its transaction (recorded in the transactional
+store, so across restarts too) takes exactly the records that attempt took: the committers may
+have committed that attempt's values before the coordinator recorded the commit, and opaque state
+is exact only when the replay rewrites every key the earlier attempt wrote; when those records
+cannot be read in time the batch fails and is tried again, rather than going out smaller. A
+partition's first batch on a task (or after a replay moved it) waits for its first records. Those
+waits run on the executor loop, so they share one budget per batch and task (``REPLAY_WAIT_SECS``
+over all its partitions, each partition still polled for ``poll_timeout_secs``): a loop blocked
+for longer would miss its heartbeats and the supervisor would restart the worker
+(``supervisor.worker.timeout.secs``), whose fresh consumers would wait again. What a batch does
+not get in time comes with a later one.
 
 Tuples: ``[attempt, partition, offset, key, value]`` (key and value decoded with ``encoding``,
 or bytes when it is None). One consumer per partition an emitter task serves.
