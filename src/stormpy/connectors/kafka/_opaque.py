@@ -140,15 +140,22 @@ class KafkaOpaqueEmitter(OpaquePartitionedTransactionalSpout.Emitter):
         records = [r for r in taken if r.offset < target]
         if not records or records[-1].offset + 1 != target:
             got = records[-1].offset + 1 if records else start
-            self.positions[partition] = None  # read the partition again from the start
+            self._unplace(partition)  # the next attempt reads the batch again from its start
             raise FailedException(
                 f"Kafka topic {self.spout.topic!r} partition {partition}: the replay of transaction "
                 f"{attempt.transaction_id} must take the offsets up to {target} its earlier attempt "
                 f"took, got up to {got} in time; the transaction is tried again")
         meta = self._emit(attempt, collector, partition, records)
         if len(records) < len(taken):  # the consumer is past the batch: place it again
-            self.positions[partition] = None
+            self._unplace(partition)
         return meta
+
+    def _unplace(self, partition: int) -> None:
+        """Take the partition out of its consumer's assignment: the next batch assigns it again
+        at its start."""
+        if self.positions.get(partition) is not None:
+            self.consumers[partition].unassign([TopicPartition(self.spout.topic, partition)])
+            self.positions[partition] = None
 
     def _take(self, attempt: TransactionAttempt, partition: int, start: int | None,
               target: int | None) -> list[Any]:

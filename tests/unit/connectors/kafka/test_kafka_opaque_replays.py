@@ -37,14 +37,19 @@ class ChunkedConsumer:
     def __init__(self, chunks: list[int], stalled: bool = False) -> None:
         self.chunks = list(chunks)
         self.stalled = stalled
+        self.assigned = False
         self.position = 0
 
     def assign(self, starts: dict[Any, int]) -> None:
+        if self.assigned:  # as librdkafka's incremental_assign refuses it
+            raise RuntimeError("partition 0 is already part of the current assignment")
+        self.assigned = True
         (at,) = starts.values()
         self.position = max(at, 0)
         self.chunks_left = list(self.chunks)
 
     def unassign(self, _partitions: Any) -> None:
+        self.assigned = False
         self.position = 0
 
     def consume(self, max_records: int, timeout: float) -> tuple[list[KafkaRecord], list[str]]:
@@ -73,6 +78,7 @@ class Task:
 
         def consumer(partition: int) -> ChunkedConsumer:
             emitter.positions.setdefault(partition, None)
+            emitter.consumers[partition] = self.consumer
             return self.consumer
         emitter._consumer = consumer
 
@@ -128,7 +134,7 @@ def test_a_replay_after_a_commit_of_its_values_counts_every_record_once(
         task = Task(store, [2, 0, 100])
     else:
         task.consumer.chunks = [2, 0, 100]
-        task.executor.emitter.positions[0] = None  # moved: read again from the batch's start
+        task.executor.emitter._unplace(0)  # moved: read again from the batch's start
     replay = TransactionAttempt(1, 2)
     again = task.emit(replay)
     assert again == words, "the replay emits the first attempt's batch again"
@@ -164,6 +170,6 @@ def test_a_replay_after_the_previous_batch_changed_takes_a_new_batch(
     # txid 1 failed before any commit; its replay finds records, so txid 2 starts later and
     # takes what is ready then (nothing of txid 2 can have been committed before txid 1)
     task.consumer.chunks = [4, 0, 2, 0]
-    task.executor.emitter.positions[0] = None
+    task.executor.emitter._unplace(0)
     assert task.emit(TransactionAttempt(1, 2)) == WORDS[:4]
     assert task.emit(TransactionAttempt(2, 2)) == WORDS[4:6]
