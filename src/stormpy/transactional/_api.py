@@ -221,6 +221,17 @@ class OpaquePartitionedTransactionalSpout(Component):
             this one, None at first) and return this batch's metadata."""
             raise NotImplementedError
 
+        def emit_partition_batch_again(self, attempt: TransactionAttempt,
+                                       collector: BatchOutputCollector, partition: int,
+                                       last_meta: Any, meta: Any) -> Any:
+            """Emit again the batch an earlier attempt of this transaction emitted after the same
+            ``last_meta`` (``meta`` is what ``emit_partition_batch`` returned for it) and return
+            its metadata. A committed state may hold that attempt's values already: opaque state
+            is exact when the replay rewrites every key it wrote, which an identical batch does.
+            Raise ``FailedException`` when that batch cannot be read now (the transaction is
+            tried again). By default a batch following ``last_meta`` (Storm's behaviour)."""
+            return self.emit_partition_batch(attempt, collector, partition, last_meta)
+
         def num_partitions(self) -> int:
             raise NotImplementedError
 

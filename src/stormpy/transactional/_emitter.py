@@ -4,7 +4,13 @@
 opaque spouts commit), ``close()``. Partitioned emitters keep, per partition and transaction, the
 metadata of the batch they emitted, in the store (``emitter/<partition>/<txid>``), so a replay emits
 the identical batch even after a restart; opaque emitters record a partition's metadata only when
-the transaction commits, and start a transaction's batch where the previous one ended.
+the transaction commits, and start a transaction's batch where the previous one ended (the latest
+attempt of the previous transaction emitted by this task, else the last committed one). Opaque
+emitters also record, before a batch is acknowledged, where each partition's batch of each attempt
+started and what it took (``emitter-batches/<partition>/<txid>``): a replay that starts at the same
+place emits the same batch again (``emit_partition_batch_again``), even after a restart, because
+the committers may have committed the earlier attempt's values before the coordinator recorded the
+commit; a replay that wrote fewer keys would leave the others counting the records again later.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ class _Partitions:
         self.index = context.task_index
         self.tasks = len(context.component_tasks)
         self.states: dict[int, RotatingState] = {}
+        self.emitted: dict[int, RotatingState] = {}
 
     def mine(self, count: int) -> range:
         return range(self.index, int(count), self.tasks)
@@ -62,6 +69,19 @@ class _Partitions:
         if state is None:
             state = self.states[partition] = RotatingState(self.store(), f"emitter/{partition}")
         return state
+
+    def batches(self, partition: int) -> RotatingState:
+        """The batches emitted for the partition per txid (opaque emitters): ``{"last": the
+        metadata the batch followed, "meta": the batch's metadata}`` of the latest attempt."""
+        batches = self.emitted.get(partition)
+        if batches is None:
+            batches = self.emitted[partition] = RotatingState(self.store(),
+                                                               f"emitter-batches/{partition}")
+        return batches
+
+    def cleanup_before(self, txid: int) -> None:
+        for state in [*self.states.values(), *self.emitted.values()]:
+            state.cleanup_before(txid)
 
 
 class PartitionedEmitterExecutor(EmitterExecutor):
@@ -112,7 +132,18 @@ class OpaqueEmitterExecutor(EmitterExecutor):
         for p in self.partitions.mine(self.emitter.num_partitions()):
             state = self.partitions.state(p)
             last = previous[p] if p in previous else state.last_before(txid)
-            metas[p] = self.emitter.emit_partition_batch(attempt, collector, p, last)
+            batches = self.partitions.batches(p)
+            earlier = batches.get(txid)
+            if earlier is not None and earlier["last"] == last and earlier["meta"] is not None \
+                    and earlier["meta"] != last:
+                meta = self.emitter.emit_partition_batch_again(attempt, collector, p, last,
+                                                               earlier["meta"])
+            else:
+                meta = self.emitter.emit_partition_batch(attempt, collector, p, last)
+            metas[p] = meta
+            batch = {"last": last, "meta": meta}
+            if earlier != batch:  # stored before the batch tuple is acknowledged
+                batches.put(txid, batch)
 
     def commit(self, attempt: TransactionAttempt) -> None:
         txid = attempt.transaction_id
@@ -122,8 +153,7 @@ class OpaqueEmitterExecutor(EmitterExecutor):
     def cleanup_before(self, txid: int) -> None:
         for t in [t for t in self.emitted if t < txid]:
             del self.emitted[t]
-        for state in self.partitions.states.values():
-            state.cleanup_before(txid)
+        self.partitions.cleanup_before(txid)
 
 
 def make_executor(spout: Any, conf: Mapping[str, Any], context: TopologyContext,

@@ -1,19 +1,22 @@
 """KafkaOpaqueSpout: a Kafka topic as an opaque partitioned transactional spout (Storm's
 ``OpaqueTridentKafkaSpout``), for transactional topologies and Trident's ``new_stream``.
 
-Each transaction takes, per partition, the records from the offset after the partition's last
-committed batch (its metadata ``{"offset": first, "next": after last}``) up to
-``max_batch_records``; a replay starts at the same offset but may take a different number of
-records (those not taken come in a later batch), so every record is in exactly one committed
-batch. Offsets live in the transactional metadata, not in the consumer group (nothing is
-committed to Kafka). Pair it with opaque state for exactly-once counts. A replay waits for at
-least the records the task's earlier attempt took, and a partition's first batch on a task (or
-after a replay moved it) waits for its first records, so a replay rewrites every key the failed
-attempt wrote whenever the records are there. Those waits run on the executor loop, so they
-share one budget per batch and task (``REPLAY_WAIT_SECS`` over all its partitions, each partition
-still polled for ``poll_timeout_secs``): a loop blocked for longer would miss its heartbeats and
-the supervisor would restart the worker (``supervisor.worker.timeout.secs``), whose fresh
-consumers would wait again. What a batch does not get in time comes with a later one.
+Each transaction takes, per partition, the records from the offset after the previous
+transaction's batch (its metadata ``{"offset": first, "next": after last}``: the latest attempt's
+on this task, else the committed one) up to ``max_batch_records``, so every record is in exactly
+one committed batch. Offsets live in the transactional metadata, not in the consumer group
+(nothing is committed to Kafka). Pair it with opaque state for exactly-once counts. A replay that
+starts at the same offset as an earlier attempt of its transaction (recorded in the transactional
+store, so across restarts too) takes exactly the records that attempt took: the committers may
+have committed that attempt's values before the coordinator recorded the commit, and opaque state
+is exact only when the replay rewrites every key the earlier attempt wrote; when those records
+cannot be read in time the batch fails and is tried again, rather than going out smaller. A
+partition's first batch on a task (or after a replay moved it) waits for its first records. Those
+waits run on the executor loop, so they share one budget per batch and task (``REPLAY_WAIT_SECS``
+over all its partitions, each partition still polled for ``poll_timeout_secs``): a loop blocked
+for longer would miss its heartbeats and the supervisor would restart the worker
+(``supervisor.worker.timeout.secs``), whose fresh consumers would wait again. What a batch does
+not get in time comes with a later one.
 
 Tuples: ``[attempt, partition, offset, key, value]`` (key and value decoded with ``encoding``,
 or bytes when it is None). One consumer per partition an emitter task serves.
@@ -30,6 +33,7 @@ from stormpy.connectors.kafka._assignment import OFFSET_BEGINNING
 from stormpy.connectors.kafka._client import KafkaConsumerClient
 from stormpy.connectors.kafka._messages import TopicPartition
 from stormpy.topology._context import TopologyContext
+from stormpy.topology._errors import FailedException
 from stormpy.topology._streams import Stream
 from stormpy.transactional._api import BatchOutputCollector, OpaquePartitionedTransactionalSpout
 from stormpy.transactional._attempt import TransactionAttempt
@@ -91,8 +95,6 @@ class KafkaOpaqueEmitter(OpaquePartitionedTransactionalSpout.Emitter):
         self.consumers: dict[int, KafkaConsumerClient] = {}
         self.positions: dict[int, int | None] = {}
         self.errors: list[str] = []
-        #: (txid, partition) -> (start, next) of the latest attempt's batch
-        self.taken: dict[tuple[int, int], tuple[int | None, int]] = {}
         self._partitions: int | None = None
         #: the attempt whose batch is being emitted and the end of its shared wait budget
         self._waiting: tuple[TransactionAttempt | None, float] = (None, 0.0)
@@ -124,6 +126,42 @@ class KafkaOpaqueEmitter(OpaquePartitionedTransactionalSpout.Emitter):
     def emit_partition_batch(self, attempt: TransactionAttempt, collector: BatchOutputCollector,
                              partition: int, last_meta: Any) -> Any:
         start = int(last_meta["next"]) if last_meta else None
+        records = self._take(attempt, partition, start, None)
+        if not records:
+            return last_meta if last_meta else None
+        return self._emit(attempt, collector, partition, records)
+
+    def emit_partition_batch_again(self, attempt: TransactionAttempt,
+                                   collector: BatchOutputCollector, partition: int,
+                                   last_meta: Any, meta: Any) -> Any:
+        start = int(last_meta["next"]) if last_meta else None
+        target = int(meta["next"])
+        taken = self._take(attempt, partition, start, target)
+        records = [r for r in taken if r.offset < target]
+        if not records or records[-1].offset + 1 != target:
+            got = records[-1].offset + 1 if records else start
+            self._unplace(partition)  # the next attempt reads the batch again from its start
+            raise FailedException(
+                f"Kafka topic {self.spout.topic!r} partition {partition}: the replay of transaction "
+                f"{attempt.transaction_id} must take the offsets up to {target} its earlier attempt "
+                f"took, got up to {got} in time; the transaction is tried again")
+        meta = self._emit(attempt, collector, partition, records)
+        if len(records) < len(taken):  # the consumer is past the batch: place it again
+            self._unplace(partition)
+        return meta
+
+    def _unplace(self, partition: int) -> None:
+        """Take the partition out of its consumer's assignment: the next batch assigns it again
+        at its start."""
+        if self.positions.get(partition) is not None:
+            self.consumers[partition].unassign([TopicPartition(self.spout.topic, partition)])
+            self.positions[partition] = None
+
+    def _take(self, attempt: TransactionAttempt, partition: int, start: int | None,
+              target: int | None) -> list[Any]:
+        """The partition's records from ``start`` (the beginning when None): up to ``target``
+        (exclusive) when given, waiting for them within the batch's budget; else what is ready
+        (up to ``max_batch_records``)."""
         consumer = self._consumer(partition)
         tp = TopicPartition(self.spout.topic, partition)
         at = start if start is not None else OFFSET_BEGINNING
@@ -134,10 +172,6 @@ class KafkaOpaqueEmitter(OpaquePartitionedTransactionalSpout.Emitter):
             consumer.assign({tp: at})
             self.positions[partition] = at
         wanted = self.spout.max_batch_records
-        # a replay takes at least what the earlier attempt took when it can: opaque state is
-        # exact when a replay writes again every key the failed attempt wrote
-        earlier = self.taken.get((attempt.transaction_id, partition))
-        target = earlier[1] if earlier is not None and earlier[0] == start else None
         records: list[Any] = []
         # after a (re)assignment the first fetch takes a while: wait longer for it, so a replay
         # after a worker restart does not come out empty for want of patience
@@ -146,19 +180,23 @@ class KafkaOpaqueEmitter(OpaquePartitionedTransactionalSpout.Emitter):
             self._waiting = (attempt, now + REPLAY_WAIT_SECS)
         poll = self.spout.poll_timeout_secs
         deadline = max(self._waiting[1], now + poll) if fresh or target is not None else now + poll
-        while len(records) < wanted:
+        while target is not None or len(records) < wanted:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            got, _errors = consumer.consume(wanted - len(records), min(left, 0.1))
+            room = wanted - len(records) if target is None else max(1, min(
+                wanted, target - (records[-1].offset + 1 if records else (start or 0))))
+            got, _errors = consumer.consume(room, min(left, 0.1))
             records.extend(r for r in got if start is None or r.offset >= start)
             if target is not None:
                 if records and records[-1].offset + 1 >= target:
                     break
             elif records and not got:
                 break  # what was ready is taken; the rest comes with the next batch
-        if not records:
-            return last_meta if last_meta else None
+        return records
+
+    def _emit(self, attempt: TransactionAttempt, collector: BatchOutputCollector,
+              partition: int, records: list[Any]) -> Any:
         enc = self.spout.encoding
         for r in records:
             key, value = r.key, r.value
@@ -168,9 +206,6 @@ class KafkaOpaqueEmitter(OpaquePartitionedTransactionalSpout.Emitter):
             collector.emit([attempt, partition, r.offset, key, value])
         first, nxt = records[0].offset, records[-1].offset + 1
         self.positions[partition] = nxt
-        self.taken[(attempt.transaction_id, partition)] = (start, nxt)
-        while len(self.taken) > 1000:
-            self.taken.pop(next(iter(self.taken)))
         return {"offset": first, "next": nxt}
 
     def close(self) -> None:
