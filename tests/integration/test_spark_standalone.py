@@ -60,10 +60,14 @@ pytestmark = [pytest.mark.timeout(900), pytest.mark.zookeeper, pytest.mark.clust
               pytest.mark.spark]
 
 BATCH_SIZE = 400
-#: the outage test's limits (config keys spark.stormpy.batch.timeout.secs, .master.probe.secs):
-#: the timeout must stay above a cold executor's first jobs (a timed-out job is cancelled, so a
-#: timeout below them never lets a batch through), the probe bounds each later failing batch
+#: the outage test's limits (config keys spark.stormpy.batch.timeout.secs, .timeout.max.secs,
+#: .master.probe.secs): the timeout fails the first batch of the outage quickly; a restarted
+#: cluster's cold executor may need longer for its first jobs (minutes on a loaded host: a
+#: timed-out job is cancelled and its Python worker killed, so a fixed timeout below the cold start
+#: would never let a batch through), which the timeout's growth after consecutive timeouts, up to
+#: the cap, allows; the probe bounds each later failing batch
 OUTAGE_BATCH_TIMEOUT = 20
+OUTAGE_BATCH_TIMEOUT_MAX = 320
 OUTAGE_PROBE = 2
 
 
@@ -317,7 +321,9 @@ def test_spark_cluster_outage_fails_batches_then_resumes_with_nothing_lost(
         tmp_path: Path) -> None:
     """Short limits from the config keep it quick: a running batch gives up after
     ``OUTAGE_BATCH_TIMEOUT`` s, an unreachable master is detected (and each failing batch paced)
-    in ``OUTAGE_PROBE`` s. Half the records flow before the outage; the rest are held back (the
+    in ``OUTAGE_PROBE`` s; after consecutive timeouts the limit doubles (up to
+    ``OUTAGE_BATCH_TIMEOUT_MAX``), so the restarted cluster's cold executor gets batches through
+    however slow its start. Half the records flow before the outage; the rest are held back (the
     spout's gate) until the cluster is down, so batches are certain to meet the outage."""
     records, gate = 1600, 800
     out = tmp_path / "out"
@@ -325,6 +331,7 @@ def test_spark_cluster_outage_fails_batches_then_resumes_with_nothing_lost(
     name, tid = submit(cluster, spark_bundle, spark_standalone, out, records, gate=gate,
                        report_errors=True,
                        conf={"spark.stormpy.batch.timeout.secs": OUTAGE_BATCH_TIMEOUT,
+                             "spark.stormpy.batch.timeout.max.secs": OUTAGE_BATCH_TIMEOUT_MAX,
                              "spark.stormpy.master.probe.secs": OUTAGE_PROBE})
     wait_for(lambda: set(sparkagg.read_ids(out / "acked.txt")) == set(range(gate)), 480,
              "the records before the gate to be acked on the Spark cluster", cluster,
@@ -359,8 +366,9 @@ def test_spark_cluster_outage_fails_batches_then_resumes_with_nothing_lost(
     spark_standalone.start_master()
     spark_standalone.start_worker(0)
     back_at = time.time()
-    # generous: on a loaded host the new executor JVM and its Python worker take minutes to start,
-    # and batches meeting that cold start time out (OUTAGE_BATCH_TIMEOUT) until it is warm
+    # generous: on a loaded host the new executor JVM and its Python worker take minutes to start;
+    # batches meeting that cold start time out, each with twice the time of the one before
+    # (OUTAGE_BATCH_TIMEOUT, up to OUTAGE_BATCH_TIMEOUT_MAX), until one gets through
     wait_for(lambda: set(sparkagg.read_ids(out / "acked.txt")) == set(range(records)), 720,
              "every record to be acked after the Spark cluster is back", cluster, interval=0.5)
     record_timing("spark standalone outage: cluster back -> every record acked",

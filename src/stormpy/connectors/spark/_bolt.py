@@ -50,6 +50,13 @@ Contract (see ``SparkBatchBolt`` for the knobs):
   a SparkBatchTimeout (the Spark error of the cancelled job as its cause) and the result is
   dropped. While the master is unreachable each batch fails after a pause of
   ``spark.stormpy.master.probe.secs`` (off the loop, in the batch's job), not in a tight loop.
+* The batch timeout grows after consecutive timeouts: each tick that gives up on batches doubles
+  the limit for the batches in Spark and the next ones (``stormpy.host.backoff``), up to
+  ``spark.stormpy.batch.timeout.max.secs`` (default 4 × the timeout); a batch that succeeds
+  restores it (failures of other kinds leave it). A cancelled task's Python worker is killed, and
+  a (re)started executor's first jobs start Python workers, import the UDFs' modules and warm the
+  JVM: a limit below that cold start would otherwise fail every batch in turn and never let one
+  through. The timed-out batches' tuples are failed and replayed as always.
 * While a batch is in Spark, ``execute`` releases the GIL every ``_YIELD_EVERY`` tuples it adds
   (``time.sleep(0)``). The batch's thread gives the GIL up on every py4j call and needs it back
   for the answer; without this it would wait out the interpreter's switch interval (5 ms) each
@@ -85,13 +92,16 @@ from stormpy.connectors.spark._in_spark import BatchRunner, InSpark, describe
 from stormpy.connectors.spark._session import get_spark, release_spark, retain_spark
 from stormpy.connectors.spark._settings import (
     BATCH_TIMEOUT_KEY,
+    BATCH_TIMEOUT_MAX_KEY,
     TICK_KEY,
     batch_limits,
+    batch_timeout_max_secs,
     batch_timeout_secs,
     probe_secs,
     tick_config,
     tick_secs,
 )
+from stormpy.host.backoff import Backoff
 from stormpy.topology import DEFAULT_STREAM, Bolt, ColumnBatch, OffLoop, TopologyContext, Tuple
 
 if TYPE_CHECKING:
@@ -217,7 +227,10 @@ class SparkBatchBolt(Bolt):
         tracking = conf.get("topology.acker.executors") != 0 and setting(
             conf, "topology.enable.message.timeouts")
         self._reset_after = message_timeout_secs(conf) / 2 if tracking and self.keep_alive else None
-        self._batch_timeout = batch_timeout_secs(conf)
+        timeout = batch_timeout_secs(conf)
+        #: the batch timeout in force: ``delay(failures + 1)``, doubled per consecutive timeout
+        self._timeouts = (None if timeout is None else
+                          Backoff(timeout, batch_timeout_max_secs(conf, timeout)))
         self.batches_ok = 0
         self.batches_failed = 0
         self._added = 0  # tuples added while a batch was in Spark
@@ -264,8 +277,8 @@ class SparkBatchBolt(Bolt):
         values = tup.values
         seconds = values[0] if values and isinstance(values[0], int | float) else self._tick
         self._collector.advance(float(seconds))
-        if self._batch_timeout is not None:
-            self._check_timeouts(perf_counter(), self._batch_timeout)
+        if self._timeouts is not None:
+            self._check_timeouts(perf_counter(), self._timeouts)
         self._close_due()
         if self._reset_after is not None:
             self._keep_alive(self._collector.now, self._reset_after)
@@ -279,16 +292,29 @@ class SparkBatchBolt(Bolt):
                 for t in batch.tuples:
                     self.reset_timeout(t)
 
-    def _check_timeouts(self, now: float, limit: float) -> None:
+    def _check_timeouts(self, now: float, timeouts: Backoff) -> None:
         if self._closing:
             return
-        for flight in list(self._in_flight.values()):
-            since = flight.spark_since
-            if since is not None and now - since > limit and not flight.abandoned:
-                self._abandon(flight, SparkBatchTimeout(
-                    f"batch {flight.batch.batch_id} still running after {limit:g} s "
-                    f"({BATCH_TIMEOUT_KEY}); its Spark jobs are cancelled (the SparkSession is "
-                    f"restarted if it lost its executors)"))
+        limit = timeouts.delay(timeouts.failures + 1)
+        late = [f for f in self._in_flight.values()
+                if f.spark_since is not None and now - f.spark_since > limit and not f.abandoned]
+        if not late:
+            return
+        streak = timeouts.failures
+        grown = (f", grown from {timeouts.first:g} s after {streak} consecutive timeout"
+                 f"{'s' if streak > 1 else ''}" if streak else "")
+        timeouts.failed()
+        after = timeouts.delay(timeouts.failures + 1)
+        next_limit = f"; the next batches may run {after:g} s" if after > limit else ""
+        if after > limit:
+            log.warning("%s: batch timed out after %g s; the next batches may run %g s (up to "
+                        "%s, %g s) until one succeeds", type(self).__name__, limit, after,
+                        BATCH_TIMEOUT_MAX_KEY, timeouts.cap)
+        for flight in late:
+            self._abandon(flight, SparkBatchTimeout(
+                f"batch {flight.batch.batch_id} still running after {limit:g} s "
+                f"({BATCH_TIMEOUT_KEY}{grown}); its Spark jobs are cancelled (the SparkSession is "
+                f"restarted if it lost its executors){next_limit}"))
 
     def _abandon(self, flight: InSpark, error: BaseException) -> None:
         """Fail a timed-out batch now; cancel its Spark jobs (and stop a broken session) on a
@@ -351,6 +377,8 @@ class SparkBatchBolt(Bolt):
         self._in_flight.pop(flight.batch.batch_id, None)
         if self._closing:
             return
+        if error is None and self._timeouts is not None:
+            self._timeouts.reset()  # Spark is warm: the batch timeout is the configured one again
         self._finish(flight.batch, rows, error)
 
     def _finish(self, batch: Batch, rows: list[list[Any]] | None,

@@ -15,10 +15,10 @@ from typing import Any, NamedTuple
 from stormpy._settings import check_int, check_number
 from stormpy.config import ConfigKey, ConfigSection, SettingError, register_section, setting
 
-__all__ = ["BATCH_TIMEOUT_KEY", "CODE_DIR_KEY", "DEFAULT_MASTER", "OWN_PREFIX", "PROBE_KEY",
-           "SHIP_CODE_KEY", "SPARK_CONFIG", "SWITCH_INTERVAL_KEY", "TICK_KEY", "BatchLimits",
-           "batch_limits", "batch_timeout_secs", "probe_secs", "switch_interval_secs",
-           "tick_config", "tick_secs"]
+__all__ = ["BATCH_TIMEOUT_KEY", "BATCH_TIMEOUT_MAX_KEY", "CODE_DIR_KEY", "DEFAULT_MASTER",
+           "OWN_PREFIX", "PROBE_KEY", "SHIP_CODE_KEY", "SPARK_CONFIG", "SWITCH_INTERVAL_KEY",
+           "TICK_KEY", "BatchLimits", "batch_limits", "batch_timeout_max_secs",
+           "batch_timeout_secs", "probe_secs", "switch_interval_secs", "tick_config", "tick_secs"]
 
 #: Where Spark bolts run their jobs unless ``spark.master`` says otherwise: in the worker process.
 DEFAULT_MASTER = "local[*]"
@@ -27,9 +27,12 @@ OWN_PREFIX = "spark.stormpy."
 SHIP_CODE_KEY = "spark.stormpy.ship.code"
 CODE_DIR_KEY = "spark.stormpy.code.dir"
 BATCH_TIMEOUT_KEY = "spark.stormpy.batch.timeout.secs"
+BATCH_TIMEOUT_MAX_KEY = "spark.stormpy.batch.timeout.max.secs"
 PROBE_KEY = "spark.stormpy.master.probe.secs"
 SWITCH_INTERVAL_KEY = "spark.stormpy.switch.interval.secs"
 DEFAULT_BATCH_TIMEOUT_SECS = 300.0
+#: Unset, the grown batch timeout is capped at this many times the batch timeout.
+DEFAULT_BATCH_TIMEOUT_GROWTH = 4
 DEFAULT_PROBE_SECS = 5.0
 DEFAULT_SWITCH_INTERVAL_SECS = 0.0005
 #: Spark bolts close batches by time on tick tuples.
@@ -65,7 +68,15 @@ SPARK_CONFIG = register_section(ConfigSection(
         ConfigKey(BATCH_TIMEOUT_KEY, DEFAULT_BATCH_TIMEOUT_SECS,
                   "Longest a Spark bolt's batch may run: then its Spark jobs are cancelled, its "
                   "tuples failed (replayed by reliable spouts) and the SparkSession restarted for "
-                  "the next batch. None or 0: no limit."),
+                  "the next batch (when it lost its executors). None or 0: no limit. After "
+                  "consecutive timed-out batches the limit doubles, up to "
+                  f"{BATCH_TIMEOUT_MAX_KEY}; a batch that succeeds restores it."),
+        ConfigKey(BATCH_TIMEOUT_MAX_KEY, None,
+                  "Cap of the batch timeout grown after consecutive timeouts (each doubles it "
+                  "for the next batches, so a cold executor's first batches, slower than the "
+                  "timeout, eventually get through). Unset: "
+                  f"{DEFAULT_BATCH_TIMEOUT_GROWTH} x {BATCH_TIMEOUT_KEY}; 0: no growth; "
+                  f"else at least {BATCH_TIMEOUT_KEY}."),
         ConfigKey(PROBE_KEY, DEFAULT_PROBE_SECS,
                   "Before starting a SparkSession on spark://host:port, check the master accepts "
                   "connections within this many seconds (else fail fast: Spark itself retries "
@@ -94,6 +105,23 @@ def _seconds_or_none(conf: Mapping[str, Any], key: str, default: float) -> float
 def batch_timeout_secs(conf: Mapping[str, Any]) -> float | None:
     """``spark.stormpy.batch.timeout.secs``: the longest a batch may run (None: no limit)."""
     return _seconds_or_none(conf, BATCH_TIMEOUT_KEY, DEFAULT_BATCH_TIMEOUT_SECS)
+
+
+def batch_timeout_max_secs(conf: Mapping[str, Any], timeout: float) -> float:
+    """``spark.stormpy.batch.timeout.max.secs``: the cap of the grown batch timeout, given the
+    batch timeout ``timeout`` in force (unset or None: ``DEFAULT_BATCH_TIMEOUT_GROWTH`` times it;
+    0: ``timeout``, no growth); SettingError when it is below ``timeout``."""
+    value = conf.get(BATCH_TIMEOUT_MAX_KEY)
+    if value is None:
+        return timeout * DEFAULT_BATCH_TIMEOUT_GROWTH
+    cap = _seconds_or_none(conf, BATCH_TIMEOUT_MAX_KEY, 0)
+    if cap is None:
+        return timeout
+    if cap < timeout:
+        raise SettingError(BATCH_TIMEOUT_MAX_KEY, f"must be 0 (no growth) or at least "
+                                                  f"{BATCH_TIMEOUT_KEY} ({timeout:g}), got "
+                                                  f"{value!r}")
+    return cap
 
 
 def probe_secs(conf: Mapping[str, Any] | None) -> float:

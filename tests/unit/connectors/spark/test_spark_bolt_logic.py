@@ -926,6 +926,90 @@ def test_the_batch_timeout_defaults_to_300_s(monkeypatch: pytest.MonkeyPatch) ->
     assert h.failed == ["a"] and "still running after 300 s" in h.errors[0]
 
 
+def run_until_given_up(h: Harness, word: str, longest: float = 100.0) -> float | None:
+    """Hand ``h``'s bolt a batch of ``word`` whose Spark work lasts until the loop gives up on it
+    (ticks of 0.5 s, at most ``longest`` s); the seconds it ran then (None: it never was, and
+    returned after ``longest`` s)."""
+    ran = [0.0]
+
+    def slow() -> None:
+        while word not in h.failed and ran[0] < longest:
+            ran[0] += 0.5
+            h.tick(0.5)
+    h.bolt.during = slow
+    h.send(word)
+    h.off_loop.run()
+    h.bolt.during = None
+    return ran[0] if word in h.failed else None
+
+
+def test_consecutive_timeouts_double_the_batch_timeout_up_to_the_cap_until_a_batch_succeeds(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(monkeypatch, conf={"spark.stormpy.batch.timeout.secs": 5,
+                                   "spark.stormpy.batch.timeout.max.secs": 15}, batch_size=1)
+    h.off_loop.run()
+    # a cold executor: each batch slower than the limit in force, which doubles (capped at 15 s)
+    assert run_until_given_up(h, "a") == 5.5
+    assert run_until_given_up(h, "b") == 10.5
+    assert run_until_given_up(h, "c") == 15.5
+    assert run_until_given_up(h, "d") == 15.5
+    assert h.failed == ["a", "b", "c", "d"] and h.acked == []
+    assert "still running after 5 s (spark.stormpy.batch.timeout.secs);" in h.errors[0]
+    assert "; the next batches may run 10 s" in h.errors[0]
+    assert ("still running after 10 s (spark.stormpy.batch.timeout.secs, grown from 5 s after "
+            "1 consecutive timeout);" in h.errors[1])
+    assert "after 2 consecutive timeouts" in h.errors[2] and "next batches" not in h.errors[2]
+    # warm now: a batch of 12 s gets through under the grown limit ...
+    assert run_until_given_up(h, "e", longest=12) is None
+    assert h.acked == ["e"]
+    # ... and the limit is the configured one again
+    assert run_until_given_up(h, "f") == 5.5
+    assert all(isinstance(error, SparkBatchTimeout) for _, error in h.bolt.aborted)
+    assert [batch_id for batch_id, _ in h.bolt.aborted] == [0, 1, 2, 3, 5]
+
+
+def test_a_failure_other_than_a_timeout_keeps_the_grown_batch_timeout(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(bolt_module.time, "sleep", slept.append)
+    h = Harness(monkeypatch, conf={"spark.stormpy.batch.timeout.secs": 5}, batch_size=1)
+    h.off_loop.run()
+    assert run_until_given_up(h, "a") == 5.5
+    h.unreachable = True  # the outage: batches fail on the master, not on the timeout
+    h.send("b")
+    h.off_loop.run()
+    h.unreachable = False
+    h.bolt.raise_ = RuntimeError("a task failed 4 times")
+    h.send("c")
+    h.off_loop.run()
+    h.bolt.raise_ = None
+    assert h.failed == ["a", "b", "c"] and slept.count(5.0) == 1  # the probe pause
+    assert run_until_given_up(h, "d") == 10.5  # still grown: no batch succeeded meanwhile
+
+
+@pytest.mark.parametrize(("cap", "limits"), [
+    (None, [5.5, 10.5, 20.5, 20.5]),  # unset: 4 x the timeout
+    (0, [5.5, 5.5, 5.5]),  # no growth
+    (5, [5.5, 5.5]),
+    (7.5, [5.5, 8.0, 8.0]),
+])
+def test_the_grown_batch_timeout_is_capped_by_its_setting(
+        monkeypatch: pytest.MonkeyPatch, cap: float | None, limits: list[float]) -> None:
+    h = Harness(monkeypatch, conf={"spark.stormpy.batch.timeout.secs": 5,
+                                   "spark.stormpy.batch.timeout.max.secs": cap}, batch_size=1)
+    h.off_loop.run()
+    assert [run_until_given_up(h, f"w{i}") for i in range(len(limits))] == limits
+
+
+def test_a_cap_below_the_batch_timeout_names_both_settings(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(SettingError, match=r"^spark\.stormpy\.batch\.timeout\.max\.secs: must be 0 "
+                                           r"\(no growth\) or at least "
+                                           r"spark\.stormpy\.batch\.timeout\.secs \(20\), got 10"):
+        Harness(monkeypatch, conf={"spark.stormpy.batch.timeout.secs": 20,
+                                   "spark.stormpy.batch.timeout.max.secs": 10})
+
+
 def test_a_failing_untag_does_not_fail_the_batch(monkeypatch: pytest.MonkeyPatch) -> None:
     h = Harness(monkeypatch, batch_size=1)
     h.off_loop.run()
@@ -1067,6 +1151,7 @@ def test_a_bad_switch_interval_names_the_setting_and_the_component(
 @pytest.mark.parametrize(("key", "value"), [
     ("spark.stormpy.batch.timeout.secs", -1), ("spark.stormpy.batch.timeout.secs", "long"),
     ("spark.stormpy.master.probe.secs", -2), ("spark.stormpy.master.probe.secs", [5]),
+    ("spark.stormpy.batch.timeout.max.secs", -1), ("spark.stormpy.batch.timeout.max.secs", "x"),
 ])
 def test_bad_spark_settings_are_named_at_prepare(monkeypatch: pytest.MonkeyPatch, key: str,
                                                  value: Any) -> None:
