@@ -106,16 +106,16 @@ def test_logs_levels_and_refusals(cluster: ProcessCluster, bundle: Path) -> None
     out = run_cli(cluster, "set-log-level", "chatty", "-l", "opstopo.chatty=DEBUG:6")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["namedLoggerLevels"]["opstopo.chatty"]["target_level"] == "DEBUG"
-    wait_for(lambda: get(f"{lv}/api/v1/search?{debug_q}")[1]["matches"], 30,
+    wait_for(lambda: get(f"{lv}/api/v1/search?{debug_q}")[1]["matches"], 90,
              "DEBUG lines after set-log-level", cluster)
     changed_q = urllib.parse.urlencode({"file": log_file, "search-string": "log levels changed",
                                         "num-matches": 5})
     reverted = wait_for(lambda: (lambda m: m[1] if len(m) >= 2 else None)(
-        get(f"{lv}/api/v1/search?{changed_q}")[1]["matches"]), 40, "the level's revert", cluster)
+        get(f"{lv}/api/v1/search?{changed_q}")[1]["matches"]), 120, "the level's revert", cluster)
     after = reverted["byteOffset"]
     later_info = urllib.parse.urlencode({"file": log_file, "search-string": "chatty-bolt saw",
                                          "start-byte-offset": after + 200})
-    wait_for(lambda: get(f"{lv}/api/v1/search?{later_info}")[1]["matches"], 30,
+    wait_for(lambda: get(f"{lv}/api/v1/search?{later_info}")[1]["matches"], 90,
              "INFO lines after the revert", cluster)
     late_debug = urllib.parse.urlencode({"file": log_file, "search-string": "chatty-debug",
                                          "start-byte-offset": after + 200})
