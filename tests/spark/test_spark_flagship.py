@@ -52,7 +52,7 @@ def run_pipeline(tmp_path: Path, conf: dict[str, Any], **build: Any) -> dict[str
 
         def all_acked() -> bool:
             return worker.stats().get("logs", {}).get("acked", 0) >= lines
-        cluster.wait_for(all_acked, 120, "every log line to be acked")
+        cluster.wait_for(all_acked, 300, "every log line to be acked")
         cluster.wait_until_quiet("flagship", 60)
         cluster.kill_topology("flagship")
     return json.loads((tmp_path / "summary.json").read_text())
