@@ -15,7 +15,7 @@ from accesslogs.generator import generate_lines
 from accesslogs.report import expected_aggregates
 from stormpy.testing import LocalCluster
 
-pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("spark")]
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("spark"), pytest.mark.timeout(600)]
 
 KNOWN_LOG = """\
 10.0.0.1 - - [10/Mar/2024:09:00:05 +0000] "GET / HTTP/1.1" 200 1000 "-" "curl/8.5.0"
