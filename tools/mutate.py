@@ -126,7 +126,7 @@ TARGETS: dict[str, Target] = {
     "heartbeats": Target(("src/stormpy/worker/heartbeat_channel.py",
                           "src/stormpy/supervisor/heartbeat_relay.py",
                           "src/stormpy/nimbus/worker_beats.py"),
-                         tests=("tests/unit/supervisor/test_heartbeat_relay.py",
+                         tests=("tests/unit/supervisor/test_heartbeat_*.py",
                                 "tests/unit/nimbus/test_worker_heartbeats_rpc.py")),
     # the four small worker files in one run (one test-stats pass instead of four; the summary
     # still scores each file)
