@@ -14,7 +14,7 @@ import pytest
 from stormpy.cluster import StormBase, WorkerHeartbeat
 from stormpy.testing import wait_for
 from stormpy.topology._event_log import RECENT_EVENTS, event_doc, sampling_pct
-from stormpy.worker.event_logger import RECENT_CHARS, EventLogger
+from stormpy.worker.event_logger import PENDING_LIMIT, RECENT_CHARS, EventLogger
 
 
 class Instance:
@@ -243,3 +243,18 @@ def test_every_wrapped_method_passes_its_call_through_and_samples_each_tuple(tmp
                        (c, 4, "s3", ["e"], ids_of("m-1")), (c, 4, "s3", ["f"], ids_of("m-2")),
                        (c, 4, "default", ["g"], None)]
     assert logger.written == 7 and logger.sampling == {4: 100.0}
+
+
+def test_a_logger_that_falls_behind_keeps_the_newest_and_counts_the_dropped(tmp_path: Path) -> None:
+    logger = EventLogger(tmp_path / "events.log", "t-1")  # no thread: nothing drains until stop
+    spout = Runner("words", 1, spout=True)
+    logger.apply([spout], {"words": {"enable": True, "samplingpct": 100.0}})
+    assert logger.dropped == 0
+    for i in range(PENDING_LIMIT + 5):
+        spout.instance.emit([i])
+    logger.stop()
+    lines = (tmp_path / "events.log").read_text().splitlines()
+    assert len(lines) == logger.written == PENDING_LIMIT and logger.dropped >= 1
+    assert json.loads(lines[0])["values"] == [5] and json.loads(lines[-1])["values"] == [PENDING_LIMIT + 4]
+    assert [e["values"] for e in logger.recent()] == [[i] for i in range(PENDING_LIMIT + 5 - RECENT_EVENTS,
+                                                                            PENDING_LIMIT + 5)]
