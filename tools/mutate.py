@@ -105,6 +105,29 @@ TARGETS: dict[str, Target] = {
                     "spout_task", "spout_roots", "emit_checks", "sampling", "loop", "stats",
                     "values", "offloop", "factory", "column_path", "column_emit", "column_anchors",
                     "inbound", "spout_batch", "edges", "worker_stats", "task_errors")},
+    # the event logger (sampled tuples to the events log, its rotation), with its unit tests
+    "worker-event-logger": Target(("src/stormpy/worker/event_logger.py",),
+                                  tests=("tests/unit/worker/test_event_logger.py",)),
+    # a tracked run's edge ids on the wire: the generator states (edges.py), the run encoding
+    # that sends them (transfer.py) and the decoding that draws them again (inbound.py), with
+    # the unit tests that cover them (a run over the whole of tests/unit collects for minutes)
+    "worker-wire-edges": Target(tuple(f"src/stormpy/worker/{part}.py"
+                                      for part in ("edges", "transfer", "inbound")),
+                                tests=("tests/unit/worker/test_edge_*.py",
+                                       "tests/unit/worker/test_run_edge_states.py",
+                                       "tests/unit/worker/test_batching_edges.py",
+                                       "tests/unit/worker/test_worker_inbound_table.py",
+                                       "tests/unit/worker/test_column_wire.py",
+                                       "tests/unit/messaging/test_wire_runs.py",
+                                       "tests/unit/messaging/test_remote_routing.py"),
+                                pytest_args=WORKER_PYTEST_ARGS),
+    # worker heartbeats to Nimbus: the worker's channel to its supervisor, the supervisor's
+    # relay to the leading Nimbus, and Nimbus's store of the beats
+    "heartbeats": Target(("src/stormpy/worker/heartbeat_channel.py",
+                          "src/stormpy/supervisor/heartbeat_relay.py",
+                          "src/stormpy/nimbus/worker_beats.py"),
+                         tests=("tests/unit/supervisor/test_heartbeat_*.py",
+                                "tests/unit/nimbus/test_worker_heartbeats_rpc.py")),
     # the four small worker files in one run (one test-stats pass instead of four; the summary
     # still scores each file)
     "worker-small": Target(tuple(f"src/stormpy/worker/{part}.py"
@@ -140,7 +163,7 @@ TARGETS: dict[str, Target] = {
     # writes) and the buffered GetRecords reader; the checkpoint store, the boto3 client wrapper
     # and the spout shell are covered by the integration tests (kinesalite)
     "kinesis": Target((*(f"src/stormpy/connectors/kinesis/{part}.py"
-                         for part in ("tracker", "shards", "state", "getter")),
+                         for part in ("_tracker", "_shards", "_state", "_getter")),
                        "src/stormpy/connectors/_partitions.py"),
                       tests=("tests/unit/connectors/kinesis/test_kinesis_parts.py",
                              "tests/unit/**/test_kinesis_tracker*.py",
@@ -151,22 +174,31 @@ TARGETS: dict[str, Target] = {
     # committers apply; the ZooKeeper store and the builder's wiring
     # are left out (integration tests, validation)
     "transactional": Target(tuple(f"src/stormpy/transactional/{part}.py"
-                                  for part in ("coordinator", "coordinated", "batch_track", "state")),
+                                  for part in ("_coordinator", "_coordinated", "_batch_track", "_state")),
                             tests=("tests/unit/transactional/test_transactional_*.py",)),
     # windowing: the window manager (count/duration, event time, watermarks), its config and bolt
     "windowing": Target(("src/stormpy/windowing/*.py",),
                         tests=("tests/unit/windowing/test_window*.py", "tests/unit/state/test_state.py")),
     # stateful bolts: the checkpoint spout's protocol, the executors that run it around bolts,
     # the key-value state's prepare/commit/rollback and the wiring
-    "state": Target(tuple(f"src/stormpy/state/{part}.py" for part in ("checkpoint", "bolt", "kv", "wiring")),
+    "state": Target(tuple(f"src/stormpy/state/{part}.py"
+                          for part in ("_checkpoint", "_bolt", "_kv", "_wiring")),
                     tests=("tests/unit/state/test_state.py", "tests/unit/**/test_state_*.py",
+                           "tests/unit/state/test_kv_packed_checkpoint.py",
                            "tests/unit/transactional/test_transactional_state.py")),
+    # the checkpoint packing of the key-value state and the executors around stateful bolts
+    # (INITSTATE), with the unit tests that cover them: the state target's two changed files
+    "state-kv-bolt": Target(("src/stormpy/state/_kv.py", "src/stormpy/state/_bolt.py"),
+                            tests=("tests/unit/state/test_kv_packed_checkpoint.py",
+                                   "tests/unit/state/test_state_kv_*.py",
+                                   "tests/unit/state/test_state_executors.py",
+                                   "tests/unit/state/test_state.py")),
     # the state layer under them all (stateful bolts, transactional topologies, Kinesis
     # checkpoints, context.state_store): the store contract's shared parts, the memory and SQLite
     # backends, the settings and the provider that opens a task's store; the ZooKeeper backend
     # (state/_zookeeper.py) needs a real ZooKeeper and is left to the integration tests
     "state-layer": Target(tuple(f"src/stormpy/state/{part}.py"
-                                for part in ("base", "memory", "sqlite", "settings", "provider")),
+                                for part in ("_base", "_memory", "_sqlite", "_settings", "_provider")),
                           tests=("tests/unit/**/test_state*.py", "tests/unit/state/test_local_state.py",
                                  "tests/unit/state/test_sqlite_store_open.py")),
     # multilang: the protocol's checks, the JSON and msgpack framing, the shell components
@@ -174,8 +206,8 @@ TARGETS: dict[str, Target] = {
     # and the in-process pystorm adapter; the subprocess runs themselves are integration tests
     # (tests/integration/test_multilang_*.py), too slow per mutant
     "multilang": Target(tuple(f"src/stormpy/multilang/{part}.py"
-                              for part in ("protocol", "serializers", "shell", "shell_bolt",
-                                           "shell_spout", "process", "pystorm_adapter")),
+                              for part in ("_protocol", "_serializers", "_shell", "_shell_bolt",
+                                           "_shell_spout", "_process", "_pystorm_adapter")),
                         tests=("tests/unit/multilang/test_multilang_protocol.py",
                                "tests/unit/multilang/test_multilang_serializers.py",
                                "tests/unit/multilang/test_multilang_pystorm_adapter.py",
@@ -184,8 +216,8 @@ TARGETS: dict[str, Target] = {
     # Trident: the built-in operations, the planner (bolts, joins' groupings), the per-batch
     # processors (aggregations, persistent state) and the map state of the three kinds
     "trident": Target(tuple(f"src/stormpy/trident/{part}.py"
-                            for part in ("builtin", "planner", "processors", "state", "combine",
-                                         "stream")),
+                            for part in ("_builtin", "_planner", "_processors", "_state", "_combine",
+                                         "_stream")),
                       tests=("tests/unit/trident/test_trident_*.py",)),
 }
 #: what ``make mutate`` runs when no target is named

@@ -97,6 +97,19 @@ def test_the_store_keeps_the_newest_heartbeat_of_each_slot_and_only_assigned_slo
     assert len(beats) == 0 and beats.reported == set()
 
 
+def test_the_store_counts_what_it_kept_and_retains_every_topology_whatever_its_order() -> None:
+    beats = WorkerBeats()
+    assert beats.received == 0
+    beats.record([beat(tid="t-gone"), beat(time=10.0), beat(port=6701)])
+    beats.record([beat(time=5.0)])  # older: not kept, not counted
+    beats.record([beat(time=12.0)])
+    assert beats.received == 4
+    # a topology dropped first does not stop the others from being trimmed
+    beats.retain({"t-1": {("sup-a", 6701)}})
+    assert beats.of(["t-gone", "t-1"]) == {"t-gone": {}, "t-1": {("sup-a", 6701): beat(port=6701)}}
+    assert beats.received == 4
+
+
 def test_a_worker_that_stops_heartbeating_is_rescheduled_after_the_task_timeout(leader: Leader) -> None:
     slots = leader.slots()
     leader.run(12, slots)  # past nimbus.task.launch.secs, every worker heartbeating

@@ -3,6 +3,7 @@ runs only while their function's hash is the pinned one, pinned from a run's res
 
 from __future__ import annotations
 
+import fnmatch
 import importlib.util
 import json
 import os
@@ -207,3 +208,35 @@ def tool_module() -> ModuleType:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def load_real_tool(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("mutate_tool_targets", ROOT / "tools" / "mutate.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_target_pattern_still_names_a_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A module renamed or moved (``state/kv.py`` to ``state/_kv.py``, a test file to
+    ``tests/unit/<package>/``) must not silently drop out of its target: every source pattern of
+    every target matches a source file, and every test pattern a test file."""
+    tool = load_real_tool(monkeypatch)
+    sources = [p.relative_to(ROOT).as_posix() for p in (ROOT / "src").rglob("*.py")]
+    for name, target in tool.TARGETS.items():
+        for pattern in target.mutate:
+            assert any(fnmatch.fnmatch(rel, pattern) for rel in sources), \
+                f"{name}: {pattern} matches no source"
+        for pattern in target.tests:
+            assert any(ROOT.glob(pattern)), f"{name}: {pattern} matches no test"
+
+
+def test_every_listed_equivalent_is_a_mutant_of_a_target_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An accepted equivalent whose module was renamed names no mutant any more: it would never
+    count, and the mutant it stood for would be reported as a survivor."""
+    tool = load_real_tool(monkeypatch)
+    files = {rel for target in tool.TARGETS.values() for rel in tool.source_files(target)}
+    orphans = [name for name in tool.equivalents() if not any(tool.in_file(name, rel) for rel in files)]
+    assert not orphans, f"equivalents of no target's file: {orphans[:5]}"

@@ -5,6 +5,7 @@ marked delivered when the call fails."""
 from __future__ import annotations
 
 import logging
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from stormpy.cluster import WorkerHeartbeat
 from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.rpc.errors import UnreachableError
 from stormpy.supervisor.heartbeat_relay import HeartbeatRelay
+from stormpy.testing import wait_for
 from stormpy.worker.heartbeat_channel import write_nimbus_heartbeat
 
 
@@ -21,15 +23,22 @@ class FakeNimbus:
     def __init__(self) -> None:
         self.calls: list[tuple[str, list[WorkerHeartbeat]]] = []
         self.down = False
+        self.closed = False
+        #: when set, a call blocks until it is set again (a Nimbus that does not answer)
+        self.answer: threading.Event | None = None
+        self.entered = threading.Event()
 
     def send_worker_heartbeats(self, supervisor_id: str, heartbeats: list[WorkerHeartbeat]) -> int:
+        self.entered.set()
+        if self.answer is not None:
+            self.answer.wait()
         if self.down:
             raise UnreachableError("connection refused")
         self.calls.append((supervisor_id, list(heartbeats)))
         return len(heartbeats)
 
     def close(self) -> None:
-        pass
+        self.closed = True
 
 
 def publish(dirs: SupervisorDirs, tid: str, port: int, time: float, node: str = "sup-1") -> None:
@@ -95,3 +104,22 @@ def test_a_failed_call_is_sent_again_with_the_newest_heartbeats(relay: Any) -> N
     nimbus.down = False
     relay_.run_once()
     assert sent(nimbus) == [[("t-1", 6700, 2.0)]]
+
+
+def test_stopping_closes_the_client_and_does_not_wait_past_its_timeout_for_a_stuck_nimbus(relay: Any) -> None:
+    """The supervisor's shutdown is bounded: a Nimbus that never answers keeps the relay's round
+    blocked, yet ``stop(timeout)`` returns; the client is closed."""
+    relay_, nimbus, dirs, _ = relay
+    publish(dirs, "t-1", 6700, 1.0)
+    nimbus.answer = threading.Event()
+    relay_.start()
+    stopper = threading.Thread(target=relay_.stop, args=(0.2,), daemon=True)
+    try:
+        assert nimbus.entered.wait(60), "the relay's round calls Nimbus"
+        stopper.start()
+        wait_for(lambda: not stopper.is_alive(), 60, "stop returns while the call is stuck")
+        assert nimbus.closed and nimbus.calls == []
+    finally:
+        nimbus.answer.set()
+        relay_.service.stop(60)
+        stopper.join(60)

@@ -14,7 +14,7 @@ import pytest
 from stormpy.cluster import StormBase, WorkerHeartbeat
 from stormpy.testing import wait_for
 from stormpy.topology._event_log import RECENT_EVENTS, event_doc, sampling_pct
-from stormpy.worker.event_logger import RECENT_CHARS, EventLogger
+from stormpy.worker.event_logger import PENDING_LIMIT, RECENT_CHARS, EventLogger
 
 
 class Instance:
@@ -184,3 +184,77 @@ def test_a_zero_cap_never_rotates(tmp_path: Path) -> None:
         logger.stop()
     assert [f.name for f in tmp_path.iterdir()] == [path.name]
     assert len(path.read_text().splitlines()) == 30
+
+
+class Recording:
+    """A component whose four collector methods record exactly what they were called with and
+    answer a value of their own."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        for name in ("emit", "emit_direct", "emit_many", "emit_batch"):
+            setattr(self, name, self._method(name))
+
+    def _method(self, name: str) -> Any:
+        def method(*args: Any) -> Any:
+            self.calls.append((name, args))
+            return f"{name}-result"
+        return method
+
+
+@pytest.mark.parametrize("spout", [True, False], ids=["spout", "bolt"])
+def test_every_wrapped_method_passes_its_call_through_and_samples_each_tuple(tmp_path: Path,
+                                                                            spout: bool) -> None:
+    """Sampling at 100% changes nothing a component sees: each collector method gets exactly its
+    arguments (by position or by the collector's own keyword names) and its answer comes back;
+    every tuple emitted is sampled with its stream and, for a spout, its message id."""
+    runner = Runner("words" if spout else "split", 4, spout=spout)
+    runner.instance = Recording()  # type: ignore[assignment]
+    logger = EventLogger(tmp_path / "events.log", "t-1")
+    logger.apply([runner], {runner.component_id: {"enable": True, "samplingpct": 100.0}})
+    inst: Any = runner.instance
+    second = "msg_id" if spout else "anchors"
+    seconds = "msg_ids" if spout else "anchors"
+    ids = ["m-1", "m-2"] if spout else ["anchor"]
+    assert inst.emit(["a"]) == "emit-result"
+    assert inst.emit(["b"], **{second: "m-0" if spout else ["anchor"]}, stream="s1") == "emit-result"
+    assert inst.emit_direct(7, ["c"]) == "emit_direct-result"
+    assert inst.emit_direct(8, ["d"], **{second: "m-3" if spout else ["anchor"]}, stream="s2") \
+        == "emit_direct-result"
+    assert inst.emit_many((v for v in (["e"], ["f"])), **{seconds: ids if spout else ["anchor"]},
+                          stream="s3") == "emit_many-result"
+    assert inst.emit_batch([["g"]]) == "emit_batch-result"
+    anchor = None if spout else ["anchor"]
+    assert inst.calls == [
+        ("emit", (["a"], None, "default")),
+        ("emit", (["b"], "m-0" if spout else anchor, "s1")),
+        ("emit_direct", (7, ["c"], None, "default")),
+        ("emit_direct", (8, ["d"], "m-3" if spout else anchor, "s2")),
+        ("emit_many", ([["e"], ["f"]], ids if spout else anchor, "s3")),
+        ("emit_batch", ([["g"]], None, "default")),
+    ]
+    logger.stop()  # writes what is pending
+    sampled = [(e["component"], e["task"], e["stream"], e["values"], e["message_id"])
+               for e in logger.recent()]
+    ids_of = (lambda i: i) if spout else (lambda i: None)
+    c = runner.component_id
+    assert sampled == [(c, 4, "default", ["a"], None), (c, 4, "s1", ["b"], ids_of("m-0")),
+                       (c, 4, "default", ["c"], None), (c, 4, "s2", ["d"], ids_of("m-3")),
+                       (c, 4, "s3", ["e"], ids_of("m-1")), (c, 4, "s3", ["f"], ids_of("m-2")),
+                       (c, 4, "default", ["g"], None)]
+    assert logger.written == 7 and logger.sampling == {4: 100.0}
+
+
+def test_a_logger_that_falls_behind_keeps_the_newest_and_counts_the_dropped(tmp_path: Path) -> None:
+    logger = EventLogger(tmp_path / "events.log", "t-1")  # no thread: nothing drains until stop
+    spout = Runner("words", 1, spout=True)
+    logger.apply([spout], {"words": {"enable": True, "samplingpct": 100.0}})
+    assert logger.dropped == 0
+    for i in range(PENDING_LIMIT + 5):
+        spout.instance.emit([i])
+    logger.stop()
+    lines = (tmp_path / "events.log").read_text().splitlines()
+    assert len(lines) == logger.written == PENDING_LIMIT and logger.dropped >= 1
+    assert json.loads(lines[0])["values"] == [5] and json.loads(lines[-1])["values"] == [PENDING_LIMIT + 4]
+    assert [e["values"] for e in logger.recent()] == [[i] for i in range(PENDING_LIMIT + 5 - RECENT_EVENTS,
+                                                                            PENDING_LIMIT + 5)]
