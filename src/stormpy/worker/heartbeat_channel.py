@@ -21,22 +21,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import msgpack
-
 from stormpy.client import NimbusClient
 from stormpy.cluster.records import WorkerHeartbeat
 from stormpy.rpc.errors import RpcError
+from stormpy.worker.heartbeats import replace_msgpack_file
 
 __all__ = ["SupervisorRelay", "write_nimbus_heartbeat"]
 
 
 def write_nimbus_heartbeat(path: str | os.PathLike[str], beat: WorkerHeartbeat) -> None:
     """Atomically replace the file at ``path`` (its directory must exist) with ``beat``."""
-    target = Path(path)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as out:
-        out.write(msgpack.packb(beat.to_doc(), use_bin_type=True))
-    os.replace(tmp, target)
+    replace_msgpack_file(path, beat.to_doc())
 
 
 class SupervisorRelay:

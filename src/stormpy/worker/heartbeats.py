@@ -27,7 +27,7 @@ from stormpy.cluster.records import WorkerHeartbeat
 from stormpy.worker.stats import GAUGES
 
 __all__ = ["HEARTBEAT_FILE", "add_base", "carried_counters", "component_stats", "process_stats",
-           "task_entries", "task_metrics", "write_local_heartbeat"]
+           "replace_msgpack_file", "task_entries", "task_metrics", "write_local_heartbeat"]
 
 
 _COUNTERS = ("transferred", "executed", "acked", "failed", "latency_sum", "latency_count")
@@ -36,16 +36,21 @@ _SAMPLED = ("execute_latency_sum", "execute_latency_count", "process_latency_sum
             "process_latency_count", "receive_queue_full")
 
 
+def replace_msgpack_file(path: str | os.PathLike[str], doc: Any) -> None:
+    """Atomically replace the file at ``path`` (its directory must exist) with ``doc`` packed by
+    msgpack: a reader sees the old file or the new one, never a partial one."""
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as out:
+        out.write(msgpack.packb(doc, use_bin_type=True))
+    os.replace(tmp, target)
+
+
 def write_local_heartbeat(path: str | os.PathLike[str], *, time: float, pid: int, topology_id: str,
                           port: int, executors: Sequence[tuple[int, int]]) -> None:
     """Atomically replace the local heartbeat file at ``path`` (its directory must exist)."""
-    target = Path(path)
-    tmp = target.with_name(f".{target.name}.{pid}.tmp")
-    data = msgpack.packb({"time": time, "pid": pid, "topology_id": topology_id, "port": port,
-                          "executors": [list(e) for e in executors]}, use_bin_type=True)
-    with open(tmp, "wb") as out:
-        out.write(data)
-    os.replace(tmp, target)
+    replace_msgpack_file(path, {"time": time, "pid": pid, "topology_id": topology_id, "port": port,
+                                "executors": [list(e) for e in executors]})
 
 
 def component_stats(task_docs: Iterable[dict[str, Any]]) -> dict[str, dict[str, float]]:
