@@ -7,7 +7,10 @@ Contract: :func:`kill_a_worker_mid_stream` waits for the first ``first`` acked i
 ``FLOWING`` more (acks flowing right before the kill), kills with SIGKILL a worker that runs one
 of ``tasks`` but not the spout (the test fails when every such task shares the spout's worker),
 then waits for progress after the kill and for all ``n`` ids to be acked, and kills the
-topology, checking that its workers and its ZooKeeper state are gone."""
+topology, checking that its workers and its ZooKeeper state are gone. With ``until_a_fail``
+it kills again (at most ``MAX_KILLS`` times) while no id has failed ``fail_within`` seconds
+after a kill: on a loaded machine a stalled worker can be killed holding nothing (tuples queued
+for it wait in their sender and reach its restarted successor), so that kill tests nothing."""
 
 from __future__ import annotations
 
@@ -20,10 +23,14 @@ from typing import Any
 
 from cluster_kit import kill_and_check_gone, task_port, wait_for, worker_pids_by_port
 
+from stormpy.testing import WaitTimeout
 from stormpy.testing._cluster import ProcessCluster
 
 #: acks seen just before the kill, so it lands while the stream flows
 FLOWING = 10
+
+#: kills at most, with ``until_a_fail``
+MAX_KILLS = 3
 
 #: the folder bundled for the topologies (statecount, wincount, joinpairs and their spout)
 TOPOLOGIES = Path(__file__).resolve().parent / "durable_topologies"
@@ -55,10 +62,24 @@ def failed_ids(db: Path) -> Counter[int]:
 
 def kill_a_worker_mid_stream(cluster: ProcessCluster, name: str, topology_id: str, *,
                              tasks: list[int], spout_task: int, db: Path, n: int, first: int,
-                             what: str) -> None:
+                             what: str, until_a_fail: bool = False,
+                             fail_within: float = 30) -> None:
     """Kill the worker of one of ``tasks`` (not the spout's) once ``first`` of ``what`` are
-    acked; return when all ``n`` are acked and the topology is gone."""
+    acked (again while no id failed, with ``until_a_fail``); return when all ``n`` are acked and
+    the topology is gone."""
     wait_for(lambda: acked(db) > first, 90, f"the first {what}", cluster)
+    for _kill in range(MAX_KILLS if until_a_fail else 1):
+        _kill_while_flowing(cluster, topology_id, tasks=tasks, spout_task=spout_task, db=db, n=n,
+                            what=what)
+        if not until_a_fail or _a_fail_within(db, n, fail_within):
+            break
+    wait_for(lambda: acked(db) >= n, 180, f"all {n} {what} acked", cluster)
+    kill_and_check_gone(cluster, name, topology_id)
+
+
+def _kill_while_flowing(cluster: ProcessCluster, topology_id: str, *, tasks: list[int],
+                        spout_task: int, db: Path, n: int, what: str) -> None:
+    """One kill of a worker of ``tasks`` while acks flow, and progress after it."""
     # kill while acks flow: a worker stalled by a loaded machine holds the stream back upstream
     # (queued for the target, which then holds nothing), and the kill would lose nothing
     flowing = acked(db)
@@ -71,8 +92,15 @@ def kill_a_worker_mid_stream(cluster: ProcessCluster, name: str, topology_id: st
              f"a worker of tasks {tasks} (not the spout's) killed", cluster)
     wait_for(lambda: acked(db) > progress + 100 or acked(db) >= n, 120,
              "progress after the kill", cluster)
-    wait_for(lambda: acked(db) >= n, 180, f"all {n} {what} acked", cluster)
-    kill_and_check_gone(cluster, name, topology_id)
+
+
+def _a_fail_within(db: Path, n: int, secs: float) -> bool:
+    """Whether an id fails within ``secs`` (False at once when all ``n`` are acked)."""
+    try:
+        wait_for(lambda: failed_ids(db) or acked(db) >= n, secs, "an id to fail")
+    except WaitTimeout:
+        return False
+    return bool(failed_ids(db))
 
 
 def _kill_target(cluster: ProcessCluster, topology_id: str, tasks: list[int],

@@ -28,7 +28,7 @@ WINDOWS_PER_PAIR = 2  # a 1 s window sliding by 0.5 s holds a pair of halves in 
 
 
 def test_kill9_join_worker_loses_no_row(cluster: ProcessCluster, tmp_path: Path) -> None:
-    n = 1500
+    n = 4000  # about 25 s at the sink: room for another kill when one lost nothing
     spout_db, sink_db = tmp_path / "spout.sqlite", tmp_path / "sink.sqlite"
     # a sink slower than the join's output: rows queue up at it, also on an idle machine, so
     # killing its worker loses rows whose inputs already left their windows
@@ -40,7 +40,7 @@ def test_kill9_join_worker_loses_no_row(cluster: ProcessCluster, tmp_path: Path)
     layout = compute_layout(spec, conf)
     kill_a_worker_mid_stream(cluster, "joinpairs", tid, tasks=layout.component_tasks["join"],
                              spout_task=layout.component_tasks["records"][0], db=spout_db, n=n,
-                             first=100, what="records")
+                             first=100, what="records", until_a_fail=True)
 
     rows = query(sink_db, "SELECT id, name, amount FROM rows")
     assert all(name == f"user{i}" and amount == i * 10 for i, name, amount in rows), \
