@@ -24,11 +24,18 @@ from stormpy.topology._tuple import DEFAULT_STREAM
 ComponentSource = Any  # a Component subclass, or an object with component_class/component_kwargs
 
 
-def _resolve(component: ComponentSource, kwargs: Mapping[str, Any] | None,
-             base: type, cid: str) -> tuple[type[Component], dict[str, Any]]:
-    """Accept a class (plus kwargs) or a handle exposing ``component_class``/``component_kwargs``
-    (how the testing kit's feeder spouts and capture bolts are passed). A class defined inside a
-    function is accepted for in-process runs; a cluster refuses it (see ``topology.imports``)."""
+def resolve_component(component: Any, kwargs: Mapping[str, Any] | None, cid: str, *,
+                      what: str = "component", base: type | None = None,
+                      module_level: bool = False) -> tuple[type, dict[str, Any]]:
+    """The class and constructor arguments of a component as a builder receives it: a class
+    (plus ``kwargs``) or a handle exposing ``component_class``/``component_kwargs`` (how the
+    testing kit's feeder spouts and capture bolts are passed), never an instance.
+
+    Contract: raises :class:`InvalidTopologyError` naming ``what`` and ``cid`` for an instance,
+    for a class that is not a subclass of ``base`` (when given), and, with ``module_level``, for
+    a class defined inside a function (workers import component classes by path). A class
+    defined inside a function is otherwise accepted for in-process runs; a cluster refuses it
+    (see ``topology.imports``)."""
     cls: Any
     if isinstance(component, type):
         cls, kw = component, dict(kwargs or {})
@@ -36,12 +43,17 @@ def _resolve(component: ComponentSource, kwargs: Mapping[str, Any] | None,
         cls = component.component_class
         kw = {**component.component_kwargs, **(kwargs or {})}
     else:
+        kind = f"{base.__name__} " if base is not None else ""
         raise InvalidTopologyError(
-            f"component {cid!r}: pass the {base.__name__} class and its constructor arguments as "
-            f"kwargs={{...}}, not an instance ({component!r})")
-    if not (isinstance(cls, type) and issubclass(cls, base)):
-        raise InvalidTopologyError(f"component {cid!r}: {cls!r} is not a {base.__name__} subclass")
-    return cast(type[Component], cls), kw
+            f"{what} {cid!r}: pass the {kind}class and its constructor arguments as "
+            f"kwargs={{...}}, not an instance ({component!r:.80})")
+    if base is not None and not (isinstance(cls, type) and issubclass(cls, base)):
+        raise InvalidTopologyError(f"{what} {cid!r}: {cls!r} is not a {base.__name__} subclass")
+    if module_level and "<locals>" in cls.__qualname__:
+        raise InvalidTopologyError(
+            f"{what} {cid!r}: {cls.__qualname__} is defined inside a function; workers import "
+            "component classes by path, so define it at module level")
+    return cls, kw
 
 
 class ComponentDeclarer:
@@ -156,7 +168,8 @@ class TopologyBuilder:
             raise InvalidTopologyError(f"component id must be a non-empty string, got {cid!r}")
         if cid in self._components:
             raise InvalidTopologyError(f"duplicate component id {cid!r}")
-        cls, kw = _resolve(component, kwargs, base, cid)
+        resolved, kw = resolve_component(component, kwargs, cid, base=base)
+        cls = cast(type[Component], resolved)
         try:
             streams = cls.declare_outputs(kw)
         except ValueError as exc:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from stormpy.topology._builder import BoltDeclarer, TopologyBuilder
+from stormpy.topology._builder import BoltDeclarer, TopologyBuilder, resolve_component
 from stormpy.topology._component import BasicBolt
 from stormpy.topology._errors import InvalidTopologyError
 from stormpy.topology._grouping import ALL, DIRECT, Grouping
@@ -31,24 +31,6 @@ from stormpy.transactional._streams import (
 )
 
 
-def _resolve(what: str, cid: str, component: Any,
-             kwargs: Mapping[str, Any] | None) -> tuple[type, dict[str, Any]]:
-    if isinstance(component, type):
-        cls, kw = component, dict(kwargs or {})
-    elif hasattr(component, "component_class"):
-        cls = component.component_class
-        kw = {**component.component_kwargs, **(kwargs or {})}
-    else:
-        raise InvalidTopologyError(
-            f"{what} {cid!r}: pass the class and its constructor arguments as kwargs={{...}}, not "
-            f"an instance ({component!r:.80})")
-    if "<locals>" in cls.__qualname__:
-        raise InvalidTopologyError(
-            f"{what} {cid!r}: {cls.__qualname__} is defined inside a function; workers import "
-            "component classes by path, so define it at module level")
-    return cls, kw
-
-
 class TransactionalTopologyBuilder:
     """``TransactionalTopologyBuilder(id, spout_id, spout, spout_parallelism)``; ``id`` names the
     transactional state in ZooKeeper (keep it when redeploying to continue where it stopped)."""
@@ -58,7 +40,7 @@ class TransactionalTopologyBuilder:
         if not isinstance(id, str) or not id or "/" in id:
             raise InvalidTopologyError(f"transactional id must be a non-empty string without '/', "
                                        f"got {id!r}")
-        cls, kw = _resolve("spout", spout_id, spout, kwargs)
+        cls, kw = resolve_component(spout, kwargs, spout_id, what="spout", module_level=True)
         if not (isinstance(cls, type) and issubclass(cls, SPOUT_TYPES)):
             raise InvalidTopologyError(
                 f"spout {spout_id!r}: {cls!r} is not a transactional spout; batch bolts can only be "
@@ -88,7 +70,7 @@ class TransactionalTopologyBuilder:
         declarer (every grouping) to the spout id or other bolts of this builder."""
         if id in self._roles or id == self.coordinator_id:
             raise InvalidTopologyError(f"duplicate component id {id!r}")
-        cls, kw = _resolve("bolt", id, bolt, kwargs)
+        cls, kw = resolve_component(bolt, kwargs, id, what="bolt", module_level=True)
         if isinstance(cls, type) and issubclass(cls, BatchBolt):
             role = BATCH
             committer = bool(committer or cls.committer)
