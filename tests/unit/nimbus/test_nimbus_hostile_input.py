@@ -26,18 +26,6 @@ from wordcount import build
 
 
 @pytest.fixture
-def dirs(tmp_path: Path) -> NimbusDirs:
-    d = NimbusDirs(tmp_path / "local")
-    d.ensure()
-    return d
-
-
-@pytest.fixture
-def clock() -> SimClock:
-    return SimClock()
-
-
-@pytest.fixture
 def uploads(dirs: NimbusDirs, clock: SimClock) -> UploadManager:
     return UploadManager(dirs, max_bundle_bytes=2_000_000, expiration_secs=600, chunk_size=100_000,
                          clock=clock, max_sessions=4, max_sessions_per_client=2, idle_secs=30)

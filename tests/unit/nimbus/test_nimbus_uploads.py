@@ -19,18 +19,6 @@ from stormpy.rpc.errors import NotFoundError, UploadError
 
 
 @pytest.fixture
-def clock() -> SimClock:
-    return SimClock()
-
-
-@pytest.fixture
-def dirs(tmp_path: Path) -> NimbusDirs:
-    d = NimbusDirs(tmp_path / "local")
-    d.ensure()
-    return d
-
-
-@pytest.fixture
 def manager(dirs: NimbusDirs, clock: SimClock) -> UploadManager:
     return UploadManager(dirs, max_bundle_bytes=200_000, expiration_secs=60, chunk_size=1000, clock=clock)
 

@@ -18,18 +18,6 @@ from stormpy.rpc.errors import UploadError
 
 
 @pytest.fixture
-def clock() -> SimClock:
-    return SimClock()
-
-
-@pytest.fixture
-def dirs(tmp_path: Path) -> NimbusDirs:
-    d = NimbusDirs(tmp_path / "local")
-    d.ensure()
-    return d
-
-
-@pytest.fixture
 def manager(dirs: NimbusDirs, clock: SimClock) -> UploadManager:
     """The defaults for the session caps (64 in all, 8 per client)."""
     return UploadManager(dirs, max_bundle_bytes=LIMIT, expiration_secs=EXPIRY, chunk_size=1000,

@@ -19,18 +19,6 @@ EXPIRY = 60
 
 
 @pytest.fixture
-def clock() -> SimClock:
-    return SimClock()
-
-
-@pytest.fixture
-def dirs(tmp_path: Path) -> NimbusDirs:
-    d = NimbusDirs(tmp_path / "local")
-    d.ensure()
-    return d
-
-
-@pytest.fixture
 def manager(dirs: NimbusDirs, clock: SimClock) -> UploadManager:
     return UploadManager(dirs, max_bundle_bytes=LIMIT, expiration_secs=EXPIRY, chunk_size=1000,
                          clock=clock)
