@@ -112,26 +112,26 @@ def edge_shapes(vis: Mapping[str, Mapping[str, Any]],
         pairs.setdefault(frozenset(edge[:2]), []).append(edge)
     shapes = []
     for group in pairs.values():
-        group.sort(key=lambda e: (e[0], e[1], str(e[3][":stream"])))
-        forward = [e for e in group if e[0] != e[1] and pos[e[1]][0] > pos[e[0]][0]]
+        group.sort(key=lambda e: (e[0], e[1], str(e[3][":stream"]), e[2]))
+        lanes: dict[str, int] = {"loop": 0, "forward": 0, "back": 0}
+        n_forward = sum(1 for s, t, _, _ in group if s != t and pos[t][0] > pos[s][0])
         for source, target, i, inp in group:
             (sx, sy), (tx, ty) = pos[source], pos[target]
             n_inputs = len(vis[target].get(":inputs", []))
-            if source == target:  # a loop below the box, deeper for each further stream
-                k = group.index((source, target, i, inp))
+            kind = "loop" if source == target else "forward" if tx > sx else "back"
+            k = lanes[kind]
+            lanes[kind] += 1
+            if kind == "loop":  # below the box, deeper for each further stream
                 depth = _LOOP + k * LANE / 0.75
                 x0, y0 = sx + _W / 2, sy + _H
                 path = (f"M {x0 - 22:.1f} {y0:.1f} C {x0 - 22 - depth * 0.6:.1f} {y0 + depth:.1f} "
                         f"{x0 + 22 + depth * 0.6:.1f} {y0 + depth:.1f} {x0 + 22:.1f} {y0:.1f}")
                 mx, my = x0, y0 + 0.75 * depth
-            elif (source, target, i, inp) in forward:
-                k = forward.index((source, target, i, inp))
-                offset = (k - (len(forward) - 1) / 2) * LANE
+            elif kind == "forward":  # lanes on both sides of the straight line
+                offset = (k - (n_forward - 1) / 2) * LANE
                 y2 = ty + _H / 2 + (i - (n_inputs - 1) / 2) * 8
                 path, mx, my = _bend(sx + _W, sy + _H / 2, tx, y2, offset)
             else:  # a back edge: from below the source to below the target, bending down
-                back = [e for e in group if e[0] != e[1] and e not in forward]
-                k = back.index((source, target, i, inp))
                 shift = (i - (n_inputs - 1) / 2) * 8
                 path, mx, my = _bend(sx + _W / 2, sy + _H, tx + _W / 2 + shift, ty + _H,
                                      _BACK + k * LANE, down=True)
