@@ -7,6 +7,7 @@ connectors live in subpackages.
 from typing import Any
 
 from stormpy import _native  # noqa: F401 - first: picks compiled or source tuple-path modules
+from stormpy._public import publish
 from stormpy.topology import (
     DEFAULT_STREAM,
     BasicBolt,
@@ -51,3 +52,5 @@ __all__ = [
     "DEFAULT_STREAM", "EmitError", "FailedException", "Fields", "Grouping", "InvalidTopologyError",
     "Spout", "Stream", "TopologyBuilder", "TopologyContext", "TopologySpec", "Tuple", "__version__",
 ]
+
+publish(__name__, globals())

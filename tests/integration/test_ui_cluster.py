@@ -72,8 +72,10 @@ def test_every_get_path_answers_with_storms_fields(wordcount: Topology) -> None:
     topo = get(c, "/api/v1/topology/summary")["topologies"][0]
     assert topo["id"] == tid and topo["name"] == "wordcount" and topo["status"] == "ACTIVE"
     listed = c.client().cluster_info()["topologies"][0]  # what `stormpy list` prints
-    assert topo["tasksTotal"] == 6 and topo["workersTotal"] == 2 == listed["num_workers"]
-    assert topo["executorsTotal"] == listed["num_executors"]  # ackers included, as in Storm
+    assert topo["workersTotal"] == 2 == listed["num_workers"]
+    # ackers included, as in Storm: the user's 6 tasks and one acker per worker
+    assert topo["executorsTotal"] == listed["num_executors"]
+    assert topo["tasksTotal"] == listed["num_tasks"] == 6 + 2
     assert {"uptime", "uptimeSeconds", "owner"} <= set(topo)
 
     for window in WINDOWS:

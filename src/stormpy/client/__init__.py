@@ -14,6 +14,7 @@ A shared service: it imports rpc, bundle, config, cluster, host and the topology
 never a daemon; the daemons, local mode, the UI and the CLI import it.
 """
 
+from stormpy._public import publish
 from stormpy.client._addresses import CONNECT_TIMEOUT_SECS, parse_address, seed_addresses
 from stormpy.client._leader import find_leader, leader_first
 from stormpy.client._nimbus import NimbusClient
@@ -33,3 +34,5 @@ __all__ = [
     "seed_addresses",
     "upload_bundle",
 ]
+
+publish(__name__, globals())

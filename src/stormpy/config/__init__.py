@@ -26,6 +26,7 @@ from typing import Any
 
 import yaml
 
+from stormpy._public import publish
 from stormpy.config.errors import ConfigError, SettingError
 from stormpy.config.keys import CORE_KEYS, ConfigKey
 
@@ -308,3 +309,5 @@ def merged(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
         if layer:
             conf.update(layer)
     return conf
+
+publish(__name__, globals())

@@ -134,7 +134,7 @@ CORE_KEYS: tuple[ConfigKey, ...] = (
               Flag()),
     ConfigKey("topology.auto.task.hooks", None,
               "TaskHook class paths built once per task of every user component "
-              "(stormpy.topology._hooks); may be set per component.",
+              "(subclasses of stormpy.topology.TaskHook); may be set per component.",
               ListOf(IMPORT_PATH)),
     ConfigKey("topology.max.error.report.per.interval", 5,
               "Errors a task reports to ZooKeeper per throttle interval.",
@@ -144,7 +144,7 @@ CORE_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("topology.metrics.consumer.register", None,
               "Metrics consumers: a list of {class: 'module:Class', argument, parallelism.hint}; "
               "each worker runs one of each and hands it its tasks' data points "
-              "(stormpy.topology._metrics_consumer).",
+              "(stormpy.topology.IMetricsConsumer).",
               Custom(metrics_consumers, "a list of maps {class: 'module:Class', argument, "
                                         "parallelism.hint: integer >= 1}")),
     ConfigKey("topology.builtin.metrics.bucket.size.secs", 60,

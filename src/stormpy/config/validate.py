@@ -7,10 +7,12 @@ Contract:
   ``submit_topology`` (:func:`stormpy.nimbus.submission.prepare_submission`) and the submitting
   client (before it uploads). It checks every key of the table (:mod:`stormpy.config.keys`) that
   the topology's config or a component's own config sets against the key's type, then the rules
-  between keys (a window's needs against ``topology.message.timeout.secs`` and
-  ``topology.max.spout.pending``), and returns the warnings (plain sentences) for what runs but
-  probably not as meant. Any problem is one :class:`~stormpy.config.errors.SettingError` naming
-  the key (and the component when the value is a component's), the value and what was expected.
+  between keys (``topology.state.provider`` with its ``topology.state.provider.config``:
+  :func:`stormpy.config.state.check_state_provider`; a window's needs against
+  ``topology.message.timeout.secs`` and ``topology.max.spout.pending``), and returns the
+  warnings (plain sentences) for what runs but probably not as meant. Any problem is one
+  :class:`~stormpy.config.errors.SettingError` naming the key (and the component when the value
+  is a component's), the value and what was expected.
 * :func:`~stormpy.config.check_values` checks the known keys of any config (a daemon's ``stormpy.yaml`` and
   ``-c`` overrides, through :func:`stormpy.config.load_config`).
 * Nothing is clamped or converted: a value that passes is used as written, and runtime code
@@ -33,6 +35,7 @@ from typing import Any, Protocol
 
 from stormpy.config import CORE_PREFIXES, DEFAULTS, KEYS, check_value, check_values, setting
 from stormpy.config.errors import SettingError
+from stormpy.config.state import check_state_provider
 
 __all__ = ["SUBMIT_WARNINGS_KEY", "WARNING_LOG_EXTRA", "ComponentSettings", "check_topology_config",
            "check_value", "check_values"]
@@ -77,6 +80,9 @@ def check_topology_config(conf: Mapping[str, Any], components: Mapping[str, Comp
     for cid, comp in sorted(components.items()):
         check_values(comp.config, cid)
     effective = dict(conf) if cluster_conf is None else {**DEFAULTS, **cluster_conf, **conf}
+    # the state provider and its config, as the workers will read them (the table's defaults
+    # for what neither side sets: a client does not know the cluster's ZooKeeper servers)
+    check_state_provider({**DEFAULTS, **effective})
     warnings += _window_rules(effective, components)
     return warnings
 

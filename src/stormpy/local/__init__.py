@@ -9,6 +9,7 @@ the public test kit :mod:`stormpy.testing` re-exports :class:`LocalCluster`. How
 are found and ended (the process table, SIGTERM then SIGKILL) is internal.
 """
 
+from stormpy._public import publish
 from stormpy.local._cluster import LocalCluster, TopologyNotFound
 from stormpy.local._dev_kafka import start_broker
 from stormpy.local._kafka_broker import KafkaBroker
@@ -18,3 +19,5 @@ from stormpy.local._spark_cluster import SparkStandalone
 
 __all__ = ["KafkaBroker", "LocalCluster", "ProcessCluster", "RedisServer", "SparkStandalone",
            "TopologyNotFound", "start_broker"]
+
+publish(__name__, globals())

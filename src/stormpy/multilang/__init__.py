@@ -5,6 +5,7 @@ Built on the public topology API and its documented seams only (the off-loop sea
 ``call_soon_threadsafe`` hands subprocess output back to the executor loop).
 """
 
+from stormpy._public import publish
 from stormpy.multilang._pystorm_spec import PystormComponent, pystorm_component
 from stormpy.multilang._serializers import JsonCodec, MsgpackCodec, codec_named
 from stormpy.multilang._shell import ShellComponentError
@@ -13,3 +14,5 @@ from stormpy.multilang._shell_spout import ShellSpout
 
 __all__ = ["JsonCodec", "MsgpackCodec", "PystormComponent", "ShellBolt", "ShellComponentError",
            "ShellSpout", "codec_named", "pystorm_component"]
+
+publish(__name__, globals())

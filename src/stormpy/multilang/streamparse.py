@@ -38,6 +38,7 @@ except ImportError as exc:  # pragma: no cover - the extra is installed in tests
     raise ImportError("stormpy.multilang.streamparse needs the pystorm package: pip install "
                       "'stormpy[multilang]'") from exc
 
+from stormpy._public import publish
 from stormpy.multilang._pystorm_spec import pystorm_component
 from stormpy.topology._builder import BoltDeclarer, TopologyBuilder
 from stormpy.topology._spec import TopologySpec
@@ -229,3 +230,5 @@ def _subscribe(declarer: BoltDeclarer, source: str, stream: str, grouping: Strea
         declarer.fields_grouping(source, list(grouping.fields), stream)
     else:
         getattr(declarer, f"{grouping.kind}_grouping")(source, stream)
+
+publish(__name__, globals())

@@ -128,13 +128,17 @@ def topology_summary(base: StormBase, assignment: Assignment | None, now: float,
                      degraded: str | None = None, exits: SlotExits | None = None) -> dict[str, Any]:
     """One topology's summary; ``degraded`` is why it cannot be (re)scheduled (None when it can),
     to which workers that keep exiting are added (``exits``: :func:`slot_exits`);
-    ``worker_restarts`` sums the restarts of its workers' slots."""
+    ``worker_restarts`` sums the restarts of its workers' slots. ``num_executors`` and
+    ``num_tasks`` count what the assignment runs, system components (the ackers) included, as
+    Storm's ``TopologySummary`` does (0 while nothing is assigned)."""
     workers = assignment.workers() if assignment is not None else {}
     exits = exits or {}
     degraded = "; ".join(r for r in (degraded, crash_loops(assignment, exits)) if r) or None
     return {"id": base.topology_id, "name": base.name, "status": base.status,
             "num_workers": len(workers), "requested_workers": base.num_workers,
             "num_executors": len(assignment.executors) if assignment is not None else 0,
+            "num_tasks": sum(end - start + 1 for start, end in assignment.executors)
+            if assignment is not None else 0,
             "uptime_secs": round(max(0.0, now - base.launch_time), 1), "owner": base.owner,
             "worker_restarts": sum(int(r.get("restarts") or 0) for r in exits.values()),
             "degraded": degraded}

@@ -13,6 +13,10 @@ topology with a :class:`StatefulBolt` built by ``TopologyBuilder`` gets the chec
 executors automatically; ``topology.state.provider`` picks the store (memory, sqlite, zookeeper, redis).
 See docs/windowing-state.md.
 
+The errors of every store (the contract of ``context.state_store``): :class:`StateStoreError` and
+its kinds :class:`StateKeyError`, :class:`StateValueError`, :class:`CorruptStateError` and
+:class:`StateUnavailableError` (the backing service cannot be reached in time).
+
 Renamed in this release: ``DocStore`` is :class:`Store` and ``SqliteDocStore`` is
 :class:`SqliteStore` (the old names still work); ``MemoryDocStore`` (shared by the whole process)
 is gone: memory state belongs to a :class:`MemoryBackend`; ``ZkDocStore(hosts, root)`` is
@@ -20,6 +24,7 @@ is gone: memory state belongs to a :class:`MemoryBackend`; ``ZkDocStore(hosts, r
 ``stormpy.cluster.statestore.ZkStateBackend`` is :class:`ZkBackend`.
 """
 
+from stormpy._public import publish
 from stormpy.state._api import StatefulBolt
 from stormpy.state._base import Store
 from stormpy.state._checkpoint import CHECKPOINT_COMPONENT, CHECKPOINT_STREAM, CheckpointSpout
@@ -31,6 +36,13 @@ from stormpy.state._settings import StateSettings, state_settings
 from stormpy.state._sqlite import SqliteStore
 from stormpy.state._wiring import add_checkpointing
 from stormpy.state._zookeeper import ZkBackend, ZkStore, open_zk_store
+from stormpy.topology._state import (
+    CorruptStateError,
+    StateKeyError,
+    StateStoreError,
+    StateUnavailableError,
+    StateValueError,
+)
 
 #: Earlier names (see the module doc).
 DocStore = Store
@@ -38,8 +50,11 @@ SqliteDocStore = SqliteStore
 
 # the executors that run stateful bolts (stormpy.state._bolt) are internal: add_checkpointing
 # wires them in
-__all__ = ["CHECKPOINT_COMPONENT", "CHECKPOINT_STREAM", "CheckpointSpout", "DocStore",
-           "KeyValueState", "MemoryBackend", "MemoryStore", "RedisConfig", "RedisStore",
-           "SqliteDocStore", "SqliteStore", "StateSettings", "StatefulBolt", "Store", "ZkBackend",
+__all__ = ["CHECKPOINT_COMPONENT", "CHECKPOINT_STREAM", "CheckpointSpout", "CorruptStateError",
+           "DocStore", "KeyValueState", "MemoryBackend", "MemoryStore", "RedisConfig", "RedisStore",
+           "SqliteDocStore", "SqliteStore", "StateKeyError", "StateSettings", "StateStoreError",
+           "StateUnavailableError", "StateValueError", "StatefulBolt", "Store", "ZkBackend",
            "ZkStore", "add_checkpointing", "open_redis_store", "open_store", "open_zk_store",
            "redis_config", "state_settings"]
+
+publish(__name__, globals())

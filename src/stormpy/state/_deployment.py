@@ -30,7 +30,7 @@ def host_local_state_warning(name: str, spec: TopologySpec, conf: Mapping[str, A
     try:
         provider = state_settings(conf).provider
     except SettingError:
-        return None  # refused when the tasks open their stores, naming the setting
+        return None  # refused by the submit check, naming the setting
     if provider not in HOST_LOCAL_PROVIDERS:
         return None
     where = ("in the worker process's memory" if provider == "memory"

@@ -33,11 +33,17 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from stormpy.cluster.paths import decode_segment, encode_segment
 from stormpy.config import SettingError
+from stormpy.config.state import (
+    DEFAULT_PREFIX,
+    DEFAULT_TIMEOUT_MS,
+    REDIS_CONFIG_ENTRIES,
+    RedisConfig,
+    redis_config,
+)
 from stormpy.host.service import Service
 from stormpy.state._base import (
     MAX_UPDATE_ROUNDS,
@@ -54,16 +60,14 @@ from stormpy.topology._state import (
     encode_state,
 )
 
-__all__ = ["DEFAULT_PREFIX", "PIPELINE_BATCH", "WATCH_POLL_SECS", "RedisConfig", "RedisStore",
-           "open_redis_store", "redis_config"]
+__all__ = ["DEFAULT_PREFIX", "DEFAULT_TIMEOUT_MS", "PIPELINE_BATCH", "REDIS_CONFIG_ENTRIES",
+           "WATCH_POLL_SECS", "RedisConfig", "RedisStore", "open_redis_store", "redis_config"]
 
 T = TypeVar("T")
 
 #: a segment whose percent-encoding (encode_segment) only turns "=" into "%3D"
 _PLAIN = re.compile(r"[A-Za-z0-9_.~=-]+")
 
-#: the key prefix when the provider config names none
-DEFAULT_PREFIX = "stormpy"
 #: how many keys ``write_batch`` sends per round trip
 PIPELINE_BATCH = 10_000
 #: how many fields one ``HSET`` of ``write_batch`` sets
@@ -72,8 +76,6 @@ HSET_FIELDS = 500
 RETRIES = 2
 #: how often a watched key is read (seconds)
 WATCH_POLL_SECS = 1.0
-#: Jedis's default timeout (ms), used when ``jedisPoolConfig`` names none
-DEFAULT_TIMEOUT_MS = 2000
 INSTALL_HINT = "pip install 'stormpy[redis]' (redis-py with hiredis)"
 
 # Delete nodes with their descendants: ARGV holds (parent hash, field) pairs; returns, per pair,
@@ -97,68 +99,6 @@ for i = 1, #ARGV, 2 do
 end
 return result
 """
-
-
-#: The entries of a Redis provider config: stormpy's, and Storm's (its serialisation entries are
-#: accepted for configs written for Storm and ignored: keys and values are msgpack here)
-PROVIDER_CONFIG_ENTRIES = frozenset({"jedisPoolConfig", "jedisClusterConfig", "keyPrefix",
-                                     "keyClass", "valueClass", "keySerializerClass",
-                                     "valueSerializerClass"})
-
-
-@dataclass(frozen=True)
-class RedisConfig:
-    """Where the Redis backend connects (Storm's ``jedisPoolConfig``) and its key prefix."""
-
-    host: str = "127.0.0.1"
-    port: int = 6379
-    timeout_ms: int = DEFAULT_TIMEOUT_MS
-    password: str | None = None
-    database: int = 0
-    prefix: str = DEFAULT_PREFIX
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
-
-
-def redis_config(config: Mapping[str, Any], setting: str = "topology.state.provider.config"
-                 ) -> RedisConfig:
-    """The Redis settings of a provider config in Storm's shape, ``{"jedisPoolConfig": {"host",
-    "port", "timeout", "password", "database"}, "keyPrefix": ...}``; SettingError naming
-    ``setting`` and the entry when one is wrong (``jedisClusterConfig`` is refused: Redis Cluster
-    is not supported)."""
-    if "jedisClusterConfig" in config:
-        raise SettingError(setting, "jedisClusterConfig: Redis Cluster is not supported by the "
-                                    "redis provider; give jedisPoolConfig (one Redis server)")
-    pool = config.get("jedisPoolConfig") or {}
-    if not isinstance(pool, Mapping):
-        raise SettingError(setting, f"jedisPoolConfig must be a map, got {pool!r}")
-    unknown = sorted(set(pool) - {"host", "port", "timeout", "password", "database"})
-    if unknown:
-        raise SettingError(setting, f"jedisPoolConfig: unknown entries {unknown} (host, port, "
-                                    "timeout, password, database)")
-    host = pool.get("host", "127.0.0.1")
-    if not isinstance(host, str) or not host:
-        raise SettingError(setting, f"jedisPoolConfig.host must be a host name, got {host!r}")
-    port = pool.get("port", 6379)
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
-        raise SettingError(setting, f"jedisPoolConfig.port must be a TCP port, got {port!r}")
-    timeout = pool.get("timeout", DEFAULT_TIMEOUT_MS)
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-        raise SettingError(setting, f"jedisPoolConfig.timeout must be a positive number of ms, "
-                                    f"got {timeout!r}")
-    password = pool.get("password")
-    if password is not None and not isinstance(password, str):
-        raise SettingError(setting, "jedisPoolConfig.password must be a string")
-    database = pool.get("database", 0)
-    if isinstance(database, bool) or not isinstance(database, int) or database < 0:
-        raise SettingError(setting, f"jedisPoolConfig.database must be an index >= 0, got "
-                                    f"{database!r}")
-    prefix = config.get("keyPrefix", DEFAULT_PREFIX)
-    if not isinstance(prefix, str) or not prefix:
-        raise SettingError(setting, f"keyPrefix must be a non-empty string, got {prefix!r}")
-    return RedisConfig(host, port, int(timeout), password or None, database, prefix)
 
 
 def _redis_module() -> Any:

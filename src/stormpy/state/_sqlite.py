@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import quote
 
 from stormpy.cluster.paths import decode_segment, encode_segment
+from stormpy.config.state import DEFAULT_TABLE, TABLE_NAME_RULE, is_table_name
 from stormpy.state._base import Store, check_segments, root_or_segments
 from stormpy.topology._state import (
     CorruptStateError,
@@ -38,15 +39,6 @@ __all__ = ["DEFAULT_TABLE", "OPEN_TIMEOUT_SECS", "SqliteStore", "TABLE_NAME_RULE
 #: timeout, and the retries of the journal-mode switch)
 OPEN_TIMEOUT_SECS = 30.0
 LOCKED_RETRY_SECS = 0.01
-#: the table a store uses when none is named
-DEFAULT_TABLE = "stormpy_state"
-#: what a table name may be, for messages (checked by :func:`is_table_name`)
-TABLE_NAME_RULE = "letters, digits and '_', not starting with a digit"
-
-
-def is_table_name(name: object) -> bool:
-    """True when ``name`` is a table name a store accepts (:data:`TABLE_NAME_RULE`)."""
-    return isinstance(name, str) and name.isidentifier()
 
 
 class _Db:

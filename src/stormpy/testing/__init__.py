@@ -3,6 +3,7 @@
 bolts, tracked topologies and ack trackers, simulated time, unit-testing one component
 (test_tuple, RecordingCollector), condition waits and free ports (from :mod:`stormpy.host`)."""
 
+from stormpy._public import publish
 from stormpy.host.ports import free_port, free_ports
 from stormpy.host.waiting import WaitTimeout, stays_unchanged, wait_for
 from stormpy.local._cluster import LocalCluster, TopologyNotFound
@@ -18,3 +19,5 @@ __all__ = ["AckFailMapTracker", "AckTracker", "Capture", "CompleteResult", "Emit
            "SimulatedClock", "TopologyNotFound", "TrackedTopology", "TrackingSpout", "WaitTimeout",
            "complete_topology", "free_port", "free_ports", "simulated_time", "stays_unchanged",
            "test_tuple", "tracked_wait", "wait_for"]
+
+publish(__name__, globals())

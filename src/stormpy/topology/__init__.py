@@ -1,5 +1,6 @@
 """What users import to describe a topology: pure description, no sockets, no ZooKeeper."""
 
+from stormpy._public import publish
 from stormpy.topology._builder import BoltDeclarer, ComponentDeclarer, TopologyBuilder
 from stormpy.topology._columns import ColumnBatch
 from stormpy.topology._component import BasicBolt, Bolt, Component, CustomStreamGrouping, Spout
@@ -20,3 +21,5 @@ __all__ = [
     "IMetricsConsumer", "InvalidTopologyError", "OffLoop", "Spout", "Stream", "TaskHook",
     "TopologyBuilder", "TopologyContext", "TopologySpec", "Tuple",
 ]
+
+publish(__name__, globals())

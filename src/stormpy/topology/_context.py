@@ -20,7 +20,7 @@ from stormpy.topology.clock import Clock, current_clock
 
 log = logging.getLogger("stormpy.topology")
 
-#: what a task hook must have (stormpy.topology._hooks.TaskHook)
+#: what a task hook must have (stormpy.topology.TaskHook)
 _HOOK_METHODS = ("prepare", "cleanup", "emit", "spout_ack", "spout_fail", "bolt_execute",
                  "bolt_ack", "bolt_fail")
 
@@ -181,14 +181,14 @@ class TopologyContext:
             raise ValueError(f"metric name must be a non-empty string, got {name!r}")
 
     def add_task_hook(self, hook: Any) -> None:
-        """Register a task hook (Storm's ``addTaskHook``): a ``stormpy.topology._hooks.TaskHook``
+        """Register a task hook (Storm's ``addTaskHook``): a ``stormpy.topology.TaskHook``
         whose callbacks then see this task's emits, acks, fails and executes. Calls
         ``hook.prepare(conf, context)`` at once. Call it in ``open``/``prepare``: hooks added
         later are not called. TypeError when ``hook`` has not the TaskHook methods."""
         missing = [m for m in _HOOK_METHODS if not callable(getattr(hook, m, None))]
         if missing:
             raise TypeError(f"task hook {hook!r} lacks {missing}: subclass "
-                            "stormpy.topology._hooks.TaskHook")
+                            "stormpy.topology.TaskHook")
         hook.prepare(self.conf, self)
         self._hooks.append(hook)
 

@@ -15,6 +15,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from stormpy._public import publish
+
 __all__ = ["Clock", "SimulatedClock", "current_clock", "now", "simulated_time", "simulating",
            "sleep"]
 
@@ -164,3 +166,5 @@ def simulated_time() -> Iterator[SimulatedClock]:
         yield clock
     finally:
         leave_simulation()
+
+publish(__name__, globals())

@@ -14,6 +14,7 @@ in the memory of the LocalCluster (or worker process), and a store of the state 
 for it in tests (``stormpy.state.MemoryBackend().named_store("transactional", "tx", id)``).
 """
 
+from stormpy._public import publish
 from stormpy.transactional._api import (
     BatchBolt,
     BatchOutputCollector,
@@ -41,3 +42,5 @@ __all__ = [
     "SqliteState", "StoreUnavailable", "TRANSACTIONAL_CONFIG", "TransactionAttempt", "TransactionalSpout",
     "TransactionalState", "TransactionalTopologyBuilder", "TransactionalValue", "ZkState",
 ]
+
+publish(__name__, globals())

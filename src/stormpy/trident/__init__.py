@@ -6,6 +6,7 @@ with exactly-once state, on :mod:`stormpy.transactional` and :mod:`stormpy.state
 state, and ``build()`` returns an ordinary ``TopologySpec``. See docs/trident.md.
 """
 
+from stormpy._public import publish
 from stormpy.trident._builtin import Count, Debug, FirstN, Max, Min, Sum
 from stormpy.trident._operation import (
     Aggregator,
@@ -46,3 +47,5 @@ __all__ = [
     "StateFactory", "StateUpdater", "Stream", "Sum", "TRANSACTIONAL", "TridentCollector",
     "TridentState", "TridentTopology", "TridentTuple", "TupleCollectionGet", "read_state",
 ]
+
+publish(__name__, globals())

@@ -41,7 +41,6 @@ from stormpy.ui._stormdocs import (
     events_doc,
     executor_ranges,
     nimbus_summary,
-    spec_tasks,
     supervisor_summary,
     topology_doc,
     topology_summary,
@@ -161,15 +160,6 @@ def create_app(backend: UiBackend, *, clock: Callable[[], float] = time.time) ->
         executors = executor_ranges(info)
         return {w: tracker.figures(w, now, executors) for w in WINDOWS}
 
-    def tasks_by_topology(cluster: Mapping[str, Any]) -> dict[str, int]:
-        out = {}
-        for t in cluster.get("topologies", []):
-            try:
-                out[t["id"]] = sum(spec_tasks(backend.spec(t["id"])).values())
-            except NotFound:
-                continue
-        return out
-
     @_json_errors
     def configuration(request: Request) -> Response:
         get(request)
@@ -179,7 +169,7 @@ def create_app(backend: UiBackend, *, clock: Callable[[], float] = time.time) ->
     def cluster(request: Request) -> Response:
         get(request)
         info = backend.cluster_info()
-        return JSONResponse(cluster_summary(info, __version__, tasks_by_topology(info)))
+        return JSONResponse(cluster_summary(info, __version__))
 
     @_json_errors
     def nimbus(request: Request) -> Response:
@@ -195,7 +185,7 @@ def create_app(backend: UiBackend, *, clock: Callable[[], float] = time.time) ->
     def topologies(request: Request) -> Response:
         get(request)
         info = backend.cluster_info()
-        return JSONResponse(topology_summary(info, tasks_by_topology(info)))
+        return JSONResponse(topology_summary(info))
 
     @_json_errors
     def topology(request: Request) -> Response:

@@ -1,7 +1,13 @@
 """The topology graph as SVG, drawn on the server from the visualization document.
 
 Layout: each component sits in the column of its longest path from a spout (spouts in column 0),
-rows in name order. Every subscription is an arrow labelled ``<stream> <rate>/s``. A bolt's box
+rows in name order. Every subscription is an arrow labelled ``<stream> <rate>/s``
+(:func:`edge_shapes`): a forward edge runs from the source's right side to the target's left
+side, a back edge (a cycle, or a target not right of its source) bends below both boxes, a
+component's subscription to itself loops below its box. Edges between the same two components
+(several streams, or both directions) get lanes: each bends by its own offset, so their curves
+and labels stand apart (18 px between neighbouring labels); a label sits on its curve's middle
+over a white halo. A bolt's box
 is coloured by its capacity (green below 0.5, amber below 0.8, red from 0.8, like Storm's UI)
 when the workers report execute latencies, grey otherwise; spouts are blue. Every text is
 escaped; the SVG needs no script and no external resource.
@@ -9,13 +15,19 @@ escaped; the SVG needs no script and no external resource.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-__all__ = ["capacity_colour", "render_svg"]
+__all__ = ["EdgeShape", "capacity_colour", "edge_shapes", "node_positions", "render_svg"]
 
 _W, _H, _GAP_X, _GAP_Y, _PAD = 170, 56, 110, 36, 20
+#: distance between the labels (and curves) of edges sharing their two components
+LANE = 18.0
+#: how far below the boxes the first back edge of a pair bends; a self-loop's first depth
+_BACK, _LOOP = 24.0, 34.0
 
 
 def capacity_colour(kind: str, capacity: str | None) -> str:
@@ -44,8 +56,8 @@ def _columns(vis: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
     return column
 
 
-def render_svg(vis: Mapping[str, Mapping[str, Any]]) -> str:
-    """An ``<svg>`` element for a visualization document (``stormdocs.visualization``)."""
+def node_positions(vis: Mapping[str, Mapping[str, Any]]) -> dict[str, tuple[int, int]]:
+    """Each component's box's top-left corner (see the module doc)."""
     columns = _columns(vis)
     pos: dict[str, tuple[int, int]] = {}
     rows: dict[int, int] = {}
@@ -54,33 +66,103 @@ def render_svg(vis: Mapping[str, Mapping[str, Any]]) -> str:
         row = rows.get(col, 0)
         rows[col] = row + 1
         pos[name] = (_PAD + col * (_W + _GAP_X), _PAD + row * (_H + _GAP_Y))
-    width = _PAD * 2 + (max(columns.values(), default=0) + 1) * (_W + _GAP_X) - _GAP_X
-    height = _PAD * 2 + max(rows.values(), default=1) * (_H + _GAP_Y) - _GAP_Y
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="topology-graph" width="{width}" '
-             f'height="{height}" viewBox="0 0 {width} {height}" role="img" aria-label="topology graph">',
+    return pos
+
+
+@dataclass(frozen=True)
+class EdgeShape:
+    """One subscription as drawn: the SVG path (from source to target), its label and the
+    label's centre."""
+
+    source: str
+    target: str
+    stream: str
+    rate: float
+    path: str
+    label: str
+    label_x: float
+    label_y: float
+    bottom: float  # the lowest y the curve or its label reaches
+
+
+def _bend(x1: float, y1: float, x2: float, y2: float, offset: float, *, down: bool = False
+          ) -> tuple[str, float, float]:
+    """A quadratic curve from (x1, y1) to (x2, y2) whose middle lies ``offset`` px off the
+    straight line (to the right of its direction, or below with ``down``); (path, middle)."""
+    dx, dy = x2 - x1, y2 - y1
+    length = math.hypot(dx, dy) or 1.0
+    nx, ny = -dy / length, dx / length
+    if down and ny < 0:
+        nx, ny = -nx, -ny
+    mx, my = (x1 + x2) / 2 + nx * offset, (y1 + y2) / 2 + ny * offset
+    cx, cy = (x1 + x2) / 2 + 2 * nx * offset, (y1 + y2) / 2 + 2 * ny * offset
+    return f"M {x1:.1f} {y1:.1f} Q {cx:.1f} {cy:.1f} {x2:.1f} {y2:.1f}", mx, my
+
+
+def edge_shapes(vis: Mapping[str, Mapping[str, Any]],
+                pos: Mapping[str, tuple[int, int]]) -> list[EdgeShape]:
+    """Every subscription between drawn components, laid out as the module doc says."""
+    edges: list[tuple[str, str, int, Mapping[str, Any]]] = []
+    for name, entry in sorted(vis.items()):
+        for i, inp in enumerate(entry.get(":inputs", [])):
+            if inp[":component"] in pos:
+                edges.append((inp[":component"], name, i, inp))
+    pairs: dict[frozenset[str], list[tuple[str, str, int, Mapping[str, Any]]]] = {}
+    for edge in edges:
+        pairs.setdefault(frozenset(edge[:2]), []).append(edge)
+    shapes = []
+    for group in pairs.values():
+        group.sort(key=lambda e: (e[0], e[1], str(e[3][":stream"]), e[2]))
+        lanes: dict[str, int] = {"loop": 0, "forward": 0, "back": 0}
+        n_forward = sum(1 for s, t, _, _ in group if s != t and pos[t][0] > pos[s][0])
+        for source, target, i, inp in group:
+            (sx, sy), (tx, ty) = pos[source], pos[target]
+            n_inputs = len(vis[target].get(":inputs", []))
+            kind = "loop" if source == target else "forward" if tx > sx else "back"
+            k = lanes[kind]
+            lanes[kind] += 1
+            if kind == "loop":  # below the box, deeper for each further stream
+                depth = _LOOP + k * LANE / 0.75
+                x0, y0 = sx + _W / 2, sy + _H
+                path = (f"M {x0 - 22:.1f} {y0:.1f} C {x0 - 22 - depth * 0.6:.1f} {y0 + depth:.1f} "
+                        f"{x0 + 22 + depth * 0.6:.1f} {y0 + depth:.1f} {x0 + 22:.1f} {y0:.1f}")
+                mx, my = x0, y0 + 0.75 * depth
+            elif kind == "forward":  # lanes on both sides of the straight line
+                offset = (k - (n_forward - 1) / 2) * LANE
+                y2 = ty + _H / 2 + (i - (n_inputs - 1) / 2) * 8
+                path, mx, my = _bend(sx + _W, sy + _H / 2, tx, y2, offset)
+            else:  # a back edge: from below the source to below the target, bending down
+                shift = (i - (n_inputs - 1) / 2) * 8
+                path, mx, my = _bend(sx + _W / 2, sy + _H, tx + _W / 2 + shift, ty + _H,
+                                     _BACK + k * LANE, down=True)
+            stream = str(inp[":stream"])
+            rate = float(inp[":rate"])
+            shapes.append(EdgeShape(source, target, stream, rate, path, f"{stream} {rate:.1f}/s",
+                                    mx, my, max(my + 8, sy + _H, ty + _H)))
+    return sorted(shapes, key=lambda s: (s.target, s.source, s.stream))
+
+
+def render_svg(vis: Mapping[str, Mapping[str, Any]]) -> str:
+    """An ``<svg>`` element for a visualization document (``stormdocs.visualization``)."""
+    pos = node_positions(vis)
+    shapes = edge_shapes(vis, pos)
+    width = max((x + _W for x, _ in pos.values()), default=_W) + _PAD
+    height = max([y + _H for _, y in pos.values()] + [s.bottom for s in shapes], default=_H) + _PAD
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="topology-graph" width="{width:.0f}" '
+             f'height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" role="img" '
+             'aria-label="topology graph">',
              '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" '
              'markerHeight="8" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" '
              'fill="#475569"/></marker></defs>']
-    for name, entry in sorted(vis.items()):
-        tx, ty = pos[name]
-        for i, inp in enumerate(entry.get(":inputs", [])):
-            source = inp[":component"]
-            if source not in pos:
-                continue
-            sx, sy = pos[source]
-            x1: float = sx + _W
-            y1: float = sy + _H / 2
-            x2: float = tx
-            y2: float = ty + _H / 2 + (i - (len(entry[":inputs"]) - 1) / 2) * 8
-            if source == name or x2 <= x1:  # a loop or a back edge: go around below
-                x1, y1, x2, y2 = sx + _W / 2, sy + _H, tx + _W / 2, ty + _H
-            label = f'{inp[":stream"]} {inp[":rate"]:.1f}/s'
-            parts.append(f'<g class="edge" data-source="{escape(source)}" data-target="{escape(name)}" '
-                         f'data-stream="{escape(inp[":stream"])}" data-rate="{inp[":rate"]}">'
-                         f'<line x1="{x1:.0f}" y1="{y1:.0f}" x2="{x2:.0f}" y2="{y2:.0f}" stroke="#475569" '
-                         f'stroke-width="1.5" marker-end="url(#arrow)"/>'
-                         f'<text x="{(x1 + x2) / 2:.0f}" y="{(y1 + y2) / 2 - 6:.0f}" font-size="11" '
-                         f'text-anchor="middle" fill="#1e293b">{escape(label)}</text></g>')
+    for shape in shapes:
+        parts.append(f'<g class="edge" data-source="{escape(shape.source)}" '
+                     f'data-target="{escape(shape.target)}" data-stream="{escape(shape.stream)}" '
+                     f'data-rate="{shape.rate}"><path d="{shape.path}" fill="none" stroke="#475569" '
+                     f'stroke-width="1.5" marker-end="url(#arrow)"/>'
+                     f'<text x="{shape.label_x:.1f}" y="{shape.label_y:.1f}" font-size="11" '
+                     'text-anchor="middle" dominant-baseline="central" fill="#1e293b" '
+                     'stroke="#ffffff" stroke-width="4" stroke-linejoin="round" paint-order="stroke">'
+                     f'{escape(shape.label)}</text></g>')
     for name, entry in sorted(vis.items()):
         x, y = pos[name]
         kind = str(entry.get(":type"))

@@ -65,7 +65,11 @@ def supervisor_summary(cluster: Mapping[str, Any]) -> dict[str, Any]:
                             for s in cluster.get("supervisors", [])]}
 
 
-def _topology_row(t: Mapping[str, Any], tasks: int | None = None) -> dict[str, Any]:
+def _topology_row(t: Mapping[str, Any]) -> dict[str, Any]:
+    """A topology's summary fields (``GET /api/v1/topology/summary``, the head of the topology
+    page). ``executorsTotal`` and ``tasksTotal`` count what runs, ackers included, as Storm's UI
+    does (Nimbus's ``num_executors`` and ``num_tasks``); ``tasksTotal`` is left out when the
+    Nimbus does not send ``num_tasks`` (an older one)."""
     row = {"id": t["id"], "encodedId": t["id"], "name": t["name"], "status": t["status"].upper(),
            "uptime": duration(t["uptime_secs"]), "uptimeSeconds": int(t["uptime_secs"]),
            "workersTotal": t["num_workers"], "executorsTotal": t["num_executors"],
@@ -73,8 +77,8 @@ def _topology_row(t: Mapping[str, Any], tasks: int | None = None) -> dict[str, A
            # stormpy's own: restarts of its workers, and why the topology cannot be (re)scheduled
            # or its workers keep exiting (None when nothing is wrong)
            "workerRestarts": t.get("worker_restarts"), "degraded": t.get("degraded")}
-    if tasks is not None:
-        row["tasksTotal"] = tasks
+    if t.get("num_tasks") is not None:
+        row["tasksTotal"] = t["num_tasks"]
     return row
 
 
@@ -84,12 +88,13 @@ def spec_tasks(spec: Mapping[str, Any]) -> dict[str, int]:
             for c, d in spec.get("components", {}).items()}
 
 
-def topology_summary(cluster: Mapping[str, Any], tasks: Mapping[str, int]) -> dict[str, Any]:
-    """``tasks``: topology id → task count (when known)."""
-    return {"topologies": [_topology_row(t, tasks.get(t["id"])) for t in cluster.get("topologies", [])]}
+def topology_summary(cluster: Mapping[str, Any]) -> dict[str, Any]:
+    return {"topologies": [_topology_row(t) for t in cluster.get("topologies", [])]}
 
 
-def cluster_summary(cluster: Mapping[str, Any], version: str, tasks: Mapping[str, int]) -> dict[str, Any]:
+def cluster_summary(cluster: Mapping[str, Any], version: str) -> dict[str, Any]:
+    """``GET /api/v1/cluster/summary``: ``executorsTotal`` and ``tasksTotal`` are the sums of the
+    topologies' (:func:`topology_summary`)."""
     sups = cluster.get("supervisors", [])
     total = sum(s["slots_total"] for s in sups)
     used = sum(s["slots_used"] for s in sups)
@@ -97,7 +102,7 @@ def cluster_summary(cluster: Mapping[str, Any], version: str, tasks: Mapping[str
     return {"stormVersion": version, "supervisors": len(sups), "topologies": len(tops),
             "slotsTotal": total, "slotsUsed": used, "slotsFree": total - used,
             "executorsTotal": sum(t["num_executors"] for t in tops),
-            "tasksTotal": sum(tasks.get(t["id"], 0) for t in tops),
+            "tasksTotal": sum(int(t.get("num_tasks") or 0) for t in tops),
             "nimbusUptime": duration(cluster.get("nimbus", {}).get("uptime_secs")),
             "nimbusUptimeSeconds": int(cluster.get("nimbus", {}).get("uptime_secs") or 0)}
 
@@ -160,7 +165,7 @@ def topology_doc(info: Mapping[str, Any], spec: Mapping[str, Any], conf: Mapping
     conf = {**DEFAULTS, **conf}
     figures = per_window[window]
     tasks = spec_tasks(spec)
-    doc = _topology_row(info, sum(tasks.values()))
+    doc = _topology_row(info)
     doc.update({"window": window, "windowHint": figures.pretty,
                 "msgTimeout": conf.get("topology.message.timeout.secs"),
                 "topologyStats": topology_stats(spec, per_window), "spouts": [], "bolts": [],

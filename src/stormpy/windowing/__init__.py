@@ -12,6 +12,7 @@ Built on the public topology API: ``SomeWindowedBolt.with_window(...)`` is passe
 (:mod:`stormpy.windowing._interval_join`); docs/joins.md.
 """
 
+from stormpy._public import publish
 from stormpy.windowing._bolt import LATE_FIELDS, WindowedBolt, WindowedBoltSpec
 from stormpy.windowing._config import Count, Duration, WindowConfig, WindowConfigError
 from stormpy.windowing._interval_join import IntervalJoinBolt
@@ -22,3 +23,5 @@ from stormpy.windowing._stateful import StatefulWindowedBolt, StatefulWindowedBo
 __all__ = ["LATE_FIELDS", "Count", "Duration", "IntervalJoinBolt", "JoinBolt",
            "StatefulWindowedBolt", "StatefulWindowedBoltSpec", "Window", "WindowConfig",
            "WindowConfigError", "WindowManager", "WindowedBolt", "WindowedBoltSpec"]
+
+publish(__name__, globals())

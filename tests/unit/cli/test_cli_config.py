@@ -93,6 +93,23 @@ def test_local_a_timeout_shorter_than_the_window_is_one_error_line(tmp_path: Pat
         "holds tuples un-acked that long), got 5; raise the timeout or shorten the window"]
 
 
+NO_HOST = ("-c", "topology.state.provider=redis",
+           "-c", 'topology.state.provider.config={"jedisPoolConfig": {"port": 6379}}')
+NO_HOST_ERROR = ("error: topology.state.provider.config: jedisPoolConfig names no host: give the "
+                 "Redis server's host (or leave jedisPoolConfig out for 127.0.0.1:6379)")
+
+
+def test_local_a_bad_state_provider_config_is_one_error_line_before_anything_runs(
+        tmp_path: Path) -> None:
+    root, module = project(tmp_path)
+    result = run("local", str(root), module, *NO_HOST)
+    assert result.exit_code == 2
+    assert error_lines(result) == [NO_HOST_ERROR]
+    result = run("local", str(root), module, "-c", "topology.state.provider=org.apache.storm.X")
+    assert result.exit_code == 2
+    assert error_lines(result)[0].startswith("error: topology.state.provider: must be one of ")
+
+
 def test_local_prints_the_submit_warnings(tmp_path: Path) -> None:
     root, module = project(tmp_path)
     result = run("local", str(root), module, "--ttl", "0.2", "-c", "topology.max.spout.pending=1000")
@@ -207,6 +224,15 @@ def test_jar_a_refused_value_is_one_error_line_before_any_upload(tmp_path: Path,
     assert error_lines(result)[-1] == (
         "error: topology.message.timeout.secs: must be >= 20 for component 'top' (its window "
         "holds tuples un-acked that long), got 5; raise the timeout or shorten the window")
+    assert "Traceback" not in result.output and nimbus.uploads == 0
+
+
+def test_jar_a_bad_state_provider_config_is_refused_before_any_upload(tmp_path: Path,
+                                                                       nimbus: Nimbus) -> None:
+    root, module = project(tmp_path)
+    result = run("jar", str(root), module, "--nimbus", nimbus.address, *NO_HOST)
+    assert result.exit_code == 2
+    assert error_lines(result)[-1] == NO_HOST_ERROR
     assert "Traceback" not in result.output and nimbus.uploads == 0
 
 

@@ -1,4 +1,5 @@
-"""Pins the public surface: the ``__all__`` of every public package, as literal sorted lists.
+"""Pins the public surface: the ``__all__`` of every public package, as literal sorted lists,
+and that what they export shows its public name.
 
 Adding a name to a public package's ``__all__``, or taking one out, fails this test until the
 list here changes with it, so a change to what users may import is a visible decision. Internal
@@ -11,12 +12,23 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import inspect
+import json
+import os
+import pickle
 import pkgutil
+import subprocess
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 import stormpy
 import stormpy.connectors
+from stormpy._public import _PUBLISHED, publish, published
+from stormpy.topology._imports import class_path, import_object
 
 PUBLIC: dict[str, list[str]] = {
     "stormpy": [
@@ -49,11 +61,12 @@ PUBLIC: dict[str, list[str]] = {
         "TopologyNotFound", "start_broker",
     ],
     "stormpy.state": [
-        "CHECKPOINT_COMPONENT", "CHECKPOINT_STREAM", "CheckpointSpout", "DocStore", "KeyValueState",
-        "MemoryBackend", "MemoryStore", "RedisConfig", "RedisStore", "SqliteDocStore",
-        "SqliteStore", "StateSettings", "StatefulBolt", "Store", "ZkBackend", "ZkStore",
-        "add_checkpointing", "open_redis_store", "open_store", "open_zk_store", "redis_config",
-        "state_settings",
+        "CHECKPOINT_COMPONENT", "CHECKPOINT_STREAM", "CheckpointSpout", "CorruptStateError",
+        "DocStore", "KeyValueState", "MemoryBackend", "MemoryStore", "RedisConfig", "RedisStore",
+        "SqliteDocStore", "SqliteStore", "StateKeyError", "StateSettings", "StateStoreError",
+        "StateUnavailableError", "StateValueError", "StatefulBolt", "Store", "ZkBackend",
+        "ZkStore", "add_checkpointing", "open_redis_store", "open_store", "open_zk_store",
+        "redis_config", "state_settings",
     ],
     "stormpy.windowing": [
         "Count", "Duration", "IntervalJoinBolt", "JoinBolt", "LATE_FIELDS", "StatefulWindowedBolt",
@@ -153,3 +166,117 @@ def test_every_package_is_pinned_or_known_internal_and_the_lists_are_sorted() ->
 
 def test_the_version_is_the_installed_distributions() -> None:
     assert stormpy.__version__ == importlib.metadata.version("stormpy-runtime")
+
+
+# -- public names ---------------------------------------------------------------------------------
+# Every class and function in the __all__ of a public package (and of stormpy.config, whose errors
+# users catch) has a public module as its __module__, which exports it under that name: a
+# traceback says stormpy.state.StateUnavailableError, not stormpy.topology._state.
+# StateUnavailableError, and pickling and component class paths resolve through the package.
+# Pinned on the compiled tuple path and the pure one: Tuple and ColumnBatch are mypyc classes
+# when compiled, whose __module__ an extension could forbid setting.
+NAMED = [*PUBLIC, "stormpy.config"]
+
+
+def wrong_names(packages: list[str]) -> list[str]:
+    """``package.name: module`` for each exported class or function whose ``__module__`` is not
+    one of ``packages`` exporting it under its own name."""
+    import importlib
+    import inspect
+
+    wrong = []
+    for package in packages:
+        module = importlib.import_module(package)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if not (isinstance(obj, type) or inspect.isroutine(obj)) or obj.__qualname__ != name:
+                continue  # a constant, or an alias (DocStore = Store) named where it is defined
+            home = obj.__module__
+            if home not in packages or getattr(importlib.import_module(home), name, None) is not obj:
+                wrong.append(f"{package}.{name}: {home}")
+    return wrong
+
+
+def test_every_exported_class_and_function_names_its_public_module() -> None:
+    assert wrong_names(NAMED) == []
+
+
+@pytest.mark.parametrize("pure", ["1", ""])
+def test_public_names_on_the_pure_and_the_compiled_tuple_path(pure: str) -> None:
+    """In a fresh process with ``STORMPY_PURE`` set and unset: the compiled path where the
+    extensions are built (``make``), the sources otherwise."""
+    code = (inspect.getsource(wrong_names) + "\n"
+            "import json, stormpy._native as n\n"
+            "from stormpy.topology import ColumnBatch, Tuple\n"
+            f"print(json.dumps({{'compiled': n.COMPILED, 'wrong': wrong_names({NAMED!r}),\n"
+            "                  'tuple': [Tuple.__module__, ColumnBatch.__module__],\n"
+            "                  'file': sys.modules[Tuple.__module__ + '._tuple'].__file__}))\n")
+    src = str(Path(stormpy.__file__).resolve().parents[1])
+    env = {**os.environ, "STORMPY_PURE": pure,
+           "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", "import sys\n" + code], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen["compiled"] is not bool(pure) or not seen["compiled"]
+    assert seen["file"].endswith(".py") is not seen["compiled"]
+    assert seen["wrong"] == []
+    assert seen["tuple"] == ["stormpy.topology", "stormpy.topology"]
+
+
+def test_a_traceback_names_the_public_package() -> None:
+    from stormpy.config import SettingError
+    from stormpy.state import StateUnavailableError
+
+    shown = traceback.format_exception_only(StateUnavailableError("redis 127.0.0.1:6379", "down"))
+    assert shown[-1].startswith("stormpy.state.StateUnavailableError: ")
+    shown = traceback.format_exception_only(SettingError("topology.workers", "must be >= 1"))
+    assert shown[-1] == "stormpy.config.SettingError: topology.workers: must be >= 1\n"
+    error = pickle.loads(pickle.dumps(SettingError("a.b", "bad")))
+    assert type(error) is SettingError and str(error) == "a.b: bad"
+
+
+def test_class_paths_of_public_classes_resolve_through_their_package() -> None:
+    from stormpy.trident import Max
+    from stormpy.windowing import JoinBolt
+
+    assert class_path(JoinBolt) == "stormpy.windowing:JoinBolt"
+    assert class_path(Max) == "stormpy.trident:Max"
+    for package in PUBLIC:
+        module = importlib.import_module(package)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if isinstance(obj, type) and obj.__qualname__ == name:
+                assert import_object(class_path(obj)) is obj, (package, name)
+
+
+def plain_function() -> None:
+    """A function of this module, published under a made-up package name below."""
+
+
+class Plain:
+    pass
+
+
+def test_publish_renames_only_what_it_may() -> None:
+    assert {"stormpy.state", "stormpy.topology.clock", "stormpy.config"} <= published()
+    namespace: dict[str, Any] = {
+        "__all__": ["int", "plain_function", "Alias", "Tuple", "Plain", "LIMIT"],
+        "int": int,                      # an immutable type (an extension's): __module__ read-only
+        "plain_function": plain_function,
+        "Alias": Plain,                  # another name: left to where it is exported as itself
+        "Tuple": stormpy.Tuple,          # published first by stormpy.topology
+        "Plain": Plain,
+        "LIMIT": 5,
+    }
+    module = plain_function.__module__
+    try:
+        publish("stormpy.made_up", namespace)
+        assert int.__module__ == "builtins"
+        assert stormpy.Tuple.__module__ == "stormpy.topology"
+        assert plain_function.__module__ == "stormpy.made_up"
+        assert Plain.__module__ == "stormpy.made_up"
+    finally:
+        plain_function.__module__ = module
+        Plain.__module__ = module
+        _PUBLISHED.discard("stormpy.made_up")

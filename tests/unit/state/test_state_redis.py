@@ -122,8 +122,8 @@ def test_redis_killed_and_restarted_mid_run_fails_inputs_and_ends_exact(tmp_path
 
 def test_an_unreachable_redis_is_named_by_provider_address_and_key() -> None:
     port = free_port()
-    store = RedisStore(redis_config({"jedisPoolConfig": {"port": port, "timeout": 500},
-                                     "keyPrefix": "gone"}), ("wc", "count-3"))
+    pool = {"host": "127.0.0.1", "port": port, "timeout": 500}
+    store = RedisStore(redis_config({"jedisPoolConfig": pool, "keyPrefix": "gone"}), ("wc", "count-3"))
     try:
         with pytest.raises(StateUnavailableError) as err:
             store.get("meta")

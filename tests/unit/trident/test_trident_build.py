@@ -30,7 +30,7 @@ def stream(t: TridentTopology, txid: str = "s") -> Stream:
 
 def test_operations_travel_as_import_paths_with_their_arguments() -> None:
     doc = op_doc(Max("n"), "x")
-    assert doc == {"cls": "stormpy.trident._builtin:Max", "args": ["n"], "kwargs": {}}
+    assert doc == {"cls": "stormpy.trident:Max", "args": ["n"], "kwargs": {}}
     again = op_from_doc(doc)
     assert isinstance(again, Max) and again.field == "n"
     with pytest.raises(InvalidTopologyError, match="lambda"):

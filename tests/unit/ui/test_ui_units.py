@@ -173,12 +173,14 @@ SPEC = {"version": 1, "components": {
     "spout": {"kind": "spout", "tasks": 1, "inputs": []},
     "count": {"kind": "bolt", "tasks": 2, "inputs": [
         {"component": "spout", "stream": "default", "grouping": {"type": "fields", "fields": ["w"]}}]}}}
+# as Nimbus counts them: the acker's executor and task (3) included, as in Storm
 TOPOLOGY = {"id": "wc-1", "name": "wc", "status": "active", "num_workers": 1, "requested_workers": 1,
-            "num_executors": 3, "uptime_secs": 3700.0, "owner": "me",
+            "num_executors": 4, "num_tasks": 4, "uptime_secs": 3700.0, "owner": "me",
             "workers": [{"node": "sup-a", "host": "127.0.0.1", "port": 6700,
-                         "executors": [[1, 1], [2, 2], [3, 3]], "uptime_secs": 20.0,
+                         "executors": [[1, 1], [2, 2], [3, 3], [4, 4]], "uptime_secs": 20.0,
                          "heartbeat_age_secs": 0.1}],
-            "components": {"spout": {"tasks": 1, "executors": 1}, "count": {"tasks": 2, "executors": 2}},
+            "components": {"__acker": {"tasks": 1, "executors": 1}, "spout": {"tasks": 1, "executors": 1},
+                           "count": {"tasks": 2, "executors": 2}},
             "errors": {"count": [{"time": 5.0, "task": 2, "host": "h", "port": 6700, "message": "boom"}]}}
 CLUSTER = {"nimbus": {"host": "127.0.0.1", "port": 6627, "version": "0.1.0", "uptime_secs": 99.0},
            "supervisors": [{"id": "sup-a", "host": "127.0.0.1", "ports": [6700, 6701], "slots_total": 2,
@@ -248,10 +250,28 @@ def ui_fixture() -> Ui:
     return TestClient(create_app(backend, clock=lambda: 10.0)), backend, fake
 
 
+def test_task_and_executor_totals_count_the_ackers_as_storms_ui_does(
+        ui: Ui, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Storm's UI counts every task the topology runs (system ones such as ackers too) in
+    tasksTotal, as in executorsTotal; the summary, the topology page and the cluster summary
+    agree, and the ones of an older Nimbus that sends no num_tasks are left out, not guessed."""
+    client, _backend, _fake = ui
+    summary = client.get("/api/v1/topology/summary").json()["topologies"][0]
+    assert (summary["tasksTotal"], summary["executorsTotal"]) == (4, 4)
+    page = client.get("/api/v1/topology/wc-1").json()
+    assert (page["tasksTotal"], page["executorsTotal"]) == (4, 4)
+    assert sum(r["tasks"] for r in page["spouts"] + page["bolts"]) == 3  # the user's components
+    cluster = client.get("/api/v1/cluster/summary").json()
+    assert (cluster["tasksTotal"], cluster["executorsTotal"]) == (4, 4)
+    old = {k: v for k, v in CLUSTER["topologies"][0].items() if k != "num_tasks"}
+    monkeypatch.setitem(CLUSTER, "topologies", [old])
+    assert "tasksTotal" not in client.get("/api/v1/topology/summary").json()["topologies"][0]
+
+
 def test_rest_documents_have_storms_field_names(ui: Ui) -> None:
     client, _backend, _fake = ui
     summary = client.get("/api/v1/topology/summary").json()["topologies"][0]
-    assert summary["id"] == "wc-1" and summary["tasksTotal"] == 3 and summary["uptime"] == "1h 1m 40s"
+    assert summary["id"] == "wc-1" and summary["uptime"] == "1h 1m 40s"
     doc = client.get("/api/v1/topology/wc-1", params={"window": ":all-time"}).json()
     assert doc["spouts"][0]["spoutId"] == "spout" and doc["spouts"][0]["acked"] == 40
     assert doc["spouts"][0]["completeLatency"] == "12.500"

@@ -12,6 +12,7 @@ confluent-kafka is imported only when a spout opens (a bolt prepares); without i
 ``pip install 'stormpy-runtime[kafka]'``. See docs/kafka.md.
 """
 
+from stormpy._public import publish
 from stormpy.connectors.kafka._assignment import assign_round_robin, commit_metadata, start_offset
 from stormpy.connectors.kafka._bolt import KafkaBolt
 from stormpy.connectors.kafka._bolt_config import (
@@ -62,3 +63,5 @@ __all__ = [
     "assign_round_robin",
     "commit_metadata", "require_confluent_kafka", "start_offset",
 ]
+
+publish(__name__, globals())

@@ -88,7 +88,7 @@ class FirstPollOffsetStrategy(StrEnum):
 
 DEFAULT_RETRY: dict[str, Any] = {"initial_delay_ms": 0, "delay_period_ms": 2, "max_retries": None,
                                  "max_delay_ms": 10_000}
-DEFAULT_TRANSLATOR = "stormpy.connectors.kafka._translator:DefaultRecordTranslator"
+DEFAULT_TRANSLATOR = "stormpy.connectors.kafka:DefaultRecordTranslator"
 _FORBIDDEN_PROPS = {
     "enable.auto.commit": "offsets are committed by the spout according to processing_guarantee; "
                           "use ProcessingGuarantee.NO_GUARANTEE for periodic commits of the position",

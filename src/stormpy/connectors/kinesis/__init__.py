@@ -6,6 +6,7 @@ without it raises KinesisUnavailableError naming ``stormpy-runtime[kinesis]``.
 See docs/kinesis.md.
 """
 
+from stormpy._public import publish
 from stormpy.connectors.kinesis._checkpoints import (
     Checkpoint,
     CheckpointStore,
@@ -34,3 +35,5 @@ __all__ = [
     "KinesisUnavailableError", "Position", "ShardGetter", "ShardInfo", "ZkCheckpointStore",
     "message_id", "parse_message_id", "require_boto3",
 ]
+
+publish(__name__, globals())

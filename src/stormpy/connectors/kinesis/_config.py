@@ -23,7 +23,7 @@ from stormpy.state._redis_store import RedisConfig, redis_config
 CHECKPOINT_STORES = ("zookeeper", "redis")
 
 INITIAL_POSITIONS = ("TRIM_HORIZON", "LATEST", "AT_TIMESTAMP")
-DEFAULT_SCHEME = "stormpy.connectors.kinesis._scheme:DefaultRecordScheme"
+DEFAULT_SCHEME = "stormpy.connectors.kinesis:DefaultRecordScheme"
 #: the integer settings and their bounds (None: unbounded)
 _BOUNDS: dict[str, tuple[int, int | None]] = {
     "records_per_get": (1, 10000), "empty_record_sleep_ms": (0, None),

@@ -13,6 +13,7 @@ shipped to the executors and a stuck batch is bounded by ``spark.stormpy.batch.t
 """
 
 from stormpy._batching import CLOSED_BY_COUNT, CLOSED_BY_IDLE, CLOSED_BY_TIME, BatchSource
+from stormpy._public import publish
 from stormpy.connectors.spark._arrow import BatchConversionError, batch_dataframe, rows_to_arrow
 from stormpy.connectors.spark._batching import BatchInfo
 from stormpy.connectors.spark._bolt import SparkBatchBolt
@@ -44,3 +45,5 @@ __all__ = [
     "batch_dataframe", "get_spark", "release_spark", "require_spark", "reset_spark", "retain_spark",
     "rows_to_arrow", "ship_code", "spark_running", "spark_session", "spark_settings", "stop_spark",
 ]
+
+publish(__name__, globals())
