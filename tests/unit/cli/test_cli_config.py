@@ -232,8 +232,20 @@ def test_jar_a_bad_state_provider_config_is_refused_before_any_upload(tmp_path: 
     root, module = project(tmp_path)
     result = run("jar", str(root), module, "--nimbus", nimbus.address, *NO_HOST)
     assert result.exit_code == 2
-    assert error_lines(result)[-1] == NO_HOST_ERROR
-    assert "Traceback" not in result.output and nimbus.uploads == 0
+    # refused before the directory is bundled and the upload's progress bar shows
+    assert error_lines(result) == [NO_HOST_ERROR]
+    assert nimbus.uploads == 0
+
+
+def test_the_upload_progress_shows_no_question_mark_for_an_unknown_speed() -> None:
+    from rich.progress import Progress
+
+    from stormpy.cli.client_cmds import _UploadSpeed
+
+    column = _UploadSpeed()
+    with Progress(column, disable=True) as progress:
+        task = progress.add_task("uploading", total=1024)
+        assert column.render(progress.tasks[task]).plain == ""
 
 
 def test_jar_takes_topology_keys_from_a_config_file(tmp_path: Path, nimbus: Nimbus) -> None:
