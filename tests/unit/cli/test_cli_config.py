@@ -133,6 +133,31 @@ def test_the_stormpy_command_prints_a_warning_once_not_also_as_a_log_record(
     assert len(shown) == 1 and shown[0].startswith("warning: component 'top'"), res.stderr
 
 
+FAILING = WINDOWED.replace("class Report(WindowedBolt):", """class Boom(Spout):
+    outputs = ["v"]
+
+    def next_tuple(self):
+        raise KeyError("unknown field 'temp'")
+
+
+class Report(WindowedBolt):""").replace('b.set_spout("src", Source)', 'b.set_spout("src", Boom)')
+
+
+def test_the_error_that_stops_a_local_run_is_printed_once_with_its_traceback(
+        tmp_path: Path) -> None:
+    """The summary prints the error and its traceback; the worker's log records of it are not
+    printed too."""
+    root, module = project(tmp_path, FAILING)
+    src = Path(__file__).resolve().parents[3] / "src"
+    res = subprocess.run([sys.executable, "-m", "stormpy.cli", "local", str(root), module, "--ttl",
+                          "30"], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(src), "COLUMNS": "200"})
+    assert res.returncode == 1, res.stderr
+    assert res.stderr.count("Traceback (most recent call last)") == 1, res.stderr
+    assert res.stderr.count("raised KeyError") == 1, res.stderr
+    assert res.stderr.startswith("topology failed: component 'src' task "), res.stderr
+
+
 def test_local_a_check_failing_while_the_module_is_imported_is_not_an_import_error(
         tmp_path: Path) -> None:
     root, module = project(tmp_path, WINDOWED + "\nfrom stormpy.config import SettingError\n"
