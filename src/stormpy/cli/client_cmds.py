@@ -138,8 +138,8 @@ def jar(path: str, target: str, name: str | None, inactive: bool, nimbus_address
     given with -c or --config, except nimbus.rpc.auth.token, which only authenticates this
     command. The default file ($STORMPY_CONF or ./stormpy.yaml) only configures this command
     (which Nimbus, its token), as Storm's storm.yaml does for `storm jar`: give it with --config
-    to submit its topology.* keys too. The config passes the submit check before the upload; a
-    bad value is one error line."""
+    to submit its topology.* keys too. The config passes the submit check before PATH is
+    bundled and uploaded; a bad value is one error line."""
     try:
         given = parse_config_args((*config_file, *overrides))
     except ConfigError as exc:
