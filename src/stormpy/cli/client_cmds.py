@@ -24,8 +24,9 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+from rich.progress import BarColumn, DownloadColumn, Progress, Task, TransferSpeedColumn
 from rich.table import Table
+from rich.text import Text
 
 from stormpy.bundle import BundleError, build_bundle, unpack_bundle
 from stormpy.cli.bundle_report import cluster_dirs, describe_bundle
@@ -33,6 +34,7 @@ from stormpy.cli.output import cell, console, detail, err_console, error, say, s
 from stormpy.cli.topology_loader import TopologyLoadError, load_topology
 from stormpy.client import NimbusClient
 from stormpy.config import ConfigError, load_config_args, parse_config_args, topology_prefixes
+from stormpy.config.validate import check_topology_config
 from stormpy.rpc.errors import AuthorizationError, RpcError, RpcTimeoutError, UnreachableError
 from stormpy.topology import InvalidTopologyError
 
@@ -136,8 +138,8 @@ def jar(path: str, target: str, name: str | None, inactive: bool, nimbus_address
     given with -c or --config, except nimbus.rpc.auth.token, which only authenticates this
     command. The default file ($STORMPY_CONF or ./stormpy.yaml) only configures this command
     (which Nimbus, its token), as Storm's storm.yaml does for `storm jar`: give it with --config
-    to submit its topology.* keys too. The config passes the submit check before the upload; a
-    bad value is one error line."""
+    to submit its topology.* keys too. The config passes the submit check before PATH is
+    bundled and uploaded; a bad value is one error line."""
     try:
         given = parse_config_args((*config_file, *overrides))
     except ConfigError as exc:
@@ -152,6 +154,15 @@ def jar(path: str, target: str, name: str | None, inactive: bool, nimbus_address
         try:
             if source.is_dir():
                 loaded = load_topology(source, target)
+            else:
+                code = Path(tmp) / "code"
+                unpack_bundle(source, code)
+                loaded = load_topology(code, target)
+            conf: dict[str, Any] = {**loaded.config, **topo_overrides}
+            conf.setdefault("topology.submitter.user", _user())
+            # the submit check (client.submit runs it again) before anything is bundled or shown
+            check_topology_config(conf, loaded.spec.components)
+            if source.is_dir():
                 own = cluster_dirs(load_config_args(config_file, overrides))
                 bundle = build_bundle(source, Path(tmp) / "bundle.zip", exclude=own)
                 bundle_path, size = bundle.path, bundle.size
@@ -159,17 +170,13 @@ def jar(path: str, target: str, name: str | None, inactive: bool, nimbus_address
                 say("{}", describe_bundle(bundle, {d.relative_to(root).as_posix(): key for d, key
                                                    in own.items() if d.is_relative_to(root)}))
             else:
-                code = Path(tmp) / "code"
-                unpack_bundle(source, code)
-                loaded = load_topology(code, target)
                 bundle_path, size = source, source.stat().st_size
         except (TopologyLoadError, InvalidTopologyError, BundleError, ConfigError) as exc:
             fail(str(exc), EXIT_USAGE)
         topo_name = name or loaded.module.rsplit(".", 1)[-1]
-        conf: dict[str, Any] = {**loaded.config, **topo_overrides}
-        conf.setdefault("topology.submitter.user", _user())
-        with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
-                      TransferSpeedColumn(), console=err_console, transient=False) as progress:
+        with Progress("[progress.description]{task.description}", BarColumn(),
+                      DownloadColumn(binary_units=True), _UploadSpeed(), console=err_console,
+                      transient=False) as progress:
             task = progress.add_task(f"uploading {cell(source.name)}", total=size)
             # submit() starts over on the new leader if the Nimbus leader changes meanwhile
             try:
@@ -183,6 +190,15 @@ def jar(path: str, target: str, name: str | None, inactive: bool, nimbus_address
             " (inactive)" if inactive else "")
         for text in client.warnings:
             warning(text)
+
+
+class _UploadSpeed(TransferSpeedColumn):
+    """The upload's speed, blank (not rich's ``?``) while none is known yet."""
+
+    def render(self, task: Task) -> Text:
+        if (task.finished_speed or task.speed) is None:
+            return Text("")
+        return super().render(task)
 
 
 def _user() -> str:

@@ -34,8 +34,10 @@ from stormpy.cli.ui_cmd import ui
 def cli(verbose: bool) -> None:
     """stormpy: Apache Storm's model, native in Python."""
     handler = logging.StreamHandler()
-    # `local` and `jar` print the submit warnings as `warning:` lines: not twice
-    handler.addFilter(lambda record: not getattr(record, "submit_warning", False))
+    # `local` and `jar` print the submit warnings as `warning:` lines, and `local`'s summary the
+    # error that stopped the topology with its traceback: not twice
+    handler.addFilter(lambda record: not getattr(record, "submit_warning", False)
+                      and not getattr(record, "summarized", False))
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler],
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 

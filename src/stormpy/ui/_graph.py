@@ -6,8 +6,9 @@ rows in name order. Every subscription is an arrow labelled ``<stream> <rate>/s`
 side, a back edge (a cycle, or a target not right of its source) bends below both boxes, a
 component's subscription to itself loops below its box. Edges between the same two components
 (several streams, or both directions) get lanes: each bends by its own offset, so their curves
-and labels stand apart (18 px between neighbouring labels); a label sits on its curve's middle
-over a white halo. A bolt's box
+and labels stand apart (18 px between neighbouring labels); a label sits just off its curve's
+middle (on the outer side of its curve) over a white halo. An edge that skips columns arcs
+over the boxes between. A bolt's box
 is coloured by its capacity (green below 0.5, amber below 0.8, red from 0.8, like Storm's UI)
 when the workers report execute latencies, grey otherwise; spouts are blue. Every text is
 escaped; the SVG needs no script and no external resource.
@@ -28,6 +29,9 @@ _W, _H, _GAP_X, _GAP_Y, _PAD = 170, 56, 110, 36, 20
 LANE = 18.0
 #: how far below the boxes the first back edge of a pair bends; a self-loop's first depth
 _BACK, _LOOP = 24.0, 34.0
+#: a label's centre lies this far off its curve (above a forward edge, below the others), so the
+#: line never runs through its text
+_LABEL_GAP = 9.0
 
 
 def capacity_colour(kind: str, capacity: str | None) -> str:
@@ -45,7 +49,8 @@ def _columns(vis: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
     def depth(name: str, seen: frozenset[str]) -> int:
         if name in column:
             return column[name]
-        inputs = [i[":component"] for i in vis[name].get(":inputs", []) if i[":component"] in vis]
+        inputs = [i[":component"] for i in vis[name].get(":inputs", [])
+                  if i[":component"] in vis and i[":component"] != name]  # a loop moves nothing
         parents = [p for p in inputs if p not in seen]
         value = 0 if not parents else 1 + max(depth(p, seen | {name}) for p in parents)
         column[name] = value
@@ -88,15 +93,18 @@ class EdgeShape:
 def _bend(x1: float, y1: float, x2: float, y2: float, offset: float, *, down: bool = False
           ) -> tuple[str, float, float]:
     """A quadratic curve from (x1, y1) to (x2, y2) whose middle lies ``offset`` px off the
-    straight line (to the right of its direction, or below with ``down``); (path, middle)."""
+    straight line (below a left-to-right line, or below whatever its direction with ``down``);
+    (path, where its label goes: :data:`_LABEL_GAP` px off the middle on the outer side, above a
+    curve that bends up or not at all, below one that bends down)."""
     dx, dy = x2 - x1, y2 - y1
     length = math.hypot(dx, dy) or 1.0
     nx, ny = -dy / length, dx / length
     if down and ny < 0:
         nx, ny = -nx, -ny
-    mx, my = (x1 + x2) / 2 + nx * offset, (y1 + y2) / 2 + ny * offset
     cx, cy = (x1 + x2) / 2 + 2 * nx * offset, (y1 + y2) / 2 + 2 * ny * offset
-    return f"M {x1:.1f} {y1:.1f} Q {cx:.1f} {cy:.1f} {x2:.1f} {y2:.1f}", mx, my
+    side = offset + (_LABEL_GAP if down or offset > 0 else -_LABEL_GAP)
+    lx, ly = (x1 + x2) / 2 + nx * side, (y1 + y2) / 2 + ny * side
+    return f"M {x1:.1f} {y1:.1f} Q {cx:.1f} {cy:.1f} {x2:.1f} {y2:.1f}", lx, ly
 
 
 def edge_shapes(vis: Mapping[str, Mapping[str, Any]],
@@ -126,7 +134,12 @@ def edge_shapes(vis: Mapping[str, Mapping[str, Any]],
                 x0, y0 = sx + _W / 2, sy + _H
                 path = (f"M {x0 - 22:.1f} {y0:.1f} C {x0 - 22 - depth * 0.6:.1f} {y0 + depth:.1f} "
                         f"{x0 + 22 + depth * 0.6:.1f} {y0 + depth:.1f} {x0 + 22:.1f} {y0:.1f}")
-                mx, my = x0, y0 + 0.75 * depth
+                mx, my = x0, y0 + 0.75 * depth + _LABEL_GAP
+            elif kind == "forward" and tx - sx > _W + _GAP_X:  # over the columns it skips
+                t = _GAP_X / (tx - sx - _W)  # where the first skipped box begins, along the curve
+                offset = -(_H / 2 + 10) / (4 * t * (1 - t)) - k * LANE
+                y2 = ty + _H / 2 + (i - (n_inputs - 1) / 2) * 8
+                path, mx, my = _bend(sx + _W, sy + _H / 2, tx, y2, offset)
             elif kind == "forward":  # lanes on both sides of the straight line
                 offset = (k - (n_forward - 1) / 2) * LANE
                 y2 = ty + _H / 2 + (i - (n_inputs - 1) / 2) * 8
@@ -148,9 +161,11 @@ def render_svg(vis: Mapping[str, Mapping[str, Any]]) -> str:
     shapes = edge_shapes(vis, pos)
     width = max((x + _W for x, _ in pos.values()), default=_W) + _PAD
     height = max([y + _H for _, y in pos.values()] + [s.bottom for s in shapes], default=_H) + _PAD
+    # labels of many lanes above the first row: the picture starts above them
+    top = min([0.0] + [s.label_y - 8 - _PAD / 2 for s in shapes])
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="topology-graph" width="{width:.0f}" '
-             f'height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" role="img" '
-             'aria-label="topology graph">',
+             f'height="{height - top:.0f}" viewBox="0 {top:.0f} {width:.0f} {height - top:.0f}" '
+             'role="img" aria-label="topology graph">',
              '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" '
              'markerHeight="8" orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" '
              'fill="#475569"/></marker></defs>']

@@ -42,7 +42,7 @@ from stormpy.worker.inbound import Inbound, accepts
 from stormpy.worker.offloop import BackgroundPool
 from stormpy.worker.spout_task import SpoutTask
 from stormpy.worker.stats import summarize
-from stormpy.worker.task_errors import TaskErrors
+from stormpy.worker.task_errors import SUMMARIZED_LOG_EXTRA, TaskErrors
 from stormpy.worker.task_timers import TaskTimers
 from stormpy.worker.tasks import TaskRunner
 from stormpy.worker.transfer import Transfer
@@ -401,7 +401,8 @@ class Worker:
             try:
                 self.run()
             except WorkerError:
-                log.error("worker of %s stopped: %s", self.topology_id, self.failure)
+                log.error("worker of %s stopped: %s", self.topology_id, self.failure,
+                          extra=SUMMARIZED_LOG_EXTRA)
         self._loop_thread = threading.Thread(target=target, name=name or f"worker-{self.topology_id}",
                                         daemon=True)
         self._loop_thread.start()

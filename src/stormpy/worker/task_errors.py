@@ -22,12 +22,15 @@ from typing import Any
 from stormpy.worker.errors import WorkerError, caused_by
 from stormpy.worker.factory import OnError
 
-__all__ = ["MAX_ERRORS_KEPT", "TaskErrors"]
+__all__ = ["MAX_ERRORS_KEPT", "SUMMARIZED_LOG_EXTRA", "TaskErrors"]
 
 log = logging.getLogger("stormpy.worker")
 
 #: errors kept per component
 MAX_ERRORS_KEPT = 10
+#: ``extra`` of the log records of what stops a worker (its error, then the stop): a front end
+#: that prints them itself (``stormpy local``'s summary) leaves these records out
+SUMMARIZED_LOG_EXTRA = {"summarized": True}
 
 
 class TaskErrors:
@@ -52,7 +55,8 @@ class TaskErrors:
     def record(self, component: str, task: int, text: str, force: bool = False) -> None:
         """Log an error of ``component``'s ``task``; unless throttled (never with ``force``),
         keep it and hand it to ``on_error``."""
-        log.error("error in component %s task %d: %s", component, task, text)
+        log.error("error in component %s task %d: %s", component, task, text,
+                  extra=SUMMARIZED_LOG_EXTRA if force else None)
         if not force and self._throttled(task, self._now()):
             self.suppressed += 1
             return

@@ -133,6 +133,31 @@ def test_the_stormpy_command_prints_a_warning_once_not_also_as_a_log_record(
     assert len(shown) == 1 and shown[0].startswith("warning: component 'top'"), res.stderr
 
 
+FAILING = WINDOWED.replace("class Report(WindowedBolt):", """class Boom(Spout):
+    outputs = ["v"]
+
+    def next_tuple(self):
+        raise KeyError("unknown field 'temp'")
+
+
+class Report(WindowedBolt):""").replace('b.set_spout("src", Source)', 'b.set_spout("src", Boom)')
+
+
+def test_the_error_that_stops_a_local_run_is_printed_once_with_its_traceback(
+        tmp_path: Path) -> None:
+    """The summary prints the error and its traceback; the worker's log records of it are not
+    printed too."""
+    root, module = project(tmp_path, FAILING)
+    src = Path(__file__).resolve().parents[3] / "src"
+    res = subprocess.run([sys.executable, "-m", "stormpy.cli", "local", str(root), module, "--ttl",
+                          "30"], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(src), "COLUMNS": "200"})
+    assert res.returncode == 1, res.stderr
+    assert res.stderr.count("Traceback (most recent call last)") == 1, res.stderr
+    assert res.stderr.count("raised KeyError") == 1, res.stderr
+    assert res.stderr.startswith("topology failed: component 'src' task "), res.stderr
+
+
 def test_local_a_check_failing_while_the_module_is_imported_is_not_an_import_error(
         tmp_path: Path) -> None:
     root, module = project(tmp_path, WINDOWED + "\nfrom stormpy.config import SettingError\n"
@@ -232,8 +257,20 @@ def test_jar_a_bad_state_provider_config_is_refused_before_any_upload(tmp_path: 
     root, module = project(tmp_path)
     result = run("jar", str(root), module, "--nimbus", nimbus.address, *NO_HOST)
     assert result.exit_code == 2
-    assert error_lines(result)[-1] == NO_HOST_ERROR
-    assert "Traceback" not in result.output and nimbus.uploads == 0
+    # refused before the directory is bundled and the upload's progress bar shows
+    assert error_lines(result) == [NO_HOST_ERROR]
+    assert nimbus.uploads == 0
+
+
+def test_the_upload_progress_shows_no_question_mark_for_an_unknown_speed() -> None:
+    from rich.progress import Progress
+
+    from stormpy.cli.client_cmds import _UploadSpeed
+
+    column = _UploadSpeed()
+    with Progress(column, disable=True) as progress:
+        task = progress.add_task("uploading", total=1024)
+        assert column.render(progress.tasks[task]).plain == ""
 
 
 def test_jar_takes_topology_keys_from_a_config_file(tmp_path: Path, nimbus: Nimbus) -> None:

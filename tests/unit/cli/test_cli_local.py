@@ -104,3 +104,11 @@ topology = builder.create_topology()
     assert res.returncode == 0, res.stdout + res.stderr
     assert [line for line in res.stdout.splitlines() if line.startswith("got ")] == [
         "got a", "got b", "got c"]
+
+
+def test_python_dash_m_stormpy_is_the_stormpy_command() -> None:
+    """As the README calls the command ``stormpy``, ``python -m stormpy`` runs it too."""
+    res = subprocess.run([sys.executable, "-m", "stormpy", "local", "--help"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("Usage: python -m stormpy local [OPTIONS] PATH TARGET")

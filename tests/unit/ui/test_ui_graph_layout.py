@@ -20,13 +20,18 @@ def inputs(*edges: tuple[str, str]) -> list[dict[str, Any]]:
     return [{":component": c, ":stream": s, ":rate": 12.5} for c, s in edges]
 
 
-#: every way two edges can share both components: three streams a → b, the back edge b → a, two
-#: streams from b to itself, and c fed by both a and b
+#: every way two edges can share both components: three streams parse → count, the back edge
+#: count → parse, two streams from count to itself; and report fed by parse (over count's
+#: column) and count
 CROWDED = {
-    "a": {":type": "spout", ":inputs": inputs(("b", "feedback")), ":link": "#"},
-    "b": {":type": "bolt", ":inputs": inputs(("a", "default"), ("a", "errors"), ("a", "late"),
-                                             ("b", "retry"), ("b", "again")), ":link": "#"},
-    "c": {":type": "bolt", ":inputs": inputs(("a", "default"), ("b", "default")), ":link": "#"},
+    "lines": {":type": "spout", ":inputs": [], ":link": "#"},
+    "parse": {":type": "bolt", ":inputs": inputs(("lines", "default"), ("count", "feedback")),
+              ":link": "#"},
+    "count": {":type": "bolt", ":inputs": inputs(("parse", "default"), ("parse", "errors"),
+                                                 ("parse", "late"), ("count", "retry"),
+                                                 ("count", "again")), ":link": "#"},
+    "report": {":type": "bolt", ":inputs": inputs(("parse", "default"), ("count", "default")),
+               ":link": "#"},
 }
 
 
@@ -41,7 +46,7 @@ def overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, 
 
 def test_no_two_labels_overlap_when_edges_share_components() -> None:
     shapes = edge_shapes(CROWDED, node_positions(CROWDED))
-    assert len(shapes) == 8
+    assert len(shapes) == 9
     boxes = {(s.source, s.target, s.stream): label_box(s.label_x, s.label_y, s.label) for s in shapes}
     clashes = [(p, q) for (p, a), (q, b) in itertools.combinations(boxes.items(), 2) if overlap(a, b)]
     assert clashes == []
@@ -56,11 +61,27 @@ def test_parallel_streams_take_lanes_around_the_straight_line() -> None:
     assert len({s.path for s in shapes}) == 2
     single = {"a": vis["a"], "b": {":type": "bolt", ":inputs": inputs(("a", "s1"))}}
     [alone] = edge_shapes(single, node_positions(single))
-    assert " Q " in alone.path and abs(alone.label_y - (56 / 2 + 20)) < 1  # straight: no bend
+    line_y = 56 / 2 + 20  # straight, through the boxes' middles: the label just above it
+    assert " Q " in alone.path and line_y - 12 < alone.label_y < line_y - 6
 
 
 def test_loops_and_back_edges_stay_inside_the_picture() -> None:
     svg = render_svg(CROWDED)
     height = float(re.search(r'height="(\d+)"', svg).group(1))  # type: ignore[union-attr]
     assert all(s.bottom < height for s in edge_shapes(CROWDED, node_positions(CROWDED)))
-    assert svg.count('class="edge"') == 8 and 'paint-order="stroke"' in svg
+    assert svg.count('class="edge"') == 9 and 'paint-order="stroke"' in svg
+
+
+def test_many_lanes_above_the_first_row_stay_inside_the_picture() -> None:
+    vis = {"a": {":type": "spout", ":inputs": []},
+           "b": {":type": "bolt", ":inputs": inputs(*((("a", f"s{i}")) for i in range(6)))}}
+    svg = render_svg(vis)
+    box = re.search(r'viewBox="0 (-?\d+) \d+ (\d+)"', svg)
+    assert box is not None
+    top = float(box.group(1))
+    assert all(s.label_y - FONT_PX > top for s in edge_shapes(vis, node_positions(vis)))
+
+
+def test_a_loop_does_not_push_its_component_a_column_further() -> None:
+    xs = [node_positions(CROWDED)[c][0] for c in ("lines", "parse", "count", "report")]
+    assert xs == sorted(xs) and len({b - a for a, b in zip(xs, xs[1:])}) == 1  # no empty column
