@@ -344,8 +344,7 @@ def test_nimbus_started_before_its_zookeeper_waits_for_it_and_then_serves(
         assert proc.poll() is None, "Nimbus exited instead of waiting for ZooKeeper"
         with running_zookeeper(heap_mb=128, port=zk_port), \
                 NimbusClient("127.0.0.1", nimbus_port, timeout_secs=2, retries=0) as client:
-            wait_for(lambda: client.ping(2), 120, "Nimbus to answer once ZooKeeper is up",
-                     ignore=(OSError, ConnectionError, TimeoutError))
+            wait_for(lambda: client.ping(2), 120, "Nimbus to answer once ZooKeeper is up")
             assert re.search(rf"connected to ZooKeeper at 127\.0\.0\.1:{zk_port} after \d+ attempts",
                              log_path.read_text())
             assert sigterm_and_wait(proc, "Nimbus", env, "nimbus") == 0
