@@ -23,18 +23,30 @@ RUN if ! command -v java >/dev/null || ! command -v gcc >/dev/null || ! command 
     && chown stormpy:stormpy /var/lib/stormpy /var/lib/spark
 ENV PATH=/opt/venv/bin:$PATH \
     PIP_CERT=/etc/ssl/certs/ca-certificates.crt
-# Dependencies first, in a layer of their own (rebuilt only when pyproject.toml changes): a new
-# stormpy source tree rebuilds only the small layer below.
-COPY pyproject.toml ./
-RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb')); \
-print('\n'.join(p['build-system']['requires'] + p['project']['dependencies'] \
-                + p['project']['optional-dependencies']['spark'] \
-                + p['project']['optional-dependencies']['ui']))" > /tmp/requirements.txt \
-    && pip install --no-cache-dir -r /tmp/requirements.txt && rm /tmp/requirements.txt
-COPY setup.py README.md ./
+# Dependencies first, in a layer of their own (rebuilt only when they change): a new stormpy source
+# tree rebuilds only the small layers below. `make images` stages the host's wheels of exactly
+# what its virtualenv runs (docker/stage-build.sh; pip's cache makes that quick, PySpark's wheel
+# included) when the host fits the image (Linux, CPython 3.11); they install without an index.
+# Without them (a plain `docker-compose build`, another platform, or a set that does not resolve
+# here) pip downloads from the index as usual. (pyproject.toml is a source of every such COPY so
+# that it has one when .build/docker was not staged.)
+COPY pyproject.toml docker/image-requirements.py .build/docker/wheel[s] /tmp/wheels/
+RUN python /tmp/wheels/image-requirements.py /tmp/wheels/pyproject.toml > /tmp/requirements.txt \
+    && { pip install --no-cache-dir --no-index --find-links /tmp/wheels -r /tmp/requirements.txt \
+         || pip install --no-cache-dir --find-links /tmp/wheels -r /tmp/requirements.txt; } \
+    && rm -rf /tmp/wheels /tmp/requirements.txt
+COPY setup.py README.md pyproject.toml ./
 COPY src ./src
-RUN STORMPY_MYPYC=1 pip install --no-cache-dir --no-build-isolation --no-deps '.[spark,ui]' \
-    && rm -rf build \
+# The tuple path compiled with mypyc (setup.py): the host's own in-place build when it was staged
+# and loads here (docker/use-host-native.py), else compiled now (minutes on 2 cores). The image
+# fails to build if its stormpy would run the pure-Python tuple path.
+COPY pyproject.toml docker/use-host-native.py .build/docker/nativ[e] /tmp/native/
+RUN STORMPY_MYPYC=0 pip install --no-cache-dir --no-build-isolation --no-deps '.[spark,ui]' \
+    && if ! python /tmp/native/use-host-native.py /tmp/native; then \
+         STORMPY_MYPYC=1 pip install --no-cache-dir --no-build-isolation --no-deps --force-reinstall '.[spark,ui]'; \
+       fi \
+    && python -c 'import stormpy._native as n; assert n.COMPILED, n.PURE_REASON' \
+    && rm -rf build /tmp/native \
     && ln -s "$(python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')" /opt/spark
 COPY examples ./examples
 COPY docker/stormpy.yaml /etc/stormpy/stormpy.yaml

@@ -4,8 +4,10 @@ through the compose file's ``STORMPY_*_PORT`` variables), torn down with ``down 
 
 Docker (Debian's docker.io and docker-compose, a running dockerd) is installed and started by
 ``docker/ensure-docker.sh`` and the images built by ``make images`` (on every run, so they are of
-this tree; Docker's layer cache keeps that short); when that is not possible the tests skip, and
-fail under ``CI=true``.
+this tree; Docker's layer cache keeps that to seconds when they exist, and a first build installs
+the host's wheels and compiled tuple path instead of downloading and compiling them); when that
+is not possible the tests skip, and fail under ``CI=true``. The fixture waits for the stormpy
+services only; the Spark scenario waits for the Spark services, which start meanwhile.
 
 A test override (written to the run's temp dir) mounts one host directory at the same path in both
 supervisors and the Spark worker (``STORMPY_SHARED_DIR``): the ledger topology's SQLite ledger and
@@ -19,6 +21,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,6 +40,10 @@ PORTS = ["STORMPY_ZOOKEEPER_PORT", "STORMPY_NIMBUS_PORT", "STORMPY_NIMBUS2_PORT"
          "STORMPY_SPARK_MASTER_PORT", "STORMPY_SPARK_UI_PORT", "STORMPY_LOGVIEWER1_PORT",
          "STORMPY_LOGVIEWER2_PORT"]
 SHARED = ["supervisor1", "supervisor2", "spark-worker"]
+#: what the stormpy scenarios need; the Spark services (their JVMs are the slowest to start on a
+#: busy host) are waited for by the Spark scenario only, so the others run meanwhile
+STORMPY_SERVICES = ["zookeeper", "nimbus", "nimbus2", "supervisor1", "supervisor2", "ui"]
+SPARK_SERVICES = ["spark-master", "spark-worker"]
 
 
 def _unavailable(why: str) -> NoReturn:
@@ -105,6 +112,19 @@ class ComposeCluster:
                             "unhealthy" if "(unhealthy)" in status else "starting")
         return out
 
+    def wait_healthy(self, services: list[str], timeout: float) -> None:
+        """Wait until every one of ``services`` is healthy; a service that stays unhealthy or
+        missing fails the wait at its deadline, naming every service's state."""
+        def ready() -> bool:
+            states = self.health()
+            last.update(states)
+            return all(states[s] == "healthy" for s in services)
+        last: dict[str, str] = {}
+        try:
+            wait_for(ready, timeout, f"{', '.join(services)} healthy", interval=2)
+        except TimeoutError as exc:
+            raise AssertionError(f"{exc}; states: {last}") from None
+
     def project_leftovers(self) -> dict[str, list[str]]:
         label = f"label=com.docker.compose.project={self.project}"
         return {kind: run("docker", *cmd, "-q", "--filter", label).stdout.split()
@@ -156,7 +176,9 @@ def compose_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Compos
     shared = base / "shared"
     shared.mkdir()
     shared.chmod(0o777)  # the containers' user (stormpy, uid 10001) writes there
+    started = time.monotonic()
     _images_ready()  # first: building takes minutes, long enough for a chosen port to be taken
+    phases = [f"images ready {time.monotonic() - started:.0f} s"]
     env = {**os.environ,
            "COMPOSE_HTTP_TIMEOUT": "600",  # docker-compose's 60 s default is short on a busy host
            "STORMPY_SHARED_DIR": str(shared)}
@@ -165,9 +187,10 @@ def compose_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Compos
     (shared / "client.yaml").write_text("{}\n")  # the host's CLI: --nimbus says where
     try:
         _up_on_free_ports(cluster)
-        # generous: on a loaded 2-core host a Spark daemon's JVM has taken minutes to start
-        wait_for(lambda: set(cluster.health().values()) == {"healthy"}, 1200,
-                 "every service of the compose cluster healthy", interval=2)
+        phases.append(f"up {time.monotonic() - started:.0f} s")
+        cluster.wait_healthy(STORMPY_SERVICES, 900)
+        phases.append(f"stormpy services healthy {time.monotonic() - started:.0f} s")
+        print("compose cluster set up:", ", ".join(phases))  # shown with -s
         yield cluster
     finally:
         logs = cluster.compose("logs", "--no-color", "--tail", "200", check=False)

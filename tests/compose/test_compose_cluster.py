@@ -18,7 +18,7 @@ from pathlib import Path
 
 import ledger  # the partition tests' ledger topology, on pytest's pythonpath
 import pytest
-from compose_kit import ROOT, ComposeCluster, wait_acked
+from compose_kit import ROOT, SPARK_SERVICES, ComposeCluster, wait_acked
 
 from stormpy.host.waiting import wait_for
 
@@ -137,6 +137,9 @@ def test_the_other_nimbus_leads_when_the_leader_stops(cluster: ComposeCluster,
 
 def test_the_flagship_runs_on_the_compose_spark_cluster(cluster: ComposeCluster,
                                                          bundle: Path) -> None:
+    # generous: on a loaded 2-core host a Spark daemon's JVM has taken minutes to start (it has
+    # had the earlier scenarios' time already)
+    cluster.wait_healthy(SPARK_SERVICES, 1200)
     nimbus = leading(cluster)
     cluster.stormpy("jar", str(bundle), "compose_flagship:topology", "--name", "flagship",
                     "-c", "flagship.fail.batch=-1", "--nimbus", nimbus)

@@ -322,3 +322,32 @@ def local_beat_time(path: Path) -> float:
         return float(msgpack.unpackb(path.read_bytes())["time"])
     except (OSError, ValueError, KeyError):
         return 0.0
+
+
+def test_nimbus_started_before_its_zookeeper_waits_for_it_and_then_serves(
+        outage_env: SupervisorEnv) -> None:
+    """A Nimbus whose ZooKeeper does not answer yet (docker-compose starts them together) logs
+    each wait and keeps trying (Storm's ``storm.zookeeper.retry.*``), then serves once ZooKeeper
+    is up, instead of exiting."""
+    env = outage_env
+    zk_port, nimbus_port = free_ports(2)
+    conf = daemon_conf(env, "nimbus", [], **{
+        "storm.zookeeper.port": zk_port, "nimbus.thrift.port": nimbus_port,
+        "storm.zookeeper.connection.timeout": 1000, "storm.zookeeper.retry.times": -1,
+        "storm.zookeeper.retry.interval": 200, "storm.zookeeper.retry.intervalceiling.millis": 1000})
+    log_path = Path(conf["storm.log.dir"], "nimbus.log")
+    proc = run_stormpy(env, "nimbus", conf)
+    try:
+        wait_for(lambda: log_path.exists() and
+                 f"waiting for ZooKeeper at 127.0.0.1:{zk_port}: attempt 2 failed" in log_path.read_text(),
+                 60, "Nimbus to log its second wait for ZooKeeper")
+        assert proc.poll() is None, "Nimbus exited instead of waiting for ZooKeeper"
+        with running_zookeeper(heap_mb=128, port=zk_port), \
+                NimbusClient("127.0.0.1", nimbus_port, timeout_secs=2, retries=0) as client:
+            wait_for(lambda: client.ping(2), 120, "Nimbus to answer once ZooKeeper is up")
+            assert re.search(rf"connected to ZooKeeper at 127\.0\.0\.1:{zk_port} after \d+ attempts",
+                             log_path.read_text())
+            assert sigterm_and_wait(proc, "Nimbus", env, "nimbus") == 0
+    finally:
+        kill_quietly(proc)
+    assert processes_under(env.base) == []

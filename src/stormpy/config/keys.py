@@ -418,6 +418,17 @@ CORE_KEYS: tuple[ConfigKey, ...] = (
               Int(1)),
     ConfigKey("storm.zookeeper.connection.timeout", 15000, "ZooKeeper connect timeout (ms).",
               Int(1)),
+    ConfigKey("storm.zookeeper.retry.times", 5,
+              "Retries of a daemon's first ZooKeeper connection (Nimbus, supervisor) when ZooKeeper "
+              "does not answer within storm.zookeeper.connection.timeout; -1: until stopped.",
+              Int(-1)),
+    ConfigKey("storm.zookeeper.retry.interval", 1000,
+              "Wait (ms) before the first retry of a daemon's first ZooKeeper connection; it "
+              "doubles with each retry up to storm.zookeeper.retry.intervalceiling.millis.",
+              Int(1)),
+    ConfigKey("storm.zookeeper.retry.intervalceiling.millis", 30000,
+              "Longest wait (ms) between retries of a daemon's first ZooKeeper connection.",
+              Int(1)),
     ConfigKey("storm.zookeeper.auth.scheme", "digest",
               "Auth scheme of the daemons' ZooKeeper sessions (Storm's key; only digest is offered).",
               Choice(("digest",))),

@@ -36,6 +36,7 @@ from stormpy.client import NimbusClient
 from stormpy.client._addresses import BIND_ALL_HOSTS
 from stormpy.cluster import ClusterState
 from stormpy.cluster.records import encode_value
+from stormpy.cluster.zk_start import connect_at_start
 from stormpy.config import DEFAULTS, log_dir, rpc_auth_token, setting
 from stormpy.host.daemon import Daemon, log_to_file
 from stormpy.nimbus.downloads import DownloadManager
@@ -126,7 +127,7 @@ class Nimbus(Daemon):
         self.dirs.ensure()
         self.nimbus_id = self._load_nimbus_id()
         self.started_at = self.clock()
-        self.state = ClusterState.from_config(conf)
+        self.state = connect_at_start(conf, self._stop_requested, log)
         self.state.ensure_layout()
         expiration = float(conf["nimbus.file.copy.expiration.secs"])
         chunk = int(conf["nimbus.upload.chunk.size.bytes"])

@@ -58,6 +58,7 @@ from stormpy.cluster.errors import ClusterStateError
 from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.cluster.records import Assignment, SupervisorInfo
 from stormpy.cluster.state import ClusterState
+from stormpy.cluster.zk_start import connect_at_start
 from stormpy.config import SettingError, local_dir, log_dir, merged, setting
 from stormpy.host.daemon import Daemon, log_to_file
 from stormpy.host.service import Service
@@ -156,7 +157,7 @@ class Supervisor(Daemon):
                       self.host, list(self.ports), self.local_dir)
         try:
             self._write_worker_conf()
-            self.state = ClusterState.from_config(self.conf)
+            self.state = connect_at_start(self.conf, self._stop_requested, self.log)
             self._downloads = DownloadQueue(BundleDownloader(self.conf, self.dirs, log=self.log),
                                             self._sync.wake, log=self.log)
             self._returner = BundleReturner(self.conf, self.dirs, self.state, log=self.log)
