@@ -199,6 +199,40 @@ def test_single_assignment_callback(cluster_state: ClusterState) -> None:
     assert state.assignment("other") == assignment("other")
 
 
+def test_watched_reads_cost_zookeeper_nothing_until_a_node_changes(
+        zookeeper: ZooKeeperServer, zk_root: str, cluster_state: ClusterState) -> None:
+    """A supervisor re-reads every assignment at each sync: with a callback, the reads are
+    answered from the assignments' watches (one ZooKeeper read per change, not per sync), the
+    decoded records are reused, and another client's change is seen once its callback fires."""
+    nimbus = cluster_state
+    nimbus.set_assignment(assignment())
+    nimbus.set_assignment(assignment("other"))
+    reader = ClusterState.connect(zookeeper.connect_string, zk_root, connect_timeout_secs=30)
+    try:
+        gets: list[str] = []
+        real_get = reader.storage.get
+        reader.storage.get = lambda path: (gets.append(path), real_get(path))[1]  # type: ignore[method-assign]
+        changed = threading.Event()
+        first = reader.assignments(callback=changed.set)
+        assert first == {TID: assignment(), "other": assignment("other")}
+        gets.clear()
+        again = reader.assignments(callback=changed.set)
+        assert again == first and again[TID] is first[TID]  # from the watch, decoded once
+        assert gets == []
+        nimbus.set_assignment(assignment(bundle_key="bundle-v2"))
+        assert changed.wait(20), "callback did not fire for a changed assignment"
+        assert reader.assignments(callback=changed.set)[TID].bundle_key == "bundle-v2"
+        assert gets == []
+        # a client's own write is seen by its next read, before its watch delivers it
+        reader.set_assignment(assignment(bundle_key="bundle-v3"))
+        assert reader.assignments(callback=changed.set)[TID].bundle_key == "bundle-v3"
+        nimbus.remove_assignment("other")
+        wait_for(lambda: "other" not in reader.assignments(callback=changed.set), 20,
+                 "the removed assignment to vanish from the reader's reads")
+    finally:
+        reader.close()
+
+
 def test_persistent_storage_watches(zk_storage: ZkStorage) -> None:
     path = f"{zk_storage.root}/watched"
     seen: list[bytes | None] = []
