@@ -370,11 +370,11 @@ class NimbusHandler:
     def _state_warnings(self, name: str, spec: TopologySpec, conf: Mapping[str, Any],
                         supervisors: Mapping[str, SupervisorInfo] | None = None) -> list[str]:
         """Where the topology's state lives, when that is a risk on this cluster, over
-        ``supervisors`` (read now when not given; none when they cannot be read now: the warning
-        is advice, the submit stands)."""
+        ``supervisors`` (when not given, the ones Nimbus read last, by its latest round or
+        schedule; none when they cannot be read now: the warning is advice, the submit stands)."""
         try:
             if supervisors is None:
-                supervisors = self.manager.state.supervisors()
+                supervisors = self.manager.supervisors(fresh=False)
             hosts = {s.host for s in supervisors.values()}
         except ClusterStateError:
             return []

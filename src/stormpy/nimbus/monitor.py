@@ -219,7 +219,7 @@ class Monitor:
                      self.task_timeout)
         state = self.manager.state
         # what others write is read before the lock is taken (submits do not wait for it)
-        supervisors = self._read(raise_errors, "reading the supervisors", state.supervisors)
+        supervisors = self._read(raise_errors, "reading the supervisors", self.manager.supervisors)
         leftovers = self._read(raise_errors, "listing topology state", state.topologies)
         with self.manager.lock:
             for action in self.manager.timers.due(now):

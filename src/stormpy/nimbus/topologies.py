@@ -72,6 +72,7 @@ class TopologyManager:
         self.records = TopologyRecords(state)
         self._described: dict[str, tuple[TopologySpec, dict[str, Any]]] = {}
         self._layouts: dict[str, tuple[tuple[tuple[str, int], ...], TaskLayout]] = {}
+        self._supervisors_seen: dict[str, SupervisorInfo] | None = None
 
     # -- lookups ---------------------------------------------------------------------------------
     def base_by_name(self, name: Any) -> StormBase:
@@ -86,6 +87,15 @@ class TopologyManager:
             return bases[name]
         known = sorted(b.name for b in bases.values())
         raise NotFoundError(f"no topology named {name!r} (running: {', '.join(known) or 'none'})")
+
+    def supervisors(self, *, fresh: bool = True) -> dict[str, SupervisorInfo]:
+        """The live supervisors' records: read from ZooKeeper now, or (``fresh`` False, for
+        advice such as the submit's state warning) the last ones read, by a monitor round or a
+        schedule, when there are any."""
+        seen = self._supervisors_seen
+        if fresh or seen is None:
+            seen = self._supervisors_seen = self.state.supervisors()
+        return seen
 
     def describe(self, topology_id: str) -> tuple[TopologySpec, dict[str, Any]]:
         """The stored spec and conf (cached); StoreError when the store lacks them."""
@@ -304,7 +314,7 @@ class TopologyManager:
             if base is None:
                 return None
             layout = self.layout(base)
-            supervisors = self.state.supervisors() if supervisors is None else supervisors
+            supervisors = self.supervisors() if supervisors is None else supervisors
             known = assignments
             assignments = self.records.assignments() if known is None else known
             free = available_slots({sid: info.ports for sid, info in supervisors.items()},
