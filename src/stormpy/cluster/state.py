@@ -18,8 +18,11 @@ It reads and writes the documents of :mod:`stormpy.cluster.records` at the paths
   recipe reads the node at each change), so re-reading watched nodes costs ZooKeeper nothing
   until they change: a supervisor's sync reads every assignment, and 1,000 supervisors re-reading
   hundreds of assignments every few seconds would otherwise be a read load that grows with both.
-  Decoded records are reused while a node's data is unchanged. A write through this façade
-  forgets what was delivered for its node, so the writer's next read sees its own write.
+  The same holds for the child list of a watched directory (the layout's directories, which
+  are never deleted: kazoo's children watch ends silently with its directory). Decoded records
+  are reused while a node's data is unchanged. A write through this façade forgets what was
+  delivered for its node and its parent's child list, so the writer's next read sees its own
+  write.
 * Every call is bounded by the storage's operation timeout (ZkConnectionError when ZooKeeper is
   unreachable that long); after :meth:`ClusterState.begin_shutdown` calls fail at once instead of
   waiting for a lost connection (see :class:`~stormpy.cluster.storage.ZkStorage`). A read whose
@@ -134,7 +137,7 @@ class ClusterState:
             data = self.storage.get(path)
             return None if data is None else decode(cls, data, path)
         self._hooks.watch(slot, "data", path)  # fires on a change, a deletion or a creation
-        known, data = self._hooks.latest(slot, path)
+        known, data = self._hooks.latest(slot, "data", path)
         if not known:
             data = self.storage.get(path)
         if data is None:
@@ -152,6 +155,7 @@ class ClusterState:
         """This client changed ``path`` (with ``tree``, maybe nodes under it too): its next reads
         of them go to ZooKeeper."""
         self._hooks.forget_latest(path, tree=tree)
+        self._hooks.forget_latest(path.rsplit("/", 1)[0])  # its parent's child list
         prefix = path + "/"
         with self._decoded_lock:
             self._decoded.pop(path, None)
@@ -162,6 +166,9 @@ class ClusterState:
     def _children(self, path: str, slot: str | None = None) -> list[str]:
         if slot:
             self._hooks.watch(slot, "children", path)  # creates ``path`` when it is missing
+            known, children = self._hooks.latest(slot, "children", path)
+            if known:
+                return list(children)
         return self.storage.children(path)
 
     def _read_all(self, cls: Any, parent: str, slot: str | None = None) -> dict[str, Any]:
@@ -401,11 +408,13 @@ class ClusterState:
 
     # -- whole topologies ----------------------------------------------------------------------
     def topologies(self) -> list[str]:
-        """Sorted ids of every topology with any state (status, assignment, heartbeats, errors)."""
+        """Sorted ids of every topology with any state (status, assignment, heartbeats, errors),
+        the directories listed in one batch."""
         ids: set[str] = set()
-        for parent in (self.paths.storms(), self.paths.assignments(), self.paths.workerbeats_root(),
-                       self.paths.errors_root(), self.paths.blobstore_root()):
-            ids.update(self.storage.children(parent))
+        for children in self.storage.children_many([
+                self.paths.storms(), self.paths.assignments(), self.paths.workerbeats_root(),
+                self.paths.errors_root(), self.paths.blobstore_root()]):
+            ids.update(children)
         return sorted(ids)
 
     def mark_submitting(self, topology_id: str) -> None:

@@ -243,6 +243,7 @@ class Monitor:
             self.manager.finish_rebalance(topology_id)
 
     def _read(self, raise_errors: bool, what: str, fn: Callable[[], T]) -> T | None:
+        """``fn()``, or None when it failed (logged, as :meth:`_guard` does)."""
         result: list[T] = []
         self._guard(raise_errors, what, lambda: result.append(fn()))
         return result[0] if result else None
@@ -348,8 +349,9 @@ class Monitor:
     def supervisors_changed(self, supervisor_ids: Iterable[str]) -> None:
         """The supervisors' directory changed (a watch, on a ZooKeeper thread): run a round now
         when a supervisor this monitor knew is gone, so its ``nimbus.supervisor.timeout.secs``
-        starts counting at once rather than at the next round."""
-        if self._known_supervisors - set(supervisor_ids):
+        starts counting at once rather than at the next round (one already missed needs none)."""
+        gone = self._known_supervisors - set(supervisor_ids)
+        if any(node not in self._missing_since for node in gone):
             self.wake()
 
     def _supervisor_deadline(self, now: float) -> float | None:

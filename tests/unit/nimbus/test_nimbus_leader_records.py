@@ -202,4 +202,6 @@ def test_a_vanished_supervisor_wakes_the_monitor_and_its_timeout_ends_a_round(en
     env.beat_all()
     env.monitor._round()
     assert {n for n, _ in env.state.assigns[tid].executors.values()} == {"sup-a"}
+    env.monitor.supervisors_changed(["sup-a"])  # sup-b is known missing: no round needed
+    assert woken == [True]
     assert env.monitor._round() == pytest.approx(10.0)  # nothing pending: the period
