@@ -167,7 +167,7 @@ soak: $(STAMP) zookeeper
 
 ## scale: the many-host run (ZooKeeper, two Nimbuses, the UI and 100 supervisor processes, each
 ## on its own loopback address, running 50 idle topologies of 1 to 4 workers; ~9 GB, ~20 minutes
-## on 2 cores: kept out of `make test`, whose short version runs 10 hosts under the `scale`
+## on 2 cores: kept out of `make test`, whose short version runs 20 hosts under the `scale`
 ## marker). scale-sim: one real Nimbus and ZooKeeper with 1,000 fake supervisors and 5,000 fake
 ## workers (the daemons' own code paths: ZooKeeper, and heartbeats to Nimbus over RPC; no tuples). See docs/operations.md, "Sizing a
 ## cluster".

@@ -5,7 +5,13 @@ workers (``python -m bench.scale_sim --supervisors 1000 --slots 5 --topologies 2
 Contract: the fakes run in ``--processes`` child processes and use the daemons' own code paths
 with no tuples: a fake supervisor publishes ``SupervisorInfo`` through
 ``ClusterState.register_supervisor`` every ``supervisor.heartbeat.frequency.secs``, finds its
-slots with the supervisor's ``assigned_slots`` over ``ClusterState.assignments``, and sends its
+slots with the supervisor's ``assigned_slots`` over ``ClusterState.assignments`` read with a
+change callback, as the supervisor's sync reads them (answered from the assignments' watches, so
+re-reading costs ZooKeeper nothing until one changes; the fakes of a process share one session,
+so ZooKeeper holds one set of watches per process where real supervisors hold one each), and
+computes a fake supervisor's slots only when an assignment changed, from the assignments that
+name its node (the function's answer is the same; a real supervisor computes its own once per
+sync, the fakes would compute a thousand in one process), and sends its
 fake workers' ``WorkerHeartbeat`` s (their executors and ``process_stats()``) to Nimbus in one
 ``NimbusClient.send_worker_heartbeats`` call (the RPC of the supervisor's heartbeat relay,
 ``send_supervisor_worker_heartbeats``) every ``task.heartbeat.frequency.secs``. Nimbus runs in
@@ -37,12 +43,12 @@ import psutil
 import stormpy
 from stormpy.bundle import build_bundle
 from stormpy.client import NimbusClient
-from stormpy.cluster import ClusterState, SupervisorInfo, WorkerHeartbeat
+from stormpy.cluster import Assignment, ClusterState, SupervisorInfo, WorkerHeartbeat
 from stormpy.cluster.zkserver import ZooKeeperServer, four_letter_word
 from stormpy.local._processes import free_ports
 from stormpy.nimbus.daemon import Nimbus
 from stormpy.nimbus.monitor import Monitor
-from stormpy.supervisor.sync import assigned_slots
+from stormpy.supervisor.sync import LocalAssignment, assigned_slots
 from stormpy.worker.heartbeats import process_stats
 
 HERE = Path(__file__).resolve().parent
@@ -73,6 +79,9 @@ def _fakes(zk: str, nimbus_port: int, ids: list[str], slots: int, sup_secs: floa
     count = 0
     sent = 0
     proc = process_stats()
+    changed = threading.Event()
+    changed.set()
+    desired_of: dict[str, dict[int, LocalAssignment]] = {}
     try:
         while not stop.is_set():
             now = time.time()
@@ -88,10 +97,17 @@ def _fakes(zk: str, nimbus_port: int, ids: list[str], slots: int, sup_secs: floa
                     info = SupervisorInfo(supervisor_id=sid, host=sid, ports=ports, start_time=started,
                                           version=stormpy.__version__)
                     jobs.append(pool.submit(state.register_supervisor, info))
-            assignments = state.assignments()
+            if changed.is_set():
+                changed.clear()
+                assignments = state.assignments(callback=changed.set)
+                by_node: dict[str, dict[str, Assignment]] = {}
+                for tid, assignment in assignments.items():
+                    for node in assignment.worker_ports:
+                        by_node.setdefault(node, {})[tid] = assignment
+                desired_of = {sid: assigned_slots(by_node.get(sid, {}), sid, ports)[0] for sid in ids}
             rpcs = []
             for sid in sorted(live):
-                desired, _ = assigned_slots(assignments, sid, ports)
+                desired = desired_of[sid]
                 beats = [WorkerHeartbeat(topology_id=la.topology_id, node=sid, port=port, time=now,
                                          uptime=now - started, executors=la.executors, stats={},
                                          tasks=(), process=proc, metrics={})
@@ -193,7 +209,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             state = nimbus.state
             assert state is not None
             deadline = time.monotonic() + 300
-            while len(state.supervisors()) < args.supervisors and time.monotonic() < deadline:
+            while (len(state.storage.children(state.paths.supervisors())) < args.supervisors
+                   and time.monotonic() < deadline):
                 time.sleep(0.5)
             t_submit = time.monotonic()
             sys.path.insert(0, str(TOPOLOGIES))
@@ -204,8 +221,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             result["submit_secs"] = round(time.monotonic() - t_submit, 2)
             result["workers"] = args.topologies * args.workers
 
+            manager = nimbus.manager
+            assert manager is not None
+            records = manager.records  # the leader's assignments, in memory (no ZooKeeper read in
+            # Nimbus's process that a real cluster would not make)
+
             def all_running() -> bool:
-                assignments = state.assignments()
+                assignments = records.assignments()
                 if len(assignments) < len(tids):
                     return False
                 for tid in tids:
@@ -248,7 +270,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 calls["get_topology_info"].append(time.perf_counter() - t)
             result["rpc_secs"] = {k: _percentiles(v) for k, v in calls.items()}
             victim_tid = tids[0]
-            victim = sorted({n for n, _ in state.assignment(victim_tid).executors.values()})[0]  # type: ignore[union-attr]
+            victim = sorted({n for n, _ in records.assignment(victim_tid).executors.values()})[0]  # type: ignore[union-attr]
             cuts[ids.index(victim) % args.processes].put(victim)
             while state.supervisor(victim) is not None:  # timed from when its node is gone
                 time.sleep(0.05)
@@ -256,7 +278,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
             def moved() -> bool:
                 return all(victim not in {n for n, _ in a.executors.values()}
-                           for a in state.assignments().values())
+                           for a in records.assignments().values())
             while not moved() and time.monotonic() < t_cut + 600:
                 time.sleep(0.2)
             result["reschedule_after_cut_secs"] = round(time.monotonic() - t_cut, 2)

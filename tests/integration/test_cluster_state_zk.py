@@ -136,6 +136,31 @@ def test_stale_supervisor_node_is_replaced_by_a_new_session(
         assert cluster_state.supervisor("sup-1") == supervisor("sup-1", ports=(2, 3))
 
 
+def test_a_supervisor_republishing_its_record_rewrites_it_in_one_request(
+        zookeeper: ZooKeeperServer, zk_root: str, cluster_state: ClusterState) -> None:
+    """Every supervisor re-publishes its record every few seconds: its own node is rewritten (one
+    request), with no create refused as existing first; another session's node is still taken
+    over, and a node gone with a lost session is created again."""
+    with ClusterState.connect(zookeeper.connect_string, zk_root) as sup:
+        creates: list[str] = []
+        client = sup.storage._client
+        real_create = client.create_async
+        client.create_async = lambda path, *a, **kw: (creates.append(path), real_create(path, *a, **kw))[1]  # type: ignore[method-assign]
+        node = sup.paths.supervisor("sup-1")
+        sup.register_supervisor(supervisor("sup-1", ports=(1,)))
+        assert creates.count(node) == 1
+        sup.register_supervisor(supervisor("sup-1", ports=(2,)))
+        assert creates.count(node) == 1
+        assert cluster_state.supervisor("sup-1") == supervisor("sup-1", ports=(2,))
+        with ClusterState.connect(zookeeper.connect_string, zk_root) as other:
+            other.register_supervisor(supervisor("sup-1", ports=(3,)))  # another session takes it over
+            sup.register_supervisor(supervisor("sup-1", ports=(4,)))  # and this one takes it back
+        assert cluster_state.supervisor("sup-1") == supervisor("sup-1", ports=(4,))  # outlives `other`
+        cluster_state.storage.delete(cluster_state.paths.supervisor("sup-1"))  # as a lost session would
+        sup.register_supervisor(supervisor("sup-1", ports=(5,)))
+        assert cluster_state.supervisor("sup-1") == supervisor("sup-1", ports=(5,))
+
+
 def test_ephemeral_node_is_recreated_after_session_expiry(
         zookeeper: ZooKeeperServer, zk_root: str, cluster_state: ClusterState) -> None:
     storage = ZkStorage(zookeeper.connect_string, zk_root, session_timeout_secs=10).start()
@@ -197,6 +222,43 @@ def test_single_assignment_callback(cluster_state: ClusterState) -> None:
     state.set_assignment(assignment("other"))
     assert created.wait(20), "callback did not fire when the watched assignment was created"
     assert state.assignment("other") == assignment("other")
+
+
+def test_watched_reads_cost_zookeeper_nothing_until_a_node_changes(
+        zookeeper: ZooKeeperServer, zk_root: str, cluster_state: ClusterState) -> None:
+    """A supervisor re-reads every assignment at each sync: with a callback, the reads are
+    answered from the assignments' watches (one ZooKeeper read per change, not per sync), the
+    decoded records are reused, and another client's change is seen once its callback fires."""
+    nimbus = cluster_state
+    nimbus.set_assignment(assignment())
+    nimbus.set_assignment(assignment("other"))
+    reader = ClusterState.connect(zookeeper.connect_string, zk_root, connect_timeout_secs=30)
+    try:
+        gets: list[str] = []
+        real_get, real_children = reader.storage.get, reader.storage.children
+        reader.storage.get = lambda path: (gets.append(path), real_get(path))[1]  # type: ignore[method-assign]
+        reader.storage.children = lambda path: (gets.append(path), real_children(path))[1]  # type: ignore[method-assign]
+        changed = threading.Event()
+        first = reader.assignments(callback=changed.set)
+        assert first == {TID: assignment(), "other": assignment("other")}
+        gets.clear()
+        again = reader.assignments(callback=changed.set)
+        assert again == first and again[TID] is first[TID]  # from the watches, decoded once
+        assert gets == []
+        nimbus.set_assignment(assignment(bundle_key="bundle-v2"))
+        assert changed.wait(20), "callback did not fire for a changed assignment"
+        assert reader.assignments(callback=changed.set)[TID].bundle_key == "bundle-v2"
+        assert gets == []
+        # a client's own write is seen by its next read, before its watch delivers it
+        reader.set_assignment(assignment(bundle_key="bundle-v3"))
+        assert reader.assignments(callback=changed.set)[TID].bundle_key == "bundle-v3"
+        reader.set_assignment(assignment("third"))
+        assert "third" in reader.assignments(callback=changed.set)  # a new node too
+        nimbus.remove_assignment("other")
+        wait_for(lambda: "other" not in reader.assignments(callback=changed.set), 20,
+                 "the removed assignment to vanish from the reader's reads")
+    finally:
+        reader.close()
 
 
 def test_persistent_storage_watches(zk_storage: ZkStorage) -> None:

@@ -2,6 +2,10 @@
 
 Each kind of read (a *slot*) keeps its latest callback; the storage's persistent watches (kazoo's
 DataWatch / ChildrenWatch recipes, set up once per node read) pop and run it at the next change.
+A watch also keeps what it last delivered, a node's data or child list
+(:meth:`ChangeHooks.latest`): kazoo's recipe reads the node at every change anyway, so a watched
+node is read from ZooKeeper once per change, not once per read (a supervisor re-reads every
+assignment at each sync).
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ class ChangeHooks:
         self._lock = threading.Lock()
         self._callbacks: dict[str, Callback] = {}
         self._watches: dict[tuple[str, str, str], Watch | None] = {}  # None: being set up
+        # path → (slot, kind) → the data or child list a watch delivered
+        self._latest: dict[str, dict[tuple[str, str], Any]] = {}
 
     def set_callback(self, slot: str, callback: Callback) -> None:
         with self._lock:
@@ -55,7 +61,10 @@ class ChangeHooks:
             self._watches[key] = None
         started = [False]
 
-        def changed(_value: Any) -> None:
+        def changed(value: Any) -> None:
+            with self._lock:  # first: a callback's re-read sees this value
+                if key in self._watches:
+                    self._latest.setdefault(path, {})[(slot, kind)] = value
             if not started[0]:
                 started[0] = True  # the recipe's first call reports the current value, not a change
                 return
@@ -80,6 +89,26 @@ class ChangeHooks:
                 return
         handle.cancel()  # cancelled (close) while it was being set up
 
+    def latest(self, slot: str, kind: str, path: str) -> tuple[bool, Any]:
+        """``(True, value)``: what the ``kind`` watch of ``slot`` on ``path`` last delivered (data,
+        None for no node, or the sorted child list); ``(False, None)`` when it has delivered
+        nothing (no watch, or one being set up or dropped)."""
+        with self._lock:
+            delivered = self._latest.get(path)
+            if delivered is not None and (slot, kind) in delivered:
+                return True, delivered[(slot, kind)]
+        return False, None
+
+    def forget_latest(self, path: str, *, tree: bool = False) -> None:
+        """Forget what the watches delivered for ``path`` (and, with ``tree``, every node under
+        it): this client wrote there, so its next read goes to ZooKeeper and sees its write."""
+        prefix = path + "/"
+        with self._lock:
+            self._latest.pop(path, None)
+            if tree:
+                for key in [k for k in self._latest if k.startswith(prefix)]:
+                    del self._latest[key]
+
     def retain(self, slot: str, parent: str, children: list[str]) -> None:
         """Cancel the data watches of ``slot`` on children of ``parent`` not in ``children``."""
         keep = {f"{parent}/{child}" for child in children}
@@ -88,6 +117,10 @@ class ChangeHooks:
             gone = [k for k in self._watches
                     if k[0] == slot and k[1] == "data" and k[2].startswith(prefix) and k[2] not in keep]
             handles = [self._watches.pop(k) for k in gone]
+            for _, _, path in gone:
+                self._latest.get(path, {}).pop((slot, "data"), None)
+                if not self._latest.get(path, True):
+                    del self._latest[path]
         for handle in handles:
             if handle is not None:
                 handle.cancel()
@@ -97,6 +130,7 @@ class ChangeHooks:
             handles = list(self._watches.values())
             self._watches.clear()
             self._callbacks.clear()
+            self._latest.clear()
         for handle in handles:
             if handle is not None:
                 handle.cancel()

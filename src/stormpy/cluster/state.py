@@ -14,6 +14,15 @@ It reads and writes the documents of :mod:`stormpy.cluster.records` at the paths
   kept (they survive reconnections and session losses) until :meth:`ClusterState.close`; a change
   that happens while no callback is pending is not saved for the next one (the read after it sees
   it). Callbacks must not block for long; daemons still resync on a timer.
+* A read with a ``callback`` is answered from what the node's watch last delivered (kazoo's
+  recipe reads the node at each change), so re-reading watched nodes costs ZooKeeper nothing
+  until they change: a supervisor's sync reads every assignment, and 1,000 supervisors re-reading
+  hundreds of assignments every few seconds would otherwise be a read load that grows with both.
+  The same holds for the child list of a watched directory (the layout's directories, which
+  are never deleted: kazoo's children watch ends silently with its directory). Decoded records
+  are reused while a node's data is unchanged. A write through this façade forgets what was
+  delivered for its node and its parent's child list, so the writer's next read sees its own
+  write.
 * Every call is bounded by the storage's operation timeout (ZkConnectionError when ZooKeeper is
   unreachable that long); after :meth:`ClusterState.begin_shutdown` calls fail at once instead of
   waiting for a lost connection (see :class:`~stormpy.cluster.storage.ZkStorage`). A read whose
@@ -28,7 +37,8 @@ works.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -48,6 +58,7 @@ from stormpy.cluster.records import (
     encode_value,
 )
 from stormpy.cluster.storage import ZkStorage
+from stormpy.cluster.watches import Watch
 
 __all__ = [
     "MAX_ERRORS_PER_COMPONENT",
@@ -78,6 +89,8 @@ class ClusterState:
         self.paths = ZkPaths(storage.root)
         self._owns_storage = owns_storage
         self._hooks = ChangeHooks(storage)
+        self._decoded: dict[str, tuple[bytes, Any]] = {}  # path → (data, record) of watched reads
+        self._decoded_lock = threading.Lock()
 
     @classmethod
     def connect(cls, hosts: str, root: str = DEFAULT_ROOT, *, connect_timeout_secs: float = 15.0,
@@ -120,14 +133,42 @@ class ClusterState:
 
     # -- generic helpers -----------------------------------------------------------------------
     def _read(self, cls: Any, path: str, slot: str | None = None) -> Any:
-        if slot:
-            self._hooks.watch(slot, "data", path)  # fires on a change, a deletion or a creation
-        data = self.storage.get(path)
-        return None if data is None else decode(cls, data, path)
+        if not slot:
+            data = self.storage.get(path)
+            return None if data is None else decode(cls, data, path)
+        self._hooks.watch(slot, "data", path)  # fires on a change, a deletion or a creation
+        known, data = self._hooks.latest(slot, "data", path)
+        if not known:
+            data = self.storage.get(path)
+        if data is None:
+            return None
+        with self._decoded_lock:
+            cached = self._decoded.get(path)
+        if cached is not None and cached[0] == data:
+            return cached[1]
+        record = decode(cls, data, path)
+        with self._decoded_lock:
+            self._decoded[path] = (data, record)
+        return record
+
+    def _written(self, path: str, *, tree: bool = False) -> None:
+        """This client changed ``path`` (with ``tree``, maybe nodes under it too): its next reads
+        of them go to ZooKeeper."""
+        self._hooks.forget_latest(path, tree=tree)
+        self._hooks.forget_latest(path.rsplit("/", 1)[0])  # its parent's child list
+        prefix = path + "/"
+        with self._decoded_lock:
+            self._decoded.pop(path, None)
+            if tree:
+                for key in [k for k in self._decoded if k.startswith(prefix)]:
+                    del self._decoded[key]
 
     def _children(self, path: str, slot: str | None = None) -> list[str]:
         if slot:
             self._hooks.watch(slot, "children", path)  # creates ``path`` when it is missing
+            known, children = self._hooks.latest(slot, "children", path)
+            if known:
+                return list(children)
         return self.storage.children(path)
 
     def _read_all(self, cls: Any, parent: str, slot: str | None = None) -> dict[str, Any]:
@@ -135,6 +176,11 @@ class ClusterState:
         children = self._children(parent, slot)
         if slot:
             self._hooks.retain(slot, parent, children)
+            kept = {f"{parent}/{child}" for child in children}
+            prefix = parent + "/"
+            with self._decoded_lock:
+                for key in [k for k in self._decoded if k.startswith(prefix) and k not in kept]:
+                    del self._decoded[key]
         if slot is None:  # no watches to set: ask for every node at once
             paths = [f"{parent}/{child}" for child in children]
             for child, path, data in zip(children, paths, self.storage.get_many(paths), strict=True):
@@ -172,10 +218,12 @@ class ClusterState:
     def register_supervisor(self, info: SupervisorInfo) -> None:
         """Publish ``info`` as this session's ephemeral supervisor node (replacing a stale one)."""
         self.storage.create_ephemeral(self.paths.supervisor(info.supervisor_id), encode(info))
+        self._written(self.paths.supervisor(info.supervisor_id))
 
     def unregister_supervisor(self, supervisor_id: str) -> None:
         """Remove the supervisor node now (otherwise it vanishes with the session)."""
         self.storage.delete(self.paths.supervisor(supervisor_id))
+        self._written(self.paths.supervisor(supervisor_id))
 
     def supervisor(self, supervisor_id: str) -> SupervisorInfo | None:
         """The live supervisor's info, or None."""
@@ -190,10 +238,17 @@ class ClusterState:
             self._hooks.set_callback(slot, callback)
         return self._read_all(SupervisorInfo, self.paths.supervisors(), slot)
 
+    def watch_supervisor_ids(self, callback: Callable[[list[str]], Any]) -> Watch:
+        """Call ``callback(sorted supervisor ids)`` now and whenever a supervisor registers or
+        vanishes (not when one re-publishes its info), on a kazoo thread, until the returned
+        handle is cancelled (:meth:`ZkStorage.watch_children`)."""
+        return self.storage.watch_children(self.paths.supervisors(), callback)
+
     # -- storms (topology status) --------------------------------------------------------------
     def set_storm_base(self, base: StormBase) -> None:
         """Create or overwrite the topology's StormBase."""
         self.storage.set(self.paths.storm(base.topology_id), encode(base))
+        self._written(self.paths.storm(base.topology_id))
 
     def storm_base(self, topology_id: str, callback: Callback | None = None) -> StormBase | None:
         """The topology's StormBase, or None; ``callback`` fires when it changes or is removed."""
@@ -207,6 +262,7 @@ class ClusterState:
     def remove_storm_base(self, topology_id: str) -> None:
         """Delete the topology's StormBase (missing is fine)."""
         self.storage.delete(self.paths.storm(topology_id))
+        self._written(self.paths.storm(topology_id))
 
     def storm_bases(self) -> dict[str, StormBase]:
         """topology id → StormBase for every known topology."""
@@ -220,6 +276,7 @@ class ClusterState:
     def set_assignment(self, assignment: Assignment) -> None:
         """Create or overwrite the topology's assignment."""
         self.storage.set(self.paths.assignment(assignment.topology_id), encode(assignment))
+        self._written(self.paths.assignment(assignment.topology_id))
 
     def assignment(self, topology_id: str, callback: Callback | None = None) -> Assignment | None:
         """The topology's assignment, or None; ``callback`` fires when it changes or is removed."""
@@ -233,6 +290,7 @@ class ClusterState:
     def remove_assignment(self, topology_id: str) -> None:
         """Delete the topology's assignment (missing is fine)."""
         self.storage.delete(self.paths.assignment(topology_id))
+        self._written(self.paths.assignment(topology_id))
 
     def assignments(self, callback: Callback | None = None) -> dict[str, Assignment]:
         """topology id → assignment for every assigned topology.
@@ -350,11 +408,13 @@ class ClusterState:
 
     # -- whole topologies ----------------------------------------------------------------------
     def topologies(self) -> list[str]:
-        """Sorted ids of every topology with any state (status, assignment, heartbeats, errors)."""
+        """Sorted ids of every topology with any state (status, assignment, heartbeats, errors),
+        the directories listed in one batch."""
         ids: set[str] = set()
-        for parent in (self.paths.storms(), self.paths.assignments(), self.paths.workerbeats_root(),
-                       self.paths.errors_root(), self.paths.blobstore_root()):
-            ids.update(self.storage.children(parent))
+        for children in self.storage.children_many([
+                self.paths.storms(), self.paths.assignments(), self.paths.workerbeats_root(),
+                self.paths.errors_root(), self.paths.blobstore_root()]):
+            ids.update(children)
         return sorted(ids)
 
     def mark_submitting(self, topology_id: str) -> None:
@@ -378,6 +438,7 @@ class ClusterState:
             if keep_checkpoints and path == checkpoints:
                 continue
             self.storage.delete(path)
+            self._written(path, tree=True)
         self.storage.delete(self.paths.submitting(topology_id))  # last: an interrupted removal is redone
 
     def ensure_layout(self) -> None:

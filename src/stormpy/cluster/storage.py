@@ -346,7 +346,8 @@ class ZkStorage:
         A node left by another (older) session at the same path is replaced. The node is re-created
         automatically after a session loss, until it is deleted through this storage or it closes.
         """
-        self._recreate_ephemeral(path, data)
+        self._run("create_ephemeral", path, functools.partial(
+            put_ephemeral, self._client, path=path, data=data, ours=self._ephemerals.remembers(path)))
         self._ephemerals.remember(path, data)
 
     def _recreate_ephemeral(self, path: str, data: bytes) -> None:

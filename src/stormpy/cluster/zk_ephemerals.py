@@ -3,7 +3,10 @@ re-created once a new session is established.
 
 * :func:`put_ephemeral` is one attempt to create ``path`` as an ephemeral node of the client's
   session or to take it over: a node of this session gets the new data; a node left by another
-  (older) session at the same path is deleted and created again as ours.
+  (older) session at the same path is deleted and created again as ours. A node this storage put
+  before (``ours``: a supervisor re-publishing its record every few seconds) is first simply
+  rewritten: one request and one ZooKeeper transaction, where a create refused as existing, a
+  read and a write are three requests and two transactions (the refused create counts too).
 * :class:`EphemeralKeeper` remembers what was put (until forgotten) and, told the connection
   states (:meth:`EphemeralKeeper.on_state`), re-puts every remembered node after a session was
   LOST and a connection is back (on a thread of its own: the state listener must not block).
@@ -27,8 +30,17 @@ __all__ = ["EphemeralKeeper", "put_ephemeral"]
 log = logging.getLogger(__name__)
 
 
-def put_ephemeral(client: KazooClient, wait: Wait, path: str, data: bytes) -> None:
-    """Create ``path`` (parents included) as our ephemeral node with ``data``, or take it over."""
+def put_ephemeral(client: KazooClient, wait: Wait, path: str, data: bytes, *, ours: bool = False) -> None:
+    """Create ``path`` (parents included) as our ephemeral node with ``data``, or take it over
+    (``ours``: it was put by this storage before, so it is most likely this session's node)."""
+    if ours:
+        try:
+            stat = wait(client.set_async(path, data))
+            client_id = client.client_id
+            if client_id and stat.ephemeralOwner == client_id[0]:
+                return
+        except NoNodeError:
+            pass  # gone with a lost session: create it below
     try:
         wait(client.create_async(path, data, ephemeral=True, makepath=True))
         return
@@ -64,6 +76,11 @@ class EphemeralKeeper:
     def remember(self, path: str, data: bytes) -> None:
         with self._lock:
             self._nodes[path] = data
+
+    def remembers(self, path: str) -> bool:
+        """True when ``path`` was put and not forgotten."""
+        with self._lock:
+            return path in self._nodes
 
     def forget(self, path: str) -> None:
         """Forget ``path`` and every node under it."""

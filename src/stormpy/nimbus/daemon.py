@@ -34,8 +34,9 @@ from typing import Any
 from stormpy import __version__
 from stormpy.client import NimbusClient
 from stormpy.client._addresses import BIND_ALL_HOSTS
-from stormpy.cluster import ClusterState
+from stormpy.cluster import ClusterState, ClusterStateError
 from stormpy.cluster.records import encode_value
+from stormpy.cluster.watches import Watch
 from stormpy.cluster.zk_start import connect_at_start
 from stormpy.config import DEFAULTS, log_dir, rpc_auth_token, setting
 from stormpy.host.daemon import Daemon, log_to_file
@@ -107,6 +108,7 @@ class Nimbus(Daemon):
         self.replicator: Replicator | None = None
         self.recovery: BundleRecovery | None = None
         self._lead_lock = threading.Lock()
+        self._supervisor_watch: Watch | None = None
         self.nimbus_id = ""
         self.started_at = 0.0
         self._shut_down = False
@@ -187,6 +189,7 @@ class Nimbus(Daemon):
                 self.leadership.stop()
             if self.replicator is not None:
                 self.replicator.stop()
+            self._cancel_supervisor_watch()
             if self.monitor is not None:
                 self.monitor.stop()
             if self.server is not None:
@@ -257,15 +260,28 @@ class Nimbus(Daemon):
                                    clock=self.clock, beats=self.worker_beats,
                                    on_missing_bundle=recovery.request if recovery is not None else None)
             self.monitor.start()
+            try:  # a vanished supervisor wakes the monitor (else it is noticed at the next round)
+                self._supervisor_watch = self.state.watch_supervisor_ids(self.monitor.supervisors_changed)
+            except ClusterStateError as exc:
+                log.warning("cannot watch the supervisors (the monitor notices a lost one at its "
+                            "next round): %s", exc)
 
     def _on_deposed(self) -> None:
-        """Stand by again: stop the monitor and forget pending kill/rebalance waits."""
+        """Stand by again: stop the monitor, forget pending kill/rebalance waits and the
+        in-memory StormBases and assignments (a standby reads them from ZooKeeper)."""
         with self._lead_lock:
+            self._cancel_supervisor_watch()
             monitor, self.monitor = self.monitor, None
             if monitor is not None:
                 monitor.stop()
             if self.manager is not None:
                 self.manager.timers = ActionTimers()
+                self.manager.stand_by()
+
+    def _cancel_supervisor_watch(self) -> None:
+        watch, self._supervisor_watch = self._supervisor_watch, None
+        if watch is not None:
+            watch.cancel()
 
     def _wake_monitor(self) -> None:
         monitor = self.monitor

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 import msgpack
 
-from stormpy.cluster import Assignment, ClusterStateError, StormBase, WorkerHeartbeat
+from stormpy.cluster import Assignment, ClusterStateError, StormBase, SupervisorInfo, WorkerHeartbeat
 from stormpy.cluster.paths import parse_worker_key
 from stormpy.cluster.records import DocumentError
 from stormpy.cluster.worker_ops import (
@@ -300,14 +300,15 @@ class NimbusHandler:
                   assignments: Mapping[str, Assignment | None]) -> dict[str, str | None]:
         if self.recovery is None:
             return {}
-        holders = self.recovery.replicator.holders
-        return {tid: degraded_reason(base, assignments.get(tid), len(holders(tid)))
+        holders = self.recovery.replicator.holder_counts(sorted(bases))
+        return {tid: degraded_reason(base, assignments.get(tid), holders.get(tid, 0))
                 for tid, base in bases.items()}
 
     @rpc_method
     def get_cluster_info(self) -> dict[str, Any]:
         state = self.manager.state
-        bases, assignments = state.storm_bases(), state.assignments()
+        records = self.manager.records  # the leader's are in memory
+        bases, assignments = records.storm_bases(), records.assignments()
         now, this = time.time(), self._nimbus_info()
         nimbuses = nimbus_summaries(state.nimbus_records(), this, self._leader_address(), now)
         return cluster_summary(this, state.supervisors(), bases, assignments, now,
@@ -338,11 +339,13 @@ class NimbusHandler:
             layout = self.manager.layout(base)
         except (StoreError, InvalidTopologyError, ValueError):
             layout = None
-        assignment = state.assignment(tid)
+        assignment = self.manager.records.assignment(tid)
+        supervisors = state.supervisors()
         return topology_info(base, assignment, layout, self.worker_beats.topology(tid),
                              state.all_errors(tid), time.time(),
-                             self._degraded({tid: base}, {tid: assignment}).get(tid), state.supervisors(),
-                             warnings=[*self._submit_warnings(tid), *self._stored_state_warnings(tid)])
+                             self._degraded({tid: base}, {tid: assignment}).get(tid), supervisors,
+                             warnings=[*self._submit_warnings(tid),
+                                       *self._stored_state_warnings(tid, supervisors)])
 
     def _submit_warnings(self, topology_id: str) -> list[str]:
         """The submit check's warnings stored with the topology's config (none when its
@@ -353,20 +356,26 @@ class NimbusHandler:
             return []
         return list(setting(conf, SUBMIT_WARNINGS_KEY) or [])
 
-    def _stored_state_warnings(self, topology_id: str) -> list[str]:
+    def _stored_state_warnings(self, topology_id: str,
+                               supervisors: Mapping[str, SupervisorInfo]) -> list[str]:
         """:meth:`_state_warnings` of a running topology (none when its description cannot be
         read)."""
         try:
             spec, conf = self.manager.describe(topology_id)
         except (StoreError, InvalidTopologyError, ValueError, RpcError):
             return []
-        return self._state_warnings(str(setting(conf, "topology.name") or topology_id), spec, conf)
+        return self._state_warnings(str(setting(conf, "topology.name") or topology_id), spec, conf,
+                                    supervisors)
 
-    def _state_warnings(self, name: str, spec: TopologySpec, conf: Mapping[str, Any]) -> list[str]:
-        """Where the topology's state lives, when that is a risk on this cluster (none when the
-        supervisors cannot be read now: the warning is advice, the submit stands)."""
+    def _state_warnings(self, name: str, spec: TopologySpec, conf: Mapping[str, Any],
+                        supervisors: Mapping[str, SupervisorInfo] | None = None) -> list[str]:
+        """Where the topology's state lives, when that is a risk on this cluster, over
+        ``supervisors`` (when not given, the ones Nimbus read last, by its latest round or
+        schedule; none when they cannot be read now: the warning is advice, the submit stands)."""
         try:
-            hosts = {s.host for s in self.manager.state.supervisors().values()}
+            if supervisors is None:
+                supervisors = self.manager.supervisors(fresh=False)
+            hosts = {s.host for s in supervisors.values()}
         except ClusterStateError:
             return []
         warning = host_local_state_warning(name, spec, {**self._conf, **conf}, len(hosts))
@@ -410,7 +419,7 @@ class NimbusHandler:
             raise InvalidRequestError(f"action must be a word, got {action!r}")
         if args is not None and not isinstance(args, dict):
             raise InvalidRequestError(f"args must be a map, got {args!r}")
-        assignment = self.manager.state.assignment(tid)
+        assignment = self.manager.records.assignment(tid)
         workers = assignment.workers() if assignment is not None else {}
         for node, wport in workers:
             if assignment is not None and assignment.node_host.get(node) == host and wport == port:

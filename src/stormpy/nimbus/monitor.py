@@ -30,6 +30,15 @@ Every ``nimbus.monitor.freq.secs`` :meth:`Monitor.tick` does, in this order:
    state (assignments, errors, ...) of topologies without a StormBase;
 4. expires abandoned uploads and download sessions.
 
+What a round reads from ZooKeeper is what others write: the supervisors' records (one batch) and
+the lists of topology directories (the clean-up); both are read before Nimbus's lock is taken, so
+a submit waits only for the round's decisions and writes. StormBases and assignments come from
+the leader's memory (:class:`~stormpy.nimbus.leader_records.TopologyRecords`). A supervisor
+that vanishes is noticed at once: the daemon watches the supervisors' directory and calls
+:meth:`Monitor.supervisors_changed`, which runs a round when a known supervisor is gone; and the
+round after it runs when its ``nimbus.supervisor.timeout.secs`` ends (not up to a period later),
+so its executors move within the timeout plus about one round.
+
 ``now`` comes from the clock given to the monitor, so tests drive it with simulated time. Failures
 of one topology are logged and do not stop the others; a tick never raises except for programming
 errors in tests (``raise_errors=True``).
@@ -40,7 +49,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from stormpy.cluster import Assignment, ClusterStateError, StormBase, SupervisorInfo, WorkerHeartbeat
 from stormpy.config import DEFAULTS
@@ -59,6 +68,8 @@ __all__ = ["ROUND_SUMMARY_SECS", "HeartbeatCache", "Liveness", "Monitor", "execu
 ROUND_SUMMARY_SECS = 60.0
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class HeartbeatCache:
@@ -189,7 +200,7 @@ class Monitor:
         self.supervisor_timeout = num("nimbus.supervisor.timeout.secs")
         self.heartbeats = HeartbeatCache()
         self._missing_since: dict[str, float] = {}
-        self._known_supervisors: set[str] = set()
+        self._known_supervisors: frozenset[str] = frozenset()  # replaced, never changed in place
         self._round_secs: list[float] = []  # durations since the last summary line
         self._summary_at = time.perf_counter()
         self._last_counts = (0, 0)  # (topologies, worker heartbeats) of the last round
@@ -206,12 +217,19 @@ class Monitor:
             log.info("monitor: workers are judged by their heartbeats in %g s "
                      "(nimbus.task.timeout.secs), once every supervisor has sent them to this Nimbus",
                      self.task_timeout)
+        state = self.manager.state
+        # what others write is read before the lock is taken (submits do not wait for it)
+        supervisors = self._read(raise_errors, "reading the supervisors", self.manager.supervisors)
+        leftovers = self._read(raise_errors, "listing topology state", state.topologies)
         with self.manager.lock:
             for action in self.manager.timers.due(now):
                 self._guard(raise_errors, f"{action.kind} of {action.topology_id}", self._fire, action.kind,
                             action.topology_id)
-            self._guard(raise_errors, "reassignment", self._check_topologies, now, raise_errors)
-            self._guard(raise_errors, "cleanup", self._cleanup_orphans)
+            if supervisors is not None:
+                self._guard(raise_errors, "reassignment", self._check_topologies, now, raise_errors,
+                            supervisors)
+            if leftovers is not None:
+                self._guard(raise_errors, "cleanup", self._cleanup_orphans, leftovers)
         if self.uploads is not None:
             self.uploads.expire(now)
         if self.downloads is not None:
@@ -223,6 +241,12 @@ class Monitor:
             self.heartbeats.forget(topology_id)
         elif kind == REBALANCE:
             self.manager.finish_rebalance(topology_id)
+
+    def _read(self, raise_errors: bool, what: str, fn: Callable[[], T]) -> T | None:
+        """``fn()``, or None when it failed (logged, as :meth:`_guard` does)."""
+        result: list[T] = []
+        self._guard(raise_errors, what, lambda: result.append(fn()))
+        return result[0] if result else None
 
     def _guard(self, raise_errors: bool, what: str, fn: Callable[..., Any], *args: Any) -> None:
         try:
@@ -236,19 +260,19 @@ class Monitor:
                 raise
             log.exception("monitor: %s failed", what)
 
-    def _check_topologies(self, now: float, raise_errors: bool) -> None:
-        state = self.manager.state
-        supervisors = state.supervisors()
+    def _check_topologies(self, now: float, raise_errors: bool,
+                          supervisors: dict[str, SupervisorInfo]) -> None:
+        records = self.manager.records
         for node in supervisors:
             self._missing_since.pop(node, None)
         for node in self._known_supervisors - set(supervisors):
             self._missing_since.setdefault(node, now)
-        self._known_supervisors |= set(supervisors)
-        assignments = state.assignments()
+        self._known_supervisors = self._known_supervisors | frozenset(supervisors)
+        assignments = records.assignments()
         for node in {n for a in assignments.values() for n, _ in a.executors.values()} - set(supervisors):
             self._missing_since.setdefault(node, now)
         self._counting = [0, 0]
-        running = {tid: base for tid, base in state.storm_bases().items()
+        running = {tid: base for tid, base in records.storm_bases().items()
                    if base.status in ("active", "inactive")}
         self.beats.retain({tid: set(a.executors.values()) for tid, a in assignments.items()
                            if tid in running})
@@ -310,18 +334,36 @@ class Monitor:
         free = available_slots({sid: info.ports for sid, info in supervisors.items()}, others)
         return any((node, port) not in used for node, ports in free.items() for port in ports)
 
-    def _cleanup_orphans(self) -> None:
-        state = self.manager.state
-        live = set(state.active_storms())
-        for topology_id in state.topologies():
+    def _cleanup_orphans(self, topologies: list[str]) -> None:
+        """Remove the state of ``topologies`` (ids with any state, read before the lock) that
+        have no StormBase."""
+        records = self.manager.records
+        live = set(records.topology_ids())
+        for topology_id in topologies:
             if topology_id not in live:
                 log.info("removing leftover ZooKeeper state of topology %s", topology_id)
-                state.remove_topology(topology_id)
+                records.remove_topology(topology_id)
                 self.heartbeats.forget(topology_id)
+
+    # -- supervisors vanishing -------------------------------------------------------------------
+    def supervisors_changed(self, supervisor_ids: Iterable[str]) -> None:
+        """The supervisors' directory changed (a watch, on a ZooKeeper thread): run a round now
+        when a supervisor this monitor knew is gone, so its ``nimbus.supervisor.timeout.secs``
+        starts counting at once rather than at the next round (one already missed needs none)."""
+        gone = self._known_supervisors - set(supervisor_ids)
+        if any(node not in self._missing_since for node in gone):
+            self.wake()
+
+    def _supervisor_deadline(self, now: float) -> float | None:
+        """When the next vanished supervisor's timeout ends (None when none is pending)."""
+        ends = [since + self.supervisor_timeout for since in list(self._missing_since.values())
+                if since + self.supervisor_timeout > now]
+        return min(ends) if ends else None
 
     # -- background thread -----------------------------------------------------------------------
     def _round(self) -> float:
-        """One :meth:`tick`; the delay until the next: ``freq_secs``, sooner when a wait is due.
+        """One :meth:`tick`; the delay until the next: ``freq_secs``, sooner when a wait is due
+        or a vanished supervisor's timeout ends.
 
         Each round is timed: one longer than ``freq_secs`` is a warning, and every
         :data:`ROUND_SUMMARY_SECS` an INFO line gives the rounds' median and longest duration with
@@ -342,9 +384,10 @@ class Monitor:
             self._round_secs.clear()
             self._summary_at = started
         delay = self.freq_secs
-        deadline = self.manager.timers.next_deadline()
-        if deadline is not None:
-            delay = max(0.01, min(delay, deadline - self.clock()))
+        now = self.clock()
+        for deadline in (self.manager.timers.next_deadline(), self._supervisor_deadline(now)):
+            if deadline is not None:
+                delay = max(0.01, min(delay, deadline - now))
         return delay
 
     def start(self) -> None:

@@ -145,6 +145,21 @@ class Replicator:
                 out[child] = data.decode(errors="replace")
         return out
 
+    def holder_counts(self, topology_ids: list[str]) -> dict[str, int]:
+        """topology id → how many copies of it are registered (:meth:`holders` of each, read in
+        two batches: what ``get_cluster_info`` asks for every topology)."""
+        storage = self.state.storage
+        parents = [self.state.paths.blobstore(tid) for tid in topology_ids]
+        listed = storage.children_many(parents)
+        nodes = [(tid, f"{parent}/{child}") for tid, parent, children in zip(topology_ids, parents, listed,
+                                                                            strict=True)
+                 for child in children]
+        counts = dict.fromkeys(topology_ids, 0)
+        for (tid, _), data in zip(nodes, storage.get_many([path for _, path in nodes]), strict=True):
+            if data:
+                counts[tid] += 1
+        return counts
+
     def await_replicas(self, topology_id: str, count: int, timeout_secs: float, *,
                        strict: bool = True) -> str | None:
         """Wait until ``count`` copies are registered (see the module docstring); None when they
@@ -201,15 +216,22 @@ class Replicator:
 
     # -- one pass ----------------------------------------------------------------------------------
     def sync(self) -> None:
-        """Fetch missing bundles, register held ones, drop stale ones (standbys only)."""
-        wanted = set(self.state.storm_bases())
+        """Fetch missing bundles, register held ones, drop stale ones (standbys only). A copy
+        this Nimbus registered whose node is still there (one batched read for all of them) is
+        not registered again, so a pass over many topologies costs no read per topology."""
+        wanted = set(self.state.active_storms())
         held = set(self.store.topology_ids())
+        with self._lock:
+            registered = sorted(tid for tid in self._registered if tid in wanted and tid in held)
+        nodes = self.state.storage.children_many([self.state.paths.blobstore(tid) for tid in registered])
+        standing = {tid for tid, children in zip(registered, nodes, strict=True)
+                    if self.nimbus_id in children}
         for topology_id in sorted(wanted):
             if self._service.stopping:
                 return
             if topology_id not in held:
                 self._fetch(topology_id)
-            elif self.store.exists(topology_id):
+            elif topology_id not in standing and self.store.exists(topology_id):
                 self.register(topology_id)
         stale = held - wanted
         if not self._is_leader():

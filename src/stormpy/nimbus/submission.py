@@ -25,6 +25,7 @@ from stormpy.cluster import Assignment, ClusterState, StormBase
 from stormpy.cluster.records import encode
 from stormpy.config import SettingError, setting
 from stormpy.config.validate import SUBMIT_WARNINGS_KEY, check_topology_config
+from stormpy.nimbus.leader_records import TopologyRecords
 from stormpy.nimbus.store import BundleStore
 from stormpy.nimbus.uploads import StagedBundle
 from stormpy.nimbus.validation import check_topology_limits, limit
@@ -75,14 +76,16 @@ def prepare_submission(name: str, spec: TopologySpec, conf: Mapping[str, Any],
     return topo_conf, layout
 
 
-def write_submission(state: ClusterState, store: BundleStore, nimbus_conf: Mapping[str, Any],
+def write_submission(state: ClusterState, records: TopologyRecords, store: BundleStore,
+                     nimbus_conf: Mapping[str, Any],
                      topology_id: str, name: str, staged: StagedBundle, spec: TopologySpec,
                      topo_conf: dict[str, Any], layout: TaskLayout, now: float, initial_status: str, *,
                      remember: Callable[[tuple[TopologySpec, dict[str, Any]]], None],
                      schedule: Callable[[], Assignment | None],
                      before_activate: Callable[[str], None] | None) -> None:
     """Write the topology (see the module contract); ``remember`` gets the description once the
-    StormBase is written (the manager's cache), ``schedule`` writes its assignment."""
+    StormBase is written (the manager's cache), ``schedule`` writes its assignment; the StormBase
+    is written through ``records``, the submission marker through ``state``."""
     state.mark_submitting(topology_id)
     store.install(topology_id, staged, spec.to_doc(), topo_conf)
     executors_per_component: dict[str, int] = {}
@@ -93,7 +96,7 @@ def write_submission(state: ClusterState, store: BundleStore, nimbus_conf: Mappi
                      owner=str(setting(topo_conf, "topology.submitter.user") or ""),
                      component_executors=executors_per_component)
     check_znode(nimbus_conf, base, f"the StormBase of topology {name!r}")
-    state.set_storm_base(base)
+    records.set_storm_base(base)
     remember((spec, topo_conf))
     if schedule() is None:
         log.warning("topology %s submitted but no supervisor slot is free; it will be scheduled "
@@ -101,11 +104,12 @@ def write_submission(state: ClusterState, store: BundleStore, nimbus_conf: Mappi
     if before_activate is not None:
         before_activate(topology_id)
     if initial_status == "active":
-        state.set_storm_base(replace(base, status="active"))
+        records.set_storm_base(replace(base, status="active"))
     state.clear_submitting(topology_id)  # the commit point
 
 
-def roll_back_submission(state: ClusterState, store: BundleStore, topology_id: str) -> None:
+def roll_back_submission(state: ClusterState, records: TopologyRecords, store: BundleStore,
+                         topology_id: str) -> None:
     """Remove whatever a failed submission wrote (best effort; failures are logged).
 
     The StormBase goes first (the submission marker, removed last, still lets a new leader redo an
@@ -113,8 +117,8 @@ def roll_back_submission(state: ClusterState, store: BundleStore, topology_id: s
     runs then either has its node removed with the rest or, checking the StormBase after writing
     it, finds none and removes the node itself
     (:meth:`stormpy.nimbus.replication.Replicator.register`)."""
-    for what, undo in (("StormBase", lambda: state.remove_storm_base(topology_id)),
-                       ("ZooKeeper state", lambda: state.remove_topology(topology_id)),
+    for what, undo in (("StormBase", lambda: records.remove_storm_base(topology_id)),
+                       ("ZooKeeper state", lambda: records.remove_topology(topology_id)),
                        ("stored bundle", lambda: store.remove(topology_id))):
         try:
             undo()

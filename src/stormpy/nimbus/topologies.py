@@ -18,6 +18,10 @@ Contract:
   ``begin_download`` and ``Assignment.bundle_key`` all use it).
 * :meth:`resume` rebuilds the pending waits of a restarted Nimbus from ZooKeeper (the waits start
   again from the restart) and removes stored bundles whose topology no longer exists.
+* StormBases and assignments are read and written through :attr:`TopologyManager.records`
+  (:class:`~stormpy.nimbus.leader_records.TopologyRecords`): :meth:`resume` (the leader's start)
+  loads them once and the leader then answers from memory; :meth:`stand_by` drops the copy.
+  Task layouts are computed once per topology and executor counts.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from typing import Any
 from stormpy.cluster import Assignment, ClusterState, StormBase, SupervisorInfo
 from stormpy.config import setting
 from stormpy.nimbus.credentials import add_topology_credentials
+from stormpy.nimbus.leader_records import TopologyRecords
 from stormpy.nimbus.pending_actions import KILL, REBALANCE, ActionTimers
 from stormpy.nimbus.store import BundleStore, StoredTopology, StoreError
 from stormpy.nimbus.submission import check_znode, prepare_submission, roll_back_submission, write_submission
@@ -63,14 +68,18 @@ class TopologyManager:
         self.clock = clock
         self.timers = ActionTimers()
         self.lock = threading.RLock()
+        #: StormBases and assignments (in memory while this Nimbus leads)
+        self.records = TopologyRecords(state)
         self._described: dict[str, tuple[TopologySpec, dict[str, Any]]] = {}
+        self._layouts: dict[str, tuple[tuple[tuple[str, int], ...], TaskLayout]] = {}
+        self._supervisors_seen: dict[str, SupervisorInfo] | None = None
 
     # -- lookups ---------------------------------------------------------------------------------
     def base_by_name(self, name: Any) -> StormBase:
         """The StormBase of the topology called ``name`` (or with that id); NotFoundError otherwise."""
         if not isinstance(name, str):
             raise NotFoundError(f"topology name must be a string, got {name!r}")
-        bases = self.state.storm_bases()
+        bases = self.records.storm_bases()
         for base in bases.values():
             if base.name == name:
                 return base
@@ -78,6 +87,15 @@ class TopologyManager:
             return bases[name]
         known = sorted(b.name for b in bases.values())
         raise NotFoundError(f"no topology named {name!r} (running: {', '.join(known) or 'none'})")
+
+    def supervisors(self, *, fresh: bool = True) -> dict[str, SupervisorInfo]:
+        """The live supervisors' records: read from ZooKeeper now, or (``fresh`` False, for
+        advice such as the submit's state warning) the last ones read, by a monitor round or a
+        schedule, when there are any."""
+        seen = self._supervisors_seen
+        if fresh or seen is None:
+            seen = self._supervisors_seen = self.state.supervisors()
+        return seen
 
     def describe(self, topology_id: str) -> tuple[TopologySpec, dict[str, Any]]:
         """The stored spec and conf (cached); StoreError when the store lacks them."""
@@ -89,9 +107,16 @@ class TopologyManager:
         return cached
 
     def layout(self, base: StormBase) -> TaskLayout:
-        """The task layout of the topology with the executor counts in its StormBase."""
+        """The task layout of the topology with the executor counts in its StormBase (computed
+        once per topology and counts: a monitor round asks for every topology's)."""
+        counts = tuple(sorted(base.component_executors.items()))
+        cached = self._layouts.get(base.topology_id)
+        if cached is not None and cached[0] == counts:
+            return cached[1]
         spec, conf = self.describe(base.topology_id)
-        return compute_layout(spec, conf, base.component_executors or None)
+        layout = compute_layout(spec, conf, base.component_executors or None)
+        self._layouts[base.topology_id] = (counts, layout)
+        return layout
 
     def stored(self, topology_id: str) -> StoredTopology:
         """The store entry; NotFoundError when the topology has none."""
@@ -116,7 +141,7 @@ class TopologyManager:
             raise InvalidRequestError("initial_status must be 'active' or 'inactive', "
                                       f"got {initial_status!r}")
         with self.lock:
-            if any(b.name == name for b in self.state.storm_bases().values()):
+            if any(b.name == name for b in self.records.storm_bases().values()):
                 raise AlreadyExistsError(f"a topology named {name!r} is already running; kill it first or "
                                          "choose another --name")
             topo_conf, layout = prepare_submission(name, spec, conf, self.conf)
@@ -128,8 +153,8 @@ class TopologyManager:
                 self._described[topology_id] = described
 
             try:
-                write_submission(self.state, self.store, self.conf, topology_id, name, staged, spec,
-                                 topo_conf, layout, now, initial_status, remember=remember,
+                write_submission(self.state, self.records, self.store, self.conf, topology_id, name,
+                                 staged, spec, topo_conf, layout, now, initial_status, remember=remember,
                                  schedule=lambda: self.reschedule(topology_id, {}),
                                  before_activate=before_activate)
             except BaseException:
@@ -142,8 +167,9 @@ class TopologyManager:
     def _roll_back(self, topology_id: str) -> None:
         """Forget the topology's caches and waits, then :func:`roll_back_submission`."""
         self._described.pop(topology_id, None)
+        self._layouts.pop(topology_id, None)
         self.timers.cancel(topology_id)
-        roll_back_submission(self.state, self.store, topology_id)
+        roll_back_submission(self.state, self.records, self.store, topology_id)
 
     # -- status transitions ----------------------------------------------------------------------
     def kill(self, name: str, wait_secs: float | None) -> str:
@@ -153,7 +179,7 @@ class TopologyManager:
             if wait_secs is None:
                 wait_secs = self._message_timeout(base.topology_id)
             prev = base.prev_status if base.status in ("killed", "rebalancing") else base.status
-            self.state.set_storm_base(replace(base, status="killed", kill_wait_secs=float(wait_secs),
+            self.records.set_storm_base(replace(base, status="killed", kill_wait_secs=float(wait_secs),
                                               prev_status=prev))
             log.info("killing topology %s (wait %.3g s)", base.topology_id, wait_secs)
             if wait_secs <= 0:
@@ -166,9 +192,10 @@ class TopologyManager:
         """Remove every trace of the topology (ZooKeeper state, stored bundle, caches, timers)."""
         with self.lock:
             self.timers.cancel(topology_id)
-            self.state.remove_topology(topology_id)
+            self.records.remove_topology(topology_id)
             self.store.remove(topology_id)
             self._described.pop(topology_id, None)
+            self._layouts.pop(topology_id, None)
             log.info("removed topology %s", topology_id)
 
     def set_active(self, name: str, active: bool) -> str:
@@ -179,9 +206,9 @@ class TopologyManager:
             if base.status == "killed":
                 raise InvalidRequestError(f"topology {base.name!r} is being killed; it cannot be {status}d")
             if base.status == "rebalancing":
-                self.state.set_storm_base(replace(base, prev_status=status))
+                self.records.set_storm_base(replace(base, prev_status=status))
             elif base.status != status:
-                self.state.set_storm_base(replace(base, status=status))
+                self.records.set_storm_base(replace(base, status=status))
             log.info("topology %s %s", base.topology_id, "activated" if active else "deactivated")
             return base.topology_id
 
@@ -207,7 +234,7 @@ class TopologyManager:
             if component is None and not enable:
                 debug = {key: {**value, "enable": False} for key, value in debug.items()}
             debug[component or base.topology_id] = {"enable": enable, "samplingpct": float(sampling_pct)}
-            self.state.set_storm_base(replace(base, component_debug=debug))
+            self.records.set_storm_base(replace(base, component_debug=debug))
             log.info("topology %s: sampled tuples %s for %s (%s%%)", base.topology_id,
                      "on" if enable else "off", component or "every component", sampling_pct)
             return base.topology_id
@@ -246,7 +273,7 @@ class TopologyManager:
             prev = base.prev_status if base.status == "rebalancing" else base.status
             counts = dict(base.component_executors)
             counts.update({c: int(n) for c, n in (executors or {}).items()})
-            self.state.set_storm_base(replace(
+            self.records.set_storm_base(replace(
                 base, status="rebalancing", prev_status=prev, kill_wait_secs=float(wait_secs),
                 num_workers=int(num_workers) if num_workers is not None else base.num_workers,
                 component_executors=counts))
@@ -261,11 +288,11 @@ class TopologyManager:
     def finish_rebalance(self, topology_id: str) -> None:
         """Reschedule from scratch with the new counts and restore the status from before."""
         with self.lock:
-            base = self.state.storm_base(topology_id)
+            base = self.records.storm_base(topology_id)
             if base is None or base.status != "rebalancing":
                 return
             self.reschedule(topology_id, {})
-            self.state.set_storm_base(replace(base, status=base.prev_status or "active", prev_status=None,
+            self.records.set_storm_base(replace(base, status=base.prev_status or "active", prev_status=None,
                                               kill_wait_secs=None))
             log.info("rebalanced topology %s", topology_id)
 
@@ -283,13 +310,13 @@ class TopologyManager:
         written, so the next topology of the round sees the slots taken. Read from ZooKeeper when
         not given."""
         with self.lock:
-            base = self.state.storm_base(topology_id)
+            base = self.records.storm_base(topology_id)
             if base is None:
                 return None
             layout = self.layout(base)
-            supervisors = self.state.supervisors() if supervisors is None else supervisors
+            supervisors = self.supervisors() if supervisors is None else supervisors
             known = assignments
-            assignments = self.state.assignments() if known is None else known
+            assignments = self.records.assignments() if known is None else known
             free = available_slots({sid: info.ports for sid, info in supervisors.items()},
                                    [a.executors for tid, a in assignments.items() if tid != topology_id])
             new = schedule_topology([e.key for e in layout.executors], free, base.num_workers, alive,
@@ -307,7 +334,7 @@ class TopologyManager:
             if old is not None and old.executors == new and old.node_host == node_host:
                 return old
             check_znode(self.conf, assignment, f"the assignment of topology {base.name!r}")
-            self.state.set_assignment(assignment)
+            self.records.set_assignment(assignment)
             if known is not None:
                 known[topology_id] = assignment
             kept_slots = set(new.values())  # heartbeats of the slots left go with the next round
@@ -318,13 +345,16 @@ class TopologyManager:
     # -- restart ---------------------------------------------------------------------------------
     def resume(self) -> list[str]:
         """Re-arm pending kill/rebalance waits from ZooKeeper and drop stored bundles of topologies
-        that no longer exist; return the ids of the topologies found."""
+        that no longer exist; return the ids of the topologies found. Loads :attr:`records` (the
+        leader answers from memory from now on)."""
         with self.lock:
             for tid in self.state.submitting():
                 log.warning("topology %s was being submitted when the previous leader stopped; rolling "
                             "it back", tid)
                 self._roll_back(tid)
-            bases = self.state.storm_bases()
+            self.records.load()
+            self._layouts.clear()
+            bases = self.records.storm_bases()
             now = self.clock()
             for tid, base in bases.items():
                 if base.status == "killed":
@@ -336,6 +366,11 @@ class TopologyManager:
                     log.info("removing stored bundle of vanished topology %s", tid)
                     self.store.remove(tid)
             return sorted(bases)
+
+    def stand_by(self) -> None:
+        """The leadership is lost: forget the in-memory records (reads go to ZooKeeper)."""
+        with self.lock:
+            self.records.drop()
 
     # -- helpers ---------------------------------------------------------------------------------
     def _describe_or_fail(self, topology_id: str) -> tuple[TopologySpec, dict[str, Any]]:

@@ -59,6 +59,9 @@ class Manager:
     def submit(self, name: str, *_: Any, **__: Any) -> str:
         return f"{name}-1"
 
+    def supervisors(self, *, fresh: bool = True) -> Any:
+        return self.state.supervisors()
+
     def describe(self, topology_id: str) -> Any:
         raise StoreError(f"{topology_id} is not stored here (test)")
 
