@@ -53,6 +53,8 @@ def test_every_document_round_trips(cluster_state: ClusterState) -> None:
     assert state.supervisor("sup-1") == supervisor()
     assert state.supervisors() == {"sup-1": supervisor()}
 
+    assert state.supervisors_of(["sup-1", "gone", "sup-1"]) == {"sup-1": supervisor()}
+
     state.set_storm_base(storm_base())
     assert state.storm_base(TID) == storm_base()
     assert state.storm_bases() == {TID: storm_base()}

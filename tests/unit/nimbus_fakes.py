@@ -39,6 +39,9 @@ class FakeClusterState:
     def supervisors(self, callback: Any = None) -> dict[str, SupervisorInfo]:
         return dict(self.sups)
 
+    def supervisors_of(self, sids: list[str]) -> dict[str, SupervisorInfo]:
+        return {sid: self.sups[sid] for sid in sids if sid in self.sups}
+
     def add_supervisor(self, sid: str, ports: list[int], host: str = "127.0.0.1") -> None:
         self.sups[sid] = SupervisorInfo(sid, host, tuple(ports), time.time(), "test")
 

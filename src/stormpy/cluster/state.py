@@ -244,6 +244,15 @@ class ClusterState:
         handle is cancelled (:meth:`ZkStorage.watch_children`)."""
         return self.storage.watch_children(self.paths.supervisors(), callback)
 
+    def supervisors_of(self, supervisor_ids: list[str]) -> dict[str, SupervisorInfo]:
+        """supervisor id → info of each live one of ``supervisor_ids``, read in one batch (what a
+        topology's page needs: the supervisors its workers run on, not every one)."""
+        ids = sorted(set(supervisor_ids))
+        paths = [self.paths.supervisor(sid) for sid in ids]
+        return {sid: decode(SupervisorInfo, data, path)
+                for sid, path, data in zip(ids, paths, self.storage.get_many(paths), strict=True)
+                if data is not None}
+
     # -- storms (topology status) --------------------------------------------------------------
     def set_storm_base(self, base: StormBase) -> None:
         """Create or overwrite the topology's StormBase."""

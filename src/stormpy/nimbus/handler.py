@@ -340,12 +340,12 @@ class NimbusHandler:
         except (StoreError, InvalidTopologyError, ValueError):
             layout = None
         assignment = self.manager.records.assignment(tid)
-        supervisors = state.supervisors()
+        nodes = [node for node, _ in assignment.workers()] if assignment is not None else []
         return topology_info(base, assignment, layout, self.worker_beats.topology(tid),
                              state.all_errors(tid), time.time(),
-                             self._degraded({tid: base}, {tid: assignment}).get(tid), supervisors,
-                             warnings=[*self._submit_warnings(tid),
-                                       *self._stored_state_warnings(tid, supervisors)])
+                             self._degraded({tid: base}, {tid: assignment}).get(tid),
+                             state.supervisors_of(nodes),  # its workers' supervisors, not every one
+                             warnings=[*self._submit_warnings(tid), *self._stored_state_warnings(tid)])
 
     def _submit_warnings(self, topology_id: str) -> list[str]:
         """The submit check's warnings stored with the topology's config (none when its
@@ -356,16 +356,14 @@ class NimbusHandler:
             return []
         return list(setting(conf, SUBMIT_WARNINGS_KEY) or [])
 
-    def _stored_state_warnings(self, topology_id: str,
-                               supervisors: Mapping[str, SupervisorInfo]) -> list[str]:
+    def _stored_state_warnings(self, topology_id: str) -> list[str]:
         """:meth:`_state_warnings` of a running topology (none when its description cannot be
         read)."""
         try:
             spec, conf = self.manager.describe(topology_id)
         except (StoreError, InvalidTopologyError, ValueError, RpcError):
             return []
-        return self._state_warnings(str(setting(conf, "topology.name") or topology_id), spec, conf,
-                                    supervisors)
+        return self._state_warnings(str(setting(conf, "topology.name") or topology_id), spec, conf)
 
     def _state_warnings(self, name: str, spec: TopologySpec, conf: Mapping[str, Any],
                         supervisors: Mapping[str, SupervisorInfo] | None = None) -> list[str]:

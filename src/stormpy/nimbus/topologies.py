@@ -72,7 +72,7 @@ class TopologyManager:
         self.records = TopologyRecords(state)
         self._described: dict[str, tuple[TopologySpec, dict[str, Any]]] = {}
         self._layouts: dict[str, tuple[tuple[tuple[str, int], ...], TaskLayout]] = {}
-        self._supervisors_seen: dict[str, SupervisorInfo] | None = None
+        self._supervisors_seen: tuple[float, dict[str, SupervisorInfo]] | None = None
 
     # -- lookups ---------------------------------------------------------------------------------
     def base_by_name(self, name: Any) -> StormBase:
@@ -90,12 +90,14 @@ class TopologyManager:
 
     def supervisors(self, *, fresh: bool = True) -> dict[str, SupervisorInfo]:
         """The live supervisors' records: read from ZooKeeper now, or (``fresh`` False, for
-        advice such as the submit's state warning) the last ones read, by a monitor round or a
-        schedule, when there are any."""
+        advice such as the state warning) the last ones read, by a monitor round or a schedule,
+        when they are at most ``nimbus.monitor.freq.secs`` old."""
         seen = self._supervisors_seen
-        if fresh or seen is None:
-            seen = self._supervisors_seen = self.state.supervisors()
-        return seen
+        now = self.clock()
+        max_age = float(setting(self.conf, "nimbus.monitor.freq.secs"))
+        if fresh or seen is None or not 0 <= now - seen[0] <= max_age:
+            seen = self._supervisors_seen = (now, self.state.supervisors())
+        return seen[1]
 
     def describe(self, topology_id: str) -> tuple[TopologySpec, dict[str, Any]]:
         """The stored spec and conf (cached); StoreError when the store lacks them."""

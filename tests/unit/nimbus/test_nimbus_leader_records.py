@@ -205,3 +205,19 @@ def test_a_vanished_supervisor_wakes_the_monitor_and_its_timeout_ends_a_round(en
     env.monitor.supervisors_changed(["sup-a"])  # sup-b is known missing: no round needed
     assert woken == [True]
     assert env.monitor._round() == pytest.approx(10.0)  # nothing pending: the period
+
+
+def test_a_topology_page_reads_only_the_supervisors_its_workers_run_on(env: Env) -> None:
+    from stormpy.nimbus.handler import NimbusHandler
+
+    for i in range(20):
+        env.state.add_supervisor(f"idle-{i}", [6700])
+    tid = env.submit("wc")
+    env.manager.resume()
+    asked: list[list[str]] = []
+    real = env.state.supervisors_of
+    env.state.supervisors_of = lambda sids: (asked.append(sorted(sids)), real(sids))[1]  # type: ignore[method-assign]
+    env.state.supervisors = None  # type: ignore[assignment,method-assign]  # must not read them all
+    info = NimbusHandler(env.manager, None, None, nimbus_info=dict).get_topology_info("wc")  # type: ignore[arg-type]
+    assert info["id"] == tid
+    assert asked == [sorted({n for n, _ in env.state.assigns[tid].workers()})]
