@@ -446,3 +446,44 @@ def test_a_replay_buffered_beside_its_timed_out_copy_counts_once() -> None:
         ex.execute(barrier(1, action, 2))
     assert [t for t in col.acked if t.stream != CHECKPOINT_STREAM] == [loose, last]
     assert dict(KeyValueState(task_store()).items()) == {"a": 1, "b": 1}
+
+
+class Windowed(StatefulBolt):
+    """A stateful bolt that keeps more than the user's map (a persisted window, say): it is told
+    each time the state goes back to the last commit."""
+
+    outputs = ["w"]
+    told: list[str] = []
+
+    def init_state(self, state: KeyValueState) -> None:
+        self.state = state
+
+    def execute(self, tup: Tuple) -> None:
+        self.state.put(tup.values[0], True)
+        self.ack(tup)
+
+    def state_rolled_back(self) -> None:
+        Windowed.told.append("rolled back")
+
+
+def test_a_bolt_keeping_more_state_is_told_of_each_rollback_and_of_initstate_again() -> None:
+    Windowed.told = []
+    ex, _col = build(StatefulBoltExecutor, Windowed, name="windowed")
+    init(ex)
+    assert Windowed.told == []  # the first INITSTATE loads the state: nothing went back
+    ex.execute(word("a"))
+    ex.execute(barrier(1, "rollback", 1))
+    ex.execute(barrier(1, "rollback", 2))
+    assert Windowed.told == ["rolled back"]
+    init(ex, 1)
+    assert Windowed.told == ["rolled back", "rolled back"]
+
+
+def test_the_forwarders_path_runs_the_user_bolt_once_the_state_is_there() -> None:
+    ex, col = build(StatefulBoltExecutor, BasicCounter, name="basic-path")
+    init(ex)
+    c = word("c")
+    ex.run_user(c)
+    assert dict(ex.state.items()) == {"c": True}
+    assert [(e.values, e.anchors) for e in col.emitted if e.stream == "default"] == [(["c"], [c])]
+    assert ex.pending == [c]
