@@ -107,17 +107,20 @@ TARGETS: dict[str, Target] = {
                     "inbound", "spout_batch", "edges", "worker_stats", "task_errors")},
     # the event logger (sampled tuples to the events log, its rotation), with its unit tests
     "worker-event-logger": Target(("src/stormpy/worker/event_logger.py",),
-                                  tests=("tests/unit/worker/test_event_logger.py",)),
+                                  tests=("tests/unit/worker/test_event_logger*.py",)),
     # a tracked run's edge ids on the wire: the generator states (edges.py), the run encoding
     # that sends them (transfer.py) and the decoding that draws them again (inbound.py), with
-    # the unit tests that cover them (a run over the whole of tests/unit collects for minutes)
+    # the unit tests that cover them, Transfer's own (outboxes, refused frames, backpressure)
+    # and Inbound's (a run over the whole of tests/unit collects for minutes)
     "worker-wire-edges": Target(tuple(f"src/stormpy/worker/{part}.py"
                                       for part in ("edges", "transfer", "inbound")),
                                 tests=("tests/unit/worker/test_edge_*.py",
                                        "tests/unit/worker/test_run_edge_states.py",
                                        "tests/unit/worker/test_batching_edges.py",
-                                       "tests/unit/worker/test_worker_inbound_table.py",
+                                       "tests/unit/worker/test_worker_inbound*.py",
+                                       "tests/unit/worker/test_inbound_*.py",
                                        "tests/unit/worker/test_column_wire.py",
+                                       "tests/unit/topology/test_transfer_*.py",
                                        "tests/unit/messaging/test_wire_runs.py",
                                        "tests/unit/messaging/test_remote_routing.py"),
                                 pytest_args=WORKER_PYTEST_ARGS),

@@ -274,7 +274,8 @@ class KeyValueState:
             entries = _unpack_all(chunk)
         except (ValueError, msgpack.UnpackException) as exc:
             raise CorruptStateError(f"{self.store.location} key {name!r}",
-                                    f"not a chunk of packed entries ({exc})") from None
+                                    f"not a chunk of packed entries ({str(exc) or type(exc).__name__})"
+                                    ) from None
         return self._entries(name, entries)
 
     def _fold(self, changes: dict[Any, Any], rows: _Encoded | None = None) -> None:
@@ -369,6 +370,15 @@ class KeyValueState:
 
 
 def _unpack_all(chunk: bytes) -> list[Any]:
+    """The msgpack objects ``chunk`` holds, in order; ValueError when it ends inside one (a
+    chunk cut short: reading the whole entries only would lose the rest without a word)."""
     unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=len(chunk) + 1)
     unpacker.feed(chunk)
-    return list(unpacker)
+    entries = list(unpacker)
+    try:  # the iteration stops at the end of the bytes or inside an entry they cut short
+        rest = unpacker.read_bytes(1)
+    except ValueError:  # msgpack: "an object is incomplete"
+        rest = b"?"
+    if rest:
+        raise ValueError(f"cut short inside the entry after {len(entries)} whole one(s)")
+    return entries

@@ -446,3 +446,123 @@ def test_a_replay_buffered_beside_its_timed_out_copy_counts_once() -> None:
         ex.execute(barrier(1, action, 2))
     assert [t for t in col.acked if t.stream != CHECKPOINT_STREAM] == [loose, last]
     assert dict(KeyValueState(task_store()).items()) == {"a": 1, "b": 1}
+
+
+class Windowed(StatefulBolt):
+    """A stateful bolt that keeps more than the user's map (a persisted window, say): it is told
+    each time the state goes back to the last commit."""
+
+    outputs = ["w"]
+    told: list[str] = []
+
+    def init_state(self, state: KeyValueState) -> None:
+        self.state = state
+
+    def execute(self, tup: Tuple) -> None:
+        self.state.put(tup.values[0], True)
+        self.ack(tup)
+
+    def state_rolled_back(self) -> None:
+        Windowed.told.append("rolled back")
+
+
+def test_a_bolt_keeping_more_state_is_told_of_each_rollback_and_of_initstate_again() -> None:
+    Windowed.told = []
+    ex, _col = build(StatefulBoltExecutor, Windowed, name="windowed")
+    init(ex)
+    assert Windowed.told == []  # the first INITSTATE loads the state: nothing went back
+    ex.execute(word("a"))
+    ex.execute(barrier(1, "rollback", 1))
+    ex.execute(barrier(1, "rollback", 2))
+    assert Windowed.told == ["rolled back"]
+    init(ex, 1)
+    assert Windowed.told == ["rolled back", "rolled back"]
+
+
+def test_the_forwarders_path_runs_the_user_bolt_once_the_state_is_there() -> None:
+    ex, col = build(StatefulBoltExecutor, BasicCounter, name="basic-path")
+    init(ex)
+    c = word("c")
+    ex.run_user(c)
+    assert dict(ex.state.items()) == {"c": True}
+    assert [(e.values, e.anchors) for e in col.emitted if e.stream == "default"] == [(["c"], [c])]
+    assert ex.pending == [c]
+
+
+def failing_reads(ex: Any) -> None:
+    """The task's store refuses every read from now on (the service went away)."""
+    from stormpy.topology._state import StateUnavailableError
+
+    def refuse(*_args: Any, **_kwargs: Any) -> Any:
+        raise StateUnavailableError(ex.state.store.location, "unreachable")
+
+    ex.state.store.get = refuse
+
+
+def test_a_store_failure_fails_the_input_and_is_logged_and_reported_first_and_every_1000th(
+        caplog: pytest.LogCaptureFixture) -> None:
+    ex, col = build(StatefulBoltExecutor, Counter, name="failing")
+    init(ex)
+    failing_reads(ex)
+    inputs = [word(f"w{i}") for i in range(1001)]
+    with caplog.at_level("ERROR", logger="stormpy.state"):
+        for t in inputs:
+            ex.execute(t)
+    assert col.failed == inputs and ex.store_failures == 1001
+    lines = [r.getMessage() for r in caplog.records if "failed on its state store" in r.getMessage()]
+    assert len(lines) == 2 and len(col.errors) == 2  # the 1st and the 1000th
+    assert lines[0].startswith("component me-10: a tuple from up failed on its state store "
+                               "(1 failures so far;")
+    assert "(1000 failures so far;" in lines[1]
+    assert all("unreachable" in str(e) for e in col.errors)
+
+
+def test_a_checkpoint_meeting_a_store_failure_is_failed_and_reported(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from stormpy.topology._state import StateUnavailableError
+
+    ex, col = build(StatefulBoltExecutor, Counter, name="failing-prepare")
+    init(ex)
+    ex.execute(word("a"))
+
+    def refuse(*_args: Any, **_kwargs: Any) -> None:
+        raise StateUnavailableError(ex.state.store.location, "unreachable")
+
+    ex.state.store.put_many = refuse
+    first, second = barrier(1, "prepare", 1), barrier(1, "prepare", 2)
+    with caplog.at_level("ERROR", logger="stormpy.state"):
+        ex.execute(first)
+        ex.execute(second)
+    assert [v for v, _ in checkpoints(col)] == [[0, "initstate"]]  # PREPARE 1 not forwarded
+    assert first in col.failed and second in col.failed
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line.startswith("component me-10: checkpoint PREPARE 1 failed on its state store "
+                           "(1 failures so far;")
+    assert [str(e) for e in col.errors] == [f"state {ex.state.store.location}: unreachable"]
+    assert ex.store_failures == 1
+
+
+def test_the_inputs_are_acked_at_the_commit_point_before_the_fold() -> None:
+    ex, col = build(StatefulBoltExecutor, Counter, name="ack-before-fold")
+    init(ex)
+    a = word("a")
+    ex.execute(a)
+    for t in (barrier(1, "prepare", 1), barrier(1, "prepare", 2)):
+        ex.execute(t)
+    acked_at_fold: list[list[Tuple]] = []
+    write = ex.state.store.write_encoded
+
+    def recording(*args: Any, **kwargs: Any) -> None:
+        acked_at_fold.append([t for t in col.acked if t.stream != CHECKPOINT_STREAM])
+        write(*args, **kwargs)
+
+    ex.state.store.write_encoded = recording
+    for t in (barrier(1, "commit", 1), barrier(1, "commit", 2)):
+        ex.execute(t)
+    assert acked_at_fold and acked_at_fold[0] == [a]
+    assert dict(KeyValueState(task_store()).items()) == {"a": 1}
+
+
+def test_the_state_keeps_the_configured_number_of_committed_values_in_memory() -> None:
+    ex, _col = build(StatefulBoltExecutor, Counter, name="cache", conf={"topology.state.cache.max.keys": 7})
+    assert ex.state.cache_max_keys == 7

@@ -35,3 +35,24 @@ def test_the_limits_keep_every_draw_below_2_to_the_62() -> None:
     ids = EdgeIds(0)
     ids.restart(*STATE_LIMITS)
     assert all(0 <= ids.next() < 2 ** 62 for _ in range(100))
+
+
+def reference_draw(x: int, c: int) -> int:
+    """The first id drawn from the state ``(x, c)``, in plain integer arithmetic (edges.py: three
+    multiply-with-carry digits d1, d2, d3 give d1 * 2**32 + d2 * 4 + d3's top two bits)."""
+    digits = []
+    for _ in range(3):
+        c, x = divmod(1073741172 * x + c, 2 ** 30)
+        digits.append(x)
+    return digits[0] * 2 ** 32 + digits[1] * 4 + digits[2] // 2 ** 28
+
+
+@pytest.mark.parametrize("x, c", [(0, 5), (5, 0), (0, 0), (STATE_LIMITS[0], STATE_LIMITS[1]),
+                                  (STATE_LIMITS[0], 0), (0, STATE_LIMITS[1])])
+def test_every_state_within_the_limits_edges_included_is_taken(x: int, c: int) -> None:
+    """A sender's generator reaches a digit or a carry of 0 after some draws (only its seed
+    avoids them): a run naming such a state is read."""
+    ids = EdgeIds(7)
+    ids.restart(x, c)
+    assert (ids.x, ids.c) == (x, c)
+    assert ids.next() == reference_draw(x, c)
