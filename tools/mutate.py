@@ -135,11 +135,13 @@ TARGETS: dict[str, Target] = {
                            pytest_args=WORKER_PYTEST_ARGS),
     "nimbus": Target(("src/stormpy/nimbus/uploads.py", "src/stormpy/scheduler/even.py")),
     # the client side of the Nimbus protocol: seeds, leader discovery and memo, the bundle
-    # transfer, failover (stand-in Nimbus servers on loopback; no ZooKeeper)
+    # transfer, failover, every call NimbusClient makes (stand-in Nimbus servers on loopback; no
+    # ZooKeeper), and the submit check the client runs before uploading
     "client": Target(("src/stormpy/client/*.py",),
                      tests=("tests/unit/client/test_client_*.py", "tests/unit/**/test_nimbus_client_*.py",
                             "tests/unit/nimbus/test_nimbus_lost_leadership.py",
-                            "tests/unit/rpc/test_rpc_config.py")),
+                            "tests/unit/rpc/test_rpc_config.py",
+                            "tests/unit/multilang/test_multilang_settings_at_submit.py")),
     # micro-batching (stormpy/_batching.py) and the Spark bolt's batch records
     "batching": Target(("src/stormpy/*batching.py",)),
     # the Spark bolt's own logic, against a fake Spark (tests/unit/connectors/spark/test_spark_bolt_logic.py;
