@@ -80,3 +80,7 @@ def test_the_port_range_ends_at_65535_and_the_port_follows_the_last_colon() -> N
     with pytest.raises(ValueError, match="n1:65536"):
         parse_address("n1:65536")
     assert parse_address("[::1]:7000") == ("[::1]", 7000)  # an IPv6 host in brackets
+
+
+def test_one_seed_given_as_a_string_is_one_address() -> None:
+    assert seed_addresses({"nimbus.seeds": "nimbus-c:7001"}) == ["nimbus-c:7001"]

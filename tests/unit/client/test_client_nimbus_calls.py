@@ -8,6 +8,7 @@ loopback, recording every call."""
 from __future__ import annotations
 
 import hashlib
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -230,9 +231,12 @@ def test_a_submit_can_start_inactive_and_keeps_the_warnings_nimbus_gave(
         nimbus.warnings = []
         client.submit("next", bundle, spec_doc())
         assert client.warnings == []  # the warnings of the last submit only
-    quiet, after = nimbus.called("submit_topology")
+        client.submit("held", bundle, spec_doc(), active=False)
+        client.submit_topology("plain", client.upload_bundle(bundle), spec_doc())
+    quiet, after, held, plain = nimbus.called("submit_topology")
     assert (quiet["initial_status"], quiet["conf"]) == ("inactive", {})
-    assert after["initial_status"] == "active"
+    assert after["initial_status"] == plain["initial_status"] == "active"
+    assert held["initial_status"] == "inactive"
 
 
 @pytest.mark.timeout(60)
@@ -274,6 +278,19 @@ def test_the_information_calls_answer_what_nimbus_answers(nimbus: RecordingNimbu
         assert client.ping() is True
     assert nimbus.called("get_topology_info") == [{"name": "wc"}]
     assert nimbus.called("get_topology_files") == [{"topology_id": "wc-1-0"}]
+
+
+@pytest.mark.timeout(60)
+def test_ping_is_false_within_the_time_asked_for_when_nimbus_does_not_answer() -> None:
+    """A host that takes the connection and never speaks (the RPC timeout is an hour here)."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # connections complete in the kernel; nothing ever answers
+    try:
+        with NimbusClient("127.0.0.1", silent.getsockname()[1], timeout_secs=NEVER, retries=0) as client:
+            assert client.ping(0.3) is False
+    finally:
+        silent.close()
 
 
 @pytest.mark.timeout(60)
@@ -344,13 +361,19 @@ def handover() -> Iterator[tuple[RecordingNimbus, RecordingNimbus]]:
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("step", ["upload_chunk", "submit_topology"])
+@pytest.mark.parametrize(("timeout_secs", "retries", "leader_wait_secs"),
+                         [(10.0, 0, NEVER), (NEVER, 1, 0.0)])
 def test_a_submit_meeting_a_new_leader_starts_over_there(
-        handover: tuple[LosingLeader, RecordingNimbus], bundle: Path, step: str) -> None:
+        handover: tuple[LosingLeader, RecordingNimbus], bundle: Path, step: str,
+        timeout_secs: float, retries: int, leader_wait_secs: float) -> None:
     """The upload session lives on the old leader only: the new leader gets the whole upload and
-    the submit, and the topology is the new leader's."""
+    the submit, and the topology is the new leader's. The submit starts over within
+    ``leader_wait_secs`` plus two calls' worth of RPC time, so also with no leader wait at all."""
     old, new = handover
     old.step = step
-    with client_of(old, seeds=[old.address, new.address], leader_wait_secs=NEVER) as client:
+    host, port = old.address.split(":")
+    with NimbusClient(host, int(port), timeout_secs=timeout_secs, retries=retries,
+                      seeds=[old.address, new.address], leader_wait_secs=leader_wait_secs) as client:
         topology_id = client.submit("wc", bundle, spec_doc())
         assert client.address == new.address
     assert topology_id == new.topologies["wc"] and "wc" not in old.topologies
