@@ -89,7 +89,11 @@ def _connectable(address: str | None) -> str | None:
 
 
 class NimbusClient:
-    """Calls to the leading Nimbus, starting at ``host:port`` (see the module docstring)."""
+    """Calls to the leading Nimbus, starting at ``host:port`` (see the module docstring).
+
+    Without settings a client waits 10 s per attempt with one retry, follows a change of leader
+    for up to 30 s and remembers the leader it found in the process only;
+    :meth:`from_config` takes these from the config instead."""
 
     def __init__(self, host: str, port: int, *, timeout_secs: float = 10.0, retries: int = 1,
                  connect_timeout_secs: float = CONNECT_TIMEOUT_SECS, auth_token: str | None = None,

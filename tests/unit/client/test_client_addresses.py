@@ -73,3 +73,14 @@ def test_a_free_port_setting_of_zero_names_the_default_port_for_seeds() -> None:
     """A daemon configured with ``nimbus.thrift.port: 0`` (bind a free port) still gets
     connectable seed addresses: 0 is no port to connect to, so the default applies."""
     assert seed_addresses({"nimbus.thrift.port": 0, "nimbus.host": "127.0.0.1"}) == ["127.0.0.1:6627"]
+
+
+def test_the_port_range_ends_at_65535_and_the_port_follows_the_last_colon() -> None:
+    assert parse_address("n1:65535") == ("n1", 65535)
+    with pytest.raises(ValueError, match="n1:65536"):
+        parse_address("n1:65536")
+    assert parse_address("[::1]:7000") == ("[::1]", 7000)  # an IPv6 host in brackets
+
+
+def test_one_seed_given_as_a_string_is_one_address() -> None:
+    assert seed_addresses({"nimbus.seeds": "nimbus-c:7001"}) == ["nimbus-c:7001"]

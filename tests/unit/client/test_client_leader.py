@@ -115,6 +115,8 @@ def test_the_memo_file_keeps_every_set_of_seeds_in_the_cache_dir(tmp_path: Path,
 
     cache = tmp_path / "deep" / "cache"
     monkeypatch.setenv("STORMPY_CACHE_DIR", str(cache))
+    remember_leader(["x:1", "y:1"], "y:1")  # the process only, unless asked
+    assert not cache.exists()
     remember_leader(["b:1", "a:1"], "a:1", to_file=True)
     remember_leader(["c:1", "d:1"], "d:1", to_file=True)
     remember_leader(["b:1", "a:1"], "b:1", to_file=True)  # a change of leader is written again
@@ -129,3 +131,14 @@ def test_the_memo_file_keeps_every_set_of_seeds_in_the_cache_dir(tmp_path: Path,
         == {"e:1,f:1": "f:1"}
     memo._last_leader.clear()
     assert remembered_leader(["f:1", "e:1"], from_file=True) == "f:1"
+
+
+@pytest.mark.parametrize("content", ['[1, 2]', '{"a:1,b:1": "z:9"}', '{"a:1,b:1": 5}', '{"a:1,b:1": null}'])
+def test_a_memo_file_naming_no_seed_of_the_set_is_no_memory(tmp_path: Path, content: str) -> None:
+    """A file that is not a map, or names for the seeds a leader outside them or no address."""
+    import stormpy.client._leader_memo as memo
+
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "nimbus-leaders.json").write_text(content)
+    memo._last_leader.clear()
+    assert remembered_leader(["b:1", "a:1"], from_file=True) is None

@@ -92,3 +92,8 @@ def test_an_upload_nimbus_counts_differently_fails(tmp_path: Path) -> None:
     with pytest.raises(UploadError, match="acknowledged 1001 bytes, expected 1000"):
         upload_bundle(nimbus, tmp_path / "b.zip")
     assert nimbus.finished_with is None
+
+
+def test_a_bundle_of_exactly_the_size_limit_downloads(tmp_path: Path) -> None:
+    digest = download_bundle(FakeNimbus(), "key-1", tmp_path / "b.zip", max_bytes=len(PAYLOAD))
+    assert digest.size == len(PAYLOAD) and (tmp_path / "b.zip").read_bytes() == PAYLOAD
