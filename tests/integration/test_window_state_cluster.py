@@ -3,7 +3,8 @@ events in SQLite with at most 20 in memory) on a Nimbus + supervisors cluster, t
 window task killed with SIGKILL mid-stream. The inputs of the open windows were acked already
 (they are in the committed window state), so only the window state can bring them back: after
 the restart every input is in exactly one evaluated window of full size, except an input that
-the spout replayed (docs/windowing-state.md: the gap between a commit and its acks)."""
+the spout replayed (docs/windowing-state.md: the gap between a commit and its acks), which
+displaces one of its task's last inputs into the open window the stream's end leaves."""
 
 from __future__ import annotations
 
@@ -62,10 +63,17 @@ def test_kill9_persistent_window_worker_resumes_windows_exactly(cluster: Process
                              spout_task=layout.component_tasks["numbers"][0], db=db, n=n,
                              first=300, what="inputs")
     seen, windows, short = committed(db, win_tasks)
-    lost = set(range(n)) - set(seen)
-    assert not lost, f"inputs in no committed window: {sorted(lost)[:20]} ({len(lost)})"
-    twice = {i for i, c in seen.items() if c > 1}
     replays = failed_ids(db)
+    twice = {i for i, c in seen.items() if c > 1}
+    # a replayed input counted again takes a place in a full window, so as many of its task's
+    # last inputs wait in the open window, which the stream's end leaves unevaluated (its
+    # inputs were acked once the window state holding them was committed, as in Storm)
+    lost = set(range(n)) - set(seen)
+    displaced = sum(c - 1 for c in seen.values())
+    late = {i for i in lost if i >= n - 2 * wincount.WINDOW or i in replays}
+    assert len(lost) <= displaced and lost == late, (
+        f"inputs in no committed window: {sorted(lost)[:20]} ({len(lost)}; {displaced} counted "
+        f"again; not late or replayed: {sorted(lost - late)[:20]})")
     assert twice <= set(replays), f"in two windows without a replay: {sorted(twice - set(replays))}"
     assert len(twice) <= PENDING, sorted(twice)
     # every window was evaluated with its full size (windows resumed where they were)
