@@ -18,7 +18,7 @@ from typing import Any
 from stormpy.cluster.storage import ZkStorage
 from stormpy.cluster.watches import Watch
 
-__all__ = ["Callback", "ChangeHooks"]
+__all__ = ["Callback", "ChangeHooks", "drop_path"]
 
 #: the façade's logger: a failing callback is logged as the cluster state's
 log = logging.getLogger("stormpy.cluster.state")
@@ -102,12 +102,8 @@ class ChangeHooks:
     def forget_latest(self, path: str, *, tree: bool = False) -> None:
         """Forget what the watches delivered for ``path`` (and, with ``tree``, every node under
         it): this client wrote there, so its next read goes to ZooKeeper and sees its write."""
-        prefix = path + "/"
         with self._lock:
-            self._latest.pop(path, None)
-            if tree:
-                for key in [k for k in self._latest if k.startswith(prefix)]:
-                    del self._latest[key]
+            drop_path(self._latest, path, tree=tree)
 
     def retain(self, slot: str, parent: str, children: list[str]) -> None:
         """Cancel the data watches of ``slot`` on children of ``parent`` not in ``children``."""
@@ -134,3 +130,13 @@ class ChangeHooks:
         for handle in handles:
             if handle is not None:
                 handle.cancel()
+
+
+def drop_path(by_path: dict[str, Any], path: str, *, tree: bool = False) -> None:
+    """Remove ``path`` from ``by_path`` (a map keyed by ZooKeeper path) and, with ``tree``,
+    every path under it; the caller holds the map's lock."""
+    by_path.pop(path, None)
+    if tree:
+        prefix = path + "/"
+        for key in [k for k in by_path if k.startswith(prefix)]:
+            del by_path[key]

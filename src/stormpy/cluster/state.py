@@ -42,7 +42,7 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
 
-from stormpy.cluster.change_hooks import Callback, ChangeHooks
+from stormpy.cluster.change_hooks import Callback, ChangeHooks, drop_path
 from stormpy.cluster.errors import ClusterStateError, MalformedStateError, ZkConnectionError
 from stormpy.cluster.paths import DEFAULT_ROOT, ZkPaths, decode_segment, parse_worker_key
 from stormpy.cluster.records import (
@@ -156,12 +156,8 @@ class ClusterState:
         of them go to ZooKeeper."""
         self._hooks.forget_latest(path, tree=tree)
         self._hooks.forget_latest(path.rsplit("/", 1)[0])  # its parent's child list
-        prefix = path + "/"
         with self._decoded_lock:
-            self._decoded.pop(path, None)
-            if tree:
-                for key in [k for k in self._decoded if k.startswith(prefix)]:
-                    del self._decoded[key]
+            drop_path(self._decoded, path, tree=tree)
 
     def _children(self, path: str, slot: str | None = None) -> list[str]:
         if slot:
