@@ -252,8 +252,13 @@ class SparkStandalone:
             self.master.stop(grace_secs, kill=kill)
 
     def stop_worker(self, index: int, *, grace_secs: float = 10.0) -> None:
-        """Stop worker ``index`` (SIGTERM: it stops its executors first)."""
+        """Stop worker ``index`` (SIGTERM: it stops its executors first) and end any executor of
+        it that outlived it (one can, and would go on running the driver's tasks); returns once
+        none is left."""
         self.workers[index].stop(grace_secs)
+        strays = [pid for pid, _ in self.executor_processes(index)]
+        if strays:
+            end_processes(strays, grace_secs=5.0)
 
     def start_worker(self, index: int) -> None:
         """Start worker ``index`` again and wait until it has registered with the master."""
