@@ -60,14 +60,16 @@ def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float
     failure = None
     try:
         try:
-            worker = cluster.submit_topology(topo_name, conf, loaded.spec)
+            warnings = cluster.check_topology(topo_name, conf, loaded.spec)
         except (ConfigError, InvalidTopologyError) as exc:  # the submit check refused it
             error(exc)
             sys.exit(2)
+        # printed before any component runs: a component's own prints never cut into it
         say("running topology [bold]{}[/bold] in local mode (ttl {}s; Ctrl-C stops)",
             topo_name, f"{ttl:g}")
-        for text in cluster.warnings_of(topo_name):
+        for text in warnings:
             warning(text)
+        worker = cluster.submit_topology(topo_name, conf, loaded.spec)
         deadline = time.monotonic() + ttl
         idle = IdleWatch(idle_stop) if idle_stop is not None else None
         stopped_by, reason = "ttl", f"ttl of {ttl:g} s reached"

@@ -117,10 +117,7 @@ class LocalCluster:
         robin and whose tuples cross between them serialised (Storm's local mode with real
         messaging). Returns the first worker; ``workers_of(name)`` returns all.
         """
-        if name in self._workers:
-            raise ValueError(f"topology {name!r} is already running")
-        topology.validate()
-        warnings = check_topology_config({**self.conf, **(conf or {})}, topology.components, {})
+        warnings = self.check_topology(name, conf, topology)
         for warning in warnings:
             log.warning("topology %s: %s", name, warning, extra=WARNING_LOG_EXTRA)
         full = merged(self.conf, conf, {"topology.name": name})
@@ -142,6 +139,17 @@ class LocalCluster:
         if MetricsFeed.wanted(full):
             self._feeds[name] = [self._metrics_feed(topology_id, full, w) for w in group]
         return group[0]
+
+    def check_topology(self, name: str, conf: Mapping[str, Any] | None,
+                       topology: TopologySpec) -> list[str]:
+        """The submit check of :meth:`submit_topology` without starting anything: raises as it
+        would (ValueError for a name already running, InvalidTopologyError, SettingError) and
+        returns its warnings. A caller that prints before the components start (and print
+        themselves) checks first, prints, then submits."""
+        if name in self._workers:
+            raise ValueError(f"topology {name!r} is already running")
+        topology.validate()
+        return check_topology_config({**self.conf, **(conf or {})}, topology.components, {})
 
     def _metrics_feed(self, topology_id: str, conf: dict[str, Any], worker: Worker) -> MetricsFeed:
         """The metrics consumers of one in-process worker: they get its tasks' statistics,

@@ -171,7 +171,13 @@ def test_local_cluster_keeps_the_warnings_and_refuses_before_starting_anything()
         with pytest.raises(SettingError, match="^topology.workers: must be an integer >= 1"):
             cluster.submit_topology("bad", {"topology.workers": 0}, spec)
         assert "bad" not in cluster.topologies()
+        # the check alone gives the warnings and starts nothing
+        checked = cluster.check_topology("w", {"topology.max.spout.pending": 500}, spec)
+        assert "w" not in cluster.topologies()
         worker = cluster.submit_topology("w", {"topology.max.spout.pending": 500}, spec)
+        assert cluster.warnings_of("w") == checked
+        with pytest.raises(ValueError, match="topology 'w' is already running"):
+            cluster.check_topology("w", {}, spec)
         assert [w.split(";")[0] for w in cluster.warnings_of("w")] == [
             "component 'win' holds each tuple un-acked for up to 20 s (its time window)"]
         assert worker.conf["topology.submit.warnings"] == cluster.warnings_of("w")
