@@ -61,6 +61,9 @@ class _Src(Spout):
 class _Mid(Bolt):
     outputs = ["out"]
 
+    def execute(self, tup: Any) -> None:
+        self.ack(tup)
+
 
 class _Cols(Bolt):
     def execute_columns(self, batch: Any) -> None:

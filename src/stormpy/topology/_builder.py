@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, cast
 
 from stormpy.topology import _grouping as g
-from stormpy.topology._component import Bolt, Component, CustomStreamGrouping, Spout
+from stormpy.topology._component import Bolt, Component, CustomStreamGrouping, Spout, check_entry_point
 from stormpy.topology._errors import InvalidTopologyError
 from stormpy.topology._imports import class_path
 from stormpy.topology._spec import (
@@ -171,6 +171,7 @@ class TopologyBuilder:
         resolved, kw = resolve_component(component, kwargs, cid, base=base)
         cls = cast(type[Component], resolved)
         try:
+            check_entry_point(cls)
             streams = cls.declare_outputs(kw)
         except ValueError as exc:
             raise InvalidTopologyError(f"component {cid!r}: {exc}") from None

@@ -14,6 +14,7 @@ RuntimeError. The last two are the task's off-loop seam (``context.off_loop``'s 
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -33,6 +34,39 @@ def _unbound(name: str) -> Callable[..., Any]:
                            "runs (after open/prepare)")
     method.__name__ = name
     return method
+
+
+def require_entry_point(cls: type, base: type, names: Sequence[str], signature: str,
+                        mistaken: Sequence[str] = ()) -> None:
+    """Contract: returns when ``cls`` defines (itself or through a class between it and ``base``)
+    at least one of ``names`` that ``base`` does not already define as is; otherwise raises
+    ValueError saying which method is missing (``signature``, as the user writes it) and, when
+    one of the class's own methods is spelt close to it or is one of ``mistaken`` (a name
+    users write for it, such as Storm's ``execute`` on a basic bolt), naming that one. A bolt
+    without its entry point would run and do nothing with its input (never acking it, so every
+    tree through it times out and replays), which Storm's interfaces refuse at compile time."""
+    if any(getattr(cls, name, None) is not getattr(base, name, None) for name in names):
+        return
+    own = sorted({attr for klass in cls.__mro__ if klass not in base.__mro__
+                  for attr, value in vars(klass).items()
+                  if callable(value) and not attr.startswith("_")})
+    close = [name for name in mistaken if name in own] or \
+        difflib.get_close_matches(names[0], own, n=1, cutoff=0.6)
+    hint = f"; rename {close[0]}() to {names[0]}()?" if close else ""
+    raise ValueError(f"{cls.__qualname__} defines no {signature}: as a {base.__name__} it would "
+                     f"do nothing with its input{hint}")
+
+
+def check_entry_point(cls: type) -> None:
+    """The entry point every bolt class must define (:func:`require_entry_point`): ``process``
+    for a :class:`BasicBolt`, ``execute`` (or its batch or columnar form, ``execute_batch`` /
+    ``execute_columns``) for any other bolt. (A spout without ``next_tuple`` emits nothing but
+    loses nothing either; it is not refused.)"""
+    if issubclass(cls, BasicBolt):
+        require_entry_point(cls, BasicBolt, ("process",), "process(tuple)", mistaken=("execute",))
+    elif issubclass(cls, Bolt):
+        require_entry_point(cls, Bolt, ("execute", "execute_batch", "execute_columns"),
+                            "execute(tuple)", mistaken=("process",))
 
 
 class Component:

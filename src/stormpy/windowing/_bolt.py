@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from stormpy.config import SettingError, message_timeout_secs, setting
-from stormpy.topology._component import Bolt
+from stormpy.topology._component import Bolt, require_entry_point
 from stormpy.topology._context import TopologyContext
 from stormpy.topology._imports import class_path, import_object
 from stormpy.topology._spec import MIN_MESSAGE_TIMEOUT_KEY, MIN_SPOUT_PENDING_KEY
@@ -125,6 +125,7 @@ class WindowedBoltExecutor(Bolt):
     @classmethod
     def declare_outputs(cls, kwargs: Mapping[str, Any]) -> dict[str, Stream]:
         bolt, cfg, user = _target(kwargs)
+        require_entry_point(bolt, WindowedBolt, ("execute",), "execute(window)")
         streams = dict(bolt.declare_outputs(user))
         if cfg.late_stream is not None:
             if cfg.late_stream in streams:

@@ -12,7 +12,7 @@ from stormpy.topology import BasicBolt, TopologyBuilder, Tuple
 class Pass(BasicBolt):
     outputs = ["v"]
 
-    def execute(self, tup: Tuple) -> None:
+    def process(self, tup: Tuple) -> None:
         self.emit(tup.values)
 
 

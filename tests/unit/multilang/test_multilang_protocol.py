@@ -111,7 +111,8 @@ def test_the_shellbolt_max_pending_setting_is_checked() -> None:
 
 
 class _Sink(Bolt):
-    pass
+    def execute(self, tup: Tuple) -> None:
+        self.ack(tup)
 
 
 def test_the_handshake_carries_conf_context_and_pid_dir() -> None:

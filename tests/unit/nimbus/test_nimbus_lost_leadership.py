@@ -23,7 +23,8 @@ class Src(Spout):
 
 
 class Sink(Bolt):
-    pass
+    def execute(self, tup: Any) -> None:
+        self.ack(tup)
 
 
 def spec_doc() -> dict[str, Any]:

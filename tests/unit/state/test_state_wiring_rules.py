@@ -33,6 +33,9 @@ class Store(StatefulBolt):
     def init_state(self, state: KeyValueState) -> None:
         self.state = state
 
+    def execute(self, tup: Tuple) -> None:
+        self.ack(tup)
+
 
 def topology() -> TopologySpec:
     b = TopologyBuilder()

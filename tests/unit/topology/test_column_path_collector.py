@@ -262,7 +262,7 @@ def test_a_bad_anchor_in_a_columnar_emit_many_is_named() -> None:
 
 
 class BasicColumns(BasicBolt):
-    def execute(self, tup: Tuple) -> None:
+    def process(self, tup: Tuple) -> None:
         pass
 
     def execute_columns(self, batch: ColumnBatch) -> None:

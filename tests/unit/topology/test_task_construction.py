@@ -63,6 +63,9 @@ class CannotBuild(Bolt):
     def __init__(self, size: int) -> None:
         raise ValueError(f"no size {size}")
 
+    def execute(self, tup: Tuple) -> None:
+        self.ack(tup)
+
 
 def test_a_component_that_cannot_be_constructed_is_a_worker_error_naming_it() -> None:
     b = TopologyBuilder()

@@ -144,11 +144,16 @@ def test_hooks_see_the_components_emits_and_no_acking_messages() -> None:
         assert sorted(e[2] for e in _events("spout_ack")) == sorted(ids)
 
 
+class NeverAcks(Bolt):
+    def execute(self, tup: Tuple) -> None:
+        """Holds every input un-acked, so its spout tuple times out."""
+
+
 def test_a_timed_out_spout_tuple_reaches_spout_fail() -> None:
     feeder = FeederSpout(["word"])
     b = TopologyBuilder()
     b.set_spout("feed", feeder)
-    b.set_bolt("sink", Bolt).shuffle_grouping("feed")  # never acks
+    b.set_bolt("sink", NeverAcks).shuffle_grouping("feed")
     conf = {"topology.auto.task.hooks": [f"{__name__}:RecordingHook"],
             "topology.message.timeout.secs": 2}
     with LocalCluster(simulated_time=True) as cluster:
@@ -164,7 +169,7 @@ def test_a_bad_hook_path_is_an_error_naming_it() -> None:
     feeder = FeederSpout(["word"])
     b = TopologyBuilder()
     b.set_spout("feed", feeder)
-    b.set_bolt("sink", Bolt).shuffle_grouping("feed")
+    b.set_bolt("sink", NeverAcks).shuffle_grouping("feed")
     with LocalCluster(simulated_time=True) as cluster, \
             pytest.raises(WorkerError, match="task hooks.*no_such_module:Hook"):
         cluster.submit_topology("t", {"topology.auto.task.hooks": ["no_such_module:Hook"]},

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from stormpy import BasicBolt, Bolt, InvalidTopologyError, Spout, Stream, TopologyBuilder, TopologySpec
@@ -18,11 +20,15 @@ class Multi(Spout):
 
 
 class Sink(Bolt):
-    pass
+    def execute(self, tup: Any) -> None:
+        self.ack(tup)
 
 
 class Echo(BasicBolt):
     outputs = ["word"]
+
+    def process(self, tup: Any) -> None:
+        self.emit(tup.values)
 
 
 def builder() -> TopologyBuilder:
@@ -162,3 +168,75 @@ def test_context_describes_the_task_and_the_topology() -> None:
     assert ctx.output_fields().to_list() == ["word"]
     assert ctx.output_fields(component="words").to_list() == ["word", "n"]
     assert ctx.component_of(task) == "echo"
+
+
+class Forgot(Bolt):
+    def handle(self, tup: Any) -> None:
+        self.ack(tup)
+
+
+class Misspelt(Bolt):
+    def exectue(self, tup: Any) -> None:
+        self.ack(tup)
+
+
+class StormStyleBasic(BasicBolt):
+    def execute(self, tup: Any) -> None:  # Storm's BaseBasicBolt.execute; here it is process
+        self.emit(tup.values)
+
+
+class ProcessOnPlainBolt(Bolt):
+    def process(self, tup: Any) -> None:
+        self.ack(tup)
+
+
+class Batches(Bolt):
+    def execute_batch(self, tuples: list[Any]) -> None:
+        self.ack_many(tuples)
+
+
+class Columns(Bolt):
+    def execute_columns(self, batch: Any) -> None:
+        self.ack(batch)
+
+
+class Inherited(Sink):
+    outputs = ["word"]
+
+
+@pytest.mark.parametrize("bolt, message", [
+    (Forgot, r"^component 'x': Forgot defines no execute\(tuple\): as a Bolt it would do "
+             r"nothing with its input$"),
+    (Misspelt, r"Misspelt defines no execute\(tuple\).*; rename exectue\(\) to execute\(\)\?$"),
+    (StormStyleBasic, r"StormStyleBasic defines no process\(tuple\): as a BasicBolt.*; "
+                      r"rename execute\(\) to process\(\)\?$"),
+    (ProcessOnPlainBolt, r"rename process\(\) to execute\(\)\?$"),
+    (Bolt, "Bolt defines no execute"),
+])
+def test_a_bolt_without_its_entry_point_is_refused_naming_the_method(bolt: type, message: str) -> None:
+    """A bolt that defines no method the runtime calls would hold every input un-acked (each
+    tree times out and replays, forever): the builder refuses it, naming the method and a
+    near-miss the class does define."""
+    b = builder()
+    with pytest.raises(InvalidTopologyError, match=message):
+        b.set_bolt("x", bolt).shuffle_grouping("words")
+
+
+@pytest.mark.parametrize("bolt", [Sink, Echo, Batches, Columns, Inherited])
+def test_every_form_of_entry_point_is_accepted(bolt: type) -> None:
+    b = builder()
+    b.set_bolt("x", bolt).shuffle_grouping("words")
+    assert "x" in b.create_topology().components
+
+
+def test_a_windowed_bolt_without_execute_window_is_refused() -> None:
+    from stormpy.windowing import Count, WindowedBolt
+
+    class Average(WindowedBolt):
+        def execute_window(self, window: Any) -> None:
+            pass
+
+    b = builder()
+    with pytest.raises(InvalidTopologyError, match=r"component 'avg': .*Average defines no "
+                       r"execute\(window\).*rename execute_window\(\) to execute\(\)\?$"):
+        b.set_bolt("avg", Average.with_window(Count(4), Count(2))).shuffle_grouping("words")

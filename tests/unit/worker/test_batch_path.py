@@ -201,6 +201,9 @@ def test_spout_emit_many_tracks_each_message_id() -> None:
 
 def test_a_basic_bolt_with_execute_batch_is_refused() -> None:
     class Basic(BasicBolt):
+        def process(self, tup: Tuple) -> None:
+            pass
+
         def execute_batch(self, tuples: list[Tuple]) -> None:
             pass
 

@@ -322,6 +322,9 @@ def test_sampled_latencies_count_the_tuples_of_a_batch() -> None:
 
 def test_a_basic_bolt_cannot_take_columns() -> None:
     class Basic(BasicBolt):
+        def process(self, tup: Tuple) -> None:
+            pass
+
         def execute_columns(self, batch: ColumnBatch) -> None:
             pass
 

@@ -27,6 +27,9 @@ class Src(Spout):
 class Mid(Bolt):
     outputs = ["out"]
 
+    def execute(self, tup: Any) -> None:
+        self.ack(tup)
+
 
 class Cols(Bolt):
     def execute_columns(self, batch: ColumnBatch) -> None:
