@@ -93,6 +93,7 @@ def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float
             stopped_by, reason = "signal", f"{signals[0]} received"
         pending_left = user_pending(worker.spout_pending())
         held = worker.held_tuples()
+        in_windows = worker.window_tuples()
         stats = worker.stats()
         errors = {c: list(e) for c, e in worker.errors.items()}
         cluster.kill_topology(topo_name)
@@ -106,6 +107,11 @@ def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float
         windows = ", ".join(f"{c!r} ({n} tuple(s))" for c, n in sorted(held.items()))
         say("[yellow]note:[/yellow] the ttl stopped the run while window(s) were still open: {} "
             "not evaluated yet; raise --ttl to let them close", windows)
+    elif pending_left and in_windows:
+        windows = ", ".join(f"{c!r} ({n} tuple(s))" for c, n in sorted(in_windows.items()))
+        say("[yellow]note:[/yellow] window(s) still hold tuples un-acked: {}; a window acks a "
+            "tuple once it has left every window, so the last tuples of a finite input wait "
+            "for more input (or fail at topology.message.timeout.secs and are replayed)", windows)
     if failure is not None:
         error(failure, label="topology failed")
     for comp, errs in sorted(errors.items()):  # reported errors too (a restarted subprocess)

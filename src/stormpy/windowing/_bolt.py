@@ -205,6 +205,12 @@ class WindowedBoltExecutor(Bolt):
             return 0
         return self.manager.unevaluated()
 
+    def window_tuples(self) -> int:
+        """Every input tuple the bolt holds un-acked: a window acks a tuple once it has left
+        every window (``Worker.window_tuples``; the tail of a finite input waits there for more
+        input, or for its message timeout). A plain read, any thread."""
+        return len(self.manager)
+
     # -- emits -----------------------------------------------------------------------------------
     def _anchors(self, anchors: Any) -> Any:
         if anchors is None and self._current is not None:

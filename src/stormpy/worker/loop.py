@@ -46,7 +46,7 @@ from stormpy.worker.task_errors import SUMMARIZED_LOG_EXTRA, TaskErrors
 from stormpy.worker.task_timers import TaskTimers
 from stormpy.worker.tasks import TaskRunner
 from stormpy.worker.transfer import Transfer
-from stormpy.worker.worker_stats import held_tuples, spout_pending, task_docs
+from stormpy.worker.worker_stats import held_tuples, spout_pending, task_docs, window_tuples
 
 log = logging.getLogger("stormpy.worker")
 
@@ -215,6 +215,11 @@ class Worker:
         """Per bolt component, the input tuples it holds waiting for a timer (a windowed bolt's
         open windows; ``worker_stats.held_tuples``; a plain read, any thread)."""
         return held_tuples(self._runners)
+
+    def window_tuples(self) -> dict[str, int]:
+        """Per bolt component, the input tuples its windows hold un-acked, evaluated or not
+        (``worker_stats.window_tuples``; a plain read, any thread)."""
+        return window_tuples(self._runners)
 
     # -- the loop ------------------------------------------------------------------------------
     def tune_gc(self) -> None:

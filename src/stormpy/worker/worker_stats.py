@@ -1,5 +1,5 @@
 """What a worker reports about its tasks (``Worker.task_stats``, ``Worker.spout_pending``,
-``Worker.held_tuples``): plain reads of the task runners' counters, safe from any thread."""
+``Worker.held_tuples``, ``Worker.window_tuples``): plain reads of the task runners' counters, safe from any thread."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from stormpy.worker.spout_task import SpoutTask
 from stormpy.worker.tasks import TaskRunner
 
-__all__ = ["held_tuples", "spout_pending", "task_docs"]
+__all__ = ["held_tuples", "spout_pending", "task_docs", "window_tuples"]
 
 
 def task_docs(runners: Sequence[TaskRunner], queue_full: Sequence[int],
@@ -40,11 +40,21 @@ def held_tuples(runners: Sequence[TaskRunner]) -> dict[str, int]:
     (only components with some). A bolt takes part by defining ``held_tuples() -> int`` (a
     windowed bolt: the tuples in its open windows); it must be a cheap plain read, callable
     from any thread."""
-    held: dict[str, int] = {}
+    return _bolt_counts(runners, "held_tuples")
+
+
+def window_tuples(runners: Sequence[TaskRunner]) -> dict[str, int]:
+    """Per bolt component that holds input tuples un-acked in windows, how many (only components
+    with some; a bolt takes part by defining ``window_tuples() -> int``, a cheap plain read)."""
+    return _bolt_counts(runners, "window_tuples")
+
+
+def _bolt_counts(runners: Sequence[TaskRunner], method: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
     for r in runners:
-        count = getattr(r.instance, "held_tuples", None)
+        count = getattr(r.instance, method, None)
         if count is not None and not r.is_spout:
             n = int(count())
             if n:
-                held[r.component_id] = held.get(r.component_id, 0) + n
-    return held
+                counts[r.component_id] = counts.get(r.component_id, 0) + n
+    return counts

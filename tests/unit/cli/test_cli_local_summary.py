@@ -16,7 +16,7 @@ from stormpy.cli.main import cli
 
 TOPOLOGIES = '''
 from stormpy.topology import Bolt, Spout, TopologyBuilder
-from stormpy.windowing import Duration, WindowedBolt
+from stormpy.windowing import Count, Duration, WindowedBolt
 
 
 class Lines(Spout):
@@ -60,6 +60,16 @@ def windowed(seconds):
 
 short_window = windowed(2)
 long_window = windowed(30)
+
+
+def counted():
+    builder = TopologyBuilder()
+    builder.set_spout("lines", Lines)
+    builder.set_bolt("count", CountWindow.with_tumbling_window(Count(2))).shuffle_grouping("lines")
+    return builder.create_topology()
+
+
+count_window = counted()
 
 
 def parsing():
@@ -114,6 +124,18 @@ def test_a_ttl_that_cuts_an_open_window_says_so(module: tuple[Path, str]) -> Non
     assert res.exit_code == 0, res.output
     assert "stopped: ttl of 2 s reached; 5 spout tuple(s) still pending" in res.output
     assert "window(s) were still open: 'count' (5 tuple(s)) not evaluated yet" in res.output
+
+
+def test_the_tail_of_a_finite_input_held_by_a_count_window_is_explained(
+        module: tuple[Path, str]) -> None:
+    """Five lines into tumbling windows of two: two windows close, the fifth line waits in the
+    third for input that never comes; the summary says where the pending tuple is."""
+    res = run_local(module, "count_window", "--ttl", "6", "-c", "topology.message.timeout.secs=120")
+    assert res.exit_code == 0, res.output
+    assert row(res.output, "count")[3] == "2"  # two windows evaluated
+    assert "stopped: ttl of 6 s reached; 1 spout tuple(s) still pending" in res.output
+    assert "window(s) still hold tuples un-acked: 'count' (1 tuple(s)); a window acks a tuple " \
+           "once it has left every window" in res.output
 
 
 def test_a_component_traceback_is_printed_as_written(module: tuple[Path, str]) -> None:
