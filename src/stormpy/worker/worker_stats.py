@@ -1,5 +1,6 @@
 """What a worker reports about its tasks (``Worker.task_stats``, ``Worker.spout_pending``,
-``Worker.held_tuples``, ``Worker.window_tuples``): plain reads of the task runners' counters, safe from any thread."""
+``Worker.held_tuples``, ``Worker.window_tuples``): plain reads of the task runners' counters,
+safe from any thread."""
 
 from __future__ import annotations
 
