@@ -35,7 +35,7 @@ def test_dev_cluster_starts_everything_and_ctrl_c_stops_everything(tmp_path: Pat
     log = tmp_path / "dev-cluster.out"
     with open(log, "wb") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                cwd=tmp_path)
+                                cwd=tmp_path, start_new_session=True)
     try:
         def running() -> None:
             assert proc.poll() is None, f"dev-cluster exited early:\n{log.read_text()}"
@@ -61,9 +61,14 @@ def test_dev_cluster_starts_everything_and_ctrl_c_stops_everything(tmp_path: Pat
         with urllib.request.urlopen(f"{served[1]}/api/v1/listLogs?topoId=none", timeout=30) as r:
             assert json.loads(r.read())["logs"] == []
         assert len(find_processes(str(base))) >= 3 + nimbuses  # ZooKeeper, Nimbus(es), supervisor, UI
-        proc.send_signal(signal.SIGINT)
+        os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C: the whole process group
         assert proc.wait(60) == 0, log.read_text()
         assert find_processes(str(base)) == [], "dev-cluster left processes behind"
+        # the daemons stopped while ZooKeeper still served them (it stops last)
+        nimbus_logs = sorted(base.rglob("nimbus*.log"))
+        assert nimbus_logs, sorted(base.rglob("*.log"))
+        for path in [log, *nimbus_logs]:
+            assert "Connection dropped" not in path.read_text(), path.read_text()[-3000:]
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -10,7 +10,9 @@ temporary work directory. :meth:`~ChildServer.stop` sends SIGTERM, kills after a
 reaps the process and removes the work directory when it was a temporary one it created;
 it is idempotent. With ``die_with_parent`` (the default) the child dies with the thread that
 started it on Linux, and a garbage-collected server object takes its process with it, so a killed
-test run leaves nothing behind.
+test run leaves nothing behind. The child runs in its own session: a Ctrl-C at the terminal
+reaches the parent only, which stops the processes that use the server before the server (so
+`stormpy dev-cluster` stops its daemons while ZooKeeper still serves them).
 
 A subclass names itself (``kind``, used in errors), says how to start (:meth:`command`, optional
 :meth:`prepare` to find binaries and :meth:`launch_env`) and how to tell it serves
@@ -170,7 +172,8 @@ class ChildServer:
         self._proc = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=self._log_file, stderr=subprocess.STDOUT,
             cwd=self.work_dir, env=dict(env) if env is not None else None,
-            preexec_fn=parent_death_signal() if self.die_with_parent else None)
+            preexec_fn=parent_death_signal() if self.die_with_parent else None,
+            start_new_session=True)
         self._finalizer = weakref.finalize(self, terminate_popen, self._proc, 5.0)
 
     def _wait_until_serving(self) -> None:
