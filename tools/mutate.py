@@ -216,6 +216,17 @@ TARGETS: dict[str, Target] = {
                               for part in ("_protocol", "_serializers", "_shell", "_shell_bolt",
                                            "_shell_spout", "_process", "_pystorm_adapter")),
                         tests=("tests/unit/multilang/test_multilang_*.py",)),
+    # the decoders of what other processes send: bundles (manifest, zip entries, hashing, the
+    # build's exclusions) and the RPC layer (codec, method argument checks, refusals, retries,
+    # the client and server over loopback sockets); the unit tests that reach them, fuzz
+    # regressions included
+    "bundle": Target(("src/stormpy/bundle/*.py",)),
+    "rpc": Target(("src/stormpy/rpc/*.py",),
+                  # not every unit test: tests that start `python -m stormpy.cli` import the
+                  # mutated rpc package in a process outside mutmut's (its import-time calls
+                  # fail there)
+                  tests=("tests/unit/rpc", "tests/unit/client", "tests/unit/nimbus",
+                         "tests/unit/supervisor", "tests/unit/worker/test_worker_heartbeat*.py")),
     # Trident: the built-in operations, the planner (bolts, joins' groupings), the per-batch
     # processors (aggregations, persistent state) and the map state of the three kinds
     "trident": Target(tuple(f"src/stormpy/trident/{part}.py"
