@@ -216,6 +216,9 @@ TARGETS: dict[str, Target] = {
                               for part in ("_protocol", "_serializers", "_shell", "_shell_bolt",
                                            "_shell_spout", "_process", "_pystorm_adapter")),
                         tests=("tests/unit/multilang/test_multilang_*.py",)),
+    # the decoder of what other processes send: bundles (manifest, zip entries, hashing, the
+    # build's exclusions); the unit tests that reach them, fuzz regressions included
+    "bundle": Target(("src/stormpy/bundle/*.py",)),
     # Trident: the built-in operations, the planner (bolts, joins' groupings), the per-batch
     # processors (aggregations, persistent state) and the map state of the three kinds
     "trident": Target(tuple(f"src/stormpy/trident/{part}.py"
