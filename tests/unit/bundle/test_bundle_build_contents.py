@@ -114,3 +114,15 @@ def test_reserved_manifest_name_message(tmp_path: Path) -> None:
     assert str(caught.value) == (f"cannot bundle {root}: it contains {MANIFEST_NAME} at its root, "
                                  "a name reserved for the bundle manifest")
     assert not list(tmp_path.glob("*.zip")) and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_an_unwritable_output_reports_the_open_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tree(tmp_path / "src", {"app.py": ""})
+
+    def refuse(*_args: object, **_kwargs: object) -> zipfile.ZipFile:
+        raise PermissionError("output directory is read-only")
+
+    monkeypatch.setattr(zipfile, "ZipFile", refuse)
+    with pytest.raises(PermissionError, match="read-only"):
+        build_bundle(root, tmp_path / "out" / "t.zip")
+    assert list((tmp_path / "out").iterdir()) == []
