@@ -126,3 +126,9 @@ def test_an_unwritable_output_reports_the_open_error(tmp_path: Path, monkeypatch
     with pytest.raises(PermissionError, match="read-only"):
         build_bundle(root, tmp_path / "out" / "t.zip")
     assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_largest_breaks_ties_by_name_whatever_the_walk_order(tmp_path: Path) -> None:
+    info = BundleInfo(path=tmp_path / "t.zip", sha256="0" * 64, size=0,
+                      files=(("z.py", 5), ("pkg/b.py", 5), ("big.bin", 9), ("a/c.py", 5)))
+    assert info.largest() == [("big.bin", 9), ("a/c.py", 5), ("pkg/b.py", 5)]
