@@ -5,30 +5,32 @@ No cluster: each case is milliseconds, so every branch of a processor has its ow
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from trident_kit import ListOf, split_words
+from trident_kit import ListOf, Split, split_words
 
 from stormpy.state import MemoryBackend
 from stormpy.trident import (
     NON_TRANSACTIONAL,
     OPAQUE,
     TRANSACTIONAL,
+    Aggregator,
     FixedBatchSpout,
     MapGet,
     MapPutUpdater,
     MapState,
     QueryFunction,
     StateFactory,
+    StateUpdater,
     Sum,
     TridentCollector,
     TridentTopology,
     TridentTuple,
 )
 from stormpy.trident._operation import op_from_doc
-from stormpy.trident._processors import Aggregate, Each, Join, Persist, Processor, Query
+from stormpy.trident._processors import Aggregate, AggRun, Each, Join, Persist, Processor, Query
 from stormpy.trident._stream import Stream
 
 
@@ -158,3 +160,91 @@ def test_a_global_persistent_combiner_adds_each_batch_to_the_stored_value() -> N
     assert batch(_persist_processor(persisted, state, 1), parts) == [[6]]
     assert batch(_persist_processor(persisted, state, 2), [[4], [5]]) == [[15]]
     assert batch(_persist_processor(persisted, state, 3), []) == [[15]]  # an empty batch too
+
+
+class OwnState:
+    """A state of one's own, as an ``external`` StateFactory makes: records what it is asked."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    def begin_commit(self, txid: int) -> None:
+        self.calls.append(("begin", txid))
+
+    def commit(self, txid: int) -> None:
+        self.calls.append(("commit", txid))
+
+
+class RemoteCommitState(OwnState):
+    """A state whose commit blocks on a remote system: it hands its commit back as a callable."""
+
+    def commit_later(self, txid: int) -> Callable[[], None]:
+        self.calls.append(("commit_later", txid))
+        return lambda: self.calls.append(("committed", txid))
+
+
+class RecordUpdates(StateUpdater):
+    def update_state(self, state: Any, tuples: list[TridentTuple], collector: TridentCollector) -> None:
+        state.calls.append(("update", [list(t) for t in tuples]))
+        collector.emit([len(tuples)])
+
+
+def own_state_persist(state: OwnState) -> Processor:
+    s = stream("w", "n")
+    persisted = s.partition_persist(StateFactory.memory("own"), ["n"], RecordUpdates(), ["rows"])
+    return _persist_processor(persisted, state, 9)  # type: ignore[arg-type]
+
+
+def test_partition_persist_commits_a_state_of_ones_own_with_the_batchs_txid() -> None:
+    state = OwnState()
+    proc = own_state_persist(state)
+    assert batch(proc, [["a", 1], ["b", 2]]) == [[2]]
+    assert state.calls == [("begin", 9), ("update", [[1], [2]]), ("commit", 9)]
+    assert isinstance(proc, Persist) and proc.background is None
+
+
+def test_a_state_with_a_remote_commit_is_committed_by_the_bolt_off_the_loop() -> None:
+    state = RemoteCommitState()
+    proc = own_state_persist(state)
+    assert batch(proc, [["a", 1]]) == [[1]]
+    assert state.calls == [("begin", 9), ("update", [[1]]), ("commit_later", 9)]  # not yet
+    assert isinstance(proc, Persist) and proc.background is not None
+    proc.background()
+    assert state.calls[-1] == ("committed", 9)
+
+
+class EmitsAtInit(Aggregator):
+    """An Aggregator emitting a row from ``init`` (its collector is the batch's), one for each
+    tuple from ``aggregate``, and its count at ``complete``."""
+
+    def init(self, batch_id: Any, collector: TridentCollector) -> list[int]:
+        collector.emit(["start", batch_id])
+        return [0]
+
+    def aggregate(self, state: Any, tuple_: TridentTuple, collector: TridentCollector) -> None:
+        state[0] += 1
+        collector.emit(["saw", tuple_[0]])
+
+    def complete(self, state: Any, collector: TridentCollector) -> None:
+        collector.emit(["count", state[0]])
+
+
+def test_an_aggregator_emits_from_init_aggregate_and_complete_through_the_batchs_collector(
+        ) -> None:
+    s = stream("k", "n")
+    proc = processor(s.group_by(["k"]).aggregate(["n"], EmitsAtInit(), ["what", "value"]), txid=4)
+    assert sorted(batch(proc, [["a", 1], ["b", 2], ["a", 3]])) == [
+        ["a", "count", 2], ["a", "saw", 1], ["a", "saw", 3], ["a", "start", 4],
+        ["b", "count", 1], ["b", "saw", 2], ["b", "start", 4]]
+
+
+def test_a_group_whose_key_is_none_is_a_group_of_its_own() -> None:
+    s = stream("k", "n")
+    proc = processor(s.group_by(["k"]).aggregate(["n"], Sum(), ["s"]))
+    rows: list[list[Any]] = [[None, 1], ["a", 2], [None, 3], ["b", 4], ["a", 5]]
+    assert sorted(batch(proc, rows), key=repr) == sorted([[None, 4], ["a", 7], ["b", 4]], key=repr)
+
+
+def test_an_operation_that_is_no_aggregator_is_named_in_the_error() -> None:
+    with pytest.raises(TypeError, match="^Split is not an aggregator$"):
+        AggRun(Split(), "full", 1)
