@@ -18,6 +18,7 @@ from stormpy.trident import (
     TRANSACTIONAL,
     Aggregator,
     FixedBatchSpout,
+    Function,
     MapGet,
     MapPutUpdater,
     MapState,
@@ -248,3 +249,63 @@ def test_a_group_whose_key_is_none_is_a_group_of_its_own() -> None:
 def test_an_operation_that_is_no_aggregator_is_named_in_the_error() -> None:
     with pytest.raises(TypeError, match="^Split is not an aggregator$"):
         AggRun(Split(), "full", 1)
+
+
+class Shout(Function):
+    """Reads its input by field name."""
+
+    def execute(self, tuple_: TridentTuple, collector: TridentCollector) -> None:
+        collector.emit([tuple_["word"].upper()])
+
+
+def test_a_function_in_each_reads_its_input_fields_by_name() -> None:
+    s = stream("n", "word")
+    assert batch(processor(s.each(["word"], Shout(), ["loud"])), [[1, "hi"]]) == [[1, "hi", "HI"]]
+
+
+def test_grouping_by_several_fields_keeps_every_combination_apart() -> None:
+    s = stream("a", "b", "n")
+    proc = processor(s.group_by(["a", "b"]).aggregate(["n"], ListOf(), ["l"]))
+    rows = [["x", 1, 1], ["x", 2, 10], ["y", 1, 100], ["x", 1, 1000], [["l"], {"m": 1}, 5],
+            [["l"], {"m": 2}, 6], [["l"], {"m": 1}, 7]]
+    assert sorted(batch(proc, rows), key=repr) == sorted(
+        [["x", 1, [1, 1000]], ["x", 2, [10]], ["y", 1, [100]], [["l"], {"m": 1}, [5, 7]],
+         [["l"], {"m": 2}, [6]]], key=repr)
+    by_list = processor(s.group_by(["a"]).aggregate(["n"], ListOf(), ["l"]))
+    assert sorted(batch(by_list, [[[1, 2], 0, 1], [[1, 3], 0, 2], [[1, 2], 0, 4]])) == [
+        [[1, 2], [1, 4]], [[1, 3], [2]]]  # a list value is a key of its own
+
+
+class CountingLookup(QueryFunction):
+    """Counts its look-ups (a remote look-up costs a round trip) and answers ``answers``."""
+
+    def __init__(self, answers: int | None = None) -> None:
+        self.calls = 0
+        self.answers = answers
+
+    def batch_retrieve(self, state: MapState, tuples: list[TridentTuple]) -> list[Any]:
+        self.calls += 1
+        return list(range(len(tuples) if self.answers is None else self.answers))
+
+    def execute(self, tuple_: TridentTuple, result: Any, collector: TridentCollector) -> None:
+        collector.emit([result])
+
+
+def query_processor(function: QueryFunction) -> Query:
+    s = stream("w")
+    persisted = s.partition_persist(StateFactory.memory("cq"), ["w"], MapPutUpdater(), ["w"])
+    spec = s.state_query(persisted, ["w"], function, ["r"])._node.spec
+    return Query(spec, [function], ["w"], memory_state())
+
+
+def test_state_query_looks_nothing_up_for_an_empty_batch() -> None:
+    lookup = CountingLookup()
+    assert batch(query_processor(lookup), []) == []
+    assert lookup.calls == 0
+    assert batch(query_processor(lookup), [["a"], ["b"]]) == [["a", 0], ["b", 1]]
+    assert lookup.calls == 1  # one look-up for the whole batch
+
+
+def test_a_query_function_answering_fewer_results_than_tuples_fails_the_batch() -> None:
+    with pytest.raises(ValueError, match="shorter"):
+        batch(query_processor(CountingLookup(answers=1)), [["a"], ["b"]])
