@@ -309,3 +309,13 @@ def test_state_query_looks_nothing_up_for_an_empty_batch() -> None:
 def test_a_query_function_answering_fewer_results_than_tuples_fails_the_batch() -> None:
     with pytest.raises(ValueError, match="shorter"):
         batch(query_processor(CountingLookup(answers=1)), [["a"], ["b"]])
+
+
+def first_two_letters(tuple_: TridentTuple) -> str:
+    """A map function returning one value, not a list of values."""
+    return str(tuple_[0])[:2]
+
+
+def test_a_map_function_returning_one_value_gives_a_one_field_tuple() -> None:
+    proc = processor(stream("word").map(first_two_letters, ["start"]))
+    assert batch(proc, [["hello"], ["a"]]) == [["he"], ["a"]]
