@@ -99,3 +99,48 @@ def test_combiners_and_first_n() -> None:
     with pytest.raises(KeyError, match="no field 'w'"):
         tup(5)["w"]
     assert Double()._init_args == ((), {})
+
+
+def test_merge_and_join_name_what_is_wrong() -> None:
+    t = TridentTopology()
+    s = t.new_stream("mj", FixedBatchSpout(["k", "v"], 2, [["a", 1]]))
+    other = s.each(["v"], Double(), ["d"]).project(["k", "d"])
+
+    def refused(call: Any, message: str) -> None:
+        with pytest.raises(InvalidTopologyError) as error:
+            call()
+        assert str(error.value) == message
+
+    refused(lambda: t.merge(s), "merge needs at least two streams")
+    both = "join needs two or more streams and one key list per stream"
+    refused(lambda: t.multi_join([s], [["k"]], ["k", "v"]), both)
+    refused(lambda: t.multi_join([s, other], [["k"]], ["k", "v", "d"]), both)
+    refused(lambda: t.multi_join([s, other], [["k"], ["k"], ["k"]], ["k", "v", "d"]), both)
+    refused(lambda: t.join(s, ["k", "v"], other, ["k"], ["k", "v", "d"]),
+            "join: key lists of different lengths")
+    refused(lambda: t.join(s, [""], other, ["k"], ["k", "v", "d"]),
+            "join: field names are non-empty strings, got ['']")
+    refused(lambda: t.join(s, ["x"], other, ["k"], ["k", "v", "d"]),
+            "join: no field(s) ['x'] in the stream (fields: ['k', 'v'])")
+    refused(lambda: t.join(s, ["k"], other, ["k"], ["k", 1, "d"]),
+            "join: field names are non-empty strings, got ['k', 1, 'd']")
+    refused(lambda: t.join(s, ["k"], other, ["k"], ["k", "v"]),
+            "join: 2 output fields given, the join has 3 (the keys, then the other fields of "
+            "each stream in order)")
+    refused(lambda: t.join(s, [], other, [], ["k"]),
+            "join: 1 output fields given, the join has 4 (the keys, then the other fields of "
+            "each stream in order)")  # no key: every field of both streams
+
+
+def test_a_merge_is_named_after_its_first_stream_and_runs_with_what_follows_it() -> None:
+    t = TridentTopology()
+    s = t.new_stream("m", FixedBatchSpout(["n"], 2, [[1]]))
+    doubled = s.each(["n"], Double(), ["d"]).project(["d"])
+    merged = t.merge(s, doubled)
+    assert merged.fields == ["n"]
+    merged.each(["n"], Double(), ["d2"])
+    bolts = [c for c in t.build().bolts if c.startswith("b-")]
+    assert len(bolts) == 2  # the first each (with its project), then the merge with its each
+    u = TridentTopology()
+    first = u.new_stream("m", FixedBatchSpout(["n"], 2, [[1]]))
+    assert u.merge(first, first.project(["n"]), output_fields=["x"]).fields == ["x"]

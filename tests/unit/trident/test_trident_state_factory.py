@@ -105,6 +105,8 @@ def test_each_backend_has_its_defaults() -> None:
     redis = StateFactory.redis("r")
     assert (redis.backend, redis.kind, redis.config) == ("redis", TRANSACTIONAL, None)
     assert StateFactory("memory", "m").kind == TRANSACTIONAL
+    assert StateFactory("sqlite", "s", path="/tmp/x.sqlite").key == StateFactory.sqlite(
+        "/tmp/x.sqlite", "s").key  # the same table by default
 
 
 @pytest.mark.parametrize("factory", [
@@ -146,7 +148,7 @@ def test_a_factory_of_ones_own_is_rebuilt_by_its_class() -> None:
     again = StateFactory.from_doc(OwnFactory("own", "x").doc())
     assert isinstance(again, OwnFactory) and (again.name, again.extra) == ("own", "x")
     doc = {**StateFactory.memory("m").doc(), "factory": "collections:OrderedDict"}
-    with pytest.raises(SettingError, match="trident state factory.*'collections:OrderedDict' is "
+    with pytest.raises(SettingError, match="^trident state factory: 'collections:OrderedDict' is "
                                            "not a StateFactory subclass"):
         StateFactory.from_doc(doc)
 
@@ -206,10 +208,14 @@ def test_a_zookeeper_state_lives_at_its_root_and_encoded_name(monkeypatch: pytes
     StateFactory.zookeeper("a/b").open_store(conf, None)
     StateFactory.zookeeper("c", servers="h:1", root="/mine/").open_store(conf, None)
     StateFactory.zookeeper("d", root="/").open_store(conf, None)
+    StateFactory.zookeeper("e", root="/team/X/").open_store(conf, None)
+    StateFactory.zookeeper("f").make_state(conf, None)
     assert opened == [
         ("zk1:2182,zk2:2182", "/stormpy/trident", f"/stormpy/trident/{encode_segment('a/b')}"),
         ("h:1", "/mine", "/mine/c"),
-        ("zk1:2182,zk2:2182", "/", "/d")]
+        ("zk1:2182,zk2:2182", "/", "/d"),
+        ("zk1:2182,zk2:2182", "/team/X", "/team/X/e"),
+        ("zk1:2182,zk2:2182", "/stormpy/trident", "/stormpy/trident/f")]
 
 
 def test_a_redis_state_is_its_own_hash_under_the_configs_prefix() -> None:
@@ -228,11 +234,19 @@ def test_a_redis_state_is_its_own_hash_under_the_configs_prefix() -> None:
         store.close()
 
 
+def test_a_redis_state_names_a_bad_topology_provider_config() -> None:
+    conf: dict[str, Any] = {"topology.state.provider.config": {"jedisClusterConfig": {}}}
+    with pytest.raises(SettingError, match="^trident state config: jedisClusterConfig: Redis "
+                                           "Cluster is not supported"):
+        StateFactory.redis("r").open_store(conf, None)
+
+
 def test_a_store_that_is_not_the_state_layers_is_refused() -> None:
     class Backend:
         def named_store(self, *args: Any) -> object:
             return {}
-    with pytest.raises(SettingError, match="default: the runtime's store is not one of the "
+    with pytest.raises(SettingError, match="^trident state backend: default: the runtime's store is not "
+                                           "one of the "
                                            "state layer's"):
         StateFactory.default("x").open_store({}, task(Backend()))
 
