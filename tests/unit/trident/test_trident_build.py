@@ -122,7 +122,7 @@ def test_merge_and_join_name_what_is_wrong() -> None:
             "join: field names are non-empty strings, got ['']")
     refused(lambda: t.join(s, ["x"], other, ["k"], ["k", "v", "d"]),
             "join: no field(s) ['x'] in the stream (fields: ['k', 'v'])")
-    refused(lambda: t.join(s, ["k"], other, ["k"], ["k", 1, "d"]),
+    refused(lambda: t.join(s, ["k"], other, ["k"], ["k", 1, "d"]),  # type: ignore[list-item]
             "join: field names are non-empty strings, got ['k', 1, 'd']")
     refused(lambda: t.join(s, ["k"], other, ["k"], ["k", "v"]),
             "join: 2 output fields given, the join has 3 (the keys, then the other fields of "
