@@ -17,8 +17,12 @@ from stormpy.trident import (
     OPAQUE,
     TRANSACTIONAL,
     Aggregator,
+    Consumer,
+    Filter,
     FixedBatchSpout,
+    FlatMapFunction,
     Function,
+    MapFunction,
     MapGet,
     MapPutUpdater,
     MapState,
@@ -319,3 +323,49 @@ def first_two_letters(tuple_: TridentTuple) -> str:
 def test_a_map_function_returning_one_value_gives_a_one_field_tuple() -> None:
     proc = processor(stream("word").map(first_two_letters, ["start"]))
     assert batch(proc, [["hello"], ["a"]]) == [["he"], ["a"]]
+
+
+class LongWord(Filter):
+    """Reads its input by field name."""
+
+    def is_keep(self, tuple_: TridentTuple) -> bool:
+        return len(tuple_["word"]) > 2
+
+
+class Initial(MapFunction):
+    def execute(self, tuple_: TridentTuple) -> list[Any]:
+        return [tuple_["word"][0]]
+
+
+class Letters(FlatMapFunction):
+    def execute(self, tuple_: TridentTuple) -> list[list[Any]]:
+        return [[c] for c in tuple_["word"]]
+
+
+SEEN_BY_NAME: list[Any] = []
+
+
+class RecordWord(Consumer):
+    def accept(self, tuple_: TridentTuple) -> None:
+        SEEN_BY_NAME.append(tuple_["word"])
+
+
+def record_first(tuple_: TridentTuple) -> None:
+    SEEN_BY_NAME.append(tuple_[0])
+
+
+def test_filter_map_flat_map_and_peek_operations_read_fields_by_name() -> None:
+    s = stream("n", "word")
+    rows = [[1, "ox"], [2, "cat"]]
+    assert batch(processor(s.filter(["word"], LongWord())), rows) == [[2, "cat"]]
+    assert batch(processor(s.map(Initial(), ["i"])), rows) == [["o"], ["c"]]
+    assert batch(processor(s.flat_map(Letters(), ["l"])), rows) == [["o"], ["x"], ["c"], ["a"], ["t"]]
+    SEEN_BY_NAME.clear()
+    assert batch(processor(s.peek(RecordWord())), rows) == rows  # each tuple passes unchanged
+    assert batch(processor(s.peek(record_first)), rows) == rows  # a plain function too
+    assert SEEN_BY_NAME == ["ox", "cat", 1, 2]
+
+
+def test_an_operation_kind_this_version_does_not_know_is_named() -> None:
+    with pytest.raises(ValueError, match="^unknown trident operation 'teleport'$"):
+        Each({"op": "teleport"}, [], ["n"])
