@@ -209,13 +209,24 @@ def test_a_zookeeper_state_lives_at_its_root_and_encoded_name(monkeypatch: pytes
     StateFactory.zookeeper("c", servers="h:1", root="/mine/").open_store(conf, None)
     StateFactory.zookeeper("d", root="/").open_store(conf, None)
     StateFactory.zookeeper("e", root="/team/X/").open_store(conf, None)
-    StateFactory.zookeeper("f").make_state(conf, None)
     assert opened == [
         ("zk1:2182,zk2:2182", "/stormpy/trident", f"/stormpy/trident/{encode_segment('a/b')}"),
         ("h:1", "/mine", "/mine/c"),
         ("zk1:2182,zk2:2182", "/", "/d"),
-        ("zk1:2182,zk2:2182", "/team/X", "/team/X/e"),
-        ("zk1:2182,zk2:2182", "/stormpy/trident", "/stormpy/trident/f")]
+        ("zk1:2182,zk2:2182", "/team/X", "/team/X/e")]
+
+
+def test_a_tasks_zookeeper_state_is_on_the_servers_its_conf_names(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    opened: list[str] = []
+
+    def fake_open(hosts: str, root: str, location: str) -> Any:
+        opened.append(hosts)
+        return MemoryBackend().at("zk")
+    monkeypatch.setattr(state_module, "open_zk_store", fake_open)
+    conf = {"storm.zookeeper.servers": ["zk7"], "storm.zookeeper.port": 2777}
+    state = StateFactory.zookeeper("f", OPAQUE).make_state(conf, None)
+    assert isinstance(state, MapState) and state.kind == OPAQUE and opened == ["zk7:2777"]
 
 
 def test_a_redis_state_is_its_own_hash_under_the_configs_prefix() -> None:
