@@ -144,3 +144,22 @@ def test_a_merge_is_named_after_its_first_stream_and_runs_with_what_follows_it()
     u = TridentTopology()
     first = u.new_stream("m", FixedBatchSpout(["n"], 2, [[1]]))
     assert u.merge(first, first.project(["n"]), output_fields=["x"]).fields == ["x"]
+
+
+def test_the_plan_runs_the_spout_at_its_hint_and_shuffles_into_a_merge() -> None:
+    with pytest.raises(InvalidTopologyError) as empty:
+        TridentTopology().build()
+    assert str(empty.value) == "a Trident topology needs a new_stream"
+    t = TridentTopology()
+    s = t.new_stream("p", FixedBatchSpout(["n"], 1, [[1]]))
+    t.merge(s.each(["n"], Double(), ["d"]), s.each(["n"], Double(), ["e"]))
+    spec = t.build()
+    assert spec.components["spout-p"].parallelism == 1  # one emitter unless hinted
+    merge = spec.components["b-2"]
+    data = [i for i in merge.inputs if not i.stream.startswith("$")]
+    assert sorted(i.component for i in data) == ["b-0", "b-1"]
+    assert {i.grouping.type for i in data} == {"shuffle"}
+    hinted = TridentTopology()
+    hinted.new_stream("p", FixedBatchSpout(["n"], 1, [[1]])).parallelism_hint(4) \
+        .each(["n"], Double(), ["d"])
+    assert hinted.build().components["spout-p"].parallelism == 4
