@@ -163,3 +163,30 @@ def test_the_plan_runs_the_spout_at_its_hint_and_shuffles_into_a_merge() -> None
     hinted.new_stream("p", FixedBatchSpout(["n"], 1, [[1]])).parallelism_hint(4) \
         .each(["n"], Double(), ["d"])
     assert hinted.build().components["spout-p"].parallelism == 4
+
+
+def data_inputs(spec: Any, component: str) -> list[tuple[str, str, str]]:
+    return [(i.component, i.stream, i.grouping.type) for i in spec.components[component].inputs
+            if not i.stream.startswith("$")]
+
+
+def test_each_bolt_subscribes_once_to_each_stream_it_reads_with_its_grouping() -> None:
+    t = TridentTopology()
+    s = t.new_stream("p", FixedBatchSpout(["k", "v"], 1, [[1, 2]]))
+    x, y = s.each(["v"], Double(), ["d"]), s.each(["v"], Double(), ["e"])
+    t.multi_join([x, x, y], [["k"], ["k"], ["k"]], ["k", "v", "d", "v2", "d2", "v3", "e"])
+    assert data_inputs(t.build(), "b-2") == [("b-0", "s1", "fields"), ("b-1", "s2", "fields")]
+    u = TridentTopology()
+    u.new_stream("p", FixedBatchSpout(["n"], 1, [[1]])).each(["n"], Double(), ["d"]) \
+        .broadcast().each(["n"], Double(), ["e"])
+    assert data_inputs(u.build(), "b-1") == [("b-0", "s1", "all")]
+
+
+def test_two_streams_given_one_name_are_refused() -> None:
+    t = TridentTopology()
+    for txid in ("a", "b"):
+        t.new_stream(txid, FixedBatchSpout(["n"], 1, [[1]])).name("src") \
+            .each(["n"], Double(), ["d"])
+    with pytest.raises(InvalidTopologyError) as clash:
+        t.build()
+    assert str(clash.value) == "component ids used twice: ['src', 'src-coordinator']"
