@@ -3,15 +3,19 @@ aggregators on their own."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from trident_kit import CountAndSum, Double, Split
+from trident_kit import CountAndSum, Double, Even, Split, times_ten, twice
 
 from stormpy.topology._errors import InvalidTopologyError
 from stormpy.trident import (
     Count,
     FixedBatchSpout,
+    MapGet,
+    MapPutUpdater,
     Max,
     Min,
     StateFactory,
@@ -190,3 +194,193 @@ def test_two_streams_given_one_name_are_refused() -> None:
     with pytest.raises(InvalidTopologyError) as clash:
         t.build()
     assert str(clash.value) == "component ids used twice: ['src', 'src-coordinator']"
+
+
+MEM = StateFactory.memory("m")
+PARQUET = StateFactory.parquet("/tmp/never-written")
+NESTED = ("is a lambda or nested function; workers import operations by path, so pass a "
+          "module-level function or an Operation instance")
+TAKES = "takes (aggregator, function_fields) or (input_fields, aggregator, function_fields)"
+NOT_AGG = "is not a CombinerAggregator, ReducerAggregator or Aggregator"
+PERSIST_TAKES = ("persistent_aggregate takes a CombinerAggregator or a ReducerAggregator (as in "
+                 "Storm), not an Aggregator")
+
+
+def errs() -> Stream:
+    return TridentTopology().new_stream("e", FixedBatchSpout(["k", "n"], 1, [["a", 1]]))
+
+
+def grouped() -> Any:
+    return errs().group_by(["k"])
+
+
+def chained() -> Any:
+    return errs().chained_agg()
+
+
+def errs_persisted() -> Any:
+    return errs().partition_persist(MEM, ["k", "n"], MapPutUpdater(), ["k", "n"])
+
+
+#: a bad call of every stream operation, and the whole error it gets (an object's address left out)
+BAD_CALLS: dict[str, tuple[Callable[[], Any], str]] = {
+    "each_bad_input_name": (lambda: errs().each([""], Double(), ["d"]),
+        "each: field names are non-empty strings, got ['']"),
+    "each_missing_input": (lambda: errs().each(["x"], Double(), ["d"]),
+        "each: no field(s) ['x'] in the stream (fields: ['k', 'n'])"),
+    "each_output_exists": (lambda: errs().each(["n"], Double(), ["n"]),
+        "each: output field(s) ['n'] already in the stream"),
+    "each_bad_output_name": (lambda: errs().each(["n"], Double(), [1]),  # type: ignore[list-item]
+        'each: field names are non-empty strings, got [1]'),
+    "each_lambda": (lambda: errs().each(["n"], lambda t: None, ["d"]),
+        'each: <lambda>.<locals>.<lambda> ' + NESTED),
+    "filter_arity": (lambda: errs().filter(),
+        'filter takes (filter) or (input_fields, filter)'),
+    "filter_missing_input": (lambda: errs().filter(["x"], Even()),
+        "filter: no field(s) ['x'] in the stream (fields: ['k', 'n'])"),
+    "filter_bad_input_name": (lambda: errs().filter([""], Even()),
+        "filter: field names are non-empty strings, got ['']"),
+    "filter_lambda": (lambda: errs().filter(lambda t: True),
+        'filter: <lambda>.<locals>.<lambda> ' + NESTED),
+    "map_lambda": (lambda: errs().map(lambda t: t, ["m"]),
+        'map: <lambda>.<locals>.<lambda> ' + NESTED),
+    "map_bad_output_name": (lambda: errs().map(times_ten, [""]),
+        "map: field names are non-empty strings, got ['']"),
+    "flat_map_lambda": (lambda: errs().flat_map(lambda t: [t]),
+        'flat_map: <lambda>.<locals>.<lambda> ' + NESTED),
+    "flat_map_bad_output_name": (lambda: errs().flat_map(twice, [""]),
+        "flat_map: field names are non-empty strings, got ['']"),
+    "peek_lambda": (lambda: errs().peek(lambda t: None),
+        'peek: <lambda>.<locals>.<lambda> ' + NESTED),
+    "project_bad_name": (lambda: errs().project([""]),
+        "project: field names are non-empty strings, got ['']"),
+    "project_missing": (lambda: errs().project(["x"]),
+        "project: no field(s) ['x'] in the stream (fields: ['k', 'n'])"),
+    "partition_by_bad_name": (lambda: errs().partition_by([""]),
+        "partition_by: field names are non-empty strings, got ['']"),
+    "partition_by_missing": (lambda: errs().partition_by(["x"]),
+        "partition_by: no field(s) ['x'] in the stream (fields: ['k', 'n'])"),
+    "group_by_bad_name": (lambda: errs().group_by([""]),
+        "group_by: field names are non-empty strings, got ['']"),
+    "group_by_missing": (lambda: errs().group_by(["x"]),
+        "group_by: no field(s) ['x'] in the stream (fields: ['k', 'n'])"),
+    "partition_aggregate_arity": (lambda: errs().partition_aggregate(Count()),
+        'partition_aggregate ' + TAKES),
+    "partition_aggregate_not_aggregator": (lambda: errs().partition_aggregate(["n"], Double(), ["c"]),
+        'partition_aggregate: <trident_kit.Double object> ' + NOT_AGG),
+    "partition_aggregate_missing": (lambda: errs().partition_aggregate(["x"], Sum(), ["c"]),
+        "partition_aggregate: no field(s) ['x'] in the stream (fields: ['k', 'n'])"),
+    "partition_aggregate_bad_output": (lambda: errs().partition_aggregate(["n"], Sum(), [""]),
+        "partition_aggregate: field names are non-empty strings, got ['']"),
+    "aggregate_arity": (lambda: errs().aggregate(Count()),
+        'aggregate ' + TAKES),
+    "aggregate_not_aggregator": (lambda: errs().aggregate(["n"], Double(), ["c"]),
+        'aggregate: <trident_kit.Double object> ' + NOT_AGG),
+    "aggregate_missing": (lambda: errs().aggregate(["x"], Sum(), ["c"]),
+        "aggregate: no field(s) ['x'] in the stream (fields: ['k', 'n'])"),
+    "aggregate_bad_input_name": (lambda: errs().aggregate([""], Sum(), ["c"]),
+        "aggregate: field names are non-empty strings, got ['']"),
+    "persistent_aggregate_not_factory": (lambda: errs().persistent_aggregate("memory", Count(), ["c"]),  # type: ignore[arg-type]
+        "state factory: 'memory' is not a StateFactory"),
+    "persistent_aggregate_parquet": (lambda: errs().persistent_aggregate(PARQUET, Count(), ["c"]),
+        'persistent_aggregate needs a map state; a parquet state (Parquet, a Kafka sink...) takes '
+        'partition_persist with its updater'),
+    "persistent_aggregate_two_outputs": (lambda: errs().persistent_aggregate(MEM, Count(), ["c", "d"]),
+        "persistent_aggregate: one function field (the stored value), got ['c', 'd']"),
+    "persistent_aggregate_aggregator": (lambda: errs().persistent_aggregate(MEM, ["n"], CountAndSum(), ["c"]),
+        PERSIST_TAKES),
+    "persistent_aggregate_missing": (lambda: errs().persistent_aggregate(MEM, ["x"], Sum(), ["c"]),
+        "persistent_aggregate: no field(s) ['x'] in the stream (fields: ['k', 'n'])"),
+    "persistent_aggregate_arity": (lambda: errs().persistent_aggregate(MEM, Count()),
+        'persistent_aggregate ' + TAKES),
+    "grouped_persistent_aggregate_two_outputs": (
+        lambda: grouped().persistent_aggregate(MEM, Count(), ["c", "d"]),
+        "persistent_aggregate: one function field (the stored value), got ['c', 'd']"),
+    "grouped_persistent_aggregate_aggregator": (
+        lambda: grouped().persistent_aggregate(MEM, ["n"], CountAndSum(), ["c"]),
+        PERSIST_TAKES),
+    "partition_persist_not_updater": (lambda: errs().partition_persist(MEM, ["n"], Count()),
+        'partition_persist: <stormpy.trident.Count object> is not a StateUpdater'),
+    "partition_persist_missing": (lambda: errs().partition_persist(MEM, ["x"], MapPutUpdater()),
+        "partition_persist: no field(s) ['x'] in the stream (fields: ['k', 'n'])"),
+    "partition_persist_bad_input_name": (lambda: errs().partition_persist(MEM, [""], MapPutUpdater()),
+        "partition_persist: field names are non-empty strings, got ['']"),
+    "partition_persist_bad_output_name": (lambda: errs().partition_persist(MEM, ["n"], MapPutUpdater(), [""]),
+        "partition_persist: field names are non-empty strings, got ['']"),
+    "partition_persist_not_factory": (lambda: errs().partition_persist("m", ["n"], MapPutUpdater()),  # type: ignore[arg-type]
+        "state factory: 'm' is not a StateFactory"),
+    "state_query_not_state": (lambda: errs().state_query("m", ["k"], MapGet(), ["v"]),  # type: ignore[arg-type]
+        'state_query: the first argument is the TridentState returned by '
+        'persistent_aggregate/partition_persist'),
+    "state_query_not_function": (lambda: errs().state_query(errs_persisted(), ["k"], Double(), ["v"]),
+        'state_query: <trident_kit.Double object> is not a QueryFunction'),
+    "state_query_parquet": (
+        lambda: errs().state_query(errs().partition_persist(PARQUET, ["n"], MapPutUpdater()), ["k"],
+                                   MapGet(), ["v"]),
+        "state_query reads a map state; the parquet state 'parquet' is written, not queried"),
+    "state_query_missing": (lambda: errs().state_query(errs_persisted(), ["x"], MapGet(), ["v"]),
+        "state_query: no field(s) ['x'] in the stream (fields: ['k', 'n'])"),
+    "state_query_bad_input_name": (lambda: errs().state_query(errs_persisted(), [""], MapGet(), ["v"]),
+        "state_query: field names are non-empty strings, got ['']"),
+    "state_query_bad_output_name": (lambda: errs().state_query(errs_persisted(), ["k"], MapGet(), [""]),
+        "state_query: field names are non-empty strings, got ['']"),
+    "state_query_output_exists": (lambda: errs().state_query(errs_persisted(), ["k"], MapGet(), ["n"]),
+        "state_query: output field(s) ['n'] already in the stream"),
+    "grouped_aggregate_arity": (lambda: grouped().aggregate(Count()),
+        'aggregate ' + TAKES),
+    "grouped_aggregate_not_aggregator": (lambda: grouped().aggregate(["n"], Double(), ["c"]),
+        'aggregate: <trident_kit.Double object> ' + NOT_AGG),
+    "grouped_aggregate_missing": (lambda: grouped().aggregate(["x"], Sum(), ["c"]),
+        "aggregate: no field(s) ['x'] in the stream (fields: ['k', 'n'])"),
+    "grouped_partition_aggregate_arity": (lambda: grouped().partition_aggregate(Count()),
+        'partition_aggregate ' + TAKES),
+    "grouped_partition_aggregate_not_aggregator": (
+        lambda: grouped().partition_aggregate(["n"], Double(), ["c"]),
+        'partition_aggregate: <trident_kit.Double object> ' + NOT_AGG),
+    "grouped_partition_aggregate_missing": (lambda: grouped().partition_aggregate(["x"], Sum(), ["c"]),
+        "partition_aggregate: no field(s) ['x'] in the stream (fields: ['k', 'n'])"),
+    "chained_aggregate_not_aggregator": (lambda: chained().aggregate(["n"], Double(), ["c"]),
+        'chained_agg: <trident_kit.Double object> ' + NOT_AGG),
+    "chained_partition_aggregate_not_aggregator": (
+        lambda: chained().partition_aggregate(["n"], Double(), ["c"]),
+        'chained_agg: <trident_kit.Double object> ' + NOT_AGG),
+    "chained_aggregate_missing": (lambda: chained().aggregate(["x"], Sum(), ["c"]),
+        "chained_agg: no field(s) ['x'] in the stream (fields: ['k', 'n'])"),
+    "chained_partition_aggregate_missing": (lambda: chained().partition_aggregate(["x"], Sum(), ["c"]),
+        "chained_agg: no field(s) ['x'] in the stream (fields: ['k', 'n'])"),
+    "chain_end_empty": (lambda: chained().chain_end(),
+        'chained_agg: no aggregator before chain_end()'),
+    "chained_mixed": (lambda: chained().aggregate(Count(), ["c"]).partition_aggregate(Count(), ["d"]),
+        'chained_agg: do not mix aggregate and partition_aggregate in one chain'),
+    "chained_output_twice": (lambda: chained().aggregate(Count(), ["c"]).aggregate(Sum(), ["c"]).chain_end(),
+        "duplicate field names in ['c', 'c']"),
+    "name_not_str": (lambda: errs().name(5),  # type: ignore[arg-type]
+        "name must be letters, digits, '-' and '_', got 5"),
+    "name_dash": (lambda: errs().name("-"),
+        "name must be letters, digits, '-' and '_', got '-'"),
+    "name_underscore": (lambda: errs().name("_"),
+        "name must be letters, digits, '-' and '_', got '_'"),
+    "name_space": (lambda: errs().name("a b"),
+        "name must be letters, digits, '-' and '_', got 'a b'"),
+    "name_empty": (lambda: errs().name(""),
+        "name must be letters, digits, '-' and '_', got ''"),
+    "hint_zero": (lambda: errs().parallelism_hint(0),
+        'parallelism_hint must be an integer >= 1, got 0'),
+    "hint_str": (lambda: errs().parallelism_hint("2"),  # type: ignore[arg-type]
+        "parallelism_hint must be an integer >= 1, got '2'"),
+    "state_hint_zero": (lambda: errs_persisted().parallelism_hint(0),
+        'parallelism_hint must be an integer >= 1, got 0'),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CALLS))
+def test_every_stream_operation_names_itself_and_what_is_wrong(case: str) -> None:
+    call, message = BAD_CALLS[case]
+    with pytest.raises(InvalidTopologyError) as error:
+        call()
+    assert re.sub(r" at 0x[0-9a-f]+", "", str(error.value)) == message
+
+
+def test_a_name_may_hold_letters_digits_dashes_and_underscores() -> None:
+    assert errs().name("a-b_c9").fields == ["k", "n"]
+
