@@ -384,3 +384,16 @@ def test_every_stream_operation_names_itself_and_what_is_wrong(case: str) -> Non
 def test_a_name_may_hold_letters_digits_dashes_and_underscores() -> None:
     assert errs().name("a-b_c9").fields == ["k", "n"]
 
+
+
+def test_map_names_its_outputs_or_keeps_the_streams_fields() -> None:
+    assert errs().map(times_ten, ["m"]).fields == ["m"]
+    assert errs().map(times_ten).fields == ["k", "n"]
+    assert errs().flat_map(twice, ["t"]).fields == ["t"]
+
+
+def test_identity_partition_shuffles_into_the_next_bolt() -> None:
+    t = TridentTopology()
+    t.new_stream("p", FixedBatchSpout(["n"], 1, [[1]])).each(["n"], Double(), ["d"]) \
+        .identity_partition().each(["n"], Double(), ["e"])
+    assert data_inputs(t.build(), "b-1") == [("b-0", "s1", "shuffle")]

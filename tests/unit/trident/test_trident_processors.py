@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from trident_kit import ListOf, Split, split_words
+from trident_kit import Double, Even, ListOf, Split, split_words
 
 from stormpy.state import MemoryBackend
 from stormpy.trident import (
@@ -369,3 +369,10 @@ def test_filter_map_flat_map_and_peek_operations_read_fields_by_name() -> None:
 def test_an_operation_kind_this_version_does_not_know_is_named() -> None:
     with pytest.raises(ValueError, match="^unknown trident operation 'teleport'$"):
         Each({"op": "teleport"}, [], ["n"])
+
+
+def test_each_hands_the_operation_only_its_input_fields_or_all_of_them() -> None:
+    s = stream("k", "n")
+    rows = [["a", 1], ["b", 2]]
+    assert batch(processor(s.each(["n"], Even())), rows) == [["b", 2]]  # a Filter in each
+    assert batch(processor(stream("n").each(None, Double(), ["d"])), [[3]]) == [[3, 6]]
