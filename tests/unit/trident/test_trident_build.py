@@ -397,3 +397,26 @@ def test_identity_partition_shuffles_into_the_next_bolt() -> None:
     t.new_stream("p", FixedBatchSpout(["n"], 1, [[1]])).each(["n"], Double(), ["d"]) \
         .identity_partition().each(["n"], Double(), ["e"])
     assert data_inputs(t.build(), "b-1") == [("b-0", "s1", "shuffle")]
+
+
+def test_a_grouped_partition_aggregate_refuses_an_output_named_like_a_group_field() -> None:
+    with pytest.raises(InvalidTopologyError) as clash:
+        grouped().partition_aggregate(["n"], Count(), ["k"])
+    assert str(clash.value) == "partition_aggregate: output field(s) ['k'] already in the stream"
+    assert grouped().partition_aggregate(["n"], Count(), ["n"]).fields == ["k", "n"]  # replaced
+
+
+def test_chained_aggregations_plan_whole_batch_or_per_partition() -> None:
+    def plan(chain: Any) -> list[tuple[str, str, str]]:
+        t = TridentTopology()
+        s = t.new_stream("p", FixedBatchSpout(["k", "n"], 1, [["a", 1]])).each(["n"], Double(), ["d"])
+        chain(s).chain_end()
+        spec = t.build()
+        return data_inputs(spec, "b-1") if "b-1" in spec.components else []
+
+    assert plan(lambda s: s.chained_agg().aggregate(Count(), ["c"])) == [("b-0", "s1", "global")]
+    assert plan(lambda s: s.group_by(["k"]).chained_agg().aggregate(Count(), ["c"])) == [
+        ("b-0", "s1", "fields")]
+    assert plan(lambda s: s.chained_agg().partition_aggregate(Count(), ["c"])) == []  # in b-0
+    assert plan(lambda s: s.chained_agg().partition_aggregate(["n"], Sum(), ["s"])
+                .partition_aggregate(Count(), ["c"])) == []

@@ -18,6 +18,7 @@ from stormpy.trident import (
     TRANSACTIONAL,
     Aggregator,
     Consumer,
+    Count,
     Filter,
     FixedBatchSpout,
     FlatMapFunction,
@@ -376,3 +377,20 @@ def test_each_hands_the_operation_only_its_input_fields_or_all_of_them() -> None
     rows = [["a", 1], ["b", 2]]
     assert batch(processor(s.each(["n"], Even())), rows) == [["b", 2]]  # a Filter in each
     assert batch(processor(stream("n").each(None, Double(), ["d"])), [[3]]) == [[3, 6]]
+
+
+def test_a_grouped_combiner_aggregate_combines_each_partitions_partial_counts() -> None:
+    s = stream("k", "n")
+    final = s.group_by(["k"]).aggregate(Count(), ["c"])
+    moved = final._graph[final._node.parents[0]]  # the partition by the group
+    partial = Stream(final._graph, final._graph[moved.parents[0]])
+    parts = batch(processor(partial), [["a", 1], ["b", 2], ["a", 3]]) + \
+        batch(processor(partial), [["a", 4]])  # two partitions' partial counts
+    assert sorted(batch(processor(final), parts)) == [["a", 3], ["b", 1]]
+
+
+def test_a_chained_aggregate_answers_an_empty_batch() -> None:
+    chained = stream("n").chained_agg().aggregate(Count(), ["c"]).aggregate(["n"], Sum(), ["s"]) \
+        .chain_end()
+    assert batch(processor(chained), []) == [[0, 0]]
+    assert batch(processor(chained), [[2], [5]]) == [[2, 7]]
