@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from trident_kit import CountAndSum, Double, Even, Split, times_ten, twice
+from trident_kit import CountAndSum, Double, Even, ListOf, Split, times_ten, twice
 
 from stormpy.topology._errors import InvalidTopologyError
 from stormpy.trident import (
@@ -420,3 +420,45 @@ def test_chained_aggregations_plan_whole_batch_or_per_partition() -> None:
     assert plan(lambda s: s.chained_agg().partition_aggregate(Count(), ["c"])) == []  # in b-0
     assert plan(lambda s: s.chained_agg().partition_aggregate(["n"], Sum(), ["s"])
                 .partition_aggregate(Count(), ["c"])) == []
+
+
+class SinkFactory(StateFactory):
+    """A state of one's own (backend ``external``), written by partition_persist only."""
+
+    def __init__(self) -> None:
+        super().__init__("external", "sink")
+
+
+def test_a_state_of_ones_own_is_written_not_aggregated_into_or_queried() -> None:
+    with pytest.raises(InvalidTopologyError) as aggregated:
+        errs().persistent_aggregate(SinkFactory(), Count(), ["c"])
+    assert str(aggregated.value) == (
+        "persistent_aggregate needs a map state; a external state (Parquet, a Kafka sink...) "
+        "takes partition_persist with its updater")
+    written = errs().partition_persist(SinkFactory(), ["n"], MapPutUpdater())
+    with pytest.raises(InvalidTopologyError) as queried:
+        errs().state_query(written, ["k"], MapGet(), ["v"])
+    assert str(queried.value) == ("state_query reads a map state; the external state 'sink' is "
+                                  "written, not queried")
+
+
+def test_more_plans_of_aggregations_and_state() -> None:
+    t = TridentTopology()
+    t.new_stream("p", FixedBatchSpout(["k", "n"], 1, [["a", 1]])).each(["n"], Double(), ["d"]) \
+        .group_by(["k"]).persistent_aggregate(StateFactory.memory("r"), ["n"], ListOf(), ["l"])
+    spec = t.build()
+    assert data_inputs(spec, "b-1") == [("b-0", "s1", "fields")]
+    assert [tuple(i.grouping.fields) for i in spec.components["b-1"].inputs
+            if i.component == "b-0" and not i.stream.startswith("$")] == [("k",)]
+    u = TridentTopology()
+    u.new_stream("p", FixedBatchSpout(["k", "n"], 1, [["a", 1]])).each(["n"], Double(), ["d"]) \
+        .partition_persist(StateFactory.memory("u"), ["k", "n"], MapPutUpdater())
+    assert [c for c in u.build().bolts if c.startswith("b-")] == ["b-0"]  # fused with the each
+    assert errs().aggregate(["n"], ListOf(), ["l"]).fields == ["l"]
+    assert errs().parallelism_hint(1).fields == ["k", "n"]
+    with pytest.raises(InvalidTopologyError) as mixed:
+        chained().partition_aggregate(Count(), ["c"]).aggregate(Count(), ["d"])
+    assert str(mixed.value) == "chained_agg: do not mix aggregate and partition_aggregate in one chain"
+    with pytest.raises(InvalidTopologyError) as bad_outs:
+        errs().aggregate(Count(), [""])
+    assert str(bad_outs.value) == "aggregate: field names are non-empty strings, got ['']"

@@ -394,3 +394,8 @@ def test_a_chained_aggregate_answers_an_empty_batch() -> None:
         .chain_end()
     assert batch(processor(chained), []) == [[0, 0]]
     assert batch(processor(chained), [[2], [5]]) == [[2, 7]]
+
+
+def test_a_whole_batch_aggregate_reads_only_its_input_fields() -> None:
+    final = stream("k", "n").aggregate(["n"], ListOf(), ["l"])
+    assert batch(processor(final), [["a", 2], ["b", 1]]) == [[[1, 2]]]
