@@ -462,3 +462,8 @@ def test_more_plans_of_aggregations_and_state() -> None:
     with pytest.raises(InvalidTopologyError) as bad_outs:
         errs().aggregate(Count(), [""])
     assert str(bad_outs.value) == "aggregate: field names are non-empty strings, got ['']"
+
+
+def test_a_grouped_aggregate_outputs_the_group_then_its_function_fields() -> None:
+    assert grouped().aggregate(["n"], ListOf(), ["l"]).fields == ["k", "l"]
+    assert grouped().aggregate(Count(), ["c"]).fields == ["k", "c"]
