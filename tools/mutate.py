@@ -14,6 +14,10 @@ imported instead of the mutated sources.
 Usage::
 
     python tools/mutate.py run [TARGET ...]      # all targets when none is named
+    python tools/mutate.py run TARGET --mutants 'stormpy.trident._state.*'
+                                                 # only the mutants matching the patterns (a file, a
+                                                 # function: fnmatch over mutmut's names), run again
+                                                 # even when they have a result
     python tools/mutate.py summary [TARGET ...]  # scores from the last runs
     python tools/mutate.py survivors TARGET      # surviving mutants, with their diffs
     python tools/mutate.py recheck TARGET        # re-run only those (after adding tests)
@@ -685,6 +689,8 @@ def main(argv: list[str] | None = None) -> int:
                                             "list", "pin"))
     parser.add_argument("targets", nargs="*", help=f"targets (default: {' '.join(CORE)})")
     parser.add_argument("--children", type=int, default=2, help="mutants tested at once")
+    parser.add_argument("--mutants", nargs="+", metavar="PATTERN",
+                        help="run: only the mutants whose names match (e.g. 'stormpy.trident._state.*')")
     parser.add_argument("--rerun-equivalents", action="store_true",
                         help="run: test the pinned equivalents too (a cold run re-judges them all)")
     args = parser.parse_args(argv)
@@ -696,7 +702,10 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             print(f"{name}: {' '.join(source_files(TARGETS[name]))}  <- {' '.join(TARGETS[name].tests)}")
     elif args.command == "run":
-        failed = [n for n in names if run(n, args.children, rerun_equivalents=args.rerun_equivalents) != 0]
+        if args.mutants and len(names) != 1:
+            parser.error("--mutants needs exactly one target")
+        failed = [n for n in names
+                  if run(n, args.children, args.mutants, rerun_equivalents=args.rerun_equivalents) != 0]
         summary(names)
         if failed:
             print(f"mutmut failed for: {', '.join(failed)}", file=sys.stderr)

@@ -240,3 +240,15 @@ def test_every_listed_equivalent_is_a_mutant_of_a_target_file(monkeypatch: pytes
     files = {rel for target in tool.TARGETS.values() for rel in tool.source_files(target)}
     orphans = [name for name in tool.equivalents() if not any(tool.in_file(name, rel) for rel in files)]
     assert not orphans, f"equivalents of no target's file: {orphans[:5]}"
+
+
+def test_run_passes_the_named_mutants_to_mutmut_for_one_target(tool: ModuleType,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, ...]] = []
+    monkeypatch.setattr(tool, "call_mutmut", lambda work, log, *args: calls.append(args) or 0)
+    monkeypatch.setattr(tool, "summary", lambda names: None)
+    assert tool.main(["run", "ledger", "--children", "1", "--mutants", FAIL_8, "*init*"]) == 0
+    assert calls == [("--max-children", "1", FAIL_8, "*init*")]
+    monkeypatch.setattr(tool, "TARGETS", {"ledger": tool.Target((LEDGER,)), "other": tool.Target((LEDGER,))})
+    with pytest.raises(SystemExit):
+        tool.main(["run", "ledger", "other", "--mutants", FAIL_8])

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from stormpy.trident import Debug, FirstN, Max, Min
+from stormpy.trident import Debug, FirstN, FixedBatchSpout, Max, Min, TridentTopology
 from stormpy.trident._builtin import FirstNAgg
 from stormpy.trident._operation import TridentCollector, TridentTuple
 
@@ -49,3 +49,11 @@ def test_min_and_max_read_their_field_else_the_first() -> None:
     row = TridentTuple(["b", 7], FIELDS)
     assert Min("n").init(row) == Max("n").init(row) == 7
     assert Min().init(row) == Max().init(row) == "b"
+
+
+def test_first_n_keeps_the_streams_fields_for_what_follows() -> None:
+    t = TridentTopology()
+    s = t.new_stream("fn", FixedBatchSpout(FIELDS, 2, ROWS))
+    kept = s.apply_assembly(FirstN(2, "n"))
+    assert kept.fields == FIELDS
+    kept.project(["n"])  # a later operation finds the fields by name
