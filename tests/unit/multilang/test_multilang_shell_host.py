@@ -1,0 +1,128 @@
+"""What every shell component gets from its host, against real subprocesses: the directory and
+environment its command runs in, the serializer it is told of, and how each way a subprocess
+can go wrong (it cannot start, exits, writes garbage, answers the handshake wrongly) reaches
+the user: one error naming the component, the task, the command and what happened, and a new
+subprocess for the next tuples."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from mlkit import FIXTURES
+from shell_rig import replay_bolt, shell_rig
+
+from stormpy.multilang import ShellBolt, ShellComponentError
+
+#: a bolt on Storm's storm.py that answers each tuple naming an environment variable with its
+#: directory, that variable and the serializer it was told of
+ENV_BOLT = textwrap.dedent('''
+    import os
+    import storm
+
+    class EnvBolt(storm.BasicBolt):
+        def process(self, tup):
+            storm.emit([os.getcwd(), os.environ.get(tup.values[0]),
+                        os.environ.get("STORMPY_MULTILANG_SERIALIZER")])
+
+    EnvBolt().run()
+''')
+
+
+def test_the_command_runs_in_its_cwd_with_the_workers_environment_and_its_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "resources").mkdir()
+    (tmp_path / "resources" / "env_bolt.py").write_text(ENV_BOLT)
+    monkeypatch.setenv("STORMPY_TEST_WORKER_VAR", "from the worker")
+    monkeypatch.setenv("STORMPY_TEST_OVERRIDDEN", "from the worker")
+    bolt = ShellBolt(sys.executable, "env_bolt.py", cwd="resources",
+                     env={"PYTHONPATH": str(FIXTURES), "STORMPY_TEST_OVERRIDDEN": "own"}
+                     ).declare(["cwd", "value", "serializer"])
+    with shell_rig(bolt, tmp_path) as rig:
+        for name in ("STORMPY_TEST_WORKER_VAR", "STORMPY_TEST_OVERRIDDEN"):
+            rig.execute([name])
+        rig.run_until(lambda: len(rig.collector.acked) == 2, "both tuples acked")
+        where = str((tmp_path / "resources").resolve())
+        assert rig.collector.emitted_values() == [[where, "from the worker", "json"],
+                                                  [where, "own", "json"]]
+        assert rig.collector.errors == []
+
+
+def test_a_command_that_cannot_start_is_reported_and_its_tuples_wait(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-such-program")
+    bolt = ShellBolt(missing, "arg").declare(["word"])
+    with shell_rig(bolt, tmp_path) as rig:
+        # tried at once again after the first fault, then after the backoff's delay
+        assert len(rig.collector.errors) == 2
+        error = rig.collector.errors[0]
+        assert isinstance(error, ShellComponentError)
+        assert str(error).startswith(f"shell process of shell:1 ({missing} arg): cannot start "
+                                     f"{[missing, 'arg']!r} in {tmp_path.resolve()}: ")
+        assert "No such file or directory" in str(error)
+        rig.execute(["held"])
+        assert rig.metric("multilangWaiting") == 1 and rig.collector.failed == []
+        rig.run_until(lambda: len(rig.collector.errors) == 3, "the delayed third try")
+        assert str(rig.collector.errors[2]) == str(error)
+        assert rig.metric("multilangWaiting") == 1 and rig.collector.failed == []
+
+
+@pytest.mark.parametrize(("step", "fault"), [
+    ({"exit": 3}, "subprocess exited (exit code 3)"),
+    ({"raw": "{not json\nend\n"}, "sent garbage: "),
+])
+def test_a_subprocess_that_exits_or_writes_garbage_is_replaced(
+        tmp_path: Path, step: dict[str, object], fault: str) -> None:
+    runs = [[{"expect": {"id": "$t1", "tuple": ["first"]}}, step, {"hang": True}],
+            [{"expect": {"id": "$t1", "tuple": ["second"]}},
+             {"send": {"command": "ack", "id": "$t1"}}]]
+    bolt = replay_bolt(tmp_path, runs)
+    with shell_rig(bolt, tmp_path) as rig:
+        first = rig.execute(["first"])
+        rig.run_until(lambda: rig.collector.failed, "the first tuple failed")
+        [error] = rig.collector.errors
+        command = " ".join(bolt._shell.command)
+        assert str(error).startswith(f"shell process of shell:1 ({command}): {fault}")
+        second = rig.execute(["second"])
+        rig.run_until(lambda: rig.collector.acked, "the second tuple acked")
+        assert rig.collector.failed == [first] and rig.collector.acked == [second]
+
+
+CRASHING = textwrap.dedent('''
+    import sys
+    sys.stdin.readline()
+    print("first line", file=sys.stderr)
+    print("", file=sys.stderr)
+    print("the last line", file=sys.stderr, flush=True)
+    sys.exit(7)
+''')
+
+
+def test_the_fault_of_an_exited_subprocess_ends_with_its_stderr(tmp_path: Path) -> None:
+    (tmp_path / "crashing.py").write_text(CRASHING)
+    bolt = ShellBolt(sys.executable, "crashing.py").declare(["word"])
+    with shell_rig(bolt, tmp_path) as rig:
+        rig.run_until(lambda: len(rig.collector.errors) >= 2, "two runs crashed")
+        command = " ".join(bolt._shell.command)
+        assert str(rig.collector.errors[0]) == (
+            f"shell process of shell:1 ({command}): subprocess exited (exit code 7); its stderr "
+            "ended with:\nfirst line\nthe last line")
+
+
+BAD_HANDSHAKE = textwrap.dedent('''
+    import sys
+    sys.stdin.readline()
+    sys.stdout.write('{"command": "sync"}\\nend\\n')
+    sys.stdout.flush()
+    sys.stdin.read()
+''')
+
+
+def test_a_subprocess_answering_the_handshake_without_its_pid_is_a_fault(tmp_path: Path) -> None:
+    (tmp_path / "bad_handshake.py").write_text(BAD_HANDSHAKE)
+    bolt = ShellBolt(sys.executable, "bad_handshake.py").declare(["word"])
+    with shell_rig(bolt, tmp_path) as rig:
+        rig.run_until(lambda: rig.collector.errors, "the fault")
+        assert str(rig.collector.errors[0]).endswith(
+            "expected the handshake's pid message, got {'command': 'sync'}")
