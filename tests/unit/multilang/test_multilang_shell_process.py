@@ -1,0 +1,164 @@
+"""ShellProcess, one subprocess speaking the multilang protocol, against real subprocesses: the
+handshake and its pid, messages both ways in either serializer (large ones, and many at once),
+the count of tuples not yet written, the stderr log, and ``stop``: the whole process group ends
+(a child that ignores SIGTERM too), nothing is delivered after it."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+from mlkit import FIXTURES, no_subprocess_left_behind
+from shell_rig import TaskLoop, player_command
+
+from stormpy.multilang import JsonCodec, MsgpackCodec
+from stormpy.multilang._process import ShellProcess
+from stormpy.multilang._serializers import Codec
+from stormpy.testing import wait_for
+
+
+@pytest.fixture(autouse=True)
+def _no_subprocess_left_behind() -> Iterator[None]:
+    yield from no_subprocess_left_behind()
+
+
+class Host:
+    """What the owner of a ShellProcess sees: messages, faults, readiness and room, delivered
+    through its loop."""
+
+    def __init__(self) -> None:
+        self.loop = TaskLoop()
+        self.messages: list[Any] = []
+        self.faults: list[str] = []
+        self.ready = 0
+        self.rooms = 0
+
+    def process(self, command: list[str], tmp_path: Path, codec: Codec | None = None,
+                max_pending: int = 0, env: dict[str, str] | None = None) -> ShellProcess:
+        full_env = {**os.environ, "REPLAY_DIR": str(tmp_path), "STORMPY_MULTILANG_SERIALIZER":
+                    (codec or JsonCodec()).name, **(env or {})}
+        return ShellProcess("shell:1", command, str(tmp_path), full_env, codec or JsonCodec(), 30.0,
+                            1.0, self.loop.call_soon, self.messages.append, self.faults.append,
+                            on_ready=self._on_ready, on_room=self._on_room, max_pending=max_pending)
+
+    def _on_ready(self) -> None:
+        self.ready += 1
+
+    def _on_room(self) -> None:
+        self.rooms += 1
+
+    def run_until(self, condition: Any, what: str) -> Any:
+        def ran_and_holds() -> Any:
+            self.loop.run_pending()
+            return condition()
+        return wait_for(ran_and_holds, 30, what)
+
+
+def handshake(pid_dir: str) -> dict[str, Any]:
+    return {"conf": {}, "context": {"taskid": 1, "componentid": "shell",
+                                    "task->component": {"1": "shell"}}, "pidDir": pid_dir}
+
+
+@pytest.mark.parametrize("codec", [JsonCodec(), MsgpackCodec()], ids=["json", "msgpack"])
+def test_large_and_many_messages_go_both_ways_in_order(tmp_path: Path, codec: Codec) -> None:
+    big = "x" * 200_000  # several reads and writes of the pipes
+    runs = [[{"expect": {"id": "t0", "tuple": [big]}},
+             {"send": {"command": "emit", "tuple": [big]}},
+             {"echo": True}]]
+    host = Host()
+    proc = host.process(player_command(tmp_path, runs), tmp_path, codec)
+    try:
+        proc.start(handshake)
+        host.run_until(lambda: host.ready, "the pid")
+        assert proc.pid == proc.os_pid and proc.running
+        assert os.path.exists(os.path.join(proc._pid_dir, str(proc.pid)))  # the pid file
+        proc.send({"id": "t0", "comp": "c", "stream": "default", "task": 1, "tuple": [big]})
+        for i in range(1, 3000):  # queued faster than written: batched writes
+            proc.send({"id": f"t{i}", "comp": "c", "stream": "default", "task": 1, "tuple": [i]},
+                      counted=True)
+        host.run_until(lambda: len(host.messages) >= 1 + 2 * 2999, "every echo and ack")
+        assert host.messages[0] == {"command": "emit", "tuple": [big]}
+        echoed = [m["tuple"][0] for m in host.messages[1:] if m["command"] == "emit"]
+        acked = [m["id"] for m in host.messages[1:] if m["command"] == "ack"]
+        assert echoed == list(range(1, 3000)) and acked == [f"t{i}" for i in range(1, 3000)]
+        assert proc.tuples_queued == 0 and proc.queued == 0 and host.faults == []
+    finally:
+        proc.stop()
+    assert not proc.running and not os.path.exists(proc._pid_dir)
+
+
+def test_tuples_not_yet_written_are_counted_and_room_is_announced_once_written(
+        tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    host = Host()
+    proc = host.process([sys.executable, str(FIXTURES / "held_echo.py")], tmp_path, max_pending=2,
+                        env={"RELEASE_FILE": str(release), "PYTHONPATH": str(FIXTURES)})
+    try:
+        proc.start(handshake)
+        host.run_until(lambda: host.ready, "the pid")
+        value = "v" * 40_000
+        for i in range(4):  # the first is read and held, the pipe fills with the next
+            proc.send({"id": str(i), "comp": "c", "stream": "default", "task": 1, "tuple": [value]},
+                      counted=True)
+        host.run_until(lambda: proc.tuples_queued >= 2, "tuples not written")
+        assert not proc.has_room() and not proc.want_room()
+        assert host.rooms == 0
+        release.touch()
+        host.run_until(lambda: host.rooms == 1, "room announced")
+        host.run_until(lambda: proc.tuples_queued == 0, "every tuple written")
+        assert proc.has_room() and host.rooms == 1
+    finally:
+        proc.stop()
+
+
+def running(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+WRAPPER = textwrap.dedent('''
+    import json, os, signal, subprocess, sys
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    child = subprocess.Popen([sys.executable, "-c",
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)"])
+    lines = []
+    while True:
+        line = sys.stdin.readline()
+        if line.strip() == "end":
+            break
+    print("a line on stderr", file=sys.stderr, flush=True)
+    sys.stdout.write(json.dumps({"pid": os.getpid()}) + "\\nend\\n")
+    sys.stdout.write(json.dumps({"command": "log", "msg": str(child.pid)}) + "\\nend\\n")
+    sys.stdout.flush()
+    sys.stdin.read()
+''')
+
+
+def test_stop_ends_the_whole_process_group_even_what_ignores_sigterm(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    (tmp_path / "wrapper.py").write_text(WRAPPER)
+    host = Host()
+    proc = host.process([sys.executable, "wrapper.py"], tmp_path)
+    with caplog.at_level(logging.INFO, logger="stormpy.multilang"):
+        proc.start(handshake)
+        try:
+            host.run_until(lambda: host.messages, "the child's pid")
+        finally:
+            proc.stop()
+        child = int(host.messages[0]["msg"])
+        assert not running(proc.pid or 0)  # reaped by stop()
+        wait_for(lambda: not running(child), 30, "the child killed")  # reaped by whoever adopted it
+        assert "shell:1 stderr: a line on stderr" in [r.getMessage() for r in caplog.records]
+    assert not proc.running and all(not t.is_alive() for t in proc._threads)
+    proc.stop()  # again: nothing to do
+    host.loop.run_pending()
+    assert host.faults == []  # the end that stop() caused is no fault
