@@ -99,10 +99,11 @@ def player_command(tmp_path: Path, runs: Sequence[Sequence[Mapping[str, Any]]]) 
 
 @contextmanager
 def shell_rig(component: ShellBolt | ShellSpout, tmp_path: Path, conf: Mapping[str, Any] | None = None,
-              task_ids: Sequence[int] = (4,)) -> Iterator[Rig]:
+              task_ids: Sequence[int] | None = (4,)) -> Iterator[Rig]:
     """Open (spouts) or prepare (bolts) ``component`` with ``conf`` (its code dir ``tmp_path``)
-    on a collector whose undirected emits answer ``task_ids``; closes it and checks that no
-    subprocess is left after the block."""
+    on a collector whose undirected emits answer ``task_ids`` (None: the n-th emit goes to task
+    n, so that each answer tells which emit it answers); closes it and checks that no subprocess
+    is left after the block."""
     ending = no_subprocess_left_behind()
     next(ending)
     collector = RecordingCollector()
@@ -110,7 +111,11 @@ def shell_rig(component: ShellBolt | ShellSpout, tmp_path: Path, conf: Mapping[s
     collector.bind(component, kwargs=component.component_kwargs, component_id="shell")
     obj: Any = component
     emit = obj.emit
-    obj.emit = lambda *args, **kwargs: (emit(*args, **kwargs), list(task_ids))[1]
+
+    def answering_emit(*args: Any, **kwargs: Any) -> list[int]:
+        emit(*args, **kwargs)
+        return list(task_ids) if task_ids is not None else [len(collector.emitted)]
+    obj.emit = answering_emit
     obj.call_soon_threadsafe = loop.call_soon
     context = collector.context(component, component_id="shell", task=1)
     full = {"worker.code.dir": str(tmp_path), **(conf or {})}

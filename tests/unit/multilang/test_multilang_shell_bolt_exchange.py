@@ -6,6 +6,7 @@ reported, the tuples it held failed, a new subprocess that gets the later tuples
 from __future__ import annotations
 
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -24,22 +25,25 @@ def test_tuples_go_out_with_fresh_ids_and_emits_acks_and_fails_come_back(tmp_pat
         {"expect": {"id": "$t1", "comp": "feeder", "stream": "default", "task": 3,
                     "tuple": ["snow white"]}},
         {"send": {"command": "emit", "anchors": ["$t1"], "tuple": ["snow"]}},
-        {"expect": [4]},  # the task ids the emit went to
+        {"expect": [1]},  # the task ids the emit went to (the rig sends the n-th emit to task n)
         {"send": {"command": "emit", "anchors": ["$t1"], "stream": "counts", "tuple": ["white", 1],
                   "need_task_ids": False}},
         {"send": {"command": "ack", "id": "$t1"}},
         {"expect": {"id": "$t2", "comp": "other", "stream": "s2", "task": 8, "tuple": [1, None]}},
         {"send": {"command": "emit", "tuple": ["loose"], "need_task_ids": False}},
+        {"send": {"command": "emit", "tuple": ["asked"], "need_task_ids": True}},
+        {"expect": [4]},  # only the emits that asked were answered
         {"send": {"command": "fail", "id": "$t2"}},
     ]]
     bolt = replay_bolt(tmp_path, runs, outputs={"default": ["word"], "counts": ["word", "n"]})
-    with shell_rig(bolt, tmp_path) as rig:
+    with shell_rig(bolt, tmp_path, task_ids=None) as rig:
         first = rig.execute(["snow white"])
         second = rig.execute([1, None], component="other", stream="s2", task=8)
         rig.run_until(lambda: rig.collector.failed, "the second tuple failed")
         assert rig.collector.emitted == [Emitted(["snow"], "default", [first]),
                                          Emitted(["white", 1], "counts", [first]),
-                                         Emitted(["loose"], "default", [])]
+                                         Emitted(["loose"], "default", []),
+                                         Emitted(["asked"], "default", [])]
         assert rig.collector.acked == [first] and rig.collector.failed == [second]
         assert rig.collector.errors == []
         rig.run_until(lambda: rig.verdicts() == {0: "ok"}, "the player's verdict")
@@ -98,6 +102,8 @@ def test_log_error_and_metrics_commands_reach_the_log_the_errors_and_the_task_me
     ({"command": "emit", "anchors": ["nope"], "tuple": ["a"]},
      "emit anchored onto unknown tuple id 'nope' (never given, or already acked or failed)"),
     ({"command": "emit", "anchors": [1], "tuple": ["a"]}, "emit anchored onto unknown tuple id 1"),
+    ({"command": "emit", "anchors": [["t"]], "tuple": ["a"]},
+     "emit anchored onto unknown tuple id ['t']"),
     ({"command": "ack", "id": "nope"},
      "ack of unknown tuple id 'nope' (never given, or already acked or failed)"),
     ({"command": "fail", "id": 1}, "fail of unknown tuple id 1"),
@@ -192,4 +198,52 @@ def test_an_idle_bolt_sends_heartbeats_with_fresh_ids_and_one_that_answers_them_
         ids = [r.getMessage().removeprefix("shell:1: ") for r in caplog.records
                if r.name == "stormpy.multilang.shell"]
         assert len(ids) == 2 and ids[0] != ids[1] and all(i.isdigit() for i in ids)
+        assert rig.collector.errors == []
+
+
+#: a subprocess that takes its time to answer the first heartbeat: it keeps talking (log lines,
+#: so it is not hung) without reading for three heartbeat periods, then counts the heartbeats
+#: that came meanwhile
+SLOW_TO_SYNC = textwrap.dedent('''
+    import json, os, select, sys, time
+
+    def read():
+        lines = []
+        while True:
+            line = sys.stdin.readline()
+            if line.strip() == "end":
+                return json.loads("".join(lines))
+            lines.append(line)
+
+    def write(msg):
+        sys.stdout.write(json.dumps(msg) + "\\nend\\n")
+        sys.stdout.flush()
+
+    read()
+    write({"pid": os.getpid()})
+    first = read()
+    until = time.monotonic() + 1.5
+    while time.monotonic() < until:
+        write({"command": "log", "msg": "busy"})
+        time.sleep(0.1)
+    more = 0
+    while select.select([sys.stdin], [], [], 0.2)[0]:
+        more += read().get("stream") == "__heartbeat"
+    write({"command": "log", "msg": f"{first['stream']} then {more} more"})
+    write({"command": "sync"})
+    sys.stdin.read()
+''')
+
+
+def test_a_heartbeat_goes_out_only_once_the_previous_one_was_answered(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    (tmp_path / "slow_to_sync.py").write_text(SLOW_TO_SYNC)
+    bolt = ShellBolt(sys.executable, "slow_to_sync.py").declare(["word"])
+
+    def report() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "more" in r.getMessage()]
+    with caplog.at_level("INFO", logger="stormpy.multilang"), \
+            shell_rig(bolt, tmp_path, {"topology.subprocess.timeout.secs": 1.5}) as rig:
+        rig.run_until(report, "the subprocess's count")
+        assert report() == ["shell:1: __heartbeat then 0 more"]
         assert rig.collector.errors == []
