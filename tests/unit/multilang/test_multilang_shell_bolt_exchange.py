@@ -107,6 +107,7 @@ def test_log_error_and_metrics_commands_reach_the_log_the_errors_and_the_task_me
     ({"command": "ack", "id": "nope"},
      "ack of unknown tuple id 'nope' (never given, or already acked or failed)"),
     ({"command": "fail", "id": 1}, "fail of unknown tuple id 1"),
+    ({"command": "ack", "id": ["t"]}, "ack of unknown tuple id ['t']"),
     ({"command": "metrics", "name": ""}, "metrics with a bad name ''"),
     ({"command": "next"}, "unknown command 'next'"),
 ])
@@ -247,3 +248,27 @@ def test_a_heartbeat_goes_out_only_once_the_previous_one_was_answered(
         rig.run_until(report, "the subprocess's count")
         assert report() == ["shell:1: __heartbeat then 0 more"]
         assert rig.collector.errors == []
+
+
+def test_a_single_tuple_waiting_for_room_goes_out_once_the_subprocess_reads_again(
+        tmp_path: Path) -> None:
+    """max.pending 1: the first tuple is written and held by the subprocess, the second fills
+    its pipe and stays unwritten, so the third is the one tuple waiting in the bolt; it goes out
+    when the writer makes room."""
+    release = tmp_path / "release"
+    bolt = ShellBolt(sys.executable, str(FIXTURES / "held_echo.py"),
+                     env={"RELEASE_FILE": str(release)}).declare(["value"])
+    conf = {"worker.code.dir": str(FIXTURES), "topology.shellbolt.max.pending": 1,
+            "topology.subprocess.timeout.secs": 120}
+    with shell_rig(bolt, tmp_path, conf) as rig:
+        proc = bolt._process
+        assert proc is not None
+        first = rig.execute(["small"])
+        rig.run_until(lambda: proc.tuples_queued == 0, "the first tuple written")
+        second = rig.execute(["x" * 100_000])  # more than the pipe holds
+        third = rig.execute(["last"])
+        assert rig.metric(WAITING_METRIC) == 1
+        release.touch()
+        rig.run_until(lambda: len(rig.collector.acked) == 3, "every tuple acked")
+        assert rig.collector.acked == [first, second, third]
+        assert rig.metric(WAITING_METRIC) == 0
