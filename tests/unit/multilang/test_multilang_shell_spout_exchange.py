@@ -95,7 +95,7 @@ def test_a_message_breaking_the_protocol_is_a_fault_and_a_new_subprocess_runs(
 
 
 def test_after_a_fault_the_new_subprocess_gets_activation_but_no_acks_of_the_old_ones_ids(
-        tmp_path: Path) -> None:
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """The first subprocess emits m1 and never syncs: the ack of m1 and a deactivation wait
     behind that command. When it is declared hung, the new subprocess is told of the
     deactivation but gets no ack of m1 (it never emitted m1), then or later; its own m1 is
@@ -113,12 +113,15 @@ def test_after_a_fault_the_new_subprocess_gets_activation_but_no_acks_of_the_old
          {"send": {"command": "sync"}}],
     ]
     spout = replay_spout(tmp_path, runs)
-    with shell_rig(spout, tmp_path, {"topology.subprocess.timeout.secs": 1.5}) as rig:
+    with caplog.at_level("INFO", logger="stormpy.multilang"), \
+            shell_rig(spout, tmp_path, {"topology.subprocess.timeout.secs": 1.5}) as rig:
         [first] = pull(rig, 1, "the first subprocess's emit")
         spout.ack(first.msg_id)  # both wait: the subprocess is busy with next
         spout.deactivate()
         rig.run_until(lambda: rig.collector.errors, "the hung subprocess's fault")
-        spout.ack(first.msg_id)  # an ack arriving after the restart is dropped too
+        spout.fail(first.msg_id)  # an ack or fail arriving after the restart is dropped too
+        assert [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()] == [
+            "shell:1: fail of message id 'm1' dropped: the subprocess that emitted it was restarted"]
         _, again = pull(rig, 2, "the second subprocess's emit")
         assert again.values == ["again"] and again.msg_id != first.msg_id
         spout.ack(again.msg_id)
