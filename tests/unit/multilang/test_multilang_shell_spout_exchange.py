@@ -96,15 +96,17 @@ def test_a_message_breaking_the_protocol_is_a_fault_and_a_new_subprocess_runs(
 
 def test_after_a_fault_the_new_subprocess_gets_activation_but_no_acks_of_the_old_ones_ids(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """The first subprocess emits m1 and never syncs: the ack of m1 and a deactivation wait
-    behind that command. When it is declared hung, the new subprocess is told of the
-    deactivation but gets no ack of m1 (it never emitted m1), then or later; its own m1 is
-    acked."""
+    """The first subprocess emits m1 and never syncs: the ack of m1, a deactivation and an
+    activation wait behind that command. When it is declared hung, the new subprocess is told
+    of the deactivation and the activation but gets no ack of m1 (it never emitted m1), then or
+    later; its own m1 is acked."""
     runs = [
         [{"expect": {"command": "next"}},
          {"send": {"command": "emit", "id": "m1", "tuple": ["one"], "need_task_ids": False}},
          {"hang": True}],
         [{"expect": {"command": "deactivate"}},
+         {"send": {"command": "sync"}},
+         {"expect": {"command": "activate"}},
          {"send": {"command": "sync"}},
          {"expect": {"command": "next"}},
          {"send": {"command": "emit", "id": "m1", "tuple": ["again"], "need_task_ids": False}},
@@ -116,8 +118,9 @@ def test_after_a_fault_the_new_subprocess_gets_activation_but_no_acks_of_the_old
     with caplog.at_level("INFO", logger="stormpy.multilang"), \
             shell_rig(spout, tmp_path, {"topology.subprocess.timeout.secs": 1.5}) as rig:
         [first] = pull(rig, 1, "the first subprocess's emit")
-        spout.ack(first.msg_id)  # both wait: the subprocess is busy with next
+        spout.ack(first.msg_id)  # these wait: the subprocess is busy with next
         spout.deactivate()
+        spout.activate()
         rig.run_until(lambda: rig.collector.errors, "the hung subprocess's fault")
         spout.fail(first.msg_id)  # an ack or fail arriving after the restart is dropped too
         assert [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()] == [
