@@ -147,3 +147,17 @@ def test_a_spout_subprocess_that_leaves_a_command_unanswered_for_the_timeout_has
         [error] = rig.collector.errors
         assert "subprocess heartbeat timeout: nothing heard for" in str(error)
         assert str(error).endswith("s (timeout 1.5 s)")
+
+
+def test_a_next_asked_before_the_subprocess_is_ready_is_not_kept_for_it(tmp_path: Path) -> None:
+    """The executor asks for a tuple before the subprocess answered the handshake, then the
+    topology is deactivated: the subprocess is told of the deactivation and asked for nothing
+    (a deactivated spout gets no next)."""
+    runs = [[{"expect": {"command": "deactivate"}, "strict": True},
+             {"send": {"command": "sync"}}]]
+    spout = replay_spout(tmp_path, runs)
+    with shell_rig(spout, tmp_path) as rig:
+        spout.next_tuple()  # not ready yet: the pid is handed over by the loop, not yet run
+        spout.deactivate()
+        rig.run_until(lambda: rig.verdicts(), "the player's verdict")
+        assert rig.verdicts() == {0: "ok"}
