@@ -181,6 +181,15 @@ def test_the_working_directory_stays_inside_the_code_dir(tmp_path: Path) -> None
         ShellSettings(("x",), None, "missing", None, []).directory(conf)
 
 
+def test_in_local_mode_the_code_dir_is_the_current_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "resources").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert ShellSettings(("x",), None, None, None, []).directory({}) == str(tmp_path.resolve())
+    assert ShellSettings(("x",), None, "resources", None, []).directory({}) == \
+        str(tmp_path.resolve() / "resources")
+
+
 def test_a_sibling_dir_whose_name_starts_with_the_code_dirs_is_outside_it(tmp_path: Path) -> None:
     code = tmp_path / "code"
     code.mkdir()

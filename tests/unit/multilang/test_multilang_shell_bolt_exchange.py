@@ -20,7 +20,9 @@ from stormpy.multilang._shell_bolt import WAITING_METRIC
 from stormpy.testing import Emitted
 
 
-def test_tuples_go_out_with_fresh_ids_and_emits_acks_and_fails_come_back(tmp_path: Path) -> None:
+@pytest.mark.parametrize("serializer", ["json", "msgpack"])
+def test_tuples_go_out_with_fresh_ids_and_emits_acks_and_fails_come_back(
+        tmp_path: Path, serializer: str) -> None:
     runs = [[
         {"expect": {"id": "$t1", "comp": "feeder", "stream": "default", "task": 3,
                     "tuple": ["snow white"]}},
@@ -36,7 +38,9 @@ def test_tuples_go_out_with_fresh_ids_and_emits_acks_and_fails_come_back(tmp_pat
         {"send": {"command": "fail", "id": "$t2"}},
     ]]
     bolt = replay_bolt(tmp_path, runs, outputs={"default": ["word"], "counts": ["word", "n"]})
-    with shell_rig(bolt, tmp_path, task_ids=None) as rig:
+    # the serializer as the topology's setting: the subprocess is told which (its environment)
+    with shell_rig(bolt, tmp_path, {"topology.multilang.serializer": serializer},
+                   task_ids=None) as rig:
         first = rig.execute(["snow white"])
         second = rig.execute([1, None], component="other", stream="s2", task=8)
         rig.run_until(lambda: rig.collector.failed, "the second tuple failed")
@@ -75,6 +79,7 @@ def test_log_error_and_metrics_commands_reach_the_log_the_errors_and_the_task_me
         {"send": {"command": "log", "msg": "a warning", "level": 3}},
         {"send": {"command": "log", "msg": "no level"}},
         {"send": {"command": "log", "msg": "odd level", "level": "loud"}},
+        {"send": {"command": "log", "msg": "unknown level", "level": 9}},
         {"send": {"command": "error", "msg": "it went wrong"}},
         {"send": {"command": "metrics", "name": "words", "params": 2}},
         {"send": {"command": "metrics", "name": "words", "params": 5}},
@@ -89,7 +94,8 @@ def test_log_error_and_metrics_commands_reach_the_log_the_errors_and_the_task_me
                  if r.name == "stormpy.multilang.shell"]
         assert lines == [("stormpy.multilang.shell", "WARNING", "shell:1: a warning"),
                          ("stormpy.multilang.shell", "INFO", "shell:1: no level"),
-                         ("stormpy.multilang.shell", "INFO", "shell:1: odd level")]
+                         ("stormpy.multilang.shell", "INFO", "shell:1: odd level"),
+                         ("stormpy.multilang.shell", "INFO", "shell:1: unknown level")]
         [error] = rig.collector.errors
         assert isinstance(error, ShellComponentError)
         assert str(error) == "Shell Process Exception (shell:1): it went wrong"

@@ -85,3 +85,17 @@ def test_the_serializer_argument_is_the_components_own_setting() -> None:
     spec = b.create_topology()
     assert "topology.multilang.serializer" not in spec.components["plain"].config
     assert spec.components["packed"].config["topology.multilang.serializer"] == "msgpack"
+
+
+def test_a_shell_subclass_keeps_its_class_config_beside_the_serializer_argument() -> None:
+    class Ticking(ShellBolt):
+        command = ("python3", "tick.py")
+        outputs = ["w"]
+        component_config = {"topology.tick.tuple.freq.secs": 5}
+
+    b = TopologyBuilder()
+    b.set_spout("plain", ShellSpout("node", "s.js").declare(["w"]))
+    b.set_bolt("ticking", Ticking(serializer="msgpack")).shuffle_grouping("plain")
+    config = b.create_topology().components["ticking"].config
+    assert config["topology.tick.tuple.freq.secs"] == 5
+    assert config["topology.multilang.serializer"] == "msgpack"
