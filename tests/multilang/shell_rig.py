@@ -43,6 +43,11 @@ class TaskLoop:
     def call_soon(self, fn: Callable[[], None]) -> None:
         self._calls.put(fn)
 
+    @property
+    def pending(self) -> int:
+        """Callbacks queued and not run yet."""
+        return self._calls.qsize()
+
     def run_pending(self) -> None:
         """Run every callback queued so far (and those they queue)."""
         while True:

@@ -162,3 +162,70 @@ def test_stop_ends_the_whole_process_group_even_what_ignores_sigterm(
     proc.stop()  # again: nothing to do
     host.loop.run_pending()
     assert host.faults == []  # the end that stop() caused is no fault
+
+
+def script(tmp_path: Path, name: str, body: str) -> list[str]:
+    """A subprocess running ``body`` after answering the handshake with its pid (JSON)."""
+    (tmp_path / name).write_text(textwrap.dedent('''
+        import json, os, sys, time
+        def write(msg):
+            sys.stdout.write(json.dumps(msg) + "\\nend\\n")
+            sys.stdout.flush()
+        while sys.stdin.readline().strip() != "end":
+            pass
+        write({"pid": os.getpid()})
+    ''') + textwrap.dedent(body))
+    return [sys.executable, name]
+
+
+@pytest.mark.parametrize(("body", "fault"), [
+    ("os.close(1)\nsys.stdin.read()\n", "subprocess closed its output"),
+    ("os.close(0)\nwrite({'command': 'sync'})\ntime.sleep(60)\n",
+     "writing to it failed: [Errno 32] Broken pipe"),
+], ids=["stdout closed", "stdin closed"])
+def test_a_subprocess_that_closes_a_pipe_but_keeps_running_is_a_fault(
+        tmp_path: Path, body: str, fault: str) -> None:
+    host = Host()
+    proc = host.process(script(tmp_path, "closing.py", body), tmp_path)
+    try:
+        proc.start(handshake)
+        host.run_until(lambda: host.ready, "the pid")
+        host.run_until(lambda: host.messages or fault.startswith("subprocess"), "its message")
+        proc.send({"id": "1", "comp": "c", "stream": "default", "task": 1, "tuple": ["x" * 100_000]})
+        host.run_until(lambda: host.faults, "the fault")
+        assert host.faults == [fault]
+        assert not proc.running  # a fault ends the delivery
+    finally:
+        proc.stop()
+
+
+def test_an_always_watched_subprocess_silent_for_the_timeout_has_hung(tmp_path: Path) -> None:
+    host = Host()
+    proc = ShellProcess("shell:1", script(tmp_path, "silent.py", "sys.stdin.read()\n"),
+                        str(tmp_path), dict(os.environ), JsonCodec(), 0.5, 0.1, host.loop.call_soon,
+                        host.messages.append, host.faults.append)
+    proc.always_watched = True
+    try:
+        proc.start(handshake)
+        host.run_until(lambda: host.faults, "the hang")
+        [fault] = host.faults
+        assert fault.startswith("subprocess heartbeat timeout: nothing heard for ")
+        assert fault.endswith(" s (timeout 0.5 s)")
+    finally:
+        proc.stop()
+
+
+def test_nothing_is_delivered_after_stop(tmp_path: Path) -> None:
+    host = Host()
+    proc = host.process(script(tmp_path, "talking.py", '''
+        write({"command": "log", "msg": "one"})
+        write({"command": "log", "msg": "two"})
+        sys.stdin.read()
+    '''), tmp_path)
+    proc.start(handshake)
+    try:
+        wait_for(lambda: host.loop.pending, 30, "messages handed to the loop")
+    finally:
+        proc.stop()
+    host.loop.run_pending()
+    assert host.ready == 0 and host.messages == [] and host.faults == []
