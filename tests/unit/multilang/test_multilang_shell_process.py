@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 import textwrap
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -229,3 +230,59 @@ def test_nothing_is_delivered_after_stop(tmp_path: Path) -> None:
         proc.stop()
     host.loop.run_pending()
     assert host.ready == 0 and host.messages == [] and host.faults == []
+
+
+def multilang_threads() -> dict[str, bool]:
+    """The running threads of the subprocess named shell:1: name → daemon."""
+    return {t.name: t.daemon for t in threading.enumerate() if t.name.endswith("-shell:1")}
+
+
+def test_a_subprocess_is_served_by_named_daemon_threads_that_end_with_it(tmp_path: Path) -> None:
+    host = Host()
+    proc = host.process(script(tmp_path, "quiet.py", "sys.stdin.read()\n"), tmp_path)
+    try:
+        proc.start(handshake)
+        host.run_until(lambda: host.ready, "the pid")
+        assert multilang_threads() == {f"multilang-{what}-shell:1": True
+                                       for what in ("reader", "writer", "stderr", "watchdog")}
+    finally:
+        proc.stop()
+    wait_for(lambda: multilang_threads() == {}, 30, "the threads ended")
+
+
+def test_a_subprocess_that_never_answers_the_handshake_has_hung_and_gets_no_heartbeat(
+        tmp_path: Path) -> None:
+    (tmp_path / "mute.py").write_text("import sys\nsys.stdin.read()\n")
+    host = Host()
+    beats: list[int] = []
+
+    def heartbeat() -> Any:
+        beats.append(1)
+        return {"id": "h", "comp": None, "stream": "__heartbeat", "task": -1, "tuple": []}
+    proc = ShellProcess("shell:1", [sys.executable, "mute.py"], str(tmp_path), dict(os.environ),
+                        JsonCodec(), 0.5, 0.1, host.loop.call_soon, host.messages.append,
+                        host.faults.append, heartbeat=heartbeat)
+    try:
+        proc.start(handshake)
+        host.run_until(lambda: host.faults, "the hang")
+        assert host.faults[0].startswith("subprocess heartbeat timeout: nothing heard for ")
+        assert beats == [] and host.ready == 0
+    finally:
+        proc.stop()
+
+
+def test_the_fault_of_an_exited_subprocess_quotes_the_last_twenty_lines_of_its_stderr(
+        tmp_path: Path) -> None:
+    host = Host()
+    proc = host.process(script(tmp_path, "noisy.py", '''
+        for i in range(30):
+            print(f"line {i}", file=sys.stderr)
+        sys.exit(4)
+    '''), tmp_path)
+    try:
+        proc.start(handshake)
+        host.run_until(lambda: host.faults, "the exit")
+        lines = "\n".join(f"line {i}" for i in range(10, 30))
+        assert host.faults == [f"subprocess exited (exit code 4); its stderr ended with:\n{lines}"]
+    finally:
+        proc.stop()
