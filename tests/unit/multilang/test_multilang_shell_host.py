@@ -50,10 +50,11 @@ def test_the_command_runs_in_its_cwd_with_the_workers_environment_and_its_own(
         assert rig.collector.errors == []
 
 
-def test_a_command_that_cannot_start_is_reported_and_its_tuples_wait(tmp_path: Path) -> None:
+def test_a_command_that_cannot_start_is_reported_and_its_tuples_wait(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     missing = str(tmp_path / "no-such-program")
     bolt = ShellBolt(missing, "arg").declare(["word"])
-    with shell_rig(bolt, tmp_path) as rig:
+    with caplog.at_level("INFO", logger="stormpy.multilang"), shell_rig(bolt, tmp_path) as rig:
         # tried at once again after the first fault, then after the backoff's delay
         assert len(rig.collector.errors) == 2
         error = rig.collector.errors[0]
@@ -65,6 +66,12 @@ def test_a_command_that_cannot_start_is_reported_and_its_tuples_wait(tmp_path: P
         assert rig.metric("multilangWaiting") == 1 and rig.collector.failed == []
         rig.run_until(lambda: len(rig.collector.errors) == 3, "the delayed third try")
         assert str(rig.collector.errors[2]) == str(error)
+        # the worker log: each fault, and the delay before each restart that is not at once
+        logged = [(r.levelname, r.getMessage()) for r in caplog.records
+                  if r.name == "stormpy.multilang.shell"]
+        assert logged[:4] == [("ERROR", str(error)), ("ERROR", str(error)),
+                              ("WARNING", "restarting the shell process of shell:1 in 0.5 s"),
+                              ("ERROR", str(error))]
         assert rig.metric("multilangWaiting") == 1 and rig.collector.failed == []
 
 
