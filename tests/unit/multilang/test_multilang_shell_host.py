@@ -10,9 +10,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import psutil
 import pytest
 from mlkit import FIXTURES
-from shell_rig import replay_bolt, shell_rig
+from shell_rig import replay_bolt, replay_spout, shell_rig
 
 from stormpy.multilang import ShellBolt, ShellComponentError
 
@@ -133,3 +134,22 @@ def test_a_subprocess_answering_the_handshake_without_its_pid_is_a_fault(tmp_pat
         rig.run_until(lambda: rig.collector.errors, "the fault")
         assert str(rig.collector.errors[0]).endswith(
             "expected the handshake's pid message, got {'command': 'sync'}")
+
+
+@pytest.mark.parametrize("kind", ["bolt", "spout"])
+def test_closing_a_shell_component_ends_its_subprocess_before_it_returns(
+        tmp_path: Path, kind: str) -> None:
+    runs = [[{"expect": {"command": "activate"}}, {"send": {"command": "sync"}}]]
+    component = replay_bolt(tmp_path, runs) if kind == "bolt" else replay_spout(tmp_path, runs)
+    with shell_rig(component, tmp_path) as rig:
+        proc = component._process
+        assert proc is not None and proc.os_pid is not None
+        rig.run_until(lambda: proc.pid, "the subprocess's pid")
+        if kind == "bolt":
+            component.cleanup()
+        else:
+            component.close()
+        assert not psutil.pid_exists(proc.os_pid)  # reaped: not even a zombie left
+        rig.loop.run_pending()
+        assert rig.collector.errors == []  # its end is no fault, and nothing restarts
+        assert component._process is None
