@@ -278,3 +278,31 @@ def test_a_single_tuple_waiting_for_room_goes_out_once_the_subprocess_reads_agai
         rig.run_until(lambda: len(rig.collector.acked) == 3, "every tuple acked")
         assert rig.collector.acked == [first, second, third]
         assert rig.metric(WAITING_METRIC) == 0
+
+
+#: a bolt on Storm's storm.py that takes its time over each tuple (so its pipe stays full) and
+#: acks it (it emits nothing: an emit would make storm.py read ahead for its task ids)
+SLOW_ACKER = textwrap.dedent('''
+    import time
+    import storm
+
+    class SlowAcker(storm.BasicBolt):
+        def process(self, tup):
+            time.sleep(0.2)
+
+    SlowAcker().run()
+''')
+
+
+def test_acks_keep_flowing_while_tuples_wait_for_the_subprocess_to_read(tmp_path: Path) -> None:
+    """The executor is never held by a shell bolt waiting for room: the subprocess's ack of its
+    first tuple is carried out while later tuples still wait in the bolt."""
+    (tmp_path / "slow_acker.py").write_text(SLOW_ACKER)
+    bolt = ShellBolt(sys.executable, "slow_acker.py", env={"PYTHONPATH": str(FIXTURES)}).declare(["v"])
+    conf = {"topology.shellbolt.max.pending": 1, "topology.subprocess.timeout.secs": 120}
+    with shell_rig(bolt, tmp_path, conf) as rig:
+        tuples = [rig.execute([f"{i:02d}" + "x" * 40_000]) for i in range(5)]
+        rig.run_until(lambda: rig.collector.acked and rig.metric(WAITING_METRIC) > 0,
+                      "an ack while tuples still wait")
+        rig.run_until(lambda: len(rig.collector.acked) == 5, "every tuple acked")
+        assert rig.collector.acked == tuples
