@@ -237,9 +237,12 @@ def multilang_threads() -> dict[str, bool]:
     return {t.name: t.daemon for t in threading.enumerate() if t.name.endswith("-shell:1")}
 
 
-def test_a_subprocess_is_served_by_named_daemon_threads_that_end_with_it(tmp_path: Path) -> None:
+def test_a_subprocess_is_served_by_named_daemon_threads_that_end_with_it_and_its_pipes(
+        tmp_path: Path) -> None:
     host = Host()
-    proc = host.process(script(tmp_path, "quiet.py", "sys.stdin.read()\n"), tmp_path)
+    command = script(tmp_path, "quiet.py", "sys.stdin.read()\n")
+    fds = psutil.Process().num_fds()
+    proc = host.process(command, tmp_path)
     try:
         proc.start(handshake)
         host.run_until(lambda: host.ready, "the pid")
@@ -248,6 +251,7 @@ def test_a_subprocess_is_served_by_named_daemon_threads_that_end_with_it(tmp_pat
     finally:
         proc.stop()
     wait_for(lambda: multilang_threads() == {}, 30, "the threads ended")
+    assert psutil.Process().num_fds() == fds  # its three pipes closed: no descriptor leaks
 
 
 def test_a_subprocess_that_never_answers_the_handshake_has_hung_and_gets_no_heartbeat(
