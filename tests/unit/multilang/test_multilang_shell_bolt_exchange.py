@@ -80,6 +80,7 @@ def test_log_error_and_metrics_commands_reach_the_log_the_errors_and_the_task_me
         {"send": {"command": "log", "msg": "no level"}},
         {"send": {"command": "log", "msg": "odd level", "level": "loud"}},
         {"send": {"command": "log", "msg": "unknown level", "level": 9}},
+        {"send": {"command": "log", "msg": "a list for a level", "level": [3]}},
         {"send": {"command": "error", "msg": "it went wrong"}},
         {"send": {"command": "metrics", "name": "words", "params": 2}},
         {"send": {"command": "metrics", "name": "words", "params": 5}},
@@ -95,7 +96,8 @@ def test_log_error_and_metrics_commands_reach_the_log_the_errors_and_the_task_me
         assert lines == [("stormpy.multilang.shell", "WARNING", "shell:1: a warning"),
                          ("stormpy.multilang.shell", "INFO", "shell:1: no level"),
                          ("stormpy.multilang.shell", "INFO", "shell:1: odd level"),
-                         ("stormpy.multilang.shell", "INFO", "shell:1: unknown level")]
+                         ("stormpy.multilang.shell", "INFO", "shell:1: unknown level"),
+                         ("stormpy.multilang.shell", "INFO", "shell:1: a list for a level")]
         [error] = rig.collector.errors
         assert isinstance(error, ShellComponentError)
         assert str(error) == "Shell Process Exception (shell:1): it went wrong"
