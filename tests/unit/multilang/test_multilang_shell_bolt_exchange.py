@@ -179,6 +179,8 @@ def test_tuples_beyond_max_pending_wait_in_the_bolt_and_all_go_out_in_order(tmp_
         rig.run_until(lambda: rig.metric(WAITING_METRIC) >= len(HELD_VALUES) - 8,
                       "tuples waiting in the bolt")
         assert rig.metric(QUEUED_METRIC) <= 2 + 1  # and perhaps a heartbeat
+        # the next heartbeat queues behind the blocked write
+        rig.run_until(lambda: rig.metric(QUEUED_METRIC) >= 1, "a message queued for the writer")
         assert rig.collector.emitted == []
         release.touch()
         rig.run_until(lambda: len(rig.collector.acked) == len(HELD_VALUES), "every tuple acked")

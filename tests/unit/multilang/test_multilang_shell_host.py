@@ -65,6 +65,7 @@ def test_a_command_that_cannot_start_is_reported_and_its_tuples_wait(
         assert "No such file or directory" in str(error)
         rig.execute(["held"])
         assert rig.metric("multilangWaiting") == 1 and rig.collector.failed == []
+        assert rig.metric("multilangQueued") == 0  # no subprocess, nothing queued for one
         rig.run_until(lambda: len(rig.collector.errors) == 3, "the delayed third try")
         assert str(rig.collector.errors[2]) == str(error)
         # the worker log: each fault, and the delay before each restart that is not at once
@@ -153,3 +154,36 @@ def test_closing_a_shell_component_ends_its_subprocess_before_it_returns(
         rig.loop.run_pending()
         assert rig.collector.errors == []  # its end is no fault, and nothing restarts
         assert component._process is None
+
+
+#: a subprocess that ignores SIGTERM and answers the handshake with garbage
+STUBBORN = textwrap.dedent('''
+    import os, signal, sys
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.stdin.readline()
+    sys.stdout.write("garbage\\nend\\n")
+    sys.stdout.flush()
+    sys.stdin.read()
+''')
+
+
+def test_a_fault_does_not_hold_the_executor_while_the_dead_subprocess_is_ended(
+        tmp_path: Path) -> None:
+    """The old subprocess ignores SIGTERM (it is killed after a grace period): the fault is
+    reported and the restart made while it still exists, not after."""
+    (tmp_path / "stubborn.py").write_text(STUBBORN)
+    bolt = ShellBolt(sys.executable, "stubborn.py").declare(["word"])
+    with shell_rig(bolt, tmp_path) as rig:
+        proc = bolt._process
+        assert proc is not None and proc.os_pid is not None
+        old = psutil.Process(proc.os_pid)
+        seen: list[bool] = []
+
+        def faulted() -> bool:
+            if rig.collector.errors and not seen:
+                seen.append(old.is_running() and old.status() != psutil.STATUS_ZOMBIE)
+            return bool(seen)
+        rig.run_until(faulted, "the fault")
+        assert seen == [True]
+        assert str(rig.collector.errors[0]).endswith("sent garbage: not JSON: 'garbage'")
+        assert bolt._process is not proc  # restarted at once
