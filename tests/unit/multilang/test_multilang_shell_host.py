@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import psutil
@@ -187,3 +188,19 @@ def test_a_fault_does_not_hold_the_executor_while_the_dead_subprocess_is_ended(
         assert seen == [True]
         assert str(rig.collector.errors[0]).endswith("sent garbage: not JSON: 'garbage'")
         assert bolt._process is not proc  # restarted at once
+
+
+def test_faults_in_a_row_wait_longer_and_longer_up_to_thirty_seconds_on_a_named_service(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The first fault restarts at once, the next ones in a row after 0.5 s doubling up to 30 s;
+    the delayed restart is kept by the task's restart service."""
+    missing = str(tmp_path / "no-such-program")
+    bolt = ShellBolt(missing).declare(["word"])
+    with caplog.at_level("INFO", logger="stormpy.multilang"), shell_rig(bolt, tmp_path):
+        # prepare: the start failed, the restart at once failed: a restart is due in 0.5 s
+        assert "multilang-restart-shell:1" in {t.name for t in threading.enumerate()}
+        for _ in range(7):  # more faults before it is due (as a crashing subprocess gives them)
+            bolt._fault("exited (exit code 1)")
+        delays = [r.getMessage().rpartition(" in ")[2] for r in caplog.records
+                  if r.getMessage().startswith("restarting the shell process of shell:1")]
+        assert delays == ["0.5 s", "1.0 s", "2.0 s", "4.0 s", "8.0 s", "16.0 s", "30.0 s", "30.0 s"]
