@@ -204,3 +204,22 @@ def test_faults_in_a_row_wait_longer_and_longer_up_to_thirty_seconds_on_a_named_
         delays = [r.getMessage().rpartition(" in ")[2] for r in caplog.records
                   if r.getMessage().startswith("restarting the shell process of shell:1")]
         assert delays == ["0.5 s", "1.0 s", "2.0 s", "4.0 s", "8.0 s", "16.0 s", "30.0 s", "30.0 s"]
+
+
+def test_after_a_delayed_restart_the_restart_service_restarts_nothing_more(tmp_path: Path) -> None:
+    """Two exits in a row: the first restarts at once, the second after the backoff's delay,
+    through the restart service; the subprocess it started is left alone by the service's later
+    rounds (its idle round comes every hour; woken here)."""
+    runs = [[{"exit": 1}], [{"exit": 1}], [{"expect": {"id": "$t1", "tuple": ["a"]}},
+                                           {"send": {"command": "ack", "id": "$t1"}}]]
+    bolt = replay_bolt(tmp_path, runs)
+    with shell_rig(bolt, tmp_path) as rig:
+        rig.run_until(lambda: len(rig.collector.errors) == 2, "two exits")
+        rig.run_until(lambda: (rig.replay_dir / "runs").read_text() == "3", "the delayed restart")
+        restarter = bolt._restarter
+        rounds = restarter.rounds
+        restarter.wake()
+        rig.run_until(lambda: restarter.rounds > rounds, "another round of the restart service")
+        tup = rig.execute(["a"])
+        rig.run_until(lambda: rig.collector.acked == [tup], "the third run's ack")
+        assert (rig.replay_dir / "runs").read_text() == "3" and len(rig.collector.errors) == 2
