@@ -310,3 +310,16 @@ def test_acks_keep_flowing_while_tuples_wait_for_the_subprocess_to_read(tmp_path
                       "an ack while tuples still wait")
         rig.run_until(lambda: len(rig.collector.acked) == 5, "every tuple acked")
         assert rig.collector.acked == tuples
+
+
+def test_an_idle_bolt_subprocess_that_stops_answering_heartbeats_has_hung(tmp_path: Path) -> None:
+    """Bolts are watched at all times (not only while a tuple is out): a subprocess that takes
+    no tuple and leaves its heartbeat unanswered for the timeout is replaced."""
+    runs = [[{"hang": True}],
+            [{"expect": {"id": "$t1", "tuple": ["a"]}}, {"send": {"command": "ack", "id": "$t1"}}]]
+    bolt = replay_bolt(tmp_path, runs)
+    with shell_rig(bolt, tmp_path, {"topology.subprocess.timeout.secs": 1.5}) as rig:
+        rig.run_until(lambda: rig.collector.errors, "the hang")
+        assert "subprocess heartbeat timeout: nothing heard for" in str(rig.collector.errors[0])
+        tup = rig.execute(["a"])
+        rig.run_until(lambda: rig.collector.acked == [tup], "the new subprocess's ack")

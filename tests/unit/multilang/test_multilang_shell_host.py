@@ -109,15 +109,18 @@ CRASHING = textwrap.dedent('''
 ''')
 
 
-def test_the_fault_of_an_exited_subprocess_ends_with_its_stderr(tmp_path: Path) -> None:
+def test_the_fault_of_an_exited_subprocess_ends_with_its_stderr(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     (tmp_path / "crashing.py").write_text(CRASHING)
     bolt = ShellBolt(sys.executable, "crashing.py").declare(["word"])
-    with shell_rig(bolt, tmp_path) as rig:
+    with caplog.at_level("INFO", logger="stormpy.multilang"), shell_rig(bolt, tmp_path) as rig:
         rig.run_until(lambda: len(rig.collector.errors) >= 2, "two runs crashed")
         command = " ".join(bolt._shell.command)
         assert str(rig.collector.errors[0]) == (
             f"shell process of shell:1 ({command}): subprocess exited (exit code 7); its stderr "
             "ended with:\nfirst line\nthe last line")
+        # each stderr line in the worker log, naming the task
+        assert "shell:1 stderr: the last line" in [r.getMessage() for r in caplog.records]
 
 
 BAD_HANDSHAKE = textwrap.dedent('''
