@@ -99,3 +99,10 @@ def test_a_shell_subclass_keeps_its_class_config_beside_the_serializer_argument(
     config = b.create_topology().components["ticking"].config
     assert config["topology.tick.tuple.freq.secs"] == 5
     assert config["topology.multilang.serializer"] == "msgpack"
+
+
+@pytest.mark.parametrize("entry", [5, None, {"no": "fields"}])
+def test_an_outputs_entry_of_no_known_form_is_refused_naming_it(entry: Any) -> None:
+    with pytest.raises(ValueError, match=r"^ShellBolt: outputs entries must be field names or "
+                                         r"Stream objects, got "):
+        ShellBolt("x").declare(["word", entry])
