@@ -106,3 +106,21 @@ def test_an_outputs_entry_of_no_known_form_is_refused_naming_it(entry: Any) -> N
     with pytest.raises(ValueError, match=r"^ShellBolt: outputs entries must be field names or "
                                          r"Stream objects, got "):
         ShellBolt("x").declare(["word", entry])
+
+
+def test_the_refusals_of_a_shell_component_say_what_to_do() -> None:
+    with pytest.raises(ValueError) as refused:
+        ShellBolt("x").declare(None)
+    assert str(refused.value) == (
+        "ShellBolt declares no outputs: pass them with ShellBolt(...).declare(['field', ...]) "
+        "(or a {stream: fields} map; {} for none)")
+    with pytest.raises(TypeError) as refused:
+        ShellBolt("a", command=["b"])
+    assert str(refused.value) == ("give the command either as arguments or as command=[...], "
+                                  "not both")
+
+
+def test_outputs_given_to_the_constructor_are_declared() -> None:
+    bolt = ShellBolt("x", outputs={"s": ["w"]})
+    assert bolt.component_kwargs == {"command": ["x"], "outputs": {"s": ["w"]}}
+    assert list(ShellBolt.declare_outputs(bolt.component_kwargs)) == ["s"]
