@@ -84,6 +84,7 @@ def test_large_and_many_messages_go_both_ways_in_order(tmp_path: Path, codec: Co
         for i in range(1, 3000):  # queued faster than written: batched writes
             proc.send({"id": f"t{i}", "comp": "c", "stream": "default", "task": 1, "tuple": [i]},
                       counted=True)
+        assert proc.has_room() and proc.want_room()  # no max_pending: no limit
         host.run_until(lambda: len(host.messages) >= 1 + 2 * 2999, "every echo and ack")
         assert host.messages[0] == {"command": "emit", "tuple": [big]}
         echoed = [m["tuple"][0] for m in host.messages[1:] if m["command"] == "emit"]
@@ -104,6 +105,7 @@ def test_tuples_not_yet_written_are_counted_and_room_is_announced_once_written(
     try:
         proc.start(handshake)
         host.run_until(lambda: host.ready, "the pid")
+        assert proc.has_room() and proc.want_room()  # room now: no on_room() will follow
         value = "v" * 40_000
         for i in range(4):  # the first is read and held, the pipe fills with the next
             proc.send({"id": str(i), "comp": "c", "stream": "default", "task": 1, "tuple": [value]},
@@ -290,3 +292,25 @@ def test_the_fault_of_an_exited_subprocess_quotes_the_last_twenty_lines_of_its_s
         assert host.faults == [f"subprocess exited (exit code 4); its stderr ended with:\n{lines}"]
     finally:
         proc.stop()
+
+
+def test_room_made_after_stop_is_not_announced(tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    host = Host()
+    proc = host.process([sys.executable, str(FIXTURES / "held_echo.py")], tmp_path, max_pending=1,
+                        env={"RELEASE_FILE": str(release), "PYTHONPATH": str(FIXTURES)})
+    try:
+        proc.start(handshake)
+        host.run_until(lambda: host.ready, "the pid")
+        for i in range(3):
+            proc.send({"id": str(i), "comp": "c", "stream": "default", "task": 1,
+                       "tuple": ["v" * 40_000]}, counted=True)
+        host.run_until(lambda: not proc.has_room(), "tuples not written")
+        assert not proc.want_room()
+        release.touch()
+        # the loop does not run: the room is made and its announcement waits for the loop
+        wait_for(lambda: proc.tuples_queued == 0 and host.loop.pending, 30, "room made")
+    finally:
+        proc.stop()
+    host.loop.run_pending()
+    assert host.rooms == 0 and host.messages == []
