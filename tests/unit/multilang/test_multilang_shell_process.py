@@ -314,3 +314,22 @@ def test_room_made_after_stop_is_not_announced(tmp_path: Path) -> None:
         proc.stop()
     host.loop.run_pending()
     assert host.rooms == 0 and host.messages == []
+
+
+def test_an_exit_is_reported_even_when_a_child_keeps_its_stderr_open(tmp_path: Path) -> None:
+    """The subprocess exits; a child it started still holds its stderr pipe: the fault comes
+    after a grace period with the lines read so far, not never."""
+    host = Host()
+    proc = host.process(script(tmp_path, "leaving.py", '''
+        import subprocess
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        print("bye", file=sys.stderr, flush=True)
+        os._exit(5)
+    '''), tmp_path)
+    try:
+        proc.start(handshake)
+        host.run_until(lambda: host.faults, "the exit")
+        assert host.faults == ["subprocess exited (exit code 5); its stderr ended with:\nbye"]
+    finally:
+        proc.stop()

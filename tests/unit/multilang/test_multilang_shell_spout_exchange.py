@@ -147,6 +147,8 @@ def test_a_spout_subprocess_that_leaves_a_command_unanswered_for_the_timeout_has
         [error] = rig.collector.errors
         assert "subprocess heartbeat timeout: nothing heard for" in str(error)
         assert str(error).endswith("s (timeout 1.5 s)")
+        silence = float(str(error).split("nothing heard for ")[1].split(" s ")[0])
+        assert 1.5 <= silence < 1000  # the silence it saw: at least the timeout
 
 
 def test_a_next_asked_before_the_subprocess_is_ready_is_not_kept_for_it(tmp_path: Path) -> None:
