@@ -112,6 +112,9 @@ def test_tuples_not_yet_written_are_counted_and_room_is_announced_once_written(
                       counted=True)
         host.run_until(lambda: proc.tuples_queued >= 2, "tuples not written")
         assert not proc.has_room() and not proc.want_room()
+        queued = proc.tuples_queued
+        proc.send({"id": "h", "comp": None, "stream": "__heartbeat", "task": -1, "tuple": []})
+        assert proc.tuples_queued == queued  # only tuples sent as counted are counted
         assert host.rooms == 0
         release.touch()
         host.run_until(lambda: host.rooms == 1, "room announced")
@@ -333,3 +336,20 @@ def test_an_exit_is_reported_even_when_a_child_keeps_its_stderr_open(tmp_path: P
         assert host.faults == ["subprocess exited (exit code 5); its stderr ended with:\nbye"]
     finally:
         proc.stop()
+
+
+def test_stop_without_waiting_reaps_on_a_named_daemon_thread(tmp_path: Path) -> None:
+    host = Host()
+    proc = host.process(script(tmp_path, "stubborn.py", '''
+        import signal
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        sys.stdin.read()
+        time.sleep(60)
+    '''), tmp_path)
+    proc.start(handshake)
+    try:
+        host.run_until(lambda: host.ready, "the pid")
+    finally:
+        proc.stop(wait=False)  # returns at once; the process ignores SIGTERM for the grace
+    assert multilang_threads().get("multilang-reap-shell:1") is True
+    wait_for(lambda: not running(proc.os_pid or 0), 30, "the subprocess killed after the grace")
