@@ -353,3 +353,25 @@ def test_stop_without_waiting_reaps_on_a_named_daemon_thread(tmp_path: Path) -> 
         proc.stop(wait=False)  # returns at once; the process ignores SIGTERM for the grace
     assert multilang_threads().get("multilang-reap-shell:1") is True
     wait_for(lambda: not running(proc.os_pid or 0), 30, "the subprocess killed after the grace")
+
+
+def test_stop_asks_the_subprocess_to_end_with_sigterm_first(tmp_path: Path) -> None:
+    """A subprocess that cleans up on SIGTERM gets to do it (SIGKILL is for those that do not
+    end within the grace)."""
+    done = tmp_path / "cleaned-up"
+    host = Host()
+    proc = host.process(script(tmp_path, "tidy.py", f'''
+        import signal
+        def tidy(signum, frame):
+            open({str(done)!r}, "w").close()
+            os._exit(0)
+        signal.signal(signal.SIGTERM, tidy)
+        sys.stdin.read()
+        time.sleep(30)
+    '''), tmp_path)
+    proc.start(handshake)
+    try:
+        host.run_until(lambda: host.ready, "the pid")
+    finally:
+        proc.stop()
+    assert done.exists()
