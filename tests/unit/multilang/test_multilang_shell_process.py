@@ -375,3 +375,28 @@ def test_stop_asks_the_subprocess_to_end_with_sigterm_first(tmp_path: Path) -> N
     finally:
         proc.stop()
     assert done.exists()
+
+
+REMOVES_PID_DIR = textwrap.dedent('''
+    import json, os, shutil, sys
+    lines = []
+    while (line := sys.stdin.readline()).strip() != "end":
+        lines.append(line)
+    shutil.rmtree(json.loads("".join(lines))["pidDir"])
+    sys.stdout.write(json.dumps({"pid": os.getpid()}) + "\\nend\\n")
+    sys.stdout.flush()
+    sys.stdin.read()
+''')
+
+
+def test_stop_copes_with_a_subprocess_that_removed_its_pid_dir(tmp_path: Path) -> None:
+    (tmp_path / "remover.py").write_text(REMOVES_PID_DIR)
+    host = Host()
+    proc = host.process([sys.executable, "remover.py"], tmp_path)
+    proc.start(handshake)
+    try:
+        host.run_until(lambda: host.ready, "the pid")
+        assert not os.path.exists(proc._pid_dir)
+    finally:
+        proc.stop()  # no error
+    assert not proc.running and host.faults == []
