@@ -325,7 +325,7 @@ def test_an_exit_is_reported_even_when_a_child_keeps_its_stderr_open(tmp_path: P
     host = Host()
     proc = host.process(script(tmp_path, "leaving.py", '''
         import subprocess
-        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(20)"],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
         print("bye", file=sys.stderr, flush=True)
         os._exit(5)
