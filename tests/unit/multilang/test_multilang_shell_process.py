@@ -400,3 +400,37 @@ def test_stop_copes_with_a_subprocess_that_removed_its_pid_dir(tmp_path: Path) -
     finally:
         proc.stop()  # no error
     assert not proc.running and host.faults == []
+
+
+def test_without_max_pending_there_is_always_room(tmp_path: Path) -> None:
+    host = Host()
+    proc = host.process(script(tmp_path, "deaf.py", "time.sleep(20)\n"), tmp_path)  # reads nothing
+    try:
+        proc.start(handshake)
+        host.run_until(lambda: host.ready, "the pid")
+        for i in range(20):  # 400 kB: most of it cannot be written
+            proc.send({"id": str(i), "comp": "c", "stream": "default", "task": 1,
+                       "tuple": ["v" * 20_000]}, counted=True)
+        host.run_until(lambda: proc.tuples_queued > 0, "tuples not written")
+        assert proc.has_room() and proc.want_room()
+    finally:
+        proc.stop()
+
+
+def test_want_room_answered_true_announces_no_room_later(tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    release.touch()  # the echo bolt reads and echoes at once
+    host = Host()
+    proc = host.process([sys.executable, str(FIXTURES / "held_echo.py")], tmp_path, max_pending=2,
+                        env={"RELEASE_FILE": str(release), "PYTHONPATH": str(FIXTURES)})
+    try:
+        proc.start(handshake)
+        host.run_until(lambda: host.ready, "the pid")
+        assert proc.want_room()  # there is room: the caller goes on, nothing is announced
+        proc.send({"id": "1", "comp": "c", "stream": "default", "task": 1, "tuple": ["a"]},
+                  counted=True)
+        host.run_until(lambda: host.messages, "the echo of the tuple (written and read)")
+        host.loop.run_pending()
+        assert host.rooms == 0
+    finally:
+        proc.stop()
