@@ -434,3 +434,22 @@ def test_want_room_answered_true_announces_no_room_later(tmp_path: Path) -> None
         assert host.rooms == 0
     finally:
         proc.stop()
+
+
+def test_a_wrong_answer_to_the_handshake_ends_the_delivery(tmp_path: Path) -> None:
+    (tmp_path / "no_pid.py").write_text(textwrap.dedent('''
+        import sys
+        sys.stdin.readline()
+        sys.stdout.write('{"command": "sync"}\\nend\\n{"command": "log", "msg": "m"}\\nend\\n')
+        sys.stdout.flush()
+        sys.stdin.read()
+    '''))
+    host = Host()
+    proc = host.process([sys.executable, "no_pid.py"], tmp_path)
+    try:
+        proc.start(handshake)
+        host.run_until(lambda: host.faults, "the fault")
+        assert host.faults == ["expected the handshake's pid message, got {'command': 'sync'}"]
+        assert not proc.running and host.messages == [] and host.ready == 0
+    finally:
+        proc.stop()
