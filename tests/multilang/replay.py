@@ -13,7 +13,7 @@ here: ``conf`` and ``context`` maps (``taskid``, ``componentid``, ``task->compon
   expected (and task ids read while a message is) wait for their own step; the handshake
   binds ``"$task-of:<component>"`` to each component's first task id. Heartbeat tuples and
   spout ``next``/``activate``/``deactivate`` commands a step does not expect are answered with
-  ``sync`` and skipped.
+  ``sync`` and skipped, unless the step says ``"strict": true`` (then they do not match).
 * ``{"expect_any_order": [pattern, ...]}`` — those messages in any order (with ``"sync_each":
   true``, each answered by ``sync``, as spout commands are).
 * ``{"send": message}`` — ``"$name"`` strings are replaced by their bound values.
@@ -144,13 +144,13 @@ PENDING_MESSAGES = deque()  # read while waiting for task ids (as storm.py keeps
 PENDING_TASK_IDS = deque()  # read while waiting for a message
 
 
-def read_for(pattern):
+def read_for(pattern, strict=False):
     want_ids = pattern == "<int-list>" or isinstance(pattern, list)
     while True:
         if want_ids and PENDING_TASK_IDS:
             return PENDING_TASK_IDS.popleft()
         msg = PENDING_MESSAGES.popleft() if not want_ids and PENDING_MESSAGES else read()
-        if incidental(msg, pattern):
+        if not strict and incidental(msg, pattern):
             write({"command": "sync"})
         elif isinstance(msg, list) and not want_ids:
             PENDING_TASK_IDS.append(msg)
@@ -210,7 +210,7 @@ def next_run(directory):
 def play(steps, names):
     for step in steps:
         if "expect" in step:
-            match(step["expect"], read_for(step["expect"]), names)
+            match(step["expect"], read_for(step["expect"], step.get("strict", False)), names)
         elif "expect_any_order" in step:
             left = list(step["expect_any_order"])
             while left:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 import time
 from collections import deque
 from collections.abc import Callable
@@ -66,6 +67,23 @@ def test_bad_bolt_messages_are_refused_quoting_them(msg: Any, problem: str) -> N
         check_command(msg, BOLT_COMMANDS)
 
 
+def test_a_long_bad_message_is_quoted_cut_at_200_characters() -> None:
+    msg = {"command": "emit", "tuple": "x" * 500}
+    with pytest.raises(ProtocolError) as refused:
+        check_command(msg, BOLT_COMMANDS)
+    assert str(refused.value) == f"emit of a non-list tuple: {repr(msg)[:200]}..."
+    short = {"command": "emit", "tuple": "x"}
+    with pytest.raises(ProtocolError) as refused:
+        check_command(short, BOLT_COMMANDS)
+    assert str(refused.value) == f"emit of a non-list tuple: {short!r}"
+
+
+@pytest.mark.parametrize("command", [5, None, ["emit"]])
+def test_a_command_that_is_no_string_is_unknown(command: Any) -> None:
+    with pytest.raises(ProtocolError, match=f"^unknown command {re.escape(repr(command))} in "):
+        check_command({"command": command, "tuple": []}, BOLT_COMMANDS)
+
+
 def test_spouts_may_not_ack() -> None:
     with pytest.raises(ProtocolError, match="unknown command 'ack'"):
         check_command({"command": "ack", "id": "1"}, SPOUT_COMMANDS)
@@ -76,6 +94,9 @@ def test_the_subprocess_timeout_follows_storms_settings() -> None:
     assert subprocess_timeout({"supervisor.worker.timeout.secs": 12}) == 12
     assert subprocess_timeout({"supervisor.worker.timeout.secs": 12,
                                "topology.subprocess.timeout.secs": 4}) == 4
+    assert subprocess_timeout({"supervisor.worker.timeout.secs": 12,
+                               "topology.subprocess.timeout.secs": None}) == 12
+    assert heartbeat_period(3) == 1.0
     assert heartbeat_period(30) == 1.0
     assert heartbeat_period(1.5) == 0.5
     with pytest.raises(SettingError, match=r"^topology\.subprocess\.timeout\.secs: must be a n"):
@@ -137,6 +158,20 @@ def test_the_handshake_carries_conf_context_and_pid_dir() -> None:
     assert list(ctx["stream->target->grouping"]["default"]) == ["sink"]
 
 
+def test_the_handshake_names_the_topology_and_leaves_out_what_json_cannot_carry() -> None:
+    b = TopologyBuilder()
+    b.set_spout("s", ShellSpout("node", "s.js").declare(["w"]))
+    spec = b.create_topology()
+    conf = {"a.set": {1, 2}, "nested": {"ok": [1, "two"], "bad": object()}, 7: "int key",
+            "plain": 1.5}
+    layout = compute_layout(spec, conf)
+    [task] = layout.component_tasks["s"]
+    doc = handshake(TopologyContext("wc-1", spec, layout, task, [task], conf), "/pids")
+    assert doc["conf"] == {"plain": 1.5, "topology.name": "wc-1"}
+    assert doc["context"]["source->stream->fields"] == {}
+    assert doc["context"]["stream->target->grouping"] == {}
+
+
 def test_a_shell_bolt_without_declared_outputs_is_refused() -> None:
     b = TopologyBuilder()
     with pytest.raises(InvalidTopologyError, match=r"'split'.*declares no outputs.*\.declare"):
@@ -180,6 +215,15 @@ def test_the_working_directory_stays_inside_the_code_dir(tmp_path: Path) -> None
         ShellSettings(("x",), None, "../..", None, []).directory(conf)
     with pytest.raises(ValueError, match="no directory"):
         ShellSettings(("x",), None, "missing", None, []).directory(conf)
+
+
+def test_in_local_mode_the_code_dir_is_the_current_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "resources").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert ShellSettings(("x",), None, None, None, []).directory({}) == str(tmp_path.resolve())
+    assert ShellSettings(("x",), None, "resources", None, []).directory({}) == \
+        str(tmp_path.resolve() / "resources")
 
 
 def test_a_sibling_dir_whose_name_starts_with_the_code_dirs_is_outside_it(tmp_path: Path) -> None:

@@ -137,3 +137,44 @@ def test_the_serializer_setting_names_a_codec(name: Any, codec: str) -> None:
 def test_an_unknown_serializer_is_refused_naming_the_setting() -> None:
     with pytest.raises(SettingError, match=r"^topology\.multilang\.serializer: unknown .*'xml'"):
         codec_for({SERIALIZER_KEY: "xml"})
+
+
+def test_garbage_is_quoted_whole_up_to_200_characters_and_cut_after() -> None:
+    with pytest.raises(GarbageError) as bad:
+        JsonCodec().decoder().feed(b"hello\nthere\nend\n")
+    assert str(bad.value) == "not JSON: 'hello\\nthere'"  # the document's lines, as sent
+    with pytest.raises(GarbageError) as bad:
+        JsonCodec().decoder().feed(b"y" * 201 + b"\nend\n")
+    assert str(bad.value) == f"not JSON: {'y' * 200 + '...'!r}"
+    with pytest.raises(GarbageError) as bad:
+        JsonCodec().decoder().feed(b"y" * 200 + b"\nend\n")
+    assert str(bad.value) == f"not JSON: {'y' * 200!r}"
+    with pytest.raises(GarbageError) as bad:
+        MsgpackCodec().decoder().feed(b"\xc1ab")
+    assert str(bad.value).startswith("not msgpack (") and str(bad.value).endswith("): '\ufffdab'")
+
+
+def test_a_json_message_may_take_exactly_the_bound_and_not_a_byte_more(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(serializers, "MAX_MESSAGE_BYTES", 10)
+    decoder = JsonCodec().decoder()
+    assert decoder.feed(b'"abcdefg"') == []  # 9 bytes so far
+    assert decoder.feed(b"\n") == []  # 10: the bound
+    assert decoder.feed(b"end\n") == ["abcdefg"]
+    with pytest.raises(GarbageError) as bad:
+        decoder.feed(b'"abcdefg"\n"h')  # the next message: 12 bytes so far
+    assert str(bad.value) == ("a message longer than 10 bytes without its 'end' line: "
+                              "'\"abcdefg\"'")  # its first line
+    with pytest.raises(GarbageError) as bad:
+        JsonCodec().decoder().feed(b"z" * 11)  # no line yet: the partial one is quoted
+    assert str(bad.value) == f"a message longer than 10 bytes without its 'end' line: {'z' * 11!r}"
+
+
+def test_a_msgpack_message_past_the_bound_is_garbage_quoting_the_bytes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(serializers, "MAX_MESSAGE_BYTES", 10)
+    decoder = MsgpackCodec().decoder()
+    data = b"\xdb\x00\x00\x00\x20" + b"q" * 20
+    with pytest.raises(GarbageError) as bad:
+        decoder.feed(data)
+    assert str(bad.value) == f"a message longer than 10 bytes: {data.decode('utf-8', 'replace')!r}"
