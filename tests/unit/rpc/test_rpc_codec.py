@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import logging
 
 import msgpack
 import pytest
@@ -31,6 +32,7 @@ from stormpy.rpc.errors import (
     register_error,
 )
 from stormpy.rpc.methods import MethodTable, rpc_method
+from stormpy.rpc.refusals import LOG_FIELD_LIMIT, RefusalLog, shorten
 
 
 def pack(doc: object) -> bytes:
@@ -47,7 +49,7 @@ def test_response_round_trip_success_and_error() -> None:
     ok = decode_response(encode_response(Response.success("1", {"a": [1, b"x"]})))
     assert ok.ok and ok.id == "1" and ok.result == {"a": [1, b"x"]}
     failed = decode_response(encode_response(Response.failure("2", NotFoundError("no topology 'x'"))))
-    assert not failed.ok and failed.error_type == "NotFoundError"
+    assert not failed.ok and failed.id == "2" and failed.error_type == "NotFoundError"
     with pytest.raises(NotFoundError, match="no topology 'x'"):
         failed.unwrap()
 
@@ -84,6 +86,8 @@ def test_peek_request_id_is_best_effort() -> None:
     assert peek_request_id(pack({"id": "x"})) == "x"
     assert peek_request_id(b"\xc1") is None
     assert peek_request_id(pack({"id": 3})) is None
+    # a request the decoder refuses for a non-string key still gets its refusal under its own id
+    assert peek_request_id(pack({"id": "r7", 1: "x"})) == "r7"
 
 
 def test_unserialisable_args_are_refused_locally() -> None:
@@ -162,3 +166,51 @@ def test_method_table_refuses_bad_arguments_before_calling() -> None:
 def test_method_table_refuses_duplicates() -> None:
     with pytest.raises(ValueError, match="exposed twice"):
         MethodTable(Handler(), {"add": lambda: None})
+
+
+def test_rpc_method_marks_a_method_under_its_own_name_or_the_given_one() -> None:
+    # decorated here, not at import time, so that the decorator itself is what is checked
+    class Local:
+        @rpc_method
+        def echo(self, text: str) -> str:
+            return text
+
+        @rpc_method(name="getEcho")
+        def named_echo(self, text: str) -> str:
+            return text.upper()
+
+    table = MethodTable(Local())
+    assert table.names == ["echo", "getEcho"]
+    assert table.bind("echo", {"text": "hi"})() == "hi"
+    assert table.bind("getEcho", {"text": "hi"})() == "HI"
+    assert Local().echo("x") == "x"  # the marked method is still the method
+
+
+def test_shorten_escapes_and_cuts_peer_values_to_the_limit() -> None:
+    assert shorten(("id", 7)) == "('id', 7)"  # non-strings are shown as their repr
+    assert shorten("a\u00e9\n") == "a\\xe9\\n"  # escaped to ASCII
+    exact = "x" * LOG_FIELD_LIMIT
+    assert shorten(exact) == exact  # a value of exactly the limit is written whole
+    longer = "y" * (LOG_FIELD_LIMIT + 1)
+    assert shorten(longer) == f"{'y' * LOG_FIELD_LIMIT}...({LOG_FIELD_LIMIT + 1} chars)"
+
+
+def test_refusal_log_writes_a_burst_per_interval_and_counts_the_rest(
+        caplog: pytest.LogCaptureFixture) -> None:
+    now = [100.0]
+    refusals = RefusalLog("nimbus", burst=2, interval=10.0, clock=lambda: now[0])
+    with caplog.at_level(logging.INFO, logger="stormpy.rpc.server"):
+        assert refusals.refused("r1", "bad frame") is True
+        assert refusals.refused("r2", "bad frame") is True
+        now[0] = 105.0
+        assert refusals.refused("r3", "bad frame") is False
+        assert refusals.refused("r4", "bad frame") is False
+        assert refusals.suppressed == 2
+        now[0] = 110.0  # exactly one interval later: a new window
+        assert refusals.refused("r5", "bad frame") is True
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages[:2] == ["RPC server nimbus: refused request r1: bad frame",
+                            "RPC server nimbus: refused request r2: bad frame"]
+    assert "RPC server nimbus: 2 more requests refused in the last 10 s (not logged)" in messages
+    assert messages[-1] == "RPC server nimbus: refused request r5: bad frame"
+    assert refusals.suppressed == 0
