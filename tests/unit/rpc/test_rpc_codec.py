@@ -214,3 +214,8 @@ def test_refusal_log_writes_a_burst_per_interval_and_counts_the_rest(
     assert "RPC server nimbus: 2 more requests refused in the last 10 s (not logged)" in messages
     assert messages[-1] == "RPC server nimbus: refused request r5: bad frame"
     assert refusals.suppressed == 0
+
+
+def test_an_error_on_the_wire_is_its_type_name_and_message() -> None:
+    assert NotFoundError("no topology 'x'").to_wire() == {"type": "NotFoundError",
+                                                          "message": "no topology 'x'"}
