@@ -219,3 +219,13 @@ def test_refusal_log_writes_a_burst_per_interval_and_counts_the_rest(
 def test_an_error_on_the_wire_is_its_type_name_and_message() -> None:
     assert NotFoundError("no topology 'x'").to_wire() == {"type": "NotFoundError",
                                                           "message": "no topology 'x'"}
+
+
+def test_an_error_response_without_type_or_message_is_a_plain_rpc_error() -> None:
+    bare = Response(id="3", ok=False)
+    for response in (bare, decode_response(encode_response(bare))):
+        with pytest.raises(RpcError) as info:
+            response.unwrap()
+        assert type(info.value) is RpcError and str(info.value) == ""
+    sent = msgpack.unpackb(encode_response(bare))
+    assert sent["error"] == {"type": "RpcError", "message": ""}
