@@ -91,8 +91,10 @@ def counter() -> Counter:
 @pytest.fixture
 def server(counter: Counter) -> Iterator[RpcServer]:
     with RpcServer(handler=counter, name="t").start() as srv:
-        yield srv
-    counter.gate.set()
+        try:
+            yield srv
+        finally:
+            counter.gate.set()  # a held handler must not hold up close()
 
 
 def dealer(ctx: zmq.Context[zmq.Socket[bytes]], srv: RpcServer) -> zmq.Socket[bytes]:
@@ -238,7 +240,7 @@ def test_a_ping_is_one_attempt_whatever_the_clients_retries(silent: SilentServer
 
 def test_a_server_that_takes_the_connection_but_never_answers_is_a_timeout_not_unreachable(
         silent: SilentServer) -> None:
-    with RpcClient("127.0.0.1", silent.port, timeout_secs=2.0, retries=0, service="Nimbus") as client, \
+    with RpcClient("127.0.0.1", silent.port, timeout_secs=3.0, retries=0, service="Nimbus") as client, \
             pytest.raises(RpcTimeoutError, match="connected, but no reply arrived") as info:
         client.call("bump")
     assert type(info.value) is RpcTimeoutError  # not its UnreachableError subclass
