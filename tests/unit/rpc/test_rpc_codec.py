@@ -229,3 +229,14 @@ def test_an_error_response_without_type_or_message_is_a_plain_rpc_error() -> Non
         assert type(info.value) is RpcError and str(info.value) == ""
     sent = msgpack.unpackb(encode_response(bare))
     assert sent["error"] == {"type": "RpcError", "message": ""}
+
+
+def test_by_default_the_refusal_log_writes_twenty_lines_per_ten_seconds() -> None:
+    now = [0.0]
+    refusals = RefusalLog("nimbus", clock=lambda: now[0])
+    assert refusals.suppressed == 0
+    assert all(refusals.refused(f"r{i}", "bad") for i in range(20))
+    now[0] = 9.9
+    assert refusals.refused("r20", "bad") is False
+    now[0] = 10.0
+    assert refusals.refused("r21", "bad") is True

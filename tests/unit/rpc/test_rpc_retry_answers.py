@@ -254,3 +254,9 @@ def test_a_curve_client_with_the_wrong_server_key_is_refused_at_once_not_timed_o
                       curve_server_key=other_public) as client, \
             pytest.raises(AuthorizationError, match="the CURVE handshake with Nimbus at .* failed"):
         client.call("bump")
+
+
+def test_an_answer_of_exactly_the_cache_size_is_kept() -> None:
+    cache = ResponseCache(max_entries=4, max_bytes=4)
+    cache.put("a", b"1234")
+    assert cache.get("a") == b"1234"
