@@ -240,3 +240,24 @@ def test_by_default_the_refusal_log_writes_twenty_lines_per_ten_seconds() -> Non
     assert refusals.refused("r20", "bad") is False
     now[0] = 10.0
     assert refusals.refused("r21", "bad") is True
+
+
+def test_an_unknown_method_is_refused_naming_the_known_ones() -> None:
+    with pytest.raises(InvalidRequestError) as info:
+        MethodTable(Handler(), {"extra": lambda: "x"}).bind("nope", {})
+    assert info.value.message == "unknown method 'nope' (known methods: add, extra, getClusterInfo)"
+    with pytest.raises(InvalidRequestError) as info:
+        MethodTable().bind("nope", {})
+    assert info.value.message == "unknown method 'nope' (known methods: none)"
+
+
+def test_keyword_only_arguments_reach_the_method() -> None:
+    def tag(name: str, *, upper: bool = False) -> str:
+        return name.upper() if upper else name
+
+    assert MethodTable(methods={"tag": tag}).bind("tag", {"name": "wc", "upper": True})() == "WC"
+
+
+def test_a_method_that_is_not_callable_is_refused_naming_it() -> None:
+    with pytest.raises(TypeError, match="^RPC method 'answer' is not callable$"):
+        MethodTable(methods={"answer": 42})  # type: ignore[dict-item]
