@@ -261,3 +261,30 @@ def test_keyword_only_arguments_reach_the_method() -> None:
 def test_a_method_that_is_not_callable_is_refused_naming_it() -> None:
     with pytest.raises(TypeError, match="^RPC method 'answer' is not callable$"):
         MethodTable(methods={"answer": 42})  # type: ignore[dict-item]
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ("text", "malformed request: expected bytes, got str"),
+    (b"\xc1", "malformed request: not a msgpack document (FormatError: )"),
+    (pack([1, 2]), "malformed request: expected a map, got list"),
+    (pack({"v": PROTOCOL_VERSION, "id": "", "method": "m"}),
+     "malformed request: 'id' must be a non-empty string, got ''"),
+    (pack({"v": PROTOCOL_VERSION, "id": "1", "method": "m", "args": {1: 2}}),
+     "malformed request 1 (m): 'args' must be a map with string keys"),
+])
+def test_a_malformed_request_is_refused_with_the_whole_reason(data: bytes, message: str) -> None:
+    with pytest.raises(InvalidRequestError) as info:
+        decode_request(data)
+    assert info.value.message == message
+
+
+def test_an_error_response_needs_both_type_and_message() -> None:
+    with pytest.raises(RpcError) as info:
+        decode_response(pack({"v": PROTOCOL_VERSION, "id": "1", "ok": False, "error": {"type": "X"}}))
+    assert info.value.message == ("malformed response 1: 'error' must be a map with string 'type' "
+                                  "and 'message'")
+
+
+def test_a_result_that_cannot_be_sent_is_named_as_the_response() -> None:
+    with pytest.raises(InvalidRequestError, match="^response is not msgpack-serialisable: "):
+        encode_response(Response.success("1", object()))
