@@ -98,12 +98,19 @@ def test_large_and_many_messages_go_both_ways_in_order(tmp_path: Path, codec: Co
     assert not proc.running and not os.path.exists(proc._pid_dir)
 
 
+def held_echo(host: Host, tmp_path: Path, release: Path, max_pending: int) -> ShellProcess:
+    """The echo bolt fixture that holds the tuple it read until ``release`` exists, as a
+    process of ``host`` (not started)."""
+    return host.process([sys.executable, str(FIXTURES / "held_echo.py")], tmp_path,
+                        max_pending=max_pending,
+                        env={"RELEASE_FILE": str(release), "PYTHONPATH": str(FIXTURES)})
+
+
 def test_tuples_not_yet_written_are_counted_and_room_is_announced_once_written(
         tmp_path: Path) -> None:
     release = tmp_path / "release"
     host = Host()
-    proc = host.process([sys.executable, str(FIXTURES / "held_echo.py")], tmp_path, max_pending=2,
-                        env={"RELEASE_FILE": str(release), "PYTHONPATH": str(FIXTURES)})
+    proc = held_echo(host, tmp_path, release, max_pending=2)
     try:
         proc.start(handshake)
         host.run_until(lambda: host.ready, "the pid")
@@ -302,8 +309,7 @@ def test_the_fault_of_an_exited_subprocess_quotes_the_last_twenty_lines_of_its_s
 def test_room_made_after_stop_is_not_announced(tmp_path: Path) -> None:
     release = tmp_path / "release"
     host = Host()
-    proc = host.process([sys.executable, str(FIXTURES / "held_echo.py")], tmp_path, max_pending=1,
-                        env={"RELEASE_FILE": str(release), "PYTHONPATH": str(FIXTURES)})
+    proc = held_echo(host, tmp_path, release, max_pending=1)
     try:
         proc.start(handshake)
         host.run_until(lambda: host.ready, "the pid")
@@ -432,8 +438,7 @@ def test_want_room_answered_true_announces_no_room_later(tmp_path: Path) -> None
     release = tmp_path / "release"
     release.touch()  # the echo bolt reads and echoes at once
     host = Host()
-    proc = host.process([sys.executable, str(FIXTURES / "held_echo.py")], tmp_path, max_pending=2,
-                        env={"RELEASE_FILE": str(release), "PYTHONPATH": str(FIXTURES)})
+    proc = held_echo(host, tmp_path, release, max_pending=2)
     try:
         proc.start(handshake)
         host.run_until(lambda: host.ready, "the pid")
