@@ -16,6 +16,7 @@ from stormpy.cli.output import console, detail, error, say, stats_table, warning
 from stormpy.cli.topology_loader import TopologyLoadError, load_topology
 from stormpy.config import ConfigError, parse_config_args
 from stormpy.local import LocalCluster
+from stormpy.state import state_settings
 from stormpy.topology import InvalidTopologyError
 
 
@@ -94,6 +95,7 @@ def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float
         pending_left = user_pending(worker.spout_pending())
         held = worker.held_tuples()
         in_windows = worker.window_tuples()
+        in_checkpoints = worker.checkpoint_tuples()
         stats = worker.stats()
         errors = {c: list(e) for c, e in worker.errors.items()}
         cluster.kill_topology(topo_name)
@@ -112,6 +114,8 @@ def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float
         say("[yellow]note:[/yellow] window(s) still hold tuples un-acked: {}; a window acks a "
             "tuple once it has left every window, so the last tuples of a finite input wait "
             "for more input (or fail at topology.message.timeout.secs and are replayed)", windows)
+    elif pending_left and in_checkpoints:
+        say("[yellow]note:[/yellow] {}", checkpoint_note(in_checkpoints, conf))
     if failure is not None:
         error(failure, label="topology failed")
     for comp, errs in sorted(errors.items()):  # reported errors too (a restarted subprocess)
@@ -119,3 +123,20 @@ def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float
             detail("[red]last error of {}:[/red]", errs[-1]["error"], comp)
     if failure is not None:
         sys.exit(1)
+
+
+def checkpoint_note(held: dict[str, int], conf: dict[str, Any]) -> str:
+    """Why spout tuples are still pending when stateful bolts hold them (``held``: component ->
+    tuples held until a checkpoint commits): a stateful bolt acks its inputs at each commit, so
+    ``topology.max.spout.pending`` bounds what completes per checkpoint interval."""
+    bolts = ", ".join(f"{c!r} ({n} tuple(s))" for c, n in sorted(held.items()))
+    interval_ms = f"{state_settings(conf).checkpoint_interval_secs * 1000:g}"
+    text = (f"stateful bolt(s) hold tuples un-acked until their next checkpoint commits: {bolts}; "
+            f"a stateful bolt acks its inputs when a checkpoint commits (every {interval_ms} ms, "
+            "topology.state.checkpoint.interval.ms)")
+    max_pending = conf.get("topology.max.spout.pending")
+    if max_pending:
+        text += (f", so with topology.max.spout.pending {max_pending} at most {max_pending} tuple "
+                 "tree(s) per spout task complete per interval: raise it or shorten the interval "
+                 "for more throughput")
+    return text

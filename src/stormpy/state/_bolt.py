@@ -207,6 +207,13 @@ class StatefulBoltExecutor(CheckpointTupleForwarder):
         super()._bind(conf, context)
         self.bolt.ack = self._deferred_ack
 
+    def checkpoint_tuples(self) -> int:
+        """The input tuples held un-acked until a checkpoint commits: buffered before the state
+        was initialised, acked by the user since the last PREPARE, and prepared
+        (``Worker.checkpoint_tuples``). A plain read, any thread; 0 before ``prepare``."""
+        return (len(getattr(self, "buffered", ())) + len(getattr(self, "pending", ()))
+                + len(getattr(self, "prepared", ())))
+
     def _deferred_ack(self, tup: Tuple) -> None:
         self.pending.append(tup)
 

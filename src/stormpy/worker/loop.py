@@ -46,7 +46,13 @@ from stormpy.worker.task_errors import SUMMARIZED_LOG_EXTRA, TaskErrors
 from stormpy.worker.task_timers import TaskTimers
 from stormpy.worker.tasks import TaskRunner
 from stormpy.worker.transfer import Transfer
-from stormpy.worker.worker_stats import held_tuples, spout_pending, task_docs, window_tuples
+from stormpy.worker.worker_stats import (
+    checkpoint_tuples,
+    held_tuples,
+    spout_pending,
+    task_docs,
+    window_tuples,
+)
 
 log = logging.getLogger("stormpy.worker")
 
@@ -220,6 +226,11 @@ class Worker:
         """Per bolt component, the input tuples its windows hold un-acked, evaluated or not
         (``worker_stats.window_tuples``; a plain read, any thread)."""
         return window_tuples(self._runners)
+
+    def checkpoint_tuples(self) -> dict[str, int]:
+        """Per stateful bolt component, the input tuples it holds un-acked until its next
+        checkpoint commits (``worker_stats.checkpoint_tuples``; a plain read, any thread)."""
+        return checkpoint_tuples(self._runners)
 
     # -- the loop ------------------------------------------------------------------------------
     def tune_gc(self) -> None:

@@ -1,6 +1,6 @@
 """What a worker reports about its tasks (``Worker.task_stats``, ``Worker.spout_pending``,
-``Worker.held_tuples``, ``Worker.window_tuples``): plain reads of the task runners' counters,
-safe from any thread."""
+``Worker.held_tuples``, ``Worker.window_tuples``, ``Worker.checkpoint_tuples``): plain reads of
+the task runners' counters, safe from any thread."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from stormpy.worker.spout_task import SpoutTask
 from stormpy.worker.tasks import TaskRunner
 
-__all__ = ["held_tuples", "spout_pending", "task_docs", "window_tuples"]
+__all__ = ["checkpoint_tuples", "held_tuples", "spout_pending", "task_docs", "window_tuples"]
 
 
 def task_docs(runners: Sequence[TaskRunner], queue_full: Sequence[int],
@@ -48,6 +48,13 @@ def window_tuples(runners: Sequence[TaskRunner]) -> dict[str, int]:
     """Per bolt component that holds input tuples un-acked in windows, how many (only components
     with some; a bolt takes part by defining ``window_tuples() -> int``, a cheap plain read)."""
     return _bolt_counts(runners, "window_tuples")
+
+
+def checkpoint_tuples(runners: Sequence[TaskRunner]) -> dict[str, int]:
+    """Per stateful bolt component, the input tuples it holds un-acked until a checkpoint commits
+    (only components with some; a bolt takes part by defining ``checkpoint_tuples() -> int``, a
+    cheap plain read)."""
+    return _bolt_counts(runners, "checkpoint_tuples")
 
 
 def _bolt_counts(runners: Sequence[TaskRunner], method: str) -> dict[str, int]:

@@ -1,7 +1,8 @@
 """``stormpy local``'s summary through click's runner: waiting for a window is not idle
 (``--idle-stop`` lets a tumbling window close and its tuples complete), the summary says why the
 run stopped and how many spout tuples were still pending, a ttl that cuts an open window says so,
-and a component's traceback is printed as written (``[...]`` is not read as markup)."""
+so do tuples a window or a stateful bolt holds, and a component's traceback is printed as
+written (``[...]`` is not read as markup)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from stormpy.cli.main import cli
 
 TOPOLOGIES = '''
 from stormpy.topology import Bolt, Spout, TopologyBuilder
+from stormpy.state import StatefulBolt
 from stormpy.windowing import Count, Duration, WindowedBolt
 
 
@@ -80,6 +82,27 @@ def parsing():
 
 
 broken = parsing()
+
+
+class CountPaths(StatefulBolt):
+    outputs = ["path", "n"]
+
+    def init_state(self, state):
+        self.paths = state
+
+    def execute(self, tup):
+        self.paths.put(tup["line"], self.paths.get(tup["line"], 0) + 1)
+        self.ack(tup)
+
+
+def stateful():
+    builder = TopologyBuilder()
+    builder.set_spout("lines", Lines)
+    builder.set_bolt("paths", CountPaths).shuffle_grouping("lines")
+    return builder.create_topology()
+
+
+checkpointed = stateful()
 '''
 
 _names = itertools.count()
@@ -136,6 +159,23 @@ def test_the_tail_of_a_finite_input_held_by_a_count_window_is_explained(
     assert "stopped: ttl of 6 s reached; 1 spout tuple(s) still pending" in res.output
     assert "window(s) still hold tuples un-acked: 'count' (1 tuple(s)); a window acks a tuple " \
            "once it has left every window" in res.output
+
+
+def test_tuples_a_stateful_bolt_holds_until_its_checkpoint_commits_are_explained(
+        module: tuple[Path, str]) -> None:
+    """A stateful bolt acks its inputs when a checkpoint commits: with a checkpoint a minute
+    away the five lines stay pending, and the summary says where and what bounds the rate."""
+    res = run_local(module, "checkpointed", "--ttl", "3",
+                    "-c", "topology.state.checkpoint.interval.ms=60000",
+                    "-c", "topology.max.spout.pending=5", "-c", "topology.message.timeout.secs=120")
+    assert res.exit_code == 0, res.output
+    assert row(res.output, "lines")[6] == "0"  # none acked: every line waits for the commit
+    assert "stopped: ttl of 3 s reached; 5 spout tuple(s) still pending" in res.output
+    note = " ".join(res.output.split())  # the note wraps at the terminal width
+    assert "stateful bolt(s) hold tuples un-acked until their next checkpoint commits: 'paths' " \
+           "(5 tuple(s)); a stateful bolt acks its inputs when a checkpoint commits (every 60000 " \
+           "ms, topology.state.checkpoint.interval.ms), so with topology.max.spout.pending 5 at " \
+           "most 5 tuple tree(s) per spout task complete per interval" in note
 
 
 def test_a_component_traceback_is_printed_as_written(module: tuple[Path, str]) -> None:
