@@ -14,9 +14,8 @@ import click
 from stormpy.cli.idle_watch import IdleWatch, user_activity, user_pending
 from stormpy.cli.output import console, detail, error, say, stats_table, warning
 from stormpy.cli.topology_loader import TopologyLoadError, load_topology
-from stormpy.config import ConfigError, parse_config_args
+from stormpy.config import ConfigError, parse_config_args, setting
 from stormpy.local import LocalCluster
-from stormpy.state import state_settings
 from stormpy.topology import InvalidTopologyError
 
 
@@ -130,11 +129,11 @@ def checkpoint_note(held: dict[str, int], conf: dict[str, Any]) -> str:
     tuples held until a checkpoint commits): a stateful bolt acks its inputs at each commit, so
     ``topology.max.spout.pending`` bounds what completes per checkpoint interval."""
     bolts = ", ".join(f"{c!r} ({n} tuple(s))" for c, n in sorted(held.items()))
-    interval_ms = f"{state_settings(conf).checkpoint_interval_secs * 1000:g}"
+    interval_ms = f"{float(setting(conf, 'topology.state.checkpoint.interval.ms')):g}"
     text = (f"stateful bolt(s) hold tuples un-acked until their next checkpoint commits: {bolts}; "
             f"a stateful bolt acks its inputs when a checkpoint commits (every {interval_ms} ms, "
             "topology.state.checkpoint.interval.ms)")
-    max_pending = conf.get("topology.max.spout.pending")
+    max_pending = setting(conf, "topology.max.spout.pending")
     if max_pending:
         text += (f", so with topology.max.spout.pending {max_pending} at most {max_pending} tuple "
                  "tree(s) per spout task complete per interval: raise it or shorten the interval "
