@@ -120,8 +120,8 @@ class BenchSentenceSpout(Spout):
         if self.batch_size > 1 and not self.interval:
             self._next_batch()
             return
-        now = time.time()
-        if self.interval:
+        if self.interval:  # the clock is read only when paced (or for the first emit)
+            now = time.time()
             if now < self.next_due:
                 return
             self.next_due = max(self.next_due + self.interval, now - 0.05)
@@ -130,7 +130,7 @@ class BenchSentenceSpout(Spout):
             self._report()
             return
         if self.first_emit is None:
-            self.first_emit = now
+            self.first_emit = time.time()
         if self.rate > 0:
             self.emitted_at[i] = now
         lines = self.lines
