@@ -96,8 +96,10 @@ class JvmRounds:
 
     def __init__(self, main: str, args: Sequence[str], *, log_prefix: str,
                  jvm_opts: Sequence[str] = JVM_OPTS,
-                 env: Mapping[str, str] | None = None) -> None:
-        classpath = f"{JAR}{os.pathsep}{CLASSPATH.read_text().strip()}"
+                 env: Mapping[str, str] | None = None, classpath: str | None = None) -> None:
+        """``classpath`` (default: the jar and its Maven classpath) is the JVM's ``-cp``."""
+        if classpath is None:
+            classpath = f"{JAR}{os.pathsep}{CLASSPATH.read_text().strip()}"
         log_fd, log_name = tempfile.mkstemp(prefix=log_prefix, suffix=".log")
         self.log_path = Path(log_name)  # the JVM's stderr (Storm's warnings and errors)
         try:
@@ -175,7 +177,13 @@ class StormPeer(JvmRounds):
         """One round on the first ``sentences`` sentences: ``seconds`` from the first emit to
         the last word counted (and acked), the JVM's RSS and peak RSS (``jvm_rss_kb``,
         ``jvm_hwm_kb``) and the ShellBolt's Python process's peak RSS (``python_hwm_kb``)."""
-        if workload not in ("final", "running") or split not in ("java", "python"):
-            raise ValueError(f"workload {workload!r} (final or running), split {split!r} "
-                             "(java or python)")
-        return self.command(f"run {workload} {'on' if acking else 'off'} {split} {sentences}")
+        return self.command(run_command(workload, acking, split, sentences))
+
+
+def run_command(workload: str, acking: bool, split: str, sentences: int) -> str:
+    """The ``run`` command line of one round (ValueError for a workload or split the JVM does not
+    know)."""
+    if workload not in ("final", "running") or split not in ("java", "python"):
+        raise ValueError(f"workload {workload!r} (final or running), split {split!r} "
+                         "(java or python)")
+    return f"run {workload} {'on' if acking else 'off'} {split} {sentences}"
