@@ -65,7 +65,7 @@ CLIENT_JVM_OPTS = ("-Xmx256m", "-XX:+UseSerialGC")
 
 
 def _home_sources() -> list[Path]:
-    return [*storm_peer._sources(), *(p for p in HOME_SOURCES.rglob("*") if p.is_file())]
+    return [*storm_peer.sources(), *(p for p in HOME_SOURCES.rglob("*") if p.is_file())]
 
 
 def home_built() -> bool:
@@ -264,8 +264,12 @@ class StormClusterPeer:
         self.ready = self.client.ready
 
     def run(self, workload: str, acking: bool, split: str, sentences: int) -> dict[str, Any]:
-        """One round (see :meth:`bench.peers.storm_peer.StormPeer.run`)."""
-        return self.client.command(storm_peer.run_command(workload, acking, split, sentences))
+        """One round (see :meth:`bench.peers.storm_peer.StormPeer.run`); a RuntimeError names
+        where the daemons' and workers' logs are."""
+        try:
+            return self.client.command(storm_peer.run_command(workload, acking, split, sentences))
+        except RuntimeError as e:
+            raise RuntimeError(f"{e}\n(the cluster's logs: {self.cluster.logs_dir})") from e
 
     def close(self) -> None:
         try:

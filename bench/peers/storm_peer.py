@@ -48,7 +48,8 @@ def missing_tools() -> list[str]:
     return [tool for tool in ("java", "mvn") if shutil.which(tool) is None]
 
 
-def _sources() -> Iterable[Path]:
+def sources() -> Iterable[Path]:
+    """The files the Maven project builds from (its pom and ``src/``)."""
     yield PROJECT / "pom.xml"
     yield from (p for p in (PROJECT / "src").rglob("*") if p.is_file())
 
@@ -59,7 +60,7 @@ def built() -> bool:
     if not (JAR.exists() and CLASSPATH.exists() and STAMP.exists()):
         return False
     made = STAMP.stat().st_mtime
-    return all(p.stat().st_mtime <= made for p in _sources())
+    return all(p.stat().st_mtime <= made for p in sources())
 
 
 def build() -> None:
