@@ -20,6 +20,12 @@ round (Nimbus, supervisor, ZooKeeper and the worker share it in ``LocalCluster``
 ShellBolt Python process's peak; stormpy's in a fresh process running the same row once. Writes
 ``bench/results/peers.json``. Without Java or Maven, or when the Maven build fails, the Storm
 rows are left out and the reason printed.
+
+``--storm-workers 2`` runs Storm's topologies on two workers of its ``LocalCluster`` (one JVM,
+Netty between the workers); ``--storm-cluster`` on a real Storm cluster instead: ZooKeeper, Nimbus
+and a supervisor, each its own JVM, and the topology on ``--storm-workers`` (default 2) worker
+JVMs the supervisor starts (see ``bench/peers/storm_cluster.py``); the RSS is then the workers'
+sum, and the ShellBolt's Python process is not measured.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ from rich.table import Table
 
 import stormpy._native as native
 from bench import runners
-from bench.peers import storm_peer
+from bench.peers import storm_cluster, storm_peer
 from bench.runners import sentences
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
@@ -77,9 +83,9 @@ def stormpy_memory(n: int, workload: str, acking: bool, columns: bool) -> dict[s
     return doc
 
 
-def _storm_round(peer: storm_peer.StormPeer, memory: dict[str, list[dict[str, Any]]], name: str,
-                 workload: str, acking: bool, split: str, n: int,
-                 expected_words: int) -> tuple[int, float]:
+def _storm_round(peer: storm_peer.StormPeer | storm_cluster.StormClusterPeer,
+                 memory: dict[str, list[dict[str, Any]]], name: str, workload: str, acking: bool,
+                 split: str, n: int, expected_words: int) -> tuple[int, float]:
     r = peer.run(workload, acking, split, n)
     if r["words"] != expected_words:
         raise RuntimeError(f"{name}: Storm counted {r['words']} words, expected {expected_words}")
@@ -99,11 +105,17 @@ def main() -> None:
     parser.add_argument("--workloads", nargs="*", default=list(runners.WORKLOADS),
                         choices=runners.WORKLOADS)
     parser.add_argument("--no-storm", action="store_true", help="leave the Storm rows out")
-    parser.add_argument("--storm-workers", type=int, default=1, choices=[1, 2],
+    parser.add_argument("--storm-workers", type=int, default=None, choices=[1, 2],
                         help="2: Storm's topologies on two workers of its LocalCluster, "
-                             "exchanging tuples over Netty (one JVM still)")
+                             "exchanging tuples over Netty (one JVM still); with "
+                             "--storm-cluster the worker JVMs (default 2)")
+    parser.add_argument("--storm-cluster", action="store_true",
+                        help="Storm's rows on a real cluster: ZooKeeper, Nimbus and a "
+                             "supervisor starting --storm-workers worker JVMs, laid out from "
+                             "Maven Central under bench/peers/storm/target/")
     parser.add_argument("--output", type=Path, default=RESULTS / "peers.json")
     args = parser.parse_args()
+    storm_workers = args.storm_workers or (2 if args.storm_cluster else 1)
     n, console = args.sentences, Console(width=max(Console().width, 150))
     lines = sentences(n)
     words = sum(len(s.split()) for s in lines)
@@ -116,20 +128,30 @@ def main() -> None:
                 raise RuntimeError(f"needs {' and '.join(storm_peer.missing_tools())} on PATH")
             console.print("building bench/peers/storm with Maven ...")
             storm_peer.build()
+            if args.storm_cluster:
+                console.print("laying out the Storm installation with Maven ...")
+                storm_cluster.build_home()
         except RuntimeError as e:
             storm_note = f"left out: {e}"
     version = storm_peer.storm_version()
-    if args.storm_workers == 2:
+    if args.storm_cluster:
+        version += f", cluster of {storm_workers} worker JVM{'s' if storm_workers > 1 else ''}"
+    elif storm_workers == 2:
         version += ", 2 workers over Netty"
     runs: dict[str, Callable[[], tuple[int, float]]] = {}
     meta: dict[str, dict[str, Any]] = {}
     storm_memory: dict[str, list[dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="stormpy-bench-peers-") as tmp:
-        peer = None
+        peer: storm_peer.StormPeer | storm_cluster.StormClusterPeer | None = None
         if storm_note is None:
             path = Path(tmp) / "sentences.txt"
             storm_peer.write_sentences(lines, path)
-            peer = storm_peer.StormPeer(path, workers=args.storm_workers)
+            if args.storm_cluster:
+                console.print(f"starting ZooKeeper, Nimbus and a supervisor ({storm_workers} "
+                              f"slots) under {storm_cluster.RUN_DIR} ...")
+                peer = storm_cluster.StormClusterPeer(path, workers=storm_workers)
+            else:
+                peer = storm_peer.StormPeer(path, workers=storm_workers)
             if peer.ready["words"] != words:
                 raise RuntimeError(f"the JVM read {peer.ready['words']} words, not {words}")
         try:
@@ -180,6 +202,11 @@ def main() -> None:
             results[name]["jvm_rss_kb"] = max(x["jvm_rss_kb"] for x in storm_memory[name])
             results[name]["jvm_hwm_kb"] = max(x["jvm_hwm_kb"] for x in storm_memory[name])
             results[name]["python_hwm_kb"] = max(x["python_hwm_kb"] for x in storm_memory[name])
+            if args.storm_cluster:
+                results[name]["worker_pids"] = sorted({x["worker_pids"]
+                                                       for x in storm_memory[name]})
+                results[name]["start_seconds"] = [x["start_seconds"]
+                                                  for x in storm_memory[name]]
         elif m["side"] == "stormpy":
             results[name].update(stormpy_memory(n, results[name]["workload"], m["acking"],
                                                 m["columns"]))
@@ -198,7 +225,8 @@ def main() -> None:
         row["vs_storm_java"] = round(rate / java["words_per_sec"], 3) if java else None
         row["vs_bytewax"] = round(rate / bw, 3)
         if "jvm_rss_kb" in row:
-            rss = f"JVM {row['jvm_rss_kb'] / 1024:.0f} MB" + (
+            rss = f"{'workers' if args.storm_cluster else 'JVM'} " \
+                  f"{row['jvm_rss_kb'] / 1024:.0f} MB" + (
                 f" + python {row['python_hwm_kb'] / 1024:.0f} MB" if row["python_hwm_kb"] else "")
         elif "rss_kb" in row:
             rss = f"{row['rss_kb'] / 1024:.0f} MB (peak {row['hwm_kb'] / 1024:.0f})"
@@ -215,7 +243,8 @@ def main() -> None:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     doc = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "sentences": n,
            "python_sentences": py_n, "storm_version": version, "storm_note": storm_note,
-           "jvm_opts": list(storm_peer.JVM_OPTS),
+           "jvm_opts": ([storm_cluster.WORKER_CHILDOPTS] if args.storm_cluster
+                        else list(storm_peer.JVM_OPTS)),
            "machine": {"python": platform.python_version(), "cpu": platform.processor()},
            "stormpy_compiled": native.COMPILED, "throughput": results}
     args.output.write_text(json.dumps(doc, indent=2))

@@ -48,7 +48,8 @@ def missing_tools() -> list[str]:
     return [tool for tool in ("java", "mvn") if shutil.which(tool) is None]
 
 
-def _sources() -> Iterable[Path]:
+def sources() -> Iterable[Path]:
+    """The files the Maven project builds from (its pom and ``src/``)."""
     yield PROJECT / "pom.xml"
     yield from (p for p in (PROJECT / "src").rglob("*") if p.is_file())
 
@@ -59,7 +60,7 @@ def built() -> bool:
     if not (JAR.exists() and CLASSPATH.exists() and STAMP.exists()):
         return False
     made = STAMP.stat().st_mtime
-    return all(p.stat().st_mtime <= made for p in _sources())
+    return all(p.stat().st_mtime <= made for p in sources())
 
 
 def build() -> None:
@@ -96,8 +97,10 @@ class JvmRounds:
 
     def __init__(self, main: str, args: Sequence[str], *, log_prefix: str,
                  jvm_opts: Sequence[str] = JVM_OPTS,
-                 env: Mapping[str, str] | None = None) -> None:
-        classpath = f"{JAR}{os.pathsep}{CLASSPATH.read_text().strip()}"
+                 env: Mapping[str, str] | None = None, classpath: str | None = None) -> None:
+        """``classpath`` (default: the jar and its Maven classpath) is the JVM's ``-cp``."""
+        if classpath is None:
+            classpath = f"{JAR}{os.pathsep}{CLASSPATH.read_text().strip()}"
         log_fd, log_name = tempfile.mkstemp(prefix=log_prefix, suffix=".log")
         self.log_path = Path(log_name)  # the JVM's stderr (Storm's warnings and errors)
         try:
@@ -175,7 +178,13 @@ class StormPeer(JvmRounds):
         """One round on the first ``sentences`` sentences: ``seconds`` from the first emit to
         the last word counted (and acked), the JVM's RSS and peak RSS (``jvm_rss_kb``,
         ``jvm_hwm_kb``) and the ShellBolt's Python process's peak RSS (``python_hwm_kb``)."""
-        if workload not in ("final", "running") or split not in ("java", "python"):
-            raise ValueError(f"workload {workload!r} (final or running), split {split!r} "
-                             "(java or python)")
-        return self.command(f"run {workload} {'on' if acking else 'off'} {split} {sentences}")
+        return self.command(run_command(workload, acking, split, sentences))
+
+
+def run_command(workload: str, acking: bool, split: str, sentences: int) -> str:
+    """The ``run`` command line of one round (ValueError for a workload or split the JVM does not
+    know)."""
+    if workload not in ("final", "running") or split not in ("java", "python"):
+        raise ValueError(f"workload {workload!r} (final or running), split {split!r} "
+                         "(java or python)")
+    return f"run {workload} {'on' if acking else 'off'} {split} {sentences}"

@@ -14,8 +14,9 @@ import types
 from pathlib import Path
 
 import pytest
+import yaml
 from bench import instructions, runners
-from bench.peers import storm_peer
+from bench.peers import storm_cluster, storm_peer
 
 ROOT = Path(__file__).resolve().parents[3]
 STORM = ROOT / "bench" / "peers" / "storm"
@@ -94,6 +95,43 @@ def test_peers_bench_without_storm_prints_stormpy_and_bytewax_rows(tmp_path: Pat
     assert all(r["rss_kb"] > 0 and r["hwm_kb"] >= r["rss_kb"] for r in stormpy_rows)
     assert all(r["words_per_sec"] > 0 and r["vs_bytewax"] > 0 for r in runs.values())
     assert doc["storm_note"] == "left out (--no-storm)"
+
+
+def test_the_storm_clusters_settings_are_a_storm_yaml() -> None:
+    settings = {"storm.zookeeper.servers": ["127.0.0.1"], "storm.zookeeper.port": 2181,
+                "supervisor.slots.ports": [6700, 6701],
+                "worker.childopts": storm_cluster.WORKER_CHILDOPTS,
+                "storm.local.dir": "/tmp/a dir: with a colon"}
+    assert yaml.safe_load(storm_cluster.storm_yaml(settings)) == settings
+
+
+def test_storm_daemons_start_as_storms_own_launcher_starts_them(tmp_path: Path) -> None:
+    home, conf, logs = tmp_path / "home", tmp_path / "conf", tmp_path / "logs"
+    nimbus = storm_cluster.NimbusDaemon(6627, home=home, conf_dir=conf, logs_dir=logs)
+    nimbus._java = "java"
+    cmd = nimbus.command()
+    assert cmd[-1] == "org.apache.storm.daemon.nimbus.Nimbus"
+    assert cmd[cmd.index("-cp") + 1] == f"{home / 'lib' / '*'}:{conf}"
+    for prop in (f"-Dstorm.home={home}", f"-Dstorm.log.dir={logs}", "-Dlogfile.name=nimbus.log",
+                 f"-Dlog4j.configurationFile={home / 'log4j2' / 'cluster.xml'}"):
+        assert prop in cmd
+    # the supervisor puts STORM_CONF_DIR on each worker's classpath
+    supervisor = storm_cluster.SupervisorDaemon(6628, home=home, conf_dir=conf, logs_dir=logs)
+    assert supervisor.launch_env()["STORM_CONF_DIR"] == str(conf)
+    assert supervisor.main == "org.apache.storm.daemon.supervisor.Supervisor"
+
+
+def test_the_storm_homes_log_configuration_reads_what_the_supervisor_passes_a_worker() -> None:
+    worker = (storm_cluster.HOME_SOURCES / "log4j2" / "worker.xml").read_text()
+    for prop in ("workers.artifacts", "storm.id", "worker.port", "logfile.name"):
+        assert "${sys:" + prop + "}" in worker
+    assert '<Logger name="STDOUT"' in worker and '<Logger name="STDERR"' in worker  # LogWriter
+    cluster = (storm_cluster.HOME_SOURCES / "log4j2" / "cluster.xml").read_text()
+    assert "${sys:storm.log.dir}/${sys:logfile.name}" in cluster
+    assert "<artifactId>storm-client</artifactId>" in (
+        storm_cluster.HOME_SOURCES / "pom.xml").read_text()
+    assert storm_cluster.HOME.is_relative_to(storm_peer.TARGET)  # git-ignored
+    assert storm_cluster.RUN_DIR.is_relative_to(storm_peer.TARGET)
 
 
 def test_instruction_runs_of_the_plain_loop_and_bytewax_count_every_word() -> None:

@@ -2,6 +2,7 @@ package stormpy.bench;
 
 import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -14,6 +15,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.storm.Config;
 import org.apache.storm.LocalCluster;
 import org.apache.storm.generated.StormTopology;
+import org.apache.storm.spout.SpoutOutputCollector;
 import org.apache.storm.task.OutputCollector;
 import org.apache.storm.task.ShellBolt;
 import org.apache.storm.task.TopologyContext;
@@ -26,6 +28,7 @@ import org.apache.storm.topology.base.BaseRichBolt;
 import org.apache.storm.tuple.Fields;
 import org.apache.storm.tuple.Tuple;
 import org.apache.storm.tuple.Values;
+import org.apache.storm.utils.TupleUtils;
 
 /**
  * The bench's word count (the README's topology) on Apache Storm's LocalCluster, in one JVM
@@ -58,10 +61,41 @@ public final class WordCountBench {
 
     private WordCountBench() {}
 
-    /** The README's SentenceSpout: one sentence per nextTuple, with a message id when reliable. */
+    /** The README's SentenceSpout: one sentence per nextTuple, with a message id when reliable.
+     * On a cluster ({@code progress} set) it reads the first {@code limit} lines of
+     * {@code file} when it opens and writes its first emit's and last ack's clocks. */
     public static final class SentenceSpout extends ReplayingLineSpout {
+        private final String file;
+        private final int limit;
+        private final TaskProgress progress;
+        private transient int task;
+
         SentenceSpout(boolean reliable) {
+            this(reliable, null, 0, null);
+        }
+
+        SentenceSpout(boolean reliable, String file, int limit, TaskProgress progress) {
             super(reliable);
+            this.file = file;
+            this.limit = limit;
+            this.progress = progress;
+        }
+
+        @Override
+        public void open(Map<String, Object> conf, TopologyContext context,
+                         SpoutOutputCollector collector) {
+            if (file != null) {
+                try {
+                    List<String> lines = Files.readAllLines(Paths.get(file),
+                            StandardCharsets.UTF_8);
+                    sentences = lines.subList(0, Math.min(limit, lines.size()))
+                            .toArray(new String[0]);
+                } catch (IOException e) {
+                    throw new UncheckedIOException("sentences file " + file, e);
+                }
+            }
+            task = context.getThisTaskId();
+            super.open(conf, context, collector);
         }
 
         @Override
@@ -73,6 +107,9 @@ public final class WordCountBench {
         protected void emitting() {
             if (firstEmit == 0) {
                 firstEmit = System.nanoTime();
+                if (progress != null) {
+                    progress.write(task, "\"first\": " + firstEmit + ", \"acked\": 0");
+                }
             }
         }
 
@@ -80,6 +117,10 @@ public final class WordCountBench {
         protected void acked(int total) {
             if (ACKED.incrementAndGet() == total) {
                 lastAcked = System.nanoTime();
+                if (progress != null) {
+                    progress.write(task, "\"first\": " + firstEmit + ", \"acked\": " + total
+                            + ", \"last\": " + lastAcked);
+                }
             }
         }
     }
@@ -122,14 +163,22 @@ public final class WordCountBench {
         }
     }
 
-    /** The README's WordCount: counts, (running) emits [word, count] anchored, acks. */
+    /** The README's WordCount: counts, (running) emits [word, count] anchored, acks. On a
+     * cluster ({@code progress} set) a final count reports its progress on each tick. */
     public static final class WordCount extends BaseRichBolt {
         private final boolean emits;
+        private final TaskProgress progress;
         private transient OutputCollector collector;
         private transient HashMap<String, Integer> counts;
+        private transient int task;
 
         WordCount(boolean emits) {
+            this(emits, null);
+        }
+
+        WordCount(boolean emits, TaskProgress progress) {
             this.emits = emits;
+            this.progress = progress;
         }
 
         @Override
@@ -137,18 +186,30 @@ public final class WordCountBench {
                             OutputCollector collector) {
             this.collector = collector;
             this.counts = new HashMap<>();
+            this.task = context.getThisTaskId();
         }
 
         @Override
         public void execute(Tuple tuple) {
+            if (progress != null && TupleUtils.isTick(tuple)) {
+                progress.write(task);
+                return;
+            }
             String word = tuple.getStringByField("word");
             int count = counts.merge(word, 1, Integer::sum);
             if (emits) {
                 collector.emit(tuple, new Values(word, count));
+            } else if (progress != null) {
+                progress.count();
             } else {
                 counted();
             }
             collector.ack(tuple);
+        }
+
+        @Override
+        public Map<String, Object> getComponentConfiguration() {
+            return progress != null && !emits ? TaskProgress.ticking() : null;
         }
 
         @Override
@@ -157,20 +218,45 @@ public final class WordCountBench {
         }
     }
 
-    /** Receives the running counts and counts them (the Bytewax sink's work). */
+    /** Receives the running counts and counts them (the Bytewax sink's work); on a cluster
+     * ({@code progress} set) it reports its progress on each tick. */
     public static final class Sink extends BaseRichBolt {
+        private final TaskProgress progress;
         private transient OutputCollector collector;
+        private transient int task;
+
+        Sink() {
+            this(null);
+        }
+
+        Sink(TaskProgress progress) {
+            this.progress = progress;
+        }
 
         @Override
         public void prepare(Map<String, Object> conf, TopologyContext context,
                             OutputCollector collector) {
             this.collector = collector;
+            this.task = context.getThisTaskId();
         }
 
         @Override
         public void execute(Tuple tuple) {
-            counted();
+            if (progress != null) {
+                if (TupleUtils.isTick(tuple)) {
+                    progress.write(task);
+                    return;
+                }
+                progress.count();
+            } else {
+                counted();
+            }
             collector.ack(tuple);
+        }
+
+        @Override
+        public Map<String, Object> getComponentConfiguration() {
+            return progress != null ? TaskProgress.ticking() : null;
         }
 
         @Override
@@ -183,8 +269,20 @@ public final class WordCountBench {
      * count tasks by field, so about half of them cross to the other worker. */
     static StormTopology topology(boolean running, boolean acking, boolean pythonSplit,
                                   String python, int workers) {
+        return topology(running, acking, pythonSplit, python, workers, null, 0, null);
+    }
+
+    /** The topology on a cluster's workers: the spout reads the first {@code limit} sentences
+     * of {@code file}; the spout and the counting tasks write their progress to
+     * {@code progressDir} (see {@link TaskProgress}). */
+    static StormTopology topology(boolean running, boolean acking, boolean pythonSplit,
+                                  String python, int workers, String file, int limit,
+                                  String progressDir) {
+        boolean cluster = progressDir != null;
         TopologyBuilder b = new TopologyBuilder();
-        b.setSpout("sentences", new SentenceSpout(acking), 1);
+        b.setSpout("sentences", cluster
+                ? new SentenceSpout(acking, file, limit, new TaskProgress(progressDir, "spout"))
+                : new SentenceSpout(acking), 1);
         IRichBolt split = null;
         if (pythonSplit) {
             split = new PythonSplitSentence(python);
@@ -192,10 +290,12 @@ public final class WordCountBench {
         } else {
             b.setBolt("split", new SplitSentence(), workers).localOrShuffleGrouping("sentences");
         }
-        b.setBolt("count", new WordCount(running), workers)
+        TaskProgress counting = cluster ? new TaskProgress(progressDir, "count") : null;
+        b.setBolt("count", new WordCount(running, running ? null : counting), workers)
                 .fieldsGrouping("split", new Fields("word"));
         if (running) {
-            b.setBolt("sink", new Sink(), workers).fieldsGrouping("count", new Fields("word"));
+            b.setBolt("sink", new Sink(counting), workers)
+                    .fieldsGrouping("count", new Fields("word"));
         }
         return b.createTopology();
     }
@@ -283,6 +383,21 @@ public final class WordCountBench {
                 jvm[0], jvm[1], childRss);
     }
 
+    /** Whether {@code cmd} (the words of {@code line}) is a valid {@code run} command; if not,
+     * answers the error line on stdout. */
+    static boolean validRun(String line, String[] cmd) {
+        if (cmd.length != 5 || !cmd[0].equals("run") || !cmd[4].matches("[0-9]+")
+                || !(cmd[1].equals("final") || cmd[1].equals("running"))
+                || !(cmd[2].equals("on") || cmd[2].equals("off"))
+                || !(cmd[3].equals("java") || cmd[3].equals("python"))) {
+            System.out.println("{\"error\": \"bad command: " + line.replace("\"", "'")
+                    + " (run final|running on|off java|python SENTENCES, or quit)\"}");
+            System.out.flush();
+            return false;
+        }
+        return true;
+    }
+
     public static void main(String[] args) throws Exception {
         if (args.length != 2 && args.length != 3) {
             System.err.println("usage: WordCountBench SENTENCES_FILE PYTHON [WORKERS]");
@@ -316,13 +431,7 @@ public final class WordCountBench {
                 if (cmd[0].equals("quit")) {
                     break;
                 }
-                if (cmd.length != 5 || !cmd[0].equals("run") || !cmd[4].matches("[0-9]+")
-                        || !(cmd[1].equals("final") || cmd[1].equals("running"))
-                        || !(cmd[2].equals("on") || cmd[2].equals("off"))
-                        || !(cmd[3].equals("java") || cmd[3].equals("python"))) {
-                    System.out.println("{\"error\": \"bad command: " + line.replace("\"", "'")
-                            + " (run final|running on|off java|python SENTENCES, or quit)\"}");
-                    System.out.flush();
+                if (!validRun(line, cmd)) {
                     continue;
                 }
                 System.out.println(run(cluster, round++, cmd[1], cmd[2].equals("on"),
