@@ -100,7 +100,10 @@ def test_before_load_every_read_goes_to_the_cluster_state(state: ZkState) -> Non
                            "assignment", "assignment"]
     state.bases["c-1"] = base("c-1")  # another writer (the leader) changed it: seen at once
     assert records.storm_base("c-1") == state.bases["c-1"]
-    assert records.loads == 0
+    records.set_storm_base(base("d-1"))  # a write before leading reaches ZooKeeper alone
+    records.set_assignment(assignment("d-1"))
+    assert records.storm_base("d-1") == base("d-1") and records.assignment("d-1") == assignment("d-1")
+    assert records.loads == 0 and records.in_memory is False
 
 
 def test_a_loaded_copy_answers_every_read_from_memory(state: ZkState) -> None:
@@ -147,7 +150,8 @@ def test_writes_go_to_the_cluster_state_then_into_memory(state: ZkState) -> None
     assert records.storm_bases() == state.bases and records.assignments() == state.assigns
 
 
-@pytest.mark.parametrize("write", ["set_storm_base", "remove_storm_base", "set_assignment", "remove_topology"])
+@pytest.mark.parametrize("write", ["set_storm_base", "remove_storm_base", "set_assignment",
+                                   "remove_topology"])
 def test_a_failed_write_is_raised_and_the_next_read_loads_again(state: ZkState, write: str) -> None:
     records = TopologyRecords(state)
     records.load()
