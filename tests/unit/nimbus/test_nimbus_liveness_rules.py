@@ -5,6 +5,7 @@ simulated time)."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +21,7 @@ from stormpy.nimbus.localdirs import NimbusDirs
 from stormpy.nimbus.monitor import ROUND_SUMMARY_SECS, HeartbeatCache, Monitor, executor_liveness, wall_clock
 from stormpy.nimbus.store import BundleStore, StoreError
 from stormpy.nimbus.topologies import TopologyManager
+from stormpy.testing import wait_for
 from wordcount import build
 
 E1, E2 = (1, 1), (2, 2)
@@ -335,8 +337,17 @@ def test_a_topology_whose_code_is_missing_is_not_scheduled_but_asked_for(
     env.monitor._on_missing_bundle = refuse
     caplog.set_level(logging.WARNING, logger="stormpy.nimbus.monitor")
     env.monitor.tick()
-    assert lines(caplog) == [f"monitor: asking for the code of {tid} failed: "
-                                                        "cannot ask"]
+    assert lines(caplog) == [f"monitor: asking for the code of {tid} failed: cannot ask"]
+    with pytest.raises(ClusterStateError, match="cannot ask"):
+        env.monitor.tick(raise_errors=True)
+    # the topologies after it in the round are scheduled all the same
+    env.state.sups.clear()
+    later = env.submit("zz-later")
+    env.state.add_supervisor("sup-c", [6700])
+    asked.clear()
+    env.monitor._on_missing_bundle = asked.append
+    env.monitor.tick(raise_errors=True)
+    assert asked == [tid] and later in env.state.assigns and tid not in env.state.assigns
     alone = Round(tmp_path / "alone")  # without a way to ask for it: skipped all the same
     alone.state.sups.clear()
     other = alone.submit()
@@ -434,14 +445,47 @@ def test_a_round_longer_than_the_period_is_a_warning(tmp_path: Path,
                                                      caplog: pytest.LogCaptureFixture) -> None:
     env = Round(tmp_path)
     tid = env.submit()
-    env.submit("other")
+    other = env.submit("other")
     env.beat(tid)
+    env.beat(other)
     env.monitor.freq_secs = -1.0  # every round is longer than that
     caplog.set_level(logging.WARNING, logger="stormpy.nimbus.monitor")
     env.monitor._round()
     [line] = lines(caplog)
     assert line.startswith("monitor round took ") and line.endswith(
-        "longer than nimbus.monitor.freq.secs (-1 s): 2 topologies, 2 worker heartbeats read")
+        "longer than nimbus.monitor.freq.secs (-1 s): 2 topologies, 4 worker heartbeats read")
+
+
+def test_a_round_as_long_as_the_period_is_no_warning(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = Round(tmp_path)
+    ticks = iter([50.0, 60.0, 70.0, 80.5])
+    monkeypatch.setattr(monitor_module.time, "perf_counter", lambda: next(ticks))
+    caplog.set_level(logging.WARNING, logger="stormpy.nimbus.monitor")
+    env.monitor._round()  # 10 s: the period itself
+    assert lines(caplog) == []
+    env.monitor._round()
+    assert lines(caplog) == ["monitor round took 10.50 s, longer than nimbus.monitor.freq.secs (10 s): "
+                             "0 topologies, 0 worker heartbeats read"]
+
+
+def test_the_first_summary_counts_nothing_when_no_round_could_read_the_supervisors(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    env = Round(tmp_path)
+    env.submit()
+
+    def unreadable(callback: Any = None) -> dict[str, SupervisorInfo]:
+        raise ClusterStateError("ZooKeeper timed out")
+
+    env.state.supervisors = unreadable  # type: ignore[method-assign]
+    ticks = iter([1000.0, 1001.0])
+    monkeypatch.setattr(monitor_module.time, "perf_counter", lambda: next(ticks))
+    env.monitor._summary_at = 1000.0 - ROUND_SUMMARY_SECS
+    caplog.set_level(logging.INFO, logger="stormpy.nimbus.monitor")
+    env.monitor._round()
+    assert [line for line in lines(caplog) if line.startswith("monitor round took")] == [
+        "monitor round took 1.000 s (median of 1 rounds in 60 s; longest 1.000 s): "
+        "0 topologies, 0 worker heartbeats read"]
 
 
 def test_the_round_summary_gives_the_median_and_the_longest_round(
@@ -472,3 +516,240 @@ def test_a_monitor_starts_once(tmp_path: Path) -> None:
     assert not env.monitor.running
     with pytest.raises(RuntimeError, match="^monitor already started$"):
         env.monitor.start()  # a stopped monitor is not started again
+
+
+def count_supervisor_reads(env: Round) -> list[int]:
+    reads = [0]
+    real = env.state.supervisors
+
+    def counted(callback: Any = None) -> dict[str, SupervisorInfo]:
+        reads[0] += 1
+        return real()
+
+    env.state.supervisors = counted  # type: ignore[method-assign]
+    return reads
+
+
+def slots_of(env: Round, tid: str) -> set[tuple[str, int]]:
+    return set(env.state.assigns[tid].executors.values())
+
+
+def test_topologies_scheduled_in_one_round_see_each_others_slots(tmp_path: Path) -> None:
+    env = Round(tmp_path)
+    env.state.sups.clear()
+    first = env.submit("a-top", workers=1)
+    second = env.submit("b-top", workers=1)
+    env.state.add_supervisor("sup-c", [6700, 6701])
+    reads = count_supervisor_reads(env)
+    env.monitor.tick(raise_errors=True)
+    assert reads == [1]  # the round's one read serves every reschedule
+    assert slots_of(env, first) == {("sup-c", 6700)} and slots_of(env, second) == {("sup-c", 6701)}
+
+
+def test_a_dead_worker_moved_in_a_round_is_seen_by_the_next_topology_of_the_round(tmp_path: Path) -> None:
+    env = Round(tmp_path)
+    env.state.sups.clear()
+    env.state.add_supervisor("sup-a", [6700])
+    first = env.submit("a-top", workers=1)
+    env.state.sups.clear()
+    second = env.submit("b-top", workers=1)  # no slot free: waits for the monitor
+    env.state.add_supervisor("sup-a", [6701, 6702])  # port 6700 gone: the first's worker is dead
+    reads = count_supervisor_reads(env)
+    env.monitor.tick(raise_errors=True)
+    assert reads == [1]
+    assert slots_of(env, first) == {("sup-a", 6701)} and slots_of(env, second) == {("sup-a", 6702)}
+
+
+def test_a_topology_spreading_in_a_round_is_seen_by_the_next_topology_of_the_round(tmp_path: Path) -> None:
+    env = Round(tmp_path)
+    env.state.sups.clear()
+    env.state.add_supervisor("sup-a", [6700])
+    first = env.submit("a-top", workers=2)  # packed on the one slot there is
+    second = env.submit("b-top", workers=1)  # nothing free: waits
+    assert slots_of(env, first) == {("sup-a", 6700)} and second not in env.state.assigns
+    env.state.add_supervisor("sup-b", [6700])
+    reads = count_supervisor_reads(env)
+    env.monitor.tick(raise_errors=True)
+    assert reads == [1]
+    assert slots_of(env, first) == {("sup-a", 6700), ("sup-b", 6700)} and second not in env.state.assigns
+
+
+def test_a_packed_topology_is_not_rescheduled_while_no_slot_is_free(tmp_path: Path) -> None:
+    env = Round(tmp_path)
+    env.state.sups.clear()
+    env.state.add_supervisor("sup-a", [6700, 6701])
+    packed = env.submit("a-top", workers=3)  # three workers asked, two slots
+    asked: list[str] = []
+    real = env.manager.reschedule
+    env.manager.reschedule = lambda tid, *a, **k: (asked.append(tid), real(tid, *a, **k))[1]  # type: ignore[method-assign]
+    env.run(3, packed)
+    assert asked == [] and len(env.state.assigns[packed].workers()) == 2
+    env.state.add_supervisor("sup-b", [6700])
+    env.run(1, packed)
+    assert asked == [packed] and len(env.state.assigns[packed].workers()) == 3
+
+
+def test_a_packed_topology_is_not_rescheduled_onto_slots_another_topology_holds(tmp_path: Path) -> None:
+    env = Round(tmp_path)
+    env.state.sups.clear()
+    env.state.add_supervisor("sup-a", [6700])
+    other = env.submit("b-top", workers=1)
+    env.state.add_supervisor("sup-b", [6700])
+    packed = env.submit("a-top", workers=2)
+    assert slots_of(env, other) == {("sup-a", 6700)} and slots_of(env, packed) == {("sup-b", 6700)}
+    asked: list[str] = []
+    real = env.manager.reschedule
+    env.manager.reschedule = lambda tid, *a, **k: (asked.append(tid), real(tid, *a, **k))[1]  # type: ignore[method-assign]
+    env.run(3, packed, other)
+    assert asked == []
+
+
+def test_a_topology_with_fewer_executors_than_workers_is_not_spread_further(tmp_path: Path) -> None:
+    env = Round(tmp_path)
+    tid = env.manager.submit("small", staged_bundle(tmp_path, "small"), build(100).create_topology(),
+                             {"topology.workers": 20, "topology.acker.executors": 0}, "active")
+    assert len(env.state.assigns[tid].workers()) == 4  # every slot there is
+    env.state.add_supervisor("sup-c", [6700, 6701, 6702, 6703, 6704, 6705, 6706])
+    env.run(1, tid)
+    assert len(env.state.assigns[tid].workers()) == 7  # one executor a worker: no more
+    asked: list[str] = []
+    env.manager.reschedule = lambda tid, *a, **k: asked.append(tid)  # type: ignore[method-assign,assignment]
+    env.run(2, tid)
+    assert asked == []
+
+
+def test_a_topology_whose_workers_all_moved_leaves_no_heartbeat_entries(tmp_path: Path) -> None:
+    env = Round(tmp_path)
+    tid = env.submit()
+    env.run(2, tid)
+    assert env.monitor.heartbeats.topologies() == {tid}
+    env.state.add_supervisor("sup-a", [6710, 6711])  # every port the workers ran on is gone
+    env.state.add_supervisor("sup-b", [6710, 6711])
+    env.monitor.tick(raise_errors=True)
+    assert {p for _, p in slots_of(env, tid)} <= {6710, 6711}
+    env.monitor.tick(raise_errors=True)  # the old slots' heartbeats are gone: so are their entries
+    assert env.monitor.heartbeats.topologies() == set()
+
+
+def test_an_executor_never_listed_dies_a_task_timeout_after_it_was_first_asked_about(tmp_path: Path) -> None:
+    env = Round(tmp_path)
+    tid = env.submit()
+    first = env.state.assigns[tid]
+    slot = sorted(first.workers())[0]
+    never = sorted(first.workers()[slot])[0]
+
+    def run(secs: int) -> None:
+        for _ in range(secs):
+            env.clock.advance(1)
+            for (node, port), execs in first.workers().items():
+                listed = [e for e in execs if e != never]
+                env.monitor.beats.record([WorkerHeartbeat(tid, node, port, env.clock(), 1.0, listed)])
+            env.monitor.tick(raise_errors=True)
+
+    run(9)  # within the launch time
+    assert env.state.assigns[tid] == first
+    run(1)  # launched, and 9 s since the first round asked about it
+    assert slot not in env.state.assigns[tid].workers()
+
+
+def test_failures_outside_one_topology_are_named_in_the_log(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    env = Round(tmp_path)
+    tid = env.submit()
+
+    def no_assignments(callback: Any = None) -> dict[str, Assignment]:
+        raise ClusterStateError("assignments unreadable")
+
+    real_assignments = env.state.assignments
+    env.state.assignments = no_assignments  # type: ignore[method-assign]
+    caplog.set_level(logging.WARNING, logger="stormpy.nimbus.monitor")
+    env.monitor.tick()
+    assert lines(caplog) == ["monitor: reassignment failed: assignments unreadable"]
+    with pytest.raises(ClusterStateError, match="assignments unreadable"):
+        env.monitor.tick(raise_errors=True)
+    env.state.assignments = real_assignments  # type: ignore[method-assign]
+    caplog.clear()
+
+    def no_removal(topology_id: str) -> None:
+        raise ClusterStateError("cannot remove")
+
+    env.state.remove_topology = no_removal  # type: ignore[method-assign]
+    env.state.errs["gone-1"] = {}
+    env.monitor.tick()
+    assert lines(caplog) == ["monitor: cleanup failed: cannot remove"]
+    with pytest.raises(ClusterStateError, match="cannot remove"):
+        env.monitor.tick(raise_errors=True)
+    del env.state.errs["gone-1"]
+    caplog.clear()
+    env.manager.kill("wc", 1)
+    env.clock.advance(1)
+    env.monitor.tick()
+    assert lines(caplog) == [f"kill of {tid} failed: cannot remove".join(["monitor: ", ""])]
+    assert env.state.bases[tid].status == "killed"
+    env.manager.timers.schedule(tid, "kill", env.clock())
+    with pytest.raises(ClusterStateError, match="cannot remove"):
+        env.monitor.tick(raise_errors=True)
+
+
+def test_an_idle_supervisor_that_vanished_is_missed_once(tmp_path: Path) -> None:
+    env = Round(tmp_path)
+    env.state.add_supervisor("sup-idle", [6700])
+    env.monitor.tick(raise_errors=True)
+    woken: list[bool] = []
+    env.monitor.wake = lambda: woken.append(True)  # type: ignore[method-assign]
+    del env.state.sups["sup-idle"]
+    env.monitor.supervisors_changed(["sup-a", "sup-b"])
+    assert woken == [True]
+    env.clock.advance(1)
+    assert env.monitor._round() == pytest.approx(6.0)  # its timeout ends before the period
+    env.monitor.supervisors_changed(["sup-a", "sup-b"])  # already missed: no round needed
+    assert woken == [True]
+
+
+def test_the_monitor_thread_runs_rounds_and_reports_a_failing_one(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    env = Round(tmp_path)
+    caplog.set_level(logging.INFO, logger="stormpy.nimbus.monitor")
+    env.monitor.start()
+    try:
+        wait_for(lambda: env.monitor.judge_from is not None, 30, "the monitor's first round")
+        assert "nimbus-monitor" in {t.name for t in threading.enumerate()}
+
+        def broken(now: float) -> list[Any]:
+            raise ValueError("timers broken")
+
+        env.manager.timers.due = broken  # type: ignore[method-assign]
+        env.monitor.wake()
+        failed = "nimbus-monitor: round failed (1 in a row)"
+        wait_for(lambda: any(m.startswith(failed) for m in lines(caplog)), 30,
+                 "the failed round in the monitor's log")
+    finally:
+        env.monitor.stop()
+    assert "monitor stopped" in lines(caplog)
+
+
+def test_stopping_gives_up_on_a_stuck_round_after_its_timeout(tmp_path: Path) -> None:
+    env = Round(tmp_path)
+    entered, release = threading.Event(), threading.Event()
+    real = env.manager.supervisors
+
+    def stuck(*, fresh: bool = True) -> dict[str, SupervisorInfo]:
+        entered.set()
+        release.wait(60)
+        return real()
+
+    env.manager.supervisors = stuck  # type: ignore[method-assign]
+    env.monitor.start()
+    stopped = threading.Event()
+    stopper = threading.Thread(target=lambda: (env.monitor.stop(0.2), stopped.set()))
+    try:
+        wait_for(entered.is_set, 30, "the round to get stuck")
+        stopper.start()
+        wait_for(stopped.is_set, 30, "stop() to give up on the stuck round")
+        assert not release.is_set()  # the round is still stuck: stop() returned at its timeout
+    finally:
+        release.set()
+        if stopper.ident is not None:
+            stopper.join(60)
+        env.monitor.stop()
+    assert not env.monitor.running
