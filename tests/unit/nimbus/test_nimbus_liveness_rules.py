@@ -289,6 +289,8 @@ def test_a_round_whose_topology_listing_fails_still_reschedules(
     env.monitor.tick()
     assert set(env.state.assigns[tid].executors.values()) == {("sup-c", 6700)}
     assert lines(caplog) == ["monitor: listing topology state failed: no listing"]
+    with pytest.raises(ClusterStateError, match="no listing"):
+        env.monitor.tick(raise_errors=True)
 
 
 def test_one_topology_failing_to_schedule_does_not_stop_the_others(
@@ -378,6 +380,21 @@ def test_a_killed_topology_leaves_no_heartbeat_entries(tmp_path: Path) -> None:
     assert env.monitor.heartbeats.topologies() == {tid}
     env.manager.kill("wc", 3)
     env.run(3, tid)
+    assert tid not in env.state.bases and env.monitor.heartbeats.topologies() == set()
+
+
+def test_a_kill_in_a_round_that_cannot_list_topologies_still_forgets_its_heartbeats(tmp_path: Path) -> None:
+    env = Round(tmp_path)
+    tid = env.submit()
+    env.run(2, tid)
+    env.manager.kill("wc", 1)
+
+    def unlisted() -> list[str]:
+        raise ClusterStateError("no listing")
+
+    env.state.topologies = unlisted  # type: ignore[method-assign]
+    env.clock.advance(1)
+    env.monitor.tick()  # the kill fires; the clean-up of leftovers has nothing to go on
     assert tid not in env.state.bases and env.monitor.heartbeats.topologies() == set()
 
 
@@ -558,6 +575,18 @@ def test_a_dead_worker_moved_in_a_round_is_seen_by_the_next_topology_of_the_roun
     env.monitor.tick(raise_errors=True)
     assert reads == [1]
     assert slots_of(env, first) == {("sup-a", 6701)} and slots_of(env, second) == {("sup-a", 6702)}
+
+
+def test_a_topology_scheduled_in_a_round_is_seen_by_a_dead_worker_moved_after_it(tmp_path: Path) -> None:
+    env = Round(tmp_path)
+    env.state.sups.clear()
+    env.state.add_supervisor("sup-a", [6700])
+    moved = env.submit("b-top", workers=1)
+    env.state.sups.clear()
+    waiting = env.submit("a-top", workers=1)  # no slot: scheduled by the round, before the other
+    env.state.add_supervisor("sup-a", [6701, 6702])  # port 6700 gone: the other's worker is dead
+    env.monitor.tick(raise_errors=True)
+    assert slots_of(env, waiting) == {("sup-a", 6701)} and slots_of(env, moved) == {("sup-a", 6702)}
 
 
 def test_a_topology_spreading_in_a_round_is_seen_by_the_next_topology_of_the_round(tmp_path: Path) -> None:
