@@ -149,6 +149,17 @@ TARGETS: dict[str, Target] = {
                             "tests/unit/nimbus/test_nimbus_lost_leadership.py",
                             "tests/unit/rpc/test_rpc_config.py",
                             "tests/unit/multilang/test_multilang_settings_at_submit.py")),
+    # Nimbus's scale work: the leader's in-memory StormBases and assignments, the topology
+    # manager over them and the monitor's rounds (liveness, heartbeat cache, spreading, clean-up),
+    # with the unit tests that drive them over the in-memory cluster state on simulated time
+    "nimbus-scale": Target(tuple(f"src/stormpy/nimbus/{part}.py"
+                                 for part in ("leader_records", "topologies", "monitor")),
+                           tests=tuple(f"tests/unit/nimbus/test_{part}.py"
+                                       for part in ("nimbus_records_copy", "nimbus_manager_transitions",
+                                                    "nimbus_liveness_rules", "nimbus_leader_records",
+                                                    "nimbus_monitor", "nimbus_lost_leadership",
+                                                    "nimbus_task_totals", "nimbus_hostile_input",
+                                                    "state_submit_warning", "worker_heartbeats_rpc"))),
     # micro-batching (stormpy/_batching.py) and the Spark bolt's batch records
     "batching": Target(("src/stormpy/*batching.py",)),
     # the Spark bolt's own logic, against a fake Spark (tests/unit/connectors/spark/test_spark_bolt_logic.py;

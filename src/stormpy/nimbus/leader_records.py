@@ -34,8 +34,8 @@ class TopologyRecords:
         self.state = state
         self._lock = threading.RLock()
         self._leading = False
-        self._bases: dict[str, StormBase] | None = None
-        self._assignments: dict[str, Assignment] | None = None
+        #: (StormBases, assignments) by topology id, or None (not leading, or stale)
+        self._copy: tuple[dict[str, StormBase], dict[str, Assignment]] | None = None
         #: full loads from ZooKeeper since this object was made (for tests and the bench)
         self.loads = 0
 
@@ -50,7 +50,7 @@ class TopologyRecords:
         """Forget the copy; reads go to ZooKeeper again."""
         with self._lock:
             self._leading = False
-            self._bases = self._assignments = None
+            self._copy = None
 
     @property
     def in_memory(self) -> bool:
@@ -58,10 +58,10 @@ class TopologyRecords:
         return self._leading
 
     def _reload(self) -> None:
-        self._bases = self._assignments = None
+        self._copy = None  # a load that fails half-way leaves no copy to answer from
         bases = self.state.storm_bases()
         assignments = self.state.assignments()
-        self._bases, self._assignments = bases, assignments
+        self._copy = (bases, assignments)
         self.loads += 1
 
     def _current(self) -> tuple[dict[str, StormBase], dict[str, Assignment]] | None:
@@ -69,20 +69,20 @@ class TopologyRecords:
         with self._lock:
             if not self._leading:
                 return None
-            if self._bases is None or self._assignments is None:
+            if self._copy is None:
                 self._reload()
-            assert self._bases is not None and self._assignments is not None
-            return self._bases, self._assignments
+            assert self._copy is not None
+            return self._copy
 
     def _write(self, write: Any, apply: Any) -> None:
         with self._lock:
             try:
                 write()
             except ClusterStateError:
-                self._bases = self._assignments = None  # stale: ZooKeeper may still apply it
+                self._copy = None  # stale: ZooKeeper may still apply it
                 raise
-            if self._bases is not None and self._assignments is not None:
-                apply(self._bases, self._assignments)
+            if self._copy is not None:
+                apply(*self._copy)
 
     # -- reads -----------------------------------------------------------------------------------
     def storm_bases(self) -> dict[str, StormBase]:

@@ -108,8 +108,7 @@ def write_submission(state: ClusterState, records: TopologyRecords, store: Bundl
     state.clear_submitting(topology_id)  # the commit point
 
 
-def roll_back_submission(state: ClusterState, records: TopologyRecords, store: BundleStore,
-                         topology_id: str) -> None:
+def roll_back_submission(records: TopologyRecords, store: BundleStore, topology_id: str) -> None:
     """Remove whatever a failed submission wrote (best effort; failures are logged).
 
     The StormBase goes first (the submission marker, removed last, still lets a new leader redo an

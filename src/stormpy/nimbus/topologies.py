@@ -171,7 +171,7 @@ class TopologyManager:
         self._described.pop(topology_id, None)
         self._layouts.pop(topology_id, None)
         self.timers.cancel(topology_id)
-        roll_back_submission(self.state, self.records, self.store, topology_id)
+        roll_back_submission(self.records, self.store, topology_id)
 
     # -- status transitions ----------------------------------------------------------------------
     def kill(self, name: str, wait_secs: float | None) -> str:
@@ -203,15 +203,16 @@ class TopologyManager:
     def set_active(self, name: str, active: bool) -> str:
         """Activate or deactivate; during a rebalance the status to restore afterwards changes."""
         status = "active" if active else "inactive"
+        change = "activated" if active else "deactivated"
         with self.lock:
             base = self.base_by_name(name)
             if base.status == "killed":
-                raise InvalidRequestError(f"topology {base.name!r} is being killed; it cannot be {status}d")
+                raise InvalidRequestError(f"topology {base.name!r} is being killed; it cannot be {change}")
             if base.status == "rebalancing":
                 self.records.set_storm_base(replace(base, prev_status=status))
             elif base.status != status:
                 self.records.set_storm_base(replace(base, status=status))
-            log.info("topology %s %s", base.topology_id, "activated" if active else "deactivated")
+            log.info("topology %s %s", base.topology_id, change)
             return base.topology_id
 
     def set_debug(self, name: str, component: str | None, enable: bool, sampling_pct: float) -> str:
@@ -288,11 +289,13 @@ class TopologyManager:
             return base.topology_id
 
     def finish_rebalance(self, topology_id: str) -> None:
-        """Reschedule from scratch with the new counts and restore the status from before."""
+        """Reschedule from scratch with the new counts and restore the status from before (a
+        wait still pending for the topology's rebalance is dropped)."""
         with self.lock:
             base = self.records.storm_base(topology_id)
             if base is None or base.status != "rebalancing":
                 return
+            self.timers.cancel(topology_id)  # a rebalance finished at once ends the earlier one's wait
             self.reschedule(topology_id, {})
             self.records.set_storm_base(replace(base, status=base.prev_status or "active", prev_status=None,
                                               kill_wait_secs=None))
