@@ -92,6 +92,7 @@ def test_an_in_process_peer_at_its_high_water_mark_refuses_the_frame_and_keeps_t
 def test_in_process_keys_are_unique_and_an_unknown_one_is_named() -> None:
     hub = InprocHub()
     a = hub.transport("a")
+    assert a.key == "a"
     with pytest.raises(ValueError) as taken:
         hub.transport("a")
     assert str(taken.value) == "peer key 'a' is already in use"
@@ -119,6 +120,13 @@ def test_an_in_process_frame_or_wake_ends_a_wait_and_a_pending_frame_skips_it() 
     assert not waiter.is_alive()
     b.close()
     waiter = later(lambda: b.wait(60))
+    waiter.join(30)
+    assert not waiter.is_alive()
+
+
+def test_an_in_process_wait_with_nothing_coming_ends_at_its_timeout() -> None:
+    b = InprocHub().transport("b")
+    waiter = later(lambda: b.wait(0.01))
     waiter.join(30)
     assert not waiter.is_alive()
 
@@ -289,6 +297,41 @@ def test_a_peer_moved_or_removed_is_disconnected_and_frames_for_it_are_discarded
     warned = [r.getMessage() for r in caplog.records if r.name == "stormpy.messaging.zmq_transport"]
     assert warned == [f"transport: discarded {n} frame(s) for unknown peer p (moved away?)"
                       for n in (1, 1000, 2000)]
+
+
+def test_new_peers_are_connected_beside_the_ones_kept(transports: list[ZmqTransport]) -> None:
+    a, b, c = (zmq_transport(transports, 0) for _ in range(3))
+    a.set_peers({"b": f"{LOOPBACK}:{b.port}"})
+    a.set_peers({"b": f"{LOOPBACK}:{b.port}", "c": f"{LOOPBACK}:{c.port}", "d": f"tcp://{LOOPBACK}:{c.port}"})
+    assert a.peers == {"b": f"tcp://{LOOPBACK}:{b.port}", "c": f"tcp://{LOOPBACK}:{c.port}",
+                       "d": f"tcp://{LOOPBACK}:{c.port}"}
+    assert a.send("b", b"to b") and a.send("c", b"to c") and a.send("d", b"to d")
+    assert a.dropped_frames == 0
+    assert receive_all(b, 1) == [b"to b"]
+    assert sorted(receive_all(c, 2)) == [b"to c", b"to d"]
+
+
+def test_curve_transports_of_one_topology_exchange_frames(transports: list[ZmqTransport]) -> None:
+    from stormpy.messaging.curve import CurveKeyPair
+
+    keys = CurveKeyPair.generate()
+    a, b = zmq_transport(transports, 0, curve=keys), zmq_transport(transports, 0, curve=keys)
+    assert a.curve == keys
+    a.set_peers({"b": f"{LOOPBACK}:{b.port}"})
+    b.set_peers({"a": f"{LOOPBACK}:{a.port}"})
+    a.send("b", b"sealed to b")
+    b.send("a", b"sealed to a")
+    assert receive_all(b, 1) == [b"sealed to b"]
+    assert receive_all(a, 1) == [b"sealed to a"]
+
+
+def test_a_given_context_holds_the_transports_sockets(transports: list[ZmqTransport]) -> None:
+    context: zmq.Context[Any] = zmq.Context()
+    a = ZmqTransport(LOOPBACK, 0, context=context)
+    context.destroy(linger=0)  # closes every socket made in it
+    with pytest.raises(zmq.ZMQError):
+        a.receive(1)
+    a.close()
 
 
 def test_a_wake_from_another_thread_or_a_frame_ends_a_wait(transports: list[ZmqTransport]) -> None:
