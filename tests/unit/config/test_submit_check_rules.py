@@ -148,3 +148,11 @@ def test_a_time_window_warns_of_the_rate_each_pending_limit_allows() -> None:
 def test_a_window_needing_nothing_is_no_window() -> None:
     parts = {"win": Part("bolt", **{MIN_TIMEOUT: 0, MIN_PENDING: 0}), "s": spout(1)}
     assert check_topology_config({TIMEOUT: 1, PENDING: 1}, parts) == []
+
+
+def test_the_warnings_of_every_window_are_kept_in_component_order() -> None:
+    parts = {"a": counted(60), "b": timed(30), "c": counted(20), "s": spout(10)}
+    assert [w.split(":")[0].split(" (")[0] for w in check_topology_config({}, parts)] == [
+        f"spout 's' sets {PENDING} 10, below the 60 tuples the count window of 'a' holds",
+        "component 'b' holds each tuple un-acked for up to 30 s",
+        f"spout 's' sets {PENDING} 10, below the 20 tuples the count window of 'c' holds"]
