@@ -146,3 +146,55 @@ def test_a_custom_rule_raises_its_own_error_naming_the_key_and_accepts_what_it_p
     assert seen[-1] == ("", "no")
     with pytest.raises(ValueError):  # only a SettingError means "not accepted"
         Custom(lambda k, v: int(v)).accepts("x")
+
+
+# -- the key table's own rules ---------------------------------------------------------------------
+def register(value: Any) -> None:
+    from stormpy.config import check_value
+
+    check_value("topology.metrics.consumer.register", value)
+
+
+def test_metrics_consumers_are_a_list_of_maps_with_a_class_and_optional_fields() -> None:
+    class Consumer:
+        pass
+
+    register([])
+    register([{"class": "pkg.mod:Consumer.Inner"},
+              {"class": Consumer, "argument": [1], "parallelism.hint": 3}])
+    register(({"class": "a:B", "parallelism.hint": 1},))
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ({"class": "a:B"}, "topology.metrics.consumer.register: must be a list of maps, got {'class': 'a:B'}"),
+    ("a:B", "topology.metrics.consumer.register: must be a list of maps, got 'a:B'"),
+    ([{"class": "a:B"}, "a:B"],
+     "topology.metrics.consumer.register[1]: must be a map with a 'class', got 'a:B'"),
+    ([{"class": "a:B", "parallelism": 2, "args": 1}],
+     "topology.metrics.consumer.register[0]: has unknown fields ['args', 'parallelism'] (known: class, "
+     "argument, parallelism.hint)"),
+    ([{"class": "a.B"}],
+     "topology.metrics.consumer.register[0].class: must be an import path 'module:Class', got 'a.B'"),
+    ([{"class": ":B"}],
+     "topology.metrics.consumer.register[0].class: must be an import path 'module:Class', got ':B'"),
+    ([{"class": "a:"}],
+     "topology.metrics.consumer.register[0].class: must be an import path 'module:Class', got 'a:'"),
+    ([{"class": "a::B"}],
+     "topology.metrics.consumer.register[0].class: must be an import path 'module:Class', got 'a::B'"),
+    ([{"class": "a:B:"}],
+     "topology.metrics.consumer.register[0].class: must be an import path 'module:Class', got 'a:B:'"),
+    ([{"argument": 1}],
+     "topology.metrics.consumer.register[0].class: is missing or not an import path 'module:Class'"),
+    ([{"class": 5}],
+     "topology.metrics.consumer.register[0].class: is missing or not an import path 'module:Class'"),
+    ([{"class": "a:B", "parallelism.hint": 0}],
+     "topology.metrics.consumer.register[0].parallelism.hint: must be an integer >= 1, got 0"),
+    ([{"class": "a:B", "parallelism.hint": True}],
+     "topology.metrics.consumer.register[0].parallelism.hint: must be an integer >= 1, got True"),
+    ([{"class": "a:B", "parallelism.hint": 2.0}],
+     "topology.metrics.consumer.register[0].parallelism.hint: must be an integer >= 1, got 2.0"),
+])
+def test_a_bad_metrics_consumer_is_refused_naming_the_entry_and_field(value: Any, message: str) -> None:
+    with pytest.raises(SettingError) as refused:
+        register(value)
+    assert str(refused.value) == message
