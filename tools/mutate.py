@@ -242,6 +242,22 @@ TARGETS: dict[str, Target] = {
                   # fail there)
                   tests=("tests/unit/rpc", "tests/unit/client", "tests/unit/nimbus",
                          "tests/unit/supervisor", "tests/unit/worker/test_worker_heartbeat*.py")),
+    # messaging: the frame codec (frames come from other processes), CURVE keys and the ZAP gate,
+    # and the three transports (none, in-process, ZeroMQ over loopback sockets); the tests that
+    # encode and decode worker frames beside the package's own
+    "messaging": Target(("src/stormpy/messaging/*.py",),
+                        tests=("tests/unit/messaging/test_*.py",
+                               "tests/unit/config/test_security_settings.py",
+                               "tests/unit/worker/test_column_wire.py",
+                               "tests/unit/worker/test_run_edge_states.py",
+                               "tests/unit/topology/test_transfer_run_counts.py")),
+    # configuration: the kinds of values (checks), the submit check (validate), the key table's
+    # rules, the state provider's and the multilang settings, with the config unit tests and the
+    # tests of those settings at submit (the state and multilang packages' own)
+    "config": Target(("src/stormpy/config/*.py",),
+                     tests=("tests/unit/config", "tests/unit/state/test_state_provider.py",
+                            "tests/unit/state/test_state_provider_at_submit.py",
+                            "tests/unit/multilang/test_multilang_settings_at_submit.py")),
     # Trident: the built-in operations, the planner (bolts, joins' groupings), the per-batch
     # processors (aggregations, persistent state) and the map state of the three kinds
     "trident": Target(tuple(f"src/stormpy/trident/{part}.py"

@@ -55,7 +55,8 @@ def metrics_consumers(key: str, value: Any) -> None:
                                       "parallelism.hint)")
         cls = entry.get("class")
         if isinstance(cls, str):
-            if ":" not in cls or not all(cls.split(":", 1)):
+            module, colon, name = cls.partition(":")
+            if not colon or not module or not name or ":" in name:
                 raise SettingError(f"{where}.class", f"must be an import path 'module:Class', "
                                                      f"got {cls!r}")
         elif not isinstance(cls, type):

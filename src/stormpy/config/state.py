@@ -25,6 +25,7 @@ Like :mod:`stormpy.config.multilang`, this module imports only :mod:`stormpy.con
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -146,7 +147,9 @@ def redis_config(config: Mapping[str, Any], setting: str = PROVIDER_CONFIG) -> R
     prefix = config.get("keyPrefix", DEFAULT_PREFIX)
     if not isinstance(prefix, str) or not prefix:
         raise SettingError(setting, f"keyPrefix must be a non-empty string, got {prefix!r}")
-    return RedisConfig(host, port, int(timeout), password or None, database, prefix)
+    # whole milliseconds, rounded up: a fractional timeout below 1 ms must not become 0 (no
+    # timeout at all for the socket: non-blocking)
+    return RedisConfig(host, port, math.ceil(timeout), password or None, database, prefix)
 
 
 def provider_name(value: Any) -> str:

@@ -60,7 +60,8 @@ def decode_frame(frame: bytes) -> list[WireTuple]:
     try:
         batch = msgpack.unpackb(frame, raw=False, strict_map_key=False, use_list=True)
     except Exception as exc:  # msgpack raises several types for garbage
-        raise ValueError(f"undecodable frame: {exc}") from None
+        # msgpack's message, or its error's name when it has none (an unused type byte)
+        raise ValueError(f"undecodable frame: {str(exc) or type(exc).__name__}") from None
     if type(batch) is not list:
         raise ValueError(f"frame is a {type(batch).__name__}, not an array of tuples")
     return batch

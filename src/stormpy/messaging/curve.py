@@ -18,6 +18,7 @@ Contract:
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -44,9 +45,13 @@ def z85_key(value: Any, setting: str) -> bytes:
     if not isinstance(raw, bytes) or len(raw) != _Z85_KEY_LENGTH:
         raise SettingError(setting, "must be a CURVE key in Z85 text (40 characters), "
                                     f"got {_describe(value)}")
+    # a non-ASCII character would have been replaced by "?", itself a Z85 character: refused
+    # here, not taken for another key
+    if isinstance(value, str) and not value.isascii():
+        raise SettingError(setting, "is not valid Z85 text (a CURVE key)")
     try:
         z85.decode(raw)
-    except (ValueError, KeyError, IndexError):
+    except (ValueError, KeyError, IndexError, struct.error):  # struct.error: a group past 2**32
         raise SettingError(setting, "is not valid Z85 text (a CURVE key)") from None
     return raw
 
