@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Set
 from pathlib import Path
 from typing import Any
 
 from stormpy.bundle import build_bundle
 from stormpy.cluster import Assignment, ErrorInfo, StormBase, SupervisorInfo, WorkerHeartbeat
+from stormpy.nimbus.localdirs import NimbusDirs
+from stormpy.nimbus.monitor import Monitor
+from stormpy.nimbus.store import BundleStore
+from stormpy.nimbus.topologies import TopologyManager
 from stormpy.nimbus.uploads import StagedBundle
+from wordcount import build
 
 
 class FakeClusterState:
@@ -117,3 +123,42 @@ class SimClock:
 
     def advance(self, secs: float) -> None:
         self.now += secs
+
+
+class NimbusRig:
+    """A TopologyManager over ``state`` (default: a fresh :class:`FakeClusterState`) holding two
+    supervisors, sup-a and sup-b, of two slots each, a bundle store under ``tmp`` and, with
+    ``monitor``, a Monitor (``monitor_kw`` passed on), all on one :class:`SimClock`; nothing runs
+    until a test calls it."""
+
+    def __init__(self, tmp: Path, conf: Mapping[str, Any], *, state: FakeClusterState | None = None,
+                 monitor: bool = True, **monitor_kw: Any) -> None:
+        self.tmp = tmp
+        self.clock = SimClock()
+        self.state = FakeClusterState() if state is None else state
+        self.state.add_supervisor("sup-a", [6700, 6701])
+        self.state.add_supervisor("sup-b", [6700, 6701])
+        self.store = BundleStore(NimbusDirs(tmp / "local"))
+        self.manager = TopologyManager(self.state, self.store, conf, clock=self.clock)  # type: ignore[arg-type]
+        if monitor:
+            self.monitor = Monitor(self.manager, conf, clock=self.clock, **monitor_kw)
+
+    def submit(self, name: str = "wc", workers: int = 2, status: str = "active") -> str:
+        """Submit the example word count as ``name`` over ``workers`` workers; its id."""
+        return self.manager.submit(name, staged_bundle(self.tmp, name), build(100).create_topology(),
+                                   {"topology.workers": workers}, status)
+
+    def beat(self, tid: str, skip: Set[tuple[str, int]] = frozenset()) -> None:
+        """Every worker assigned to ``tid`` but those in ``skip`` heartbeats to the monitor now."""
+        for (node, port), execs in self.state.assigns[tid].workers().items():
+            if (node, port) not in skip:
+                self.monitor.beats.record([WorkerHeartbeat(tid, node, port, self.clock(), 1.0, execs)])
+
+    def run(self, secs: int, *tids: str, skip: Set[tuple[str, int]] = frozenset()) -> None:
+        """``secs`` seconds, one at a time: the workers of ``tids`` (but ``skip``) heartbeat, then
+        a monitor round runs (its errors raised)."""
+        for _ in range(secs):
+            self.clock.advance(1)
+            for tid in tids:
+                self.beat(tid, skip)
+            self.monitor.tick(raise_errors=True)

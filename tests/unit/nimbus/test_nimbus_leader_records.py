@@ -9,18 +9,14 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Set
 from pathlib import Path
 from typing import Any
 
 import pytest
-from nimbus_fakes import FakeClusterState, SimClock, staged_bundle
+from nimbus_fakes import FakeClusterState, NimbusRig
 
-from stormpy.cluster import Assignment, ClusterStateError, StormBase, SupervisorInfo, WorkerHeartbeat
-from stormpy.nimbus.localdirs import NimbusDirs
-from stormpy.nimbus.monitor import Monitor
-from stormpy.nimbus.store import BundleStore
-from stormpy.nimbus.topologies import TopologyManager
-from wordcount import build
+from stormpy.cluster import Assignment, ClusterStateError, StormBase, SupervisorInfo
 
 CONF = {"nimbus.task.timeout.secs": 4, "nimbus.supervisor.timeout.secs": 6, "nimbus.monitor.freq.secs": 10,
         "nimbus.task.launch.secs": 10, "topology.message.timeout.secs": 30}
@@ -66,30 +62,18 @@ class CountingState(FakeClusterState):
         super().set_assignment(assignment)
 
 
-class Env:
+class Env(NimbusRig):
     def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.clock = SimClock()
-        self.state = CountingState()
-        self.state.add_supervisor("sup-a", [6700, 6701])
-        self.state.add_supervisor("sup-b", [6700, 6701])
-        self.manager = TopologyManager(self.state, BundleStore(NimbusDirs(tmp / "local")), CONF,  # type: ignore[arg-type]
-                                       clock=self.clock)
-        self.monitor = Monitor(self.manager, CONF, clock=self.clock)
+        self.state: CountingState
+        super().__init__(tmp, CONF, state=CountingState())
 
-    def submit(self, name: str, workers: int = 2) -> str:
-        return self.manager.submit(name, staged_bundle(self.tmp, name), build(100).create_topology(),
-                                   {"topology.workers": workers}, "active")
-
-    def beat_all(self) -> None:
-        for tid, assignment in self.state.assigns.items():
-            for (node, port), execs in assignment.workers().items():
-                self.monitor.beats.record([WorkerHeartbeat(tid, node, port, self.clock(), 1.0, execs)])
-
-    def run(self, secs: int) -> None:
+    def run(self, secs: int, *tids: str, skip: Set[tuple[str, int]] = frozenset()) -> None:
+        """``secs`` seconds, one at a time: the workers of every topology assigned at that
+        second (``tids``: of those only) heartbeat, then a monitor round runs."""
         for _ in range(secs):
             self.clock.advance(1)
-            self.beat_all()
+            for tid in tids or list(self.state.assigns):
+                self.beat(tid, skip)
             self.monitor.tick(raise_errors=True)
 
     def assert_in_step(self) -> None:
@@ -199,7 +183,8 @@ def test_a_vanished_supervisor_wakes_the_monitor_and_its_timeout_ends_a_round(en
     env.clock.advance(4)
     assert env.monitor._round() == pytest.approx(2.0)
     env.clock.now = missed_at + 6
-    env.beat_all()
+    for assigned in list(env.state.assigns):
+        env.beat(assigned)
     env.monitor._round()
     assert {n for n, _ in env.state.assigns[tid].executors.values()} == {"sup-a"}
     env.monitor.supervisors_changed(["sup-a"])  # sup-b is known missing: no round needed

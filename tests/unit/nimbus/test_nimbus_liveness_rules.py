@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nimbus_fakes import FakeClusterState, SimClock, staged_bundle
+from nimbus_fakes import FakeClusterState, NimbusRig, SimClock, staged_bundle
 
 import stormpy.nimbus.monitor as monitor_module
 from stormpy.cluster import Assignment, ClusterStateError, SupervisorInfo, WorkerHeartbeat
@@ -197,34 +197,11 @@ def lines(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in monitor_records(caplog)]
 
 
-class Round:
+class Round(NimbusRig):
     """A manager and monitor over the in-memory cluster state, on simulated time."""
 
     def __init__(self, tmp: Path, **monitor_kw: Any) -> None:
-        self.tmp = tmp
-        self.clock = SimClock()
-        self.state = FakeClusterState()
-        self.state.add_supervisor("sup-a", [6700, 6701])
-        self.state.add_supervisor("sup-b", [6700, 6701])
-        self.store = BundleStore(NimbusDirs(tmp / "local"))
-        self.manager = TopologyManager(self.state, self.store, ROUND_CONF, clock=self.clock)  # type: ignore[arg-type]
-        self.monitor = Monitor(self.manager, ROUND_CONF, clock=self.clock, **monitor_kw)
-
-    def submit(self, name: str = "wc", workers: int = 2, status: str = "active") -> str:
-        return self.manager.submit(name, staged_bundle(self.tmp, name), build(100).create_topology(),
-                                   {"topology.workers": workers}, status)
-
-    def beat(self, tid: str, skip: set[tuple[str, int]] = frozenset()) -> None:  # type: ignore[assignment]
-        for (node, port), execs in self.state.assigns[tid].workers().items():
-            if (node, port) not in skip:
-                self.monitor.beats.record([WorkerHeartbeat(tid, node, port, self.clock(), 1.0, execs)])
-
-    def run(self, secs: int, *tids: str, skip: set[tuple[str, int]] = frozenset()) -> None:  # type: ignore[assignment]
-        for _ in range(secs):
-            self.clock.advance(1)
-            for tid in tids:
-                self.beat(tid, skip)
-            self.monitor.tick(raise_errors=True)
+        super().__init__(tmp, ROUND_CONF, **monitor_kw)
 
 
 def test_heartbeats_are_judged_from_one_task_timeout_after_the_first_round(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from nimbus_fakes import FakeClusterState, SimClock, staged_bundle
+from nimbus_fakes import FakeClusterState, NimbusRig, SimClock, staged_bundle
 
 from stormpy.nimbus.localdirs import NimbusDirs
 from stormpy.nimbus.pending_actions import KILL, REBALANCE, PendingAction
@@ -22,19 +22,11 @@ CONF = {"nimbus.task.timeout.secs": 4, "nimbus.supervisor.timeout.secs": 6, "nim
         "nimbus.task.launch.secs": 10, "topology.message.timeout.secs": 30}
 
 
-class Env:
-    def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.clock = SimClock()
-        self.state = FakeClusterState()
-        self.state.add_supervisor("sup-a", [6700, 6701])
-        self.state.add_supervisor("sup-b", [6700, 6701])
-        self.store = BundleStore(NimbusDirs(tmp / "local"))
-        self.manager = TopologyManager(self.state, self.store, CONF, clock=self.clock)  # type: ignore[arg-type]
+class Env(NimbusRig):
+    """A manager (no monitor) over the in-memory cluster state, on simulated time."""
 
-    def submit(self, name: str = "wc", workers: int = 2, status: str = "active") -> str:
-        return self.manager.submit(name, staged_bundle(self.tmp, name), build(100).create_topology(),
-                                   {"topology.workers": workers}, status)
+    def __init__(self, tmp: Path) -> None:
+        super().__init__(tmp, CONF, monitor=False)
 
 
 @pytest.fixture

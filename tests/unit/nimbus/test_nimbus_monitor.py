@@ -7,45 +7,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from nimbus_fakes import FakeClusterState, SimClock, staged_bundle
+from nimbus_fakes import NimbusRig, staged_bundle
 
 from stormpy.cluster import WorkerHeartbeat
-from stormpy.nimbus.localdirs import NimbusDirs
-from stormpy.nimbus.monitor import ROUND_SUMMARY_SECS, HeartbeatCache, Monitor
-from stormpy.nimbus.store import BundleStore
+from stormpy.nimbus.monitor import ROUND_SUMMARY_SECS, HeartbeatCache
 from stormpy.nimbus.topologies import TopologyManager
 from stormpy.rpc.errors import AlreadyExistsError, InvalidRequestError, NotFoundError, TopologyRefusedError
-from wordcount import build
 
 CONF = {"nimbus.task.timeout.secs": 4, "nimbus.supervisor.timeout.secs": 6, "nimbus.monitor.freq.secs": 1,
         "nimbus.task.launch.secs": 10, "topology.message.timeout.secs": 30}
 
 
-class Env:
+class Env(NimbusRig):
     def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.clock = SimClock()
-        self.state = FakeClusterState()
-        self.store = BundleStore(NimbusDirs(tmp / "local"))
-        self.manager = TopologyManager(self.state, self.store, CONF, clock=self.clock)  # type: ignore[arg-type]
-        self.monitor = Monitor(self.manager, CONF, clock=self.clock)
-        self.state.add_supervisor("sup-a", [6700, 6701])
-        self.state.add_supervisor("sup-b", [6700, 6701])
+        super().__init__(tmp, CONF)
 
     def send(self, beat: WorkerHeartbeat) -> None:
         """A supervisor sends this heartbeat to Nimbus (``send_supervisor_worker_heartbeats``)."""
         self.monitor.beats.record([beat])
-
-    def submit(self, name: str = "wc", workers: int = 2, status: str = "active") -> str:
-        spec = build(100).create_topology()
-        return self.manager.submit(name, staged_bundle(self.tmp, name), spec,
-                                   {"topology.workers": workers}, status)
-
-    def beat(self, tid: str) -> None:
-        """Every assigned worker heartbeats now (with a fresh time value)."""
-        assignment = self.state.assigns[tid]
-        for (node, port), execs in assignment.workers().items():
-            self.send(WorkerHeartbeat(tid, node, port, self.clock(), 1.0, execs))
 
     def run(self, secs: float, beating: set[tuple[str, int]] | None = None, tid: str | None = None) -> None:
         """Advance time second by second, ticking the monitor; the slots in ``beating`` heartbeat."""
