@@ -106,12 +106,7 @@ public final class ClusterBench {
         Path dir = progressRoot.resolve("round-" + round);
         Files.createDirectories(dir);
         waitForSlots(nimbus, workers);
-        Config conf = new Config();
-        conf.setNumWorkers(workers);
-        conf.setNumAckers(acking ? 1 : 0);
-        if (acking) {
-            conf.setMaxSpoutPending(5000);
-        }
+        Config conf = WordCountBench.roundConfig(workers, acking);
         String name = "wordcount-" + round;
         long submitted = System.nanoTime();
         StormSubmitter.submitTopology(name, conf, WordCountBench.topology(

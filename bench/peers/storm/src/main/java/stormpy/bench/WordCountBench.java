@@ -344,12 +344,7 @@ public final class WordCountBench {
         firstEmit = 0;
         lastCounted = 0;
         lastAcked = 0;
-        Config conf = new Config();
-        conf.setNumWorkers(workers);
-        conf.setNumAckers(acking ? 1 : 0);
-        if (acking) {
-            conf.setMaxSpoutPending(5000);
-        }
+        Config conf = roundConfig(workers, acking);
         String name = "wordcount-" + round;
         long submitted = System.nanoTime();
         cluster.submitTopology(name, conf, topology(running, acking, pythonSplit, python, workers));
@@ -385,6 +380,18 @@ public final class WordCountBench {
 
     /** Whether {@code cmd} (the words of {@code line}) is a valid {@code run} command; if not,
      * answers the error line on stdout. */
+    /** A round's topology config: its workers, one acker and max spout pending 5,000 when
+     *  acking (none and unbounded otherwise), as the stormpy rows run. */
+    static Config roundConfig(int workers, boolean acking) {
+        Config conf = new Config();
+        conf.setNumWorkers(workers);
+        conf.setNumAckers(acking ? 1 : 0);
+        if (acking) {
+            conf.setMaxSpoutPending(5000);
+        }
+        return conf;
+    }
+
     static boolean validRun(String line, String[] cmd) {
         if (cmd.length != 5 || !cmd[0].equals("run") || !cmd[4].matches("[0-9]+")
                 || !(cmd[1].equals("final") || cmd[1].equals("running"))
