@@ -226,11 +226,17 @@ TARGETS: dict[str, Target] = {
     # and the in-process pystorm adapter; the unit tests that run real shell bolts (the
     # documented Python and Node.js ones, a crashing one) are the only ones reaching the
     # subprocess side (_process.py, the shell bolt's exchange); the integration tests
-    # (tests/integration/test_multilang_*.py) are too slow per mutant
+    # (tests/integration/test_multilang_*.py) are too slow per mutant, and so are the pystorm
+    # adapter's LocalCluster tests (1-2 s each): the adapter is judged by the tests that drive
+    # it in the test's thread (test_multilang_pystorm_direct.py)
     "multilang": Target(tuple(f"src/stormpy/multilang/{part}.py"
                               for part in ("_protocol", "_serializers", "_shell", "_shell_bolt",
                                            "_shell_spout", "_process", "_pystorm_adapter")),
-                        tests=("tests/unit/multilang/test_multilang_*.py",)),
+                        tests=tuple(f"tests/unit/multilang/test_multilang_{part}.py"
+                                    for part in ("docs_bolts", "protocol", "pystorm_direct",
+                                                 "serializers", "settings_at_submit",
+                                                 "shell_bolt_exchange", "shell_declare",
+                                                 "shell_host", "shell_process"))),
     # the decoders of what other processes send: bundles (manifest, zip entries, hashing, the
     # build's exclusions) and the RPC layer (codec, method argument checks, refusals, retries,
     # the client and server over loopback sockets); the unit tests that reach them, fuzz

@@ -55,21 +55,29 @@ def _quote(data: bytes | str) -> str:
 
 
 class _JsonDecoder:
+    """Each byte fed is looked at once: a line still unfinished is kept as the pieces that came
+    (joined when its newline arrives), so a long line arriving in many reads costs its length,
+    not its length times the number of reads."""
+
     def __init__(self) -> None:
-        self._partial = b""
+        self._partial: list[bytes] = []  # the pieces of the unfinished line
+        self._partial_size = 0
         self._lines: list[bytes] = []
-        self._size = 0  # of self._lines
+        self._size = 0  # of self._lines, each with its newline
 
     def feed(self, data: bytes) -> list[Any]:
         out: list[Any] = []
-        buf = self._partial + data
         start = 0
         while True:
-            nl = buf.find(b"\n", start)
+            nl = data.find(b"\n", start)
             if nl < 0:
                 break
-            line = buf[start:nl]
+            line = data[start:nl]
             start = nl + 1
+            if self._partial:
+                self._partial.append(line)
+                line = b"".join(self._partial)
+                self._partial, self._partial_size = [], 0
             if line.rstrip(b"\r") == b"end":
                 text = b"\n".join(self._lines)
                 self._lines, self._size = [], 0
@@ -80,10 +88,13 @@ class _JsonDecoder:
             else:
                 self._lines.append(line)
                 self._size += len(line) + 1
-        self._partial = buf[start:]
-        if self._size + len(self._partial) > MAX_MESSAGE_BYTES:
+        if start < len(data):
+            self._partial.append(data[start:])
+            self._partial_size += len(data) - start
+        if self._size + self._partial_size > MAX_MESSAGE_BYTES:
+            first = (self._lines[0] if self._lines else b"") or b"".join(self._partial)
             raise GarbageError(f"a message longer than {MAX_MESSAGE_BYTES} bytes without its 'end' "
-                               f"line: {_quote(b''.join(self._lines[:1]) or self._partial)}")
+                               f"line: {_quote(first)}")
         return out
 
 

@@ -178,3 +178,33 @@ def test_a_msgpack_message_past_the_bound_is_garbage_quoting_the_bytes(
     with pytest.raises(GarbageError) as bad:
         decoder.feed(data)
     assert str(bad.value) == f"a message longer than 10 bytes: {data.decode('utf-8', 'replace')!r}"
+
+
+@pytest.mark.timeout(60)
+def test_a_long_json_line_arriving_in_small_reads_is_refused_at_the_bound_without_rescanning(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A subprocess writing one endless line a kilobyte at a time is refused once the bound is
+    passed; each byte is looked at once (a decoder that joined and searched the whole unfinished
+    line at every read would take minutes here: 16,385 reads of up to 16 MB each)."""
+    monkeypatch.setattr(serializers, "MAX_MESSAGE_BYTES", 16 * 1024 * 1024)
+    decoder = JsonCodec().decoder()
+    piece = b"[" + b"7," * 511 + b"7"  # 1 KiB, no newline
+    for _ in range(16 * 1024):
+        assert decoder.feed(piece) == []  # exactly the bound so far: kept
+    with pytest.raises(GarbageError) as bad:
+        decoder.feed(b"8")
+    assert str(bad.value) == ("a message longer than 16777216 bytes without its 'end' line: "
+                              + repr((piece * 2)[:200].decode() + "..."))
+
+
+def test_a_line_split_over_reads_is_joined_in_order_and_end_may_be_split_too() -> None:
+    decoder = JsonCodec().decoder()
+    assert decoder.feed(b'{"command":') == []
+    assert decoder.feed(b' "log", "msg"') == []
+    assert decoder.feed(b': "a\\nb"}\nen') == []
+    assert decoder.feed(b"d") == []
+    assert decoder.feed(b"\r\n[1,") == [{"command": "log", "msg": "a\nb"}]
+    assert decoder.feed(b"2]\nend\n") == [[1, 2]]
+    with pytest.raises(GarbageError) as bad:
+        decoder.feed(b"\nend\n")  # an empty document
+    assert str(bad.value) == "not JSON: ''"
