@@ -137,3 +137,89 @@ class AckThenEmitBolt(Bolt):
         self.emit([tup.values[0]])
         self.ack(tup)
         self.emit([tup.values[0] + "-late"])
+
+
+class ScriptBolt(Bolt):
+    """Runs ``SEEN["do"](self, tup)`` for each tuple (the test's script), after recording it;
+    keeps pystorm's own read_tuple, emit, ack and fail (the adapter's shortcuts)."""
+
+    outputs = {"default": ["word"], "pair": ["a", "b"],
+               "direct": {"fields": ["word"], "direct": True}}
+
+    def initialize(self, conf, ctx):
+        SEEN["initialize"].append(self)
+
+    def process(self, tup):
+        SEEN["tuples"].append(tup)
+        SEEN["do"][0](self, tup)
+
+
+class GeneralScriptBolt(ScriptBolt):
+    """ScriptBolt overriding read_tuple, emit, ack and fail (each calling pystorm's), so the
+    adapter runs pystorm's own code for them: command maps through ``send_message``."""
+
+    def read_tuple(self):
+        return super().read_tuple()
+
+    def emit(self, tup, **kwargs):
+        return super().emit(tup, **kwargs)
+
+    def ack(self, tup):
+        super().ack(tup)
+
+    def fail(self, tup):
+        super().fail(tup)
+
+
+class ScriptBatchingBolt(BatchingBolt):
+    """A batching bolt whose process_batch runs ``SEEN["do"](self, key, tups)``."""
+
+    outputs = ["word"]
+    ticks_between_batches = 1
+
+    def group_key(self, tup):
+        return tup.values[0]
+
+    def process_batch(self, key, tups):
+        SEEN["do"][0](self, key, tups)
+
+
+class ScriptTicklessBolt(TicklessBatchingBolt):
+    """A tickless batching bolt whose process_batch runs ``SEEN["do"](self, key, tups)``."""
+
+    outputs = ["word", "count"]
+    secs_between_batches = 3
+
+    def initialize(self, conf, ctx):
+        SEEN["initialize"].append(self)
+
+    def group_key(self, tup):
+        return tup.values[0]
+
+    def process_batch(self, key, tups):
+        SEEN["do"][0](self, key, tups)
+
+
+class ScriptSpout(Spout):
+    """Runs ``SEEN["do"](self, command)`` for next_tuple (command "next"), ack, fail, activate
+    and deactivate (the command's name and its id, if any)."""
+
+    outputs = {"default": ["word"], "direct": {"fields": ["word"], "direct": True}}
+
+    def initialize(self, conf, ctx):
+        SEEN["initialize"].append(self)
+
+    def next_tuple(self):
+        SEEN["do"][0](self, "next", None)
+
+    def ack(self, tup_id):
+        SEEN["do"][0](self, "ack", tup_id)
+
+    def fail(self, tup_id):
+        SEEN["do"][0](self, "fail", tup_id)
+
+    def activate(self):
+        SEEN["do"][0](self, "activate", None)
+
+    def deactivate(self):
+        SEEN["do"][0](self, "deactivate", None)

@@ -310,7 +310,7 @@ class PystormBolt(_Adapter, Bolt):
     def _emit(self, msg: Mapping[str, Any], anchor_ids: Any) -> None:
         anchors = []
         for a in anchor_ids or ():
-            tup = self._inputs.get(a)
+            tup = self._inputs.get(a) if isinstance(a, str) else None  # ids are strings
             if tup is None:
                 self.report_error(ShellComponentError(
                     f"pystorm bolt {self._name} anchored an emit onto unknown tuple id {a!r}"))
@@ -327,7 +327,7 @@ class PystormBolt(_Adapter, Bolt):
 
     def _ack_fail(self, command: str, tup_id: Any) -> None:
         self._anchor_cache[0] = None
-        tup = self._inputs.pop(tup_id, None)
+        tup = self._inputs.pop(tup_id, None) if isinstance(tup_id, str) else None
         if tup is None:
             self.report_error(ShellComponentError(
                 f"pystorm bolt {self._name}: {command} of unknown tuple id {tup_id!r} (never "

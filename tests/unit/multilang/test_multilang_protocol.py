@@ -78,6 +78,30 @@ def test_a_long_bad_message_is_quoted_cut_at_200_characters() -> None:
     assert str(refused.value) == f"emit of a non-list tuple: {short!r}"
 
 
+@pytest.mark.parametrize(("msg", "error"), [
+    (["a", "list"], "expected a command map, got ['a', 'list']"),
+    ({"command": "frobnicate", "x": 1}, "unknown command 'frobnicate' in {'command': 'frobnicate', 'x': 1}"),
+    ({"command": "ack", "ids": "1"}, "ack without 'id': {'command': 'ack', 'ids': '1'}"),
+    ({"command": "emit", "tuple": 5}, "emit of a non-list tuple: {'command': 'emit', 'tuple': 5}"),
+])
+def test_each_refusal_quotes_the_message_whole(msg: Any, error: str) -> None:
+    with pytest.raises(ProtocolError) as refused:
+        check_command(msg, BOLT_COMMANDS)
+    assert str(refused.value) == error
+
+
+def test_a_bad_message_quoted_at_exactly_200_characters_is_not_cut() -> None:
+    exactly = ["y" * 196]  # repr: ['yyy...'] is 200 characters
+    assert len(repr(exactly)) == 200
+    with pytest.raises(ProtocolError) as refused:
+        check_command(exactly, BOLT_COMMANDS)
+    assert str(refused.value) == f"expected a command map, got {exactly!r}"
+    one_more = ["y" * 197]
+    with pytest.raises(ProtocolError) as refused:
+        check_command(one_more, BOLT_COMMANDS)
+    assert str(refused.value) == f"expected a command map, got {repr(one_more)[:200]}..."
+
+
 @pytest.mark.parametrize("command", [5, None, ["emit"]])
 def test_a_command_that_is_no_string_is_unknown(command: Any) -> None:
     with pytest.raises(ProtocolError, match=f"^unknown command {re.escape(repr(command))} in "):
@@ -155,7 +179,8 @@ def test_the_handshake_carries_conf_context_and_pid_dir() -> None:
     assert ctx["streams"] == ["default", "other"]
     assert ctx["stream->outputfields"] == {"default": ["word"], "other": ["word", "n"]}
     assert ctx["source->stream->fields"] == {"sentences": {"default": ["sentence"]}}
-    assert list(ctx["stream->target->grouping"]["default"]) == ["sink"]
+    assert ctx["stream->target->grouping"] == {"default": {"sink": {"type": "fields",
+                                                                   "fields": ["word"]}}}
 
 
 def test_the_handshake_names_the_topology_and_leaves_out_what_json_cannot_carry() -> None:

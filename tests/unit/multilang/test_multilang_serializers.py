@@ -208,3 +208,14 @@ def test_a_line_split_over_reads_is_joined_in_order_and_end_may_be_split_too() -
     with pytest.raises(GarbageError) as bad:
         decoder.feed(b"\nend\n")  # an empty document
     assert str(bad.value) == "not JSON: ''"
+
+
+def test_msgpack_bytes_travel_as_bytes_and_maps_may_have_any_scalar_keys() -> None:
+    """Bytes go out as msgpack bin (pystorm reads them back as bytes, not text) and maps keyed
+    by numbers, as a subprocess may send them (metrics params), are read."""
+    msg = {"id": "1", "tuple": [b"\x00\xffraw", b"text-like", "text"]}
+    data = MsgpackCodec().encode(msg)
+    assert MsgpackCodec().decoder().feed(data) == [msg]
+    assert _pystorm_reads(MsgpackSerializer, data, 1) == [msg]
+    sent = {"command": "metrics", "name": "by-partition", "params": {1: 10, 2.5: "x", None: 0}}
+    assert MsgpackCodec().decoder().feed(_pystorm_writes(MsgpackSerializer, [sent])) == [sent]
