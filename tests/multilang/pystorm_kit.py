@@ -155,19 +155,24 @@ class ScriptBolt(Bolt):
 
 
 class GeneralScriptBolt(ScriptBolt):
-    """ScriptBolt overriding read_tuple, emit, ack and fail (each calling pystorm's), so the
-    adapter runs pystorm's own code for them: command maps through ``send_message``."""
+    """ScriptBolt overriding read_tuple, emit, ack and fail (each recorded in ``SEEN["own"]``,
+    then pystorm's), so the adapter runs pystorm's own code for them: command maps through
+    ``send_message``."""
 
     def read_tuple(self):
+        SEEN["own"].append("read_tuple")
         return super().read_tuple()
 
     def emit(self, tup, **kwargs):
+        SEEN["own"].append("emit")
         return super().emit(tup, **kwargs)
 
     def ack(self, tup):
+        SEEN["own"].append("ack")
         super().ack(tup)
 
     def fail(self, tup):
+        SEEN["own"].append("fail")
         super().fail(tup)
 
 

@@ -49,8 +49,8 @@ class Codec(Protocol):
         """A fresh decoder for one subprocess's output."""
 
 
-def _quote(data: bytes | str) -> str:
-    text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+def _quote(data: bytes) -> str:
+    text = data.decode("utf-8", "replace")
     return repr(text[:_QUOTE] + ("..." if len(text) > _QUOTE else ""))
 
 

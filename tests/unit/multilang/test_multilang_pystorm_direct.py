@@ -7,6 +7,7 @@ The kit's script components run ``SEEN["do"]``, the test's own code, inside pyst
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -145,6 +146,22 @@ def test_a_tuple_reaches_process_with_its_ids_source_and_named_values(cls: type)
     assert type(second.values).__name__ == "_2Nd_SrcMy_WordsTuple"
     assert (second.values.w, second.values.n) == ("y", 2)
     assert third.id == "3" and third.values == (1, 2, 3)  # a stream not declared: a plain tuple
+    if cls is kit.GeneralScriptBolt:  # the class's own read_tuple ran (and acked by its own ack)
+        assert kit.SEEN["own"] == ["read_tuple", "ack"] * 3
+    else:
+        assert "own" not in kit.SEEN
+
+
+def test_the_classs_own_emit_ack_and_fail_are_the_ones_called() -> None:
+    def do(bolt: Any, tup: Any) -> None:
+        bolt.emit(["w"])
+        bolt.fail(tup)
+        bolt.auto_ack = False
+    script(do)
+    rig = adapted(kit.GeneralScriptBolt)
+    x = rig.execute(["x"])
+    assert kit.SEEN["own"] == ["read_tuple", "emit", "fail"]
+    assert emitted(rig) == [(["w"], "default", [["x"]], None)] and rig.collector.failed == [x]
 
 
 # --- emits --------------------------------------------------------------------------------
@@ -462,7 +479,12 @@ def test_a_tickless_batching_bolt_processes_its_batches_on_each_tick() -> None:
     def do(bolt: Any, key: Any, tups: Any) -> None:
         bolt.emit([key, len(tups)])
     script(do)
+    threads_before = {t.name for t in threading.enumerate()}
+    main_name = threading.current_thread().name
     rig = adapted(kit.ScriptTicklessBolt)
+    # built without pystorm's process set-up: no batcher thread, the caller's thread not renamed
+    assert {t.name for t in threading.enumerate()} == threads_before
+    assert threading.current_thread().name == main_name
     a, b1, b2 = rig.execute(["a"]), rig.execute(["b"]), rig.execute(["b"])
     assert rig.collector.emitted == []
     rig.tick()

@@ -219,3 +219,33 @@ def test_msgpack_bytes_travel_as_bytes_and_maps_may_have_any_scalar_keys() -> No
     assert _pystorm_reads(MsgpackSerializer, data, 1) == [msg]
     sent = {"command": "metrics", "name": "by-partition", "params": {1: 10, 2.5: "x", None: 0}}
     assert MsgpackCodec().decoder().feed(_pystorm_writes(MsgpackSerializer, [sent])) == [sent]
+
+
+@pytest.mark.parametrize("line", [b"end ", b"endX", b"end\t", b"Xend"])
+def test_only_a_line_holding_just_end_ends_a_json_message(line: bytes) -> None:
+    """("end" and a carriage return, as a Windows subprocess writes it, is the only variant)."""
+    decoder = JsonCodec().decoder()
+    with pytest.raises(GarbageError) as bad:
+        decoder.feed(b"1\n" + line + b"\nend\n")
+    assert str(bad.value) == f"not JSON: {'1' + chr(10) + line.decode()!r}"
+
+
+def test_the_bound_counts_each_json_message_from_its_own_first_byte(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(serializers, "MAX_MESSAGE_BYTES", 10)
+    decoder = JsonCodec().decoder()
+    # a message, then in the same read the next one's first 9 bytes: within the bound
+    assert decoder.feed(b'1\nend\n"abcdefg"') == [1]
+    assert decoder.feed(b"\n") == []  # 10 bytes: the next message's first line, at the bound
+    assert decoder.feed(b"end\n") == ["abcdefg"]
+    assert decoder.feed(b'"abcdefg"\nend\n') == ["abcdefg"]  # 10 bytes again, after a message
+
+
+def test_an_unfinished_line_arriving_in_pieces_is_quoted_as_one(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(serializers, "MAX_MESSAGE_BYTES", 10)
+    decoder = JsonCodec().decoder()
+    assert decoder.feed(b"abc") == [] and decoder.feed(b"defgh") == []
+    with pytest.raises(GarbageError) as bad:
+        decoder.feed(b"ijk")
+    assert str(bad.value) == "a message longer than 10 bytes without its 'end' line: 'abcdefghijk'"

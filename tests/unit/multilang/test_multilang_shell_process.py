@@ -22,6 +22,7 @@ from mlkit import FIXTURES, no_subprocess_left_behind
 from shell_rig import TaskLoop, player_command
 
 from stormpy.multilang import JsonCodec, MsgpackCodec
+from stormpy.multilang import _process as process_module
 from stormpy.multilang._process import ShellProcess
 from stormpy.multilang._serializers import Codec
 from stormpy.testing import wait_for
@@ -467,5 +468,30 @@ def test_a_wrong_answer_to_the_handshake_ends_the_delivery(tmp_path: Path) -> No
         host.run_until(lambda: host.faults, "the fault")
         assert host.faults == ["expected the handshake's pid message, got {'command': 'sync'}"]
         assert not proc.running and host.messages == [] and host.ready == 0
+    finally:
+        proc.stop()
+
+
+class _ReadsFail:
+    """The os module as _process sees it, but reading a pipe fails (as an I/O error would)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+    @staticmethod
+    def read(fd: int, size: int) -> bytes:
+        raise OSError(5, "Input/output error")
+
+
+def test_a_failing_read_of_its_output_is_a_fault_naming_the_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(process_module, "os", _ReadsFail())
+    host = Host()
+    proc = host.process(script(tmp_path, "quiet.py", "sys.stdin.read()\n"), tmp_path)
+    try:
+        proc.start(handshake)
+        host.run_until(lambda: host.faults, "the fault")
+        assert host.faults == ["reading its output failed: [Errno 5] Input/output error"]
+        assert not proc.running and host.ready == 0
     finally:
         proc.stop()
