@@ -495,3 +495,60 @@ def test_a_failing_read_of_its_output_is_a_fault_naming_the_error(
         assert not proc.running and host.ready == 0
     finally:
         proc.stop()
+
+
+def test_a_write_to_a_subprocess_that_exited_names_its_exit_code(tmp_path: Path) -> None:
+    """The subprocess exits while a child it started keeps its output open (so its reader sees
+    no end): the write that fails says that it exited, with the code. (The child outlives its
+    reaped parent: the test ends it.)"""
+    child_file = tmp_path / "child.pid"
+    host = Host()
+    proc = host.process(script(tmp_path, "gone.py", f'''
+        import subprocess
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
+                                 stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open({str(child_file)!r}, "w") as f:
+            f.write(str(child.pid))
+        os._exit(3)
+    '''), tmp_path)
+    try:
+        proc.start(handshake)
+        host.run_until(lambda: host.ready and child_file.exists() and child_file.read_text(),
+                       "the pid and the child's")
+        proc.send({"id": "1", "comp": "c", "stream": "default", "task": 1, "tuple": ["x" * 200_000]})
+        host.run_until(lambda: host.faults, "the fault")
+        assert host.faults == ["subprocess exited (exit code 3); writing to it failed: [Errno 32] "
+                               "Broken pipe"]
+    finally:
+        proc.stop()
+        if child_file.exists() and child_file.read_text():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(child_file.read_text()), signal.SIGKILL)
+
+
+def test_room_is_announced_once_per_want_room(tmp_path: Path) -> None:
+    """After the room a want_room asked for is announced, tuples written later announce none."""
+    release = tmp_path / "release"
+    host = Host()
+    proc = held_echo(host, tmp_path, release, max_pending=1)
+    try:
+        proc.start(handshake)
+        host.run_until(lambda: host.ready, "the pid")
+        for i in range(3):
+            proc.send({"id": str(i), "comp": "c", "stream": "default", "task": 1,
+                       "tuple": ["v" * 40_000]}, counted=True)
+        host.run_until(lambda: not proc.has_room(), "tuples not written")
+        assert not proc.want_room()
+        release.touch()
+        host.run_until(lambda: host.rooms == 1 and proc.tuples_queued == 0, "room announced")
+        proc.send({"id": "later", "comp": "c", "stream": "default", "task": 1, "tuple": ["w"]},
+                  counted=True)
+        host.run_until(lambda: proc.tuples_queued == 0, "the later tuple written")
+        # whatever the writer hands the loop for that write, it hands over before it takes the
+        # next message from its queue
+        proc.send({"id": "h", "comp": None, "stream": "__heartbeat", "task": -1, "tuple": []})
+        wait_for(lambda: proc.queued == 0, 30, "the writer took the next message")
+        host.loop.run_pending()
+        assert host.rooms == 1
+    finally:
+        proc.stop()
