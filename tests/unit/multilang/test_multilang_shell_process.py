@@ -10,6 +10,7 @@ import logging
 import os
 import signal
 import sys
+import tempfile
 import textwrap
 import threading
 from collections.abc import Iterator
@@ -552,3 +553,23 @@ def test_room_is_announced_once_per_want_room(tmp_path: Path) -> None:
         assert host.rooms == 1
     finally:
         proc.stop()
+
+
+def test_the_pid_dir_is_a_fresh_named_temp_dir_removed_at_stop_and_after_a_failed_start(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    host = Host()
+    with pytest.raises(FileNotFoundError):
+        host.process([str(tmp_path / "no-such-command")], tmp_path).start(handshake)
+    assert list(temp.iterdir()) == []  # nothing left by the start that failed
+    proc = host.process(script(tmp_path, "quiet.py", "sys.stdin.read()\n"), tmp_path)
+    try:
+        proc.start(handshake)
+        host.run_until(lambda: host.ready, "the pid")
+        [pid_dir] = temp.iterdir()
+        assert pid_dir.is_dir() and pid_dir.name.startswith("stormpy-multilang-pids-")
+    finally:
+        proc.stop()
+    assert list(temp.iterdir()) == []
