@@ -13,6 +13,7 @@ import sys
 import tempfile
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -573,3 +574,78 @@ def test_the_pid_dir_is_a_fresh_named_temp_dir_removed_at_stop_and_after_a_faile
     finally:
         proc.stop()
     assert list(temp.iterdir()) == []
+
+
+def test_without_max_pending_counted_tuples_never_hold_the_owner_back(tmp_path: Path) -> None:
+    """The default is no limit; before its start a process has no pid and may be stopped."""
+    host = Host()
+    proc = ShellProcess("shell:1", ["true"], str(tmp_path), dict(os.environ), JsonCodec(), 30.0,
+                        1.0, host.loop.call_soon, host.messages.append, host.faults.append)
+    assert proc.os_pid is None and proc.pid is None and proc.running
+    for i in range(3):
+        proc.send({"id": str(i), "comp": "c", "stream": "default", "task": 1, "tuple": [i]},
+                  counted=True)
+    assert proc.tuples_queued == 3 and proc.queued == 3
+    assert proc.has_room() and proc.want_room()
+    proc.stop()
+    assert not proc.running and host.faults == []
+
+
+def test_no_room_is_announced_when_none_was_wanted(tmp_path: Path) -> None:
+    release = tmp_path / "release"
+    release.touch()
+    host = Host()
+    proc = held_echo(host, tmp_path, release, max_pending=2)
+    try:
+        proc.start(handshake)
+        host.run_until(lambda: host.ready, "the pid")
+        proc.send({"id": "1", "comp": "c", "stream": "default", "task": 1, "tuple": ["a"]},
+                  counted=True)
+        host.run_until(lambda: proc.tuples_queued == 0, "the tuple written")
+        proc.send({"id": "h", "comp": None, "stream": "__heartbeat", "task": -1, "tuple": []})
+        wait_for(lambda: proc.queued == 0, 30, "the writer took the next message")
+        host.loop.run_pending()
+        assert host.rooms == 0
+    finally:
+        proc.stop()
+
+
+def test_a_process_nobody_waits_on_may_stay_silent_past_the_timeout(tmp_path: Path) -> None:
+    """Not always watched (a spout between commands): silence is no hang; the watchdog's rounds
+    go on (each asks for a heartbeat after its hang check)."""
+    host = Host()
+    rounds: list[float] = []
+
+    def heartbeat() -> None:
+        rounds.append(time.monotonic())
+    proc = ShellProcess("shell:1", script(tmp_path, "silent.py", "sys.stdin.read()\n"),
+                        str(tmp_path), dict(os.environ), JsonCodec(), 0.3, 0.05, host.loop.call_soon,
+                        host.messages.append, host.faults.append, heartbeat=heartbeat)
+    try:
+        proc.start(handshake)
+        host.run_until(lambda: proc.pid is not None, "the pid")
+        heard = proc.last_heard  # the pid message: nothing is heard after it
+        host.run_until(lambda: rounds and rounds[-1] > heard + 0.3 + 0.2,
+                       "a watchdog round well past the timeout")
+        host.loop.run_pending()
+        assert host.faults == [] and proc.running
+    finally:
+        proc.stop()
+
+
+def test_stderr_lines_that_are_no_utf8_are_kept_with_replacement_characters(
+        tmp_path: Path) -> None:
+    host = Host()
+    proc = host.process(script(tmp_path, "bytes.py", '''
+        sys.stderr.buffer.write(b"bad \\xff byte\\n")
+        sys.stderr.buffer.write(b"last line\\n")
+        sys.stderr.flush()
+        sys.exit(2)
+    '''), tmp_path)
+    try:
+        proc.start(handshake)
+        host.run_until(lambda: host.faults, "the exit")
+        assert host.faults == ["subprocess exited (exit code 2); its stderr ended with:\n"
+                               "bad \ufffd byte\nlast line"]
+    finally:
+        proc.stop()
