@@ -148,6 +148,7 @@ class ScriptBolt(Bolt):
 
     def initialize(self, conf, ctx):
         SEEN["initialize"].append(self)
+        SEEN["initialize_args"].append((conf, ctx))
 
     def process(self, tup):
         SEEN["tuples"].append(tup)
@@ -166,6 +167,19 @@ class GeneralScriptBolt(ScriptBolt):
     def emit(self, tup, **kwargs):
         SEEN["own"].append("emit")
         return super().emit(tup, **kwargs)
+
+    def ack(self, tup):
+        SEEN["own"].append("ack")
+        super().ack(tup)
+
+    def fail(self, tup):
+        SEEN["own"].append("fail")
+        super().fail(tup)
+
+
+class OwnAckScriptBolt(ScriptBolt):
+    """ScriptBolt overriding only ack and fail (recorded in ``SEEN["own"]``, then pystorm's):
+    its emits take the adapter's shortcut, its acks and fails pystorm's command maps."""
 
     def ack(self, tup):
         SEEN["own"].append("ack")
@@ -209,7 +223,8 @@ class ScriptSpout(Spout):
     """Runs ``SEEN["do"](self, command)`` for next_tuple (command "next"), ack, fail, activate
     and deactivate (the command's name and its id, if any)."""
 
-    outputs = {"default": ["word"], "direct": {"fields": ["word"], "direct": True}}
+    outputs = {"default": ["word"], "other": ["word"],
+               "direct": {"fields": ["word"], "direct": True}}
 
     def initialize(self, conf, ctx):
         SEEN["initialize"].append(self)

@@ -77,8 +77,9 @@ class _Adapter:
 
     _inst: Any
 
-    def _setup(self, conf: Mapping[str, Any], context: TopologyContext, path: str) -> None:
-        self._path = path
+    def _setup(self, context: TopologyContext, path: str) -> None:
+        """Build the instance of ``path`` for ``context`` (its conf is the handshake's: the
+        topology's, the values JSON can carry)."""
         self._cls = import_object(path)
         self._context = context
         self._name = f"{context.component_id}:{context.task_id}"
@@ -202,7 +203,7 @@ class PystormBolt(_Adapter, Bolt):
         self._ids = itertools.count(1)
         self._ptuple = require_pystorm().Tuple
         self._anchor_cache: list[Any] = [None, None]
-        self._setup(conf, context, self._component_path)
+        self._setup(context, self._component_path)
         self._tickless = isinstance(self._inst, require_pystorm().TicklessBatchingBolt)
 
     def _fast_paths(self, inst: Any) -> None:
@@ -356,7 +357,7 @@ class PystormSpout(_Adapter, Spout):
         return _streams(kwargs, cls)
 
     def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
-        self._setup(conf, context, self._component_path)
+        self._setup(context, self._component_path)
 
     def next_tuple(self) -> None:
         self._run(_NEXT)

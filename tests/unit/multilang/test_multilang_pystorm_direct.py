@@ -7,6 +7,7 @@ The kit's script components run ``SEEN["do"]``, the test's own code, inside pyst
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -16,7 +17,12 @@ import pytest
 
 from stormpy import TopologyBuilder, Tuple
 from stormpy.multilang import ShellSpout, pystorm_component
-from stormpy.multilang._pystorm_adapter import TICK_KEY, PystormBolt, PystormSpout
+from stormpy.multilang._pystorm_adapter import (
+    TICK_KEY,
+    PystormBolt,
+    PystormSpout,
+    require_pystorm,
+)
 from stormpy.multilang._shell import ShellComponentError
 from stormpy.testing import FeederSpout, RecordingCollector, test_tuple
 from stormpy.topology._context import TopologyContext
@@ -113,6 +119,8 @@ def test_the_instance_is_set_up_as_pystorm_sets_it_up() -> None:
     rig = adapted(kit.ScriptBolt, {"topology.name": "words", "topology.debug": True, "x.y": [1]})
     [inst] = kit.SEEN["initialize"]
     assert inst is rig.instance
+    [(conf, ctx)] = kit.SEEN["initialize_args"]  # initialize(storm_conf, context) as pystorm
+    assert conf is inst.storm_conf and ctx is inst.context
     assert inst.topology_name == "words" and inst.debug is True
     assert inst.task_id == rig.context.task_id and isinstance(inst.task_id, int)
     assert inst.component_name == "adapted"
@@ -230,7 +238,8 @@ def test_an_emit_of_no_list_fails_the_tuple_reports_and_rebuilds(cls: type) -> N
     x = rig.execute(["x"])
     assert rig.collector.failed == [x] and rig.collector.acked == []
     [error] = rig.errors()
-    assert error.startswith("pystorm component adapted:")
+    assert error.startswith(f"pystorm component adapted:{rig.context.task_id}: Python TypeError "
+                            "raised while processing Tuple Tuple(id='1', component='feeder'")
     assert "All Tuples must be either lists or tuples, received <class 'str'> instead." in error
     assert len(kit.SEEN["initialize"]) == 2  # pystorm would exit: the instance is rebuilt
 
@@ -366,11 +375,14 @@ def test_an_exception_while_handling_an_exception_is_logged_and_the_instance_reb
         raise ValueError("first")
     script(do)
     rig = adapted(kit.ScriptBolt)
-    with caplog.at_level(logging.ERROR, logger="stormpy.multilang.adapted"):
+    with caplog.at_level(logging.WARNING, logger="stormpy.multilang.adapted"):
         rig.execute(["x"])
     task = rig.context.task_id
-    assert [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR] == [
-        f"adapted:{task}: handling ValueError('first') failed: RuntimeError('cannot report')"]
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (logging.ERROR,
+         f"adapted:{task}: handling ValueError('first') failed: RuntimeError('cannot report')"),
+        (logging.WARNING, f"adapted:{task}: rebuilding the pystorm component after "
+                          "ValueError('first') (pystorm would exit)")]
     assert len(kit.SEEN["initialize"]) == 2
 
 
@@ -496,18 +508,46 @@ def test_a_tickless_batching_bolt_processes_its_batches_on_each_tick() -> None:
     assert rig.collector.emitted == []
 
 
-def test_a_tickless_batch_that_raises_fails_its_tuples_reports_and_rebuilds() -> None:
+def test_a_tickless_batch_that_raises_fails_its_tuples_reports_and_rebuilds(
+        caplog: pytest.LogCaptureFixture) -> None:
     def do(bolt: Any, key: Any, tups: Any) -> None:
         raise ValueError(f"bad batch {key}")
     script(do)
     rig = adapted(kit.ScriptTicklessBolt)
     a = rig.execute(["a"])
-    rig.tick()
+    with caplog.at_level(logging.WARNING, logger="stormpy.multilang.adapted"):
+        rig.tick()
     assert a in rig.collector.failed and rig.collector.emitted == []
     [error] = rig.errors()
-    assert "bad batch a" in error
+    # the batch's exception, reported as pystorm reports one outside a tuple
+    assert error.startswith(f"pystorm component adapted:{rig.context.task_id}: Python ValueError "
+                            "raised\nTraceback")
+    assert "ValueError: bad batch a" in error
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (logging.WARNING, f"adapted:{rig.context.task_id}: rebuilding the pystorm component after "
+                          "ValueError('bad batch a') (pystorm would exit)")]
+    assert len(kit.SEEN["initialize"]) == 2 and rig.instance is kit.SEEN["initialize"][1]
+
+
+def test_a_tickless_batch_whose_exception_cannot_be_handled_is_logged_and_rebuilt(
+        caplog: pytest.LogCaptureFixture) -> None:
+    def do(bolt: Any, key: Any, tups: Any) -> None:
+        def broken(*args: Any) -> None:
+            raise RuntimeError("cannot report")
+        bolt.raise_exception = broken
+        raise ValueError("bad batch")
+    script(do)
+    rig = adapted(kit.ScriptTicklessBolt)
+    rig.execute(["a"])
+    with caplog.at_level(logging.WARNING, logger="stormpy.multilang.adapted"):
+        rig.tick()
+    task = rig.context.task_id
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (logging.ERROR, f"adapted:{task}: handling ValueError('bad batch') failed: "
+                        "RuntimeError('cannot report')"),
+        (logging.WARNING, f"adapted:{task}: rebuilding the pystorm component after "
+                          "ValueError('bad batch') (pystorm would exit)")]
     assert len(kit.SEEN["initialize"]) == 2
-    assert rig.instance._current_tups == [] or rig.instance is kit.SEEN["initialize"][1]
 
 
 # --- spouts -------------------------------------------------------------------------------
@@ -523,6 +563,7 @@ def test_a_spout_is_opened_and_each_call_reaches_its_method() -> None:
             answers.append(spout.emit(["d"], tup_id="m2", stream="direct", direct_task=3,
                                       need_task_ids=True))
             answers.append(spout.emit(["loose"], need_task_ids=True))
+            answers.append(spout.emit(["elsewhere"], tup_id="m3", stream="other"))
     script(do)
     rig = adapted(kit.ScriptSpout, {"topology.name": "s"}, spout=True)
     [inst] = kit.SEEN["initialize"]
@@ -535,8 +576,9 @@ def test_a_spout_is_opened_and_each_call_reaches_its_method() -> None:
     assert calls == [("next", None), ("ack", "m1"), ("fail", "m2"), ("deactivate", None),
                      ("activate", None)]
     assert [(e.values, e.stream, e.msg_id, e.task) for e in rig.collector.emitted] == [
-        (["w"], "default", "m1", None), (["d"], "direct", "m2", 3), (["loose"], "default", None, None)]
-    assert answers == [None, [3], ANSWER]
+        (["w"], "default", "m1", None), (["d"], "direct", "m2", 3), (["loose"], "default", None, None),
+        (["elsewhere"], "other", "m3", None)]
+    assert answers == [None, [3], ANSWER, None]
     assert rig.errors() == []
 
 
@@ -556,3 +598,47 @@ def test_a_spout_that_raises_reports_and_is_rebuilt() -> None:
     [error] = rig.errors()
     assert "bad next" in error and error.startswith("pystorm component adapted:")
     assert len(kit.SEEN["initialize"]) == 2
+
+
+def test_without_pystorm_the_error_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pystorm", None)  # import pystorm: ImportError
+    with pytest.raises(ImportError) as missing:
+        require_pystorm()
+    assert str(missing.value) == ("pystorm components need the pystorm package: pip install "
+                                  "'stormpy[multilang]'")
+
+
+@pytest.mark.parametrize("cls", [kit.ScriptBolt, kit.GeneralScriptBolt])
+def test_an_emit_with_an_unknown_anchor_keeps_its_stream_task_and_answer(cls: type) -> None:
+    """The unknown anchor is reported and left out; the known ones, the stream, the direct task
+    and the task ids asked for are kept."""
+    answers = []
+
+    def do(bolt: Any, tup: Any) -> None:
+        answers.append(bolt.emit(["a", 1], stream="pair", anchors=["77", tup], need_task_ids=True))
+        answers.append(bolt.emit(["d"], stream="direct", anchors=["78"], direct_task=6,
+                                 need_task_ids=True))
+    script(do)
+    rig = adapted(cls)
+    rig.execute(["x"])
+    assert emitted(rig) == [(["a", 1], "pair", [["x"]], None), (["d"], "direct", [], 6)]
+    assert answers == [ANSWER, [6]]
+    task = rig.context.task_id
+    assert rig.errors() == [f"pystorm bolt adapted:{task} anchored an emit onto unknown tuple id '77'",
+                            f"pystorm bolt adapted:{task} anchored an emit onto unknown tuple id '78'"]
+
+
+def test_an_ack_by_the_classs_own_method_ends_the_anchoring_of_the_shortcut_emits() -> None:
+    def do(bolt: Any, tup: Any) -> None:
+        bolt.emit(["before"])
+        bolt.ack(tup)
+        bolt.emit(["after"])  # auto-anchored to the tuple acked: unknown by now
+        bolt.auto_ack = False
+    script(do)
+    rig = adapted(kit.OwnAckScriptBolt)
+    x = rig.execute(["x"])
+    assert kit.SEEN["own"] == ["ack"]
+    assert emitted(rig) == [(["before"], "default", [["x"]], None), (["after"], "default", [], None)]
+    assert rig.collector.acked == [x]
+    assert rig.errors() == [f"pystorm bolt adapted:{rig.context.task_id} anchored an emit onto "
+                            "unknown tuple id '1'"]
