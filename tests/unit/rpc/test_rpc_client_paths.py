@@ -4,7 +4,9 @@ cannot read them or answers late makes of it."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import socket
 import threading
 import warnings
 from collections.abc import Iterator
@@ -15,6 +17,7 @@ import pytest
 import zmq
 
 from stormpy.rpc import (
+    AuthorizationError,
     InvalidRequestError,
     RpcClient,
     RpcError,
@@ -111,14 +114,86 @@ def test_a_client_used_as_a_context_is_closed_after_it(server: RpcServer) -> Non
         client.request("echo", {"value": "v"})
 
 
+@pytest.mark.timeout(60)
 def test_a_connect_timeout_makes_a_dead_server_unreachable_at_once() -> None:
     port = free_port()  # nobody listens there: the connection is refused at once
-    with RpcClient("127.0.0.1", port, timeout_secs=ANSWER_SECS, retries=3, service="Nimbus",
-                      connect_timeout_secs=ANSWER_SECS) as client, \
-            pytest.raises(UnreachableError) as info:
+    # the refusal ends the wait, not the (far longer) connect timeout; no attempt is made
+    with RpcClient("127.0.0.1", port, timeout_secs=2.0, retries=1, service="Nimbus",
+                   connect_timeout_secs=600) as client, pytest.raises(UnreachableError) as info:
         client.call("echo", value=1)
     assert str(info.value) == (f"Nimbus at 127.0.0.1:{port}: no connection could be made within "
-                               f"{ANSWER_SECS:g} s (call 'echo'); is it running?")
+                               "600 s (call 'echo'); is it running?")
+
+
+@pytest.fixture
+def full_listener() -> Iterator[int]:
+    """A port whose listener never accepts and whose accept queue is full: a connection to it
+    is neither made nor refused (the kernel drops its SYN)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(3):
+        filler = socket.socket()
+        filler.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            filler.connect(("127.0.0.1", port))
+        fillers.append(filler)
+    yield port
+    for sock in (*fillers, listener):
+        sock.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_connection_that_never_comes_is_unreachable_after_the_connect_timeout(full_listener: int) -> None:
+    with RpcClient("127.0.0.1", full_listener, timeout_secs=ANSWER_SECS, retries=2,
+                   connect_timeout_secs=0.5) as client, pytest.raises(UnreachableError) as info:
+        client.call("echo", value=1)
+    assert str(info.value) == (f"RPC server at 127.0.0.1:{full_listener}: no connection could be made "
+                               "within 0.5 s (call 'echo'); is it running?")
+
+
+def test_a_server_that_took_the_connection_is_a_timeout_also_with_a_connect_timeout(
+        zctx: zmq.Context[zmq.Socket[bytes]]) -> None:
+    srv = scripted(zctx, lambda rid: [])
+    try:
+        with RpcClient("127.0.0.1", srv.port, timeout_secs=0.5, retries=1, connect_timeout_secs=ANSWER_SECS,
+                       service="Nimbus") as client, pytest.raises(RpcTimeoutError) as info:
+            client.call("echo", value=1)
+        assert type(info.value) is RpcTimeoutError
+        assert str(info.value).endswith("(call 'echo', 2 attempts): connected, but no reply arrived")
+    finally:
+        srv.close()
+
+
+def test_a_connect_timeout_under_a_second_lets_a_live_server_through(server: RpcServer) -> None:
+    answers = []
+    for _ in range(5):  # on a busy machine one of five connections comes within 0.9 s
+        with RpcClient("127.0.0.1", server.port, timeout_secs=ANSWER_SECS, retries=0,
+                       connect_timeout_secs=0.9) as client, contextlib.suppress(UnreachableError):
+            answers.append(client.call("echo", value=1))
+        if answers:
+            break
+    assert answers == [1]
+
+
+@pytest.mark.parametrize("client_uses_curve", [True, False])
+def test_a_refused_handshake_says_which_side_lacks_the_key(client_uses_curve: bool) -> None:
+    _, secret = zmq.curve_keypair()
+    # a CURVE client pinning another server's key, or a plain client at a CURVE server
+    pinned = zmq.curve_keypair()[0] if client_uses_curve else None
+    with RpcServer(handler=Echo(), curve_secret_key=secret, name="t").start() as srv, \
+            RpcClient("127.0.0.1", srv.port, timeout_secs=ANSWER_SECS, retries=2, service="Nimbus",
+                      curve_server_key=pinned) as client, pytest.raises(AuthorizationError) as info:
+        client.call("echo", value=1)
+    where = f"Nimbus at 127.0.0.1:{srv.port}"
+    if client_uses_curve:
+        assert str(info.value) == (f"the CURVE handshake with {where} failed: its key does not match "
+                                   "nimbus.rpc.curve.public.key (or it does not use CURVE)")
+    else:
+        assert str(info.value) == (f"the handshake with {where} failed: it requires CURVE; set "
+                                   "nimbus.rpc.curve.public.key to its public key")
 
 
 def test_a_connect_timeout_lets_calls_to_a_live_server_through_and_keeps_the_connection(
