@@ -98,6 +98,13 @@ def test_a_client_keeps_its_settings_and_names_its_server() -> None:
     client.close()
 
 
+def test_a_client_waits_10_s_retries_once_and_calls_its_peer_an_rpc_server_by_default() -> None:
+    client = RpcClient("127.0.0.1", 9)
+    assert (client.timeout_secs, client.retries, client.service, client.connect_timeout_secs) == (
+        10.0, 1, "RPC server", None)
+    client.close()
+
+
 def test_a_closed_client_refuses_calls_naming_its_server(server: RpcServer) -> None:
     client = RpcClient("127.0.0.1", server.port, timeout_secs=ANSWER_SECS, service="Nimbus")
     assert client.call("echo", value=[1, 2]) == [1, 2]
