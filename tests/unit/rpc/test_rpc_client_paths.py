@@ -15,6 +15,7 @@ from typing import Any
 import msgpack
 import pytest
 import zmq
+from rpc_kit import ANSWER_SECS
 
 from stormpy.rpc import (
     AuthorizationError,
@@ -28,9 +29,6 @@ from stormpy.rpc import (
 )
 from stormpy.rpc.codec import Response, encode_response
 from stormpy.testing import free_port
-
-#: Generous bound for an answer on a busy machine (a test waits this long only when it fails).
-ANSWER_SECS = 20.0
 
 
 class Echo:
