@@ -12,14 +12,12 @@ from collections.abc import Iterator
 import msgpack
 import pytest
 import zmq
+from rpc_kit import ANSWER_SECS
 
 from stormpy.rpc import AuthorizationError, RpcClient, RpcServer, RpcTimeoutError, rpc_method
 from stormpy.rpc.codec import Request, Response, decode_response, encode_request, encode_response
 from stormpy.rpc.retries import ResponseCache, RetryAnswers
 from stormpy.testing import wait_for
-
-#: Generous bound for an answer on a busy machine (a test waits this long only when it fails).
-ANSWER_SECS = 20.0
 
 
 def test_attempts_of_a_running_request_wait_for_its_answer_which_is_then_cached() -> None:
