@@ -11,6 +11,7 @@ from typing import Any
 import msgpack
 import pytest
 import zmq
+from rpc_kit import zctx_fixture  # noqa: F401 - a fixture
 
 from stormpy.rpc import (
     AuthorizationError,
@@ -101,14 +102,6 @@ def client(server: RpcServer) -> Iterator[RpcClient]:
     with RpcClient(HOST, server.port, timeout_secs=10, retries=0, service="Nimbus") as c:
         yield c
 
-
-@pytest.fixture
-def zctx() -> Iterator[zmq.Context[zmq.Socket[bytes]]]:
-    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
-    try:
-        yield ctx
-    finally:
-        ctx.destroy(linger=0)
 
 
 def test_round_trip(client: RpcClient) -> None:

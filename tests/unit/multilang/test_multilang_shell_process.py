@@ -109,6 +109,18 @@ def held_echo(host: Host, tmp_path: Path, release: Path, max_pending: int) -> Sh
                         env={"RELEASE_FILE": str(release), "PYTHONPATH": str(FIXTURES)})
 
 
+def start_until_full(host: Host, proc: ShellProcess) -> None:
+    """Start ``proc`` (a held echo of max pending 1) and send it three large tuples, until it
+    has no room: its want_room() is then asked (False) and the room it makes is announced."""
+    proc.start(handshake)
+    host.run_until(lambda: host.ready, "the pid")
+    for i in range(3):
+        proc.send({"id": str(i), "comp": "c", "stream": "default", "task": 1,
+                   "tuple": ["v" * 40_000]}, counted=True)
+    host.run_until(lambda: not proc.has_room(), "tuples not written")
+    assert not proc.want_room()
+
+
 def test_tuples_not_yet_written_are_counted_and_room_is_announced_once_written(
         tmp_path: Path) -> None:
     release = tmp_path / "release"
@@ -314,13 +326,7 @@ def test_room_made_after_stop_is_not_announced(tmp_path: Path) -> None:
     host = Host()
     proc = held_echo(host, tmp_path, release, max_pending=1)
     try:
-        proc.start(handshake)
-        host.run_until(lambda: host.ready, "the pid")
-        for i in range(3):
-            proc.send({"id": str(i), "comp": "c", "stream": "default", "task": 1,
-                       "tuple": ["v" * 40_000]}, counted=True)
-        host.run_until(lambda: not proc.has_room(), "tuples not written")
-        assert not proc.want_room()
+        start_until_full(host, proc)
         release.touch()
         # the loop does not run: the room is made and its announcement waits for the loop
         wait_for(lambda: proc.tuples_queued == 0 and host.loop.pending, 30, "room made")
@@ -534,13 +540,7 @@ def test_room_is_announced_once_per_want_room(tmp_path: Path) -> None:
     host = Host()
     proc = held_echo(host, tmp_path, release, max_pending=1)
     try:
-        proc.start(handshake)
-        host.run_until(lambda: host.ready, "the pid")
-        for i in range(3):
-            proc.send({"id": str(i), "comp": "c", "stream": "default", "task": 1,
-                       "tuple": ["v" * 40_000]}, counted=True)
-        host.run_until(lambda: not proc.has_room(), "tuples not written")
-        assert not proc.want_room()
+        start_until_full(host, proc)
         release.touch()
         host.run_until(lambda: host.rooms == 1 and proc.tuples_queued == 0, "room announced")
         proc.send({"id": "later", "comp": "c", "stream": "default", "task": 1, "tuple": ["w"]},

@@ -15,7 +15,7 @@ from typing import Any
 import msgpack
 import pytest
 import zmq
-from rpc_kit import ANSWER_SECS
+from rpc_kit import ANSWER_SECS, zctx_fixture  # noqa: F401 - a fixture
 
 from stormpy.rpc import (
     AuthorizationError,
@@ -245,12 +245,6 @@ class ScriptedServer:
         self._thread.join(ANSWER_SECS)
         self._router.close(linger=0)
 
-
-@pytest.fixture
-def zctx() -> Iterator[zmq.Context[zmq.Socket[bytes]]]:
-    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
-    yield ctx
-    ctx.destroy(linger=0)
 
 
 def scripted(ctx: zmq.Context[zmq.Socket[bytes]], script: Any) -> ScriptedServer:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import msgpack
 import pytest
 import zmq
-from rpc_kit import ANSWER_SECS
+from rpc_kit import ANSWER_SECS, zctx_fixture  # noqa: F401 - a fixture
 
 from stormpy.rpc import AuthorizationError, RpcClient, RpcServer, RpcTimeoutError, rpc_method
 from stormpy.rpc.codec import Request, Response, decode_response, encode_request, encode_response
@@ -73,12 +73,6 @@ class Counter:
     def boom(self) -> None:
         raise ValueError("boom")
 
-
-@pytest.fixture
-def zctx() -> Iterator[zmq.Context[zmq.Socket[bytes]]]:
-    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
-    yield ctx
-    ctx.destroy(linger=0)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import zmq
-from rpc_kit import ANSWER_SECS
+from rpc_kit import ANSWER_SECS, zctx_fixture  # noqa: F401 - a fixture
 
 from stormpy.rpc import (
     NotFoundError,
@@ -72,12 +72,6 @@ class Handler:
     def whoami(self) -> str:
         return current_client()
 
-
-@pytest.fixture
-def zctx() -> Iterator[zmq.Context[zmq.Socket[bytes]]]:
-    ctx: zmq.Context[zmq.Socket[bytes]] = zmq.Context()
-    yield ctx
-    ctx.destroy(linger=0)
 
 
 @pytest.fixture
