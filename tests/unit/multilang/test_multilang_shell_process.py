@@ -384,7 +384,7 @@ def test_stop_without_waiting_reaps_on_a_named_daemon_thread(tmp_path: Path) -> 
 def test_stop_asks_the_subprocess_to_end_with_sigterm_first(tmp_path: Path) -> None:
     """A subprocess that cleans up on SIGTERM gets to do it (SIGKILL is for those that do not
     end within the grace)."""
-    done = tmp_path / "cleaned-up"
+    done, armed = tmp_path / "cleaned-up", tmp_path / "armed"
     host = Host()
     proc = host.process(script(tmp_path, "tidy.py", f'''
         import signal
@@ -392,12 +392,15 @@ def test_stop_asks_the_subprocess_to_end_with_sigterm_first(tmp_path: Path) -> N
             open({str(done)!r}, "w").close()
             os._exit(0)
         signal.signal(signal.SIGTERM, tidy)
+        open({str(armed)!r}, "w").close()
         sys.stdin.read()
         time.sleep(30)
     '''), tmp_path)
     proc.start(handshake)
     try:
         host.run_until(lambda: host.ready, "the pid")
+        # its pid is sent before the handler is set: a stop before then would find none
+        wait_for(armed.exists, 30, "the SIGTERM handler set")
     finally:
         proc.stop()
     assert done.exists()

@@ -5,6 +5,7 @@ aborts the session, and expiry that only takes idle sessions."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,10 +19,13 @@ from stormpy.rpc.errors import UploadError
 
 
 @pytest.fixture
-def manager(dirs: NimbusDirs, clock: SimClock) -> UploadManager:
-    """The defaults for the session caps (64 in all, 8 per client)."""
-    return UploadManager(dirs, max_bundle_bytes=LIMIT, expiration_secs=EXPIRY, chunk_size=1000,
-                         clock=clock)
+def manager(dirs: NimbusDirs, clock: SimClock) -> Iterator[UploadManager]:
+    """The defaults for the session caps (64 in all, 8 per client); closed after the test (its
+    open sessions' files closed and removed)."""
+    manager = UploadManager(dirs, max_bundle_bytes=LIMIT, expiration_secs=EXPIRY, chunk_size=1000,
+                            clock=clock)
+    yield manager
+    manager.close()
 
 
 def test_each_client_may_hold_eight_sessions_by_default(manager: UploadManager) -> None:

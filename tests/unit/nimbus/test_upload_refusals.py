@@ -4,6 +4,7 @@ at a limit, when sessions and staged bundles expire, and which files survive a c
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,9 +20,12 @@ EXPIRY = 60
 
 
 @pytest.fixture
-def manager(dirs: NimbusDirs, clock: SimClock) -> UploadManager:
-    return UploadManager(dirs, max_bundle_bytes=LIMIT, expiration_secs=EXPIRY, chunk_size=1000,
-                         clock=clock)
+def manager(dirs: NimbusDirs, clock: SimClock) -> Iterator[UploadManager]:
+    """Closed after the test: its open sessions' files closed and removed."""
+    manager = UploadManager(dirs, max_bundle_bytes=LIMIT, expiration_secs=EXPIRY, chunk_size=1000,
+                            clock=clock)
+    yield manager
+    manager.close()
 
 
 def _bundle(tmp_path: Path, name: str, unpacked: int) -> bytes:
