@@ -23,6 +23,7 @@ Usage::
     python tools/mutate.py recheck TARGET        # re-run only those (after adding tests)
     python tools/mutate.py kills TARGET          # which test killed each mutant (false kills)
     python tools/mutate.py clean [TARGET ...]    # forget cached results
+    python tools/mutate.py uncovered             # the source files no target mutates, by package
 
 Adding a module is one line in ``TARGETS``.
 """
@@ -290,6 +291,21 @@ def source_files(target: Target) -> list[str]:
         if (any(fnmatch.fnmatch(rel, p) for p in target.mutate)
                 and not any(fnmatch.fnmatch(rel, p) for p in (*target.skip, *ALWAYS_SKIP))):
             found.append(rel)
+    return found
+
+
+def uncovered_files() -> dict[str, list[tuple[str, int]]]:
+    """The source files no target mutates (``__init__.py`` files aside), by package
+    (``stormpy.<package>``; top-level modules under ``stormpy``), each with its line count."""
+    covered = {rel for target in TARGETS.values() for rel in source_files(target)}
+    found: dict[str, list[tuple[str, int]]] = {}
+    for path in sorted((ROOT / "src").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in covered or any(fnmatch.fnmatch(rel, p) for p in ALWAYS_SKIP):
+            continue
+        parts = path.relative_to(ROOT / "src").parts
+        package = ".".join(parts[:2]) if len(parts) > 2 else parts[0]
+        found.setdefault(package, []).append((rel, len(path.read_text().splitlines())))
     return found
 
 
@@ -719,7 +735,7 @@ def kills(name: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=("run", "recheck", "summary", "survivors", "kills", "clean",
-                                            "list", "pin"))
+                                            "list", "pin", "uncovered"))
     parser.add_argument("targets", nargs="*", help=f"targets (default: {' '.join(CORE)})")
     parser.add_argument("--children", type=int, default=2, help="mutants tested at once")
     parser.add_argument("--mutants", nargs="+", metavar="PATTERN",
@@ -758,6 +774,14 @@ def main(argv: list[str] | None = None) -> int:
             kills(name)
     elif args.command == "pin":
         print(f"{pin(names)} equivalent(s) pinned to their functions' current hashes")
+    elif args.command == "uncovered":
+        gaps = uncovered_files()
+        for package, files in gaps.items():
+            print(f"{package}: {len(files)} file(s), {sum(n for _, n in files)} lines")
+            for rel, lines in files:
+                print(f"  {rel} ({lines})")
+        total = sum(n for files in gaps.values() for _, n in files)
+        print(f"{sum(len(f) for f in gaps.values())} file(s), {total} lines in no target")
     elif args.command == "clean":
         for name in names:
             shutil.rmtree(WORK / name, ignore_errors=True)
