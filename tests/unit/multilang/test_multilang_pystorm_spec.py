@@ -115,6 +115,23 @@ def test_a_component_without_outputs_is_refused_naming_it() -> None:
                               "({} for none)")
 
 
+def test_a_bad_declaration_is_refused_naming_the_users_class() -> None:
+    for cls in (Split, Words):
+        with pytest.raises(ValueError) as not_a_list:
+            pystorm_component(cls, 5)
+        assert str(not_a_list.value) == (f"{cls.__name__}: outputs must be a list of fields or "
+                                         "streams, or a map of stream to fields, got 5")
+        with pytest.raises(ValueError) as bad_entry:
+            pystorm_component(cls, ["a", 1])
+        assert str(bad_entry.value) == (f"{cls.__name__}: outputs entries must be field names or "
+                                        "Stream objects, got 1")
+    with pytest.raises(ValueError) as twice:
+        pystorm_component(Split, [Stream(["a"]), Stream(["b"])], shell=True)
+    assert str(twice.value) == "Split: stream 'default' declared twice"
+    assert pystorm_component(Words, {"s": {"fields": ["a"], "direct": True}}).component_kwargs[
+        "outputs"] == {"s": {"fields": ["a"], "direct": True}}
+
+
 def test_a_subprocess_cannot_run_a_class_it_cannot_import() -> None:
     class Local(pystorm.Bolt):
         outputs = ["x"]

@@ -116,15 +116,18 @@ def test_components_get_their_name_par_config_and_how_they_run() -> None:
     class T(Topology):
         config = {"topology.workers": 2}
         words = Words.spec(name="source", par=2, config={"topology.max.spout.pending": 5})
-        sink = Sink.spec(inputs=[words], par=4)
+        sink = Sink.spec(inputs=[words], par=4, config={"topology.tick.tuple.freq.secs": 2})
+        last = Sink.spec(inputs=[words], par=1)
 
     assert T.config == {"topology.workers": 2}
     builder = T.to_builder()
     topo = builder.create_topology()
     assert topo == T.to_topology()
-    assert set(topo.components) == {"source", "sink"}
-    assert (topo.components["source"].parallelism, topo.components["sink"].parallelism) == (2, 4)
+    assert set(topo.components) == {"source", "sink", "last"}
+    assert [topo.components[c].parallelism for c in ("source", "sink", "last")] == [2, 4, 1]
     assert topo.components["source"].config["topology.max.spout.pending"] == 5
+    assert topo.components["sink"].config["topology.tick.tuple.freq.secs"] == 2
+    assert [(i.component, i.stream) for i in topo.components["last"].inputs] == [("source", "default")]
     expected = pystorm_component(Sink)
     assert topo.components["sink"].class_path.endswith(":PystormBolt")
     assert topo.components["sink"].kwargs == expected.component_kwargs

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,7 @@ def test_a_stream_has_the_spouts_fields_without_the_attempt() -> None:
     t = TridentTopology()
     s = t.new_stream("a", FixedBatchSpout(["x", "y"], 1, []))
     assert s.fields == ["x", "y"]
-    assert t.new_stream("f", FeederBatchSpout("parts-f", ["w"])).fields == ["w"]
+    assert t.new_stream("f", FeederBatchSpout(f"parts-{uuid.uuid4().hex}", ["w"])).fields == ["w"]
 
 
 def test_merge_is_named_after_the_first_stream_unless_told() -> None:
@@ -210,9 +211,10 @@ def test_a_fixed_batch_spout_keeps_its_rows_fields_and_batch_size() -> None:
 
 
 def test_a_feeder_spout_emits_each_fed_batch_once_in_order() -> None:
-    spout = FeederBatchSpout("parts-feed", ["w", "n"])
+    name = f"parts-feed-{uuid.uuid4().hex}"  # feeds live as long as the process
+    spout = FeederBatchSpout(name, ["w", "n"])
     assert spout.component_class is FeederBatchSpout
-    assert spout.component_kwargs == {"name": "parts-feed", "fields": ["w", "n"]}
+    assert spout.component_kwargs == {"name": name, "fields": ["w", "n"]}
     assert FeederBatchSpout.declare_outputs(spout.component_kwargs) == \
         {"default": Declared(["tx", "w", "n"])}
     coordinator = spout.get_coordinator({}, None)
@@ -236,9 +238,9 @@ def test_a_feeder_spout_emits_each_fed_batch_once_in_order() -> None:
     assert len(replay.rows) == 2
     # another spout of the same name (another task) sees the same feed; a new coordinator
     # starts from the first batch
-    again = FeederBatchSpout("parts-feed", ["w", "n"])
+    again = FeederBatchSpout(name, ["w", "n"])
     assert again.get_coordinator({}, None).is_ready()
-    other = FeederBatchSpout("parts-other", ["w"])
+    other = FeederBatchSpout(f"parts-other-{uuid.uuid4().hex}", ["w"])
     assert not other.get_coordinator({}, None).is_ready()
     unknown = Batch()
     other.get_emitter({}, None).emit_partition_batch(TransactionAttempt(1, 0), unknown.collector, 0,

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from trident_kit import Double, Split
+from trident_kit import Double, Split, upper
 
 from stormpy.state import MemoryBackend
 from stormpy.testing import test_tuple
@@ -22,6 +22,7 @@ from stormpy.topology._streams import Stream as Declared
 from stormpy.transactional._api import BatchOutputCollector
 from stormpy.transactional._attempt import TransactionAttempt
 from stormpy.trident import (
+    Aggregator,
     Count,
     FixedBatchSpout,
     Function,
@@ -127,6 +128,7 @@ class OwnFactory(StateFactory):
         return cls(doc["name"], doc["remote"])
 
     def make_state(self, conf: Any, context: Any) -> Any:
+        EVENTS.append(("made", self.name, conf.get("k"), context.task_id))
         return RemoteState(self.name) if self.remote else LocalState(self.name)
 
 
@@ -169,10 +171,18 @@ def bolts(topology: TridentTopology) -> dict[str, tuple[type, dict[str, Any]]]:
     return out
 
 
-def context(component: str, task: int = 1, topology: str = "t-1") -> TopologyContext:
+#: the tasks' contexts a test made: their tasks are cleaned up after it (as the worker does when
+#: a topology stops), so no task's operations outlive the test
+CONTEXTS: list[TopologyContext] = []
+
+
+def context(component: str, task: int = 1, topology: str = "t-1",
+            state: MemoryBackend | None = None) -> TopologyContext:
     layout = TaskLayout({component: [task]}, {task: component}, [Executor(component, task, task)])
-    return TopologyContext(topology, TopologySpec({}), layout, task, [task], {},
-                           state=MemoryBackend())
+    ctx = TopologyContext(topology, TopologySpec({}), layout, task, [task], {},
+                          state=state or MemoryBackend())
+    CONTEXTS.append(ctx)
+    return ctx
 
 
 def run(cls: type, kwargs: dict[str, Any], ctx: TopologyContext,
@@ -198,6 +208,9 @@ def new_stream(t: TridentTopology, *fields: str) -> Stream:
 def _fresh() -> Any:
     EVENTS.clear()
     yield
+    for ctx in CONTEXTS:
+        SubtopologyBolt.cleanup_task({}, ctx)
+    CONTEXTS.clear()
     EVENTS.clear()
 
 
@@ -290,6 +303,9 @@ def test_a_remote_commit_runs_in_the_background_after_every_operation_of_the_bat
     assert cls is TridentCommitterBolt
     batch = run(cls, kwargs, context("b-0"), [("spout-w", "default", ["a", 1]),
                                               ("spout-w", "default", ["b", 2])], txid=6)
+    assert [e for e in EVENTS if e[0] == "made"] == [("made", "one", "v", 1), ("made", "two", "v", 1),
+                                                     ("made", "three", "v", 1)]
+    del EVENTS[:3]
     assert EVENTS == [("begin", "one", 6), ("update", "one", [[1], [2]]), ("commit_later", "one", 6),
                       ("begin", "two", 6), ("update", "two", [[2]]), ("commit", "two", 6),
                       ("begin", "three", 6), ("update", "three", [[1]]), ("commit_later", "three", 6)]
@@ -299,3 +315,52 @@ def test_a_remote_commit_runs_in_the_background_after_every_operation_of_the_bat
     EVENTS.clear()
     work()
     assert EVENTS == [("committed", "one", 6), ("committed", "three", 6)]
+
+
+class BatchIds(Aggregator):
+    """Emits the batch id its ``init`` was given and the values it saw."""
+
+    def init(self, batch_id: Any, collector: TridentCollector) -> list[Any]:
+        return [batch_id, []]
+
+    def aggregate(self, state: Any, tuple_: TridentTuple, collector: TridentCollector) -> None:
+        state[1].append(tuple_[0])
+
+    def complete(self, state: Any, collector: TridentCollector) -> None:
+        collector.emit([state[0], state[1]])
+
+
+def test_joins_merges_queries_and_plain_functions_run_in_their_bolts() -> None:
+    t = TridentTopology()
+    s = t.new_stream("orders|v2", FixedBatchSpout(["k", "n"], 2, []))  # a txid may hold a '|'
+    a = s.each(["n"], Double(), ["x"]).project(["k", "x"])
+    b = s.each(["k"], upper, ["y"]).project(["k", "y"])
+    joined = t.join(a, ["k"], b, ["k"], ["k", "x", "y"])
+    merged = t.merge(joined.project(["k", "x"]), s.project(["k", "n"]))
+    counts = merged.group_by(["k"]).persistent_aggregate(StateFactory.memory("q"), ["x"], Sum(), ["sum"])
+    merged.state_query(counts, ["k"], MapGet(), ["sum"]).aggregate(["sum"], BatchIds(), ["id", "sums"]) \
+        .shuffle().project(["id"])
+    planned = bolts(t)
+    spout = "spout-orders|v2"
+    rows = [(spout, "default", ["a", 1]), (spout, "default", ["b", 2])]
+    assert run(*planned["b-0"], context("b-0"), rows).emitted == [
+        ("s2", [[1, 0], "a", 2]), ("s2", [[1, 0], "b", 4])]
+    assert run(*planned["b-1"], context("b-1"), rows).emitted == [
+        ("s4", [[1, 0], "a", "A"]), ("s4", [[1, 0], "b", "B"])]
+    SubtopologyBolt.cleanup_task({}, context("b-1"))  # a plain function has nothing to clean up
+    # the join's sides: b-0's tuples are its first side, b-1's its second
+    assert run(*planned["b-2"], context("b-2"), [("b-1", "s4", ["a", "A"]), ("b-0", "s2", ["a", 2]),
+                                                 ("b-0", "s2", ["c", 6])]).emitted == [
+        ("s6", [[1, 0], "a", 2])]  # projected onto k, x
+    # a merge passes both inputs on; the grouped partial sums leave on s9, the query on s12
+    state = MemoryBackend()
+    merge = run(*planned["b-4"], context("b-4", state=state), [("b-2", "s6", ["a", 2]),
+                                                               ("b-3", "s7", ["a", 1])])
+    assert merge.emitted == [("s9", [[1, 0], "a", 3]), ("s12", [[1, 0], "a", 2, None]),
+                             ("s12", [[1, 0], "a", 1, None])]  # finished in plan order
+    run(*planned["b-5"], context("b-5", state=state), [("b-4", "s9", ["a", 3])])
+    again = run(*planned["b-4"], context("b-4", task=2, state=state), [("b-3", "s7", ["a", 1])], txid=2)
+    assert again.emitted == [("s9", [[2, 0], "a", 1]), ("s12", [[2, 0], "a", 1, 3])]
+    # an aggregator's init gets the batch's transaction id
+    assert run(*planned["b-6"], context("b-6"), [("b-4", "s12", ["a", 1, 3]), ("b-4", "s12", ["b", 2, None])],
+               txid=8, attempt=1).emitted == [("s14", [[8, 1], 8, [3, None]])]
