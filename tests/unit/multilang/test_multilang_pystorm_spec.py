@@ -60,6 +60,13 @@ def test_an_in_process_bolt_names_its_class_and_outputs() -> None:
     assert (handle.spout, handle.shell, handle.serializer, handle.tick_secs) == (False, False, None, None)
 
 
+def test_the_public_handle_runs_in_process_unless_told() -> None:
+    handle = PystormComponent(Split)
+    assert (handle.shell, handle.serializer, handle.tick_secs) == (False, None, None)
+    assert handle.component_class is PystormBolt
+    assert PystormComponent(Split, None, True).component_class is ShellBolt
+
+
 def test_an_in_process_spout_and_outputs_given_to_the_call() -> None:
     handle = pystorm_component(Words, ["a", "b"])
     assert handle.spout and handle.component_class is PystormSpout
@@ -185,6 +192,23 @@ def test_load_takes_a_colon_or_a_dotted_path() -> None:
         load(f"{MODULE}:Missing")
 
 
+def test_load_takes_a_dotted_path_into_a_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    package = tmp_path / "pystorm_spec_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "components.py").write_text("class Here:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("pystorm_spec_pkg", "pystorm_spec_pkg.components"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    try:
+        # the module is everything before the last dot (the package's module not yet imported)
+        assert load("pystorm_spec_pkg.components.Here").__name__ == "Here"
+        assert load("pystorm_spec_pkg.components:Here") is load("pystorm_spec_pkg.components.Here")
+    finally:
+        for name in ("pystorm_spec_pkg", "pystorm_spec_pkg.components"):
+            sys.modules.pop(name, None)
+
+
 @pytest.fixture
 def runs(monkeypatch: pytest.MonkeyPatch) -> Any:
     RUNS.clear()
@@ -234,5 +258,6 @@ def test_the_runner_refuses_an_unknown_serializer(runs: Any, capsys: pytest.Capt
     with pytest.raises(SystemExit) as helped:
         main(["--help"])
     assert helped.value.code == 0
-    assert "module:Class of a pystorm Bolt or Spout subclass" in capsys.readouterr().out
+    lines = capsys.readouterr().out.splitlines()
+    assert "  component             module:Class of a pystorm Bolt or Spout subclass" in lines
     assert runs == []

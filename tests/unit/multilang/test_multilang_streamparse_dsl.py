@@ -30,6 +30,10 @@ class Words(Spout):
     outputs = [Stream(["word"]), Stream(["word"], name="picked", direct=True)]
 
 
+class TwoStreams(Spout):
+    outputs = [Stream(["word"]), Stream(["word", "n"], name="counted")]
+
+
 class Sink(Bolt):
     outputs: list[str] = []
 
@@ -95,6 +99,17 @@ def test_each_grouping_and_stream_maps_to_the_builders() -> None:
         "g": [("words", "default", {"type": "none"}), ("words", "default", {"type": "local_or_shuffle"})],
     }
     assert [s.name for s in T.specs] == ["words", "a", "b", "c", "d", "e", "f", "g"]
+
+
+def test_a_fields_grouping_subscribes_to_the_stream_named() -> None:
+    class T(Topology):
+        words = TwoStreams.spec()
+        by_word = Sink.spec(inputs={words["counted"]: Grouping.fields("word", "n")})
+        plain = Sink.spec(inputs={words["counted"]: Grouping.SHUFFLE, words: Grouping.fields("word")})
+
+    assert groupings(T)["by_word"] == [("words", "counted", {"type": "fields", "fields": ["word", "n"]})]
+    assert groupings(T)["plain"] == [("words", "counted", {"type": "shuffle"}),
+                                     ("words", "default", {"type": "fields", "fields": ["word"]})]
 
 
 def test_grouping_fields_takes_names_one_by_one_or_as_one_list() -> None:

@@ -161,6 +161,31 @@ def test_what_a_worker_cannot_import_is_refused_naming_the_call() -> None:
     assert str(neither.value) == f"map: {'x' * 100!r:.80} is neither an Operation nor a function"
 
 
+def test_only_a_callable_with_an_import_path_is_taken_as_a_function() -> None:
+    from types import SimpleNamespace
+
+    named = SimpleNamespace(__qualname__="f", __module__="m")  # has a path, is not callable
+    with pytest.raises(InvalidTopologyError, match=r"^each: namespace\(.* is neither an Operation nor a function$"):
+        op_doc(named, "each")
+    method = "".__add__  # callable with a __qualname__, but no __module__ to import it from
+    with pytest.raises(InvalidTopologyError) as err:
+        op_doc(method, "map")
+    assert str(err.value) == f"map: {method!r:.80} is neither an Operation nor a function"
+    assert op_doc(len, "each") == {"fn": "builtins:len"}
+
+
+class NotAnOperation:
+    """A plain object (it has a ``__module__``, from its class, but is neither callable nor an
+    Operation)."""
+
+
+def test_an_object_that_is_no_operation_is_refused() -> None:
+    obj = NotAnOperation()
+    with pytest.raises(InvalidTopologyError) as err:
+        op_doc(obj, "filter")
+    assert str(err.value) == f"filter: {obj!r:.80} is neither an Operation nor a function"
+
+
 def test_an_operation_made_without_arguments_carries_none() -> None:
     op = Sum()
     assert op._init_args == ((), {})
@@ -221,7 +246,9 @@ def test_a_feeder_spout_emits_each_fed_batch_once_in_order() -> None:
     emitter = spout.get_emitter({}, None)
     assert coordinator.number_partitions() == 1
     assert not coordinator.is_ready()  # nothing fed yet
-    spout.feed([("a", 1), ["b", 2]])
+    row = ["b", 2]
+    spout.feed([("a", 1), row])
+    row.append("changed after the feed")
     spout.feed([])
     assert coordinator.is_ready() and coordinator.is_ready() and not coordinator.is_ready()
     first, second = Batch(), Batch()
@@ -234,7 +261,8 @@ def test_a_feeder_spout_emits_each_fed_batch_once_in_order() -> None:
     replay = Batch()
     emitter.emit_partition_batch(TransactionAttempt(1, 3), replay.collector, 0, {"batch": 0})
     assert replay.rows == [[[1, 3], "a", 1], [[1, 3], "b", 2]]
-    emitter.emit_partition_batch(TransactionAttempt(9, 0), replay.collector, 0, {"batch": 5})
+    for index in (2, 5):
+        emitter.emit_partition_batch(TransactionAttempt(9, 0), replay.collector, 0, {"batch": index})
     assert len(replay.rows) == 2
     # another spout of the same name (another task) sees the same feed; a new coordinator
     # starts from the first batch
@@ -275,6 +303,32 @@ def test_the_parquet_state_writes_each_txid_once_per_task(tmp_path: Path) -> Non
     assert sorted(os.listdir(tmp_path / "t" / "txid=5")) == ["task=0", "task=2"]
     assert pq.read_table(str(tmp_path / "t" / "txid=5" / "task=0" / "part-0.parquet")).num_rows == 0
     assert other.close() is None
+
+
+def test_a_parquet_part_is_written_in_a_hidden_directory_next_to_its_place(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow.parquet as pq
+
+    written: list[tuple[str, list[str]]] = []
+    real = pq.write_table
+
+    def spy(table: Any, where: str, *args: Any, **kwargs: Any) -> None:
+        written.append((where, sorted(os.listdir(tmp_path / "t" / "txid=4"))))
+        real(table, where, *args, **kwargs)
+
+    monkeypatch.setattr(pq, "write_table", spy)
+    monkeypatch.chdir(tmp_path)
+    state = ParquetState(str(tmp_path / "t"), 7)
+    state.begin_commit(4)
+    assert state.write([[1]], ["n"]) is True
+    (where, present), = written
+    temporary = Path(where).parent
+    # readers (Spark, pyarrow datasets) skip names starting with '.' while the part is written
+    assert temporary.parent == tmp_path / "t" / "txid=4"
+    assert temporary.name.startswith(".tmp-task=7-") and present == [temporary.name]
+    assert Path(where).name == "part-0.parquet"
+    assert sorted(os.listdir(tmp_path / "t" / "txid=4")) == ["task=7"]
+    assert sorted(os.listdir(tmp_path)) == ["t"]
 
 
 def test_a_failed_parquet_write_leaves_no_temporary_directory(tmp_path: Path) -> None:
