@@ -156,6 +156,13 @@ def test_what_a_worker_cannot_import_is_refused_naming_the_call() -> None:
         "each: test_what_a_worker_cannot_import_is_refused_naming_the_call.<locals>.<lambda> is a "
         "lambda or nested function; workers import operations by path, so pass a module-level "
         "function or an Operation instance")
+    def nested(t: Any) -> Any:
+        return t
+
+    with pytest.raises(InvalidTopologyError, match=r"^filter: test_what_a_worker_cannot_import_is_"
+                                                   r"refused_naming_the_call\.<locals>\.nested is a "
+                                                   r"lambda or nested function; "):
+        op_doc(nested, "filter")
     with pytest.raises(InvalidTopologyError) as neither:
         op_doc("x" * 100, "map")
     assert str(neither.value) == f"map: {'x' * 100!r:.80} is neither an Operation nor a function"
