@@ -230,14 +230,21 @@ TARGETS: dict[str, Target] = {
     # (tests/integration/test_multilang_*.py) are too slow per mutant, and so are the pystorm
     # adapter's LocalCluster tests (1-2 s each): the adapter is judged by the tests that drive
     # it in the test's thread (test_multilang_pystorm_direct.py)
+    # (and the handle naming a pystorm component, its subprocess runner and streamparse's DSL,
+    # judged by the tests that build topologies from them; the streamparse word count's
+    # LocalCluster run is left out)
     "multilang": Target(tuple(f"src/stormpy/multilang/{part}.py"
                               for part in ("_protocol", "_serializers", "_shell", "_shell_bolt",
-                                           "_shell_spout", "_process", "_pystorm_adapter")),
+                                           "_shell_spout", "_process", "_pystorm_adapter",
+                                           "_pystorm_spec", "pystorm_run", "streamparse")),
                         tests=tuple(f"tests/unit/multilang/test_multilang_{part}.py"
                                     for part in ("docs_bolts", "protocol", "pystorm_direct",
                                                  "serializers", "settings_at_submit",
                                                  "shell_bolt_exchange", "shell_declare",
-                                                 "shell_host", "shell_process"))),
+                                                 "shell_host", "shell_process", "pystorm_spec",
+                                                 "streamparse", "streamparse_dsl")),
+                        pytest_args=("--deselect", "tests/unit/multilang/test_multilang_streamparse.py"
+                                     "::test_the_streamparse_word_count_runs_in_process")),
     # the decoders of what other processes send: bundles (manifest, zip entries, hashing, the
     # build's exclusions) and the RPC layer (codec, method argument checks, refusals, retries,
     # the client and server over loopback sockets); the unit tests that reach them, fuzz
@@ -266,10 +273,13 @@ TARGETS: dict[str, Target] = {
                             "tests/unit/state/test_state_provider_at_submit.py",
                             "tests/unit/multilang/test_multilang_settings_at_submit.py")),
     # Trident: the built-in operations, the planner (bolts, joins' groupings), the per-batch
-    # processors (aggregations, persistent state) and the map state of the three kinds
+    # processors (aggregations, persistent state), the map state of the three kinds, the bolts
+    # running a plan, the stream graph, operations as data, the test spouts, the topology's
+    # entry points and the Parquet state
     "trident": Target(tuple(f"src/stormpy/trident/{part}.py"
                             for part in ("_builtin", "_planner", "_processors", "_state", "_combine",
-                                         "_stream")),
+                                         "_stream", "_bolt", "_graph", "_operation", "_spout",
+                                         "_topology", "_parquet")),
                       tests=("tests/unit/trident/test_trident_*.py",)),
 }
 #: what ``make mutate`` runs when no target is named
