@@ -190,12 +190,11 @@ TARGETS: dict[str, Target] = {
                              "tests/unit/**/test_kinesis_tracker*.py",
                              "tests/unit/**/test_kinesis_getter*.py", "tests/unit/**/test_kinesis_shard*.py",
                              "tests/unit/connectors/test_connector_partitions.py")),
-    # transactional topologies: the coordinator spout, the coordinated (batch/committer) bolt with
-    # its per-batch tracking and counting collector (batch_track.py) and the exactly-once values
-    # committers apply; the ZooKeeper store and the builder's wiring
-    # are left out (integration tests, validation)
-    "transactional": Target(tuple(f"src/stormpy/transactional/{part}.py"
-                                  for part in ("_coordinator", "_coordinated", "_batch_track", "_state")),
+    # transactional topologies, the whole package: the coordinator spout, the coordinated
+    # (batch/committer) bolt with its per-batch tracking and counting collector, the exactly-once
+    # values committers apply, the emitter executors and their rotating state, the store choice,
+    # the settings, the builder's wiring, the user API and the memory spout
+    "transactional": Target(("src/stormpy/transactional/*.py",),
                             tests=("tests/unit/transactional/test_transactional_*.py",)),
     # windowing: the window manager (count/duration, event time, watermarks), its config and bolt
     "windowing": Target(("src/stormpy/windowing/*.py",),
