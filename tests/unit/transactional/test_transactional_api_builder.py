@@ -340,3 +340,79 @@ def test_a_committer_flag_false_leaves_a_batch_bolt_out_of_the_commit_phase() ->
     spec = b.create_topology()
     assert spec.components["count"].kwargs["committer"] is False
     assert ("s-coordinator", "$commit", ALL) not in inputs(spec, "count")
+
+
+def test_the_emitter_runs_one_task_unless_told_otherwise() -> None:
+    b = TransactionalTopologyBuilder("t", "s", SizedSpout, kwargs={"sizes": [1]})
+    b.set_bolt("count", CountingBolt, kwargs={"log": "x"}).shuffle_grouping("s")
+    spec = b.create_topology()
+    assert (spec.components["s"].parallelism, spec.components["s-coordinator"].parallelism) == (1, 1)
+    assert spec.components["count"].parallelism == 1
+
+
+def test_an_instance_instead_of_a_class_is_refused_naming_the_component() -> None:
+    with pytest.raises(InvalidTopologyError) as raised:
+        TransactionalTopologyBuilder("t", "s", SizedSpout([1]))
+    assert str(raised.value).startswith("spout 's': pass the class and its constructor arguments")
+    b = TransactionalTopologyBuilder("t", "s", SizedSpout, kwargs={"sizes": [1]})
+    with pytest.raises(InvalidTopologyError) as raised:
+        b.set_bolt("count", CountingBolt(log="x"))
+    assert str(raised.value).startswith("bolt 'count': pass the class and its constructor arguments")
+
+
+def test_classes_defined_in_a_function_are_refused_naming_the_component() -> None:
+    class LocalSpout(SizedSpout):
+        pass
+
+    class LocalBolt(CountingBolt):
+        pass
+    with pytest.raises(InvalidTopologyError) as raised:
+        TransactionalTopologyBuilder("t", "s", LocalSpout, kwargs={"sizes": [1]})
+    assert str(raised.value).startswith(
+        "spout 's': test_classes_defined_in_a_function_are_refused_naming_the_component.<locals>"
+        ".LocalSpout is defined inside a function")
+    b = TransactionalTopologyBuilder("t", "s", SizedSpout, kwargs={"sizes": [1]})
+    with pytest.raises(InvalidTopologyError) as raised:
+        b.set_bolt("count", LocalBolt, kwargs={"log": "x"})
+    assert str(raised.value).startswith(
+        "bolt 'count': test_classes_defined_in_a_function_are_refused_naming_the_component.<locals>"
+        ".LocalBolt is defined inside a function")
+
+
+def test_a_refused_duplicate_leaves_the_builder_as_it_was() -> None:
+    b = TransactionalTopologyBuilder("t", "s", SizedSpout, kwargs={"sizes": [1]})
+    b.set_bolt("count", CountingBolt, kwargs={"log": "x"}).shuffle_grouping("s")
+    before = b.create_topology().to_doc()
+    for cid in ("s", "count", "s-coordinator"):
+        with pytest.raises(InvalidTopologyError):
+            b.set_bolt(cid, Splitter)
+        with pytest.raises(InvalidTopologyError):
+            b.set_bolt(cid, SumCommitter, kwargs={"log": "x"})
+    assert b.create_topology().to_doc() == before
+
+
+def test_every_bolt_after_a_committer_is_checked_whatever_the_order_of_its_subscribers() -> None:
+    # a batch bolt b reached twice (from the committer and from a) and a basic bolt z after a:
+    # when a is looked at, b is already seen, and z must still be found (names vary, so do the
+    # orders in which the subscribers of a are looked at)
+    for i in range(12):
+        b = TransactionalTopologyBuilder("t", "s", SizedSpout, kwargs={"sizes": [1]})
+        b.set_bolt(f"c{i}", SumCommitter, kwargs={"log": "x"}).global_grouping("s")
+        b.set_bolt(f"a{i}", CountingBolt, kwargs={"log": "x"}).shuffle_grouping(f"c{i}")
+        b.set_bolt(f"b{i}", CountingBolt, kwargs={"log": "x"}).shuffle_grouping(f"c{i}") \
+            .shuffle_grouping(f"a{i}")
+        b.set_bolt(f"z{i}", Splitter).shuffle_grouping(f"a{i}")
+        with pytest.raises(InvalidTopologyError, match=f"^committer 'c{i}' is upstream of 'z{i}'"):
+            b.create_topology()
+
+
+@pytest.mark.timeout(20)
+def test_a_cycle_after_a_committer_is_walked_once() -> None:
+    b = TransactionalTopologyBuilder("t", "s", SizedSpout, kwargs={"sizes": [1]})
+    b.set_bolt("sum", SumCommitter, kwargs={"log": "x"}).global_grouping("s")
+    b.set_bolt("a", CountingBolt, kwargs={"log": "x"}).shuffle_grouping("sum") \
+        .shuffle_grouping("b")
+    b.set_bolt("b", CountingBolt, kwargs={"log": "x"}).shuffle_grouping("a")
+    spec = b.create_topology()
+    assert inputs(spec, "a") == [("sum", "default", "shuffle"), ("b", "default", "shuffle"),
+                                 ("sum", "$coord", DIRECT), ("b", "$coord", DIRECT)]

@@ -66,6 +66,14 @@ def test_rotating_state_keeps_one_value_per_transaction() -> None:
     assert again.get(4) is None and again.cache == {3: {"a": 1}, 5: None}
 
 
+def test_rotating_state_keys_lose_only_their_outer_slashes() -> None:
+    store = new_store()
+    state = RotatingState(store, "/X/eX/")
+    assert state.key == "X/eX"
+    state.put(1, "one")
+    assert store.get("X/eX/1") == "one"
+
+
 def test_rotating_state_ignores_keys_that_are_not_transactions() -> None:
     store = new_store()
     store.put("k/7", "seven")
@@ -410,6 +418,20 @@ def test_an_opaque_replay_after_the_same_place_emits_the_same_batch_again() -> N
     restarted.emit_batch(TransactionAttempt(1, 2), None, rows.collector)
     assert cast(OpaqueRecorder, restarted.emitter).calls == [("again", 1, 0, None, {"end": 3})]
     assert rows.rows == [[0, 0], [0, 1], [0, 2]]
+
+
+def test_an_opaque_replay_of_a_later_transaction_is_told_where_its_batch_started() -> None:
+    store = new_store()
+    executor = opaque(store, OpaqueRecorder(take=3))
+    executor.emit_batch(TransactionAttempt(1, 1), None, Rows().collector)
+    executor.emit_batch(TransactionAttempt(2, 2), None, Rows().collector)
+    executor.commit(TransactionAttempt(1, 1))
+    emitter = OpaqueRecorder(take=5)
+    restarted = opaque(store, emitter)
+    rows = Rows()
+    restarted.emit_batch(TransactionAttempt(2, 3), None, rows.collector)
+    assert emitter.calls == [("again", 2, 0, {"end": 3}, {"end": 6})]
+    assert rows.rows == [[0, 3], [0, 4], [0, 5]]
 
 
 def test_an_opaque_replay_after_another_place_emits_a_new_batch() -> None:

@@ -52,6 +52,11 @@ def test_servers_or_a_root_imply_a_zookeeper_of_its_own(conf: dict[str, Any]) ->
     assert transactional_settings(conf).store == "zookeeper"
 
 
+@pytest.mark.parametrize("root, kept", [("/X", "/X"), ("/tx/X/", "/tx/X"), ("/a//", "/a")])
+def test_a_root_is_kept_without_its_trailing_slashes(root: str, kept: str) -> None:
+    assert transactional_settings({"transactional.zookeeper.root": root}).root == kept
+
+
 def test_a_port_alone_keeps_the_topologys_state_backend() -> None:
     assert transactional_settings({"transactional.zookeeper.port": 2182}).store is None
 
@@ -249,6 +254,5 @@ def test_availability_and_closing_of_stores() -> None:
 
 
 def test_an_unavailable_store_error_names_the_problem() -> None:
-    error = StoreUnavailable("no quorum")
-    assert "transactional store" in str(error) and "no quorum" in str(error)
-    assert "zk:/x" in str(StoreUnavailable("lost", "zk:/x"))
+    assert str(StoreUnavailable("no quorum")) == "state transactional store: no quorum"
+    assert str(StoreUnavailable("lost", "zk:/x")) == "state zk:/x: lost"
