@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from stormpy import InvalidTopologyError
+from stormpy import Bolt, InvalidTopologyError
 from stormpy.topology._errors import EmitError
 from stormpy.topology._grouping import ALL, DIRECT
 from stormpy.transactional import (
@@ -416,3 +416,16 @@ def test_a_cycle_after_a_committer_is_walked_once() -> None:
     spec = b.create_topology()
     assert inputs(spec, "a") == [("sum", "default", "shuffle"), ("b", "default", "shuffle"),
                                  ("sum", "$coord", DIRECT), ("b", "$coord", DIRECT)]
+
+
+class PerTupleBolt(Bolt):
+    outputs = ["x"]
+
+
+def test_a_bolt_that_is_neither_batch_nor_basic_is_refused_with_the_message() -> None:
+    b = TransactionalTopologyBuilder("t", "s", SizedSpout, kwargs={"sizes": [1]})
+    with pytest.raises(InvalidTopologyError) as raised:
+        b.set_bolt("plain", PerTupleBolt)
+    assert str(raised.value) == (
+        f"bolt 'plain': {PerTupleBolt!r} is neither a BatchBolt nor a BasicBolt; a transactional "
+        "topology runs batch bolts (or basic bolts, per tuple)")
