@@ -88,8 +88,8 @@ WORKER_FEATURES = ("src/stormpy/worker/hooks.py", "src/stormpy/worker/metrics_co
 TARGETS: dict[str, Target] = {
     "acker": Target(("src/stormpy/acker/*.py",)),
     # the executor loop, tasks and routing (and whatever the loop is split into); the process
-    # shell around them (process, ZooKeeper link, heartbeats, peers) is covered by integration
-    # tests, which are too slow to run per mutant
+    # shell around them (process, ZooKeeper link, heartbeats, peers, error reporter) is the
+    # worker-shell target below
     # (task hooks and metrics consumers are features beside the loop, in their own target below)
     "worker": Target(("src/stormpy/worker/*.py",),
                      skip=("*/worker/process.py", "*/worker/cluster_link.py", "*/worker/heartbeats.py",
@@ -136,6 +136,20 @@ TARGETS: dict[str, Target] = {
                           "src/stormpy/nimbus/worker_beats.py"),
                          tests=("tests/unit/supervisor/test_heartbeat_*.py",
                                 "tests/unit/nimbus/test_worker_heartbeats_rpc.py")),
+    # the worker's process shell: its link to ZooKeeper and Nimbus, heartbeats, error reporter,
+    # peers and main, with the in-process unit tests that reach them (no ZooKeeper, no CLI
+    # subprocess: fakes of the cluster state, the loop and the transport)
+    "worker-shell": Target(tuple(f"src/stormpy/worker/{part}.py"
+                                 for part in ("error_reporter", "peers", "heartbeats", "cluster_link",
+                                              "process")),
+                           tests=("tests/unit/worker/test_worker_shell_*.py",
+                                  "tests/unit/worker/test_error_reporter.py",
+                                  "tests/unit/worker/test_worker_heartbeats.py",
+                                  "tests/unit/worker/test_worker_process_helpers.py",
+                                  "tests/unit/worker/test_latency_sampling.py",
+                                  "tests/unit/topology/test_component_metrics.py",
+                                  "tests/unit/config/test_config_sections.py",
+                                  "tests/unit/config/test_security_settings.py")),
     # the four small worker files in one run (one test-stats pass instead of four; the summary
     # still scores each file)
     "worker-small": Target(tuple(f"src/stormpy/worker/{part}.py"
