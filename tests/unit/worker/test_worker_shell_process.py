@@ -1,15 +1,28 @@
-"""The worker process's start, judged in-process: a topology file that is missing or damaged is a
-startup error naming the file, and a daemon configuration that cannot be read exits with the
-documented startup code before anything starts."""
+"""The worker process's start and stop, judged in-process: SIGTERM stops the worker and keeps the
+first reason; no assignment or no executors here is a clean exit; a topology file that is missing
+or damaged is a startup error naming the file, and a daemon configuration that cannot be read
+exits with the documented startup code before anything starts."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
+from typing import Any
 
 import msgpack
 import pytest
 
-from stormpy.worker.process import EXIT_STARTUP_FAILED, StartupError, main, read_topology_file
+from stormpy.cluster.errors import ClusterStateError
+from stormpy.cluster.records import Assignment
+from stormpy.worker.process import (
+    EXIT_OK,
+    EXIT_STARTUP_FAILED,
+    StartupError,
+    WorkerProcess,
+    main,
+    parse_args,
+    read_topology_file,
+)
 
 
 def test_a_missing_topology_file_is_a_startup_error_naming_it(tmp_path: Path) -> None:
@@ -35,3 +48,76 @@ def test_an_unreadable_daemon_configuration_exits_with_the_startup_code(
     assert code == EXIT_STARTUP_FAILED == 2
     err = capsys.readouterr().err
     assert err.startswith("stormpy worker: cannot read configuration: ") and str(missing) in err
+
+
+def process_of(tmp_path: Path, state: Any = None) -> WorkerProcess:
+    args = parse_args(["--topology-id", "t-1", "--supervisor-id", "me", "--port", "6700",
+                       "--local-dir", str(tmp_path)])
+    process = WorkerProcess(args, {"storm.log.dir": str(tmp_path / "logs")})
+    process.state = state
+    return process
+
+
+class ShellState:
+    """The ClusterState calls the process shell makes before its worker runs."""
+
+    def __init__(self, assignment: Assignment | None = None, fail: bool = False) -> None:
+        self._assignment = assignment
+        self.fail = fail
+        self.shutdowns = 0
+
+    def assignment(self, topology_id: str, callback: Any = None) -> Assignment | None:
+        if self.fail:
+            raise ClusterStateError("ZooKeeper did not answer")
+        return self._assignment
+
+    def storm_base(self, topology_id: str, callback: Any = None) -> None:
+        return None
+
+    def begin_shutdown(self) -> None:
+        self.shutdowns += 1
+
+
+class StoppableWorker:
+    def __init__(self) -> None:
+        self.stops = 0
+
+    def stop(self) -> None:
+        self.stops += 1
+
+
+def test_sigterm_stops_the_worker_and_keeps_the_first_reason(tmp_path: Path) -> None:
+    state = ShellState()
+    process = process_of(tmp_path, state)
+    worker = StoppableWorker()
+    process.worker = worker  # type: ignore[assignment]
+    assert (process.topology_id, process.node, process.port) == ("t-1", "me", 6700)
+    assert process.exit_reason is None
+    process._on_signal(signal.SIGTERM, None)
+    process.request_stop("its topology's assignment was removed")
+    assert process.exit_reason == "received SIGTERM"
+    assert (state.shutdowns, worker.stops) == (2, 2)  # ZooKeeper calls stop waiting at once
+
+
+def test_a_stop_before_the_worker_exists_is_kept_for_the_start(tmp_path: Path) -> None:
+    process = process_of(tmp_path)
+    process._on_signal(signal.SIGINT, None)
+    assert process.exit_reason == "received SIGINT"
+
+
+def test_no_assignment_or_no_executors_here_is_a_clean_exit(tmp_path: Path) -> None:
+    spec: Any = None  # read only once executors are found
+    assert process_of(tmp_path)._run_connected(ShellState(None), spec, {}) == EXIT_OK == 0  # type: ignore[arg-type]
+    elsewhere = Assignment(topology_id="t-1", bundle_key="b", executors={(1, 1): ("other", 6700)},
+                           node_host={"other": "h"})
+    assert process_of(tmp_path)._run_connected(ShellState(elsewhere), spec, {}) == EXIT_OK  # type: ignore[arg-type]
+
+
+def test_an_unreachable_zookeeper_at_start_is_a_startup_error_unless_stopping(tmp_path: Path) -> None:
+    spec: Any = None  # read only once executors are found
+    with pytest.raises(StartupError) as caught:
+        process_of(tmp_path)._run_connected(ShellState(fail=True), spec, {})  # type: ignore[arg-type]
+    assert str(caught.value) == "cannot read the state of t-1: ZooKeeper did not answer"
+    stopping = process_of(tmp_path)
+    stopping.request_stop("received SIGTERM")
+    assert stopping._run_connected(ShellState(fail=True), spec, {}) == EXIT_OK  # type: ignore[arg-type]
