@@ -5,8 +5,11 @@ worker) within its timeout, and the writer runs on its own named thread."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
+
+import pytest
 
 from stormpy.cluster.errors import ClusterStateError
 from stormpy.cluster.records import ErrorInfo
@@ -88,3 +91,52 @@ def test_close_is_bounded_by_its_timeout_on_a_slow_zookeeper() -> None:
     assert time.monotonic() - started < 30
     assert 1 <= len(state.written) < 2000
     assert [e.message for _, e in state.written] == [f"error {i}" for i in range(len(state.written))]
+
+
+class StalledState(RecordingState):
+    """A ZooKeeper write that does not return until ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def report_error(self, topology_id: str, error: ErrorInfo) -> None:
+        self.entered.set()
+        self.release.wait(60)
+        super().report_error(topology_id, error)
+
+
+def test_close_returns_within_its_timeout_while_a_write_is_stalled() -> None:
+    state = StalledState()
+    reporter = ErrorReporter(state, "t", "h", 1).start()  # type: ignore[arg-type]
+    closer = threading.Thread(target=reporter.close, kwargs={"timeout": 0.2}, name="closer")
+    try:
+        reporter.report("bolt", 1, "stalled")
+        wait_for(state.entered.is_set, 10, "the reporter's write to reach ZooKeeper")
+        reporter.report("bolt", 1, "queued behind it")
+        closer.start()
+        wait_for(lambda: not closer.is_alive(), 10, "close to give up on the stalled write")
+    finally:
+        state.release.set()
+        if closer.ident:
+            closer.join(10)
+        reporter.close()
+
+
+def test_an_unexpected_failure_is_logged_by_the_reporter_and_the_next_errors_written(
+        caplog: pytest.LogCaptureFixture) -> None:
+    state = RecordingState(refuse={"bad": RuntimeError("unexpected")})
+    reporter = ErrorReporter(state, "t", "h", 1).start()  # type: ignore[arg-type]
+    try:
+        with caplog.at_level(logging.WARNING, logger="stormpy.worker.error_reporter"):
+            reporter.report("bolt", 1, "bad")
+            wait_for(lambda: any("stormpy-error-reporter" in r.getMessage() for r in caplog.records),
+                     10, "the failed round logged")
+            reporter.report("bolt", 1, "good")
+            wait_for(lambda: len(state.written) == 1, 10, "the next error written")
+    finally:
+        reporter.close()
+    (record,) = [r for r in caplog.records if "stormpy-error-reporter" in r.getMessage()]
+    assert record.name == "stormpy.worker.error_reporter"
+    assert [e.message for _, e in state.written] == ["good"]

@@ -89,6 +89,7 @@ class FakeState:
                           node_host=dict(self.hosts))
 
     def storm_base(self, topology_id: str, callback: Any = None) -> StormBase | None:
+        assert topology_id == "t-1"
         self.callbacks.append(callback)
         if self.status is None:
             return None
@@ -459,3 +460,74 @@ def test_the_threads_beat_and_publish_until_stopped(tmp_path: Path) -> None:
         link.stop()
         link.stop()
     assert not link.link.running and not link.beat.running
+
+
+class SlowState(FakeState):
+    """A ZooKeeper read that takes longer than the periodic sync's interval."""
+
+    def assignment(self, topology_id: str, callback: Any = None) -> Assignment | None:
+        started = time.monotonic()
+        wait_for(lambda: time.monotonic() - started > 0.01, 10, "a slow ZooKeeper read")
+        return super().assignment(topology_id, callback)
+
+
+def test_a_sync_slower_than_its_interval_is_followed_by_the_next_at_once(tmp_path: Path) -> None:
+    state = SlowState()
+    link, _ = make_link(state, tmp_path, conf={"supervisor.monitor.frequency.secs": 0.001})
+    assert link._link_round() == 0.0
+    assert link._link_round() == 0.0
+    assert len(state.callbacks) == 4  # both rounds synced
+
+
+class StuckState(FakeState):
+    """ZooKeeper reads that do not return until ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def assignment(self, topology_id: str, callback: Any = None) -> Assignment | None:
+        self.entered.set()
+        self.release.wait(60)
+        return super().assignment(topology_id, callback)
+
+
+class StuckLoop(FakeWorker):
+    """A loop whose hand-over blocks until ``release`` is set (holding the local heartbeat's
+    thread)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def call_soon_threadsafe(self, fn: Callable[[], None]) -> None:
+        self.entered.set()
+        self.release.wait(60)
+        fn()
+
+
+def test_stop_returns_within_its_timeout_while_both_threads_are_stuck(tmp_path: Path) -> None:
+    state = StuckState()
+    loop = StuckLoop()
+    link = ClusterLink(state, loop, FakeTransport(loop.calls),  # type: ignore[arg-type]
+                       topology_id="t-1", node="me", port=6700, executors=MINE,
+                       peers=WorkerPeers({}, {}), active=True,
+                       conf={"worker.heartbeat.frequency.secs": 0.05,
+                             "supervisor.monitor.frequency.secs": 10.0},
+                       heartbeat_path=tmp_path / "heartbeat", on_exit=lambda reason: None,
+                       heartbeats=state)
+    link.start()
+    stopper = threading.Thread(target=link.stop, kwargs={"timeout": 0.2}, name="stopper")
+    try:
+        wait_for(lambda: state.entered.is_set() and loop.entered.is_set(), 10,
+                 "both threads stuck")
+        stopper.start()
+        wait_for(lambda: not stopper.is_alive(), 10, "stop to give up on the stuck threads")
+    finally:
+        state.release.set()
+        loop.release.set()
+        if stopper.ident:
+            stopper.join(10)
+        link.stop()

@@ -121,3 +121,57 @@ def test_an_unreachable_zookeeper_at_start_is_a_startup_error_unless_stopping(tm
     stopping = process_of(tmp_path)
     stopping.request_stop("received SIGTERM")
     assert stopping._run_connected(ShellState(fail=True), spec, {}) == EXIT_OK  # type: ignore[arg-type]
+
+
+def test_the_command_line_is_documented_and_every_argument_required(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        parse_args(["--help"])
+    assert caught.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())  # as wrapped to any terminal's width
+    assert out.startswith("usage: python -m stormpy.worker.process [-h] --topology-id TOPOLOGY_ID "
+                          "--supervisor-id SUPERVISOR_ID --port PORT")
+    assert "Run one stormpy cluster worker." in out
+    assert "--local-dir LOCAL_DIR" in out and "storm.local.dir of the supervisor" in out
+    assert "--conf-file CONF_FILE" in out and "daemon configuration (YAML)" in out
+    full = ["--topology-id", "t", "--supervisor-id", "s", "--port", "1", "--local-dir", "/x"]
+    for i in range(0, len(full), 2):
+        with pytest.raises(SystemExit) as caught:
+            parse_args(full[:i] + full[i + 2:])
+        assert caught.value.code == 2
+        assert f"the following arguments are required: {full[i]}" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parse_args([*full[:5], "port", *full[6:]])
+    assert "argument --port: invalid int value: 'port'" in capsys.readouterr().err
+
+
+def test_the_process_knows_its_topology_slot_and_directories(tmp_path: Path) -> None:
+    args = parse_args(["--topology-id", "t-1", "--supervisor-id", "me", "--port", "6700",
+                       "--local-dir", str(tmp_path), "--conf-file", str(tmp_path / "c.yaml")])
+    assert args.conf_file == str(tmp_path / "c.yaml")
+    process = WorkerProcess(args, {"storm.log.dir": str(tmp_path / "logs"), "k": 1})
+    assert (process.topology_id, process.node, process.port) == ("t-1", "me", 6700)
+    assert process.daemon_conf == {"storm.log.dir": str(tmp_path / "logs"), "k": 1}
+    assert (process.worker, process.state, process.exit_reason) == (None, None, None)
+    assert process.dirs.logs == (tmp_path / "logs").resolve()
+    assert process.dirs.topology_file("t-1") == \
+        tmp_path.resolve() / "supervisor" / "me" / "stormdist" / "t-1" / "topology.msgpack"
+    default_logs = WorkerProcess(args, {})
+    assert default_logs.dirs.logs == tmp_path.resolve() / "logs"
+
+
+def test_a_topology_file_is_read_with_its_conf(tmp_path: Path) -> None:
+    from stormpy import TopologyBuilder
+    from stormpy.testing import FeederSpout
+
+    builder = TopologyBuilder()
+    builder.set_spout("feeder", FeederSpout(["v"]))
+    spec = builder.create_topology()
+    path = tmp_path / "topology.msgpack"
+    path.write_bytes(msgpack.packb({"spec": spec.to_doc(), "conf": {"topology.workers": 3}}))
+    read_spec, conf = read_topology_file(path)
+    assert read_spec.to_doc() == spec.to_doc() and conf == {"topology.workers": 3}
+    path.write_bytes(msgpack.packb({"spec": spec.to_doc(), "conf": None}))
+    assert read_topology_file(path)[1] == {}
+    path.write_bytes(msgpack.packb({"spec": spec.to_doc()}))
+    assert read_topology_file(path)[1] == {}
