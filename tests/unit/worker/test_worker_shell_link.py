@@ -5,6 +5,7 @@ the worker once, and the published heartbeat carries exact figures."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -422,13 +423,16 @@ def test_a_link_round_syncs_when_due_or_triggered_and_publishes(tmp_path: Path) 
     assert len(state.callbacks) == 4
 
 
-def test_a_failed_sync_does_not_hold_the_heartbeat_back(tmp_path: Path) -> None:
+def test_a_failed_sync_does_not_hold_the_heartbeat_back(tmp_path: Path,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
     state = FakeState()
     link, _ = make_link(state, tmp_path)
     state.fail = RuntimeError("unexpected")
     link.local_heartbeat()
-    link._link_round()
+    with caplog.at_level(logging.ERROR, logger="stormpy.worker.cluster_link"):
+        link._link_round()
     assert len(state.written) == 1
+    assert [r.getMessage() for r in caplog.records] == ["worker me:6700: sync failed"]
 
 
 def test_a_stopping_worker_writes_no_more_heartbeats(tmp_path: Path) -> None:
@@ -531,3 +535,54 @@ def test_stop_returns_within_its_timeout_while_both_threads_are_stuck(tmp_path: 
         if stopper.ident:
             stopper.join(10)
         link.stop()
+
+
+def test_missed_heartbeats_are_logged_at_the_first_and_every_tenth(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A loop that does not answer (its answer replaced, so the test does not wait out each
+    heartbeat's timeout): the first missed heartbeat and every tenth are logged with their count,
+    which starts over once the loop answers."""
+    link, _ = make_link(FakeState(), tmp_path, conf={"worker.heartbeat.frequency.secs": 2.0})
+    assert link.latest_stats is None  # nothing for the metrics consumers before a heartbeat
+    answers: list[list[dict[str, Any]] | None] = [None] * 22
+    answers[20] = []  # the loop answers once
+    timeouts: list[float] = []
+
+    def loop_stats(timeout: float) -> list[dict[str, Any]] | None:
+        timeouts.append(timeout)
+        return answers.pop(0)
+    link._loop_stats = loop_stats  # type: ignore[method-assign]
+    with caplog.at_level(logging.WARNING, logger="stormpy.worker.cluster_link"):
+        for _ in range(22):
+            link.local_heartbeat()
+    missed = [r.getMessage() for r in caplog.records if "did not answer" in r.getMessage()]
+    assert [m.rsplit("(", 1)[1] for m in missed] == ["1 missed)", "10 missed)", "20 missed)",
+                                                     "1 missed)"]
+    assert link.local_heartbeats == 1
+    assert set(timeouts) == {4.0}  # two local heartbeat periods
+    short, _ = make_link(FakeState(), tmp_path, conf={"worker.heartbeat.frequency.secs": 0.05})
+    seen: list[float] = []
+    short._loop_stats = lambda timeout: seen.append(timeout)  # type: ignore[method-assign]
+    short.local_heartbeat()
+    assert seen == [1.0]  # never less than a second
+
+
+def test_a_failed_round_is_logged_by_the_link_with_the_threads_name(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    class Broken(FakeWorker):
+        def task_stats(self) -> list[dict[str, Any]]:
+            raise RuntimeError("stats broke")
+
+    state = FakeState()
+    link, _ = make_link(state, tmp_path)
+    link.worker = Broken()  # type: ignore[assignment]
+    link.channel = FlakyChannel(read_failures=0, write_failures=0)
+    link.channel.set_worker_heartbeat = None  # type: ignore[method-assign,assignment]
+    with caplog.at_level(logging.WARNING, logger="stormpy.worker.cluster_link"):
+        link.beat.run_once()
+        link._pending_beat = (1.0, [])
+        link.link.run_once()
+    failed = [(r.name, r.getMessage().split(":")[0]) for r in caplog.records
+              if "round failed" in r.getMessage()]
+    assert failed == [("stormpy.worker.cluster_link", "stormpy-local-heartbeat"),
+                      ("stormpy.worker.cluster_link", "stormpy-cluster-link")]
