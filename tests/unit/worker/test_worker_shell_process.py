@@ -131,9 +131,9 @@ def test_the_command_line_is_documented_and_every_argument_required(
     out = " ".join(capsys.readouterr().out.split())  # as wrapped to any terminal's width
     assert out.startswith("usage: python -m stormpy.worker.process [-h] --topology-id TOPOLOGY_ID "
                           "--supervisor-id SUPERVISOR_ID --port PORT")
-    assert "Run one stormpy cluster worker." in out
-    assert "--local-dir LOCAL_DIR" in out and "storm.local.dir of the supervisor" in out
-    assert "--conf-file CONF_FILE" in out and "daemon configuration (YAML)" in out
+    assert "--local-dir LOCAL_DIR [--conf-file CONF_FILE] Run one stormpy cluster worker. " in out
+    assert out.endswith(" --local-dir LOCAL_DIR storm.local.dir of the supervisor"
+                        " --conf-file CONF_FILE daemon configuration (YAML)")
     full = ["--topology-id", "t", "--supervisor-id", "s", "--port", "1", "--local-dir", "/x"]
     for i in range(0, len(full), 2):
         with pytest.raises(SystemExit) as caught:
@@ -149,11 +149,11 @@ def test_the_process_knows_its_topology_slot_and_directories(tmp_path: Path) -> 
     args = parse_args(["--topology-id", "t-1", "--supervisor-id", "me", "--port", "6700",
                        "--local-dir", str(tmp_path), "--conf-file", str(tmp_path / "c.yaml")])
     assert args.conf_file == str(tmp_path / "c.yaml")
-    process = WorkerProcess(args, {"storm.log.dir": str(tmp_path / "logs"), "k": 1})
+    process = WorkerProcess(args, {"storm.log.dir": str(tmp_path / "var-log"), "k": 1})
     assert (process.topology_id, process.node, process.port) == ("t-1", "me", 6700)
-    assert process.daemon_conf == {"storm.log.dir": str(tmp_path / "logs"), "k": 1}
+    assert process.daemon_conf == {"storm.log.dir": str(tmp_path / "var-log"), "k": 1}
     assert (process.worker, process.state, process.exit_reason) == (None, None, None)
-    assert process.dirs.logs == (tmp_path / "logs").resolve()
+    assert process.dirs.logs == (tmp_path / "var-log").resolve()  # storm.log.dir, when set
     assert process.dirs.topology_file("t-1") == \
         tmp_path.resolve() / "supervisor" / "me" / "stormdist" / "t-1" / "topology.msgpack"
     default_logs = WorkerProcess(args, {})
@@ -168,9 +168,11 @@ def test_a_topology_file_is_read_with_its_conf(tmp_path: Path) -> None:
     builder.set_spout("feeder", FeederSpout(["v"]))
     spec = builder.create_topology()
     path = tmp_path / "topology.msgpack"
-    path.write_bytes(msgpack.packb({"spec": spec.to_doc(), "conf": {"topology.workers": 3}}))
+    # a conf value may be a map with integer keys (msgpack keeps them)
+    conf_in = {"topology.workers": 3, "my.weights": {1: "a", 2: "b"}}
+    path.write_bytes(msgpack.packb({"spec": spec.to_doc(), "conf": conf_in}))
     read_spec, conf = read_topology_file(path)
-    assert read_spec.to_doc() == spec.to_doc() and conf == {"topology.workers": 3}
+    assert read_spec.to_doc() == spec.to_doc() and conf == conf_in
     path.write_bytes(msgpack.packb({"spec": spec.to_doc(), "conf": None}))
     assert read_topology_file(path)[1] == {}
     path.write_bytes(msgpack.packb({"spec": spec.to_doc()}))
