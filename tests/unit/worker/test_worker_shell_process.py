@@ -5,7 +5,13 @@ exits with the documented startup code before anything starts."""
 
 from __future__ import annotations
 
+import logging
+import os
+import re
 import signal
+import sys
+import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +20,10 @@ import pytest
 
 from stormpy.cluster.errors import ClusterStateError
 from stormpy.cluster.records import Assignment
+from stormpy.config import merged
+from stormpy.worker import process as process_module
 from stormpy.worker.process import (
+    EXIT_COMPONENT_FAILED,
     EXIT_OK,
     EXIT_STARTUP_FAILED,
     StartupError,
@@ -22,6 +31,7 @@ from stormpy.worker.process import (
     main,
     parse_args,
     read_topology_file,
+    setup_logging,
 )
 
 
@@ -65,6 +75,7 @@ class ShellState:
         self._assignment = assignment
         self.fail = fail
         self.shutdowns = 0
+        self.closed = False
 
     def assignment(self, topology_id: str, callback: Any = None) -> Assignment | None:
         if self.fail:
@@ -76,6 +87,9 @@ class ShellState:
 
     def begin_shutdown(self) -> None:
         self.shutdowns += 1
+
+    def close(self) -> None:
+        self.closed = True
 
 
 class StoppableWorker:
@@ -177,3 +191,166 @@ def test_a_topology_file_is_read_with_its_conf(tmp_path: Path) -> None:
     assert read_topology_file(path)[1] == {}
     path.write_bytes(msgpack.packb({"spec": spec.to_doc()}))
     assert read_topology_file(path)[1] == {}
+
+
+@pytest.fixture
+def taken_over(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
+    """What a worker's main takes over in its process, given back after the test: the root
+    logger's handlers and level, file descriptors 1 and 2, the SIGTERM and SIGINT handlers,
+    ``sys.path`` and tracemalloc. ``logging.shutdown`` (main's last call) is recorded instead of
+    closing every handler of the test run."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    kazoo_level = logging.getLogger("kazoo").level
+    saved_fds = [os.dup(1), os.dup(2)]
+    handlers_of = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    path = list(sys.path)
+    tracing = tracemalloc.is_tracing()
+    shutdowns: list[bool] = []
+    monkeypatch.setattr(logging, "shutdown", lambda: shutdowns.append(True))
+    try:
+        yield shutdowns
+    finally:
+        for fd, saved in zip((1, 2), saved_fds, strict=True):
+            os.dup2(saved, fd)
+            os.close(saved)
+        for handler in list(root.handlers):
+            if handler not in handlers:
+                root.removeHandler(handler)
+                handler.close()
+        for handler in handlers:
+            if handler not in root.handlers:
+                root.addHandler(handler)
+        root.setLevel(level)
+        logging.getLogger("kazoo").setLevel(kazoo_level)
+        for signum, previous in handlers_of.items():
+            signal.signal(signum, previous)
+        sys.path[:] = path
+        if tracemalloc.is_tracing() and not tracing:
+            tracemalloc.stop()
+
+
+def test_the_worker_log_names_the_worker_in_every_line_and_takes_stdout(
+        tmp_path: Path, taken_over: list[bool]) -> None:
+    log_file = tmp_path / "logs" / "worker-t-1-6700.log"
+    setup_logging(log_file, "t-1", 6700, merged({"worker.log.max.size.mb": 0.01,
+                                                 "worker.log.backups": 2}))
+    assert not tracemalloc.is_tracing()
+    assert [h.level for h in logging.getLogger().handlers] == [logging.NOTSET]
+    logger = logging.getLogger("stormpy.test_worker_shell")
+    logger.info("hello")
+    logger.setLevel(logging.DEBUG)  # a level set at run time shows its records
+    try:
+        logger.debug("deeper")
+    finally:
+        logger.setLevel(logging.NOTSET)
+    os.write(1, b"written to stdout\n")
+    os.write(2, b"written to stderr\n")
+    text = log_file.read_text()
+    assert re.search(rf"^\d{{4}}-\d\d-\d\d [\d:,]+ INFO \[worker t-1:6700 pid {os.getpid()}\] "
+                     r"MainThread stormpy.test_worker_shell: hello$", text, re.M), text
+    assert "stormpy.test_worker_shell: deeper" in text
+    assert "written to stdout\nwritten to stderr\n" in text
+    for i in range(100):  # ~10 KB: rotated at 10.24 KB, two backups kept
+        logger.warning("line %03d %s", i, "x" * 200)
+    names = sorted(p.name for p in log_file.parent.iterdir())
+    assert names == ["worker-t-1-6700.log", "worker-t-1-6700.log.1", "worker-t-1-6700.log.2"]
+
+
+def test_the_worker_log_starts_tracemalloc_when_asked(tmp_path: Path, taken_over: list[bool]) -> None:
+    if tracemalloc.is_tracing():
+        tracemalloc.stop()
+    setup_logging(tmp_path / "w.log", "t-1", 6700, merged({"worker.profiler.tracemalloc.frames": 7}))
+    assert tracemalloc.is_tracing() and tracemalloc.get_traceback_limit() == 7
+
+
+def write_conf(tmp_path: Path) -> Path:
+    conf = tmp_path / "storm.yaml"
+    conf.write_text(f"storm.log.dir: {tmp_path / 'var-log'}\n")
+    return conf
+
+
+def main_args(tmp_path: Path) -> list[str]:
+    return ["--topology-id", "t-1", "--supervisor-id", "me", "--port", "6700",
+            "--local-dir", str(tmp_path), "--conf-file", str(write_conf(tmp_path))]
+
+
+def test_main_logs_why_a_worker_cannot_start_and_exits_2(tmp_path: Path, taken_over: list[bool]) -> None:
+    code = main(main_args(tmp_path))
+    assert code == EXIT_STARTUP_FAILED
+    assert taken_over == [True]  # the log flushed before the exit
+    topology = tmp_path.resolve() / "supervisor" / "me" / "stormdist" / "t-1" / "topology.msgpack"
+    text = (tmp_path / "var-log" / "worker-t-1-6700.log").read_text()
+    assert f"worker cannot start: {topology} does not exist (was the topology downloaded?)" in text
+    # SIGTERM and SIGINT now stop the worker
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        handler = signal.getsignal(signum)
+        assert getattr(handler, "__func__", None) is WorkerProcess._on_signal
+
+
+def test_main_logs_an_unexpected_failure_and_exits_1(tmp_path: Path, taken_over: list[bool],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(self: WorkerProcess) -> int:
+        raise RuntimeError("broke")
+    monkeypatch.setattr(WorkerProcess, "run", broken)
+    assert main(main_args(tmp_path)) == EXIT_COMPONENT_FAILED == 1
+    text = (tmp_path / "var-log" / "worker-t-1-6700.log").read_text()
+    assert "worker failed unexpectedly" in text and "RuntimeError: broke" in text
+
+
+def staged_topology(tmp_path: Path, process: WorkerProcess) -> Path:
+    from stormpy import TopologyBuilder
+    from stormpy.testing import FeederSpout
+
+    builder = TopologyBuilder()
+    builder.set_spout("feeder", FeederSpout(["v"]))
+    path = process.dirs.topology_file("t-1")
+    path.parent.mkdir(parents=True)
+    path.write_bytes(msgpack.packb({"spec": builder.create_topology().to_doc(),
+                                    "conf": {"topology.workers": 2, "storm.zookeeper.port": 1}}))
+    return path
+
+
+def test_run_connects_with_the_workers_conf_and_closes_the_state(
+        tmp_path: Path, taken_over: list[bool], monkeypatch: pytest.MonkeyPatch) -> None:
+    process = process_of(tmp_path)
+    process.daemon_conf = {"storm.zookeeper.port": 2181}
+    staged_topology(tmp_path, process)
+    seen: list[dict[str, Any]] = []
+    state = ShellState(None)
+
+    def connect(conf: dict[str, Any]) -> ShellState:
+        seen.append(conf)
+        return state
+    monkeypatch.setattr(process_module.ClusterState, "from_config", connect)
+    assert process.run() == EXIT_OK  # no assignment: nothing to run
+    (conf,) = seen
+    code_dir = process.dirs.code_dir("t-1")
+    assert conf["worker.code.dir"] == str(code_dir) and sys.path[0] == str(code_dir)
+    assert conf["topology.workers"] == 2 and conf["storm.zookeeper.port"] == 2181  # the daemon's
+    assert process.dirs.worker_dir("t-1", 6700).is_dir()
+    assert process.state is state and state.closed and state.shutdowns == 0
+
+
+def test_a_stop_asked_before_zookeeper_answered_puts_the_state_in_shutdown(
+        tmp_path: Path, taken_over: list[bool], monkeypatch: pytest.MonkeyPatch) -> None:
+    process = process_of(tmp_path)
+    staged_topology(tmp_path, process)
+    state = ShellState(fail=True)
+    monkeypatch.setattr(process_module.ClusterState, "from_config", lambda conf: state)
+    process.request_stop("received SIGTERM")
+    assert process.run() == EXIT_OK
+    assert state.shutdowns == 1 and state.closed
+
+
+def test_an_unreachable_zookeeper_is_a_startup_error(tmp_path: Path, taken_over: list[bool],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    process = process_of(tmp_path)
+    staged_topology(tmp_path, process)
+
+    def refuse(conf: dict[str, Any]) -> None:
+        raise OSError("connection refused")
+    monkeypatch.setattr(process_module.ClusterState, "from_config", refuse)
+    with pytest.raises(StartupError) as caught:
+        process.run()
+    assert str(caught.value) == "cannot connect to ZooKeeper: connection refused"
