@@ -236,7 +236,10 @@ def test_the_worker_log_names_the_worker_in_every_line_and_takes_stdout(
     setup_logging(log_file, "t-1", 6700, merged({"worker.log.max.size.mb": 0.01,
                                                  "worker.log.backups": 2}))
     assert not tracemalloc.is_tracing()
-    assert [h.level for h in logging.getLogger().handlers] == [logging.NOTSET]
+    (handler,) = logging.getLogger().handlers  # the worker's file only
+    assert handler.level == logging.NOTSET
+    # rotated at worker.log.max.size.mb MiB, worker.log.backups files kept
+    assert (handler.maxBytes, handler.backupCount) == (int(0.01 * 1024 * 1024), 2)  # type: ignore[attr-defined]
     logger = logging.getLogger("stormpy.test_worker_shell")
     logger.info("hello")
     logger.setLevel(logging.DEBUG)  # a level set at run time shows its records
@@ -260,13 +263,13 @@ def test_the_worker_log_names_the_worker_in_every_line_and_takes_stdout(
 def test_the_worker_log_starts_tracemalloc_when_asked(tmp_path: Path, taken_over: list[bool]) -> None:
     if tracemalloc.is_tracing():
         tracemalloc.stop()
-    setup_logging(tmp_path / "w.log", "t-1", 6700, merged({"worker.profiler.tracemalloc.frames": 7}))
-    assert tracemalloc.is_tracing() and tracemalloc.get_traceback_limit() == 7
+    setup_logging(tmp_path / "w.log", "t-1", 6700, merged({"worker.profiler.tracemalloc.frames": 1}))
+    assert tracemalloc.is_tracing() and tracemalloc.get_traceback_limit() == 1
 
 
 def write_conf(tmp_path: Path) -> Path:
     conf = tmp_path / "storm.yaml"
-    conf.write_text(f"storm.log.dir: {tmp_path / 'var-log'}\n")
+    conf.write_text(f"storm.log.dir: {tmp_path / 'var-log'}\nworker.profiler.tracemalloc.frames: 3\n")
     return conf
 
 
@@ -275,13 +278,24 @@ def main_args(tmp_path: Path) -> list[str]:
             "--local-dir", str(tmp_path), "--conf-file", str(write_conf(tmp_path))]
 
 
-def test_main_logs_why_a_worker_cannot_start_and_exits_2(tmp_path: Path, taken_over: list[bool]) -> None:
-    code = main(main_args(tmp_path))
+@pytest.mark.parametrize("conf_from", ["--conf-file", "STORMPY_CONF"])
+def test_main_logs_why_a_worker_cannot_start_and_exits_2(tmp_path: Path, taken_over: list[bool],
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         conf_from: str) -> None:
+    if tracemalloc.is_tracing():
+        tracemalloc.stop()
+    args = main_args(tmp_path)
+    if conf_from == "STORMPY_CONF":  # without --conf-file: the daemons' usual configuration
+        monkeypatch.setenv("STORMPY_CONF", args.pop())
+        args.pop()
+    code = main(args)
     assert code == EXIT_STARTUP_FAILED
     assert taken_over == [True]  # the log flushed before the exit
     topology = tmp_path.resolve() / "supervisor" / "me" / "stormdist" / "t-1" / "topology.msgpack"
     text = (tmp_path / "var-log" / "worker-t-1-6700.log").read_text()
-    assert f"worker cannot start: {topology} does not exist (was the topology downloaded?)" in text
+    assert f"[worker t-1:6700 pid {os.getpid()}] MainThread stormpy.worker.process: worker cannot " \
+        f"start: {topology} does not exist (was the topology downloaded?)" in text
+    assert tracemalloc.get_traceback_limit() == 3  # the daemon conf's settings reach the log setup
     # SIGTERM and SIGINT now stop the worker
     for signum in (signal.SIGTERM, signal.SIGINT):
         handler = signal.getsignal(signum)
@@ -330,6 +344,27 @@ def test_run_connects_with_the_workers_conf_and_closes_the_state(
     assert conf["topology.workers"] == 2 and conf["storm.zookeeper.port"] == 2181  # the daemon's
     assert process.dirs.worker_dir("t-1", 6700).is_dir()
     assert process.state is state and state.closed and state.shutdowns == 0
+    again = process_of(tmp_path)  # a restarted worker: its directory exists already
+    assert again.run() == EXIT_OK
+
+
+def test_run_hands_the_topology_and_conf_read_to_the_connected_run(
+        tmp_path: Path, taken_over: list[bool], monkeypatch: pytest.MonkeyPatch) -> None:
+    process = process_of(tmp_path)
+    path = staged_topology(tmp_path, process)
+    handed: list[tuple[Any, Any, dict[str, Any]]] = []
+
+    def connected(self: WorkerProcess, state: Any, spec: Any, conf: dict[str, Any]) -> int:
+        handed.append((state, spec, conf))
+        return 7
+    state = ShellState(None)
+    monkeypatch.setattr(process_module.ClusterState, "from_config", lambda conf: state)
+    monkeypatch.setattr(WorkerProcess, "_run_connected", connected)
+    assert process.run() == 7
+    ((got_state, spec, conf),) = handed
+    assert got_state is state and state.closed
+    assert spec.to_doc() == read_topology_file(path)[0].to_doc()
+    assert conf["topology.workers"] == 2 and conf["worker.code.dir"] == str(process.dirs.code_dir("t-1"))
 
 
 def test_a_stop_asked_before_zookeeper_answered_puts_the_state_in_shutdown(
