@@ -295,7 +295,8 @@ def test_main_logs_why_a_worker_cannot_start_and_exits_2(tmp_path: Path, taken_o
     text = (tmp_path / "var-log" / "worker-t-1-6700.log").read_text()
     assert f"[worker t-1:6700 pid {os.getpid()}] MainThread stormpy.worker.process: worker cannot " \
         f"start: {topology} does not exist (was the topology downloaded?)" in text
-    assert tracemalloc.get_traceback_limit() == 3  # the daemon conf's settings reach the log setup
+    # the daemon conf's settings reach the log setup
+    assert tracemalloc.is_tracing() and tracemalloc.get_traceback_limit() == 3
     # SIGTERM and SIGINT now stop the worker
     for signum in (signal.SIGTERM, signal.SIGINT):
         handler = signal.getsignal(signum)
