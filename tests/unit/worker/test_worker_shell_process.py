@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import sys
+import threading
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,9 +20,12 @@ import msgpack
 import pytest
 
 from stormpy.cluster.errors import ClusterStateError
-from stormpy.cluster.records import Assignment
+from stormpy.cluster.records import Assignment, StormBase
 from stormpy.config import merged
+from stormpy.messaging.zmq_transport import ZmqTransport
+from stormpy.topology._layout import compute_layout
 from stormpy.worker import process as process_module
+from stormpy.worker.peers import WorkerPeers
 from stormpy.worker.process import (
     EXIT_COMPONENT_FAILED,
     EXIT_OK,
@@ -82,7 +86,7 @@ class ShellState:
             raise ClusterStateError("ZooKeeper did not answer")
         return self._assignment
 
-    def storm_base(self, topology_id: str, callback: Any = None) -> None:
+    def storm_base(self, topology_id: str, callback: Any = None) -> StormBase | None:
         return None
 
     def begin_shutdown(self) -> None:
@@ -390,3 +394,101 @@ def test_an_unreachable_zookeeper_is_a_startup_error(tmp_path: Path, taken_over:
     with pytest.raises(StartupError) as caught:
         process.run()
     assert str(caught.value) == "cannot connect to ZooKeeper: connection refused"
+
+
+class ConnectedState(ShellState):
+    """An assignment that gives this worker (port 0: any free port) executor [1, 1] and another
+    worker [2, 2], a StormBase with the given status and executors per component, and the
+    reporter's writes."""
+
+    def __init__(self, status: str | None) -> None:
+        super().__init__(Assignment(topology_id="t-1", bundle_key="b",
+                                    executors={(1, 1): ("me", 0), (2, 2): ("other", 6701)},
+                                    node_host={"me": "hm", "other": "ho"}))
+        self.status = status
+
+    def storm_base(self, topology_id: str, callback: Any = None) -> StormBase | None:
+        if self.status is None:
+            return None
+        return StormBase(topology_id=topology_id, name="t", status=self.status, num_workers=2,
+                         launch_time=0.0, owner="o", component_executors={"feeder": 2})
+
+    def report_error(self, topology_id: str, error: Any) -> None:
+        pass
+
+
+def feeder_spec(parallelism: int) -> Any:
+    from stormpy import TopologyBuilder
+    from stormpy.testing import FeederSpout
+
+    builder = TopologyBuilder()
+    builder.set_spout("feeder", FeederSpout(["v"]), parallelism).set_num_tasks(2)
+    return builder.create_topology()
+
+
+def connected_process(tmp_path: Path, port: int = 0) -> WorkerProcess:
+    args = parse_args(["--topology-id", "t-1", "--supervisor-id", "me", "--port", str(port),
+                       "--local-dir", str(tmp_path)])
+    return WorkerProcess(args, {})
+
+
+@pytest.mark.parametrize(("status", "bind", "active"), [("active", "127.0.0.1", True),
+                                                        ("inactive", None, False),
+                                                        (None, None, False)])
+def test_a_connected_run_binds_the_port_and_hands_the_worker_its_part(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: str | None, bind: str | None,
+        active: bool) -> None:
+    handed: list[dict[str, Any]] = []
+
+    def run_worker(self: WorkerProcess, state: Any, spec: Any, conf: Any, layout: Any,
+                   executors: Any, peers: Any, active: bool, transport: Any, reporter: Any) -> int:
+        handed.append({"state": state, "spec": spec, "conf": conf, "layout": layout,
+                       "executors": executors, "peers": peers, "active": active,
+                       "bound": (transport.host, transport.port),
+                       "reporter": (reporter.state, reporter.topology_id, reporter.hostname,
+                                    reporter.port)})
+        reporter.report("feeder", 1, "reported while running")
+        return 5
+    monkeypatch.setattr(WorkerProcess, "_run_worker", run_worker)
+    host = "node-7.example" if bind else "127.0.0.1"
+    conf = merged({"topology.acker.executors": 0, "supervisor.host": host, "worker.bind.host": bind})
+    state = ConnectedState(status)
+    written: list[Any] = []
+    state.report_error = lambda topology_id, error: written.append(error)  # type: ignore[method-assign]
+    spec = feeder_spec(1)
+    process = connected_process(tmp_path)
+    assert process._run_connected(state, spec, conf) == 5  # type: ignore[arg-type]
+    (got,) = handed
+    assert got["state"] is state and got["spec"] is spec and got["conf"] is conf
+    assert got["executors"] == ((1, 1),)
+    assert got["peers"] == WorkerPeers({2: "other:6701"}, {"other:6701": "ho:6701"})
+    assert got["active"] is active
+    # the executors per component come from the StormBase (rebalanced), else from the spec
+    expected = compute_layout(spec, conf, {"feeder": 2} if status else None)
+    assert got["layout"] == expected
+    assert (expected == compute_layout(spec, conf, None)) is (status is None)
+    bound_host, bound_port = got["bound"]
+    assert bound_host == "127.0.0.1" and bound_port > 0  # worker.bind.host, else supervisor.host
+    assert got["reporter"] == (state, "t-1", host, 0)  # errors carry the supervisor's host
+    assert [e.message for e in written] == ["reported while running"]  # written by close
+    # the transport was closed: its port can be bound again
+    again = ZmqTransport("127.0.0.1", bound_port, conf)
+    again.close()
+    assert "stormpy-error-reporter" not in {t.name for t in threading.enumerate()}
+
+
+def test_a_port_in_use_is_a_startup_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    conf = merged({"topology.acker.executors": 0, "supervisor.host": "127.0.0.1"})
+    taken = ZmqTransport("127.0.0.1", 0, conf)
+    try:
+        state = ConnectedState("active")
+        state._assignment = Assignment(topology_id="t-1", bundle_key="b",
+                                       executors={(1, 1): ("me", taken.port)}, node_host={"me": "hm"})
+        process = connected_process(tmp_path, taken.port)
+        with pytest.raises(StartupError) as caught:
+            process._run_connected(state, feeder_spec(1), conf)  # type: ignore[arg-type]
+        assert str(caught.value).startswith(
+            f"cannot bind the worker transport on 127.0.0.1:{taken.port}: Address already in use")
+    finally:
+        taken.close()
+    assert "stormpy-error-reporter" not in {t.name for t in threading.enumerate()}
