@@ -22,6 +22,7 @@ import pytest
 from stormpy.cluster.errors import ClusterStateError
 from stormpy.cluster.records import Assignment, StormBase
 from stormpy.config import merged
+from stormpy.messaging.curve import CurveKeyPair
 from stormpy.messaging.zmq_transport import ZmqTransport
 from stormpy.topology._layout import compute_layout
 from stormpy.worker import process as process_module
@@ -82,6 +83,7 @@ class ShellState:
         self.closed = False
 
     def assignment(self, topology_id: str, callback: Any = None) -> Assignment | None:
+        assert topology_id == "t-1"
         if self.fail:
             raise ClusterStateError("ZooKeeper did not answer")
         return self._assignment
@@ -408,6 +410,7 @@ class ConnectedState(ShellState):
         self.status = status
 
     def storm_base(self, topology_id: str, callback: Any = None) -> StormBase | None:
+        assert topology_id == "t-1"
         if self.status is None:
             return None
         return StormBase(topology_id=topology_id, name="t", status=self.status, num_workers=2,
@@ -445,13 +448,17 @@ def test_a_connected_run_binds_the_port_and_hands_the_worker_its_part(
         handed.append({"state": state, "spec": spec, "conf": conf, "layout": layout,
                        "executors": executors, "peers": peers, "active": active,
                        "bound": (transport.host, transport.port),
+                       "links": (transport.hwm, transport.curve),
                        "reporter": (reporter.state, reporter.topology_id, reporter.hostname,
                                     reporter.port)})
         reporter.report("feeder", 1, "reported while running")
         return 5
     monkeypatch.setattr(WorkerProcess, "_run_worker", run_worker)
     host = "node-7.example" if bind else "127.0.0.1"
-    conf = merged({"topology.acker.executors": 0, "supervisor.host": host, "worker.bind.host": bind})
+    keys = CurveKeyPair.generate()
+    conf = merged({"topology.acker.executors": 0, "supervisor.host": host, "worker.bind.host": bind,
+                   "topology.transfer.buffer.size": 77,
+                   "topology.messaging.curve.secret.key": keys.secret.decode() if active else None})
     state = ConnectedState(status)
     written: list[Any] = []
     state.report_error = lambda topology_id, error: written.append(error)  # type: ignore[method-assign]
@@ -470,6 +477,8 @@ def test_a_connected_run_binds_the_port_and_hands_the_worker_its_part(
     bound_host, bound_port = got["bound"]
     assert bound_host == "127.0.0.1" and bound_port > 0  # worker.bind.host, else supervisor.host
     assert got["reporter"] == (state, "t-1", host, 0)  # errors carry the supervisor's host
+    # the topology's transfer buffer and, when it has one, its CURVE key pair
+    assert got["links"] == (77, keys if active else None)
     assert [e.message for e in written] == ["reported while running"]  # written by close
     # the transport was closed: its port can be bound again
     again = ZmqTransport("127.0.0.1", bound_port, conf)
