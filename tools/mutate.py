@@ -139,7 +139,7 @@ TARGETS: dict[str, Target] = {
     # the worker's process shell: its link to ZooKeeper and Nimbus, heartbeats, error reporter,
     # peers and main, with the in-process unit tests that reach them (no ZooKeeper, no CLI
     # subprocess: fakes of the cluster state, the loop and the transport); the worker's life
-    # after start (WorkerProcess._run_connected, _run_worker) is left to the integration tests,
+    # once its transport is bound (WorkerProcess._run_worker) is left to the integration tests,
     # so run it with --mutants naming the other functions (docs/testing.md)
     "worker-shell": Target(tuple(f"src/stormpy/worker/{part}.py"
                                  for part in ("error_reporter", "peers", "heartbeats", "cluster_link",
