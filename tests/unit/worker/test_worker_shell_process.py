@@ -5,6 +5,7 @@ exits with the documented startup code before anything starts."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import re
@@ -20,11 +21,15 @@ import msgpack
 import pytest
 
 from stormpy.cluster.errors import ClusterStateError
+from stormpy.cluster.paths import ZkPaths
 from stormpy.cluster.records import Assignment, StormBase
 from stormpy.config import merged
 from stormpy.messaging.curve import CurveKeyPair
 from stormpy.messaging.zmq_transport import ZmqTransport
+from stormpy.testing import wait_for
 from stormpy.topology._layout import compute_layout
+from stormpy.topology._metrics_consumer import IMetricsConsumer, TaskInfo
+from stormpy.worker import WorkerError
 from stormpy.worker import process as process_module
 from stormpy.worker.peers import WorkerPeers
 from stormpy.worker.process import (
@@ -420,13 +425,18 @@ class ConnectedState(ShellState):
         pass
 
 
-def feeder_spec(parallelism: int) -> Any:
+def feeder_topology() -> tuple[Any, Any]:
     from stormpy import TopologyBuilder
     from stormpy.testing import FeederSpout
 
+    feeder = FeederSpout(["v"])
     builder = TopologyBuilder()
-    builder.set_spout("feeder", FeederSpout(["v"]), parallelism).set_num_tasks(2)
-    return builder.create_topology()
+    builder.set_spout("feeder", feeder).set_num_tasks(2)
+    return builder.create_topology(), feeder
+
+
+def feeder_spec() -> Any:
+    return feeder_topology()[0]
 
 
 def connected_process(tmp_path: Path, port: int = 0) -> WorkerProcess:
@@ -462,7 +472,7 @@ def test_a_connected_run_binds_the_port_and_hands_the_worker_its_part(
     state = ConnectedState(status)
     written: list[Any] = []
     state.report_error = lambda topology_id, error: written.append(error)  # type: ignore[method-assign]
-    spec = feeder_spec(1)
+    spec = feeder_spec()
     process = connected_process(tmp_path)
     assert process._run_connected(state, spec, conf) == 5  # type: ignore[arg-type]
     (got,) = handed
@@ -495,9 +505,154 @@ def test_a_port_in_use_is_a_startup_error(tmp_path: Path, monkeypatch: pytest.Mo
                                        executors={(1, 1): ("me", taken.port)}, node_host={"me": "hm"})
         process = connected_process(tmp_path, taken.port)
         with pytest.raises(StartupError) as caught:
-            process._run_connected(state, feeder_spec(1), conf)  # type: ignore[arg-type]
+            process._run_connected(state, feeder_spec(), conf)  # type: ignore[arg-type]
         assert str(caught.value).startswith(
             f"cannot bind the worker transport on 127.0.0.1:{taken.port}: Address already in use")
     finally:
         taken.close()
     assert "stormpy-error-reporter" not in {t.name for t in threading.enumerate()}
+
+
+class Watch:
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class QuietStorage:
+    """ZooKeeper as the worker's control channel and state backend see it: nothing stored, no
+    request waiting; the watches set are recorded."""
+
+    hosts = "zk:2181"
+    root = "/stormpy"
+    operation_timeout_secs = 5.0
+
+    def __init__(self) -> None:
+        self.watches: list[tuple[str, Watch]] = []
+
+    def get(self, path: str) -> None:
+        return None
+
+    def children(self, path: str) -> list[str]:
+        return []
+
+    def watch_data(self, path: str, callback: Any) -> Watch:
+        self.watches.append((path, Watch()))
+        return self.watches[-1][1]
+
+    def watch_children(self, path: str, callback: Any) -> Watch:
+        return self.watch_data(path, callback)
+
+
+class LiveState(ConnectedState):
+    """The connected state, its storage quiet, the feeder's emits sampled for the events log."""
+
+    def __init__(self, status: str | None) -> None:
+        super().__init__(status)
+        self.storage = QuietStorage()
+        self.paths = ZkPaths(self.storage.root)
+
+    def storm_base(self, topology_id: str, callback: Any = None) -> StormBase | None:
+        base = super().storm_base(topology_id, callback)
+        return None if base is None else dataclasses.replace(
+            base, component_debug={"feeder": {"enable": True, "samplingpct": 100.0}})
+
+
+class RecordingConsumer(IMetricsConsumer):
+    seen: list[TaskInfo] = []
+
+    def handle_data_points(self, task_info: TaskInfo, data_points: dict[str, Any]) -> None:
+        RecordingConsumer.seen.append(task_info)
+
+
+def test_a_worker_runs_its_part_until_stopped_and_stops_cleanly(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(process_module.SupervisorRelay, "worker_heartbeats", lambda self, tid: {})
+    RecordingConsumer.seen.clear()
+    state = LiveState("active")
+    process = connected_process(tmp_path)
+    process.state = state  # type: ignore[assignment]  # as run() sets it
+    process.dirs.worker_dir("t-1", 0).mkdir(parents=True)
+    conf = merged({"topology.acker.executors": 0, "supervisor.host": "127.0.0.1",
+                   "worker.heartbeat.frequency.secs": 0.05, "task.heartbeat.frequency.secs": 0.05,
+                   "topology.eventlogger.executors": 1,
+                   "topology.metrics.consumer.register": [{"class": RecordingConsumer}],
+                   "topology.builtin.metrics.bucket.size.secs": 1})
+    codes: list[int] = []
+    spec, feeder = feeder_topology()
+    runner = threading.Thread(target=lambda: codes.append(
+        process._run_connected(state, spec, conf)), name="worker-main")  # type: ignore[arg-type]
+    runner.start()
+    try:
+        wait_for(lambda: process.dirs.heartbeat_file("t-1", 0).exists()
+                 and process.dirs.nimbus_heartbeat_file("t-1", 0).exists(), 10,
+                 "the local and the published heartbeat")
+        wait_for(lambda: RecordingConsumer.seen, 10, "the metrics consumer's first data points")
+        feeder.feed(["sampled"])
+        events_log = process.dirs.worker_events_log("t-1", 0)
+        wait_for(lambda: events_log.exists() and "sampled" in events_log.read_text(), 10,
+                 "the sampled tuple in the events log")
+    finally:
+        process.request_stop("received SIGTERM")
+        runner.join(30)
+    assert codes == [EXIT_OK]
+    assert process.worker is not None and process.exit_reason == "received SIGTERM"
+    assert state.shutdowns == 2  # asked by the stop, then again before the last writes
+    assert [p for p, _ in state.storage.watches] == [
+        state.paths.logconfig("t-1"), state.paths.worker_requests("t-1", "me", 0)]
+    assert all(w.cancelled for _, w in state.storage.watches)  # the control channel stopped
+    assert {(i.component, i.task, i.host, i.port) for i in RecordingConsumer.seen} == \
+        {("feeder", 1, "127.0.0.1", 0)}
+    names = {t.name for t in threading.enumerate()}
+    assert not names & {"stormpy-cluster-link", "stormpy-local-heartbeat", "stormpy-error-reporter"}
+
+
+def live_run(tmp_path: Path,
+             monkeypatch: pytest.MonkeyPatch) -> tuple[WorkerProcess, LiveState, list[Any]]:
+    """A connected run's parts, with the errors the reporter writes."""
+    monkeypatch.setattr(process_module.SupervisorRelay, "worker_heartbeats", lambda self, tid: {})
+    state = LiveState("active")
+    written: list[Any] = []
+    state.report_error = lambda topology_id, error: written.append(error)  # type: ignore[method-assign]
+    process = connected_process(tmp_path)
+    process.state = state  # type: ignore[assignment]
+    process.dirs.worker_dir("t-1", 0).mkdir(parents=True)
+    return process, state, written
+
+
+LIVE_CONF = {"topology.acker.executors": 0, "supervisor.host": "127.0.0.1"}
+
+
+def test_a_stop_before_the_worker_runs_exits_0_without_running(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    process, state, written = live_run(tmp_path, monkeypatch)
+    process.request_stop("received SIGTERM")
+    assert process._run_connected(state, feeder_spec(), merged(LIVE_CONF)) == EXIT_OK  # type: ignore[arg-type]
+    assert process.worker is not None  # built, so a later stop reaches it
+    assert not process.dirs.heartbeat_file("t-1", 0).exists() and state.storage.watches == []
+
+
+def test_tasks_that_cannot_be_built_are_reported_and_exit_1(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = feeder_spec()
+    spec.components["feeder"].class_path = "no_such_module_anywhere:Spout"
+    process, state, written = live_run(tmp_path, monkeypatch)
+    assert process._run_connected(state, spec, merged(LIVE_CONF)) == EXIT_COMPONENT_FAILED  # type: ignore[arg-type]
+    (error,) = written
+    assert (error.component, error.task) == ("feeder", 1) and "no_such_module_anywhere" in error.message
+    assert process.worker is None
+
+
+def test_a_component_failure_exits_1_after_stopping_the_side_threads(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def fails(self: Any) -> None:
+        raise WorkerError("feeder", 1, "died on purpose")
+    monkeypatch.setattr(process_module.Worker, "run", fails)
+    process, state, written = live_run(tmp_path, monkeypatch)
+    assert process._run_connected(state, feeder_spec(), merged(LIVE_CONF)) == EXIT_COMPONENT_FAILED  # type: ignore[arg-type]
+    assert state.shutdowns == 1
+    assert all(w.cancelled for _, w in state.storage.watches) and len(state.storage.watches) == 2
+    names = {t.name for t in threading.enumerate()}
+    assert not names & {"stormpy-cluster-link", "stormpy-local-heartbeat", "stormpy-error-reporter"}
