@@ -26,6 +26,7 @@ from stormpy.cluster.records import Assignment, StormBase
 from stormpy.config import merged
 from stormpy.messaging.curve import CurveKeyPair
 from stormpy.messaging.zmq_transport import ZmqTransport
+from stormpy.state._zookeeper import ZkBackend
 from stormpy.testing import wait_for
 from stormpy.topology._layout import compute_layout
 from stormpy.topology._metrics_consumer import IMetricsConsumer, TaskInfo
@@ -598,7 +599,16 @@ def test_a_worker_runs_its_part_until_stopped_and_stops_cleanly(
         process.request_stop("received SIGTERM")
         runner.join(30)
     assert codes == [EXIT_OK]
-    assert process.worker is not None and process.exit_reason == "received SIGTERM"
+    worker = process.worker
+    assert worker is not None and process.exit_reason == "received SIGTERM"
+    # the worker built from the assignment: its tasks, peers, status, port and host
+    config = worker.config
+    assert (config.topology_id, config.conf, config.layout) == \
+        ("t-1", conf, compute_layout(spec, conf, {"feeder": 2}))
+    assert (config.local_tasks, config.task_peers, config.active) == ([1], {2: "other:6701"}, True)
+    assert (config.worker_port, config.hostname) == (0, "127.0.0.1")
+    assert isinstance(worker.transport, ZmqTransport)
+    assert isinstance(worker.state, ZkBackend) and worker.state._storage is state.storage
     assert state.shutdowns == 2  # asked by the stop, then again before the last writes
     assert [p for p, _ in state.storage.watches] == [
         state.paths.logconfig("t-1"), state.paths.worker_requests("t-1", "me", 0)]
