@@ -138,9 +138,8 @@ TARGETS: dict[str, Target] = {
                                 "tests/unit/nimbus/test_worker_heartbeats_rpc.py")),
     # the worker's process shell: its link to ZooKeeper and Nimbus, heartbeats, error reporter,
     # peers and main, with the in-process unit tests that reach them (no ZooKeeper, no CLI
-    # subprocess: fakes of the cluster state, the loop and the transport); the worker's life
-    # once its transport is bound (WorkerProcess._run_worker) is left to the integration tests,
-    # so run it with --mutants naming the other functions (docs/testing.md)
+    # subprocess: fakes of the cluster state, the loop and the transport; a whole worker runs
+    # in-process for WorkerProcess._run_worker, the slowest part of the run)
     "worker-shell": Target(tuple(f"src/stormpy/worker/{part}.py"
                                  for part in ("error_reporter", "peers", "heartbeats", "cluster_link",
                                               "process")),
