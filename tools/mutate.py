@@ -264,6 +264,17 @@ TARGETS: dict[str, Target] = {
                      tests=("tests/unit/config", "tests/unit/state/test_state_provider.py",
                             "tests/unit/state/test_state_provider_at_submit.py",
                             "tests/unit/multilang/test_multilang_settings_at_submit.py")),
+    # the log server: safe access to the log directory (paths refused, paging, search, the
+    # clean-up of dead workers' logs) and its REST app, with the log reader that pages through it
+    "logviewer": Target(("src/stormpy/logviewer/*.py",),
+                        tests=("tests/unit/logviewer", "tests/unit/cli/test_cli_logs_rotation.py")),
+    # the host services every daemon is built from: backoff, waits, the service loop, daemon
+    # signal handling, processes and child servers, capped log files, ports, the web thread; the
+    # fast unit tests that reach them (no CLI subprocess: it imports the mutants outside mutmut)
+    "host": Target(("src/stormpy/host/*.py",),
+                   tests=("tests/unit/host", "tests/unit/logviewer",
+                          "tests/unit/cli/test_cli_logs_rotation.py",
+                          "tests/unit/cluster/test_zk_start_wait.py")),
     # Trident: the built-in operations, the planner (bolts, joins' groupings), the per-batch
     # processors (aggregations, persistent state) and the map state of the three kinds
     "trident": Target(tuple(f"src/stormpy/trident/{part}.py"
