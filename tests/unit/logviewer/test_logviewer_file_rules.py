@@ -321,3 +321,57 @@ def test_clean_up_without_a_log_directory_or_artefacts_deletes_nothing(tmp_path:
     (tmp_path / "w" / "workers-artifacts").write_text("a file, not the folder")
     assert clean_up(LogDir(tmp_path / "w"), [], 0.0) == []
     assert (tmp_path / "w" / "workers-artifacts").is_file()
+
+
+def test_bad_bytes_around_a_match_are_replaced_not_refused(root: Path) -> None:
+    (root / LOG).write_bytes(b"\xff\xfe before NEEDLE after \xfe\xff\nnext")
+    match = LogDir(root).search(LOG, "NEEDLE", 0, 1)["matches"][0]
+    assert match["beforeString"] == "\ufffd\ufffd before "
+    assert match["afterString"] == " after \ufffd\ufffd\nnext"
+    assert match["line"] == "\ufffd\ufffd before NEEDLE after \ufffd\ufffd"
+
+
+def test_the_line_of_a_match_next_to_the_files_first_byte(root: Path) -> None:
+    (root / LOG).write_text("\nxx NEEDLE\n")
+    assert LogDir(root).search(LOG, "NEEDLE", 0, 1)["matches"][0]["line"] == "xx NEEDLE"
+    (root / "nl.log").write_text("\nNEEDLE\n")
+    first = LogDir(root).search("nl.log", "\nNEEDLE", 0, 1)["matches"][0]
+    assert first["byteOffset"] == 0 and first["line"] == ""  # the match starts on the empty first line
+
+
+def test_a_young_group_does_not_stop_the_clean_up_of_the_next(root: Path) -> None:
+    now = 10_000.0
+    for name, mtime in (("worker-aaa-1-6700.log", now), ("worker-bbb-1-6700.log", 0.0),
+                        ("worker-ccc-1-6700.log", 0.0)):
+        (root / name).write_text("x")
+        _age(root / name, mtime)
+    removed = clean_up(LogDir(root), [], 60.0, now=lambda: now)
+    assert sorted(p.name for p in removed) == ["worker-bbb-1-6700.log", "worker-ccc-1-6700.log"]
+
+
+def test_a_file_gone_before_its_group_is_judged_skips_that_group_only(root: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("worker-aaa-1-6700.log", "worker-bbb-1-6700.log"):
+        (root / name).write_text("x")
+        _age(root / name, 0.0)
+    real_stat = Path.stat
+
+    def stat(self: Path, *args: object, **kwargs: object) -> os.stat_result:
+        if self.name == "worker-aaa-1-6700.log" and not args and not kwargs:
+            raise FileNotFoundError(self)
+        return real_stat(self, *args, **kwargs)  # type: ignore[arg-type]
+    logs = LogDir(root)
+    found = logs.worker_logs()  # listed before the file goes
+    monkeypatch.setattr(logs, "worker_logs", lambda: found)
+    monkeypatch.setattr(Path, "stat", stat)
+    removed = clean_up(logs, [], 60.0, now=lambda: 10_000.0)
+    assert [p.name for p in removed] == ["worker-bbb-1-6700.log"]
+
+
+def test_the_artefacts_folder_itself_stays_when_emptied(root: Path) -> None:
+    folder = root / "workers-artifacts" / "dead-1" / "6700"
+    folder.mkdir(parents=True)
+    (folder / "jstack.txt").write_text("j")
+    _age(folder / "jstack.txt", 0.0)
+    assert [p.name for p in clean_up(LogDir(root), [], 60.0, now=lambda: 10_000.0)] == ["jstack.txt"]
+    assert (root / "workers-artifacts").is_dir() and list((root / "workers-artifacts").iterdir()) == []

@@ -145,17 +145,28 @@ def test_deep_search_reads_each_workers_current_log(client: TestClient) -> None:
                                                             "num-matches": "0"}).json()
     assert [len(d["matches"]) for d in zero] == [1]
     assert client.get("/api/v1/deepSearch/nothing", params={"search-string": "hit"}).json() == []
+    first_byte = client.get("/api/v1/deepSearch/zz-1", params={"search-string": "hit"}).json()
+    assert [m["byteOffset"] for m in first_byte[0]["matches"]] == [0]
+    no_string = client.get("/api/v1/deepSearch/wc-1-17")
+    assert no_string.status_code == 400 and "search-string" in no_string.json()["errorMessage"]
     bad = client.get("/api/v1/deepSearch/wc-1-17", params={"search-string": "hit", "port": "67x"})
     assert bad.status_code == 400
     assert bad.json()["errorMessage"] == "parameter 'port' must be a port or '*', got '67x'"
 
 
-def test_list_logs_names_logs_and_artefacts_per_port(client: TestClient) -> None:
+def test_list_logs_names_logs_and_artefacts_per_port(client: TestClient, root: Path) -> None:
     every = client.get("/api/v1/listLogs", params={"topoId": "wc-1-17"}).json()
     assert every == {"topoId": "wc-1-17",
                      "logs": ["worker-wc-1-17-6700-events.log", LOG, "worker-wc-1-17-6700.log.1",
                               "worker-wc-1-17-6701.log", "worker-wc-1-17-6702.log"],
                      "artifacts": ["workers-artifacts/wc-1-17/6700/jstack-1.txt"]}
+    (root / "workers-artifacts" / "wc-1-17" / "6702").mkdir()
+    (root / "workers-artifacts" / "wc-1-17" / "6702" / "profile.txt").write_text("p")
+    (root / "workers-artifacts" / "zz-1" / "6799").mkdir(parents=True)
+    (root / "workers-artifacts" / "zz-1" / "6799" / "other.txt").write_text("p")
+    listed = client.get("/api/v1/listLogs", params={"topoId": "wc-1-17"}).json()
+    assert listed["artifacts"] == ["workers-artifacts/wc-1-17/6700/jstack-1.txt",
+                                   "workers-artifacts/wc-1-17/6702/profile.txt"]
     one = client.get("/api/v1/listLogs", params={"topoId": "wc-1-17", "port": "6701"}).json()
     assert one == {"topoId": "wc-1-17", "logs": ["worker-wc-1-17-6701.log"], "artifacts": []}
     art_only = client.get("/api/v1/listLogs", params={"topoId": "wc-1-17", "port": "6703"}).json()
@@ -169,7 +180,8 @@ def test_the_page_escapes_the_file_name(client: TestClient) -> None:
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     assert "<title>&lt;b&gt;&quot;x&quot;&lt;/b&gt;.log</title>" in page.text
     assert 'const file = "<b>\\"x\\"</b>.log";' in page.text
-    assert "<title>log</title>" in client.get("/log").text
+    plain = client.get("/log").text
+    assert "<title>log</title>" in plain and 'const file = "";' in plain
 
 
 @pytest.mark.parametrize("conf", [{"ui.auth.token": "s3"}, {"nimbus.rpc.auth.token": "s3"},
@@ -230,3 +242,52 @@ def test_a_server_of_its_own_judges_by_age_alone(tmp_path: Path) -> None:
         assert sorted(p.name for p in tmp_path.iterdir()) == ["worker-b-1-6700.log"]
     finally:
         server.stop()
+
+
+def test_the_server_logs_on_its_logger_and_names_its_threads(tmp_path: Path,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+    import threading
+
+    logger = logging.getLogger("test.logviewer.server")
+    conf = {"logviewer.port": 0, "logviewer.host": "127.0.0.1", "storm.log.dir": str(tmp_path / "from-conf"),
+            "logviewer.cleanup.interval.secs": 3600}
+    rounds: list[int] = []
+
+    def running() -> list[tuple[str, int]]:
+        rounds.append(1)
+        if len(rounds) == 2:
+            raise OSError("supervisor state unreadable")
+        return []
+    server = LogviewerServer(conf, running=running, logger=logger)
+    assert server.log_dir.root == (tmp_path / "from-conf").resolve() and server.log_dir.root.is_dir()
+    (server.log_dir.root / "worker-a-1-6700.log").write_text("x")
+    os.utime(server.log_dir.root / "worker-a-1-6700.log", (0, 0))
+    with caplog.at_level(logging.INFO):
+        server.start()
+        try:
+            names = [t.name for t in threading.enumerate()]
+            assert "stormpy-logviewer" in names and "logviewer-cleanup" in names
+            wait_for(lambda: rounds, 30, "the first clean-up round")
+            server.cleanup.wake()
+            wait_for(lambda: server.cleanup.errors, 30, "the failed round")
+            stop = threading.Event()
+            stop.set()
+            server.wait(stop)
+        finally:
+            server.stop()
+    mine = [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "test.logviewer.server"]
+    root = server.log_dir.root
+    assert ("INFO", f"log server on {server.url} serving {root}") in mine
+    assert ("INFO", f"logviewer cleanup: removed {root / 'worker-a-1-6700.log'}") in mine
+    assert ("ERROR", "logviewer-cleanup: round failed (1 in a row)") in mine
+
+
+def test_a_server_that_cannot_serve_names_the_log_server(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    server = LogviewerServer({"logviewer.port": 0, "logviewer.host": "127.0.0.1"}, logs=tmp_path)
+    monkeypatch.setattr(server.web.server, "run", lambda sockets: None)
+    with pytest.raises(RuntimeError, match=r"^the log server did not start on http://127\.0\.0\.1:\d+ "
+                                           r"\(the log server's server thread ended\)$"):
+        server.start()
+    server.stop()
