@@ -117,3 +117,11 @@ def test_jitter_draws_from_the_given_generator_only() -> None:
     assert free.failed() == 0.0 and free.failed_at(10.0) == 13.0
     unseeded = Backoff(4.0, 100.0, jitter=1.0)
     assert all(0.0 <= unseeded.failed() <= 4.0 * 2 ** i for i in range(5))
+
+
+def test_delays_under_a_second_are_jittered_too() -> None:
+    class Half(random.Random):
+        def random(self) -> float:
+            return 0.5
+    backoff = Backoff(0.5, 4.0, jitter=0.5, rng=Half())
+    assert [backoff.failed() for _ in range(3)] == [0.375, 0.75, 1.5]

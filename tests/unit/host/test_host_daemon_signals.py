@@ -260,3 +260,12 @@ def test_the_exit_watch_reports_a_dead_child_server_once_it_died() -> None:
     assert child_exit_watch(FakeServer(False, 0), "Redis", echoed.append)() == 1
     assert child_exit_watch(FakeServer(False, None), "Redis", echoed.append)() == 1
     assert echoed[-1] == "Redis exited with status None; last log lines:\nline 1\nline 2"
+
+
+def test_a_bare_file_name_is_written_in_the_current_directory(tmp_path: Path, bare_root: logging.Logger,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    bare_root.handlers = []
+    monkeypatch.chdir(tmp_path)
+    handler = log_to_file("daemon.log", "d")
+    handler.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["daemon.log"]  # no other directory made

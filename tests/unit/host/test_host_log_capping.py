@@ -59,7 +59,7 @@ def test_settings_and_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.chdir(tmp_path)
     here = CappedLogHandler("here.log", 10, 1)  # no directory part: the current one
     here.close()
-    assert (tmp_path / "here.log").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "here.log", "x.log"]  # no other directory
 
 
 def test_output_written_behind_the_handlers_back_is_rotated(tmp_path: Path) -> None:
@@ -230,3 +230,80 @@ def test_a_server_thread_that_ends_is_a_start_error(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(web.server, "run", lambda sockets: None)
     with pytest.raises(RuntimeError, match=r"\(the UI's server thread ended\)$"):
         web.start(30)
+
+
+def test_a_handler_without_capture_leaves_stdout_alone(tmp_path: Path, saved_stdio: None) -> None:
+    path = tmp_path / "w.log"
+    handler = CappedLogHandler(path, 1000, 1)
+    try:
+        handler.doRollover()
+        os.write(1, b"not for the log\n")
+        assert path.read_bytes() == b""
+    finally:
+        handler.close()
+
+
+def test_no_cap_means_no_rotation_by_records_either(tmp_path: Path) -> None:
+    path = tmp_path / "w.log"
+    handler = CappedLogHandler(path, 0, 1)
+    logger = _logger("test.capping.uncapped", handler)
+    try:
+        for i in range(3):
+            logger.info("record %d", i)
+        assert path.read_text() == "record 0\nrecord 1\nrecord 2\n" and not (tmp_path / "w.log.1").exists()
+    finally:
+        logger.handlers = []
+        handler.close()
+
+
+def test_a_one_byte_cap_rotates_a_one_byte_file(tmp_path: Path) -> None:
+    path = tmp_path / "w.log"
+    handler = CappedLogHandler(path, 1, 1)
+    try:
+        assert handler.rotate_if_full() is False
+        with open(path, "ab") as other:
+            other.write(b"x")
+        assert handler.rotate_if_full() is True and (tmp_path / "w.log.1").read_bytes() == b"x"
+    finally:
+        handler.close()
+
+
+def test_a_file_that_cannot_be_sized_is_not_rotated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from stormpy.host import log_files
+
+    handler = CappedLogHandler(tmp_path / "w.log", 1, 1)
+    try:
+        with open(tmp_path / "w.log", "ab") as other:
+            other.write(b"full")
+
+        def fstat(_fd: int) -> os.stat_result:
+            raise OSError("gone")
+        monkeypatch.setattr(log_files.os, "fstat", fstat)
+        assert handler.rotate_if_full() is False
+        monkeypatch.undo()
+        assert not (tmp_path / "w.log.1").exists()
+    finally:
+        handler.close()
+
+
+def test_a_rotation_waits_for_a_record_being_written(tmp_path: Path) -> None:
+    from stormpy.host.waiting import stays_unchanged, wait_for
+
+    path = tmp_path / "w.log"
+    handler = CappedLogHandler(path, 1, 1)
+    try:
+        with open(path, "ab") as other:
+            other.write(b"x")
+        done: list[bool] = []
+        assert handler.lock is not None
+        handler.lock.acquire()  # a record is being written on another thread
+        try:
+            rotating = threading.Thread(target=lambda: done.append(handler.rotate_if_full()))
+            rotating.start()
+            stays_unchanged(lambda: list(done), 0.2, "the rotation while the handler is locked")
+        finally:
+            handler.lock.release()
+        wait_for(lambda: done == [True], 30, "the rotation after the record")
+        rotating.join(30)
+    finally:
+        handler.close()

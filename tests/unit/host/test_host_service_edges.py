@@ -201,3 +201,43 @@ def test_the_loop_sleeps_until_the_next_round_is_due(monkeypatch: pytest.MonkeyP
     service.start()
     wait_for(lambda: not service._thread.is_alive(), 30, "the loop to end")  # type: ignore[union-attr]
     assert waits == [40.0]
+
+
+def test_expected_errors_warn_on_the_first_and_every_20th_by_default(
+        caplog: pytest.LogCaptureFixture) -> None:
+    def tick() -> None:
+        raise OSError("down")
+    service = Service("quiet", tick, interval=1.0, expected_errors=(OSError,))
+    with caplog.at_level(logging.WARNING, logger="stormpy.host.service"):
+        for _ in range(40):
+            service.run_once()
+    assert [r.getMessage() for r in caplog.records] == [
+        "quiet: round failed (1 in a row): down", "quiet: round failed (20 in a row): down",
+        "quiet: round failed (40 in a row): down"]
+
+
+def test_every_failed_hook_is_counted() -> None:
+    def broken() -> None:
+        raise RuntimeError("hook")
+    ran = threading.Event()
+    service = Service("two-hooks", ran.set, interval=3600.0, on_start=broken, on_stop=broken)
+    service.start()
+    wait_for(ran.is_set, 30, "the first round")
+    assert service.stop(timeout=30)
+    assert service.errors == 2 and service.rounds == 1
+
+
+def test_a_round_due_at_once_is_not_waited_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    waits: list[float] = []
+    service = Service("eager", lambda: 0.0, interval=3600.0, clock=lambda: 5.0)
+    real_wait = service._woken.wait
+
+    def wait(timeout: float | None = None) -> bool:
+        waits.append(timeout)  # type: ignore[arg-type]
+        if len(waits) == 3:
+            service.request_stop()
+        return real_wait(0)
+    monkeypatch.setattr(service._woken, "wait", wait)
+    service.start()
+    wait_for(lambda: not service._thread.is_alive(), 30, "the loop to end")  # type: ignore[union-attr]
+    assert waits == [0.0, 0.0, 0.0] and service.rounds == 3
