@@ -163,8 +163,8 @@ def test_a_web_thread_serves_on_its_port_until_stopped() -> None:
     assert web.port > 0 and web.url == f"http://127.0.0.1:{web.port}"
     web.start(30)
     try:
-        names = [t.name for t in threading.enumerate()]
-        assert "test-web" in names
+        serving = [t for t in threading.enumerate() if t.name == "test-web"]
+        assert len(serving) == 1 and serving[0].daemon  # never keeps the process alive
         with urllib.request.urlopen(web.url + "/", timeout=30) as answer:
             assert answer.read() == b"hello"
         stop = threading.Event()
@@ -307,3 +307,26 @@ def test_a_rotation_waits_for_a_record_being_written(tmp_path: Path) -> None:
         rotating.join(30)
     finally:
         handler.close()
+
+
+def test_uvicorn_logs_warnings_only_and_no_access_lines() -> None:
+    for name in ("uvicorn.error", "uvicorn.access", "uvicorn.asgi"):
+        logging.getLogger(name).setLevel(logging.NOTSET)
+    logging.getLogger("uvicorn.access").propagate = True
+    web = WebThread(_app(), "127.0.0.1", 0, name="t", what="t")
+    web.stop()
+    assert [logging.getLogger(n).level for n in ("uvicorn.error", "uvicorn.access", "uvicorn.asgi")] == [
+        logging.WARNING] * 3
+    assert logging.getLogger("uvicorn.access").propagate is False
+
+
+def test_wait_blocks_while_the_server_runs_until_asked_to_stop() -> None:
+    web = WebThread(_app(), "127.0.0.1", 0, name="waiting-web", what="t")
+    web.start(30)
+    try:
+        stop = threading.Event()
+        threading.Timer(1.0, stop.set).start()
+        web.wait(stop)
+        assert stop.is_set()  # returned because asked, not while the server still runs
+    finally:
+        web.stop()

@@ -379,3 +379,46 @@ def test_log_tail_reads_the_last_lines_of_at_most_64_kib(tmp_path: Path) -> None
     tail = log_tail(path, 100)
     assert "first" not in tail and tail.endswith("\ufffdend")
     assert len(tail.splitlines()[0]) == 64 * 1024 - len("\n\xffend\n")
+
+
+def test_init_is_a_live_process() -> None:
+    init = live_process(1)
+    assert init is not None and init.pid == 1
+
+
+def test_a_process_we_may_not_inspect_is_that_process(monkeypatch: pytest.MonkeyPatch,
+                                                      spawned: list[subprocess.Popen[Any]]) -> None:
+    other = _sleeper(spawned)
+
+    class Guarded(psutil.Process):
+        def status(self) -> str:
+            raise psutil.AccessDenied(self.pid)
+    monkeypatch.setattr(processes.psutil, "Process", Guarded)
+    seen = live_process(other.pid)
+    assert seen is not None and seen.pid == other.pid
+
+
+def test_a_group_we_may_not_signal_is_left_quietly(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[int, int]] = []
+
+    def refused(pgid: int, sig: int) -> None:
+        calls.append((pgid, sig))
+        raise PermissionError(1, "Operation not permitted")
+    monkeypatch.setattr(processes.os, "killpg", refused)
+    kill_process_group(4242)
+    assert calls == [(4242, signal.SIGKILL)]
+
+
+def test_a_process_gone_before_its_sigkill_is_quiet(monkeypatch: pytest.MonkeyPatch,
+                                                    spawned: list[subprocess.Popen[Any]]) -> None:
+    stubborn = _stubborn(spawned)
+    handle = psutil.Process(stubborn.pid)
+    real_kill = handle.kill
+
+    def kill_then_gone() -> None:
+        real_kill()
+        raise psutil.NoSuchProcess(handle.pid)
+    monkeypatch.setattr(handle, "kill", kill_then_gone)
+    killed: list[int] = []
+    gone, alive = terminate([handle], 0.2, on_kill=lambda p: killed.append(p.pid))
+    assert killed == [stubborn.pid] and [p.pid for p in gone] == [stubborn.pid] and alive == []

@@ -177,3 +177,10 @@ def test_without_java_home_java_comes_from_path(tmp_path: Path, monkeypatch: pyt
     assert java.find_java() is None
     assert java.missing_java_reason() == "`java` is not on PATH and JAVA_HOME is not set"
     assert os.environ.get("JAVA_HOME") is None
+
+
+def test_free_port_binds_the_host_it_is_given() -> None:
+    with pytest.raises(OSError):
+        free_port("256.0.0.1")  # not an address: the bind fails, no port is made up
+    with pytest.raises(OSError):
+        free_ports(2, "256.0.0.1")
