@@ -225,11 +225,16 @@ if mode == "in-use":
     sys.exit(1)
 if mode == "silent":
     time.sleep(60)
+if mode == "stubborn":
+    import signal
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", int(sys.argv[1])))
 s.listen()
 print("serving in", os.getcwd(), "env", os.environ.get("CHILD_MARK", "-"), flush=True)
+print("std" + "in is " + os.readlink("/proc/self/fd/0"), flush=True)  # words not in the logged command
+print("on " + "stderr", file=sys.stderr, flush=True)
 while True:
     s.accept()[0].close()
 """
@@ -265,6 +270,7 @@ def test_a_child_server_starts_serves_and_stops_cleanly() -> None:
     with pytest.raises(RuntimeError, match=r"^TinyServer.port is known only after start\(\)$"):
         _ = server.port
     assert server.pid is None and not server.running and server.returncode is None
+    assert server.work_dir is None and server.log_path is None and server.log_tail() == ""
     with server:
         assert server.running and server.pid is not None and server.returncode is None
         assert server.address == f"127.0.0.1:{server.port}" and server.ports == [server.port]
@@ -275,6 +281,9 @@ def test_a_child_server_starts_serves_and_stops_cleanly() -> None:
         log = server.log_tail()
         assert f"--- stormpy: {sys.executable} -c" in log
         assert f"serving in {work} env m1" in log
+        wait_for(lambda: server.log_tail(1) == "on stderr", 30, "the server's stderr in its log")
+        assert "stdin is /dev/null" in server.log_tail()
+        assert server.log_tail(1) == "on stderr"
         with pytest.raises(RuntimeError, match="^TinyServer already started$"):
             server.start()
         pid = server.pid
@@ -282,6 +291,7 @@ def test_a_child_server_starts_serves_and_stops_cleanly() -> None:
         assert os.getsid(pid) == pid  # its own session: a Ctrl-C reaches the parent only
     assert not server.running and server.pid is None and not work.exists()
     assert live_process(pid) is None
+    assert all(f.path != str(work / "tiny.log") for f in psutil.Process().open_files())  # log closed
     server.stop()  # idempotent
 
 
@@ -422,3 +432,83 @@ def test_a_process_gone_before_its_sigkill_is_quiet(monkeypatch: pytest.MonkeyPa
     killed: list[int] = []
     gone, alive = terminate([handle], 0.2, on_kill=lambda p: killed.append(p.pid))
     assert killed == [stubborn.pid] and [p.pid for p in gone] == [stubborn.pid] and alive == []
+
+
+class StubbornServer(TinyServer):
+    mode = "stubborn"
+    stop_grace_secs = 120.0
+
+
+class QuickStubbornServer(TinyServer):
+    mode = "stubborn"
+    stop_grace_secs = 0.2
+
+
+def test_a_server_that_ignores_sigterm_is_killed_after_the_grace() -> None:
+    server = StubbornServer(startup_timeout_secs=30).start()
+    proc = server._proc
+    assert proc is not None
+    server.stop(grace_secs=0.2)
+    assert proc.returncode == -signal.SIGKILL
+    quick = QuickStubbornServer(startup_timeout_secs=30).start()
+    proc = quick._proc
+    assert proc is not None
+    quick.stop()  # the class's grace
+    assert proc.returncode == -signal.SIGKILL
+
+
+def test_stop_before_start_and_a_vanished_work_dir_are_harmless() -> None:
+    import shutil
+
+    never = TinyServer()
+    never.stop()
+    assert never.log_tail() == "" and not never.running
+    server = TinyServer(startup_timeout_secs=30).start()
+    assert server.work_dir is not None
+    shutil.rmtree(server.work_dir)
+    server.stop()
+    assert not server.running
+
+
+def test_an_existing_work_dir_is_used(tmp_path: Path) -> None:
+    (tmp_path / "old.txt").write_text("kept")
+    server = TinyServer(work_dir=tmp_path, startup_timeout_secs=30).start()
+    try:
+        assert server.work_dir == tmp_path.resolve()
+    finally:
+        server.stop()
+    assert (tmp_path / "old.txt").read_text() == "kept" and (tmp_path / "tiny.log").exists()
+
+
+def test_the_log_tail_defaults_to_40_lines(tmp_path: Path) -> None:
+    server = SilentServer(work_dir=tmp_path)
+    server.log_path = tmp_path / "tiny.log"
+    server.log_path.write_text("".join(f"l{i}\n" for i in range(50)))
+    assert server.log_tail().splitlines() == [f"l{i}" for i in range(10, 50)]
+    assert server.log_tail(2) == "l48\nl49"
+    short = tmp_path / "short.log"
+    short.write_text("ab\ncd")
+    assert log_tail(short) == "ab\ncd"  # from the first byte
+
+
+@pytest.mark.parametrize("die_with_parent", [True, False])
+def test_a_server_dies_with_the_thread_that_started_it_unless_told_not_to(die_with_parent: bool) -> None:
+    from stormpy.host.waiting import stays_unchanged
+
+    started: list[TinyServer] = []
+
+    def start() -> None:
+        kwargs = {} if die_with_parent else {"die_with_parent": False}
+        started.append(TinyServer(startup_timeout_secs=30, **kwargs).start())  # type: ignore[arg-type]
+    thread = threading.Thread(target=start)
+    thread.start()
+    thread.join(60)
+    server = started[0]
+    try:
+        if die_with_parent:
+            wait_for(lambda: not server.running, 30, "the server to die with its thread")
+            assert server.returncode == -signal.SIGTERM
+        else:
+            stays_unchanged(lambda: server.running, 0.3, "the server outliving its thread")
+    finally:
+        server.stop()
