@@ -292,6 +292,7 @@ def test_a_rotation_waits_for_a_record_being_written(tmp_path: Path) -> None:
     path = tmp_path / "w.log"
     handler = CappedLogHandler(path, 1, 1)
     try:
+        assert handler.rotate_if_full() is False  # empty (and asked on this thread too)
         with open(path, "ab") as other:
             other.write(b"x")
         done: list[bool] = []
