@@ -210,9 +210,19 @@ def test_serve_until_stopped_ends_on_the_stop_event_or_a_signal() -> None:
     def start() -> None:
         calls.append("start")
         os.kill(os.getpid(), signal.SIGTERM)  # handled while serving: a clean stop
-    code = serve_until_stopped(start, lambda: calls.append("stop"), lambda: None, stopping="bye",
-                               echo=calls.append)
-    assert code == 0 and calls == ["start", "bye", "stop"]
+    fallback = threading.Event()
+    caught: list[int] = []
+
+    def safety(signum: int, _frame: Any) -> None:  # only if serve_until_stopped installed none
+        caught.append(signum)
+        fallback.set()
+    previous = signal.signal(signal.SIGTERM, safety)
+    try:
+        code = serve_until_stopped(start, lambda: calls.append("stop"), lambda: None, stopping="bye",
+                                   echo=calls.append, stop_event=fallback)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert code == 0 and calls == ["start", "bye", "stop"] and caught == []
 
 
 def test_serve_until_stopped_stops_when_start_fails() -> None:

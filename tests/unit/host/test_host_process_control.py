@@ -512,3 +512,20 @@ def test_a_server_dies_with_the_thread_that_started_it_unless_told_not_to(die_wi
             stays_unchanged(lambda: server.running, 0.3, "the server outliving its thread")
     finally:
         server.stop()
+
+
+def test_a_server_reads_nothing_from_our_stdin() -> None:
+    read_end, write_end = os.pipe()
+    saved = os.dup(0)
+    os.dup2(read_end, 0)  # our stdin is a pipe now: a child inheriting it would show the pipe
+    try:
+        server = TinyServer(startup_timeout_secs=30).start()
+    finally:
+        os.dup2(saved, 0)
+        for fd in (saved, read_end, write_end):
+            os.close(fd)
+    try:
+        wait_for(lambda: server.log_tail(1) == "on stderr", 30, "the server's lines")
+        assert "stdin is /dev/null" in server.log_tail()
+    finally:
+        server.stop()
