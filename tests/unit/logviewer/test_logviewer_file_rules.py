@@ -375,3 +375,9 @@ def test_the_artefacts_folder_itself_stays_when_emptied(root: Path) -> None:
     _age(folder / "jstack.txt", 0.0)
     assert [p.name for p in clean_up(LogDir(root), [], 60.0, now=lambda: 10_000.0)] == ["jstack.txt"]
     assert (root / "workers-artifacts").is_dir() and list((root / "workers-artifacts").iterdir()) == []
+
+
+def test_a_search_starts_at_the_first_byte_with_ten_matches_by_default(root: Path) -> None:
+    (root / LOG).write_text("k" * 11)
+    found = LogDir(root).search(LOG, "k")
+    assert [m["byteOffset"] for m in found["matches"]] == list(range(10)) and found["nextByteOffset"] == 10
