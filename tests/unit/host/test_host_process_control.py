@@ -118,7 +118,7 @@ def test_terminate_kills_what_ignores_sigterm_after_the_grace(spawned: list[subp
     polite = _sleeper(spawned)
     handles = [psutil.Process(stubborn.pid), psutil.Process(polite.pid)]
     killed: list[int] = []
-    gone, alive = terminate(iter(handles), 0.3, on_kill=lambda p: killed.append(p.pid))
+    gone, alive = terminate(iter(handles), 1.0, on_kill=lambda p: killed.append(p.pid))
     assert alive == [] and killed == [stubborn.pid]
     codes = {p.pid: p.returncode for p in gone}
     assert codes == {polite.pid: -signal.SIGTERM, stubborn.pid: -signal.SIGKILL}
