@@ -346,3 +346,9 @@ def test_refuse_local_classes_names_the_component_and_class() -> None:
             {"grouping": {"type": "shuffle"}},
             {"grouping": {"type": "custom", "class": local_path("g.<locals>.G")}}]}}})
     assert str(err.value) == f"component 'b': class g.<locals>.G {MOVE_TO_MODULE_LEVEL}"
+
+
+def test_refuse_local_classes_looks_past_malformed_components() -> None:
+    with pytest.raises(InvalidTopologyError) as err:
+        refuse_local_classes({"components": {"a": 3, "b": None, "s": {"class": local_path()}}})
+    assert str(err.value) == f"component 's': class f.<locals>.Local {MOVE_TO_MODULE_LEVEL}"
