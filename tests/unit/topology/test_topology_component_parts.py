@@ -243,3 +243,24 @@ def test_grouping_documents() -> None:
         assert back == grouping and back.custom_kwargs == grouping.custom_kwargs
     back = Grouping.from_doc({"type": "fields", "fields": ["a"]})
     assert back.fields == ("a",) and back.custom_class is None and back.custom_kwargs == {}
+
+
+def test_a_placeholder_names_its_class_and_method() -> None:
+    from stormpy.topology._component import _unbound
+
+    class Custom(Spout):
+        later = _unbound("later")
+
+    assert Custom.later.__name__ == "later"
+    with pytest.raises(RuntimeError) as err:
+        Custom().later(1, k=2)
+    assert str(err.value) == "Custom.later() can only be called once the component runs (after open/prepare)"
+
+
+def test_emit_columns_names_the_stream_of_bad_columns() -> None:
+    from stormpy import EmitError
+
+    with pytest.raises(EmitError) as err:
+        Sink().emit_columns("ab", stream="counts")
+    assert str(err.value) == ("stream 'counts': emit_columns takes a list of columns (one list of values "
+                              "per field), got str")

@@ -230,3 +230,20 @@ def test_task_hooks_are_checked_prepared_and_kept_in_order() -> None:
         f"task hook {partial!r} lacks ['cleanup', 'emit', 'spout_ack', 'spout_fail', "
         "'bolt_execute', 'bolt_ack', 'bolt_fail']: subclass stormpy.topology.TaskHook")
     assert ctx.hooks == [first, second]
+
+
+def test_bytes_travel_as_bytes() -> None:
+    ctx = context()
+    ctx.register_metric("raw", lambda: b"\xff\x00")
+    ctx.register_metric("text", lambda: {"k": "é"})
+    assert ctx.metric_values() == {"raw": b"\xff\x00", "text": {"k": "é"}}
+
+
+def test_a_plain_metric_takes_the_name_from_a_kind() -> None:
+    ctx = context()
+    ctx.register_counter("c").inc()
+    ctx.register_metric("c", lambda: 5)
+    with pytest.raises(ValueError) as err:
+        ctx.register_counter("c")
+    assert str(err.value) == f"metric 'c' of sink:{ctx.task_id} is already registered with register_metric"
+    assert ctx.metric_values() == {"c": 5}

@@ -154,3 +154,12 @@ def test_kinds_by_snapshot_type() -> None:
                      "timer": Timer} == KINDS
     for name, kind in KINDS.items():
         assert kind.kind == name
+
+
+def test_the_deviation_of_two_values() -> None:
+    histogram = Histogram()
+    histogram.update(1)
+    histogram.update(3)
+    snap = histogram.snapshot()
+    assert snap["stddev"] == pytest.approx(math.sqrt(2)) and snap["mean"] == 2.0
+    assert [snap[q] for q in QUANTILES] == [3, 3, 3, 3, 3, 3]
