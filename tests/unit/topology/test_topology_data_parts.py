@@ -84,6 +84,7 @@ def test_a_column_batch_from_rows() -> None:
     with pytest.raises(IndexError) as err:
         batch.column(2)
     assert str(err.value) == "batch from words/s has 2 field(s), no field 2"
+    assert batch.column(-2) == ["a", "b", "c"]
     with pytest.raises(IndexError):
         batch.column(-3)
     with pytest.raises(KeyError) as kerr:
@@ -98,6 +99,8 @@ def test_columns_of_rows_without_declared_fields() -> None:
         batch.column("word")
     assert err.value.args == ("batch from words/s has no declared fields",)
     assert ColumnBatch([], "s", 4, "words", None).columns() == []
+    no_rows = ColumnBatch([], "s", 4, "words", FIELDS)  # declared fields: a column each, empty
+    assert no_rows.columns() == [[], []] and no_rows.column("n") == []
     one = ColumnBatch([["a"], ["b"]], "s", 4, "words", Fields(["word"]))
     assert one.columns() == [["a", "b"]] and one.column("word") == ["a", "b"]
     assert ColumnBatch([["a"], ["b"]], "s", 4, "words", None).columns() == [["a", "b"]]
@@ -196,6 +199,8 @@ class Consumer(IMetricsConsumer):
 def test_the_consumer_register() -> None:
     assert parse_consumer_register(None) == []
     assert parse_consumer_register([]) == []
+    assert parse_consumer_register([{"class": "pkg.mod:Outer.Inner"}]) == \
+        [ConsumerSpec("pkg.mod:Outer.Inner", None, 1)]
     assert parse_consumer_register(({"class": "m:C"},
                                     {"class": Consumer, "argument": [1], "parallelism.hint": 3})) == \
         [ConsumerSpec("m:C", None, 1), ConsumerSpec(Consumer, [1], 3)]
@@ -212,6 +217,9 @@ def test_the_consumer_register() -> None:
     ([{"class": "mC"}], "[0].class must be an import path 'module:Class', got 'mC'"),
     ([{"class": ":C"}], "[0].class must be an import path 'module:Class', got ':C'"),
     ([{"class": "m:"}], "[0].class must be an import path 'module:Class', got 'm:'"),
+    ([{"class": "m::C"}], "[0].class must be an import path 'module:Class', got 'm::C'"),
+    ([{"class": "m:C:D"}], "[0].class must be an import path 'module:Class', got 'm:C:D'"),
+    ([{"class": "m:C:"}], "[0].class must be an import path 'module:Class', got 'm:C:'"),
     ([{}], "[0].class is missing or not an import path 'module:Class'"),
     ([{"class": 3}], "[0].class is missing or not an import path 'module:Class'"),
     ([{"class": "m:C", "parallelism.hint": 0}], "[0].parallelism.hint must be an int >= 1, got 0"),
@@ -281,8 +289,8 @@ def test_corrupt_state_documents_are_named(data: bytes, message: str) -> None:
 
 def test_undecodable_state_is_named() -> None:
     with pytest.raises(CorruptStateError) as err:
-        decode_state("/p", b"\xc1")
-    assert str(err.value).startswith("state /p: not a msgpack document (")
+        decode_state("/p", b"\x92\x01")
+    assert str(err.value) == "state /p: not a msgpack document (ValueError: Unpack failed: incomplete input)"
 
 
 class Outer:
@@ -324,6 +332,8 @@ def test_local_classes_resolve_in_this_process_only() -> None:
     ("mod:", "'mod:' is not an import path like 'package.module:Name'"),
     ("stormpy.topology:NoSuch",
      "module 'stormpy.topology' has no attribute 'NoSuch' (from 'stormpy.topology:NoSuch')"),
+    ("stormpy.topology:Fields:x",
+     "module 'stormpy.topology' has no attribute 'Fields:x' (from 'stormpy.topology:Fields:x')"),
     ("stormpy.topology:Fields.nope.x",
      "module 'stormpy.topology' has no attribute 'Fields.nope.x' (from 'stormpy.topology:Fields.nope.x')"),
 ])
@@ -355,3 +365,6 @@ def test_the_internal_name_is_tried_only_for_stormpy_modules() -> None:
     with pytest.raises(ModuleNotFoundError) as err:
         imports.import_module("json.fields")
     assert err.value.name == "json.fields"
+    with pytest.raises(ModuleNotFoundError) as err:  # importlib._bootstrap exists: not looked for
+        imports.import_module("importlib.bootstrap")
+    assert err.value.name == "importlib.bootstrap"

@@ -181,6 +181,7 @@ def test_released_threads_do_not_sleep() -> None:
     sim.release([thread, threading.Thread()])  # a thread never started has no ident: ignored
     thread.join(30)
     assert not thread.is_alive() and woke == [0.0]
+    assert sim.sleepers == 0 and not sim.is_sleeping(thread)
     me = threading.current_thread()
     sim.release([me])
     sim.sleep(50)  # returns at once
