@@ -271,6 +271,16 @@ TARGETS: dict[str, Target] = {
                      tests=("tests/unit/config", "tests/unit/state/test_state_provider.py",
                             "tests/unit/state/test_state_provider_at_submit.py",
                             "tests/unit/multilang/test_multilang_settings_at_submit.py")),
+    # the topology API: the builder, component specs, streams, fields and groupings, the
+    # topology spec and its build-time checks, the task context, user metrics, hooks, the clock,
+    # column batches, the task layout, imports (and the tuple: compiled with the tuple path, but
+    # no other target mutates it); with the topology unit tests (the directory: a new test file
+    # there counts without changing the target) and the worker tests of groupings, column
+    # batches and the event log's records
+    "topology": Target(("src/stormpy/topology/*.py",),
+                       tests=("tests/unit/topology", "tests/unit/worker/test_groupings.py",
+                              "tests/unit/worker/test_column_batches.py",
+                              "tests/unit/worker/test_event_logger_parts.py")),
     # Trident: the built-in operations, the planner (bolts, joins' groupings), the per-batch
     # processors (aggregations, persistent state), the map state of the three kinds, the bolts
     # running a plan, the stream graph, operations as data, the test spouts, the topology's
