@@ -264,3 +264,18 @@ def test_emit_columns_names_the_stream_of_bad_columns() -> None:
         Sink().emit_columns("ab", stream="counts")
     assert str(err.value) == ("stream 'counts': emit_columns takes a list of columns (one list of values "
                               "per field), got str")
+
+
+def test_outputs_given_as_one_string_is_one_field_and_other_shapes_are_refused() -> None:
+    assert normalize_outputs("word", "Split")["default"].fields == ["word"]  # not w, o, r, d
+    assert normalize_outputs({"counts": "word"}, "Split")["counts"].fields == ["word"]
+    assert normalize_outputs(Fields(["a", "b"]), "Split")["default"].fields == ["a", "b"]
+    with pytest.raises(ValueError) as bad_stream:
+        normalize_outputs({"counts": 3}, "Split")
+    assert str(bad_stream.value) == ("Split: outputs stream 'counts' must be a list of field names or a "
+                                     "Stream, got 3")
+    for shape in (3, {"a", "b"}):
+        with pytest.raises(ValueError) as bad:
+            normalize_outputs(shape, "Split")
+        assert str(bad.value).startswith("Split: outputs must be a list of field names or Stream objects, "
+                                         "or a dict of stream name to fields, got ")
