@@ -68,6 +68,19 @@ def test_install_moves_the_bundle_in_and_describes_it_privately(store: BundleSto
     assert [p.name for p in store.dirs.stormdist_root.iterdir()] == ["wc-1"]  # no temporary left
 
 
+def test_install_keeps_bytes_and_integer_keys_and_clears_a_crashed_installs_leftover(
+        store: BundleStore, tmp_path: Path) -> None:
+    leftover = store.dirs.stormdist_root / ".wc-1.tmp"
+    leftover.mkdir(parents=True)
+    (leftover / "bundle.zip").write_bytes(b"half")
+    stored = store.install("wc-1", staged_bundle(tmp_path, "k1"), {"grouping": {1: "a"}},
+                           {"topology.token": b"\x00\xff", "topology.name": "wc"})
+    assert store.load("wc-1") == stored
+    assert (stored.spec, stored.conf) == ({"grouping": {1: "a"}}, {"topology.token": b"\x00\xff",
+                                                                   "topology.name": "wc"})
+    assert not leftover.exists()
+
+
 def test_install_refuses_a_topology_already_stored_and_leaves_nothing_half_written(
         store: BundleStore, tmp_path: Path) -> None:
     store.install("wc-1", staged_bundle(tmp_path, "k1"), {}, {})
@@ -146,9 +159,10 @@ def test_a_chunk_offset_must_be_a_non_negative_integer(tmp_path: Path, offset: o
     with pytest.raises(UploadError) as err:
         downloads.chunk(did, offset)
     assert str(err.value) == f"download_chunk: offset must be a non-negative integer, got {offset!r}"
-    with pytest.raises(UploadError) as err:
-        downloads.chunk(7, 0)
-    assert str(err.value) == "unknown download id 7 (never begun, finished or expired)"
+    for unknown in (7, [did], None):
+        with pytest.raises(UploadError) as err:
+            downloads.chunk(unknown, 0)
+        assert str(err.value) == f"unknown download id {unknown!r} (never begun, finished or expired)"
 
 
 def test_a_bundle_gone_meanwhile_is_not_found_and_ends_the_session(tmp_path: Path) -> None:
