@@ -9,19 +9,21 @@ import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from nimbus_fakes import staged_bundle
 
 from stormpy.cluster import Assignment, StormBase
-from stormpy.cluster.errors import ClusterStateError
+from stormpy.cluster.errors import ClusterStateError, MalformedStateError
 from stormpy.cluster.paths import ZkPaths
 from stormpy.cluster.records import encode_value
+from stormpy.config import SettingError
 from stormpy.nimbus.leadership import Leadership
 from stormpy.nimbus.localdirs import NimbusDirs
 from stormpy.nimbus.recovery import NO_CODE, UNSCHEDULED, BundleRecovery, degraded_reason
-from stormpy.nimbus.replication import ReplicationError, Replicator
+from stormpy.nimbus.replication import ReplicationError, Replicator, replication_target
 from stormpy.nimbus.store import BundleStore
 from stormpy.rpc.errors import InvalidRequestError, NotFoundError
 from stormpy.testing import wait_for
@@ -166,6 +168,8 @@ def test_a_bundle_of_an_unknown_topology_is_refused(tmp_path: Path) -> None:
     assert str(err.value) == "no topology with id 'other-1'"
 
 WAIT = 20.0
+#: a wait that a test must never sit out: the code under test has to end it by itself
+FOREVER = 3600.0
 PATH = "/stormpy/nimbuses/leader"
 
 
@@ -204,15 +208,23 @@ class LockStorage:
         self.answers = list(answers or [])
         self.contenders: list[str] | BaseException = []
         self.release_fails = False
+        self.lock_fails = 0
 
     def grant(self) -> Any:
-        return self.answers.pop(0) if self.answers else True
+        answer = self.answers.pop(0) if self.answers else True
+        if isinstance(answer, threading.Event):
+            answer.wait(WAIT)
+            return True
+        return answer
 
     def add_listener(self, listener: Callable[[str], Any]) -> None:
         self.listeners.append(listener)
 
     def lock(self, path: str, identifier: str) -> Lock:
         assert path == PATH
+        if self.lock_fails:
+            self.lock_fails -= 1
+            raise ClusterStateError("no session")
         lock = Lock(self, identifier)
         self.locks.append(lock)
         return lock
@@ -365,9 +377,19 @@ class Tree:
     def __init__(self) -> None:
         self.nodes: dict[str, bytes] = {}
         self.writes: list[str] = []
+        self.exists_reads = 0
+        self.listed: list[list[str]] = []
+        self.watches: list[tuple[str, Callable[[list[str]], Any], list[bool]]] = []
 
     def exists(self, path: str) -> bool:
+        self.exists_reads += 1
         return path in self.nodes
+
+    def watch_children(self, path: str, callback: Callable[[list[str]], Any]) -> Any:
+        cancelled: list[bool] = []
+        self.watches.append((path, callback, cancelled))
+        callback(self.children(path))
+        return SimpleNamespace(cancel=lambda: cancelled.append(True))
 
     def get(self, path: str) -> bytes | None:
         return self.nodes.get(path)
@@ -379,6 +401,7 @@ class Tree:
         return sorted({p[len(path) + 1:].split("/")[0] for p in self.nodes if p.startswith(path + "/")})
 
     def children_many(self, paths: list[str]) -> list[list[str]]:
+        self.listed.append(list(paths))
         return [self.children(p) for p in paths]
 
     def set(self, path: str, data: bytes) -> None:
@@ -429,6 +452,7 @@ class Peer:
         return {"bundle_sha256": self.sha256, "spec": {"components": {}}, "conf": {"topology.name": tid}}
 
     def download_bundle(self, tid: str, dest: Path) -> None:
+        self.served.append(tid)
         if self.bundle is None:
             raise OSError("connection reset")
         Path(dest).write_bytes(self.bundle.read_bytes())
@@ -437,7 +461,8 @@ class Peer:
 class Standby:
     """A Replicator of Nimbus ``n-b`` over a :class:`ClusterOf`; peers by address."""
 
-    def __init__(self, tmp: Path, *tids: str, leading: bool = False) -> None:
+    def __init__(self, tmp: Path, *tids: str, leading: bool = False, poll_secs: float = 60,
+                 housekeeping: Callable[[], None] | None = None) -> None:
         self.cluster = ClusterOf(*tids)
         self.dirs = NimbusDirs(tmp / "b")
         self.store = BundleStore(self.dirs)
@@ -451,7 +476,8 @@ class Standby:
 
         self.replicator = Replicator(self.cluster, self.store, self.dirs, "n-b",  # type: ignore[arg-type]
                                      client_factory=client, is_leader=lambda: self.leading,  # type: ignore[arg-type]
-                                     leader_address=lambda: "host-c:6627", poll_secs=60)
+                                     leader_address=lambda: "host-c:6627", poll_secs=poll_secs,
+                                     housekeeping=housekeeping)
 
     def hold(self, tmp: Path, tid: str, key: str = "k") -> str:
         staged = staged_bundle(tmp, key)
@@ -617,3 +643,171 @@ def test_a_standby_drops_a_vanished_topology_after_two_passes_and_a_leader_never
     for _ in range(3):
         leader.replicator.sync()
     assert leader.store.exists("wc-2")
+
+
+@pytest.mark.parametrize(("nimbus_conf", "topo_conf", "target"), [
+    ({}, {}, (1, False)),
+    ({"nimbus.seeds": ["host-a", "host-b"]}, {}, (2, False)),
+    ({"nimbus.seeds": ["host-a", "host-b", "host-c"]}, {}, (2, False)),
+    ({"nimbus.seeds": "host-a"}, {}, (1, False)),
+    ({"nimbus.seeds": ["host-a:7000", "host-a"], "nimbus.thrift.port": 7000}, {}, (1, False)),
+    ({"nimbus.seeds": ["host-a", "host-b"], "topology.min.replication.count": 3}, {}, (3, True)),
+    ({"topology.min.replication.count": 3}, {"topology.min.replication.count": 1}, (1, True)),
+])
+def test_the_copies_a_submit_waits_for(nimbus_conf: dict[str, Any], topo_conf: dict[str, Any],
+                                       target: tuple[int, bool]) -> None:
+    assert replication_target(nimbus_conf, topo_conf) == target
+
+
+@pytest.mark.parametrize("count", [0, -1, "2", True, 1.5])
+def test_a_replication_count_that_is_not_an_integer_of_at_least_one_is_refused(count: Any) -> None:
+    with pytest.raises(SettingError) as err:
+        replication_target({}, {"topology.min.replication.count": count})
+    assert str(err.value) == ("topology.min.replication.count: must be an integer >= 1 (or unset), "
+                              f"got {count!r}")
+
+
+def test_counts_add_up_every_holder(tmp_path: Path) -> None:
+    standby = Standby(tmp_path)
+    standby.nodes.update({P.replica("wc-1", "n-a"): b"aa", P.replica("wc-1", "n-c"): b"aa"})
+    assert standby.replicator.holder_counts(["wc-1"]) == {"wc-1": 2}
+    standby.nodes[P.blobstore("wc-1")] = b"\xffsha"
+    assert standby.replicator.recorded_sha256("wc-1") == "\ufffdsha"
+    assert Standby(tmp_path / "x").replicator.poll_secs == 60
+
+
+def test_the_default_pass_interval_is_five_seconds(tmp_path: Path) -> None:
+    rep = Replicator(ClusterOf(), BundleStore(NimbusDirs(tmp_path)), NimbusDirs(tmp_path), "n-b",  # type: ignore[arg-type]
+                     client_factory=lambda a: None, is_leader=lambda: False,  # type: ignore[arg-type,return-value]
+                     leader_address=lambda: None)
+    assert rep.poll_secs == 5.0
+
+
+def test_passes_run_on_their_own_thread_when_a_topology_appears(tmp_path: Path) -> None:
+    rounds: list[int] = []
+    standby = Standby(tmp_path, poll_secs=3600, housekeeping=lambda: rounds.append(1))
+    rep = standby.replicator.start()
+    try:
+        [(path, callback, cancelled)] = standby.cluster.storage.watches
+        assert path == P.storms()
+        assert any(t.name == "nimbus-replication" for t in threading.enumerate())
+        wait_for(lambda: rounds, WAIT, "the first pass, woken by the watch")
+        source = staged_bundle(tmp_path / "src", "s")
+        standby.cluster.bases["wc-1"] = StormBase("wc-1", "wc", "active", 1, 0.0, "")
+        standby.cluster.nimbus_at("n-a", "host-a:6627")
+        standby.nodes[P.replica("wc-1", "n-a")] = source.sha256.encode()
+        standby.peers["host-a:6627"] = Peer(source.path, source.sha256, [])
+        callback(["wc-1"])
+        wait_for(lambda: standby.store.exists("wc-1"), WAIT, "the copy, fetched by a woken pass")
+    finally:
+        rep.stop(WAIT)
+    assert cancelled == [True]
+
+
+def test_a_failing_pass_is_logged_as_a_warning_without_traceback_and_the_next_one_runs(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="stormpy.nimbus.replication")
+    calls: list[int] = []
+
+    def housekeeping() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise ClusterStateError("zk timed out")
+
+    standby = Standby(tmp_path, poll_secs=0.01, housekeeping=housekeeping)
+    standby.replicator.start()
+    try:
+        wait_for(lambda: len(calls) >= 2, WAIT, "a second pass")
+    finally:
+        standby.replicator.stop(WAIT)
+    [record] = [r for r in caplog.records if "zk timed out" in r.getMessage()]
+    assert record.name == "stormpy.nimbus.replication" and record.levelno == logging.WARNING
+    assert record.exc_info is None
+
+
+def test_a_pass_reads_no_registration_it_knows_stands_and_restores_one_that_went(tmp_path: Path) -> None:
+    standby = Standby(tmp_path, "wc-1", "wc-2")
+    standby.hold(tmp_path, "wc-1", "k1")
+    standby.hold(tmp_path, "wc-2", "k2")
+    standby.hold(tmp_path, "wc-3", "k3")  # held, never in ZooKeeper, never registered
+    tree = standby.cluster.storage
+    standby.replicator.sync()
+    assert set(standby.nodes) == {P.replica("wc-1", "n-b"), P.replica("wc-2", "n-b")}
+    del standby.cluster.bases["wc-2"]
+    reads, tree.listed = tree.exists_reads, []
+    standby.replicator.sync()
+    assert tree.exists_reads == reads and tree.listed == [[P.blobstore("wc-1")]]
+    del standby.nodes[P.replica("wc-1", "n-b")]  # its session went
+    standby.replicator.sync()  # wc-2 and wc-3 missing twice: removed
+    assert set(standby.nodes) == {P.replica("wc-1", "n-b")}
+    assert standby.store.topology_ids() == ["wc-1"]
+
+
+def test_copies_are_fetched_only_from_nimbus_hosts_that_registered_with_an_address(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="stormpy.nimbus.replication")
+    source = staged_bundle(tmp_path / "src", "s")
+    standby = Standby(tmp_path, "wc-1")
+    cluster = standby.cluster
+    for nid in ("n-0", "n-b", "n-c", "n-d"):  # n-0 has no record, n-b is this one
+        standby.nodes[P.replica("wc-1", nid)] = source.sha256.encode()
+    standby.nodes[P.nimbus("n-c")] = encode_value({"port": 6627})  # no host
+    cluster.nimbus_at("n-d", "host-d:6627")
+    served: list[str] = []
+    standby.peers["host-d:6627"] = Peer(source.path, "e" * 64, served)
+    standby.replicator.sync()
+    assert standby.asked == ["host-d:6627"] and not standby.store.exists("wc-1")
+    assert [r.getMessage() for r in caplog.records] == [
+        f"cannot replicate topology wc-1 from Nimbus host-d:6627: Nimbus host-d:6627 serves sha256 "
+        f"{'e' * 64}, its registered copy is {source.sha256}"]
+    standby.peers["host-d:6627"] = Peer(source.path, source.sha256, served)
+    standby.replicator.sync()
+    assert served == ["wc-1"] and standby.store.exists("wc-1")
+    standby.nodes[P.nimbus("n-d")] = b"\xc1"
+    del standby.nodes[P.replica("wc-1", "n-b")]
+    standby.store.remove("wc-1")
+    with pytest.raises(MalformedStateError, match=P.nimbus("n-d")):
+        standby.replicator.sync()
+
+
+# -- leader election: more ---------------------------------------------------------------------------
+def test_the_election_runs_on_its_own_named_thread_and_logs_on_the_modules_logger(
+        cleanup: list[Leadership], caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="stormpy.nimbus.leadership")
+    storage, calls = LockStorage(), Calls()
+    storage.lock_fails = 1
+    lead = leadership(storage, calls)
+    cleanup.append(lead.start())
+    wait_for(lead.is_leader, WAIT, "the election after a failed round")
+    assert any(t.name == "nimbus-election" for t in threading.enumerate())
+    assert [(r.name, r.getMessage()) for r in caplog.records if r.exc_info] == [
+        ("stormpy.nimbus.leadership", "nimbus-election: round failed (1 in a row)")]
+
+
+def test_a_deposed_leader_waiting_for_the_lock_again_does_not_lead(cleanup: list[Leadership],
+                                                                  caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="stormpy.nimbus.leadership")
+    granted = threading.Event()
+    storage, calls = LockStorage([True, granted]), Calls()
+    lead = leadership(storage, calls)
+    cleanup.append(lead.start())
+    wait_for(lead.is_leader, WAIT, "the election")
+    storage.event("LOST")
+    wait_for(lambda: len(storage.locks) == 2, WAIT, "contending again")
+    assert not lead.is_leader()
+    assert [r.getMessage() for r in caplog.records] == [
+        "this Nimbus (nimbus-a:6627) lost its ZooKeeper session and with it the leadership"]
+    granted.set()
+    wait_for(lead.is_leader, WAIT, "the second term")
+    lead.stop(WAIT)
+    assert len(caplog.records) == 1  # stopping is not losing the session
+
+
+def test_waiting_for_the_leadership_ends_at_once_when_stopping() -> None:
+    storage, calls = LockStorage(), Calls()
+    lead = leadership(storage, calls)
+    storage.shutting_down = True
+    assert not lead.wait_settled(FOREVER)
+    storage.shutting_down = False
+    lead.stop(WAIT)
+    assert not lead.wait_settled(FOREVER)

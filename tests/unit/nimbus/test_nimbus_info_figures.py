@@ -235,3 +235,46 @@ def test_topology_info_without_assignment_layout_or_beats() -> None:
     assert [(w["uptime_secs"], w["heartbeat_age_secs"], w["restarts"], w["crash_looping"])
             for w in silent["workers"]] == [(None, None, 0, False), (None, None, 0, False)]
     assert silent["degraded"] == "degraded"
+
+
+def test_uptimes_are_in_seconds_rounded_to_a_tenth() -> None:
+    this = {"id": "n-a", "host": "a", "port": 6627, "start_time": NOW - 12.34}
+    [doc] = nimbus_summaries({}, this, None, NOW)
+    assert repr(doc["uptime_secs"]) == "12.3"
+    summary = cluster_summary(this, {}, {}, {}, NOW)
+    assert repr(summary["nimbuses"][0]["uptime_secs"]) == "12.3"
+    info = SupervisorInfo("sup-a", "host-a", (6700,), NOW - 12.34, "1")
+    assert repr(supervisor_summary(info, 0, NOW)["uptime_secs"]) == "12.3"
+    base = StormBase("t-1", "wc", "active", 1, NOW - 12.36, "")
+    assert repr(topology_summary(base, None, NOW)["uptime_secs"]) == "12.4"
+
+
+def test_the_nimbus_list_orders_hosts_by_name_before_ports() -> None:
+    records = {"n-b": {"host": "b", "port": 6000}, "n-a": {"host": "a", "port": 9000},
+               "n-a1": {"host": "a", "port": 1}, "n-a0": {"host": "a", "port": None}}
+    assert [n["id"] for n in nimbus_summaries(records, {}, None, NOW)] == ["n-a0", "n-a1", "n-a", "n-b"]
+
+
+def test_latency_figures_rounded_to_a_thousandth_and_task_counts_as_integers() -> None:
+    beats = [beat("a", 1, {"spout": {"latency_sum": 0.0001234, "latency_count": 1, "tasks": 1.0}}),
+             beat("b", 1, {"spout": {"tasks": 2.0}, "bolt": {"latency_count": 2, "tasks": 0.5}})]
+    stats = aggregate_stats(beats)
+    assert repr(stats["spout"]["complete_latency_ms"]) == "0.123"
+    assert repr(stats["spout"]["tasks"]) == "3"
+    assert repr(stats["bolt"]["complete_latency_ms"]) == "0.0"  # counted, but no sum sent
+    assert repr(stats["bolt"]["tasks"]) == "0"
+
+
+def test_workers_of_nodes_the_assignment_names_no_host_for() -> None:
+    unnamed = Assignment("t-1", "t-1", {(1, 1): ("sup-x", 6700)}, {})
+    exits = {("sup-x", 6700): {"restarts": 2, "crash_looping": True}}
+    assert crash_loops(unnamed, exits) == ("the worker on sup-x:6700 keeps exiting (restarted 2 times; "
+                                           "last: unknown)")
+    [worker] = topology_info(BASE, unnamed, None, {}, {}, NOW)["workers"]
+    assert worker["host"] == ""
+
+
+def test_metrics_by_task_id_in_number_order_other_names_first() -> None:
+    beats = {("sup-a", 6700): beat("sup-a", 6700, {}, metrics={"split": {"1": {"m": 1}, "x": {"m": 2}}})}
+    doc = topology_info(BASE, assignment(), None, beats, {}, NOW)
+    assert list(doc["metrics"]["split"]) == ["x", "1"]
