@@ -209,6 +209,7 @@ class LockStorage:
         self.contenders: list[str] | BaseException = []
         self.release_fails = False
         self.lock_fails = 0
+        self.contender_reads = 0
 
     def grant(self) -> Any:
         answer = self.answers.pop(0) if self.answers else True
@@ -231,6 +232,7 @@ class LockStorage:
 
     def lock_contenders(self, path: str) -> list[str]:
         assert path == PATH
+        self.contender_reads += 1
         if isinstance(self.contenders, BaseException):
             raise self.contenders
         return self.contenders
@@ -808,6 +810,8 @@ def test_waiting_for_the_leadership_ends_at_once_when_stopping() -> None:
     lead = leadership(storage, calls)
     storage.shutting_down = True
     assert not lead.wait_settled(FOREVER)
+    assert storage.contender_reads == 1  # asked once, then given up on: not polled until the timeout
     storage.shutting_down = False
     lead.stop(WAIT)
     assert not lead.wait_settled(FOREVER)
+    assert storage.contender_reads == 2

@@ -218,12 +218,18 @@ def test_only_plain_file_names_are_path_segments(value: object) -> None:
 def test_plain_file_names_are_path_segments() -> None:
     for value in ("wc-1-17", "A.b_c-9", "0"):
         assert safe_segment(value, "x") == value
-    with pytest.raises(ValueError, match="^topology id '../x' is not a plain file name$"):
-        NimbusDirs("/l").bundle("../x")
     with pytest.raises(ValueError, match="^upload id '../x' is not a plain file name$"):
         NimbusDirs("/l").upload_part("../x")
     with pytest.raises(ValueError, match="^bundle key 'a/b' is not a plain file name$"):
         NimbusDirs("/l").staged_bundle("a/b")
+
+
+def test_each_path_names_the_segment_it_refuses() -> None:
+    dirs = NimbusDirs("/l")
+    for path in (dirs.stormdist, dirs.bundle, dirs.topology_file):
+        with pytest.raises(ValueError) as err:
+            path("../x")
+        assert str(err.value) == "topology id '../x' is not a plain file name"
 
 
 # -- credentials -----------------------------------------------------------------------------------
