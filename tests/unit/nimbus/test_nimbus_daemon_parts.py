@@ -1,16 +1,35 @@
-"""The Nimbus daemon's parts that need no ZooKeeper: the id a Nimbus keeps across restarts, the
-summary it gives before it serves, the address it binds, and stopping one that never started."""
+"""The Nimbus daemon: the id it keeps across restarts, its summary before it serves, the address it
+binds, stopping one that never started; and a whole Nimbus started in-process over a stand-in of
+ZooKeeper (znodes in a dict, a leader lock the test grants or holds), its RPC server on a loopback
+port: it leads, serves, registers itself, watches supervisors, steps down and leads again, stands
+by naming the leader, asks for the shared secret, and refuses a bad setting leaving nothing."""
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import re
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
+from nimbus_fakes import FakeClusterState, staged_bundle
 
 from stormpy import __version__
+from stormpy.cluster import ClusterStateError
+from stormpy.cluster.paths import ZkPaths
+from stormpy.cluster.records import decode_value
+from stormpy.nimbus import daemon as daemon_mod
 from stormpy.nimbus.daemon import Nimbus, bind_address
 from stormpy.nimbus.localdirs import NimbusDirs
+from stormpy.nimbus.recovery import NO_CODE
+from stormpy.rpc.client import RpcClient
+from stormpy.rpc.errors import AuthorizationError, NotLeaderError
+from stormpy.testing import wait_for
+from wordcount import build
 
 
 def test_a_nimbus_keeps_its_id_across_restarts(tmp_path: Path) -> None:
@@ -49,3 +68,229 @@ def test_stopping_a_nimbus_that_never_started_is_harmless_and_idempotent(tmp_pat
     nimbus.stop()
     assert nimbus.stop_requested
     assert (nimbus.server, nimbus.state, nimbus.leadership, nimbus.replicator) == (None, None, None, None)
+
+
+# -- a whole Nimbus over a stand-in of ZooKeeper -----------------------------------------------------
+class Election:
+    """The leader lock: granted at once (or, ``held``, never until cancelled)."""
+
+    def __init__(self, storage: StandInStorage, identifier: str) -> None:
+        self.storage, self.identifier = storage, identifier
+        self.cancelled = threading.Event()
+
+    def acquire(self, blocking: bool = True) -> bool:
+        if self.storage.held:
+            self.cancelled.wait(WAIT)
+            return False
+        self.storage.holder = self.identifier
+        return True
+
+    def release(self) -> None:
+        if self.storage.holder == self.identifier:
+            self.storage.holder = None
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+
+
+class StandInStorage:
+    """The ZooKeeper storage a Nimbus uses: znodes in a dict, the leader lock, the listeners."""
+
+    def __init__(self, held: bool = False) -> None:
+        self.nodes: dict[str, bytes] = {}
+        self.connected = True
+        self.shutting_down = False
+        self.held = held
+        self.holder: str | None = "nimbus-z:6627" if held else None
+        self.listeners: list[Callable[[str], Any]] = []
+
+    def add_listener(self, listener: Callable[[str], Any]) -> None:
+        self.listeners.append(listener)
+
+    def lock(self, path: str, identifier: str) -> Election:
+        return Election(self, identifier)
+
+    def lock_contenders(self, path: str) -> list[str]:
+        return [self.holder] if self.holder else []
+
+    def create_ephemeral(self, path: str, data: bytes) -> None:
+        self.nodes[path] = data
+
+    def set(self, path: str, data: bytes) -> None:
+        self.nodes[path] = data
+
+    def get(self, path: str) -> bytes | None:
+        return self.nodes.get(path)
+
+    def exists(self, path: str) -> bool:
+        return path in self.nodes
+
+    def delete(self, path: str) -> None:
+        for p in [p for p in self.nodes if p == path or p.startswith(path + "/")]:
+            del self.nodes[p]
+
+    def children(self, path: str) -> list[str]:
+        return sorted({p[len(path) + 1:].split("/")[0] for p in self.nodes if p.startswith(path + "/")})
+
+    def children_many(self, paths: list[str]) -> list[list[str]]:
+        return [self.children(p) for p in paths]
+
+    def get_many(self, paths: list[str]) -> list[bytes | None]:
+        return [self.get(p) for p in paths]
+
+    def watch_children(self, path: str, callback: Callable[[list[str]], Any]) -> Any:
+        callback(self.children(path))
+        return SimpleNamespace(cancel=lambda: None)
+
+
+class StandInState(FakeClusterState):
+    def __init__(self, storage: StandInStorage) -> None:
+        super().__init__()
+        self.paths = ZkPaths()
+        self.storage = storage
+        self.closed = False
+        self.watching: list[Callable[[list[str]], Any]] = []
+        self.watch_fails = False
+
+    def ensure_layout(self) -> None:
+        pass
+
+    def begin_shutdown(self) -> None:
+        self.storage.shutting_down = True
+
+    def close(self) -> None:
+        self.closed = True
+
+    def watch_supervisor_ids(self, callback: Callable[[list[str]], Any]) -> Any:
+        if self.watch_fails:
+            raise ClusterStateError("cannot watch")
+        self.watching.append(callback)
+        return SimpleNamespace(cancel=lambda: self.watching.remove(callback))
+
+
+WAIT = 20.0
+
+
+@pytest.fixture
+def zk(monkeypatch: pytest.MonkeyPatch) -> StandInState:
+    state = StandInState(StandInStorage())
+    monkeypatch.setattr(daemon_mod, "connect_at_start", lambda conf, stop, log: state)
+    return state
+
+
+def conf_in(tmp: Path, **extra: Any) -> dict[str, Any]:
+    return {"storm.local.dir": str(tmp), "nimbus.host": "127.0.0.1", "nimbus.thrift.port": 0,
+            "storm.zookeeper.connection.timeout": 5000, **extra}
+
+
+def test_a_started_nimbus_leads_serves_and_registers_itself(tmp_path: Path, zk: StandInState) -> None:
+    leftover = NimbusDirs(tmp_path).uploads / "u1.part"
+    leftover.parent.mkdir(parents=True)
+    leftover.write_bytes(b"half")
+    with Nimbus(conf_in(tmp_path)) as nimbus:
+        wait_for(nimbus.is_leader, WAIT, "the election")
+        assert nimbus.leader_address() == nimbus.address == f"127.0.0.1:{nimbus.port}"
+        assert not leftover.exists()
+        record = decode_value(zk.storage.nodes[zk.paths.nimbus(nimbus.nimbus_id)], "record")
+        assert (record["id"], record["host"], record["port"]) == (nimbus.nimbus_id, "127.0.0.1", nimbus.port)
+        with RpcClient("127.0.0.1", nimbus.port) as client:
+            assert client.call("get_leader") == {"leader": nimbus.address, "is_leader": True,
+                                                 "self": nimbus.address}
+            assert client.call("get_daemon_stats")["rpc"]["calls"] == {"get_leader": 1}
+        wait_for(lambda: nimbus.monitor is not None, WAIT, "the monitor")
+        assert zk.watching  # a vanished supervisor wakes the monitor
+        assert {t.name for t in threading.enumerate()} >= {"nimbus-election", "nimbus-replication"}
+    assert zk.closed and nimbus.server is None and nimbus.monitor is None and not zk.watching
+
+
+def test_a_standby_refuses_writes_naming_the_leader_and_stops_promptly(tmp_path: Path,
+                                                                      zk: StandInState) -> None:
+    zk.storage.held = True
+    zk.storage.holder = "nimbus-z:6627"
+    with Nimbus(conf_in(tmp_path)) as nimbus:
+        assert not nimbus.is_leader() and nimbus.leader_address() == "nimbus-z:6627"
+        with RpcClient("127.0.0.1", nimbus.port) as client, pytest.raises(NotLeaderError) as err:
+            client.call("kill_topology", name="wc")
+        assert str(err.value).startswith("not the leader, leader is nimbus-z:6627 (kill_topology ")
+        assert nimbus.monitor is None
+
+
+def test_a_nimbus_asks_for_the_shared_secret_when_one_is_set(tmp_path: Path, zk: StandInState) -> None:
+    with Nimbus(conf_in(tmp_path, **{"nimbus.rpc.auth.token": "s3cret"})) as nimbus:
+        with RpcClient("127.0.0.1", nimbus.port) as client, pytest.raises(AuthorizationError):
+            client.call("get_leader")
+        with RpcClient("127.0.0.1", nimbus.port, auth_token="s3cret") as client:
+            assert client.call("get_leader")["self"] == nimbus.address
+
+
+def test_a_nimbus_refuses_to_start_without_handler_threads_and_leaves_nothing(tmp_path: Path,
+                                                                             zk: StandInState) -> None:
+    nimbus = Nimbus(conf_in(tmp_path, **{"nimbus.rpc.handler.threads": 0}))
+    with pytest.raises(ValueError) as err:
+        nimbus.start()
+    assert str(err.value) == "nimbus.rpc.handler.threads must be at least 1, got 0"
+    assert zk.closed and nimbus.server is None and nimbus.state is None
+
+
+def test_a_deposed_leader_stops_its_monitor_and_leads_again_when_elected(tmp_path: Path,
+                                                                        zk: StandInState) -> None:
+    with Nimbus(conf_in(tmp_path)) as nimbus:
+        wait_for(lambda: nimbus.monitor is not None, WAIT, "the monitor")
+        first = nimbus.monitor
+        for listener in zk.storage.listeners:
+            listener("LOST")
+        wait_for(lambda: nimbus.monitor is not first and nimbus.monitor is not None, WAIT, "a new term")
+        assert nimbus.is_leader()
+
+
+def test_a_leader_that_cannot_watch_supervisors_still_leads(tmp_path: Path, zk: StandInState,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="stormpy.nimbus.daemon")
+    zk.watch_fails = True
+    with Nimbus(conf_in(tmp_path)) as nimbus:
+        wait_for(lambda: nimbus.monitor is not None, WAIT, "the monitor")
+        assert [r.getMessage() for r in caplog.records] == [
+            "cannot watch the supervisors (the monitor notices a lost one at its next round): cannot watch"]
+
+
+
+def submit_over_rpc(tmp: Path, port: int, name: str = "wc") -> str:
+    """Upload the example word count's bundle and submit it through the RPC methods; its id."""
+    data = staged_bundle(tmp, name).path.read_bytes()
+    with RpcClient("127.0.0.1", port) as client:
+        begun = client.call("begin_upload", size=len(data))
+        client.call("upload_chunk", upload_id=begun["upload_id"], data=data, offset=0)
+        key = client.call("finish_upload", upload_id=begun["upload_id"],
+                          sha256=hashlib.sha256(data).hexdigest())["bundle_key"]
+        answer = client.call("submit_topology", name=name, bundle_key=key,
+                             spec=build(10).create_topology().to_doc(), conf={"topology.workers": 1})
+    assert answer["warnings"] == []
+    return str(answer["topology_id"])
+
+
+def test_a_restarted_nimbus_resumes_its_topologies_and_asks_for_code_it_lost(tmp_path: Path,
+                                                                            zk: StandInState) -> None:
+    zk.add_supervisor("sup-a", [6700])
+    with Nimbus(conf_in(tmp_path / "a")) as first:
+        wait_for(first.is_leader, WAIT, "the election")
+        tid = submit_over_rpc(tmp_path, first.port)
+        nid = first.nimbus_id
+        sha = first.manager.stored(tid).bundle_sha256  # type: ignore[union-attr]
+        assert zk.storage.nodes[zk.paths.replica(tid, nid)] == sha.encode()  # its copy, registered
+        assert zk.storage.nodes[zk.paths.blobstore(tid)] == sha.encode()  # recorded for a restore
+    del zk.storage.nodes[zk.paths.replica(tid, nid)]  # its session went with it
+    zk.storage.shutting_down = False
+    with Nimbus(conf_in(tmp_path / "a")) as again:  # the same local dir: its store holds the code
+        wait_for(lambda: again.monitor is not None, WAIT, "the take-over")
+        assert again.nimbus_id == nid
+        assert again.manager.base_by_name("wc").topology_id == tid  # type: ignore[union-attr]
+        assert zk.paths.bundle_wanted(tid) not in zk.storage.nodes
+    del zk.storage.nodes[zk.paths.replica(tid, nid)]
+    zk.storage.shutting_down = False
+    with Nimbus(conf_in(tmp_path / "b")) as lost:  # another disk: no Nimbus holds the code now
+        wait_for(lambda: lost.monitor is not None, WAIT, "the take-over")
+        assert lost.manager.base_by_name("wc").topology_id == tid  # type: ignore[union-attr]
+        assert zk.paths.bundle_wanted(tid) in zk.storage.nodes
+        with RpcClient("127.0.0.1", lost.port) as client:
+            [topology] = client.call("get_cluster_info")["topologies"]
+        assert topology["degraded"] == NO_CODE
