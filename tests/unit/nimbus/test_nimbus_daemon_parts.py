@@ -16,10 +16,10 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from nimbus_fakes import FakeClusterState, staged_bundle
+from nimbus_fakes import FakeClusterState, SimClock, staged_bundle
 
 from stormpy import __version__
-from stormpy.cluster import ClusterStateError
+from stormpy.cluster import ClusterStateError, WorkerHeartbeat
 from stormpy.cluster.paths import ZkPaths
 from stormpy.cluster.records import decode_value
 from stormpy.nimbus import daemon as daemon_mod
@@ -27,7 +27,7 @@ from stormpy.nimbus.daemon import Nimbus, bind_address
 from stormpy.nimbus.localdirs import NimbusDirs
 from stormpy.nimbus.recovery import NO_CODE
 from stormpy.rpc.client import RpcClient
-from stormpy.rpc.errors import AuthorizationError, NotLeaderError
+from stormpy.rpc.errors import AuthorizationError, NotLeaderError, UploadError
 from stormpy.testing import wait_for
 from wordcount import build
 
@@ -72,22 +72,25 @@ def test_stopping_a_nimbus_that_never_started_is_harmless_and_idempotent(tmp_pat
 
 # -- a whole Nimbus over a stand-in of ZooKeeper -----------------------------------------------------
 class Election:
-    """The leader lock: granted at once (or, ``held``, never until cancelled)."""
+    """The leader lock: taken when free, else waited for until its holder lets go or the wait is
+    cancelled."""
 
     def __init__(self, storage: StandInStorage, identifier: str) -> None:
         self.storage, self.identifier = storage, identifier
         self.cancelled = threading.Event()
 
     def acquire(self, blocking: bool = True) -> bool:
-        if self.storage.held:
-            self.cancelled.wait(WAIT)
-            return False
-        self.storage.holder = self.identifier
-        return True
+        while not self.cancelled.wait(0.01):
+            with self.storage.guard:
+                if self.storage.holder in (None, self.identifier):
+                    self.storage.holder = self.identifier
+                    return True
+        return False
 
     def release(self) -> None:
-        if self.storage.holder == self.identifier:
-            self.storage.holder = None
+        with self.storage.guard:
+            if self.storage.holder == self.identifier:
+                self.storage.holder = None
 
     def cancel(self) -> None:
         self.cancelled.set()
@@ -96,21 +99,23 @@ class Election:
 class StandInStorage:
     """The ZooKeeper storage a Nimbus uses: znodes in a dict, the leader lock, the listeners."""
 
-    def __init__(self, held: bool = False) -> None:
+    def __init__(self) -> None:
         self.nodes: dict[str, bytes] = {}
         self.connected = True
         self.shutting_down = False
-        self.held = held
-        self.holder: str | None = "nimbus-z:6627" if held else None
+        self.guard = threading.Lock()
+        self.holder: str | None = None
         self.listeners: list[Callable[[str], Any]] = []
 
     def add_listener(self, listener: Callable[[str], Any]) -> None:
         self.listeners.append(listener)
 
     def lock(self, path: str, identifier: str) -> Election:
+        assert path == ZkPaths().nimbus_leader()
         return Election(self, identifier)
 
     def lock_contenders(self, path: str) -> list[str]:
+        assert path == ZkPaths().nimbus_leader()
         return [self.holder] if self.holder else []
 
     def create_ephemeral(self, path: str, data: bytes) -> None:
@@ -174,7 +179,16 @@ WAIT = 20.0
 @pytest.fixture
 def zk(monkeypatch: pytest.MonkeyPatch) -> StandInState:
     state = StandInState(StandInStorage())
-    monkeypatch.setattr(daemon_mod, "connect_at_start", lambda conf, stop, log: state)
+
+    def connect(conf: Any, stop: Any, logger: Any) -> StandInState:
+        # what a real connection is given: the daemon's whole config, its stop flag, its logger
+        assert conf["nimbus.thrift.port"] == 0 and "nimbus.monitor.freq.secs" in conf
+        assert isinstance(stop, threading.Event) and not stop.is_set()
+        assert logger is logging.getLogger("stormpy.nimbus.daemon")
+        state.storage.shutting_down = False
+        return state
+
+    monkeypatch.setattr(daemon_mod, "connect_at_start", connect)
     return state
 
 
@@ -197,7 +211,7 @@ def test_a_started_nimbus_leads_serves_and_registers_itself(tmp_path: Path, zk: 
             assert client.call("get_leader") == {"leader": nimbus.address, "is_leader": True,
                                                  "self": nimbus.address}
             assert client.call("get_daemon_stats")["rpc"]["calls"] == {"get_leader": 1}
-        wait_for(lambda: nimbus.monitor is not None, WAIT, "the monitor")
+        assert nimbus.monitor is not None and nimbus.monitor.running
         assert zk.watching  # a vanished supervisor wakes the monitor
         assert {t.name for t in threading.enumerate()} >= {"nimbus-election", "nimbus-replication"}
     assert zk.closed and nimbus.server is None and nimbus.monitor is None and not zk.watching
@@ -205,7 +219,6 @@ def test_a_started_nimbus_leads_serves_and_registers_itself(tmp_path: Path, zk: 
 
 def test_a_standby_refuses_writes_naming_the_leader_and_stops_promptly(tmp_path: Path,
                                                                       zk: StandInState) -> None:
-    zk.storage.held = True
     zk.storage.holder = "nimbus-z:6627"
     with Nimbus(conf_in(tmp_path)) as nimbus:
         assert not nimbus.is_leader() and nimbus.leader_address() == "nimbus-z:6627"
@@ -235,12 +248,13 @@ def test_a_nimbus_refuses_to_start_without_handler_threads_and_leaves_nothing(tm
 def test_a_deposed_leader_stops_its_monitor_and_leads_again_when_elected(tmp_path: Path,
                                                                         zk: StandInState) -> None:
     with Nimbus(conf_in(tmp_path)) as nimbus:
-        wait_for(lambda: nimbus.monitor is not None, WAIT, "the monitor")
+        wait_for(nimbus.is_leader, WAIT, "the election")  # once elected, the monitor runs
         first = nimbus.monitor
+        assert first is not None and first.running
         for listener in zk.storage.listeners:
             listener("LOST")
-        wait_for(lambda: nimbus.monitor is not first and nimbus.monitor is not None, WAIT, "a new term")
-        assert nimbus.is_leader()
+        wait_for(lambda: nimbus.monitor not in (first, None) and nimbus.is_leader(), WAIT, "a new term")
+        assert not first.running
 
 
 def test_a_leader_that_cannot_watch_supervisors_still_leads(tmp_path: Path, zk: StandInState,
@@ -248,7 +262,8 @@ def test_a_leader_that_cannot_watch_supervisors_still_leads(tmp_path: Path, zk: 
     caplog.set_level(logging.WARNING, logger="stormpy.nimbus.daemon")
     zk.watch_fails = True
     with Nimbus(conf_in(tmp_path)) as nimbus:
-        wait_for(lambda: nimbus.monitor is not None, WAIT, "the monitor")
+        wait_for(nimbus.is_leader, WAIT, "the election")
+        assert nimbus.monitor is not None and nimbus.monitor.running
         assert [r.getMessage() for r in caplog.records] == [
             "cannot watch the supervisors (the monitor notices a lost one at its next round): cannot watch"]
 
@@ -279,18 +294,88 @@ def test_a_restarted_nimbus_resumes_its_topologies_and_asks_for_code_it_lost(tmp
         assert zk.storage.nodes[zk.paths.replica(tid, nid)] == sha.encode()  # its copy, registered
         assert zk.storage.nodes[zk.paths.blobstore(tid)] == sha.encode()  # recorded for a restore
     del zk.storage.nodes[zk.paths.replica(tid, nid)]  # its session went with it
-    zk.storage.shutting_down = False
     with Nimbus(conf_in(tmp_path / "a")) as again:  # the same local dir: its store holds the code
-        wait_for(lambda: again.monitor is not None, WAIT, "the take-over")
+        wait_for(again.is_leader, WAIT, "the take-over")
         assert again.nimbus_id == nid
         assert again.manager.base_by_name("wc").topology_id == tid  # type: ignore[union-attr]
         assert zk.paths.bundle_wanted(tid) not in zk.storage.nodes
     del zk.storage.nodes[zk.paths.replica(tid, nid)]
-    zk.storage.shutting_down = False
     with Nimbus(conf_in(tmp_path / "b")) as lost:  # another disk: no Nimbus holds the code now
-        wait_for(lambda: lost.monitor is not None, WAIT, "the take-over")
+        wait_for(lost.is_leader, WAIT, "the take-over")
         assert lost.manager.base_by_name("wc").topology_id == tid  # type: ignore[union-attr]
         assert zk.paths.bundle_wanted(tid) in zk.storage.nodes
         with RpcClient("127.0.0.1", lost.port) as client:
             [topology] = client.call("get_cluster_info")["topologies"]
         assert topology["degraded"] == NO_CODE
+
+
+def test_a_standby_replicates_the_leaders_bundles_and_takes_over_with_them(tmp_path: Path,
+                                                                          zk: StandInState) -> None:
+    zk.add_supervisor("sup-a", [6700, 6701])
+    fast = {"nimbus.monitor.freq.secs": 0.05}
+    with Nimbus(conf_in(tmp_path / "a", **fast)) as leader:
+        wait_for(leader.is_leader, WAIT, "the election")
+        standby = Nimbus(conf_in(tmp_path / "b", **fast)).start()
+        try:
+            assert not standby.is_leader() and standby.leader_address() == leader.address
+            tid = submit_over_rpc(tmp_path, leader.port)
+            sha = leader.manager.stored(tid).bundle_sha256  # type: ignore[union-attr]
+            wait_for(lambda: standby.manager.store.exists(tid), WAIT, "the standby's copy")  # type: ignore[union-attr]
+            assert standby.manager.stored(tid).bundle_sha256 == sha  # type: ignore[union-attr]
+            wait_for(lambda: zk.paths.replica(tid, standby.nimbus_id) in zk.storage.nodes, WAIT,
+                     "the standby's registration")
+            with RpcClient("127.0.0.1", standby.port) as client, pytest.raises(NotLeaderError) as err:
+                client.call("kill_topology", name="wc")
+            assert f"leader is {leader.address}" in str(err.value)
+        except BaseException:
+            standby.stop()
+            raise
+    del zk.storage.nodes[zk.paths.replica(tid, leader.nimbus_id)]  # the leader's session went
+    try:
+        wait_for(lambda: standby.monitor is not None and standby.is_leader(), WAIT, "the standby's take-over")
+        assert standby.leader_address() == standby.address
+        with RpcClient("127.0.0.1", standby.port) as client:
+            [topology] = client.call("get_cluster_info")["topologies"]
+            assert (topology["id"], topology["degraded"]) == (tid, None)
+            client.call("kill_topology", name="wc", wait_secs=0)
+            assert client.call("get_cluster_info")["topologies"] == []
+    finally:
+        standby.stop()
+
+
+def test_the_settings_a_nimbus_serves_with(tmp_path: Path, zk: StandInState) -> None:
+    clock = SimClock(5000.0)
+    conf = conf_in(tmp_path, **{"nimbus.upload.chunk.size.bytes": 1234, "nimbus.max.bundle.size.bytes": 5000,
+                                "nimbus.rpc.handler.threads": 1, "nimbus.rpc.auth.token": None,
+                                "topology.message.timeout.secs": 7})
+    zk.add_supervisor("sup-a", [6700])
+    with Nimbus(conf, clock=clock) as nimbus:
+        wait_for(nimbus.is_leader, WAIT, "the election")
+        assert {t.name for t in threading.enumerate()} >= {"nimbus-rpc-io", "nimbus-rpc-worker-0"}
+        with RpcClient("127.0.0.1", nimbus.port) as client:
+            assert client.call("begin_upload", size=10)["chunk_size"] == 1234
+            with pytest.raises(UploadError) as err:
+                client.call("begin_upload", size=5001)
+            assert str(err.value) == ("bundle of 5001 bytes exceeds the limit of 5000 bytes "
+                                      "(nimbus.max.bundle.size.bytes)")
+            assert client.call("get_nimbus_conf")["topology.message.timeout.secs"] == 7
+            beat = WorkerHeartbeat("t-1", "sup-a", 6700, 1.0, 1.0)
+            assert client.call("send_supervisor_worker_heartbeats", supervisor_id="sup-a",
+                               heartbeats=[beat.to_doc()]) == {"recorded": 1}
+        assert nimbus.worker_beats.topology("t-1") == {("sup-a", 6700): beat}  # what the monitor judges
+        clock.advance(12.34)
+        info = nimbus.info()
+        assert (info["start_time"], info["uptime_secs"], info["leader"]) == (5000.0, 12.3, True)
+        tid = submit_over_rpc(tmp_path, nimbus.port)
+        assert nimbus.manager.records.storm_base(tid).launch_time == 5012.34  # type: ignore[union-attr]
+
+
+def test_a_nimbus_that_sees_no_leader_in_time_says_so_and_keeps_serving(
+        tmp_path: Path, zk: StandInState, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="stormpy.nimbus.daemon")
+    zk.storage.connected = False  # it cannot contend, and it reads no leader
+    with Nimbus(conf_in(tmp_path, **{"storm.zookeeper.connection.timeout": 100})) as nimbus:
+        assert [r.getMessage() for r in caplog.records] == [
+            "no Nimbus leader elected yet; this one keeps contending"]
+        with RpcClient("127.0.0.1", nimbus.port) as client:
+            assert client.call("get_leader")["leader"] is None
