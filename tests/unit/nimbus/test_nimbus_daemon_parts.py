@@ -23,7 +23,7 @@ from stormpy.cluster import ClusterStateError, WorkerHeartbeat
 from stormpy.cluster.paths import ZkPaths
 from stormpy.cluster.records import decode_value
 from stormpy.nimbus import daemon as daemon_mod
-from stormpy.nimbus.daemon import Nimbus, bind_address
+from stormpy.nimbus.daemon import Nimbus, bind_address, run_nimbus
 from stormpy.nimbus.localdirs import NimbusDirs
 from stormpy.nimbus.recovery import NO_CODE
 from stormpy.rpc.client import RpcClient
@@ -379,3 +379,30 @@ def test_a_nimbus_that_sees_no_leader_in_time_says_so_and_keeps_serving(
             "no Nimbus leader elected yet; this one keeps contending"]
         with RpcClient("127.0.0.1", nimbus.port) as client:
             assert client.call("get_leader")["leader"] is None
+
+
+@pytest.fixture
+def root_logging() -> Any:
+    """The root logger's handlers and level, restored after a test that runs ``run_nimbus`` (it
+    logs the whole process to its file, as ``stormpy nimbus`` does)."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(handler)
+        handler.close()
+    root.setLevel(level)
+
+
+def test_run_nimbus_logs_to_its_file_and_says_why_it_cannot_start(tmp_path: Path, zk: StandInState,
+                                                                 root_logging: None) -> None:
+    said: list[str] = []
+    conf = conf_in(tmp_path, **{"nimbus.rpc.handler.threads": 0, "storm.log.dir": str(tmp_path / "logs")})
+    assert run_nimbus(conf, echo=said.append) == 1
+    log_path = tmp_path / "logs" / "nimbus.log"
+    assert said == ["error: Nimbus failed to start: nimbus.rpc.handler.threads must be at least 1, got 0 "
+                    f"(log: {log_path})"]
+    text = log_path.read_text()
+    assert " ERROR [nimbus] " in text and "Nimbus failed to start" in text
+    assert "ValueError: nimbus.rpc.handler.threads must be at least 1, got 0" in text  # the traceback
+    assert zk.closed
