@@ -406,3 +406,138 @@ def test_run_nimbus_logs_to_its_file_and_says_why_it_cannot_start(tmp_path: Path
     assert " ERROR [nimbus] " in text and "Nimbus failed to start" in text
     assert "ValueError: nimbus.rpc.handler.threads must be at least 1, got 0" in text  # the traceback
     assert zk.closed
+
+
+def rounds_of(nimbus: Nimbus) -> int:
+    monitor = nimbus.monitor
+    return monitor._service.rounds if monitor is not None else 0
+
+
+def test_sessions_follow_the_settings_and_the_nimbus_clock(tmp_path: Path, zk: StandInState) -> None:
+    clock = SimClock(5000.0)
+    zk.add_supervisor("sup-a", [6700])
+    conf = conf_in(tmp_path, **{"nimbus.monitor.freq.secs": 0.02, "nimbus.file.copy.expiration.secs": 60,
+                                "nimbus.upload.idle.secs": 30, "nimbus.upload.chunk.size.bytes": 1000,
+                                "nimbus.upload.max.sessions.per.client": 1})
+    with Nimbus(conf, clock=clock) as nimbus, RpcClient("127.0.0.1", nimbus.port) as client:
+        wait_for(nimbus.is_leader, WAIT, "the election")
+        tid = submit_over_rpc(tmp_path, nimbus.port)
+        download = client.call("begin_download", bundle_key=tid)
+        assert download["chunk_size"] == 1000
+        upload = client.call("begin_upload", size=10)["upload_id"]
+        with pytest.raises(UploadError, match="^begin_upload refused: "):
+            client.call("begin_upload", size=10)  # one session per client
+        clock.advance(31)  # idle uploads go after 30 s, downloads after 60 s
+        seen = rounds_of(nimbus)
+        wait_for(lambda: rounds_of(nimbus) >= seen + 2, WAIT, "two monitor rounds")
+        with pytest.raises(UploadError, match="^unknown upload id"):
+            client.call("upload_chunk", upload_id=upload, data=b"x", offset=0)
+        assert nimbus.downloads.open_sessions == 1  # type: ignore[union-attr]
+        clock.advance(30)
+        seen = rounds_of(nimbus)
+        wait_for(lambda: rounds_of(nimbus) >= seen + 2, WAIT, "two monitor rounds")
+        with pytest.raises(UploadError, match="^unknown download id"):
+            client.call("download_chunk", download_id=download["download_id"], offset=0)
+
+
+def test_one_upload_session_at_a_time_when_the_nimbus_allows_one(tmp_path: Path, zk: StandInState) -> None:
+    with Nimbus(conf_in(tmp_path, **{"nimbus.upload.max.sessions": 1})) as nimbus:
+        wait_for(nimbus.is_leader, WAIT, "the election")
+        client = RpcClient("127.0.0.1", nimbus.port)
+        client.call("begin_upload", size=10)
+        with pytest.raises(UploadError, match="^begin_upload refused: "):
+            client.call("begin_upload", size=10)
+        client.close()
+
+
+def test_kill_waits_are_timed_on_the_nimbus_clock(tmp_path: Path, zk: StandInState) -> None:
+    clock = SimClock(5000.0)
+    zk.add_supervisor("sup-a", [6700])
+    with Nimbus(conf_in(tmp_path, **{"nimbus.monitor.freq.secs": 0.02}), clock=clock) as nimbus:
+        wait_for(nimbus.is_leader, WAIT, "the election")
+        tid = submit_over_rpc(tmp_path, nimbus.port)
+        with RpcClient("127.0.0.1", nimbus.port) as client:
+            client.call("kill_topology", name="wc", wait_secs=10)
+        seen = rounds_of(nimbus)
+        wait_for(lambda: rounds_of(nimbus) >= seen + 3, WAIT, "three monitor rounds")
+        assert zk.bases[tid].status == "killed"  # 10 s have not passed on the Nimbus's clock
+        clock.advance(10)
+        wait_for(lambda: tid not in zk.bases, WAIT, "the kill after its wait")
+
+
+def test_a_bundle_lost_while_leading_is_asked_back_from_the_supervisors(tmp_path: Path,
+                                                                       zk: StandInState) -> None:
+    zk.add_supervisor("sup-a", [6700])
+    with Nimbus(conf_in(tmp_path, **{"nimbus.monitor.freq.secs": 0.02})) as nimbus:
+        wait_for(nimbus.is_leader, WAIT, "the election")
+        tid = submit_over_rpc(tmp_path, nimbus.port)
+        zk.storage.delete(zk.paths.replica(tid, nimbus.nimbus_id))
+        nimbus.manager.store.remove(tid)  # type: ignore[union-attr]
+        wait_for(lambda: zk.paths.bundle_wanted(tid) in zk.storage.nodes, WAIT, "the request")
+        [callback] = zk.watching
+        callback(["sup-a"])  # a supervisor change wakes the monitor
+        seen = rounds_of(nimbus)
+        wait_for(lambda: rounds_of(nimbus) > seen, WAIT, "a round")
+
+
+def test_a_deposed_leader_forgets_its_waits_and_expires_what_it_served_as_standby(
+        tmp_path: Path, zk: StandInState, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="stormpy.nimbus.daemon")
+    clock = SimClock(5000.0)
+    zk.add_supervisor("sup-a", [6700])
+    with Nimbus(conf_in(tmp_path, **{"nimbus.monitor.freq.secs": 0.02}), clock=clock) as nimbus:
+        wait_for(nimbus.is_leader, WAIT, "the election")
+        tid = submit_over_rpc(tmp_path, nimbus.port)
+        with RpcClient("127.0.0.1", nimbus.port) as client:
+            client.call("kill_topology", name="wc", wait_secs=100)
+            upload = client.call("begin_upload", size=10)["upload_id"]
+            download = client.call("begin_download", bundle_key=tid)["download_id"]
+            assert nimbus.manager.timers.get(tid) is not None  # type: ignore[union-attr]
+            with zk.storage.guard:
+                zk.storage.holder = "nimbus-z:6627"  # another Nimbus leads once this one is deposed
+            for listener in zk.storage.listeners:
+                listener("LOST")
+            wait_for(lambda: nimbus.monitor is None and not nimbus.is_leader(), WAIT, "standing by")
+            assert nimbus.manager.timers.get(tid) is None  # type: ignore[union-attr]
+            clock.advance(601)  # past the idle and expiration times: the standby's passes expire them
+            wait_for(lambda: nimbus.downloads.open_sessions == 0, WAIT, "the download expired")  # type: ignore[union-attr]
+            wait_for(lambda: nimbus.uploads.open_sessions == 0, WAIT, "the upload expired")  # type: ignore[union-attr]
+            with pytest.raises(UploadError, match="^unknown download id"):
+                client.call("download_chunk", download_id=download, offset=0)
+            assert upload
+    stopped = [r.getMessage() for r in caplog.records if r.getMessage().endswith(" stopped")]
+    assert stopped == [f"Nimbus {nimbus.nimbus_id} stopped"]
+    nimbus.stop()
+    assert [r.getMessage() for r in caplog.records if r.getMessage().endswith(" stopped")] == stopped
+
+
+def test_a_submit_during_stop_is_told_nimbus_is_stopping(tmp_path: Path, zk: StandInState) -> None:
+    nimbus = Nimbus(conf_in(tmp_path)).start()
+    nimbus.stop()
+    with pytest.raises(RuntimeError, match="^Nimbus is stopping$"):
+        nimbus._await_replicas("wc-1", 1, 1.0, False)
+
+
+def test_the_default_replication_count_not_met_is_a_warning_not_a_refusal(tmp_path: Path,
+                                                                         zk: StandInState) -> None:
+    zk.add_supervisor("sup-a", [6700])
+    conf = conf_in(tmp_path, **{"nimbus.seeds": ["127.0.0.1", "10.9.9.9"],
+                                "topology.max.replication.wait.time.sec": 0.1})
+    with Nimbus(conf) as nimbus:
+        wait_for(nimbus.is_leader, WAIT, "the election")
+        data = staged_bundle(tmp_path, "wc").path.read_bytes()
+        with RpcClient("127.0.0.1", nimbus.port) as client:
+            begun = client.call("begin_upload", size=len(data))
+            client.call("upload_chunk", upload_id=begun["upload_id"], data=data, offset=0)
+            key = client.call("finish_upload", upload_id=begun["upload_id"],
+                              sha256=hashlib.sha256(data).hexdigest())["bundle_key"]
+            answer = client.call("submit_topology", name="wc", bundle_key=key,
+                                 spec=build(10).create_topology().to_doc(), conf={"topology.workers": 1})
+        [warning] = answer["warnings"]
+        assert warning.startswith(f"topology {answer['topology_id']} was submitted, but only 1 of 2 Nimbus "
+                                  "hosts hold its code (only 1 Nimbus host is running)")
+
+
+def test_a_nimbus_id_is_kept_under_a_local_dir_that_does_not_exist_yet(tmp_path: Path) -> None:
+    nimbus_id = Nimbus({"storm.local.dir": str(tmp_path / "new" / "dir")})._load_nimbus_id()
+    assert (tmp_path / "new" / "dir" / "nimbus" / "nimbus-id").read_text() == nimbus_id + "\n"
