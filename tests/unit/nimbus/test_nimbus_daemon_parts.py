@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
+import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -541,3 +543,28 @@ def test_the_default_replication_count_not_met_is_a_warning_not_a_refusal(tmp_pa
 def test_a_nimbus_id_is_kept_under_a_local_dir_that_does_not_exist_yet(tmp_path: Path) -> None:
     nimbus_id = Nimbus({"storm.local.dir": str(tmp_path / "new" / "dir")})._load_nimbus_id()
     assert (tmp_path / "new" / "dir" / "nimbus" / "nimbus-id").read_text() == nimbus_id + "\n"
+
+
+def test_run_nimbus_serves_until_sigterm_and_exits_cleanly(tmp_path: Path, zk: StandInState,
+                                                          root_logging: None) -> None:
+    said: list[str] = []
+
+    def echo(line: str) -> None:
+        said.append(line)
+        if line.startswith("Nimbus serving on "):
+            os.kill(os.getpid(), signal.SIGTERM)  # what `kill` or the service manager sends
+
+    conf = conf_in(tmp_path, **{"storm.log.dir": str(tmp_path / "logs")})
+    assert run_nimbus(conf, echo=echo) == 0
+    [line] = said
+    log_path = re.escape(str(tmp_path / "logs" / "nimbus.log"))
+    assert re.fullmatch(rf"Nimbus serving on 127\.0\.0\.1:\d+ \(log: {log_path}\); "
+                        "SIGTERM or Ctrl-C stops it", line)
+    assert zk.closed
+
+
+def test_a_stop_request_puts_the_cluster_state_into_shutdown_at_once(tmp_path: Path,
+                                                                    zk: StandInState) -> None:
+    with Nimbus(conf_in(tmp_path)) as nimbus:
+        nimbus.request_stop()  # e.g. from a signal handler, while a call waits on ZooKeeper
+        assert zk.storage.shutting_down and nimbus.stop_requested
