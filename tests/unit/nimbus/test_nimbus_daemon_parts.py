@@ -29,7 +29,8 @@ from stormpy.nimbus.daemon import Nimbus, bind_address, run_nimbus
 from stormpy.nimbus.localdirs import NimbusDirs
 from stormpy.nimbus.recovery import NO_CODE
 from stormpy.rpc.client import RpcClient
-from stormpy.rpc.errors import AuthorizationError, NotLeaderError, UploadError
+from stormpy.rpc.curve import write_secret_key_file
+from stormpy.rpc.errors import AuthorizationError, NotLeaderError, RpcError, UploadError
 from stormpy.testing import wait_for
 from wordcount import build
 
@@ -568,3 +569,14 @@ def test_a_stop_request_puts_the_cluster_state_into_shutdown_at_once(tmp_path: P
     with Nimbus(conf_in(tmp_path)) as nimbus:
         nimbus.request_stop()  # e.g. from a signal handler, while a call waits on ZooKeeper
         assert zk.storage.shutting_down and nimbus.stop_requested
+
+
+def test_a_nimbus_with_a_curve_key_serves_only_clients_that_pin_it(tmp_path: Path,
+                                                                  zk: StandInState) -> None:
+    key_file = tmp_path / "nimbus.key"
+    public = write_secret_key_file(key_file)
+    with Nimbus(conf_in(tmp_path, **{"nimbus.rpc.curve.secret.key.file": str(key_file)})) as nimbus:
+        with RpcClient("127.0.0.1", nimbus.port, curve_server_key=public) as client:
+            assert client.call("get_leader")["self"] == nimbus.address
+        with RpcClient("127.0.0.1", nimbus.port, timeout_secs=5, retries=0) as plain, pytest.raises(RpcError):
+            plain.call("get_leader")
