@@ -580,3 +580,12 @@ def test_a_nimbus_with_a_curve_key_serves_only_clients_that_pin_it(tmp_path: Pat
             assert client.call("get_leader")["self"] == nimbus.address
         with RpcClient("127.0.0.1", nimbus.port, timeout_secs=5, retries=0) as plain, pytest.raises(RpcError):
             plain.call("get_leader")
+
+
+def test_requests_of_a_few_megabytes_reach_the_nimbus_methods(tmp_path: Path, zk: StandInState) -> None:
+    with Nimbus(conf_in(tmp_path)) as nimbus, RpcClient("127.0.0.1", nimbus.port) as client:
+        wait_for(nimbus.is_leader, WAIT, "the election")
+        upload = client.call("begin_upload", size=10)["upload_id"]
+        with pytest.raises(UploadError) as err:  # the upload's own check, not the RPC layer's bound
+            client.call("upload_chunk", upload_id=upload, data=b"x" * 2_000_000, offset=0)
+        assert str(err.value) == f"upload {upload}: received more than the declared 10 bytes; upload aborted"
