@@ -416,6 +416,12 @@ def rounds_of(nimbus: Nimbus) -> int:
     return monitor._service.rounds if monitor is not None else 0
 
 
+def wait_rounds(nimbus: Nimbus, n: int) -> None:
+    """Wait until the leader's monitor ran ``n`` more rounds."""
+    seen = rounds_of(nimbus)
+    wait_for(lambda: rounds_of(nimbus) >= seen + n, WAIT, f"{n} monitor rounds")
+
+
 def test_sessions_follow_the_settings_and_the_nimbus_clock(tmp_path: Path, zk: StandInState) -> None:
     clock = SimClock(5000.0)
     zk.add_supervisor("sup-a", [6700])
@@ -589,3 +595,22 @@ def test_requests_of_a_few_megabytes_reach_the_nimbus_methods(tmp_path: Path, zk
         with pytest.raises(UploadError) as err:  # the upload's own check, not the RPC layer's bound
             client.call("upload_chunk", upload_id=upload, data=b"x" * 2_000_000, offset=0)
         assert str(err.value) == f"upload {upload}: received more than the declared 10 bytes; upload aborted"
+
+
+def test_the_heartbeats_supervisors_send_are_what_the_leaders_monitor_judges(tmp_path: Path,
+                                                                            zk: StandInState) -> None:
+    clock = SimClock(5000.0)
+    zk.add_supervisor("sup-a", [6700, 6701])
+    conf = conf_in(tmp_path, **{"nimbus.monitor.freq.secs": 0.02, "nimbus.task.timeout.secs": 30,
+                                "nimbus.task.launch.secs": 20})
+    with Nimbus(conf, clock=clock) as nimbus, RpcClient("127.0.0.1", nimbus.port) as client:
+        wait_for(nimbus.is_leader, WAIT, "the election")
+        tid = submit_over_rpc(tmp_path, nimbus.port)
+        [(slot, executors)] = zk.assigns[tid].workers().items()
+        for _ in range(8):  # 80 s of a worker that heartbeats every 10 s
+            clock.advance(10)
+            beat = WorkerHeartbeat(tid, slot[0], slot[1], clock(), 1.0, tuple(executors))
+            client.call("send_supervisor_worker_heartbeats", supervisor_id="sup-a",
+                        heartbeats=[beat.to_doc()])
+            wait_rounds(nimbus, 2)
+        assert list(zk.assigns[tid].workers()) == [slot]  # alive: never moved
