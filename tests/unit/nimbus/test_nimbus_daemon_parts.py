@@ -614,3 +614,18 @@ def test_the_heartbeats_supervisors_send_are_what_the_leaders_monitor_judges(tmp
                         heartbeats=[beat.to_doc()])
             wait_rounds(nimbus, 2)
         assert list(zk.assigns[tid].workers()) == [slot]  # alive: never moved
+
+
+def test_a_new_leader_fetches_the_bundles_it_lacks_before_it_resumes(tmp_path: Path,
+                                                                     zk: StandInState) -> None:
+    zk.add_supervisor("sup-a", [6700])
+    with Nimbus(conf_in(tmp_path / "a")) as first:
+        wait_for(first.is_leader, WAIT, "the election")
+        # a standby that looks for new topologies only hourly: it has not copied the next one
+        with Nimbus(conf_in(tmp_path / "b", **{"nimbus.monitor.freq.secs": 3600})) as second:
+            tid = submit_over_rpc(tmp_path, first.port)
+            assert not second.manager.store.exists(tid)  # type: ignore[union-attr]
+            first.leadership.stop()  # type: ignore[union-attr]  # it steps down, still serving its bundles
+            wait_for(second.is_leader, WAIT, "the standby's election")
+            assert second.manager.store.exists(tid)  # type: ignore[union-attr]
+            assert zk.paths.bundle_wanted(tid) not in zk.storage.nodes  # nothing asked of the supervisors
