@@ -161,6 +161,26 @@ TARGETS: dict[str, Target] = {
                                                     "nimbus_monitor", "nimbus_lost_leadership",
                                                     "nimbus_task_totals", "nimbus_hostile_input",
                                                     "state_submit_warning", "worker_heartbeats_rpc"))),
+    # the rest of Nimbus: the RPC handler (its undecorated parts: `@rpc_method` bodies are not
+    # mutated), the submission's checks and writes, topology info, leadership, replication to
+    # standbys, bundle recovery, the worker heartbeats' store, the bundle store, downloads, local
+    # dirs, credentials, pending actions and the daemon's wiring, with the unit tests that drive
+    # them in-process over the in-memory cluster state (no ZooKeeper, no CLI subprocess)
+    "nimbus-daemon": Target(tuple(f"src/stormpy/nimbus/{part}.py"
+                                  for part in ("handler", "submission", "validation", "info", "leadership",
+                                               "replication", "recovery", "worker_beats", "store",
+                                               "downloads", "localdirs", "credentials",
+                                               "pending_actions", "daemon")),
+                            tests=("tests/unit/nimbus/test_nimbus_*.py",
+                                   "tests/unit/nimbus/test_state_submit_warning.py",
+                                   "tests/unit/nimbus/test_worker_heartbeats_rpc.py",
+                                   "tests/unit/state/test_state_provider_at_submit.py",
+                                   "tests/unit/multilang/test_multilang_settings_at_submit.py",
+                                   "tests/unit/topology/test_component_metrics.py",
+                                   "tests/unit/worker/test_reported_errors.py",
+                                   "tests/unit/config/test_security_settings.py",
+                                   "tests/unit/supervisor/test_heartbeat_path_rpc.py",
+                                   "tests/unit/ui/test_ui_units.py")),
     # micro-batching (stormpy/_batching.py) and the Spark bolt's batch records
     "batching": Target(("src/stormpy/*batching.py",)),
     # the Spark bolt's own logic, against a fake Spark (tests/unit/connectors/spark/test_spark_bolt_logic.py;
