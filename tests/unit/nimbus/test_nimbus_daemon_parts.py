@@ -629,3 +629,13 @@ def test_a_new_leader_fetches_the_bundles_it_lacks_before_it_resumes(tmp_path: P
             wait_for(second.is_leader, WAIT, "the standby's election")
             assert second.manager.store.exists(tid)  # type: ignore[union-attr]
             assert zk.paths.bundle_wanted(tid) not in zk.storage.nodes  # nothing asked of the supervisors
+
+
+@pytest.mark.parametrize(("chunk", "bound"), [(1 << 20, 64 << 20), (20 << 20, 80 << 20)])
+def test_the_nimbus_reads_requests_of_four_upload_chunks_and_at_least_64_mib(
+        tmp_path: Path, zk: StandInState, chunk: int, bound: int) -> None:
+    conf = conf_in(tmp_path, **{"nimbus.upload.chunk.size.bytes": chunk,
+                                "nimbus.max.bundle.size.bytes": 4 * chunk})
+    with Nimbus(conf) as nimbus:
+        wait_for(nimbus.is_leader, WAIT, "the election")
+        assert nimbus.server is not None and nimbus.server.max_message_bytes == bound
