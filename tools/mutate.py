@@ -269,6 +269,14 @@ TARGETS: dict[str, Target] = {
     # the client and server over loopback sockets); the unit tests that reach them, fuzz
     # regressions included
     "bundle": Target(("src/stormpy/bundle/*.py",)),
+    # the command line behind a first `stormpy local` and `stormpy jar`: the --idle-stop rule,
+    # MODULE[:ATTR] loading, jar's bundle report, the local run's summary and notes; in-process
+    # tests only (CliRunner in the test's process, never `python -m stormpy` subprocesses)
+    "cli": Target(tuple(f"src/stormpy/cli/{part}.py"
+                        for part in ("idle_watch", "topology_loader", "bundle_report", "local_cmd")),
+                  tests=("tests/unit/cli/test_cli_idle_watch.py",
+                         "tests/unit/cli/test_cli_local_summary.py",
+                         "tests/unit/cli/test_cli_unit_*.py")),
     "rpc": Target(("src/stormpy/rpc/*.py",),
                   # not every unit test: tests that start `python -m stormpy.cli` import the
                   # mutated rpc package in a process outside mutmut's (its import-time calls
