@@ -66,3 +66,9 @@ def test_a_zookeeper_path_equal_to_another_dir_keeps_the_first_setting(
     assert dirs[tmp_path.resolve() / "state"] == "storm.local.dir"
     assert len(dirs) == 2
     assert len(cluster_dirs({"storm.local.dir": "s", "dev.zookeeper.path": ""})) == 2
+
+
+def test_human_bytes_takes_fractional_sizes() -> None:
+    assert human_bytes(1023.4) == "1023 B"
+    assert human_bytes(1.25 * 1024 ** 2) == "1.2 MiB"
+    assert human_bytes(1024 ** 3 - 1) == "1024.0 MiB"

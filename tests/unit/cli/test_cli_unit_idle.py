@@ -91,3 +91,21 @@ def test_user_activity_of_no_task_is_zero_and_pending_of_system_spouts_is_not_co
              "acked": 1, "failed": 2}]
     assert user_activity(docs, {"words": 0}) == 2 + 1 + 2
     assert user_activity(docs, {}) == 2  # a bolt: its acks and fails are not user activity
+
+
+def test_a_system_component_listed_first_does_not_hide_the_user_components_after_it() -> None:
+    docs = [{"component": "__acker", "emitted": {"__ack_ack": 9}, "acked": 0, "failed": 0},
+            {"component": "$checkpointspout", "emitted": {"$checkpoint": 3}, "acked": 3,
+             "failed": 0},
+            {"component": "words", "emitted": {"default": 4}, "acked": 2, "failed": 1}]
+    assert user_activity(docs, {"words": 0, "$checkpointspout": 0}) == 4 + 2 + 1
+
+
+def test_one_piece_of_work_then_a_held_tuple_released_stops_the_run_after_the_period() -> None:
+    """Activity 1 (a single emit) counts as work: once the held tuple is released, the user
+    period starts and the run stops a period later."""
+    watch = IdleWatch(1.0)
+    assert not watch.observe(0.0, loop_quiet=False, activity=1, pending=0, held=1)
+    assert not watch.observe(1.0, loop_quiet=False, activity=1, pending=0)
+    assert not watch.observe(1.9, loop_quiet=False, activity=1, pending=0)
+    assert watch.observe(2.0, loop_quiet=False, activity=1, pending=0)
