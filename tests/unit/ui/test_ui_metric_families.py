@@ -192,7 +192,8 @@ HELP = {
     "stormpy_worker_gc_collections_total": ("counter", "Garbage collections in the worker"),
     "stormpy_worker_uptime_seconds": ("gauge", "Seconds since the worker started"),
     "stormpy_worker_heartbeat_age_seconds": ("gauge", "Seconds since the worker's last heartbeat"),
-    "stormpy_worker_frames_refused_total": ("counter", "Frames the transport refused (each failed retry counts)"),
+    "stormpy_worker_frames_refused_total": ("counter",
+                                            "Frames the transport refused (each failed retry counts)"),
     "stormpy_worker_frames_held": ("gauge", "Frames waiting for their peer worker"),
     "stormpy_worker_backpressure_rounds_total": (
         "counter", "Loop rounds the spouts were held (a full task queue or held frames)"),
