@@ -3,7 +3,7 @@ capacity thresholds Storm's UI uses, the text of each box and edge label, and th
 
 from __future__ import annotations
 
-from stormpy.ui._graph import capacity_colour, node_positions
+from stormpy.ui._graph import capacity_colour, edge_shapes, node_positions, render_svg
 
 GREEN, AMBER, RED, GREY, BLUE = "#bbf7d0", "#fde68a", "#fca5a5", "#e5e7eb", "#cfe2ff"
 
@@ -29,3 +29,74 @@ def test_boxes_sit_in_the_column_of_their_longest_path_from_a_spout_rows_in_name
     # columns 280 px apart (170 + 110), rows 92 px apart (56 + 36), 20 px padding
     assert node_positions(vis) == {"lines": (20, 20), "words": (20, 112), "audit": (300, 20),
                                    "split": (300, 112), "count": (580, 20), "report": (860, 20)}
+
+
+HEAD = ('<svg xmlns="http://www.w3.org/2000/svg" class="topology-graph" width="{w}" height="{h}" '
+        'viewBox="0 {top} {w} {h}" role="img" aria-label="topology graph"><defs><marker id="arrow" '
+        'viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" markerHeight="8" '
+        'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#475569"/></marker></defs>')
+
+
+def edge(source: str, target: str, stream: str, rate: str, path: str, x: str, y: str, label: str) -> str:
+    return (f'<g class="edge" data-source="{source}" data-target="{target}" data-stream="{stream}" '
+            f'data-rate="{rate}"><path d="{path}" fill="none" stroke="#475569" stroke-width="1.5" '
+            f'marker-end="url(#arrow)"/><text x="{x}" y="{y}" font-size="11" text-anchor="middle" '
+            'dominant-baseline="central" fill="#1e293b" stroke="#ffffff" stroke-width="4" '
+            f'stroke-linejoin="round" paint-order="stroke">{label}</text></g>')
+
+
+def node(name: str, kind: str, capacity: str, link: str, x: int, fill: str, detail: str) -> str:
+    data = f' data-capacity="{capacity}"' if capacity else ""
+    return (f'<g class="node" data-component="{name}" data-kind="{kind}"{data}><a href="{link}">'
+            f'<rect x="{x}" y="20" width="170" height="56" rx="8" fill="{fill}" stroke="#334155"/>'
+            f'<text x="{x + 85}" y="43" font-size="14" font-weight="bold" text-anchor="middle">{name}</text>'
+            f'<text x="{x + 85}" y="62" font-size="11" text-anchor="middle" fill="#334155">{detail}</text>'
+            '</a></g>')
+
+
+def test_an_empty_topology_is_one_empty_box_wide() -> None:
+    assert render_svg({}) == HEAD.format(w=190, h=76, top=0) + "</svg>"
+
+
+def test_the_picture_of_lanes_a_loop_a_back_edge_and_an_edge_over_a_column() -> None:
+    def to(source: str, stream: str = "default", rate: float = 1.0) -> dict[str, object]:
+        return {":component": source, ":stream": stream, ":rate": rate}
+    vis = {"s": {":type": "spout", ":inputs": [], ":link": "/c?id=s"},
+           "a": {":type": "bolt", ":capacity": "0.250",
+                 ":inputs": [to("s", "default", 2.0), to("s", "x", 0.5), to("a", "self", 3.25),
+                             to("c", "back")]},
+           "c": {":type": "bolt", ":inputs": [to("a"), to("s", "skip", 4.0)], ":acked": 7}}
+    # the skip edge's label sits above the first row: the picture starts at y -24 (-5.9 - 8 - 10);
+    # the loop's label reaches lowest (118.5), plus 20 px padding
+    assert render_svg(vis) == "".join([
+        HEAD.format(w=770, h=162, top=-24),
+        # the loop below a's box (34 px deep), its label 0.75 x 34 + 9 px below the box
+        edge("a", "a", "self", "3.25", "M 363.0 76.0 C 342.6 110.0 427.4 110.0 407.0 76.0", "385.0",
+             "110.5", "self 3.2/s"),
+        # the back edge from below c to below a, 24 px down, entering a 12 px right of its middle
+        # (a's fourth input of four)
+        edge("c", "a", "back", "1.0", "M 665.0 76.0 Q 531.0 124.0 397.0 76.0", "531.0", "109.0", "back 1.0/s"),
+        # two streams between the same two boxes: lanes 9 px either side of the straight line
+        edge("s", "a", "default", "2.0", "M 190.0 48.0 Q 243.0 24.1 300.0 36.0", "243.0", "24.1",
+             "default 2.0/s"),
+        edge("s", "a", "x", "0.5", "M 190.0 48.0 Q 245.7 64.0 300.0 44.0", "245.7", "64.0", "x 0.5/s"),
+        edge("a", "c", "default", "1.0", "M 470.0 48.0 Q 525.0 46.0 580.0 44.0", "524.7", "37.0",
+             "default 1.0/s"),
+        # over a's box to c
+        edge("s", "c", "skip", "4.0", "M 190.0 48.0 Q 386.0 -43.8 580.0 52.0", "385.6", "-5.9", "skip 4.0/s"),
+        node("a", "bolt", "0.250", "#", 300, GREEN, "capacity 0.250"),
+        node("c", "bolt", "", "#", 580, GREY, "bolt, acked 7"),
+        node("s", "spout", "", "/c?id=s", 20, BLUE, "spout, acked 0"),
+        "</svg>"])
+
+
+def test_shapes_report_how_low_they_reach() -> None:
+    vis = {"s": {":type": "spout", ":inputs": []},
+           "b": {":type": "bolt", ":inputs": [{":component": "b", ":stream": "again", ":rate": 0.0},
+                                               {":component": "b", ":stream": "more", ":rate": 0.0},
+                                               {":component": "s", ":stream": "default", ":rate": 0.0}]}}
+    shapes = edge_shapes(vis, node_positions(vis))
+    assert [(s.source, s.target, s.stream, s.label, s.bottom) for s in shapes] == [
+        ("b", "b", "again", "again 0.0/s", 76 + 0.75 * 34 + 9 + 8),
+        ("b", "b", "more", "more 0.0/s", 76 + 0.75 * (34 + 24) + 9 + 8),  # one lane (18 px) deeper
+        ("s", "b", "default", "default 0.0/s", 76)]
