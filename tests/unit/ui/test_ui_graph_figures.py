@@ -75,7 +75,8 @@ def test_the_picture_of_lanes_a_loop_a_back_edge_and_an_edge_over_a_column() -> 
              "110.5", "self 3.2/s"),
         # the back edge from below c to below a, 24 px down, entering a 12 px right of its middle
         # (a's fourth input of four)
-        edge("c", "a", "back", "1.0", "M 665.0 76.0 Q 531.0 124.0 397.0 76.0", "531.0", "109.0", "back 1.0/s"),
+        edge("c", "a", "back", "1.0", "M 665.0 76.0 Q 531.0 124.0 397.0 76.0", "531.0", "109.0",
+             "back 1.0/s"),
         # two streams between the same two boxes: lanes 9 px either side of the straight line
         edge("s", "a", "default", "2.0", "M 190.0 48.0 Q 243.0 24.1 300.0 36.0", "243.0", "24.1",
              "default 2.0/s"),
