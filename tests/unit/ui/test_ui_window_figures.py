@@ -143,6 +143,7 @@ def test_stream_sums_and_latency_averages() -> None:
     assert stream_counts(c) == {"default": 5.0, "words": 2.0, "__ack_init": 7.0}
     assert latency_ms(c) == pytest.approx(75.0)
     assert latency_ms(c, "execute_latency") is None and latency_ms({}) is None
+    assert latency_ms({"latency_count": 2.0}) == 0.0  # counted, no time recorded
     assert latency_ms({"process_latency_sum": 0.5, "process_latency_count": 2.0}, "process_latency") == 250.0
     assert per_component({("a", 1): {"x": 1.0}, ("a", 2): {"x": 2.0, "y": 1.0}, ("b", 3): {"x": 5.0}}) == {
         "a": {"x": 3.0, "y": 1.0}, "b": {"x": 5.0}}
@@ -168,24 +169,36 @@ def timed(executed: float, latency_secs: float, samples: float, **more: float) -
 
 
 def test_a_components_capacity_is_its_busiest_executors() -> None:
-    # over 10 s: executor (1, 2) executed 200 at 0.8 s / 20 samples = 40 ms (8 s: 0.8), executor
-    # (3, 3) 300 at 30 ms (9 s: 0.9, the busiest), task 9, in no known executor, 10 at 10 ms (0.01)
-    totals = {("count", 1): timed(100, 0.2, 10), ("count", 2): timed(100, 0.6, 10),
-              ("count", 3): timed(300, 0.3, 10), ("count", 9): timed(10, 0.1, 10),
+    # over 10 s: executor (1, 2) executed 200 at 0.8 s / 20 samples = 40 ms (8 s: 0.8, the
+    # busiest; each of its tasks alone would be 0.4), executor (3, 3) 300 at 20 ms (6 s: 0.6),
+    # task 9, in no known executor, 10 at 10 ms (0.01)
+    totals = {("count", 1): timed(100, 0.4, 10), ("count", 2): timed(100, 0.4, 10),
+              ("count", 3): timed(300, 0.2, 10), ("count", 9): timed(10, 0.1, 10),
               ("spout", 4): {"emitted:default": 1.0}}
     figures = WindowFigures("600", totals, 10.0, [(1, 2), (3, 3), (4, 4)])
     assert figures.span == 10.0 and figures.window == "600" and figures.pretty == "10m 0s"
     count = figures.component("count")
-    assert count.capacity == pytest.approx(0.9) and count.executed == 510
-    assert count.execute_latency_ms == pytest.approx(30.0)  # 1.2 s / 40 samples
+    assert count.capacity == pytest.approx(0.8) and count.executed == 510
+    assert count.execute_latency_ms == pytest.approx(27.5)  # 1.1 s / 40 samples
     assert figures.component("spout").capacity is None
     assert figures.component("nobody") == ComponentFigures(0, 0, 0, 0, 0, {}, None, None, None, None)
     pair = figures.executor("count", 1, 2)
     assert pair is not None and pair.executed == 200 and pair.execute_latency_ms == pytest.approx(40.0)
     assert pair.capacity == pytest.approx(0.8)
     assert figures.executor("count", 5, 8) is None
-    busiest_alone = WindowFigures("600", {("count", 9): timed(10, 0.1, 10)}, 10.0, [(1, 2)])
-    assert busiest_alone.component("count").capacity == pytest.approx(0.01)
+
+
+def test_tasks_in_no_known_executor_count_one_by_one() -> None:
+    # each 10 at 10 ms over 10 s: 0.01 each (the component as one would be 0.02)
+    totals = {("count", 9): timed(10, 0.1, 10), ("count", 10): timed(10, 0.1, 10)}
+    assert WindowFigures("600", totals, 10.0, [(1, 2)]).component("count").capacity == pytest.approx(0.01)
+
+
+def test_timed_tuples_with_none_executed_in_the_window_is_no_load() -> None:
+    figures = WindowFigures("600", {("count", 1): {"execute_latency_sum": 0.5, "execute_latency_count": 5.0}},
+                            10.0, [(1, 1)])
+    count = figures.component("count")
+    assert count.capacity == 0.0 and count.execute_latency_ms == 100.0 and count.executed == 0
 
 
 def test_the_topologys_figures_count_user_components_and_weigh_latencies_by_count() -> None:
@@ -193,20 +206,42 @@ def test_the_topologys_figures_count_user_components_and_weigh_latencies_by_coun
                              "acked": 6.0, "failed": 2.0, "latency_sum": 0.6, "latency_count": 6.0},
               ("spout", 2): {"emitted:default": 4.0, "transferred": 4.0, "acked": 2.0,
                              "latency_sum": 1.0, "latency_count": 2.0},
+              ("quiet", 5): {"emitted:default": 3.0},  # a spout with nothing acked or failed yet
               ("count", 3): {"emitted:default": 5.0, "transferred": 5.0, "acked": 14.0},
+              ("sink", 6): {"executed": 5.0},  # emits nothing
               ("__acker", 4): {"emitted:__ack_ack": 8.0, "transferred": 8.0, "acked": 99.0}}
     figures = WindowFigures(ALL_TIME, totals, 60.0)
-    assert figures.topology({"spout"}) == TopologyFigures(
-        emitted=19, transferred=19, acked=8, failed=2, complete_latency_ms=200.0)  # 1.6 s / 8
-    assert figures.topology(set()) == TopologyFigures(19, 19, 0, 0, None)
+    assert figures.topology({"spout", "quiet"}) == TopologyFigures(
+        emitted=22, transferred=19, acked=8, failed=2, complete_latency_ms=200.0)  # 1.6 s / 8
+    assert figures.topology({"quiet"}) == TopologyFigures(22, 19, 0, 0, None)
+    assert figures.topology(set()) == TopologyFigures(22, 19, 0, 0, None)
 
 
 def test_figures_of_a_window_come_from_its_totals_and_span() -> None:
     w = TopologyWindows(now=1000.0)
-    w.observe([hb(1000, 10, (entry(3, "count", **timed(50, 0.5, 5)),))], 1000.0)
-    w.observe([hb(1010, 20, (entry(3, "count", **timed(150, 1.5, 15)),))], 1010.0)
-    figures = w.figures("600", 1010.0, [(3, 3)])
+    w.observe([hb(1000, 10, (entry(3, "count", **timed(50, 0.5, 5)),
+                             entry(4, "count", **timed(0, 0, 0))))], 1000.0)
+    w.observe([hb(1010, 20, (entry(3, "count", **timed(150, 1.5, 15)),
+                             entry(4, "count", **timed(50, 0.5, 5))))], 1010.0)
+    figures = w.figures("600", 1010.0, [(3, 4)])
     assert figures.span == 20.0 and figures.window == "600"
     count = figures.component("count")
-    assert count.executed == 150 and count.execute_latency_ms == pytest.approx(100.0)
-    assert count.capacity == pytest.approx(0.75)  # 150 x 100 ms over 20 s
+    assert count.executed == 200 and count.execute_latency_ms == pytest.approx(100.0)
+    assert count.capacity == pytest.approx(1.0)  # one executor: 200 x 100 ms over 20 s
+    assert w.figures("600", 1010.0).component("count").capacity == pytest.approx(0.75)  # tasks alone
+
+
+def test_a_repeated_heartbeat_does_not_hide_the_next_workers() -> None:
+    w = TopologyWindows(now=1000.0)
+    first = hb(1000, 1, (entry(1, acked=5),))
+    w.observe([first], 1000.0)
+    w.observe([first, hb(1001, 1, (entry(2, acked=7),), port=6701)], 1001.0)
+    assert w.totals(ALL_TIME, 1001.0) == {("spout", 1): {"acked": 5.0}, ("spout", 2): {"acked": 7.0}}
+
+
+def test_a_new_heartbeat_keeps_the_buckets_still_in_the_window() -> None:
+    w = TopologyWindows(now=995.0)
+    w.observe([hb(1000, 1, (entry(1, acked=5),))], 1000.0)  # bucket 990
+    w.observe([hb(1585, 586, (entry(1, acked=6),))], 1585.0)  # bucket 1580; 990 ends at 1000 > 985
+    assert w.totals("600", 1585.0)[("spout", 1)] == {"acked": 6.0}
+    assert w.totals("600", 1600.0)[("spout", 1)] == {"acked": 1.0}
