@@ -261,3 +261,24 @@ def test_the_registry_adds_the_uis_own_process() -> None:
     assert "stormpy_nimbus_up 0.0" in text
     if os.path.exists("/proc/self/stat"):
         assert "\nstormpy_ui_process_resident_memory_bytes " in text
+
+
+def user_samples(metrics: object) -> list[tuple[str, tuple[tuple[str, str], ...], float]]:
+    beat = WorkerHeartbeat(topology_id="t-1", node="sup-a", port=6700, time=990.0, uptime=30.0,
+                           metrics=metrics)  # type: ignore[arg-type]
+    backend = FakeBackend({"t-1": {("sup-a", 6700): beat}}, raising(BackendUnavailable("down")),
+                          lambda: {})
+    return [s for s in samples(exposition(backend)) if s[0].startswith("stormpy_user_")]
+
+
+def test_users_metrics_of_another_shape_are_skipped_and_a_summary_without_a_sum_sums_to_zero() -> None:
+    assert user_samples(["not", "a", "mapping"]) == []
+    task_3 = 'topology="t-1",component="count",task="3",worker="10.0.0.1:6700"'
+    malformed_task = {"count": {"2": ["hits"], "3": {"hits": {"type": "counter", "count": 1}}}}
+    assert user_samples(malformed_task) == samples([f'stormpy_user_counter{{{task_3},metric="hits"}} 1.0'])
+    assert user_samples({"count": {"2": {"sizes": {"type": "histogram", "count": 3},
+                                         "took": {"type": "timer", "count": 2}}}}) == samples([
+        f'stormpy_user_histogram_count{{{U},metric="sizes"}} 3.0',
+        f'stormpy_user_histogram_sum{{{U},metric="sizes"}} 0.0',
+        f'stormpy_user_timer_seconds_count{{{U},metric="took"}} 2.0',
+        f'stormpy_user_timer_seconds_sum{{{U},metric="took"}} 0.0'])

@@ -245,3 +245,10 @@ def test_a_new_heartbeat_keeps_the_buckets_still_in_the_window() -> None:
     w.observe([hb(1585, 586, (entry(1, acked=6),))], 1585.0)  # bucket 1580; 990 ends at 1000 > 985
     assert w.totals("600", 1585.0)[("spout", 1)] == {"acked": 6.0}
     assert w.totals("600", 1600.0)[("spout", 1)] == {"acked": 1.0}
+
+
+def test_a_worker_whose_uptime_stood_still_did_not_restart() -> None:
+    w = TopologyWindows(now=1000.0)
+    w.observe([hb(1000, 10, (entry(1, acked=5),))], 1000.0)
+    w.observe([hb(1001, 10, (entry(1, acked=8),))], 1001.0)  # uptime in whole seconds: not yet 11
+    assert w.totals(ALL_TIME, 1001.0)[("spout", 1)] == {"acked": 8.0}
