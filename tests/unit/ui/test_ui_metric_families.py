@@ -282,3 +282,25 @@ def test_users_metrics_of_another_shape_are_skipped_and_a_summary_without_a_sum_
         f'stormpy_user_histogram_sum{{{U},metric="sizes"}} 0.0',
         f'stormpy_user_timer_seconds_count{{{U},metric="took"}} 2.0',
         f'stormpy_user_timer_seconds_sum{{{U},metric="took"}} 0.0'])
+
+
+def test_a_worker_without_system_cpu_time_reports_zero_system_seconds() -> None:
+    beat = WorkerHeartbeat(topology_id="t-1", node="sup-a", port=6700, time=990.0, uptime=30.0,
+                           process={"cpu_user_secs": 2.0})
+    backend = FakeBackend({"t-1": {("sup-a", 6700): beat}}, raising(BackendUnavailable("down")),
+                          lambda: {})
+    cpu = [s for s in samples(exposition(backend)) if s[0] == "stormpy_worker_cpu_seconds_total"]
+    assert cpu == samples([f'stormpy_worker_cpu_seconds_total{{{W},mode="user"}} 2.0',
+                           f'stormpy_worker_cpu_seconds_total{{{W},mode="system"}} 0.0'])
+
+
+def test_building_the_registry_asks_nimbus_nothing_until_a_scrape() -> None:
+    calls: list[str] = []
+
+    def cluster() -> dict[str, Any]:
+        calls.append("cluster_info")
+        raise BackendUnavailable("down")
+    registry = make_registry(FakeBackend({}, cluster, lambda: {}))  # type: ignore[arg-type]
+    assert calls == []
+    generate_latest(registry)
+    assert calls == ["cluster_info"]
