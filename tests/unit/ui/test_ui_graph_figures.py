@@ -101,3 +101,66 @@ def test_shapes_report_how_low_they_reach() -> None:
         ("b", "b", "again", "again 0.0/s", 76 + 0.75 * 34 + 9 + 8),
         ("b", "b", "more", "more 0.0/s", 76 + 0.75 * (34 + 24) + 9 + 8),  # one lane (18 px) deeper
         ("s", "b", "default", "default 0.0/s", 76)]
+
+
+def to(source: str, stream: str = "default") -> dict[str, object]:
+    return {":component": source, ":stream": stream, ":rate": 1.0}
+
+
+def drawn(vis: dict[str, dict[str, object]]) -> list[tuple[str, str, str, str, float, float, float]]:
+    return [(s.source, s.target, s.stream, s.path, round(s.label_x, 1), round(s.label_y, 1), s.bottom)
+            for s in edge_shapes(vis, node_positions(vis))]
+
+
+def test_a_component_reached_again_by_a_longer_path_sits_at_its_end() -> None:
+    # c follows a (column 1) and x (column 2, after b): column 3, though a's walk reached it first
+    vis: dict[str, dict[str, object]] = {
+        "s": {":type": "spout"}, "a": {":inputs": [to("s")]}, "b": {":inputs": [to("s")]},
+        "x": {":inputs": [to("b")]}, "c": {":inputs": [to("a"), to("x")]}}
+    assert node_positions(vis) == {"s": (20, 20), "a": (300, 20), "b": (300, 112), "x": (580, 20),
+                                   "c": (860, 20)}
+
+
+def test_lanes_go_in_stream_name_order_for_every_kind_of_edge() -> None:
+    vis: dict[str, dict[str, object]] = {
+        "s": {":type": "spout"},  # no inputs at all
+        "a": {":inputs": [to("s", "x"), to("s", "default"), to("c", "back"), to("c", "back2")]},
+        "c": {":inputs": [to("a"), to("s", "skip"), to("s", "skip2")]}}
+    assert drawn(vis) == [
+        # back edges 24 and 42 px down, entering a at its third and fourth input
+        ("c", "a", "back", "M 665.0 76.0 Q 527.0 124.0 389.0 76.0", 527.0, 109.0, 117.0),
+        ("c", "a", "back2", "M 665.0 76.0 Q 531.0 160.0 397.0 76.0", 531.0, 127.0, 135.0),
+        # "default" before "x" whatever the subscription order: the upper lane, entering a higher
+        ("s", "a", "default", "M 190.0 48.0 Q 244.3 28.0 300.0 44.0", 244.3, 28.0, 76),
+        ("s", "a", "x", "M 190.0 48.0 Q 247.0 59.9 300.0 36.0", 247.0, 59.9, 76),
+        ("a", "c", "default", "M 470.0 48.0 Q 525.0 44.0 580.0 40.0", 524.3, 35.0, 76),
+        # over a's box, the second stream one lane (18 px) higher
+        ("s", "c", "skip", "M 190.0 48.0 Q 385.0 -45.8 580.0 48.0", 385.0, -7.9, 76),
+        ("s", "c", "skip2", "M 190.0 48.0 Q 387.7 -77.8 580.0 56.0", 386.5, -21.9, 76)]
+
+
+def test_two_subscriptions_to_the_same_stream_take_two_lanes() -> None:
+    vis: dict[str, dict[str, object]] = {"s": {":type": "spout"}, "b": {":inputs": [to("s"), to("s")]}}
+    assert drawn(vis) == [("s", "b", "default", "M 190.0 48.0 Q 244.3 28.0 300.0 44.0", 244.3, 28.0, 76),
+                          ("s", "b", "default", "M 190.0 48.0 Q 244.3 68.0 300.0 52.0", 244.3, 68.0, 76)]
+
+
+def test_a_back_edge_from_a_lower_row_bends_below_both_boxes() -> None:
+    vis: dict[str, dict[str, object]] = {
+        "s": {":type": "spout"}, "a": {":inputs": [to("s"), to("c", "back")]},
+        "bb": {":inputs": [to("a")]}, "c": {":inputs": [to("a")]}}  # c: column 2, second row
+    assert drawn(vis)[0] == ("c", "a", "back", "M 665.0 168.0 Q 511.8 167.5 389.0 76.0", 516.6, 153.3, 168)
+
+
+def test_an_edge_reaches_down_to_the_lower_of_its_two_boxes() -> None:
+    vis: dict[str, dict[str, object]] = {
+        "s1": {":type": "spout"}, "s2": {":type": "spout"}, "a": {":inputs": [to("s1")]},
+        "b": {":inputs": [to("s1"), to("s2")]}}
+    assert [(s, t, bottom) for s, t, _, _, _, _, bottom in drawn(vis)] == [
+        ("s1", "a", 76), ("s1", "b", 168), ("s2", "b", 168)]
+
+
+def test_boxes_without_edges_set_the_pictures_height() -> None:
+    svg = render_svg({"s1": {":type": "spout"}, "s2": {":type": "spout"}})
+    assert svg.startswith('<svg xmlns="http://www.w3.org/2000/svg" class="topology-graph" width="210" '
+                          'height="188" viewBox="0 0 210 188" ')
