@@ -139,10 +139,13 @@ def test_lanes_go_in_stream_name_order_for_every_kind_of_edge() -> None:
         ("s", "c", "skip2", "M 190.0 48.0 Q 387.7 -77.8 580.0 56.0", 386.5, -21.9, 76)]
 
 
-def test_two_subscriptions_to_the_same_stream_take_two_lanes() -> None:
-    vis: dict[str, dict[str, object]] = {"s": {":type": "spout"}, "b": {":inputs": [to("s"), to("s")]}}
-    assert drawn(vis) == [("s", "b", "default", "M 190.0 48.0 Q 244.3 28.0 300.0 44.0", 244.3, 28.0, 76),
-                          ("s", "b", "default", "M 190.0 48.0 Q 244.3 68.0 300.0 52.0", 244.3, 68.0, 76)]
+def test_two_subscriptions_to_the_same_stream_take_two_lanes_in_their_order() -> None:
+    vis: dict[str, dict[str, object]] = {"s": {":type": "spout"},
+                                         "b": {":inputs": [{**to("s"), ":rate": 2.0}, to("s")]}}
+    shapes = edge_shapes(vis, node_positions(vis))
+    assert [(s.label, s.path) for s in shapes] == [
+        ("default 2.0/s", "M 190.0 48.0 Q 244.3 28.0 300.0 44.0"),
+        ("default 1.0/s", "M 190.0 48.0 Q 244.3 68.0 300.0 52.0")]
 
 
 def test_a_back_edge_from_a_lower_row_bends_below_both_boxes() -> None:
