@@ -329,6 +329,13 @@ TARGETS: dict[str, Target] = {
                                          "_stream", "_bolt", "_graph", "_operation", "_spout",
                                          "_topology", "_parquet")),
                       tests=("tests/unit/trident/test_trident_*.py",)),
+    # the UI's figures: the windows of a topology's counts, the Prometheus families and the
+    # topology graph, with the UI's unit tests and the users' metrics export (the `stormpy ui`
+    # command test starts the server under the CLI: left out)
+    "ui": Target(tuple(f"src/stormpy/ui/{part}.py" for part in ("_windows", "_metrics", "_graph")),
+                 tests=("tests/unit/ui/test_ui_*.py", "tests/unit/topology/test_user_metrics.py"),
+                 pytest_args=("--deselect", "tests/unit/ui/test_ui_units.py::"
+                              "test_stormpy_ui_prints_the_address_it_binds")),
 }
 #: what ``make mutate`` runs when no target is named
 CORE = ("acker", "nimbus", "batching", "spark-bolt", "worker")
