@@ -7,7 +7,8 @@ so the supervisor launches, watches, judges, adopts and stops it exactly as a wo
 fraction of a worker's start-up time. What it does is chosen by ``FAKE_WORKER`` in its
 environment:
 
-* ``beat`` (default): writes its local heartbeat every 50 ms until it is signalled;
+* ``beat`` (default): writes its local heartbeat (executors: ``FAKE_EXECUTORS``, JSON) every
+  50 ms until it is signalled;
 * ``stale``: writes one heartbeat 1000 s old, then sleeps;
 * ``silent``: never writes a heartbeat;
 * ``fail``: logs an ERROR line in the worker log format (``worker stopped: boom in <pid>``) and
@@ -64,7 +65,7 @@ def beat(at):
     tmp = os.path.join(wdir, ".heartbeat.tmp")
     with open(tmp, "wb") as f:
         f.write(msgpack.packb({"time": at, "pid": os.getpid(), "topology_id": tid, "port": port,
-                               "executors": []}))
+                               "executors": json.loads(os.environ.get("FAKE_EXECUTORS", "[]"))}))
     os.replace(tmp, os.path.join(wdir, "heartbeat"))
 
 if mode in ("fail", "fail-with-child"):
