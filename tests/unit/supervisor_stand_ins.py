@@ -13,6 +13,7 @@ environment:
 * ``silent``: never writes a heartbeat;
 * ``fail``: logs an ERROR line in the worker log format (``worker stopped: boom in <pid>``) and
   exits with code 3;
+* ``die``: exits with code 3 at once, logging nothing;
 * ``fail-with-child``: starts a ``sleep`` in its process group (its pid in ``child-pid`` of the
   worker directory), then fails like ``fail``;
 * ``stubborn``: ignores SIGTERM, writes heartbeats.
@@ -55,11 +56,6 @@ opts = dict(zip(args[2::2], args[3::2]))
 tid, sid, port = opts["--topology-id"], opts["--supervisor-id"], int(opts["--port"])
 wdir = os.path.join(opts["--local-dir"], "supervisor", sid, "workers", f"{tid}-{port}")
 mode = os.environ.get("FAKE_WORKER", "beat")
-with open(os.path.join(wdir, "fake-run.json"), "w") as f:
-    json.dump({"argv": sys.argv, "cwd": os.getcwd(),
-               "fds": sorted(int(n) for n in os.listdir("/proc/self/fd")),
-               "pgid": os.getpgid(0), "stdin": os.path.realpath("/proc/self/fd/0"),
-               "env": {k: os.environ.get(k) for k in ("FAKE_WORKER", "PYTHONUNBUFFERED", "FAKE_MARK")}}, f)
 
 def beat(at):
     tmp = os.path.join(wdir, ".heartbeat.tmp")
@@ -68,6 +64,16 @@ def beat(at):
                                "executors": json.loads(os.environ.get("FAKE_EXECUTORS", "[]"))}))
     os.replace(tmp, os.path.join(wdir, "heartbeat"))
 
+if mode == "stale":  # before the run record: a test that saw the record sees this heartbeat
+    beat(time.time() - 1000)
+with open(os.path.join(wdir, "fake-run.json"), "w") as f:
+    json.dump({"argv": sys.argv, "cwd": os.getcwd(),
+               "fds": sorted(int(n) for n in os.listdir("/proc/self/fd")),
+               "pgid": os.getpgid(0), "stdin": os.path.realpath("/proc/self/fd/0"),
+               "env": {k: os.environ.get(k) for k in ("FAKE_WORKER", "PYTHONUNBUFFERED", "FAKE_MARK")}}, f)
+
+if mode == "die":
+    os._exit(3)
 if mode in ("fail", "fail-with-child"):
     if mode == "fail-with-child":
         child = subprocess.Popen(["sleep", "300"])
@@ -78,8 +84,6 @@ if mode in ("fail", "fail-with-child"):
     os._exit(3)
 if mode == "stubborn":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-if mode == "stale":
-    beat(time.time() - 1000)
 print("fake worker up", flush=True)
 print("fake worker stderr", file=sys.stderr, flush=True)
 deadline = time.monotonic() + 300

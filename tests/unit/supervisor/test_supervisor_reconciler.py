@@ -10,6 +10,7 @@ import functools
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -74,26 +75,27 @@ def wait_for_beat(rig: Rig, topology_id: str, port: int) -> None:
 
 def test_missing_workers_are_launched_for_downloaded_code_only(rig: Rig) -> None:
     downloaded(rig.dirs, "t-1")
-    desired = {6701: la("t-1", (3, 3)), 6700: la("t-1", (1, 1), (2, 2)), 6702: la("t-2", (4, 4))}
+    assert rig.launch({6701: la("t-1", (3, 3))}).keys() == {6701}
+    desired = {6701: la("t-1", (3, 3)), 6702: la("t-1", (1, 1), (2, 2)), 6700: la("t-2", (4, 4))}
     workers = rig.launch(desired)
-    assert sorted(workers) == [6700, 6701]  # t-2 is not downloaded yet
-    h = workers[6700]
-    assert (h.topology_id, h.port, h.executors, h.adopted) == ("t-1", 6700, ((1, 1), (2, 2)), False)
-    assert h.pid == int(rig.dirs.pid_file("t-1", 6700).read_text())
+    assert sorted(workers) == [6701, 6702]  # t-2 is not downloaded yet; 6701 was running already
+    h = workers[6702]
+    assert (h.topology_id, h.port, h.executors, h.adopted) == ("t-1", 6702, ((1, 1), (2, 2)), False)
+    assert h.pid == int(rig.dirs.pid_file("t-1", 6702).read_text())
     assert rig.counters == {"worker_launches": 2.0, "worker_restarts": 0.0}
-    assert run_record(rig.dirs, "t-1", 6700)["env"]["FAKE_MARK"] == "from-env"
+    assert run_record(rig.dirs, "t-1", 6702)["env"]["FAKE_MARK"] == "from-env"
     watchers = {t.name: t for t in threading.enumerate() if t.name.startswith("watch-67")}
-    assert sorted(watchers) == ["watch-6700", "watch-6701"]
+    assert sorted(watchers) == ["watch-6701", "watch-6702"]
     assert all(t.daemon for t in watchers.values())
     # a second round launches nothing more; healthy workers are kept
-    wait_for_beat(rig, "t-1", 6700)
     wait_for_beat(rig, "t-1", 6701)
+    wait_for_beat(rig, "t-1", 6702)
     rig.reconciler.replace(desired)
     assert rig.launch(desired) == workers
     assert rig.counters == {"worker_launches": 2.0, "worker_restarts": 0.0}
     # taking them all leaves none
     taken = rig.reconciler.take_all()
-    assert sorted(h.port for h in taken) == [6700, 6701]
+    assert sorted(h.port for h in taken) == [6701, 6702]
     assert rig.reconciler.snapshot() == {}
     terminate_workers(taken, 5.0, LOG)
 
@@ -133,9 +135,11 @@ def test_a_worker_that_exits_is_reported_with_its_error_and_restarted(rig: Rig) 
     [record] = rig.reconciler.exits.records([], 0.0)
     assert record["last_exit"] == f"exit code 3: worker stopped: boom in {second.pid}"
     assert (record["restarts"], record["quick_exits"], record["crash_looping"]) == (2, 2, True)
-    # the second quick exit in a row holds the relaunch back (1 s)
-    assert rig.launch(desired) == {}
-    assert rig.counters["worker_launches"] == 2.0
+    assert rig.counters["worker_restarts"] == 2.0
+    # the second quick exit in a row holds the relaunch back (1 s), not the other ports' launches
+    rig.mode = "beat"
+    assert rig.launch({**desired, 6701: la("t-1", (2, 2))}).keys() == {6701}
+    assert rig.counters["worker_launches"] == 3.0
 
 
 def test_the_process_group_of_an_exited_worker_is_killed(rig: Rig) -> None:
@@ -194,6 +198,9 @@ def test_a_worker_whose_executors_changed_is_restarted_with_the_new_ones(rig: Ri
     assert rig.dirs.worker_dir("t-1", 6700).is_dir()
     assert rig.reconciler.exits.records([], 0.0) == []  # a reassignment, not a failure
     assert rig.launch(desired)[6700].executors == ((1, 1), (2, 2))
+    wait_for_beat(rig, "t-1", 6700)
+    rig.reconciler.replace({6700: la("t-1", (2, 2))})
+    assert rig.counters["worker_restarts"] == 2.0
 
 
 def test_an_adopted_worker_of_unknown_executors_is_kept(rig: Rig) -> None:
@@ -219,17 +226,58 @@ def test_a_worker_with_a_stale_or_no_heartbeat_is_restarted(tmp_path: Path, monk
         downloaded(rig.dirs, "t-1")
         rig.mode = mode
         desired = {6700: la("t-1", (1, 1))}
-        handle = rig.launch(desired)[6700]
-        run_record(rig.dirs, "t-1", 6700)
-        rig.reconciler.replace(desired)
-        assert handle.exit_code() is not None
-        assert rig.reconciler.snapshot() == {}
-        assert rig.counters["worker_restarts"] == 1.0
-        [record] = rig.reconciler.exits.records([], 0.0)
-        assert record["last_exit"].startswith(reason) and record["restarts"] == 1
-        assert rig.dirs.worker_dir("t-1", 6700).is_dir()
+        for restarts in (1, 2):
+            (rig.dirs.worker_dir("t-1", 6700) / "fake-run.json").unlink(missing_ok=True)
+            handle = rig.launch(desired)[6700]
+            run_record(rig.dirs, "t-1", 6700)
+            before = time.time()
+            rig.reconciler.replace(desired)
+            after = time.time()
+            assert handle.exit_code() is not None
+            assert rig.reconciler.snapshot() == {}
+            assert rig.counters["worker_restarts"] == restarts
+            [record] = rig.reconciler.exits.records([], 0.0)
+            assert record["last_exit"].startswith(reason)
+            assert (record["topology_id"], record["port"], record["restarts"], record["quick_exits"]) == (
+                "t-1", 6700, restarts, restarts)
+            assert before <= record["last_exit_time"] <= after
+            assert rig.dirs.worker_dir("t-1", 6700).is_dir()
     finally:
         rig.close()
+
+
+def test_an_exit_without_a_logged_error_is_its_code_alone(rig: Rig) -> None:
+    downloaded(rig.dirs, "t-1")
+    desired = {6700: la("t-1", (1, 1))}
+    rig.mode = "fail"
+    rig.launch(desired)
+    assert rig.exits_seen.acquire(timeout=30)
+    rig.reconciler.replace(desired)
+    rig.mode = "die"  # the error of the run before stays in the log, before this run's offset
+    rig.launch(desired)
+    assert rig.exits_seen.acquire(timeout=30)
+    before = time.time()
+    rig.reconciler.replace(desired)
+    after = time.time()
+    [record] = rig.reconciler.exits.records([], 0.0)
+    assert record["last_exit"] == "exit code 3"
+    assert before <= record["last_exit_time"] <= after
+
+
+def test_stopping_is_logged_to_the_supervisors_logger_and_a_linked_worker_dir_is_left(
+        rig: Rig, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    downloaded(rig.dirs, "t-1")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    rig.dirs.workers_root.mkdir(parents=True)
+    rig.dirs.worker_dir("t-1", 6700).symlink_to(elsewhere)  # rmtree refuses a link: not fatal
+    handle = rig.launch({6700: la("t-1", (1, 1))})[6700]
+    wait_for_beat(rig, "t-1", 6700)
+    caplog.set_level(logging.INFO)
+    rig.reconciler.replace({})
+    assert handle.exit_code() is not None and rig.reconciler.snapshot() == {}
+    assert f"stopping {handle.describe()}" in [r.getMessage() for r in caplog.records if r.name == LOG.name]
+    assert elsewhere.is_dir()
 
 
 def test_a_launch_that_fails_is_skipped_and_the_others_still_start(
