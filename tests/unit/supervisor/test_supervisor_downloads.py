@@ -247,3 +247,62 @@ def test_a_downloader_bug_counts_as_a_failed_download_and_the_queue_goes_on(
     assert [r.getMessage() for r in warnings][:1] == [
         "download of t-1 failed: RuntimeError('a bug in the downloader') (retrying in 1 s)"]
     assert {r.name for r in caplog.records} == {"stormpy.supervisor.download"}
+
+
+def test_a_nimbus_with_a_token_serves_a_supervisor_with_that_token(tmp_path: Path) -> None:
+    bundle = bundle_bytes(tmp_path, {"app.txt": "x"})
+    secret = {"topology.curve.secret": b"\x00\xffraw key bytes"}
+    with stand_in_nimbus(auth_token="right") as guarded:
+        guarded.add("t-1", bundle, SPEC, secret)
+        dirs = SupervisorDirs(tmp_path / "fresh-local", "sup-9")  # nothing of it exists yet
+        BundleDownloader(conf_for(guarded.address, **{"nimbus.rpc.auth.token": "right"}), dirs).download("t-1")
+    assert guarded.calls[:2] == ["get_leader", "get_topology_files t-1"]
+    doc = msgpack.unpackb(dirs.topology_file("t-1").read_bytes(), raw=False)
+    assert doc["conf"] == secret  # bytes stay bytes
+
+
+class Flaky:
+    def __init__(self) -> None:
+        self.failing = True
+
+    def download(self, topology_id: str) -> None:
+        if self.failing:
+            raise DownloadError(f"cannot download topology {topology_id}: Nimbus is away")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_success_starts_the_backoff_of_the_next_failure_over(caplog: pytest.LogCaptureFixture) -> None:
+    clock = Clock()
+    downloader = Flaky()
+    done = threading.Semaphore(0)
+    queue = DownloadQueue(downloader, done.release, clock=clock)  # type: ignore[arg-type]
+    caplog.set_level(logging.INFO, logger="stormpy.supervisor.download")
+    queue.start()
+    try:
+        def attempt() -> None:
+            assert queue.request("t-1")
+            wait_for(lambda: done.acquire(blocking=False), 30, "the download attempt")
+
+        attempt()
+        clock.now += 1.0
+        attempt()  # failed twice: held back 2 s now
+        clock.now += 2.0
+        downloader.failing = False
+        attempt()
+        downloader.failing = True
+        attempt()  # a failure after a success: held back 1 s, not 4 s
+        clock.now += 1.0
+        assert queue.request("t-1")
+        wait_for(lambda: done.acquire(blocking=False), 30, "the last attempt")
+    finally:
+        assert queue.stop()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings[:2] == ["cannot download topology t-1: Nimbus is away (retrying in 1 s)",
+                            "cannot download topology t-1: Nimbus is away (retrying in 2 s)"]

@@ -83,3 +83,12 @@ def test_retain_keeps_the_slots_still_assigned_to_the_same_topology() -> None:
     exits.retain({6700: "t-1", 6701: "t-9"})
     assert [(r["port"], r["topology_id"], r["restarts"]) for r in exits.records([], 101.0)] == [
         (6700, "t-1", 1)]
+
+
+def test_the_searched_tail_begins_exactly_64_kib_before_the_end(tmp_path: Path) -> None:
+    # one line of exactly LOG_TAIL_BYTES: the tail is the whole line, its first byte included
+    head = "X ERROR [w] t: "
+    body = "b" * (LOG_TAIL_BYTES - len(head) - 1)
+    log = tmp_path / "worker.log"
+    log.write_text("an older line\n" + head + body + "\n")
+    assert last_logged_error(log) == body[:400]
