@@ -255,7 +255,8 @@ def test_a_nimbus_with_a_token_serves_a_supervisor_with_that_token(tmp_path: Pat
     with stand_in_nimbus(auth_token="right") as guarded:
         guarded.add("t-1", bundle, SPEC, secret)
         dirs = SupervisorDirs(tmp_path / "fresh-local", "sup-9")  # nothing of it exists yet
-        BundleDownloader(conf_for(guarded.address, **{"nimbus.rpc.auth.token": "right"}), dirs).download("t-1")
+        conf = conf_for(guarded.address, **{"nimbus.rpc.auth.token": "right"})
+        BundleDownloader(conf, dirs).download("t-1")
     assert guarded.calls[:2] == ["get_leader", "get_topology_files t-1"]
     doc = msgpack.unpackb(dirs.topology_file("t-1").read_bytes(), raw=False)
     assert doc["conf"] == secret  # bytes stay bytes
