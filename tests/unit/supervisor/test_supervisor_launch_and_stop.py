@@ -23,12 +23,14 @@ from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.host.processes import command_line
 from stormpy.supervisor.launcher import (
     WORKER_MODULE,
+    RelaunchBackoff,
     WorkerHandle,
     is_worker_process,
     launch_worker,
     terminate_workers,
     wait_for_exit,
 )
+from stormpy.supervisor.sync import QUICK_EXIT_SECS
 from stormpy.testing import wait_for
 
 
@@ -103,11 +105,23 @@ def test_a_worker_is_launched_with_its_command_line_directory_log_and_pid_file(
 
 def test_a_worker_is_launched_into_directories_that_do_not_exist_yet(
         tmp_path: Path, launched: list[WorkerHandle]) -> None:
-    dirs = make_dirs(tmp_path)
+    dirs = SupervisorDirs(tmp_path / "local", "sup-1", tmp_path / "deep" / "logs")
     downloaded(dirs, "t-1")
-    handle = start(dirs, fake_python(tmp_path), launched)
+    # this process's stdin is a pipe: the worker's is /dev/null all the same
+    read_end, write_end = os.pipe()
+    saved = os.dup(0)
+    os.dup2(read_end, 0)
+    try:
+        handle = start(dirs, fake_python(tmp_path), launched)
+    finally:
+        os.dup2(saved, 0)
+        for fd in (saved, read_end, write_end):
+            os.close(fd)
     assert handle.log_offset == 0
-    assert run_record(dirs, "t-1", 6700)["cwd"] == str(dirs.code_dir("t-1"))
+    run = run_record(dirs, "t-1", 6700)
+    assert run["cwd"] == str(dirs.code_dir("t-1"))
+    assert run["stdin"] == os.devnull
+    assert dirs.worker_log("t-1", 6700).is_file()
 
 
 def test_exit_codes_of_launched_and_adopted_handles(tmp_path: Path, launched: list[WorkerHandle]) -> None:
@@ -205,3 +219,32 @@ def test_stopping_sends_sigterm_then_sigkill_after_the_grace_and_logs_it(
     assert f"INFO stopping {polite.describe()}" in records.lines
     assert f"INFO {polite.describe()} stopped (exit code -15)" in records.lines
     terminate_workers([], 0.5, logger)  # nothing to stop
+
+
+def test_waiting_for_a_worker_someone_else_reaped_returns_at_once() -> None:
+    proc = subprocess.Popen(["true"])
+    proc.wait()  # reaped here, as psutil does when it stops a worker
+    wait_for_exit(WorkerHandle("t-1", 6700, proc.pid, 0.0, None, proc))
+
+
+def test_a_long_run_on_a_port_never_held_back_is_relaunched_at_once() -> None:
+    relaunch = RelaunchBackoff()
+    assert relaunch.note_exit(6700, QUICK_EXIT_SECS) == 0.0
+    assert relaunch.may_launch(6700)
+    relaunch.forget(6701)  # nothing known: nothing to forget
+    relaunch.retain([])
+
+
+def test_a_stopped_handle_whose_pid_now_names_another_process_leaves_that_process_alone(
+        tmp_path: Path) -> None:
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    exited = subprocess.Popen(["true"])
+    exited.wait()
+    try:
+        # the worker exited and its pid was given to another process since
+        recycled = WorkerHandle("t-1", 6700, other.pid, 0.0, None, exited)
+        terminate_workers([recycled], 0.5)
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
