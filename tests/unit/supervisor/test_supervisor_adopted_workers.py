@@ -49,6 +49,7 @@ def test_running_workers_are_adopted_with_their_executors_and_launch_time(
     write_local_heartbeat(dirs.heartbeat_file("t-2", 6701), time=time.time(), pid=silent.pid + 100000,
                           topology_id="t-2", port=6701, executors=[(2, 2)])
     os.utime(dirs.pid_file("t-1", 6700), (1000.0, 1000.0))
+    dirs.worker_dir("a-dead", 6701).mkdir()  # listed first, without a worker: skipped
     adopted = adopt_workers(dirs, (6700, 6701), 5.0, LOG)
     assert sorted(adopted) == [6700, 6701]
     a = adopted[6700]
@@ -61,7 +62,7 @@ def test_running_workers_are_adopted_with_their_executors_and_launch_time(
 
 
 def test_a_leftover_on_a_port_not_offered_or_taken_is_stopped(
-        tmp_path: Path, started: list[WorkerHandle]) -> None:
+        tmp_path: Path, started: list[WorkerHandle], caplog: pytest.LogCaptureFixture) -> None:
     dirs = make_dirs(tmp_path)
     python = fake_python(tmp_path)
     for tid in ("t-1", "t-2", "t-3"):
@@ -72,10 +73,14 @@ def test_a_leftover_on_a_port_not_offered_or_taken_is_stopped(
     started.extend([first, taken, unoffered])
     for tid, port in (("t-1", 6700), ("t-2", 6700), ("t-3", 6799)):
         run_record(dirs, tid, port)
+    caplog.set_level(logging.INFO)
     adopted = adopt_workers(dirs, (6700, 6701), 5.0, LOG)
     assert {port: h.pid for port, h in adopted.items()} == {6700: first.pid}
     wait_for(lambda: gone(taken.pid) and gone(unoffered.pid), 30, "the leftovers to be stopped")
     assert not gone(first.pid)
+    said = [r.getMessage() for r in caplog.records if r.name == LOG.name]
+    for leftover in (taken, unoffered):  # stopping them is told in the supervisor's own log
+        assert f"stopping worker {leftover.topology_id}:{leftover.port} (pid {leftover.pid})" in said
 
 
 def test_removing_unused_directories_goes_on_past_one_that_cannot_be_removed(tmp_path: Path) -> None:
