@@ -164,3 +164,42 @@ def test_the_service_sends_every_request_past_one_that_fails_and_starts_once(
         assert back.stop()
     back.poll()  # a stopped returner is not started again
     assert "supervisor-bundle-return" not in [t.name for t in threading.enumerate()]
+
+
+def test_a_leader_with_a_token_takes_the_bundle_from_a_supervisor_with_that_token(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    dirs = make_dirs(tmp_path)
+    state = MemoryState()
+    hold(dirs, tmp_path, "t-1")
+    state.want("t-1")
+    caplog.set_level(logging.INFO)
+    with stand_in_nimbus(auth_token="right") as leader:
+        conf = {"nimbus.seeds": [leader.address], "nimbus.rpc.auth.token": "right",
+                "nimbus.rpc.retries": 0}
+        assert BundleReturner(conf, dirs, state).send("t-1")  # type: ignore[arg-type]
+    assert [r["topology_id"] for r in leader.restored] == ["t-1"]
+    assert [r.name for r in caplog.records if "sent the code of topology t-1" in r.getMessage()] == [
+        "stormpy.supervisor.bundle_return"]
+
+
+def test_a_round_that_fails_unexpectedly_is_told_in_the_supervisors_log(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    dirs = make_dirs(tmp_path)
+    state = MemoryState()
+    hold(dirs, tmp_path, "t-1")
+    dirs.topology_file("t-1").write_bytes(msgpack.packb(["not", "a", "map"]))
+    state.want("t-1")
+    caplog.set_level(logging.INFO)
+
+    def failed() -> list[str]:
+        said = [r.getMessage() for r in caplog.records if r.name == LOG.name]
+        return [m for m in said if "round failed" in m]
+
+    with stand_in_nimbus() as leader:
+        back = returner({"nimbus.seeds": [leader.address]}, dirs, state)
+        try:
+            back.poll()
+            wait_for(failed, 30, "the failed round to be logged")
+        finally:
+            assert back.stop()
+    assert failed()[0].startswith("supervisor-bundle-return: round failed")
