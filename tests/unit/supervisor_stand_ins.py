@@ -13,6 +13,7 @@ environment:
 * ``silent``: never writes a heartbeat;
 * ``fail``: logs an ERROR line in the worker log format (``worker stopped: boom in <pid>``) and
   exits with code 3;
+* ``fail-once``: fails like ``fail`` on its first run in its worker directory, then beats;
 * ``die``: exits with code 3 at once, logging nothing;
 * ``fail-with-child``: starts a ``sleep`` in its process group (its pid in ``child-pid`` of the
   worker directory), then fails like ``fail``;
@@ -72,6 +73,10 @@ with open(os.path.join(wdir, "fake-run.json"), "w") as f:
                "pgid": os.getpgid(0), "stdin": os.path.realpath("/proc/self/fd/0"),
                "env": {k: os.environ.get(k) for k in ("FAKE_WORKER", "PYTHONUNBUFFERED", "FAKE_MARK")}}, f)
 
+if mode == "fail-once":  # fails on its first run in this worker directory, then beats
+    marker = os.path.join(wdir, "failed-once")
+    mode = "beat" if os.path.exists(marker) else "fail"
+    open(marker, "a").close()
 if mode == "die":
     os._exit(3)
 if mode in ("fail", "fail-with-child"):

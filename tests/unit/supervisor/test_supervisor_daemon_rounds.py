@@ -50,6 +50,7 @@ class MemoryClusterState:
 
     def __init__(self) -> None:
         self.assigns: dict[str, Assignment] = {}
+        self.watch: Any = None
         self.registered: list[SupervisorInfo] = []
         self.unregistered: list[str] = []
         self.connected = True
@@ -61,6 +62,7 @@ class MemoryClusterState:
         self.paths = ZkPaths("/stormpy")
 
     def assignments(self, callback: Any = None) -> dict[str, Assignment]:
+        self.watch = callback
         if self.broken_reads:
             raise ClusterStateError("ZooKeeper is away")
         return dict(self.assigns)
@@ -181,13 +183,17 @@ def test_a_started_supervisor_registers_writes_its_worker_conf_and_runs_its_thre
 def test_an_assignment_is_downloaded_and_run_and_when_removed_stopped_and_cleaned_up(
         tmp_path: Path, state: MemoryClusterState, nimbus: StandInNimbus,
         supervisors: list[Supervisor]) -> None:
-    sup = start(supervisors, conf_for(tmp_path, nimbus))
+    conf = conf_for(tmp_path, nimbus, **{"logviewer.port": 0, "logviewer.host": "127.0.0.1"})
+    sup = start(supervisors, conf)
     assert sup.dirs is not None
+    wait_for(lambda: state.watch is not None, 30, "the first read of the assignments")
     assign(state, sup, t_1=(6700, 1))
-    sup.sync_now()
+    state.watch()  # ZooKeeper's watch on the assignments fires
     wait_for(lambda: 6700 in sup.workers(), 30, "the worker of t-1 to be launched")
     handle = sup.workers()[6700]
     assert (handle.topology_id, handle.executors) == ("t-1", ((1, 1),))
+    assert sup.logviewer is not None and list(sup.logviewer.running()) == [("t-1", 6700)]
+    assert sup.log_path is not None and "log server on " in sup.log_path.read_text()
     assert sup.dirs.is_downloaded("t-1")
     assert sup.counters == {"worker_launches": 1.0, "worker_restarts": 0.0}
     state.assigns = {}
@@ -224,9 +230,18 @@ def test_the_last_known_assignments_stay_while_zookeeper_cannot_be_read(
     sup.sync_now()
     wait_for(lambda: 6700 in sup.workers(), 30, "the worker of t-1 to be launched")
     handle = sup.workers()[6700]
+    registered = len(state.registered)
     state.broken_reads = True
     sync(sup)
     assert sup.workers() == {6700: handle} and handle.alive
+    assert len(state.registered) == registered  # no restart: nothing published before the heartbeat
+    sup.stop()
+    assert sup.log_path is not None
+    log = sup.log_path.read_text()
+    assert f"stopping {handle.describe()}" in log
+    assert log.count(f"supervisor {sup.supervisor_id} stopping") == 1
+    sup.stop()
+    assert sup.log_path.read_text().count(f"supervisor {sup.supervisor_id} stopping") == 1
 
 
 def test_workers_left_running_are_adopted_by_the_next_run(
@@ -372,6 +387,7 @@ def test_the_context_manager_and_run_forever_start_and_stop(
 def test_workers_get_unbuffered_output_and_stormpy_on_their_path(monkeypatch: pytest.MonkeyPatch) -> None:
     src = str(Path(stormpy.__file__).resolve().parents[1])
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/a", "", "/b"]))
+    monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)
     env = _worker_env()
     assert env["PYTHONUNBUFFERED"] == "1"
     assert env["PYTHONPATH"] == os.pathsep.join([src, "/a", "/b"])
@@ -382,3 +398,57 @@ def test_workers_get_unbuffered_output_and_stormpy_on_their_path(monkeypatch: py
     monkeypatch.delenv("PYTHONPATH")
     assert _worker_env()["PYTHONPATH"] == src
     assert json.dumps(_worker_env())  # plain strings only
+
+
+def test_a_failure_after_connecting_closes_the_cluster_state(
+        tmp_path: Path, state: MemoryClusterState, monkeypatch: pytest.MonkeyPatch) -> None:
+    def adoption_fails(*args: Any) -> Any:
+        raise RuntimeError("adoption broke")
+
+    monkeypatch.setattr(daemon_module, "adopt_workers", adoption_fails)
+    sup = Supervisor(conf_for(tmp_path))
+    with pytest.raises(RuntimeError, match="adoption broke"):
+        sup.start()
+    assert state.closed and sup.state is None
+    sup.stop()  # what start released is not stopped again
+    assert state.unregistered == []
+
+
+def test_a_started_supervisor_entered_again_is_itself(
+        tmp_path: Path, state: MemoryClusterState, supervisors: list[Supervisor]) -> None:
+    sup = start(supervisors, conf_for(tmp_path))
+    with sup as entered:
+        assert entered is sup
+    assert state.unregistered == [sup.supervisor_id]
+
+
+def test_an_assignment_problem_is_logged_once_while_it_lasts(
+        tmp_path: Path, state: MemoryClusterState, supervisors: list[Supervisor]) -> None:
+    sup = start(supervisors, conf_for(tmp_path))
+    assign(state, sup, t_1=(6799, 1))
+    sync(sup)
+    sync(sup)
+    assert sup.log_path is not None
+    problem = ("assignment problem: topology t-1 is assigned to port 6799, which this supervisor "
+               "does not offer")
+    assert sup.log_path.read_text().count(problem) == 1
+    assert sup.workers() == {}
+
+
+def test_a_restart_is_published_with_the_worker_running_again(
+        tmp_path: Path, state: MemoryClusterState, nimbus: StandInNimbus, supervisors: list[Supervisor],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_WORKER", "fail-once")
+    sup = start(supervisors, conf_for(tmp_path, nimbus, **{"supervisor.heartbeat.frequency.secs": 0.1}))
+    assign(state, sup, t_1=(6700, 1))
+    sup.sync_now()
+
+    def relaunched() -> SupervisorInfo | None:
+        for info in reversed(state.registered):
+            if info.stats["worker_launches"] == 2.0 and info.workers:
+                return info
+        return None
+
+    info = wait_for(relaunched, 30, "the relaunch to be published")
+    [record] = info.workers
+    assert (record["restarts"], record["quick_exits"], record["crash_looping"]) == (1, 1, False)
