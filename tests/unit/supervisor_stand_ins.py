@@ -36,7 +36,7 @@ import json
 import os
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -156,7 +156,8 @@ class StandInNimbus:
     supervisor asks: who leads, a topology's files and bundle download, and taking a lost bundle
     back (upload and ``restore_bundle``). ``leader``: the address it names as leader (None: itself);
     ``files_error``: raised by ``get_topology_files``; ``announce``: fields that ``begin_download``
-    announces instead of the real ones; ``chunk``: bytes per download chunk."""
+    announces instead of the real ones; ``chunk``: bytes per download chunk; ``before_chunk``:
+    called before each chunk is served."""
 
     def __init__(self) -> None:
         self.address = ""
@@ -165,6 +166,8 @@ class StandInNimbus:
         self.files_error: Exception | None = None
         self.announce: dict[str, Any] = {}
         self.chunk = 1 << 20
+        #: called before each download chunk is served (a test holds a download there)
+        self.before_chunk: Callable[[], object] = lambda: None
         self.calls: list[str] = []
         self.uploaded: dict[str, bytes] = {}
         self.restored: list[dict[str, Any]] = []
@@ -199,6 +202,7 @@ class StandInNimbus:
 
     @rpc_method
     def download_chunk(self, download_id: str, offset: int) -> Any:
+        self.before_chunk()
         bundle = self.topologies[download_id.removeprefix("key-")]["bundle"]
         return {"data": bundle[offset:offset + self.chunk]}
 

@@ -37,8 +37,26 @@ from stormpy.testing import free_ports, wait_for
 THREADS = {"supervisor-heartbeat", "supervisor-sync", "supervisor-download", "supervisor-worker-heartbeats"}
 
 
+class Hold:
+    """A call that, once ``armed``, blocks (``entered`` set) until ``released``."""
+
+    def __init__(self) -> None:
+        self.armed = False
+        self.entered = threading.Event()
+        self.released = threading.Event()
+
+    def __call__(self) -> None:
+        if self.armed:
+            self.entered.set()
+            self.released.wait(30)
+
+
 class MemoryStorage:
+    def __init__(self) -> None:
+        self.hold = Hold()
+
     def children(self, path: str) -> list[str]:
+        self.hold()
         return []
 
     def exists(self, path: str) -> bool:
@@ -51,6 +69,7 @@ class MemoryClusterState:
     def __init__(self) -> None:
         self.assigns: dict[str, Assignment] = {}
         self.watch: Any = None
+        self.hold = Hold()
         self.registered: list[SupervisorInfo] = []
         self.unregistered: list[str] = []
         self.connected = True
@@ -63,6 +82,7 @@ class MemoryClusterState:
 
     def assignments(self, callback: Any = None) -> dict[str, Assignment]:
         self.watch = callback
+        self.hold()
         if self.broken_reads:
             raise ClusterStateError("ZooKeeper is away")
         return dict(self.assigns)
@@ -452,3 +472,26 @@ def test_a_restart_is_published_with_the_worker_running_again(
     info = wait_for(relaunched, 30, "the relaunch to be published")
     [record] = info.workers
     assert (record["restarts"], record["quick_exits"], record["crash_looping"]) == (1, 1, False)
+
+
+@pytest.mark.parametrize("busy", ["supervisor-download", "supervisor-bundle-return", "supervisor-sync"])
+def test_stopping_waits_for_a_round_under_way(
+        tmp_path: Path, state: MemoryClusterState, nimbus: StandInNimbus, supervisors: list[Supervisor],
+        busy: str) -> None:
+    chunk = Hold()
+    nimbus.before_chunk = chunk
+    hold = {"supervisor-download": chunk, "supervisor-bundle-return": state.storage.hold,
+            "supervisor-sync": state.hold}[busy]
+    sup = start(supervisors, conf_for(tmp_path, nimbus))
+    wait_for(lambda: state.watch is not None, 30, "the first sync round")
+    hold.armed = True
+    assign(state, sup, t_1=(6700, 1))
+    sup.sync_now()  # the sync round, the download it asks for or the bundle return it wakes
+    assert hold.entered.wait(30)
+    release = threading.Timer(0.5, hold.released.set)  # the round ends half a second later
+    release.start()
+    try:
+        sup.stop()
+        assert busy not in thread_names()  # stop waited for it
+    finally:
+        release.join()
