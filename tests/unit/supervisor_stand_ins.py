@@ -172,6 +172,8 @@ class StandInNimbus:
         self.uploaded: dict[str, bytes] = {}
         self.restored: list[dict[str, Any]] = []
         self.restore_answer = True
+        #: (supervisor id, heartbeat document) of every worker heartbeat sent
+        self.beats: list[tuple[str, Any]] = []
 
     def add(self, topology_id: str, bundle: bytes, spec: dict[str, Any], conf: dict[str, Any] | None) -> None:
         self.topologies[topology_id] = {"bundle": bundle, "spec": spec, "conf": conf}
@@ -205,6 +207,11 @@ class StandInNimbus:
         self.before_chunk()
         bundle = self.topologies[download_id.removeprefix("key-")]["bundle"]
         return {"data": bundle[offset:offset + self.chunk]}
+
+    @rpc_method
+    def send_supervisor_worker_heartbeats(self, supervisor_id: str, heartbeats: list[Any]) -> Any:
+        self.beats.extend((supervisor_id, beat) for beat in heartbeats)
+        return {"recorded": len(heartbeats)}
 
     @rpc_method
     def begin_upload(self, size: int) -> Any:

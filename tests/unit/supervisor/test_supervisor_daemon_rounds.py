@@ -13,18 +13,27 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from supervisor_stand_ins import StandInNimbus, bundle_bytes, fake_python, gone, kill_left, stand_in_nimbus
+from supervisor_stand_ins import (
+    StandInNimbus,
+    bundle_bytes,
+    fake_python,
+    gone,
+    kill_left,
+    run_record,
+    stand_in_nimbus,
+)
 
 import stormpy
 import stormpy.supervisor.daemon as daemon_module
 import stormpy.supervisor.reconcile as reconcile_module
-from stormpy.cluster import Assignment, ClusterStateError, SupervisorInfo
+from stormpy.cluster import Assignment, ClusterStateError, SupervisorInfo, WorkerHeartbeat
 from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.cluster.paths import ZkPaths
 from stormpy.config import SettingError
@@ -33,6 +42,7 @@ from stormpy.supervisor.daemon import _worker_env
 from stormpy.supervisor.launcher import launch_worker
 from stormpy.supervisor.local_state import claim_supervisor_id
 from stormpy.testing import free_ports, wait_for
+from stormpy.worker.heartbeat_channel import write_nimbus_heartbeat
 
 THREADS = {"supervisor-heartbeat", "supervisor-sync", "supervisor-download", "supervisor-worker-heartbeats"}
 
@@ -54,13 +64,15 @@ class Hold:
 class MemoryStorage:
     def __init__(self) -> None:
         self.hold = Hold()
+        self.wanted: set[str] = set()  # topologies the leader asks back
+        self.paths = ZkPaths("/stormpy")
 
     def children(self, path: str) -> list[str]:
         self.hold()
-        return []
+        return sorted(self.wanted) if path == self.paths.bundle_wanted_root() else []
 
     def exists(self, path: str) -> bool:
-        return False
+        return any(path == self.paths.bundle_wanted(t) for t in self.wanted)
 
 
 class MemoryClusterState:
@@ -70,6 +82,8 @@ class MemoryClusterState:
         self.assigns: dict[str, Assignment] = {}
         self.watch: Any = None
         self.hold = Hold()
+        self.failing_registers = 0
+        self.connected_with: tuple[Any, ...] = ()
         self.registered: list[SupervisorInfo] = []
         self.unregistered: list[str] = []
         self.connected = True
@@ -88,6 +102,9 @@ class MemoryClusterState:
         return dict(self.assigns)
 
     def register_supervisor(self, info: SupervisorInfo) -> None:
+        if self.failing_registers > 0:
+            self.failing_registers -= 1
+            raise ClusterStateError("ZooKeeper lost the session")
         self.registered.append(info)
 
     def unregister_supervisor(self, supervisor_id: str) -> None:
@@ -105,7 +122,11 @@ class MemoryClusterState:
 @pytest.fixture
 def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> MemoryClusterState:
     made = MemoryClusterState()
-    monkeypatch.setattr(daemon_module, "connect_at_start", lambda conf, stop, log: made)
+    def connect(conf: Any, stop: Any, log: Any) -> MemoryClusterState:
+        made.connected_with = (conf, stop, log)
+        return made
+
+    monkeypatch.setattr(daemon_module, "connect_at_start", connect)
     monkeypatch.setattr(reconcile_module, "launch_worker",
                         functools.partial(launch_worker, python=fake_python(tmp_path)))
     monkeypatch.setenv("STORMPY_CACHE_DIR", str(tmp_path / "cache"))
@@ -169,10 +190,20 @@ def thread_names() -> set[str]:
 
 def test_a_started_supervisor_registers_writes_its_worker_conf_and_runs_its_threads(
         tmp_path: Path, state: MemoryClusterState, supervisors: list[Supervisor]) -> None:
-    conf = conf_for(tmp_path, **{"an.object": Path("/some/path")})
-    sup = start(supervisors, conf)
+    conf = conf_for(tmp_path, **{"an.object": Path("/some/path"),
+                                 "storm.local.dir": str(tmp_path / "x" / ".." / "local"),
+                                 "storm.log.dir": str(tmp_path / "x" / ".." / "logs")})
+    before = time.time()
+    sup = Supervisor(conf)
+    assert sup.syncs == 0
+    supervisors.append(sup)
+    sup.start()
     sid = sup.supervisor_id
     assert sid is not None
+    assert before <= sup.start_time <= time.time()
+    assert state.connected_with == (sup.conf, sup._stop_requested, sup.log)  # noqa: SLF001
+    wait_for(lambda: sup.syncs >= 1, 30, "the first sync round")
+    assert len(state.registered) == 1  # the heartbeat's first round comes a period after start
     assert state.registered[0] == SupervisorInfo(
         supervisor_id=sid, host="host-a", ports=(6700, 6701), start_time=sup.start_time,
         version=stormpy.__version__, stats={"worker_launches": 0.0, "worker_restarts": 0.0}, workers=(),
@@ -186,6 +217,9 @@ def test_a_started_supervisor_registers_writes_its_worker_conf_and_runs_its_thre
     assert thread_names() >= THREADS
     assert sup.log_path == dirs.supervisor_log
     assert f"supervisor {sid} starting" in dirs.supervisor_log.read_text()
+    assert f" INFO [supervisor {sid}] " in dirs.supervisor_log.read_text()
+    top = [line.split(":")[0] for line in dirs.conf_file.read_text().splitlines() if line[:1] not in " -"]
+    assert top == sorted(top)
     assert sup.log.name == f"stormpy.supervisor.{sid}"
     with pytest.raises(RuntimeError, match="^a Supervisor can be started only once$"):
         sup.start()
@@ -354,6 +388,8 @@ def test_root_logging_sends_every_record_to_the_supervisor_log(
         tmp_path: Path, state: MemoryClusterState, supervisors: list[Supervisor]) -> None:
     sup = start(supervisors, conf_for(tmp_path), root_logging=True)
     assert sup.log.name == "stormpy.supervisor"
+    assert sup.log_path is not None
+    assert f" INFO [supervisor {sup.supervisor_id}] " in sup.log_path.read_text()
     logging.getLogger("stormpy.test.elsewhere").warning("a record from elsewhere")
     sup.stop()
     assert sup.log_path is not None and "a record from elsewhere" in sup.log_path.read_text()
@@ -495,3 +531,102 @@ def test_stopping_waits_for_a_round_under_way(
         assert busy not in thread_names()  # stop waited for it
     finally:
         release.join()
+
+
+def test_downloads_bundles_sent_back_and_heartbeats_relayed_are_told_in_the_supervisors_log(
+        tmp_path: Path, state: MemoryClusterState, nimbus: StandInNimbus,
+        supervisors: list[Supervisor]) -> None:
+    sup = start(supervisors, conf_for(tmp_path, nimbus, **{"task.heartbeat.frequency.secs": 0.1}))
+    assert sup.dirs is not None and sup.log_path is not None
+    state.storage.wanted = {"t-1"}  # the leader lost t-1's bundle and asks it back
+    assign(state, sup, t_1=(6700, 1), t_2=(6701, 2))  # Nimbus has no t-2
+    sup.sync_now()
+    wait_for(lambda: 6700 in sup.workers(), 30, "the worker of t-1")
+    wait_for(lambda: nimbus.restored, 30, "t-1's bundle sent back")
+    assert nimbus.restored[0]["topology_id"] == "t-1"
+    # the worker's heartbeat for Nimbus goes through the relay
+    beat = WorkerHeartbeat("t-1", sup.supervisor_id, 6700, time.time(), 1.0, ((1, 1),))
+    write_nimbus_heartbeat(sup.dirs.nimbus_heartbeat_file("t-1", 6700), beat)
+    wait_for(lambda: nimbus.beats, 30, "the worker's heartbeat relayed to Nimbus")
+    assert nimbus.beats[0][0] == sup.supervisor_id
+    wait_for(lambda: "cannot download topology t-2" in sup.log_path.read_text(), 30, "t-2's failure logged")
+    log = sup.log_path.read_text()
+    assert "downloaded topology t-1" in log
+    assert "sent the code of topology t-1 back to Nimbus" in log
+
+
+def test_code_being_downloaded_or_of_a_held_back_worker_is_kept(
+        tmp_path: Path, state: MemoryClusterState, nimbus: StandInNimbus, supervisors: list[Supervisor],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    chunk = Hold()
+    chunk.armed = True
+    nimbus.before_chunk = chunk
+    monkeypatch.setenv("FAKE_WORKER", "fail")
+    sup = start(supervisors, conf_for(tmp_path, nimbus))
+    assert sup.dirs is not None
+    assign(state, sup, t_1=(6700, 1))
+    sup.sync_now()
+    assert chunk.entered.wait(30)
+    sync(sup)  # a sync round while the download runs: its temporary directory stays
+    assert [p.name.startswith(".tmp-t-1-") for p in sup.dirs.stormdist_root.iterdir()] == [True]
+    chunk.released.set()
+    # the worker fails at once, twice: its relaunch is then held back a second
+    wait_for(lambda: sup.counters["worker_restarts"] >= 2, 30, "two quick exits")
+    sync(sup)
+    assert sup.dirs.is_downloaded("t-1") and sup.dirs.worker_dir("t-1", 6700).is_dir()
+    assert nimbus.calls.count("get_topology_files t-1") == 1
+
+
+def test_a_zookeeper_unreadable_from_the_start_runs_nothing_and_keeps_syncing(
+        tmp_path: Path, state: MemoryClusterState, supervisors: list[Supervisor]) -> None:
+    state.broken_reads = True
+    sup = start(supervisors, conf_for(tmp_path))
+    sync(sup)
+    assert sup.workers() == {}
+
+
+def test_a_failed_registration_is_retried_by_the_heartbeat(
+        tmp_path: Path, state: MemoryClusterState, supervisors: list[Supervisor]) -> None:
+    sup = start(supervisors, conf_for(tmp_path, **{"supervisor.heartbeat.frequency.secs": 0.05}))
+    state.failing_registers = 2
+    wait_for(lambda: state.failing_registers == 0 and len(state.registered) >= 2, 30,
+             "a registration after two failed ones")
+    assert sup.log_path is not None
+
+
+def test_a_silent_worker_is_restarted_after_the_start_timeout(
+        tmp_path: Path, state: MemoryClusterState, nimbus: StandInNimbus, supervisors: list[Supervisor],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_WORKER", "silent")
+    sup = start(supervisors, conf_for(tmp_path, nimbus, **{"supervisor.worker.start.timeout.secs": 0.2}))
+    assign(state, sup, t_1=(6700, 1))
+
+    def restarted() -> bool:
+        sup.sync_now()
+        return sup.counters["worker_restarts"] >= 1
+
+    wait_for(restarted, 30, "the silent worker's restart", interval=0.1)
+    records = sup._reconciler.exits.records([], time.time())  # type: ignore[union-attr]  # noqa: SLF001
+    assert records[0]["last_exit"].startswith("no heartbeat ")
+
+
+def test_a_leftover_worker_on_a_taken_port_is_stopped_at_start(
+        tmp_path: Path, state: MemoryClusterState, nimbus: StandInNimbus,
+        supervisors: list[Supervisor]) -> None:
+    conf = conf_for(tmp_path, nimbus)
+    first = start(supervisors, conf)
+    assign(state, first, t_1=(6700, 1))
+    first.sync_now()
+    wait_for(lambda: 6700 in first.workers(), 30, "the worker of t-1")
+    kept = first.workers()[6700]
+    first.stop(stop_workers=False)
+    assert first.dirs is not None
+    (first.dirs.code_dir("t-9")).mkdir(parents=True)  # listed after t-1, whose worker has the port
+    leftover = launch_worker(first.dirs, "t-9", 6700, [(9, 9)], python=fake_python(tmp_path))
+    try:
+        run_record(first.dirs, "t-9", 6700)
+        second = start(supervisors, conf)
+        wait_for(lambda: gone(leftover.pid), 30, "the leftover on the taken port to be stopped")
+        assert second.workers()[6700].pid == kept.pid
+    finally:
+        kill_left(leftover.pid)
