@@ -174,6 +174,8 @@ class StandInNimbus:
         self.restore_answer = True
         #: (supervisor id, heartbeat document) of every worker heartbeat sent
         self.beats: list[tuple[str, Any]] = []
+        #: raised by ``send_supervisor_worker_heartbeats`` when set
+        self.beats_error: Exception | None = None
 
     def add(self, topology_id: str, bundle: bytes, spec: dict[str, Any], conf: dict[str, Any] | None) -> None:
         self.topologies[topology_id] = {"bundle": bundle, "spec": spec, "conf": conf}
@@ -210,6 +212,8 @@ class StandInNimbus:
 
     @rpc_method
     def send_supervisor_worker_heartbeats(self, supervisor_id: str, heartbeats: list[Any]) -> Any:
+        if self.beats_error is not None:
+            raise self.beats_error
         self.beats.extend((supervisor_id, beat) for beat in heartbeats)
         return {"recorded": len(heartbeats)}
 

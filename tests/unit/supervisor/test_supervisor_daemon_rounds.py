@@ -37,6 +37,7 @@ from stormpy.cluster import Assignment, ClusterStateError, SupervisorInfo, Worke
 from stormpy.cluster.local_layout import SupervisorDirs
 from stormpy.cluster.paths import ZkPaths
 from stormpy.config import SettingError
+from stormpy.rpc import InternalError
 from stormpy.supervisor import Supervisor
 from stormpy.supervisor.daemon import _worker_env
 from stormpy.supervisor.launcher import launch_worker
@@ -549,6 +550,11 @@ def test_downloads_bundles_sent_back_and_heartbeats_relayed_are_told_in_the_supe
     write_nimbus_heartbeat(sup.dirs.nimbus_heartbeat_file("t-1", 6700), beat)
     wait_for(lambda: nimbus.beats, 30, "the worker's heartbeat relayed to Nimbus")
     assert nimbus.beats[0][0] == sup.supervisor_id
+    nimbus.beats_error = InternalError("the heartbeat store is down")
+    write_nimbus_heartbeat(sup.dirs.nimbus_heartbeat_file("t-1", 6700),
+                           WorkerHeartbeat("t-1", sup.supervisor_id, 6700, time.time() + 1, 1.0, ((1, 1),)))
+    wait_for(lambda: "supervisor-worker-heartbeats: round failed" in sup.log_path.read_text(), 30,  # type: ignore[union-attr]
+             "the relay's failure in the supervisor's log")
     wait_for(lambda: "cannot download topology t-2" in sup.log_path.read_text(), 30, "t-2's failure logged")
     log = sup.log_path.read_text()
     assert "downloaded topology t-1" in log
@@ -588,10 +594,14 @@ def test_a_zookeeper_unreadable_from_the_start_runs_nothing_and_keeps_syncing(
 def test_a_failed_registration_is_retried_by_the_heartbeat(
         tmp_path: Path, state: MemoryClusterState, supervisors: list[Supervisor]) -> None:
     sup = start(supervisors, conf_for(tmp_path, **{"supervisor.heartbeat.frequency.secs": 0.05}))
-    state.failing_registers = 2
+    state.failing_registers = 3
     wait_for(lambda: state.failing_registers == 0 and len(state.registered) >= 2, 30,
-             "a registration after two failed ones")
+             "a registration after three failed ones")
     assert sup.log_path is not None
+    log = sup.log_path.read_text()
+    # a ZooKeeper error is expected: one warning for the run of failures, no traceback
+    assert log.count("supervisor-heartbeat: round failed") == 1
+    assert "WARNING" in log and "Traceback" not in log
 
 
 def test_a_silent_worker_is_restarted_after_the_start_timeout(
@@ -630,3 +640,23 @@ def test_a_leftover_worker_on_a_taken_port_is_stopped_at_start(
         assert second.workers()[6700].pid == kept.pid
     finally:
         kill_left(leftover.pid)
+
+
+def test_a_download_under_way_finishes_after_its_assignment_is_removed(
+        tmp_path: Path, state: MemoryClusterState, nimbus: StandInNimbus,
+        supervisors: list[Supervisor]) -> None:
+    chunk = Hold()
+    chunk.armed = True
+    nimbus.before_chunk = chunk
+    sup = start(supervisors, conf_for(tmp_path, nimbus))
+    assert sup.dirs is not None and sup.log_path is not None
+    assign(state, sup, t_1=(6700, 1))
+    sup.sync_now()
+    assert chunk.entered.wait(30)
+    state.assigns = {}
+    sync(sup)  # t-1 is no longer assigned, but its download is under way: its files stay
+    assert [p.name.startswith(".tmp-t-1-") for p in sup.dirs.stormdist_root.iterdir()] == [True]
+    chunk.released.set()
+    wait_for(lambda: "downloaded topology t-1" in sup.log_path.read_text(), 30,  # type: ignore[union-attr]
+             "the download to finish")
+    assert "cannot download topology t-1" not in sup.log_path.read_text()
