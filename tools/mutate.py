@@ -23,6 +23,7 @@ Usage::
     python tools/mutate.py recheck TARGET        # re-run only those (after adding tests)
     python tools/mutate.py kills TARGET          # which test killed each mutant (false kills)
     python tools/mutate.py clean [TARGET ...]    # forget cached results
+    python tools/mutate.py uncovered             # the source files no target mutates, by package
 
 Adding a module is one line in ``TARGETS``.
 """
@@ -163,6 +164,26 @@ TARGETS: dict[str, Target] = {
                                                     "nimbus_monitor", "nimbus_lost_leadership",
                                                     "nimbus_task_totals", "nimbus_hostile_input",
                                                     "state_submit_warning", "worker_heartbeats_rpc"))),
+    # the rest of Nimbus: the RPC handler (its undecorated parts: `@rpc_method` bodies are not
+    # mutated), the submission's checks and writes, topology info, leadership, replication to
+    # standbys, bundle recovery, the worker heartbeats' store, the bundle store, downloads, local
+    # dirs, credentials, pending actions and the daemon's wiring, with the unit tests that drive
+    # them in-process over the in-memory cluster state (no ZooKeeper, no CLI subprocess)
+    "nimbus-daemon": Target(tuple(f"src/stormpy/nimbus/{part}.py"
+                                  for part in ("handler", "submission", "validation", "info", "leadership",
+                                               "replication", "recovery", "worker_beats", "store",
+                                               "downloads", "localdirs", "credentials",
+                                               "pending_actions", "daemon")),
+                            tests=("tests/unit/nimbus/test_nimbus_*.py",
+                                   "tests/unit/nimbus/test_state_submit_warning.py",
+                                   "tests/unit/nimbus/test_worker_heartbeats_rpc.py",
+                                   "tests/unit/state/test_state_provider_at_submit.py",
+                                   "tests/unit/multilang/test_multilang_settings_at_submit.py",
+                                   "tests/unit/topology/test_component_metrics.py",
+                                   "tests/unit/worker/test_reported_errors.py",
+                                   "tests/unit/config/test_security_settings.py",
+                                   "tests/unit/supervisor/test_heartbeat_path_rpc.py",
+                                   "tests/unit/ui/test_ui_units.py")),
     # micro-batching (stormpy/_batching.py) and the Spark bolt's batch records
     "batching": Target(("src/stormpy/*batching.py",)),
     # the Spark bolt's own logic, against a fake Spark (tests/unit/connectors/spark/test_spark_bolt_logic.py;
@@ -192,12 +213,11 @@ TARGETS: dict[str, Target] = {
                              "tests/unit/**/test_kinesis_tracker*.py",
                              "tests/unit/**/test_kinesis_getter*.py", "tests/unit/**/test_kinesis_shard*.py",
                              "tests/unit/connectors/test_connector_partitions.py")),
-    # transactional topologies: the coordinator spout, the coordinated (batch/committer) bolt with
-    # its per-batch tracking and counting collector (batch_track.py) and the exactly-once values
-    # committers apply; the ZooKeeper store and the builder's wiring
-    # are left out (integration tests, validation)
-    "transactional": Target(tuple(f"src/stormpy/transactional/{part}.py"
-                                  for part in ("_coordinator", "_coordinated", "_batch_track", "_state")),
+    # transactional topologies, the whole package: the coordinator spout, the coordinated
+    # (batch/committer) bolt with its per-batch tracking and counting collector, the exactly-once
+    # values committers apply, the emitter executors and their rotating state, the store choice,
+    # the settings, the builder's wiring, the user API and the memory spout
+    "transactional": Target(("src/stormpy/transactional/*.py",),
                             tests=("tests/unit/transactional/test_transactional_*.py",)),
     # windowing: the window manager (count/duration, event time, watermarks), its config and bolt
     "windowing": Target(("src/stormpy/windowing/*.py",),
@@ -232,19 +252,34 @@ TARGETS: dict[str, Target] = {
     # (tests/integration/test_multilang_*.py) are too slow per mutant, and so are the pystorm
     # adapter's LocalCluster tests (1-2 s each): the adapter is judged by the tests that drive
     # it in the test's thread (test_multilang_pystorm_direct.py)
+    # (and the handle naming a pystorm component, its subprocess runner and streamparse's DSL,
+    # judged by the tests that build topologies from them; the streamparse word count's
+    # LocalCluster run is left out)
     "multilang": Target(tuple(f"src/stormpy/multilang/{part}.py"
                               for part in ("_protocol", "_serializers", "_shell", "_shell_bolt",
-                                           "_shell_spout", "_process", "_pystorm_adapter")),
+                                           "_shell_spout", "_process", "_pystorm_adapter",
+                                           "_pystorm_spec", "pystorm_run", "streamparse")),
                         tests=tuple(f"tests/unit/multilang/test_multilang_{part}.py"
                                     for part in ("docs_bolts", "protocol", "pystorm_direct",
                                                  "serializers", "settings_at_submit",
                                                  "shell_bolt_exchange", "shell_declare",
-                                                 "shell_host", "shell_process"))),
+                                                 "shell_host", "shell_process", "pystorm_spec",
+                                                 "streamparse", "streamparse_dsl")),
+                        pytest_args=("--deselect", "tests/unit/multilang/test_multilang_streamparse.py"
+                                     "::test_the_streamparse_word_count_runs_in_process")),
     # the decoders of what other processes send: bundles (manifest, zip entries, hashing, the
     # build's exclusions) and the RPC layer (codec, method argument checks, refusals, retries,
     # the client and server over loopback sockets); the unit tests that reach them, fuzz
     # regressions included
     "bundle": Target(("src/stormpy/bundle/*.py",)),
+    # the command line behind a first `stormpy local` and `stormpy jar`: the --idle-stop rule,
+    # MODULE[:ATTR] loading, jar's bundle report, the local run's summary and notes; in-process
+    # tests only (CliRunner in the test's process, never `python -m stormpy` subprocesses)
+    "cli": Target(tuple(f"src/stormpy/cli/{part}.py"
+                        for part in ("idle_watch", "topology_loader", "bundle_report", "local_cmd")),
+                  tests=("tests/unit/cli/test_cli_idle_watch.py",
+                         "tests/unit/cli/test_cli_local_summary.py",
+                         "tests/unit/cli/test_cli_unit_*.py")),
     "rpc": Target(("src/stormpy/rpc/*.py",),
                   # not every unit test: tests that start `python -m stormpy.cli` import the
                   # mutated rpc package in a process outside mutmut's (its import-time calls
@@ -276,11 +311,35 @@ TARGETS: dict[str, Target] = {
                          tests=("tests/unit/supervisor", "tests/unit/rpc/test_rpc_config.py"),
                          # its classes log through ``self.log`` (the supervisor's own logger)
                          extra={"do_not_mutate_patterns": [*NO_MUTATE_LINES, SELF_LOG_LINES]}),
+    # the log server: safe access to the log directory (paths refused, paging, search, the
+    # clean-up of dead workers' logs) and its REST app, with the log reader that pages through it
+    "logviewer": Target(("src/stormpy/logviewer/*.py",),
+                        tests=("tests/unit/logviewer", "tests/unit/cli/test_cli_logs_rotation.py")),
+    # the host services every daemon is built from: backoff, waits, the service loop, daemon
+    # signal handling, processes and child servers, capped log files, ports, the web thread; the
+    # fast unit tests that reach them (no CLI subprocess: it imports the mutants outside mutmut)
+    "host": Target(("src/stormpy/host/*.py",),
+                   tests=("tests/unit/host", "tests/unit/logviewer",
+                          "tests/unit/cli/test_cli_logs_rotation.py",
+                          "tests/unit/cluster/test_zk_start_wait.py")),
+    # the topology API: the builder, component specs, streams, fields and groupings, the
+    # topology spec and its build-time checks, the task context, user metrics, hooks, the clock,
+    # column batches, the task layout, imports (and the tuple: compiled with the tuple path, but
+    # no other target mutates it); with the topology unit tests (the directory: a new test file
+    # there counts without changing the target) and the worker tests of groupings, column
+    # batches and the event log's records
+    "topology": Target(("src/stormpy/topology/*.py",),
+                       tests=("tests/unit/topology", "tests/unit/worker/test_groupings.py",
+                              "tests/unit/worker/test_column_batches.py",
+                              "tests/unit/worker/test_event_logger_parts.py")),
     # Trident: the built-in operations, the planner (bolts, joins' groupings), the per-batch
-    # processors (aggregations, persistent state) and the map state of the three kinds
+    # processors (aggregations, persistent state), the map state of the three kinds, the bolts
+    # running a plan, the stream graph, operations as data, the test spouts, the topology's
+    # entry points and the Parquet state
     "trident": Target(tuple(f"src/stormpy/trident/{part}.py"
                             for part in ("_builtin", "_planner", "_processors", "_state", "_combine",
-                                         "_stream")),
+                                         "_stream", "_bolt", "_graph", "_operation", "_spout",
+                                         "_topology", "_parquet")),
                       tests=("tests/unit/trident/test_trident_*.py",)),
 }
 #: what ``make mutate`` runs when no target is named
@@ -302,6 +361,21 @@ def source_files(target: Target) -> list[str]:
         if (any(fnmatch.fnmatch(rel, p) for p in target.mutate)
                 and not any(fnmatch.fnmatch(rel, p) for p in (*target.skip, *ALWAYS_SKIP))):
             found.append(rel)
+    return found
+
+
+def uncovered_files() -> dict[str, list[tuple[str, int]]]:
+    """The source files no target mutates (``__init__.py`` files aside), by package
+    (``stormpy.<package>``; top-level modules under ``stormpy``), each with its line count."""
+    covered = {rel for target in TARGETS.values() for rel in source_files(target)}
+    found: dict[str, list[tuple[str, int]]] = {}
+    for path in sorted((ROOT / "src").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in covered or any(fnmatch.fnmatch(rel, p) for p in ALWAYS_SKIP):
+            continue
+        parts = path.relative_to(ROOT / "src").parts
+        package = ".".join(parts[:2]) if len(parts) > 2 else parts[0]
+        found.setdefault(package, []).append((rel, len(path.read_text().splitlines())))
     return found
 
 
@@ -731,7 +805,7 @@ def kills(name: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=("run", "recheck", "summary", "survivors", "kills", "clean",
-                                            "list", "pin"))
+                                            "list", "pin", "uncovered"))
     parser.add_argument("targets", nargs="*", help=f"targets (default: {' '.join(CORE)})")
     parser.add_argument("--children", type=int, default=2, help="mutants tested at once")
     parser.add_argument("--mutants", nargs="+", metavar="PATTERN",
@@ -770,6 +844,14 @@ def main(argv: list[str] | None = None) -> int:
             kills(name)
     elif args.command == "pin":
         print(f"{pin(names)} equivalent(s) pinned to their functions' current hashes")
+    elif args.command == "uncovered":
+        gaps = uncovered_files()
+        for package, files in gaps.items():
+            print(f"{package}: {len(files)} file(s), {sum(n for _, n in files)} lines")
+            for rel, lines in files:
+                print(f"  {rel} ({lines})")
+        total = sum(n for files in gaps.values() for _, n in files)
+        print(f"{sum(len(f) for f in gaps.values())} file(s), {total} lines in no target")
     elif args.command == "clean":
         for name in names:
             shutil.rmtree(WORK / name, ignore_errors=True)

@@ -165,6 +165,11 @@ def test_debug_samples_tuples_until_disabled_and_the_ui_shows_them(wordcount: To
     assert "sampling 50%" in stormpy(c, "debug", "wordcount", "--enable", "--sampling-pct", "50")
     wait_for(lambda: {"sentences", "count"} <= {e["component"] for e in event_lines(c, tid)}, 60,
              "sampled tuples of every component", c)
+    # the CLI reads them through the log servers: with -c only that component's lines
+    printed = [json.loads(line) for line in
+               stormpy(c, "logs", "wordcount", "--events", "-c", "count", "-n", "65536").splitlines()
+               if line.startswith("{")]
+    assert printed and {e["component"] for e in printed} == {"count"}
     assert "no longer sampling" in stormpy(c, "debug", "wordcount", "--disable")
     sampling_tasks = 1 + 2 + 2  # sentences, split, count: one per task of the word count
 

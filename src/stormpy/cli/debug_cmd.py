@@ -33,7 +33,8 @@ def debug(name: str, component: str | None, enable: bool, sampling_pct: float, n
         client.debug(name, component, enable, sampling_pct)
     what = f"component {component}" if component else "every component"
     if enable:
-        say("sampling {}% of the tuples of {} of {}; see the workers' events logs or the UI's "
-            "events page", f"{sampling_pct:g}", what, name)
+        say("sampling {}% of the tuples of {} of {}; see them with `stormpy logs {} --events{}` "
+            "or on the UI's events page", f"{sampling_pct:g}", what, name, name,
+            f" -c {component}" if component else "")
     else:
         say("no longer sampling the tuples of {} of {}", what, name)

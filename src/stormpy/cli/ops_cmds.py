@@ -1,9 +1,11 @@
 """On-call commands for a running topology: logs, log levels, dumps and profiles, the log server.
 
-* ``stormpy logs NAME [-c COMPONENT] [--follow] [--grep TEXT] [-n BYTES]`` finds the topology's
-  workers through Nimbus (topology info → workers' host and port → the host's log server, whose
-  port the supervisor publishes) and prints each worker's log end (``--grep``: the matching lines,
-  through the log servers' search), following them with ``--follow``.
+* ``stormpy logs NAME [-c COMPONENT] [--events] [--follow] [--grep TEXT] [-n BYTES]`` finds the
+  topology's workers through Nimbus (topology info → workers' host and port → the host's log
+  server, whose port the supervisor publishes) and prints each worker's log end (``--grep``: the
+  matching lines, through the log servers' search), following them with ``--follow``.
+  ``--events`` reads the workers' events logs (the tuples ``stormpy debug`` samples) instead; with
+  ``-c`` only that component's sampled tuples are printed.
 * ``stormpy set-log-level NAME -l LOGGER=LEVEL[:TIMEOUT_SECS] ... -r LOGGER ...`` has Nimbus
   store the topology's run-time log levels in ZooKeeper (:mod:`stormpy.cluster.worker_ops`); its
   workers apply them within seconds and revert them after the timeout. Without ``-l``/``-r`` it
@@ -26,6 +28,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -61,9 +64,11 @@ def _conf(config_file: tuple[str, ...], overrides: tuple[str, ...]) -> dict[str,
         fail(str(exc), EXIT_USAGE)
 
 
-def _workers(client: Any, name: str, component: str | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _workers(client: Any, name: str, component: str | None,
+             events: bool = False) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Topology info and its workers (running ``component``'s tasks), each with ``logviewer``
-    (``http://host:port`` of its host's log server, None when the host runs none)."""
+    (``http://host:port`` of its host's log server, None when the host runs none), the
+    ``topology_id`` and the ``file`` to read: the worker's log, or its events log (``events``)."""
     info = client.topology_info(name)
     servers = {s["id"]: s.get("logviewer_port") for s in client.cluster_info()["supervisors"]}
     tasks: set[int] | None = None
@@ -78,26 +83,31 @@ def _workers(client: Any, name: str, component: str | None) -> tuple[dict[str, A
         if tasks is not None and not any(s <= t <= e for s, e in w["executors"] for t in tasks):
             continue
         port = servers.get(w["node"])
+        suffix = "-events" if events else ""
         found.append({**w, "logviewer": f"http://{w['host']}:{port}" if port else None,
-                      "file": f"worker-{info['id']}-{w['port']}.log"})
+                      "topology_id": info["id"], "file": f"worker-{info['id']}-{w['port']}{suffix}.log"})
     return info, found
 
 
 @click.command("logs")
 @click.argument("name")
 @click.option("-c", "--component", default=None, help="Only the workers running this component.")
+@click.option("--events", is_flag=True,
+              help="The workers' sampled tuples (`stormpy debug`) instead of their logs; with -c, "
+                   "only that component's.")
 @click.option("-f", "--follow", is_flag=True, help="Keep printing what the workers log.")
 @click.option("--grep", "grep", default=None, metavar="TEXT", help="Only lines containing TEXT.")
 @click.option("-n", "--bytes", "tail_bytes", type=click.IntRange(min=0), default=4096, show_default=True,
               help="Bytes of each log's end to print first.")
 @client_options_without_c
-def logs(name: str, component: str | None, follow: bool, grep: str | None, tail_bytes: int,
-         nimbus_address: str | None, config_file: tuple[str, ...], overrides: tuple[str, ...],
-         timeout: float | None) -> None:
+def logs(name: str, component: str | None, events: bool, follow: bool, grep: str | None,
+         tail_bytes: int, nimbus_address: str | None, config_file: tuple[str, ...],
+         overrides: tuple[str, ...], timeout: float | None) -> None:
     """Print the logs of topology NAME's workers (read from each host's log server)."""
     token = ui_token(_conf(config_file, overrides))
     with nimbus_client(nimbus_address, config_file, overrides, timeout) as client:
-        _info, workers = _workers(client, name, component)
+        _info, workers = _workers(client, name, component, events)
+    shown = _sampled_by(component) if events and component is not None else None
     if not workers:
         fail(f"topology {name} has no running workers{' of ' + component if component else ''}", EXIT_REFUSED)
     missing = [w for w in workers if w["logviewer"] is None]
@@ -108,13 +118,22 @@ def logs(name: str, component: str | None, follow: bool, grep: str | None, tail_
         try:
             if grep is not None:
                 for line in reader.grep(grep):
-                    click.echo(f"{reader.label} {line}")
+                    if shown is None or shown(line):
+                        click.echo(f"{reader.label} {line}")
                 reader.skip_to_end()
             else:
                 say("[bold]== {} ({}) ==[/bold]", reader.label, reader.file)
-                click.echo(reader.tail(tail_bytes), nl=False)
+                text = reader.tail(tail_bytes)
+                if shown is not None:
+                    text = "".join(f"{line}\n" for line in text.splitlines() if shown(line))
+                click.echo(text, nl=False)
         except urllib.error.HTTPError as exc:
-            error(f"{reader.label}: log server answered {exc.code}: {exc.read().decode(errors='replace')}")
+            if events and exc.code == 404:
+                error(f"{reader.label}: no sampled tuples yet (turn sampling on with "
+                      f"`stormpy debug {name} --enable`)")
+            else:
+                answer = exc.read().decode(errors="replace")
+                error(f"{reader.label}: log server answered {exc.code}: {answer}")
         except OSError as exc:
             error(f"{reader.label}: cannot reach its log server {reader.server}: {exc}")
     while follow:
@@ -125,8 +144,22 @@ def logs(name: str, component: str | None, follow: bool, grep: str | None, tail_
             except (OSError, urllib.error.HTTPError):
                 continue
             for line in text.splitlines():
-                if grep is None or grep in line:
+                if (grep is None or grep in line) and (shown is None or shown(line)):
                     click.echo(f"{reader.label} {line}")
+
+
+def _sampled_by(component: str) -> Callable[[str], bool]:
+    """A filter of events-log lines: true for a whole line (one JSON object) sampled from
+    ``component``; a partial line (where a tail starts) or any other line is false."""
+
+    def shown(line: str) -> bool:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return False
+        return isinstance(event, dict) and event.get("component") == component
+
+    return shown
 
 
 class WorkerLogReader:
@@ -144,7 +177,7 @@ class WorkerLogReader:
     def __init__(self, worker: dict[str, Any], token: str | None) -> None:
         self.server = str(worker["logviewer"])
         self.file = str(worker["file"])
-        self.topology_id = self.file[len("worker-"):-len(f"-{worker['port']}.log")]
+        self.topology_id = str(worker["topology_id"])
         self.port = int(worker["port"])
         self.label = f"{worker['host']}:{worker['port']}"
         self.token = token

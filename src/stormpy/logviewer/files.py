@@ -13,8 +13,10 @@ Contract of :class:`LogDir`:
   ``num_matches`` matches with their byte offsets and the text before and after each (Storm's
   ``beforeString``/``afterString``, :data:`CONTEXT_BYTES` each), and the offset to continue from;
   ``needle`` is 1 to :data:`MAX_SEARCH_BYTES` UTF-8 bytes (Storm's limit), else BadRequest.
-* :meth:`LogDir.topology_logs` lists the worker log files of a topology (rotated ones included).
-* :func:`clean_up` deletes the logs and artefacts of workers that no longer run and whose files
+* :meth:`LogDir.topology_logs` lists the worker log files of a topology (rotated ones included),
+  each worker's events log (``worker-<topology id>-<port>-events.log``, its sampled tuples) among
+  them.
+* :func:`clean_up` deletes the logs, events logs and artefacts of workers that no longer run and whose files
   were all untouched for ``age_secs``; it returns what it deleted.
 """
 
@@ -33,7 +35,8 @@ CONTEXT_BYTES = 128
 MAX_SEARCH_BYTES = 1024
 MAX_READ = 1 << 20
 
-_WORKER_LOG = re.compile(r"^worker-(?P<topo>.+)-(?P<port>\d+)\.log(\.\d+)?$")
+#: a worker's log or its events log (sampled tuples), current or rotated
+_WORKER_LOG = re.compile(r"^worker-(?P<topo>.+)-(?P<port>\d+)(-events)?\.log(\.\d+)?$")
 
 
 class BadRequest(ValueError):
@@ -105,7 +108,8 @@ class LogDir:
                 "nextByteOffset": pos if pos < len(data) else None, "matches": matches}
 
     def worker_logs(self) -> list[tuple[str, int, Path]]:
-        """``(topology_id, port, path)`` of every worker log file (rotated ones included)."""
+        """``(topology_id, port, path)`` of every worker log and events log file (rotated ones
+        included)."""
         found = []
         if self.root.is_dir():
             for entry in sorted(self.root.iterdir()):

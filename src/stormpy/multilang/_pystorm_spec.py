@@ -25,15 +25,11 @@ from __future__ import annotations
 from typing import Any
 
 from stormpy.multilang._pystorm_adapter import PystormBolt, PystormSpout, require_pystorm
-from stormpy.multilang._shell import (
-    declared_outputs,
-    outputs_as_doc,
-    outputs_doc,
-    python_command,
-)
+from stormpy.multilang._shell import outputs_as_doc, outputs_doc, python_command
 from stormpy.multilang._shell_bolt import ShellBolt
 from stormpy.multilang._shell_spout import ShellSpout
 from stormpy.topology._imports import class_path, is_local_path
+from stormpy.topology._streams import normalize_outputs
 
 __all__ = ["PystormComponent", "pystorm_component"]
 
@@ -57,9 +53,9 @@ class PystormComponent:
         if declared is None:
             raise ValueError(f"{cls.__qualname__} declares no outputs: pass "
                              "pystorm_component(cls, outputs=[...]) ({} for none)")
-        kind = ShellSpout if self.spout else ShellBolt
-        self.outputs = outputs_as_doc(declared_outputs(kind, {
-            "outputs": outputs_doc(declared, cls.__qualname__)}))
+        # a bad declaration is named after the user's class, not the component running it
+        self.outputs = outputs_as_doc(normalize_outputs(outputs_doc(declared, cls.__qualname__),
+                                                        cls.__qualname__))
         self.shell = shell
         self.serializer = serializer
         if tick_secs is None and not shell and issubclass(cls, pystorm.TicklessBatchingBolt):

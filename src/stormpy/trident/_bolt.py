@@ -111,7 +111,9 @@ class SubtopologyBolt(BatchBolt):
                 proc.targets.append(self._emitter(stream))
         self.routes: dict[tuple[str, str], list[tuple[Processor, int]]] = {}
         for source, targets in self.entries.items():
-            component, _, stream = source.partition("|")
+            # the last '|': a component id may hold one (a spout's comes from its txid), the
+            # planner's stream names ("default", "s<node>") never do
+            component, _, stream = source.rpartition("|")
             self.routes[(component, stream)] = [(self.procs[n], side) for n, side in targets]
 
     def _processor(self, node: dict[str, Any], resources: _TaskResources) -> Processor:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from stormpy.cli.ops_cmds import WorkerLogReader
+from stormpy.cli.ops_cmds import WorkerLogReader, _sampled_by
 from stormpy.logviewer.server import LogviewerServer
 
 FILE = "worker-wc-1-17-6700.log"
@@ -17,7 +17,7 @@ FILE = "worker-wc-1-17-6700.log"
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[Path, WorkerLogReader]]:
     server = LogviewerServer({"logviewer.port": 0, "logviewer.host": "127.0.0.1"}, logs=tmp_path).start()
-    worker = {"host": "h1", "port": 6700, "logviewer": server.url, "file": FILE}
+    worker = {"host": "h1", "port": 6700, "logviewer": server.url, "file": FILE, "topology_id": "wc-1-17"}
     try:
         yield tmp_path, WorkerLogReader(worker, None)
     finally:
@@ -64,3 +64,25 @@ def test_a_rotation_whose_old_file_is_gone_reads_the_new_file(served: tuple[Path
     reader.tail(4096)
     current.write_text("new\n")  # truncated in place, no .1 kept
     assert reader.read_new() == "new\n"
+
+
+def test_events_logs_are_read_and_filtered_by_component(tmp_path: Path) -> None:
+    events = "worker-wc-1-17-6700-events.log"
+    server = LogviewerServer({"logviewer.port": 0, "logviewer.host": "127.0.0.1"}, logs=tmp_path).start()
+    worker = {"host": "h1", "port": 6700, "logviewer": server.url, "file": events, "topology_id": "wc-1-17"}
+    try:
+        (tmp_path / FILE).write_text('{"component": "split"} in the worker log\n')
+        (tmp_path / f"{events}.1").write_text('{"component": "split", "values": ["a"]}\n')
+        (tmp_path / events).write_text('{"component": "count", "values": ["b", 1]}\n'
+                                        '{"component": "split", "values": ["c"]}\n')
+        reader = WorkerLogReader(worker, None)
+        assert reader.files() == [f"{events}.1", events]
+        assert reader.grep('"split"') == ['{"component": "split", "values": ["a"]}',
+                                          '{"component": "split", "values": ["c"]}']
+        shown = _sampled_by("split")
+        tail = reader.tail(60)  # starts inside the first line: that partial line is not shown
+        assert [line for line in tail.splitlines() if shown(line)] == [
+            '{"component": "split", "values": ["c"]}']
+        assert not shown('{"component": "count"}') and not shown("split") and not shown('["split"]')
+    finally:
+        server.stop()

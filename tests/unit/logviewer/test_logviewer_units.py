@@ -74,6 +74,10 @@ def test_rest_answers_and_token(logs: LogDir) -> None:
     ok = secured.get("/api/v1/listLogs", params={"topoId": "wc-1-17"},
                      headers={"Authorization": "Bearer s3"})
     assert ok.json()["logs"] == ["worker-wc-1-17-6700.log"]
+    (logs.root / "worker-wc-1-17-6700-events.log").write_text('{"component": "split"}\n')
+    listed = secured.get("/api/v1/listLogs", params={"topoId": "wc-1-17", "port": 6700},
+                         headers={"Authorization": "Bearer s3"})
+    assert listed.json()["logs"] == ["worker-wc-1-17-6700-events.log", "worker-wc-1-17-6700.log"]
     assert secured.get("/log", params={"file": "x"}).status_code == 200  # the page holds no data
 
 
@@ -81,13 +85,18 @@ def test_clean_up_removes_only_old_logs_of_dead_workers(logs: LogDir) -> None:
     art = logs.root / "workers-artifacts" / "other-1-2" / "6701"
     art.mkdir(parents=True)
     (art / "jstack-1.txt").write_text("dump")
+    for events in ("worker-other-1-2-6701-events.log", "worker-other-1-2-6701-events.log.1",
+                   "worker-wc-1-17-6700-events.log"):
+        (logs.root / events).write_text('{"component": "split"}\n')
     old = time.time() - 3600
-    for p in [logs.root / "worker-wc-1-17-6700.log", logs.root / "worker-other-1-2-6701.log",
-              art / "jstack-1.txt"]:
+    for p in [*logs.root.glob("worker-*"), art / "jstack-1.txt"]:
         os.utime(p, (old, old))
     removed = clean_up(logs, [("wc-1-17", 6700)], 600)
-    assert {p.name for p in removed} == {"worker-other-1-2-6701.log", "jstack-1.txt"}
+    assert {p.name for p in removed} == {"worker-other-1-2-6701.log", "jstack-1.txt",
+                                         "worker-other-1-2-6701-events.log",
+                                         "worker-other-1-2-6701-events.log.1"}
     assert (logs.root / "worker-wc-1-17-6700.log").exists()  # still running
+    assert (logs.root / "worker-wc-1-17-6700-events.log").exists()
     assert not (logs.root / "workers-artifacts" / "other-1-2").exists()
     assert clean_up(logs, [], 7200) == []  # younger than the age
 

@@ -252,3 +252,16 @@ def test_run_passes_the_named_mutants_to_mutmut_for_one_target(tool: ModuleType,
     monkeypatch.setattr(tool, "TARGETS", {"ledger": tool.Target((LEDGER,)), "other": tool.Target((LEDGER,))})
     with pytest.raises(SystemExit):
         tool.main(["run", "ledger", "other", "--mutants", FAIL_8])
+
+
+def test_uncovered_lists_by_package_the_files_no_target_mutates(tool: ModuleType,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tool, "TARGETS", {"acker": tool.Target((LEDGER,))})
+    gaps = tool.uncovered_files()
+    acker = dict(gaps["stormpy.acker"])
+    assert LEDGER not in acker and "src/stormpy/acker/__init__.py" not in acker
+    core = "src/stormpy/acker/core.py"
+    assert acker[core] == len((ROOT / core).read_text().splitlines())
+    assert "src/stormpy/_settings.py" in dict(gaps["stormpy"])  # a top-level module
+    assert all(rel.startswith(f"src/{package.replace('.', '/')}/") for package, files in gaps.items()
+               if package != "stormpy" for rel, _ in files)

@@ -300,3 +300,42 @@ def test_failing_calls_are_answered_under_their_id_with_what_failed_and_counted(
     assert answer(sock).error_type == "InternalError"
     assert server.call_stats() == {"calls": {"missing": 1, "crash": 2, "unsendable": 1, "bump": 2},
                                    "errors": {"missing": 1, "crash": 2}, "refused": 0}
+
+
+def test_methods_given_as_functions_are_served_beside_the_handlers(handler: Handler) -> None:
+    def add(a: int, b: int) -> int:
+        return a + b
+    with RpcServer(handler=handler, methods={"add": add}, name="t").start() as srv, \
+            RpcClient("127.0.0.1", srv.port, timeout_secs=ANSWER_SECS) as client:
+        assert client.call("add", a=2, b=3) == 5
+        assert client.call("bump") == 1
+    with RpcServer(methods={"add": add}, name="t").start() as srv, \
+            RpcClient("127.0.0.1", srv.port, timeout_secs=ANSWER_SECS) as client:
+        assert client.call("add", a=4, b=3) == 7
+
+
+def test_a_call_accepted_before_close_still_runs_and_close_ends_every_thread(
+        zctx: zmq.Context[zmq.Socket[bytes]], handler: Handler, caplog: pytest.LogCaptureFixture) -> None:
+    handler.gate.clear()
+    srv = RpcServer(handler=handler, name="drain").start()
+    closer = threading.Thread(target=srv.close, kwargs={"timeout_secs": ANSWER_SECS})
+    try:
+        sock = dealer(zctx, srv)
+        send(sock, "h1", "hold")
+        wait_for(handler.entered.is_set, ANSWER_SECS, "the held call to start")
+        send(sock, "b1", "bump")  # queued behind the held call (one handler thread)
+        send(sock, "p1", "__ping__")  # answered by the I/O thread once it has taken b1
+        assert answer(sock).id == "p1"
+        with caplog.at_level(logging.WARNING, logger="stormpy.rpc.server"):
+            closer.start()
+            wait_for(lambda: not threads_named("drain-rpc-io"), ANSWER_SECS, "the I/O thread to end")
+            handler.gate.set()  # the held call ends with nobody left to take its answer
+            closer.join(ANSWER_SECS * 3)
+        assert not closer.is_alive()
+        assert handler.calls == 1  # the queued call ran; its answer was dropped
+        assert threads_named("drain-rpc-") == []
+        assert [r.getMessage() for r in caplog.records] == []
+    finally:
+        handler.gate.set()
+        if closer.is_alive():
+            closer.join()
