@@ -54,6 +54,9 @@ ALWAYS_IGNORE = ("--ignore=tests/unit/topology/test_native.py", "--ignore=tests/
 #: source lines never mutated: log calls (their wording is not behaviour; the whole call, however
 #: many lines it spans, is left alone)
 NO_MUTATE_LINES = (r"^\s*(log|logger)\.(debug|info|warning|error|exception)\(",)
+#: log calls through an instance's logger (``self.log.warning(...)``), left alone in the targets
+#: whose classes log that way (added per target: a new pattern renumbers a file's mutants)
+SELF_LOG_LINES = r"^\s*self\.log\.(debug|info|warning|error|exception)\("
 #: source files never worth mutating in any target
 ALWAYS_SKIP = ("*/__init__.py",)
 
@@ -176,6 +179,26 @@ TARGETS: dict[str, Target] = {
                                                     "nimbus_monitor", "nimbus_lost_leadership",
                                                     "nimbus_task_totals", "nimbus_hostile_input",
                                                     "state_submit_warning", "worker_heartbeats_rpc"))),
+    # the rest of Nimbus: the RPC handler (its undecorated parts: `@rpc_method` bodies are not
+    # mutated), the submission's checks and writes, topology info, leadership, replication to
+    # standbys, bundle recovery, the worker heartbeats' store, the bundle store, downloads, local
+    # dirs, credentials, pending actions and the daemon's wiring, with the unit tests that drive
+    # them in-process over the in-memory cluster state (no ZooKeeper, no CLI subprocess)
+    "nimbus-daemon": Target(tuple(f"src/stormpy/nimbus/{part}.py"
+                                  for part in ("handler", "submission", "validation", "info", "leadership",
+                                               "replication", "recovery", "worker_beats", "store",
+                                               "downloads", "localdirs", "credentials",
+                                               "pending_actions", "daemon")),
+                            tests=("tests/unit/nimbus/test_nimbus_*.py",
+                                   "tests/unit/nimbus/test_state_submit_warning.py",
+                                   "tests/unit/nimbus/test_worker_heartbeats_rpc.py",
+                                   "tests/unit/state/test_state_provider_at_submit.py",
+                                   "tests/unit/multilang/test_multilang_settings_at_submit.py",
+                                   "tests/unit/topology/test_component_metrics.py",
+                                   "tests/unit/worker/test_reported_errors.py",
+                                   "tests/unit/config/test_security_settings.py",
+                                   "tests/unit/supervisor/test_heartbeat_path_rpc.py",
+                                   "tests/unit/ui/test_ui_units.py")),
     # micro-batching (stormpy/_batching.py) and the Spark bolt's batch records
     "batching": Target(("src/stormpy/*batching.py",)),
     # the Spark bolt's own logic, against a fake Spark (tests/unit/connectors/spark/test_spark_bolt_logic.py;
@@ -264,6 +287,14 @@ TARGETS: dict[str, Target] = {
     # the client and server over loopback sockets); the unit tests that reach them, fuzz
     # regressions included
     "bundle": Target(("src/stormpy/bundle/*.py",)),
+    # the command line behind a first `stormpy local` and `stormpy jar`: the --idle-stop rule,
+    # MODULE[:ATTR] loading, jar's bundle report, the local run's summary and notes; in-process
+    # tests only (CliRunner in the test's process, never `python -m stormpy` subprocesses)
+    "cli": Target(tuple(f"src/stormpy/cli/{part}.py"
+                        for part in ("idle_watch", "topology_loader", "bundle_report", "local_cmd")),
+                  tests=("tests/unit/cli/test_cli_idle_watch.py",
+                         "tests/unit/cli/test_cli_local_summary.py",
+                         "tests/unit/cli/test_cli_unit_*.py")),
     "rpc": Target(("src/stormpy/rpc/*.py",),
                   # not every unit test: tests that start `python -m stormpy.cli` import the
                   # mutated rpc package in a process outside mutmut's (its import-time calls
@@ -286,6 +317,36 @@ TARGETS: dict[str, Target] = {
                      tests=("tests/unit/config", "tests/unit/state/test_state_provider.py",
                             "tests/unit/state/test_state_provider_at_submit.py",
                             "tests/unit/multilang/test_multilang_settings_at_submit.py")),
+    # the supervisor: assignments reconciled into worker processes, exits and their reasons,
+    # crash-loop and download back-offs, the persistent id, adoption, clean-up, the heartbeat
+    # relay, bundles sent back and the daemon's rounds, driven in-process (fake cluster state,
+    # stand-in Nimbus servers on loopback, short-lived child processes; no ZooKeeper); the whole
+    # test directory, so a new test file there keeps the cached results
+    "supervisor": Target(("src/stormpy/supervisor/*.py",),
+                         tests=("tests/unit/supervisor", "tests/unit/rpc/test_rpc_config.py"),
+                         # its classes log through ``self.log`` (the supervisor's own logger)
+                         extra={"do_not_mutate_patterns": [*NO_MUTATE_LINES, SELF_LOG_LINES]}),
+    # the log server: safe access to the log directory (paths refused, paging, search, the
+    # clean-up of dead workers' logs) and its REST app, with the log reader that pages through it
+    "logviewer": Target(("src/stormpy/logviewer/*.py",),
+                        tests=("tests/unit/logviewer", "tests/unit/cli/test_cli_logs_rotation.py")),
+    # the host services every daemon is built from: backoff, waits, the service loop, daemon
+    # signal handling, processes and child servers, capped log files, ports, the web thread; the
+    # fast unit tests that reach them (no CLI subprocess: it imports the mutants outside mutmut)
+    "host": Target(("src/stormpy/host/*.py",),
+                   tests=("tests/unit/host", "tests/unit/logviewer",
+                          "tests/unit/cli/test_cli_logs_rotation.py",
+                          "tests/unit/cluster/test_zk_start_wait.py")),
+    # the topology API: the builder, component specs, streams, fields and groupings, the
+    # topology spec and its build-time checks, the task context, user metrics, hooks, the clock,
+    # column batches, the task layout, imports (and the tuple: compiled with the tuple path, but
+    # no other target mutates it); with the topology unit tests (the directory: a new test file
+    # there counts without changing the target) and the worker tests of groupings, column
+    # batches and the event log's records
+    "topology": Target(("src/stormpy/topology/*.py",),
+                       tests=("tests/unit/topology", "tests/unit/worker/test_groupings.py",
+                              "tests/unit/worker/test_column_batches.py",
+                              "tests/unit/worker/test_event_logger_parts.py")),
     # Trident: the built-in operations, the planner (bolts, joins' groupings), the per-batch
     # processors (aggregations, persistent state), the map state of the three kinds, the bolts
     # running a plan, the stream graph, operations as data, the test spouts, the topology's
@@ -295,6 +356,13 @@ TARGETS: dict[str, Target] = {
                                          "_stream", "_bolt", "_graph", "_operation", "_spout",
                                          "_topology", "_parquet")),
                       tests=("tests/unit/trident/test_trident_*.py",)),
+    # the UI's figures: the windows of a topology's counts, the Prometheus families and the
+    # topology graph, with the UI's unit tests and the users' metrics export (the `stormpy ui`
+    # command test starts the server under the CLI: left out)
+    "ui": Target(tuple(f"src/stormpy/ui/{part}.py" for part in ("_windows", "_metrics", "_graph")),
+                 tests=("tests/unit/ui/test_ui_*.py", "tests/unit/topology/test_user_metrics.py"),
+                 pytest_args=("--deselect", "tests/unit/ui/test_ui_units.py::"
+                              "test_stormpy_ui_prints_the_address_it_binds")),
 }
 #: what ``make mutate`` runs when no target is named
 CORE = ("acker", "nimbus", "batching", "spark-bolt", "worker")

@@ -32,11 +32,13 @@ def cluster_dirs(conf: Mapping[str, Any]) -> dict[Path, str]:
 
 def human_bytes(n: float) -> str:
     """``1536`` → ``"1.5 KiB"`` (bytes below 1 KiB as ``"512 B"``)."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+    if n < 1024:
+        return f"{n:.0f} B"
+    for unit in ("KiB", "MiB"):
         n /= 1024
-    raise AssertionError("unreachable")
+        if n < 1024:
+            return f"{n:.1f} {unit}"
+    return f"{n / 1024:.1f} GiB"
 
 
 def describe_bundle(info: BundleInfo, excluded_by: Mapping[str, str] | None = None) -> str:

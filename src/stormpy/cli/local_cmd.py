@@ -104,17 +104,9 @@ def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float
             signal.signal(sig, handler)
     console.print(stats_table(f"topology {topo_name}", stats))
     say("stopped: {}; {} spout tuple(s) still pending", reason, pending_left)
-    if held and stopped_by == "ttl":
-        windows = ", ".join(f"{c!r} ({n} tuple(s))" for c, n in sorted(held.items()))
-        say("[yellow]note:[/yellow] the ttl stopped the run while window(s) were still open: {} "
-            "not evaluated yet; raise --ttl to let them close", windows)
-    elif pending_left and in_windows:
-        windows = ", ".join(f"{c!r} ({n} tuple(s))" for c, n in sorted(in_windows.items()))
-        say("[yellow]note:[/yellow] window(s) still hold tuples un-acked: {}; a window acks a "
-            "tuple once it has left every window, so the last tuples of a finite input wait "
-            "for more input (or fail at topology.message.timeout.secs and are replayed)", windows)
-    elif pending_left and in_checkpoints:
-        say("[yellow]note:[/yellow] {}", checkpoint_note(in_checkpoints, conf))
+    note = run_note(stopped_by, pending_left, held, in_windows, in_checkpoints, conf)
+    if note is not None:
+        say("[yellow]note:[/yellow] {}", note)
     if failure is not None:
         error(failure, label="topology failed")
     for comp, errs in sorted(errors.items()):  # reported errors too (a restarted subprocess)
@@ -124,11 +116,36 @@ def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float
         sys.exit(1)
 
 
+def _held_by(held: dict[str, int]) -> str:
+    """``'a' (1 tuple(s)), 'b' (2 tuple(s))``, by component name."""
+    return ", ".join(f"{c!r} ({n} tuple(s))" for c, n in sorted(held.items()))
+
+
+def run_note(stopped_by: str, pending_left: int, held: dict[str, int], in_windows: dict[str, int],
+             in_checkpoints: dict[str, int], conf: dict[str, Any]) -> str | None:
+    """The note under a local run's summary, None when there is nothing to explain.
+    ``stopped_by`` is ``ttl``, ``idle``, ``failure`` or ``signal``; ``pending_left`` the user
+    spout tuples still pending; ``held`` the tuples bolts hold for a timer (open windows),
+    ``in_windows`` and ``in_checkpoints`` the tuples windows and stateful bolts hold un-acked
+    (component -> tuples). One note at most, the first that applies: a ttl that cut open
+    windows, then pending tuples held in windows, then pending tuples held for a checkpoint."""
+    if held and stopped_by == "ttl":
+        return (f"the ttl stopped the run while window(s) were still open: {_held_by(held)} "
+                "not evaluated yet; raise --ttl to let them close")
+    if pending_left and in_windows:
+        return (f"window(s) still hold tuples un-acked: {_held_by(in_windows)}; a window acks a "
+                "tuple once it has left every window, so the last tuples of a finite input wait "
+                "for more input (or fail at topology.message.timeout.secs and are replayed)")
+    if pending_left and in_checkpoints:
+        return checkpoint_note(in_checkpoints, conf)
+    return None
+
+
 def checkpoint_note(held: dict[str, int], conf: dict[str, Any]) -> str:
     """Why spout tuples are still pending when stateful bolts hold them (``held``: component ->
     tuples held until a checkpoint commits): a stateful bolt acks its inputs at each commit, so
     ``topology.max.spout.pending`` bounds what completes per checkpoint interval."""
-    bolts = ", ".join(f"{c!r} ({n} tuple(s))" for c, n in sorted(held.items()))
+    bolts = _held_by(held)
     interval_ms = f"{float(setting(conf, 'topology.state.checkpoint.interval.ms')):g}"
     text = (f"stateful bolt(s) hold tuples un-acked until their next checkpoint commits: {bolts}; "
             f"a stateful bolt acks its inputs when a checkpoint commits (every {interval_ms} ms, "

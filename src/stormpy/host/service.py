@@ -20,7 +20,9 @@
   now (a wake during a round runs one more round right after it). :meth:`Service.request_stop`
   ends the loop after the current round without waiting (safe from inside ``tick``);
   :meth:`Service.stop` also joins the thread for at most ``timeout`` seconds (never when called
-  on the thread itself) and returns whether it ended. Both are idempotent.
+  on the thread itself) and returns whether it ended; a stop while another thread is inside
+  :meth:`Service.start` waits for that start to finish and then stops the new thread. Both are
+  idempotent.
 * **Errors.** An exception from a round never ends the loop. One of ``expected_errors`` (an
   unreachable ZooKeeper, say) is logged as a warning without a traceback, on the first failure
   in a row and every ``warn_every``-th after; any other ``Exception`` is logged with its traceback
@@ -81,6 +83,8 @@ class Service:
         self._woken = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        #: held while :meth:`start` makes and starts the thread, so a stop never sees it unstarted
+        self._start_lock = threading.Lock()
 
     # -- the round ---------------------------------------------------------------------------------
     def tick(self) -> float | None:
@@ -137,13 +141,14 @@ class Service:
     # -- the thread --------------------------------------------------------------------------------
     def start(self) -> Service:
         """Start the loop's thread (idempotent while running); return self."""
-        if self._thread is not None:
-            if self._stopping.is_set():
-                raise RuntimeError(f"service {self.name!r} was stopped; it does not start again")
-            return self
-        self.due = self.clock() + self.first_delay
-        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-        self._thread.start()
+        with self._start_lock:
+            if self._thread is not None:
+                if self._stopping.is_set():
+                    raise RuntimeError(f"service {self.name!r} was stopped; it does not start again")
+                return self
+            self.due = self.clock() + self.first_delay
+            self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+            self._thread.start()
         return self
 
     def _run(self) -> None:
@@ -170,7 +175,8 @@ class Service:
         """Request a stop and join the thread for at most ``timeout`` seconds (not when called on
         the thread itself); True when the thread has ended (or never started)."""
         self.request_stop()
-        thread = self._thread
+        with self._start_lock:  # a start under way on another thread finishes first
+            thread = self._thread
         if thread is None:
             return True
         if thread is not threading.current_thread():

@@ -114,6 +114,11 @@ class RpcServer:
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
+    def max_message_bytes(self) -> int:
+        """The largest request the server reads (ZeroMQ drops a longer message unread)."""
+        return self._max_message_bytes
+
+    @property
     def port(self) -> int:
         """The bound TCP port (valid after :meth:`start`)."""
         if self._port is None:

@@ -104,7 +104,8 @@ def parse_consumer_register(value: Any) -> list[ConsumerSpec]:
                              "parallelism.hint)")
         cls = entry.get("class")
         if isinstance(cls, str):
-            if ":" not in cls or not all(cls.split(":", 1)):
+            module, colon, name = cls.partition(":")
+            if not colon or not module or not name or ":" in name:  # as the submit check
                 raise ValueError(f"{where}.class must be an import path 'module:Class', got {cls!r}")
         elif not isinstance(cls, type):
             raise ValueError(f"{where}.class is missing or not an import path 'module:Class'")

@@ -32,15 +32,24 @@ def normalize_outputs(outputs: Any, owner: str) -> dict[str, Stream]:
     """Turn a component's ``outputs`` declaration into ``{stream name: Stream}``.
 
     Accepted forms: a list of field names (the default stream), a list of ``Stream`` objects,
-    a mix of both, or a dict ``{stream name: [fields]}``. Raises ValueError naming ``owner``.
+    a mix of both, or a dict ``{stream name: [fields]}``; a single string is one field name (as
+    in :class:`Fields`), never its characters. Anything else raises ValueError naming ``owner``.
     """
     if outputs is None:
         return {}
+    if isinstance(outputs, str):
+        outputs = [outputs]
     streams: dict[str, Stream] = {}
     if isinstance(outputs, dict):
         items: list[Stream] = []
         for name, spec in outputs.items():
+            if not isinstance(spec, Stream | str | Fields | list | tuple):
+                raise ValueError(f"{owner}: outputs stream {name!r} must be a list of field names or a "
+                                 f"Stream, got {spec!r}")
             items.append(spec if isinstance(spec, Stream) else Stream(spec, name=name))
+    elif not isinstance(outputs, list | tuple | Fields):
+        raise ValueError(f"{owner}: outputs must be a list of field names or Stream objects, or a dict "
+                         f"of stream name to fields, got {outputs!r}")
     else:
         items = []
         plain: list[str] = []

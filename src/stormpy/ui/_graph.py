@@ -1,7 +1,8 @@
 """The topology graph as SVG, drawn on the server from the visualization document.
 
-Layout: each component sits in the column of its longest path from a spout (spouts in column 0),
-rows in name order. Every subscription is an arrow labelled ``<stream> <rate>/s``
+Layout: each component sits in the column of its longest path from a spout (spouts in column 0;
+in a cycle, the subscription that closes it, walking from the spouts in name order, does not
+count), rows in name order. Every subscription is an arrow labelled ``<stream> <rate>/s``
 (:func:`edge_shapes`): a forward edge runs from the source's right side to the target's left
 side, a back edge (a cycle, or a target not right of its source) bends below both boxes, a
 component's subscription to itself loops below its box. Edges between the same two components
@@ -44,20 +45,41 @@ def capacity_colour(kind: str, capacity: str | None) -> str:
 
 
 def _columns(vis: Mapping[str, Mapping[str, Any]]) -> dict[str, int]:
+    """Each component's column: its longest path from a spout, over the subscriptions left when
+    each cycle's closing one is dropped (walking from the components without inputs, in name
+    order; a component's subscription to itself moves nothing)."""
+    parents = {name: {i[":component"] for i in entry.get(":inputs", [])
+                      if i[":component"] in vis and i[":component"] != name}
+               for name, entry in vis.items()}
+    children: dict[str, list[str]] = {name: [] for name in vis}
+    for name, mine in parents.items():
+        for parent in mine:
+            children[parent].append(name)
+    on_path: set[str] = set()
+    walked: set[str] = set()
+
+    def walk(name: str) -> None:
+        walked.add(name)
+        on_path.add(name)
+        for child in sorted(children[name]):
+            if child in on_path:
+                parents[child].discard(name)  # closes a cycle
+            elif child not in walked:
+                walk(child)
+        on_path.discard(name)
+
+    for name in [n for n in sorted(vis) if not parents[n]] + sorted(vis):
+        if name not in walked:
+            walk(name)
     column: dict[str, int] = {}
 
-    def depth(name: str, seen: frozenset[str]) -> int:
-        if name in column:
-            return column[name]
-        inputs = [i[":component"] for i in vis[name].get(":inputs", [])
-                  if i[":component"] in vis and i[":component"] != name]  # a loop moves nothing
-        parents = [p for p in inputs if p not in seen]
-        value = 0 if not parents else 1 + max(depth(p, seen | {name}) for p in parents)
-        column[name] = value
-        return value
+    def depth(name: str) -> int:
+        if name not in column:
+            column[name] = 1 + max(depth(p) for p in parents[name]) if parents[name] else 0
+        return column[name]
 
-    for name in sorted(vis):
-        depth(name, frozenset())
+    for name in vis:
+        depth(name)
     return column
 
 

@@ -185,3 +185,53 @@ def test_a_component_traceback_is_printed_as_written(module: tuple[Path, str]) -
     assert "last error of parse:" in res.output
     assert "self.emit([ip, path, int(status)])" in res.output
     assert "ValueError: invalid literal for int() with base 10: 'oops'" in res.output
+
+
+def test_the_checkpoint_note_names_each_bolt_the_interval_and_the_pending_bound() -> None:
+    """The note, called directly: bolts sorted by name, the interval as given (its default when
+    unset), and the ``topology.max.spout.pending`` clause only when a bound is set."""
+    from stormpy.cli.local_cmd import checkpoint_note
+
+    text = checkpoint_note({"b": 2, "a": 1}, {"topology.state.checkpoint.interval.ms": 2500.5,
+                                              "topology.max.spout.pending": 3})
+    assert text == ("stateful bolt(s) hold tuples un-acked until their next checkpoint commits: "
+                    "'a' (1 tuple(s)), 'b' (2 tuple(s)); a stateful bolt acks its inputs when a "
+                    "checkpoint commits (every 2500.5 ms, topology.state.checkpoint.interval.ms), "
+                    "so with topology.max.spout.pending 3 at most 3 tuple tree(s) per spout task "
+                    "complete per interval: raise it or shorten the interval for more throughput")
+    assert checkpoint_note({"a": 1}, {}) == (
+        "stateful bolt(s) hold tuples un-acked until their next checkpoint commits: 'a' "
+        "(1 tuple(s)); a stateful bolt acks its inputs when a checkpoint commits (every 1000 ms, "
+        "topology.state.checkpoint.interval.ms)")
+
+
+WINDOWS_NOTE = ("window(s) still hold tuples un-acked: 'a' (1 tuple(s)), 'b' (2 tuple(s)); a "
+                "window acks a tuple once it has left every window, so the last tuples of a "
+                "finite input wait for more input (or fail at topology.message.timeout.secs and "
+                "are replayed)")
+
+
+def test_the_run_note_says_which_open_windows_the_ttl_cut() -> None:
+    from stormpy.cli.local_cmd import run_note
+
+    held = {"b": 2, "a": 1}
+    assert run_note("ttl", 0, held, {}, {}, {}) == (
+        "the ttl stopped the run while window(s) were still open: 'a' (1 tuple(s)), "
+        "'b' (2 tuple(s)) not evaluated yet; raise --ttl to let them close")
+    # open windows when the run stopped otherwise: not the ttl's doing, so not this note
+    for stopped_by in ("idle", "signal", "failure"):
+        assert run_note(stopped_by, 0, held, {}, {}, {}) is None
+    assert run_note("idle", 3, held, {"b": 2, "a": 1}, {}, {}) == WINDOWS_NOTE
+
+
+def test_the_run_note_explains_pending_tuples_held_by_windows_then_by_checkpoints() -> None:
+    from stormpy.cli.local_cmd import checkpoint_note, run_note
+
+    windows = {"b": 2, "a": 1}
+    assert run_note("ttl", 1, {}, windows, {}, {}) == WINDOWS_NOTE
+    assert run_note("ttl", 1, {}, windows, {"s": 4}, {}) == WINDOWS_NOTE  # windows first
+    assert run_note("ttl", 0, {}, windows, {"s": 4}, {}) is None  # nothing pending: no note
+    conf = {"topology.max.spout.pending": 2}
+    assert run_note("signal", 4, {}, {}, {"s": 4}, conf) == checkpoint_note({"s": 4}, conf)
+    assert run_note("ttl", 0, {}, {}, {"s": 4}, conf) is None
+    assert run_note("ttl", 4, {}, {}, {}, conf) is None

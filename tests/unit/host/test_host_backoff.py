@@ -75,3 +75,53 @@ def test_a_scheduler_gets_the_next_attempts_time_on_its_own_clock() -> None:
 def test_bad_settings_are_refused_by_name(kwargs: dict[str, float], named: str) -> None:
     with pytest.raises(ValueError, match=named):
         Backoff(**kwargs)  # type: ignore[arg-type]
+
+
+def test_the_bounds_of_each_setting_and_their_messages() -> None:
+    assert [Backoff(2.0, 2.0).failed() for _ in range(2)] == [2.0, 2.0]  # cap == first
+    flat = Backoff(1.5, 9.0, factor=1.0)
+    assert [flat.failed() for _ in range(3)] == [1.5, 1.5, 1.5]
+    assert Backoff(1.0, 2.0, jitter=1.0).jitter == 1.0 and Backoff(1.0, 2.0, jitter=0.0).jitter == 0.0
+    assert Backoff(1.0, 2.0, free_failures=0).failed() == 1.0
+    for kwargs, message in (
+            ({"first": 0, "cap": 1.0}, "Backoff: first must be > 0 seconds, got 0"),
+            ({"first": 2.0, "cap": 1.5}, "Backoff: cap must be >= first (2.0), got 1.5"),
+            ({"first": 1.0, "cap": 2.0, "factor": 0.5}, "Backoff: factor must be >= 1, got 0.5"),
+            ({"first": 1.0, "cap": 2.0, "jitter": -0.25},
+             "Backoff: jitter must be between 0 and 1, got -0.25"),
+            ({"first": 1.0, "cap": 2.0, "jitter": 1.25}, "Backoff: jitter must be between 0 and 1, got 1.25"),
+            ({"first": 1.0, "cap": 2.0, "free_failures": -1}, "Backoff: free_failures must be >= 0, got -1")):
+        with pytest.raises(ValueError) as raised:
+            Backoff(**kwargs)  # type: ignore[arg-type]
+        assert str(raised.value) == message
+
+
+def test_the_settings_are_kept_as_floats_and_shown() -> None:
+    backoff = Backoff(1, 30, factor=3, jitter=0.5, free_failures=2)
+    assert (backoff.first, backoff.cap, backoff.factor, backoff.jitter, backoff.free_failures) == (
+        1.0, 30.0, 3.0, 0.5, 2)
+    assert all(isinstance(v, float) for v in (backoff.first, backoff.cap, backoff.factor, backoff.jitter))
+    assert (backoff.failures, backoff.last_delay, backoff.next_attempt) == (0, 0.0, 0.0)
+    backoff.failed()
+    assert repr(backoff) == "Backoff(first=1, cap=30, factor=3, jitter=0.5, failures=1)"
+
+
+def test_jitter_draws_from_the_given_generator_only() -> None:
+    class Fixed(random.Random):
+        def random(self) -> float:
+            return 0.5
+    backoff = Backoff(4.0, 100.0, jitter=0.5, rng=Fixed())
+    assert [backoff.failed() for _ in range(3)] == [3.0, 6.0, 12.0]  # each shortened by a quarter
+    assert backoff.last_delay == 12.0
+    free = Backoff(4.0, 100.0, jitter=0.5, free_failures=1, rng=Fixed())
+    assert free.failed() == 0.0 and free.failed_at(10.0) == 13.0
+    unseeded = Backoff(4.0, 100.0, jitter=1.0)
+    assert all(0.0 <= unseeded.failed() <= 4.0 * 2 ** i for i in range(5))
+
+
+def test_delays_under_a_second_are_jittered_too() -> None:
+    class Half(random.Random):
+        def random(self) -> float:
+            return 0.5
+    backoff = Backoff(0.5, 4.0, jitter=0.5, rng=Half())
+    assert [backoff.failed() for _ in range(3)] == [0.375, 0.75, 1.5]
