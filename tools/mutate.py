@@ -835,7 +835,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rerun-equivalents", action="store_true",
                         help="run: test the pinned equivalents too (a cold run re-judges them all)")
     args = parser.parse_args(argv)
-    names = args.targets or list(CORE)
+    names = args.targets or list(TARGETS if args.command == "list" else CORE)
     unknown = [n for n in names if n not in TARGETS]
     if unknown:
         parser.error(f"unknown target(s) {', '.join(unknown)}; known: {', '.join(TARGETS)}")
