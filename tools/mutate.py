@@ -222,6 +222,17 @@ TARGETS: dict[str, Target] = {
                                 for part in ("_base", "_memory", "_sqlite", "_settings", "_provider")),
                           tests=("tests/unit/**/test_state*.py", "tests/unit/state/test_local_state.py",
                                  "tests/unit/state/test_sqlite_store_open.py")),
+    # the state backends beside the layer's core: Redis (compare-and-set with WATCH, batched
+    # pipelines, the recursive delete script, polled watches, errors naming the address and the
+    # provider) against the session's real redis-server (mutmut's per-mutant run is a fresh
+    # pytest session in a forked child, so each mutant starts its own: a few tens of ms), the
+    # ZooKeeper backend judged by the tests that run it over an in-memory kazoo stand-in (a real
+    # ZooKeeper per mutant is a JVM start; tests/integration/test_state_*zk.py run it there),
+    # StatefulBolt and the submit-time warning about state kept on one host
+    "state-backends": Target(tuple(f"src/stormpy/state/{part}.py"
+                                   for part in ("_redis_store", "_zookeeper", "_api", "_deployment")),
+                             tests=("tests/unit/**/test_state*.py", "tests/unit/state/test_redis_store_*.py",
+                                    "tests/unit/state/test_local_state.py")),
     # multilang: the protocol's checks, the JSON and msgpack framing, the shell components
     # (restart backoff, max pending, the spout's one-command-at-a-time exchange, the watchdog)
     # and the in-process pystorm adapter; the unit tests that run real shell bolts (the

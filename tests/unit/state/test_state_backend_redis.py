@@ -1,0 +1,144 @@
+"""The Redis backend's own guarantees on a real ``redis-server`` (the contract every store keeps
+is in test_state_layer.py and test_state_backends.py): keys of two tasks or topologies never
+mixed, a compare-and-set that two writers on two connections never both win, batched writes
+larger than one pipeline round landing whole and in order, scans by prefix and page, and Redis
+unreachable refused naming the address and the provider."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from parts_kit import fresh_redis_store
+from stormpy.local._redis_server import RedisServer
+from stormpy.state import _redis_store as redis_module
+from stormpy.state._redis_store import RedisConfig, RedisStore
+from stormpy.topology._state import StateUnavailableError
+
+
+@pytest.fixture
+def store(redis_server: RedisServer) -> Iterator[RedisStore]:
+    s = fresh_redis_store(redis_server, "t")
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+def test_keys_of_two_tasks_and_two_topologies_are_never_mixed(store: RedisStore) -> None:
+    a, b = store.sub("topo-1", "task-1"), store.sub("topo-1", "task-2")
+    other = RedisStore(store.config, ("t2",))  # another topology, same prefix
+    try:
+        a.put_many({"k": 1, "x/y": 2})
+        b.put_many({"k": 10})
+        other.put("k", 100)
+        assert (a.get("k"), b.get("k"), other.get("k"), store.get("k")) == (1, 10, 100, None)
+        assert a.children() == ["k", "x"] and b.children() == ["k"]
+        assert dict(a.scan()) == {"k": 1} and dict(b.scan()) == {"k": 10}
+        assert a.count() == 2 and b.count() == 1
+        assert store.children() == ["topo-1"] and store.children("topo-1") == ["task-1", "task-2"]
+        assert b.delete("k") is True and b.delete("k") is False
+        assert a.get("k") == 1 and other.get("k") == 100 and a.get("x/y") == 2
+        assert a.delete("x") is True  # a subtree: the node and its children
+        assert a.get("x/y") is None and a.children() == ["k"]
+    finally:
+        other.close()
+
+
+def test_two_writers_on_two_connections_never_both_win_and_no_update_is_lost(
+        store: RedisStore) -> None:
+    other = RedisStore(store.config, ("t",))  # its own connection pool
+    rounds = 40
+    errors: list[BaseException] = []
+
+    def add(s: RedisStore) -> None:
+        try:
+            for _ in range(rounds):
+                assert s.update("n", lambda v: (v or 0) + 1) is True
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+    try:
+        threads = [threading.Thread(target=add, args=(s,)) for s in (store, other)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert not errors and store.get("n") == 2 * rounds
+    finally:
+        other.close()
+
+
+def test_an_update_whose_key_changed_since_its_read_runs_again_on_the_new_value(
+        store: RedisStore) -> None:
+    other = RedisStore(store.config, ("t",))
+    seen: list[Any] = []
+
+    def fn(value: Any) -> Any:
+        seen.append(value)
+        if len(seen) == 1:
+            other.put("n", 5)  # another writer between our read and our write
+        return value + 1
+    try:
+        store.put("n", 1)
+        assert store.update("n", fn) is True
+        assert seen == [1, 5] and store.get("n") == 6
+        assert store.update("n", lambda v: None) is False and store.get("n") == 6
+        assert store.update("fresh", lambda v: [v]) is True and store.get("fresh") == [None]
+        assert store.update("a/b", lambda v: 7) is True
+        assert store.children() == ["a", "fresh", "n"] and store.get("a") is None
+    finally:
+        other.close()
+
+
+def test_a_batch_larger_than_a_pipeline_round_lands_whole_and_in_order(
+        store: RedisStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(redis_module, "PIPELINE_BATCH", 40)
+    monkeypatch.setattr(redis_module, "HSET_FIELDS", 4)
+    puts = {f"k{i:03d}": i for i in range(150)}
+    puts.update({f"d/e{i}": -i for i in range(30)})
+    puts.update({"a=b": "eq", "sp ace": "sp", ".": "dot", "q%": "pct"})
+    store.write_batch({"gone": 1, "gone2/x": 2})
+    store.write_batch(puts, deletes=["gone", "gone2", "k000"])
+    expected = {k: v for k, v in puts.items() if "/" not in k and k != "k000"}
+    assert dict(store.scan()) == expected
+    assert store.get_many([f"d/e{i}" for i in range(30)]) == {f"d/e{i}": -i for i in range(30)}
+    assert store.get("gone") is None and store.get("gone2/x") is None and store.get("k000") is None
+    assert store.children() == sorted([*expected, "d"]) and store.count() == len(expected) + 1
+    # puts then deletes, in that order: a key put and deleted in one batch is gone
+    store.write_batch({"both": 1}, deletes=["both"])
+    assert store.get("both") is None
+    deletes = [f"k{i:03d}" for i in range(1, 150)]
+    store.write_encoded([], deletes)
+    assert store.get_many(deletes) == {}
+
+
+def test_a_scan_by_prefix_and_page_reads_exactly_the_matching_children(store: RedisStore) -> None:
+    store.put_many({f"p*{i}": i for i in range(25)})
+    store.put_many({f"p{i}": i for i in range(5)})
+    store.put("p*x/child", 1)  # a node with children: listed, but no value of its own
+    assert dict(store.scan(prefix="p*", page=3)) == {f"p*{i}": i for i in range(25)}
+    assert dict(store.scan(prefix="p?", page=3)) == {}
+    assert dict(store.scan(prefix="p", page=2)) == {**{f"p*{i}": i for i in range(25)},
+                                                    **{f"p{i}": i for i in range(5)}}
+    assert dict(store.scan("p*x")) == {"child": 1}
+
+
+def test_an_unreachable_redis_is_refused_naming_the_address_and_the_provider() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    store = RedisStore(RedisConfig("127.0.0.1", port, timeout_ms=500), ("a",))
+    try:
+        with pytest.raises(StateUnavailableError) as err:
+            store.get("k")
+        assert str(err.value).startswith(f"state redis 127.0.0.1:{port} db 0 at stormpy/a/k: ")
+        assert f"Redis at 127.0.0.1:{port} unreachable (provider redis)" in str(err.value)
+        assert store.available() is False
+    finally:
+        store.close()
+    with pytest.raises(StateUnavailableError, match="store is closed"):
+        store.get("k")
