@@ -17,7 +17,7 @@ from parts_kit import fresh_redis_store
 from stormpy.local._redis_server import RedisServer
 from stormpy.state import _redis_store as redis_module
 from stormpy.state._redis_store import RedisConfig, RedisStore
-from stormpy.topology._state import StateUnavailableError
+from stormpy.topology._state import StateStoreError, StateUnavailableError
 
 
 @pytest.fixture
@@ -142,3 +142,128 @@ def test_an_unreachable_redis_is_refused_naming_the_address_and_the_provider() -
         store.close()
     with pytest.raises(StateUnavailableError, match="store is closed"):
         store.get("k")
+
+
+class FailingClient:
+    """Stands in for redis-py's client: every command raises ``error``."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+    def __getattr__(self, name: str) -> Any:
+        def fail(*args: Any, **kwargs: Any) -> Any:
+            raise self.error
+        return fail
+
+
+OUT_OF_MEMORY = "is out of memory (provider redis): "
+CANNOT_SERVE = "cannot serve now (provider redis): "
+
+
+@pytest.mark.parametrize("reply, kind, says", [
+    ("OOM command not allowed when used memory > 'maxmemory'", StateUnavailableError, OUT_OF_MEMORY),
+    ("ERR over the maxmemory limit", StateUnavailableError, OUT_OF_MEMORY),
+    ("LOADING Redis is loading the dataset in memory", StateUnavailableError, CANNOT_SERVE),
+    ("MASTERDOWN Link with MASTER is down", StateUnavailableError, CANNOT_SERVE),
+    ("READONLY You can't write against a read only replica.", StateUnavailableError, CANNOT_SERVE),
+    ("BUSY Redis is busy running a script.", StateUnavailableError, CANNOT_SERVE),
+    ("WRONGTYPE Operation against a key holding the wrong kind of value", StateStoreError,
+     "failed: "),
+])
+def test_each_refusal_of_redis_is_named_by_kind_address_and_key(
+        store: RedisStore, monkeypatch: pytest.MonkeyPatch, reply: str, kind: type[Exception],
+        says: str) -> None:
+    import redis
+
+    monkeypatch.setattr(store._conn, "client",  # noqa: SLF001
+                        FailingClient(redis.exceptions.ResponseError(reply)))
+    with pytest.raises(StateStoreError) as err:
+        store.get("k")
+    assert type(err.value) is kind
+    address = store.config.address
+    assert str(err.value) == (f"state redis {address} db 0 at {store.config.prefix}/t/k: "
+                              f"Redis at {address} {says}{reply}")
+
+
+@pytest.mark.parametrize("error, kind, says", [
+    ("TimeoutError", StateUnavailableError, "unreachable (provider redis): slow"),
+    ("ConnectionError", StateUnavailableError, "unreachable (provider redis): slow"),
+    ("AuthenticationError", StateUnavailableError, "unreachable (provider redis): slow"),
+    ("DataError", StateStoreError, "failed: slow"),
+])
+def test_other_redis_errors_are_named_too(store: RedisStore, monkeypatch: pytest.MonkeyPatch,
+                                          error: str, kind: type[Exception], says: str) -> None:
+    import redis
+
+    monkeypatch.setattr(store._conn, "client",  # noqa: SLF001
+                        FailingClient(getattr(redis.exceptions, error)("slow")))
+    with pytest.raises(StateStoreError) as err:
+        store.put("k", 1)
+    assert type(err.value) is kind
+    assert str(err.value) == (f"state redis {store.config.address} db 0 at {store.config.prefix}/t: "
+                              f"Redis at {store.config.address} {says}")
+
+
+def test_a_namespace_shares_its_stores_connection_and_leaves_it_open_when_closed(
+        store: RedisStore) -> None:
+    ns = store.sub("a", "b")
+    assert ns.location == f"redis {store.config.address} db 0 at {store.config.prefix}/t/a/b"
+    ns.put("k", 1)
+    ns.close()
+    assert store.get("a/b/k") == 1 and store.available() is True
+    own = redis_module.open_redis_store(store.config, "t", "a")
+    assert own.get("b/k") == 1 and own.location.endswith(f"{store.config.prefix}/t/a")
+    own.close()
+    assert store.get("a/b/k") == 1  # another pool: closing it left this one open
+    with pytest.raises(StateUnavailableError, match="store is closed"):
+        own.get("b/k")
+
+
+def test_the_database_and_the_prefix_keep_stores_apart(redis_server: RedisServer) -> None:
+    import redis
+
+    config = RedisConfig(redis_server.host, redis_server.port, database=3, prefix="dbtest")
+    in_db3 = RedisStore(config, ("t",))
+    in_db0 = RedisStore(RedisConfig(redis_server.host, redis_server.port, prefix="dbtest"), ("t",))
+    raw = redis.Redis(host=redis_server.host, port=redis_server.port, db=3)
+    try:
+        in_db3.put("k", 1)
+        assert in_db0.get("k") is None and in_db3.get("k") == 1
+        assert raw.hkeys("dbtest/t") == [b"k"] and raw.hkeys("dbtest") == [b"t"]
+        assert in_db3.location.startswith(f"redis {redis_server.host}:{redis_server.port} db 3 ")
+    finally:
+        raw.delete("dbtest/t", "dbtest")
+        raw.close()
+        in_db3.close()
+        in_db0.close()
+
+
+def test_a_node_with_children_but_no_value_reads_as_the_default(store: RedisStore) -> None:
+    store.put("a/b", 1)
+    assert store.get("a", "none") == "none" and store.get_many(["a", "a/b"]) == {"a/b": 1}
+    assert store.get_many([]) == {} and dict(store.scan()) == {}
+    with pytest.raises(Exception, match="root holds no value"):
+        RedisStore(store.config).get("")
+
+
+def test_an_update_beaten_every_round_gives_up_naming_the_key(
+        store: RedisStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    from stormpy.state import _base as base_module
+
+    monkeypatch.setattr(base_module, "contention_pause", lambda backoff: None)
+    other = RedisStore(store.config, ("t",))
+    calls = [0]
+
+    def beaten(value: Any) -> Any:
+        calls[0] += 1
+        other.put("n", calls[0])
+        return -1
+    try:
+        with pytest.raises(StateUnavailableError) as err:
+            store.update("n", beaten)
+        assert str(err.value) == (f"state redis {store.config.address} db 0 at "
+                                  f"{store.config.prefix}/t/n: changed by others "
+                                  f"{base_module.MAX_UPDATE_ROUNDS} times in a row")
+        assert calls[0] == base_module.MAX_UPDATE_ROUNDS and store.get("n") == calls[0]
+    finally:
+        other.close()
