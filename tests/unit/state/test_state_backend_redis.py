@@ -6,6 +6,7 @@ unreachable refused naming the address and the provider."""
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from parts_kit import fresh_redis_store
 from stormpy.local._redis_server import RedisServer
 from stormpy.state import _redis_store as redis_module
 from stormpy.state._redis_store import RedisConfig, RedisStore
+from stormpy.testing import wait_for
 from stormpy.topology._state import StateStoreError, StateUnavailableError
 
 
@@ -149,9 +151,11 @@ class FailingClient:
 
     def __init__(self, error: BaseException) -> None:
         self.error = error
+        self.calls = 0
 
     def __getattr__(self, name: str) -> Any:
         def fail(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
             raise self.error
         return fail
 
@@ -267,3 +271,136 @@ def test_an_update_beaten_every_round_gives_up_naming_the_key(
         assert calls[0] == base_module.MAX_UPDATE_ROUNDS and store.get("n") == calls[0]
     finally:
         other.close()
+
+
+def test_keys_that_need_encoding_read_back_whatever_call_wrote_them(store: RedisStore) -> None:
+    odd = {"sp ace": 1, ".": 2, "..": 3, "x%41": 4, "a=b": 5, "plain": 6}
+    store.write_batch(odd)
+    assert store.get_many(list(odd)) == odd and dict(store.scan()) == odd
+    assert store.children() == sorted(odd)
+    store.delete_many(list(odd))
+    assert store.children() == []
+    store.put_many(odd)
+    assert {k: store.get(k) for k in odd} == odd
+
+
+def test_the_parents_of_a_store_are_nodes_without_values(store: RedisStore) -> None:
+    deep = store.sub("u", "v")
+    deep.write_batch({"k": 1})
+    assert store.get("u") is None and store.get("u/v") is None
+    assert store.children() == ["u"] and store.children("u") == ["v"] and deep.get("k") == 1
+    other = store.sub("w")
+    assert other.update("k", lambda v: 1) is True and store.get("w") is None
+    other.put_many({"k": 2})
+    assert store.get("w") is None and store.children() == ["u", "w"]
+
+
+def test_a_batch_is_sent_in_rounds_bounded_by_the_pipeline_batch(
+        store: RedisStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkpoint larger than memory is written in rounds: at most PIPELINE_BATCH keys queued
+    in the client at once (HSETs of HSET_FIELDS fields), the deletes PIPELINE_BATCH // 10 keys
+    per script call."""
+    monkeypatch.setattr(redis_module, "PIPELINE_BATCH", 200)
+    monkeypatch.setattr(redis_module, "HSET_FIELDS", 4)
+    client = store._conn.client  # noqa: SLF001
+    real = client.pipeline
+    rounds: list[list[tuple[str, int]]] = []
+
+    def pipeline(*args: Any, **kwargs: Any) -> Any:
+        pipe = real(*args, **kwargs)
+        execute = pipe.execute
+
+        def counted(*a: Any, **kw: Any) -> Any:
+            rounds.append([(str(c[0][0]), len(c[0])) for c in pipe.command_stack])
+            return execute(*a, **kw)
+        pipe.execute = counted
+        return pipe
+    monkeypatch.setattr(client, "pipeline", pipeline)
+    store.write_batch({f"k{i:04d}": i for i in range(450)} | {"n/a": 1, "n/b": 2},
+                      deletes=[f"k{i:04d}" for i in range(100)])
+    assert dict(store.scan()) == {f"k{i:04d}": i for i in range(100, 450)}
+    assert store.get_many(["n/a", "n/b"]) == {"n/a": 1, "n/b": 2}
+    hset = ("HSET", 2 + 2 * 4)  # one HSET of 4 fields
+    assert rounds[0] == [("HSETNX", 4)] + [hset] * 50
+    assert rounds[1] == [hset] * 50
+    # the last 48 + 2 rows, the markers of "n/a" and "n/b", both of them, and the first script
+    markers = [("HSETNX", 4)] * 2
+    assert rounds[2] == ([hset] * 12 + markers + [("HSET", 2 + 2 * 2)] + markers
+                         + [("HSET", 2 + 2 * 2), ("EVALSHA", 3 + 2 * 20)])
+    # 100 deletes: 20 keys (parent and field each) per script call, two calls per round
+    assert rounds[3:6] == [[("EVALSHA", 3 + 2 * 20)] * 2] * 2 + [[]]
+    assert all(len(r) <= 1 + 200 // 4 for r in rounds)
+
+
+@pytest.mark.parametrize("call, key", [
+    (lambda s: s.write_batch({"k": 1}), ""),
+    (lambda s: s.write_encoded([("k", b"")], ["j"]), ""),
+    (lambda s: s.get_many(["k"]), ""),
+    (lambda s: s.delete_many(["k"]), ""),
+    (lambda s: s.children("a"), "/a"),
+    (lambda s: s.count("a"), "/a"),
+    (lambda s: s.update("k", lambda v: 1), "/k"),
+    (lambda s: s.delete("k"), "/k"),
+    (lambda s: list(s.scan("a")), "/a"),
+])
+def test_every_call_that_meets_an_unreachable_redis_names_where(
+        store: RedisStore, monkeypatch: pytest.MonkeyPatch, call: Any, key: str) -> None:
+    import redis
+
+    failing = FailingClient(redis.exceptions.ConnectionError("down"))
+    monkeypatch.setattr(store._conn, "client", failing)  # noqa: SLF001
+    monkeypatch.setattr(store._conn, "delete_script", failing.evalsha)  # noqa: SLF001
+    with pytest.raises(StateUnavailableError) as err:
+        call(store)
+    assert str(err.value) == (f"state {store.location}{key}: Redis at {store.config.address} "
+                              "unreachable (provider redis): down")
+
+
+def test_a_value_that_is_not_a_state_document_is_named_by_its_key(store: RedisStore) -> None:
+    import redis
+
+    raw = redis.Redis(host=store.config.host, port=store.config.port)
+    try:
+        raw.hset(f"{store.config.prefix}/t", "bad", b"\xc1garbage")
+    finally:
+        raw.close()
+    for call in (lambda: store.get_many(["bad"]), lambda: store.update("bad", lambda v: 1),
+                 lambda: store.get("bad")):
+        with pytest.raises(StateStoreError, match=f"^state {store.location}/bad: "):
+            call()
+    with pytest.raises(StateStoreError, match=f"^state {store.location}/gone: "):
+        store.write_batch({"ok": 1, "gone": object()})
+
+
+def test_a_namespace_is_checked_and_closed_with_its_store(store: RedisStore) -> None:
+    with pytest.raises(StateStoreError, match=f"^state {store.location}/'': a namespace segment"):
+        store.sub("")
+    ns = store.sub("a")
+    ns.put("k", 1)
+    store.close()
+    with pytest.raises(StateUnavailableError, match="store is closed"):
+        ns.get("k")
+
+
+def test_a_watch_whose_reads_fail_warns_once_without_a_traceback_and_keeps_polling(
+        store: RedisStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    import redis
+
+    store.put("k", 1)
+    seen: list[Any] = []
+    cancel = store.watch("k", seen.append, poll_secs=0.02)
+    try:
+        name = f"redis watch {store.where('k')}"
+        assert any(t.name == name and t.is_alive() for t in threading.enumerate())
+        with caplog.at_level(logging.WARNING):
+            monkeypatch.setattr(store._conn, "client",  # noqa: SLF001
+                                FailingClient(redis.exceptions.ConnectionError("down")))
+            wait_for(lambda: store._conn.client.calls >= 3, 30, "three failed polls")  # noqa: SLF001
+            monkeypatch.undo()
+        failures = [r for r in caplog.records if name in r.getMessage()]
+        assert failures and all(r.levelno == logging.WARNING and r.exc_info is None for r in failures)
+        assert failures[0].getMessage().startswith(f"{name}: round failed (1 in a row): state ")
+        store.put("k", 2)
+        wait_for(lambda: seen[-1:] == [2], 30, "the change after Redis came back")
+    finally:
+        cancel()
