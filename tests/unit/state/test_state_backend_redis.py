@@ -19,7 +19,7 @@ from stormpy.local._redis_server import RedisServer
 from stormpy.state import _redis_store as redis_module
 from stormpy.state._redis_store import RedisConfig, RedisStore
 from stormpy.testing import wait_for
-from stormpy.topology._state import StateStoreError, StateUnavailableError
+from stormpy.topology._state import StateKeyError, StateStoreError, StateUnavailableError
 
 
 @pytest.fixture
@@ -142,8 +142,9 @@ def test_an_unreachable_redis_is_refused_naming_the_address_and_the_provider() -
         assert store.available() is False
     finally:
         store.close()
-    with pytest.raises(StateUnavailableError, match="store is closed"):
+    with pytest.raises(StateUnavailableError) as closed:
         store.get("k")
+    assert str(closed.value) == f"state redis 127.0.0.1:{port} db 0 at stormpy/a/k: store is closed"
 
 
 class FailingClient:
@@ -166,6 +167,7 @@ CANNOT_SERVE = "cannot serve now (provider redis): "
 
 @pytest.mark.parametrize("reply, kind, says", [
     ("OOM command not allowed when used memory > 'maxmemory'", StateUnavailableError, OUT_OF_MEMORY),
+    ("OOM command not allowed", StateUnavailableError, OUT_OF_MEMORY),
     ("ERR over the maxmemory limit", StateUnavailableError, OUT_OF_MEMORY),
     ("LOADING Redis is loading the dataset in memory", StateUnavailableError, CANNOT_SERVE),
     ("MASTERDOWN Link with MASTER is down", StateUnavailableError, CANNOT_SERVE),
@@ -246,8 +248,19 @@ def test_a_node_with_children_but_no_value_reads_as_the_default(store: RedisStor
     store.put("a/b", 1)
     assert store.get("a", "none") == "none" and store.get_many(["a", "a/b"]) == {"a/b": 1}
     assert store.get_many([]) == {} and dict(store.scan()) == {}
-    with pytest.raises(Exception, match="root holds no value"):
-        RedisStore(store.config).get("")
+    root = RedisStore(store.config)
+    with pytest.raises(StateKeyError) as err:
+        root.get("")
+    assert str(err.value) == (f"state redis {store.config.address} db 0 at {store.config.prefix}: "
+                              "the Redis backend's root holds no value of its own; use a store below it")
+    with pytest.raises(StateKeyError) as err:
+        store.get("a//b")
+    assert str(err.value).startswith(f"state {store.location}/a//b: ")
+    with pytest.raises(StateKeyError) as err:
+        RedisStore(store.config, ("t", ""))
+    assert str(err.value) == (f"state redis {store.config.address}/'': a namespace segment is a "
+                              "non-empty string")
+    root.close()
 
 
 def test_an_update_beaten_every_round_gives_up_naming_the_key(
@@ -330,6 +343,13 @@ def test_a_batch_is_sent_in_rounds_bounded_by_the_pipeline_batch(
     # 100 deletes: 20 keys (parent and field each) per script call, two calls per round
     assert rounds[3:6] == [[("EVALSHA", 3 + 2 * 20)] * 2] * 2 + [[]]
     assert all(len(r) <= 1 + 200 // 4 for r in rounds)
+    # the markers of nested keys count towards a round too: each row below is in a hash of its
+    # own (two markers, one HSET), so a round ends once 50 of them are queued (51 commands with
+    # the store's own marker; 40 rows: 120 commands and that marker in three rounds)
+    rounds.clear()
+    store.write_batch({f"n{i:02d}/x": i for i in range(40)})
+    assert [len(r) for r in rounds] == [51, 51, 19]
+    assert store.get_many([f"n{i:02d}/x" for i in range(40)]) == {f"n{i:02d}/x": i for i in range(40)}
 
 
 @pytest.mark.parametrize("call, key", [
@@ -365,7 +385,7 @@ def test_a_value_that_is_not_a_state_document_is_named_by_its_key(store: RedisSt
     finally:
         raw.close()
     for call in (lambda: store.get_many(["bad"]), lambda: store.update("bad", lambda v: 1),
-                 lambda: store.get("bad")):
+                 lambda: store.get("bad"), lambda: dict(store.scan())):
         with pytest.raises(StateStoreError, match=f"^state {store.location}/bad: "):
             call()
     with pytest.raises(StateStoreError, match=f"^state {store.location}/gone: "):
@@ -404,3 +424,101 @@ def test_a_watch_whose_reads_fail_warns_once_without_a_traceback_and_keeps_polli
         wait_for(lambda: seen[-1:] == [2], 30, "the change after Redis came back")
     finally:
         cancel()
+
+
+def test_the_root_store_lists_the_nodes_below_it(store: RedisStore) -> None:
+    root = RedisStore(store.config)
+    try:
+        root.put("a/b", 1)
+        root.write_batch({"c/d": 2})
+        assert root.children() == ["a", "c"] and root.get("a") is None
+        assert root.children("a") == ["b"] and root.get("c/d") == 2
+    finally:
+        root.close()
+
+
+def test_without_redis_py_the_provider_setting_is_refused_with_the_install_hint(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    from stormpy.config import SettingError
+
+    real = importlib.import_module
+
+    def no_redis(name: str, *args: Any) -> Any:
+        if name == "redis" or name.startswith("redis."):
+            raise ImportError(f"No module named {name!r}")
+        return real(name, *args)
+    monkeypatch.setattr(importlib, "import_module", no_redis)
+    with pytest.raises(SettingError) as err:
+        RedisStore(RedisConfig())
+    assert err.value.setting == "topology.state.provider"
+    assert err.value.problem == ("the redis provider needs redis-py: pip install 'stormpy[redis]' "
+                                 "(redis-py with hiredis)")
+
+
+def test_keys_are_laid_out_as_documented(store: RedisStore) -> None:
+    """One hash per node, its children's names percent-encoded (encode_segment): the layout
+    another reader of the same Redis (another version, a tool) relies on."""
+    import redis
+
+    keys = {".": 1, "..": 2, "a=b": 3, "sp ace": 4, "x/y": 5}
+    store.put_many(keys)
+    store.write_batch({"w.": 6})
+    raw = redis.Redis(host=store.config.host, port=store.config.port)
+    try:
+        own = f"{store.config.prefix}/t"
+        assert sorted(raw.hkeys(own)) == sorted(
+            [b"%2E", b"%2E%2E", b"a%3Db", b"sp%20ace", b"x", b"w."])
+        assert raw.hkeys(f"{own}/x") == [b"y"] and raw.hget(own, "x") == b""
+        assert raw.hkeys(store.config.prefix) == [b"t"]
+    finally:
+        raw.close()
+
+
+def test_the_pool_settings_reach_the_connection(redis_server: RedisServer) -> None:
+    """jedisPoolConfig's host, port, database, password and timeout are the client's; a lost
+    connection is retried briefly (twice, backing off from 10 ms up to 100 ms)."""
+    store = RedisStore(RedisConfig("10.1.2.3", 6390, 1500, "pw", 2, "p"))
+    try:
+        assert store.timeout_secs == 1.5
+        kwargs = store._conn.client.connection_pool.connection_kwargs  # noqa: SLF001
+        assert {k: kwargs[k] for k in ("host", "port", "db", "password", "socket_timeout",
+                                      "socket_connect_timeout", "health_check_interval")} == {
+            "host": "10.1.2.3", "port": 6390, "db": 2, "password": "pw", "socket_timeout": 1.5,
+            "socket_connect_timeout": 1.5, "health_check_interval": 30}
+        retry = kwargs["retry"]
+        assert (retry._retries, retry._backoff._base, retry._backoff._cap) == (2, 0.01, 0.1)  # noqa: SLF001
+    finally:
+        store.close()
+
+
+def test_a_password_protected_redis_takes_the_configured_password() -> None:
+    from parts_kit import running_redis
+
+    with running_redis(password="s3cret") as server:
+        right = RedisStore(RedisConfig(server.host, server.port, password="s3cret"), ("p",))
+        wrong = RedisStore(RedisConfig(server.host, server.port, password="nope"), ("p",))
+        try:
+            right.put("k", 1)
+            assert right.get("k") == 1
+            with pytest.raises(StateUnavailableError, match=f"Redis at {server.host}:{server.port} "):
+                wrong.get("k")
+        finally:
+            right.close()
+            wrong.close()
+
+
+def test_a_redis_that_does_not_answer_is_refused_within_the_timeout() -> None:
+    """A server that takes the connection and never answers (stopped, overloaded): the call
+    fails as unreachable instead of waiting for ever."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        store = RedisStore(RedisConfig("127.0.0.1", port, timeout_ms=100), ("a",))
+        try:
+            with pytest.raises(StateUnavailableError, match=f"Redis at 127.0.0.1:{port} unreachable"):
+                store.get("k")
+        finally:
+            store.close()
