@@ -253,9 +253,10 @@ def test_a_node_with_children_but_no_value_reads_as_the_default(store: RedisStor
         root.get("")
     assert str(err.value) == (f"state redis {store.config.address} db 0 at {store.config.prefix}: "
                               "the Redis backend's root holds no value of its own; use a store below it")
-    with pytest.raises(StateKeyError) as err:
-        store.get("a//b")
-    assert str(err.value).startswith(f"state {store.location}/a//b: ")
+    for call in (lambda: store.get("a//b"), lambda: store.where("a//b")):
+        with pytest.raises(StateKeyError) as err:
+            call()
+        assert str(err.value).startswith(f"state {store.location}/a//b: ")
     with pytest.raises(StateKeyError) as err:
         RedisStore(store.config, ("t", ""))
     assert str(err.value) == (f"state redis {store.config.address}/'': a namespace segment is a "

@@ -192,3 +192,136 @@ def test_a_store_on_its_own_connection_is_closed_with_it(zookeeper: ZooKeeperSer
     assert at.available() is False and own.available() is False
     with pytest.raises(StateUnavailableError, match="ZooKeeper unreachable"):
         own.get("x/k")
+
+
+@pytest.mark.zookeeper
+def test_an_update_beaten_between_its_read_and_its_write_runs_again_on_the_new_value(
+        zookeeper: ZooKeeperServer, storage: ZkStorage) -> None:
+    other = ZkStorage(zookeeper.connect_string, storage.root, connect_timeout_secs=30).start()
+    store, theirs = ZkStore(storage, f"{storage.root}/u"), ZkStore(other, f"{storage.root}/u")
+    try:
+        for key, start in (("missing", None), ("there", 1)):  # beaten at the create, at the set
+            if start is not None:
+                store.put(key, start)
+            seen: list[Any] = []
+
+            def fn(v: Any, key: str = key, seen: list[Any] = seen) -> Any:
+                seen.append(v)
+                if len(seen) == 1:
+                    theirs.put(key, 5)  # another writer between our read and our write
+                return v + 1 if v is not None else 0
+            assert store.update(key, fn) is True
+            assert seen == [start, 5] and store.get(key) == 6
+        assert store.update("absent", lambda v: None) is False and store.children() == [
+            "missing", "there"]
+    finally:
+        other.close()
+
+
+@pytest.mark.zookeeper
+def test_the_first_store_of_each_area_and_topology_is_logged_once(
+        storage: ZkStorage, caplog: pytest.LogCaptureFixture) -> None:
+    backend = ZkBackend(storage)
+    with caplog.at_level(logging.INFO, logger="stormpy.state"):
+        for _ in range(2):
+            backend.store(CHECKPOINTS, "t-1")
+            backend.store(TRANSACTIONAL, "t-1")
+    assert [r.getMessage() for r in caplog.records] == [
+        f"topology t-1: checkpoints state in ZooKeeper {storage.hosts} at "
+        f"{ZkPaths(storage.root).checkpoints('t-1')}",
+        f"topology t-1: transactional state in ZooKeeper {storage.hosts} at "
+        f"{ZkPaths(storage.root).transactional('t-1')}"]
+
+
+@pytest.mark.zookeeper
+def test_calls_on_a_closed_connection_are_refused_naming_the_znode(
+        zookeeper: ZooKeeperServer, zk_root: str) -> None:
+    storage = ZkStorage(zookeeper.connect_string, zk_root, connect_timeout_secs=30).start()
+    backend = ZkBackend(storage)
+    store = backend.store(CHECKPOINTS, "t-1")
+    with pytest.raises(StateStoreError) as err:
+        store.sub("")
+    assert str(err.value) == f"state {store.location}/'': a namespace segment is a non-empty string"
+    storage.close()
+    with pytest.raises(StateUnavailableError, match=f"^state {store.location}/k: ZooKeeper unreachable"):
+        store.watch("k", lambda v: None)
+    dropped = f"^state {zk_root}/checkpoints/t-1: ZooKeeper unreachable"
+    with pytest.raises(StateUnavailableError, match=dropped):
+        backend.drop("t-1")
+
+
+def test_every_call_a_zookeeper_that_cannot_be_reached_refuses_names_the_znode_and_the_call() -> None:
+    storage = ZkStorage("127.0.0.1:1", "/r", connect_timeout_secs=0.3,
+                        operation_timeout_secs=0.3)  # never connected
+    store = ZkStore(storage, "/r/x")
+    try:
+        for call, op in ((lambda: store.update("k", lambda v: 1), "compare_and_set"),
+                         (lambda: store.get("k"), "get"), (lambda: store.put("k", 1), "set"),
+                         (lambda: store.children("k"), "get_children"),
+                         (lambda: store.delete("k"), "delete")):
+            with pytest.raises(StateUnavailableError) as err:
+                call()
+            assert str(err.value).startswith(f"state /r/x/k: ZooKeeper unreachable: ZooKeeper {op} "
+                                             "/r/x/k failed: ")
+    finally:
+        storage.close()
+
+
+def test_a_zookeeper_that_does_not_answer_is_refused_naming_the_servers() -> None:
+    with pytest.raises(StateUnavailableError) as err:
+        open_zk_store("127.0.0.1:1", "/s", connect_timeout_secs=0.3)
+    assert str(err.value).startswith("state ZooKeeper 127.0.0.1:1/s: cannot connect (")
+    assert str(err.value).endswith(")") and "127.0.0.1:1" in str(err.value)[40:]
+
+
+@pytest.mark.zookeeper
+def test_a_store_of_its_own_takes_the_given_timeouts_or_the_defaults(zookeeper: ZooKeeperServer,
+                                                                     zk_root: str) -> None:
+    default = open_zk_store(zookeeper.connect_string, zk_root)
+    given = open_zk_store(zookeeper.connect_string, zk_root, connect_timeout_secs=30,
+                          session_timeout_secs=9)
+    try:
+        assert (default.storage.connect_timeout_secs, default.timeout_secs) == (15.0, 20.0)
+        assert (given.storage.connect_timeout_secs, given.timeout_secs) == (30, 9.0)
+    finally:
+        default.close()
+        given.close()
+
+
+@pytest.mark.zookeeper
+def test_an_update_beaten_every_round_gives_up_naming_the_znode(
+        zookeeper: ZooKeeperServer, storage: ZkStorage, monkeypatch: pytest.MonkeyPatch) -> None:
+    from stormpy.state import _base as base_module
+
+    monkeypatch.setattr(base_module, "contention_pause", lambda backoff: None)
+    other = ZkStorage(zookeeper.connect_string, storage.root, connect_timeout_secs=30).start()
+    store, theirs = ZkStore(storage, f"{storage.root}/b"), ZkStore(other, f"{storage.root}/b")
+    calls = [0]
+
+    def beaten(value: Any) -> Any:
+        calls[0] += 1
+        theirs.put("n", calls[0])
+        return -1
+    try:
+        store.put("n", 0)
+        with pytest.raises(StateUnavailableError) as err:
+            store.update("n", beaten)
+        path = f"{storage.root}/b/n"
+        assert str(err.value) == (f"state {path}: ZooKeeper compare-and-set {path} failed: changed "
+                                  f"by others {base_module.MAX_UPDATE_ROUNDS} times in a row")
+        assert calls[0] == base_module.MAX_UPDATE_ROUNDS and store.get("n") == calls[0]
+    finally:
+        other.close()
+
+
+@pytest.mark.zookeeper
+def test_a_node_that_is_not_a_state_document_or_a_value_that_cannot_be_one_is_named(
+        storage: ZkStorage) -> None:
+    store = ZkStore(storage, f"{storage.root}/c")
+    path = f"{storage.root}/c/bad"
+    storage.set(path, b"\xc1garbage")
+    for call in (lambda: store.get("bad"), lambda: store.update("bad", lambda v: 1),
+                 lambda: store.update("ok", lambda v: object())):
+        with pytest.raises(StateStoreError, match=f"^state {storage.root}/c/(bad|ok): "):
+            call()
+    assert store.get("ok") is None
