@@ -253,12 +253,22 @@ TARGETS: dict[str, Target] = {
                                    "tests/unit/state/test_state.py")),
     # the state layer under them all (stateful bolts, transactional topologies, Kinesis
     # checkpoints, context.state_store): the store contract's shared parts, the memory and SQLite
-    # backends, the settings and the provider that opens a task's store; the ZooKeeper backend
-    # (state/_zookeeper.py) needs a real ZooKeeper and is left to the integration tests
+    # backends, the settings and the provider that opens a task's store (the Redis and ZooKeeper
+    # backends are the state-backends target's)
     "state-layer": Target(tuple(f"src/stormpy/state/{part}.py"
                                 for part in ("_base", "_memory", "_sqlite", "_settings", "_provider")),
                           tests=("tests/unit/**/test_state*.py", "tests/unit/state/test_local_state.py",
                                  "tests/unit/state/test_sqlite_store_open.py")),
+    # the state backends beside the layer's core: Redis (compare-and-set with WATCH, batched
+    # pipelines, the recursive delete script, polled watches, errors naming the address and the
+    # provider) and ZooKeeper (compare-and-set over lost connections, areas, watches) against the
+    # session's real servers, StatefulBolt and the submit-time warning about state kept on one
+    # host; mutmut's per-mutant run is a fresh pytest session in a forked child, so each mutant
+    # starts its own redis-server (tens of ms) or ZooKeeper (about 2 s), see docs/testing.md
+    "state-backends": Target(tuple(f"src/stormpy/state/{part}.py"
+                                   for part in ("_redis_store", "_zookeeper", "_api", "_deployment")),
+                             tests=("tests/unit/**/test_state*.py", "tests/unit/state/test_redis_store_*.py",
+                                    "tests/unit/state/test_local_state.py")),
     # multilang: the protocol's checks, the JSON and msgpack framing, the shell components
     # (restart backoff, max pending, the spout's one-command-at-a-time exchange, the watchdog)
     # and the in-process pystorm adapter; the unit tests that run real shell bolts (the

@@ -181,3 +181,17 @@ def test_a_lost_reply_is_an_unknown_outcome_once_others_wrote_on_top(
     with pytest.raises(StateUnavailableError, match="outcome"):
         store.update("n", bump)
     assert seen == [1] and value(fake) == 10  # not applied again on top of the other write
+
+
+def test_a_create_lost_before_it_reached_zookeeper_is_applied_once_by_the_retry(
+        zk: tuple[ZkStore, FakeKazoo]) -> None:
+    store, fake = zk
+    fake.lose = "request"
+    seen: list[Any] = []
+
+    def first(v: Any) -> Any:
+        seen.append(v)
+        return 1
+    assert store.update("n", first) is True
+    assert value(fake) == 1 and fake.nodes[KEY_PATH][1] == 0 and fake.writes == 1
+    assert seen == [None, None]  # the node is still missing: the retry starts from nothing
