@@ -366,6 +366,20 @@ TARGETS: dict[str, Target] = {
                                          "_stream", "_bolt", "_graph", "_operation", "_spout",
                                          "_topology", "_parquet")),
                       tests=("tests/unit/trident/test_trident_*.py",)),
+    # the cluster state that needs no ZooKeeper server: the documents written to ZooKeeper
+    # (encode/decode, refusals of malformed data naming the znode and field), the znode layout,
+    # the workers' log levels and control requests, the supervisor's local layout, the change
+    # hooks and the watches; with the cluster unit tests (the `test_cluster_*` files: a new one
+    # there counts without changing the target) and the unit tests that read these documents
+    # through the in-memory state (no ZooKeeper per mutant, no CLI subprocesses)
+    "cluster": Target(tuple(f"src/stormpy/cluster/{part}.py"
+                            for part in ("records", "paths", "worker_ops", "local_layout",
+                                         "change_hooks", "watches")),
+                      tests=("tests/unit/cluster/test_cluster_*.py",
+                             "tests/unit/nimbus/test_nimbus_records_copy.py",
+                             "tests/unit/nimbus/test_nimbus_leader_records.py",
+                             "tests/unit/logviewer/test_logviewer_units.py",
+                             "tests/unit/supervisor/test_supervisor_local_files.py")),
     # the UI's figures: the windows of a topology's counts, the Prometheus families and the
     # topology graph, with the UI's unit tests and the users' metrics export (the `stormpy ui`
     # command test starts the server under the CLI: left out)
