@@ -374,3 +374,30 @@ def test_a_free_form_value_of_no_readable_version_is_refused_naming_the_znode(do
     assert str(info.value) == f"malformed cluster state at /stormpy/checkpoints/t/k: {problem}"
     with pytest.raises(MalformedStateError, match="^malformed cluster state at /p: not a msgpack document"):
         decode_value(b"\xc1", "/p")
+
+
+@pytest.mark.parametrize(("data", "problem"), [
+    (b"\xc1", "not a msgpack document (FormatError: "),
+    (b"\x01\x02", "not a msgpack document (ExtraData: "),
+])
+def test_bytes_that_are_no_document_are_refused_naming_the_decoders_error(data: bytes, problem: str) -> None:
+    with pytest.raises(MalformedStateError) as info:
+        decode(ErrorInfo, data, "/stormpy/errors/e")
+    assert info.value.problem.startswith(problem)  # the decoder's own wording varies by version
+
+
+class _LegacyReader:
+    """A document reader that is an object, not a class (it has ``from_doc`` but no ``__name__``)."""
+
+    def __repr__(self) -> str:
+        return "legacy-reader"
+
+    def from_doc(self, doc: object) -> object:
+        ErrorInfo.from_doc(doc)
+        return doc
+
+
+def test_a_refusal_by_a_reader_object_names_the_reader() -> None:
+    with pytest.raises(MalformedStateError) as info:
+        decode(_LegacyReader(), _bytes({"v": 1}), "/x")
+    assert str(info.value) == "malformed cluster state at /x: legacy-reader: field 'component' is missing"
