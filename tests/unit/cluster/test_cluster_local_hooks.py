@@ -258,3 +258,49 @@ def test_a_children_watch_delivers_sorted_children_and_goes_on_after_a_failing_c
     assert recipe.func(["b", "a"]) is None
     assert seen == [["x"], ["a", "b"]]
     assert not handle.cancelled
+
+
+def test_retain_drops_a_watch_whose_delivery_was_already_forgotten() -> None:
+    storage = _Storage()
+    hooks = ChangeHooks(storage)  # type: ignore[arg-type]
+    hooks.watch("s", "data", "/p/a")
+    hooks.forget_latest("/p/a")  # this client wrote there
+    hooks.retain("s", "/p", [])
+    assert storage.handles[("data", "/p/a")].cancelled
+    assert hooks.latest("s", "data", "/p/a") == (False, None)
+
+
+def test_a_watch_failing_while_the_hooks_close_raises_its_own_error() -> None:
+    storage = _Storage()
+    hooks = ChangeHooks(storage)  # type: ignore[arg-type]
+
+    def closing_then_failing(kind: str, path: str, changed: Any) -> Watch:
+        hooks.cancel_all()
+        raise RuntimeError("connection lost")
+
+    storage._watch = closing_then_failing  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="^connection lost$"):
+        hooks.watch("s", "data", "/p")
+
+
+def test_a_failing_data_watch_callback_is_logged_as_a_data_watch(monkeypatch: pytest.MonkeyPatch,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(watches, "DataWatch", _Recipe)
+    _Recipe.made = []
+
+    def callback(data: bytes | None) -> None:
+        raise RuntimeError("bad")
+
+    handle = watches.data_watch("client", "/p", callback)  # type: ignore[arg-type]
+    handle.run()
+    with caplog.at_level(logging.ERROR, logger="stormpy.cluster.watches"):
+        assert _Recipe.made[0].func(b"x", None) is None
+    assert "data watch callback for /p failed" in caplog.text
+    assert handle.first_call.is_set()
+
+
+def test_a_children_watch_is_set_up_on_its_client_and_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(watches, "ChildrenWatch", _Recipe)
+    _Recipe.made = []
+    watches.children_watch("client", "/q", lambda _c: None).run()  # type: ignore[arg-type]
+    assert [(r.client, r.path) for r in _Recipe.made] == [("client", "/q")]

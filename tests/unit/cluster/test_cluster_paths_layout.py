@@ -122,3 +122,8 @@ def test_worker_keys_split_at_the_last_dash() -> None:
     for bad in ("node6700", "-6700", "node-", "node-67x0"):
         with pytest.raises(ValueError, match=f"^worker key {bad!r} is not of the form <node>-<port>$"):
             parse_worker_key(bad)
+
+
+def test_only_trailing_slashes_are_trimmed_from_the_root() -> None:
+    assert ZkPaths("/rootX/").root == "/rootX"
+    assert normalize_root("/stormpy-XX//") == "/stormpy-XX"

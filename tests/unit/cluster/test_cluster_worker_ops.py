@@ -228,3 +228,73 @@ def test_a_control_request_reads_leniently() -> None:
         ops.ControlRequest.from_value({"action": 1}, "/p")
     with pytest.raises(ValueError, match="^/p: not a control request$"):
         ops.ControlRequest.from_value(["a"], "/p")
+
+
+def test_a_one_second_timeout_expires_one_second_later_and_a_reset_clears_the_timeout() -> None:
+    state = _state()
+    config = ops.change_log_config(state, "t-1", [("a", "DEBUG", 1)], now=100.0)
+    assert config.named_logger_level["a"] == ops.LoggerLevel("DEBUG", 1, 101.0, None)
+    config = ops.change_log_config(state, "t-1", [], resets=["a"], now=100.5)
+    assert config.named_logger_level["a"] == ops.LoggerLevel("DEBUG", 0, 100.5 - 1e-3, None)
+
+
+def test_an_early_timeout_epoch_still_expires() -> None:
+    assert ops.LoggerLevel("DEBUG", 1, 0.5).expired(1.0)
+
+
+def test_a_level_setting_splits_at_the_first_equals_sign() -> None:
+    with pytest.raises(ValueError, match="^logger 'a': level 'b=INFO' is not one of"):
+        ops.parse_level_setting("a=b=INFO")
+
+
+def test_an_unreadable_request_is_answered_failed_at_the_time_it_was_found(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    state = _state()
+    parent = "/stormpy/workercontrol/t-1/n-1"
+    state.storage.set(parent, b"")
+    state.storage.set(parent + "/r0000000001", encode_value({"args": {}}))
+    monkeypatch.setattr(ops.time, "time", lambda: 9.0)
+    assert ops.pending_requests(state, "t-1", "n", 1, now=5.0) == []
+    assert ops.read_request(state, parent + "/r0000000001") == ops.ControlRequest(
+        "?", {}, 5.0, "failed", {}, f"{parent}/r0000000001: not a control request", 9.0)
+
+
+def test_pending_requests_use_the_clock_and_drop_old_answers_without_a_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    state = _state()
+    parent = "/stormpy/workercontrol/t-1/n-1"
+    state.storage.set(parent, b"")
+    state.storage.set(parent + "/r1", encode_value({"action": "a", "status": "done"}))
+    monkeypatch.setattr(ops.time, "time", lambda: 600.5)
+    assert ops.pending_requests(state, "t-1", "n", 1) == []
+    assert parent + "/r1" not in state.storage.nodes
+
+
+def test_a_request_gone_while_listing_is_skipped_and_the_rest_still_found() -> None:
+    state = _state()
+    parent = "/stormpy/workercontrol/t-1/n-1"
+    state.storage.set(parent, b"")
+    later = ops.submit_request(state, "t-1", "n", 1, "b")
+    listed = state.storage.children
+
+    def stale_children(path: str) -> list[str]:
+        return ["r", *listed(path)]  # "r" was removed after the listing
+
+    state.storage.children = stale_children
+    assert [(p, r.action) for p, r in ops.pending_requests(state, "t-1", "n", 1, now=1.0)] == [(later, "b")]
+
+
+def test_an_unreadable_request_or_answer_is_refused_naming_its_znode() -> None:
+    state = _state()
+    path = "/stormpy/workercontrol/t-1/n-1/r1"
+    state.storage.set(path, b"\xc1")
+    with pytest.raises(MalformedStateError) as info:
+        ops.read_request(state, path)
+    assert info.value.path == path
+    state.storage.set(path + ".answer", b"\xc1")
+    with pytest.raises(MalformedStateError) as info:
+        ops.read_request(state, path)
+    assert info.value.path == path + ".answer"
+    state.storage.set(path + ".answer", encode_value([1]))
+    with pytest.raises(ValueError, match=f"^{path}: not a control request$"):
+        ops.read_request(state, path)
