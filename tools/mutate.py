@@ -217,6 +217,16 @@ TARGETS: dict[str, Target] = {
     "kafka": Target(("src/stormpy/connectors/_offsets.py", "src/stormpy/connectors/kafka/_offset_manager.py",
                      "src/stormpy/connectors/kafka/_retry.py"),
                     tests=("tests/unit/connectors/kafka/test_kafka_*.py",)),
+    # Kafka: the spout's and the bolt's settings and their refusals, records to tuples, the
+    # message ids, which partitions a spout task reads and where it starts, the partitions and
+    # commits half of the spout, and the connectors' one way to report an error (the Kafka unit
+    # tests drive them against the in-process broker stand-in; no broker per mutant)
+    "kafka-config": Target((*(f"src/stormpy/connectors/kafka/{part}.py"
+                              for part in ("_config", "_bolt_config", "_translator", "_assignment",
+                                           "_messages", "_partitions")),
+                            "src/stormpy/connectors/_reporting.py"),
+                           tests=("tests/unit/connectors/kafka/test_kafka_*.py",
+                                  "tests/unit/connectors/test_connector_error_reports.py")),
     # Kinesis: the InflightRecordTracker, the shards (assignment by the connectors' shared
     # round-robin share, a shard's checkpoint), the state manager (resharding order, checkpoint
     # writes) and the buffered GetRecords reader; the checkpoint store, the boto3 client wrapper
