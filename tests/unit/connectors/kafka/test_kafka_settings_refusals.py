@@ -13,6 +13,7 @@ from stormpy.connectors.kafka import (
     KafkaConfigError,
     KafkaRecord,
     KafkaSpoutConfig,
+    KafkaSpoutMessageId,
     OffsetAndMetadata,
     TopicPartition,
     assign_round_robin,
@@ -290,3 +291,12 @@ def test_a_commit_at_offset_zero_by_another_topology_is_resumed_by_uncommitted_s
 
 def test_no_pattern_matches_no_topic() -> None:
     assert topic_partitions({"XXXX": 1, "": 1}, None, None) == [TopicPartition("", 0)]
+
+
+def test_message_id_of_a_partition_names_topic_partition_and_offset() -> None:
+    mid = KafkaSpoutMessageId.of(TopicPartition("orders", 3), 17)
+    assert mid == ("orders", 3, 17) and hash(mid) == hash(("orders", 3, 17))
+    assert (mid.topic, mid.partition, mid.offset, mid.topic_partition) == ("orders", 3, 17,
+                                                                          TopicPartition("orders", 3))
+    assert repr(KafkaSpoutMessageId("orders", 3, 17, num_fails=2)) == (
+        "KafkaSpoutMessageId('orders', 3, 17, fails=2)")
