@@ -1,12 +1,14 @@
 """The Kafka spout's and bolt's settings refused naming the setting and the value, records
-translated to exactly the declared fields, and partitions shared among spout tasks as Storm's
-round-robin does (behaviours the mutation run of the ``kafka-config`` target asked for)."""
+translated to exactly the declared fields, partitions shared among spout tasks as Storm's
+round-robin does, and the spout's commits as its metrics and error reports show them (behaviours
+the mutation run of the ``kafka-config`` target asked for)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
+from kafka_stub import Cluster, Harness
 
 from stormpy.connectors.kafka import (
     FirstPollOffsetStrategy,
@@ -300,3 +302,53 @@ def test_message_id_of_a_partition_names_topic_partition_and_offset() -> None:
                                                                           TopicPartition("orders", 3))
     assert repr(KafkaSpoutMessageId("orders", 3, 17, num_fails=2)) == (
         "KafkaSpoutMessageId('orders', 3, 17, fails=2)")
+
+
+# -- the spout's commits, as its metrics and error reports show them (kafka_stub's consumer) --
+
+
+def _spout_with_two_partitions(**settings: Any) -> Harness:
+    cluster = Cluster()
+    cluster.create("t", 2)
+    for i in range(6):
+        cluster.produce("t", i % 2, b"v%d" % i)
+    return Harness(cluster, **settings).open()
+
+
+def test_each_commit_is_counted_once_and_a_partition_refused_by_the_broker_is_reported() -> None:
+    h = _spout_with_two_partitions()
+    out = h.run()
+    assert sorted((values[1], values[2]) for values, _, _ in out) == [
+        (0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
+    for _, mid, _ in out:
+        h.spout.ack(mid)
+    tp1 = TopicPartition("t", 1)
+    assert h.consumer is not None
+    h.consumer.commit_sync = lambda offsets: {tp1: "NOT_LEADER"}  # type: ignore[method-assign]
+    h.clock.now += 31
+    h.run(1)
+    metrics = h.spout.metrics()
+    assert (metrics["commits"], metrics["commit_failures"], metrics["errors"]) == (1, 1, 1)
+    assert h.errors == ["KafkaSpout: committing t-1 at 3 failed: NOT_LEADER"]
+    assert metrics["partitions"]["t-0"]["committed"] == 3
+    assert metrics["partitions"]["t-1"]["committed"] == 0  # still where it started
+
+
+def test_a_failed_commit_is_counted_once_reported_and_retried() -> None:
+    h = _spout_with_two_partitions()
+    for _, mid, _ in h.run():
+        h.spout.ack(mid)
+    h.cluster.fail_commits = True
+    h.clock.now += 31
+    h.run(1)
+    metrics = h.spout.metrics()
+    assert (metrics["commits"], metrics["commit_failures"], metrics["errors"]) == (0, 1, 1)
+    assert len(h.errors) == 1 and h.errors[0].startswith("KafkaSpout: committing {")
+    assert h.errors[0].endswith("failed (commit failed: broker down); acked offsets stay uncommitted and "
+                                "the commit is retried")
+    h.cluster.fail_commits = False
+    h.clock.now += 31
+    h.run(1)
+    metrics = h.spout.metrics()
+    assert (metrics["commits"], metrics["commit_failures"]) == (1, 1)
+    assert {tp.partition: o.offset for (_, tp), o in h.cluster.committed.items()} == {0: 3, 1: 3}
