@@ -352,3 +352,38 @@ def test_a_failed_commit_is_counted_once_reported_and_retried() -> None:
     metrics = h.spout.metrics()
     assert (metrics["commits"], metrics["commit_failures"]) == (1, 1)
     assert {tp.partition: o.offset for (_, tp), o in h.cluster.committed.items()} == {0: 3, 1: 3}
+
+
+def test_commits_are_counted_one_each_over_several_periods() -> None:
+    h = _spout_with_two_partitions()
+    out = h.run()
+    for _, mid, _ in out[:2]:
+        h.spout.ack(mid)
+    h.clock.now += 31
+    h.run(1)
+    for _, mid, _ in out[2:]:
+        h.spout.ack(mid)
+    h.clock.now += 31
+    h.run(1)
+    metrics = h.spout.metrics()
+    assert (metrics["commits"], metrics["commit_failures"], metrics["errors"]) == (2, 0, 0)
+
+
+def test_at_most_once_records_of_a_partition_whose_commit_failed_are_polled_again() -> None:
+    h = _spout_with_two_partitions(processing_guarantee="AT_MOST_ONCE")
+    assert h.consumer is not None
+    real_commit = h.consumer.commit_sync
+    tp1 = TopicPartition("t", 1)
+    h.consumer.commit_sync = lambda offsets: {tp1: "NOT_LEADER"}  # type: ignore[method-assign]
+    first = h.run(1)
+    assert sorted((values[1], values[2]) for values, _, _ in first) == [(0, 0), (0, 1), (0, 2)]
+    assert h.errors == ["KafkaSpout: committing ['t-1'] before emitting failed "
+                        "({TopicPartition(topic='t', partition=1): 'NOT_LEADER'}); the records are polled "
+                        "again"]
+    metrics = h.spout.metrics()
+    assert (metrics["commits"], metrics["commit_failures"], metrics["errors"]) == (0, 1, 1)
+    h.consumer.commit_sync = real_commit  # type: ignore[method-assign]
+    again = h.run()
+    assert sorted((values[1], values[2]) for values, _, _ in again) == [(1, 0), (1, 1), (1, 2)]
+    metrics = h.spout.metrics()
+    assert (metrics["commits"], metrics["commit_failures"]) == (1, 1)
