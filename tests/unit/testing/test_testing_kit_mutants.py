@@ -4,9 +4,59 @@ clear errors for misuse (written for the ``testing`` mutation target, docs/testi
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from stormpy.testing import MockedSources
+from stormpy import Bolt, Spout, TopologyBuilder, Tuple
+from stormpy.testing import AckFailMapTracker, LocalCluster, MockedSources, complete_topology
+from stormpy.testing import _registry as registry
+from stormpy.testing._complete import timeout_bound_secs
+from stormpy.topology import Stream
+from stormpy.topology._errors import InvalidTopologyError
+
+
+class _Src(Spout):
+    """A spout the mocked sources replace (it emits nothing itself)."""
+
+    outputs = ["n"]
+
+    def next_tuple(self) -> None:
+        pass
+
+
+class _Streams(Spout):
+    """Declares a grouped stream with two fields and a direct stream."""
+
+    @classmethod
+    def declare_outputs(cls, kwargs: Any) -> dict[str, Stream]:
+        return {"default": Stream(["n"]), "pairs": Stream(["a", "b"], name="pairs"),
+                "direct": Stream(["n"], name="direct", direct=True)}
+
+    def next_tuple(self) -> None:
+        pass
+
+
+class _Double(Bolt):
+    """Emits twice its input, anchored; fails the 3, acks the others."""
+
+    outputs = ["d"]
+
+    def execute(self, tup: Tuple) -> None:
+        self.emit([tup["n"] * 2], anchors=tup)
+        (self.fail if tup["n"] == 3 else self.ack)(tup)
+
+
+class _Swallow(Bolt):
+    def execute(self, tup: Tuple) -> None:
+        pass
+
+
+def _doubling() -> Any:
+    b = TopologyBuilder()
+    b.set_spout("src", _Src)
+    b.set_bolt("double", _Double).shuffle_grouping("src")
+    return b.create_topology()
 
 
 def test_mocked_sources_keep_each_spouts_rows_per_stream_in_order() -> None:
@@ -14,5 +64,158 @@ def test_mocked_sources_keep_each_spouts_rows_per_stream_in_order() -> None:
     src.add_mock_data("s", ["c"], stream="other")
     assert src.data == {"s": [("default", ["a"]), ("default", ["b"]), ("other", ["c"])],
                         "t": [("x", [1, 2])]}
-    with pytest.raises(TypeError, match=r"mock data for s/default: each tuple must be a list of values, got 'ab'"):
-        src.add_mock_data("s", "ab")
+    for bad in ("ab", 5):
+        with pytest.raises(TypeError) as err:
+            src.add_mock_data("s", ["ok"], bad)
+        assert str(err.value) == f"mock data for s/default: each tuple must be a list of values, got {bad!r}"
+    assert src.data["s"][-1] == ("default", ["ok"])  # rows before the bad one are kept
+
+
+# -- the mocked acks (AckFailMapTracker) ------------------------------------------------------
+
+def test_ack_fail_map_tracker_records_in_order_and_answers_membership() -> None:
+    t = AckFailMapTracker()
+    assert (t.acked, t.failed, t.num_acks) == ([], [], 0)
+    t.ack("a")
+    t.ack("b")
+    t.ack("a")
+    t.fail("c")
+    assert t.acked == ["a", "b", "a"]
+    assert t.failed == ["c"]
+    assert t.num_acks == 3
+    assert t.is_acked("a") and not t.is_acked("c")
+    assert t.is_failed("c") and not t.is_failed("a")
+    copy = t.acked
+    copy.append("x")
+    assert t.acked == ["a", "b", "a"]  # a copy: the test cannot change the record
+
+
+def test_ack_fail_map_tracker_assertions_name_what_is_missing() -> None:
+    t = AckFailMapTracker()
+    t.ack(1)
+    t.fail(2)
+    t.assert_acked(1)
+    t.assert_failed(2)
+    t.assert_acked()
+    t.assert_not_completed(3)
+    with pytest.raises(AssertionError) as err:
+        t.assert_acked(1, 2, 3)
+    assert str(err.value) == "expected [2, 3] to be acked; acked [1], failed [2]"
+    with pytest.raises(AssertionError) as err:
+        t.assert_failed(1, 2)
+    assert str(err.value) == "expected [1] to be failed; acked [1], failed [2]"
+    with pytest.raises(AssertionError) as err:
+        t.assert_not_completed(1, 2, 3)
+    assert str(err.value) == "expected [1, 2] to be neither acked nor failed; acked [1], failed [2]"
+    with pytest.raises(AssertionError) as err:
+        t.assert_not_completed(2)
+    assert str(err.value) == "expected [2] to be neither acked nor failed; acked [1], failed [2]"
+
+
+def test_check_acks_counts_the_acks_since_the_previous_check_and_reset_forgets_all() -> None:
+    t = AckFailMapTracker()
+    t.check_acks(0)
+    t.ack("a")
+    t.ack("b")
+    t.check_acks(2)
+    t.check_acks(0)
+    t.ack("c")
+    with pytest.raises(AssertionError) as err:
+        t.check_acks(2)
+    assert str(err.value) == "expected 2 acks since the last check, got 1 (acked so far: ['a', 'b', 'c'])"
+    t.check_acks(0)  # the failed check still moved the mark
+    t.fail("d")
+    t.reset()
+    assert (t.acked, t.failed, t.num_acks) == ([], [], 0)
+    t.ack("e")
+    t.check_acks(1)  # the mark went back to zero with reset
+
+
+# -- complete_topology -------------------------------------------------------------------------
+
+def test_complete_topology_returns_the_exact_tuples_and_the_acked_and_failed_positions() -> None:
+    spec = _doubling()
+    before = dict(registry._objects)
+    result = complete_topology(spec, {"src": [[1], [2], [3]]})
+    assert result.tuples("src") == [[1], [2], [3]]
+    assert result.tuples("double") == [[2], [4], [6]]
+    assert result.tuples("double", "nope") == []
+    assert result.acked("src") == [0, 1]
+    assert result.failed("src") == [2]
+    assert result.acked("src", "other") == [] and result.failed("src", "other") == []
+    got = result.tuples("double")
+    got.append([0])
+    assert result.tuples("double") == [[2], [4], [6]]  # a copy
+    assert result.stats["src"]["emitted"] == 3 and result.stats["double"]["executed"] == 3
+    assert (result.stats["src"]["acked"], result.stats["src"]["failed"]) == (2, 1)
+    assert registry._objects == before  # the mocked spouts' trackers are gone again
+    assert spec.components["src"].class_path.endswith("_Src")  # the user's spec is untouched
+
+
+def test_complete_topology_over_two_workers_and_on_a_given_cluster() -> None:
+    spec = _doubling()
+    result = complete_topology(spec, {"src": [[1], [2]]}, workers=2)
+    assert sorted(result.tuples("double")) == [[2], [4]]
+    assert result.acked("src") == [0, 1]
+    with LocalCluster(simulated_time=True) as cluster:
+        result = complete_topology(spec, MockedSources().add_mock_data("src", [5]), cluster=cluster)
+        assert result.tuples("double") == [[10]]
+        assert result.acked("src") == [0]
+        # the caller's cluster stays up and the run's topology is gone from it
+        assert cluster.topologies() == []
+        again = complete_topology(spec, {"src": [[3]]}, cluster=cluster)
+        assert again.failed("src") == [0]
+
+
+def test_complete_topology_positions_count_per_stream() -> None:
+    b = TopologyBuilder()
+    b.set_spout("src", _Streams)
+    b.set_bolt("sink", _Swallow).shuffle_grouping("src").shuffle_grouping("src", "pairs")
+    conf = {"topology.message.timeout.secs": 5}
+    sources = MockedSources().add_mock_data("src", [1], [2]).add_mock_data("src", [3, 4], stream="pairs")
+    result = complete_topology(b.create_topology(), sources, conf)
+    assert result.tuples("src", "pairs") == [[3, 4]]
+    assert result.failed("src") == [0, 1]
+    assert result.failed("src", "pairs") == [0]
+    assert result.acked("src", "pairs") == []
+
+
+def test_complete_topology_with_message_timeouts_off_returns_the_unacked_as_pending() -> None:
+    b = TopologyBuilder()
+    b.set_spout("src", _Src)
+    b.set_bolt("sink", _Swallow).shuffle_grouping("src")
+    result = complete_topology(b.create_topology(), {"src": [[1]]},
+                               {"topology.enable.message.timeouts": False})
+    assert result.tuples("src") == [[1]]
+    assert (result.acked("src"), result.failed("src")) == ([], [])
+
+
+def test_mocking_what_is_not_a_grouped_declared_stream_of_a_spout_is_refused_clearly() -> None:
+    b = TopologyBuilder()
+    b.set_spout("src", _Streams)
+    b.set_bolt("sink", _Swallow).shuffle_grouping("src")
+    spec = b.create_topology()
+    with pytest.raises(InvalidTopologyError) as err:
+        complete_topology(spec, {"sink": [[1]]})
+    assert str(err.value) == "mock source 'sink' is not a spout of the topology"
+    with pytest.raises(InvalidTopologyError) as err:
+        complete_topology(spec, {"nope": [[1]]})
+    assert str(err.value) == "mock source 'nope' is not a spout of the topology"
+    with pytest.raises(InvalidTopologyError) as err:
+        complete_topology(spec, {"src": {"warn": [[1]]}})
+    assert str(err.value) == ("mock data for spout 'src' on stream 'warn', which it does not "
+                              "declare (declared: ['default', 'direct', 'pairs'])")
+    with pytest.raises(InvalidTopologyError) as err:
+        complete_topology(spec, {"src": {"direct": [[1]]}})
+    assert str(err.value) == ("spout 'src': stream 'direct' is direct; mocked sources emit on "
+                              "grouped streams only")
+    with pytest.raises(InvalidTopologyError) as err:
+        complete_topology(spec, {"src": {"pairs": [[1, 2], [1]]}})
+    assert str(err.value) == "mock data for src/pairs: [1] has 1 values for fields ['a', 'b']"
+
+
+def test_the_timeout_bound_is_one_and_a_half_timeouts_rounded_up_plus_one_second() -> None:
+    assert timeout_bound_secs(30) == 46
+    assert timeout_bound_secs(7) == 12
+    assert timeout_bound_secs(1) == 3
+    assert timeout_bound_secs(0.5) == 2
