@@ -4,12 +4,20 @@ clear errors for misuse (written for the ``testing`` mutation target, docs/testi
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 
 from stormpy import Bolt, Spout, TopologyBuilder, Tuple
-from stormpy.testing import AckFailMapTracker, LocalCluster, MockedSources, complete_topology
+from stormpy.testing import (
+    AckFailMapTracker,
+    LocalCluster,
+    MockedSources,
+    WaitTimeout,
+    complete_topology,
+    wait_for,
+)
 from stormpy.testing import _registry as registry
 from stormpy.testing._complete import timeout_bound_secs
 from stormpy.topology import Stream
@@ -45,6 +53,54 @@ class _Double(Bolt):
     def execute(self, tup: Tuple) -> None:
         self.emit([tup["n"] * 2], anchors=tup)
         (self.fail if tup["n"] == 3 else self.ack)(tup)
+
+
+class _Kind(Bolt):
+    """Emits the type name of the value it received."""
+
+    outputs = ["kind"]
+
+    def execute(self, tup: Tuple) -> None:
+        self.emit([type(tup["n"]).__name__], anchors=tup)
+        self.ack(tup)
+
+
+class _Meet(Bolt):
+    """Acks only once the other topology's bolt got a tuple too (both runs are up at once)."""
+
+    outputs = ["n"]
+    meeting = threading.Barrier(2, timeout=20)
+
+    def execute(self, tup: Tuple) -> None:
+        self.meeting.wait()
+        self.emit([tup["n"]], anchors=tup)
+        self.ack(tup)
+
+
+class _Ticks(Bolt):
+    """Acks the 1, holds the others unacked, emits the number of ticks seen at each tick
+    (``topology.tick.tuple.freq.secs`` = 1: one per simulated second)."""
+
+    outputs = ["ticks"]
+
+    def prepare(self, conf: Any, context: Any) -> None:
+        self.ticks = 0
+
+    def execute(self, tup: Tuple) -> None:
+        if tup.is_tick():
+            self.ticks += 1
+            self.emit([self.ticks])
+        elif tup["n"] == 1:
+            self.ack(tup)
+
+
+class _Endless(Spout):
+    """Emits forever (the topology is never quiet)."""
+
+    outputs = ["n"]
+
+    def next_tuple(self) -> None:
+        self.emit([0])
 
 
 class _Swallow(Bolt):
@@ -219,3 +275,96 @@ def test_the_timeout_bound_is_one_and_a_half_timeouts_rounded_up_plus_one_second
     assert timeout_bound_secs(7) == 12
     assert timeout_bound_secs(1) == 3
     assert timeout_bound_secs(0.5) == 2
+
+
+def test_complete_topology_runs_in_one_worker_unless_told_otherwise() -> None:
+    b = TopologyBuilder()
+    b.set_spout("src", _Src)
+    b.set_bolt("kind", _Kind).shuffle_grouping("src")
+    spec = b.create_topology()
+    # one worker hands the emitted objects over as they are; several serialise them between
+    # workers (a tuple value arrives as a list)
+    assert complete_topology(spec, {"src": [[(1, 2)]]}).tuples("kind") == [["tuple"]]
+    assert complete_topology(spec, {"src": [[(1, 2)]]}, workers=2).tuples("kind") == [["list"]]
+
+
+def test_complete_topology_shuts_down_the_cluster_it_made() -> None:
+    before = threading.active_count()
+    complete_topology(_doubling(), {"src": [[1]]})
+    wait_for(lambda: threading.active_count() <= before, 20, "the run's threads to end")
+
+
+def test_two_runs_share_a_cluster_at_the_same_time() -> None:
+    b = TopologyBuilder()
+    b.set_spout("src", _Src)
+    b.set_bolt("meet", _Meet).shuffle_grouping("src")
+    spec = b.create_topology()
+    results: dict[int, Any] = {}
+
+    def run(n: int) -> None:
+        results[n] = complete_topology(spec, {"src": [[n]]}, cluster=cluster, timeout=30)
+
+    with LocalCluster(simulated_time=True) as cluster:
+        threads = [threading.Thread(target=run, args=(n,)) for n in (1, 2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    assert {n: r.tuples("meet") for n, r in results.items()} == {1: [[1]], 2: [[2]]}
+
+
+def _ticking(held: bool) -> Any:
+    b = TopologyBuilder()
+    b.set_spout("src", _Src)
+    b.set_bolt("ticks", _Ticks).shuffle_grouping("src")
+    return b.create_topology(), {"src": [[1], [2]] if held else [[1]]}
+
+
+def test_simulated_time_moves_only_until_every_mocked_tuple_completed() -> None:
+    conf = {"topology.message.timeout.secs": 4, "topology.tick.tuple.freq.secs": 1}
+    spec, data = _ticking(held=False)
+    result = complete_topology(spec, data, conf)
+    assert (result.acked("src"), result.tuples("ticks")) == ([0], [])  # nothing pending: no step
+    spec, data = _ticking(held=True)
+    result = complete_topology(spec, data, conf)
+    assert (result.acked("src"), result.failed("src")) == ([0], [1])
+    ticks = len(result.tuples("ticks"))
+    # the held tuple times out between 1 and 1.5 timeouts; time stops moving once it has
+    assert 4 <= ticks <= 6, result.tuples("ticks")
+    assert result.tuples("ticks") == [[n] for n in range(1, ticks + 1)]  # one second per step
+
+
+def test_with_message_timeouts_off_simulated_time_does_not_move() -> None:
+    spec, data = _ticking(held=True)
+    result = complete_topology(spec, data, {"topology.enable.message.timeouts": False,
+                                            "topology.tick.tuple.freq.secs": 1})
+    assert (result.acked("src"), result.failed("src"), result.tuples("ticks")) == ([0], [], [])
+
+
+def test_a_mocked_spout_that_cannot_emit_everything_times_out_naming_the_wait() -> None:
+    b = TopologyBuilder()
+    b.set_spout("src", _Src)
+    b.set_bolt("sink", _Swallow).shuffle_grouping("src")
+    conf = {"topology.max.spout.pending": 1, "topology.enable.message.timeouts": False}
+    with pytest.raises(WaitTimeout, match="mock sources to emit every tuple"):
+        complete_topology(b.create_topology(), {"src": [[1], [2]]}, conf, timeout=0.5)
+
+
+def test_a_topology_that_never_goes_quiet_times_out_after_the_given_timeout() -> None:
+    b = TopologyBuilder()
+    b.set_spout("src", _Src)
+    b.set_spout("endless", _Endless)
+    b.set_bolt("sink", _Swallow).shuffle_grouping("src").shuffle_grouping("endless")
+    with pytest.raises(TimeoutError, match=r"still busy after 0.5s"):
+        complete_topology(b.create_topology(), {"src": [[1]]}, timeout=0.5)
+
+
+def test_a_run_on_a_shared_cluster_waits_for_its_own_topology_only() -> None:
+    b = TopologyBuilder()
+    b.set_spout("endless", _Endless)
+    b.set_bolt("sink", _Swallow).shuffle_grouping("endless")
+    with LocalCluster(simulated_time=True) as cluster:
+        cluster.submit_topology("busy", {}, b.create_topology())
+        result = complete_topology(_doubling(), {"src": [[1]]}, cluster=cluster, timeout=5)
+        assert result.tuples("double") == [[2]]
+        assert cluster.topologies() == ["busy"]
