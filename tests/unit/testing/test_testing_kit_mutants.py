@@ -12,6 +12,9 @@ import pytest
 from stormpy import Bolt, Spout, TopologyBuilder, Tuple
 from stormpy.testing import (
     AckFailMapTracker,
+    Capture,
+    FeederSpout,
+    FixedTupleSpout,
     LocalCluster,
     MockedSources,
     WaitTimeout,
@@ -368,3 +371,130 @@ def test_a_run_on_a_shared_cluster_waits_for_its_own_topology_only() -> None:
         result = complete_topology(_doubling(), {"src": [[1]]}, cluster=cluster, timeout=5)
         assert result.tuples("double") == [[2]]
         assert cluster.topologies() == ["busy"]
+
+
+# -- FixedTupleSpout, FeederSpout, Capture -----------------------------------------------------
+
+def _run_fixed(kwargs: dict[str, Any], parallelism: int = 1, stream: str = "default",
+               capture: Capture | None = None,
+               captured: int | None = None) -> tuple[Capture, AckFailMapTracker]:
+    """FixedTupleSpout as a user's topology uses it, its acks and fails in a tracker."""
+    tracker = AckFailMapTracker()
+    key = registry.register(tracker)
+    capture = capture or Capture()
+    b = TopologyBuilder()
+    b.set_spout("fixed", FixedTupleSpout, parallelism, kwargs={**kwargs, "key": key})
+    b.set_bolt("sink", capture).shuffle_grouping("fixed", stream)
+    total = len(kwargs["tuples"])
+    try:
+        with LocalCluster(simulated_time=True) as cluster:
+            cluster.submit_topology("t", {"topology.message.timeout.secs": 2}, b.create_topology())
+            want = total if captured is None else captured
+            cluster.wait_for(lambda: len(capture.values) == want, 10, "every tuple captured")
+            cluster.wait_for(lambda: len(tracker.acked) + len(tracker.failed) == total
+                             or not capture.ack, 10, "every tuple completed")
+            if not capture.ack:
+                cluster.advance_time(4)
+    finally:
+        registry.unregister(key)
+    return capture, tracker
+
+
+def test_fixed_tuple_spout_emits_its_tuples_once_with_their_positions_as_message_ids() -> None:
+    capture, tracker = _run_fixed({"tuples": [[1], [2], [3]], "fields": ["n"]})
+    assert capture.values == [[1], [2], [3]]
+    assert tracker.acked == [0, 1, 2] and tracker.failed == []
+
+
+def test_fixed_tuple_spout_spreads_its_tuples_over_its_tasks_by_position() -> None:
+    capture, tracker = _run_fixed({"tuples": [[1], [2], [3], [4], [5]], "fields": ["n"]}, 2)
+    assert sorted(v[0] for v in capture.values) == [1, 2, 3, 4, 5]  # each once
+    assert sorted(tracker.acked) == [0, 1, 2, 3, 4]
+
+
+def test_fixed_tuple_spout_on_a_named_stream_and_on_several_streams() -> None:
+    capture, tracker = _run_fixed({"tuples": [[1], [2]], "fields": ["n"], "stream": "s"}, stream="s")
+    assert capture.values == [[1], [2]] and tracker.acked == [0, 1]
+    assert {t.stream for t in capture.tuples} == {"s"}
+    capture, tracker = _run_fixed({"tuples": [[1], [2, 3], [4]], "streams": ["a", "b", "a"],
+                                   "fields": {"a": ["n"], "b": ["x", "y"]}}, stream="a",
+                                  captured=2)
+    assert capture.values == [[1], [4]]
+    # ids are (stream, position within that stream); the tuple on "b" nobody subscribes to is
+    # acked at once (no tree)
+    assert sorted(tracker.acked) == [("a", 0), ("a", 1), ("b", 0)]
+
+
+def test_fixed_tuple_spout_refuses_a_stream_list_of_the_wrong_length() -> None:
+    with pytest.raises(ValueError) as err:
+        FixedTupleSpout([[1], [2]], ["n"], streams=["a"])
+    assert str(err.value) == "FixedTupleSpout: 1 stream names for 2 tuples"
+    assert FixedTupleSpout([[1]], ["n"]).streams == ["default"]
+
+
+def test_fixed_tuple_spout_without_a_key_runs_without_tracking() -> None:
+    capture = Capture()
+    b = TopologyBuilder()
+    b.set_spout("fixed", FixedTupleSpout, kwargs={"tuples": [[7]], "fields": ["n"]})
+    b.set_bolt("sink", capture).shuffle_grouping("fixed")
+    with LocalCluster(simulated_time=True) as cluster:
+        cluster.submit_topology("t", {}, b.create_topology())
+        cluster.wait_for(lambda: capture.values == [[7]], 10, "the tuple captured")
+        cluster.wait_until_quiet("t")
+        assert cluster.get_stats("t")["fixed"]["acked"] == 1
+
+
+def test_capture_without_ack_leaves_the_tuples_to_time_out() -> None:
+    capture, tracker = _run_fixed({"tuples": [[1], [2]], "fields": ["n"]}, capture=Capture(ack=False))
+    assert capture.values == [[1], [2]]
+    assert (tracker.acked, sorted(tracker.failed)) == ([], [0, 1])
+
+
+def test_capture_records_each_receiving_task_in_order() -> None:
+    capture = Capture()
+    b = TopologyBuilder()
+    b.set_spout("fixed", FixedTupleSpout, kwargs={"tuples": [[1], [2], [3], [4]], "fields": ["n"]})
+    b.set_bolt("sink", capture, 2).fields_grouping("fixed", ["n"])
+    with LocalCluster(simulated_time=True) as cluster:
+        cluster.submit_topology("t", {}, b.create_topology())
+        cluster.wait_for(lambda: len(capture.values) == 4, 10, "every tuple captured")
+    by_task = capture.by_task
+    assert 1 <= len(by_task) <= 2
+    assert sorted(v for vs in by_task.values() for v in vs) == [[1], [2], [3], [4]]
+    for task, values in by_task.items():
+        assert values == [t.values for t, k in zip(capture.tuples, capture._tasks) if k == task]
+    tuples = capture.tuples
+    tuples.clear()
+    assert len(capture.tuples) == 4  # a copy
+
+
+def test_feeder_feeds_streams_many_rows_and_tells_every_delegate() -> None:
+    feeder = FeederSpout(["v"], streams={"other": ["a", "b"]})
+    delegate = AckFailMapTracker()
+    feeder.set_ack_fail_delegate(delegate)
+    assert feeder.feed_many([["x"], ["y"]]) == [0, 1]
+    random_ids = feeder.feed_many([["z"]], with_ids=False)
+    assert len(random_ids) == 1 and isinstance(random_ids[0], str) and len(random_ids[0]) == 32
+    assert feeder.feed([1, 2], msg_id="o", stream="other") == "o"
+    assert feeder.pending_feed == 4
+    main, other = Capture(), Capture(ack=False)
+    b = TopologyBuilder()
+    b.set_spout("feeder", feeder)
+    b.set_bolt("main", main).shuffle_grouping("feeder")
+    b.set_bolt("other", other).shuffle_grouping("feeder", "other")
+    with LocalCluster(simulated_time=True) as cluster:
+        cluster.submit_topology("t", {"topology.message.timeout.secs": 2}, b.create_topology())
+        cluster.wait_for(lambda: len(feeder.acked) == 3, 10, "the default stream's acks")
+        cluster.advance_time(4)
+        cluster.wait_for(lambda: feeder.failed == ["o"], 10, "the other stream's tuple to fail")
+    assert feeder.pending_feed == 0
+    assert main.values == [["x"], ["y"], ["z"]] and other.values == [[1, 2]]
+    assert sorted(feeder.acked, key=str) == sorted([0, 1, random_ids[0]], key=str)
+    assert (delegate.acked, delegate.failed) == (feeder.acked, ["o"])
+    feeder.assert_acked(0, 1)
+    feeder.assert_failed("o")
+    with pytest.raises(AssertionError, match=r"expected \['o'\] to be acked"):
+        feeder.assert_acked("o")
+    with pytest.raises(AssertionError, match=r"expected \[0\] to be failed"):
+        feeder.assert_failed(0)
+    assert feeder.tracker.failed == ["o"]
