@@ -23,7 +23,7 @@ from stormpy.testing import (
 )
 from stormpy.testing import _registry as registry
 from stormpy.testing._complete import timeout_bound_secs
-from stormpy.topology import Stream
+from stormpy.topology import Stream, clock
 from stormpy.topology._errors import InvalidTopologyError
 
 
@@ -293,7 +293,9 @@ def test_complete_topology_runs_in_one_worker_unless_told_otherwise() -> None:
 
 def test_complete_topology_shuts_down_the_cluster_it_made() -> None:
     before = threading.active_count()
+    assert not clock.simulating()
     complete_topology(_doubling(), {"src": [[1]]})
+    assert not clock.simulating()  # its simulated time ended with it
     wait_for(lambda: threading.active_count() <= before, 20, "the run's threads to end")
 
 
@@ -324,7 +326,7 @@ def _ticking(held: bool) -> Any:
 
 
 def test_simulated_time_moves_only_until_every_mocked_tuple_completed() -> None:
-    conf = {"topology.message.timeout.secs": 4, "topology.tick.tuple.freq.secs": 1}
+    conf = {"topology.message.timeout.secs": 3, "topology.tick.tuple.freq.secs": 1}
     spec, data = _ticking(held=False)
     result = complete_topology(spec, data, conf)
     assert (result.acked("src"), result.tuples("ticks")) == ([0], [])  # nothing pending: no step
@@ -332,8 +334,9 @@ def test_simulated_time_moves_only_until_every_mocked_tuple_completed() -> None:
     result = complete_topology(spec, data, conf)
     assert (result.acked("src"), result.failed("src")) == ([0], [1])
     ticks = len(result.tuples("ticks"))
-    # the held tuple times out between 1 and 1.5 timeouts; time stops moving once it has
-    assert 4 <= ticks <= 6, result.tuples("ticks")
+    # the held tuple times out between 1 and 1.5 timeouts; time stops moving, one second at a
+    # time, once it has
+    assert 3 <= ticks <= 5, result.tuples("ticks")
     assert result.tuples("ticks") == [[n] for n in range(1, ticks + 1)]  # one second per step
 
 
@@ -349,8 +352,9 @@ def test_a_mocked_spout_that_cannot_emit_everything_times_out_naming_the_wait() 
     b.set_spout("src", _Src)
     b.set_bolt("sink", _Swallow).shuffle_grouping("src")
     conf = {"topology.max.spout.pending": 1, "topology.enable.message.timeouts": False}
-    with pytest.raises(WaitTimeout, match="mock sources to emit every tuple"):
+    with pytest.raises(WaitTimeout) as err:
         complete_topology(b.create_topology(), {"src": [[1], [2]]}, conf, timeout=0.5)
+    assert str(err.value) == "timed out after 0.5s waiting for mock sources to emit every tuple"
 
 
 def test_a_topology_that_never_goes_quiet_times_out_after_the_given_timeout() -> None:
@@ -430,6 +434,19 @@ def test_fixed_tuple_spout_refuses_a_stream_list_of_the_wrong_length() -> None:
         FixedTupleSpout([[1], [2]], ["n"], streams=["a"])
     assert str(err.value) == "FixedTupleSpout: 1 stream names for 2 tuples"
     assert FixedTupleSpout([[1]], ["n"]).streams == ["default"]
+
+
+def test_the_kits_spouts_declare_their_streams_under_their_names() -> None:
+    b = TopologyBuilder()
+    b.set_spout("one", FixedTupleSpout, kwargs={"tuples": [], "fields": ["n"], "stream": "s"})
+    b.set_spout("many", FixedTupleSpout, kwargs={"tuples": [], "fields": {"a": ["n"], "b": ["m"]}})
+    b.set_spout("feeder", FeederSpout(["v"], streams={"other": ["a", "b"]}))
+    comps = b.create_topology().components
+    assert {n: (s.name, s.fields.to_list()) for n, s in comps["one"].streams.items()} == {"s": ("s", ["n"])}
+    assert {n: (s.name, s.fields.to_list()) for n, s in comps["many"].streams.items()} == {
+        "a": ("a", ["n"]), "b": ("b", ["m"])}
+    assert {n: (s.name, s.fields.to_list()) for n, s in comps["feeder"].streams.items()} == {
+        "default": ("default", ["v"]), "other": ("other", ["a", "b"])}
 
 
 def test_fixed_tuple_spout_without_a_key_runs_without_tracking() -> None:
