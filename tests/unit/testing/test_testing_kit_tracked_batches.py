@@ -1,14 +1,27 @@
-"""Tracked topologies and AckTracker around spouts that emit batches (``emit_batch``): the
-wrapped spout emits them, its ``ack_many``/``fail_many`` get the batch's ids, and tracked waits
-count every record."""
+"""Tracked topologies and AckTracker as a user's test relies on them: spouts that emit batches
+(``emit_batch``: the wrapped spout emits them, its ``ack_many``/``fail_many`` get the batch's ids,
+tracked waits count every record), direct emits, the spout's config, streams and lifecycle passed
+through, clear errors for what is no spout, and tracked waits' counts, targets and timeouts."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
+
 from stormpy import Bolt, Spout, TopologyBuilder, TopologyContext, Tuple
-from stormpy.testing import AckTracker, Capture, LocalCluster, TrackedTopology, tracked_wait
+from stormpy.testing import (
+    AckTracker,
+    Capture,
+    FeederSpout,
+    LocalCluster,
+    TrackedTopology,
+    WaitTimeout,
+    tracked_wait,
+)
+from stormpy.topology import Stream
+from stormpy.topology._errors import InvalidTopologyError
 
 SETTLED: dict[str, list[Any]] = {"ack_many": [], "fail_many": []}
 
@@ -79,3 +92,123 @@ def test_a_tracked_wait_counts_every_record_of_tracked_and_untracked_batches() -
         tracked_wait(tracked, 5, timeout=20)
         assert sorted(capture.values) == [[1], [2], [3], [4], [5]]
         assert (tracked.counts.acked, tracked.counts.failed, tracked.counts.untracked) == (3, 0, 2)
+
+
+# -- AckTracker and TrackedTopology: wrapping, forwarding, waits ------------------------------
+
+CALLS: list[str] = []
+
+
+class _Lifecycle(Spout):
+    """Emits one tuple directly to the sink's task and one untracked; records its lifecycle."""
+
+    @classmethod
+    def declare_outputs(cls, kwargs: Mapping[str, Any]) -> dict[str, Stream]:
+        return {"default": Stream(["n"]), "d": Stream(["n"], name="d", direct=True)}
+
+    @classmethod
+    def declare_config(cls, kwargs: Mapping[str, Any]) -> Mapping[str, Any]:
+        return {"topology.max.spout.pending": kwargs["pending"]}
+
+    def __init__(self, pending: int, tag: str = "") -> None:
+        self.tag = tag
+
+    def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        self.sink_tasks = context.tasks_of("sink")
+        self.sent = False
+
+    def next_tuple(self) -> None:
+        if not self.sent:
+            self.sent = True
+            self.emit_direct(self.sink_tasks[0], [7], msg_id="direct", stream="d")
+            self.emit([8])
+
+    def activate(self) -> None:
+        CALLS.append(f"activate{self.tag}")
+
+    def deactivate(self) -> None:
+        CALLS.append(f"deactivate{self.tag}")
+
+    def close(self) -> None:
+        CALLS.append(f"close{self.tag}")
+
+
+def test_an_ack_tracker_runs_the_spout_unchanged_and_forwards_its_lifecycle() -> None:
+    CALLS.clear()
+    tracker, capture = AckTracker(_Lifecycle, kwargs={"pending": 3, "tag": "!"}), Capture()
+    b = TopologyBuilder()
+    b.set_spout("src", tracker)
+    b.set_bolt("sink", capture).direct_grouping("src", "d").shuffle_grouping("src")
+    spec = b.create_topology()
+    assert spec.components["src"].config["topology.max.spout.pending"] == 3
+    assert sorted(spec.components["src"].streams) == ["d", "default"]
+    with LocalCluster(simulated_time=True) as cluster:
+        cluster.submit_topology("t", {}, spec)
+        cluster.wait_for(lambda: tracker.acked == ["direct"], 10, "the direct tuple's ack")
+        cluster.wait_for(lambda: len(capture.values) == 2, 10, "both tuples")
+        assert sorted(capture.values) == [[7], [8]]
+        assert [t.stream for t in capture.tuples if t.values == [7]] == ["d"]
+        cluster.deactivate("t")
+        cluster.wait_for(lambda: CALLS[-1] == "deactivate!", 10, "the spout deactivated")
+        cluster.activate("t")
+        cluster.wait_for(lambda: CALLS[-1] == "activate!", 10, "the spout activated again")
+        cluster.kill_topology("t")
+    assert CALLS == ["activate!", "deactivate!", "activate!", "close!"]
+
+
+def test_an_ack_tracker_takes_a_handle_and_merges_kwargs_and_refuses_what_is_no_spout() -> None:
+    feeder = FeederSpout(["v"])
+    tracker = AckTracker(feeder, kwargs={"fields": ["w"]})
+    assert tracker.component_kwargs["inner_kwargs"] == {**feeder.component_kwargs, "fields": ["w"]}
+    assert AckTracker(feeder).component_kwargs["inner_kwargs"] == feeder.component_kwargs
+    with pytest.raises(InvalidTopologyError) as err:
+        AckTracker(42)
+    assert str(err.value) == "AckTracker wraps a Spout class or handle, not 42"
+    with pytest.raises(InvalidTopologyError) as err:
+        AckTracker(Capture())
+    assert str(err.value) == ("AckTracker wraps spouts; <class 'stormpy.testing._components.CaptureBolt'> "
+                              "is not a Spout subclass")
+    with pytest.raises(InvalidTopologyError) as err:
+        AckTracker(_FailTwo)
+    assert "is not a Spout subclass" in str(err.value)
+
+
+def test_a_tracked_wait_refuses_a_negative_count_and_says_how_far_it_got() -> None:
+    feeder = FeederSpout(["n"])
+    b = TopologyBuilder()
+    b.set_spout("feeder", feeder)
+    b.set_bolt("sink", _FailTwo).shuffle_grouping("feeder")
+    spec = b.create_topology()
+    with LocalCluster(simulated_time=True) as cluster:
+        tracked = TrackedTopology(spec, cluster)
+        assert spec.components["feeder"].class_path.endswith("FeederSpoutComponent")  # a copy
+        cluster.submit_topology("t", {"topology.message.timeout.secs": 30}, tracked.topology)
+        with pytest.raises(ValueError) as err:
+            tracked.wait(-1)
+        assert str(err.value) == "tracked wait for a negative number of tuples (-1)"
+        feeder.feed([1])
+        feeder.feed([2])
+        tracked_wait(tracked, 2, timeout=20)
+        assert (tracked.completed, tracked.counts.acked, tracked.counts.failed) == (2, 1, 1)
+        with pytest.raises(WaitTimeout) as timeout:
+            tracked_wait(tracked, 1, timeout=0.3)
+        assert str(timeout.value) == (
+            "tracked topology: timed out after 0.3s waiting for 1 more spout tuples to be fully "
+            "processed and the cluster to be idle: 2 of 3 done (acked 1, failed 1, untracked 0)")
+        feeder.feed([3])
+        tracked_wait(tracked, 1, timeout=20)  # the timed-out wait did not move the target
+        assert tracked.completed == 3
+
+
+def test_a_tracked_wait_in_real_time_waits_for_the_tuples() -> None:
+
+    feeder, capture = FeederSpout(["v"]), Capture()
+    b = TopologyBuilder()
+    b.set_spout("feeder", feeder)
+    b.set_bolt("sink", capture).shuffle_grouping("feeder")
+    with LocalCluster() as cluster:
+        tracked = TrackedTopology(b.create_topology(), cluster)
+        cluster.submit_topology("t", {}, tracked.topology)
+        feeder.feed([1])
+        tracked_wait(tracked, 1, timeout=20)
+        assert capture.values == [[1]] and len(feeder.acked) == 1
