@@ -100,17 +100,20 @@ CALLS: list[str] = []
 
 
 class _Lifecycle(Spout):
-    """Emits one tuple directly to the sink's task and one untracked; records its lifecycle."""
+    """Emits one tuple directly to the sink's task (on the stream named by ``direct``) and one on
+    stream "s"; records its lifecycle and acks."""
 
     @classmethod
     def declare_outputs(cls, kwargs: Mapping[str, Any]) -> dict[str, Stream]:
-        return {"default": Stream(["n"]), "d": Stream(["n"], name="d", direct=True)}
+        direct = kwargs["direct"]
+        return {"s": Stream(["n"], name="s"), direct: Stream(["n"], name=direct, direct=True)}
 
     @classmethod
     def declare_config(cls, kwargs: Mapping[str, Any]) -> Mapping[str, Any]:
         return {"topology.max.spout.pending": kwargs["pending"]}
 
-    def __init__(self, pending: int, tag: str = "") -> None:
+    def __init__(self, pending: int, direct: str, tag: str = "") -> None:
+        self.direct = direct
         self.tag = tag
 
     def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
@@ -120,8 +123,11 @@ class _Lifecycle(Spout):
     def next_tuple(self) -> None:
         if not self.sent:
             self.sent = True
-            self.emit_direct(self.sink_tasks[0], [7], msg_id="direct", stream="d")
-            self.emit([8])
+            self.emit_direct(self.sink_tasks[0], [7], msg_id="direct", stream=self.direct)
+            self.emit([8], stream="s")
+
+    def ack(self, msg_id: Any) -> None:
+        CALLS.append(f"ack {msg_id}")
 
     def activate(self) -> None:
         CALLS.append(f"activate{self.tag}")
@@ -133,27 +139,50 @@ class _Lifecycle(Spout):
         CALLS.append(f"close{self.tag}")
 
 
+class _Many(Spout):
+    """Emits two tracked tuples and one untracked with emit_many, once, on stream "m"."""
+
+    outputs = {"m": ["n"]}
+
+    def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        self.sent = False
+
+    def next_tuple(self) -> None:
+        if not self.sent:
+            self.sent = True
+            self.emit_many(iter([[1], [2]]), msg_ids=iter(["x", "y"]), stream="m")
+            self.emit_many([[3]], stream="m")
+
+
+class _Endless(Spout):
+    outputs = ["n"]
+
+    def next_tuple(self) -> None:
+        self.emit([0])
+
+
 def test_an_ack_tracker_runs_the_spout_unchanged_and_forwards_its_lifecycle() -> None:
     CALLS.clear()
-    tracker, capture = AckTracker(_Lifecycle, kwargs={"pending": 3, "tag": "!"}), Capture()
+    tracker = AckTracker(_Lifecycle, kwargs={"pending": 3, "direct": "d", "tag": "!"})
+    capture = Capture()
     b = TopologyBuilder()
     b.set_spout("src", tracker)
-    b.set_bolt("sink", capture).direct_grouping("src", "d").shuffle_grouping("src")
+    b.set_bolt("sink", capture).direct_grouping("src", "d").shuffle_grouping("src", "s")
     spec = b.create_topology()
     assert spec.components["src"].config["topology.max.spout.pending"] == 3
-    assert sorted(spec.components["src"].streams) == ["d", "default"]
+    assert sorted(spec.components["src"].streams) == ["d", "s"]
     with LocalCluster(simulated_time=True) as cluster:
         cluster.submit_topology("t", {}, spec)
         cluster.wait_for(lambda: tracker.acked == ["direct"], 10, "the direct tuple's ack")
         cluster.wait_for(lambda: len(capture.values) == 2, 10, "both tuples")
         assert sorted(capture.values) == [[7], [8]]
-        assert [t.stream for t in capture.tuples if t.values == [7]] == ["d"]
+        assert sorted((t.stream, t.values[0]) for t in capture.tuples) == [("d", 7), ("s", 8)]
         cluster.deactivate("t")
         cluster.wait_for(lambda: CALLS[-1] == "deactivate!", 10, "the spout deactivated")
         cluster.activate("t")
         cluster.wait_for(lambda: CALLS[-1] == "activate!", 10, "the spout activated again")
         cluster.kill_topology("t")
-    assert CALLS == ["activate!", "deactivate!", "activate!", "close!"]
+    assert CALLS == ["activate!", "ack direct", "deactivate!", "activate!", "close!"]
 
 
 def test_an_ack_tracker_takes_a_handle_and_merges_kwargs_and_refuses_what_is_no_spout() -> None:
@@ -212,3 +241,31 @@ def test_a_tracked_wait_in_real_time_waits_for_the_tuples() -> None:
         feeder.feed([1])
         tracked_wait(tracked, 1, timeout=20)
         assert capture.values == [[1]] and len(feeder.acked) == 1
+
+
+def test_a_tracked_wait_counts_emit_many_records_and_waits_for_one_by_default() -> None:
+    capture = Capture()
+    b = TopologyBuilder()
+    b.set_spout("many", _Many)
+    b.set_bolt("sink", capture).shuffle_grouping("many", "m")
+    with LocalCluster(simulated_time=True) as cluster:
+        tracked = TrackedTopology(b.create_topology(), cluster)
+        cluster.submit_topology("t", {}, tracked.topology)
+        tracked.wait(0, timeout=20)  # nothing more to wait for: returns once idle
+        tracked_wait(tracked, 2, timeout=20)
+        tracked.wait(timeout=20)  # one more by default
+        assert sorted(capture.values) == [[1], [2], [3]]
+        assert (tracked.counts.acked, tracked.counts.untracked) == (2, 1)
+        assert {t.stream for t in capture.tuples} == {"m"}
+
+
+def test_a_tracked_wait_on_a_topology_that_never_goes_idle_times_out() -> None:
+    b = TopologyBuilder()
+    b.set_spout("endless", _Endless)
+    b.set_bolt("sink", _FailTwo).shuffle_grouping("endless")
+    with LocalCluster(simulated_time=True) as cluster:
+        tracked = TrackedTopology(b.create_topology(), cluster)
+        cluster.submit_topology("t", {}, tracked.topology)
+        with pytest.raises(WaitTimeout, match=r"^tracked topology: timed out after 0.5s waiting "
+                                              r"for 1 more spout tuples"):
+            tracked.wait(1, timeout=0.5)
