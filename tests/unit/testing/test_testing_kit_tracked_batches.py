@@ -119,6 +119,7 @@ class _Lifecycle(Spout):
     def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
         self.sink_tasks = context.tasks_of("sink")
         self.sent = False
+        CALLS.append(f"open pending={conf['topology.max.spout.pending']}")
 
     def next_tuple(self) -> None:
         if not self.sent:
@@ -182,7 +183,20 @@ def test_an_ack_tracker_runs_the_spout_unchanged_and_forwards_its_lifecycle() ->
         cluster.activate("t")
         cluster.wait_for(lambda: CALLS[-1] == "activate!", 10, "the spout activated again")
         cluster.kill_topology("t")
-    assert CALLS == ["activate!", "ack direct", "deactivate!", "activate!", "close!"]
+    assert CALLS == ["open pending=3", "activate!", "ack direct", "deactivate!", "activate!",
+                     "close!"]
+
+
+def test_a_tracked_topology_counts_a_direct_emit_by_its_message_id() -> None:
+    CALLS.clear()
+    b = TopologyBuilder()
+    b.set_spout("src", _Lifecycle, kwargs={"pending": 2, "direct": "d"})
+    b.set_bolt("sink", Capture()).direct_grouping("src", "d").shuffle_grouping("src", "s")
+    with LocalCluster(simulated_time=True) as cluster:
+        tracked = TrackedTopology(b.create_topology(), cluster)
+        cluster.submit_topology("t", {}, tracked.topology)
+        tracked_wait(tracked, 2, timeout=20)
+        assert (tracked.counts.acked, tracked.counts.failed, tracked.counts.untracked) == (1, 0, 1)
 
 
 def test_an_ack_tracker_takes_a_handle_and_merges_kwargs_and_refuses_what_is_no_spout() -> None:
@@ -217,16 +231,17 @@ def test_a_tracked_wait_refuses_a_negative_count_and_says_how_far_it_got() -> No
         assert str(err.value) == "tracked wait for a negative number of tuples (-1)"
         feeder.feed([1])
         feeder.feed([2])
-        tracked_wait(tracked, 2, timeout=20)
-        assert (tracked.completed, tracked.counts.acked, tracked.counts.failed) == (2, 1, 1)
+        feeder.feed([2])
+        tracked_wait(tracked, 3, timeout=20)
+        assert (tracked.completed, tracked.counts.acked, tracked.counts.failed) == (3, 1, 2)
         with pytest.raises(WaitTimeout) as timeout:
             tracked_wait(tracked, 1, timeout=0.3)
         assert str(timeout.value) == (
             "tracked topology: timed out after 0.3s waiting for 1 more spout tuples to be fully "
-            "processed and the cluster to be idle: 2 of 3 done (acked 1, failed 1, untracked 0)")
+            "processed and the cluster to be idle: 3 of 4 done (acked 1, failed 2, untracked 0)")
         feeder.feed([3])
         tracked_wait(tracked, 1, timeout=20)  # the timed-out wait did not move the target
-        assert tracked.completed == 3
+        assert tracked.completed == 4
 
 
 def test_a_tracked_wait_in_real_time_waits_for_the_tuples() -> None:
