@@ -397,6 +397,15 @@ TARGETS: dict[str, Target] = {
                  tests=("tests/unit/ui/test_ui_*.py", "tests/unit/topology/test_user_metrics.py"),
                  pytest_args=("--deselect", "tests/unit/ui/test_ui_units.py::"
                               "test_stormpy_ui_prints_the_address_it_binds")),
+    # the test kit users write their topology tests with: complete_topology, the mocked acks,
+    # FeederSpout/Capture and the fixed-tuple spout, tracked topologies and the component unit
+    # harness, with the kit's own unit tests (in-process LocalClusters under simulated time, each
+    # well under a second; the CPU probe's subprocess test is left out)
+    "testing": Target(tuple(f"src/stormpy/testing/{part}.py"
+                            for part in ("_complete", "_acks", "_components", "_tracking", "_unit")),
+                      tests=("tests/unit/testing/test_testing_kit_*.py",
+                             "tests/unit/testing/test_complete_topology_timeouts.py",
+                             "tests/unit/testing/test_waiting_kit.py")),
 }
 #: what ``make mutate`` runs when no target is named
 CORE = ("acker", "nimbus", "batching", "spark-bolt", "worker")

@@ -57,8 +57,10 @@ class _Counts:
 
 class TrackingSpout(Spout):
     """Runs the spout ``inner`` (an import path, built with ``inner_kwargs``) and reports to the
-    registry entry ``key``: ``emitted(msg_id)`` after every emit, ``ack``/``fail`` before the
-    inner spout's. The inner spout's collector calls go through unchanged."""
+    registry entry ``key``: ``emitted(msg_id)`` after every emit (each record of an
+    ``emit_many``/``emit_batch``), ``ack``/``fail`` before the inner spout's. The inner spout's
+    collector calls go through unchanged, and a batch's acks and fails reach the inner spout's
+    ``ack_many``/``fail_many`` when it defines them (as without the wrapper)."""
 
     @classmethod
     def declare_outputs(cls, kwargs: Mapping[str, Any]) -> dict[str, Stream]:
@@ -83,6 +85,11 @@ class TrackingSpout(Spout):
         inner.emit = self._emit
         inner.emit_many = self._emit_many
         inner.emit_direct = self._emit_direct
+        inner.emit_batch = self._emit_batch
+        if hasattr(inner, "ack_many"):
+            self.ack_many = self._ack_many
+        if hasattr(inner, "fail_many"):
+            self.fail_many = self._fail_many
         inner.report_error = self.report_error
         inner.run_in_background = self.run_in_background
         inner.call_soon_threadsafe = self.call_soon_threadsafe
@@ -105,6 +112,26 @@ class TrackingSpout(Spout):
         self.emit_many(values_list, msg_ids=msg_ids if msg_ids is None else ids, stream=stream)
         for msg_id in ids:
             self.sink.emitted(msg_id)
+
+    def _emit_batch(self, values_list: Any, msg_ids: Any = None,
+                    stream: Any = DEFAULT_STREAM) -> Any:
+        values_list = list(values_list)
+        ids = list(msg_ids) if msg_ids is not None else [None] * len(values_list)
+        targets = self.emit_batch(values_list, msg_ids=msg_ids if msg_ids is None else ids,
+                                  stream=stream)
+        for msg_id in ids:
+            self.sink.emitted(msg_id)
+        return targets
+
+    def _ack_many(self, msg_ids: Any) -> None:
+        for msg_id in msg_ids:
+            self.sink.ack(msg_id)
+        self.inner.ack_many(msg_ids)
+
+    def _fail_many(self, msg_ids: Any) -> None:
+        for msg_id in msg_ids:
+            self.sink.fail(msg_id)
+        self.inner.fail_many(msg_ids)
 
     def next_tuple(self) -> None:
         self.inner.next_tuple()
