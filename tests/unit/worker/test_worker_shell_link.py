@@ -120,6 +120,17 @@ def make_link(state: FakeState, tmp_path: Path, exits: list[str] | None = None,
     return link, worker
 
 
+def fast_link(state: Any, loop: Any, tmp_path: Path) -> ClusterLink:
+    """A link with no peers that heartbeats every 50 ms over ``loop`` (a stand-in executor loop)."""
+    return ClusterLink(state, loop, FakeTransport(loop.calls),
+                       topology_id="t-1", node="me", port=6700, executors=MINE,
+                       peers=WorkerPeers({}, {}), active=True,
+                       conf={"worker.heartbeat.frequency.secs": 0.05,
+                             "supervisor.monitor.frequency.secs": 10.0},
+                       heartbeat_path=tmp_path / "heartbeat", on_exit=lambda reason: None,
+                       heartbeats=state)
+
+
 def test_a_moved_executor_reconnects_exactly_the_changed_peers(tmp_path: Path) -> None:
     state = FakeState()
     link, worker = make_link(state, tmp_path)
@@ -376,13 +387,7 @@ class SilentLoop(FakeWorker):
 def test_a_loop_that_does_not_answer_gets_no_heartbeat(tmp_path: Path) -> None:
     state = FakeState()
     loop = SilentLoop()
-    link = ClusterLink(state, loop, FakeTransport(loop.calls),  # type: ignore[arg-type]
-                       topology_id="t-1", node="me", port=6700, executors=MINE,
-                       peers=WorkerPeers({}, {}), active=True,
-                       conf={"worker.heartbeat.frequency.secs": 0.05,
-                             "supervisor.monitor.frequency.secs": 10.0},
-                       heartbeat_path=tmp_path / "heartbeat", on_exit=lambda reason: None,
-                       heartbeats=state)
+    link = fast_link(state, loop, tmp_path)
     link.local_heartbeat()
     link.local_heartbeat()
     assert not (tmp_path / "heartbeat").exists() and link.local_heartbeats == 0
@@ -515,13 +520,7 @@ class StuckLoop(FakeWorker):
 def test_stop_returns_within_its_timeout_while_both_threads_are_stuck(tmp_path: Path) -> None:
     state = StuckState()
     loop = StuckLoop()
-    link = ClusterLink(state, loop, FakeTransport(loop.calls),  # type: ignore[arg-type]
-                       topology_id="t-1", node="me", port=6700, executors=MINE,
-                       peers=WorkerPeers({}, {}), active=True,
-                       conf={"worker.heartbeat.frequency.secs": 0.05,
-                             "supervisor.monitor.frequency.secs": 10.0},
-                       heartbeat_path=tmp_path / "heartbeat", on_exit=lambda reason: None,
-                       heartbeats=state)
+    link = fast_link(state, loop, tmp_path)
     link.start()
     stopper = threading.Thread(target=link.stop, kwargs={"timeout": 0.2}, name="stopper")
     try:
