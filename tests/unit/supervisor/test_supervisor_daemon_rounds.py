@@ -178,6 +178,17 @@ def assign(state: MemoryClusterState, sup: Supervisor, **slots: tuple[int, int])
                                         node_host={sup.supervisor_id: "host-a"})
 
 
+def start_running_t1(state: MemoryClusterState, supervisors: list[Supervisor],
+                     conf: dict[str, Any]) -> tuple[Supervisor, Any]:
+    """A started supervisor with t-1's worker assigned to port 6700 and launched; the worker's
+    handle."""
+    sup = start(supervisors, conf)
+    assign(state, sup, t_1=(6700, 1))
+    sup.sync_now()
+    wait_for(lambda: 6700 in sup.workers(), 30, "the worker of t-1 to be launched")
+    return sup, sup.workers()[6700]
+
+
 def sync(sup: Supervisor) -> None:
     """Ask for a sync round and wait for one that started after the request."""
     target = sup.syncs + 2
@@ -303,11 +314,7 @@ def test_workers_left_running_are_adopted_by_the_next_run(
         tmp_path: Path, state: MemoryClusterState, nimbus: StandInNimbus,
         supervisors: list[Supervisor]) -> None:
     conf = conf_for(tmp_path, nimbus)
-    first = start(supervisors, conf)
-    assign(state, first, t_1=(6700, 1))
-    first.sync_now()
-    wait_for(lambda: 6700 in first.workers(), 30, "the worker of t-1 to be launched")
-    handle = first.workers()[6700]
+    first, handle = start_running_t1(state, supervisors, conf)
     assert first.dirs is not None
     wait_for(lambda: first.dirs.heartbeat_file("t-1", 6700).is_file(), 30, "its heartbeat")  # type: ignore[union-attr]
     first.stop(stop_workers=False)
@@ -624,11 +631,7 @@ def test_a_leftover_worker_on_a_taken_port_is_stopped_at_start(
         tmp_path: Path, state: MemoryClusterState, nimbus: StandInNimbus,
         supervisors: list[Supervisor]) -> None:
     conf = conf_for(tmp_path, nimbus)
-    first = start(supervisors, conf)
-    assign(state, first, t_1=(6700, 1))
-    first.sync_now()
-    wait_for(lambda: 6700 in first.workers(), 30, "the worker of t-1")
-    kept = first.workers()[6700]
+    first, kept = start_running_t1(state, supervisors, conf)
     first.stop(stop_workers=False)
     assert first.dirs is not None
     (first.dirs.code_dir("t-9")).mkdir(parents=True)  # listed after t-1, whose worker has the port
