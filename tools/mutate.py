@@ -227,6 +227,15 @@ TARGETS: dict[str, Target] = {
                             "src/stormpy/connectors/_reporting.py"),
                            tests=("tests/unit/connectors/kafka/test_kafka_*.py",
                                   "tests/unit/connectors/test_connector_error_reports.py")),
+    # Kafka: the bolt (records, delivery reports, acks and fails, the backlog), the opaque
+    # transactional spout and the exactly-once sinks (Trident state, transactional committer),
+    # with the Kafka unit tests that drive them against stub producers and consumers (no broker)
+    "kafka-bolt": Target(tuple(f"src/stormpy/connectors/kafka/{part}.py"
+                               for part in ("_bolt_batches", "_bolt_delivery", "_bolt", "_opaque",
+                                            "_trident_sink", "_transactional_sink")),
+                         tests=("tests/unit/connectors/kafka/test_kafka_*.py",
+                                "tests/unit/connectors/test_kafka_eos_off_loop.py",
+                                "tests/unit/connectors/test_connector_error_reports.py")),
     # Kinesis: the InflightRecordTracker, the shards (assignment by the connectors' shared
     # round-robin share, a shard's checkpoint), the state manager (resharding order, checkpoint
     # writes) and the buffered GetRecords reader; the checkpoint store, the boto3 client wrapper

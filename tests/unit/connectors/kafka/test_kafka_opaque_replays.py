@@ -173,3 +173,269 @@ def test_a_replay_after_the_previous_batch_changed_takes_a_new_batch(
     task.executor.emitter._unplace(0)
     assert task.emit(TransactionAttempt(1, 2)) == WORDS[:4]
     assert task.emit(TransactionAttempt(2, 2)) == WORDS[4:6]
+
+
+# -- the emitter on its own: settings, the consumer it builds, batches and their metadata ----------
+
+class LogConsumer:
+    """A consumer of one partition's ``log`` on a simulated clock: ``consume`` returns up to
+    ``max_records`` from the position (``ready`` bounds what has arrived), or waits its whole
+    timeout when nothing is ready. Logs its calls."""
+
+    def __init__(self, clock: list[float], log: list[KafkaRecord], ready: int | None = None) -> None:
+        self.clock = clock
+        self.log = log
+        self.ready = len(log) if ready is None else ready
+        self.position = 0
+        self.calls: list[tuple[Any, ...]] = []
+
+    def assign(self, starts: dict[Any, int]) -> None:
+        ((tp, at),) = starts.items()
+        self.calls.append(("assign", tp.topic, tp.partition, at))
+        self.position = 0 if at == opaque.OFFSET_BEGINNING else at
+
+    def unassign(self, partitions: list[Any]) -> None:
+        self.calls.append(("unassign", [(tp.topic, tp.partition) for tp in partitions]))
+
+    def consume(self, max_records: int, timeout: float) -> tuple[list[KafkaRecord], list[str]]:
+        self.calls.append(("consume", max_records))
+        out = self.log[self.position:min(self.ready, self.position + max_records)]
+        if not out:
+            self.clock[0] += timeout
+        self.position += len(out)
+        return out, []
+
+    def topics(self, timeout: float) -> dict[str, int]:
+        self.calls.append(("topics", timeout))
+        return {TOPIC: 3, "other": 1}
+
+    def close(self) -> None:
+        self.calls.append(("close",))
+
+
+class Emitted:
+    """A collector recording what the emitter emits."""
+
+    def __init__(self) -> None:
+        self.tuples: list[list[Any]] = []
+
+    def emit(self, values: list[Any]) -> None:
+        self.tuples.append(values)
+
+
+def _emitter(monkeypatch: pytest.MonkeyPatch, log: list[KafkaRecord], ready: int | None = None,
+             **settings: Any) -> tuple[opaque.KafkaOpaqueEmitter, LogConsumer, list[float]]:
+    clock = [100.0]
+    monkeypatch.setattr(opaque, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    consumer = LogConsumer(clock, log, ready)
+    made: list[tuple[Any, ...]] = []
+
+    def client(conf: dict[str, Any], on_error: Any, on_commit_error: Any) -> LogConsumer:
+        made.append((conf, on_error, on_commit_error))
+        return consumer
+
+    monkeypatch.setattr(opaque, "KafkaConsumerClient", client)
+    spout = KafkaOpaqueSpout("127.0.0.1:9", TOPIC, **settings)
+    emitter = spout.get_emitter({}, cast(TopologyContext, SimpleNamespace()))
+    consumer.made = made  # type: ignore[attr-defined]
+    return emitter, consumer, clock
+
+
+def test_the_spout_refuses_bad_settings_naming_them() -> None:
+    for bad in (0, -1, 1.5, "10"):
+        with pytest.raises(ValueError) as info:
+            KafkaOpaqueSpout("h:1", TOPIC, max_batch_records=bad)  # type: ignore[arg-type]
+        assert str(info.value) == f"max_batch_records must be an integer >= 1, got {bad!r}"
+    for servers, topic in (("", TOPIC), ("h:1", "")):
+        with pytest.raises(ValueError) as info:
+            KafkaOpaqueSpout(servers, topic)
+        assert str(info.value) == "KafkaOpaqueSpout needs bootstrap_servers and a topic"
+    KafkaOpaqueSpout("h:1", TOPIC, max_batch_records=1)  # the lowest allowed
+
+
+def test_the_spout_travels_with_every_setting_and_declares_its_fields() -> None:
+    spout = KafkaOpaqueSpout("h:1", TOPIC, 7, poll_timeout_secs=2, encoding=None,
+                             consumer_config={"fetch.min.bytes": 1})
+    assert spout.component_class is KafkaOpaqueSpout
+    assert spout.component_kwargs == {"bootstrap_servers": "h:1", "topic": TOPIC, "max_batch_records": 7,
+                                      "poll_timeout_secs": 2.0, "encoding": None,
+                                      "consumer_config": {"fetch.min.bytes": 1}}
+    again = KafkaOpaqueSpout(**spout.component_kwargs)
+    assert again.component_kwargs == spout.component_kwargs
+    assert KafkaOpaqueSpout("h:1", TOPIC).component_kwargs["encoding"] == "utf-8"
+    (name, stream), = KafkaOpaqueSpout.declare_outputs(spout.component_kwargs).items()
+    assert name == "default" and list(stream.fields) == ["tx", "partition", "offset", "key", "value"]
+
+
+def test_each_partition_gets_one_consumer_of_its_own_configured_for_manual_offsets(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    emitter, consumer, _clock = _emitter(monkeypatch, LOG, consumer_config={"fetch.min.bytes": 5,
+                                                                            "auto.offset.reset": "latest"})
+    assert emitter._consumer(0) is consumer and emitter._consumer(0) is consumer
+    assert emitter.positions == {0: None}
+    emitter._consumer(2)
+    made = consumer.made  # type: ignore[attr-defined]
+    assert len(made) == 2 and emitter.positions == {0: None, 2: None}
+    conf, on_error, on_commit_error = made[0]
+    group = conf.pop("group.id")
+    assert conf == {"bootstrap.servers": "127.0.0.1:9", "enable.auto.commit": False,
+                    "auto.offset.reset": "latest", "enable.partition.eof": False, "fetch.min.bytes": 5}
+    assert group.startswith("stormpy-opaque-") and len(group) == len("stormpy-opaque-") + 12
+    assert made[1][0]["group.id"] != group  # nothing shared through a consumer group
+    on_error("Kafka client error: down")
+    on_commit_error("commit failed")
+    assert emitter.errors == ["Kafka client error: down", "commit failed"]
+    assert emitter._conf()["auto.offset.reset"] == "latest"
+    assert KafkaOpaqueSpout("h:1", TOPIC).get_emitter({}, cast(TopologyContext, None))._conf()[
+        "auto.offset.reset"] == "earliest"
+
+
+def test_the_partition_count_is_asked_once_and_a_missing_topic_is_named(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    emitter, consumer, _clock = _emitter(monkeypatch, LOG)
+    assert emitter.num_partitions() == 3 and emitter.num_partitions() == 3
+    assert consumer.calls == [("topics", 10.0)]
+    missing, _consumer, _clock = _emitter(monkeypatch, LOG)
+    missing.spout.topic = "nowhere"
+    with pytest.raises(RuntimeError) as info:
+        missing.num_partitions()
+    assert str(info.value) == "Kafka topic 'nowhere' not found on 127.0.0.1:9"
+
+
+def test_batches_take_up_to_max_batch_records_from_where_the_last_one_ended(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    log = [KafkaRecord(TOPIC, 1, i, f"k{i}".encode() if i % 2 else None, w.encode())
+           for i, w in enumerate(WORDS)]
+    emitter, consumer, _clock = _emitter(monkeypatch, log, max_batch_records=4)
+    out = Emitted()
+    first = TransactionAttempt(1, 1)
+    meta = emitter.emit_partition_batch(first, cast(BatchOutputCollector, out), 1, None)
+    assert meta == {"offset": 0, "next": 4}
+    assert out.tuples == [[first, 1, 0, None, "cow"], [first, 1, 1, "k1", "jumped"],
+                          [first, 1, 2, None, "over"], [first, 1, 3, "k3", "the"]]
+    assert consumer.calls[0] == ("assign", TOPIC, 1, opaque.OFFSET_BEGINNING)
+    assert ("consume", 4) in consumer.calls
+    out.tuples.clear()
+    consumer.calls.clear()
+    second = TransactionAttempt(2, 1)
+    assert emitter.emit_partition_batch(second, cast(BatchOutputCollector, out), 1, meta) == \
+        {"offset": 4, "next": 8}
+    assert [t[2] for t in out.tuples] == [4, 5, 6, 7] and out.tuples[0][0] is second
+    assert all(c[0] == "consume" for c in consumer.calls)  # where it is already: not assigned again
+    assert emitter.positions[1] == 8
+
+
+def test_a_batch_takes_what_is_ready_and_an_empty_one_keeps_the_last_metadata(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    emitter, consumer, clock = _emitter(monkeypatch, LOG, ready=3, max_batch_records=100)
+    out = Emitted()
+    start = clock[0]
+    meta = emitter.emit_partition_batch(TransactionAttempt(1, 1), cast(BatchOutputCollector, out), 0, None)
+    assert meta == {"offset": 0, "next": 3} and len(out.tuples) == 3
+    assert clock[0] - start == pytest.approx(0.1)  # one short wait shows nothing more is ready
+    assert [c for c in consumer.calls if c[0] == "consume"] == [("consume", 100), ("consume", 97)]
+    out.tuples.clear()
+    start = clock[0]
+    assert emitter.emit_partition_batch(TransactionAttempt(2, 1), cast(BatchOutputCollector, out), 0,
+                                        meta) is meta
+    assert out.tuples == []
+    assert clock[0] - start == pytest.approx(0.2)  # poll_timeout_secs in waits of at most 0.1 s
+    fresh, _consumer, clock = _emitter(monkeypatch, LOG, ready=0)
+    start = clock[0]
+    assert fresh.emit_partition_batch(TransactionAttempt(1, 1), cast(BatchOutputCollector, out), 0,
+                                      None) is None
+    assert clock[0] - start == pytest.approx(opaque.REPLAY_WAIT_SECS)  # a first batch waits longer
+
+
+def test_without_an_encoding_keys_and_values_stay_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    log = [KafkaRecord(TOPIC, 0, 0, b"k", b"v"), KafkaRecord(TOPIC, 0, 1, None, None)]
+    emitter, _consumer, _clock = _emitter(monkeypatch, log, encoding=None)
+    out = Emitted()
+    attempt = TransactionAttempt(1, 1)
+    emitter.emit_partition_batch(attempt, cast(BatchOutputCollector, out), 0, None)
+    assert out.tuples == [[attempt, 0, 0, b"k", b"v"], [attempt, 0, 1, None, None]]
+    latin, _consumer, _clock = _emitter(monkeypatch, [KafkaRecord(TOPIC, 0, 0, "é".encode("latin-1"),
+                                                                  None)], encoding="latin-1")
+    out.tuples.clear()
+    latin.emit_partition_batch(attempt, cast(BatchOutputCollector, out), 0, None)
+    assert out.tuples == [[attempt, 0, 0, "é", None]]
+
+
+def test_a_replay_takes_exactly_the_earlier_attempts_offsets_from_its_start(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    emitter, consumer, _clock = _emitter(monkeypatch, LOG, max_batch_records=100)
+    out = Emitted()
+    replay = TransactionAttempt(3, 2)
+    meta = emitter.emit_partition_batch_again(replay, cast(BatchOutputCollector, out), 0,
+                                              {"offset": 0, "next": 2}, {"offset": 2, "next": 5})
+    assert meta == {"offset": 2, "next": 5}
+    assert out.tuples == [[replay, 0, o, None, WORDS[o]] for o in (2, 3, 4)]
+    assert consumer.calls == [("assign", TOPIC, 0, 2), ("consume", 3)]
+    assert emitter.positions[0] == 5  # ended exactly at the batch: the next one goes on from there
+    # from the beginning of a partition whose oldest records are gone (offsets 3...): the
+    # consumer reads past the batch, so its partition is assigned again for the next batch
+    trimmed, consumer, _clock = _emitter(monkeypatch, LOG[3:], max_batch_records=100)
+    consumer.position = 0
+    out.tuples.clear()
+    again = trimmed.emit_partition_batch_again(replay, cast(BatchOutputCollector, out), 0, None,
+                                               {"offset": 3, "next": 5})
+    assert again == {"offset": 3, "next": 5} and [t[2] for t in out.tuples] == [3, 4]
+    assert consumer.calls[:2] == [("assign", TOPIC, 0, opaque.OFFSET_BEGINNING), ("consume", 5)]
+    assert consumer.calls[-1] == ("unassign", [(TOPIC, 0)]) and trimmed.positions[0] is None
+
+
+def test_a_replay_that_ends_exactly_at_its_batch_keeps_its_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    emitter, consumer, _clock = _emitter(monkeypatch, LOG, ready=5)
+    out = Emitted()
+    meta = emitter.emit_partition_batch_again(TransactionAttempt(3, 2), cast(BatchOutputCollector, out), 0,
+                                              {"offset": 0, "next": 2}, {"offset": 2, "next": 5})
+    assert meta == {"offset": 2, "next": 5} and emitter.positions[0] == 5
+    assert not any(c[0] == "unassign" for c in consumer.calls)
+
+
+def test_a_short_replay_fails_naming_topic_partition_and_offsets_and_reads_again_next_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    emitter, consumer, clock = _emitter(monkeypatch, LOG, ready=4)
+    out = Emitted()
+    start = clock[0]
+    with pytest.raises(FailedException) as info:
+        emitter.emit_partition_batch_again(TransactionAttempt(3, 2), cast(BatchOutputCollector, out), 0,
+                                           {"offset": 0, "next": 2}, {"offset": 2, "next": 6})
+    assert str(info.value) == (f"Kafka topic {TOPIC!r} partition 0: the replay of transaction 3 must take "
+                               "the offsets up to 6 its earlier attempt took, got up to 4 in time; the "
+                               "transaction is tried again")
+    assert clock[0] - start == pytest.approx(opaque.REPLAY_WAIT_SECS)
+    assert out.tuples == [] and emitter.positions[0] is None
+    assert consumer.calls[-1] == ("unassign", [(TOPIC, 0)])
+    nothing, _consumer, _clock = _emitter(monkeypatch, LOG, ready=0)
+    with pytest.raises(FailedException, match="must take the offsets up to 6 its earlier attempt took, "
+                                              "got up to 2 in time"):
+        nothing.emit_partition_batch_again(TransactionAttempt(3, 2), cast(BatchOutputCollector, out), 0,
+                                           {"offset": 0, "next": 2}, {"offset": 2, "next": 6})
+
+
+def test_a_replay_asks_only_for_the_records_its_batch_still_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    emitter, consumer, _clock = _emitter(monkeypatch, LOG, max_batch_records=3)
+    out = Emitted()
+    emitter.emit_partition_batch_again(TransactionAttempt(3, 2), cast(BatchOutputCollector, out), 0,
+                                       {"offset": 0, "next": 2}, {"offset": 2, "next": 4})
+    assert [c for c in consumer.calls if c[0] == "consume"] == [("consume", 2)]
+    assert [t[2] for t in out.tuples] == [2, 3]
+
+
+def test_close_closes_every_consumer_even_after_one_fails(monkeypatch: pytest.MonkeyPatch) -> None:
+    emitter, _consumer, _clock = _emitter(monkeypatch, LOG)
+    closed: list[int] = []
+
+    class Closing:
+        def __init__(self, n: int, broken: bool) -> None:
+            self.n, self.broken = n, broken
+
+        def close(self) -> None:
+            closed.append(self.n)
+            if self.broken:
+                raise RuntimeError("already closed")
+
+    emitter.consumers = {0: Closing(0, True), 1: Closing(1, False)}  # type: ignore[dict-item]
+    emitter.close()
+    assert closed == [0, 1] and emitter.consumers == {}
