@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import pytest
 from test_kafka_bolt_units import Harness, StubProducer
 
 from stormpy.connectors.kafka import KafkaBolt, KafkaBoltConfig, _bolt
@@ -455,3 +456,71 @@ def test_the_bolt_builds_a_real_client_producer_from_its_settings() -> None:
     assert isinstance(producer, confluent_kafka.Producer)
     assert producer.flush(0) == 0
     assert KafkaBolt.producer_factory is _bolt._producer
+
+
+def test_every_full_queue_is_counted_on_each_path() -> None:
+    h = Recording(capacity=1)
+    h.tuple("k", "a")
+    h.tuple("k", "b")   # full: held
+    h.stub.deliver(1)
+    h.run_jobs()        # b handed over from the backlog: the queue is full again, nothing held
+    assert h.bolt.metrics()["queue_full"] == 1 and h.bolt.metrics()["backlog"] == 0
+    h.tuple("k", "c")   # full again on execute
+    assert h.bolt.metrics()["queue_full"] == 2
+    h.stub.deliver(1)
+    h.run_jobs()        # c handed over
+    h.batch("d1", "d2")  # the batch's first row finds the queue full
+    assert h.bolt.metrics()["queue_full"] == 3 and h.bolt.metrics()["backlog"] == 2
+
+
+def test_one_execute_batch_counts_every_record_handed_over_and_goes_on_past_a_refused_one() -> None:
+    h = Recording()
+    real = h.stub.produce
+
+    def refuse(topic: str, value: Any = None, key: Any = None, on_delivery: Any = None) -> None:
+        if value == b"big":
+            raise RuntimeError("Broker: Message size too large")
+        real(topic, value=value, key=key, on_delivery=on_delivery)
+
+    h.stub.produce = refuse  # type: ignore[method-assign]
+    fields = Fields(["key", "message"])
+    tuples = [Tuple(["k", m], "default", 1, "src", fields) for m in ("a", "big", "c", "d")]
+    h.bolt.execute_batch(tuples)
+    assert [r[2] for r in h.stub.records] == [b"a", b"c", b"d"]
+    assert h.settled == [("fail", tuples[1])]
+    m = h.bolt.metrics()
+    assert (m["produced"], m["in_flight"], m["delivery_failures"]) == (3, 3, 1)
+
+
+class TimedFlush(StubProducer):
+    """``flush`` records its timeout; ``fail`` makes it raise."""
+
+    def __init__(self, fail: bool = False) -> None:
+        super().__init__({})
+        self.fail = fail
+        self.timeouts: list[float] = []
+
+    def flush(self, timeout: float) -> int:
+        self.timeouts.append(timeout)
+        if self.fail:
+            raise RuntimeError("flush broke")
+        return len(self.pending)
+
+
+def test_cleanup_waits_a_bounded_time_and_logs_what_it_could_not_deliver(
+        caplog: pytest.LogCaptureFixture) -> None:
+    h = Recording()
+    h.bolt.producer = producer = TimedFlush()
+    h.tuple("k", "a")
+    with caplog.at_level(logging.WARNING, logger="stormpy.connectors.kafka"):
+        h.bolt.cleanup()
+    assert producer.timeouts == [5.0]
+    assert [r.getMessage() for r in caplog.records] == [
+        "Kafka bolt task 7: 1 records undelivered at shutdown (0 tuples held)"]
+    caplog.clear()
+    h.bolt.producer = TimedFlush(fail=True)
+    with caplog.at_level(logging.WARNING, logger="stormpy.connectors.kafka"):
+        h.bolt.cleanup()
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages[0] == "Kafka bolt task 7: flush failed: flush broke"
+    assert len(messages) == 2 and "records undelivered at shutdown" in messages[1]

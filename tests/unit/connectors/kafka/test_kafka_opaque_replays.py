@@ -188,6 +188,8 @@ class LogConsumer:
         self.ready = len(log) if ready is None else ready
         self.position = 0
         self.calls: list[tuple[Any, ...]] = []
+        #: at most this many records from each of the next calls of ``consume`` (a fetch in pieces)
+        self.chunks: list[int] = []
 
     def assign(self, starts: dict[Any, int]) -> None:
         ((tp, at),) = starts.items()
@@ -199,7 +201,10 @@ class LogConsumer:
 
     def consume(self, max_records: int, timeout: float) -> tuple[list[KafkaRecord], list[str]]:
         self.calls.append(("consume", max_records))
-        out = self.log[self.position:min(self.ready, self.position + max_records)]
+        if max_records < 1:  # as confluent-kafka's consume refuses it
+            raise ValueError("num_messages must be between 1 and 1000000 (1M)")
+        n = min(max_records, self.chunks.pop(0)) if self.chunks else max_records
+        out = self.log[self.position:min(self.ready, self.position + n)]
         if not out:
             self.clock[0] += timeout
         self.position += len(out)
@@ -251,6 +256,9 @@ def test_the_spout_refuses_bad_settings_naming_them() -> None:
             KafkaOpaqueSpout(servers, topic)
         assert str(info.value) == "KafkaOpaqueSpout needs bootstrap_servers and a topic"
     KafkaOpaqueSpout("h:1", TOPIC, max_batch_records=1)  # the lowest allowed
+    defaults = KafkaOpaqueSpout("h:1", TOPIC).component_kwargs
+    assert (defaults["max_batch_records"], defaults["poll_timeout_secs"], defaults["consumer_config"]) == \
+        (1000, 0.2, {})
 
 
 def test_the_spout_travels_with_every_setting_and_declares_its_fields() -> None:
@@ -295,6 +303,9 @@ def test_the_partition_count_is_asked_once_and_a_missing_topic_is_named(
     emitter, consumer, _clock = _emitter(monkeypatch, LOG)
     assert emitter.num_partitions() == 3 and emitter.num_partitions() == 3
     assert consumer.calls == [("topics", 10.0)]
+    # asked through partition 0's consumer, which then reads partition 0: no consumer of its own
+    assert list(emitter.consumers) == [0] and emitter.positions == {0: None}
+    assert emitter._consumer(0) is consumer and len(consumer.made) == 1  # type: ignore[attr-defined]
     missing, _consumer, _clock = _emitter(monkeypatch, LOG)
     missing.spout.topic = "nowhere"
     with pytest.raises(RuntimeError) as info:
@@ -313,8 +324,7 @@ def test_batches_take_up_to_max_batch_records_from_where_the_last_one_ended(
     assert meta == {"offset": 0, "next": 4}
     assert out.tuples == [[first, 1, 0, None, "cow"], [first, 1, 1, "k1", "jumped"],
                           [first, 1, 2, None, "over"], [first, 1, 3, "k3", "the"]]
-    assert consumer.calls[0] == ("assign", TOPIC, 1, opaque.OFFSET_BEGINNING)
-    assert ("consume", 4) in consumer.calls
+    assert consumer.calls == [("assign", TOPIC, 1, opaque.OFFSET_BEGINNING), ("consume", 4)]
     out.tuples.clear()
     consumer.calls.clear()
     second = TransactionAttempt(2, 1)
@@ -439,3 +449,42 @@ def test_close_closes_every_consumer_even_after_one_fails(monkeypatch: pytest.Mo
     emitter.consumers = {0: Closing(0, True), 1: Closing(1, False)}  # type: ignore[dict-item]
     emitter.close()
     assert closed == [0, 1] and emitter.consumers == {}
+
+
+def test_a_replay_elsewhere_moves_the_consumer_to_the_batchs_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    emitter, consumer, _clock = _emitter(monkeypatch, LOG, max_batch_records=4)
+    out = Emitted()
+    emitter.emit_partition_batch(TransactionAttempt(1, 1), cast(BatchOutputCollector, out), 0, None)
+    assert emitter.positions[0] == 4
+    consumer.calls.clear()
+    out.tuples.clear()
+    replay = TransactionAttempt(1, 2)
+    assert emitter.emit_partition_batch_again(replay, cast(BatchOutputCollector, out), 0, None,
+                                              {"offset": 0, "next": 4}) == {"offset": 0, "next": 4}
+    assert consumer.calls[:2] == [("unassign", [(TOPIC, 0)]), ("assign", TOPIC, 0, opaque.OFFSET_BEGINNING)]
+    assert [t[2] for t in out.tuples] == [0, 1, 2, 3]
+
+
+def test_a_replay_fetched_in_pieces_asks_each_time_for_exactly_what_it_lacks(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    for chunks, asked in (([3], [6, 3]), ([5], [6, 1]), ([1, 1], [6, 5, 4])):
+        emitter, consumer, _clock = _emitter(monkeypatch, LOG, max_batch_records=100)
+        consumer.chunks = list(chunks)
+        out = Emitted()
+        meta = emitter.emit_partition_batch_again(TransactionAttempt(2, 2), cast(BatchOutputCollector, out),
+                                                  0, None, {"offset": 0, "next": 6})
+        assert meta == {"offset": 0, "next": 6} and [t[2] for t in out.tuples] == list(range(6))
+        assert [c[1] for c in consumer.calls if c[0] == "consume"] == asked, chunks
+        assert emitter.positions[0] == 6  # nothing read past the batch
+    one, consumer, _clock = _emitter(monkeypatch, LOG, max_batch_records=100)
+    one.emit_partition_batch_again(TransactionAttempt(2, 2), cast(BatchOutputCollector, Emitted()), 0,
+                                   {"offset": 0, "next": 2}, {"offset": 2, "next": 3})
+    assert [c for c in consumer.calls if c[0] == "consume"] == [("consume", 1)]
+
+
+def test_a_short_replay_names_the_last_offset_it_got(monkeypatch: pytest.MonkeyPatch) -> None:
+    emitter, _consumer, _clock = _emitter(monkeypatch, LOG, ready=4)
+    with pytest.raises(FailedException, match="must take the offsets up to 6 its earlier attempt took, "
+                                              "got up to 4 in time"):
+        emitter.emit_partition_batch_again(TransactionAttempt(3, 2), cast(BatchOutputCollector, Emitted()), 0,
+                                           None, {"offset": 0, "next": 6})

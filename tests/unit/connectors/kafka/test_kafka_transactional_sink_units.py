@@ -194,3 +194,289 @@ def test_the_trident_factory_travels_in_the_spec_and_is_only_for_partition_persi
         stream.group_by(["key"]).persistent_aggregate(factory, Count(), ["n"])
     with pytest.raises(InvalidTopologyError, match="written, not queried"):
         stream.state_query(written, ["key"], MapGet(), ["v"])
+
+
+# -- the Trident state, its factory and updater, the transactional committer bolt ----------------
+
+class Context:
+    """What a task's context gives the sink: ids, its component and index, metric registration."""
+
+    def __init__(self, topology_id: str = "wc-1-170", component_id: str = "to-kafka",
+                 task_index: int = 2) -> None:
+        self.topology_id = topology_id
+        self.component_id = component_id
+        self.task_index = task_index
+        self.metrics: dict[str, Any] = {}
+
+    def register_metric(self, name: str, fn: Any) -> None:
+        self.metrics[name] = fn
+
+
+def _state(committed: int | None = None) -> tuple[Any, list[Any], list[StubProducer]]:
+    from stormpy.connectors.kafka._trident_sink import KafkaTransactionalState
+
+    sink, log, producers, _reads = make(committed=committed)
+    return KafkaTransactionalState(sink), log, producers
+
+
+def _written(log: list[Any]) -> list[Any]:
+    """The records produced to the output topic (the commit log's markers left out)."""
+    return [e for e in log if isinstance(e, tuple) and e[1] == "out"]
+
+
+def _update(state: Any, tuples: list[Any]) -> list[Any]:
+    from stormpy.connectors.kafka._trident_sink import KafkaTransactionalUpdater
+    from stormpy.trident._operation import TridentCollector
+
+    emitted: list[Any] = []
+    KafkaTransactionalUpdater().update_state(state, tuples, TridentCollector(emitted.append))
+    return emitted
+
+
+def test_a_task_sink_is_named_after_topology_component_and_task_and_publishes_its_counters() -> None:
+    from stormpy.connectors.kafka._trident_sink import task_sink
+
+    cfg = KafkaTransactionalConfig("h:1", topic="out", transactional_id_prefix="eos")
+    context = Context()
+    sink = task_sink(cfg, {"topology.name": "wordcount"}, context)  # type: ignore[arg-type]
+    assert sink.tid == "eos-wordcount-to-kafka-2" and sink.config == cfg
+    assert list(context.metrics) == ["kafkaTransactionalSink"]
+    assert context.metrics["kafkaTransactionalSink"]() == sink.metrics()
+    unnamed = task_sink(cfg, {}, Context())  # type: ignore[arg-type]
+    assert unnamed.tid == "eos-wc-1-170-to-kafka-2"  # no topology.name: the topology id
+    assert task_sink(cfg, {"topology.name": ""}, Context()).tid == "eos-wc-1-170-to-kafka-2"  # type: ignore[arg-type]
+
+
+def test_the_trident_state_commits_what_was_written_in_its_commit_as_one_transaction() -> None:
+    state, log, _producers = _state()
+    with pytest.raises(RuntimeError) as info:
+        state.write([("out", b"k", b"v")])
+    assert str(info.value) == ("Kafka transactional state written outside a commit (begin_commit not "
+                               "called)")
+    state.begin_commit(1)
+    state.write([("out", b"a", b"1")])
+    state.write([("out", b"b", b"2")])
+    state.commit(1)
+    assert state.written == 2 and state.sink.last_txid == 1
+    assert _written(log) == [("produce", "out", b"a", b"1"), ("produce", "out", b"b", b"2")]
+    assert state.txid is None and state.records == []
+    with pytest.raises(RuntimeError, match="outside a commit"):  # the commit ended it
+        state.write([("out", b"k", b"v")])
+    state.begin_commit(2)
+    state.write([("out", b"c", b"3")])
+    state.begin_commit(2)  # begun again (a new attempt): what the earlier one wrote is dropped
+    state.write([("out", b"d", b"4")])
+    commit = state.commit_later(2)
+    state.begin_commit(3)  # the next batch may begin before the commit ran
+    state.write([("out", b"e", b"5")])
+    commit()
+    assert state.written == 1 and _written(log)[-1] == ("produce", "out", b"d", b"4")
+    assert state.records == [("out", b"e", b"5")]
+
+
+def test_a_committed_txid_writes_nothing_and_counts_as_none_written() -> None:
+    state, log, _producers = _state(committed=4)
+    state.begin_commit(4)
+    assert state.already_committed() is False  # an unopened sink cannot know without Kafka
+    state.write([("out", b"k", b"v")])
+    state.commit(4)
+    assert state.written == 0 and _written(log) == []
+    state.begin_commit(4)
+    assert state.already_committed() is True  # the open sink read the marker
+    state.begin_commit(5)
+    assert state.already_committed() is False
+    state.txid = None
+    assert state.already_committed() is False
+
+
+def test_an_at_least_once_sink_never_counts_a_txid_as_committed() -> None:
+    from stormpy.connectors.kafka._trident_sink import KafkaTransactionalState
+
+    sink, _log, _producers, _reads = make(exactly_once=False)
+    state = KafkaTransactionalState(sink)
+    state.begin_commit(1)
+    state.write([("out", b"k", b"v")])
+    state.commit(1)
+    state.begin_commit(1)
+    assert state.already_committed() is False
+
+
+def test_closing_the_state_closes_its_sink() -> None:
+    state, log, producers = _state()
+    state.begin_commit(1)
+    state.write([("out", b"k", b"v")])
+    state.commit(1)
+    state.close()
+    assert state.sink.producer is None and log[-1] == "flush"
+
+
+def test_the_updater_writes_each_tuples_record_and_emits_how_many() -> None:
+    from stormpy.trident._operation import TridentTuple
+
+    state, _log, _producers = _state()
+    state.sink.config = KafkaTransactionalConfig("h:1", topic_field="t", key_field="w",
+                                                 message_field="n").validate()
+    state.begin_commit(1)
+    tuples = [TridentTuple(v, ["t", "w", "n"]) for v in (["x", "cow", 1], [None, "moo", 2], ["y", None, 3])]
+    assert _update(state, tuples) == [[2]]
+    assert state.records == [("x", b"cow", b"1"), ("y", None, b"3")]  # no topic: left out
+
+
+def test_the_updater_maps_nothing_for_a_txid_the_open_sink_committed() -> None:
+    from stormpy.trident._operation import TridentTuple
+
+    state, _log, _producers = _state(committed=3)
+    state.begin_commit(3)
+    state.commit(3)  # opens the sink, which reads the marker: 3 committed
+    state.begin_commit(3)
+    assert _update(state, [TridentTuple(["k", "v"], ["key", "message"])]) == [[0]]
+    assert state.records == []
+
+
+def test_the_updater_refuses_another_state_naming_it() -> None:
+    with pytest.raises(TypeError) as info:
+        _update({}, [])
+    assert str(info.value) == ("KafkaTransactionalUpdater needs a KafkaTransactionalStateFactory state, "
+                               "got dict")
+
+
+def test_the_state_factory_names_its_state_and_builds_a_state_per_task() -> None:
+    from stormpy.connectors.kafka._trident_sink import KafkaTransactionalState, KafkaTransactionalStateFactory
+
+    cfg = KafkaTransactionalConfig("h:1", topic="out", transactional_id_prefix="eos", commit_log_topic="log")
+    factory = KafkaTransactionalStateFactory(cfg)
+    assert (factory.backend, factory.name) == ("external", "kafka:eos")
+    assert factory.kafka == cfg
+    assert factory.key == ("kafka", "h:1", "out", None, "eos", "log")
+    doc = factory.doc()
+    assert doc["factory"] == "stormpy.connectors.kafka._trident_sink:KafkaTransactionalStateFactory"
+    assert doc["kafka"] == cfg.to_doc() and doc["backend"] == "external"
+    assert KafkaTransactionalStateFactory.from_doc(doc).kafka == cfg
+    context = Context()
+    state = factory.make_state({"topology.name": "wordcount"}, context)
+    assert isinstance(state, KafkaTransactionalState) and state.sink.tid == "eos-wordcount-to-kafka-2"
+    assert list(context.metrics) == ["kafkaTransactionalSink"]
+    with pytest.raises(TypeError) as info:
+        KafkaTransactionalStateFactory(cfg, topic="other")
+    assert str(info.value) == "KafkaTransactionalStateFactory: give a config or its settings, not both"
+    by_settings = KafkaTransactionalStateFactory(bootstrap_servers="h:1", topic="out",
+                                                 transactional_id_prefix="eos", commit_log_topic="log")
+    assert by_settings.kafka == cfg and by_settings.key == factory.key
+
+
+class Batch:
+    """A committer bolt's collector for one batch: emits recorded, the background work run at
+    once (as the worker runs it off the loop, then its continuation on the loop)."""
+
+    def __init__(self) -> None:
+        from stormpy.transactional._api import BatchOutputCollector
+
+        self.emitted: list[list[Any]] = []
+        self.collector = BatchOutputCollector(lambda values, _stream: self.emitted.append(values) or [1],
+                                              lambda *_: None, lambda _e: None, self._defer)
+
+    @staticmethod
+    def _defer(work: Any, then: Any) -> None:
+        then(work())
+
+
+def test_the_committer_bolt_writes_each_batch_of_a_task_through_one_sink() -> None:
+    from stormpy.connectors.kafka._trident_sink import KafkaTransactionalCommitterBolt
+    from stormpy.topology import Fields, Tuple
+    from stormpy.transactional import TransactionAttempt
+
+    log: list[Any] = []
+    made: list[StubProducer] = []
+
+    def factory(conf: Mapping[str, Any]) -> StubProducer:
+        made.append(StubProducer(conf, log))
+        return made[-1]
+
+    doc = KafkaTransactionalConfig("h:1", topic="out", key_field="w", message_field="n",
+                                   transactional_id_prefix="eos").to_doc()
+    context = Context()
+    cls = KafkaTransactionalCommitterBolt
+    assert cls.outputs == ["id", "written"]
+    cls._sinks.pop(("wc-1-170", "to-kafka", 2), None)
+    try:
+        emitted: list[list[Any]] = []
+        for txid, rows in ((1, [["cow", 1], ["moo", 2]]), (2, [["pig", 3]])):
+            bolt = cls(doc)
+            batch = Batch()
+            attempt = TransactionAttempt(txid, 1)
+            bolt.prepare({"topology.name": "wc"}, context, batch.collector, attempt)  # type: ignore[arg-type]
+            if txid == 1:
+                sink = bolt.sink
+                assert sink.tid == "eos-wc-to-kafka-2"
+                sink._factory = factory
+                sink._read_txid = lambda _sink: None
+            assert bolt.sink is sink  # one sink per task, kept across its batches
+            for values in rows:
+                bolt.execute(Tuple([attempt, *values], "default", 1, "counter",
+                                   Fields(["id", "w", "n"])))
+            bolt.finish_batch()
+            emitted.extend(batch.emitted)
+        assert emitted == [[[1, 1], 2], [[2, 1], 1]]
+        assert _written(log) == [("produce", "out", b"cow", b"1"), ("produce", "out", b"moo", b"2"),
+                                 ("produce", "out", b"pig", b"3")]
+        assert len(made) == 1 and sink.last_txid == 2
+        cls.cleanup_task({}, context)  # type: ignore[arg-type]
+        assert ("wc-1-170", "to-kafka", 2) not in cls._sinks and sink.producer is None
+        assert log[-1] == "flush"
+        cls.cleanup_task({}, context)  # type: ignore[arg-type]  # nothing left: nothing done
+    finally:
+        cls._sinks.pop(("wc-1-170", "to-kafka", 2), None)
+
+
+def test_the_committer_bolt_refuses_tuples_it_cannot_map_naming_where_they_came_from() -> None:
+    from stormpy.connectors.kafka._trident_sink import KafkaTransactionalCommitterBolt
+    from stormpy.topology import Fields, Tuple
+    from stormpy.transactional import TransactionAttempt
+
+    doc = KafkaTransactionalConfig("h:1", topic_field="t", message_field="n").to_doc()
+    bolt = KafkaTransactionalCommitterBolt(doc)
+    bolt.records = []
+    attempt = TransactionAttempt(1, 1)
+    with pytest.raises(ValueError) as info:
+        bolt.execute(Tuple([attempt, 1], "words", 1, "counter", None))
+    assert str(info.value) == ("tuple from counter/words has no declared fields; "
+                               "KafkaTransactionalCommitterBolt maps fields by name")
+    with pytest.raises(ValueError, match="tuple from counter/words: no field 'n'"):
+        bolt.execute(Tuple([attempt, "x"], "words", 1, "counter", Fields(["id", "t"])))
+    bolt.execute(Tuple([attempt, None, 5], "words", 1, "counter", Fields(["id", "t", "n"])))
+    bolt.execute(Tuple([attempt, "x", 6], "words", 1, "counter", Fields(["id", "t", "n"])))
+    assert bolt.records == [("x", None, b"6")]  # no topic: left out
+
+
+def test_the_updater_refuses_a_tuple_without_the_message_field_naming_itself() -> None:
+    from stormpy.trident._operation import TridentTuple
+
+    state, _log, _producers = _state()
+    assert state.written == 0  # nothing committed yet
+    state.begin_commit(1)
+    with pytest.raises(ValueError) as info:
+        _update(state, [TridentTuple(["k"], ["key"])])
+    assert str(info.value) == ("KafkaTransactionalUpdater: no field 'message' "
+                               "(KafkaTransactionalConfig.message_field)")
+
+
+def test_the_committer_bolt_emits_none_written_for_a_replay_of_a_committed_txid() -> None:
+    from stormpy.connectors.kafka._trident_sink import KafkaTransactionalCommitterBolt
+    from stormpy.topology import Fields, Tuple
+    from stormpy.transactional import TransactionAttempt
+
+    sink, log, _producers, _reads = make(committed=5)
+    context = Context(topology_id="replayed")
+    key = ("replayed", "to-kafka", 2)
+    cls = KafkaTransactionalCommitterBolt
+    cls._sinks[key] = sink
+    try:
+        bolt = cls(KafkaTransactionalConfig("h:1", topic="out").to_doc())
+        batch = Batch()
+        attempt = TransactionAttempt(5, 2)
+        bolt.prepare({}, context, batch.collector, attempt)  # type: ignore[arg-type]
+        bolt.execute(Tuple([attempt, "k", "v"], "default", 1, "counter", Fields(["id", "key", "message"])))
+        bolt.finish_batch()
+        assert batch.emitted == [[[5, 2], 0]] and _written(log) == []
+    finally:
+        cls._sinks.pop(key, None)
