@@ -2,7 +2,11 @@
 values were committed (a crash between the committers' commit and the coordinator's commit
 record) emits the same batch again, from the same emitter task or from a restarted one, so every
 record is counted exactly once over that transaction and the next. A replay whose records cannot
-be read in time fails instead of going out smaller."""
+be read in time fails instead of going out smaller. The emitter on its own (a simulated clock
+and a consumer of a fixed log): its settings and their refusals, the consumer it builds per
+partition, batches from where the last one ended up to ``max_batch_records``, the wait budget,
+replays taking exactly the earlier attempt's offsets (asking each fetch for what is still
+lacking), the error of a short replay, and close."""
 
 from __future__ import annotations
 

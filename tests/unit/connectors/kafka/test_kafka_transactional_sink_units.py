@@ -1,6 +1,9 @@
 """KafkaTransactionalSink against a stub transactional producer (no broker): the order of the
 client calls per batch, the skip of a txid at or below the last committed marker, abort and
-reopen after a failure, retriable commit errors retried, the at-least-once mode, settings."""
+reopen after a failure, retriable commit errors retried, the at-least-once mode, settings. On top
+of it: the Trident state (one transaction per commit, what a replay writes and emits), its
+factory and updater, and the transactional committer bolt (one sink per task, kept across its
+batches; what it emits; the errors naming the tuple's origin)."""
 
 from __future__ import annotations
 
