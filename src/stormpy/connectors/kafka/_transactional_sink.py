@@ -168,10 +168,18 @@ class KafkaTransactionalConfig:
             key = get(self.key_field)
         except KeyError:
             key = None
-        try:
-            return topic, to_bytes(key, "key"), to_bytes(value, "message")
-        except TypeError as exc:
-            raise ValueError(f"{where}: {exc}") from None
+        return topic, _record_bytes(key, "key", where), _record_bytes(value, "message", where)
+
+
+def _record_bytes(value: Any, what: str, where: str) -> bytes | None:
+    """``value`` as the bytes Kafka stores (``to_bytes``); ValueError naming ``where`` and the
+    field (``key_field``/``message_field``) when Kafka cannot carry it."""
+    try:
+        return to_bytes(value, what)
+    except TypeError:
+        raise ValueError(f"{where}: the {what} is a {type(value).__name__} ({value!r:.60}); map it "
+                         f"to str, bytes, a number or None (KafkaTransactionalConfig.{what}_field)"
+                         ) from None
 
 
 def transactional_id(prefix: str, topology: str, component: str, task_index: int) -> str:

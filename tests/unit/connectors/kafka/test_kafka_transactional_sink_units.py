@@ -7,6 +7,7 @@ batches; what it emits; the errors naming the tuple's origin)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -483,3 +484,309 @@ def test_the_committer_bolt_emits_none_written_for_a_replay_of_a_committed_txid(
         assert batch.emitted == [[[5, 2], 0]] and _written(log) == []
     finally:
         cls._sinks.pop(key, None)
+
+
+# -- every refusal of the sink's settings, whole ---------------------------------------------------
+
+SINK: dict[str, Any] = {"bootstrap_servers": "h:1", "topic": "t"}
+ONE_TOPIC = "set exactly one of topic and topic_field; got "
+OWNED = "is set by the sink and cannot be given here"
+TEXT = "must be a non-empty string, got ''"
+
+SINK_REFUSALS: list[tuple[dict[str, Any], str, str]] = [
+    ({"bootstrap_servers": ""}, "bootstrap_servers", "must be 'host:port[,host:port...]', got ''"),
+    ({"topic": None}, "topic", ONE_TOPIC + "topic=None, topic_field=None"),
+    ({"topic_field": "f"}, "topic", ONE_TOPIC + "topic='t', topic_field='f'"),
+    ({"topic": ""}, "topic", TEXT),
+    ({"topic": None, "topic_field": ""}, "topic_field", TEXT),
+    ({"topic": None, "topic_field": "f", "default_topic": ""}, "default_topic", TEXT),
+    ({"commit_log_topic": ""}, "commit_log_topic", TEXT),
+    ({"key_field": ""}, "key_field", TEXT),
+    ({"message_field": ""}, "message_field", TEXT),
+    ({"transactional_id_prefix": ""}, "transactional_id_prefix", TEXT),
+    ({"commit_log_partitions": 0}, "commit_log_partitions", "must be an integer >= 1, got 0"),
+    ({"producer_props": []}, "producer_props", "must be a mapping of librdkafka properties, got []"),
+    ({"producer_props": {"transactional.id": "x"}}, "producer_props", f"'transactional.id' {OWNED}"),
+    ({"producer_props": {"enable.idempotence": True}}, "producer_props", f"'enable.idempotence' {OWNED}"),
+    ({"producer_props": {"isolation.level": "x"}}, "producer_props", f"'isolation.level' {OWNED}"),
+    ({"producer_props": {"bootstrap.servers": "x"}}, "producer_props", f"'bootstrap.servers' {OWNED}"),
+    ({"producer_props": {"oauth_cb": 1}}, "producer_props", f"'oauth_cb' {OWNED}"),
+    ({"exactly_once": 1}, "exactly_once", "must be True or False, got 1"),
+    ({"timeout_secs": 0.0009}, "timeout_secs", "must be a number >= 0.001, got 0.0009"),
+]
+
+
+@pytest.mark.parametrize(("change", "setting", "problem"), SINK_REFUSALS)
+def test_sink_setting_refused_naming_setting_and_value(change: dict[str, Any], setting: str,
+                                                        problem: str) -> None:
+    with pytest.raises(KafkaConfigError) as info:
+        KafkaTransactionalConfig(**{**SINK, **change}).validate()
+    assert type(info.value) is KafkaConfigError
+    assert info.value.setting == f"KafkaTransactionalConfig.{setting}"
+    assert str(info.value) == f"KafkaTransactionalConfig.{setting}: {problem}"
+
+
+def test_sink_accepts_the_lowest_values_and_reads_its_spec_document() -> None:
+    low = KafkaTransactionalConfig("h:1", topic_field="f", default_topic="d", commit_log_partitions=1,
+                                   timeout_secs=0.001, commit_log_topic="log",
+                                   producer_props={"linger.ms": 5})
+    assert low.validate() is low
+    assert KafkaTransactionalConfig.from_doc(low.to_doc()) == low
+    assert KafkaTransactionalConfig.from_doc(low) is low
+    with pytest.raises(KafkaConfigError) as info:
+        KafkaTransactionalConfig.from_doc({**SINK, "nope": 1})
+    assert type(info.value) is KafkaConfigError and "unknown settings ['nope']" in str(info.value)
+
+
+def test_a_topic_field_holding_no_string_is_refused_naming_the_field() -> None:
+    cfg = KafkaTransactionalConfig("h:1", topic_field="t")
+    with pytest.raises(ValueError) as info:
+        cfg.record_of({"t": 5, "message": "m"}.__getitem__, "here")
+    assert str(info.value) == "here: field 't' holds 5, not a topic name"
+
+
+# -- the sink's client calls, exactly ----------------------------------------------------------------
+
+class CallProducer(StubProducer):
+    """The stub producer logging every call with its arguments; ``reports`` are delivery errors
+    handed to the next records' ``on_delivery`` (at-least-once mode), ``left`` what flush leaves."""
+
+    def __init__(self, conf: Mapping[str, Any], log: list[Any]) -> None:
+        super().__init__(conf, log)
+        self.calls: list[tuple[Any, ...]] = []
+        self.reports: list[Any] = []
+        self.left = 0
+
+    def init_transactions(self, timeout: float) -> None:
+        self.calls.append(("init_transactions", timeout))
+
+    def produce(self, topic: str, value: Any = None, key: Any = None, **kw: Any) -> None:
+        self.calls.append(("produce", topic, key, value, sorted(kw)))
+        if "partition" in kw:
+            self.calls.append(("partition", kw["partition"]))
+        if "on_delivery" in kw and self.reports:
+            kw["on_delivery"](self.reports.pop(0), None)
+
+    def flush(self, timeout: float) -> int:
+        self.calls.append(("flush", timeout))
+        return self.left
+
+    def commit_transaction(self, timeout: float) -> None:
+        self.calls.append(("commit_transaction", timeout))
+        if self.fail_commit:
+            raise self.fail_commit.pop(0)
+
+    def abort_transaction(self, timeout: float) -> None:
+        self.calls.append(("abort_transaction", timeout))
+
+
+def _call_sink(exactly_once: bool = True, committed: int | None = None,
+               **settings: Any) -> tuple[KafkaTransactionalSink, list[CallProducer]]:
+    made: list[CallProducer] = []
+
+    def factory(conf: Mapping[str, Any]) -> CallProducer:
+        made.append(CallProducer(conf, []))
+        return made[-1]
+
+    cfg = KafkaTransactionalConfig("127.0.0.1:9", topic="out", transactional_id_prefix="p",
+                                   exactly_once=exactly_once, **settings)
+    return KafkaTransactionalSink(cfg, "p-wc-b-1-0", producer_factory=factory,
+                                  read_txid=lambda _sink: committed), made
+
+
+def test_the_producer_is_configured_for_the_mode_and_the_task() -> None:
+    sink, made = _call_sink(producer_props={"linger.ms": 5})
+    sink.commit_batch(1, [("out", b"k", b"v")])
+    conf = dict(made[0].conf)
+    assert callable(conf.pop("error_cb"))
+    assert conf == {"bootstrap.servers": "127.0.0.1:9", "client.id": "p-wc-b-1-0", "linger.ms": 5,
+                    "logger": logging.getLogger("stormpy.connectors.kafka.librdkafka"),
+                    "transactional.id": "p-wc-b-1-0"}
+    plain, made = _call_sink(exactly_once=False)
+    plain.commit_batch(1, [("out", b"k", b"v")])
+    conf = dict(made[0].conf)
+    conf.pop("error_cb")
+    assert conf == {"bootstrap.servers": "127.0.0.1:9", "client.id": "p-wc-b-1-0",
+                    "logger": logging.getLogger("stormpy.connectors.kafka.librdkafka"),
+                    "enable.idempotence": True}
+
+
+def test_a_transaction_writes_the_records_then_the_marker_with_every_wait_bounded() -> None:
+    sink, made = _call_sink(timeout_secs=7.5)
+    assert sink.commit_batch(12, [("out", b"k", b"v"), ("other", None, b"w")]) is True
+    assert made[0].calls == [("init_transactions", 7.5), ("produce", "out", b"k", b"v", []),
+                             ("produce", "other", None, b"w", []),
+                             ("produce", "p-commit-log", b"p-wc-b-1-0", b"12", ["partition"]),
+                             ("partition", 0), ("commit_transaction", 7.5)]
+    assert sink.metrics() == {"batches": 1, "records": 2, "skipped_batches": 0, "aborted": 0, "opens": 1,
+                              "last_txid": 12}
+    assert sink.commit_batch(13, [("out", b"k2", b"v2")]) is True
+    m = sink.metrics()
+    assert (m["batches"], m["records"], m["opens"], m["last_txid"]) == (2, 3, 1, 13)
+
+
+def test_failed_commits_are_aborted_within_the_timeout_and_counted_each_and_each_reopens() -> None:
+    sink, made = _call_sink(timeout_secs=3.0)
+    for txid in (1, 2):
+        sink.open()  # the first opening, then the reopening after the failed commit
+        sink.producer.fail_commit.append(RuntimeError("fenced"))
+        with pytest.raises(RuntimeError, match="fenced"):
+            sink.commit_batch(txid, [("out", b"k", b"v")])
+        assert made[-1].calls[-1] == ("abort_transaction", 3.0)
+    m = sink.metrics()
+    assert (m["aborted"], m["opens"], m["batches"], m["last_txid"]) == (2, 2, 0, None)
+
+
+def test_a_txid_below_the_committed_one_is_refused_naming_the_setting_and_the_way_out() -> None:
+    sink, _made = _call_sink(committed=9)
+    with pytest.raises(KafkaConfigError) as info:
+        sink.commit_batch(4, [("out", b"k", b"v")])
+    assert info.value.setting == "KafkaTransactionalConfig.transactional_id_prefix"
+    assert str(info.value) == (
+        "KafkaTransactionalConfig.transactional_id_prefix: txid 4 is below the last txid committed by "
+        "'p-wc-b-1-0' (9, in 'p-commit-log'): the topology's transaction ids started over (a new "
+        "transactional state or txid name) while the commit log keeps this prefix's markers; use a new "
+        "transactional_id_prefix or commit_log_topic")
+    assert sink.commit_batch(9, [("out", b"k", b"v")]) is False
+    assert sink.commit_batch(9, [("out", b"k", b"v")]) is False
+    assert sink.metrics()["skipped_batches"] == 2
+
+
+def test_at_least_once_every_record_must_be_delivered_within_the_timeout() -> None:
+    sink, made = _call_sink(exactly_once=False, timeout_secs=4.0)
+    assert sink.commit_batch(1, [("out", b"k", b"v")]) is True
+    assert made[0].calls == [("produce", "out", b"k", b"v", ["on_delivery"]), ("flush", 4.0)]
+    made[0].reports = [None, "Broker: Not enough in-sync replicas", "Local: Message timed out"]
+    with pytest.raises(RuntimeError) as info:
+        sink.commit_batch(2, [("out", b"a", b"1"), ("out", b"b", b"2"), ("out", b"c", b"3")])
+    assert str(info.value) == ("Kafka sink p-wc-b-1-0: 2 records not delivered "
+                               "(Broker: Not enough in-sync replicas)")
+    sink.open()
+    made[-1].left = 2
+    with pytest.raises(RuntimeError) as info:
+        sink.commit_batch(3, [("out", b"a", b"1")])
+    assert str(info.value) == "Kafka sink p-wc-b-1-0: 2 records undelivered after 4 s"
+    sink.open()
+    assert sink.commit_batch(3, [("out", b"a", b"1")]) is True  # the failures were not kept
+    m = sink.metrics()
+    assert (m["batches"], m["records"], m["opens"]) == (2, 2, 3)
+
+
+def test_at_least_once_client_errors_are_logged_with_the_next_batch(caplog: pytest.LogCaptureFixture) -> None:
+    sink, made = _call_sink(exactly_once=False)
+    sink.open()
+    made[0].conf["error_cb"]("Local: Broker transport failure")
+    with caplog.at_level(logging.WARNING, logger="stormpy.connectors.kafka.transactional"):
+        sink.commit_batch(1, [("out", b"k", b"v")])
+        sink.commit_batch(2, [("out", b"k", b"v")])
+    assert [r.getMessage() for r in caplog.records] == [
+        "Kafka sink p-wc-b-1-0: client errors: Local: Broker transport failure"]
+
+
+def test_which_client_errors_allow_calling_again() -> None:
+    from stormpy.connectors.kafka._transactional_sink import _retriable
+
+    def error(retriable: bool, fatal: bool) -> BaseException:
+        return confluent_kafka.KafkaException(confluent_kafka.KafkaError(
+            confluent_kafka.KafkaError._TIMED_OUT, "x", retriable=retriable, fatal=fatal))
+
+    assert _retriable(error(True, False)) is True
+    assert _retriable(error(True, True)) is False
+    assert _retriable(error(False, False)) is False
+    assert _retriable(confluent_kafka.KafkaException()) is False
+    assert _retriable(RuntimeError("not a client error")) is False
+
+
+def test_a_commit_error_that_is_no_client_error_is_raised_as_it_is() -> None:
+    sink, made = _call_sink()
+    sink.open()
+    made[0].fail_commit.append(confluent_kafka.KafkaException("broken"))
+    with pytest.raises(confluent_kafka.KafkaException) as info:
+        sink.commit_batch(1, [("out", b"k", b"v")])
+    assert info.value.args == ("broken",)
+
+
+def test_closing_flushes_within_five_seconds_and_survives_a_failing_flush() -> None:
+    sink, made = _call_sink()
+    sink.open()
+    sink.close()
+    assert made[0].calls[-1] == ("flush", 5.0) and sink.producer is None
+    sink.close()  # closed: nothing to do
+    sink.open()
+
+    def broken(timeout: float) -> int:
+        raise RuntimeError("flush broke")
+
+    made[1].flush = broken  # type: ignore[method-assign]
+    sink.close()
+    assert sink.producer is None
+
+
+def test_a_new_sink_reports_nothing_committed_yet() -> None:
+    sink, _made = _call_sink()
+    assert sink.metrics() == {"batches": 0, "records": 0, "skipped_batches": 0, "aborted": 0, "opens": 0,
+                              "last_txid": None}
+
+
+def test_a_failed_marker_read_keeps_the_initialised_producer_and_only_reads_again() -> None:
+    sink, made = _call_sink()
+    reads: list[int] = []
+
+    def read_txid(_sink: KafkaTransactionalSink) -> int | None:
+        reads.append(1)
+        if len(reads) == 1:
+            raise TimeoutError("reading the commit log")
+        return 3
+
+    sink._read_txid = read_txid
+    with pytest.raises(TimeoutError):
+        sink.commit_batch(4, [("out", b"k", b"v")])
+    assert sink.producer is None and sink.metrics()["opens"] == 0
+    assert sink.commit_batch(4, [("out", b"k", b"v")]) is True
+    assert len(made) == 1 and [c[0] for c in made[0].calls].count("init_transactions") == 1
+    assert len(reads) == 2 and sink.last_txid == 4
+
+
+def test_a_full_local_queue_is_waited_out_serving_the_clients_reports() -> None:
+    sink, made = _call_sink()
+    sink.open()
+    producer = made[0]
+    polls: list[float] = []
+    full = [2]
+    produce = producer.produce
+
+    def busy_produce(topic: str, value: Any = None, key: Any = None, **kw: Any) -> None:
+        if full[0]:
+            full[0] -= 1
+            raise BufferError("Local: Queue full")
+        produce(topic, value=value, key=key, **kw)
+
+    def poll(timeout: float) -> int:
+        polls.append(timeout)
+        return 0
+
+    producer.produce = busy_produce  # type: ignore[method-assign]
+    producer.poll = poll  # type: ignore[method-assign]
+    assert sink.commit_batch(1, [("out", b"k", b"v")]) is True
+    assert polls == [0.05, 0.05, 0] and ("produce", "out", b"k", b"v", []) in producer.calls
+
+
+def test_a_key_or_value_kafka_cannot_carry_is_refused_naming_which_it_is() -> None:
+    cfg = KafkaTransactionalConfig("h:1", topic="out")
+    with pytest.raises(ValueError) as info:
+        cfg.record_of({"key": {"a": 1}, "message": "m"}.__getitem__, "here")
+    assert str(info.value) == ("here: the key is a dict ({'a': 1}); map it to str, bytes, a number or "
+                               "None (KafkaTransactionalConfig.key_field)")
+    with pytest.raises(ValueError) as info:
+        cfg.record_of({"message": [1]}.__getitem__, "here")
+    assert str(info.value) == ("here: the message is a list ([1]); map it to str, bytes, a number or "
+                               "None (KafkaTransactionalConfig.message_field)")
+
+
+def test_a_commit_error_without_arguments_is_raised_as_it_is() -> None:
+    sink, made = _call_sink()
+    sink.open()
+    made[0].fail_commit.append(confluent_kafka.KafkaException())
+    with pytest.raises(confluent_kafka.KafkaException) as info:
+        sink.commit_batch(1, [("out", b"k", b"v")])
+    assert info.value.args == ()
