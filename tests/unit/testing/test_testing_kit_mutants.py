@@ -515,3 +515,41 @@ def test_feeder_feeds_streams_many_rows_and_tells_every_delegate() -> None:
     with pytest.raises(AssertionError, match=r"expected \[0\] to be failed"):
         feeder.assert_failed(0)
     assert feeder.tracker.failed == ["o"]
+
+
+# -- the registry the kit's handles share with their components; finding ZooKeeper -----------
+
+def test_the_registry_hands_back_what_was_registered_until_it_is_unregistered() -> None:
+    first, second = object(), object()
+    key, other = registry.register(first), registry.register(second)
+    try:
+        assert len(key) == 32 and int(key, 16) >= 0 and key != other
+        assert registry.lookup(key) is first and registry.lookup(other) is second
+        registry.unregister(key)
+        with pytest.raises(KeyError) as caught:
+            registry.lookup(key)
+        assert caught.value.args[0] == (
+            f"no registered test object {key!r}: testing handles (FeederSpout, Capture) only work "
+            "in local mode, in the process that created them")
+        assert caught.value.__suppress_context__ and caught.value.__cause__ is None
+        registry.unregister(key)  # a second time: nothing to do
+        assert registry.lookup(other) is second
+    finally:
+        registry.unregister(other)
+
+
+def test_zookeeper_counts_as_available_only_with_both_its_classpath_and_java(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from stormpy.testing import _zookeeper
+
+    def missing() -> None:
+        raise _zookeeper.ZooKeeperNotFound("not here")
+    found: list[str] = []
+    monkeypatch.setattr(_zookeeper, "find_zookeeper_classpath", lambda: found.append("classpath"))
+    monkeypatch.setattr(_zookeeper, "require_java", lambda: found.append("java"))
+    assert _zookeeper.zookeeper_available() is True and found == ["classpath", "java"]
+    monkeypatch.setattr(_zookeeper, "require_java", missing)
+    assert _zookeeper.zookeeper_available() is False
+    monkeypatch.setattr(_zookeeper, "require_java", lambda: None)
+    monkeypatch.setattr(_zookeeper, "find_zookeeper_classpath", missing)
+    assert _zookeeper.zookeeper_available() is False

@@ -362,9 +362,10 @@ class _DrivenTime:
 
 
 class _StandIn:
-    """The cluster calls a tracked wait makes. Every wait is recorded with the time it was given;
-    ``progress`` runs at each wait (tuples completing meanwhile); a wait whose condition does not
-    hold then takes all its time and raises TimeoutError, as LocalCluster's do."""
+    """The cluster calls a tracked wait makes, with LocalCluster's defaults. Every wait is recorded
+    with the time it was given; ``progress`` runs at each wait (tuples completing meanwhile); a
+    wait whose condition does not hold then takes all its time and raises TimeoutError, as
+    LocalCluster's do."""
 
     def __init__(self, time_: _DrivenTime, clock: Any, progress: Any = None, quiet: bool = True) -> None:
         self.time = time_
@@ -380,11 +381,11 @@ class _StandIn:
             self.time.now += timeout
             raise TimeoutError(f"{kind} not met")
 
-    def wait_until_quiet(self, topology: Any, timeout: float) -> None:
+    def wait_until_quiet(self, topology: Any = None, timeout: float = 30.0) -> None:
         self.progress()
         self._waited("quiet", timeout, self.quiet)
 
-    def wait_for(self, condition: Any, timeout: float, what: str) -> None:
+    def wait_for(self, condition: Any, timeout: float = 30.0, what: str = "condition") -> None:
         self.progress()
         self._waited("until", timeout, bool(condition()))
 

@@ -34,6 +34,7 @@ from stormpy.testing import (
 )
 from stormpy.topology import clock
 from stormpy.topology._errors import EmitError
+from stormpy.topology._layout import Executor
 
 
 class Sleepy(Bolt):
@@ -311,7 +312,7 @@ class Sized(Bolt):
 class Echo(BasicBolt):
     """Emits each input on every kind of emit; fails on "fail", raises on "boom"."""
 
-    outputs = [Stream(["v"]), Stream(["v"], name="d", direct=True)]
+    outputs = [Stream(["v"]), Stream(["v"], name="d", direct=True), Stream(["v"], name="s")]
 
     def process(self, tup: Tuple) -> None:
         value = tup.values[0]
@@ -323,7 +324,9 @@ class Echo(BasicBolt):
         self.emit_direct(4, [value], stream="d")
         self.emit_many([[value], [value]])
         if value == "own":
-            self.emit([value], anchors=[OWN])
+            self.emit([value], anchors=[OWN], stream="s")
+            self.emit_direct(5, [value], anchors=[OWN], stream="d")
+            self.emit_many([[value]], anchors=[OWN], stream="s")
 
 
 OWN = test_tuple(["own anchor"])
@@ -373,6 +376,7 @@ def test_a_spouts_emits_are_recorded_with_ids_tasks_and_streams() -> None:
     spout = collector.prepare(Words())
     assert spout.emit(["a"], msg_id=1) == []
     spout.emit(("b",))
+    spout.emit(["x", "y"], msg_id=0, stream="pair")
     spout.emit_direct(7, ["c"], msg_id=2, stream="d")
     spout.emit_many([["d"], ["e"]], msg_ids=iter([3, 4]))
     spout.emit_many([["f"]])
@@ -380,12 +384,13 @@ def test_a_spouts_emits_are_recorded_with_ids_tasks_and_streams() -> None:
     assert spout.emit_batch(iter([["i"]])) == [[]]
     assert collector.emitted == [
         Emitted(["a"], "default", [], 1), Emitted(["b"], "default", [], None),
+        Emitted(["x", "y"], "pair", [], 0),
         Emitted(["c"], "d", [], 2, task=7), Emitted(["d"], "default", [], 3),
         Emitted(["e"], "default", [], 4), Emitted(["f"], "default", [], None),
         Emitted(["g", 1], "pair", [], 5), Emitted(["h", 2], "pair", [], 6),
         Emitted(["i"], "default", [], None)]
     assert collector.emitted_values() == [["a"], ["b"], ["d"], ["e"], ["f"], ["i"]]
-    assert collector.emitted_values("pair") == [["g", 1], ["h", 2]]
+    assert collector.emitted_values("pair") == [["x", "y"], ["g", 1], ["h", 2]]
     assert collector.acked == [] and collector.failed == []
 
 
@@ -495,7 +500,9 @@ def test_a_basic_bolt_anchors_to_its_input_and_is_acked_or_failed_as_by_the_runt
     assert collector.failed == [failing] and collector.acked == [] and collector.emitted == []
     own = test_tuple(["own"])
     bolt.execute(own)
-    assert collector.emitted[-1] == Emitted(["own"], anchors=[OWN])  # anchors given are kept
+    # anchors and streams given are kept, on every kind of emit
+    assert collector.emitted[-3:] == [Emitted(["own"], "s", [OWN]), Emitted(["own"], "d", [OWN], task=5),
+                                      Emitted(["own"], "s", [OWN])]
     assert collector.acked == [own]
     boom = test_tuple(["boom"])
     with pytest.raises(RuntimeError, match="boom"):
@@ -503,3 +510,23 @@ def test_a_basic_bolt_anchors_to_its_input_and_is_acked_or_failed_as_by_the_runt
     assert collector.acked == [own] and collector.failed == [failing]
     bolt.execute(tup)  # the input is the current one again after a failure and an error
     assert collector.emitted[-1] == Emitted(["x"], anchors=[tup])
+
+
+def test_a_context_describes_the_component_alone_by_default_as_component_task_1() -> None:
+    collector = RecordingCollector()
+    bolt = collector.bind(Sized(1))  # no kwargs: its streams cannot be named
+    with pytest.raises(EmitError) as caught:
+        bolt.emit("v")
+    assert str(caught.value) == \
+        "component 'component', stream 'default': emit takes a list of values, got str"
+    context = collector.context(bolt)
+    assert (context.component_id, context.task_id, context.conf) == ("component", 1, {})
+    (spec,) = context.spec.components.values()
+    assert (spec.id, spec.kind, spec.class_path) == ("component", "bolt", f"{__name__}:Sized")
+    assert context.layout.executors == [Executor("component", 1, 1)]
+    assert context.layout.component_tasks == {"component": [1]}
+    assert context.layout.task_component == {1: "component"}
+    prepared = RecordingCollector().prepare(Sized(1), kwargs={"size": 1}).prepared[1]
+    assert (prepared.component_id, prepared.task_id) == ("component", 1)
+    named = collector.context(bolt, component_id="b", task=4)
+    assert named.layout.executors == [Executor("b", 4, 4)] and named.spec.components["b"].id == "b"
