@@ -402,7 +402,8 @@ TARGETS: dict[str, Target] = {
     # harness, with the kit's own unit tests (in-process LocalClusters under simulated time, each
     # well under a second; the CPU probe's subprocess test is left out)
     "testing": Target(tuple(f"src/stormpy/testing/{part}.py"
-                            for part in ("_complete", "_acks", "_components", "_tracking", "_unit")),
+                            for part in ("_complete", "_acks", "_components", "_tracking", "_unit",
+                                         "_cluster", "_kafka", "_registry", "_state", "_zookeeper")),
                       tests=("tests/unit/testing/test_testing_kit_*.py",
                              "tests/unit/testing/test_complete_topology_timeouts.py",
                              "tests/unit/testing/test_waiting_kit.py")),

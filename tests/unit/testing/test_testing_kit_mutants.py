@@ -553,3 +553,136 @@ def test_zookeeper_counts_as_available_only_with_both_its_classpath_and_java(
     monkeypatch.setattr(_zookeeper, "require_java", lambda: None)
     monkeypatch.setattr(_zookeeper, "find_zookeeper_classpath", missing)
     assert _zookeeper.zookeeper_available() is False
+
+
+# -- the StateStore conformance check: a store that keeps the contract passes, each breach is caught
+
+class _FlawedStore:
+    """A memory store with one ``flaw`` (none: the memory store as it is), for check_state_store."""
+
+    def __init__(self, flaw: str = "", timeout_secs: float = 5.0) -> None:
+        from stormpy.state import MemoryBackend
+        from stormpy.topology._state import CHECKPOINTS
+
+        self.inner = MemoryBackend(timeout_secs).store(CHECKPOINTS, "t-1")
+        self.flaw = flaw
+        self.location = self.inner.location
+        self.timeout_secs = 0.0 if flaw == "no timeout" else self.inner.timeout_secs
+        self.kept: dict[str, Any] = {}
+        self.gone: set[str] = set()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        from stormpy.topology._state import StateKeyError
+
+        flaw = self.flaw
+        if flaw == "ignores the default":
+            default = None
+        if flaw == "no copy" and key in self.kept:
+            return self.kept[key]
+        if flaw == "a parent reads as a value" and key == "spout" and self.inner.get(key) is None:
+            return {}
+        if flaw == "the root has a value" and key == "":
+            return "root"
+        if flaw == "values read after delete" and key in self.kept:
+            return self.kept[key]
+        try:
+            return self.inner.get(key, default)
+        except StateKeyError:
+            if flaw == "anonymous key errors on get":
+                raise StateKeyError("?", "bad key") from None
+            raise
+
+    def put(self, key: str, value: Any) -> None:
+        from stormpy.topology._state import StateKeyError, StateValueError
+
+        flaw = self.flaw
+        if flaw == "accepts bad keys" and key.startswith("/"):
+            return
+        if (flaw, key) in {("accepts unserialisable values", "bad/value"), ("accepts big values", "big")}:
+            return
+        try:
+            self.inner.put(key, value)
+        except StateKeyError:
+            if flaw == "anonymous key errors on put":
+                raise StateKeyError("?", "bad key") from None
+            raise
+        except StateValueError:
+            if (flaw, key) in {("keeps a refused unserialisable value", "bad/value"),
+                               ("keeps a refused big value", "big")}:
+                self.inner.put(key, "partial")
+            if (flaw, key) in {("anonymous value errors", "bad/value"),
+                               ("anonymous big value errors", "big")}:
+                raise StateValueError("?", "bad value") from None
+            raise
+        if flaw == "no copy":
+            self.kept[key] = self.inner.get(key)
+
+    def delete(self, key: str) -> bool:
+        flaw = self.flaw
+        if flaw == "shallow delete" and key == "spout/shard 2":
+            if key in self.gone:
+                return False
+            self.gone.add(key)
+            self.inner.delete(key)
+            self.inner.put("spout/shard 2/x", [1])
+            return True
+        if flaw == "values read after delete" and key == "spout":
+            self.kept["spout/shard-0001"] = self.inner.get("spout/shard-0001")
+        if flaw == "a deleted top node stays listed" and key == "spout":
+            self.gone.add(key)
+        return self.inner.delete(key)
+
+    def children(self, key: str = "") -> list[str]:
+        if self.flaw == "not empty" and key == "":
+            return ["leftover", *self.inner.children(key)]
+        if self.flaw == "a deleted top node stays listed" and key == "" and "spout" in self.gone:
+            return ["spout"]
+        return self.inner.children(key)
+
+
+def test_the_conformance_check_passes_a_store_that_keeps_the_contract() -> None:
+    from stormpy.state import MemoryBackend
+    from stormpy.testing._state import check_state_store
+    from stormpy.topology._state import CHECKPOINTS, TRANSACTIONAL
+
+    check_state_store(MemoryBackend().store(CHECKPOINTS, "t-1"))
+    check_state_store(MemoryBackend().store(TRANSACTIONAL, "t-2"))
+    check_state_store(_FlawedStore(timeout_secs=0.5))  # any positive timeout, under a second too
+
+
+@pytest.mark.parametrize(("flaw", "message"), [
+    ("not empty", "the store must start empty"),
+    ("ignores the default", ""),
+    ("no copy", "get must return a copy"),
+    ("a parent reads as a value", "a parent without a value of its own reads as missing"),
+    ("shallow delete", ""),
+    ("the root has a value", "the store's own node starts without a value"),
+    ("keeps a refused unserialisable value", ""),
+    ("keeps a refused big value", ""),
+    ("a deleted top node stays listed", ""),
+    ("values read after delete", ""),
+    ("no timeout", ""),
+])
+def test_the_conformance_check_catches_each_breach_of_the_contract(flaw: str, message: str) -> None:
+    from stormpy.testing._state import check_state_store
+
+    with pytest.raises(AssertionError) as caught:
+        check_state_store(_FlawedStore(flaw))
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(("flaw", "end"), [
+    ("accepts bad keys", "('/a', 1) did not raise StateKeyError"),
+    ("accepts unserialisable values", "did not raise StateValueError"),
+    ("accepts big values", "did not raise StateValueError"),
+    ("anonymous key errors on put", "bad key does not name 'memory:checkpoints/t-1'"),
+    ("anonymous key errors on get", "bad key does not name 'memory:checkpoints/t-1'"),
+    ("anonymous value errors", "does not name 'bad/value'"),
+    ("anonymous big value errors", "does not name 'big'"),
+])
+def test_the_conformance_check_names_the_refusal_a_store_got_wrong(flaw: str, end: str) -> None:
+    from stormpy.testing._state import check_state_store
+
+    with pytest.raises(AssertionError) as caught:
+        check_state_store(_FlawedStore(flaw))
+    assert str(caught.value).endswith(end), str(caught.value)
