@@ -398,8 +398,10 @@ TARGETS: dict[str, Target] = {
                  pytest_args=("--deselect", "tests/unit/ui/test_ui_units.py::"
                               "test_stormpy_ui_prints_the_address_it_binds")),
     # the test kit users write their topology tests with: complete_topology, the mocked acks,
-    # FeederSpout/Capture and the fixed-tuple spout, tracked topologies and the component unit
-    # harness, with the kit's own unit tests (in-process LocalClusters under simulated time, each
+    # FeederSpout/Capture and the fixed-tuple spout, tracked topologies, the component unit
+    # harness, the handles' registry, the StateStore conformance check and the ZooKeeper
+    # availability check (the process cluster and Kafka modules only re-export), with the kit's
+    # own unit tests (in-process LocalClusters under simulated time, each
     # well under a second; the CPU probe's subprocess test is left out)
     "testing": Target(tuple(f"src/stormpy/testing/{part}.py"
                             for part in ("_complete", "_acks", "_components", "_tracking", "_unit",

@@ -560,6 +560,10 @@ def test_zookeeper_counts_as_available_only_with_both_its_classpath_and_java(
 class _FlawedStore:
     """A memory store with one ``flaw`` (none: the memory store as it is), for check_state_store."""
 
+    #: flaws that leave a value readable (a stale read cache) that is no longer listed
+    READ_CACHED = {"values read after delete", "shallow delete", "keeps a refused unserialisable value",
+                   "keeps a refused big value"}
+
     def __init__(self, flaw: str = "", timeout_secs: float = 5.0) -> None:
         from stormpy.state import MemoryBackend
         from stormpy.topology._state import CHECKPOINTS
@@ -583,7 +587,7 @@ class _FlawedStore:
             return {}
         if flaw == "the root has a value" and key == "":
             return "root"
-        if flaw == "values read after delete" and key in self.kept:
+        if flaw in self.READ_CACHED and key in self.kept:  # a stale read cache: not listed
             return self.kept[key]
         try:
             return self.inner.get(key, default)
@@ -609,7 +613,7 @@ class _FlawedStore:
         except StateValueError:
             if (flaw, key) in {("keeps a refused unserialisable value", "bad/value"),
                                ("keeps a refused big value", "big")}:
-                self.inner.put(key, "partial")
+                self.kept[key] = "partial"
             if (flaw, key) in {("anonymous value errors", "bad/value"),
                                ("anonymous big value errors", "big")}:
                 raise StateValueError("?", "bad value") from None
@@ -619,13 +623,13 @@ class _FlawedStore:
 
     def delete(self, key: str) -> bool:
         flaw = self.flaw
-        if flaw == "shallow delete" and key == "spout/shard 2":
-            if key in self.gone:
-                return False
+        if flaw == "shallow delete" and key == "spout/shard 2" and key not in self.gone:
             self.gone.add(key)
-            self.inner.delete(key)
-            self.inner.put("spout/shard 2/x", [1])
+            self.kept["spout/shard 2/x"] = self.inner.get("spout/shard 2/x")
+        if flaw == "deleting again reports True" and key in self.gone:
             return True
+        if flaw == "deleting again reports True":
+            self.gone.add(key)
         if flaw == "values read after delete" and key == "spout":
             self.kept["spout/shard-0001"] = self.inner.get("spout/shard-0001")
         if flaw == "a deleted top node stays listed" and key == "spout":
@@ -656,6 +660,7 @@ def test_the_conformance_check_passes_a_store_that_keeps_the_contract() -> None:
     ("no copy", "get must return a copy"),
     ("a parent reads as a value", "a parent without a value of its own reads as missing"),
     ("shallow delete", ""),
+    ("deleting again reports True", ""),
     ("the root has a value", "the store's own node starts without a value"),
     ("keeps a refused unserialisable value", ""),
     ("keeps a refused big value", ""),
