@@ -409,6 +409,26 @@ TARGETS: dict[str, Target] = {
                       tests=("tests/unit/testing/test_testing_kit_*.py",
                              "tests/unit/testing/test_complete_topology_timeouts.py",
                              "tests/unit/testing/test_waiting_kit.py")),
+    # the package root: public names given to what internal modules define, and the choice
+    # between the compiled tuple path and its sources (pure functions over a temporary tree)
+    "package-root": Target(("src/stormpy/_public.py", "src/stormpy/_native.py"),
+                           tests=("tests/unit/topology/test_native.py",
+                                  "tests/unit/project/test_public_api.py",
+                                  "tests/unit/topology/test_internal_module_paths.py",
+                                  "tests/unit/project/test_package_root.py"),
+                           # the subprocess checks import the installed tree, whose extensions
+                           # are older than mutmut's copied sources: they judge the checkout,
+                           # not a mutant (they stay in make test)
+                           pytest_args=("--deselect", "tests/unit/topology/test_native.py::"
+                                        "test_stormpy_pure_loads_every_module_from_source",
+                                        "--deselect", "tests/unit/topology/test_native.py::"
+                                        "test_the_compiled_set_is_used_whole_or_not_at_all",
+                                        "--deselect", "tests/unit/project/test_public_api.py::"
+                                        "test_public_names_on_the_pure_and_the_compiled_tuple_path",
+                                        # counts frames: mutmut's trampoline adds two
+                                        "--deselect", "tests/unit/project/test_package_root.py::"
+                                        "test_the_stale_build_warning_names_the_line_that_"
+                                        "imported_stormpy")),
 }
 #: what ``make mutate`` runs when no target is named
 CORE = ("acker", "nimbus", "batching", "spark-bolt", "worker")
