@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from stormpy.cluster.storage import ZkStorage
 from stormpy.connectors.kinesis import (
     Checkpoint,
     CheckpointError,
@@ -34,11 +35,13 @@ from stormpy.connectors.kinesis._client import (
 )
 from stormpy.state import MemoryBackend, Store
 from stormpy.state._redis_store import RedisConfig
+from stormpy.state._zookeeper import ZkStore
 from stormpy.topology._state import (
     CHECKPOINTS,
     CorruptStateError,
     StateStoreError,
     StateUnavailableError,
+    encode_state,
 )
 
 
@@ -60,6 +63,8 @@ def test_which_checkpoint_is_further_along() -> None:
     assert not Checkpoint(None).ahead_of(Checkpoint("0"))
     assert not Checkpoint(None, True).ahead_of(Checkpoint("0"))
     assert Checkpoint(None, True).ahead_of(Checkpoint(None))
+    assert not Checkpoint(None).ahead_of(Checkpoint(None))
+    assert not Checkpoint(None, True).ahead_of(Checkpoint(None, True))
 
 
 def test_a_checkpoint_is_stored_as_a_state_document() -> None:
@@ -88,6 +93,20 @@ def test_a_corrupt_checkpoint_names_its_node_and_what_to_do() -> None:
             Checkpoint.from_doc(doc, "/n")
         assert str(err.value) == f"corrupt Kinesis checkpoint at /n: {doc} ({why}){tail}"
         assert err.value.__suppress_context__
+    long = {"sequence_number": "1" * 100}
+    with pytest.raises(CheckpointError) as err:
+        Checkpoint.from_doc({**long, "shard_end": 1}, "/n")
+    assert str(err.value) == (f"corrupt Kinesis checkpoint at /n: "
+                              f"{str({**long, 'shard_end': 1})[:80]} (bad field types){tail}")
+    stored = encode_state("checkpoint", {"sequence_number": 5})  # a document, not a checkpoint
+    with pytest.raises(CheckpointError) as err:
+        Checkpoint.decode(stored, "/stormpy/c/shard-3")
+    assert str(err.value) == ("corrupt Kinesis checkpoint at /stormpy/c/shard-3: "
+                              f"{ {'sequence_number': 5} } (bad field types){tail}")
+    junk = b"\xc1" + b"j" * 100
+    with pytest.raises(CheckpointError) as err:
+        Checkpoint.decode(junk, "/n")
+    assert str(err.value).startswith(f"corrupt Kinesis checkpoint at /n: {junk[:80]!r} (")
     for doc in (["5"], None, "5"):
         with pytest.raises(CheckpointError, match="^corrupt Kinesis checkpoint at /n: "):
             Checkpoint.from_doc(doc, "/n")
@@ -152,6 +171,12 @@ def test_the_store_names_nodes_and_only_moves_checkpoints_forwards() -> None:
                        r"memory:checkpoints/kinesis:clicks/events/shardId-2: "):
         store.write("shardId-2", Checkpoint("9"))
     assert raw.get("shardId-2") == {"sequence_number": 3}
+    with pytest.raises(CheckpointError) as err:
+        store.read("shardId-2")
+    assert str(err.value) == (
+        "corrupt Kinesis checkpoint at memory:checkpoints/kinesis:clicks/events/shardId-2: "
+        "{'sequence_number': 3} (bad field types); fix or delete the node (deleting it restarts "
+        "the shard at initial_position)")
     store.close()
 
 
@@ -177,6 +202,12 @@ def test_the_shard_list_is_stored_watched_and_a_corrupt_one_named(
         store.read_shard_list()
     assert str(err.value) == ("corrupt Kinesis shard list at memory:checkpoints/kinesis:clicks/"
                               "events: {'shards': [{'parents': []}]} ('id')")
+    many = {"shards": [{"id": f"shardId-{i:012d}"} for i in range(5)] + [{"parents": []}]}
+    raw.put("", many)
+    with pytest.raises(CheckpointError) as err:
+        store.read_shard_list()
+    assert str(err.value) == ("corrupt Kinesis shard list at memory:checkpoints/kinesis:clicks/"
+                              f"events: {str(many)[:80]} ('id')")
     raw.put("", {"other": 1})
     with pytest.raises(CheckpointError, match="corrupt Kinesis shard list"):
         store.read_shard_list()
@@ -201,6 +232,9 @@ def test_each_failure_of_the_state_layer_becomes_the_connectors_error_naming_the
     assert str(down.value) == "scripted/s0: the store is not connected"
     with pytest.raises(CheckpointUnavailable) as down:
         store.read_shard_list()
+    assert str(down.value) == "scripted (shard list): the store is not connected"
+    with pytest.raises(CheckpointUnavailable) as down:
+        store.watch_shard_list(print)
     assert str(down.value) == "scripted (shard list): the store is not connected"
     scripted.up = True
     scripted.error = StateUnavailableError("zk:/n", "no answer within 10s")
@@ -387,3 +421,18 @@ def test_a_shard_travels_as_a_plain_document() -> None:
     assert ShardInfo.from_doc(info.to_doc()) == info
     assert ShardInfo.from_doc({"id": 7}) == ShardInfo("7", (), False)
     assert ShardInfo.from_doc({"id": "a", "parents": [1], "closed": 1}) == ShardInfo("a", ("1",), True)
+
+
+def test_a_store_in_zookeeper_shows_its_connection_and_is_unavailable_until_connected() -> None:
+    storage = ZkStorage("127.0.0.1:1", "/stormpy")  # never started: nothing is contacted
+    store = StateCheckpointStore(ZkStore(storage, "/stormpy/checkpoints/kinesis:clicks"),
+                                 "my/stream")
+    try:
+        assert store.client is storage
+        assert store.path("shardId-1") == "/stormpy/checkpoints/kinesis:clicks/my%2Fstream/shardId-1"
+        with pytest.raises(CheckpointUnavailable) as err:
+            store.read("shardId-1")
+        assert str(err.value) == ("/stormpy/checkpoints/kinesis:clicks/my%2Fstream/shardId-1: the "
+                                  "store is not connected")
+    finally:
+        store.close()

@@ -231,6 +231,11 @@ class TupleFields:
         return [record.partition_key, record.data]
 
 
+class FieldsMissing:
+    def deserialize(self, record: KinesisRecord) -> list[Any]:
+        return [record.data]
+
+
 class NoDeserialize:
     fields = ["data"]
     deserialize = None
@@ -251,6 +256,7 @@ def test_a_scheme_is_built_from_its_path_and_a_bad_one_named() -> None:
         f"{__name__}:NoFields": "must have a non-empty 'fields' list of names",
         f"{__name__}:NotNames": "must have a non-empty 'fields' list of names",
         f"{__name__}:FieldsString": "must have a non-empty 'fields' list of names",
+        f"{__name__}:FieldsMissing": "must have a non-empty 'fields' list of names",
         f"{__name__}:NoDeserialize": "is not a class with a deserialize(record) method",
         f"{__name__}:POOL": "is not a class with a deserialize(record) method",
     }

@@ -17,6 +17,7 @@ import pytest
 from stormpy.config import SettingError
 from stormpy.connectors.kinesis import (
     Checkpoint,
+    CheckpointUnavailable,
     KinesisRecord,
     KinesisSpout,
     KinesisSpoutConfig,
@@ -221,15 +222,20 @@ def test_checkpoints_are_written_only_for_acked_records_and_failed_ones_come_bac
     h.ids(1)
     assert h.ids(3) == ["s0:1", "s0:2", "s0:3"]
     h.spout.ack("s0:2")
+    assert h.spout.metrics()["s0"]["retries"] == 0
     h.spout.fail("s0:3")
     h.now += 2
     assert h.ids(1) == ["s0:3"]  # the failed record first, before s0:4
     assert h.emits[-1] == (["k3", "3", b"d3"], "s0:3")
+    assert h.spout.metrics()["s0"]["retries"] == 1
     assert h.stored("s0") is None  # s0:1 is not acked: nothing is done yet
+    assert h.ids(1) == ["s0:4"]  # re-emitted once, then the next record
+    assert h.spout.metrics()["s0"]["retries"] == 1
+    assert h.spout.metrics()["s0"]["in_flight"] == 3
     h.spout.ack("s0:1")
     h.spout.ack("s0:3")
     h.now += 2
-    assert h.ids(1) == ["s0:4"]
+    assert h.ids(1) == []
     assert h.stored("s0") == {"sequence_number": "3", "shard_end": False}
     h.spout.ack("other-shard:5")  # a shard this task does not read: ignored
     h.spout.fail("other-shard:6")
@@ -238,6 +244,41 @@ def test_checkpoints_are_written_only_for_acked_records_and_failed_ones_come_bac
     h.spout.ack("s0:4")
     h.spout.deactivate()  # deactivating stores what is done at once
     assert h.stored("s0") == {"sequence_number": "4", "shard_end": False}
+
+
+def test_checkpoint_writes_that_fail_are_counted_in_the_status(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(FakeKinesis({"s0": ["1", "2"]}), monkeypatch).open()
+    h.ids(1)
+    h.ids(1)
+    h.spout.ack("s0:1")
+
+    def down(self: StateCheckpointStore, shard_id: str, checkpoint: Checkpoint) -> bool:
+        raise CheckpointUnavailable(f"{shard_id}: the store is not connected")
+
+    monkeypatch.setattr(StateCheckpointStore, "write", down)
+    h.spout.deactivate()
+    assert h.spout.status()["checkpoint_failures"] == 1
+    assert h.spout.status()["errors"] == 0 and h.stored("s0") is None
+
+
+def test_each_call_emits_while_any_shard_has_a_record(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(FakeKinesis({"s0": [], "s1": ["1", "3", "4"], "s2": ["2"]}), monkeypatch,
+                record_scheme=f"{__name__}:KeyOnlyScheme").open()
+    h.ids(1)
+    # s0 has nothing and s2's record is skipped by the scheme: each call goes on to the next shard
+    assert [h.ids(1) for _ in range(3)] == [["s1:1"], ["s1:3"], ["s1:4"]]
+    assert h.ids(3) == []
+
+
+def test_a_spout_keeps_its_own_clock_unless_given_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    h = Harness(FakeKinesis({"s0": ["1"]}), monkeypatch, inline=False)
+    h.spout = KinesisSpout(h.config.to_doc())
+    h.spout.run_in_background = h._background  # type: ignore[method-assign]
+    h.spout.report_error = h.reports.append  # type: ignore[method-assign]
+    h.open()
+    h.spout.next_tuple()  # on the monotonic clock: due at once
+    assert h.spout.setup_attempts == 1 and len(h.jobs) == 1
 
 
 def test_a_skipped_record_counts_as_done(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -265,7 +306,7 @@ def test_a_shard_read_to_its_end_is_checkpointed_as_ended(monkeypatch: pytest.Mo
 def test_an_ended_shard_whose_records_were_acked_before_its_end_was_seen(
         monkeypatch: pytest.MonkeyPatch) -> None:
     client = FakeKinesis({"s0": ["1"]})
-    h = Harness(client, monkeypatch).open()
+    h = Harness(client, monkeypatch, checkpoint_interval_ms=10**9).open()  # no periodic write
     h.ids(1)
     assert h.ids(1) == ["s0:1"]
     h.spout.ack("s0:1")
@@ -431,6 +472,11 @@ def test_a_redis_checkpoint_store_is_opened_from_the_config(monkeypatch: pytest.
     h = Harness(FakeKinesis({"s0": ["1"]}), monkeypatch, checkpoint_store="redis",
                 redis_config=pool).open()
     h.ids(2)
+    shared = Harness(FakeKinesis({"s0": ["1"]}), monkeypatch, checkpoint_store="redis")
+    shared.open({"topology.state.provider": "redis",
+                 "topology.state.provider.config": {**pool, "keyPrefix": "topo"}})
+    shared.ids(1)  # without a Redis of its own: the topology's state provider config
     assert [(c.host, c.port, c.prefix, n, s) for c, n, s in calls] == \
-        [("redis.example", 6380, "kin", "clicks", "events")]
+        [("redis.example", 6380, "kin", "clicks", "events"),
+         ("redis.example", 6380, "topo", "clicks", "events")]
     assert h.emits == [(["k1", "1", b"d1"], "s0:1")]
