@@ -103,6 +103,7 @@ def test_the_zip_holds_the_code_files_with_fixed_metadata(tmp_path: Path) -> Non
     (root / "pkg" / "mod.py").write_text("y = 2\n")
     (root / "pkg" / "old.pyc").write_bytes(b"\0")
     (root / "pkg" / "__pycache__" / "mod.pyc").write_bytes(b"\0")
+    (root / "pkg" / "__pycache__" / "notes.txt").write_text("cache, not code")
     (root / ".git" / "HEAD").write_text("ref")
     (root / "pkg" / ".env").write_text("secret")
     (root / "data.txt").write_text("d")
@@ -150,6 +151,10 @@ def test_every_host_of_the_master_url_is_tried_with_the_timeout(
     monkeypatch.setattr(code.socket, "create_connection", connect)
     probe_master("spark://down:7077, up:7078,never:1", 2.5)
     assert tried == [(("down", 7077), 2.5), (("up", 7078), 2.5)]
+    tried.clear()
+    with pytest.raises(SparkMasterUnreachable):
+        probe_master("spark://fe80::1:7077", 1.0)  # the port is after the last colon
+    assert tried == [(("fe80::1", 7077), 1.0)]
     tried.clear()
     with pytest.raises(SparkMasterUnreachable) as err:
         probe_master("spark://a:1,b:2", 0.5)
@@ -203,6 +208,8 @@ def test_the_table_goes_to_spark_in_one_call(monkeypatch: pytest.MonkeyPatch) ->
     assert spark.frames == [(table, "w string")]
     assert batch_dataframe(spark, ["w"], [("b",)]) == "frame"  # type: ignore[arg-type]
     assert spark.frames[1][0].to_pydict() == {"w": ["b"]} and spark.frames[1][1] is None
+    batch_dataframe(spark, ["w"], [("c",)], "w string")  # type: ignore[arg-type]
+    assert spark.frames.pop()[1] == "w string"
     monkeypatch.setattr(pyspark, "__version__", "3.5.3")  # takes pandas
     arrow_to_dataframe(spark, table, "w string")  # type: ignore[arg-type]
     frame, schema = spark.frames[2]
