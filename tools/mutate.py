@@ -230,7 +230,7 @@ TARGETS: dict[str, Target] = {
     # Kinesis: the InflightRecordTracker, the shards (assignment by the connectors' shared
     # round-robin share, a shard's checkpoint), the state manager (resharding order, checkpoint
     # writes) and the buffered GetRecords reader; the checkpoint store, the boto3 client wrapper
-    # and the spout shell are covered by the integration tests (kinesalite)
+    # and the spout shell are in kinesis-spout
     "kinesis": Target((*(f"src/stormpy/connectors/kinesis/{part}.py"
                          for part in ("_tracker", "_shards", "_state", "_getter")),
                        "src/stormpy/connectors/_partitions.py"),
