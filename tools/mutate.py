@@ -254,6 +254,11 @@ TARGETS: dict[str, Target] = {
                                 for part in ("_errors", "_code", "_arrow")),
                           tests=("tests/unit/connectors/spark/test_spark_code_shipping.py",
                                  "tests/unit/connectors/spark/test_spark_small_parts.py")),
+    # the Spark committer of transactional topologies: its checks, columns, the part written once
+    # per txid and task through a temporary directory (a stand-in get_spark: no Spark session)
+    "spark-committer": Target(("src/stormpy/connectors/spark/_committer.py",),
+                              tests=("tests/unit/connectors/spark/test_spark_committer_parts.py",
+                                     "tests/unit/connectors/spark/test_spark_switching.py")),
     # transactional topologies, the whole package: the coordinator spout, the coordinated
     # (batch/committer) bolt with its per-batch tracking and counting collector, the exactly-once
     # values committers apply, the emitter executors and their rotating state, the store choice,
