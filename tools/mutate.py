@@ -230,7 +230,7 @@ TARGETS: dict[str, Target] = {
     # Kinesis: the InflightRecordTracker, the shards (assignment by the connectors' shared
     # round-robin share, a shard's checkpoint), the state manager (resharding order, checkpoint
     # writes) and the buffered GetRecords reader; the checkpoint store, the boto3 client wrapper
-    # and the spout shell are covered by the integration tests (kinesalite)
+    # and the spout shell are in kinesis-spout
     "kinesis": Target((*(f"src/stormpy/connectors/kinesis/{part}.py"
                          for part in ("_tracker", "_shards", "_state", "_getter")),
                        "src/stormpy/connectors/_partitions.py"),
@@ -238,6 +238,27 @@ TARGETS: dict[str, Target] = {
                              "tests/unit/**/test_kinesis_tracker*.py",
                              "tests/unit/**/test_kinesis_getter*.py", "tests/unit/**/test_kinesis_shard*.py",
                              "tests/unit/connectors/test_connector_partitions.py")),
+    # Kinesis: the spout shell (setup off the loop, emitting, acks and fails), its settings, records
+    # and message ids, record schemes, the checkpoint documents and store, the boto3 client wrapper
+    # and its errors: against fakes of the Kinesis client and the state layer's memory store (no
+    # kinesalite per mutant)
+    "kinesis-spout": Target(tuple(f"src/stormpy/connectors/kinesis/{part}.py"
+                                  for part in ("_config", "_records", "_scheme", "_errors",
+                                               "_checkpoints", "_client", "_spout")),
+                            tests=("tests/unit/connectors/kinesis/test_kinesis_*.py",
+                                   "tests/unit/connectors/test_kinesis_checkpoint_store_setting.py",
+                                   "tests/unit/connectors/test_connector_error_reports.py")),
+    # Spark's small pure parts: the availability checks, code shipping and the master probe,
+    # batches to Arrow and results back (no Spark session per mutant)
+    "spark-parts": Target(tuple(f"src/stormpy/connectors/spark/{part}.py"
+                                for part in ("_errors", "_code", "_arrow")),
+                          tests=("tests/unit/connectors/spark/test_spark_code_shipping.py",
+                                 "tests/unit/connectors/spark/test_spark_small_parts.py")),
+    # the Spark committer of transactional topologies: its checks, columns, the part written once
+    # per txid and task through a temporary directory (a stand-in get_spark: no Spark session)
+    "spark-committer": Target(("src/stormpy/connectors/spark/_committer.py",),
+                              tests=("tests/unit/connectors/spark/test_spark_committer_parts.py",
+                                     "tests/unit/connectors/spark/test_spark_switching.py")),
     # transactional topologies, the whole package: the coordinator spout, the coordinated
     # (batch/committer) bolt with its per-batch tracking and counting collector, the exactly-once
     # values committers apply, the emitter executors and their rotating state, the store choice,
