@@ -10,8 +10,9 @@ from stormpy.ui._security import CSRF_COOKIE, CSRF_HEADER, Denied, UiAuth
 TOKEN = {"ui.auth.token": "s3cret"}
 
 
-def denied(auth: UiAuth, headers: dict[str, str], cookies: dict[str, str] | None = None,
-           scheme: str = "http") -> Denied:
+def denied(
+    auth: UiAuth, headers: dict[str, str], cookies: dict[str, str] | None = None, scheme: str = "http"
+) -> Denied:
     with pytest.raises(Denied) as refused:
         auth.check_post(headers, cookies or {}, scheme)
     return refused.value
@@ -37,7 +38,8 @@ def test_gets_are_protected_only_when_asked_and_a_token_exists() -> None:
     assert missing.value.status == 401
     assert missing.value.message == (
         "this GET (ui.auth.protect.gets is on) needs the UI token: send 'Authorization: Bearer "
-        "<token>' (ui.auth.token, else nimbus.rpc.auth.token)")
+        "<token>' (ui.auth.token, else nimbus.rpc.auth.token)"
+    )
     assert str(missing.value) == missing.value.message
     with pytest.raises(Denied) as wrong:
         locked.check_get({"authorization": "Bearer other"})
@@ -45,8 +47,9 @@ def test_gets_are_protected_only_when_asked_and_a_token_exists() -> None:
     locked.check_get({"authorization": "Bearer s3cret"})
 
 
-@pytest.mark.parametrize("header", ["", "Bearer", "Bearer ", "Bearer   ", "Basic s3cret", "s3cret",
-                                    "Token s3cret"])
+@pytest.mark.parametrize(
+    "header", ["", "Bearer", "Bearer ", "Bearer   ", "Basic s3cret", "s3cret", "Token s3cret"]
+)
 def test_a_post_without_a_bearer_credential_is_401(header: str) -> None:
     refused = denied(UiAuth(TOKEN), {"authorization": header} if header else {})
     assert refused.status == 401
@@ -77,8 +80,11 @@ def test_a_post_from_another_origin_or_an_opaque_one_is_refused_before_the_token
     refused = denied(auth, {"host": "ui:8080", "origin": "http://evil"})
     assert refused.status == 403 and "cross-origin" in refused.message
     # the UI's own origin under either scheme, or the request's own
-    for origin, scheme in (("http://ui:8080", "http"), ("https://ui:8080", "http"),
-                           ("http://ui:8080", "https")):
+    for origin, scheme in (
+        ("http://ui:8080", "http"),
+        ("https://ui:8080", "http"),
+        ("http://ui:8080", "https"),
+    ):
         auth.check_post({**good, "origin": origin}, {}, scheme)
     auth.check_post({**good, "origin": "wss://ui:8080"}, {}, "wss")
 
@@ -87,8 +93,10 @@ def test_a_browser_post_without_authorization_needs_the_csrf_header_equal_to_its
     auth = UiAuth({})
     own = {"host": "ui:8080", "origin": "http://ui:8080"}
     auth.check_post({}, {}, "http")  # a script: no cookie, no Origin
-    message = ("CSRF check failed: send the X-CSRF-Token header with the value of the stormpy_csrf "
-               "cookie (the UI pages do)")
+    message = (
+        "CSRF check failed: send the X-CSRF-Token header with the value of the stormpy_csrf "
+        "cookie (the UI pages do)"
+    )
     cases = [
         ({"cookie": "a=1"}, {}),  # a cookie, nothing else
         ({"cookie": "a=1", CSRF_HEADER: "abc"}, {}),  # header, no cookie
