@@ -57,6 +57,7 @@ def answers_in_turn(*answers: dict[str, Any]) -> Any:
 def test_a_log_link_is_the_file_s_page_on_the_host_s_log_server() -> None:
     assert log_link("h", 8000, "worker-wc-1-6700.log") == "http://h:8000/log?file=worker-wc-1-6700.log"
     assert log_link("h", 8000, "dumps/a b&c.txt") == "http://h:8000/log?file=dumps%2Fa+b%26c.txt"
+    assert log_link("::1", 8000, "x.log") == "http://[::1]:8000/log?file=x.log"
     assert log_link("h", None, "x.log") is None
     assert log_link("h", 0, "x.log") is None
 
@@ -92,6 +93,17 @@ def test_log_links_go_on_worker_executor_and_host_port_rows() -> None:
     no_host: dict[str, Any] = {"executorStats": [{"port": 6700, "supervisorId": "sup-a"}]}
     add_log_links(no_host, INFO, cluster)
     assert no_host["executorStats"][0]["workerLogLink"] == "http://:8000/log?file=worker-wc-1-6700.log"
+
+
+def test_a_topology_without_workers_gets_links_only_from_the_rows_supervisor() -> None:
+    cluster = {"supervisors": [{"id": "sup-a", "logviewer_port": 8000}]}
+    doc: dict[str, Any] = {
+        "executorStats": [{"host": "ha", "port": 6700}],
+        "workers": [{"host": "ha", "port": 6700, "supervisorId": "sup-a"}],
+    }
+    add_log_links(doc, {"id": "wc-1"}, cluster)  # an unscheduled topology's info lists no workers
+    assert doc["executorStats"][0]["workerLogLink"] is None
+    assert doc["workers"][0]["workerLogLink"] == "http://ha:8000/log?file=worker-wc-1-6700.log"
 
 
 def test_reading_log_levels_asks_nimbus_by_name_and_needs_the_token_when_gets_are_protected() -> None:
@@ -333,3 +345,62 @@ def test_a_one_second_profile_is_accepted() -> None:
     client, nimbus, _ = ui_app(CONF, {"request_worker_action": {"request": "r"}})
     assert client.post(f"{BASE}/profiling/start/hb:6701/1", headers=AUTH).json()["timeout"] == 1
     assert nimbus.sent("request_worker_action")[0]["args"] == {"seconds": 1}
+
+
+def test_a_worker_on_an_ipv6_host_is_named_by_its_last_colon(clock: DrivenTime) -> None:
+    info = {**INFO, "workers": [{"node": "sup-a", "host": "::1", "port": 6700, "executors": [[1, 1]]}]}
+    client, nimbus, _ = ui_app(
+        CONF,
+        {
+            "get_topology_info": info,
+            "request_worker_action": {"request": "sup-a-6700/1"},
+            "worker_action_result": {"status": "done", "result": {"file": "stack.txt"}},
+        },
+    )
+    answer = client.post(f"{BASE}/profiling/dumpjstack/::1:6700", headers=AUTH)
+    assert answer.status_code == 200
+    assert answer.json() == {
+        "status": "done",
+        "id": "::1:6700",
+        "file": "stack.txt",
+        "logLink": "http://[::1]:8000/log?file=stack.txt",
+    }
+    assert nimbus.sent("request_worker_action")[0]["host"] == "::1"
+
+
+def test_a_topology_whose_info_lists_no_workers_has_none_to_dump_or_link() -> None:
+    info = {key: value for key, value in INFO.items() if key != "workers"}
+    client, nimbus, _ = ui_app(
+        CONF,
+        {
+            "get_topology_info": info,
+            "request_worker_action": {"request": "sup-a-6700/1"},
+            "worker_action_result": {"status": "done", "result": {"file": "cpu.svg"}},
+        },
+    )
+    missing = client.post(f"{BASE}/profiling/dumpheap/ha:6700", headers=AUTH)
+    assert missing.status_code == 404
+    assert missing.json()["errorMessage"] == "worker 'ha:6700' not found of topology 'wc-1'"
+    assert nimbus.sent("request_worker_action") == []
+    result = client.get(f"{BASE}/profiling/result/sup-a-6700/1", headers=AUTH)
+    assert result.json() == {"status": "done", "id": ":6700", "file": "cpu.svg", "logLink": None}
+
+
+def test_a_browser_on_an_open_ui_acts_with_its_csrf_cookie_and_header(clock: DrivenTime) -> None:
+    client, nimbus, _ = ui_app(
+        {},
+        {
+            "set_log_config": LEVELS,
+            "request_worker_action": {"request": "sup-a-6700/1"},
+            "worker_action_result": {"status": "done", "result": {"file": "f.txt"}},
+        },
+    )
+    client.cookies.set("stormpy_csrf", "c0ffee")
+    paths = (f"{BASE}/logconfig", f"{BASE}/profiling/dumpheap/ha:6700", f"{BASE}/profiling/start/ha:6700/5")
+    for path in paths:
+        refused = client.post(path, json=LEVELS, headers={"X-CSRF-Token": "other"})
+        assert refused.status_code == 403 and refused.json()["errorMessage"].startswith("CSRF check failed")
+    assert nimbus.sent("set_log_config") == [] and nimbus.sent("request_worker_action") == []
+    for path in paths:
+        assert client.post(path, json=LEVELS, headers={"X-CSRF-Token": "c0ffee"}).status_code == 200
+    assert len(nimbus.sent("set_log_config")) == 1 and len(nimbus.sent("request_worker_action")) == 2

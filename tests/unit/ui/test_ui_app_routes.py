@@ -376,3 +376,16 @@ def test_the_cluster_summary_counts_from_nimbus_s_topologies(monkeypatch: pytest
     assert client.get("/api/v1/cluster/summary").json()["tasksTotal"] == 3
     row = client.get("/api/v1/topology/summary").json()["topologies"][0]
     assert (row["id"], row["status"], row["uptime"]) == ("wc-1", "ACTIVE", "1m 1s")
+
+
+def test_a_browser_on_an_open_ui_acts_with_its_csrf_cookie_and_header() -> None:
+    client, nimbus, _ = ui_app({}, {"activate": None})
+    client.cookies.set("stormpy_csrf", "c0ffee")
+    url = "/api/v1/topology/wc-1/activate"
+    refused = client.post(url, headers={"X-CSRF-Token": "other"})
+    assert refused.status_code == 403 and refused.json()["error"] == "Forbidden"
+    assert refused.json()["errorMessage"].startswith("CSRF check failed")
+    assert client.post(url).status_code == 403
+    assert writes(nimbus) == []
+    assert client.post(url, headers={"X-CSRF-Token": "c0ffee"}).status_code == 200
+    assert writes(nimbus) == [("activate", {"name": "wc"})]

@@ -345,3 +345,61 @@ def test_a_window_is_made_once_at_the_clock_s_time() -> None:
     first = backend.window("wc-1")
     assert backend.window("wc-1") is first and first.started == 10.0
     assert backend.window("wc-2").started == 20.0
+
+
+def test_without_a_state_factory_the_ui_opens_the_cluster_state_of_its_conf(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from stormpy.ui import _source
+
+    opened: list[Any] = []
+    state = StandInState([])
+
+    def from_config(conf: Any) -> StandInState:
+        opened.append(conf)
+        return state
+
+    monkeypatch.setattr(_source.ClusterState, "from_config", staticmethod(from_config))
+    backend = UiBackend({"storm.zookeeper.servers": ["zk1"], "ui.poll.secs": 1})
+    assert opened == []
+    assert backend.state is state
+    assert opened == [{"storm.zookeeper.servers": ["zk1"], "ui.poll.secs": 1}]
+    backend.close()
+
+
+def test_an_outage_is_warned_about_under_the_ui_s_logger_and_a_bug_logged_with_its_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from stormpy.cluster.errors import ClusterStateError
+
+    failures: list[Exception] = [ClusterStateError("zk down"), OSError("reset"), KeyError("bug")]
+
+    def factory() -> Any:
+        raise failures.pop(0)
+
+    backend = UiBackend({"ui.poll.secs": 4}, state_factory=factory)
+    nimbus = ScriptedNimbus()
+    backend.client = nimbus  # type: ignore[assignment]
+    caplog.set_level("WARNING", logger="stormpy.ui._source")
+    assert [backend.sampler.run_once() for _ in range(3)] == [4.0, 4.0, 4.0]  # the UI keeps sampling
+    records = [r for r in caplog.records if r.name == "stormpy.ui._source"]
+    assert [(r.levelname, r.exc_info is not None) for r in records] == [
+        ("WARNING", False),
+        ("ERROR", True),
+    ]  # the second outage in a row is not warned about again
+    assert "zk down" in records[0].getMessage() and "stormpy-ui-sampler" in records[0].getMessage()
+    # a Nimbus that cannot give heartbeats is an outage too
+    backend._state_factory = lambda: StandInState(["wc-1"])  # type: ignore[assignment,return-value]
+
+    backend.sampler.run_once()  # a good round: the next failure is the first in a row
+
+    def refused(topology_id: str) -> Any:
+        raise UnreachableError("refused")
+
+    nimbus.worker_heartbeats = refused  # type: ignore[method-assign]
+    caplog.clear()
+    backend.sampler.run_once()
+    assert [
+        (r.levelname, r.exc_info is not None) for r in caplog.records if r.name == "stormpy.ui._source"
+    ] == [("WARNING", False)]
+    backend.close()
