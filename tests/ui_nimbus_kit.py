@@ -99,6 +99,12 @@ CLUSTER: dict[str, Any] = {
 }
 
 
+def _files_of_wc(topology_id: Any) -> dict[str, Any]:
+    if topology_id != "wc-1":  # Nimbus knows the files by topology id only
+        raise NotFoundError(f"no topology {topology_id!r}")
+    return FILES
+
+
 class ScriptedNimbus:
     """Stands in for the backend's NimbusClient; ``answers[method]`` scripts each RPC."""
 
@@ -108,7 +114,7 @@ class ScriptedNimbus:
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.answers: dict[str, Any] = {
             "get_cluster_info": CLUSTER,
-            "get_topology_files": FILES,
+            "get_topology_files": _files_of_wc,
             **(answers or {}),
         }
 

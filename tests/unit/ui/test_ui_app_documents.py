@@ -578,6 +578,7 @@ def test_the_document_of_a_bolt() -> None:
                 "10": {"b": 1, "a": {"type": "counter", "count": 3}},
                 "2": {"z": {"type": "nope", "x": 1}},
                 "-1": {"m": 0},
+                "-2": {"n": 0},
             },
             "words": {"1": {"q": 1}},
         },
@@ -655,7 +656,8 @@ def test_the_document_of_a_bolt() -> None:
             },
         ],
         "userMetrics": [
-            {"task": -1, "name": "m", "type": "metric", "value": 0},  # a system task's, first
+            {"task": -2, "name": "n", "type": "metric", "value": 0},  # by number, negative ones first
+            {"task": -1, "name": "m", "type": "metric", "value": 0},
             {"task": 2, "name": "z", "type": "metric", "value": {"type": "nope", "x": 1}},
             {"task": 10, "name": "a", "type": "counter", "count": 3},
             {"task": 10, "name": "b", "type": "metric", "value": 1},
@@ -843,3 +845,48 @@ def test_the_visualization_map() -> None:
     thirds = StandInWindow("600", span=3.0, components={"words": figures(streams={"default": 1})})
     assert visualization(SPEC, INFO, thirds)["split"][":inputs"][0][":rate"] == 0.333  # type: ignore[arg-type]
     assert visualization({}, INFO, thirds) == {}  # type: ignore[arg-type]
+
+
+def test_documents_of_a_topology_nimbus_sends_without_workers_components_errors_or_inputs() -> None:
+    info = {"id": "t-1", "name": "t", "status": "active"}
+    spec = {"components": {"s": {"kind": "spout"}, "b": {"kind": "bolt"}}}
+    window = StandInWindow("600", components={"s": figures(4, streams={"default": 4})})
+    per_window = {w: window if w == "600" else StandInWindow(w) for w in WINDOWS}
+    bolt = component_doc(info, spec, "b", "600", per_window, 10.0)
+    assert (bolt["inputStats"], bolt["executorStats"], bolt["componentErrors"], bolt["executors"]) == (
+        [],
+        [],
+        [],
+        None,
+    )
+    spout = component_doc(info, spec, "s", "600", per_window, 10.0)
+    assert spout["outputStats"] == [{"stream": "default", "emitted": 4, "transferred": 0}]
+    vis = visualization(spec, info, window)  # type: ignore[arg-type]
+    assert vis["b"][":inputs"] == [] and vis["s"][":inputs"] == []
+    info = {**info, "uptime_secs": 1, "num_workers": 0, "num_executors": 0}
+    doc = topology_doc(info, spec, {}, "600", per_window, 10.0)
+    assert doc["workers"] == [] and doc["spouts"][0]["executors"] is None
+    assert doc["bolts"][0]["lastError"] == "" and doc["bolts"][0]["boltId"] == "b"
+    empty = topology_doc(info, {}, {}, "600", per_window, 10.0)
+    assert (empty["spouts"], empty["bolts"]) == ([], [])
+    assert [row["emitted"] for row in empty["topologyStats"]] == [100, 200, 300, 400]
+
+
+def test_an_error_is_0_seconds_old_at_its_time_and_from_the_future() -> None:
+    per_window = per_window_of("600")
+    for time in (10.0, 12.0):
+        info = {
+            **INFO,
+            "errors": {"split": [{"time": time, "task": 2, "host": "h", "port": 1, "message": "m"}]},
+        }
+        doc = component_doc(info, SPEC, "split", "600", per_window, 10.0)
+        assert doc["componentErrors"][0]["errorLapsedSecs"] == 0
+        assert topology_doc(info, SPEC, {}, "600", per_window, 10.0)["bolts"][2]["errorLapsedSecs"] == 0
+
+
+def test_an_event_without_a_time_counts_as_the_oldest() -> None:
+    class Beat:
+        events = ({"component": "words"}, {"component": "words", "ts": 0.5})
+
+    rows = events_doc(INFO, {("sup-a", 6700): Beat()}, None)["events"]
+    assert [r.get("ts") for r in rows] == [0.5, None]

@@ -364,6 +364,8 @@ def test_debug_settings() -> None:
     assert parse_debug("enable", "0.5") == (True, 0.5)
     assert parse_debug("disable", "35") == (False, 35.0)
     assert parse_debug("disable", "100") == (False, 100.0)
+    assert parse_debug("disable", "0.5") == (False, 0.5)
+    assert parse_debug("disable", "1") == (False, 1.0)
     for pct in ("0", "-3", "101", "x", "nan"):  # a disable's percentage is not checked
         assert parse_debug("disable", pct) == (False, 10.0)
     with pytest.raises(BadRequest, match="got 'inf'"):
@@ -389,3 +391,52 @@ def test_a_browser_on_an_open_ui_acts_with_its_csrf_cookie_and_header() -> None:
     assert writes(nimbus) == []
     assert client.post(url, headers={"X-CSRF-Token": "c0ffee"}).status_code == 200
     assert writes(nimbus) == [("activate", {"name": "wc"})]
+
+
+def test_component_and_graph_documents_read_the_spec_by_topology_id() -> None:
+    client, nimbus, _ = ui_app()
+    assert client.get("/api/v1/topology/wc/component/count").json()["topologyId"] == "wc-1"
+    assert sorted(client.get("/api/v1/topology/wc/visualization").json()) == ["count", "spout"]
+    assert nimbus.sent("get_topology_files") == [{"topology_id": "wc-1"}]  # then cached
+
+
+def test_a_topology_whose_spec_lists_no_components_has_none_to_show() -> None:
+    client, _, _ = ui_app({}, {"get_topology_files": {"spec": {}, "conf": {}}})
+    missing = client.get("/api/v1/topology/wc-1/component/count")
+    assert missing.status_code == 404
+    assert missing.json()["errorMessage"] == "component 'count' not found in topology 'wc-1'"
+
+
+def test_a_bolt_s_capacity_is_its_busiest_executor_s_with_the_executor_s_tasks_summed() -> None:
+    from stormpy.cluster import WorkerHeartbeat
+
+    info = {**INFO, "workers": [{**INFO["workers"][0], "executors": [[1, 1], [2, 3]]}]}
+    client, _, backend = ui_app({}, {"get_topology_info": info}, clock=lambda: 10.0)
+
+    def bolt_task(task_id: int) -> dict[str, Any]:
+        return {
+            "task": task_id,
+            "component": "count",
+            "emitted": {},
+            "transferred": 0,
+            "acked": 0,
+            "failed": 0,
+            "executed": 10,
+            "execute_latency_sum": 0.1,
+            "execute_latency_count": 10,
+        }
+
+    beat = WorkerHeartbeat(
+        topology_id="wc-1",
+        node="sup-a",
+        port=6700,
+        time=1.0,
+        uptime=1.0,
+        executors=((1, 1), (2, 3)),
+        tasks=(bolt_task(2), bolt_task(3)),
+    )
+    backend.window("wc-1").observe([beat], 2.0)
+    span = backend.window("wc-1").span(":all-time", 10.0)
+    doc = client.get("/api/v1/topology/wc-1", params={"window": ":all-time"}).json()
+    # one executor ran both tasks: 20 executed at 10 ms each over the span
+    assert doc["bolts"][0]["capacity"] == f"{20 * 0.010 / span:.3f}"
