@@ -418,6 +418,17 @@ TARGETS: dict[str, Target] = {
                  tests=("tests/unit/ui/test_ui_*.py", "tests/unit/topology/test_user_metrics.py"),
                  pytest_args=("--deselect", "tests/unit/ui/test_ui_units.py::"
                               "test_stormpy_ui_prints_the_address_it_binds")),
+    # the UI's app: the REST routes and actions, the documents in Storm's field names, the token
+    # and CSRF rules, the operations (profiling, logs, debug), the pages, the Nimbus source and the
+    # server's settings; the UI's unit tests (Starlette's TestClient over stand-in sources, no
+    # cluster, no browser; the directory, so a new test file there keeps the cached results),
+    # without the `stormpy ui` command test (it starts the server under the CLI)
+    "ui-app": Target(tuple(f"src/stormpy/ui/{part}.py" for part in (
+                         "_security", "_operations", "_source", "_pages", "_stormdocs", "_app",
+                         "_server")),
+                     tests=("tests/unit/ui",),
+                     pytest_args=("--deselect", "tests/unit/ui/test_ui_units.py::"
+                                  "test_stormpy_ui_prints_the_address_it_binds")),
     # the test kit users write their topology tests with: complete_topology, the mocked acks,
     # FeederSpout/Capture and the fixed-tuple spout, tracked topologies, the component unit
     # harness, the handles' registry, the StateStore conformance check and the ZooKeeper
