@@ -45,30 +45,32 @@ EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
 
 
-def _client_option_set(*override_flags: str) -> Callable[[F], F]:
-    """--nimbus, --config, the config override under ``override_flags`` and --timeout."""
+#: the options every client command shares (declared here, applied as each command is defined)
+_TIMEOUT_OPTION = click.option("--timeout", type=float, default=None,
+                               help="Seconds to wait for each Nimbus answer "
+                                    "(default: nimbus.rpc.timeout.secs).")
+_CONFIG_OPTION = click.option("--config", "config_file", multiple=True, metavar="FILE|KEY=VALUE",
+                              help="Config file (YAML/JSON; default: $STORMPY_CONF or ./stormpy.yaml), or "
+                                   "KEY=VALUE (repeatable). KEY=VALUE pairs win over files.")
+_NIMBUS_OPTION = click.option("--nimbus", "nimbus_address", metavar="HOST:PORT",
+                              help="Nimbus to talk to (default: nimbus.host:nimbus.thrift.port).")
+_OVERRIDE_HELP = "Config override (repeatable): KEY=VALUE, or a YAML/JSON file."
+
+
+def _client_option_set(overrides_option: Callable[[F], F]) -> Callable[[F], F]:
+    """--nimbus, --config, the config override (``overrides_option``) and --timeout."""
     def decorate(func: F) -> F:
-        func = click.option("--timeout", type=float, default=None,
-                            help="Seconds to wait for each Nimbus answer "
-                                 "(default: nimbus.rpc.timeout.secs).")(func)
-        func = click.option(*override_flags, "overrides", multiple=True, metavar="KEY=VALUE|FILE",
-                            help="Config override (repeatable): KEY=VALUE, or a YAML/JSON "
-                                 "file.")(func)
-        func = click.option("--config", "config_file", multiple=True, metavar="FILE|KEY=VALUE",
-                            help="Config file (YAML/JSON; default: $STORMPY_CONF or "
-                                 "./stormpy.yaml), or KEY=VALUE (repeatable). KEY=VALUE pairs "
-                                 "win over files.")(func)
-        func = click.option("--nimbus", "nimbus_address", metavar="HOST:PORT",
-                            help="Nimbus to talk to (default: nimbus.host:nimbus.thrift.port).")(func)
-        return func
+        return _NIMBUS_OPTION(_CONFIG_OPTION(overrides_option(_TIMEOUT_OPTION(func))))
     return decorate
 
 
 #: --nimbus, --config, -c/--conf and --timeout for a client command
-client_options = _client_option_set("-c", "--conf")
+client_options = _client_option_set(click.option("-c", "--conf", "overrides", multiple=True,
+                                                 metavar="KEY=VALUE|FILE", help=_OVERRIDE_HELP))
 #: the same with the config override as ``--conf`` only, for commands whose ``-c`` names a
 #: component (``stormpy logs NAME -c COMPONENT``, ``stormpy debug``)
-client_options_without_c = _client_option_set("--conf")
+client_options_without_c = _client_option_set(click.option("--conf", "overrides", multiple=True,
+                                                           metavar="KEY=VALUE|FILE", help=_OVERRIDE_HELP))
 
 
 def fail(message: str, code: int) -> NoReturn:
@@ -212,7 +214,7 @@ def submitted_overrides(config_file: tuple[str, ...], overrides: tuple[str, ...]
 
 def default_topology_name(module: str) -> str:
     """The name ``jar`` submits under without ``--name``: the module's last dotted part."""
-    return module.rsplit(".", 1)[-1]
+    return module.rpartition(".")[2]
 
 
 class _UploadSpeed(TransferSpeedColumn):
@@ -245,7 +247,7 @@ def show_cluster(client: NimbusClient) -> None:
     without any), a ``degraded:`` line per degraded one, then the supervisors' slot usage and
     the Nimbus answering."""
     info = client.cluster_info()
-    topologies = info.get("topologies", [])
+    topologies = info.get("topologies")
     if not topologies:
         console.print("No topologies running.")
     else:
@@ -390,7 +392,7 @@ def show_topology(client: NimbusClient, name: str, system: bool) -> None:
     for comp, desc in info.get("components", {}).items():
         if comp.startswith("__") and not system:
             continue
-        stats[comp] = {**_ZERO, "tasks": desc["tasks"], "complete_latency_ms": None}
+        stats[comp] = {**_ZERO, "tasks": desc["tasks"]}
     sources = {**info.get("stats", {}), **(info.get("system_components", {}) if system else {})}
     for comp, s in sources.items():
         stats[comp] = {**stats.get(comp, _ZERO), **s}

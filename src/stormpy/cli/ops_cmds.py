@@ -50,13 +50,27 @@ from stormpy.ui._security import ui_token
 
 __all__ = ["WorkerLogReader", "action_patience", "check_level_settings", "follow_worker_logs",
            "log_config_text", "log_readers", "logs", "logviewer", "print_action_report",
-           "print_worker_logs", "profile", "run_worker_action", "set_log_level", "worker_address"]
+           "print_worker_logs", "profile", "read_whole", "run_worker_action", "set_log_level",
+           "worker_address"]
 
 
 def _get_json(url: str, token: str | None) -> Any:
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read().decode())
+
+
+def read_whole(server: str, token: str | None, file: str, start: int = 0) -> str:
+    """File ``file`` of the log server at ``server`` from byte ``start`` to its end, read in pages
+    of the server's largest answer (1 MiB), so a longer file is never cut."""
+    parts = []
+    while True:
+        doc = _get_json(f"{server}/api/v1/log?" + urllib.parse.urlencode(
+            {"file": file, "start": start, "length": 1 << 20}), token)
+        parts.append(str(doc["content"]))
+        start = int(doc["start"]) + int(doc["length"])
+        if not doc["length"] or start >= int(doc["size"]):
+            return "".join(parts)
 
 
 def _workers(client: Any, name: str, component: str | None,
@@ -68,10 +82,11 @@ def _workers(client: Any, name: str, component: str | None,
     servers = {s["id"]: s.get("logviewer_port") for s in client.cluster_info()["supervisors"]}
     tasks: set[int] | None = None
     if component is not None:
-        comp = info.get("components", {}).get(component)
+        components = info.get("components") or {}
+        comp = components.get(component)
         if comp is None:
             fail(f"topology {name} has no component {component!r} (components: "
-                 f"{', '.join(sorted(info.get('components', {})))})", EXIT_USAGE)
+                 f"{', '.join(sorted(components))})", EXIT_USAGE)
         tasks = set(comp.get("task_ids", []))
     found = []
     for w in info["workers"]:
@@ -250,20 +265,13 @@ class WorkerLogReader:
             except urllib.error.HTTPError as exc:
                 if exc.code != 404:
                     raise
-            self.offset = 0
             doc = self._read(self.file, 0)
         text += str(doc["content"])
         self.offset = int(doc["start"]) + int(doc["length"])
         return text
 
     def _read_all(self, file: str, start: int) -> str:
-        parts = []
-        while True:
-            doc = self._read(file, start)
-            parts.append(str(doc["content"]))
-            start = int(doc["start"]) + int(doc["length"])
-            if not doc["length"] or start >= int(doc["size"]):
-                return "".join(parts)
+        return read_whole(self.server, self.token, file, start)
 
 
 @click.command("set-log-level")
@@ -360,15 +368,13 @@ def run_worker_action(client: Any, name: str, host: str, port: int, action: str,
 
 
 def print_action_report(action: str, worker: str, file: str, server: str | None, token: str | None) -> None:
-    """Say where the report of ``action`` is (stderr), then print it from the worker's log
-    server (``server``; None: the host runs none, so only where it is); a server that cannot
-    be read is one ``error:`` line naming the file."""
+    """Say where the report of ``action`` is (stderr), then print the whole of it from the
+    worker's log server (``server``; None: the host runs none, so only where it is); a server
+    that cannot be read is one ``error:`` line naming the file."""
     say("{} of {}: {} on {}", action, worker, file, server or "(no log server)", err=True)
     if server:
         try:
-            doc = _get_json(f"{server}/api/v1/log?" + urllib.parse.urlencode(
-                {"file": file, "start": 0, "length": 1 << 20}), token)
-            click.echo(doc["content"], nl=False)
+            click.echo(read_whole(server, token, file), nl=False)
         except OSError as exc:
             error(f"cannot read {file} from {server}: {exc}")
 

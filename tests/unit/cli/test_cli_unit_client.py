@@ -15,6 +15,7 @@ import click
 import pytest
 from click.testing import CliRunner
 from rich.console import Console
+from rich.progress import Progress
 from rich.table import Table
 
 from stormpy.cli import client_cmds
@@ -23,6 +24,7 @@ from stormpy.cli.client_cmds import (
     EXIT_UNREACHABLE,
     EXIT_USAGE,
     _executor_counts,
+    _UploadSpeed,
     _user,
     client_options,
     default_topology_name,
@@ -67,7 +69,7 @@ class FakeNimbus:
                              "last_exit": "exit 1"},
                             {"host": "h2", "port": 6701, "node": "s2", "executors": [[3, 3]],
                              "uptime_secs": None, "heartbeat_age_secs": None}],
-                "components": {"split": {"tasks": 2}, "count": {"tasks": 1}, "__acker": {"tasks": 1}},
+                "components": {"__acker": {"tasks": 1}, "split": {"tasks": 2}, "count": {"tasks": 1}},
                 "stats": {"split": {"emitted": 10, "transferred": 9, "executed": 8, "acked": 7, "failed": 1,
                                     "complete_latency_ms": 2.5}},
                 "system_components": {"__acker": {"emitted": 3, "transferred": 3, "executed": 3,
@@ -169,12 +171,17 @@ def test_list_on_a_narrow_terminal_keeps_each_row_on_one_line(monkeypatch: pytes
     assert lines(buf.getvalue()) == lines(LIST_NARROW)
 
 
-def test_a_wide_table_is_printed_whole_when_piped(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_wide_table_is_printed_160_columns_wide_when_piped(capsys: pytest.CaptureFixture[str]) -> None:
     table = Table(title="t")
     table.add_column("id", no_wrap=True)
     table.add_row("x" * 150)
     print_wide(table)
     assert "x" * 150 in capsys.readouterr().out
+    wider = Table(title="t")
+    wider.add_column("id", no_wrap=True)
+    wider.add_row("y" * 300)
+    print_wide(wider)
+    assert max(len(line) for line in capsys.readouterr().out.splitlines()) == 160
 
 
 def test_info_prints_status_workers_stats_metrics_and_the_last_error(
@@ -209,6 +216,36 @@ def test_info_of_a_quiet_topology(capsys: pytest.CaptureFixture[str]) -> None:
     assert row in lines(out)
 
 
+def test_info_of_a_topology_without_any_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    class Bare:
+        def topology_info(self, name: str) -> dict[str, Any]:
+            return {"name": name, "id": "b-1", "status": "ACTIVE", "num_workers": 1, "requested_workers": 1,
+                    "num_executors": 1, "uptime_secs": 1.0, "workers": [],
+                    "metrics": {"s": {"1": {"raw": b"\x01", "ids": {3}}}}}
+
+    show_topology(Bare(), "b", True)  # type: ignore[arg-type]
+    out = lines(capsys.readouterr().out)
+    assert out[0] == "b (b-1): ACTIVE, 1/1 workers, 1 executors, up 1 s"
+    assert out[-2:] == ["s task 1 metric raw: \"b'\\\\x01'\"", 's task 1 metric ids: "{3}"']
+
+
+def test_info_of_a_component_nimbus_has_stats_of_but_does_not_list(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    class Partial:
+        def topology_info(self, name: str) -> dict[str, Any]:
+            return {"name": name, "id": "p-1", "status": "ACTIVE", "num_workers": 1, "requested_workers": 1,
+                    "num_executors": 1, "uptime_secs": 1.0, "workers": [], "components": {},
+                    "stats": {"s": {"emitted": 4}},
+                    "system_components": {"__metrics": {"emitted": 2, "transferred": 2, "executed": 2,
+                                                        "acked": 0, "failed": 0}}}
+
+    show_topology(Partial(), "p", True)  # type: ignore[arg-type]
+    rows = [line for line in lines(capsys.readouterr().out) if line.startswith("│ ")]
+    assert rows == [
+        "│ __metrics │       │       2 │           2 │        2 │     0 │      0 │                       │",
+        "│ s         │       │       4 │           0 │        0 │     0 │      0 │                       │"]
+
+
 def test_kill_activate_deactivate_rebalance_say_what_they_asked(capsys: pytest.CaptureFixture[str]) -> None:
     nimbus = FakeNimbus()
     kill_topology(nimbus, "wc", None)  # type: ignore[arg-type]
@@ -228,7 +265,8 @@ def test_kill_activate_deactivate_rebalance_say_what_they_asked(capsys: pytest.C
                             ("rebalance", "wc", None, None, None)]
 
 
-@pytest.mark.parametrize("item", ["split", "=3", "split=", "split=0", "split=-1", "split=x", "split:3"])
+@pytest.mark.parametrize("item", ["split", "=3", "split=", "split=0", "split=-1", "split=x", "split:3",
+                                  "split=x=3"])
 def test_a_bad_executor_count_names_the_option(item: str) -> None:
     with pytest.raises(click.BadParameter) as err:
         _executor_counts(("count=1", item))
@@ -332,3 +370,46 @@ def test_commands_reach_nimbus_through_the_shared_client(monkeypatch: pytest.Mon
     assert seen == [("n:1", (), ("a=1",), 4.0)]
     assert nimbus.calls == [("kill", "wc", 3.0)]
     assert result.output == "killing topology wc; it is removed after 3 s\n"
+
+
+def test_the_upload_speed_once_known() -> None:
+    now = [0.0]
+    column = _UploadSpeed()
+    with Progress(column, disable=True, get_time=lambda: now[0]) as progress:
+        task = progress.add_task("uploading", total=10 * 1024 * 1024)
+        assert column.render(progress.tasks[task]).plain == ""
+        for second in range(1, 4):
+            now[0] = float(second)
+            progress.update(task, completed=second * 1024 * 1024)
+        assert column.render(progress.tasks[task]).plain == "1.0 MB/s"
+
+
+WORKERS_90 = """\
+                                         workers
+┏━━━━━━┳━━━━━━┳━━━━━━━━━┳━━━━━━━━━━━┳━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━┳━━━━━━━━┓
+┃      ┃      ┃         ┃           ┃            ┃                   ┃          ┃ last   ┃
+┃ host ┃ port ┃ node    ┃ executors ┃ uptime (s) ┃ heartbeat age (s) ┃ restarts ┃ exit   ┃
+┡━━━━━━╇━━━━━━╇━━━━━━━━━╇━━━━━━━━━━━╇━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━╇━━━━━━━━┩
+│ h1   │ 6700 │ supervi │ 2         │ 50         │ 0.4               │ 2        │ exit 1 │
+│      │      │ sor-7f3 │           │            │                   │          │ (kille │
+│      │      │ a9c21   │           │            │                   │          │ d by   │
+│      │      │         │           │            │                   │          │ SIGKIL │
+│      │      │         │           │            │                   │          │ L)     │
+│ h2   │ 6701 │ s2      │ 1         │            │                   │          │        │
+└──────┴──────┴─────────┴───────────┴────────────┴───────────────────┴──────────┴────────┘
+"""
+
+
+def test_info_on_a_narrow_terminal_folds_only_the_node_and_last_exit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    class LongNames(FakeNimbus):
+        def topology_info(self, name: str) -> dict[str, Any]:
+            info = super().topology_info(name)
+            info["workers"][0].update(node="supervisor-7f3a9c21", last_exit="exit 1 (killed by SIGKILL)")
+            return info
+
+    buf = io.StringIO()
+    narrow = Console(file=buf, width=90, force_terminal=True, color_system=None)
+    monkeypatch.setattr(client_cmds, "console", narrow)
+    show_topology(LongNames(), "wc", False)  # type: ignore[arg-type]
+    assert lines(buf.getvalue())[:12] == lines(WORKERS_90)

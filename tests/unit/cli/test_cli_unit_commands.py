@@ -25,6 +25,9 @@ from stormpy.cli.dev_cmds import (
     report_exits,
     slot_port_blocks,
 )
+from stormpy.cli.dev_cmds import (
+    _conf as dev_conf,
+)
 from stormpy.cli.keygen_cmd import write_key_pair
 from stormpy.cli.main import cli, configure_logging
 from stormpy.config import DEFAULTS
@@ -216,3 +219,18 @@ def test_a_spark_daemon_and_a_stormpy_daemon_of_one_name_are_both_reported(
     report_exits(cluster, spark, set())  # type: ignore[arg-type]
     assert capsys.readouterr().err == ("Spark master exited; see /d/spark\n"
                                        "master exited (code 1); see /d/master.out\n")
+
+
+def test_dev_commands_read_the_config_and_keep_what_was_given_apart(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    conf_file = tmp_path / "dev.yaml"
+    conf_file.write_text("supervisor.slots.ports: [7100, 7101]\n")
+    conf, given = dev_conf((str(conf_file),), ("storm.zookeeper.port=2200",))
+    assert conf["supervisor.slots.ports"] == [7100, 7101] and conf["storm.zookeeper.port"] == 2200
+    assert conf[SESSION] == DEFAULTS[SESSION]
+    assert given == {"supervisor.slots.ports": [7100, 7101], "storm.zookeeper.port": 2200}
+    with pytest.raises(SystemExit) as exit_info:
+        dev_conf((str(tmp_path / "nope.yaml"),), ())
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "nope.yaml" in err and err.count("\n") == 1

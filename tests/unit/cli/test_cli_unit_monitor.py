@@ -71,9 +71,9 @@ def test_each_interval_prints_the_emitted_tuples_and_the_rates(capsys: pytest.Ca
 
 
 def test_watching_transferred_and_another_stream(capsys: pytest.CaptureFixture[str]) -> None:
-    nimbus = Counters([(0, 0, 0, 0), (40, 5, 80, 30)])
+    nimbus = Counters([(10, 3, 0, 0), (40, 5, 80, 30)])
     assert monitor(nimbus, capsys, stream="other", interval=2.0, watch="transferred", samples=1) == [
-        ["2.0", "80", "2.5", "40.0", "15.0"]]
+        ["2.0", "80", "1.0", "40.0", "15.0"]]
 
 
 def test_a_restarted_worker_counts_from_its_new_value(capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,6 +6,7 @@ a heading, grep hits prefixed with the worker, sampled tuples of one component, 
 
 from __future__ import annotations
 
+import io
 import json
 import urllib.error
 from collections.abc import Iterator
@@ -58,6 +59,7 @@ class FakeNimbus:
         self.results = list(results or [])
 
     def topology_info(self, name: str) -> dict[str, Any]:
+        assert name == "wc"
         return {"id": "wc-1-17", "name": name,
                 "components": {"split": {"task_ids": [1, 2]}, "count": {"task_ids": [3, 4]},
                                "empty": {}},
@@ -99,6 +101,16 @@ def test_workers_of_an_unknown_component_names_the_components(capsys: pytest.Cap
     assert exit_info.value.code == 2
     assert capsys.readouterr().err == ("error: topology wc has no component 'spilt' "
                                        "(components: count, empty, split)\n")
+
+
+def test_a_topology_without_components_listed(capsys: pytest.CaptureFixture[str]) -> None:
+    class Bare(FakeNimbus):
+        def topology_info(self, name: str) -> dict[str, Any]:
+            return {"id": "wc-1-17", "name": name, "workers": []}
+
+    with pytest.raises(SystemExit):
+        _workers(Bare(), "wc", "split")
+    assert capsys.readouterr().err == "error: topology wc has no component 'split' (components: )\n"
 
 
 def test_log_readers_say_which_workers_run_no_log_server(capsys: pytest.CaptureFixture[str]) -> None:
@@ -185,8 +197,8 @@ def test_following_prints_new_lines_filtered_each_second(server: tuple[Path, str
     logs, url = server
     current = logs / FILE
     current.write_text("old\n")
-    readers = [reader(url), reader("http://127.0.0.1:9", port=6701)]
-    readers[0].tail(100)
+    readers = [reader("http://127.0.0.1:9", port=6701), reader(url)]
+    readers[1].tail(100)
     sleeps: list[float] = []
     with current.open("a") as f:
         f.write('{"component": "split", "x": 1}\n{"component": "count", "x": 2}\nplain x\nother\n')
@@ -274,6 +286,10 @@ def test_the_report_is_printed_from_the_log_server(server: tuple[Path, str],
     out, err = capsys.readouterr()
     assert out == "Thread main\n  at x\n"
     assert err == f"jstack of h1:6700: jstack-1.txt on {url}\n"
+    big = "".join(f"frame {i:07d}\n" for i in range(200_000))  # 2.8 MB: more than one answer
+    (logs / "cpu-2.txt").write_text(big)
+    print_action_report("cpu", "h1:6700", "cpu-2.txt", url, TOKEN)
+    assert capsys.readouterr().out == big
     print_action_report("heap", "h1:6700", "heap-1.txt", None, TOKEN)
     assert capsys.readouterr() == ("", "heap of h1:6700: heap-1.txt on (no log server)\n")
     print_action_report("cpu", "h1:6700", "cpu-1.txt", "http://127.0.0.1:9", TOKEN)
@@ -301,3 +317,33 @@ def test_log_levels_are_set_or_shown_as_sorted_json() -> None:
                             ("set_log_config", {"name": "wc", "settings": ["ROOT=DEBUG"], "resets": []}),
                             ("set_log_config", {"name": "wc", "settings": [], "resets": ["ROOT"]})]
 
+
+
+def test_a_tail_of_nothing_reads_nothing_and_moves_to_the_end(server: tuple[Path, str]) -> None:
+    logs, url = server
+    (logs / FILE).write_text("x" * 1000)
+    one = reader(url)
+    assert one.tail(0) == "" and one.offset == 1000
+
+
+def test_following_reads_more_than_a_default_answer_at_once(server: tuple[Path, str]) -> None:
+    logs, url = server
+    current = logs / FILE
+    current.write_text("")
+    one = reader(url)
+    one.tail(100)
+    written = "".join(f"line {i:06d}\n" for i in range(20_000))  # 240 kB, past the server's 50 kB default
+    current.write_text(written)
+    assert one.read_new() == written
+
+
+class Refusing(WorkerLogReader):
+    def tail(self, n: int) -> str:
+        raise urllib.error.HTTPError(self.server, 500, "error", {}, io.BytesIO(b"disk \xff gone"))  # type: ignore[arg-type]
+
+
+def test_a_refusal_is_printed_with_the_servers_answer(capsys: pytest.CaptureFixture[str]) -> None:
+    refusing = Refusing({"host": "h1", "port": 6700, "logviewer": "http://h1:8000", "file": FILE,
+                         "topology_id": "wc-1-17"}, None)
+    print_worker_logs([refusing], "wc", None, None, 100, events=False)
+    assert capsys.readouterr().err == "error: h1:6700: log server answered 500: disk \ufffd gone\n"
