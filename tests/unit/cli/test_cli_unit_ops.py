@@ -347,3 +347,22 @@ def test_a_refusal_is_printed_with_the_servers_answer(capsys: pytest.CaptureFixt
                          "topology_id": "wc-1-17"}, None)
     print_worker_logs([refusing], "wc", None, None, 100, events=False)
     assert capsys.readouterr().err == "error: h1:6700: log server answered 500: disk \ufffd gone\n"
+
+
+def test_a_fresh_reader_reads_the_log_from_its_start(server: tuple[Path, str]) -> None:
+    logs, url = server
+    (logs / FILE).write_text("first\nsecond\n")
+    assert reader(url).read_new() == "first\nsecond\n"
+
+
+def test_following_across_a_rotation_on_a_server_asking_for_the_token(server: tuple[Path, str]) -> None:
+    logs, url = server
+    current = logs / FILE
+    current.write_text("one long first line\n")
+    one = reader(url)
+    one.tail(100)
+    with current.open("a") as f:
+        f.write("two\n")
+    current.rename(logs / f"{FILE}.1")
+    current.write_text("three\n")
+    assert one.read_new() == "two\nthree\n"
