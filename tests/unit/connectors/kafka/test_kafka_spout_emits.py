@@ -17,6 +17,7 @@ from kafka_stub import Cluster, Harness
 from stormpy.connectors.kafka import (
     KafkaConfigError,
     KafkaRecord,
+    KafkaSpout,
     KafkaTuple,
     KafkaTupleListener,
     OffsetAndMetadata,
@@ -574,3 +575,40 @@ def test_metrics_of_an_empty_partition_and_of_untracked_guarantees() -> None:
     n.run()
     assert n.spout.metrics()["partitions"]["t-0"] == {
         "latest": 1, "latest_emitted": None, "committed": None, "uncommitted": 0, "lag": None}
+
+
+class OddOnly(RecordTranslator):
+    """Declares no default stream."""
+
+    @classmethod
+    def declare_outputs(cls, args: Mapping[str, Any]) -> dict[str, Stream]:
+        return {"odd": Stream(["offset"])}
+
+    def apply(self, record: KafkaRecord) -> KafkaTuple:
+        return KafkaTuple([record.offset], stream="odd")
+
+
+def test_a_translator_without_a_default_stream_emits_on_its_own_streams() -> None:
+    h = Harness(cluster_of(b"a", b"b"), record_translator=f"{__name__}:OddOnly").open()
+    assert [(v, s) for v, _, s in h.run()] == [([0], "odd"), ([1], "odd")]
+
+
+def test_declaring_the_outputs_refuses_a_translator_of_the_wrong_kind_naming_the_setting() -> None:
+    doc = {"bootstrap_servers": "b:9092", "group_id": "g", "topics": ["t"],
+           "record_translator": f"{__name__}:NotAListener"}
+    with pytest.raises(KafkaConfigError) as info:
+        KafkaSpout.declare_outputs({"config": doc})
+    assert info.value.setting == "KafkaSpoutConfig.record_translator"
+
+
+def test_close_under_no_guarantee_commits_on_a_thread_named_for_the_final_commit() -> None:
+    c = cluster_of(b"a")
+    h = Harness(c, processing_guarantee="NO_GUARANTEE").open()
+    h.run()
+    assert h.consumer is not None
+    names: list[str] = []
+    real_commit = h.consumer.commit_sync
+    h.consumer.commit_sync = lambda offsets: (  # type: ignore[method-assign]
+        names.append(threading.current_thread().name), real_commit(offsets))[1]
+    h.spout.close()
+    assert names == ["kafka-final commit"] and c.committed[("g", TP0)].offset == 1
