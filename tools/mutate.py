@@ -234,6 +234,12 @@ TARGETS: dict[str, Target] = {
                             "src/stormpy/connectors/_reporting.py"),
                            tests=("tests/unit/connectors/kafka/test_kafka_*.py",
                                   "tests/unit/connectors/test_connector_error_reports.py")),
+    # Kafka: the spout's emitting half (polled records to tuples, retries, the uncommitted cap),
+    # the confluent-kafka consumer adapter (against a fake confluent_kafka module) and the spout
+    # shell (open, next_tuple, ack/fail, metrics, close), over the unit tests' stub consumer
+    "kafka-spout": Target(tuple(f"src/stormpy/connectors/kafka/{part}.py"
+                                for part in ("_emitting", "_client", "_spout")),
+                          tests=("tests/unit/connectors/kafka/test_kafka_*.py",)),
     # Kinesis: the InflightRecordTracker, the shards (assignment by the connectors' shared
     # round-robin share, a shard's checkpoint), the state manager (resharding order, checkpoint
     # writes) and the buffered GetRecords reader; the checkpoint store, the boto3 client wrapper
