@@ -85,6 +85,13 @@ WORKER_PYTEST_ARGS = ("--deselect",
 #: worker files that are features beside the executor loop, tasks and routing (not in the core set)
 WORKER_FEATURES = ("src/stormpy/worker/hooks.py", "src/stormpy/worker/metrics_consumers.py")
 
+#: the tests of `test_cli_config.py` that run `python -m stormpy.cli` in a child process (it imports
+#: the mutated package outside mutmut's process): left out of the `cli` target
+CLI_SUBPROCESS_TESTS = tuple(
+    arg for test in ("test_the_error_that_stops_a_local_run_is_printed_once_with_its_traceback",
+                     "test_the_stormpy_command_prints_a_warning_once_not_also_as_a_log_record")
+    for arg in ("--deselect", f"tests/unit/cli/test_cli_config.py::{test}"))
+
 #: The core set, then the modules added as they land (a new one is one entry here). The connector
 #: and feature targets name the unit tests that cover them: collecting which test reaches which
 #: function then costs seconds instead of a whole ``tests/unit`` run.
@@ -227,6 +234,12 @@ TARGETS: dict[str, Target] = {
                             "src/stormpy/connectors/_reporting.py"),
                            tests=("tests/unit/connectors/kafka/test_kafka_*.py",
                                   "tests/unit/connectors/test_connector_error_reports.py")),
+    # Kafka: the spout's emitting half (polled records to tuples, retries, the uncommitted cap),
+    # the confluent-kafka consumer adapter (against a fake confluent_kafka module) and the spout
+    # shell (open, next_tuple, ack/fail, metrics, close), over the unit tests' stub consumer
+    "kafka-spout": Target(tuple(f"src/stormpy/connectors/kafka/{part}.py"
+                                for part in ("_emitting", "_client", "_spout")),
+                          tests=("tests/unit/connectors/kafka/test_kafka_*.py",)),
     # Kafka: the bolt (records, delivery reports, acks and fails, the backlog), the opaque
     # transactional spout and the exactly-once sinks (Trident state, transactional committer),
     # with the Kafka unit tests that drive them against stub producers and consumers (no broker)
@@ -239,7 +252,7 @@ TARGETS: dict[str, Target] = {
     # Kinesis: the InflightRecordTracker, the shards (assignment by the connectors' shared
     # round-robin share, a shard's checkpoint), the state manager (resharding order, checkpoint
     # writes) and the buffered GetRecords reader; the checkpoint store, the boto3 client wrapper
-    # and the spout shell are covered by the integration tests (kinesalite)
+    # and the spout shell are in kinesis-spout
     "kinesis": Target((*(f"src/stormpy/connectors/kinesis/{part}.py"
                          for part in ("_tracker", "_shards", "_state", "_getter")),
                        "src/stormpy/connectors/_partitions.py"),
@@ -247,6 +260,27 @@ TARGETS: dict[str, Target] = {
                              "tests/unit/**/test_kinesis_tracker*.py",
                              "tests/unit/**/test_kinesis_getter*.py", "tests/unit/**/test_kinesis_shard*.py",
                              "tests/unit/connectors/test_connector_partitions.py")),
+    # Kinesis: the spout shell (setup off the loop, emitting, acks and fails), its settings, records
+    # and message ids, record schemes, the checkpoint documents and store, the boto3 client wrapper
+    # and its errors: against fakes of the Kinesis client and the state layer's memory store (no
+    # kinesalite per mutant)
+    "kinesis-spout": Target(tuple(f"src/stormpy/connectors/kinesis/{part}.py"
+                                  for part in ("_config", "_records", "_scheme", "_errors",
+                                               "_checkpoints", "_client", "_spout")),
+                            tests=("tests/unit/connectors/kinesis/test_kinesis_*.py",
+                                   "tests/unit/connectors/test_kinesis_checkpoint_store_setting.py",
+                                   "tests/unit/connectors/test_connector_error_reports.py")),
+    # Spark's small pure parts: the availability checks, code shipping and the master probe,
+    # batches to Arrow and results back (no Spark session per mutant)
+    "spark-parts": Target(tuple(f"src/stormpy/connectors/spark/{part}.py"
+                                for part in ("_errors", "_code", "_arrow")),
+                          tests=("tests/unit/connectors/spark/test_spark_code_shipping.py",
+                                 "tests/unit/connectors/spark/test_spark_small_parts.py")),
+    # the Spark committer of transactional topologies: its checks, columns, the part written once
+    # per txid and task through a temporary directory (a stand-in get_spark: no Spark session)
+    "spark-committer": Target(("src/stormpy/connectors/spark/_committer.py",),
+                              tests=("tests/unit/connectors/spark/test_spark_committer_parts.py",
+                                     "tests/unit/connectors/spark/test_spark_switching.py")),
     # transactional topologies, the whole package: the coordinator spout, the coordinated
     # (batch/committer) bolt with its per-batch tracking and counting collector, the exactly-once
     # values committers apply, the emitter executors and their rotating state, the store choice,
@@ -319,11 +353,22 @@ TARGETS: dict[str, Target] = {
     # the command line behind a first `stormpy local` and `stormpy jar`: the --idle-stop rule,
     # MODULE[:ATTR] loading, jar's bundle report, the local run's summary and notes; in-process
     # tests only (CliRunner in the test's process, never `python -m stormpy` subprocesses)
-    "cli": Target(tuple(f"src/stormpy/cli/{part}.py"
-                        for part in ("idle_watch", "topology_loader", "bundle_report", "local_cmd")),
+    # the command line: every module of the package (mutmut leaves the click-decorated commands
+    # alone; their logic lives in plain functions that are mutated) with the in-process tests
+    # (click's CliRunner or the functions called directly), never a `python -m stormpy` subprocess
+    "cli": Target(("src/stormpy/cli/*.py",), skip=("*/cli/__main__.py",),
                   tests=("tests/unit/cli/test_cli_idle_watch.py",
                          "tests/unit/cli/test_cli_local_summary.py",
-                         "tests/unit/cli/test_cli_unit_*.py")),
+                         "tests/unit/cli/test_cli_output_escaping.py",
+                         "tests/unit/cli/test_cli_monitor.py",
+                         "tests/unit/cli/test_cli_logs_rotation.py",
+                         "tests/unit/cli/test_cli_config.py",
+                         "tests/unit/cli/test_cli_unit_*.py"),
+                  pytest_args=CLI_SUBPROCESS_TESTS),
+    # the checks of the connectors' and features' settings classes (`stormpy._settings`)
+    "settings": Target(("src/stormpy/_settings.py",),
+                       tests=("tests/unit/config/test_settings_checks.py",
+                              "tests/unit/config/test_settings_unit_*.py")),
     "rpc": Target(("src/stormpy/rpc/*.py",),
                   # not every unit test: tests that start `python -m stormpy.cli` import the
                   # mutated rpc package in a process outside mutmut's (its import-time calls
@@ -406,15 +451,49 @@ TARGETS: dict[str, Target] = {
                  tests=("tests/unit/ui/test_ui_*.py", "tests/unit/topology/test_user_metrics.py"),
                  pytest_args=("--deselect", "tests/unit/ui/test_ui_units.py::"
                               "test_stormpy_ui_prints_the_address_it_binds")),
+    # the UI's app: the REST routes and actions, the documents in Storm's field names, the token
+    # and CSRF rules, the operations (profiling, logs, debug), the pages, the Nimbus source and the
+    # server's settings; the UI's unit tests (Starlette's TestClient over stand-in sources, no
+    # cluster, no browser; the directory, so a new test file there keeps the cached results),
+    # without the `stormpy ui` command test (it starts the server under the CLI)
+    "ui-app": Target(tuple(f"src/stormpy/ui/{part}.py" for part in (
+                         "_security", "_operations", "_source", "_pages", "_stormdocs", "_app",
+                         "_server")),
+                     tests=("tests/unit/ui",),
+                     pytest_args=("--deselect", "tests/unit/ui/test_ui_units.py::"
+                                  "test_stormpy_ui_prints_the_address_it_binds")),
     # the test kit users write their topology tests with: complete_topology, the mocked acks,
-    # FeederSpout/Capture and the fixed-tuple spout, tracked topologies and the component unit
-    # harness, with the kit's own unit tests (in-process LocalClusters under simulated time, each
+    # FeederSpout/Capture and the fixed-tuple spout, tracked topologies, the component unit
+    # harness, the handles' registry, the StateStore conformance check and the ZooKeeper
+    # availability check (the process cluster and Kafka modules only re-export), with the kit's
+    # own unit tests (in-process LocalClusters under simulated time, each
     # well under a second; the CPU probe's subprocess test is left out)
     "testing": Target(tuple(f"src/stormpy/testing/{part}.py"
-                            for part in ("_complete", "_acks", "_components", "_tracking", "_unit")),
+                            for part in ("_complete", "_acks", "_components", "_tracking", "_unit",
+                                         "_cluster", "_kafka", "_registry", "_state", "_zookeeper")),
                       tests=("tests/unit/testing/test_testing_kit_*.py",
                              "tests/unit/testing/test_complete_topology_timeouts.py",
                              "tests/unit/testing/test_waiting_kit.py")),
+    # the package root: public names given to what internal modules define, and the choice
+    # between the compiled tuple path and its sources (pure functions over a temporary tree)
+    "package-root": Target(("src/stormpy/_public.py", "src/stormpy/_native.py"),
+                           tests=("tests/unit/topology/test_native.py",
+                                  "tests/unit/project/test_public_api.py",
+                                  "tests/unit/topology/test_internal_module_paths.py",
+                                  "tests/unit/project/test_package_root.py"),
+                           # the subprocess checks import the installed tree, whose extensions
+                           # are older than mutmut's copied sources: they judge the checkout,
+                           # not a mutant (they stay in make test)
+                           pytest_args=("--deselect", "tests/unit/topology/test_native.py::"
+                                        "test_stormpy_pure_loads_every_module_from_source",
+                                        "--deselect", "tests/unit/topology/test_native.py::"
+                                        "test_the_compiled_set_is_used_whole_or_not_at_all",
+                                        "--deselect", "tests/unit/project/test_public_api.py::"
+                                        "test_public_names_on_the_pure_and_the_compiled_tuple_path",
+                                        # counts frames: mutmut's trampoline adds two
+                                        "--deselect", "tests/unit/project/test_package_root.py::"
+                                        "test_the_stale_build_warning_names_the_line_that_"
+                                        "imported_stormpy")),
 }
 #: what ``make mutate`` runs when no target is named
 CORE = ("acker", "nimbus", "batching", "spark-bolt", "worker")

@@ -45,35 +45,46 @@ EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
 
 
-def _client_option_set(*override_flags: str) -> Callable[[F], F]:
-    """--nimbus, --config, the config override under ``override_flags`` and --timeout."""
+#: the options every client command shares (declared here, applied as each command is defined)
+_TIMEOUT_OPTION = click.option("--timeout", type=float, default=None,
+                               help="Seconds to wait for each Nimbus answer "
+                                    "(default: nimbus.rpc.timeout.secs).")
+_CONFIG_OPTION = click.option("--config", "config_file", multiple=True, metavar="FILE|KEY=VALUE",
+                              help="Config file (YAML/JSON; default: $STORMPY_CONF or ./stormpy.yaml), or "
+                                   "KEY=VALUE (repeatable). KEY=VALUE pairs win over files.")
+_NIMBUS_OPTION = click.option("--nimbus", "nimbus_address", metavar="HOST:PORT",
+                              help="Nimbus to talk to (default: nimbus.host:nimbus.thrift.port).")
+_OVERRIDE_HELP = "Config override (repeatable): KEY=VALUE, or a YAML/JSON file."
+
+
+def _client_option_set(overrides_option: Callable[[F], F]) -> Callable[[F], F]:
+    """--nimbus, --config, the config override (``overrides_option``) and --timeout."""
     def decorate(func: F) -> F:
-        func = click.option("--timeout", type=float, default=None,
-                            help="Seconds to wait for each Nimbus answer "
-                                 "(default: nimbus.rpc.timeout.secs).")(func)
-        func = click.option(*override_flags, "overrides", multiple=True, metavar="KEY=VALUE|FILE",
-                            help="Config override (repeatable): KEY=VALUE, or a YAML/JSON "
-                                 "file.")(func)
-        func = click.option("--config", "config_file", multiple=True, metavar="FILE|KEY=VALUE",
-                            help="Config file (YAML/JSON; default: $STORMPY_CONF or "
-                                 "./stormpy.yaml), or KEY=VALUE (repeatable). KEY=VALUE pairs "
-                                 "win over files.")(func)
-        func = click.option("--nimbus", "nimbus_address", metavar="HOST:PORT",
-                            help="Nimbus to talk to (default: nimbus.host:nimbus.thrift.port).")(func)
-        return func
+        return _NIMBUS_OPTION(_CONFIG_OPTION(overrides_option(_TIMEOUT_OPTION(func))))
     return decorate
 
 
 #: --nimbus, --config, -c/--conf and --timeout for a client command
-client_options = _client_option_set("-c", "--conf")
+client_options = _client_option_set(click.option("-c", "--conf", "overrides", multiple=True,
+                                                 metavar="KEY=VALUE|FILE", help=_OVERRIDE_HELP))
 #: the same with the config override as ``--conf`` only, for commands whose ``-c`` names a
 #: component (``stormpy logs NAME -c COMPONENT``, ``stormpy debug``)
-client_options_without_c = _client_option_set("--conf")
+client_options_without_c = _client_option_set(click.option("--conf", "overrides", multiple=True,
+                                                           metavar="KEY=VALUE|FILE", help=_OVERRIDE_HELP))
 
 
 def fail(message: str, code: int) -> NoReturn:
     error(message)
     sys.exit(code)
+
+
+def command_conf(config_file: tuple[str, ...], overrides: tuple[str, ...]) -> dict[str, Any]:
+    """The config a command runs with (``--config`` files and pairs, ``-c`` over them); a bad
+    file or value ends the command with one ``error:`` line and exit 2."""
+    try:
+        return load_config_args(config_file, overrides)
+    except (ConfigError, ValueError) as exc:
+        fail(str(exc), EXIT_USAGE)
 
 
 @contextmanager
@@ -140,14 +151,7 @@ def jar(path: str, target: str, name: str | None, inactive: bool, nimbus_address
     (which Nimbus, its token), as Storm's storm.yaml does for `storm jar`: give it with --config
     to submit its topology.* keys too. The config passes the submit check before PATH is
     bundled and uploaded; a bad value is one error line."""
-    try:
-        given = parse_config_args((*config_file, *overrides))
-    except ConfigError as exc:
-        fail(str(exc), EXIT_USAGE)
-    prefixes = topology_prefixes()
-    topo_overrides = {**{k: v for k, v in given.files.items() if k.startswith(prefixes)},
-                      **given.pairs}
-    topo_overrides.pop("nimbus.rpc.auth.token", None)  # a secret: never stored with the topology
+    topo_overrides = submitted_overrides(config_file, overrides)
     with nimbus_client(nimbus_address, config_file, overrides, timeout) as client, \
             tempfile.TemporaryDirectory(prefix="stormpy-jar-") as tmp:
         source = Path(path)
@@ -173,7 +177,7 @@ def jar(path: str, target: str, name: str | None, inactive: bool, nimbus_address
                 bundle_path, size = source, source.stat().st_size
         except (TopologyLoadError, InvalidTopologyError, BundleError, ConfigError) as exc:
             fail(str(exc), EXIT_USAGE)
-        topo_name = name or loaded.module.rsplit(".", 1)[-1]
+        topo_name = name or default_topology_name(loaded.module)
         with Progress("[progress.description]{task.description}", BarColumn(),
                       DownloadColumn(binary_units=True), _UploadSpeed(), console=err_console,
                       transient=False) as progress:
@@ -190,6 +194,27 @@ def jar(path: str, target: str, name: str | None, inactive: bool, nimbus_address
             " (inactive)" if inactive else "")
         for text in client.warnings:
             warning(text)
+
+
+def submitted_overrides(config_file: tuple[str, ...], overrides: tuple[str, ...]) -> dict[str, Any]:
+    """What ``jar`` adds to the topology's config: the topology (and connector) keys of the
+    ``--config``/``-c`` files, then every KEY=VALUE pair over them, never
+    ``nimbus.rpc.auth.token`` (a secret, not stored with the topology). A bad file or pair ends
+    the command (exit 2) with its error."""
+    try:
+        given = parse_config_args((*config_file, *overrides))
+    except ConfigError as exc:
+        fail(str(exc), EXIT_USAGE)
+    prefixes = topology_prefixes()
+    topo_overrides = {**{k: v for k, v in given.files.items() if k.startswith(prefixes)},
+                      **given.pairs}
+    topo_overrides.pop("nimbus.rpc.auth.token", None)
+    return topo_overrides
+
+
+def default_topology_name(module: str) -> str:
+    """The name ``jar`` submits under without ``--name``: the module's last dotted part."""
+    return module.rpartition(".")[2]
 
 
 class _UploadSpeed(TransferSpeedColumn):
@@ -214,8 +239,15 @@ def _user() -> str:
 @_with_client
 def list_topologies(client: NimbusClient) -> None:
     """List the running topologies (and the supervisors' slot usage)."""
+    show_cluster(client)
+
+
+def show_cluster(client: NimbusClient) -> None:
+    """The ``list`` output: a table of the running topologies (``No topologies running.``
+    without any), a ``degraded:`` line per degraded one, then the supervisors' slot usage and
+    the Nimbus answering."""
     info = client.cluster_info()
-    topologies = info.get("topologies", [])
+    topologies = info.get("topologies")
     if not topologies:
         console.print("No topologies running.")
     else:
@@ -249,6 +281,11 @@ def list_topologies(client: NimbusClient) -> None:
 @_with_client
 def kill(client: NimbusClient, name: str, wait_secs: float | None) -> None:
     """Kill topology NAME: deactivate it, wait, then remove its workers and state."""
+    kill_topology(client, name, wait_secs)
+
+
+def kill_topology(client: NimbusClient, name: str, wait_secs: float | None) -> None:
+    """Have Nimbus kill ``name`` after ``wait_secs`` (None: its message timeout) and say so."""
     client.kill(name, wait_secs)
     wait = "its message timeout" if wait_secs is None else f"{wait_secs:g} s"
     say("killing topology [bold]{}[/bold]; it is removed after {}", name, wait)
@@ -260,8 +297,16 @@ def kill(client: NimbusClient, name: str, wait_secs: float | None) -> None:
 @_with_client
 def activate(client: NimbusClient, name: str) -> None:
     """Activate topology NAME (its spouts emit again)."""
-    client.activate(name)
-    say("activated topology [bold]{}[/bold]", name)
+    set_active(client, name, True)
+
+
+def set_active(client: NimbusClient, name: str, active: bool) -> None:
+    """Have Nimbus activate (``active``) or deactivate topology ``name`` and say which."""
+    if active:
+        client.activate(name)
+    else:
+        client.deactivate(name)
+    say("{} topology [bold]{}[/bold]", "activated" if active else "deactivated", name)
 
 
 @click.command("deactivate")
@@ -270,8 +315,7 @@ def activate(client: NimbusClient, name: str) -> None:
 @_with_client
 def deactivate(client: NimbusClient, name: str) -> None:
     """Deactivate topology NAME (its spouts stop emitting; in-flight tuples finish)."""
-    client.deactivate(name)
-    say("deactivated topology [bold]{}[/bold]", name)
+    set_active(client, name, False)
 
 
 def _executor_counts(values: tuple[str, ...]) -> dict[str, int]:
@@ -297,6 +341,12 @@ def _executor_counts(values: tuple[str, ...]) -> dict[str, int]:
 def rebalance(client: NimbusClient, name: str, wait_secs: float | None, num_workers: int | None,
               executor_args: tuple[str, ...]) -> None:
     """Spread topology NAME over a new number of workers and/or executors."""
+    rebalance_topology(client, name, wait_secs, num_workers, executor_args)
+
+
+def rebalance_topology(client: NimbusClient, name: str, wait_secs: float | None, num_workers: int | None,
+                       executor_args: tuple[str, ...]) -> None:
+    """Have Nimbus rebalance ``name`` (``-e COMPONENT=N`` checked first) and say so."""
     executors = _executor_counts(executor_args)
     client.rebalance(name, wait_secs, num_workers, executors or None)
     say("rebalancing topology [bold]{}[/bold]", name)
@@ -313,6 +363,13 @@ _ZERO = {"emitted": 0, "transferred": 0, "executed": 0, "acked": 0, "failed": 0}
 @_with_client
 def topology_info(client: NimbusClient, name: str, system: bool) -> None:
     """Show topology NAME: status, workers, per-component stats and last errors."""
+    show_topology(client, name, system)
+
+
+def show_topology(client: NimbusClient, name: str, system: bool) -> None:
+    """The ``info`` output: the topology's status line, its ``degraded:`` reason and warnings,
+    the workers table, the per-component stats (system components with ``system``), each
+    task's metrics and each component's last error with its traceback."""
     info = client.topology_info(name)
     say("[bold]{}[/bold] ({}): {}, {}/{} workers, {} executors, up {} s", info["name"], info["id"],
         info["status"], info["num_workers"], info["requested_workers"], info["num_executors"],
@@ -335,7 +392,7 @@ def topology_info(client: NimbusClient, name: str, system: bool) -> None:
     for comp, desc in info.get("components", {}).items():
         if comp.startswith("__") and not system:
             continue
-        stats[comp] = {**_ZERO, "tasks": desc["tasks"], "complete_latency_ms": None}
+        stats[comp] = {**_ZERO, "tasks": desc["tasks"]}
     sources = {**info.get("stats", {}), **(info.get("system_components", {}) if system else {})}
     for comp, s in sources.items():
         stats[comp] = {**stats.get(comp, _ZERO), **s}

@@ -16,7 +16,7 @@ import click
 from stormpy.cli.client_cmds import client_options_without_c, nimbus_client
 from stormpy.cli.output import say
 
-__all__ = ["debug"]
+__all__ = ["debug", "say_sampling"]
 
 
 @click.command("debug")
@@ -31,6 +31,12 @@ def debug(name: str, component: str | None, enable: bool, sampling_pct: float, n
     """Turn sampled tuples of topology NAME on or off (Storm's event logger)."""
     with nimbus_client(nimbus_address, config_file, overrides, timeout) as client:
         client.debug(name, component, enable, sampling_pct)
+    say_sampling(name, component, enable, sampling_pct)
+
+
+def say_sampling(name: str, component: str | None, enable: bool, sampling_pct: float) -> None:
+    """What ``debug`` turned on or off: the percentage, the component (or every component) and
+    the topology, and where the sampled tuples are read."""
     what = f"component {component}" if component else "every component"
     if enable:
         say("sampling {}% of the tuples of {} of {}; see them with `stormpy logs {} --events{}` "

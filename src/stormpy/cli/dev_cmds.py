@@ -141,6 +141,62 @@ def dev_spark(workers: int, port: int, cores: int, memory: str, base_dir: str | 
 HA_SESSION_TIMEOUT_MS = 6000
 
 
+def daemon_conf(conf: dict[str, Any], given: dict[str, Any], nimbuses: int) -> dict[str, Any]:
+    """The config every daemon of ``dev-cluster`` gets: what was given (``given``), and with
+    several Nimbuses a ZooKeeper session of :data:`HA_SESSION_TIMEOUT_MS` unless the config
+    (``conf``, defaults included) sets one: the leader handover takes the dead leader's session
+    timeout, so it is kept short here."""
+    extra = dict(given)
+    session_key = "storm.zookeeper.session.timeout"
+    if nimbuses > 1 and conf[session_key] == DEFAULTS[session_key] and session_key not in extra:
+        extra[session_key] = HA_SESSION_TIMEOUT_MS
+    return extra
+
+
+def slot_port_blocks(first_port: int, supervisors: int, slots: int) -> list[list[int]]:
+    """The worker ports of each supervisor: supervisor i gets the i-th block of ``slots``
+    consecutive ports from ``first_port``."""
+    return [[first_port + i * slots + j for j in range(slots)] for i in range(supervisors)]
+
+
+def describe_cluster(cluster: ProcessCluster, slot_ports: list[list[int]]) -> None:
+    """What a started dev cluster serves: each Nimbus (leader or standby) with its port and logs,
+    the UI's addresses, each supervisor's slots, logs and log server, and how to submit."""
+    leader = cluster.leader_index()
+    for i, port in enumerate(cluster.nimbus_ports):
+        role = "leader" if i == leader else "standby"
+        say("{} ({}) serving on {}:{} (logs {})", cluster.nimbuses[i].name, role, cluster.host,
+            port, cluster.nimbuses[i].workdir / "logs")
+    if cluster.ui is not None:
+        say("UI serving on {} (REST {}/api/v1/cluster/summary, metrics {}/metrics)",
+            cluster.ui_url, cluster.ui_url, cluster.ui_url)
+    infos = cluster.supervisor_infos()
+    for i, ports in enumerate(slot_ports):
+        lv = infos[i].logviewer_port if i in infos else None
+        say("supervisor-{}: slots {}-{} (logs {}, log server {})", i, ports[0], ports[-1],
+            cluster.supervisors[i].workdir / "logs",
+            f"http://{cluster.host}:{lv}" if lv else "none")
+    say("submit with: stormpy jar DIR MODULE:ATTR --nimbus {} (DIR holds your code; from "
+        "the stormpy repository: stormpy jar examples wordcount:topology)\n"
+        "Ctrl-C stops the cluster", cluster.nimbus_address)
+
+
+def report_exits(cluster: ProcessCluster, spark: SparkStandalone | None, reported: set[str]) -> None:
+    """One line on stderr for each process of the dev cluster (a Spark daemon, Nimbus, a
+    supervisor, the UI) that exited since the last call, with its exit code and where its output
+    went; each is said once (``reported`` holds the names said)."""
+    if spark is not None:
+        for name in spark.dead_daemons():
+            if f"spark-{name}" not in reported:
+                reported.add(f"spark-{name}")
+                say("[red]Spark {} exited[/red]; see {}", name, spark.base_dir, err=True)
+    for daemon in cluster.daemons():
+        if not daemon.running and daemon.name not in reported:
+            reported.add(daemon.name)
+            code = daemon.proc.returncode if daemon.proc else "?"
+            say("[red]{} exited[/red] (code {}); see {}", daemon.name, code, daemon.out_path, err=True)
+
+
 @click.command("dev-cluster")
 @click.option("-s", "--supervisors", type=click.IntRange(1, 16), default=2, show_default=True,
               help="Number of supervisors.")
@@ -170,11 +226,8 @@ def dev_cluster(supervisors: int, nimbuses: int, slots: int, with_ui: bool, ui_p
     (the docker-compose layout), with --spark also a standalone Spark cluster.
 
     Ctrl-C or SIGTERM stops every process it started, workers included."""
-    conf, extra = _conf(config_file, overrides)
-    session_key = "storm.zookeeper.session.timeout"
-    if nimbuses > 1 and conf[session_key] == DEFAULTS[session_key] and session_key not in extra:
-        # the leader handover takes the dead leader's session timeout: keep it short here
-        extra[session_key] = HA_SESSION_TIMEOUT_MS
+    conf, given = _conf(config_file, overrides)
+    extra = daemon_conf(conf, given, nimbuses)
     base = Path(base_dir or Path(conf["storm.local.dir"]) / "dev-cluster").resolve()
     spark: SparkStandalone | None = None
     if spark_workers:
@@ -189,8 +242,7 @@ def dev_cluster(supervisors: int, nimbuses: int, slots: int, with_ui: bool, ui_p
             spark_workers, spark.base_dir)
         # The supervisors' conf: workers read spark.* from it unless the topology sets them.
         extra = {"spark.master": spark.master_url, **extra}
-    first_port = int(list(conf["supervisor.slots.ports"])[0])
-    slot_ports = [[first_port + i * slots + j for j in range(slots)] for i in range(supervisors)]
+    slot_ports = slot_port_blocks(int(list(conf["supervisor.slots.ports"])[0]), supervisors, slots)
     stop = threading.Event()
     previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     zookeeper = ZooKeeperServer(int(conf["storm.zookeeper.port"]), data_dir=base / "zookeeper")
@@ -203,36 +255,10 @@ def dev_cluster(supervisors: int, nimbuses: int, slots: int, with_ui: bool, ui_p
                                  nimbus_port=int(conf["nimbus.thrift.port"]), slot_ports=slot_ports,
                                  nimbuses=nimbuses, ui=with_ui, ui_port=ui_port or int(conf["ui.port"]))
         cluster.start(timeout_secs=90)
-        leader = cluster.leader_index()
-        for i, port in enumerate(cluster.nimbus_ports):
-            role = "leader" if i == leader else "standby"
-            say("{} ({}) serving on {}:{} (logs {})", cluster.nimbuses[i].name, role, cluster.host,
-                port, cluster.nimbuses[i].workdir / "logs")
-        if cluster.ui is not None:
-            say("UI serving on {} (REST {}/api/v1/cluster/summary, metrics {}/metrics)",
-                cluster.ui_url, cluster.ui_url, cluster.ui_url)
-        infos = cluster.supervisor_infos()
-        for i, ports in enumerate(slot_ports):
-            lv = infos[i].logviewer_port if i in infos else None
-            say("supervisor-{}: slots {}-{} (logs {}, log server {})", i, ports[0], ports[-1],
-                cluster.supervisors[i].workdir / "logs",
-                f"http://{cluster.host}:{lv}" if lv else "none")
-        say("submit with: stormpy jar DIR MODULE:ATTR --nimbus {} (DIR holds your code; from "
-            "the stormpy repository: stormpy jar examples wordcount:topology)\n"
-            "Ctrl-C stops the cluster", cluster.nimbus_address)
+        describe_cluster(cluster, slot_ports)
         reported: set[str] = set()
         while not stop.wait(1.0):
-            if spark is not None:
-                for name in spark.dead_daemons():
-                    if f"spark-{name}" not in reported:
-                        reported.add(f"spark-{name}")
-                        say("[red]Spark {} exited[/red]; see {}", name, spark.base_dir, err=True)
-            for daemon in cluster.daemons():
-                if not daemon.running and daemon.name not in reported:
-                    reported.add(daemon.name)
-                    code = daemon.proc.returncode if daemon.proc else "?"
-                    say("[red]{} exited[/red] (code {}); see {}", daemon.name, code, daemon.out_path,
-                        err=True)
+            report_exits(cluster, spark, reported)
     except (ZooKeeperNotFound, ZooKeeperStartError, TimeoutError, RuntimeError) as exc:
         error(exc)
         sys.exit(1)

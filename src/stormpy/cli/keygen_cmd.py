@@ -19,6 +19,13 @@ def curve_keygen(path: Path) -> None:
 
     On the Nimbus host set nimbus.rpc.curve.secret.key.file to PATH; everywhere else (CLI,
     supervisors, UI) set nimbus.rpc.curve.public.key to the printed key."""
+    write_key_pair(path)
+
+
+def write_key_pair(path: Path) -> None:
+    """Write a fresh secret key to ``path`` and print the two settings that use it (the secret
+    key file for Nimbus, the public key for everyone else). An existing file is never
+    overwritten; it, or a path that cannot be written, ends the command with exit 2."""
     try:
         public = write_secret_key_file(path)
     except FileExistsError:

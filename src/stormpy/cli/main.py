@@ -33,6 +33,12 @@ from stormpy.cli.ui_cmd import ui
 @click.option("-v", "--verbose", is_flag=True, help="Log at INFO level to stderr.")
 def cli(verbose: bool) -> None:
     """stormpy: Apache Storm's model, native in Python."""
+    configure_logging(verbose)
+
+
+def configure_logging(verbose: bool) -> None:
+    """Log records to stderr: INFO and above with ``verbose``, else WARNING and above; never the
+    records the commands already print themselves (submit warnings, a run's summarized error)."""
     handler = logging.StreamHandler()
     # `local` and `jar` print the submit warnings as `warning:` lines, and `local`'s summary the
     # error that stopped the topology with its traceback: not twice

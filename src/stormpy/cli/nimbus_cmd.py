@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from stormpy.cli.output import CONFIG_HELP, error
-from stormpy.config import ConfigError, load_config_args
+from stormpy.cli.client_cmds import command_conf
+from stormpy.cli.output import CONFIG_HELP
 from stormpy.nimbus import run_nimbus
 
 
@@ -20,9 +20,5 @@ def nimbus(config_file: tuple[str, ...], overrides: tuple[str, ...]) -> None:
     """Run Nimbus: accepts topologies, schedules them on supervisors, watches heartbeats.
 
     Logs to <storm.log.dir or storm.local.dir/logs>/nimbus.log; SIGTERM or Ctrl-C stops it cleanly."""
-    try:
-        conf = load_config_args(config_file, overrides)
-    except ConfigError as exc:
-        error(exc)
-        sys.exit(2)
+    conf = command_conf(config_file, overrides)
     sys.exit(run_nimbus(conf, echo=click.echo))

@@ -38,17 +38,20 @@ from stormpy.cli.client_cmds import (
     EXIT_USAGE,
     client_options,
     client_options_without_c,
+    command_conf,
     fail,
     nimbus_client,
 )
 from stormpy.cli.output import error, say
 from stormpy.cluster.worker_ops import parse_level_setting
-from stormpy.config import ConfigError, load_config_args
 from stormpy.host.daemon import STOP_SIGNALS
 from stormpy.logviewer.server import LogviewerServer
 from stormpy.ui._security import ui_token
 
-__all__ = ["WorkerLogReader", "logs", "logviewer", "profile", "set_log_level"]
+__all__ = ["WorkerLogReader", "action_patience", "check_level_settings", "follow_worker_logs",
+           "log_config_text", "log_readers", "logs", "logviewer", "print_action_report",
+           "print_worker_logs", "profile", "read_whole", "run_worker_action", "set_log_level",
+           "worker_address"]
 
 
 def _get_json(url: str, token: str | None) -> Any:
@@ -57,11 +60,17 @@ def _get_json(url: str, token: str | None) -> Any:
         return json.loads(response.read().decode())
 
 
-def _conf(config_file: tuple[str, ...], overrides: tuple[str, ...]) -> dict[str, Any]:
-    try:
-        return load_config_args(config_file, overrides)
-    except (ConfigError, ValueError) as exc:
-        fail(str(exc), EXIT_USAGE)
+def read_whole(server: str, token: str | None, file: str, start: int = 0) -> str:
+    """File ``file`` of the log server at ``server`` from byte ``start`` to its end, read in pages
+    of the server's largest answer (1 MiB), so a longer file is never cut."""
+    parts = []
+    while True:
+        doc = _get_json(f"{server}/api/v1/log?" + urllib.parse.urlencode(
+            {"file": file, "start": start, "length": 1 << 20}), token)
+        parts.append(str(doc["content"]))
+        start = int(doc["start"]) + int(doc["length"])
+        if not doc["length"] or start >= int(doc["size"]):
+            return "".join(parts)
 
 
 def _workers(client: Any, name: str, component: str | None,
@@ -73,10 +82,11 @@ def _workers(client: Any, name: str, component: str | None,
     servers = {s["id"]: s.get("logviewer_port") for s in client.cluster_info()["supervisors"]}
     tasks: set[int] | None = None
     if component is not None:
-        comp = info.get("components", {}).get(component)
+        components = info.get("components") or {}
+        comp = components.get(component)
         if comp is None:
             fail(f"topology {name} has no component {component!r} (components: "
-                 f"{', '.join(sorted(info.get('components', {})))})", EXIT_USAGE)
+                 f"{', '.join(sorted(components))})", EXIT_USAGE)
         tasks = set(comp.get("task_ids", []))
     found = []
     for w in info["workers"]:
@@ -104,16 +114,34 @@ def logs(name: str, component: str | None, events: bool, follow: bool, grep: str
          tail_bytes: int, nimbus_address: str | None, config_file: tuple[str, ...],
          overrides: tuple[str, ...], timeout: float | None) -> None:
     """Print the logs of topology NAME's workers (read from each host's log server)."""
-    token = ui_token(_conf(config_file, overrides))
+    token = ui_token(command_conf(config_file, overrides))
     with nimbus_client(nimbus_address, config_file, overrides, timeout) as client:
         _info, workers = _workers(client, name, component, events)
     shown = _sampled_by(component) if events and component is not None else None
+    readers = log_readers(workers, token, name, component)
+    print_worker_logs(readers, name, grep, shown, tail_bytes, events)
+    if follow:
+        follow_worker_logs(readers, grep, shown)
+
+
+def log_readers(workers: list[dict[str, Any]], token: str | None, name: str,
+                component: str | None) -> list[WorkerLogReader]:
+    """A reader per worker whose host runs a log server; an ``error:`` line for each other one.
+    No worker at all ends the command (exit 1) naming the topology (and ``component``)."""
     if not workers:
         fail(f"topology {name} has no running workers{' of ' + component if component else ''}", EXIT_REFUSED)
-    missing = [w for w in workers if w["logviewer"] is None]
-    for w in missing:
-        error(f"{w['host']}:{w['port']}: its supervisor runs no log server (logviewer.port)")
-    readers = [WorkerLogReader(w, token) for w in workers if w["logviewer"] is not None]
+    for w in workers:
+        if w["logviewer"] is None:
+            error(f"{w['host']}:{w['port']}: its supervisor runs no log server (logviewer.port)")
+    return [WorkerLogReader(w, token) for w in workers if w["logviewer"] is not None]
+
+
+def print_worker_logs(readers: list[WorkerLogReader], name: str, grep: str | None,
+                      shown: Callable[[str], bool] | None, tail_bytes: int, events: bool) -> None:
+    """Each worker's log end (``tail_bytes``) under a ``== host:port (file) ==`` heading, or with
+    ``grep`` its matching lines, each prefixed ``host:port``; ``shown`` filters the lines. A log
+    server that cannot be reached or refuses is one ``error:`` line naming the worker; a missing
+    events log (``events``) says how to turn sampling on."""
     for reader in readers:
         try:
             if grep is not None:
@@ -136,8 +164,18 @@ def logs(name: str, component: str | None, events: bool, follow: bool, grep: str
                 error(f"{reader.label}: log server answered {exc.code}: {answer}")
         except OSError as exc:
             error(f"{reader.label}: cannot reach its log server {reader.server}: {exc}")
-    while follow:
-        time.sleep(1.0)
+
+
+def follow_worker_logs(readers: list[WorkerLogReader], grep: str | None,
+                       shown: Callable[[str], bool] | None, sleep: Callable[[float], None] = time.sleep,
+                       rounds: int | None = None) -> None:
+    """Every second (``sleep``), the lines the workers logged since, each prefixed ``host:port``
+    (only those containing ``grep`` and passing ``shown``); a worker whose log server does not
+    answer is skipped that round. Until interrupted, or ``rounds`` rounds."""
+    done = 0
+    while rounds is None or done < rounds:
+        sleep(1.0)
+        done += 1
         for reader in readers:
             try:
                 text = reader.read_new()
@@ -227,20 +265,13 @@ class WorkerLogReader:
             except urllib.error.HTTPError as exc:
                 if exc.code != 404:
                     raise
-            self.offset = 0
             doc = self._read(self.file, 0)
         text += str(doc["content"])
         self.offset = int(doc["start"]) + int(doc["length"])
         return text
 
     def _read_all(self, file: str, start: int) -> str:
-        parts = []
-        while True:
-            doc = self._read(file, start)
-            parts.append(str(doc["content"]))
-            start = int(doc["start"]) + int(doc["length"])
-            if not doc["length"] or start >= int(doc["size"]):
-                return "".join(parts)
+        return read_whole(self.server, self.token, file, start)
 
 
 @click.command("set-log-level")
@@ -254,17 +285,29 @@ def set_log_level(name: str, settings: tuple[str, ...], resets: tuple[str, ...],
                   timeout: float | None) -> None:
     """Change the log levels of topology NAME's workers at run time (Storm's set_log_level);
     without -l or -r, show them."""
+    check_level_settings(settings)
+    with nimbus_client(nimbus_address, config_file, overrides, timeout) as client:
+        click.echo(log_config_text(client, name, settings, resets))
+
+
+def check_level_settings(settings: tuple[str, ...]) -> None:
+    """Every ``-l LOGGER=LEVEL[:TIMEOUT_SECS]`` well formed, else the command ends (exit 2) with
+    the first bad one's message, before Nimbus is asked anything."""
     for setting in settings:
         try:
             parse_level_setting(setting)
         except ValueError as exc:
             fail(str(exc), EXIT_USAGE)
-    with nimbus_client(nimbus_address, config_file, overrides, timeout) as client:
-        if settings or resets:
-            config = client.call("set_log_config", name=name, settings=list(settings), resets=list(resets))
-        else:
-            config = client.call("get_log_config", name=name)
-    click.echo(json.dumps(config, indent=2, sort_keys=True))
+
+
+def log_config_text(client: Any, name: str, settings: tuple[str, ...], resets: tuple[str, ...]) -> str:
+    """Nimbus's log levels of topology ``name`` as indented JSON, keys sorted: after storing
+    ``settings`` and ``resets`` when there are any, else as they are."""
+    if settings or resets:
+        config = client.call("set_log_config", name=name, settings=list(settings), resets=list(resets))
+    else:
+        config = client.call("get_log_config", name=name)
+    return json.dumps(config, indent=2, sort_keys=True)
 
 
 @click.command("profile")
@@ -278,33 +321,60 @@ def profile(name: str, worker: str, action: str, seconds: int, nimbus_address: s
             config_file: tuple[str, ...], overrides: tuple[str, ...], timeout: float | None) -> None:
     """Ask a worker of topology NAME for a stack dump (jstack), CPU profile or heap summary and
     print it; the report stays as a file on the worker's host, served by its log server."""
-    conf = _conf(config_file, overrides)
+    conf = command_conf(config_file, overrides)
+    host, port = worker_address(worker)
+    with nimbus_client(nimbus_address, config_file, overrides, timeout) as client:
+        _info, workers = _workers(client, name, None)
+        target = next((w for w in workers if w["host"] == host and w["port"] == port), None)
+        file = run_worker_action(client, name, host, port, action, seconds)
+    print_action_report(action, worker, file, target["logviewer"] if target is not None else None,
+                        ui_token(conf))
+
+
+def worker_address(worker: str) -> tuple[str, int]:
+    """``--worker HOST:PORT`` as (host, port); anything else ends the command (exit 2) naming
+    the option and the value."""
     host, _, port_text = worker.rpartition(":")
     if not host or not port_text.isdigit():
         fail(f"--worker {worker!r} must be HOST:PORT", EXIT_USAGE)
-    with nimbus_client(nimbus_address, config_file, overrides, timeout) as client:
-        _info, workers = _workers(client, name, None)
-        target = next((w for w in workers if w["host"] == host and w["port"] == int(port_text)), None)
-        request = client.call("request_worker_action", name=name, host=host, port=int(port_text),
-                              action=action, args={"seconds": seconds} if action == "cpu" else {})
-        patience = (seconds if action == "cpu" else 0) + 60.0
-        deadline = time.monotonic() + patience
+    return host, int(port_text)
+
+
+def action_patience(action: str, seconds: int) -> float:
+    """How long a worker is waited for: 60 s, plus the sampling time of a CPU profile."""
+    return (seconds if action == "cpu" else 0) + 60.0
+
+
+def run_worker_action(client: Any, name: str, host: str, port: int, action: str, seconds: int,
+                      clock: Callable[[], float] = time.monotonic,
+                      sleep: Callable[[float], None] = time.sleep) -> str:
+    """Ask Nimbus for ``action`` on the worker at ``host:port`` (``seconds`` of sampling for
+    ``cpu``), poll its result every half second for :func:`action_patience` and return the
+    report's file name. A worker that does not answer in time, or answers with an error, ends
+    the command (exit 1) naming the worker."""
+    request = client.call("request_worker_action", name=name, host=host, port=port,
+                          action=action, args={"seconds": seconds} if action == "cpu" else {})
+    patience = action_patience(action, seconds)
+    deadline = clock() + patience
+    answer = client.call("worker_action_result", name=name, request=request["request"])
+    while answer["status"] == "pending" and clock() < deadline:
+        sleep(0.5)
         answer = client.call("worker_action_result", name=name, request=request["request"])
-        while answer["status"] == "pending" and time.monotonic() < deadline:
-            time.sleep(0.5)
-            answer = client.call("worker_action_result", name=name, request=request["request"])
     if answer["status"] == "pending":
-        fail(f"worker {worker} did not answer within {patience:.0f} s (is it running?)", EXIT_REFUSED)
+        fail(f"worker {host}:{port} did not answer within {patience:.0f} s (is it running?)", EXIT_REFUSED)
     if answer["status"] != "done":
-        fail(f"worker {worker}: {answer['error']}", EXIT_REFUSED)
-    file = answer["result"]["file"]
-    server = target["logviewer"] if target is not None else None
+        fail(f"worker {host}:{port}: {answer['error']}", EXIT_REFUSED)
+    return str(answer["result"]["file"])
+
+
+def print_action_report(action: str, worker: str, file: str, server: str | None, token: str | None) -> None:
+    """Say where the report of ``action`` is (stderr), then print the whole of it from the
+    worker's log server (``server``; None: the host runs none, so only where it is); a server
+    that cannot be read is one ``error:`` line naming the file."""
     say("{} of {}: {} on {}", action, worker, file, server or "(no log server)", err=True)
     if server:
         try:
-            doc = _get_json(f"{server}/api/v1/log?" + urllib.parse.urlencode(
-                {"file": file, "start": 0, "length": 1 << 20}), ui_token(conf))
-            click.echo(doc["content"], nl=False)
+            click.echo(read_whole(server, token, file), nl=False)
         except OSError as exc:
             error(f"cannot read {file} from {server}: {exc}")
 
@@ -319,7 +389,7 @@ def logviewer(config_file: tuple[str, ...], overrides: tuple[str, ...]) -> None:
     """Run the log server of this host (storm.log.dir on logviewer.port) until SIGTERM or Ctrl-C."""
     import signal
 
-    conf = _conf(config_file, overrides)
+    conf = command_conf(config_file, overrides)
     try:
         server = LogviewerServer(conf).start()
     except (OSError, RuntimeError) as exc:

@@ -6,9 +6,9 @@ import sys
 
 import click
 
+from stormpy.cli.client_cmds import command_conf
 from stormpy.cli.output import CONFIG_HELP, error, say
 from stormpy.cluster.errors import ClusterStateError
-from stormpy.config import ConfigError, load_config_args
 from stormpy.supervisor import Supervisor
 
 
@@ -20,11 +20,7 @@ from stormpy.supervisor import Supervisor
 def supervisor(config_file: tuple[str, ...], overrides: tuple[str, ...]) -> None:
     """Run a supervisor until SIGTERM or Ctrl-C: it starts and watches the worker processes that
     Nimbus assigns to this host. Logs go to <storm.log.dir>/supervisor-<id>.log."""
-    try:
-        conf = load_config_args(config_file, overrides)
-    except ConfigError as exc:
-        error(exc)
-        sys.exit(2)
+    conf = command_conf(config_file, overrides)
     daemon = Supervisor(conf, root_logging=True)
     try:
         daemon.start()

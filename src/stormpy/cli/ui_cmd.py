@@ -8,8 +8,8 @@ import threading
 
 import click
 
+from stormpy.cli.client_cmds import command_conf
 from stormpy.cli.output import CONFIG_HELP, error
-from stormpy.config import ConfigError, load_config_args
 
 
 @click.command("ui")
@@ -23,11 +23,7 @@ def ui(nimbus_address: str | None, config_file: tuple[str, ...], overrides: tupl
     """Serve the UI on ui.host:ui.port: pages, /api/v1 (Storm's REST API) and /metrics.
 
     Reads Nimbus (RPC) and the workers' heartbeats (ZooKeeper); SIGTERM or Ctrl-C stops it."""
-    try:
-        conf = load_config_args(config_file, overrides)
-    except ConfigError as exc:
-        error(exc)
-        sys.exit(2)
+    conf = command_conf(config_file, overrides)
     try:
         from stormpy.ui._server import run_ui
     except ImportError as exc:

@@ -43,10 +43,12 @@ WAIT_SECS = 30.0
 
 
 def log_link(host: str, logviewer_port: int | None, file: str) -> str | None:
-    """The page of ``file`` on the log server of ``host`` (None without a log server)."""
+    """The page of ``file`` on the log server of ``host`` (None without a log server; an IPv6
+    host in brackets)."""
     if not logviewer_port:
         return None
-    return f"http://{host}:{int(logviewer_port)}/log?{urlencode({'file': file})}"
+    where = f"[{host}]" if ":" in host else host
+    return f"http://{where}:{int(logviewer_port)}/log?{urlencode({'file': file})}"
 
 
 def _ports(cluster: Mapping[str, Any]) -> dict[str, int | None]:

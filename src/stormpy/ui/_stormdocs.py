@@ -264,7 +264,7 @@ def user_metric_rows(info: Mapping[str, Any], component: str) -> list[dict[str, 
     ``type``; a ``register_metric`` value is a row of ``type`` ``"metric"`` with its ``value``."""
     rows = []
     by_task = info.get("metrics", {}).get(component, {})
-    for task in sorted(by_task, key=lambda t: int(t) if str(t).isdigit() else 0):
+    for task in sorted(by_task, key=int):
         for name, value in sorted(by_task[task].items()):
             if isinstance(value, dict) and value.get("type") in KINDS:
                 rows.append({"task": int(task), "name": name, **value})

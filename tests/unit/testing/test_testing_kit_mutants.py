@@ -515,3 +515,179 @@ def test_feeder_feeds_streams_many_rows_and_tells_every_delegate() -> None:
     with pytest.raises(AssertionError, match=r"expected \[0\] to be failed"):
         feeder.assert_failed(0)
     assert feeder.tracker.failed == ["o"]
+
+
+# -- the registry the kit's handles share with their components; finding ZooKeeper -----------
+
+def test_the_registry_hands_back_what_was_registered_until_it_is_unregistered() -> None:
+    first, second = object(), object()
+    key, other = registry.register(first), registry.register(second)
+    try:
+        assert len(key) == 32 and int(key, 16) >= 0 and key != other
+        assert registry.lookup(key) is first and registry.lookup(other) is second
+        registry.unregister(key)
+        with pytest.raises(KeyError) as caught:
+            registry.lookup(key)
+        assert caught.value.args[0] == (
+            f"no registered test object {key!r}: testing handles (FeederSpout, Capture) only work "
+            "in local mode, in the process that created them")
+        assert caught.value.__suppress_context__ and caught.value.__cause__ is None
+        registry.unregister(key)  # a second time: nothing to do
+        assert registry.lookup(other) is second
+    finally:
+        registry.unregister(other)
+
+
+def test_zookeeper_counts_as_available_only_with_both_its_classpath_and_java(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from stormpy.testing import _zookeeper
+
+    def missing() -> None:
+        raise _zookeeper.ZooKeeperNotFound("not here")
+    found: list[str] = []
+    monkeypatch.setattr(_zookeeper, "find_zookeeper_classpath", lambda: found.append("classpath"))
+    monkeypatch.setattr(_zookeeper, "require_java", lambda: found.append("java"))
+    assert _zookeeper.zookeeper_available() is True and found == ["classpath", "java"]
+    monkeypatch.setattr(_zookeeper, "require_java", missing)
+    assert _zookeeper.zookeeper_available() is False
+    monkeypatch.setattr(_zookeeper, "require_java", lambda: None)
+    monkeypatch.setattr(_zookeeper, "find_zookeeper_classpath", missing)
+    assert _zookeeper.zookeeper_available() is False
+
+
+# -- the StateStore conformance check: a store that keeps the contract passes, each breach is caught
+
+class _FlawedStore:
+    """A memory store with one ``flaw`` (none: the memory store as it is), for check_state_store."""
+
+    #: flaws that leave a value readable (a stale read cache) that is no longer listed
+    READ_CACHED = {"values read after delete", "shallow delete", "keeps a refused unserialisable value",
+                   "keeps a refused big value"}
+
+    def __init__(self, flaw: str = "", timeout_secs: float = 5.0) -> None:
+        from stormpy.state import MemoryBackend
+        from stormpy.topology._state import CHECKPOINTS
+
+        self.inner = MemoryBackend(timeout_secs).store(CHECKPOINTS, "t-1")
+        self.flaw = flaw
+        self.location = self.inner.location
+        self.timeout_secs = 0.0 if flaw == "no timeout" else self.inner.timeout_secs
+        self.kept: dict[str, Any] = {}
+        self.gone: set[str] = set()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        from stormpy.topology._state import StateKeyError
+
+        flaw = self.flaw
+        if flaw == "ignores the default":
+            default = None
+        if flaw == "no copy" and key in self.kept:
+            return self.kept[key]
+        if flaw == "a parent reads as a value" and key == "spout" and self.inner.get(key) is None:
+            return {}
+        if flaw == "the root has a value" and key == "":
+            return "root"
+        if flaw in self.READ_CACHED and key in self.kept:  # a stale read cache: not listed
+            return self.kept[key]
+        try:
+            return self.inner.get(key, default)
+        except StateKeyError:
+            if flaw == "anonymous key errors on get":
+                raise StateKeyError("?", "bad key") from None
+            raise
+
+    def put(self, key: str, value: Any) -> None:
+        from stormpy.topology._state import StateKeyError, StateValueError
+
+        flaw = self.flaw
+        if flaw == "accepts bad keys" and key.startswith("/"):
+            return
+        if (flaw, key) in {("accepts unserialisable values", "bad/value"), ("accepts big values", "big")}:
+            return
+        try:
+            self.inner.put(key, value)
+        except StateKeyError:
+            if flaw == "anonymous key errors on put":
+                raise StateKeyError("?", "bad key") from None
+            raise
+        except StateValueError:
+            if (flaw, key) in {("keeps a refused unserialisable value", "bad/value"),
+                               ("keeps a refused big value", "big")}:
+                self.kept[key] = "partial"
+            if (flaw, key) in {("anonymous value errors", "bad/value"),
+                               ("anonymous big value errors", "big")}:
+                raise StateValueError("?", "bad value") from None
+            raise
+        if flaw == "no copy":
+            self.kept[key] = self.inner.get(key)
+
+    def delete(self, key: str) -> bool:
+        flaw = self.flaw
+        if flaw == "shallow delete" and key == "spout/shard 2" and key not in self.gone:
+            self.gone.add(key)
+            self.kept["spout/shard 2/x"] = self.inner.get("spout/shard 2/x")
+        if flaw == "deleting again reports True" and key in self.gone:
+            return True
+        if flaw == "deleting again reports True":
+            self.gone.add(key)
+        if flaw == "values read after delete" and key == "spout":
+            self.kept["spout/shard-0001"] = self.inner.get("spout/shard-0001")
+        if flaw == "a deleted top node stays listed" and key == "spout":
+            self.gone.add(key)
+        return self.inner.delete(key)
+
+    def children(self, key: str = "") -> list[str]:
+        if self.flaw == "not empty" and key == "":
+            return ["leftover", *self.inner.children(key)]
+        if self.flaw == "a deleted top node stays listed" and key == "" and "spout" in self.gone:
+            return ["spout"]
+        return self.inner.children(key)
+
+
+def test_the_conformance_check_passes_a_store_that_keeps_the_contract() -> None:
+    from stormpy.state import MemoryBackend
+    from stormpy.testing._state import check_state_store
+    from stormpy.topology._state import CHECKPOINTS, TRANSACTIONAL
+
+    check_state_store(MemoryBackend().store(CHECKPOINTS, "t-1"))
+    check_state_store(MemoryBackend().store(TRANSACTIONAL, "t-2"))
+    check_state_store(_FlawedStore(timeout_secs=0.5))  # any positive timeout, under a second too
+
+
+@pytest.mark.parametrize(("flaw", "message"), [
+    ("not empty", "the store must start empty"),
+    ("ignores the default", ""),
+    ("no copy", "get must return a copy"),
+    ("a parent reads as a value", "a parent without a value of its own reads as missing"),
+    ("shallow delete", ""),
+    ("deleting again reports True", ""),
+    ("the root has a value", "the store's own node starts without a value"),
+    ("keeps a refused unserialisable value", ""),
+    ("keeps a refused big value", ""),
+    ("a deleted top node stays listed", ""),
+    ("values read after delete", ""),
+    ("no timeout", ""),
+])
+def test_the_conformance_check_catches_each_breach_of_the_contract(flaw: str, message: str) -> None:
+    from stormpy.testing._state import check_state_store
+
+    with pytest.raises(AssertionError) as caught:
+        check_state_store(_FlawedStore(flaw))
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(("flaw", "end"), [
+    ("accepts bad keys", "('/a', 1) did not raise StateKeyError"),
+    ("accepts unserialisable values", "did not raise StateValueError"),
+    ("accepts big values", "did not raise StateValueError"),
+    ("anonymous key errors on put", "bad key does not name 'memory:checkpoints/t-1'"),
+    ("anonymous key errors on get", "bad key does not name 'memory:checkpoints/t-1'"),
+    ("anonymous value errors", "does not name 'bad/value'"),
+    ("anonymous big value errors", "does not name 'big'"),
+])
+def test_the_conformance_check_names_the_refusal_a_store_got_wrong(flaw: str, end: str) -> None:
+    from stormpy.testing._state import check_state_store
+
+    with pytest.raises(AssertionError) as caught:
+        check_state_store(_FlawedStore(flaw))
+    assert str(caught.value).endswith(end), str(caught.value)

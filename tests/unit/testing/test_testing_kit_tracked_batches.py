@@ -284,3 +284,179 @@ def test_a_tracked_wait_on_a_topology_that_never_goes_idle_times_out() -> None:
         with pytest.raises(WaitTimeout, match=r"^tracked topology: timed out after 0.5s waiting "
                                               r"for 1 more spout tuples"):
             tracked.wait(1, timeout=0.5)
+
+
+# -- a tracked spout's named-stream batches and its off-loop seam ------------------------------
+
+class _SideBatches(Spout):
+    """Emits one batch on stream "side", its message ids given as an iterator."""
+
+    outputs = {"side": ["n"]}
+
+    def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        self.sent = False
+
+    def next_tuple(self) -> None:
+        if not self.sent:
+            self.sent = True
+            self.emit_batch([[1], [2]], msg_ids=iter(["a", "b"]), stream="side")
+
+
+def test_a_tracked_batch_on_a_named_stream_keeps_its_stream_and_its_iterated_ids() -> None:
+    tracker, capture = AckTracker(_SideBatches), Capture()
+    b = TopologyBuilder()
+    b.set_spout("batches", tracker)
+    b.set_bolt("sink", capture).shuffle_grouping("batches", "side")
+    with LocalCluster(simulated_time=True) as cluster:
+        cluster.submit_topology("t", {}, b.create_topology())
+        cluster.wait_for(lambda: len(tracker.acked) == 2, 10, "the batch's acks")
+    assert sorted((t.stream, t.values[0]) for t in capture.tuples) == [("side", 1), ("side", 2)]
+    assert sorted(tracker.acked) == ["a", "b"]
+
+
+class _OffLoop(Spout):
+    """Reports an error when opened, computes a value off the loop and emits it, and emits a
+    second tuple from a callback it schedules on the loop from the background thread."""
+
+    outputs = ["n"]
+
+    def open(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        self.report_error(RuntimeError("reported when opened"))
+        self.run_in_background(self._compute, self._computed)
+
+    def _compute(self) -> int:
+        self.call_soon_threadsafe(lambda: self.emit([1], msg_id="soon"))
+        return 6 * 7
+
+    def _computed(self, result: Any, error: BaseException | None) -> None:
+        self.emit([result], msg_id="computed")
+
+    def next_tuple(self) -> None:
+        pass
+
+
+def test_a_tracked_spout_reports_errors_and_works_off_the_loop_as_unwrapped() -> None:
+    tracker, capture = AckTracker(_OffLoop), Capture()
+    b = TopologyBuilder()
+    b.set_spout("offloop", tracker)
+    b.set_bolt("sink", capture).shuffle_grouping("offloop")
+    with LocalCluster(simulated_time=True) as cluster:
+        cluster.submit_topology("t", {}, b.create_topology())
+        cluster.wait_for(lambda: len(tracker.acked) == 2, 10, "both tuples acked")
+        (error,) = cluster.errors("t", "offloop")
+    assert sorted(tracker.acked) == ["computed", "soon"]
+    assert sorted(capture.values) == [[1], [42]]
+    assert "RuntimeError: reported when opened" in error["error"]
+
+
+# -- TrackedTopology.wait's bounds, judged on a stand-in cluster and a driven clock -----------
+
+class _DrivenTime:
+    """``time`` for ``_tracking``: ``monotonic`` reads ``now``, moved by the stand-in's waits."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+class _StandIn:
+    """The cluster calls a tracked wait makes, with LocalCluster's defaults. Every wait is recorded
+    with the time it was given; ``progress`` runs at each wait (tuples completing meanwhile); a
+    wait whose condition does not hold then takes all its time and raises TimeoutError, as
+    LocalCluster's do."""
+
+    def __init__(self, time_: _DrivenTime, clock: Any, progress: Any = None, quiet: bool = True) -> None:
+        self.time = time_
+        self.clock = clock
+        self.progress = progress or (lambda: None)
+        self.quiet = quiet
+        self.waits: list[tuple[str, float]] = []
+
+    def _waited(self, kind: str, timeout: float, met: bool) -> None:
+        self.waits.append((kind, timeout))
+        assert len(self.waits) < 50, f"waited again and again: {self.waits[:6]}"
+        if not met:
+            self.time.now += timeout
+            raise TimeoutError(f"{kind} not met")
+
+    def wait_until_quiet(self, topology: Any = None, timeout: float = 30.0) -> None:
+        self.progress()
+        self._waited("quiet", timeout, self.quiet)
+
+    def wait_for(self, condition: Any, timeout: float = 30.0, what: str = "condition") -> None:
+        self.progress()
+        self._waited("until", timeout, bool(condition()))
+
+
+def _stand_in_run(monkeypatch: pytest.MonkeyPatch, clock: Any = None, progress: Any = None,
+                  quiet: bool = True) -> tuple[TrackedTopology, _StandIn]:
+    from stormpy.testing import _tracking
+
+    time_ = _DrivenTime()
+    monkeypatch.setattr(_tracking, "time", time_)
+    b = TopologyBuilder()
+    b.set_spout("feeder", FeederSpout(["v"]))
+    cluster = _StandIn(time_, clock, progress, quiet)
+    return TrackedTopology(b.create_topology(), cluster), cluster  # type: ignore[arg-type]
+
+
+def test_a_tracked_wait_returns_once_its_tuples_completed_and_the_cluster_is_quiet(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    tracked, cluster = _stand_in_run(monkeypatch)
+    tracked.counts.ack("x")  # completed before: the next wait counts from its own target
+    tracked.wait(1, timeout=5)
+    assert cluster.waits == [("quiet", 5.0)]
+    cluster.waits.clear()
+
+    def two_more() -> None:  # completes exactly the target (3) during the first wait
+        while tracked.counts.completed < 3:
+            tracked.counts.ack("y")
+    cluster.progress = two_more
+    tracked.wait(2, timeout=5)
+    assert cluster.waits == [("until", 5.0), ("quiet", 5.0)]
+    assert tracked.completed == 3
+
+
+def test_a_tracked_wait_gives_each_wait_only_the_time_left(monkeypatch: pytest.MonkeyPatch) -> None:
+    tracked, cluster = _stand_in_run(monkeypatch)
+    with pytest.raises(WaitTimeout) as caught:
+        tracked.wait(1, timeout=0.5)
+    assert cluster.waits == [("until", 0.5)]
+    assert str(caught.value) == (
+        "tracked topology: timed out after 0.5s waiting for 1 more spout tuples to be fully "
+        "processed and the cluster to be idle: 0 of 1 done (acked 0, failed 0, untracked 0)")
+    # done but never quiet: the quiet wait too gets the time left, not more
+    tracked, cluster = _stand_in_run(monkeypatch, quiet=False)
+    tracked.counts.emitted(None)
+    with pytest.raises(WaitTimeout):
+        tracked.wait(1, timeout=0.5)
+    assert cluster.waits == [("quiet", 0.5)]
+
+
+def test_tracked_waits_wait_30_seconds_for_one_tuple_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    for wait in (lambda t: t.wait(), tracked_wait):
+        tracked, cluster = _stand_in_run(monkeypatch)
+        with pytest.raises(WaitTimeout) as caught:
+            wait(tracked)
+        assert cluster.waits == [("until", 30.0)]
+        assert "timed out after 30s waiting for 1 more spout tuples" in str(caught.value)
+        assert "0 of 1 done" in str(caught.value)
+
+
+def test_under_simulated_time_a_tracked_wait_moves_time_one_second_per_idle_round(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from stormpy.topology.clock import SimulatedClock
+
+    clock = SimulatedClock()
+    start = clock.now()
+
+    def progress() -> None:  # the tuple times out (and fails) once 3 s passed
+        if clock.now() - start >= 3.0 and tracked.counts.completed == 0:
+            tracked.counts.fail("held")
+    tracked, cluster = _stand_in_run(monkeypatch, clock=clock, progress=progress)
+    tracked.wait(1, timeout=0.5)
+    # three idle rounds moved time three seconds; the round that saw the fail moved it no more
+    assert clock.now() - start == 3.0
+    assert cluster.waits == [("quiet", 0.5)] * 4 + [("quiet", 0.5)]

@@ -20,18 +20,20 @@ from typing import Any
 import msgpack
 import pytest
 
+from stormpy import Spout, Stream, TopologyBuilder
 from stormpy.cluster.errors import ClusterStateError
 from stormpy.cluster.paths import ZkPaths
-from stormpy.cluster.records import Assignment, StormBase
+from stormpy.cluster.records import Assignment, StormBase, WorkerHeartbeat
 from stormpy.config import merged
 from stormpy.messaging.curve import CurveKeyPair
 from stormpy.messaging.zmq_transport import ZmqTransport
 from stormpy.state._zookeeper import ZkBackend
 from stormpy.testing import wait_for
 from stormpy.topology._layout import compute_layout
-from stormpy.topology._metrics_consumer import IMetricsConsumer, TaskInfo
-from stormpy.worker import WorkerError
+from stormpy.topology._metrics_consumer import ConsumerContext, IMetricsConsumer, TaskInfo
+from stormpy.worker import WorkerError, heartbeat_channel
 from stormpy.worker import process as process_module
+from stormpy.worker.event_logger import EventLogger
 from stormpy.worker.peers import WorkerPeers
 from stormpy.worker.process import (
     EXIT_COMPONENT_FAILED,
@@ -563,22 +565,70 @@ class LiveState(ConnectedState):
 
 class RecordingConsumer(IMetricsConsumer):
     seen: list[TaskInfo] = []
+    contexts: list[ConsumerContext] = []
+
+    def prepare(self, conf: Any, argument: Any, context: ConsumerContext) -> None:
+        RecordingConsumer.contexts.append(context)
 
     def handle_data_points(self, task_info: TaskInfo, data_points: dict[str, Any]) -> None:
         RecordingConsumer.seen.append(task_info)
 
 
+class RecordingEventLogger(EventLogger):
+    """The worker's event logger, each one built kept in ``built``."""
+
+    built: list[EventLogger] = []
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        RecordingEventLogger.built.append(self)
+
+
+class EarlierNimbus:
+    """The Nimbus named by ``nimbus.seeds`` ``["nimbus-a"]``: it holds the heartbeat an earlier
+    incarnation of worker me:0 published (100 tuples emitted by task 1)."""
+
+    def __enter__(self) -> EarlierNimbus:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def worker_heartbeats(self, topology_id: str) -> dict[tuple[str, int], WorkerHeartbeat]:
+        earlier = {"component": "feeder", "task": 1, "emitted": {"default": 100}}
+        return {("me", 0): WorkerHeartbeat(topology_id=topology_id, node="me", port=0, time=5.0,
+                                           uptime=1.0, tasks=(earlier,))}
+
+
+def nimbus_of(conf: Any) -> EarlierNimbus:
+    """``NimbusClient.from_config``: only the Nimbus the worker's conf names answers."""
+    if list(conf["nimbus.seeds"]) != ["nimbus-a"]:
+        raise OSError(f"no Nimbus at {conf['nimbus.seeds']}")
+    return EarlierNimbus()
+
+
+def published_heartbeat(process: WorkerProcess) -> WorkerHeartbeat | None:
+    path = process.dirs.nimbus_heartbeat_file("t-1", 0)
+    if not path.exists():
+        return None
+    return WorkerHeartbeat.from_doc(msgpack.unpackb(path.read_bytes(), strict_map_key=False))
+
+
 def test_a_worker_runs_its_part_until_stopped_and_stops_cleanly(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(process_module.SupervisorRelay, "worker_heartbeats", lambda self, tid: {})
+    monkeypatch.setattr(heartbeat_channel.NimbusClient, "from_config", nimbus_of)
+    monkeypatch.setattr(process_module, "EventLogger", RecordingEventLogger)
+    RecordingEventLogger.built.clear()
     RecordingConsumer.seen.clear()
+    RecordingConsumer.contexts.clear()
     state = LiveState("active")
     process = connected_process(tmp_path)
     process.state = state  # type: ignore[assignment]  # as run() sets it
     process.dirs.worker_dir("t-1", 0).mkdir(parents=True)
     conf = merged({"topology.acker.executors": 0, "supervisor.host": "127.0.0.1",
                    "worker.heartbeat.frequency.secs": 0.05, "task.heartbeat.frequency.secs": 0.05,
-                   "topology.eventlogger.executors": 1,
+                   "topology.eventlogger.executors": 1, "nimbus.seeds": ["nimbus-a"],
+                   "worker.log.max.size.mb": 0.5, "worker.log.backups": 3,
                    "topology.metrics.consumer.register": [{"class": RecordingConsumer}],
                    "topology.builtin.metrics.bucket.size.secs": 1})
     codes: list[int] = []
@@ -591,6 +641,10 @@ def test_a_worker_runs_its_part_until_stopped_and_stops_cleanly(
                  and process.dirs.nimbus_heartbeat_file("t-1", 0).exists(), 10,
                  "the local and the published heartbeat")
         wait_for(lambda: RecordingConsumer.seen, 10, "the metrics consumer's first data points")
+        # the counters of the earlier incarnation, read from the Nimbus the worker's conf names
+        wait_for(lambda: (beat := published_heartbeat(process)) is not None
+                 and beat.process.get("counters_carried") == 1.0, 10,
+                 "a published heartbeat carrying the earlier counters")
         feeder.feed(["sampled"])
         events_log = process.dirs.worker_events_log("t-1", 0)
         wait_for(lambda: events_log.exists() and "sampled" in events_log.read_text(), 10,
@@ -615,15 +669,24 @@ def test_a_worker_runs_its_part_until_stopped_and_stops_cleanly(
     assert all(w.cancelled for _, w in state.storage.watches)  # the control channel stopped
     assert {(i.component, i.task, i.host, i.port) for i in RecordingConsumer.seen} == \
         {("feeder", 1, "127.0.0.1", 0)}
+    # the consumer was told where it runs: this topology, this worker, its task ids
+    assert RecordingConsumer.contexts == [ConsumerContext("t-1", "127.0.0.1", 0, (1,))]
+    # the events log rotates as the worker log does: at worker.log.max.size.mb, keeping
+    # worker.log.backups files; its sampling reads the topology's own debug settings
+    (events,) = RecordingEventLogger.built
+    assert (events.path, events.topology_id, events.max_bytes, events.backups) == \
+        (events_log, "t-1", 512 * 1024, 3)
     names = {t.name for t in threading.enumerate()}
-    assert not names & {"stormpy-cluster-link", "stormpy-local-heartbeat", "stormpy-error-reporter"}
+    assert not names & {"stormpy-cluster-link", "stormpy-local-heartbeat", "stormpy-error-reporter",
+                        "stormpy-event-logger"}
 
 
-def live_run(tmp_path: Path,
-             monkeypatch: pytest.MonkeyPatch) -> tuple[WorkerProcess, LiveState, list[Any]]:
-    """A connected run's parts, with the errors the reporter writes."""
+def live_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+             state: LiveState | None = None) -> tuple[WorkerProcess, LiveState, list[Any]]:
+    """A connected run's parts (over ``state``, else an active :class:`LiveState`), with the
+    errors the reporter writes."""
     monkeypatch.setattr(process_module.SupervisorRelay, "worker_heartbeats", lambda self, tid: {})
-    state = LiveState("active")
+    state = state or LiveState("active")
     written: list[Any] = []
     state.report_error = lambda topology_id, error: written.append(error)  # type: ignore[method-assign]
     process = connected_process(tmp_path)
@@ -666,3 +729,97 @@ def test_a_component_failure_exits_1_after_stopping_the_side_threads(
     assert all(w.cancelled for _, w in state.storage.watches) and len(state.storage.watches) == 2
     names = {t.name for t in threading.enumerate()}
     assert not names & {"stormpy-cluster-link", "stormpy-local-heartbeat", "stormpy-error-reporter"}
+
+
+class MovingState(LiveState):
+    """The live state, its assignment and status changed by the test, which tells the worker
+    through the watches the worker set (``changed``)."""
+
+    def __init__(self, status: str | None) -> None:
+        super().__init__(status)
+        self.callbacks: list[Any] = []
+
+    def assignment(self, topology_id: str, callback: Any = None) -> Assignment | None:
+        if callback is not None:
+            self.callbacks.append(callback)
+        return super().assignment(topology_id, callback)
+
+    def storm_base(self, topology_id: str, callback: Any = None) -> StormBase | None:
+        if callback is not None:
+            self.callbacks.append(callback)
+        return super().storm_base(topology_id, callback)
+
+    def changed(self) -> None:
+        for callback in list(self.callbacks):
+            callback()
+
+
+def test_a_worker_follows_its_status_and_peers_and_stops_when_unassigned(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    applied: list[dict[str, str]] = []
+    set_peers = ZmqTransport.set_peers
+
+    def recording(self: ZmqTransport, addresses: Any) -> None:
+        applied.append(dict(addresses))
+        set_peers(self, addresses)
+    monkeypatch.setattr(ZmqTransport, "set_peers", recording)
+    monkeypatch.setattr(process_module, "EventLogger", RecordingEventLogger)
+    RecordingEventLogger.built.clear()
+    process, state, written = live_run(tmp_path, monkeypatch, MovingState("inactive"))
+    assert isinstance(state, MovingState)
+    conf = merged({**LIVE_CONF, "topology.eventlogger.executors": 0,
+                   "worker.heartbeat.frequency.secs": 0.05, "task.heartbeat.frequency.secs": 0.05})
+    codes: list[int] = []
+    runner = threading.Thread(target=lambda: codes.append(
+        process._run_connected(state, feeder_spec(), conf)), name="worker-main")  # type: ignore[arg-type]
+    runner.start()
+    try:
+        wait_for(lambda: process.dirs.heartbeat_file("t-1", 0).exists(), 10, "the local heartbeat")
+        worker = process.worker
+        assert worker is not None
+        # started as the StormBase says: inactive, its spouts not activated
+        assert worker.config.active is False and worker.active is False
+        # topology.eventlogger.executors: 0 leaves the event logger out
+        assert RecordingEventLogger.built == []
+        assert "stormpy-event-logger" not in {t.name for t in threading.enumerate()}
+        state.status = "active"
+        state.changed()
+        wait_for(lambda: worker.active, 10, "the worker activated")
+        # a reassignment moves the peer task 2: the transport connects to its new address
+        state._assignment = Assignment(topology_id="t-1", bundle_key="b",
+                                       executors={(1, 1): ("me", 0), (2, 2): ("other", 6702)},
+                                       node_host={"me": "hm", "other": "ho"})
+        state.changed()
+        wait_for(lambda: len(applied) >= 2, 10, "the moved peer applied")
+        assert applied == [{"other:6701": "ho:6701"}, {"other:6702": "ho:6702"}]
+        # the assignment removed: the worker stops by itself
+        state._assignment = None
+        state.changed()
+        runner.join(30)
+        assert codes == [EXIT_OK]
+        assert process.exit_reason == "its topology's assignment was removed"
+    finally:
+        process.request_stop("received SIGTERM")
+        runner.join(30)
+    assert not runner.is_alive()
+
+
+class BrokenSpout(Spout):
+    """A spout whose every ``next_tuple`` fails."""
+
+    outputs = [Stream(["v"])]
+
+    def next_tuple(self) -> None:
+        raise RuntimeError("broke on purpose")
+
+
+def test_a_failing_component_is_reported_to_zookeeper_and_exits_1(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    builder = TopologyBuilder()
+    builder.set_spout("feeder", BrokenSpout).set_num_tasks(2)
+    process, state, written = live_run(tmp_path, monkeypatch)
+    code = process._run_connected(state, builder.create_topology(), merged(LIVE_CONF))  # type: ignore[arg-type]
+    assert code == EXIT_COMPONENT_FAILED
+    (error,) = written
+    assert (error.component, error.task, error.host, error.port) == ("feeder", 1, "127.0.0.1", 0)
+    assert "RuntimeError: broke on purpose" in error.message
