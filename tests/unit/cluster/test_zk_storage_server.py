@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pytest
 from kazoo.client import KazooClient
@@ -335,6 +335,12 @@ def test_supervisors_are_ephemeral_nodes_of_their_info(state: ClusterState, admi
     assert state.supervisors() == {"sup-1": SUP, "sup-2": SUP2}
     assert state.supervisors_of(["sup-2", "gone", "sup-2"]) == {"sup-2": SUP2}
     assert state.supervisors_of([]) == {}
+    bad = state.paths.supervisor("sup-bad")
+    admin.create(bad, b"\xc1")
+    with pytest.raises(MalformedStateError) as err:
+        state.supervisors_of(["sup-bad"])
+    assert err.value.path == bad
+    admin.delete(bad)
     ids: list[list[str]] = []
     handle = state.watch_supervisor_ids(ids.append)
     assert ids == [["sup-1", "sup-2"]]
@@ -433,6 +439,12 @@ def test_checkpoints_by_partition(state: ClusterState, admin: KazooClient) -> No
     assert state.checkpoint("t-1", "spout", "none") is None
     assert state.checkpoints("t-1", "spout") == {"p/0": {"offset": 5}, "p1": [1, 2]}
     assert state.checkpoints("t-1", "other") == {}
+    bad = state.paths.checkpoint("t-1", "spout", "p1")
+    admin.set(bad, b"\xc1")
+    for read in (lambda: state.checkpoint("t-1", "spout", "p1"), lambda: state.checkpoints("t-1", "spout")):
+        with pytest.raises(MalformedStateError) as err:
+            read()
+        assert err.value.path == bad
 
 
 def test_topologies_submissions_and_their_removal(state: ClusterState, admin: KazooClient) -> None:
@@ -478,12 +490,19 @@ def test_nimbus_records_leave_out_the_leader_lock_and_unreadable_ones(state: Clu
     admin.create(state.paths.nimbus("bad"), b"\xc1")
     admin.create(state.paths.nimbus("list"), encode_value([1]))
     assert state.nimbus_records() == {"n1": {"host": "h1", "port": 6627}}
+    admin.set(leader, encode_value({"host": "not-a-nimbus"}))  # whatever the lock node holds
+    assert state.nimbus_records() == {"n1": {"host": "h1", "port": 6627}}
 
 
 def test_a_state_it_connected_closes_its_storage(zookeeper: ZooKeeperServer, zk_root: str) -> None:
     own = ClusterState.connect(zookeeper.connect_string, zk_root, connect_timeout_secs=30,
                                session_timeout_secs=8, operation_timeout_secs=3)
     assert own.storage.root == zk_root and own.storage.operation_timeout_secs == 3
+    assert own.storage.connect_timeout_secs == 30
+    with ClusterState.connect(zookeeper.connect_string, zk_root, session_timeout_secs=8) as timed:
+        assert timed.storage.operation_timeout_secs == 8
+    with ClusterState.connect(zookeeper.connect_string, zk_root) as defaults:
+        assert (defaults.storage.connect_timeout_secs, defaults.storage.operation_timeout_secs) == (15.0, 20.0)
     own.begin_shutdown()
     assert own.storage.shutting_down
     own.close()
@@ -499,3 +518,56 @@ def test_a_state_it_connected_closes_its_storage(zookeeper: ZooKeeperServer, zk_
         assert shared.connected  # not its storage
     finally:
         shared.close()
+
+
+def test_every_operation_of_a_closed_storage_names_itself_and_its_path(zookeeper: ZooKeeperServer,
+                                                                      zk_root: str) -> None:
+    s = ZkStorage(zookeeper.connect_string, zk_root, connect_timeout_secs=30).start()
+    s.close()
+    s.close()  # idempotent
+    p = f"{zk_root}/x"
+    calls = {
+        "exists": lambda: s.exists(p), "get": lambda: s.get(p), "get_children": lambda: s.children(p),
+        "ensure_path": lambda: s.ensure_path(p), "set": lambda: s.set(p, b""),
+        "create": lambda: s.create(p), "create_ephemeral": lambda: s.create_ephemeral(p, b""),
+        "delete": lambda: s.delete(p), "watch_data": lambda: s.watch_data(p, lambda _d: None)}
+    for op, call in calls.items():
+        with pytest.raises(ZkConnectionError) as err:
+            call()
+        assert str(err.value) == f"ZooKeeper {op} {p} abandoned: the storage was closed", op
+    with pytest.raises(ZkConnectionError) as err:
+        s.get_many([p, p, p])
+    assert str(err.value) == f"ZooKeeper get {p} (and 2 more) abandoned: the storage was closed"
+    with pytest.raises(ZkConnectionError) as err:
+        s.children_many([p, p])
+    assert str(err.value) == f"ZooKeeper get_children {p} (and 1 more) abandoned: the storage was closed"
+    with pytest.raises(ZkConnectionError) as err:
+        s.lock_contenders(p)
+    assert str(err.value) == f"ZooKeeper get_children {p} abandoned: the storage was closed"
+
+
+class VanishingStorage(ZkStorage):
+    """A storage whose batch reads find ``vanish`` deleted between the listing and the read."""
+
+    vanish: str = ""
+
+    def get_many(self, paths: Sequence[str]) -> list[bytes | None]:
+        if self.vanish in paths:
+            self.delete(self.vanish)
+        return super().get_many(paths)
+
+
+def test_a_heartbeat_gone_between_listing_and_reading_is_left_out_and_the_rest_kept(
+        zookeeper: ZooKeeperServer, zk_root: str) -> None:
+    storage = VanishingStorage(zookeeper.connect_string, zk_root, connect_timeout_secs=30).start()
+    try:
+        state = ClusterState(storage)
+        for node in ("a", "b", "c"):
+            state.set_worker_heartbeat(beat("t-1", node, 6700))
+        storage.vanish = state.paths.workerbeat("t-1", "a", 6700)
+        assert state.heartbeats_of(["t-1"]) == {"t-1": {("b", 6700): beat("t-1", "b", 6700),
+                                                        ("c", 6700): beat("t-1", "c", 6700)}}
+        storage.vanish = state.paths.workerbeat("t-1", "b", 6700)
+        assert state.worker_heartbeats("t-1") == {("c", 6700): beat("t-1", "c", 6700)}
+    finally:
+        storage.close()
