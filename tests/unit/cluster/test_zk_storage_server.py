@@ -502,7 +502,8 @@ def test_a_state_it_connected_closes_its_storage(zookeeper: ZooKeeperServer, zk_
     with ClusterState.connect(zookeeper.connect_string, zk_root, session_timeout_secs=8) as timed:
         assert timed.storage.operation_timeout_secs == 8
     with ClusterState.connect(zookeeper.connect_string, zk_root) as defaults:
-        assert (defaults.storage.connect_timeout_secs, defaults.storage.operation_timeout_secs) == (15.0, 20.0)
+        made_storage = defaults.storage
+        assert (made_storage.connect_timeout_secs, made_storage.operation_timeout_secs) == (15.0, 20.0)
     own.begin_shutdown()
     assert own.storage.shutting_down
     own.close()
