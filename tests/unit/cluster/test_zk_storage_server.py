@@ -387,8 +387,9 @@ def test_storm_bases_and_assignments_read_without_watches(state: ClusterState, a
     with pytest.raises(MalformedStateError) as err:
         state.assignment("wc-1")
     assert err.value.path == state.paths.assignment("wc-1")
-    with pytest.raises(MalformedStateError):
+    with pytest.raises(MalformedStateError) as err:
         state.assignment("wc-1", lambda: None)
+    assert err.value.path == state.paths.assignment("wc-1")
 
 
 def test_heartbeats_by_worker_and_in_two_batches(state: ClusterState, admin: KazooClient) -> None:
@@ -571,4 +572,47 @@ def test_a_heartbeat_gone_between_listing_and_reading_is_left_out_and_the_rest_k
         storage.vanish = state.paths.workerbeat("t-1", "b", 6700)
         assert state.worker_heartbeats("t-1") == {("c", 6700): beat("t-1", "c", 6700)}
     finally:
+        storage.close()
+
+
+class CountingStorage(ZkStorage):
+    """A storage that counts its single-node reads."""
+
+    gets = 0
+
+    def get(self, path: str) -> bytes | None:
+        self.gets += 1
+        return super().get(path)
+
+
+def test_a_watched_read_is_answered_from_the_watch_and_a_write_is_read_back_before_it_arrives(
+        zookeeper: ZooKeeperServer, zk_root: str, admin: KazooClient) -> None:
+    storage = CountingStorage(zookeeper.connect_string, zk_root, connect_timeout_secs=30).start()
+    release = threading.Event()
+    blocking = threading.Event()
+
+    def block_kazoos_callbacks() -> None:
+        blocking.set()
+        release.wait(60)
+
+    try:
+        state = ClusterState(storage)
+        state.set_assignment(ASSIGNMENT)
+        state.set_storm_base(STORM)
+        assert state.assignment("wc-1", lambda: None) == ASSIGNMENT
+        reads = storage.gets
+        for _ in range(3):
+            assert state.assignment("wc-1", lambda: None) == ASSIGNMENT
+        assert storage.gets == reads  # answered from what the watch delivered
+        # hold kazoo's callback thread, so the watch cannot deliver the next write
+        assert state.storm_base("wc-1", block_kazoos_callbacks) == STORM
+        admin.set(state.paths.storm("wc-1"), encode(STORM))
+        wait_for(blocking.is_set, timeout=30, what="kazoo's callback thread held")
+        newer = Assignment("wc-1", "stormdist/wc-1/bundle-2.zip", executors={},
+                           node_host={}, executor_start_times={})
+        state.set_assignment(newer)
+        assert state.assignment("wc-1", lambda: None) == newer  # from ZooKeeper: its own write
+        assert storage.gets == reads + 1
+    finally:
+        release.set()
         storage.close()
