@@ -548,6 +548,22 @@ def test_every_operation_of_a_closed_storage_names_itself_and_its_path(zookeeper
     assert str(err.value) == f"ZooKeeper get_children {p} abandoned: the storage was closed"
 
 
+class ClosingAfterEnsure(ZkStorage):
+    """A storage closed by another thread right after ``watch_children`` ensured its path."""
+
+    def ensure_path(self, path: str) -> None:
+        super().ensure_path(path)
+        self.close()
+
+
+def test_a_children_watch_set_up_while_the_storage_closes_names_the_watch(
+        zookeeper: ZooKeeperServer, zk_root: str) -> None:
+    s = ClosingAfterEnsure(zookeeper.connect_string, zk_root, connect_timeout_secs=30).start()
+    with pytest.raises(ZkConnectionError) as err:
+        s.watch_children(f"{zk_root}/dir", lambda _c: None)
+    assert str(err.value) == f"ZooKeeper watch_children {zk_root}/dir abandoned: the storage was closed"
+
+
 class VanishingStorage(ZkStorage):
     """A storage whose batch reads find ``vanish`` deleted between the listing and the read."""
 
