@@ -595,10 +595,15 @@ class CountingStorage(ZkStorage):
     """A storage that counts its single-node reads."""
 
     gets = 0
+    listings = 0
 
     def get(self, path: str) -> bytes | None:
         self.gets += 1
         return super().get(path)
+
+    def children(self, path: str) -> list[str]:
+        self.listings += 1
+        return super().children(path)
 
 
 def test_a_watched_read_is_answered_from_the_watch_and_a_write_is_read_back_before_it_arrives(
@@ -620,6 +625,13 @@ def test_a_watched_read_is_answered_from_the_watch_and_a_write_is_read_back_befo
         for _ in range(3):
             assert state.assignment("wc-1", lambda: None) == ASSIGNMENT
         assert storage.gets == reads  # answered from what the watch delivered
+        assert state.assignments(lambda: None) == {"wc-1": ASSIGNMENT}
+        assert state.supervisors(lambda: None) == {}
+        listings, reads = storage.listings, storage.gets
+        for _ in range(3):
+            assert state.assignments(lambda: None) == {"wc-1": ASSIGNMENT}
+            assert state.supervisors(lambda: None) == {}
+        assert (storage.listings, storage.gets) == (listings, reads)  # the child lists too
         # hold kazoo's callback thread, so the watch cannot deliver the next write
         assert state.storm_base("wc-1", block_kazoos_callbacks) == STORM
         admin.set(state.paths.storm("wc-1"), encode(STORM))
