@@ -350,7 +350,8 @@ def test_supervisors_are_ephemeral_nodes_of_their_info(state: ClusterState, admi
     assert admin.exists(paths.supervisor("sup-2")) is None and state.supervisors() == {"sup-1": SUP}
 
 
-def test_watched_reads_call_back_once_and_see_this_clients_own_writes(state: ClusterState) -> None:
+def test_watched_reads_call_back_once_and_see_this_clients_own_writes(state: ClusterState,
+                                                                     admin: KazooClient) -> None:
     fired: list[str] = []
     assert state.assignments(lambda: fired.append("all")) == {}
     assert state.assignment("wc-1", lambda: fired.append("one")) is None
@@ -367,6 +368,17 @@ def test_watched_reads_call_back_once_and_see_this_clients_own_writes(state: Clu
     wait_for(lambda: {"all", "one", "base", "sups"} <= set(fired), timeout=30, what="the callbacks")
     first = state.assignment("wc-1", lambda: None)
     assert state.assignment("wc-1", lambda: None) is first  # decoded once while unchanged
+    base = state.storm_base("wc-1", lambda: None)
+    assert state.assignments(lambda: None) == {"wc-1": ASSIGNMENT}
+    assert state.assignment("wc-1", lambda: None) is first  # a listing keeps its nodes' records
+    assert state.storm_base("wc-1", lambda: None) is base  # and those of other directories
+    rewritten: list[str] = []
+    assert state.assignments(lambda: rewritten.append("all")) == {"wc-1": ASSIGNMENT}
+    newer = Assignment("wc-1", "stormdist/wc-1/bundle-2.zip", executors={}, node_host={},
+                       executor_start_times={})
+    admin.set(state.paths.assignment("wc-1"), encode(newer))  # another client rewrites it
+    wait_for(lambda: rewritten == ["all"], timeout=30, what="the callback of a rewritten assignment")
+    assert state.assignments(lambda: None) == {"wc-1": newer}
     state.remove_assignment("wc-1")
     state.remove_storm_base("wc-1")
     assert state.assignment("wc-1", lambda: None) is None and state.assignments(lambda: None) == {}
@@ -387,6 +399,10 @@ def test_storm_bases_and_assignments_read_without_watches(state: ClusterState, a
     with pytest.raises(MalformedStateError) as err:
         state.assignment("wc-1")
     assert err.value.path == state.paths.assignment("wc-1")
+    admin.set(state.paths.storm("wc-1"), b"\xc1")
+    with pytest.raises(MalformedStateError) as err:
+        state.storm_bases()
+    assert err.value.path == state.paths.storm("wc-1")
     with pytest.raises(MalformedStateError) as err:
         state.assignment("wc-1", lambda: None)
     assert err.value.path == state.paths.assignment("wc-1")
