@@ -657,6 +657,22 @@ def test_a_watched_read_is_answered_from_the_watch_and_a_write_is_read_back_befo
         state.set_assignment(newer)
         assert state.assignment("wc-1", lambda: None) == newer  # from ZooKeeper: its own write
         assert storage.gets == reads + 1
+        other = Assignment("t-2", "b", executors={}, node_host={}, executor_start_times={})
+        state.set_assignment(other)  # a new node: the parent's child list is read again too
+        assert state.assignments(lambda: None) == {"wc-1": newer, "t-2": other}
     finally:
         release.set()
         storage.close()
+
+
+def test_re_putting_an_ephemeral_node_of_this_storage_is_one_zookeeper_transaction(
+        storage: ZkStorage, admin: KazooClient) -> None:
+    path = f"{storage.root}/sup/s1"
+    storage.create_ephemeral(path, b"0")
+    gaps = []
+    for n in range(3):  # other sessions' transactions can only widen a gap: the least is ours
+        marker = admin.create(f"{storage.root}/marker-", sequence=True)
+        storage.create_ephemeral(path, str(n).encode())
+        gaps.append(admin.exists(path).mzxid - admin.exists(marker).czxid)
+    assert min(gaps) == 1
+    assert admin.get(path)[0] == b"2"
