@@ -18,7 +18,7 @@ from kazoo.retry import InterruptedError as RetryInterrupted
 from kazoo.retry import KazooRetry, RetryFailedError
 from kazoo.security import ACL, OPEN_ACL_UNSAFE, Id, Permissions, make_digest_acl_credential
 
-from stormpy.cluster import zk_operations
+from stormpy.cluster import ZkStorage, zk_operations
 from stormpy.cluster.errors import ClusterStateError, MalformedStateError, ZkConnectionError
 from stormpy.cluster.zk_acls import (
     DAEMON_DIGEST_ID_KEY,
@@ -33,6 +33,7 @@ from stormpy.cluster.zk_hosts import hosts_from_config
 from stormpy.cluster.zk_operations import SLICE_SECS, ZkOperations
 from stormpy.cluster.zk_writes import DELETE_ROUNDS, delete_tree, ensure_path, set_or_create
 from stormpy.config import SettingError
+from stormpy.testing import wait_for
 
 WORLD = Id("world", "anyone")
 
@@ -660,3 +661,31 @@ def test_the_deadline_is_reached_at_its_exact_time(clock: SimulatedTime) -> None
     with pytest.raises(ZkConnectionError, match="get /r/a failed"):
         ops.check_abort("get", "/r/a", clock.now)
     ops.check_abort("get", "/r/a", clock.now + 1e-6)
+
+
+# -- closing a storage whose client does not stop --------------------------------------------------
+class StuckClose(ZkStorage):
+    """A storage whose kazoo client hangs in ``stop`` until released (an unreachable ZooKeeper)."""
+
+    def __init__(self) -> None:
+        super().__init__("127.0.0.1:1", "/r", close_timeout_secs=0.2)
+        self.release = threading.Event()
+
+    def _stop_client(self) -> None:
+        self.release.wait(60)
+
+
+def test_close_returns_within_its_timeout_leaving_the_teardown_to_a_daemon_thread() -> None:
+    storage = StuckClose()
+    closer = threading.Thread(target=storage.close)
+    try:
+        closer.start()
+        wait_for(lambda: not closer.is_alive(), timeout=30, what="close() returned")
+        teardown = [t for t in threading.enumerate() if t.name == "zk-close"]
+        assert len(teardown) == 1 and teardown[0].daemon and teardown[0].is_alive()
+        assert storage.shutting_down
+    finally:
+        storage.release.set()
+        closer.join(30)
+    teardown[0].join(30)
+    assert not teardown[0].is_alive()
