@@ -689,3 +689,13 @@ def test_close_returns_within_its_timeout_leaving_the_teardown_to_a_daemon_threa
         closer.join(30)
     teardown[0].join(30)
     assert not teardown[0].is_alive()
+
+
+def test_paths_are_checked_against_the_root_as_a_directory() -> None:
+    top = ZkStorage("127.0.0.1:1", "/")
+    assert top.check_path("/") == "/" and top.check_path("/x/y") == "/x/y"
+    named = ZkStorage("127.0.0.1:1", "/apps/stormX")
+    assert named.check_path("/apps/stormX/a") == "/apps/stormX/a"
+    for outside in ("/apps/storm/a", "/apps/stormXY", "/apps"):
+        with pytest.raises(ValueError, match="is outside this storage's root '/apps/stormX'"):
+            named.check_path(outside)

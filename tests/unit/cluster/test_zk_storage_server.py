@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 from kazoo.client import KazooClient
-from kazoo.security import ACL, OPEN_ACL_UNSAFE, Permissions
+from kazoo.security import ACL, OPEN_ACL_UNSAFE, Id, Permissions
 
 from stormpy.cluster import ZkStorage
 from stormpy.cluster.errors import ClusterStateError, MalformedStateError, ZkConnectionError
@@ -676,3 +676,17 @@ def test_re_putting_an_ephemeral_node_of_this_storage_is_one_zookeeper_transacti
         gaps.append(admin.exists(path).mzxid - admin.exists(marker).czxid)
     assert min(gaps) == 1
     assert admin.get(path)[0] == b"2"
+
+
+def test_a_root_zookeeper_refuses_to_create_names_the_start(zookeeper: ZooKeeperServer, zk_root: str,
+                                                           admin: KazooClient) -> None:
+    locked = f"{zk_root}/locked"
+    admin.ensure_path(zk_root)
+    admin.create(locked, b"", acl=[ACL(Permissions.READ, Id("world", "anyone"))])
+    s = ZkStorage(zookeeper.connect_string, f"{locked}/storm", connect_timeout_secs=30)
+    try:
+        with pytest.raises(ClusterStateError) as err:
+            s.start()
+        assert str(err.value) == f"ZooKeeper ensure_path {locked}/storm failed: NoAuthError "
+    finally:
+        s.close()
