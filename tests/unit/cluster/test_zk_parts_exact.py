@@ -699,3 +699,26 @@ def test_paths_are_checked_against_the_root_as_a_directory() -> None:
     for outside in ("/apps/storm/a", "/apps/stormXY", "/apps"):
         with pytest.raises(ValueError, match="is outside this storage's root '/apps/stormX'"):
             named.check_path(outside)
+
+
+def test_a_storages_timeouts_default_to_the_session_and_any_positive_bound_is_taken() -> None:
+    default = ZkStorage("127.0.0.1:1")
+    assert (default.connect_timeout_secs, default.operation_timeout_secs, default.close_timeout_secs) == (
+        15.0, 20.0, 5.0)
+    assert ZkStorage("127.0.0.1:1", operation_timeout_secs=0.5).operation_timeout_secs == 0.5
+    with pytest.raises(ValueError) as err:
+        ZkStorage("127.0.0.1:1", operation_timeout_secs=0)
+    assert str(err.value) == "operation_timeout_secs must be positive"
+
+
+def test_a_stopping_storage_without_a_connection_fails_at_once_naming_its_hosts() -> None:
+    storage = ZkStorage("127.0.0.1:1", "/r", close_timeout_secs=5)
+    try:
+        storage.begin_shutdown()
+        assert storage.shutting_down and not storage.connected
+        with pytest.raises(ZkConnectionError) as err:
+            storage.get("/r/x")
+        assert str(err.value) == ("ZooKeeper get /r/x abandoned: no connection to 127.0.0.1:1 and the "
+                                  "daemon is stopping (not waiting for it)")
+    finally:
+        storage.close()
