@@ -423,6 +423,11 @@ def test_heartbeats_by_worker_and_in_two_batches(state: ClusterState, admin: Kaz
     assert state.heartbeat_topologies() == ["t-1", "t-2"]
     state.remove_worker_heartbeat("t-1", "sup-1", 6700)
     assert list(state.worker_heartbeats("t-1")) == [("sup-a-b", 6701)]
+    garbled = state.paths.workerbeat("t-3", "sup-9", 6700)
+    admin.create(garbled, b"\xc1", makepath=True)
+    with pytest.raises(MalformedStateError) as garbled_err:
+        state.heartbeats_of(["t-3"])
+    assert garbled_err.value.path == garbled
     bad = f"{state.paths.workerbeats('t-2')}/no-port"
     admin.create(bad, encode(beat("t-2", "x", 1)))
     for read in (lambda: state.worker_heartbeats("t-2"), lambda: state.heartbeats_of(["t-2"])):
