@@ -722,3 +722,40 @@ def test_a_stopping_storage_without_a_connection_fails_at_once_naming_its_hosts(
                                   "daemon is stopping (not waiting for it)")
     finally:
         storage.close()
+
+
+class NotingStorage(ZkStorage):
+    """A storage that says when an operation begins (its path is checked first)."""
+
+    def __init__(self) -> None:
+        super().__init__("127.0.0.1:1", "/r", operation_timeout_secs=60, close_timeout_secs=5)
+        self.began = threading.Event()
+
+    def check_path(self, path: str) -> str:
+        self.began.set()
+        return super().check_path(path)
+
+
+def test_an_operation_waiting_for_a_connection_is_woken_by_the_stop() -> None:
+    storage = NotingStorage()
+    outcome: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            storage.get("/r/x")
+        except BaseException as exc:  # noqa: BLE001 - the test reads it
+            outcome.append(exc)
+
+    reader = threading.Thread(target=read)
+    try:
+        reader.start()
+        assert storage.began.wait(30)
+        storage.begin_shutdown()
+        reader.join(30)
+        assert not reader.is_alive()  # woken, long before its 60 s
+        assert len(outcome) == 1 and str(outcome[0]) == (
+            "ZooKeeper get /r/x abandoned: no connection to 127.0.0.1:1 and the daemon is stopping "
+            "(not waiting for it)")
+    finally:
+        storage.close()
+        reader.join(30)
