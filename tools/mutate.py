@@ -444,6 +444,18 @@ TARGETS: dict[str, Target] = {
                              "tests/unit/nimbus/test_nimbus_leader_records.py",
                              "tests/unit/logviewer/test_logviewer_units.py",
                              "tests/unit/supervisor/test_supervisor_local_files.py")),
+    # the ZooKeeper side of the cluster state: the connect string, identities and ACLs, the
+    # bounded operation runner, the compound writes, kazoo's lock read, the ephemeral nodes kept
+    # over session losses, the first connection's wait, the errors, ZkStorage and ClusterState;
+    # the pure parts judged by stand-ins of kazoo's client, ZkStorage and ClusterState by one real
+    # ZooKeeper per mutant's run (the session fixture, as in state-backends; about 2 s to start)
+    "cluster-zk": Target(tuple(f"src/stormpy/cluster/{part}.py"
+                               for part in ("zk_hosts", "zk_acls", "zk_writes", "zk_locks",
+                                            "zk_operations", "zk_ephemerals", "zk_start", "errors",
+                                            "state", "storage")),
+                         tests=("tests/unit/cluster/test_zk_*.py",
+                                "tests/unit/cluster/test_cluster_state_records.py",
+                                "tests/unit/config/test_security_settings.py")),
     # the UI's figures: the windows of a topology's counts, the Prometheus families and the
     # topology graph, with the UI's unit tests and the users' metrics export (the `stormpy ui`
     # command test starts the server under the CLI: left out)

@@ -129,10 +129,10 @@ class ZkStorage:
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> ZkStorage:
         """Connect and ensure ``root`` exists; return self. Raises ZkConnectionError on timeout."""
+        if self._closed:  # also after a start: a closed storage never pretends to be started
+            raise ZkConnectionError(f"ZooKeeper storage for {self.hosts} is closed")
         if self._started:
             return self
-        if self._closed:
-            raise ZkConnectionError(f"ZooKeeper storage for {self.hosts} is closed")
         try:
             self._client.start(timeout=self.connect_timeout_secs)
         except KazooTimeoutError as exc:

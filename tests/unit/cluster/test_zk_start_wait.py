@@ -110,3 +110,49 @@ def test_another_error_is_not_retried() -> None:
     with pytest.raises(ValueError, match="bad host"):
         connect_at_start(FAST, threading.Event(), logging.getLogger("test.zk_start"), connect=zk)
     assert zk.attempts == 1
+
+
+class NoteWaits(threading.Event):
+    """A stop event that is never set: its waits are noted and return at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits: list[float] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        assert timeout is not None
+        self.waits.append(timeout)
+        return False
+
+
+def test_the_waits_double_from_the_interval_up_to_the_ceiling_in_milliseconds() -> None:
+    zk = FlakyZooKeeper(failures=5)
+    stop = NoteWaits()
+    conf = {**FAST, "storm.zookeeper.retry.interval": 1500,
+            "storm.zookeeper.retry.intervalceiling.millis": 5000}
+    assert connect_at_start(conf, stop, logging.getLogger("test.zk_start"), connect=zk) is zk.state
+    assert stop.waits == [1.5, 3.0, 5.0, 5.0, 5.0]
+    low = NoteWaits()
+    connect_at_start({**conf, "storm.zookeeper.retry.intervalceiling.millis": 1}, low,
+                     logging.getLogger("test.zk_start"), connect=FlakyZooKeeper(failures=2))
+    assert low.waits == [1.5, 1.5]  # a ceiling below the interval: the interval
+
+
+def test_the_config_is_handed_to_connect_and_a_first_success_is_not_logged_as_a_wait(
+        caplog: pytest.LogCaptureFixture) -> None:
+    seen: list[Any] = []
+
+    def connect(conf: Any) -> Any:
+        seen.append(conf)
+        return "state"
+
+    with caplog.at_level(logging.INFO, logger="test.zk_start"):
+        assert connect_at_start(FAST, NoteWaits(), logging.getLogger("test.zk_start"),
+                                connect=connect) == "state"
+    assert seen == [FAST]
+    assert not [r for r in caplog.records if r.name == "test.zk_start"]
+    with caplog.at_level(logging.INFO, logger="test.zk_start"):
+        connect_at_start(FAST, NoteWaits(), logging.getLogger("test.zk_start"),
+                         connect=FlakyZooKeeper(failures=1))
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.INFO] == [
+        "connected to ZooKeeper at zk-a:2181,zk-b:2181 after 2 attempts"]
