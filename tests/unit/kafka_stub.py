@@ -41,6 +41,16 @@ class Cluster:
         log.append(KafkaRecord(topic, partition, off, key, value))
 
 
+def cluster_with(n: int, partitions: int = 1) -> Cluster:
+    """A cluster with topic ``t`` of ``partitions`` partitions holding ``n`` records ``b"v<i>"``,
+    record ``i`` in partition ``i % partitions``."""
+    c = Cluster()
+    c.create("t", partitions)
+    for i in range(n):
+        c.produce("t", i % partitions, b"v%d" % i)
+    return c
+
+
 class StubConsumer:
     def __init__(self, cluster: Cluster, conf: Mapping[str, Any]) -> None:
         self.cluster = cluster

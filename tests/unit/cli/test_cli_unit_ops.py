@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from driven_clock_kit import DrivenClock
 
 from stormpy.cli.ops_cmds import (
     WorkerLogReader,
@@ -232,23 +233,10 @@ def test_action_patience() -> None:
     assert action_patience("jstack", 30) == 60.0 and action_patience("heap", 5) == 60.0
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, secs: float) -> None:
-        self.sleeps.append(secs)
-        self.now += secs
-
-
 def test_a_profile_is_polled_until_done() -> None:
     nimbus = FakeNimbus([{"status": "pending"}, {"status": "pending"},
                          {"status": "done", "result": {"file": "cpu-1.txt"}}])
-    clock = Clock()
+    clock = DrivenClock()
     assert run_worker_action(nimbus, "wc", "h1", 6700, "cpu", 5, clock, clock.sleep) == "cpu-1.txt"
     assert clock.sleeps == [0.5, 0.5]
     assert nimbus.calls == [
@@ -262,7 +250,7 @@ def test_a_profile_is_polled_until_done() -> None:
 
 def test_a_worker_that_never_answers_is_given_up_at_the_patience(capsys: pytest.CaptureFixture[str]) -> None:
     nimbus = FakeNimbus([{"status": "pending"}])
-    clock = Clock()
+    clock = DrivenClock()
     with pytest.raises(SystemExit) as exit_info:
         run_worker_action(nimbus, "wc", "h1", 6700, "cpu", 10, clock, clock.sleep)
     assert exit_info.value.code == 1
@@ -273,7 +261,7 @@ def test_a_worker_that_never_answers_is_given_up_at_the_patience(capsys: pytest.
 def test_a_worker_answering_an_error_is_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     nimbus = FakeNimbus([{"status": "failed", "error": "no jstack on this host"}])
     with pytest.raises(SystemExit) as exit_info:
-        run_worker_action(nimbus, "wc", "h1", 6700, "jstack", 10, Clock(), Clock().sleep)
+        run_worker_action(nimbus, "wc", "h1", 6700, "jstack", 10, DrivenClock(), DrivenClock().sleep)
     assert exit_info.value.code == 1
     assert capsys.readouterr().err == "error: worker h1:6700: no jstack on this host\n"
 

@@ -10,30 +10,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from driven_clock_kit import DrivenClock
 
 from stormpy.host import java, waiting
 from stormpy.host.ports import free_port, free_ports
 from stormpy.host.waiting import WaitTimeout, stays_unchanged, wait_for
 
 
-class Clock:
-    """``time.monotonic`` and ``time.sleep`` of the waiting module: sleeping advances the clock."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self.sleeps: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, secs: float) -> None:
-        self.sleeps.append(secs)
-        self.now += secs
-
-
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    fake = Clock()
+def clock(monkeypatch: pytest.MonkeyPatch) -> DrivenClock:
+    fake = DrivenClock(start=0.0)
     monkeypatch.setattr(waiting.time, "monotonic", fake.monotonic)
     monkeypatch.setattr(waiting.time, "sleep", fake.sleep)
     return fake
@@ -48,7 +34,7 @@ def _counting(values: list[object]) -> tuple[Callable[[], object], list[int]]:
     return condition, calls
 
 
-def test_wait_for_returns_the_conditions_value_polling_every_interval(clock: Clock) -> None:
+def test_wait_for_returns_the_conditions_value_polling_every_interval(clock: DrivenClock) -> None:
     condition, calls = _counting([None, 0, "", {"ready": 1}])
     assert wait_for(condition, 10, "the thing") == {"ready": 1}
     assert calls[0] == 4 and clock.sleeps == [0.01, 0.01, 0.01]
@@ -56,7 +42,7 @@ def test_wait_for_returns_the_conditions_value_polling_every_interval(clock: Clo
     assert wait_for(condition, 10, "x", interval=0.5) == 7 and clock.sleeps[-1] == 0.5
 
 
-def test_wait_for_gives_up_at_the_deadline_naming_what(clock: Clock) -> None:
+def test_wait_for_gives_up_at_the_deadline_naming_what(clock: DrivenClock) -> None:
     condition, calls = _counting([])
     with pytest.raises(WaitTimeout, match=r"^timed out after 3s waiting for the broker$"):
         wait_for(condition, 3, "the broker", interval=1)
@@ -70,7 +56,7 @@ def test_wait_for_gives_up_at_the_deadline_naming_what(clock: Clock) -> None:
     assert isinstance(WaitTimeout("x"), TimeoutError) and isinstance(WaitTimeout("x"), AssertionError)
 
 
-def test_ignored_errors_count_as_not_yet_and_the_last_is_named(clock: Clock) -> None:
+def test_ignored_errors_count_as_not_yet_and_the_last_is_named(clock: DrivenClock) -> None:
     errors = [OSError("refused 1"), OSError("refused 2")]
 
     def connect() -> bool:
@@ -88,7 +74,7 @@ def test_ignored_errors_count_as_not_yet_and_the_last_is_named(clock: Clock) -> 
         wait_for(lambda: {}["k"], 10, "a key", ignore=(OSError,))
 
 
-def test_check_runs_after_every_false_poll_and_may_end_the_wait(clock: Clock) -> None:
+def test_check_runs_after_every_false_poll_and_may_end_the_wait(clock: DrivenClock) -> None:
     checks: list[float] = []
     condition, _ = _counting([None, None, "done"])
     assert wait_for(condition, 10, "x", check=lambda: checks.append(clock.now)) == "done"
@@ -102,7 +88,7 @@ def test_check_runs_after_every_false_poll_and_may_end_the_wait(clock: Clock) ->
     assert clock.now == pytest.approx(0.02)
 
 
-def test_stays_unchanged_reads_until_the_time_is_up(clock: Clock) -> None:
+def test_stays_unchanged_reads_until_the_time_is_up(clock: DrivenClock) -> None:
     reads = [0]
 
     def read() -> str:
@@ -115,7 +101,7 @@ def test_stays_unchanged_reads_until_the_time_is_up(clock: Clock) -> None:
     assert clock.sleeps == [0.05, 0.05]
 
 
-def test_stays_unchanged_names_the_change(clock: Clock) -> None:
+def test_stays_unchanged_names_the_change(clock: DrivenClock) -> None:
     values = [1, 1, 2]
     with pytest.raises(WaitTimeout, match=r"^the count changed within 5s: 1 -> 2$"):
         stays_unchanged(lambda: values.pop(0), 5, "the count", interval=1)

@@ -12,6 +12,8 @@ import pytest
 if os.environ.get("CI", "").lower() != "true":  # in CI the [ui] extra is installed: no skip
     pytest.importorskip("starlette")
 
+from driven_clock_kit import DrivenClock  # noqa: E402
+
 from stormpy.rpc.errors import InvalidRequestError  # noqa: E402
 from stormpy.ui import _operations  # noqa: E402
 from stormpy.ui._operations import add_log_links, log_link  # noqa: E402
@@ -27,24 +29,9 @@ LEVELS = {
 }
 
 
-class DrivenTime:
-    """Stands in for the module's ``time``: ``sleep`` advances ``monotonic`` and is recorded."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, secs: float) -> None:
-        self.sleeps.append(secs)
-        self.now += secs
-
-
 @pytest.fixture(name="clock")
-def clock_fixture(monkeypatch: pytest.MonkeyPatch) -> DrivenTime:
-    driven = DrivenTime()
+def clock_fixture(monkeypatch: pytest.MonkeyPatch) -> DrivenClock:
+    driven = DrivenClock()
     monkeypatch.setattr(_operations, "time", driven)
     return driven
 
@@ -202,7 +189,7 @@ def test_setting_log_levels_needs_the_token_and_a_known_topology() -> None:
     assert nimbus.sent("set_log_config") == []
 
 
-def test_a_stack_dump_is_asked_for_then_waited_for_and_linked(clock: DrivenTime) -> None:
+def test_a_stack_dump_is_asked_for_then_waited_for_and_linked(clock: DrivenClock) -> None:
     result = answers_in_turn(
         {"status": "pending"},
         {"status": "pending"},
@@ -226,7 +213,7 @@ def test_a_stack_dump_is_asked_for_then_waited_for_and_linked(clock: DrivenTime)
     assert clock.sleeps == [0.3, 0.3]
 
 
-def test_a_heap_dump_on_a_host_without_log_server_has_no_link(clock: DrivenTime) -> None:
+def test_a_heap_dump_on_a_host_without_log_server_has_no_link(clock: DrivenClock) -> None:
     client, nimbus, _ = ui_app(
         CONF,
         {
@@ -243,7 +230,7 @@ def test_a_heap_dump_on_a_host_without_log_server_has_no_link(clock: DrivenTime)
     assert answer.json() == {"status": "done", "id": "ha:6700", "file": None, "logLink": None}
 
 
-def test_a_dump_still_pending_after_30_seconds_answers_its_request(clock: DrivenTime) -> None:
+def test_a_dump_still_pending_after_30_seconds_answers_its_request(clock: DrivenClock) -> None:
     client, nimbus, _ = ui_app(
         CONF,
         {"request_worker_action": {"request": "sup-a-6700/2"}, "worker_action_result": {"status": "pending"}},
@@ -255,7 +242,7 @@ def test_a_dump_still_pending_after_30_seconds_answers_its_request(clock: Driven
     assert len(nimbus.sent("worker_action_result")) == len(clock.sleeps) + 1
 
 
-def test_a_failed_dump_is_409_with_the_worker_s_error(clock: DrivenTime) -> None:
+def test_a_failed_dump_is_409_with_the_worker_s_error(clock: DrivenClock) -> None:
     client, _nimbus, _ = ui_app(
         CONF,
         {
@@ -286,7 +273,7 @@ def test_a_dump_names_the_worker_it_cannot_find(hostport: str, status: int, mess
     assert nimbus.sent("request_worker_action") == []
 
 
-def test_dumps_and_profiles_need_the_token_and_a_post(clock: DrivenTime) -> None:
+def test_dumps_and_profiles_need_the_token_and_a_post(clock: DrivenClock) -> None:
     client, nimbus, _ = ui_app(
         CONF,
         {"request_worker_action": {"request": "sup-a-6700/1"}, "worker_action_result": {"status": "pending"}},
@@ -347,7 +334,7 @@ def test_a_one_second_profile_is_accepted() -> None:
     assert nimbus.sent("request_worker_action")[0]["args"] == {"seconds": 1}
 
 
-def test_a_worker_on_an_ipv6_host_is_named_by_its_last_colon(clock: DrivenTime) -> None:
+def test_a_worker_on_an_ipv6_host_is_named_by_its_last_colon(clock: DrivenClock) -> None:
     info = {**INFO, "workers": [{"node": "sup-a", "host": "::1", "port": 6700, "executors": [[1, 1]]}]}
     client, nimbus, _ = ui_app(
         CONF,
@@ -386,7 +373,7 @@ def test_a_topology_whose_info_lists_no_workers_has_none_to_dump_or_link() -> No
     assert result.json() == {"status": "done", "id": ":6700", "file": "cpu.svg", "logLink": None}
 
 
-def test_a_browser_on_an_open_ui_acts_with_its_csrf_cookie_and_header(clock: DrivenTime) -> None:
+def test_a_browser_on_an_open_ui_acts_with_its_csrf_cookie_and_header(clock: DrivenClock) -> None:
     client, nimbus, _ = ui_app(
         {},
         {

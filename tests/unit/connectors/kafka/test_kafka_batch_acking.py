@@ -9,19 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kafka_stub import Cluster, Harness
+from kafka_stub import Harness, cluster_with
 
 from stormpy.connectors.kafka import KafkaConfigError, KafkaSpoutConfig, TopicPartition
 
 TP0 = TopicPartition("t", 0)
-
-
-def cluster_with(n: int, partitions: int = 1) -> Cluster:
-    c = Cluster()
-    c.create("t", partitions)
-    for i in range(n):
-        c.produce("t", i % partitions, b"v%d" % i)
-    return c
 
 
 def test_new_records_of_a_poll_are_one_batch_with_a_message_id_per_record() -> None:

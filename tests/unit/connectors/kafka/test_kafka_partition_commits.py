@@ -12,20 +12,12 @@ from collections import deque
 from typing import Any
 
 import pytest
-from kafka_stub import Cluster, Harness, StubConsumer
+from kafka_stub import Cluster, Harness, StubConsumer, cluster_with
 
 from stormpy.connectors.kafka import KafkaTupleListener, OffsetAndMetadata, TopicPartition, _partitions
 
 TP0 = TopicPartition("t", 0)
 TP1 = TopicPartition("t", 1)
-
-
-def cluster_with(n: int, partitions: int = 1) -> Cluster:
-    c = Cluster()
-    c.create("t", partitions)
-    for i in range(n):
-        c.produce("t", i % partitions, b"v%d" % i)
-    return c
 
 
 def deferred(h: Harness) -> list[Any]:

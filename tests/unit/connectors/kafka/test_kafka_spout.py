@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kafka_stub import Cluster, Harness
+from kafka_stub import Cluster, Harness, cluster_with
 
 from stormpy.connectors.kafka import (
     KafkaConfigError,
@@ -21,14 +21,6 @@ from stormpy.connectors.kafka import (
 )
 
 TP0 = TopicPartition("t", 0)
-
-
-def cluster_with(n: int, partitions: int = 1) -> Cluster:
-    c = Cluster()
-    c.create("t", partitions)
-    for i in range(n):
-        c.produce("t", i % partitions, b"v%d" % i)
-    return c
 
 
 def test_at_least_once_commits_only_the_contiguous_acked_prefix() -> None:
