@@ -24,6 +24,7 @@ import pytest
 from hypothesis import Phase, settings
 from kazoo.client import KazooClient
 
+from stormpy.cluster import ClusterState, ZkStorage
 from stormpy.cluster.zkserver import ZooKeeperServer
 from stormpy.connectors.spark._errors import SparkUnavailableError, require_spark
 
@@ -185,3 +186,19 @@ def zk_root(request: pytest.FixtureRequest, _zk_admin: KazooClient) -> Iterator[
     root = f"{TEST_ROOT}/{name}-{uuid.uuid4().hex[:8]}"
     yield root
     _zk_admin.delete(root, recursive=True)
+
+
+@pytest.fixture
+def zk_storage(zookeeper: ZooKeeperServer, zk_root: str) -> Iterator[ZkStorage]:
+    """A connected ZkStorage rooted at ``zk_root`` (closed after the test)."""
+    storage = ZkStorage(zookeeper.connect_string, zk_root, connect_timeout_secs=30).start()
+    try:
+        yield storage
+    finally:
+        storage.close()
+
+
+@pytest.fixture
+def cluster_state(zk_storage: ZkStorage) -> ClusterState:
+    """A ClusterState over ``zk_storage`` (closed with it)."""
+    return ClusterState(zk_storage)

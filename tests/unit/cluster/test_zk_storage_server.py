@@ -33,12 +33,8 @@ pytestmark = pytest.mark.zookeeper
 
 
 @pytest.fixture
-def storage(zookeeper: ZooKeeperServer, zk_root: str) -> Iterator[ZkStorage]:
-    s = ZkStorage(zookeeper.connect_string, zk_root, connect_timeout_secs=30).start()
-    try:
-        yield s
-    finally:
-        s.close()
+def storage(zk_storage: ZkStorage) -> ZkStorage:
+    return zk_storage
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -77,12 +76,8 @@ def test_the_timeouts_come_from_the_storm_settings_in_seconds() -> None:
 # -- on a real ZooKeeper ---------------------------------------------------------------------------
 
 @pytest.fixture
-def storage(zookeeper: ZooKeeperServer, zk_root: str) -> Iterator[ZkStorage]:
-    s = ZkStorage(zookeeper.connect_string, zk_root, connect_timeout_secs=30).start()
-    try:
-        yield s
-    finally:
-        s.close()
+def storage(zk_storage: ZkStorage) -> ZkStorage:
+    return zk_storage
 
 
 @pytest.mark.zookeeper
