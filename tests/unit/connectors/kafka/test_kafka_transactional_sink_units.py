@@ -852,6 +852,7 @@ class _Consumer:
         self.watermarks = (0, 0)
         self.batches: list[list[_Msg]] = []
         self.positions: list[int] = []
+        self.positioned: list[tuple[str, int]] = []
         self.closed = False
         _Consumer.made.append(self)
         _Consumer.setup(self)
@@ -874,6 +875,7 @@ class _Consumer:
         return self.batches.pop(0) if self.batches else []
 
     def position(self, tps: list[Any]) -> list[Any]:
+        self.positioned += [(tp.topic, tp.partition) for tp in tps]
         offset = self.positions.pop(0) if self.positions else confluent_kafka.OFFSET_INVALID
         return [confluent_kafka.TopicPartition(tps[0].topic, tps[0].partition, offset)]
 
@@ -921,7 +923,7 @@ def test_the_committed_txid_is_the_last_marker_of_the_task_read_from_its_partiti
                               ("watermarks", "log", part, 30.0, False),
                               ("assign", [("log", part, 4)]),
                               ("consume", 500, 0.5), ("consume", 500, 0.5), ("consume", 500, 0.5)]
-    assert consumer.closed
+    assert consumer.positioned == [("log", part)] * 3 and consumer.closed
 
 
 def test_each_marker_read_moves_the_reader_one_offset_on(consumer_standin: type[_Consumer]) -> None:
@@ -929,6 +931,15 @@ def test_each_marker_read_moves_the_reader_one_offset_on(consumer_standin: type[
     consumer_standin.setup = staticmethod(lambda c: _marker_reading(c, (0, 2), [
         [_Msg(0, b"t", b"1")], [_Msg(1, b"t", b"2")]]))
     assert read_committed_txid("h:1", "log", "t") == 2
+    assert consumer_standin.made[0].calls[0] == ("list_topics", "log", 60.0)  # 60 s by default
+
+
+def test_a_commit_log_partition_without_the_tasks_marker_has_no_committed_txid(
+        consumer_standin: type[_Consumer]) -> None:
+    from stormpy.connectors.kafka._transactional_sink import read_committed_txid
+    consumer_standin.setup = staticmethod(lambda c: _marker_reading(c, (0, 2), [
+        [_Msg(0, b"t-1", b"1"), _Msg(1, b"t-2", b"2")]]))
+    assert read_committed_txid("h:1", "log", "t") is None
 
 
 def test_an_empty_commit_log_partition_has_no_committed_txid(consumer_standin: type[_Consumer]) -> None:
@@ -953,9 +964,14 @@ def test_the_partition_end_and_the_consumer_position_end_the_read(
         [_Msg(0, b"t", b"8")]], positions=[3]))
     assert read_committed_txid("h:1", "log", "t") == 8
     assert [c[0] for c in consumer_standin.made[1].calls].count("consume") == 1
-    # a position at 0 or behind what was read does not move the read back
+    # a position behind what was read does not move the read back
     consumer_standin.setup = staticmethod(lambda c: _marker_reading(c, (0, 2), [
-        [_Msg(0, b"t", b"1")], [], [_Msg(1, b"t", b"2")]], positions=[0, 0]))
+        [_Msg(0, b"t", b"1"), _Msg(1, b"t", b"2")]], positions=[0]))
+    assert read_committed_txid("h:1", "log", "t") == 2
+    assert [c[0] for c in consumer_standin.made[2].calls].count("consume") == 1
+    # an end reported before a transaction below the high watermark commits: read on
+    consumer_standin.setup = staticmethod(lambda c: _marker_reading(c, (0, 2), [
+        [_Msg(0, b"t", b"1"), _Msg(1, error=eof), _Msg(1, b"t", b"2")]]))
     assert read_committed_txid("h:1", "log", "t") == 2
 
 
@@ -968,6 +984,9 @@ def test_a_read_error_of_the_commit_log_is_raised_and_the_reader_closed(
     with pytest.raises(confluent_kafka.KafkaException) as info:
         read_committed_txid("h:1", "log", "t")
     assert info.value.args[0] is err and consumer_standin.made[0].closed
+    part = _partition_of("t", 3)
+    assert info.value.__notes__ == [f"reading the commit log 'log' (partition {part}) of 't' at "
+                                    "offset 1"]
 
 
 def test_a_transaction_left_open_below_the_high_watermark_times_the_read_out(
@@ -1080,7 +1099,10 @@ def test_opening_reads_the_committed_txid_and_marks_its_partition_of_the_commit_
     admin = admin_standin.made[0]
     assert admin.conf == {"bootstrap.servers": "h:1", "logger": client_log}
     assert admin.calls == [("list_topics", None, 30.0)]  # there: not created
+    assert consumer_standin.made[0].conf["group.id"] == f"{tid}-reader"
     assert consumer_standin.made[0].conf["bootstrap.servers"] == "h:1"
+    assert consumer_standin.made[0].calls[:2] == [
+        ("list_topics", "log", 30.0), ("watermarks", "log", _partition_of(tid, 3), 30.0, False)]
     assert log == ["init", "begin", ("produce", "out", b"k", b"v"),
                    ("produce", "log", tid.encode(), b"5"), "commit"]
     assert _partition_of(tid, 3) != 0
@@ -1139,3 +1161,33 @@ def test_a_commit_log_that_does_not_appear_times_the_opening_out(
         sink.open()
     assert str(info.value) == "the commit log topic 'log' did not appear"
     assert producers == [] and module.time.sleeps == [0.2, 0.2, 0.2]
+
+
+def test_without_a_factory_the_sink_builds_confluent_kafkas_producer(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    log: list[Any] = []
+    built: list[StubProducer] = []
+
+    def producer(conf: Mapping[str, Any]) -> StubProducer:
+        built.append(StubProducer(conf, log))
+        return built[-1]
+    monkeypatch.setattr(confluent_kafka, "Producer", producer)
+    cfg = KafkaTransactionalConfig("h:1", topic="out", exactly_once=False)
+    sink = KafkaTransactionalSink(cfg, "p-wc-b-1-0")
+    assert sink.commit_batch(1, [("out", b"k", b"v")]) is True
+    assert len(built) == 1 and built[0].conf["bootstrap.servers"] == "h:1"
+    assert built[0].conf["enable.idempotence"] is True and log == [("produce", "out", b"k", b"v"),
+                                                                   "flush"]
+
+
+def test_the_read_txid_seam_is_given_the_sink_it_opens() -> None:
+    seen: list[Any] = []
+
+    def read_txid(sink: KafkaTransactionalSink) -> int | None:
+        seen.append(sink)
+        return None
+    cfg = KafkaTransactionalConfig("h:1", topic="out")
+    sink = KafkaTransactionalSink(cfg, "p-wc-b-1-0", read_txid=read_txid,
+                                  producer_factory=lambda conf: StubProducer(conf, []))
+    sink.open()
+    assert seen == [sink]
