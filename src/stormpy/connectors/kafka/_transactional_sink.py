@@ -200,16 +200,13 @@ def _retriable(exc: BaseException) -> bool:
                 and not (hasattr(err, "fatal") and err.fatal()))
 
 
-def _raise_if_error(ck: Any, err: Any, what: str) -> None:
-    if err is not None and err.code() != ck.KafkaError._PARTITION_EOF:
-        raise ck.KafkaException(err)
-
-
 def read_committed_txid(bootstrap_servers: str, commit_log: str, tid: str,
                         timeout_secs: float = 60.0) -> int | None:
     """The txid of the last committed marker of ``tid`` in ``commit_log`` (None: none), read with
     ``read_committed`` up to the partition's high watermark as of this call (so it waits for open
-    transactions below it to end). TimeoutError past ``timeout_secs``."""
+    transactions below it to end). TimeoutError past ``timeout_secs``; a read error raises the
+    client's KafkaException (its KafkaError kept as ``args[0]``) with a note naming the commit
+    log, its partition, the transactional.id and the offset."""
     ck = require_confluent_kafka()
     consumer = ck.Consumer({"bootstrap.servers": bootstrap_servers, "group.id": f"{tid}-reader",
                             "isolation.level": "read_committed", "enable.auto.commit": False,
@@ -240,13 +237,16 @@ def read_committed_txid(bootstrap_servers: str, commit_log: str, tid: str,
                     if err.code() == ck.KafkaError._PARTITION_EOF:
                         position = max(position, msg.offset())
                         continue
-                    _raise_if_error(ck, err, "commit log")
+                    failure = ck.KafkaException(err)
+                    failure.add_note(f"reading the commit log {commit_log!r} (partition "
+                                     f"{tp.partition}) of {tid!r} at offset {position}")
+                    raise failure
                 if msg.key() == tid.encode():
                     last = int(msg.value())
                 position = max(position, msg.offset() + 1)
-            got = consumer.position([ck.TopicPartition(tp.topic, tp.partition)])
-            if got and got[0].offset >= 0:
-                position = max(position, got[0].offset)
+            got = consumer.position([ck.TopicPartition(tp.topic, tp.partition)])[0]
+            if got.offset >= 0:
+                position = max(position, got.offset)
         return last
     finally:
         consumer.close()

@@ -790,3 +790,404 @@ def test_a_commit_error_without_arguments_is_raised_as_it_is() -> None:
     with pytest.raises(confluent_kafka.KafkaException) as info:
         sink.commit_batch(1, [("out", b"k", b"v")])
     assert info.value.args == ()
+
+
+# -- the commit log against stand-ins of confluent-kafka's Consumer and AdminClient ---------------
+
+class _Clock:
+    """``time`` as the sink module sees it: each ``monotonic()`` one second later, ``sleep``
+    recorded (no real wait)."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.sleeps: list[float] = []
+
+    def monotonic(self) -> float:
+        self.now += 1.0
+        return self.now
+
+    def sleep(self, secs: float) -> None:
+        self.sleeps.append(secs)
+
+
+class _Meta:
+    def __init__(self, partitions: int, error: Any = None) -> None:
+        self.partitions = {p: object() for p in range(partitions)}
+        self.error = error
+
+
+class _Listing:
+    def __init__(self, topics: dict[str, _Meta]) -> None:
+        self.topics = topics
+
+
+class _Msg:
+    def __init__(self, offset: int, key: bytes | None = None, value: bytes | None = None,
+                 error: Any = None) -> None:
+        self._offset, self._key, self._value, self._error = offset, key, value, error
+
+    def offset(self) -> int:
+        return self._offset
+
+    def key(self) -> bytes | None:
+        return self._key
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def error(self) -> Any:
+        return self._error
+
+
+class _Consumer:
+    """A read_committed consumer over one scripted partition: ``batches`` served one per
+    ``consume``; ``position`` reports ``positions`` in turn (then OFFSET_INVALID)."""
+
+    made: list[_Consumer] = []
+
+    def __init__(self, conf: Mapping[str, Any]) -> None:
+        self.conf = dict(conf)
+        self.calls: list[Any] = []
+        self.topics: dict[str, _Meta] = {"log": _Meta(3)}
+        self.watermarks = (0, 0)
+        self.batches: list[list[_Msg]] = []
+        self.positions: list[int] = []
+        self.positioned: list[tuple[str, int]] = []
+        self.closed = False
+        _Consumer.made.append(self)
+        _Consumer.setup(self)
+
+    setup: Any = staticmethod(lambda consumer: None)
+
+    def list_topics(self, topic: str, timeout: float) -> _Listing:
+        self.calls.append(("list_topics", topic, timeout))
+        return _Listing(self.topics)
+
+    def get_watermark_offsets(self, tp: Any, timeout: float, cached: bool) -> tuple[int, int]:
+        self.calls.append(("watermarks", tp.topic, tp.partition, timeout, cached))
+        return self.watermarks
+
+    def assign(self, tps: list[Any]) -> None:
+        self.calls.append(("assign", [(tp.topic, tp.partition, tp.offset) for tp in tps]))
+
+    def consume(self, num: int, timeout: float) -> list[_Msg]:
+        self.calls.append(("consume", num, timeout))
+        return self.batches.pop(0) if self.batches else []
+
+    def position(self, tps: list[Any]) -> list[Any]:
+        self.positioned += [(tp.topic, tp.partition) for tp in tps]
+        offset = self.positions.pop(0) if self.positions else confluent_kafka.OFFSET_INVALID
+        return [confluent_kafka.TopicPartition(tps[0].topic, tps[0].partition, offset)]
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def consumer_standin(monkeypatch: pytest.MonkeyPatch) -> type[_Consumer]:
+    from stormpy.connectors.kafka import _transactional_sink as module
+    _Consumer.made = []
+    _Consumer.setup = staticmethod(lambda consumer: None)
+    monkeypatch.setattr(confluent_kafka, "Consumer", _Consumer)
+    monkeypatch.setattr(module, "time", _Clock())
+    return _Consumer
+
+
+def _partition_of(tid: str, partitions: int) -> int:
+    import zlib
+    return zlib.crc32(tid.encode()) % partitions
+
+
+def _marker_reading(consumer: _Consumer, watermarks: tuple[int, int],
+                    batches: list[list[_Msg]], positions: list[int] = ()) -> None:  # type: ignore[assignment]
+    consumer.watermarks = watermarks
+    consumer.batches = [list(b) for b in batches]
+    consumer.positions = list(positions)
+
+
+def test_the_committed_txid_is_the_last_marker_of_the_task_read_from_its_partition(
+        consumer_standin: type[_Consumer]) -> None:
+    from stormpy.connectors.kafka._transactional_sink import client_log, read_committed_txid
+    tid = "p-wc-b-1-0"
+    consumer_standin.setup = staticmethod(lambda c: _marker_reading(c, (4, 8), [
+        [_Msg(4, tid.encode(), b"7"), _Msg(5, b"p-wc-b-1-1", b"9")],
+        [_Msg(6, tid.encode(), b"12")],
+        [_Msg(7, b"other", b"40")]]))
+    assert read_committed_txid("h:1", "log", tid, 30.0) == 12
+    consumer = consumer_standin.made[0]
+    assert consumer.conf == {"bootstrap.servers": "h:1", "group.id": f"{tid}-reader",
+                             "isolation.level": "read_committed", "enable.auto.commit": False,
+                             "enable.partition.eof": True, "logger": client_log}
+    part = _partition_of(tid, 3)
+    assert consumer.calls == [("list_topics", "log", 30.0),
+                              ("watermarks", "log", part, 30.0, False),
+                              ("assign", [("log", part, 4)]),
+                              ("consume", 500, 0.5), ("consume", 500, 0.5), ("consume", 500, 0.5)]
+    assert consumer.positioned == [("log", part)] * 3 and consumer.closed
+
+
+def test_each_marker_read_moves_the_reader_one_offset_on(consumer_standin: type[_Consumer]) -> None:
+    from stormpy.connectors.kafka._transactional_sink import read_committed_txid
+    consumer_standin.setup = staticmethod(lambda c: _marker_reading(c, (0, 2), [
+        [_Msg(0, b"t", b"1")], [_Msg(1, b"t", b"2")]]))
+    assert read_committed_txid("h:1", "log", "t") == 2
+    assert consumer_standin.made[0].calls[0] == ("list_topics", "log", 60.0)  # 60 s by default
+
+
+def test_a_commit_log_partition_without_the_tasks_marker_has_no_committed_txid(
+        consumer_standin: type[_Consumer]) -> None:
+    from stormpy.connectors.kafka._transactional_sink import read_committed_txid
+    consumer_standin.setup = staticmethod(lambda c: _marker_reading(c, (0, 2), [
+        [_Msg(0, b"t-1", b"1"), _Msg(1, b"t-2", b"2")]]))
+    assert read_committed_txid("h:1", "log", "t") is None
+
+
+def test_an_empty_commit_log_partition_has_no_committed_txid(consumer_standin: type[_Consumer]) -> None:
+    from stormpy.connectors.kafka._transactional_sink import read_committed_txid
+    consumer_standin.setup = staticmethod(lambda c: _marker_reading(c, (5, 5), []))
+    assert read_committed_txid("h:1", "log", "t") is None
+    consumer = consumer_standin.made[0]
+    assert [c[0] for c in consumer.calls] == ["list_topics", "watermarks"] and consumer.closed
+
+
+def test_the_partition_end_and_the_consumer_position_end_the_read(
+        consumer_standin: type[_Consumer]) -> None:
+    from stormpy.connectors.kafka._transactional_sink import read_committed_txid
+    eof = confluent_kafka.KafkaError(confluent_kafka.KafkaError._PARTITION_EOF)
+    # a marker at 0, then the end reported at 3 (1-2: a transaction's control records)
+    consumer_standin.setup = staticmethod(lambda c: _marker_reading(c, (0, 3), [
+        [_Msg(0, b"t", b"6")], [_Msg(3, error=eof)]]))
+    assert read_committed_txid("h:1", "log", "t") == 6
+    assert [c[0] for c in consumer_standin.made[0].calls].count("consume") == 2
+    # the position past the control records, without an end reported
+    consumer_standin.setup = staticmethod(lambda c: _marker_reading(c, (0, 3), [
+        [_Msg(0, b"t", b"8")]], positions=[3]))
+    assert read_committed_txid("h:1", "log", "t") == 8
+    assert [c[0] for c in consumer_standin.made[1].calls].count("consume") == 1
+    # a position behind what was read does not move the read back
+    consumer_standin.setup = staticmethod(lambda c: _marker_reading(c, (0, 2), [
+        [_Msg(0, b"t", b"1"), _Msg(1, b"t", b"2")]], positions=[0]))
+    assert read_committed_txid("h:1", "log", "t") == 2
+    assert [c[0] for c in consumer_standin.made[2].calls].count("consume") == 1
+    # an end reported before a transaction below the high watermark commits: read on
+    consumer_standin.setup = staticmethod(lambda c: _marker_reading(c, (0, 2), [
+        [_Msg(0, b"t", b"1"), _Msg(1, error=eof), _Msg(1, b"t", b"2")]]))
+    assert read_committed_txid("h:1", "log", "t") == 2
+
+
+def test_a_read_error_of_the_commit_log_is_raised_and_the_reader_closed(
+        consumer_standin: type[_Consumer]) -> None:
+    from stormpy.connectors.kafka._transactional_sink import read_committed_txid
+    err = confluent_kafka.KafkaError(confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED)
+    consumer_standin.setup = staticmethod(lambda c: _marker_reading(c, (0, 2), [
+        [_Msg(0, b"t", b"1"), _Msg(1, error=err)]]))
+    with pytest.raises(confluent_kafka.KafkaException) as info:
+        read_committed_txid("h:1", "log", "t")
+    assert info.value.args[0] is err and consumer_standin.made[0].closed
+    part = _partition_of("t", 3)
+    assert info.value.__notes__ == [f"reading the commit log 'log' (partition {part}) of 't' at "
+                                    "offset 1"]
+
+
+def test_a_transaction_left_open_below_the_high_watermark_times_the_read_out(
+        consumer_standin: type[_Consumer]) -> None:
+    from stormpy.connectors.kafka._transactional_sink import read_committed_txid
+    consumer_standin.setup = staticmethod(lambda c: _marker_reading(c, (2, 9), [
+        [_Msg(2, b"t", b"1")]]))
+    with pytest.raises(TimeoutError) as info:
+        read_committed_txid("h:1", "log", "t", 4.0)
+    assert str(info.value) == ("reading the commit log 'log' of 't': at offset 3 of 9 after 4 s "
+                               "(a transaction stays open below it)")
+    # the clock advances 1 s a reading: within 4 s it read 3 times, at the deadline once more
+    assert [c[0] for c in consumer_standin.made[0].calls].count("consume") == 4
+    assert consumer_standin.made[0].closed
+
+
+@pytest.mark.parametrize("meta, shown", [(None, "None"), (_Meta(0), "None"),
+                                         (_Meta(2, error="UNKNOWN_TOPIC"), "UNKNOWN_TOPIC")])
+def test_a_commit_log_topic_that_is_not_available_is_refused_naming_it(
+        consumer_standin: type[_Consumer], meta: _Meta | None, shown: str) -> None:
+    from stormpy.connectors.kafka._transactional_sink import read_committed_txid
+
+    def setup(c: _Consumer) -> None:
+        c.topics = {} if meta is None else {"log": meta}
+    consumer_standin.setup = staticmethod(setup)
+    with pytest.raises(KafkaConfigError) as info:
+        read_committed_txid("h:1", "log", "t")
+    assert str(info.value) == ("KafkaTransactionalConfig.commit_log_topic: commit log topic 'log' "
+                               f"is not available: {shown}")
+    assert consumer_standin.made[0].closed
+
+
+class _Future:
+    def __init__(self, error: BaseException | None) -> None:
+        self.error = error
+        self.waits: list[float] = []
+
+    def result(self, timeout: float) -> None:
+        self.waits.append(timeout)
+        if self.error is not None:
+            raise self.error
+
+
+class _Admin:
+    """An AdminClient whose ``list_topics`` answers ``listings`` in turn (the last one again)."""
+
+    made: list[_Admin] = []
+    listings: list[dict[str, _Meta]] = []
+    create_error: BaseException | None = None
+
+    def __init__(self, conf: Mapping[str, Any]) -> None:
+        self.conf = dict(conf)
+        self.calls: list[Any] = []
+        self.futures: dict[str, _Future] = {}
+        self.answers = list(_Admin.listings)
+        _Admin.made.append(self)
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> _Listing:
+        self.calls.append(("list_topics", topic, timeout))
+        return _Listing(self.answers.pop(0) if len(self.answers) > 1 else self.answers[0])
+
+    def create_topics(self, topics: list[Any]) -> dict[str, _Future]:
+        self.calls.append(("create_topics", topics))
+        self.futures = {t.args[0]: _Future(_Admin.create_error) for t in topics}
+        return self.futures
+
+
+class _NewTopic:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.args, self.kwargs = args, kwargs
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _NewTopic) and (self.args, self.kwargs) == (other.args, other.kwargs)
+
+
+@pytest.fixture
+def admin_standin(monkeypatch: pytest.MonkeyPatch, consumer_standin: type[_Consumer]
+                  ) -> type[_Admin]:
+    import confluent_kafka.admin
+    _Admin.made, _Admin.listings, _Admin.create_error = [], [], None
+    monkeypatch.setattr(confluent_kafka.admin, "AdminClient", _Admin)
+    monkeypatch.setattr(confluent_kafka.admin, "NewTopic", _NewTopic)
+    return _Admin
+
+
+def _broker_sink(partitions: int = 1, timeout: float = 30.0
+                 ) -> tuple[KafkaTransactionalSink, list[StubProducer], list[Any]]:
+    log: list[Any] = []
+    producers: list[StubProducer] = []
+
+    def factory(conf: Mapping[str, Any]) -> StubProducer:
+        producers.append(StubProducer(conf, log))
+        return producers[-1]
+
+    cfg = KafkaTransactionalConfig("h:1", topic="out", commit_log_topic="log",
+                                   commit_log_partitions=partitions, timeout_secs=timeout)
+    return KafkaTransactionalSink(cfg, "p-wc-b-1-0", producer_factory=factory), producers, log
+
+
+def test_opening_reads_the_committed_txid_and_marks_its_partition_of_the_commit_log(
+        admin_standin: type[_Admin], consumer_standin: type[_Consumer]) -> None:
+    from stormpy.connectors.kafka._transactional_sink import client_log
+    tid = "p-wc-b-1-0"
+    admin_standin.listings = [{"log": _Meta(3)}]
+    consumer_standin.setup = staticmethod(lambda c: _marker_reading(c, (0, 1), [
+        [_Msg(0, tid.encode(), b"4")]]))
+    sink, producers, log = _broker_sink(partitions=1)
+    assert sink.commit_batch(4, [("out", b"k", b"v")]) is False  # committed before
+    assert sink.commit_batch(5, [("out", b"k", b"v")]) is True
+    admin = admin_standin.made[0]
+    assert admin.conf == {"bootstrap.servers": "h:1", "logger": client_log}
+    assert admin.calls == [("list_topics", None, 30.0)]  # there: not created
+    assert consumer_standin.made[0].conf["group.id"] == f"{tid}-reader"
+    assert consumer_standin.made[0].conf["bootstrap.servers"] == "h:1"
+    assert consumer_standin.made[0].calls[:2] == [
+        ("list_topics", "log", 30.0), ("watermarks", "log", _partition_of(tid, 3), 30.0, False)]
+    assert log == ["init", "begin", ("produce", "out", b"k", b"v"),
+                   ("produce", "log", tid.encode(), b"5"), "commit"]
+    assert _partition_of(tid, 3) != 0
+    assert sink._marker_partition == _partition_of(tid, 3)
+
+
+def test_a_missing_commit_log_is_created_compacted_once_and_waited_for(
+        admin_standin: type[_Admin], consumer_standin: type[_Consumer]) -> None:
+    from stormpy.connectors.kafka import _transactional_sink as module
+    admin_standin.listings = [{}, {"log": _Meta(0)}, {"log": _Meta(3, error="LEADER_NOT_AVAILABLE")},
+                              {"other": _Meta(1)}, {"log": _Meta(3)}]
+    sink, _producers, log = _broker_sink(partitions=3)
+    sink.open()
+    admin = admin_standin.made[0]
+    assert admin.calls == [
+        ("list_topics", None, 30.0),
+        ("create_topics", [_NewTopic("log", num_partitions=3, replication_factor=-1, config={
+            "cleanup.policy": "compact", "segment.ms": "600000",
+            "min.cleanable.dirty.ratio": "0.1"})]),
+        ("list_topics", "log", 30.0), ("list_topics", "log", 30.0), ("list_topics", "log", 30.0),
+        ("list_topics", "log", 30.0)]
+    assert admin.futures["log"].waits == [30.0]
+    assert module.time.sleeps == [0.2, 0.2, 0.2]
+    assert sink._marker_partition == _partition_of("p-wc-b-1-0", 3) and log == ["init"]
+    assert sink.last_txid is None and sink.metrics()["opens"] == 1
+
+
+def test_a_commit_log_created_meanwhile_by_another_task_is_used(
+        admin_standin: type[_Admin], consumer_standin: type[_Consumer]) -> None:
+    admin_standin.listings = [{"log": _Meta(0)}, {"log": _Meta(2)}]
+    admin_standin.create_error = confluent_kafka.KafkaException(confluent_kafka.KafkaError(
+        confluent_kafka.KafkaError.TOPIC_ALREADY_EXISTS))
+    sink, _producers, _log = _broker_sink()
+    sink.open()
+    assert sink._marker_partition == _partition_of("p-wc-b-1-0", 2)
+
+
+def test_a_commit_log_that_cannot_be_created_fails_the_opening(
+        admin_standin: type[_Admin], consumer_standin: type[_Consumer]) -> None:
+    admin_standin.listings = [{}]
+    refused = confluent_kafka.KafkaException(confluent_kafka.KafkaError(
+        confluent_kafka.KafkaError.TOPIC_AUTHORIZATION_FAILED))
+    admin_standin.create_error = refused
+    sink, producers, _log = _broker_sink()
+    with pytest.raises(confluent_kafka.KafkaException) as info:
+        sink.open()
+    assert info.value is refused and producers == [] and sink.producer is None
+
+
+def test_a_commit_log_that_does_not_appear_times_the_opening_out(
+        admin_standin: type[_Admin], consumer_standin: type[_Consumer]) -> None:
+    from stormpy.connectors.kafka import _transactional_sink as module
+    admin_standin.listings = [{}]
+    sink, producers, _log = _broker_sink(timeout=3.0)
+    with pytest.raises(TimeoutError) as info:
+        sink.open()
+    assert str(info.value) == "the commit log topic 'log' did not appear"
+    assert producers == [] and module.time.sleeps == [0.2, 0.2, 0.2]
+
+
+def test_without_a_factory_the_sink_builds_confluent_kafkas_producer(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    log: list[Any] = []
+    built: list[StubProducer] = []
+
+    def producer(conf: Mapping[str, Any]) -> StubProducer:
+        built.append(StubProducer(conf, log))
+        return built[-1]
+    monkeypatch.setattr(confluent_kafka, "Producer", producer)
+    cfg = KafkaTransactionalConfig("h:1", topic="out", exactly_once=False)
+    sink = KafkaTransactionalSink(cfg, "p-wc-b-1-0")
+    assert sink.commit_batch(1, [("out", b"k", b"v")]) is True
+    assert len(built) == 1 and built[0].conf["bootstrap.servers"] == "h:1"
+    assert built[0].conf["enable.idempotence"] is True and log == [("produce", "out", b"k", b"v"),
+                                                                   "flush"]
+
+
+def test_the_read_txid_seam_is_given_the_sink_it_opens() -> None:
+    seen: list[Any] = []
+
+    def read_txid(sink: KafkaTransactionalSink) -> int | None:
+        seen.append(sink)
+        return None
+    cfg = KafkaTransactionalConfig("h:1", topic="out")
+    sink = KafkaTransactionalSink(cfg, "p-wc-b-1-0", read_txid=read_txid,
+                                  producer_factory=lambda conf: StubProducer(conf, []))
+    sink.open()
+    assert seen == [sink]
