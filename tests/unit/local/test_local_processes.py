@@ -19,7 +19,8 @@ import pytest
 from stormpy.host.waiting import WaitTimeout, wait_for
 from stormpy.local._processes import DaemonProcess, ProcessCluster, end_processes, find_processes
 
-#: a stand-in for ``python``: (ignores SIGTERM when stubborn,) records how it was launched, says so on stdout, then sleeps
+#: a stand-in for ``python``: ignores SIGTERM when stubborn, records how it was launched, says so
+#: on stdout, then sleeps
 STAND_IN = """#!/bin/sh
 {trap}
 {{ printf '%s\\n' "$@"; echo "cwd=$(pwd)"; echo "conf=$STORMPY_CONF"
