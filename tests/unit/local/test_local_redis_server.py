@@ -23,6 +23,7 @@ from stormpy.local._redis_server import (
     INSTALL_HINT,
     RedisNotFound,
     RedisServer,
+    RedisStartError,
     find_redis_server,
     redis_ping,
     run_dev_redis,
@@ -166,19 +167,20 @@ def test_the_command_line_of_a_test_server(server: RedisServer, binary: str) -> 
 
 
 def test_a_persistent_full_password_server(binary: str, tmp_path: Path) -> None:
-    server = RedisServer(host="127.0.0.1", data_dir=tmp_path / "data", persistent=True,
-                         maxmemory="2mb", password="s3cret")
+    server = RedisServer(host="127.0.0.2", data_dir=tmp_path / "data", persistent=True,
+                         maxmemory="2mb", password="s3cret", startup_timeout_secs=10)
     try:
         server.start()  # a NOAUTH answer counts as serving
         assert server.data_dir == (tmp_path / "data").resolve()
         assert server.command() == [
-            binary, "--bind", "127.0.0.1", "--port", str(server.port), "--dir", str(server.data_dir),
+            binary, "--bind", "127.0.0.2", "--port", str(server.port), "--dir", str(server.data_dir),
             "--save", "", "--daemonize", "no", "--protected-mode", "no", "--appendonly", "yes",
             "--appendfsync", "no", "--databases", "16", "--loglevel", "notice",
             "--maxmemory", "2mb", "--maxmemory-policy", "noeviction", "--requirepass", "s3cret"]
         assert server.provider_config() == {
-            "jedisPoolConfig": {"host": "127.0.0.1", "port": server.port, "password": "s3cret"}}
-        client = redis.Redis(host="127.0.0.1", port=server.port, password="s3cret")
+            "jedisPoolConfig": {"host": "127.0.0.2", "port": server.port, "password": "s3cret"}}
+        assert server.url == f"redis://127.0.0.2:{server.port}/0"
+        client = redis.Redis(host="127.0.0.2", port=server.port, password="s3cret")
         try:
             with pytest.raises(redis.exceptions.ResponseError, match="used memory > 'maxmemory'"):
                 client.set("big", b"x" * (4 * 1024 * 1024))
@@ -296,3 +298,124 @@ def test_dev_redis_reports_a_server_that_died(binary: str, tmp_path: Path) -> No
     code = run_dev_redis(free_port("127.0.0.1"), tmp_path / "dev", echo=lines.append, on_ready=ready)
     assert code == -9
     assert lines[-1].startswith("Redis exited with status -9; last log lines:\n")
+
+
+def test_stop_gives_the_server_the_grace_asked_for(server: RedisServer,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from stormpy.host import child_server
+    graces: list[float] = []
+    real = child_server.terminate_popen
+
+    def recording(proc: object, grace_secs: float) -> None:
+        graces.append(grace_secs)
+        real(proc, grace_secs)  # type: ignore[arg-type]
+    monkeypatch.setattr(child_server, "terminate_popen", recording)
+    server.start()
+    server.stop(grace_secs=2.5)
+    assert graces == [2.5]
+    server.start()
+    server.stop()
+    assert graces == [2.5, RedisServer.stop_grace_secs]
+
+
+def test_a_killed_server_whose_directory_went_away_still_stops(binary: str) -> None:
+    import shutil
+    server = RedisServer()
+    try:
+        server.start()
+        work = server.data_dir
+        assert work is not None
+        server.kill()
+        shutil.rmtree(work)
+    finally:
+        server.stop()
+    assert not server.running
+
+
+def test_dev_redis_by_default_keeps_its_data_under_stormpy_local_on_6379(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[tuple[tuple[object, ...], dict[str, object]]] = []
+
+    class Recorder(RedisServer):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            made.append((args, kwargs))
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+        def start(self) -> Recorder:
+            raise RedisStartError("not in this test")
+    monkeypatch.setattr(_redis_server, "RedisServer", Recorder)
+    with pytest.raises(RedisStartError):
+        run_dev_redis(echo=lambda line: None, stop_event=threading.Event())
+    assert made == [((6379,), {"host": "127.0.0.1", "data_dir": "stormpy-local/dev-redis",
+                               "persistent": True})]
+    made.clear()
+    with pytest.raises(RedisStartError):
+        run_dev_redis(7000, "d", host="127.0.0.2", echo=lambda line: None, stop_event=threading.Event())
+    assert made == [((7000,), {"host": "127.0.0.2", "data_dir": "d", "persistent": True})]
+
+
+def test_a_bulk_reply_split_in_two_is_read_whole() -> None:
+    port, thread, _ = _one_shot_server([b"$5\r\nhel", b"lo\r\n"], False)
+    assert redis_ping("127.0.0.1", port, timeout_secs=3.0) == b"$5\r\nhello\r\n"
+    thread.join(10)
+
+
+def test_a_probe_of_a_port_that_never_answers_times_out() -> None:
+    # accepts (backlog), never answers
+    with socket.create_server(("127.0.0.1", 0)) as silent, pytest.raises(TimeoutError):
+        redis_ping("127.0.0.1", silent.getsockname()[1], timeout_secs=0.3)
+
+
+def test_the_port_is_known_after_start_and_is_a_free_one(binary: str) -> None:
+    first, second = RedisServer(), RedisServer()
+    with pytest.raises(RuntimeError, match=r"^RedisServer.port is known only after start\(\)$"):
+        _ = first.port
+    try:
+        first.start()
+        second.start()
+        assert first.port != second.port
+        assert first.port > 1024 and second.port > 1024
+    finally:
+        first.stop()
+        second.stop()
+
+
+def test_the_options_reach_the_process_handling() -> None:
+    assert RedisServer().die_with_parent is True
+    assert RedisServer(die_with_parent=False).die_with_parent is False
+    assert RedisServer(startup_timeout_secs=7.5).startup_timeout_secs == 7.5
+
+
+def _fake_redis(tmp_path: Path, body: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    fake = tmp_path / "fake-redis-server"
+    fake.write_text(f"#!/bin/sh\n{body}\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("REDIS_SERVER", str(fake))
+    return fake
+
+
+def test_a_server_that_never_answers_fails_the_start_naming_binary_and_log(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _fake_redis(tmp_path, "echo 'starting slowly'\nexec sleep 60", monkeypatch)
+    server = RedisServer(data_dir=tmp_path / "d", startup_timeout_secs=0.5)
+    with pytest.raises(RedisStartError) as info:
+        server.start()
+    log = (tmp_path / "d").resolve() / "redis.log"
+    message = str(info.value)
+    assert message.startswith(f"Redis on 127.0.0.1:{server.port} did not start serving within 0.5 s "
+                              f"(log {log}):\n")
+    assert f"--- stormpy: {fake} --bind 127.0.0.1 --port {server.port}" in message
+    assert message.endswith("starting slowly")
+    assert not server.running
+
+
+def test_a_server_that_exits_fails_the_start_with_its_status_and_log(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_redis(tmp_path, "echo 'bad config'\nexit 3", monkeypatch)
+    server = RedisServer()
+    with pytest.raises(RedisStartError) as info:
+        server.start()
+    message = str(info.value)
+    assert message.startswith("Redis exited with status 3 during startup (log ")
+    assert message.endswith("bad config")
+    assert server.data_dir is not None and not server.data_dir.exists()  # its temporary dir removed
