@@ -17,6 +17,7 @@ import psutil
 import pytest
 
 from stormpy.host.waiting import WaitTimeout, wait_for
+from stormpy.local import _processes
 from stormpy.local._processes import DaemonProcess, ProcessCluster, end_processes, find_processes
 
 #: a stand-in for ``python``: ignores SIGTERM when stubborn, records how it was launched, says so
@@ -243,7 +244,15 @@ def test_a_given_ui_port_is_used(tmp_path: Path) -> None:
 
 # -- stopping ------------------------------------------------------------------------------------
 def test_stop_ends_every_daemon_and_every_worker_left_from_its_directories(
-        python: str, sleepers: list[subprocess.Popen[bytes]]) -> None:
+        python: str, sleepers: list[subprocess.Popen[bytes]], monkeypatch: pytest.MonkeyPatch) -> None:
+    # guard: stop may end only processes this test started (a broken process match must fail
+    # the test, never signal the machine's other processes)
+    real_end = _processes.end_processes
+
+    def guarded_end(pids: list[int], grace_secs: float) -> None:
+        assert set(pids) <= {p.pid for p in sleepers}, f"stop would end processes it did not start: {pids}"
+        real_end(pids, grace_secs)
+    monkeypatch.setattr(_processes, "end_processes", guarded_end)
     cluster = ProcessCluster("zk:2181", supervisors=2, python=python, ui=True)
     base = cluster.base_dir
     assert base.is_dir() and base.name.startswith("stormpy-cluster-")
