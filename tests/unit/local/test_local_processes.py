@@ -64,6 +64,19 @@ def _sleeper(started: list[subprocess.Popen[bytes]], *args: str,
     return proc
 
 
+@pytest.fixture(autouse=True)
+def only_own_processes_ended(sleepers: list[subprocess.Popen[bytes]],
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cluster's stop may end only processes its test started: a broken process match fails
+    the test instead of signalling the machine's other processes."""
+    real_end = _processes.end_processes
+
+    def guarded_end(pids: list[int], grace_secs: float) -> None:
+        assert set(pids) <= {p.pid for p in sleepers}, f"stop would end processes it did not start: {pids}"
+        real_end(pids, grace_secs)
+    monkeypatch.setattr(_processes, "end_processes", guarded_end)
+
+
 # -- finding and ending processes ----------------------------------------------------------------
 def test_find_processes_matches_every_needle_sorted_by_pid(sleepers: list[subprocess.Popen[bytes]]) -> None:
     tag = f"stormpy-test-{uuid.uuid4().hex}"
@@ -244,15 +257,7 @@ def test_a_given_ui_port_is_used(tmp_path: Path) -> None:
 
 # -- stopping ------------------------------------------------------------------------------------
 def test_stop_ends_every_daemon_and_every_worker_left_from_its_directories(
-        python: str, sleepers: list[subprocess.Popen[bytes]], monkeypatch: pytest.MonkeyPatch) -> None:
-    # guard: stop may end only processes this test started (a broken process match must fail
-    # the test, never signal the machine's other processes)
-    real_end = _processes.end_processes
-
-    def guarded_end(pids: list[int], grace_secs: float) -> None:
-        assert set(pids) <= {p.pid for p in sleepers}, f"stop would end processes it did not start: {pids}"
-        real_end(pids, grace_secs)
-    monkeypatch.setattr(_processes, "end_processes", guarded_end)
+        python: str, sleepers: list[subprocess.Popen[bytes]]) -> None:
     cluster = ProcessCluster("zk:2181", supervisors=2, python=python, ui=True)
     base = cluster.base_dir
     assert base.is_dir() and base.name.startswith("stormpy-cluster-")
