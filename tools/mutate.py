@@ -480,6 +480,12 @@ TARGETS: dict[str, Target] = {
     # availability check (the process cluster and Kafka modules only re-export), with the kit's
     # own unit tests (in-process LocalClusters under simulated time, each
     # well under a second; the CPU probe's subprocess test is left out)
+    # the embedded parts a local run and the tests start: the daemon processes of a process
+    # cluster and the Redis child server; their own unit tests (stand-in daemons, real
+    # redis-server starts of tens of milliseconds), no CLI subprocess
+    "local": Target(tuple(f"src/stormpy/local/{part}.py" for part in ("_processes", "_redis_server")),
+                    tests=("tests/unit/local/test_local_processes.py",
+                           "tests/unit/local/test_local_redis_server.py")),
     "testing": Target(tuple(f"src/stormpy/testing/{part}.py"
                             for part in ("_complete", "_acks", "_components", "_tracking", "_unit",
                                          "_cluster", "_kafka", "_registry", "_state", "_zookeeper")),

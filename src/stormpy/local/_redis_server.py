@@ -151,7 +151,8 @@ class RedisServer(ChildServer):
     def kill(self) -> None:
         """SIGKILL the server (a crash) and reap it, keeping its port and directory: a later
         :meth:`start` serves the same address with what its append-only file holds."""
-        port, work, temp = self.port, self.work_dir, self._temp_dir
+        port, work = self.port, self.work_dir
+        temp = self._temp_dir or self._kept_temp  # a second crash keeps the first's directory
         if self._proc is not None:
             self._proc.kill()
             self._proc.wait()
