@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import click
@@ -16,7 +18,7 @@ from stormpy.cli.output import console, detail, error, say, stats_table, warning
 from stormpy.cli.topology_loader import TopologyLoadError, load_topology
 from stormpy.config import ConfigError, parse_config_args, setting
 from stormpy.local import LocalCluster
-from stormpy.topology import InvalidTopologyError
+from stormpy.topology import InvalidTopologyError, TopologySpec
 
 
 @click.command("local")
@@ -104,7 +106,8 @@ def local(path: str, target: str, name: str | None, ttl: float, idle_stop: float
             signal.signal(sig, handler)
     console.print(stats_table(f"topology {topo_name}", stats))
     say("stopped: {}; {} spout tuple(s) still pending", reason, pending_left)
-    note = run_note(stopped_by, pending_left, held, in_windows, in_checkpoints, conf)
+    note = run_note(stopped_by, pending_left, held, in_windows, in_checkpoints, conf,
+                    idle_secs=idle_stop, ticks=user_tick_periods(conf, loaded.spec))
     if note is not None:
         say("[yellow]note:[/yellow] {}", note)
     if failure is not None:
@@ -122,13 +125,16 @@ def _held_by(held: dict[str, int]) -> str:
 
 
 def run_note(stopped_by: str, pending_left: int, held: dict[str, int], in_windows: dict[str, int],
-             in_checkpoints: dict[str, int], conf: dict[str, Any]) -> str | None:
+             in_checkpoints: dict[str, int], conf: dict[str, Any], *,
+             idle_secs: float | None = None, ticks: Mapping[str, float] | None = None) -> str | None:
     """The note under a local run's summary, None when there is nothing to explain.
     ``stopped_by`` is ``ttl``, ``idle``, ``failure`` or ``signal``; ``pending_left`` the user
     spout tuples still pending; ``held`` the tuples bolts hold for a timer (open windows),
     ``in_windows`` and ``in_checkpoints`` the tuples windows and stateful bolts hold un-acked
-    (component -> tuples). One note at most, the first that applies: a ttl that cut open
-    windows, then pending tuples held in windows, then pending tuples held for a checkpoint."""
+    (component -> tuples); ``idle_secs`` the ``--idle-stop`` time and ``ticks`` the tick tuple
+    period of each of the user's bolts (:func:`user_tick_periods`). One note at most, the first
+    that applies: a ttl that cut open windows, then pending tuples held in windows, then pending
+    tuples held for a checkpoint, then an idle stop sooner than a bolt's tick period."""
     if held and stopped_by == "ttl":
         return (f"the ttl stopped the run while window(s) were still open: {_held_by(held)} "
                 "not evaluated yet; raise --ttl to let them close")
@@ -138,7 +144,30 @@ def run_note(stopped_by: str, pending_left: int, held: dict[str, int], in_window
                 "for more input (or fail at topology.message.timeout.secs and are replayed)")
     if pending_left and in_checkpoints:
         return checkpoint_note(in_checkpoints, conf)
+    if stopped_by == "idle" and idle_secs is not None and ticks:
+        late = {c: p for c, p in ticks.items() if p > idle_secs}
+        if late:
+            bolts = ", ".join(f"{c!r} (every {p:g} s)" for c, p in sorted(late.items()))
+            return (f"the run stopped as idle after {idle_secs:g} s, sooner than the tick tuples of "
+                    f"{bolts}: what they do on a tick (a flush, a periodic report) may not have "
+                    f"run after the last input; give --idle-stop {math.floor(max(late.values())) + 1} "
+                    "or more")
     return None
+
+
+def user_tick_periods(conf: Mapping[str, Any], spec: TopologySpec) -> dict[str, float]:
+    """The tick tuple period (``topology.tick.tuple.freq.secs``, a component's config over the
+    topology's) of each bolt of the user's own classes that gets tick tuples. stormpy's own bolts
+    (windows, joins, Spark, transactional coordinators) are left out: they hold what waits for
+    their timers, which the idle rule already waits for."""
+    periods = {}
+    for name, comp in spec.bolts.items():
+        if comp.class_path.startswith("stormpy."):
+            continue
+        freq = {**conf, **comp.config}.get("topology.tick.tuple.freq.secs")
+        if freq:
+            periods[name] = float(freq)
+    return periods
 
 
 def checkpoint_note(held: dict[str, int], conf: dict[str, Any]) -> str:

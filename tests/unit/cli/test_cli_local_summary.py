@@ -14,6 +14,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from stormpy.cli.main import cli
+from stormpy.topology import Bolt, Spout, TopologyBuilder
+from stormpy.windowing import Duration, WindowedBolt
 
 TOPOLOGIES = '''
 from stormpy.topology import Bolt, Spout, TopologyBuilder
@@ -235,3 +237,71 @@ def test_the_run_note_explains_pending_tuples_held_by_windows_then_by_checkpoint
     assert run_note("signal", 4, {}, {}, {"s": 4}, conf) == checkpoint_note({"s": 4}, conf)
     assert run_note("ttl", 0, {}, {}, {"s": 4}, conf) is None
     assert run_note("ttl", 4, {}, {}, {}, conf) is None
+
+
+TICKS_NOTE = ("the run stopped as idle after 3 s, sooner than the tick tuples of 'a' (every 4.5 s), "
+              "'totals' (every 5 s): what they do on a tick (a flush, a periodic report) may not "
+              "have run after the last input; give --idle-stop 6 or more")
+
+
+def test_the_run_note_says_an_idle_stop_came_before_a_bolts_tick() -> None:
+    from stormpy.cli.local_cmd import run_note
+
+    ticks = {"totals": 5.0, "a": 4.5, "quick": 3.0}  # 3 s: a tick is due within the idle time
+    assert run_note("idle", 0, {}, {}, {}, {}, idle_secs=3, ticks=ticks) == TICKS_NOTE
+    assert run_note("idle", 0, {}, {}, {}, {}, idle_secs=5, ticks=ticks) is None
+    assert run_note("idle", 0, {}, {}, {}, {}, idle_secs=None, ticks=ticks) is None
+    for stopped_by in ("ttl", "signal", "failure"):  # not stopped as idle: not this note
+        assert run_note(stopped_by, 0, {}, {}, {}, {}, idle_secs=3, ticks=ticks) is None
+    # the earlier notes come first
+    assert run_note("idle", 3, {}, {"b": 2, "a": 1}, {}, {}, idle_secs=3, ticks=ticks) == WINDOWS_NOTE
+    assert run_note("idle", 0, {}, {}, {}, {}, idle_secs=3, ticks={"t": 6.5}).endswith(
+        "give --idle-stop 7 or more")
+
+
+class TickSource(Spout):
+    outputs = ["x"]
+    component_config = {"topology.tick.tuple.freq.secs": 2}  # a spout gets no ticks
+
+    def next_tuple(self):
+        pass
+
+
+class TickedBolt(Bolt):
+    outputs = ["x"]
+    component_config = {"topology.tick.tuple.freq.secs": 5}
+
+    def execute(self, tup):
+        pass
+
+
+class PlainBolt(Bolt):
+    outputs = ["x"]
+
+    def execute(self, tup):
+        pass
+
+
+class TimedWindow(WindowedBolt):
+    def execute(self, window):
+        pass
+
+
+def test_tick_periods_of_the_users_own_bolts() -> None:
+    """A window (stormpy's own bolt, ticking for its window) is left out: the idle rule waits
+    for what it holds."""
+    from stormpy.cli.local_cmd import user_tick_periods
+
+    builder = TopologyBuilder()
+    builder.set_spout("src", TickSource)
+    builder.set_bolt("ticked", TickedBolt).shuffle_grouping("src")
+    builder.set_bolt("plain", PlainBolt).shuffle_grouping("src")
+    builder.set_bolt("given", PlainBolt).shuffle_grouping("src").add_configuration(
+        "topology.tick.tuple.freq.secs", 7)
+    builder.set_bolt("win", TimedWindow.with_tumbling_window(Duration(seconds=10))).shuffle_grouping("src")
+    spec = builder.create_topology()
+    assert spec.components["win"].config.get("topology.tick.tuple.freq.secs")  # it ticks
+    assert user_tick_periods({}, spec) == {"ticked": 5.0, "given": 7.0}
+    # the topology's period reaches every bolt of the user's that sets none of its own
+    assert user_tick_periods({"topology.tick.tuple.freq.secs": 3}, spec) == {
+        "ticked": 5.0, "given": 7.0, "plain": 3.0}
