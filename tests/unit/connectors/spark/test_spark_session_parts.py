@@ -21,6 +21,7 @@ import pytest
 
 from stormpy.connectors.spark import SparkMasterUnreachable, SparkUnavailableError
 from stormpy.connectors.spark import _session as spark
+from stormpy.host.waiting import wait_for
 
 
 class FakeJsc:
@@ -583,3 +584,83 @@ def test_a_jvm_without_stdin_or_that_cannot_be_waited_for(gateway_slot: Any) -> 
     _install(gateway_slot, FakeGateway(broken))
     spark._stop_jvm(2.0)  # logged, not raised: the process exits either way
     assert broken.waits == [2.0] and broken.killed == 0
+
+
+# -- from the mutation run's survivors ---------------------------------------------------------
+
+def test_the_probe_waits_as_long_as_the_topology_says(builder: FakeBuilder,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SPARK_LOCAL_IP")
+    probed: list[Any] = []
+    monkeypatch.setattr(spark, "probe_master", lambda *a: probed.append(a))
+    spark.get_spark({"spark.master": "spark://m:7077", "spark.stormpy.master.probe.secs": 2})
+    assert probed == [("spark://m:7077", 2.0)]
+
+
+def test_a_running_session_is_handed_out_while_another_task_holds_the_start_lock(
+        builder: FakeBuilder) -> None:
+    session = spark.get_spark({})
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:  # e.g. another task shipping a large code dir, or stopping
+        with spark._lock:
+            held.set()
+            release.wait(60)
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    try:
+        assert held.wait(30)
+        got: list[Any] = []
+        caller = threading.Thread(target=lambda: got.append(spark.get_spark({})), daemon=True)
+        caller.start()
+        wait_for(lambda: bool(got), 30, "get_spark of a running session while the lock is held")
+        assert got == [session] and not release.is_set()
+    finally:
+        release.set()
+        holder.join(30)
+
+
+def test_a_sigint_handler_python_did_not_install_is_left_as_it_was(
+        builder: FakeBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
+    before = signal.getsignal(signal.SIGINT)
+    monkeypatch.setattr(spark.signal, "getsignal", lambda signum: None)
+    session = spark._create({"spark.master": "local[1]"})
+    assert isinstance(session, FakeSession)
+    monkeypatch.undo()
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_a_context_without_a_jvm_handle_is_not_alive() -> None:
+    class HalfStarted:
+        pass
+
+    class Session:
+        sparkContext = HalfStarted()
+
+    assert spark.is_alive(Session()) is False  # type: ignore[arg-type]
+
+
+def test_a_gateway_this_process_did_not_launch_is_closed_but_not_waited_for(
+        gateway_slot: Any) -> None:
+    class ForeignGateway:
+        def __init__(self) -> None:
+            self.shutdowns = 0
+
+        def shutdown(self) -> None:
+            self.shutdowns += 1
+
+    gateway = ForeignGateway()
+    gateway_slot._gateway = gateway
+    gateway_slot._jvm = object()
+    spark._stop_jvm(2.0)
+    assert gateway.shutdowns == 1 and gateway_slot._gateway is None and gateway_slot._jvm is None
+
+
+def test_at_exit_with_its_zip_dir_already_gone(builder: FakeBuilder,
+                                               monkeypatch: pytest.MonkeyPatch,
+                                               tmp_path: Path) -> None:
+    monkeypatch.setattr(spark, "_stop_jvm", lambda secs: None)
+    monkeypatch.setattr(spark, "_zip_dir", str(tmp_path / "removed-by-a-cleaner"))
+    spark._at_exit()
+    assert spark._zip_dir is None
