@@ -276,6 +276,13 @@ TARGETS: dict[str, Target] = {
                                 for part in ("_errors", "_code", "_arrow")),
                           tests=("tests/unit/connectors/spark/test_spark_code_shipping.py",
                                  "tests/unit/connectors/spark/test_spark_small_parts.py")),
+    # the Spark connector's session: the builder settings from the topology's spark.* config, one
+    # session per worker process, replacing a dead one, stopping it and the JVM at exit (against a
+    # stand-in SparkSession builder and Py4J gateway: no JVM per mutant)
+    "spark-session": Target(("src/stormpy/connectors/spark/_session.py",),
+                            tests=("tests/unit/connectors/spark/test_spark_session_parts.py",
+                                   "tests/unit/connectors/spark/test_spark_session_holders.py",
+                                   "tests/unit/connectors/spark/test_spark_code_shipping.py")),
     # the Spark committer of transactional topologies: its checks, columns, the part written once
     # per txid and task through a temporary directory (a stand-in get_spark: no Spark session)
     "spark-committer": Target(("src/stormpy/connectors/spark/_committer.py",),
