@@ -5,6 +5,7 @@ files and their dump, the bounded waits, and every child stopped (daemons and st
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import stat
@@ -517,7 +518,9 @@ def test_a_supervisor_started_alone_waits_for_its_own_registration(
         state.add("sup-b", [7200])
         cluster.start_supervisor(1, timeout_secs=30)
         assert cluster.stop_supervisor(1, kill=True) == -signal.SIGKILL
-        assert cluster.stop_supervisor(0) is None
+        assert cluster.stop_supervisor(0) is None  # never started
+        cluster.supervisors[0].start()
+        assert cluster.stop_supervisor(0) == -signal.SIGTERM
         cluster.nimbuses[1].start()
         assert cluster.stop_nimbus(index=1) == -signal.SIGTERM
         cluster.nimbuses[0].start()
@@ -596,7 +599,46 @@ def test_start_ui_fails_at_once_when_the_ui_exits_or_never_listens(tmp_path: Pat
         cluster = ProcessCluster("zk:2181", supervisors=0, base_dir=tmp_path / "s", python=sleeper,
                                  ui=True, ui_port=port)
         try:
-            with pytest.raises(WaitTimeout, match="the UI to accept connections"):
+            with pytest.raises(WaitTimeout) as timed_out:
                 cluster.start_ui(timeout_secs=0.5)
+            # a refused connection is "not yet", not an error to report
+            assert str(timed_out.value).startswith(
+                "timed out after 0.5s waiting for the UI to accept connections\n===== ui/")
         finally:
             cluster.stop()
+
+
+def test_a_daemon_reads_nothing_and_runs_in_its_own_session(python: str, tmp_path: Path) -> None:
+    daemon = DaemonProcess("nimbus", "nimbus", tmp_path / "n", {}, python)
+    daemon.start()
+    try:
+        _launch_record(daemon)
+        pid = daemon.pid
+        assert pid is not None
+        assert os.getsid(pid) == pid  # its own session: a terminal's signals do not reach it
+        assert os.readlink(f"/proc/{pid}/fd/0") == os.devnull
+    finally:
+        daemon.stop()
+
+
+def test_stop_copes_with_its_own_directory_already_gone(python: str) -> None:
+    cluster = ProcessCluster("zk:2181", supervisors=1, python=python)
+    shutil.rmtree(cluster.base_dir)
+    cluster.stop()
+    assert not cluster.base_dir.exists()
+
+
+def test_log_lines_skip_a_log_gone_and_show_undecodable_bytes_replaced(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster = _with_logs(tmp_path)
+    (tmp_path / "nimbus" / "logs" / "nimbus.log").write_bytes(b"ok\nneedle \xff\xfe end\n")
+    assert list(cluster.iter_log_lines("needle")) == [
+        (tmp_path / "nimbus" / "logs" / "nimbus.log", "needle \ufffd\ufffd end"),
+        (tmp_path / "supervisor-0" / "supervisor-0.out", "needle here")]
+    assert cluster.dump_logs(lines=1).splitlines()[1] == "needle \ufffd\ufffd end"
+    gone = tmp_path / "gone.log"  # listed, then removed before it was read
+    monkeypatch.setattr(cluster, "log_files", lambda: [gone, *ProcessCluster.log_files(cluster)])
+    assert [line for _, line in cluster.iter_log_lines("needle")] == ["needle \ufffd\ufffd end",
+                                                                      "needle here"]
+    assert cluster.dump_logs(lines=1) == ("===== nimbus/logs/nimbus.log =====\nneedle \ufffd\ufffd end\n"
+                                          "===== supervisor-0/supervisor-0.out =====\ns3")
