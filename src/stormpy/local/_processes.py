@@ -235,13 +235,13 @@ class ProcessCluster:
         return self
 
     def start_nimbus(self, timeout_secs: float = 60.0, *, index: int = 0) -> None:
-        """Start (or restart) Nimbus ``index`` and wait until it answers."""
+        """Start (or restart) Nimbus ``index`` and wait until it answers (failing at once when
+        every Nimbus has exited, as one that dies on start)."""
         self.nimbuses[index].start()
         probe = rpc_client(self.extra_conf, f"{self.host}:{self.nimbus_ports[index]}", timeout_secs=1.0,
                            retries=0)
         try:
-            self.wait_for(lambda: probe.ping(1.0), timeout_secs, f"{self.nimbuses[index].name} to answer",
-                          check_daemons=False)
+            self.wait_for(lambda: probe.ping(1.0), timeout_secs, f"{self.nimbuses[index].name} to answer")
         finally:
             probe.close()
 

@@ -11,6 +11,7 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -651,3 +652,56 @@ def test_log_lines_skip_a_log_gone_and_show_undecodable_bytes_replaced(
                                                                       "needle here"]
     assert cluster.dump_logs(lines=1) == ("===== nimbus/logs/nimbus.log =====\nneedle \ufffd\ufffd end\n"
                                           "===== supervisor-0/supervisor-0.out =====\ns3")
+
+
+def test_the_ui_wait_does_not_depend_on_nimbus(python: str, tmp_path: Path) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))  # listening only once the UI stand-in has launched
+        cluster = ProcessCluster("zk:2181", supervisors=0, base_dir=tmp_path, python=python, ui=True,
+                                 ui_port=listener.getsockname()[1])
+        cluster.nimbus.start()
+        cluster.nimbus.stop(kill=True)  # every Nimbus exited: the UI still starts
+        launched = tmp_path / "ui" / "launch.txt"
+
+        def listen_once_launched() -> None:
+            wait_for(launched.exists, 30, "the UI stand-in to launch")
+            listener.listen()
+        thread = threading.Thread(target=listen_once_launched)
+        thread.start()
+        try:
+            cluster.start_ui(timeout_secs=30)
+        finally:
+            thread.join()
+            cluster.stop()
+
+
+def test_start_with_a_ui_returns_once_the_ui_listens(
+        python: str, tmp_path: Path, nimbuses: StandInNimbuses,
+        zk_state: tuple[StandInState, list[tuple[object, ...]]]) -> None:
+    nimbuses.answering = {"127.0.0.1:7000"}
+    nimbuses.leader = "127.0.0.1:7000"
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        cluster = ProcessCluster("zk:2181", supervisors=0, base_dir=tmp_path, python=python, nimbus_port=7000,
+                                 ui=True, ui_port=listener.getsockname()[1])
+        try:
+            cluster.start(timeout_secs=10)
+            assert cluster.ui is not None and cluster.ui.running and cluster.nimbus.running
+        finally:
+            cluster.stop()
+
+
+def test_a_nimbus_that_dies_on_start_fails_the_start_at_once(
+        python: str, tmp_path: Path, nimbuses: StandInNimbuses) -> None:
+    quitter = tmp_path / "quitter"
+    quitter.write_text("#!/bin/sh\necho 'bad config'\nexit 3\n")
+    quitter.chmod(0o755)
+    cluster = ProcessCluster("zk:2181", supervisors=0, base_dir=tmp_path / "c", python=str(quitter),
+                             nimbus_port=7000)
+    with pytest.raises(RuntimeError) as info:
+        cluster.start_nimbus(timeout_secs=60)  # the first (and only) by default
+    assert str(info.value) == ("Nimbus exited (code 3) while waiting for nimbus to answer\n"
+                               "===== nimbus/nimbus.out =====\nbad config")
+    assert nimbuses.opened == [("127.0.0.1:7000", {}, {"timeout_secs": 1.0, "retries": 0})]
+    assert nimbuses.closed == ["127.0.0.1:7000"]
