@@ -235,13 +235,13 @@ class ProcessCluster:
         return self
 
     def start_nimbus(self, timeout_secs: float = 60.0, *, index: int = 0) -> None:
-        """Start (or restart) Nimbus ``index`` and wait until it answers."""
+        """Start (or restart) Nimbus ``index`` and wait until it answers (failing at once when
+        every Nimbus has exited, as one that dies on start)."""
         self.nimbuses[index].start()
         probe = rpc_client(self.extra_conf, f"{self.host}:{self.nimbus_ports[index]}", timeout_secs=1.0,
                            retries=0)
         try:
-            self.wait_for(lambda: probe.ping(1.0), timeout_secs, f"{self.nimbuses[index].name} to answer",
-                          check_daemons=False)
+            self.wait_for(lambda: probe.ping(1.0), timeout_secs, f"{self.nimbuses[index].name} to answer")
         finally:
             probe.close()
 
@@ -252,14 +252,17 @@ class ProcessCluster:
         self.ui.start()
         port = self.ui_port
 
-        def accepting() -> bool:
+        def ui_alive() -> None:  # a check, not the condition: the wait ignores the condition's errors
             if self.ui is not None and not self.ui.running:
                 raise RuntimeError(f"the UI exited (code {self.ui.proc.returncode if self.ui.proc else '?'})"
                                    f"\n{self.dump_logs()}")
+
+        def accepting() -> bool:
             with contextlib.suppress(OSError), socket.create_connection((self.host, port), timeout=1):
                 return True
             return False
-        self.wait_for(accepting, timeout_secs, "the UI to accept connections", check_daemons=False)
+        self.wait_for(accepting, timeout_secs, "the UI to accept connections", check_daemons=False,
+                      check=ui_alive)
 
     def stop_nimbus(self, *, kill: bool = False, index: int = 0) -> int | None:
         """Stop Nimbus ``index`` (SIGTERM, or SIGKILL with ``kill``); return its exit code."""
@@ -374,14 +377,18 @@ class ProcessCluster:
 
     # -- waiting and diagnostics -----------------------------------------------------------------
     def wait_for(self, condition: Callable[[], Any], timeout_secs: float, what: str, *,
-                 interval: float = 0.2, check_daemons: bool = True) -> Any:
+                 interval: float = 0.2, check_daemons: bool = True,
+                 check: Callable[[], None] | None = None) -> Any:
         """Poll ``condition`` until it returns something truthy (returned); TimeoutError naming
-        ``what`` with the daemons' log tails otherwise. Fails early when Nimbus has exited."""
+        ``what`` with the daemons' log tails otherwise. Fails early when Nimbus has exited, or
+        when ``check`` (run after every false poll) raises."""
         def nimbus_alive() -> None:
             if check_daemons and all(n.proc is not None and not n.running for n in self.nimbuses):
                 codes = ", ".join(str(n.proc.returncode) for n in self.nimbuses if n.proc is not None)
                 raise RuntimeError(f"Nimbus exited (code {codes}) while waiting for {what}\n"
                                    f"{self.dump_logs()}")
+            if check is not None:
+                check()
 
         try:  # exceptions of the condition: it may race with daemons starting or stopping
             return wait_for(condition, timeout_secs, what, interval=interval, ignore=(Exception,),

@@ -5,10 +5,13 @@ files and their dump, the bounded waits, and every child stopped (daemons and st
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,9 +19,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from stormpy.cluster import SupervisorInfo
 from stormpy.host.waiting import WaitTimeout, wait_for
 from stormpy.local import _processes
 from stormpy.local._processes import DaemonProcess, ProcessCluster, end_processes, find_processes
+from stormpy.rpc.errors import RpcError
 
 #: a stand-in for ``python``: ignores SIGTERM when stubborn, records how it was launched, says so
 #: on stdout, then sleeps
@@ -322,7 +327,8 @@ def test_wait_for_returns_the_condition_value_and_names_what_timed_out(tmp_path:
     with pytest.raises(WaitTimeout) as info:
         cluster.wait_for(lambda: False, 0.2, "the impossible", interval=0.01)
     message = str(info.value)
-    assert "the impossible" in message
+    assert message.startswith("timed out after 0.2s waiting for the impossible\n")
+    assert info.value.__suppress_context__  # the timeout alone, not the wait's own exception
     assert message.endswith("\n" + cluster.dump_logs())
 
 
@@ -341,3 +347,361 @@ def test_wait_for_fails_early_once_every_nimbus_exited(python: str, tmp_path: Pa
     with pytest.raises(WaitTimeout):
         cluster.wait_for(lambda: False, 0.2, "a leader", interval=0.01, check_daemons=False)
     assert cluster.leader_index() is None  # none runs: nobody asked
+
+
+# -- a stand-in Nimbus and cluster state: starting, the leader, the supervisors, the clients -----
+class StandInNimbuses:
+    """``rpc_client`` in place of the real one: a probe per call, answering ``ping`` and
+    ``get_leader`` as the test says, each call and close recorded."""
+
+    def __init__(self) -> None:
+        self.leader: str | None = None        # the address that says it leads
+        self.answering: set[str] = set()      # addresses that answer ping
+        self.failing: set[str] = set()        # addresses whose get_leader raises
+        self.opened: list[tuple[str, dict[str, object], dict[str, object]]] = []
+        self.calls: list[tuple[str, str, object]] = []
+        self.closed: list[str] = []
+
+    def __call__(self, conf: dict[str, object], address: str, **overrides: object) -> StandInNimbuses.Probe:
+        self.opened.append((address, dict(conf), overrides))
+        return StandInNimbuses.Probe(self, address)
+
+    class Probe:
+        def __init__(self, owner: StandInNimbuses, address: str) -> None:
+            self.owner, self.address = owner, address
+
+        def ping(self, timeout: float) -> bool:
+            self.owner.calls.append((self.address, "ping", timeout))
+            return self.address in self.owner.answering
+
+        def call(self, method: str) -> dict[str, object]:
+            self.owner.calls.append((self.address, method, None))
+            if self.address in self.owner.failing:
+                raise ConnectionError("starting")
+            return {"is_leader": self.address == self.owner.leader}
+
+        def close(self) -> None:
+            self.owner.closed.append(self.address)
+
+
+class StandInState:
+    """The cluster state's supervisors, and whether it was closed."""
+
+    def __init__(self) -> None:
+        self.sups: dict[str, SupervisorInfo] = {}
+        self.closed = False
+
+    def add(self, sid: str, ports: list[int]) -> None:
+        self.sups[sid] = SupervisorInfo(sid, "127.0.0.1", tuple(ports), 1.0, "test")
+
+    def supervisors(self) -> dict[str, SupervisorInfo]:
+        return dict(self.sups)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def nimbuses(monkeypatch: pytest.MonkeyPatch) -> StandInNimbuses:
+    stand_in = StandInNimbuses()
+    monkeypatch.setattr(_processes, "rpc_client", stand_in)
+    return stand_in
+
+
+@pytest.fixture
+def zk_state(monkeypatch: pytest.MonkeyPatch) -> tuple[StandInState, list[tuple[object, ...]]]:
+    state = StandInState()
+    connects: list[tuple[object, ...]] = []
+
+    class Connecting:
+        @staticmethod
+        def connect(zk: str, root: str, *, connect_timeout_secs: float) -> StandInState:
+            connects.append((zk, root, connect_timeout_secs))
+            return state
+    monkeypatch.setattr(_processes, "ClusterState", Connecting)
+    return state, connects
+
+
+def _two_by_two(python: str, tmp_path: Path, **kwargs: object) -> ProcessCluster:
+    return ProcessCluster("zk1:2181", supervisors=2, base_dir=tmp_path / "c", zk_root="/r", python=python,
+                          nimbus_port=7000, slot_ports=[[7100, 7101], [7200]], nimbuses=2,
+                          conf={"nimbus.rpc.auth.token": "t"}, **kwargs)  # type: ignore[arg-type]
+
+
+def test_start_waits_for_every_nimbus_a_leader_and_every_supervisor(
+        python: str, tmp_path: Path, nimbuses: StandInNimbuses,
+        zk_state: tuple[StandInState, list[tuple[object, ...]]]) -> None:
+    state, connects = zk_state
+    nimbuses.answering = {"127.0.0.1:7000", "127.0.0.1:7001"}
+    nimbuses.leader = "127.0.0.1:7001"
+    state.add("sup-b", [7200])
+    state.add("sup-a", [7101, 7100])
+    state.add("elsewhere", [9000])
+    cluster = _two_by_two(python, tmp_path)
+    try:
+        assert cluster.start(timeout_secs=10) is cluster
+        assert [d.running for d in cluster.daemons()] == [True] * 4
+        assert connects == [("zk1:2181", "/r", 30)]
+        pings = [(a, t) for a, m, t in nimbuses.calls if m == "ping"]
+        assert pings[0] == ("127.0.0.1:7000", 1.0) and pings[-1] == ("127.0.0.1:7001", 1.0)
+        assert nimbuses.opened[0] == ("127.0.0.1:7000", {"nimbus.rpc.auth.token": "t"},
+                                      {"timeout_secs": 1.0, "retries": 0})
+        assert set(nimbuses.closed) == {a for a, _, _ in nimbuses.opened}
+        assert len(nimbuses.closed) == len(nimbuses.opened)  # every probe closed
+        assert cluster.supervisor_ids() == {0: "sup-a", 1: "sup-b"}
+        assert cluster.supervisor_infos()[1] == state.sups["sup-b"]
+        nimbuses.calls.clear()
+        assert cluster.leader_index() == 1
+        assert [(a, m) for a, m, _ in nimbuses.calls] == [("127.0.0.1:7000", "get_leader"),
+                                                          ("127.0.0.1:7001", "get_leader")]
+        # every probe (answering, leading) with the cluster's conf, bounded: 1 s, no retry
+        assert {(a, str(c), str(o)) for a, c, o in nimbuses.opened} == {
+            (a, "{'nimbus.rpc.auth.token': 't'}", "{'timeout_secs': 1.0, 'retries': 0}")
+            for a in ("127.0.0.1:7000", "127.0.0.1:7001")}
+    finally:
+        cluster.stop()
+    assert state.closed and cluster._state is None
+
+
+def test_the_leader_is_the_first_running_nimbus_that_says_so(
+        python: str, tmp_path: Path, nimbuses: StandInNimbuses) -> None:
+    cluster = ProcessCluster("zk:2181", supervisors=0, base_dir=tmp_path, python=python, nimbuses=3,
+                             nimbus_port=7000)
+    try:
+        for daemon in cluster.nimbuses[1:]:
+            daemon.start()
+        nimbuses.leader = "127.0.0.1:7000"  # says so but does not run: not asked
+        assert cluster.leader_index() is None
+        assert [a for a, _, _ in nimbuses.calls] == ["127.0.0.1:7001", "127.0.0.1:7002"]
+        nimbuses.failing = {"127.0.0.1:7001"}
+        nimbuses.leader = "127.0.0.1:7002"
+        assert cluster.leader_index() == 2
+        assert nimbuses.closed == ["127.0.0.1:7001", "127.0.0.1:7002"] * 2
+        nimbuses.failing = set()
+        nimbuses.leader = "127.0.0.1:7001"
+        assert cluster.leader_index() == 1
+    finally:
+        cluster.stop()
+
+
+def test_a_start_that_never_gets_an_answer_names_the_nimbus_and_stops_the_cluster(
+        python: str, tmp_path: Path, nimbuses: StandInNimbuses) -> None:
+    cluster = ProcessCluster("zk:2181", supervisors=1, base_dir=tmp_path / "c", python=python,
+                             nimbus_port=7000, slot_ports=[[7100]])
+    with pytest.raises(WaitTimeout) as info:
+        cluster.start(timeout_secs=0.5)
+    assert str(info.value).startswith("timed out after 0.5s waiting for nimbus to answer\n"
+                                      "===== nimbus/nimbus.out =====\n")
+    assert cluster.nimbus.proc is not None and not cluster.nimbus.running
+    assert cluster.supervisors[0].proc is None  # never reached
+    assert nimbuses.closed == ["127.0.0.1:7000"]
+
+
+def test_a_start_without_a_leader_or_a_supervisor_says_which(
+        python: str, tmp_path: Path, nimbuses: StandInNimbuses,
+        zk_state: tuple[StandInState, list[tuple[object, ...]]]) -> None:
+    state, _ = zk_state
+    nimbuses.answering = {"127.0.0.1:7000", "127.0.0.1:7001"}
+    with pytest.raises(WaitTimeout) as no_leader:
+        _two_by_two(python, tmp_path / "a").start(timeout_secs=0.5)
+    assert str(no_leader.value).startswith("timed out after 0.5s waiting for a Nimbus leader\n=====")
+    nimbuses.leader = "127.0.0.1:7000"
+    state.add("sup-a", [7100, 7101])
+    cluster = _two_by_two(python, tmp_path / "b")
+    with pytest.raises(WaitTimeout) as unregistered:
+        cluster.start(timeout_secs=0.5)
+    assert str(unregistered.value).startswith(
+        "timed out after 0.5s waiting for every supervisor to register in ZooKeeper\n=====")
+    assert [d.running for d in cluster.daemons()] == [False] * 4
+    assert state.closed
+
+
+def test_a_supervisor_started_alone_waits_for_its_own_registration(
+        python: str, tmp_path: Path, zk_state: tuple[StandInState, list[tuple[object, ...]]]) -> None:
+    state, _ = zk_state
+    cluster = _two_by_two(python, tmp_path)
+    try:
+        state.add("sup-a", [7100, 7101])
+        with pytest.raises(WaitTimeout, match="supervisor-1 to register in ZooKeeper"):
+            cluster.start_supervisor(1, timeout_secs=0.3)
+        assert cluster.supervisors[1].running and not cluster.supervisors[0].running
+        state.add("sup-b", [7200])
+        cluster.start_supervisor(1, timeout_secs=30)
+        assert cluster.stop_supervisor(1, kill=True) == -signal.SIGKILL
+        assert cluster.stop_supervisor(0) is None  # never started
+        cluster.supervisors[0].start()
+        assert cluster.stop_supervisor(0) == -signal.SIGTERM
+        cluster.nimbuses[1].start()
+        assert cluster.stop_nimbus(index=1) == -signal.SIGTERM
+        cluster.nimbuses[0].start()
+        assert cluster.stop_nimbus(kill=True) == -signal.SIGKILL
+        assert cluster.nimbuses[1].proc is not None and cluster.nimbuses[1].proc.returncode == -signal.SIGTERM
+    finally:
+        cluster.stop()
+
+
+def test_clients_follow_the_cluster_and_are_closed_by_stop(
+        python: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[tuple[object, ...]] = []
+
+    class Client:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            made.append((*args, kwargs))
+            self.closed = False
+            self.beats: object = {("n", 1): "beat-1", ("n", 2): "beat-2"}
+
+        def worker_heartbeats(self, topology_id: str) -> object:
+            if isinstance(self.beats, Exception):
+                raise self.beats
+            return {k: f"{v}:{topology_id}" for k, v in self.beats.items()}  # type: ignore[attr-defined]
+
+        def close(self) -> None:
+            self.closed = True
+    monkeypatch.setattr(_processes.NimbusClient, "from_config", Client)
+    cluster = _two_by_two(python, tmp_path)
+    first = cluster.client()
+    assert made == [({"nimbus.rpc.auth.token": "t"}, "127.0.0.1:7000",
+                     {"timeout_secs": 10.0, "retries": 1, "seeds": ["127.0.0.1:7000", "127.0.0.1:7001"]})]
+    cluster.client(timeout_secs=3, retries=4)
+    assert made[1][2] == {"timeout_secs": 3, "retries": 4, "seeds": ["127.0.0.1:7000", "127.0.0.1:7001"]}
+    assert cluster.worker_heartbeats("t-1") == {("n", 1): "beat-1:t-1", ("n", 2): "beat-2:t-1"}
+    assert made[2][2] == {"timeout_secs": 5.0, "retries": 0, "seeds": ["127.0.0.1:7000", "127.0.0.1:7001"]}
+    assert cluster.worker_heartbeat("t-2", "n", 2) == "beat-2:t-2"
+    assert cluster.worker_heartbeat("t-2", "n", 3) is None
+    assert len(made) == 3  # the heartbeats' client is kept
+    beats = cluster._beats_client
+    assert isinstance(beats, Client)
+    beats.beats = RpcError("no leader")
+    assert cluster.worker_heartbeats("t-1") == {}
+    assert cluster.worker_heartbeat("t-1", "n", 1) is None
+    cluster.stop()
+    assert isinstance(first, Client) and first.closed and beats.closed
+
+
+def test_start_ui_waits_until_the_ui_accepts_connections(python: str, tmp_path: Path) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        cluster = ProcessCluster("zk:2181", supervisors=0, base_dir=tmp_path, python=python, ui=True,
+                                 ui_port=port)
+        try:
+            cluster.start_ui(timeout_secs=30)
+            assert cluster.ui is not None and cluster.ui.running
+        finally:
+            cluster.stop()
+
+
+def test_start_ui_fails_at_once_when_the_ui_exits_or_never_listens(tmp_path: Path) -> None:
+    quitter = tmp_path / "quitter"
+    quitter.write_text("#!/bin/sh\necho 'ui failed to bind'\nexit 3\n")
+    quitter.chmod(0o755)
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]  # bound, never listening
+        cluster = ProcessCluster("zk:2181", supervisors=0, base_dir=tmp_path / "q", python=str(quitter),
+                                 ui=True, ui_port=port)
+        with pytest.raises(RuntimeError) as info:
+            cluster.start_ui(timeout_secs=30)
+        assert str(info.value) == ("the UI exited (code 3)\n===== ui/ui.out =====\nui failed to bind")
+        cluster.stop()
+        sleeper = _stand_in(tmp_path / "py")
+        cluster = ProcessCluster("zk:2181", supervisors=0, base_dir=tmp_path / "s", python=sleeper,
+                                 ui=True, ui_port=port)
+        try:
+            with pytest.raises(WaitTimeout) as timed_out:
+                cluster.start_ui(timeout_secs=0.5)
+            # a refused connection is "not yet", not an error to report
+            assert str(timed_out.value).startswith(
+                "timed out after 0.5s waiting for the UI to accept connections\n===== ui/")
+        finally:
+            cluster.stop()
+
+
+def test_a_daemon_reads_nothing_and_runs_in_its_own_session(python: str, tmp_path: Path) -> None:
+    daemon = DaemonProcess("nimbus", "nimbus", tmp_path / "n", {}, python)
+    daemon.start()
+    try:
+        _launch_record(daemon)
+        pid = daemon.pid
+        assert pid is not None
+        assert os.getsid(pid) == pid  # its own session: a terminal's signals do not reach it
+        assert os.readlink(f"/proc/{pid}/fd/0") == os.devnull
+    finally:
+        daemon.stop()
+
+
+def test_stop_copes_with_its_own_directory_already_gone(python: str) -> None:
+    cluster = ProcessCluster("zk:2181", supervisors=1, python=python)
+    shutil.rmtree(cluster.base_dir)
+    cluster.stop()
+    assert not cluster.base_dir.exists()
+
+
+def test_log_lines_skip_a_log_gone_and_show_undecodable_bytes_replaced(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cluster = _with_logs(tmp_path)
+    (tmp_path / "nimbus" / "logs" / "nimbus.log").write_bytes(b"ok\nneedle \xff\xfe end\n")
+    assert list(cluster.iter_log_lines("needle")) == [
+        (tmp_path / "nimbus" / "logs" / "nimbus.log", "needle \ufffd\ufffd end"),
+        (tmp_path / "supervisor-0" / "supervisor-0.out", "needle here")]
+    assert cluster.dump_logs(lines=1).splitlines()[1] == "needle \ufffd\ufffd end"
+    gone = tmp_path / "gone.log"  # listed, then removed before it was read
+    monkeypatch.setattr(cluster, "log_files", lambda: [gone, *ProcessCluster.log_files(cluster)])
+    assert [line for _, line in cluster.iter_log_lines("needle")] == ["needle \ufffd\ufffd end",
+                                                                      "needle here"]
+    assert cluster.dump_logs(lines=1) == ("===== nimbus/logs/nimbus.log =====\nneedle \ufffd\ufffd end\n"
+                                          "===== supervisor-0/supervisor-0.out =====\ns3")
+
+
+def test_the_ui_wait_does_not_depend_on_nimbus(python: str, tmp_path: Path) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))  # listening only once the UI stand-in has launched
+        cluster = ProcessCluster("zk:2181", supervisors=0, base_dir=tmp_path, python=python, ui=True,
+                                 ui_port=listener.getsockname()[1])
+        cluster.nimbus.start()
+        cluster.nimbus.stop(kill=True)  # every Nimbus exited: the UI still starts
+        launched = tmp_path / "ui" / "launch.txt"
+
+        def listen_once_launched() -> None:
+            wait_for(launched.exists, 30, "the UI stand-in to launch")
+            listener.listen()
+        thread = threading.Thread(target=listen_once_launched)
+        thread.start()
+        try:
+            cluster.start_ui(timeout_secs=30)
+        finally:
+            thread.join()
+            cluster.stop()
+
+
+def test_start_with_a_ui_returns_once_the_ui_listens(
+        python: str, tmp_path: Path, nimbuses: StandInNimbuses,
+        zk_state: tuple[StandInState, list[tuple[object, ...]]]) -> None:
+    nimbuses.answering = {"127.0.0.1:7000"}
+    nimbuses.leader = "127.0.0.1:7000"
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        cluster = ProcessCluster("zk:2181", supervisors=0, base_dir=tmp_path, python=python, nimbus_port=7000,
+                                 ui=True, ui_port=listener.getsockname()[1])
+        try:
+            cluster.start(timeout_secs=10)
+            assert cluster.ui is not None and cluster.ui.running and cluster.nimbus.running
+        finally:
+            cluster.stop()
+
+
+def test_a_nimbus_that_dies_on_start_fails_the_start_at_once(
+        python: str, tmp_path: Path, nimbuses: StandInNimbuses) -> None:
+    quitter = tmp_path / "quitter"
+    quitter.write_text("#!/bin/sh\necho 'bad config'\nexit 3\n")
+    quitter.chmod(0o755)
+    cluster = ProcessCluster("zk:2181", supervisors=0, base_dir=tmp_path / "c", python=str(quitter),
+                             nimbus_port=7000)
+    with pytest.raises(RuntimeError) as info:
+        cluster.start_nimbus(timeout_secs=60)  # the first (and only) by default
+    assert str(info.value) == ("Nimbus exited (code 3) while waiting for nimbus to answer\n"
+                               "===== nimbus/nimbus.out =====\nbad config")
+    assert nimbuses.opened == [("127.0.0.1:7000", {}, {"timeout_secs": 1.0, "retries": 0})]
+    assert nimbuses.closed == ["127.0.0.1:7000"]
