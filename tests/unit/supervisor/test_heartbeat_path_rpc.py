@@ -117,7 +117,9 @@ def test_the_relay_loop_outlives_an_unreachable_nimbus_and_says_so(
         stand_in = StandInLeader()
         with RpcServer("127.0.0.1", port, stand_in, name="nimbus"):  # Nimbus comes up
             stand_in.address = f"127.0.0.1:{port}"
-            wait_for(lambda: stand_in.beats.topology(TID), timeout=60,
+            # delivered and answered: Nimbus stays up until the relay has counted the answer
+            # (it records the beat before its answer reaches the relay)
+            wait_for(lambda: stand_in.beats.topology(TID) and relay.sent >= 1, timeout=60,
                      what="the heartbeat is delivered once Nimbus answers")
     finally:
         relay.stop(10)
