@@ -463,6 +463,13 @@ TARGETS: dict[str, Target] = {
                          tests=("tests/unit/cluster/test_zk_*.py",
                                 "tests/unit/cluster/test_cluster_state_records.py",
                                 "tests/unit/config/test_security_settings.py")),
+    # the real ZooKeeper server as a child process (finding ZooKeeper and Java, the command line
+    # and zoo.cfg, the start's wait on `conf`/`srvr`) and `stormpy dev-zookeeper`'s loop, judged
+    # by a stand-in `java` (a Python script answering the four-letter words) and a stand-in server
+    "zk-server": Target(("src/stormpy/cluster/zkserver.py", "src/stormpy/cluster/devzk.py"),
+                        tests=("tests/unit/cluster/test_zookeeper_server_parts.py",
+                               "tests/unit/cluster/test_zookeeper_harness_discovery.py",
+                               "tests/unit/cluster/test_dev_zookeeper_loop.py")),
     # the UI's figures: the windows of a topology's counts, the Prometheus families and the
     # topology graph, with the UI's unit tests and the users' metrics export (the `stormpy ui`
     # command test starts the server under the CLI: left out)
