@@ -57,8 +57,12 @@ NO_MUTATE_LINES = (r"^\s*(log|logger)\.(debug|info|warning|error|exception)\(",)
 #: log calls through an instance's logger (``self.log.warning(...)``), left alone in the targets
 #: whose classes log that way (added per target: a new pattern renumbers a file's mutants)
 SELF_LOG_LINES = r"^\s*self\.log\.(debug|info|warning|error|exception)\("
-#: source files never worth mutating in any target
-ALWAYS_SKIP = ("*/__init__.py",)
+#: source files never worth mutating in any target: package ``__init__`` files, and the two
+#: ``__main__`` modules (an import and a call of ``stormpy.cli.main.main``, run only as
+#: ``python -m``, which imports the installed package, not a mutant; the subprocess tests of
+#: ``python -m stormpy`` and ``python -m stormpy.cli`` in tests/unit/cli and tests/integration
+#: judge them)
+ALWAYS_SKIP = ("*/__init__.py", "*/__main__.py")
 
 
 @dataclass(frozen=True)
@@ -550,7 +554,7 @@ def source_files(target: Target) -> list[str]:
 
 
 def uncovered_files() -> dict[str, list[tuple[str, int]]]:
-    """The source files no target mutates (``__init__.py`` files aside), by package
+    """The source files no target mutates (:data:`ALWAYS_SKIP` aside), by package
     (``stormpy.<package>``; top-level modules under ``stormpy``), each with its line count."""
     covered = {rel for target in TARGETS.values() for rel in source_files(target)}
     found: dict[str, list[tuple[str, int]]] = {}
