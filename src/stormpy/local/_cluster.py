@@ -129,7 +129,10 @@ class LocalCluster:
             group = [Worker(WorkerConfig(topology_id, topology, full, active=active),
                             clock=self.clock, observer=observer, state=state)]
         else:
-            full.setdefault("topology.workers", workers)
+            # the number of workers it runs in, unless its conf says otherwise (one acker
+            # executor per worker by default, as in Storm)
+            if "topology.workers" not in {**self.conf, **(conf or {})}:
+                full["topology.workers"] = workers
             group = self._worker_group(topology_id, topology, full, workers, active, observer)
         self._workers[name] = group[0]
         self._groups[name] = group
