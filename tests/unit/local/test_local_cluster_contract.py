@@ -22,6 +22,7 @@ from stormpy.local import LocalCluster, TopologyNotFound, _cluster
 from stormpy.state import MemoryBackend
 from stormpy.testing import Capture, FeederSpout, SimulatedClock, simulated_time
 from stormpy.topology import clock
+from stormpy.topology._metrics_consumer import ConsumerContext, IMetricsConsumer, TaskInfo
 from stormpy.topology._state import CHECKPOINTS, TRANSACTIONAL, StateStoreError
 
 
@@ -591,3 +592,217 @@ def test_shutdown_stops_every_worker_thread_and_removes_every_state() -> None:
     assert cluster.topologies() == []
     assert all(cluster.state.store(CHECKPOINTS, i).children() == [] for i in ids)
     assert not clock.simulating()
+
+
+# -- what every worker of a topology shares with the cluster -----------------------------------
+
+class Keeper(Bolt):
+    """Keeps each tuple's value in the topology's state, under its task id."""
+
+    def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        self.store = context.state_store()
+        self.task = context.task_id
+
+    def execute(self, tup: Tuple) -> None:
+        self.store.put(f"task-{self.task}", tup.values[0])
+        self.ack(tup)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_components_keep_state_in_the_clusters_backend(workers: int) -> None:
+    feeder = FeederSpout(["v"])
+    with LocalCluster(simulated_time=True) as cluster:
+        topology_id = cluster.submit_topology("t", {}, fed(feeder, Keeper, workers),
+                                              workers=workers).topology_id
+        assert re.fullmatch(r"t-[0-9a-f]{8}", topology_id)
+        for i in range(4):
+            feeder.feed([i])
+        cluster.wait_for(lambda: len(feeder.acked) == 4, 10, "every tuple acked")
+        stored = cluster.state.store(CHECKPOINTS, topology_id)
+        bolts = sorted(t for t, c in cluster.worker("t").layout.task_component.items() if c == "b")
+        assert sorted(stored.children()) == sorted(f"task-{b}" for b in bolts)
+        cluster.kill_topology("t")
+        assert stored.children() == []
+
+
+class Ticked(Bolt):
+    """Counts the tick tuples each task gets (every 5 s)."""
+
+    component_config = {"topology.tick.tuple.freq.secs": 5}
+    ticks: dict[int, int] = {}
+
+    def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
+        self.task = context.task_id
+
+    def execute(self, tup: Tuple) -> None:
+        if tup.is_tick():
+            with Switched.lock:
+                Ticked.ticks[self.task] = Ticked.ticks.get(self.task, 0) + 1
+        self.ack(tup)
+
+
+def test_every_worker_of_a_topology_runs_on_the_simulated_clock() -> None:
+    Ticked.ticks = {}
+    feeder = FeederSpout(["v"])
+    with LocalCluster(simulated_time=True) as cluster:
+        cluster.submit_topology("t", {}, fed(feeder, Ticked, 2), workers=2)
+        bolts = sorted(t for t, c in cluster.worker("t").layout.task_component.items() if c == "b")
+        cluster.advance_time(10)
+        assert Ticked.ticks == {b: 2 for b in bolts}  # ticks at 5 s and 10 s, in both workers
+
+
+def test_the_cluster_conf_counts_for_the_rules_between_settings_with_storms_defaults() -> None:
+    b = TopologyBuilder()
+    b.set_spout("s", Switched)
+    b.set_bolt("win", Keeper).shuffle_grouping("s") \
+        .add_configuration("topology.message.timeout.secs.min", 45)
+    spec = b.create_topology()
+    with LocalCluster(simulated_time=True) as cluster:
+        # no timeout set: Storm's default (30 s) is below the component's need
+        with pytest.raises(SettingError, match="got 30;") as err:
+            cluster.submit_topology("t", None, spec)
+        assert err.value.setting == "topology.message.timeout.secs"
+    with LocalCluster(simulated_time=True, conf={"topology.message.timeout.secs": 60}) as cluster:
+        assert cluster.check_topology("t", None, spec) == []
+        with pytest.raises(SettingError, match="got 10;"):
+            cluster.check_topology("t", {"topology.message.timeout.secs": 10}, spec)
+        cluster.submit_topology("t", None, spec)
+        assert cluster.topologies() == ["t"]
+
+
+# -- metrics consumers ---------------------------------------------------------------------------
+
+CONSUMED: list[tuple[str, Any]] = []
+
+
+class Consumer(IMetricsConsumer):
+    def prepare(self, conf: Mapping[str, Any], argument: Any, context: ConsumerContext) -> None:
+        with Switched.lock:
+            CONSUMED.append(("prepare", context))
+
+    def handle_data_points(self, task_info: TaskInfo, data_points: dict[str, Any]) -> None:
+        pass
+
+    def cleanup(self) -> None:
+        with Switched.lock:
+            CONSUMED.append(("cleanup", None))
+
+
+def consumed() -> list[tuple[str, Any]]:
+    with Switched.lock:
+        return list(CONSUMED)
+
+
+@pytest.mark.parametrize("stop", ["kill", "shutdown"])
+def test_each_worker_has_its_metrics_consumers_and_they_end_with_the_topology(stop: str) -> None:
+    CONSUMED.clear()
+    conf = {"topology.metrics.consumer.register": [{"class": Consumer}]}
+    cluster = LocalCluster(simulated_time=True)
+    try:
+        cluster.submit_topology("t", conf, switched(2), workers=2)
+        workers = cluster.workers_of("t")
+        cluster.wait_for(lambda: len(consumed()) == 2, 10, "both consumers prepared")
+        contexts = sorted((c for _, c in consumed()), key=lambda c: c.tasks)
+        assert contexts == sorted((ConsumerContext(w.topology_id, w.hostname, 0,
+                                                   tuple(w.local_tasks)) for w in workers),
+                                  key=lambda c: c.tasks)
+        if stop == "kill":
+            cluster.kill_topology("t")
+        else:
+            cluster.shutdown()
+        assert consumed()[2:] == [("cleanup", None), ("cleanup", None)]
+    finally:
+        cluster.shutdown()
+
+
+def test_shutdown_releases_a_component_sleeping_in_simulated_time() -> None:
+    feeder, capture = FeederSpout(["v"]), Capture()
+    cluster = LocalCluster(simulated_time=True)
+    try:
+        sim = cluster.clock
+        assert isinstance(sim, SimulatedClock)
+        cluster.submit_topology("t", {}, fed(feeder, Sleepy), workers=2)
+        threads = local_threads("t")
+        feeder.feed([1])
+        cluster.wait_for(lambda: sim.sleepers == 1, 10, "the bolt to sleep")
+        cluster.wait_until_quiet(timeout=5)  # a worker asleep in simulated time counts as quiet
+    finally:
+        cluster.shutdown()  # returns (does not wait for 30 simulated seconds)
+    assert sim.sleepers == 0 and capture.values == []
+    assert all(not t.is_alive() for t in threads)
+
+
+class Blocked(Bolt):
+    """Holds its worker's loop until released."""
+
+    release = threading.Event()
+    holding = threading.Event()
+
+    def execute(self, tup: Tuple) -> None:
+        Blocked.holding.set()
+        Blocked.release.wait(60)
+        self.ack(tup)
+
+
+def test_reading_a_workers_metrics_fails_naming_the_wait_when_its_loop_is_held() -> None:
+    Blocked.release = threading.Event()
+    Blocked.holding = threading.Event()
+    feeder = FeederSpout(["v"])
+    with LocalCluster(simulated_time=True) as cluster:
+        worker = cluster.submit_topology("t", {}, fed(feeder, Blocked))
+        feeder.feed([1])
+        assert Blocked.holding.wait(30)
+        unblock = threading.Timer(5, Blocked.release.set)  # a loop that never answered in time
+        unblock.start()
+        try:
+            with pytest.raises(TimeoutError) as err:
+                LocalCluster._on_loop(worker, worker.task_stats, timeout=0.05)
+            assert str(err.value) == "the executor loop did not answer within 0.05 s"
+        finally:
+            Blocked.release.set()
+            unblock.cancel()
+
+
+def test_wait_for_names_the_condition_by_default() -> None:
+    with LocalCluster(simulated_time=True) as cluster:
+        with pytest.raises(TimeoutError) as err:
+            cluster.wait_for(lambda: False, 0.05)
+        assert str(err.value) == "timed out after 0.05s waiting for condition"
+
+
+def test_a_kill_after_a_deactivate_does_not_deactivate_the_spouts_again() -> None:
+    with LocalCluster(simulated_time=True) as cluster:
+        cluster.submit_topology("t", {}, switched(2), workers=2)
+        a, b = spout_tasks(cluster, "t")
+        cluster.wait_for(lambda: len(events()) == 2, 10, "the spouts activated")
+        cluster.deactivate("t")
+        cluster.deactivate("t")  # already inactive: nothing more
+        cluster.wait_for(lambda: len(events()) == 4, 10, "the spouts deactivated")
+        cluster.kill_topology("t", wait_secs=5)
+        assert events() == [("activate", a), ("activate", b), ("deactivate", a), ("deactivate", b)]
+
+
+class Pass(Bolt):
+    outputs = ["v"]
+
+    def execute(self, tup: Tuple) -> None:
+        self.emit(list(tup.values), anchors=tup)
+        self.ack(tup)
+
+
+@pytest.mark.parametrize("simulated", [True, False])
+def test_after_wait_until_quiet_every_tuple_crossed_every_worker(simulated: bool) -> None:
+    feeder, capture = FeederSpout(["v"]), Capture()
+    b = TopologyBuilder()
+    b.set_spout("feed", feeder)
+    b.set_bolt("pass", Pass, 3).shuffle_grouping("feed")
+    b.set_bolt("sink", capture, 3).shuffle_grouping("pass")
+    with LocalCluster(simulated_time=simulated) as cluster:
+        cluster.submit_topology("t", {"topology.acker.executors": 0}, b.create_topology(),
+                                workers=3)
+        for i in range(40):
+            feeder.feed([i])
+            cluster.wait_until_quiet("t" if i % 2 else None)
+            # each tuple went spout -> pass -> sink, across the workers' queues, before the
+            # wait returned
+            assert len(capture.values) == i + 1
