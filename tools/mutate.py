@@ -504,6 +504,17 @@ TARGETS: dict[str, Target] = {
     "local": Target(tuple(f"src/stormpy/local/{part}.py" for part in ("_processes", "_redis_server")),
                     tests=("tests/unit/local/test_local_processes.py",
                            "tests/unit/local/test_local_redis_server.py")),
+    # the in-process LocalCluster (submit, kill, activate, simulated time, state, stats,
+    # shutdown): its contract tests and the fast in-process tests that run topologies on it
+    # (simulated time, well under a second each; no CLI subprocess)
+    "local-cluster": Target(("src/stormpy/local/_cluster.py",),
+                            tests=("tests/unit/local/test_local_cluster_contract.py",
+                                   "tests/unit/local/test_local_dealing.py",
+                                   "tests/unit/topology/test_storm_semantics.py",
+                                   "tests/unit/topology/test_metrics_consumer.py",
+                                   "tests/unit/topology/test_component_metrics.py",
+                                   "tests/unit/config/test_submit_check_rules.py",
+                                   "tests/unit/testing/test_testing_kit_units.py")),
     "testing": Target(tuple(f"src/stormpy/testing/{part}.py"
                             for part in ("_complete", "_acks", "_components", "_tracking", "_unit",
                                          "_cluster", "_kafka", "_registry", "_state", "_zookeeper")),
