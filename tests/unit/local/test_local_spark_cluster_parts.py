@@ -11,6 +11,7 @@ worker to get one). Executors are processes the test starts in a worker's work d
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -46,9 +47,14 @@ WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 PORT = 47100
 #: generous: the stand-ins are ready in milliseconds, the machine may be busy
 START_SECS = 60.0
+#: a stand-in executor JVM: runs until its parent (the test) is gone
+EXECUTOR = "import os, time\nparent = os.getppid()\nwhile os.getppid() == parent:\n    time.sleep(0.2)\n"
+#: a mutant that makes a stop or a wait hang fails its test instead of the run's timeout
+pytestmark = pytest.mark.timeout(60)
 
 STAND_IN = """#!{python} -S
 import json, os, signal, sys, time
+parent = os.getppid()
 args = sys.argv[1:]
 if args[0].endswith(".Master"):
     name = "master"
@@ -97,8 +103,8 @@ if opt("silent") is None:
         print("INFO Master: I have been elected leader! New state: ALIVE", flush=True)
     else:
         print("INFO Worker: Successfully registered with master " + args[-1], flush=True)
-while True:
-    time.sleep(60)
+while os.getppid() == parent:  # a test killed half-way leaves nothing running
+    time.sleep(0.2)
 """
 
 
@@ -136,7 +142,7 @@ class Home:
         """A stand-in executor JVM in an application directory of the work dir ``work``."""
         app = work / "app-20260101000000-0000" / "0"
         app.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.Popen([sys.executable, "-S", "-c", "import time; time.sleep(120)",
+        proc = subprocess.Popen([sys.executable, "-S", "-c", EXECUTOR,
                                  EXECUTOR_CLASS, "--app-id", "app-20260101000000-0000"], cwd=app)
         self.executors.append(proc)
         wait_for(lambda: os.readlink(f"/proc/{proc.pid}/cwd") == str(app), 30, "the executor to run",
@@ -273,7 +279,8 @@ def test_a_relative_base_dir_is_made_absolute(tmp_path: Path, monkeypatch: pytes
 def test_master_and_workers_get_their_command_lines_environment_and_ports(home: Home) -> None:
     base = home.root / "nested" / "spark"
     cluster = home.cluster(2, host="127.0.0.2", base_dir=base, worker_cores=3, worker_memory="512m")
-    assert cluster.start() is cluster
+    with _stdin_a_pipe():  # what the daemons must not inherit
+        assert cluster.start() is cluster
     assert home.port_calls == [(6, "127.0.0.2")]
     assert cluster.master_port == PORT and cluster.master_url == f"spark://127.0.0.2:{PORT}"
     spark_class = str(home.dir.resolve() / "bin" / "spark-class")
@@ -300,6 +307,20 @@ def test_master_and_workers_get_their_command_lines_environment_and_ports(home: 
         assert os.readlink(f"/proc/{pid}/fd/1") == os.readlink(f"/proc/{pid}/fd/2") == str(daemon.log_path)
         assert f"{daemon.name} says on stderr" in daemon.log_path.read_text()
     cluster.stop()
+
+
+@contextlib.contextmanager
+def _stdin_a_pipe() -> Iterator[None]:
+    """This process's standard input is a pipe for the block (a terminal, a shell's pipe)."""
+    read_end, write_end = os.pipe()
+    saved = os.dup(0)
+    os.dup2(read_end, 0)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 0)
+        for fd in (saved, read_end, write_end):
+            os.close(fd)
 
 
 def test_the_default_cluster_and_a_requested_master_port(home: Home) -> None:
@@ -496,7 +517,7 @@ def test_executors_are_found_by_the_work_dir_they_run_in(home: Home, monkeypatch
     first = home.executor(base / "worker-0")
     second = home.executor(base / "worker-1")
     third = home.executor(base / "worker-0")
-    argv = [sys.executable, "-S", "-c", "import time; time.sleep(120)", EXECUTOR_CLASS, "--app-id",
+    argv = [sys.executable, "-S", "-c", EXECUTOR, EXECUTOR_CLASS, "--app-id",
             "app-20260101000000-0000"]
     gone = subprocess.Popen([sys.executable, "-S", "-c", ""])
     gone.wait()
@@ -595,17 +616,18 @@ def test_dead_daemons_names_the_daemons_that_exited(home: Home) -> None:
 
 
 def test_daemons_get_sigterm_when_the_thread_that_started_them_ends(home: Home) -> None:
-    bound = home.cluster(0, base_dir=home.root / "bound")
-    free = home.cluster(0, base_dir=home.root / "free", die_with_parent=False)
+    bound = home.cluster(1, base_dir=home.root / "bound")
+    free = home.cluster(1, base_dir=home.root / "free", die_with_parent=False)
     for cluster in (free, bound):
         starter = threading.Thread(target=cluster.start)
         starter.start()
         starter.join()
-    assert bound.master is not None and bound.master.proc is not None
-    wait_for(lambda: bound.master is not None and bound.master.proc is not None
-             and bound.master.proc.poll() is not None, 30, "the master to get its parent-death signal")
-    assert bound.master.proc.returncode == -signal.SIGTERM
-    assert free.master is not None and free.master.running  # its thread ended before the other's
+    for daemon in [bound.master, *bound.workers]:
+        assert daemon is not None and daemon.proc is not None
+        wait_for(daemon.proc.poll, 30, f"{daemon.name} to get its parent-death signal")
+        assert daemon.proc.returncode == -signal.SIGTERM
+    # their thread ended before the other's
+    assert free.master is not None and free.master.running and free.workers[0].running
     free.stop()
     bound.stop()
 
@@ -624,8 +646,8 @@ def _open_fds_to(path: Path) -> int:
 
 def test_a_daemon_starts_once_appends_to_its_log_and_closes_it(tmp_path: Path) -> None:
     log = tmp_path / "deep" / "er" / "d.log"
-    script = ("import sys, time; print('up', flush=True); "
-              "print('ready!' if sys.argv[1] == 'ready' else 'not yet', flush=True); time.sleep(60)")
+    script = ("import sys\nprint('up', flush=True)\n"
+              "print('ready!' if sys.argv[1] == 'ready' else 'not yet', flush=True)\n" + EXECUTOR)
     daemon = _Daemon("d", [sys.executable, "-S", "-c", script, "ready"], log, dict(os.environ), "ready!",
                      False)
     assert not daemon.is_ready() and not daemon.running  # no log yet
