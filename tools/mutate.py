@@ -515,6 +515,10 @@ TARGETS: dict[str, Target] = {
                                    "tests/unit/topology/test_component_metrics.py",
                                    "tests/unit/config/test_submit_check_rules.py",
                                    "tests/unit/testing/test_testing_kit_units.py")),
+    # the Spark standalone master and workers of dev-spark and the tests, against a stand-in
+    # spark-class (a small script) in a temporary SPARK_HOME: no JVM per mutant
+    "local-spark": Target(("src/stormpy/local/_spark_cluster.py",),
+                          tests=("tests/unit/local/test_local_spark_cluster_parts.py",)),
     "testing": Target(tuple(f"src/stormpy/testing/{part}.py"
                             for part in ("_complete", "_acks", "_components", "_tracking", "_unit",
                                          "_cluster", "_kafka", "_registry", "_state", "_zookeeper")),
