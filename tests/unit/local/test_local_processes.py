@@ -214,7 +214,7 @@ def test_each_daemon_gets_its_directory_ports_and_config(tmp_path: Path) -> None
     assert [d.name for d in cluster.daemons()] == ["nimbus", "nimbus-1", "supervisor-0", "supervisor-1"]
     assert [d.kind for d in cluster.daemons()] == ["nimbus", "nimbus", "supervisor", "supervisor"]
     assert cluster.nimbus is cluster.nimbuses[0]
-    assert all(d.python == "py" for d in cluster.daemons())
+    assert cluster.python == "py" and all(d.python == "py" for d in cluster.daemons())
     assert cluster.ui is None and cluster.ui_port is None and cluster.ui_url is None
     seeds = ["127.0.0.2:7000", "127.0.0.2:7001"]
 
@@ -621,7 +621,17 @@ def test_start_ui_fails_at_once_when_the_ui_exits_or_never_listens(tmp_path: Pat
 
 def test_a_daemon_reads_nothing_and_runs_in_its_own_session(python: str, tmp_path: Path) -> None:
     daemon = DaemonProcess("nimbus", "nimbus", tmp_path / "n", {}, python)
-    daemon.start()
+    # the caller's stdin is a pipe here (as a terminal would be; pytest's is /dev/null already):
+    # the daemon must not inherit it
+    read_end, write_end = os.pipe()
+    saved_stdin = os.dup(0)
+    os.dup2(read_end, 0)
+    try:
+        daemon.start()
+    finally:
+        os.dup2(saved_stdin, 0)
+        for fd in (saved_stdin, read_end, write_end):
+            os.close(fd)
     try:
         _launch_record(daemon)
         pid = daemon.pid
@@ -797,7 +807,7 @@ def test_the_defaults_one_nimbus_two_supervisors_of_two_slots_here_in_a_temporar
     try:
         assert asked == [(1, "127.0.0.1"), (4, "127.0.0.1")]
         assert cluster.host == "127.0.0.1" and cluster.zk_root == "/stormpy"
-        assert cluster.zk_connect == "zk:2181"
+        assert cluster.zk_connect == "zk:2181" and cluster.python == sys.executable
         assert cluster.base_dir.is_dir() and cluster.base_dir.name.startswith("stormpy-cluster-")
         assert cluster.base_dir.parent == Path(tempfile.gettempdir()).resolve()
         assert cluster.nimbus_ports == [6000] and cluster.slot_ports == [[6001, 6002], [6003, 6004]]
