@@ -188,12 +188,11 @@ class ProcessCluster:
             "storm.local.dir": str(workdir / "local"),
             "storm.log.dir": str(workdir / "logs"),
             "nimbus.host": self.host,
-            "nimbus.seeds": [f"{self.host}:{p}" for p in self.nimbus_ports],
-            "nimbus.thrift.port": nimbus_port or self.nimbus_port,
             "supervisor.host": self.host,
         }
         conf.update(self.extra_conf)
-        # the cluster's own Nimbus addresses win over the extra conf (dev-cluster passes its -c)
+        # the cluster's own Nimbus addresses win over the extra conf (dev-cluster passes its -c),
+        # so they are set after it
         conf["nimbus.seeds"] = [f"{self.host}:{p}" for p in self.nimbus_ports]
         conf["nimbus.thrift.port"] = nimbus_port or self.nimbus_port
         if ports is not None:

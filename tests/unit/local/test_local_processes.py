@@ -11,6 +11,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
@@ -213,7 +214,7 @@ def test_each_daemon_gets_its_directory_ports_and_config(tmp_path: Path) -> None
     assert [d.name for d in cluster.daemons()] == ["nimbus", "nimbus-1", "supervisor-0", "supervisor-1"]
     assert [d.kind for d in cluster.daemons()] == ["nimbus", "nimbus", "supervisor", "supervisor"]
     assert cluster.nimbus is cluster.nimbuses[0]
-    assert all(d.python == "py" for d in cluster.daemons())
+    assert cluster.python == "py" and all(d.python == "py" for d in cluster.daemons())
     assert cluster.ui is None and cluster.ui_port is None and cluster.ui_url is None
     seeds = ["127.0.0.2:7000", "127.0.0.2:7001"]
 
@@ -620,7 +621,17 @@ def test_start_ui_fails_at_once_when_the_ui_exits_or_never_listens(tmp_path: Pat
 
 def test_a_daemon_reads_nothing_and_runs_in_its_own_session(python: str, tmp_path: Path) -> None:
     daemon = DaemonProcess("nimbus", "nimbus", tmp_path / "n", {}, python)
-    daemon.start()
+    # the caller's stdin is a pipe here (as a terminal would be; pytest's is /dev/null already):
+    # the daemon must not inherit it
+    read_end, write_end = os.pipe()
+    saved_stdin = os.dup(0)
+    os.dup2(read_end, 0)
+    try:
+        daemon.start()
+    finally:
+        os.dup2(saved_stdin, 0)
+        for fd in (saved_stdin, read_end, write_end):
+            os.close(fd)
     try:
         _launch_record(daemon)
         pid = daemon.pid
@@ -705,3 +716,150 @@ def test_a_nimbus_that_dies_on_start_fails_the_start_at_once(
                                "===== nimbus/nimbus.out =====\nbad config")
     assert nimbuses.opened == [("127.0.0.1:7000", {}, {"timeout_secs": 1.0, "retries": 0})]
     assert nimbuses.closed == ["127.0.0.1:7000"]
+
+
+# -- the process match over a stand-in process table (nothing is signalled) ---------------------
+class _TableEntry:
+    """One row of a stand-in process table, as ``psutil.process_iter`` yields it."""
+
+    def __init__(self, pid: int, cmdline: list[str] | None, attrs: list[str]) -> None:
+        self.pid = pid
+        self.info = {"cmdline": cmdline} if "cmdline" in attrs else {}
+
+
+def _process_table(monkeypatch: pytest.MonkeyPatch,
+                   rows: list[tuple[int, list[str] | None]]) -> list[object]:
+    """Make ``psutil.process_iter`` list ``rows`` (pid, command line) instead of the machine's
+    processes; returns the attribute lists it was asked for."""
+    asked: list[object] = []
+
+    def process_iter(attrs: list[str]) -> Iterator[_TableEntry]:
+        asked.append(attrs)
+        return iter([_TableEntry(pid, cmdline, list(attrs)) for pid, cmdline in rows])
+    monkeypatch.setattr(_processes.psutil, "process_iter", process_iter)
+    return asked
+
+
+def test_find_processes_matches_the_command_lines_of_a_process_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    worker = ["python", "-m", "stormpy.worker.process", "/base/supervisor-0/local", "topo-1"]
+    asked = _process_table(monkeypatch, [
+        (os.getpid(), ["python", "-m", "stormpy.worker.process", "/base"]),  # this process: never
+        (300, worker),
+        (200, ["python", "-m", "stormpy.worker.process", "/elsewhere", "topo-1"]),
+        (100, ["", "python", "", "-m", "stormpy.worker.process", "/base/supervisor-1/local", ""]),
+        (50, None),     # its command line could not be read
+        (60, []),       # a zombie or a kernel thread: no command line
+        (70, ["", ""]),
+    ])
+    assert find_processes("stormpy.worker.process", "/base") == [
+        (100, ["python", "-m", "stormpy.worker.process", "/base/supervisor-1/local"]),  # empty args dropped
+        (300, worker)]
+    assert asked == [["cmdline"]]
+    assert find_processes("/base", "topo-1") == [(300, worker)]
+    # the command line is the arguments joined by a space: a needle may span arguments
+    assert find_processes("-m stormpy.worker.process /base/supervisor-0") == [(300, worker)]
+    assert find_processes("python -m") == [
+        (100, ["python", "-m", "stormpy.worker.process", "/base/supervisor-1/local"]),
+        (200, ["python", "-m", "stormpy.worker.process", "/elsewhere", "topo-1"]), (300, worker)]
+    assert find_processes("nowhere") == []
+    # no needle: every other process that has a command line, by pid
+    assert [pid for pid, _ in find_processes()] == [100, 200, 300]
+
+
+# -- the daemon's environment and output ---------------------------------------------------------
+def test_a_daemon_inherits_the_environment_and_writes_stderr_to_its_out_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    script = tmp_path / "py"
+    script.write_text('#!/bin/sh\n'
+                      'echo "mark=$STORMPY_TEST_MARK conf=$STORMPY_CONF unbuffered=$PYTHONUNBUFFERED"\n'
+                      'echo "on stderr" >&2\nexec sleep 60\n')
+    script.chmod(0o755)
+    monkeypatch.setenv("STORMPY_TEST_MARK", "inherited")
+    monkeypatch.setenv("STORMPY_CONF", "/the/caller/s.yaml")  # the daemon's own config wins
+    monkeypatch.setenv("PYTHONUNBUFFERED", "0")
+    daemon = DaemonProcess("nimbus", "nimbus", tmp_path / "n", {}, str(script))
+    daemon.start()
+    try:
+        out = tmp_path / "n" / "nimbus.out"
+        expected = f"mark=inherited conf={tmp_path / 'n' / 'stormpy.yaml'} unbuffered=1\non stderr\n"
+        wait_for(lambda: out.read_text() == expected, 30, "the daemon's stdout and stderr")
+    finally:
+        daemon.stop()
+
+
+# -- the cluster's defaults and the ports it picks -----------------------------------------------
+def _recorded_free_ports(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, str]]:
+    """``free_ports`` handing out 6000, 6001, ... in order; returns the (count, host) asked."""
+    asked: list[tuple[int, str]] = []
+    next_ports = iter(range(6000, 7000))
+
+    def free_ports(count: int, host: str) -> list[int]:
+        asked.append((count, host))
+        return [next(next_ports) for _ in range(count)]
+    monkeypatch.setattr(_processes, "free_ports", free_ports)
+    return asked
+
+
+def test_the_defaults_one_nimbus_two_supervisors_of_two_slots_here_in_a_temporary_directory(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = _recorded_free_ports(monkeypatch)
+    cluster = ProcessCluster("zk:2181")
+    try:
+        assert asked == [(1, "127.0.0.1"), (4, "127.0.0.1")]
+        assert cluster.host == "127.0.0.1" and cluster.zk_root == "/stormpy"
+        assert cluster.zk_connect == "zk:2181" and cluster.python == sys.executable
+        assert cluster.base_dir.is_dir() and cluster.base_dir.name.startswith("stormpy-cluster-")
+        assert cluster.base_dir.parent == Path(tempfile.gettempdir()).resolve()
+        assert cluster.nimbus_ports == [6000] and cluster.slot_ports == [[6001, 6002], [6003, 6004]]
+        assert [d.name for d in cluster.daemons()] == ["nimbus", "supervisor-0", "supervisor-1"]
+        assert all(d.python == sys.executable for d in cluster.daemons())
+        assert cluster.ui is None and cluster.ui_port is None
+        assert cluster.extra_conf == {}
+        base = cluster.base_dir
+        assert cluster.supervisors[0].conf == {
+            "storm.zookeeper.servers": ["zk:2181"], "storm.zookeeper.root": "/stormpy",
+            "storm.local.dir": str(base / "supervisor-0" / "local"),
+            "storm.log.dir": str(base / "supervisor-0" / "logs"), "nimbus.host": "127.0.0.1",
+            "nimbus.seeds": ["127.0.0.1:6000"], "nimbus.thrift.port": 6000, "supervisor.host": "127.0.0.1",
+            "supervisor.slots.ports": [6001, 6002], "logviewer.port": 0}
+    finally:
+        cluster.stop()
+    assert not base.exists()
+
+
+def test_free_ports_are_asked_of_the_clusters_host_nimbuses_then_slots_then_the_ui(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = _recorded_free_ports(monkeypatch)
+    cluster = ProcessCluster("zk:2181", supervisors=3, slots_per_supervisor=2, base_dir=tmp_path,
+                             host="127.0.0.2", nimbuses=2, ui=True)
+    assert asked == [(2, "127.0.0.2"), (6, "127.0.0.2"), (1, "127.0.0.2")]
+    assert cluster.nimbus_ports == [6000, 6001] and cluster.nimbus_port == 6000
+    assert cluster.slot_ports == [[6002, 6003], [6004, 6005], [6006, 6007]]
+    assert cluster.ui_port == 6008 and cluster.ui is not None
+    base = tmp_path.resolve()
+    assert cluster.ui.conf == {
+        "storm.zookeeper.servers": ["zk:2181"], "storm.zookeeper.root": "/stormpy",
+        "storm.local.dir": str(base / "ui" / "local"), "storm.log.dir": str(base / "ui" / "logs"),
+        "nimbus.host": "127.0.0.2", "nimbus.seeds": ["127.0.0.2:6000", "127.0.0.2:6001"],
+        "nimbus.thrift.port": 6000, "supervisor.host": "127.0.0.2", "ui.host": "127.0.0.2", "ui.port": 6008}
+    asked.clear()
+    given = ProcessCluster("zk:2181", supervisors=1, slots_per_supervisor=3, base_dir=tmp_path, ui=True,
+                           ui_port=9000, nimbus_port=7000)
+    assert asked == [(3, "127.0.0.1")]  # only the slots: the Nimbus and UI ports are given
+    assert given.slot_ports == [[6009, 6010, 6011]] and given.ui_port == 9000
+    no_ui = ProcessCluster("zk:2181", supervisors=0, base_dir=tmp_path, ui_port=9000, nimbus_port=7000)
+    assert no_ui.ui_port is None and no_ui.ui is None and no_ui.ui_url is None
+
+
+def test_given_slot_ports_are_copied_and_a_relative_base_directory_is_made_absolute(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    ports = [[7100, 7101], [7200]]
+    cluster = ProcessCluster("zk:2181", supervisors=5, base_dir="rel", nimbus_port=7000, slot_ports=ports)
+    ports[0].append(7102)
+    assert cluster.slot_ports == [[7100, 7101], [7200]]  # the caller's list is not shared
+    assert cluster.supervisors[0].conf["supervisor.slots.ports"] == [7100, 7101]
+    assert len(cluster.supervisors) == 2  # one per list of slot ports
+    assert cluster.base_dir == tmp_path.resolve() / "rel" and not cluster._own_dir
+    assert cluster.nimbus.workdir == tmp_path.resolve() / "rel" / "nimbus"
+    assert cluster.nimbus.conf["storm.local.dir"] == str(tmp_path.resolve() / "rel" / "nimbus" / "local")
