@@ -19,6 +19,7 @@ import confluent_kafka.admin
 import pytest
 
 import stormpy
+from stormpy.host.ports import free_port
 from stormpy.local import _apache_kafka as ak
 from stormpy.local._apache_kafka import (
     KAFKA_HOME_ENV,
@@ -137,6 +138,9 @@ class Probe:
         class Client:
             def list_topics(self, timeout: float) -> Any:
                 probe.timeouts.append(timeout)
+                assert probe.broker is not None
+                if conf["bootstrap.servers"] != probe.broker.bootstrap_servers:
+                    raise confluent_kafka.KafkaException("no broker at " + conf["bootstrap.servers"])
                 if probe.failures > 0:
                     probe.failures -= 1
                     raise confluent_kafka.KafkaException("broker transport failure")
@@ -154,6 +158,8 @@ def probe(monkeypatch: pytest.MonkeyPatch) -> Probe:
 
 
 def _broker(probe: Probe, **kwargs: Any) -> ApacheKafkaBroker:
+    # a stand-in serves within a second: a broken probe fails in 20 s, not the default 120
+    kwargs.setdefault("startup_timeout_secs", 20.0)
     broker = ApacheKafkaBroker(**kwargs)
     probe.broker = broker
     return broker
@@ -494,3 +500,17 @@ def test_stop_shuts_the_broker_down_and_keeps_a_given_directory(
     assert "controlled shutdown" in (tmp_path / "w" / "broker.log").read_text()
     assert (tmp_path / "w" / "data" / "meta.properties").is_file()
     assert os.path.isdir(tmp_path / "w")
+
+
+def test_a_broker_started_again_after_stop_probes_its_new_address(
+        probe: Probe, tmp_path: Path, kafka_home: Path, java: Path) -> None:
+    broker = _broker(probe, kafka_home=kafka_home, java=str(java), startup_timeout_secs=10.0)
+    broker.start()
+    first = broker.port
+    broker.stop()
+    # started again on another port (as a free port chosen anew may be)
+    broker._requested_port = next(port for port in iter(free_port, None) if port != first)
+    with broker:
+        assert broker.running
+        assert [conf["bootstrap.servers"] for conf in probe.confs] == [f"127.0.0.1:{first}",
+                                                                        broker.bootstrap_servers]

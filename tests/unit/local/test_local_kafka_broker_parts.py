@@ -286,8 +286,8 @@ def test_a_broker_object_runs_the_admin_helpers_on_its_own_address(monkeypatch: 
     monkeypatch.setattr(kb, "_admin_module", lambda: admin)
     assert broker.create_topic("w") == "w"
     broker.create_partitions("w", 2)
-    assert [entry for entry in admin.log if entry[0] == "result"] == [("result", "created", 30.0),
-                                                                      ("result", "grown", 30.0)]
+    assert [entry for entry in admin.log if entry[0] in ("create_topics", "result")] == [
+        ("create_topics", [("NewTopic", "w", 1, 1)]), ("result", "created", 30.0), ("result", "grown", 30.0)]
 
 
 def test_the_broker_defaults(tmp_path: Path) -> None:
@@ -313,7 +313,7 @@ def test_the_broker_defaults(tmp_path: Path) -> None:
 def test_tansu_runs_in_memory_on_its_listener_and_stop_removes_its_temporary_directory(
         tansu: Path, tmp_path: Path) -> None:
     record = tmp_path / "launches.jsonl"
-    broker = TansuBroker(binary=str(tansu), env={"STAND_IN_RECORD": str(record)})
+    broker = TansuBroker(binary=str(tansu), startup_timeout_secs=15.0, env={"STAND_IN_RECORD": str(record)})
     assert broker.flavour == "tansu (in memory)"
     with broker:
         port = broker.port
@@ -340,17 +340,18 @@ def test_tansu_is_found_by_the_override_when_no_binary_is_given(
     monkeypatch.setenv(BROKER_ENV, str(tansu))
     monkeypatch.setenv("STAND_IN_RECORD", str(record))
     monkeypatch.setenv("STAND_IN_MODE", "serve")
-    with TansuBroker(log_dir=tmp_path / "kept") as broker:
+    with TansuBroker(log_dir=tmp_path / "kept", startup_timeout_secs=15.0) as broker:
         assert broker.work_dir == (tmp_path / "kept").resolve()
         [launch] = _records(record)
         assert launch["mode"] == "serve"  # the environment is inherited
     assert (tmp_path / "kept" / "broker.log").is_file()
     # a given binary wins over the override
     other = _executable(tmp_path / "other-tansu", tansu.read_text())
-    with TansuBroker(binary=str(other), env={"STAND_IN_MODE": "chatty-not"}) as broker:
+    with TansuBroker(binary=str(other), startup_timeout_secs=15.0,
+                     env={"STAND_IN_MODE": "own"}) as broker:
         log = broker.log_path.read_text() if broker.log_path else ""
         assert f"--- stormpy: {other} broker" in log
-        assert _records(record)[-1]["mode"] == "chatty-not"  # its own variables over the inherited
+        assert _records(record)[-1]["mode"] == "own"  # its own variables over the inherited
 
 
 def test_tansu_that_exits_during_startup_fails_naming_the_broker_and_its_log(
@@ -378,7 +379,8 @@ def test_tansu_serves_only_once_it_said_ready_and_accepts_connections(
 
 
 def test_stopping_tansu_reaps_it(tansu: Path, tmp_path: Path) -> None:
-    broker = TansuBroker(binary=str(tansu), env={"STAND_IN_RECORD": str(tmp_path / "r")}).start()
+    broker = TansuBroker(binary=str(tansu), startup_timeout_secs=15.0,
+                         env={"STAND_IN_RECORD": str(tmp_path / "r")}).start()
     pid = broker.pid
     assert pid is not None
     broker.stop()
