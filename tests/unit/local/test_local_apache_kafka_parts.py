@@ -271,6 +271,8 @@ def test_the_broker_defaults(tmp_path: Path) -> None:
     assert (broker.home, broker.version, broker.cluster_id, broker.controller_port) == (None, "?", None, None)
     assert broker.flavour == "Apache Kafka ? (KRaft)"
     assert broker.data_dir is None and broker._requested_work_dir is None
+    with pytest.raises(RuntimeError, match="known only after start"):
+        _ = broker.port  # a free port, picked by start()
     assert QUICK_START_JVM_OPTIONS == ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"]
     assert ApacheKafkaBroker.kind == "the Apache Kafka broker"
     broker = ApacheKafkaBroker(7, host="h", log_dir=tmp_path, startup_timeout_secs=5.0, die_with_parent=False)
@@ -467,6 +469,16 @@ def test_a_killed_broker_restarts_on_its_ports_with_its_data(
         with pytest.raises(RuntimeError) as caught:
             broker.restart()
         assert str(caught.value) == "ApacheKafkaBroker.restart: the broker is running; kill() it first"
+        # a plain start after a crash starts afresh: a new directory (the crashed run's
+        # temporary one removed, not left behind), a new controller port and cluster id
+        broker.kill()
+        assert work.is_dir()
+        broker.start()
+        assert broker.work_dir is not None and broker.work_dir != work and not work.exists()
+        assert len(ports) == 2 and broker.controller_port == ports[1] != controller
+        assert broker.cluster_id != cluster
+        port, controller = broker.port, broker.controller_port
+        cluster, work = broker.cluster_id, broker.work_dir
         pid = broker.pid
         assert pid is not None
         broker.kill()
@@ -477,14 +489,14 @@ def test_a_killed_broker_restarts_on_its_ports_with_its_data(
         assert broker.restart() is broker
         assert (broker.port, broker.controller_port, broker.cluster_id, broker.work_dir) == (
             port, controller, cluster, work)
-        assert ports == [controller]
+        assert len(ports) == 2
         assert ["kafka.tools.StorageTool" in launch["argv"] for launch in _launches(tmp_path)] == [
-            True, False, False]
-        assert len(probe.confs) == 2  # a new probe after the crash
-        # the next start (not a restart) picks a new controller port
+            True, False, True, False, False]
+        assert len(probe.confs) == 3  # a new probe for every start
+        # only restart() keeps the controller port: the next plain start picks a new one
         broker.kill()
         broker.start()
-        assert len(ports) == 2 and broker.controller_port == ports[1]
+        assert len(ports) == 3 and broker.controller_port == ports[2]
     finally:
         broker.stop()
     assert not work.exists()
