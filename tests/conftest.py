@@ -41,7 +41,8 @@ if os.environ.get("STORMPY_HYPOTHESIS_PROFILE"):
 def _cap_local_waits(cap: float) -> None:
     """Mutation runs (tools/mutate.py sets STORMPY_TEST_WAIT_CAP): every wait of the local testing
     kit (``wait_for``, ``LocalCluster.wait_for`` and ``wait_until_quiet``, tracked waits) gives up
-    after at most ``cap`` seconds. A mutant that breaks acking or delivery otherwise makes its test
+    after at most ``cap`` seconds (a ``wait_for`` given its own ``clock`` is left alone: its time
+    is driven, not waited). A mutant that breaks acking or delivery otherwise makes its test
     wait the test's whole timeout (10-30 s) before failing; an unmutated suite meets every such
     condition within milliseconds, and mutmut's clean run checks it with the cap in place."""
     import stormpy.host.waiting as waiting
@@ -51,7 +52,9 @@ def _cap_local_waits(cap: float) -> None:
     plain_wait_for = waiting.wait_for
 
     def wait_for(condition: Any, timeout: float, what: str, **kwargs: Any) -> Any:
-        return plain_wait_for(condition, min(timeout, cap), what, **kwargs)
+        # a wait on a clock handed to it (a test's driven clock) costs no real time: not capped
+        bound = timeout if kwargs.get("clock") is not None else min(timeout, cap)
+        return plain_wait_for(condition, bound, what, **kwargs)
 
     for module in (waiting, local_cluster, testing):
         module.wait_for = wait_for  # type: ignore[attr-defined]

@@ -57,8 +57,12 @@ NO_MUTATE_LINES = (r"^\s*(log|logger)\.(debug|info|warning|error|exception)\(",)
 #: log calls through an instance's logger (``self.log.warning(...)``), left alone in the targets
 #: whose classes log that way (added per target: a new pattern renumbers a file's mutants)
 SELF_LOG_LINES = r"^\s*self\.log\.(debug|info|warning|error|exception)\("
-#: source files never worth mutating in any target
-ALWAYS_SKIP = ("*/__init__.py",)
+#: source files never worth mutating in any target: package ``__init__`` files, and the two
+#: ``__main__`` modules (an import and a call of ``stormpy.cli.main.main``, run only as
+#: ``python -m``, which imports the installed package, not a mutant; the subprocess tests of
+#: ``python -m stormpy`` and ``python -m stormpy.cli`` in tests/unit/cli and tests/integration
+#: judge them)
+ALWAYS_SKIP = ("*/__init__.py", "*/__main__.py")
 
 
 @dataclass(frozen=True)
@@ -463,6 +467,13 @@ TARGETS: dict[str, Target] = {
                          tests=("tests/unit/cluster/test_zk_*.py",
                                 "tests/unit/cluster/test_cluster_state_records.py",
                                 "tests/unit/config/test_security_settings.py")),
+    # the real ZooKeeper server as a child process (finding ZooKeeper and Java, the command line
+    # and zoo.cfg, the start's wait on `conf`/`srvr`) and `stormpy dev-zookeeper`'s loop, judged
+    # by a stand-in `java` (a Python script answering the four-letter words) and a stand-in server
+    "zk-server": Target(("src/stormpy/cluster/zkserver.py", "src/stormpy/cluster/devzk.py"),
+                        tests=("tests/unit/cluster/test_zookeeper_server_parts.py",
+                               "tests/unit/cluster/test_zookeeper_harness_discovery.py",
+                               "tests/unit/cluster/test_dev_zookeeper_loop.py")),
     # the UI's figures: the windows of a topology's counts, the Prometheus families and the
     # topology graph, with the UI's unit tests and the users' metrics export (the `stormpy ui`
     # command test starts the server under the CLI: left out)
@@ -502,6 +513,21 @@ TARGETS: dict[str, Target] = {
                                  "tests/unit/local/test_local_kafka_broker_parts.py",
                                  "tests/unit/local/test_local_apache_kafka_parts.py",
                                  "tests/unit/cli/test_cli_dev_kafka_progress.py")),
+    # the in-process LocalCluster (submit, kill, activate, simulated time, state, stats,
+    # shutdown): its contract tests and the fast in-process tests that run topologies on it
+    # (simulated time, well under a second each; no CLI subprocess)
+    "local-cluster": Target(("src/stormpy/local/_cluster.py",),
+                            tests=("tests/unit/local/test_local_cluster_contract.py",
+                                   "tests/unit/local/test_local_dealing.py",
+                                   "tests/unit/topology/test_storm_semantics.py",
+                                   "tests/unit/topology/test_metrics_consumer.py",
+                                   "tests/unit/topology/test_component_metrics.py",
+                                   "tests/unit/config/test_submit_check_rules.py",
+                                   "tests/unit/testing/test_testing_kit_units.py")),
+    # the Spark standalone master and workers of dev-spark and the tests, against a stand-in
+    # spark-class (a small script) in a temporary SPARK_HOME: no JVM per mutant
+    "local-spark": Target(("src/stormpy/local/_spark_cluster.py",),
+                          tests=("tests/unit/local/test_local_spark_cluster_parts.py",)),
     "testing": Target(tuple(f"src/stormpy/testing/{part}.py"
                             for part in ("_complete", "_acks", "_components", "_tracking", "_unit",
                                          "_cluster", "_kafka", "_registry", "_state", "_zookeeper")),
@@ -552,7 +578,7 @@ def source_files(target: Target) -> list[str]:
 
 
 def uncovered_files() -> dict[str, list[tuple[str, int]]]:
-    """The source files no target mutates (``__init__.py`` files aside), by package
+    """The source files no target mutates (:data:`ALWAYS_SKIP` aside), by package
     (``stormpy.<package>``; top-level modules under ``stormpy``), each with its line count."""
     covered = {rel for target in TARGETS.values() for rel in source_files(target)}
     found: dict[str, list[tuple[str, int]]] = {}

@@ -45,6 +45,7 @@ from stormpy.cli.client_cmds import (
 from stormpy.cli.output import error, say
 from stormpy.cluster.worker_ops import parse_level_setting
 from stormpy.host.daemon import STOP_SIGNALS
+from stormpy.host.waiting import WaitTimeout, wait_for
 from stormpy.logviewer.server import LogviewerServer
 from stormpy.ui._security import ui_token
 
@@ -355,12 +356,16 @@ def run_worker_action(client: Any, name: str, host: str, port: int, action: str,
     request = client.call("request_worker_action", name=name, host=host, port=port,
                           action=action, args={"seconds": seconds} if action == "cpu" else {})
     patience = action_patience(action, seconds)
-    deadline = clock() + patience
-    answer = client.call("worker_action_result", name=name, request=request["request"])
-    while answer["status"] == "pending" and clock() < deadline:
-        sleep(0.5)
-        answer = client.call("worker_action_result", name=name, request=request["request"])
-    if answer["status"] == "pending":
+
+    def answered() -> dict[str, Any]:  # the answer, or {} (not yet) while it is pending
+        answer: dict[str, Any] = client.call("worker_action_result", name=name,
+                                             request=request["request"])
+        return answer if answer["status"] != "pending" else {}
+
+    try:
+        answer = wait_for(answered, patience, f"worker {host}:{port}'s {action}", interval=0.5,
+                          clock=clock, sleep=sleep)
+    except WaitTimeout:
         fail(f"worker {host}:{port} did not answer within {patience:.0f} s (is it running?)", EXIT_REFUSED)
     if answer["status"] != "done":
         fail(f"worker {host}:{port}: {answer['error']}", EXIT_REFUSED)

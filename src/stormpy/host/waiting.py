@@ -28,18 +28,26 @@ class WaitTimeout(TimeoutError, AssertionError):
 
 def wait_for(condition: Callable[[], T], timeout: float, what: str, *, interval: float = 0.01,
              ignore: tuple[type[BaseException], ...] = (),
-             check: Callable[[], None] | None = None) -> T:
+             check: Callable[[], None] | None = None,
+             clock: Callable[[], float] | None = None,
+             sleep: Callable[[float], None] | None = None) -> T:
     """Poll ``condition`` every ``interval`` seconds until it returns something truthy, and return
-    that value. After ``timeout`` seconds raise :class:`WaitTimeout` naming ``what``.
+    that value. After ``timeout`` seconds raise :class:`WaitTimeout` naming ``what``; the
+    last poll is the first at or past the deadline (what holds by then is still returned).
 
     Exceptions of the types in ``ignore`` raised by ``condition`` count as "not yet" (the last one
     is named in the timeout message); any other exception propagates. ``check``, when given, runs
     after every poll that found the condition false and may raise to end the wait early (a
     daemon that exited, a worker that failed).
+
+    ``clock`` (seconds, monotonic) and ``sleep`` replace ``time.monotonic`` and ``time.sleep``
+    when given: a caller that takes a driven clock for its tests hands it on.
     """
     if timeout < 0:
         raise ValueError(f"wait_for: timeout must be >= 0, got {timeout}")
-    deadline = time.monotonic() + timeout
+    now = clock if clock is not None else time.monotonic
+    pause = sleep if sleep is not None else time.sleep
+    deadline = now() + timeout
     last_error: BaseException | None = None
     while True:
         try:
@@ -50,10 +58,10 @@ def wait_for(condition: Callable[[], T], timeout: float, what: str, *, interval:
             last_error = exc
         if check is not None:
             check()
-        if time.monotonic() >= deadline:
+        if now() >= deadline:
             extra = f" (last error: {last_error!r})" if last_error is not None else ""
             raise WaitTimeout(f"timed out after {timeout:g}s waiting for {what}{extra}")
-        time.sleep(interval)
+        pause(interval)
 
 
 def stays_unchanged(read: Callable[[], Any], seconds: float, what: str, *,

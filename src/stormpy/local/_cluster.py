@@ -115,7 +115,9 @@ class LocalCluster:
 
         ``workers`` > 1 runs it as that many in-process workers whose executors are spread round
         robin and whose tuples cross between them serialised (Storm's local mode with real
-        messaging). Returns the first worker; ``workers_of(name)`` returns all.
+        messaging); its config then says ``topology.workers`` = ``workers`` unless the cluster's
+        or the topology's conf sets it (so one acker executor per worker by default, as in
+        Storm). Returns the first worker; ``workers_of(name)`` returns all.
         """
         warnings = self.check_topology(name, conf, topology)
         for warning in warnings:
@@ -129,7 +131,10 @@ class LocalCluster:
             group = [Worker(WorkerConfig(topology_id, topology, full, active=active),
                             clock=self.clock, observer=observer, state=state)]
         else:
-            full.setdefault("topology.workers", workers)
+            # the number of workers it runs in, unless its conf says otherwise (one acker
+            # executor per worker by default, as in Storm)
+            if "topology.workers" not in {**self.conf, **(conf or {})}:
+                full["topology.workers"] = workers
             group = self._worker_group(topology_id, topology, full, workers, active, observer)
         self._workers[name] = group[0]
         self._groups[name] = group

@@ -295,9 +295,10 @@ class SparkStandalone:
         found: dict[int, list[str]] = {}
         for work in dirs:
             for pid, argv in find_processes(EXECUTOR_CLASS):
-                # the executor runs in its app's directory under the worker's work dir
+                # the executor runs in its app's directory under the worker's work dir (a path
+                # prefix: worker-1's is not worker-10's)
                 with contextlib.suppress(OSError):
-                    if str(work) in os.readlink(f"/proc/{pid}/cwd"):
+                    if Path(os.readlink(f"/proc/{pid}/cwd")).is_relative_to(work):
                         found[pid] = argv
         return sorted(found.items())
 

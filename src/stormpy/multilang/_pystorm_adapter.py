@@ -131,12 +131,18 @@ class _Adapter:
         try:
             inst._run()
         except Exception as exc:
-            try:
-                inst._handle_run_exception(exc)
-            except Exception as again:
-                self._log.error("%s: handling %r failed: %r", self._name, exc, again)
-            if inst.exit_on_exception:
-                self._restart(exc)
+            self._run_failed(inst, exc)
+
+    def _run_failed(self, inst: Any, exc: Exception) -> None:
+        """What pystorm does when a command or a batch raised ``exc``: the component's
+        ``_handle_run_exception`` (an error of that is logged, not raised), then, where pystorm
+        would exit (``exit_on_exception``), the component is rebuilt."""
+        try:
+            inst._handle_run_exception(exc)
+        except Exception as again:
+            self._log.error("%s: handling %r failed: %r", self._name, exc, again)
+        if inst.exit_on_exception:
+            self._restart(exc)
 
     def _restart(self, exc: BaseException) -> None:
         self._log.warning("%s: rebuilding the pystorm component after %r (pystorm would exit)",
@@ -301,12 +307,7 @@ class PystormBolt(_Adapter, Bolt):
             inst.process_batches()
         except Exception as exc:
             inst._current_tups = []
-            try:
-                inst._handle_run_exception(exc)
-            except Exception as again:
-                self._log.error("%s: handling %r failed: %r", self._name, exc, again)
-            if inst.exit_on_exception:
-                self._restart(exc)
+            self._run_failed(inst, exc)
 
     def _emit(self, msg: Mapping[str, Any], anchor_ids: Any) -> None:
         anchors = []

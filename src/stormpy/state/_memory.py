@@ -4,7 +4,8 @@ One :class:`MemoryBackend` per owner: a ``LocalCluster`` instance (so every new 
 with fresh state and two in one process share nothing), a worker process (the volatile part of
 its ZooKeeper backend, ``ZkBackend.memory``), or a test. State is lost with its owner. The first
 time a component asks for a store of a topology the log says that the state is not durable and
-how to make it so.
+how to make it so (the caller says how: the runtime's state through ZooKeeper, stateful bolts'
+through ``topology.state.provider``).
 
 Values are stored encoded (:func:`~stormpy.topology._state.encode_state`), so a store keeps a copy
 and refuses what ZooKeeper would refuse. Every call holds the backend's lock, acquired within
@@ -37,6 +38,11 @@ from stormpy.topology._state import (
 __all__ = ["MemoryBackend", "MemoryStore"]
 
 log = logging.getLogger("stormpy.state")
+
+#: what :meth:`MemoryBackend.store` logs for a topology's area (``%s``) by default: the runtime's
+#: state (spout positions, coordinators), which a conf naming ZooKeeper keeps there
+ZOOKEEPER_NOTE = ("%s state is kept in memory only and lost when this cluster or process ends "
+                  "(configure storm.zookeeper.servers to keep it in ZooKeeper)")
 
 Node = tuple[str, ...]
 
@@ -150,6 +156,8 @@ class MemoryBackend:
         self.watchers: dict[Node, list[Callable[[bytes | None], None]]] = {}
         self._lock = threading.Lock()
         self._stores: dict[tuple[str, str], MemoryStore] = {}
+        #: (area, topology id, note) warned about (see :meth:`store`)
+        self._noted: set[tuple[str, str, str]] = set()
         self._due: list[tuple[Callable[[bytes | None], None], bytes | None]] = []
 
     @property
@@ -161,15 +169,18 @@ class MemoryBackend:
         """The backend's lock, held within ``timeout_secs`` or StateUnavailableError on ``path``."""
         return _Held(self._lock, self.timeout_secs, path)
 
-    def store(self, area: str, topology_id: str) -> MemoryStore:
+    def store(self, area: str, topology_id: str, *, note: str = ZOOKEEPER_NOTE) -> MemoryStore:
+        """The store of ``topology_id``'s ``area``; the first call with each ``note`` (what the
+        state is and how to keep it, after ``topology <id>: ``) logs it as a warning."""
         key = (check_area(area), topology_id)
         with self.locked(f"memory:{area}/{topology_id}"):
             found = self._stores.get(key)
             if found is None:
                 found = self._stores[key] = MemoryStore(self, key, f"memory:{area}/{topology_id}")
-                log.warning("topology %s: %s state is kept in memory only and lost when this "
-                            "cluster or process ends (configure storm.zookeeper.servers to keep "
-                            "it in ZooKeeper)", topology_id, area)
+            noted = (area, topology_id, note)
+            if noted not in self._noted:
+                self._noted.add(noted)
+                log.warning("topology %s: " + note, topology_id, area)
         return found
 
     def named_store(self, area: str, owner: str, name: str) -> MemoryStore:

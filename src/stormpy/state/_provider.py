@@ -24,6 +24,7 @@ from stormpy.cluster.paths import encode_segment
 from stormpy.cluster.zk_hosts import hosts_from_config
 from stormpy.config import SettingError, setting
 from stormpy.state._base import Store
+from stormpy.state._memory import MemoryBackend
 from stormpy.state._redis_store import open_redis_store, redis_config
 from stormpy.state._settings import (
     PROVIDER,
@@ -43,6 +44,11 @@ __all__ = ["PROVIDERS", "open_store"]
 
 #: The key under which the memory provider keeps task state in the checkpoints area.
 MEMORY_PREFIX = "$state"
+#: what the memory provider's first store of a topology logs (the area fills ``%s``): on a
+#: cluster too the state lives in the worker process, whatever ZooKeeper the cluster has
+MEMORY_NOTE = ("stateful bolts' state (%s area) is kept in this process's memory "
+               "(topology.state.provider: memory, the default) and lost when the process ends; "
+               "set topology.state.provider to redis, zookeeper or sqlite to keep it")
 
 
 def open_store(conf: Mapping[str, Any], context: TopologyContext, task_key: str) -> Store:
@@ -53,7 +59,10 @@ def open_store(conf: Mapping[str, Any], context: TopologyContext, task_key: str)
     kind, config = settings.provider, settings.config
     name = str(setting(conf, "topology.name") or context.topology_id)
     if kind == "memory":
-        area = context.state_backend.memory.store(CHECKPOINTS, context.topology_id)
+        memory = context.state_backend.memory
+        area = (memory.store(CHECKPOINTS, context.topology_id, note=MEMORY_NOTE)
+                if isinstance(memory, MemoryBackend)
+                else memory.store(CHECKPOINTS, context.topology_id))
         if not isinstance(area, Store):
             raise StateStoreError(area.location, "the runtime's memory backend is not one of the "
                                                  "state layer's")

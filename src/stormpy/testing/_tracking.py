@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from stormpy.host.waiting import WaitTimeout
@@ -107,21 +107,25 @@ class TrackingSpout(Spout):
 
     def _emit_many(self, values_list: Any, msg_ids: Any = None,
                    stream: Any = DEFAULT_STREAM) -> None:
-        values_list = list(values_list)
-        ids = list(msg_ids) if msg_ids is not None else [None] * len(values_list)
-        self.emit_many(values_list, msg_ids=msg_ids if msg_ids is None else ids, stream=stream)
-        for msg_id in ids:
-            self.sink.emitted(msg_id)
+        self._emit_rows(self.emit_many, values_list, msg_ids, stream)
 
     def _emit_batch(self, values_list: Any, msg_ids: Any = None,
                     stream: Any = DEFAULT_STREAM) -> Any:
+        return self._emit_rows(self.emit_batch, values_list, msg_ids, stream)
+
+    def _emit_rows(self, emit: Callable[..., Any], values_list: Any, msg_ids: Any,
+                   stream: Any) -> Any:
+        """``emit(values_list, msg_ids=..., stream=stream)`` (the task's ``emit_many`` or
+        ``emit_batch``), then ``emitted(msg_id)`` for each row, with None for each when
+        ``msg_ids`` is None. Rows and ids given as iterators are listed first, so ``emit`` and the
+        sink see the same ones; ``msg_ids`` None reaches ``emit`` as None (untracked), not as a
+        list of None ids (a batch with ids is one tracked unit). Returns what ``emit`` returned."""
         values_list = list(values_list)
         ids = list(msg_ids) if msg_ids is not None else [None] * len(values_list)
-        targets = self.emit_batch(values_list, msg_ids=msg_ids if msg_ids is None else ids,
-                                  stream=stream)
+        result = emit(values_list, msg_ids=msg_ids if msg_ids is None else ids, stream=stream)
         for msg_id in ids:
             self.sink.emitted(msg_id)
-        return targets
+        return result
 
     def _ack_many(self, msg_ids: Any) -> None:
         for msg_id in msg_ids:

@@ -34,6 +34,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from stormpy.host.waiting import WaitTimeout, wait_for
 from stormpy.ui._security import UiAuth
 from stormpy.ui._source import NotFound, UiBackend
 
@@ -150,11 +151,18 @@ def operation_routes(backend: UiBackend, auth: UiAuth, json_errors: Callable[...
     def dump(action: str) -> Callable[[Request, bytes], Response]:
         def run(request: Request, _body: bytes) -> Response:
             info, hostport, req = request_action(request, action, {})
-            deadline = time.monotonic() + WAIT_SECS
-            answer = backend.call("worker_action_result", name=info["name"], request=req)
-            while answer["status"] == "pending" and time.monotonic() < deadline:
-                time.sleep(0.3)
+            answer: dict[str, Any] = {}
+
+            def answered() -> bool:
+                nonlocal answer
                 answer = backend.call("worker_action_result", name=info["name"], request=req)
+                return answer["status"] != "pending"
+
+            try:
+                wait_for(answered, WAIT_SECS, f"the {action} of {hostport}", interval=0.3,
+                         clock=time.monotonic, sleep=time.sleep)  # this module's (tests drive it)
+            except WaitTimeout:
+                pass  # still pending after WAIT_SECS: the answer names the request to ask later
             doc = outcome(info, hostport, answer)
             if answer["status"] == "pending":
                 doc["request"] = req

@@ -31,6 +31,7 @@ from stormpy.cli.ops_cmds import (
     run_worker_action,
     worker_address,
 )
+from stormpy.host import waiting
 from stormpy.logviewer.server import LogviewerServer
 
 TOKEN = "s3cret"
@@ -256,6 +257,21 @@ def test_a_worker_that_never_answers_is_given_up_at_the_patience(capsys: pytest.
     assert exit_info.value.code == 1
     assert capsys.readouterr().err == "error: worker h1:6700 did not answer within 70 s (is it running?)\n"
     assert clock.sleeps == [0.5] * 140  # polled until exactly the deadline, not past it
+
+
+def test_the_action_wait_runs_on_the_clock_it_is_given(monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    def forbidden(*_args: object) -> float:
+        raise AssertionError("the real clock was used")
+    monkeypatch.setattr(waiting.time, "monotonic", forbidden)
+    monkeypatch.setattr(waiting.time, "sleep", forbidden)
+    clock = DrivenClock(start=0.0)
+    nimbus = FakeNimbus([{"status": "pending"}])
+    with pytest.raises(SystemExit) as exit_info:
+        run_worker_action(nimbus, "wc", "h1", 6700, "heap", 0, clock, clock.sleep)
+    assert exit_info.value.code == 1
+    assert capsys.readouterr().err == "error: worker h1:6700 did not answer within 60 s (is it running?)\n"
+    assert clock.now == 60.0 and len(nimbus.calls) == 1 + 121
 
 
 def test_a_worker_answering_an_error_is_exit_1(capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,6 +6,7 @@ the errors' messages."""
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -759,3 +760,84 @@ def test_an_operation_waiting_for_a_connection_is_woken_by_the_stop() -> None:
     finally:
         storage.close()
         reader.join(30)
+
+
+class RetryWaits:
+    """Stands in for the sleeps of a kazoo retry (each wait is recorded and takes 1 ms) and
+    records how long the retry had waited in all when each attempt started."""
+
+    def __init__(self) -> None:
+        self.slept = 0.0
+        self.attempts: list[float] = []
+
+    def sleep(self, secs: float) -> None:
+        self.slept += secs
+        time.sleep(0.001)
+
+    def attempt(self) -> None:
+        self.attempts.append(self.slept)
+
+    def waits(self, count: int) -> list[float]:
+        """The first ``count`` waits between attempts."""
+        return [round(b - a, 6) for a, b in zip(self.attempts, self.attempts[1:count + 1], strict=False)]
+
+
+class EnoughAttempts(Exception):
+    """Ends an operation's retries once the test has seen enough of them."""
+
+
+def refused_address() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{probe.getsockname()[1]}"
+
+
+def test_a_storage_without_zookeeper_tries_again_after_0_1_s_doubling_up_to_1_s() -> None:
+    """While ZooKeeper is unreachable (down, restarting, partitioned) a storage tries to connect
+    again after 0.1 s, then twice as long each time, never more than 1 s apart: it is connected
+    again within about a second of ZooKeeper's return, however long the outage was (kazoo's own
+    default lets the wait grow to an hour). Jitter off; the connection's retry sleeps stood in."""
+    storage = ZkStorage(refused_address(), "/r")
+    waits = RetryWaits()
+    connection = storage._client._connection  # kazoo's connection loop and its retry policy
+    connection.retry_sleeper.sleep_func = waits.sleep
+    connection.retry_sleeper.max_jitter = 0.0
+    real_loop = connection._connect_loop
+
+    def connect_loop(retry: Any) -> Any:
+        waits.attempt()
+        return real_loop(retry)
+
+    connection._connect_loop = connect_loop
+    storage._client.start_async()  # what start() waits on, without its connect timeout
+    try:
+        wait_for(lambda: len(waits.attempts) > 8, timeout=60, what="9 connection attempts")
+    finally:
+        storage.close()
+    assert waits.waits(8) == [0.1, 0.2, 0.4, 0.8, 1.0, 1.0, 1.0, 1.0]
+
+
+def test_an_operation_without_a_connection_tries_again_after_0_1_s_doubling_up_to_0_5_s() -> None:
+    """An operation that finds no connection tries again after 0.1 s, then twice as long each time,
+    never more than 0.5 s apart (within its deadline): it goes on within half a second of the
+    connection's return. Jitter off; the operation's retry sleeps stood in."""
+    storage = ZkStorage(refused_address(), "/r", operation_timeout_secs=60.0)
+    waits = RetryWaits()
+    retry = storage._client._retry  # the command retry kazoo copies for each operation
+    retry.sleep_func = waits.sleep
+    retry.max_jitter = 0.0
+    real_check = storage._ops.check_abort
+
+    def check_abort(op: str, path: str, *args: Any) -> None:
+        waits.attempt()
+        if len(waits.attempts) > 7:
+            raise EnoughAttempts
+        real_check(op, path, *args)
+
+    storage._ops.check_abort = check_abort  # type: ignore[method-assign]
+    try:
+        with pytest.raises(EnoughAttempts):
+            storage.get("/r/a")
+    finally:
+        storage.close()
+    assert waits.waits(7) == [0.1, 0.2, 0.4, 0.5, 0.5, 0.5, 0.5]

@@ -8,9 +8,11 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.exceptions import SessionExpiredError
 from kazoo.security import ACL, OPEN_ACL_UNSAFE, Id, Permissions
 
 from stormpy.cluster import ZkStorage
@@ -26,7 +28,7 @@ from stormpy.cluster.state import (
     WorkerHeartbeat,
 )
 from stormpy.cluster.zk_acls import WORKER_DIRECTORIES, zk_identity
-from stormpy.cluster.zkserver import ZooKeeperServer
+from stormpy.cluster.zkserver import ZooKeeperServer, four_letter_word
 from stormpy.testing import wait_for
 
 pytestmark = pytest.mark.zookeeper
@@ -691,3 +693,74 @@ def test_a_root_zookeeper_refuses_to_create_names_the_start(zookeeper: ZooKeeper
         assert str(err.value) == f"ZooKeeper ensure_path {locked}/storm failed: NoAuthError "
     finally:
         s.close()
+
+
+def test_the_session_timeout_is_the_one_zookeeper_gives_the_session(zookeeper: ZooKeeperServer,
+                                                                     zk_root: str) -> None:
+    """`storm.zookeeper.session.timeout` (the `session_timeout_secs` of a storage) is what ZooKeeper
+    negotiates for the session: how long the cluster keeps a disconnected daemon's ephemeral nodes
+    (ZooKeeper's `cons` shows each connection's `to=` in ms)."""
+    conf = {"storm.zookeeper.servers": [zookeeper.host], "storm.zookeeper.port": zookeeper.port,
+            "storm.zookeeper.session.timeout": 13500}
+    for storage, negotiated in ((ZkStorage(zookeeper.connect_string, zk_root, session_timeout_secs=12.5,
+                                           connect_timeout_secs=30), 12500),
+                                (ZkStorage.from_config(conf, zk_root), 13500)):
+        try:
+            storage.start()
+            assert storage.session_id is not None
+            session = f"sid=0x{storage.session_id:x},"
+            [line] = [c for c in four_letter_word(zookeeper.host, zookeeper.port, "cons").splitlines()
+                      if session in c]
+            assert f",to={negotiated}," in line
+        finally:
+            storage.close()
+
+
+def test_an_operation_whose_session_expired_under_it_is_retried_on_the_new_session(
+        storage: ZkStorage, admin: KazooClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A request that fails because the session expired (a long partition) is sent again once
+    a new session is up, within the operation's deadline, not failed with SessionExpiredError."""
+    admin.create(f"{storage.root}/n", b"data")
+    client = storage._client  # the storage's kazoo client: its first answer stands in for an expiry
+    real_get_async = client.get_async
+    sent: list[str] = []
+
+    def get_async(path: str, watch: object = None) -> object:
+        sent.append(path)
+        if len(sent) == 1:
+            expired = client.handler.async_result()
+            expired.set_exception(SessionExpiredError())
+            return expired
+        return real_get_async(path, watch)
+
+    monkeypatch.setattr(client, "get_async", get_async)
+    assert storage.get(f"{storage.root}/n") == b"data"
+    assert sent == [f"{storage.root}/n"] * 2
+
+
+def test_a_watched_listing_stops_watching_the_children_that_are_gone(state: ClusterState,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The data watch a watched listing set on a child is cancelled at the first listing without
+    that child (a Nimbus watching workers come and go keeps no watch per gone worker)."""
+    storage = state.storage
+    cancelled: list[str] = []
+    real_watch_data = storage.watch_data
+
+    def watch_data(path: str, callback: Any) -> Any:
+        handle = real_watch_data(path, callback)
+        real_cancel = handle.cancel
+
+        def cancel() -> None:
+            cancelled.append(path)
+            real_cancel()
+
+        monkeypatch.setattr(handle, "cancel", cancel)
+        return handle
+
+    monkeypatch.setattr(storage, "watch_data", watch_data)
+    state.register_supervisor(SUP)
+    state.register_supervisor(SUP2)
+    assert state.supervisors(lambda: None) == {"sup-1": SUP, "sup-2": SUP2}
+    state.unregister_supervisor("sup-2")
+    assert state.supervisors(lambda: None) == {"sup-1": SUP}
+    assert cancelled == [state.paths.supervisor("sup-2")]

@@ -88,6 +88,25 @@ def test_check_runs_after_every_false_poll_and_may_end_the_wait(clock: DrivenClo
     assert clock.now == pytest.approx(0.02)
 
 
+def _real_time_forbidden(monkeypatch: pytest.MonkeyPatch) -> None:
+    def forbidden(*_args: object) -> float:
+        raise AssertionError("the real clock was used")
+    monkeypatch.setattr(waiting.time, "monotonic", forbidden)
+    monkeypatch.setattr(waiting.time, "sleep", forbidden)
+
+
+def test_a_given_clock_and_sleep_replace_the_real_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    _real_time_forbidden(monkeypatch)
+    driven = DrivenClock(start=50.0)
+    condition, calls = _counting([None, None, "up"])
+    assert wait_for(condition, 10, "x", interval=0.5, clock=driven, sleep=driven.sleep) == "up"
+    assert driven.sleeps == [0.5, 0.5] and calls == [3]
+    never, polls = _counting([])
+    with pytest.raises(WaitTimeout, match=r"^timed out after 2s waiting for the answer$"):
+        wait_for(never, 2, "the answer", interval=0.5, clock=driven, sleep=driven.sleep)
+    assert driven.now == 53.0 and polls == [5]  # polled at +0, +0.5, ... and at the deadline
+
+
 def test_stays_unchanged_reads_until_the_time_is_up(clock: DrivenClock) -> None:
     reads = [0]
 

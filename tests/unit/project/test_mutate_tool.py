@@ -177,7 +177,8 @@ def test_the_conftest_logs_a_mutants_failing_test_and_nothing_else(tmp_path: Pat
 
 def test_mutation_runs_cap_every_wait_of_the_testing_kit() -> None:
     """tools/mutate.py runs mutmut with STORMPY_TEST_WAIT_CAP; tests/conftest.py then caps the
-    timeout of every testing-kit wait, so a broken mutant fails its test within the cap."""
+    timeout of every testing-kit wait, so a broken mutant fails its test within the cap; a wait
+    handed its own (driven) clock keeps its timeout."""
     import subprocess
 
     script = """
@@ -192,12 +193,20 @@ for wait_for in (stormpy.testing.wait_for, stormpy.host.waiting.wait_for, stormp
     except stormpy.testing.WaitTimeout as exc:
         print(exc)
 print(stormpy.local._cluster.LocalCluster.wait_until_quiet.__qualname__)
+now = [0.0]
+def driven_sleep(secs):
+    now[0] += secs
+try:  # a wait on a driven clock of its own is not capped: it runs its whole (driven) timeout
+    stormpy.host.waiting.wait_for(lambda: False, 30, "driven", interval=10, clock=lambda: now[0],
+                                  sleep=driven_sleep)
+except stormpy.testing.WaitTimeout as exc:
+    print(exc, now[0])
 """
     env = {**os.environ, "STORMPY_TEST_WAIT_CAP": "0.05"}
     out = subprocess.run([sys.executable, "-c", script, str(ROOT / "tests" / "conftest.py")], env=env,
                          capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
     assert out == ["timed out after 0.05s waiting for nothing"] * 3 + [
-        "_cap_local_waits.<locals>.wait_until_quiet"]
+        "_cap_local_waits.<locals>.wait_until_quiet", "timed out after 30s waiting for driven 30.0"]
     assert tool_module().mutation_env()["STORMPY_TEST_WAIT_CAP"] == str(tool_module().WAIT_CAP_SECS)
 
 

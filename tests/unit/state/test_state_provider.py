@@ -7,6 +7,7 @@ tested in tests/integration)."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -387,3 +388,27 @@ def test_the_cache_bound_is_a_number_of_keys() -> None:
         err = setting_error({"topology.state.cache.max.keys": bad})
         assert (err.setting, err.problem) == ("topology.state.cache.max.keys",
                                               f"must be a number of keys >= 0, got {bad!r}")
+
+
+def test_the_memory_provider_warns_once_per_topology_how_to_keep_stateful_bolts_state(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # on a cluster the runtime's backend is ZooKeeper, but the memory provider's state still
+    # lives in the worker: the warning names the provider setting, not storm.zookeeper.servers
+    backend = MemoryBackend()
+    with caplog.at_level(logging.WARNING, logger="stormpy.state"):
+        open_store({}, Context(backend), "count-3")
+        open_store({}, Context(backend), "count-4")
+        open_store({}, Context(backend, topology_id="other-2-9"), "count-3")
+    assert [r.getMessage() for r in caplog.records] == [
+        f"topology {tid}: stateful bolts' state (checkpoints area) is kept in this process's "
+        "memory (topology.state.provider: memory, the default) and lost when the process ends; "
+        "set topology.state.provider to redis, zookeeper or sqlite to keep it"
+        for tid in ("wc-1-17", "other-2-9")]
+    caplog.clear()
+    # the runtime's own use of the area (spout positions) still says how a conf keeps it
+    with caplog.at_level(logging.WARNING, logger="stormpy.state"):
+        backend.store(CHECKPOINTS, "wc-1-17")
+        backend.store(CHECKPOINTS, "wc-1-17")
+    assert [r.getMessage() for r in caplog.records] == [
+        "topology wc-1-17: checkpoints state is kept in memory only and lost when this cluster "
+        "or process ends (configure storm.zookeeper.servers to keep it in ZooKeeper)"]
