@@ -504,6 +504,15 @@ TARGETS: dict[str, Target] = {
     "local": Target(tuple(f"src/stormpy/local/{part}.py" for part in ("_processes", "_redis_server")),
                     tests=("tests/unit/local/test_local_processes.py",
                            "tests/unit/local/test_local_redis_server.py")),
+    # the Kafka brokers a local run and the tests start: the broker base and tansu, Apache Kafka's
+    # KRaft child process, and which one `stormpy dev-kafka` runs; stand-in "java" and "tansu"
+    # binaries (small scripts), a temporary Kafka home and a driven clock, never a JVM per mutant
+    "local-kafka": Target(tuple(f"src/stormpy/local/{part}.py"
+                                for part in ("_dev_kafka", "_kafka_broker", "_apache_kafka")),
+                          tests=("tests/unit/local/test_local_dev_kafka_parts.py",
+                                 "tests/unit/local/test_local_kafka_broker_parts.py",
+                                 "tests/unit/local/test_local_apache_kafka_parts.py",
+                                 "tests/unit/cli/test_cli_dev_kafka_progress.py")),
     # the in-process LocalCluster (submit, kill, activate, simulated time, state, stats,
     # shutdown): its contract tests and the fast in-process tests that run topologies on it
     # (simulated time, well under a second each; no CLI subprocess)

@@ -180,6 +180,10 @@ class ApacheKafkaBroker(KafkaBroker):
 
     # -- ChildServer -------------------------------------------------------------------------
     def prepare(self) -> None:
+        if self._temp_dir is not None and self._requested_work_dir != self._temp_dir:
+            # a start after kill() that is not a restart() starts afresh: the crashed run's
+            # temporary directory goes, as stop() would have removed it
+            self._cleanup_dirs()
         self.home = find_kafka_home(self._kafka_home)
         self.version = kafka_version(self.home)
         java = self._java or find_java()
@@ -266,7 +270,8 @@ class ApacheKafkaBroker(KafkaBroker):
     # -- faults ------------------------------------------------------------------------------
     def kill(self) -> None:
         """SIGKILL the broker (a crash, no controlled shutdown) and reap it; the data directory,
-        the ports and the cluster id are kept for :meth:`restart`."""
+        the ports and the cluster id are kept for :meth:`restart` (a plain :meth:`start` after it
+        starts afresh, and removes the crashed run's temporary directory)."""
         pid = self.pid
         if pid is None:
             return
