@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from clock_bolts_kit import Sleepy
 
 from stormpy import Bolt, InvalidTopologyError, Spout, TopologyBuilder, TopologyContext, Tuple
 from stormpy.config import SettingError
@@ -64,20 +65,6 @@ class Reporter(Bolt):
 
     def execute(self, tup: Tuple) -> None:
         self.report_error(str(tup.values[0]))
-        self.ack(tup)
-
-
-class Sleepy(Bolt):
-    """Sleeps 30 s on the component clock, then passes the tuple on."""
-
-    outputs = ["v"]
-
-    def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
-        self.clock = context.clock
-
-    def execute(self, tup: Tuple) -> None:
-        self.clock.sleep(30)
-        self.emit(list(tup.values), anchors=tup)
         self.ack(tup)
 
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+from clock_bolts_kit import Sleepy
 
 from stormpy import (
     BasicBolt,
@@ -35,20 +36,6 @@ from stormpy.testing import (
 from stormpy.topology import clock
 from stormpy.topology._errors import EmitError
 from stormpy.topology._layout import Executor
-
-
-class Sleepy(Bolt):
-    """Sleeps 30 s (on the component clock) before passing each tuple on."""
-
-    outputs = ["v"]
-
-    def prepare(self, conf: Mapping[str, Any], context: TopologyContext) -> None:
-        self.clock = context.clock
-
-    def execute(self, tup: Tuple) -> None:
-        self.clock.sleep(30)
-        self.emit(list(tup.values), anchors=tup)
-        self.ack(tup)
 
 
 class NapThenPass(Bolt):
