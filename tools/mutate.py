@@ -46,11 +46,21 @@ ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / ".mutmut"
 #: the fast tests: unit tests only (no ZooKeeper, no real cluster processes, no JVM)
 FAST = ("tests/unit",)
+#: the tests of `test_cli_config.py` that run `python -m stormpy.cli` in a child process (it imports
+#: the package outside mutmut's process)
+CLI_SUBPROCESS_TESTS = tuple(
+    f"--deselect=tests/unit/cli/test_cli_config.py::{test}"
+    for test in ("test_the_error_that_stops_a_local_run_is_printed_once_with_its_traceback",
+                 "test_the_stormpy_command_prints_a_warning_once_not_also_as_a_log_record"))
 #: tests left out everywhere: they start fresh interpreters (the compiled-extension checks, the
-#: CLI, the bench, hashing in other processes), which import the installed package, not the mutants
+#: CLI, the bench, hashing in other processes), which import the installed package, not the
+#: mutants; and this tool's own tests, which judge the repository's layout (in mutmut's copy its
+#: pyproject.toml holds the target's ``[tool.mutmut]``, which the tool refuses)
 ALWAYS_IGNORE = ("--ignore=tests/unit/topology/test_native.py", "--ignore=tests/unit/cli/test_cli_local.py",
                  "--ignore=tests/unit/project/test_bench_smoke.py",
-                 "--deselect=tests/unit/worker/test_groupings.py::test_fields_hash_is_the_same_in_every_process")
+                 "--ignore=tests/unit/project/test_mutate_tool.py",
+                 "--deselect=tests/unit/worker/test_groupings.py::test_fields_hash_is_the_same_in_every_process",
+                 *CLI_SUBPROCESS_TESTS)
 #: source lines never mutated: log calls (their wording is not behaviour; the whole call, however
 #: many lines it spans, is left alone)
 NO_MUTATE_LINES = (r"^\s*(log|logger)\.(debug|info|warning|error|exception)\(",)
@@ -88,13 +98,6 @@ WORKER_PYTEST_ARGS = ("--deselect",
                       "tests/unit/worker/test_worker_inbound.py::test_no_frame_crashes_the_worker")
 #: worker files that are features beside the executor loop, tasks and routing (not in the core set)
 WORKER_FEATURES = ("src/stormpy/worker/hooks.py", "src/stormpy/worker/metrics_consumers.py")
-
-#: the tests of `test_cli_config.py` that run `python -m stormpy.cli` in a child process (it imports
-#: the mutated package outside mutmut's process): left out of the `cli` target
-CLI_SUBPROCESS_TESTS = tuple(
-    arg for test in ("test_the_error_that_stops_a_local_run_is_printed_once_with_its_traceback",
-                     "test_the_stormpy_command_prints_a_warning_once_not_also_as_a_log_record")
-    for arg in ("--deselect", f"tests/unit/cli/test_cli_config.py::{test}"))
 
 #: The core set, then the modules added as they land (a new one is one entry here). The connector
 #: and feature targets name the unit tests that cover them: collecting which test reaches which
@@ -374,8 +377,7 @@ TARGETS: dict[str, Target] = {
                          "tests/unit/cli/test_cli_monitor.py",
                          "tests/unit/cli/test_cli_logs_rotation.py",
                          "tests/unit/cli/test_cli_config.py",
-                         "tests/unit/cli/test_cli_unit_*.py"),
-                  pytest_args=CLI_SUBPROCESS_TESTS),
+                         "tests/unit/cli/test_cli_unit_*.py")),
     # the checks of the connectors' and features' settings classes (`stormpy._settings`)
     "settings": Target(("src/stormpy/_settings.py",),
                        tests=("tests/unit/config/test_settings_checks.py",
