@@ -112,6 +112,45 @@ def test_a_basic_bolts_explicit_anchors_replace_the_current_input(how: str) -> N
     assert feeder.acked == ["m"] and feeder.failed == []
 
 
+class GreetsBeforeItsFirstInput(BasicBolt):
+    """A BasicBolt emitting from a callback it schedules in ``prepare``: on the loop, before any
+    input, so there is no current input to anchor to."""
+
+    outputs = [Stream(["v"])]
+
+    def prepare(self, conf: Any, context: Any) -> None:
+        self.call_soon_threadsafe(lambda: self.emit(["hello"]))
+
+    def process(self, tup: Tuple) -> None:
+        self.emit(tup.values)
+
+
+def test_a_basic_bolts_emit_before_any_input_is_unanchored() -> None:
+    """Outside ``process`` a BasicBolt has no input to anchor to: with ackers on, an emit from a
+    callback before its first input sends an untracked tuple (it does not fail the task), and
+    the inputs that follow are anchored as usual."""
+    feeder = FeederSpout(["v"])
+    sink = Capture()
+    b = TopologyBuilder()
+    b.set_spout("feeder", feeder)
+    b.set_bolt("basic", GreetsBeforeItsFirstInput).shuffle_grouping("feeder")
+    b.set_bolt("sink", sink).shuffle_grouping("basic")
+    worker = Worker(WorkerConfig("t", b.create_topology(), {"topology.acker.executors": 1}),
+                    clock=SimulatedClock())
+    worker.open()
+    for _ in range(4):
+        worker.run_once()
+    assert sink.values == [["hello"]]
+    (greeting,) = sink.tuples
+    assert greeting.root == 0 and not greeting.anchors
+    feeder.feed(["x"], msg_id="m")
+    for _ in range(6):
+        worker.run_once()
+    assert sink.values == [["hello"], ["x"]]
+    assert sink.tuples[1].root != 0  # the input's emit is in its tree
+    assert feeder.acked == ["m"] and worker.stats()["basic"]["failed"] == 0
+
+
 def test_a_spout_without_an_acker_in_its_worker_spreads_roots_over_the_ackers() -> None:
     """No acker runs with the spout: roots are not pinned to one acker, so the inits of many
     spout tuples reach every acker task (each one's share is random; all 60 on one of two

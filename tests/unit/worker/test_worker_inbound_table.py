@@ -11,8 +11,10 @@ from typing import Any
 import msgpack
 import pytest
 from inbound_kit import FIELDS, TABLE, InboundHarness
+from transport_fakes import ScriptedTransport
 
 from stormpy import Bolt, Spout, Stream, TopologyBuilder, Tuple
+from stormpy.testing import FeederSpout
 from stormpy.topology._columns import ColumnBatch
 from stormpy.topology._fields import Fields
 from stormpy.worker import Worker, WorkerConfig
@@ -235,3 +237,19 @@ def test_a_value_repr_of_80_characters_is_kept_whole_and_of_81_cut(
     first, second = (r.getMessage() for r in caplog.records)
     assert "got '" + "y" * 78 + "'" in first
     assert "got '" + "z" * 76 + "..." in second and "z" * 77 not in second
+
+
+def test_a_workers_drop_report_names_the_topology_and_the_port(caplog: pytest.LogCaptureFixture) -> None:
+    """A worker's report of dropped inbound frames names it as ``topology:port`` (several
+    workers of several topologies write to one host's logs) and the peer the frame came from."""
+    b = TopologyBuilder()
+    b.set_spout("feeder", FeederSpout(["v"]))
+    transport = ScriptedTransport()
+    worker = Worker(WorkerConfig("wc-7-123", b.create_topology(), {}, worker_port=6702),
+                    transport=transport)
+    worker.open()
+    transport.inbox.append(b"\xc1 nonsense")
+    with caplog.at_level(logging.WARNING, logger="stormpy.worker"):
+        worker.run_once()
+    (line,) = [r.getMessage() for r in caplog.records if "dropped" in r.getMessage()]
+    assert line.startswith("worker wc-7-123:6702: dropped 1 invalid inbound tuple(s)/frame(s)"), line
