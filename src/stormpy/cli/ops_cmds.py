@@ -43,9 +43,9 @@ from stormpy.cli.client_cmds import (
     nimbus_client,
 )
 from stormpy.cli.output import error, say
+from stormpy.client import await_worker_action, request_worker_action
 from stormpy.cluster.worker_ops import parse_level_setting
 from stormpy.host.daemon import STOP_SIGNALS
-from stormpy.host.waiting import WaitTimeout, wait_for
 from stormpy.logviewer.server import LogviewerServer
 from stormpy.ui._security import ui_token
 
@@ -353,19 +353,12 @@ def run_worker_action(client: Any, name: str, host: str, port: int, action: str,
     ``cpu``), poll its result every half second for :func:`action_patience` and return the
     report's file name. A worker that does not answer in time, or answers with an error, ends
     the command (exit 1) naming the worker."""
-    request = client.call("request_worker_action", name=name, host=host, port=port,
-                          action=action, args={"seconds": seconds} if action == "cpu" else {})
+    request = request_worker_action(client.call, name, host, port, action,
+                                    {"seconds": seconds} if action == "cpu" else {})
     patience = action_patience(action, seconds)
-
-    def answered() -> dict[str, Any]:  # the answer, or {} (not yet) while it is pending
-        answer: dict[str, Any] = client.call("worker_action_result", name=name,
-                                             request=request["request"])
-        return answer if answer["status"] != "pending" else {}
-
-    try:
-        answer = wait_for(answered, patience, f"worker {host}:{port}'s {action}", interval=0.5,
-                          clock=clock, sleep=sleep)
-    except WaitTimeout:
+    answer = await_worker_action(client.call, name, request, patience, interval=0.5, clock=clock,
+                                 sleep=sleep)
+    if answer["status"] == "pending":
         fail(f"worker {host}:{port} did not answer within {patience:.0f} s (is it running?)", EXIT_REFUSED)
     if answer["status"] != "done":
         fail(f"worker {host}:{port}: {answer['error']}", EXIT_REFUSED)

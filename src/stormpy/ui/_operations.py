@@ -34,7 +34,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from stormpy.host.waiting import WaitTimeout, wait_for
+from stormpy.client import await_worker_action, request_worker_action
 from stormpy.ui._security import UiAuth
 from stormpy.ui._source import NotFound, UiBackend
 
@@ -144,25 +144,15 @@ def operation_routes(backend: UiBackend, auth: UiAuth, json_errors: Callable[...
                        args: dict[str, Any]) -> tuple[dict[str, Any], str, str]:
         auth.check_post(request.headers, request.cookies, request.url.scheme)
         info, host, port = worker(request)
-        answer = backend.call("request_worker_action", name=info["name"], host=host, port=port,
-                              action=action, args=args)
-        return info, f"{host}:{port}", str(answer["request"])
+        request_id = request_worker_action(backend.call, info["name"], host, port, action, args)
+        return info, f"{host}:{port}", request_id
 
     def dump(action: str) -> Callable[[Request, bytes], Response]:
         def run(request: Request, _body: bytes) -> Response:
             info, hostport, req = request_action(request, action, {})
-            answer: dict[str, Any] = {}
-
-            def answered() -> bool:
-                nonlocal answer
-                answer = backend.call("worker_action_result", name=info["name"], request=req)
-                return answer["status"] != "pending"
-
-            try:
-                wait_for(answered, WAIT_SECS, f"the {action} of {hostport}", interval=0.3,
-                         clock=time.monotonic, sleep=time.sleep)  # this module's (tests drive it)
-            except WaitTimeout:
-                pass  # still pending after WAIT_SECS: the answer names the request to ask later
+            # this module's clock and sleep: the tests drive them
+            answer = await_worker_action(backend.call, info["name"], req, WAIT_SECS, interval=0.3,
+                                         clock=time.monotonic, sleep=time.sleep)
             doc = outcome(info, hostport, answer)
             if answer["status"] == "pending":
                 doc["request"] = req

@@ -131,9 +131,9 @@ PUBLIC: dict[str, list[str]] = {
     "stormpy.ui": [],
     # the client side of the Nimbus protocol (Storm's storm-client holds NimbusClient)
     "stormpy.client": [
-        "BundleDigest", "CONNECT_TIMEOUT_SECS", "NimbusClient", "download_bundle", "find_leader",
-        "leader_first", "parse_address", "rpc_client", "rpc_settings", "seed_addresses",
-        "upload_bundle",
+        "BundleDigest", "CONNECT_TIMEOUT_SECS", "NimbusClient", "await_worker_action",
+        "download_bundle", "find_leader", "leader_first", "parse_address", "request_worker_action",
+        "rpc_client", "rpc_settings", "seed_addresses", "upload_bundle",
     ],
 }
 
