@@ -241,7 +241,7 @@ def test_a_value_repr_of_80_characters_is_kept_whole_and_of_81_cut(
 
 def test_a_workers_drop_report_names_the_topology_and_the_port(caplog: pytest.LogCaptureFixture) -> None:
     """A worker's report of dropped inbound frames names it as ``topology:port`` (several
-    workers of several topologies write to one host's logs) and the peer the frame came from."""
+    workers of several topologies write to one host's logs)."""
     b = TopologyBuilder()
     b.set_spout("feeder", FeederSpout(["v"]))
     transport = ScriptedTransport()
