@@ -38,7 +38,7 @@ def await_worker_action(call: NimbusCall, name: str, request: str, patience: flo
     seconds of ``clock`` (the first poll at once; ``clock`` and ``sleep`` default to
     ``time.monotonic`` and ``time.sleep``); returns the last answer, whose ``status`` is still
     ``pending`` when the worker did not answer in time."""
-    answer: dict[str, Any] = {"status": "pending"}
+    answer: dict[str, Any]  # bound by the first poll, which wait_for makes before any deadline
 
     def answered() -> bool:
         nonlocal answer
